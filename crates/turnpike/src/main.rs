@@ -1,0 +1,44 @@
+//! The `turnpike` binary: subcommands only. Each subcommand's arguments and behaviour
+//! live in the crate that owns it.
+
+use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(name = "turnpike", version, about = "Turnpike API manager")]
+struct Cli {
+    /// Log filter (tracing EnvFilter syntax), e.g. `info` or `turnpike_gateway=debug`.
+    #[arg(long, global = true, env = "TURNPIKE_LOG", default_value = "info")]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a gateway (data plane).
+    Gateway(turnpike_gateway::GatewayArgs),
+    /// Run the echo back end used by the bench kit.
+    Echo(turnpike_bench::echo::EchoArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log)?)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime
+        .block_on(async {
+            match cli.command {
+                Command::Gateway(args) => turnpike_gateway::run(args).await,
+                Command::Echo(args) => turnpike_bench::echo::run(args).await,
+            }
+        })
+        .map_err(|e| anyhow::anyhow!(e))
+}
