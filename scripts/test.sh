@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run): installs what the tests need, then checks
+# formatting and lints, runs every test of the workspace, builds the release binary and
+# runs the bench kit's quick plan end to end. Fails on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+echo "== fmt"; cargo fmt --all -- --check
+echo "== clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== tests"; cargo test --workspace --locked 2>&1 | tee target/test-output.txt
+# A workspace whose tests silently vanished must not pass.
+passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
+if [ "$passed" -eq 0 ]; then echo "no tests ran" >&2; exit 1; fi
+echo "$passed passed, $failed failed"
