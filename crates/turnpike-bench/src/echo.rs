@@ -1,14 +1,266 @@
-//! `turnpike echo`: echoes any request body and its Content-Type, after an optional
-//! non-blocking delay, or serves a fixed-size body.
+//! `turnpike echo`: the seeds' back end. Echoes any request body (streamed, never buffered)
+//! and its Content-Type for any method and path, after an optional non-blocking delay, or
+//! serves a fixed-size body to bodiless requests. Serves HTTP/1.1 (keep-alive) and h2c on
+//! one port. Owns nothing else: no routing, no state besides its [`EchoConfig`].
+//!
+//! Per-request controls in the query string (they override the server's settings, so one
+//! back end can serve many test cases):
+//! - `delay_ms=N`: wait N ms before answering;
+//! - `status=NNN`: answer with this status code (100-999 rejected with 400);
+//! - `size=N`: a bodiless request gets N bytes (capped at 64 MiB).
+//!
+//! Unparseable control values are answered with 400 and a plain-text reason.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{Either, Full};
+use hyper::body::{Body as _, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+
+/// Largest body a `size=` query may ask for.
+const MAX_QUERY_SIZE: usize = 64 << 20;
 
 /// Command-line arguments of `turnpike echo`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EchoArgs {
+    /// Port to listen on (0 picks a free one and prints it).
     #[arg(long, default_value_t = 9000)]
     pub port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Back-end delay ("sleep time") before each answer, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    pub delay_ms: u64,
+    /// Body size served to bodiless requests (GET), in bytes.
+    #[arg(long)]
+    pub size: Option<usize>,
+    /// Worker threads of the runtime (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Serve only HTTP/2 with prior knowledge (h2c); by default HTTP/1.1 and h2c are both
+    /// served on the same port.
+    #[arg(long)]
+    pub h2c: bool,
 }
 
+/// What the echo server does; shared read-only by every connection.
+#[derive(Debug, Clone, Default)]
+pub struct EchoConfig {
+    /// Delay before each answer (tokio timer, no thread blocked).
+    pub delay: Duration,
+    /// Body size for bodiless requests; `None` answers them with an empty body.
+    pub size: Option<usize>,
+    /// Serve only HTTP/2 (prior knowledge).
+    pub h2c_only: bool,
+}
+
+impl From<&EchoArgs> for EchoConfig {
+    fn from(args: &EchoArgs) -> Self {
+        EchoConfig {
+            delay: Duration::from_millis(args.delay_ms),
+            size: args.size,
+            h2c_only: args.h2c,
+        }
+    }
+}
+
+/// Runs `turnpike echo` until the process is stopped.
 pub async fn run(args: EchoArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let _ = args;
-    Err("not implemented yet".into())
+    let listener = TcpListener::bind((args.bind, args.port)).await?;
+    let addr = listener.local_addr()?;
+    // Printed on stdout so scripts (and the matrix) can read the port when --port 0.
+    println!("echo listening on http://{addr}");
+    tracing::info!(%addr, delay_ms = args.delay_ms, size = ?args.size, "echo back end started");
+    serve(listener, EchoConfig::from(&args)).await?;
+    Ok(())
+}
+
+/// Binds 127.0.0.1:0, serves in a background task, and returns the bound address.
+pub async fn spawn(cfg: EchoConfig) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        if let Err(e) = serve(listener, cfg).await {
+            tracing::error!(error = %e, "echo server stopped");
+        }
+    });
+    Ok(addr)
+}
+
+/// Serves connections accepted on `listener` forever.
+pub async fn serve(listener: TcpListener, cfg: EchoConfig) -> std::io::Result<()> {
+    let state = Arc::new(State::new(cfg));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(true);
+    builder.http2().max_concurrent_streams(10_000);
+    if state.cfg.h2c_only {
+        builder = builder.http2_only();
+    }
+    let builder = Arc::new(builder);
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning or dying.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let builder = builder.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| handle(req, state.clone()));
+            // Client resets and closes are normal in load tests: nothing to report.
+            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+        });
+    }
+}
+
+struct State {
+    cfg: EchoConfig,
+    /// The `--size` body, built once and cloned (a reference count) per request.
+    fixed: Option<Bytes>,
+}
+
+impl State {
+    fn new(cfg: EchoConfig) -> Self {
+        let fixed = cfg.size.map(payload);
+        State { cfg, fixed }
+    }
+}
+
+/// A body of `n` printable bytes.
+fn payload(n: usize) -> Bytes {
+    Bytes::from((0..n).map(|i| b'a' + (i % 26) as u8).collect::<Vec<u8>>())
+}
+
+type EchoBody = Either<Incoming, Full<Bytes>>;
+
+/// Per-request overrides read from the query string.
+#[derive(Debug, Default, PartialEq)]
+struct Controls {
+    delay: Option<Duration>,
+    status: Option<StatusCode>,
+    size: Option<usize>,
+}
+
+fn parse_controls(query: Option<&str>) -> Result<Controls, String> {
+    let mut c = Controls::default();
+    let Some(query) = query else { return Ok(c) };
+    for pair in query.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        match k {
+            "delay_ms" => {
+                let ms: u64 = v
+                    .parse()
+                    .map_err(|_| format!("delay_ms: not a number: {v:?}"))?;
+                c.delay = Some(Duration::from_millis(ms));
+            }
+            "status" => {
+                let code: u16 = v
+                    .parse()
+                    .map_err(|_| format!("status: not a number: {v:?}"))?;
+                let status = StatusCode::from_u16(code)
+                    .ok()
+                    .filter(|s| !s.is_informational())
+                    .ok_or_else(|| format!("status: not a final status code: {code}"))?;
+                c.status = Some(status);
+            }
+            "size" => {
+                let n: usize = v
+                    .parse()
+                    .map_err(|_| format!("size: not a number: {v:?}"))?;
+                if n > MAX_QUERY_SIZE {
+                    return Err(format!("size: {n} is over the limit of {MAX_QUERY_SIZE}"));
+                }
+                c.size = Some(n);
+            }
+            _ => {}
+        }
+    }
+    Ok(c)
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    state: Arc<State>,
+) -> Result<Response<EchoBody>, Infallible> {
+    let controls = match parse_controls(req.uri().query()) {
+        Ok(c) => c,
+        Err(msg) => {
+            let mut resp = Response::new(Either::Right(Full::new(Bytes::from(msg))));
+            *resp.status_mut() = StatusCode::BAD_REQUEST;
+            return Ok(resp);
+        }
+    };
+    let delay = controls.delay.unwrap_or(state.cfg.delay);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let content_type = req.headers().get(header::CONTENT_TYPE).cloned();
+    let body = req.into_body();
+    let mut resp = if body.is_end_stream() {
+        let fixed = match controls.size {
+            Some(n) => payload(n),
+            None => state.fixed.clone().unwrap_or_default(),
+        };
+        let mut resp = Response::new(Either::Right(Full::new(fixed)));
+        let ct = content_type.unwrap_or(HeaderValue::from_static("text/plain"));
+        resp.headers_mut().insert(header::CONTENT_TYPE, ct);
+        resp
+    } else {
+        let mut resp = Response::new(Either::Left(body));
+        if let Some(ct) = content_type {
+            resp.headers_mut().insert(header::CONTENT_TYPE, ct);
+        }
+        resp
+    };
+    if let Some(status) = controls.status {
+        *resp.status_mut() = status;
+    }
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_parse_known_keys_and_ignore_others() {
+        let c = parse_controls(Some("delay_ms=30&x=1&status=503&size=10")).expect("valid");
+        assert_eq!(
+            c,
+            Controls {
+                delay: Some(Duration::from_millis(30)),
+                status: Some(StatusCode::SERVICE_UNAVAILABLE),
+                size: Some(10)
+            }
+        );
+        assert_eq!(parse_controls(None).expect("none"), Controls::default());
+    }
+
+    #[test]
+    fn controls_refuse_bad_values() {
+        assert!(parse_controls(Some("delay_ms=abc")).is_err());
+        assert!(parse_controls(Some("status=100")).is_err());
+        assert!(parse_controls(Some("status=1000")).is_err());
+        assert!(parse_controls(Some("size=999999999999")).is_err());
+    }
+
+    #[test]
+    fn payload_has_requested_length() {
+        assert_eq!(payload(0).len(), 0);
+        assert_eq!(payload(1000).len(), 1000);
+    }
 }

@@ -30,9 +30,14 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log)?)
         .with_writer(std::io::stderr)
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Command::Echo(turnpike_bench::echo::EchoArgs {
+        threads: Some(n), ..
+    }) = &cli.command
+    {
+        builder.worker_threads(*n);
+    }
+    let runtime = builder.enable_all().build()?;
     runtime
         .block_on(async {
             match cli.command {
