@@ -8,7 +8,52 @@
 //! - `Snapshot::load(path) -> Result<Snapshot, ConfigError>`
 //! - `Snapshot::route(host, method, path) -> RouteResult`
 //! - `CompiledApi` fields: endpoints, limits, timeouts.
+//! - [`compile`]`(GatewayFile, version)` for files that arrive as data (control plane).
+//!
+//! Modules: `format` (YAML in), `spans` (line/column of each node), `validate` (values),
+//! `size`/`duration`/`endpoint`/`host`/`methods`/`template` (one kind of value each),
+//! `router` (the index), `snapshot` (the result).
 
+mod duration;
+mod endpoint;
+mod error;
+mod format;
+mod host;
+mod methods;
+mod router;
+mod size;
 mod snapshot;
+mod spans;
+mod template;
+mod validate;
 
-pub use snapshot::{CompiledApi, ConfigError, Endpoint, RouteResult, Snapshot};
+use std::sync::Arc;
+
+pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
+pub use endpoint::Endpoint;
+pub use error::{ConfigError, Location, Problem, Problems};
+pub use size::DEFAULT_MAX_BODY_BYTES;
+pub use snapshot::{CompiledApi, RouteResult, Snapshot};
+pub use turnpike_model::{GatewayFile, LoadBalancing};
+
+/// Validates and compiles a file that arrives as data. Problems name document paths
+/// (`apis[1].endpoints[0]`) but no lines, as there is no text.
+pub fn compile(file: GatewayFile, version: u64) -> Result<Snapshot, ConfigError> {
+    compile_checked(file, version).map_err(|list| {
+        ConfigError::Problems(Problems {
+            source_name: "configuration".to_owned(),
+            list,
+        })
+    })
+}
+
+pub(crate) fn compile_checked(file: GatewayFile, version: u64) -> Result<Snapshot, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let checked = validate::check_file(file, &mut problems);
+    let router = router::Router::build(&checked, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
+    Ok(Snapshot::assemble(version, apis, router))
+}

@@ -1,47 +1,37 @@
-//! The compiled snapshot and a first, naive router (linear scan). To be replaced by
-//! an indexed router whose cost stays flat from 1 to 10,000 APIs.
+//! The compiled snapshot a gateway serves from: the APIs, ready to proxy to, and the
+//! router over them. Immutable once built; a reload builds a new one.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{HeaderValue, Method, Uri};
-use turnpike_model::GatewayFile;
+use http::{HeaderValue, Method};
+use turnpike_model::{GatewayFile, LoadBalancing};
 
-/// Why a file could not become a snapshot.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{0}")]
-    Invalid(String),
-}
-
-/// One upstream endpoint, pre-parsed.
-#[derive(Debug, Clone)]
-pub struct Endpoint {
-    pub uri: Uri,
-    /// "http" or "https"
-    pub scheme: http::uri::Scheme,
-    pub authority: http::uri::Authority,
-    /// Path prefix of the endpoint URL without a trailing slash ("" for none).
-    pub base_path: String,
-}
+use crate::endpoint::Endpoint;
+use crate::error::{ConfigError, Problems};
+use crate::router::{Lookup, Router};
 
 /// An API ready to serve.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct CompiledApi {
     pub name: String,
+    /// `/pets`: no trailing slash.
     pub context: String,
     pub version: String,
+    /// Also served at `/{context}/...`.
+    pub default_version: bool,
+    /// The host pattern this API is limited to, lower case (`*.example.com` kept as
+    /// written); `None` for any host.
+    pub host: Option<String>,
     pub endpoints: Vec<Endpoint>,
+    pub load_balancing: LoadBalancing,
+    /// Largest request body accepted; `None` for no limit.
     pub max_body_bytes: Option<u64>,
     pub connect_timeout: Duration,
+    /// Time allowed from sending the request to the upstream's response headers.
     pub response_timeout: Duration,
-    resources: Vec<(String, Vec<Method>)>,
 }
 
 /// What the router says about a request.
@@ -53,6 +43,7 @@ pub enum RouteResult<'a> {
         api: &'a Arc<CompiledApi>,
         upstream_path: &'a str,
     },
+    /// The path matches a resource, the method does not: answer 405 with this `Allow`.
     MethodNotAllowed {
         allow: HeaderValue,
     },
@@ -64,10 +55,12 @@ pub enum RouteResult<'a> {
 pub struct Snapshot {
     pub version: u64,
     pub apis: Vec<Arc<CompiledApi>>,
+    router: Router,
 }
 
 impl Snapshot {
-    pub fn load(path: &std::path::Path) -> Result<Snapshot, ConfigError> {
+    /// Reads, validates and compiles a YAML file (version 1).
+    pub fn load(path: &Path) -> Result<Snapshot, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
             path: path.display().to_string(),
             source,
@@ -75,89 +68,47 @@ impl Snapshot {
         Self::from_yaml(&text, &path.display().to_string())
     }
 
+    /// Validates and compiles YAML text; `source_name` names it in errors.
     pub fn from_yaml(text: &str, source_name: &str) -> Result<Snapshot, ConfigError> {
-        let file: GatewayFile = serde_yaml::from_str(text)
-            .map_err(|e| ConfigError::Invalid(format!("{source_name}: {e}")))?;
-        let mut apis = Vec::new();
-        for a in file.apis {
-            let mut endpoints = Vec::new();
-            for e in &a.endpoints {
-                let uri: Uri = e
-                    .parse()
-                    .map_err(|_| ConfigError::Invalid(format!("bad endpoint {e}")))?;
-                let (Some(scheme), Some(authority)) =
-                    (uri.scheme().cloned(), uri.authority().cloned())
-                else {
-                    return Err(ConfigError::Invalid(format!("bad endpoint {e}")));
-                };
-                let base_path = uri.path().trim_end_matches('/').to_string();
-                endpoints.push(Endpoint {
-                    uri,
-                    scheme,
-                    authority,
-                    base_path,
-                });
-            }
-            let resources = a
-                .resources
-                .iter()
-                .map(|r| {
-                    let methods = r
-                        .methods
-                        .iter()
-                        .filter_map(|m| Method::from_bytes(m.as_bytes()).ok())
-                        .collect();
-                    (r.path.clone(), methods)
-                })
-                .collect();
-            apis.push(Arc::new(CompiledApi {
-                name: a.name,
-                context: a.context.trim_end_matches('/').to_string(),
-                version: a.version,
-                endpoints,
-                max_body_bytes: None,
-                connect_timeout: Duration::from_secs(5),
-                response_timeout: Duration::from_secs(60),
-                resources,
-            }));
-        }
-        Ok(Snapshot { version: 1, apis })
+        crate::format::from_yaml(text, source_name, 1)
     }
 
-    /// Naive: linear scan, only `/*` resources and exact paths.
+    /// Compiles a file already in memory (e.g. shipped as JSON by the control plane).
+    pub fn compile(file: GatewayFile, version: u64) -> Result<Snapshot, ConfigError> {
+        crate::compile(file, version)
+    }
+
+    pub(crate) fn assemble(version: u64, apis: Vec<Arc<CompiledApi>>, router: Router) -> Snapshot {
+        Snapshot {
+            version,
+            apis,
+            router,
+        }
+    }
+
+    /// Finds the API and upstream path for a request. `host` is the `Host` header (or
+    /// `:authority`) as received, port included or not; `path` is the request path,
+    /// with or without its query.
+    #[inline]
     pub fn route<'a>(
         &'a self,
-        _host: Option<&str>,
+        host: Option<&str>,
         method: &Method,
         path: &'a str,
     ) -> RouteResult<'a> {
-        for api in &self.apis {
-            let prefix = format!("{}/{}", api.context, api.version);
-            let Some(rest) = path.strip_prefix(prefix.as_str()) else {
-                continue;
-            };
-            if !(rest.is_empty() || rest.starts_with('/')) {
-                continue;
-            }
-            let rest = if rest.is_empty() { "/" } else { rest };
-            let mut allow = Vec::new();
-            for (p, methods) in &api.resources {
-                if p == "/*" || p == rest {
-                    if methods.contains(method) {
-                        return RouteResult::Matched {
-                            api,
-                            upstream_path: rest,
-                        };
-                    }
-                    allow.extend(methods.iter().map(|m| m.as_str().to_string()));
-                }
-            }
-            if !allow.is_empty() {
-                let allow = HeaderValue::from_str(&allow.join(", "))
-                    .unwrap_or(HeaderValue::from_static(""));
-                return RouteResult::MethodNotAllowed { allow };
-            }
+        match self.router.find(host, method, path) {
+            Lookup::Matched { api, upstream_path } => match self.apis.get(api) {
+                Some(api) => RouteResult::Matched { api, upstream_path },
+                None => RouteResult::NotFound,
+            },
+            Lookup::MethodNotAllowed { allow } => RouteResult::MethodNotAllowed { allow },
+            Lookup::NotFound => RouteResult::NotFound,
         }
-        RouteResult::NotFound
+    }
+}
+
+impl From<Problems> for ConfigError {
+    fn from(p: Problems) -> Self {
+        ConfigError::Problems(p)
     }
 }

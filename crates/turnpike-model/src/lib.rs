@@ -1,35 +1,92 @@
 //! Turnpike's domain data: the declarative file format (`apis.yaml`) as plain serde
 //! types. No IO, no validation beyond what serde's shape gives; `turnpike-config`
-//! validates and compiles these into a gateway snapshot.
+//! validates and compiles these into a gateway snapshot. Values whose meaning needs
+//! checking (URLs, sizes, durations, methods, path templates) stay as written here, so
+//! that validation can report every bad value at once instead of the first one.
+//!
+//! The same types travel as JSON from the control plane to a gateway.
 
 use serde::{Deserialize, Serialize};
 
+mod quantity;
+
+pub use quantity::Quantity;
+
+/// The only file format version this crate reads.
+pub const FORMAT_VERSION: u32 = 1;
+
 /// The whole declarative file: what a DB-less gateway serves.
+///
+/// Later sections (applications, policies, ...) are added as new optional fields, so a
+/// file written today stays valid; a key this version does not know is refused.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayFile {
+    /// Format version of the file; `1` when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_version: Option<u32>,
     #[serde(default)]
     pub apis: Vec<ApiSpec>,
 }
 
 /// One API version as a publisher declares it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiSpec {
     pub name: String,
+    /// Path prefix, e.g. `/pets`; starts with '/'.
     pub context: String,
+    /// Version segment after the context, e.g. `v1`.
     pub version: String,
+    /// Also serve this version at `/{context}/...`.
     #[serde(default)]
     pub default: bool,
+    /// Serve this API only for this `Host` (exact, or `*.example.com`); any host when
+    /// omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Upstream base URLs (`http://` or `https://`); a path in the URL prefixes the
+    /// upstream path.
     pub endpoints: Vec<String>,
+    /// How requests are spread over `endpoints`.
+    #[serde(default)]
+    pub load_balancing: LoadBalancing,
+    /// Largest request body accepted: a byte count or a size such as `"10MiB"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_body_size: Option<Quantity>,
+    #[serde(default)]
+    pub timeouts: TimeoutSpec,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
 }
 
 /// A resource: a path template and the methods it accepts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceSpec {
+    /// `/pets`, `/pets/{id}`, `/pets/*`, `/*`.
     pub path: String,
+    /// HTTP methods, or `"*"` for any.
     pub methods: Vec<String>,
+}
+
+/// Upstream timeouts as written: durations such as `"5s"`, `"250ms"`, `"2m"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<Quantity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Quantity>,
+}
+
+/// How a request picks one of several endpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadBalancing {
+    /// Each request goes to the next endpoint in turn; on connect failure, the next one.
+    #[default]
+    RoundRobin,
+    /// Always the first endpoint that accepts a connection, in the order written.
+    Failover,
 }

@@ -1,0 +1,81 @@
+//! Upstream endpoints: parsed from plain URL strings once, at compile time.
+
+use http::Uri;
+
+/// One upstream endpoint, pre-parsed.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub uri: Uri,
+    /// "http" or "https"
+    pub scheme: http::uri::Scheme,
+    pub authority: http::uri::Authority,
+    /// Path prefix of the endpoint URL without a trailing slash ("" for none); the
+    /// request's upstream path is appended to it.
+    pub base_path: String,
+}
+
+impl Endpoint {
+    pub(crate) fn parse(text: &str) -> Result<Endpoint, String> {
+        let hint =
+            "expected a URL such as \"http://127.0.0.1:9000\" or \"https://api.example.com/base\"";
+        let uri: Uri = text
+            .parse()
+            .map_err(|e| format!("{text:?} is not a URL ({e}); {hint}"))?;
+        let (Some(scheme), Some(authority)) = (uri.scheme().cloned(), uri.authority().cloned())
+        else {
+            return Err(format!("{text:?} needs a scheme and a host; {hint}"));
+        };
+        if scheme != http::uri::Scheme::HTTP && scheme != http::uri::Scheme::HTTPS {
+            return Err(format!("{text:?}: scheme must be http or https; {hint}"));
+        }
+        if authority.as_str().contains('@') {
+            return Err(format!(
+                "{text:?}: credentials in the URL are not supported; remove the user@ part"
+            ));
+        }
+        if authority.host().is_empty() {
+            return Err(format!("{text:?} has no host; {hint}"));
+        }
+        if uri.query().is_some() {
+            return Err(format!(
+                "{text:?}: an endpoint URL cannot have a query string"
+            ));
+        }
+        let base_path = uri.path().trim_end_matches('/').to_owned();
+        Ok(Endpoint {
+            uri,
+            scheme,
+            authority,
+            base_path,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_path_is_kept_without_trailing_slash() {
+        let e = Endpoint::parse("https://api.example.com:8443/base/").ok();
+        let e = e.as_ref();
+        assert_eq!(e.map(|e| e.base_path.as_str()), Some("/base"));
+        assert_eq!(
+            e.map(|e| e.authority.as_str()),
+            Some("api.example.com:8443")
+        );
+        let e = Endpoint::parse("http://127.0.0.1:9000").ok();
+        assert_eq!(e.map(|e| e.base_path), Some(String::new()));
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_proxied_to() {
+        let e = |t: &str| Endpoint::parse(t).err().unwrap_or_default();
+        assert!(e("127.0.0.1:9000").contains("scheme"));
+        assert!(e("ftp://x").contains("http or https"));
+        assert!(e("http://u:p@x").contains("credentials"));
+        assert!(e("http://x/?a=1").contains("query"));
+        assert!(e("not a url").contains("not a URL"));
+        assert!(e("/relative").contains("scheme"));
+    }
+}

@@ -1,0 +1,246 @@
+//! The router: host, then one radix tree (matchit) per host holding every API's
+//! resources under `/{context}/{version}` and, for default versions, `/{context}`.
+//! Everything is decided at compile time (merged method sets, `Allow` values, the
+//! prefix length that splits off the upstream path), so a lookup is a hash probe or
+//! two and a tree walk whose cost depends on the path, not on the number of APIs.
+
+use std::collections::{BTreeMap, HashMap};
+
+use http::{HeaderValue, Method};
+
+use crate::error::Problem;
+use crate::host::{normalise, HostPattern, MAX_HOST};
+use crate::methods::MethodSet;
+use crate::validate::Checked;
+
+/// What one route in a tree leads to.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// Index into `Snapshot::apis`.
+    api: usize,
+    /// Length of `/{context}/{version}` (or `/{context}`) in the request path.
+    prefix_len: usize,
+    methods: MethodSet,
+    allow: HeaderValue,
+}
+
+/// A lookup result before it is tied to the snapshot's APIs.
+#[derive(Debug)]
+pub(crate) enum Lookup<'a> {
+    Matched { api: usize, upstream_path: &'a str },
+    MethodNotAllowed { allow: HeaderValue },
+    NotFound,
+}
+
+#[derive(Default)]
+struct Table {
+    tree: matchit::Router<Entry>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Table")
+    }
+}
+
+/// All routes of a snapshot.
+#[derive(Debug, Default)]
+pub(crate) struct Router {
+    exact: HashMap<Box<str>, Table>,
+    subdomains: HashMap<Box<str>, Table>,
+    any_host: Table,
+}
+
+impl Router {
+    #[inline]
+    pub(crate) fn find<'p>(
+        &self,
+        host: Option<&str>,
+        method: &Method,
+        path: &'p str,
+    ) -> Lookup<'p> {
+        let path = match path.find('?') {
+            Some(q) => &path[..q],
+            None => path,
+        };
+        if let (Some(host), false) = (host, self.exact.is_empty() && self.subdomains.is_empty()) {
+            let mut buf = [0u8; MAX_HOST];
+            if let Some(host) = normalise(host, &mut buf) {
+                if let Some(found) = self.find_for_host(host, method, path) {
+                    return found;
+                }
+            }
+        }
+        lookup(&self.any_host, method, path).unwrap_or(Lookup::NotFound)
+    }
+
+    /// Exact host first, then the closest `*.` parent domain.
+    fn find_for_host<'p>(&self, host: &str, method: &Method, path: &'p str) -> Option<Lookup<'p>> {
+        if let Some(found) = self.exact.get(host).and_then(|t| lookup(t, method, path)) {
+            return Some(found);
+        }
+        if self.subdomains.is_empty() {
+            return None;
+        }
+        let mut rest = host;
+        while let Some(dot) = rest.find('.') {
+            rest = &rest[dot + 1..];
+            if let Some(found) = self
+                .subdomains
+                .get(rest)
+                .and_then(|t| lookup(t, method, path))
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// Indexes every checked API; route conflicts become problems.
+    pub(crate) fn build(apis: &[Checked], problems: &mut Vec<Problem>) -> Router {
+        let mut plans: BTreeMap<Option<&HostPattern>, Plan> = BTreeMap::new();
+        for (slot, c) in apis.iter().enumerate() {
+            let plan = plans.entry(c.host.as_ref()).or_default();
+            let versioned = format!("{}/{}", c.api.context, c.api.version);
+            let mut prefixes = vec![versioned];
+            if c.api.default_version {
+                prefixes.push(c.api.context.clone());
+            }
+            for prefix in &prefixes {
+                for r in &c.resources {
+                    for spec in r.template.routes(prefix) {
+                        let cand = Candidate {
+                            api: slot,
+                            file_index: c.index,
+                            prefix_len: prefix.len(),
+                            methods: r.methods,
+                            explicit: spec.explicit,
+                            origin: &r.origin,
+                        };
+                        plan.add(spec.route, cand, problems);
+                    }
+                }
+            }
+        }
+        let mut router = Router::default();
+        for (host, plan) in plans {
+            let table = plan.into_table(problems);
+            match host {
+                None => router.any_host = table,
+                Some(HostPattern::Exact(h)) => {
+                    router.exact.insert(h.as_str().into(), table);
+                }
+                Some(HostPattern::AnySubdomainOf(h)) => {
+                    router.subdomains.insert(h.as_str().into(), table);
+                }
+            }
+        }
+        router
+    }
+}
+
+#[inline]
+fn lookup<'p>(table: &Table, method: &Method, path: &'p str) -> Option<Lookup<'p>> {
+    let m = table.tree.at(path).ok()?;
+    let e = m.value;
+    if !e.methods.contains(method) {
+        return Some(Lookup::MethodNotAllowed {
+            allow: e.allow.clone(),
+        });
+    }
+    // prefix_len is always a char boundary: the route matched a literal prefix there.
+    let rest = path.get(e.prefix_len..).unwrap_or("");
+    let upstream_path = if rest.is_empty() { "/" } else { rest };
+    Some(Lookup::Matched {
+        api: e.api,
+        upstream_path,
+    })
+}
+
+/// A route some resource wants, before conflicts are settled.
+struct Candidate<'a> {
+    api: usize,
+    file_index: usize,
+    prefix_len: usize,
+    methods: MethodSet,
+    explicit: bool,
+    origin: &'a str,
+}
+
+/// The routes of one host, merged per route string.
+#[derive(Default)]
+struct Plan<'a> {
+    routes: BTreeMap<String, Candidate<'a>>,
+}
+
+impl<'a> Plan<'a> {
+    fn add(&mut self, route: String, new: Candidate<'a>, problems: &mut Vec<Problem>) {
+        let Some(old) = self.routes.get_mut(&route) else {
+            self.routes.insert(route, new);
+            return;
+        };
+        let same_target = old.api == new.api && old.prefix_len == new.prefix_len;
+        match (old.explicit, new.explicit) {
+            (false, true) => *old = new,
+            (true, false) => {}
+            (false, false) if same_target => old.methods = old.methods.union(new.methods),
+            (false, false) => {}
+            (true, true) if same_target && !old.methods.overlaps(new.methods) => {
+                old.methods = old.methods.union(new.methods);
+            }
+            (true, true) if same_target => problems.push(Problem::new(
+                new.origin,
+                format!(
+                    "this path and method are already declared by {}",
+                    old.origin
+                ),
+            )),
+            (true, true) => problems.push(Problem::new(
+                new.origin,
+                format!(
+                    "requests to {} would match both apis[{}] ({}) and this API; change a context, version or path",
+                    display_route(&route),
+                    old.file_index,
+                    old.origin
+                ),
+            )),
+        }
+    }
+
+    fn into_table(self, problems: &mut Vec<Problem>) -> Table {
+        let mut table = Table::default();
+        for (route, c) in self.routes {
+            let entry = Entry {
+                api: c.api,
+                prefix_len: c.prefix_len,
+                methods: c.methods,
+                allow: c.methods.allow_header(),
+            };
+            if let Err(e) = table.tree.insert(route.as_str(), entry) {
+                let msg = match e {
+                    matchit::InsertError::Conflict { with } => format!(
+                        "the route {} conflicts with {}",
+                        display_route(&route),
+                        display_route(&with)
+                    ),
+                    other => format!("cannot index {}: {other}", display_route(&route)),
+                };
+                problems.push(Problem::new(c.origin, msg));
+            }
+        }
+        table
+    }
+}
+
+/// Routes as a user would write them: `{p0}` back to `{param}`, `{*rest}` to `*`.
+fn display_route(route: &str) -> String {
+    route
+        .split('/')
+        .map(|s| match s {
+            "{*rest}" => "*",
+            s if s.starts_with('{') => "{param}",
+            s => s,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}

@@ -1,0 +1,252 @@
+//! Checks every value of a [`GatewayFile`] and turns each API into its compiled parts,
+//! collecting every problem instead of stopping at the first. Problems carry document
+//! paths (`apis[1].endpoints[0]`); the caller maps them to lines when it has the text.
+
+use std::collections::HashMap;
+
+use turnpike_model::{ApiSpec, GatewayFile, FORMAT_VERSION};
+
+use crate::duration::{parse_duration, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
+use crate::endpoint::Endpoint;
+use crate::error::Problem;
+use crate::host::HostPattern;
+use crate::methods::MethodSet;
+use crate::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
+use crate::snapshot::CompiledApi;
+use crate::template::{is_path_char, Template};
+
+/// An API that passed validation, with what the router needs to index it.
+pub(crate) struct Checked {
+    pub api: CompiledApi,
+    pub host: Option<HostPattern>,
+    /// Index in the file, for problem paths.
+    pub index: usize,
+    pub resources: Vec<CheckedResource>,
+}
+
+pub(crate) struct CheckedResource {
+    pub template: Template,
+    pub methods: MethodSet,
+    /// Document path of the resource's `path`, for problems found when indexing.
+    pub origin: String,
+}
+
+/// Validates the whole file; every problem found is pushed to `problems`.
+pub(crate) fn check_file(file: GatewayFile, problems: &mut Vec<Problem>) -> Vec<Checked> {
+    if let Some(v) = file.format_version {
+        if v != FORMAT_VERSION {
+            problems.push(Problem::new(
+                "format_version",
+                format!("format version {v} is not supported; this gateway reads version {FORMAT_VERSION}"),
+            ));
+        }
+    }
+    let duplicates = check_uniqueness(&file.apis, problems);
+    file.apis
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, spec)| check_api(i, spec, problems))
+        // A duplicate's routes would only repeat the problem as route conflicts.
+        .filter(|c| !duplicates.contains(&c.index))
+        .collect()
+}
+
+fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option<Checked> {
+    let at = |field: &str| format!("apis[{index}].{field}");
+    let before = problems.len();
+    let mut fail = |path: String, msg: String| problems.push(Problem::new(path, msg));
+
+    if spec.name.trim().is_empty() {
+        fail(at("name"), "an API needs a name".into());
+    }
+    if let Err(e) = check_context(&spec.context) {
+        fail(at("context"), e);
+    }
+    if let Err(e) = check_version(&spec.version) {
+        fail(at("version"), e);
+    }
+    let host = spec.host.as_deref().map(HostPattern::parse).transpose();
+    let host = host.unwrap_or_else(|e| {
+        fail(at("host"), e);
+        None
+    });
+    if spec.endpoints.is_empty() {
+        fail(
+            at("endpoints"),
+            "an API needs at least one endpoint URL".into(),
+        );
+    }
+    let mut endpoints = Vec::new();
+    for (j, e) in spec.endpoints.iter().enumerate() {
+        match Endpoint::parse(e) {
+            Ok(e) => endpoints.push(e),
+            Err(msg) => fail(at(&format!("endpoints[{j}]")), msg),
+        }
+    }
+    let max_body_bytes = match &spec.max_body_size {
+        None => Some(DEFAULT_MAX_BODY_BYTES),
+        Some(q) => parse_size(q).unwrap_or_else(|e| {
+            fail(at("max_body_size"), e);
+            None
+        }),
+    };
+    let mut timeout = |q: &Option<turnpike_model::Quantity>, name: &str, default| match q {
+        None => default,
+        Some(q) => parse_duration(q).unwrap_or_else(|e| {
+            fail(at(&format!("timeouts.{name}")), e);
+            default
+        }),
+    };
+    let connect_timeout = timeout(&spec.timeouts.connect, "connect", DEFAULT_CONNECT_TIMEOUT);
+    let response_timeout = timeout(
+        &spec.timeouts.response,
+        "response",
+        DEFAULT_RESPONSE_TIMEOUT,
+    );
+    let resources = check_resources(index, &spec, problems);
+
+    if problems.len() > before {
+        return None;
+    }
+    Some(Checked {
+        api: CompiledApi {
+            name: spec.name,
+            context: spec.context,
+            version: spec.version,
+            default_version: spec.default,
+            host: spec.host.map(|h| h.to_ascii_lowercase()),
+            endpoints,
+            load_balancing: spec.load_balancing,
+            max_body_bytes,
+            connect_timeout,
+            response_timeout,
+        },
+        host,
+        index,
+        resources,
+    })
+}
+
+fn check_resources(
+    index: usize,
+    spec: &ApiSpec,
+    problems: &mut Vec<Problem>,
+) -> Vec<CheckedResource> {
+    if spec.resources.is_empty() {
+        problems.push(Problem::new(
+            format!("apis[{index}].resources"),
+            "an API needs at least one resource, e.g. { path: \"/*\", methods: [\"*\"] }",
+        ));
+    }
+    let mut out = Vec::new();
+    for (j, r) in spec.resources.iter().enumerate() {
+        let at = format!("apis[{index}].resources[{j}]");
+        let template = Template::parse(&r.path)
+            .map_err(|e| problems.push(Problem::new(format!("{at}.path"), e)))
+            .ok();
+        if r.methods.is_empty() {
+            problems.push(Problem::new(
+                format!("{at}.methods"),
+                "list at least one method, or \"*\" for any",
+            ));
+        }
+        let mut methods = MethodSet::default();
+        for (k, m) in r.methods.iter().enumerate() {
+            match MethodSet::parse(m) {
+                Ok(m) => methods = methods.union(m),
+                Err(e) => problems.push(Problem::new(format!("{at}.methods[{k}]"), e)),
+            }
+        }
+        if let Some(template) = template {
+            out.push(CheckedResource {
+                template,
+                methods,
+                origin: format!("{at}.path"),
+            });
+        }
+    }
+    out
+}
+
+fn check_context(context: &str) -> Result<(), String> {
+    let hint = "expected a path such as \"/pets\" or \"/shop/pets\"";
+    let Some(body) = context.strip_prefix('/') else {
+        return Err(format!("context {context:?} must start with '/'; {hint}"));
+    };
+    if body.is_empty() {
+        return Err(format!("context cannot be \"/\" alone; {hint}"));
+    }
+    for seg in body.split('/') {
+        if seg.is_empty() {
+            return Err(format!(
+                "context {context:?} has an empty segment (\"//\" or a trailing '/'); {hint}"
+            ));
+        }
+        if seg == "." || seg == ".." || !seg.chars().all(is_path_char) {
+            return Err(format!(
+                "context {context:?} may only use letters, digits and -._~!$&'()+,;=:@% between slashes; {hint}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_version(version: &str) -> Result<(), String> {
+    let ok = !version.is_empty()
+        && version != "."
+        && version != ".."
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "version {version:?} must be letters, digits, '-', '.' or '_', such as \"v1\" or \"1.0.2\""
+        ))
+    }
+}
+
+/// One (host, context, version) per API, and one default version per (host, context).
+/// Runs on the specs as written, so a duplicate is reported even when its first
+/// declaration has problems of its own.
+/// Returns the indices of the APIs refused as duplicates.
+fn check_uniqueness(apis: &[ApiSpec], problems: &mut Vec<Problem>) -> Vec<usize> {
+    let mut duplicates = Vec::new();
+    let mut versions: HashMap<(Option<String>, &str, &str), usize> = HashMap::new();
+    let mut defaults: HashMap<(Option<String>, &str), usize> = HashMap::new();
+    for (i, a) in apis.iter().enumerate() {
+        let host = a
+            .host
+            .as_deref()
+            .map(|h| h.trim_end_matches('.').to_ascii_lowercase());
+        let for_host = match &host {
+            Some(h) => format!("for host {h}"),
+            None => "for any host".to_owned(),
+        };
+        let key = (host.clone(), a.context.as_str(), a.version.as_str());
+        if let Some(first) = versions.insert(key, i) {
+            duplicates.push(i);
+            problems.push(Problem::new(
+                format!("apis[{i}].version"),
+                format!(
+                    "{}/{} {for_host} is already declared by apis[{first}]",
+                    a.context, a.version
+                ),
+            ));
+        }
+        if a.default {
+            if let Some(first) = defaults.insert((host, a.context.as_str()), i) {
+                duplicates.push(i);
+                problems.push(Problem::new(
+                    format!("apis[{i}].default"),
+                    format!(
+                        "apis[{first}] is already the default version of {} {for_host}; only one version can be the default",
+                        a.context
+                    ),
+                ));
+            }
+        }
+    }
+    duplicates
+}
