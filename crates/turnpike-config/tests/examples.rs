@@ -14,9 +14,7 @@ fn every_example_file_compiles() {
     let mut seen = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        let is_yaml = path
-            .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml");
+        let is_yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
         if !is_yaml {
             continue;
         }
