@@ -1,0 +1,419 @@
+//! Cluster mode: quotas shared by every gateway through Redis, with no Redis round trip
+//! on the request path.
+//!
+//! Each node *leases* quota from a per-window Redis hash (one field per node plus a
+//! `_total`), in batches, from a background task. On the request path a node admits
+//! while its local count stays within what it was granted plus one batch of credit; when
+//! it reaches its grant it queues a lease request (one atomic flag, one `try_send`). The
+//! task runs every `sync_interval`, pipelines one Lua call per queued key and applies the
+//! grants. Hence, per key and window, with `n` nodes and batch `b`:
+//! admitted <= limit + n * b (each node runs at most one batch ahead of its grants), and
+//! a node admits at most about `b` per sync interval beyond its grants, so `b` should be
+//! at least the node's peak rate times the interval. docs/throttling.md has the details.
+//!
+//! Each call re-asserts the node's own grants (`HSET node max(held, mine)`), so a Redis
+//! that lost its data (restart without persistence) is refilled by the nodes. While Redis
+//! is unreachable, nodes serve on local limits (`FailMode`), log once, and reconnect by
+//! themselves; consumption during the outage is charged on the first lease after it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::clock::Clock;
+use crate::counter;
+use crate::store::{CounterStore, Slot};
+
+/// What a node does with its quotas while Redis is unreachable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailMode {
+    /// Each node enforces the full limit on its own (the cluster may admit up to
+    /// `nodes x limit` per window during the outage).
+    #[default]
+    Open,
+    /// Each node admits only what Redis had already granted it; then 429.
+    Closed,
+}
+
+/// Cluster settings.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// `redis://host:port/db`.
+    pub url: String,
+    /// Lease size `b` (capped per key at a tenth of its limit, at least 1).
+    pub batch: u64,
+    /// How often queued leases are fetched.
+    pub sync_interval: Duration,
+    pub fail_mode: FailMode,
+    /// Prefix of every Redis key.
+    pub key_prefix: String,
+    /// This node's name in the lease hashes; unique per process when `None`.
+    pub node_id: Option<String>,
+}
+
+impl ClusterConfig {
+    pub fn new(url: impl Into<String>) -> Self {
+        ClusterConfig {
+            url: url.into(),
+            batch: 100,
+            sync_interval: Duration::from_millis(50),
+            fail_mode: FailMode::Open,
+            key_prefix: "turnpike:throttle:".to_owned(),
+            node_id: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("invalid Redis URL: {0}")]
+    Url(#[source] redis::RedisError),
+    #[error("this counter store is already attached to a cluster")]
+    AlreadyAttached,
+}
+
+/// A queued lease request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeaseReq {
+    key: u64,
+    window: u64,
+    unit_ns: u64,
+    limit: u64,
+}
+
+/// The part of the cluster the request path sees.
+pub(crate) struct ClusterLink {
+    batch: u64,
+    fail_mode: FailMode,
+    up: AtomicBool,
+    tx: mpsc::Sender<LeaseReq>,
+}
+
+impl ClusterLink {
+    fn batch_for(&self, limit: u64) -> u64 {
+        self.batch.min((limit / 10).max(1))
+    }
+
+    /// A window take under cluster rules: (admitted, local count, estimated global count).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn take(
+        &self,
+        s: &Slot,
+        key: u64,
+        window: u64,
+        unit_ns: u64,
+        cost: u64,
+        limit: u64,
+        force: bool,
+    ) -> (bool, u64, u64) {
+        let (granted, exhausted) = counter::lease_read(&s.lease, window);
+        let allowance = if self.up.load(Ordering::Relaxed) {
+            if exhausted {
+                granted
+            } else {
+                granted + self.batch_for(limit)
+            }
+        } else {
+            match self.fail_mode {
+                FailMode::Open => limit,
+                FailMode::Closed => granted,
+            }
+        };
+        let (ok, used) = counter::window_take(&s.word, window, cost, allowance.min(limit), force);
+        if (!ok || used >= granted) && !s.lease_pending.swap(true, Ordering::AcqRel) {
+            let req = LeaseReq {
+                key,
+                window,
+                unit_ns,
+                limit,
+            };
+            if self.tx.try_send(req).is_err() {
+                s.lease_pending.store(false, Ordering::Release);
+            }
+        }
+        let others = counter::window_used(&s.others, window);
+        (ok, used, used.saturating_add(others))
+    }
+}
+
+/// Leases: takes up to `want` for `node` from a window hash capped at `limit`, after
+/// re-asserting the node's own grants (`mine`) so a Redis that lost its data is
+/// refilled. Returns {granted, total}.
+const LEASE_LUA: &str = r"
+local key = KEYS[1]
+local node = ARGV[1]
+local mine = tonumber(ARGV[2])
+local want = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local held = tonumber(redis.call('HGET', key, node) or '0')
+if held < mine then
+  redis.call('HINCRBY', key, '_total', mine - held)
+  redis.call('HSET', key, node, mine)
+end
+local total = tonumber(redis.call('HGET', key, '_total') or '0')
+local grant = limit - total
+if grant > want then grant = want end
+if grant < 0 then grant = 0 end
+if grant > 0 then
+  total = redis.call('HINCRBY', key, '_total', grant)
+  redis.call('HINCRBY', key, node, grant)
+end
+redis.call('PEXPIRE', key, ARGV[5])
+return {grant, total}
+";
+
+/// What one sync round did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    pub requested: usize,
+    pub granted: u64,
+    pub failed: bool,
+}
+
+/// The background side: owns the Redis connection and the lease queue.
+pub struct Cluster {
+    link: Arc<ClusterLink>,
+    store: Arc<CounterStore>,
+    clock: Arc<dyn Clock>,
+    client: redis::Client,
+    config: ClusterConfig,
+    node: String,
+    rx: tokio::sync::Mutex<mpsc::Receiver<LeaseReq>>,
+    conn: tokio::sync::Mutex<Option<ConnectionManager>>,
+    pending: Mutex<HashMap<u64, LeaseReq>>,
+    outages: AtomicU64,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("node", &self.node)
+            .field("up", &self.is_up())
+            .finish_non_exhaustive()
+    }
+}
+
+const QUEUE: usize = 65_536;
+const MAX_PENDING: usize = 262_144;
+const PIPELINE: usize = 512;
+
+impl Cluster {
+    /// Puts `store` in cluster mode. Nothing connects until the first sync.
+    pub fn attach(
+        store: &Arc<CounterStore>,
+        config: ClusterConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>, ClusterError> {
+        let client = redis::Client::open(config.url.as_str()).map_err(ClusterError::Url)?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let link = Arc::new(ClusterLink {
+            batch: config.batch.max(1),
+            fail_mode: config.fail_mode,
+            up: AtomicBool::new(true),
+            tx,
+        });
+        store
+            .cluster
+            .set(link.clone())
+            .map_err(|_| ClusterError::AlreadyAttached)?;
+        let node = config.node_id.clone().unwrap_or_else(default_node_id);
+        Ok(Arc::new(Cluster {
+            link,
+            store: store.clone(),
+            clock,
+            client,
+            config,
+            node,
+            rx: tokio::sync::Mutex::new(rx),
+            conn: tokio::sync::Mutex::new(None),
+            pending: Mutex::new(HashMap::new()),
+            outages: AtomicU64::new(0),
+        }))
+    }
+
+    /// Runs `sync_once` every `sync_interval` until the returned handle is aborted.
+    pub fn spawn(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(me.config.sync_interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                me.sync_once().await;
+            }
+        })
+    }
+
+    /// Whether the last sync reached Redis.
+    pub fn is_up(&self) -> bool {
+        self.link.up.load(Ordering::Relaxed)
+    }
+
+    /// How many times Redis became unreachable.
+    pub fn outages(&self) -> u64 {
+        self.outages.load(Ordering::Relaxed)
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.node
+    }
+
+    /// The Redis key of a counter key in a window.
+    fn redis_key(&self, key: u64, window: u64) -> String {
+        format!("{}{key:016x}:{window}", self.config.key_prefix)
+    }
+
+    /// Fetches every queued lease in one pipeline and applies the grants.
+    pub async fn sync_once(&self) -> SyncReport {
+        let now = self.clock.now().as_nanos();
+        let batch = self.drain(now);
+        if batch.is_empty() {
+            return SyncReport::default();
+        }
+        let mut report = SyncReport {
+            requested: batch.len(),
+            ..SyncReport::default()
+        };
+        for chunk in batch.chunks(PIPELINE) {
+            match self.lease_chunk(chunk).await {
+                Ok(granted) => {
+                    report.granted += granted;
+                    self.mark_up();
+                }
+                Err(e) => {
+                    report.failed = true;
+                    self.mark_down(&e);
+                    self.requeue(&batch);
+                    break;
+                }
+            }
+        }
+        report
+    }
+
+    /// Queued requests still in their window, one per key, with what to ask for.
+    fn drain(&self, now: u64) -> Vec<(LeaseReq, u64, u64)> {
+        let mut pending = match self.pending.lock() {
+            Ok(p) => p,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Ok(mut rx) = self.rx.try_lock() {
+            while let Ok(req) = rx.try_recv() {
+                if pending.len() < MAX_PENDING || pending.contains_key(&req.key) {
+                    pending.insert(req.key, req);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(pending.len());
+        for (_, req) in pending.drain() {
+            if now / req.unit_ns.max(1) != req.window {
+                self.store
+                    .peek(req.key, |s| s.lease_pending.store(false, Ordering::Release));
+                continue;
+            }
+            let b = self.link.batch_for(req.limit);
+            let asked = self.store.peek(req.key, |s| {
+                let used = counter::window_used(&s.word, req.window);
+                let (granted, _) = counter::lease_read(&s.lease, req.window);
+                (granted, used.saturating_sub(granted) + b)
+            });
+            if let Some((mine, want)) = asked {
+                out.push((req, mine, want));
+            }
+        }
+        out
+    }
+
+    fn requeue(&self, batch: &[(LeaseReq, u64, u64)]) {
+        let mut pending = match self.pending.lock() {
+            Ok(p) => p,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for (req, _, _) in batch {
+            pending.entry(req.key).or_insert(*req);
+        }
+    }
+
+    async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
+        let mut guard = self.conn.lock().await;
+        if let Some(c) = guard.as_ref() {
+            return Ok(c.clone());
+        }
+        let timeout = self.config.sync_interval.max(Duration::from_millis(200));
+        let cfg = ConnectionManagerConfig::new()
+            .set_number_of_retries(1)
+            .set_connection_timeout(timeout)
+            .set_response_timeout(timeout);
+        let c = ConnectionManager::new_with_config(self.client.clone(), cfg).await?;
+        *guard = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn lease_chunk(&self, chunk: &[(LeaseReq, u64, u64)]) -> redis::RedisResult<u64> {
+        let mut conn = self.connection().await?;
+        let mut pipe = redis::pipe();
+        for (req, mine, want) in chunk {
+            let ttl_ms = (req.unit_ns / 1_000_000).saturating_mul(2).max(2_000);
+            pipe.cmd("EVAL")
+                .arg(LEASE_LUA)
+                .arg(1)
+                .arg(self.redis_key(req.key, req.window))
+                .arg(&self.node)
+                .arg(*mine)
+                .arg(*want)
+                .arg(req.limit)
+                .arg(ttl_ms);
+        }
+        let limit = self.config.sync_interval.max(Duration::from_millis(200)) * 4;
+        let replies: Vec<(u64, u64)> =
+            match tokio::time::timeout(limit, pipe.query_async(&mut conn)).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(redis::RedisError::from((
+                        redis::ErrorKind::IoError,
+                        "lease pipeline timed out",
+                    )))
+                }
+            };
+        let mut total_granted = 0;
+        for ((req, _, want), (grant, total)) in chunk.iter().zip(replies) {
+            total_granted += grant;
+            self.store.peek(req.key, |s| {
+                counter::lease_add(&s.lease, req.window, grant, grant < *want);
+                let (granted, _) = counter::lease_read(&s.lease, req.window);
+                counter::window_set(&s.others, req.window, total.saturating_sub(granted));
+                s.lease_pending.store(false, Ordering::Release);
+            });
+        }
+        Ok(total_granted)
+    }
+
+    fn mark_up(&self) {
+        if !self.link.up.swap(true, Ordering::AcqRel) {
+            tracing::info!(node = %self.node, "redis reachable again: cluster throttling resumed");
+        }
+    }
+
+    fn mark_down(&self, e: &redis::RedisError) {
+        if self.link.up.swap(false, Ordering::AcqRel) {
+            self.outages.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                node = %self.node,
+                error = %e,
+                fail_mode = ?self.config.fail_mode,
+                "redis unreachable: throttling on local limits until it returns"
+            );
+        }
+    }
+}
+
+fn default_node_id() -> String {
+    let nanos = crate::clock::SystemClock.now().as_nanos();
+    format!("{:x}-{:x}", std::process::id(), nanos & 0xffff_ffff)
+}

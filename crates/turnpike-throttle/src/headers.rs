@@ -1,0 +1,126 @@
+//! What a decision looks like on the wire: the IETF `RateLimit-Policy` / `RateLimit`
+//! headers (draft-ietf-httpapi-ratelimit-headers), or the widely used
+//! `RateLimit-Limit` / `-Remaining` / `-Reset`, `Retry-After` on refusals, and the JSON
+//! error body naming the policy that tripped.
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use http::HeaderMap;
+use serde::{Deserialize, Serialize};
+
+use crate::throttler::{Decision, Throttler};
+
+pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+pub static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+pub static RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+pub static RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+pub static RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
+
+/// Stable error code of a throttled request.
+pub const THROTTLED_CODE: &str = "throttled";
+
+/// Which rate-limit headers to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderStyle {
+    /// `RateLimit-Policy: "sub:Gold";q=5000;w=60` and `RateLimit: "sub:Gold";r=4999;t=42`.
+    #[default]
+    Ietf,
+    /// `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds).
+    Legacy,
+    Both,
+    None,
+}
+
+/// Whole seconds, rounded up (a client told "0" would retry at once).
+fn ceil_secs(d: std::time::Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// Formats `n` into `buf` from the end; returns the digits.
+fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+fn num(n: u64) -> HeaderValue {
+    let mut buf = [0u8; 20];
+    // Digits are always a valid header value.
+    HeaderValue::from_bytes(digits(n, &mut buf)).unwrap_or(HeaderValue::from_static("0"))
+}
+
+impl Throttler {
+    /// Adds the rate-limit headers of `d` (and `Retry-After` when refused) to `headers`.
+    /// No limit applied (Unlimited): nothing is added.
+    pub fn write_headers(&self, d: &Decision, style: HeaderStyle, headers: &mut HeaderMap) {
+        if let Some(retry) = d.retry_after {
+            headers.insert(RETRY_AFTER, num(ceil_secs(retry).max(1)));
+        }
+        let Some(rule) = d.rule.and_then(|id| self.rule(id)) else {
+            return;
+        };
+        let reset = ceil_secs(d.reset);
+        if matches!(style, HeaderStyle::Ietf | HeaderStyle::Both) {
+            headers.insert(RATELIMIT_POLICY.clone(), rule.policy_header.clone());
+            // The quoted label is the prefix of the policy value: `"label"`.
+            let p = rule.policy_header.as_bytes();
+            let label_end = p
+                .iter()
+                .skip(1)
+                .position(|b| *b == b'"')
+                .map_or(0, |i| i + 2);
+            let mut v = Vec::with_capacity(label_end + 28);
+            v.extend_from_slice(&p[..label_end]);
+            let mut buf = [0u8; 20];
+            v.extend_from_slice(b";r=");
+            v.extend_from_slice(digits(d.remaining, &mut buf));
+            v.extend_from_slice(b";t=");
+            v.extend_from_slice(digits(reset, &mut buf));
+            if let Ok(hv) = HeaderValue::from_maybe_shared(Bytes::from(v)) {
+                headers.insert(RATELIMIT.clone(), hv);
+            }
+        }
+        if matches!(style, HeaderStyle::Legacy | HeaderStyle::Both) {
+            headers.insert(RATELIMIT_LIMIT.clone(), num(d.limit));
+            headers.insert(RATELIMIT_REMAINING.clone(), num(d.remaining));
+            headers.insert(RATELIMIT_RESET.clone(), num(reset));
+        }
+    }
+
+    /// The client-facing message of a refusal.
+    pub fn message(&self, d: &Decision) -> String {
+        let Some(rule) = d.rule.and_then(|id| self.rule(id)) else {
+            return "request throttled".to_owned();
+        };
+        let what = match rule.kind {
+            crate::compile::RuleKind::Quota { bytes: true, .. } => "bytes",
+            _ => "requests",
+        };
+        let retry = d.retry_after.map_or(0, |r| ceil_secs(r).max(1));
+        format!(
+            "throttled by policy {:?}: {} {what} per {} s; retry after {retry} s",
+            &*rule.policy, rule.limit, rule.window_secs
+        )
+    }
+
+    /// `{"code":"throttled","message":..,"request_id":..,"policy":..,"retry_after":..}`.
+    pub fn error_body(&self, d: &Decision, request_id: &str) -> Bytes {
+        let policy = d.rule.map_or("", |id| self.policy_name(id));
+        let body = serde_json::json!({
+            "code": THROTTLED_CODE,
+            "message": self.message(d),
+            "request_id": request_id,
+            "policy": policy,
+            "retry_after": d.retry_after.map_or(0, |r| ceil_secs(r).max(1)),
+        });
+        Bytes::from(body.to_string())
+    }
+}

@@ -1,0 +1,36 @@
+//! Throttling for Turnpike: policy *data* (subscription, application and advanced
+//! policies, burst control, WSO2's default tiers), a `Throttler` compiled once per
+//! snapshot whose `check` decides a request with lock-free counters and no allocation,
+//! the response headers and error body of a decision, and cluster mode, where quotas are
+//! leased from Redis by a background task (no Redis round trip on the request path).
+//!
+//! Counters live in a `CounterStore` that outlives snapshots, keyed by stable ids, so a
+//! configuration swap never resets a quota. Time comes from an injectable `Clock`.
+//! This crate depends on no other Turnpike crate; see docs/throttling.md for the model,
+//! the accuracy of each algorithm and the cluster's over-admission bound.
+
+mod clock;
+mod cluster;
+mod compile;
+mod counter;
+mod facts;
+mod headers;
+mod ip;
+mod spec;
+mod stats;
+mod store;
+mod throttler;
+
+pub use clock::{Clock, ManualClock, SystemClock, UnixNanos};
+pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};
+pub use compile::{BuildError, RuleId};
+pub use facts::{Lookup, NoLookup, RequestFacts};
+pub use headers::{HeaderStyle, THROTTLED_CODE};
+pub use ip::IpRange;
+pub use spec::{
+    AdvancedPolicy, ApplicationTier, BurstLimit, BurstUnit, Condition, ConditionGroup, Limit,
+    SubscriptionTier, ThrottleSpec, TimeUnit, UNAUTHENTICATED, UNLIMITED,
+};
+pub use stats::{RuleStats, StripedCounter};
+pub use store::{CounterStore, StoreConfig};
+pub use throttler::{Decision, Throttler};
