@@ -1,20 +1,164 @@
 //! The data plane. Owns the listeners (HTTP, HTTPS), the request path (route, policies,
 //! upstream proxy), and the one `ArcSwap<Snapshot>` a request loads once. Must not depend
 //! on a store or the control plane: it only ever sees snapshots.
+//!
+//! Two ways in:
+//! - [`run`]: `turnpike gateway --config FILE`, DB-less, the file watched and hot-swapped;
+//! - [`Gateway::builder`]: serve from a snapshot handle someone else swaps
+//!   (`Gateway::builder(settings).snapshots(handle).bind().await?.serve(shutdown)`), which
+//!   is also how tests start a gateway on `127.0.0.1:0` and learn its addresses.
+
+pub mod access_log;
+pub mod body;
+pub mod error;
+pub mod headers;
+mod idle;
+pub mod policy;
+mod proxy;
+pub mod reload;
+mod server;
+pub mod tls;
+pub mod upstream;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use turnpike_config::Snapshot;
+
+pub use access_log::AccessLogTarget;
+pub use error::{Blame, ErrorKind, GatewayError};
+pub use policy::{Chain, Flow, Policy, RequestCtx};
+pub use server::{
+    BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings,
+};
+pub use tls::TlsSource;
 
 /// Command-line arguments of `turnpike gateway`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GatewayArgs {
-    /// Declarative API file (DB-less mode).
+    /// Declarative API file (DB-less mode); watched and reloaded on change and on SIGHUP.
     #[arg(long, env = "TURNPIKE_CONFIG")]
-    pub config: std::path::PathBuf,
-    /// Plain HTTP port.
-    #[arg(long, env = "TURNPIKE_HTTP_PORT", default_value_t = 8280)]
-    pub http_port: u16,
+    pub config: PathBuf,
+    /// Plain HTTP port: a number, 0 for any free port, or `off`.
+    #[arg(long, env = "TURNPIKE_HTTP_PORT", default_value = "8280", value_parser = parse_port)]
+    pub http_port: Port,
+    /// HTTPS port (HTTP/2 and HTTP/1.1 by ALPN): a number, 0 for any free port, or `off`.
+    #[arg(long, env = "TURNPIKE_HTTPS_PORT", default_value = "8243", value_parser = parse_port)]
+    pub https_port: Port,
+    /// Address to listen on.
+    #[arg(long, env = "TURNPIKE_BIND", default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Where generated state lives (the self-signed certificate under `tls/`).
+    #[arg(long, env = "TURNPIKE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// PEM certificate chain for HTTPS (with --tls-key); else a self-signed one is made.
+    #[arg(long, env = "TURNPIKE_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for HTTPS.
+    #[arg(long, env = "TURNPIKE_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Largest request head accepted, in bytes (larger gets 431).
+    #[arg(long, env = "TURNPIKE_MAX_HEADER_BYTES", default_value_t = 64 * 1024)]
+    pub max_header_bytes: usize,
+    /// Seconds allowed to receive a request head (and the next one on an idle
+    /// HTTP/1.1 keep-alive connection) and a TLS handshake.
+    #[arg(long, env = "TURNPIKE_HEADER_READ_TIMEOUT", default_value_t = 30.0)]
+    pub header_read_timeout: f64,
+    /// Seconds an HTTP/2 connection may stay silent before it is closed.
+    #[arg(long, env = "TURNPIKE_IDLE_TIMEOUT", default_value_t = 60.0)]
+    pub idle_timeout: f64,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    #[arg(long, env = "TURNPIKE_DRAIN_TIMEOUT", default_value_t = 30.0)]
+    pub drain_timeout: f64,
+    /// Access log: a file path (appended) or `-` for stdout. Off when absent.
+    #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
+    pub access_log: Option<String>,
 }
 
-/// Runs the gateway until SIGTERM/SIGINT.
+/// A listener port: `None` is off.
+pub type Port = Option<u16>;
+
+fn parse_port(s: &str) -> Result<Port, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    s.parse::<u16>()
+        .map(Some)
+        .map_err(|_| format!("`{s}` is not a port (0-65535) or `off`"))
+}
+
+fn secs(name: &str, v: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(v).map_err(|_| format!("--{name}: `{v}` is not a duration"))
+}
+
+impl GatewayArgs {
+    /// The transport settings these flags describe.
+    pub fn settings(&self) -> Result<ServerSettings, String> {
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => TlsSource::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            (None, None) => TlsSource::SelfSigned {
+                data_dir: self.data_dir.clone(),
+            },
+            _ => return Err("--tls-cert and --tls-key must be given together".into()),
+        };
+        Ok(ServerSettings {
+            bind: self.bind,
+            http_port: self.http_port,
+            https_port: self.https_port,
+            tls,
+            max_header_bytes: self.max_header_bytes,
+            header_read_timeout: secs("header-read-timeout", self.header_read_timeout)?,
+            idle_timeout: secs("idle-timeout", self.idle_timeout)?,
+            drain_timeout: secs("drain-timeout", self.drain_timeout)?,
+            access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
+        })
+    }
+}
+
+/// Runs the DB-less gateway until SIGTERM/SIGINT, then drains and returns.
+/// Prints `gateway listening on http://ADDR` / `https://ADDR` on stdout (so scripts can
+/// read the ports when 0 was asked for).
 pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let _ = args;
-    Err("not implemented yet".into())
+    let settings = args.settings()?;
+    let snapshot = Snapshot::load(&args.config)?;
+    tracing::info!(file = %args.config.display(), apis = snapshot.apis.len(), "config loaded");
+    let snapshots = Arc::new(ArcSwap::from_pointee(snapshot));
+    let watcher = reload::spawn_watcher(args.config.clone(), snapshots.clone());
+    let bound = Gateway::builder(settings)
+        .snapshots(snapshots)
+        .bind()
+        .await?;
+    if let Some(a) = bound.http_addr() {
+        println!("gateway listening on http://{a}");
+        tracing::info!(addr = %a, "HTTP listener");
+    }
+    if let Some(a) = bound.https_addr() {
+        println!("gateway listening on https://{a}");
+        tracing::info!(addr = %a, "HTTPS listener");
+    }
+    bound.serve(termination()).await?;
+    watcher.abort();
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+pub async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

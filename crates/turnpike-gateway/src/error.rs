@@ -1,0 +1,260 @@
+//! The one gateway error and the one table that maps its kinds to an HTTP status and a
+//! stable JSON code. Every rejection on the request path (routing, limits, upstream
+//! failures, and later auth and throttling) becomes a [`GatewayError`] and leaves through
+//! [`GatewayError::into_response`] with the body `{"code","message","request_id"}`.
+//! Internal detail (the `source`) goes to logs, never to clients.
+
+use bytes::Bytes;
+use http::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use http::{Response, StatusCode};
+
+use crate::body::GatewayBody;
+
+/// Who caused an error: decides the log level and whether a retry could help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blame {
+    /// The client sent something we refuse (4xx).
+    Client,
+    /// The upstream failed or was too slow (502/504).
+    Upstream,
+    /// A bug or a resource problem in the gateway itself (500/503).
+    Internal,
+}
+
+/// Every way a request can fail. Add new kinds here and a row in [`ErrorKind::spec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    NotFound,
+    MethodNotAllowed,
+    BodyTooLarge,
+    BadRequest,
+    UpstreamConnectTimeout,
+    UpstreamResponseTimeout,
+    UpstreamConnectFailed,
+    UpstreamReset,
+    UpstreamProtocol,
+    NoEndpoint,
+    ShuttingDown,
+    Internal,
+}
+
+/// One row of the table: status, stable code, default client message, blame, retryable.
+pub struct KindSpec {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: &'static str,
+    pub blame: Blame,
+    pub retryable: bool,
+}
+
+impl ErrorKind {
+    /// THE table. Codes are stable API: clients match on them.
+    pub const fn spec(self) -> KindSpec {
+        use Blame::{Client, Upstream};
+        use ErrorKind::*;
+        const fn row(
+            status: StatusCode,
+            code: &'static str,
+            message: &'static str,
+            blame: Blame,
+            retryable: bool,
+        ) -> KindSpec {
+            KindSpec {
+                status,
+                code,
+                message,
+                blame,
+                retryable,
+            }
+        }
+        match self {
+            NotFound => row(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no API matches this request",
+                Client,
+                false,
+            ),
+            MethodNotAllowed => row(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "the resource does not accept this method",
+                Client,
+                false,
+            ),
+            BodyTooLarge => row(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "the request body exceeds this API's limit",
+                Client,
+                false,
+            ),
+            BadRequest => row(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "the request is malformed",
+                Client,
+                false,
+            ),
+            UpstreamConnectTimeout => row(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_connect_timeout",
+                "connecting to the upstream timed out",
+                Upstream,
+                true,
+            ),
+            UpstreamResponseTimeout => row(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                "the upstream did not answer in time",
+                Upstream,
+                false,
+            ),
+            UpstreamConnectFailed => row(
+                StatusCode::BAD_GATEWAY,
+                "upstream_unavailable",
+                "the upstream refused the connection",
+                Upstream,
+                true,
+            ),
+            UpstreamReset => row(
+                StatusCode::BAD_GATEWAY,
+                "upstream_reset",
+                "the upstream closed the connection",
+                Upstream,
+                false,
+            ),
+            UpstreamProtocol => row(
+                StatusCode::BAD_GATEWAY,
+                "upstream_protocol_error",
+                "the upstream sent an invalid response",
+                Upstream,
+                false,
+            ),
+            NoEndpoint => row(
+                StatusCode::BAD_GATEWAY,
+                "no_endpoint",
+                "the API has no usable endpoint",
+                Blame::Internal,
+                false,
+            ),
+            ShuttingDown => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the gateway is shutting down",
+                Blame::Internal,
+                true,
+            ),
+            Internal => row(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "internal gateway error",
+                Blame::Internal,
+                false,
+            ),
+        }
+    }
+}
+
+/// A failed request: its kind, and for logs only, the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", .kind.spec().code, .kind.spec().message)]
+pub struct GatewayError {
+    pub kind: ErrorKind,
+    /// `Allow` header value for 405.
+    pub allow: Option<HeaderValue>,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl GatewayError {
+    pub fn new(kind: ErrorKind) -> Self {
+        GatewayError {
+            kind,
+            allow: None,
+            source: None,
+        }
+    }
+
+    pub fn with_source(
+        kind: ErrorKind,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        GatewayError {
+            kind,
+            allow: None,
+            source: Some(source.into()),
+        }
+    }
+
+    pub fn blame(&self) -> Blame {
+        self.kind.spec().blame
+    }
+
+    pub fn retryable(&self) -> bool {
+        self.kind.spec().retryable
+    }
+
+    /// Turns the error into the client response: status from the table, JSON body.
+    pub fn into_response(self, request_id: &HeaderValue) -> Response<GatewayBody> {
+        let spec = self.kind.spec();
+        match self.blame() {
+            Blame::Client => {
+                tracing::debug!(code = spec.code, error = ?self.source, "request refused")
+            }
+            Blame::Upstream => {
+                tracing::warn!(code = spec.code, error = ?self.source, "upstream failure")
+            }
+            Blame::Internal => {
+                tracing::error!(code = spec.code, error = ?self.source, "gateway failure")
+            }
+        }
+        let body = json_body(spec.code, spec.message, request_id.as_bytes());
+        let mut resp = Response::new(GatewayBody::full(body));
+        *resp.status_mut() = spec.status;
+        let h = resp.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(allow) = self.allow {
+            h.insert(ALLOW, allow);
+        }
+        resp
+    }
+}
+
+/// `{"code":"..","message":"..","request_id":".."}`. Code and message are static ASCII
+/// without quotes; the request id is escaped because a client may have chosen it.
+pub fn json_body(code: &str, message: &str, request_id: &[u8]) -> Bytes {
+    let rid = String::from_utf8_lossy(request_id);
+    let rid = serde_json::Value::String(rid.into_owned()).to_string();
+    let mut s = String::with_capacity(48 + code.len() + message.len() + rid.len());
+    s.push_str("{\"code\":\"");
+    s.push_str(code);
+    s.push_str("\",\"message\":\"");
+    s.push_str(message);
+    s.push_str("\",\"request_id\":");
+    s.push_str(&rid);
+    s.push('}');
+    Bytes::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_is_valid_json_even_with_hostile_request_id() {
+        let b = json_body("not_found", "nope", b"a\"b\\c");
+        let v: serde_json::Value = serde_json::from_slice(&b).expect("json");
+        assert_eq!(v["code"], "not_found");
+        assert_eq!(v["request_id"], "a\"b\\c");
+    }
+
+    #[test]
+    fn table_statuses() {
+        assert_eq!(ErrorKind::BodyTooLarge.spec().status, 413);
+        assert_eq!(ErrorKind::UpstreamResponseTimeout.spec().status, 504);
+        assert_eq!(ErrorKind::UpstreamConnectTimeout.spec().status, 504);
+        assert_eq!(ErrorKind::UpstreamConnectFailed.spec().status, 502);
+        assert_eq!(ErrorKind::UpstreamReset.spec().status, 502);
+    }
+}

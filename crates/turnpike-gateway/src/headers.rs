@@ -1,0 +1,213 @@
+//! Header rules of the proxy: hop-by-hop removal (RFC 9110 §7.6.1) in both directions,
+//! `X-Forwarded-For/-Proto/-Host`, and request ids. Request ids are a per-process random
+//! prefix and a per-thread block of a global counter, hex-formatted on the stack: no
+//! allocation beyond the header value itself and no contended atomic per request.
+
+use std::cell::Cell;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION, TE,
+    TRAILER, TRANSFER_ENCODING, UPGRADE,
+};
+
+pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+pub static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+pub static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+
+/// Longest client-chosen request id we keep; longer ones are replaced.
+const MAX_REQUEST_ID: usize = 128;
+
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    name == CONNECTION
+        || name == TRANSFER_ENCODING
+        || name == KEEP_ALIVE
+        || name == TE
+        || name == TRAILER
+        || name == UPGRADE
+        || name == PROXY_AUTHORIZATION
+        || name == PROXY_AUTHENTICATE
+        || name == PROXY_CONNECTION
+}
+
+/// Removes hop-by-hop headers and the headers named in `Connection`. One pass over the
+/// names when there are none (the common case).
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    if !headers.keys().any(is_hop_by_hop) {
+        return;
+    }
+    let named: Vec<HeaderName> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .collect();
+    for n in named {
+        headers.remove(n);
+    }
+    for n in [
+        &CONNECTION,
+        &TRANSFER_ENCODING,
+        &KEEP_ALIVE,
+        &TE,
+        &TRAILER,
+        &UPGRADE,
+        &PROXY_AUTHORIZATION,
+        &PROXY_AUTHENTICATE,
+        &PROXY_CONNECTION,
+    ] {
+        headers.remove(n);
+    }
+}
+
+/// Adds `X-Forwarded-For` (appended to an existing list), and `X-Forwarded-Proto` and
+/// `X-Forwarded-Host` unless an earlier proxy set them. `client_ip` is the connection's
+/// peer address, formatted once per connection.
+pub fn add_forwarded(
+    headers: &mut HeaderMap,
+    client_ip: &HeaderValue,
+    https: bool,
+    host: Option<HeaderValue>,
+) {
+    match headers.get(&X_FORWARDED_FOR) {
+        None => {
+            headers.insert(X_FORWARDED_FOR.clone(), client_ip.clone());
+        }
+        Some(prev) => {
+            let mut v = Vec::with_capacity(prev.len() + 2 + client_ip.len());
+            v.extend_from_slice(prev.as_bytes());
+            v.extend_from_slice(b", ");
+            v.extend_from_slice(client_ip.as_bytes());
+            if let Ok(v) = HeaderValue::from_bytes(&v) {
+                headers.insert(X_FORWARDED_FOR.clone(), v);
+            }
+        }
+    }
+    if !headers.contains_key(&X_FORWARDED_PROTO) {
+        let proto = if https { "https" } else { "http" };
+        headers.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static(proto));
+    }
+    if !headers.contains_key(&X_FORWARDED_HOST) {
+        if let Some(host) = host {
+            headers.insert(X_FORWARDED_HOST.clone(), host);
+        }
+    }
+}
+
+/// The peer address as a header value (computed once per connection).
+pub fn ip_header(ip: IpAddr) -> HeaderValue {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    HeaderValue::from_str(&ip.to_string()).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+}
+
+/// The request's id: the client's `X-Request-ID` if it is sane, else a new one (which is
+/// then also inserted into `headers` so the upstream sees it).
+pub fn request_id(headers: &mut HeaderMap) -> HeaderValue {
+    if let Some(v) = headers.get(&X_REQUEST_ID) {
+        if !v.is_empty() && v.len() <= MAX_REQUEST_ID {
+            return v.clone();
+        }
+    }
+    let id = next_request_id();
+    headers.insert(X_REQUEST_ID.clone(), id.clone());
+    id
+}
+
+const BLOCK: u64 = 1 << 16;
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+static PREFIX: OnceLock<[u8; 8]> = OnceLock::new();
+
+thread_local! {
+    /// (next, end) of this thread's block of ids.
+    static LOCAL: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+fn prefix() -> &'static [u8; 8] {
+    PREFIX.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let addr = &COUNTER as *const _ as u64;
+        let mut x = nanos ^ (u64::from(std::process::id()) << 32) ^ addr.rotate_left(17);
+        // splitmix64 finaliser: spreads the entropy over all bits.
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        let mut out = [0u8; 8];
+        hex(&mut out, x >> 32, 8);
+        out
+    })
+}
+
+fn hex(out: &mut [u8], mut v: u64, digits: usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for i in (0..digits).rev() {
+        out[i] = HEX[(v & 0xf) as usize];
+        v >>= 4;
+    }
+}
+
+/// `xxxxxxxx-cccccccccccc`: 8 hex of process prefix, 12 hex of counter.
+pub fn next_request_id() -> HeaderValue {
+    let n = LOCAL.with(|c| {
+        let (mut next, mut end) = c.get();
+        if next == end {
+            next = COUNTER.fetch_add(BLOCK, Ordering::Relaxed);
+            end = next + BLOCK;
+        }
+        c.set((next + 1, end));
+        next
+    });
+    let mut buf = [0u8; 21];
+    buf[..8].copy_from_slice(prefix());
+    buf[8] = b'-';
+    hex(&mut buf[9..], n, 12);
+    HeaderValue::from_bytes(&buf).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_hop_by_hop_and_connection_named() {
+        let mut h = HeaderMap::new();
+        h.insert(CONNECTION, HeaderValue::from_static("close, x-secret"));
+        h.insert("x-secret", HeaderValue::from_static("1"));
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        h.insert(TE, HeaderValue::from_static("trailers"));
+        h.insert("x-kept", HeaderValue::from_static("1"));
+        strip_hop_by_hop(&mut h);
+        assert_eq!(h.len(), 1);
+        assert!(h.contains_key("x-kept"));
+    }
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let a = next_request_id();
+        let b = next_request_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 21);
+    }
+
+    #[test]
+    fn forwarded_appends() {
+        let mut h = HeaderMap::new();
+        h.insert(&X_FORWARDED_FOR, HeaderValue::from_static("10.0.0.1"));
+        let host = Some(HeaderValue::from_static("api.example"));
+        add_forwarded(&mut h, &HeaderValue::from_static("127.0.0.1"), true, host);
+        assert_eq!(h[&X_FORWARDED_FOR], "10.0.0.1, 127.0.0.1");
+        assert_eq!(h[&X_FORWARDED_PROTO], "https");
+        assert_eq!(h[&X_FORWARDED_HOST], "api.example");
+    }
+}

@@ -1,0 +1,93 @@
+//! Hot swap for DB-less mode: the config file is re-read on SIGHUP and when its mtime or
+//! length changes (polled once a second: simpler and sturdier than inotify across
+//! editors' rename-and-replace saves and bind-mounted files). A file that does not compile
+//! is refused with its errors logged, and the current snapshot keeps serving.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use turnpike_config::{ConfigError, Snapshot};
+
+/// How often the file's metadata is checked.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// Reloads the file now: swaps on success, keeps the old snapshot on error.
+pub async fn reload(path: &Path, snapshots: &ArcSwap<Snapshot>) -> Result<(), ConfigError> {
+    let p = path.to_owned();
+    let loaded = tokio::task::spawn_blocking(move || Snapshot::load(&p))
+        .await
+        .map_err(|e| ConfigError::Invalid(format!("reload task failed: {e}")))?;
+    match loaded {
+        Ok(snap) => {
+            let apis = snap.apis.len();
+            snapshots.store(Arc::new(snap));
+            tracing::info!(file = %path.display(), apis, "config reloaded");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!(file = %path.display(), error = %e,
+                "config refused, still serving the previous one");
+            Err(e)
+        }
+    }
+}
+
+fn fingerprint(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// Watches `path` (poll + SIGHUP) until the task is aborted.
+pub fn spawn_watcher(
+    path: PathBuf,
+    snapshots: Arc<ArcSwap<Snapshot>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut last = fingerprint(&path);
+        let mut hup = hangup_stream();
+        let mut tick = tokio::time::interval(POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let forced = tokio::select! {
+                _ = tick.tick() => false,
+                _ = recv_hangup(&mut hup) => true,
+            };
+            let now = fingerprint(&path);
+            if forced || (now.is_some() && now != last) {
+                if forced {
+                    tracing::info!("SIGHUP: reloading the config");
+                }
+                last = now;
+                let _ = reload(&path, &snapshots).await;
+            }
+        }
+    })
+}
+
+#[cfg(unix)]
+type Hangup = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangup = ();
+
+#[cfg(unix)]
+fn hangup_stream() -> Hangup {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
+}
+#[cfg(not(unix))]
+fn hangup_stream() -> Hangup {}
+
+#[cfg(unix)]
+async fn recv_hangup(h: &mut Hangup) {
+    match h {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+#[cfg(not(unix))]
+async fn recv_hangup(_: &mut Hangup) {
+    std::future::pending().await
+}
