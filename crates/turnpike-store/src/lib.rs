@@ -1,0 +1,260 @@
+//! The control plane's truth in SQL: users and roles, APIs (versions, lifecycle, endpoints,
+//! resources, offered tiers, definitions), applications, subscriptions, tiers, and a change
+//! log whose counter is the snapshot version. One code path over sqlx's `Any` driver serves
+//! SQLite (embedded, WAL) and PostgreSQL. Must not depend on HTTP, the admin API or the
+//! gateway.
+//!
+//! Writes go through [`Store::begin_write`]: one writer at a time in this process (SQLite
+//! allows no more, and it keeps version numbers dense), every write transaction bumps the
+//! version and appends to the change log before it commits, and subscribers of
+//! [`Store::watch_version`] learn the new version after the commit.
+
+mod apis;
+mod apps;
+mod migrate;
+pub mod model;
+mod tiers;
+mod users;
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyPool, Executor, Transaction};
+use tokio::sync::{watch, Mutex, MutexGuard};
+
+pub use apis::ApiFilter;
+pub use model::*;
+pub use users::{PasswordParams, ROLES};
+
+/// Which SQL engine the store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// What went wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the resource changed since it was read (revision mismatch)")]
+    PreconditionFailed,
+    #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://...")]
+    BadUrl(String),
+    #[error("password hashing failed: {0}")]
+    Hash(String),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+impl StoreError {
+    /// Whether the database refused the write because of a unique constraint.
+    fn is_unique_violation(e: &sqlx::Error) -> bool {
+        match e {
+            sqlx::Error::Database(d) => {
+                matches!(d.kind(), sqlx::error::ErrorKind::UniqueViolation)
+                    || matches!(d.code().as_deref(), Some("23505" | "2067" | "1555"))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The store: a pool, the single-writer lock and the version watch.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: AnyPool,
+    backend: Backend,
+    writer: Mutex<()>,
+    version: watch::Sender<u64>,
+    password: PasswordParams,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A random identifier: 32 lowercase hex characters.
+pub fn new_id() -> String {
+    use rand::RngCore;
+    let mut b = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `url` (`sqlite://PATH` or
+    /// `postgres://...`), applies migrations and seeds the default tiers.
+    pub async fn open(url: &str) -> Result<Store, StoreError> {
+        Self::open_with(url, PasswordParams::default()).await
+    }
+
+    /// As [`Store::open`], with explicit password-hashing cost (tests use a cheap one).
+    pub async fn open_with(url: &str, password: PasswordParams) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
+            let sep = if path.contains('?') { '&' } else { '?' };
+            let url = if path.contains("mode=") {
+                url.to_string()
+            } else {
+                format!("{url}{sep}mode=rwc")
+            };
+            (Backend::Sqlite, url)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            (Backend::Postgres, url.to_string())
+        } else {
+            return Err(StoreError::BadUrl(url.to_string()));
+        };
+        let opts = AnyConnectOptions::from_str(&url)?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(match backend {
+                Backend::Sqlite => 4,
+                Backend::Postgres => 8,
+            })
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute("PRAGMA foreign_keys = ON").await?;
+                        conn.execute("PRAGMA busy_timeout = 5000").await?;
+                        conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(opts)
+            .await?;
+        if backend == Backend::Sqlite {
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await?;
+        }
+        migrate::run(&pool, backend).await?;
+        let (version, _) = watch::channel(0);
+        let store = Store {
+            inner: Arc::new(Inner {
+                pool,
+                backend,
+                writer: Mutex::new(()),
+                version,
+                password,
+            }),
+        };
+        let v = store.current_version().await?;
+        store.inner.version.send_replace(v);
+        tiers::seed_defaults(&store).await?;
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.inner.backend
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.inner.pool
+    }
+
+    pub(crate) fn password_params(&self) -> &PasswordParams {
+        &self.inner.password
+    }
+
+    /// The last committed version, read from the database.
+    pub async fn current_version(&self) -> Result<u64, StoreError> {
+        let v: i64 = sqlx::query_scalar("SELECT value FROM meta WHERE key = 'version'")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(v.max(0) as u64)
+    }
+
+    /// A receiver that sees every version this process commits.
+    pub fn watch_version(&self) -> watch::Receiver<u64> {
+        self.inner.version.subscribe()
+    }
+
+    /// Starts the one write transaction of this process; waits for any other to finish.
+    pub async fn begin_write(&self) -> Result<WriteTx<'_>, StoreError> {
+        let guard = self.inner.writer.lock().await;
+        let tx = self.inner.pool.begin().await?;
+        Ok(WriteTx {
+            store: self,
+            tx,
+            _guard: guard,
+        })
+    }
+
+    /// Runs `f` while holding the writer lock, so no commit happens meanwhile: used to read a
+    /// consistent view (the snapshot) together with its version.
+    pub async fn read_consistent(&self) -> MutexGuard<'_, ()> {
+        self.inner.writer.lock().await
+    }
+
+    pub async fn close(&self) {
+        self.inner.pool.close().await;
+    }
+}
+
+/// A write transaction: operations are methods; [`WriteTx::commit`] bumps the version.
+/// After an operation fails, drop the transaction (PostgreSQL aborts it on any error).
+pub struct WriteTx<'a> {
+    store: &'a Store,
+    tx: Transaction<'static, Any>,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl WriteTx<'_> {
+    pub(crate) fn conn(&mut self) -> &mut sqlx::AnyConnection {
+        &mut self.tx
+    }
+
+    /// Records `summary` by `actor` in the change log, bumps the version and commits;
+    /// returns the new version. Dropping a `WriteTx` without committing rolls back.
+    pub async fn commit(mut self, actor: &str, summary: &str) -> Result<u64, StoreError> {
+        sqlx::query("UPDATE meta SET value = value + 1 WHERE key = 'version'")
+            .execute(&mut *self.tx)
+            .await?;
+        let v: i64 = sqlx::query_scalar("SELECT value FROM meta WHERE key = 'version'")
+            .fetch_one(&mut *self.tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO change_log (version, at_ms, actor, summary) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(v)
+        .bind(now_ms())
+        .bind(actor)
+        .bind(summary)
+        .execute(&mut *self.tx)
+        .await?;
+        self.tx.commit().await?;
+        let v = v.max(0) as u64;
+        self.store.inner.version.send_replace(v);
+        Ok(v)
+    }
+}
+
+/// Escapes `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern and wraps it in `%`.
+pub(crate) fn like_pattern(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('%');
+    for c in s.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+#[cfg(feature = "test-support")]
+pub mod testing;

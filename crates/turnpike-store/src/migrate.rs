@@ -1,0 +1,135 @@
+//! Schema migrations, applied in order at start inside one transaction each. Owns the DDL
+//! for both dialects; everything else in the crate writes portable SQL.
+
+use sqlx::AnyPool;
+
+use crate::{Backend, StoreError};
+
+/// One migration: a version, a name, and its SQL for each dialect (`;`-separated, no `;`
+/// inside literals).
+struct Migration {
+    version: i64,
+    name: &'static str,
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+const CORE: &str = r#"
+CREATE TABLE meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
+INSERT INTO meta (key, value) VALUES ('version', 1);
+CREATE TABLE roles (name TEXT PRIMARY KEY, description TEXT NOT NULL);
+INSERT INTO roles (name, description) VALUES ('admin', 'manages tiers, users and everything else');
+INSERT INTO roles (name, description) VALUES ('publisher', 'creates, versions and publishes APIs');
+INSERT INTO roles (name, description) VALUES ('subscriber', 'creates applications and subscribes to APIs');
+CREATE TABLE users (
+  name TEXT PRIMARY KEY,
+  password_hash TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE TABLE user_roles (
+  user_name TEXT NOT NULL REFERENCES users(name) ON DELETE CASCADE,
+  role TEXT NOT NULL REFERENCES roles(name),
+  PRIMARY KEY (user_name, role)
+);
+CREATE TABLE apis (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  context TEXT NOT NULL,
+  version TEXT NOT NULL,
+  is_default BIGINT NOT NULL DEFAULT 0,
+  state TEXT NOT NULL,
+  api_type TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  endpoints TEXT NOT NULL,
+  resources TEXT NOT NULL,
+  tiers TEXT NOT NULL,
+  definition TEXT,
+  provider TEXT NOT NULL,
+  revision BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  UNIQUE (context, version)
+);
+CREATE INDEX apis_state ON apis (state);
+CREATE TABLE tiers (
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  request_count BIGINT,
+  unit_seconds BIGINT NOT NULL,
+  revision BIGINT NOT NULL,
+  PRIMARY KEY (kind, name)
+);
+CREATE TABLE applications (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  tier TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  revision BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  UNIQUE (owner, name)
+);
+CREATE TABLE subscriptions (
+  id TEXT PRIMARY KEY,
+  application_id TEXT NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  api_id TEXT NOT NULL REFERENCES apis(id) ON DELETE CASCADE,
+  tier TEXT NOT NULL,
+  state TEXT NOT NULL,
+  revision BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  UNIQUE (application_id, api_id)
+);
+CREATE INDEX subscriptions_api ON subscriptions (api_id);
+CREATE TABLE change_log (
+  version BIGINT PRIMARY KEY,
+  at_ms BIGINT NOT NULL,
+  actor TEXT NOT NULL,
+  summary TEXT NOT NULL
+)
+"#;
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "core",
+    sqlite: CORE,
+    postgres: CORE,
+}];
+
+/// Applies every migration newer than the database's.
+pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+    )
+    .execute(pool)
+    .await?;
+    let current: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM schema_migrations")
+        .fetch_one(pool)
+        .await?;
+    let current = current.unwrap_or(0);
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+        let sql = match backend {
+            Backend::Sqlite => m.sqlite,
+            Backend::Postgres => m.postgres,
+        };
+        let mut tx = pool.begin().await?;
+        for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            sqlx::query(stmt).execute(&mut *tx).await?;
+        }
+        sqlx::query(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+        )
+        .bind(m.version)
+        .bind(m.name)
+        .bind(crate::now_ms())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        tracing::info!(
+            version = m.version,
+            name = m.name,
+            "store: migration applied"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,329 @@
+//! The store's suite, run once against SQLite and once against a real PostgreSQL that the
+//! harness starts: CRUD, uniqueness, default versions, lifecycle, revisions, hostile
+//! strings, rollback, and the version counter.
+
+use turnpike_store::testing::TestDbs;
+use turnpike_store::*;
+
+async fn open(url: String) -> Store {
+    Store::open_with(&url, PasswordParams::insecure_fast())
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+fn input(context: &str, version: &str) -> ApiInput {
+    ApiInput {
+        name: "Pets".into(),
+        context: context.into(),
+        version: version.into(),
+        is_default: false,
+        api_type: "HTTP".into(),
+        description: String::new(),
+        endpoints: vec!["http://127.0.0.1:9000".into()],
+        resources: vec![Resource {
+            path: "/*".into(),
+            methods: vec!["GET".into()],
+        }],
+        tiers: vec!["Gold".into(), "Unlimited".into()],
+        definition: None,
+    }
+}
+
+async fn create(store: &Store, i: &ApiInput) -> Api {
+    let mut tx = store.begin_write().await.expect("begin");
+    let api = tx.create_api(i, "alice").await.expect("create");
+    tx.commit("alice", "create").await.expect("commit");
+    api
+}
+
+async fn seeds_default_tiers(url: String) {
+    let s = open(url).await;
+    let names = |v: Vec<Tier>| v.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    let sub = names(s.list_tiers(TierKind::Subscription).await.expect("tiers"));
+    assert_eq!(
+        sub,
+        ["Bronze", "Gold", "Silver", "Unauthenticated", "Unlimited"]
+    );
+    let gold = s
+        .get_tier(TierKind::Subscription, "Gold")
+        .await
+        .expect("gold");
+    assert_eq!((gold.request_count, gold.unit_seconds), (Some(5000), 60));
+    let app = names(s.list_tiers(TierKind::Application).await.expect("tiers"));
+    assert_eq!(app, ["10PerMin", "20PerMin", "50PerMin", "Unlimited"]);
+    let adv = names(s.list_tiers(TierKind::Advanced).await.expect("tiers"));
+    assert_eq!(adv, ["10KPerMin", "20KPerMin", "50KPerMin", "Unlimited"]);
+}
+
+async fn create_get_list_and_duplicate(url: String) {
+    let s = open(url).await;
+    let a = create(&s, &input("/pets", "v1")).await;
+    assert_eq!(a.lifecycle_status, LifecycleState::Created);
+    assert_eq!(s.get_api(&a.id).await.expect("get"), a);
+    let mut tx = s.begin_write().await.expect("begin");
+    let err = tx
+        .create_api(&input("/pets", "v1"), "bob")
+        .await
+        .expect_err("dup");
+    assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+    drop(tx);
+    create(&s, &input("/pets", "v2")).await;
+    let page = s
+        .list_apis(&ApiFilter::default(), 1, 1)
+        .await
+        .expect("list");
+    assert_eq!(page.total, 2);
+    assert_eq!(page.items[0].version, "v2");
+}
+
+async fn one_default_version_per_context(url: String) {
+    let s = open(url).await;
+    let mut i = input("/pets", "v1");
+    i.is_default = true;
+    let v1 = create(&s, &i).await;
+    i.version = "v2".into();
+    let v2 = create(&s, &i).await;
+    assert!(!s.get_api(&v1.id).await.expect("v1").is_default_version);
+    assert!(s.get_api(&v2.id).await.expect("v2").is_default_version);
+}
+
+async fn every_lifecycle_transition(url: String) {
+    let s = open(url).await;
+    let mut n = 0;
+    for from in LifecycleState::ALL {
+        for action in LifecycleAction::ALL {
+            n += 1;
+            let a = create(&s, &input("/lc", &format!("v{n}"))).await;
+            force_state(&s, &a.id, from).await;
+            let mut tx = s.begin_write().await.expect("begin");
+            let r = tx.change_lifecycle(&a.id, action, None).await;
+            match (from.apply(action), r) {
+                (Some(to), Ok(api)) => assert_eq!(api.lifecycle_status, to),
+                (None, Err(StoreError::Conflict(_))) => {}
+                (want, got) => panic!("{from:?} --{action:?}--> want {want:?}, got {got:?}"),
+            }
+        }
+    }
+}
+
+/// Drives an API to `state` along allowed transitions.
+async fn force_state(s: &Store, id: &str, state: LifecycleState) {
+    use LifecycleAction as A;
+    let path: &[A] = match state {
+        LifecycleState::Created => &[],
+        LifecycleState::Prototyped => &[A::DeployAsPrototype],
+        LifecycleState::Published => &[A::Publish],
+        LifecycleState::Blocked => &[A::Publish, A::Block],
+        LifecycleState::Deprecated => &[A::Publish, A::Deprecate],
+        LifecycleState::Retired => &[A::Publish, A::Deprecate, A::Retire],
+    };
+    for a in path {
+        let mut tx = s.begin_write().await.expect("begin");
+        tx.change_lifecycle(id, *a, None).await.expect("transition");
+        tx.commit("t", "lc").await.expect("commit");
+    }
+}
+
+async fn revisions_and_if_match(url: String) {
+    let s = open(url).await;
+    let a = create(&s, &input("/pets", "v1")).await;
+    let mut tx = s.begin_write().await.expect("begin");
+    let mut i = input("/pets", "v1");
+    i.description = "new".into();
+    let b = tx
+        .update_api(&a.id, &i, Some(a.revision))
+        .await
+        .expect("update");
+    assert_eq!(b.revision, a.revision + 1);
+    let err = tx
+        .update_api(&a.id, &i, Some(a.revision))
+        .await
+        .expect_err("stale");
+    assert!(matches!(err, StoreError::PreconditionFailed));
+}
+
+async fn hostile_strings_round_trip(url: String) {
+    let s = open(url).await;
+    let mut i = input("/x", "v1");
+    i.name = "Robert'); DROP TABLE apis;-- \u{1F600} ünïcødé \" \\ % _".into();
+    i.description = "' OR '1'='1 \u{0}".replace('\u{0}', "") + "日本語";
+    let a = create(&s, &i).await;
+    let got = s.get_api(&a.id).await.expect("get");
+    assert_eq!(got.name, i.name);
+    assert_eq!(got.description, i.description);
+    let f = ApiFilter {
+        query: Some("%".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.list_apis(&f, 10, 0).await.expect("list").total, 1);
+    let f = ApiFilter {
+        query: Some("nomatch%".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.list_apis(&f, 10, 0).await.expect("list").total, 0);
+}
+
+async fn rollback_leaves_nothing_and_version_unchanged(url: String) {
+    let s = open(url).await;
+    let v0 = s.current_version().await.expect("v");
+    {
+        let mut tx = s.begin_write().await.expect("begin");
+        tx.create_api(&input("/a", "v1"), "x")
+            .await
+            .expect("create");
+        // dropped without commit
+    }
+    assert_eq!(
+        s.list_apis(&ApiFilter::default(), 10, 0)
+            .await
+            .expect("l")
+            .total,
+        0
+    );
+    assert_eq!(s.current_version().await.expect("v"), v0);
+    let mut rx = s.watch_version();
+    create(&s, &input("/a", "v1")).await;
+    assert_eq!(s.current_version().await.expect("v"), v0 + 1);
+    assert_eq!(*rx.borrow_and_update(), v0 + 1);
+}
+
+async fn applications_and_subscriptions(url: String) {
+    let s = open(url).await;
+    let a = create(&s, &input("/pets", "v1")).await;
+    let mut tx = s.begin_write().await.expect("begin");
+    let app = tx
+        .create_application("sub", "app1", "10PerMin", "")
+        .await
+        .expect("app");
+    let err = tx
+        .subscribe(&app.id, &a.id, "Gold")
+        .await
+        .expect_err("created API");
+    assert!(matches!(err, StoreError::Conflict(_)));
+    tx.change_lifecycle(&a.id, LifecycleAction::Publish, None)
+        .await
+        .expect("publish");
+    let err = tx
+        .subscribe(&app.id, &a.id, "Silver")
+        .await
+        .expect_err("not offered");
+    assert!(matches!(err, StoreError::Conflict(_)));
+    let sub = tx
+        .subscribe(&app.id, &a.id, "Gold")
+        .await
+        .expect("subscribe");
+    assert_eq!(sub.status, SubscriptionState::Active);
+    tx.commit("t", "subscribe").await.expect("commit");
+    // PostgreSQL aborts a transaction on a constraint violation: one tx per failed write.
+    let mut tx = s.begin_write().await.expect("begin");
+    let err = tx
+        .subscribe(&app.id, &a.id, "Gold")
+        .await
+        .expect_err("twice");
+    assert!(matches!(err, StoreError::Conflict(_)));
+    drop(tx);
+    let mut tx = s.begin_write().await.expect("begin");
+    let err = tx
+        .delete_api(&a.id, None)
+        .await
+        .expect_err("has subscriptions");
+    assert!(matches!(err, StoreError::Conflict(_)));
+    let b = tx
+        .set_subscription_state(&sub.id, SubscriptionState::Blocked, None)
+        .await
+        .expect("block");
+    assert_eq!(b.status, SubscriptionState::Blocked);
+    tx.unsubscribe(&sub.id).await.expect("unsubscribe");
+    tx.delete_api(&a.id, None).await.expect("delete");
+    tx.commit("t", "apps").await.expect("commit");
+}
+
+async fn users_and_passwords(url: String) {
+    let s = open(url).await;
+    let h = s.hash_password("s3cret").await.expect("hash");
+    let mut tx = s.begin_write().await.expect("begin");
+    tx.create_user("ann", &h, &["publisher".into()])
+        .await
+        .expect("user");
+    let err = tx.create_user("ann", &h, &[]).await.expect_err("dup");
+    assert!(matches!(err, StoreError::Conflict(_)));
+    drop(tx);
+    let mut tx = s.begin_write().await.expect("begin");
+    tx.create_user("ann", &h, &["publisher".into()])
+        .await
+        .expect("user");
+    tx.commit("t", "users").await.expect("commit");
+    assert_eq!(
+        s.verify_password("ann", "s3cret").await.expect("verify"),
+        Some(vec!["publisher".to_string()])
+    );
+    assert_eq!(
+        s.verify_password("ann", "wrong").await.expect("verify"),
+        None
+    );
+    assert_eq!(
+        s.verify_password("nobody", "x").await.expect("verify"),
+        None
+    );
+}
+
+async fn new_version_copies(url: String) {
+    let s = open(url).await;
+    let a = create(&s, &input("/pets", "v1")).await;
+    let mut tx = s.begin_write().await.expect("begin");
+    let b = tx
+        .new_version(&a.id, "v2", true, "bob")
+        .await
+        .expect("copy");
+    assert_eq!(
+        (b.resources.clone(), b.endpoints.clone()),
+        (a.resources, a.endpoints)
+    );
+    assert_eq!(b.lifecycle_status, LifecycleState::Created);
+    assert!(b.is_default_version);
+    let err = tx
+        .new_version(&a.id, "v2", false, "bob")
+        .await
+        .expect_err("dup");
+    assert!(matches!(err, StoreError::Conflict(_)));
+}
+
+async fn reopen_keeps_data_and_version(url: String) {
+    let s = open(url.clone()).await;
+    create(&s, &input("/pets", "v1")).await;
+    let v = s.current_version().await.expect("v");
+    s.close().await;
+    let s = open(url).await;
+    assert_eq!(s.current_version().await.expect("v"), v);
+    assert_eq!(
+        s.list_apis(&ApiFilter::default(), 10, 0)
+            .await
+            .expect("l")
+            .total,
+        1
+    );
+}
+
+const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
+    seeds_default_tiers,
+    create_get_list_and_duplicate,
+    one_default_version_per_context,
+    every_lifecycle_transition,
+    revisions_and_if_match,
+    hostile_strings_round_trip,
+    rollback_leaves_nothing_and_version_unchanged,
+    applications_and_subscriptions,
+    users_and_passwords,
+    new_version_copies,
+    reopen_keeps_data_and_version,
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_suite_on_sqlite() {
+    TestDbs::sqlite().run(CASES).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_suite_on_postgres() {
+    TestDbs::postgres().run(CASES).await;
+}
