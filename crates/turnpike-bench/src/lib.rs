@@ -2,4 +2,57 @@
 //! Owns load generation and its statistics; depends on no other Turnpike crate at run time
 //! (the matrix starts the `turnpike` binary as a process).
 
+pub mod client;
 pub mod echo;
+pub mod load;
+pub mod matrix;
+pub mod plan;
+pub mod procstat;
+pub mod report;
+pub mod run;
+pub mod stats;
+
+/// Why a bench command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Bad arguments or input files.
+    #[error("{0}")]
+    Usage(String),
+    /// The target could not be resolved or reached before the run.
+    #[error("{0}")]
+    Connect(String),
+    /// No token could be obtained.
+    #[error("token: {0}")]
+    Token(String),
+    /// Local I/O, threads, processes.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Arguments of `turnpike bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The `turnpike bench` subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Run one load test and print its statistics.
+    Run(run::RunArgs),
+    /// Run a plan's scenarios x users x sizes x delays with direct baselines, then report.
+    Matrix(matrix::MatrixArgs),
+    /// (Re)build the report of a matrix output directory.
+    Report(report::ReportArgs),
+}
+
+/// Runs `turnpike bench …`.
+pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    match args.command {
+        BenchCommand::Run(a) => run::run(a).await?,
+        BenchCommand::Matrix(a) => matrix::run(a).await?,
+        BenchCommand::Report(a) => report::run(a).await?,
+    }
+    Ok(())
+}

@@ -22,6 +22,8 @@ enum Command {
     Gateway(turnpike_gateway::GatewayArgs),
     /// Run the echo back end used by the bench kit.
     Echo(turnpike_bench::echo::EchoArgs),
+    /// Load tests: `run` one, a scenario `matrix`, a `report` with charts.
+    Bench(turnpike_bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -43,6 +45,7 @@ fn main() -> anyhow::Result<()> {
             match cli.command {
                 Command::Gateway(args) => turnpike_gateway::run(args).await,
                 Command::Echo(args) => turnpike_bench::echo::run(args).await,
+                Command::Bench(args) => turnpike_bench::run(args).await,
             }
         })
         .map_err(|e| anyhow::anyhow!(e))

@@ -1,0 +1,452 @@
+//! The generator's HTTP client: one connection per user (HTTP/1.1 keep-alive or HTTP/2,
+//! plain or TLS), a request template built once and cloned per request (reference counts,
+//! not copies), and response bodies counted frame by frame, never collected. Also fetches
+//! one OAuth2 token by client credentials. Owns no scheduling: see `load`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{HeaderName, AUTHORIZATION, CONTENT_TYPE, HOST};
+use http::{HeaderMap, HeaderValue, Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+
+use crate::BenchError;
+
+/// Where requests go: resolved once.
+#[derive(Clone)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    pub http2: bool,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("addr", &self.addr)
+            .field("tls", &self.tls.is_some())
+            .field("http2", &self.http2)
+            .finish()
+    }
+}
+
+/// Why a request got no response.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("connect: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("http: {0}")]
+    Http(#[from] hyper::Error),
+}
+
+impl Target {
+    /// Resolves `uri`'s authority; `insecure` accepts any server certificate.
+    pub async fn resolve(uri: &Uri, http2: bool, insecure: bool) -> Result<Self, BenchError> {
+        let host = uri
+            .host()
+            .ok_or_else(|| BenchError::Usage(format!("URL has no host: {uri}")))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => {
+                return Err(BenchError::Usage(format!(
+                    "URL must be http:// or https://: {uri}"
+                )))
+            }
+        };
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let addr = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
+            .await
+            .map_err(|e| BenchError::Connect(format!("resolving {host}: {e}")))?
+            .next()
+            .ok_or_else(|| BenchError::Connect(format!("{host} resolves to no address")))?;
+        let tls = if https {
+            let name = ServerName::try_from(host.trim_matches(['[', ']']).to_owned())
+                .map_err(|e| BenchError::Usage(format!("bad TLS server name {host}: {e}")))?;
+            Some((tls_connector(insecure, http2)?, name))
+        } else {
+            None
+        };
+        Ok(Target { addr, tls, http2 })
+    }
+
+    /// Opens one connection; its driver task runs on the current `LocalSet`.
+    pub async fn connect(&self) -> Result<Conn, ClientError> {
+        let tcp = TcpStream::connect(self.addr).await?;
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => Ok(self.handshake(TokioIo::new(tcp)).await?),
+            Some((connector, name)) => {
+                let tls = connector.connect(name.clone(), tcp).await?;
+                Ok(self.handshake(TokioIo::new(tls)).await?)
+            }
+        }
+    }
+
+    async fn handshake<I>(&self, io: I) -> Result<Conn, hyper::Error>
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        if self.http2 {
+            let (sender, conn) = http2::handshake(TokioExecutor::new(), io).await?;
+            tokio::task::spawn_local(conn);
+            Ok(Conn::H2(sender))
+        } else {
+            let (sender, conn) = http1::handshake(io).await?;
+            tokio::task::spawn_local(conn);
+            Ok(Conn::H1(sender))
+        }
+    }
+}
+
+fn tls_connector(insecure: bool, http2: bool) -> Result<tokio_rustls::TlsConnector, BenchError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| BenchError::Usage(format!("TLS setup: {e}")))?;
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(danger::AcceptAny))
+            .with_no_client_auth()
+    } else {
+        let roots =
+            rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+mod danger {
+    //! `--insecure`: accept any certificate (self-signed test gateways).
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{DigitallySignedStruct, SignatureScheme};
+
+    #[derive(Debug)]
+    pub struct AcceptAny;
+
+    impl ServerCertVerifier for AcceptAny {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            _: &[u8],
+            _: &CertificateDer<'_>,
+            _: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            Ok(HandshakeSignatureValid::assertion())
+        }
+        fn verify_tls13_signature(
+            &self,
+            _: &[u8],
+            _: &CertificateDer<'_>,
+            _: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            Ok(HandshakeSignatureValid::assertion())
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            rustls::crypto::ring::default_provider()
+                .signature_verification_algorithms
+                .supported_schemes()
+        }
+    }
+}
+
+/// One user's connection.
+pub enum Conn {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+impl Conn {
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Conn::H1(s) => s.is_closed(),
+            Conn::H2(s) => s.is_closed(),
+        }
+    }
+
+    /// Sends `req` and reads the whole response body, counting bytes.
+    /// Returns (status, bytes received including an estimate of the head).
+    pub async fn exchange(
+        &mut self,
+        req: Request<Full<Bytes>>,
+    ) -> Result<(u16, u64), hyper::Error> {
+        let resp = match self {
+            Conn::H1(s) => {
+                s.ready().await?;
+                s.send_request(req).await?
+            }
+            Conn::H2(s) => {
+                s.ready().await?;
+                s.send_request(req).await?
+            }
+        };
+        let status = resp.status().as_u16();
+        let mut received = 17 + head_len(resp.headers());
+        let mut body = resp.into_body();
+        while let Some(frame) = body.frame().await {
+            if let Some(data) = frame?.data_ref() {
+                received += data.len() as u64;
+            }
+        }
+        Ok((status, received))
+    }
+}
+
+fn head_len(h: &HeaderMap) -> u64 {
+    h.iter()
+        .map(|(k, v)| (k.as_str().len() + v.len() + 4) as u64)
+        .sum::<u64>()
+        + 2
+}
+
+/// The request every user sends, built once.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    /// `Authorization` values cycled over requests (empty: none).
+    tokens: Arc<[HeaderValue]>,
+    sent_estimate: u64,
+}
+
+impl RequestTemplate {
+    /// `uri` is absolute; HTTP/1 requests carry its path in origin form and a Host header.
+    pub fn new(
+        method: Method,
+        uri: &Uri,
+        http2: bool,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        body: Bytes,
+        tokens: Vec<HeaderValue>,
+    ) -> Result<Self, BenchError> {
+        let mut map = HeaderMap::new();
+        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let req_uri = if http2 {
+            uri.clone()
+        } else {
+            let authority = uri
+                .authority()
+                .ok_or_else(|| BenchError::Usage(format!("URL has no host: {uri}")))?;
+            map.insert(
+                HOST,
+                HeaderValue::from_str(authority.as_str())
+                    .map_err(|e| BenchError::Usage(format!("bad host: {e}")))?,
+            );
+            path.parse()
+                .map_err(|e| BenchError::Usage(format!("bad path {path}: {e}")))?
+        };
+        if !body.is_empty() {
+            map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        for (k, v) in headers {
+            map.insert(k, v);
+        }
+        let token_len = tokens.first().map(|t| t.len() as u64 + 17).unwrap_or(0);
+        let sent_estimate = (method.as_str().len() + path.len() + 12) as u64
+            + head_len(&map)
+            + token_len
+            + body.len() as u64
+            + if body.is_empty() { 0 } else { 20 };
+        Ok(RequestTemplate {
+            method,
+            uri: req_uri,
+            headers: map,
+            body,
+            tokens: tokens.into(),
+            sent_estimate,
+        })
+    }
+
+    /// The `n`th request (n picks the token).
+    pub fn build(&self, n: usize) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(self.body.clone()));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        if !self.tokens.is_empty() {
+            let token = self.tokens[n % self.tokens.len()].clone();
+            req.headers_mut().insert(AUTHORIZATION, token);
+        }
+        req
+    }
+
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// Approximate bytes on the wire per request (HTTP/1 framing).
+    pub fn sent_estimate(&self) -> u64 {
+        self.sent_estimate
+    }
+}
+
+/// A JSON body of exactly `n` bytes (`{"p":"aaa…"}`), or `n` letters when too short for that.
+pub fn json_payload(n: usize) -> Bytes {
+    if n < 8 {
+        return Bytes::from(vec![b'a'; n]);
+    }
+    let mut v = Vec::with_capacity(n);
+    v.extend_from_slice(b"{\"p\":\"");
+    v.resize(n - 2, b'a');
+    v.extend_from_slice(b"\"}");
+    Bytes::from(v)
+}
+
+/// Fetches one access token by the OAuth2 client-credentials grant; returns the
+/// `Authorization` header value (`Bearer …`).
+pub async fn client_credentials(
+    token_url: &Uri,
+    client_id: &str,
+    client_secret: &str,
+    insecure: bool,
+) -> Result<HeaderValue, BenchError> {
+    let target = Target::resolve(token_url, false, insecure).await?;
+    let local = tokio::task::LocalSet::new();
+    let basic = format!(
+        "Basic {}",
+        base64(format!("{client_id}:{client_secret}").as_bytes())
+    );
+    let basic = HeaderValue::from_str(&basic)
+        .map_err(|e| BenchError::Usage(format!("bad client credentials: {e}")))?;
+    let template = RequestTemplate::new(
+        Method::POST,
+        token_url,
+        false,
+        vec![(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        )],
+        Bytes::from_static(b"grant_type=client_credentials"),
+        vec![basic],
+    )?;
+    let body = local
+        .run_until(async {
+            let conn = target
+                .connect()
+                .await
+                .map_err(|e| BenchError::Connect(format!("token endpoint: {e}")))?;
+            let Conn::H1(mut sender) = conn else {
+                return Err(BenchError::Connect(
+                    "token endpoint: unexpected HTTP/2".into(),
+                ));
+            };
+            let resp = sender
+                .send_request(template.build(0))
+                .await
+                .map_err(|e| BenchError::Connect(format!("token endpoint: {e}")))?;
+            let status = resp.status();
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| BenchError::Connect(format!("token endpoint: {e}")))?
+                .to_bytes();
+            if !status.is_success() {
+                return Err(BenchError::Token(format!(
+                    "token endpoint answered {status}: {}",
+                    String::from_utf8_lossy(&body)
+                )));
+            }
+            Ok(body)
+        })
+        .await?;
+    let json: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| BenchError::Token(format!("token response is not JSON: {e}")))?;
+    let token = json
+        .get("access_token")
+        .and_then(|t| t.as_str())
+        .ok_or_else(|| BenchError::Token("token response has no access_token".into()))?;
+    bearer(token)
+}
+
+/// `Bearer TOKEN` as a header value.
+pub fn bearer(token: &str) -> Result<HeaderValue, BenchError> {
+    HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+        .map_err(|_| BenchError::Token("token has characters not allowed in a header".into()))
+}
+
+fn base64(input: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+        ] {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+    }
+
+    #[test]
+    fn json_payload_has_exact_size_and_is_json() {
+        for n in [8, 50, 1024, 102_400] {
+            let p = json_payload(n);
+            assert_eq!(p.len(), n);
+            assert!(serde_json::from_slice::<serde_json::Value>(&p).is_ok());
+        }
+        assert_eq!(json_payload(3).len(), 3);
+    }
+
+    #[test]
+    fn template_uses_origin_form_and_host_for_http1_and_cycles_tokens() {
+        let uri: Uri = "http://example.test:8080/a/b?x=1".parse().expect("uri");
+        let tokens = vec![bearer("t1").expect("t1"), bearer("t2").expect("t2")];
+        let t = RequestTemplate::new(Method::GET, &uri, false, vec![], Bytes::new(), tokens)
+            .expect("template");
+        let r0 = t.build(0);
+        assert_eq!(r0.uri(), "/a/b?x=1");
+        assert_eq!(r0.headers()[HOST], "example.test:8080");
+        assert_eq!(r0.headers()[AUTHORIZATION], "Bearer t1");
+        assert_eq!(t.build(1).headers()[AUTHORIZATION], "Bearer t2");
+        assert_eq!(t.build(2).headers()[AUTHORIZATION], "Bearer t1");
+    }
+}

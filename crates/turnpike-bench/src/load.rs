@@ -1,0 +1,217 @@
+//! The schedulers. Closed loop: N users, each with its own connection, send, wait for the
+//! answer, send again (JMeter threads). Open loop: requests are due at fixed times
+//! (start + i / rate); a free connection takes the next due request, and its latency is
+//! measured from the time it was *due*, so a slow server cannot slow the clock that
+//! measures it (no coordinated omission). Work is split over `threads` OS threads, each
+//! with its own single-threaded runtime and recorder, merged at the end: no locks and no
+//! cross-thread wake-ups on the hot path.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::{Conn, RequestTemplate, Target};
+use crate::stats::{Outcome, Recorder, Window};
+use crate::BenchError;
+
+/// How load is offered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// `users` concurrent users in a closed loop.
+    Closed { users: usize },
+    /// A fixed arrival rate (requests/s) served by up to `connections` connections.
+    Open { rate: f64, connections: usize },
+}
+
+/// Everything a run needs; shared read-only by the generator threads.
+#[derive(Debug)]
+pub struct LoadSpec {
+    pub target: Target,
+    pub request: RequestTemplate,
+    pub mode: Mode,
+    pub window: Window,
+    pub threads: usize,
+    /// Per-request timeout (counted as an error).
+    pub timeout: Duration,
+}
+
+/// Runs the load on `spec.threads` threads and returns the merged samples. Blocking: call
+/// it from a plain thread or `spawn_blocking`.
+pub fn run_blocking(spec: Arc<LoadSpec>) -> Result<Recorder, BenchError> {
+    let threads = spec.threads.max(1);
+    // Every thread shares one start instant so their windows line up for the merge. The
+    // short lead lets threads build their runtimes before the clock starts.
+    let start = Instant::now() + Duration::from_millis(20);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let spec = spec.clone();
+            std::thread::Builder::new()
+                .name(format!("bench-{t}"))
+                .spawn(move || run_thread(&spec, t, threads, start))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| BenchError::Io(format!("spawning generator threads: {e}")))?;
+    let mut total = Recorder::new(spec.window);
+    for h in handles {
+        let rec = h
+            .join()
+            .map_err(|_| BenchError::Io("a generator thread panicked".into()))??;
+        total.merge(&rec);
+    }
+    Ok(total)
+}
+
+/// This thread's share of `n` split over `threads`.
+fn share(n: usize, t: usize, threads: usize) -> usize {
+    n / threads + usize::from(t < n % threads)
+}
+
+struct ThreadCtx {
+    spec: Arc<LoadSpec>,
+    start: Instant,
+    end: Instant,
+    rec: RefCell<Recorder>,
+    /// Open loop: next due request of this thread, and this thread's slot in the schedule.
+    next: Cell<u64>,
+    thread: u64,
+    threads: u64,
+}
+
+impl ThreadCtx {
+    /// Open loop: the due time of this thread's next request, or None when past the end.
+    fn next_due(&self, rate: f64) -> Option<Instant> {
+        let i = self.next.get();
+        self.next.set(i + 1);
+        // Threads interleave: thread t owns global requests t, t+T, t+2T, ...
+        let global = i * self.threads + self.thread;
+        let due = self.start + Duration::from_secs_f64(global as f64 / rate);
+        (due < self.end).then_some(due)
+    }
+
+    fn record(&self, due: Instant, outcome: Outcome, received: u64) {
+        let now = Instant::now();
+        let sent = match outcome {
+            Outcome::Failed => 0,
+            Outcome::Status(_) => self.spec.request.sent_estimate(),
+        };
+        self.rec.borrow_mut().record(
+            due.saturating_duration_since(self.start),
+            now.saturating_duration_since(self.start),
+            outcome,
+            sent,
+            received,
+        );
+    }
+}
+
+fn run_thread(
+    spec: &Arc<LoadSpec>,
+    t: usize,
+    threads: usize,
+    start: Instant,
+) -> Result<Recorder, BenchError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::Io(format!("building a generator runtime: {e}")))?;
+    let ctx = Rc::new(ThreadCtx {
+        spec: spec.clone(),
+        start,
+        end: start + spec.window.end(),
+        rec: RefCell::new(Recorder::new(spec.window)),
+        next: Cell::new(0),
+        thread: t as u64,
+        threads: threads as u64,
+    });
+    let users = match spec.mode {
+        Mode::Closed { users } => share(users, t, threads),
+        Mode::Open { connections, .. } => share(connections, t, threads),
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async {
+        let end = tokio::time::Instant::from_std(ctx.end);
+        let tasks: Vec<_> = (0..users)
+            .map(|u| {
+                let ctx = ctx.clone();
+                tokio::task::spawn_local(async move {
+                    // Requests still in flight at the end are outside the window anyway.
+                    tokio::select! {
+                        _ = user(&ctx, u * threads + t) => {}
+                        _ = tokio::time::sleep_until(end) => {}
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+    });
+    let rec = ctx.rec.borrow().clone();
+    Ok(rec)
+}
+
+/// One user (closed loop) or one connection (open loop) until the end of the run.
+async fn user(ctx: &ThreadCtx, id: usize) {
+    let spec = &ctx.spec;
+    let mut conn: Option<Conn> = None;
+    let mut n = id;
+    tokio::time::sleep_until(tokio::time::Instant::from_std(ctx.start)).await;
+    loop {
+        let due = match spec.mode {
+            Mode::Closed { .. } => Instant::now(),
+            Mode::Open { rate, .. } => match ctx.next_due(rate) {
+                Some(due) => {
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+                    due
+                }
+                None => return,
+            },
+        };
+        if due >= ctx.end {
+            return;
+        }
+        let c = match conn.as_mut().filter(|c| !c.is_closed()) {
+            Some(c) => c,
+            None => match spec.target.connect().await {
+                Ok(c) => conn.insert(c),
+                Err(e) => {
+                    tracing::debug!(error = %e, "connect failed");
+                    ctx.record(due, Outcome::Failed, 0);
+                    // Do not spin on a refusing server; the error is counted.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let req = spec.request.build(n);
+        n = n.wrapping_add(1);
+        match tokio::time::timeout(spec.timeout, c.exchange(req)).await {
+            Ok(Ok((status, received))) => ctx.record(due, Outcome::Status(status), received),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "request failed");
+                ctx.record(due, Outcome::Failed, 0);
+                conn = None;
+            }
+            Err(_) => {
+                ctx.record(due, Outcome::Failed, 0);
+                conn = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_and_differ_by_at_most_one() {
+        for (n, t) in [(100, 3), (2, 4), (7, 7), (0, 2)] {
+            let s: Vec<_> = (0..t).map(|i| share(n, i, t)).collect();
+            assert_eq!(s.iter().sum::<usize>(), n);
+            let (lo, hi) = (s.iter().min(), s.iter().max());
+            assert!(hi.zip(lo).is_none_or(|(h, l)| h - l <= 1));
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! `turnpike bench matrix`: runs a plan's cells. For each back-end delay it starts
+//! `turnpike echo --delay-ms D` and `turnpike gateway` (a temporary YAML config routing
+//! `/echo/v1` to that echo) as child processes of the current executable, then for each
+//! users level and size runs the direct-to-back-end baselines and the scenarios through the
+//! gateway (sampling the gateway's RSS and CPU). Results go to `DIR/results.json` after every
+//! run, so an interrupted matrix still leaves a report; the report is written at the end.
+//! Against a remote deployment, `--echo-url` and `--gateway-url` replace the child processes
+//! (delays then travel as the echo's `?delay_ms=` control).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncBufReadExt;
+use tokio::process::{Child, Command};
+
+use crate::plan::{Plan, RunKey, Scenario, Via};
+use crate::run::{execute, RunArgs, RunResult};
+use crate::BenchError;
+
+/// Arguments of `turnpike bench matrix`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MatrixArgs {
+    /// A bundled plan (quick, seed-2.6, seed-3.0, coldfusion) or a plan YAML file.
+    #[arg(long, default_value = "quick")]
+    pub plan: String,
+    /// Output directory (results.json, then the report).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The `turnpike` binary to start echo and gateway from (default: this executable).
+    #[arg(long)]
+    pub turnpike: Option<PathBuf>,
+    /// Use this running echo back end (base URL) instead of starting one.
+    #[arg(long)]
+    pub echo_url: Option<String>,
+    /// Use this running gateway: the base URL of an API that proxies to the echo back end
+    /// (e.g. http://gw:8280/echo/v1).
+    #[arg(long, conflicts_with = "no_gateway")]
+    pub gateway_url: Option<String>,
+    /// With --gateway-url on this machine: the gateway's pid, to sample RSS and CPU.
+    #[arg(long)]
+    pub gateway_pid: Option<u32>,
+    /// Run the direct baselines only.
+    #[arg(long)]
+    pub no_gateway: bool,
+    /// Generator threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Latency objectives for the capacity answer, e.g. avg=100ms, p99=500ms.
+    #[arg(long, default_values_t = ["avg=100ms".to_string()])]
+    pub slo: Vec<String>,
+    /// Describes the machine in the report (e.g. "2 vCPU VM").
+    #[arg(long)]
+    pub label: Option<String>,
+}
+
+/// `DIR/results.json`: the plan, the machine and every run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MatrixResults {
+    pub plan: Plan,
+    pub machine: Machine,
+    /// How the gateway was reached ("started", a URL, or "none: why").
+    pub gateway: String,
+    pub cells: Vec<Cell>,
+}
+
+/// One run of the matrix (or a skipped one).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cell {
+    pub via: Via,
+    pub scenario: Option<Scenario>,
+    pub method: String,
+    pub users: usize,
+    pub size: usize,
+    pub delay_ms: u64,
+    /// Why the run did not happen.
+    pub skipped: Option<String>,
+    pub result: Option<RunResult>,
+}
+
+/// What the report says about the hardware.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Machine {
+    pub label: String,
+    pub cpus: usize,
+    pub cpu_model: String,
+    pub memory_mb: u64,
+}
+
+impl Machine {
+    pub fn detect(label: Option<String>) -> Machine {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, m)| m.trim().to_owned())
+            .unwrap_or_else(|| "unknown".into());
+        let memory_mb = std::fs::read_to_string("/proc/meminfo")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kb| kb / 1024);
+        Machine {
+            label: label.unwrap_or_else(|| format!("{cpus} vCPU machine")),
+            cpus,
+            cpu_model,
+            memory_mb,
+        }
+    }
+}
+
+/// A child process killed when dropped.
+struct Proc {
+    child: Child,
+    name: &'static str,
+}
+
+impl Proc {
+    fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Err(e) = self.child.start_kill() {
+            tracing::debug!(name = self.name, error = %e, "child already gone");
+        }
+    }
+}
+
+/// Starts `turnpike echo --port 0 --delay-ms D` and reads its address from stdout.
+async fn start_echo(exe: &Path, delay_ms: u64) -> Result<(Proc, String), BenchError> {
+    let mut child = Command::new(exe)
+        .args(["--log", "warn", "echo", "--port", "0", "--delay-ms"])
+        .arg(delay_ms.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| BenchError::Io(format!("starting {} echo: {e}", exe.display())))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| BenchError::Io("echo: no stdout".into()))?;
+    let proc = Proc {
+        child,
+        name: "echo",
+    };
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .map_err(|_| BenchError::Io("echo did not report its address within 10 s".into()))?
+        .map_err(|e| BenchError::Io(format!("echo stdout: {e}")))?
+        .ok_or_else(|| BenchError::Io("echo exited before listening".into()))?;
+    let url = line
+        .strip_prefix("echo listening on ")
+        .ok_or_else(|| BenchError::Io(format!("unexpected echo output: {line}")))?
+        .to_owned();
+    Ok((proc, url))
+}
+
+fn free_port() -> Result<u16, BenchError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| BenchError::Io(format!("finding a free port: {e}")))
+}
+
+/// The gateway config for one echo back end.
+pub fn gateway_config(echo_url: &str) -> String {
+    format!(
+        "# Written by `turnpike bench matrix`.\napis:\n  - name: echo\n    context: /echo\n    version: v1\n    default: true\n    endpoints: [\"{echo_url}\"]\n    resources:\n      - {{ path: \"/*\", methods: [GET, POST, PUT, DELETE] }}\n"
+    )
+}
+
+/// Starts `turnpike gateway` routing /echo/v1 to `echo_url`; waits until it answers.
+async fn start_gateway(
+    exe: &Path,
+    echo_url: &str,
+    dir: &Path,
+    tag: &str,
+) -> Result<(Proc, String), String> {
+    let config = dir.join(format!("gateway-{tag}.yaml"));
+    std::fs::write(&config, gateway_config(echo_url))
+        .map_err(|e| format!("writing {}: {e}", config.display()))?;
+    let log_path = dir.join(format!("gateway-{tag}.log"));
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+    let port = free_port().map_err(|e| e.to_string())?;
+    let child = Command::new(exe)
+        .args(["--log", "warn", "gateway", "--config"])
+        .arg(&config)
+        .args(["--http-port", &port.to_string(), "--https-port", "off"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting {} gateway: {e}", exe.display()))?;
+    let mut proc = Proc {
+        child,
+        name: "gateway",
+    };
+    let base = format!("http://127.0.0.1:{port}/echo/v1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = proc.child.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: String = log.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+            return Err(format!("gateway exited ({status}): {tail}"));
+        }
+        if probe(&format!("{base}/ready")).await == Some(200) {
+            return Ok((proc, base));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "gateway did not answer 200 on {base}/ready within 20 s (log: {})",
+                log_path.display()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One GET; the status, or None when nothing answered.
+async fn probe(url: &str) -> Option<u16> {
+    let uri: http::Uri = url.parse().ok()?;
+    let target = crate::client::Target::resolve(&uri, false, true)
+        .await
+        .ok()?;
+    let req = crate::client::RequestTemplate::new(
+        http::Method::GET,
+        &uri,
+        false,
+        vec![],
+        bytes::Bytes::new(),
+        vec![],
+    )
+    .ok()?;
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let mut conn = target.connect().await.ok()?;
+            let fut = conn.exchange(req.build(0));
+            tokio::time::timeout(Duration::from_secs(2), fut)
+                .await
+                .ok()?
+                .ok()
+                .map(|(s, _)| s)
+        })
+        .await
+}
+
+/// The URL of one run: `base/bench`, with GET's size and, for an external echo, the delay
+/// as query controls.
+fn run_url(base: &str, key: &RunKey, delay_in_query: bool) -> String {
+    let mut url = format!("{}/bench", base.trim_end_matches('/'));
+    let mut q = Vec::new();
+    if key.method == "GET" {
+        q.push(format!("size={}", key.size));
+    }
+    if delay_in_query && key.delay_ms > 0 {
+        q.push(format!("delay_ms={}", key.delay_ms));
+    }
+    if !q.is_empty() {
+        url.push('?');
+        url.push_str(&q.join("&"));
+    }
+    url
+}
+
+fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+/// `turnpike bench matrix`.
+pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
+    let plan = Plan::load(&args.plan)?;
+    let warmup = plan.warmup().map_err(BenchError::Usage)?;
+    let duration = plan.duration().map_err(BenchError::Usage)?;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| BenchError::Io(format!("creating {}: {e}", args.out.display())))?;
+    let exe = match &args.turnpike {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| BenchError::Io(format!("finding this executable: {e}")))?,
+    };
+    let total = plan
+        .runs()
+        .iter()
+        .filter(|k| k.scenario.is_none_or(|s| s.skip_reason().is_none()))
+        .count();
+    let mut results = MatrixResults {
+        plan: plan.clone(),
+        machine: Machine::detect(args.label.clone()),
+        gateway: String::new(),
+        cells: Vec::new(),
+    };
+    let started = Instant::now();
+    let mut done = 0usize;
+    let per_run = warmup + duration;
+    for &delay in &plan.delays_ms {
+        // Children live until the end of this delay's runs.
+        let (_echo, echo_base, delay_in_query) = match &args.echo_url {
+            Some(url) => (None, url.trim_end_matches('/').to_owned(), true),
+            None => {
+                let (p, url) = start_echo(&exe, delay).await?;
+                (Some(p), url, false)
+            }
+        };
+        let (_gw, gateway): (Option<Proc>, Result<(String, Option<u32>), String>) =
+            if args.no_gateway {
+                (None, Err("--no-gateway given".into()))
+            } else if let Some(url) = &args.gateway_url {
+                (
+                    None,
+                    Ok((url.trim_end_matches('/').to_owned(), args.gateway_pid)),
+                )
+            } else {
+                match start_gateway(&exe, &echo_base, &args.out, &format!("delay-{delay}")).await {
+                    Ok((p, base)) => {
+                        let pid = p.pid();
+                        (Some(p), Ok((base, pid)))
+                    }
+                    Err(e) => {
+                        eprintln!("gateway unavailable for delay {delay} ms: {e}");
+                        (None, Err(format!("gateway unavailable: {e}")))
+                    }
+                }
+            };
+        results.gateway = match (&gateway, &args.gateway_url) {
+            (Ok(_), Some(url)) => url.clone(),
+            (Ok(_), None) => "started by the matrix".into(),
+            (Err(e), _) => format!("none: {e}"),
+        };
+        for key in plan.runs_for_delay(delay) {
+            let mut cell = Cell {
+                via: key.target,
+                scenario: key.scenario,
+                method: key.method.to_owned(),
+                users: key.users,
+                size: key.size,
+                delay_ms: key.delay_ms,
+                skipped: None,
+                result: None,
+            };
+            let (base, pid) = match (
+                key.target,
+                key.scenario.and_then(|s| s.skip_reason()),
+                &gateway,
+            ) {
+                (_, Some(reason), _) => {
+                    cell.skipped = Some(reason.to_owned());
+                    results.cells.push(cell);
+                    continue;
+                }
+                (Via::Direct, None, _) => (echo_base.clone(), None),
+                (Via::Gateway, None, Ok((base, pid))) => (base.clone(), *pid),
+                (Via::Gateway, None, Err(e)) => {
+                    cell.skipped = Some(e.clone());
+                    results.cells.push(cell);
+                    done += 1;
+                    continue;
+                }
+            };
+            let mut run_args = RunArgs::closed(
+                run_url(&base, &key, delay_in_query),
+                key.users,
+                duration,
+                warmup,
+            );
+            run_args.method = Some(key.method.to_owned());
+            run_args.size = (key.method != "GET").then_some(key.size);
+            run_args.threads = args.threads;
+            run_args.pid = pid;
+            run_args.timeout = Duration::from_secs(60);
+            let label = format!(
+                "{} {} users={} size={} delay={}ms",
+                match key.target {
+                    Via::Direct => "direct",
+                    Via::Gateway => "gateway",
+                },
+                key.scenario.map_or(key.method, |s| s.name()),
+                key.users,
+                key.size,
+                key.delay_ms
+            );
+            match execute(&run_args).await {
+                Ok(r) => {
+                    done += 1;
+                    let s = &r.summary;
+                    let left = total.saturating_sub(done) as u32;
+                    let avg_run = started.elapsed() / done.max(1) as u32;
+                    eprintln!(
+                        "[{done:>3}/{total}] {} elapsed, ETA {}  {label}: {:.0} req/s avg {:.2} ms p99 {:.2} ms err {:.2}%",
+                        fmt_secs(started.elapsed()),
+                        fmt_secs(avg_run.max(per_run) * left),
+                        s.throughput_rps,
+                        s.avg_ms,
+                        s.p99_ms,
+                        s.error_pct
+                    );
+                    cell.result = Some(r);
+                }
+                Err(e) => {
+                    done += 1;
+                    eprintln!("[{done:>3}/{total}] {label}: failed: {e}");
+                    cell.skipped = Some(format!("run failed: {e}"));
+                }
+            }
+            results.cells.push(cell);
+            save(&args.out, &results)?;
+        }
+    }
+    save(&args.out, &results)?;
+    let slos = crate::report::parse_slos(&args.slo)?;
+    let index = crate::report::write(&args.out, &slos)?;
+    eprintln!(
+        "matrix done in {}: report at {}",
+        fmt_secs(started.elapsed()),
+        index.display()
+    );
+    Ok(())
+}
+
+fn save(dir: &Path, results: &MatrixResults) -> Result<(), BenchError> {
+    let path = dir.join("results.json");
+    let json = serde_json::to_string_pretty(results)
+        .map_err(|e| BenchError::Io(format!("encoding results: {e}")))?;
+    std::fs::write(&path, json)
+        .map_err(|e| BenchError::Io(format!("writing {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(method: &'static str, delay_ms: u64) -> RunKey {
+        RunKey {
+            target: Via::Direct,
+            scenario: None,
+            method,
+            users: 1,
+            size: 50,
+            delay_ms,
+        }
+    }
+
+    #[test]
+    fn run_urls_carry_get_size_and_external_delay() {
+        assert_eq!(
+            run_url("http://e:1/", &key("POST", 30), false),
+            "http://e:1/bench"
+        );
+        assert_eq!(
+            run_url("http://e:1", &key("GET", 30), false),
+            "http://e:1/bench?size=50"
+        );
+        assert_eq!(
+            run_url("http://e:1", &key("GET", 30), true),
+            "http://e:1/bench?size=50&delay_ms=30"
+        );
+    }
+
+    #[test]
+    fn gateway_config_is_the_documented_echo_api() {
+        let c = gateway_config("http://127.0.0.1:9000");
+        assert!(
+            c.contains("context: /echo") && c.contains("endpoints: [\"http://127.0.0.1:9000\"]")
+        );
+    }
+}

@@ -1,0 +1,346 @@
+//! `turnpike bench run`: one load test from the command line (or from the matrix, which
+//! fills the same [`RunArgs`]). Turns arguments into a [`LoadSpec`], obtains tokens, runs the
+//! generator beside the `--pid` sampler, and prints the statistics as text or JSON.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::HeaderName;
+use http::{HeaderValue, Method, Uri};
+use serde::{Deserialize, Serialize};
+
+use crate::client::{self, RequestTemplate, Target};
+use crate::load::{self, LoadSpec, Mode};
+use crate::procstat::{self, Resources};
+use crate::stats::{Summary, Window};
+use crate::BenchError;
+
+/// Arguments of `turnpike bench run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Target URL (http:// or https://).
+    #[arg(long)]
+    pub url: String,
+    /// Closed loop: concurrent users, each on its own keep-alive connection.
+    #[arg(long, conflicts_with = "rate")]
+    pub users: Option<usize>,
+    /// Open loop: requests per second, latency measured from each request's due time.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Open loop: connections serving the rate.
+    #[arg(long, default_value_t = 100)]
+    pub connections: usize,
+    /// Measurement time after the warm-up (e.g. 30s, 2m, 500ms).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Warm-up time whose samples are discarded.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Request body size in bytes (a JSON document); implies POST unless --method is given.
+    #[arg(long)]
+    pub size: Option<usize>,
+    /// HTTP method (default GET, or POST with --size).
+    #[arg(long)]
+    pub method: Option<String>,
+    /// Extra header, `Name: value` (repeatable).
+    #[arg(long = "header", short = 'H')]
+    pub headers: Vec<String>,
+    /// HTTP/2 (h2c for http://, ALPN h2 for https://).
+    #[arg(long)]
+    pub http2: bool,
+    /// Accept any TLS certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// OAuth2 token endpoint: one token by client credentials, sent on every request.
+    #[arg(long, requires_all = ["client_id", "client_secret"], conflicts_with = "tokens")]
+    pub token_url: Option<String>,
+    #[arg(long, env = "TURNPIKE_BENCH_CLIENT_ID")]
+    pub client_id: Option<String>,
+    #[arg(long, env = "TURNPIKE_BENCH_CLIENT_SECRET", hide_env_values = true)]
+    pub client_secret: Option<String>,
+    /// File of access tokens, one a line, cycled over requests.
+    #[arg(long)]
+    pub tokens: Option<PathBuf>,
+    /// Generator threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Per-request timeout.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Sample this process's RSS and CPU %, and the load average, while measuring.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON result to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Arguments for a closed-loop run of `users` at `url`, everything else default.
+    pub fn closed(url: String, users: usize, duration: Duration, warmup: Duration) -> Self {
+        RunArgs {
+            url,
+            users: Some(users),
+            rate: None,
+            connections: 100,
+            duration,
+            warmup,
+            size: None,
+            method: None,
+            headers: Vec::new(),
+            http2: false,
+            insecure: false,
+            token_url: None,
+            client_id: None,
+            client_secret: None,
+            tokens: None,
+            threads: None,
+            timeout: Duration::from_secs(30),
+            pid: None,
+            json: false,
+            out: None,
+        }
+    }
+}
+
+/// A run's result: what was asked and what was measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    pub url: String,
+    pub method: String,
+    /// "closed" or "open".
+    pub mode: String,
+    pub users: Option<usize>,
+    pub rate: Option<f64>,
+    pub size: usize,
+    pub threads: usize,
+    pub warmup_s: f64,
+    pub summary: Summary,
+    pub resources: Option<Resources>,
+}
+
+/// `10s`, `500ms`, `2m`, `1h`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("not a duration: {s:?} (use 500ms, 10s, 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("unknown unit in {s:?} (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("duration out of range: {s:?}"))
+}
+
+fn parse_header(h: &str) -> Result<(HeaderName, HeaderValue), BenchError> {
+    let (k, v) = h
+        .split_once(':')
+        .ok_or_else(|| BenchError::Usage(format!("header must be `Name: value`: {h:?}")))?;
+    let k = HeaderName::try_from(k.trim())
+        .map_err(|_| BenchError::Usage(format!("bad header name in {h:?}")))?;
+    let v = HeaderValue::from_str(v.trim())
+        .map_err(|_| BenchError::Usage(format!("bad header value in {h:?}")))?;
+    Ok((k, v))
+}
+
+async fn tokens(args: &RunArgs, insecure: bool) -> Result<Vec<HeaderValue>, BenchError> {
+    if let Some(path) = &args.tokens {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BenchError::Usage(format!("reading {}: {e}", path.display())))?;
+        let tokens = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(client::bearer)
+            .collect::<Result<Vec<_>, _>>()?;
+        if tokens.is_empty() {
+            return Err(BenchError::Usage(format!(
+                "{} holds no tokens",
+                path.display()
+            )));
+        }
+        return Ok(tokens);
+    }
+    if let Some(url) = &args.token_url {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| BenchError::Usage(format!("bad --token-url {url}: {e}")))?;
+        let id = args.client_id.as_deref().unwrap_or_default();
+        let secret = args.client_secret.as_deref().unwrap_or_default();
+        return Ok(vec![
+            client::client_credentials(&uri, id, secret, insecure).await?,
+        ]);
+    }
+    Ok(Vec::new())
+}
+
+/// Builds the load from `args` (everything checked before any load is sent).
+async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
+    let uri: Uri = args
+        .url
+        .parse()
+        .map_err(|e| BenchError::Usage(format!("bad --url {}: {e}", args.url)))?;
+    let mode = match (args.users, args.rate) {
+        (_, Some(rate)) if rate > 0.0 && rate.is_finite() && args.connections > 0 => Mode::Open {
+            rate,
+            connections: args.connections,
+        },
+        (_, Some(_)) => {
+            return Err(BenchError::Usage(
+                "--rate must be above 0 with at least one connection".into(),
+            ))
+        }
+        (Some(users), None) if users > 0 => Mode::Closed { users },
+        _ => return Err(BenchError::Usage("give --users N (> 0) or --rate R".into())),
+    };
+    if args.duration.is_zero() {
+        return Err(BenchError::Usage("--duration must be above 0".into()));
+    }
+    let body = args.size.map(client::json_payload).unwrap_or_default();
+    let method = match &args.method {
+        Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+            .map_err(|_| BenchError::Usage(format!("bad --method {m}")))?,
+        None if args.size.is_some() => Method::POST,
+        None => Method::GET,
+    };
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let tokens = tokens(args, args.insecure).await?;
+    let target = Target::resolve(&uri, args.http2, args.insecure).await?;
+    let request = RequestTemplate::new(method, &uri, args.http2, headers, body, tokens)?;
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    Ok(LoadSpec {
+        target,
+        request,
+        mode,
+        window: Window {
+            warmup: args.warmup,
+            duration: args.duration,
+        },
+        threads,
+        timeout: args.timeout,
+    })
+}
+
+/// Runs one load test as `args` describe.
+pub async fn execute(args: &RunArgs) -> Result<RunResult, BenchError> {
+    let spec = Arc::new(spec(args).await?);
+    if let Some(pid) = args.pid {
+        if !procstat::available(pid) {
+            return Err(BenchError::Usage(format!(
+                "--pid {pid}: no such process in /proc"
+            )));
+        }
+    }
+    let sampler = args.pid.map(|pid| {
+        tokio::spawn(procstat::sample(
+            pid,
+            args.warmup,
+            args.duration,
+            Duration::from_millis(500),
+        ))
+    });
+    let load_spec = spec.clone();
+    let rec = tokio::task::spawn_blocking(move || load::run_blocking(load_spec))
+        .await
+        .map_err(|e| BenchError::Io(format!("generator: {e}")))??;
+    let resources = match sampler {
+        Some(task) => task.await.ok(),
+        None => None,
+    };
+    let (mode, users, rate) = match spec.mode {
+        Mode::Closed { users } => ("closed", Some(users), None),
+        Mode::Open { rate, connections } => ("open", Some(connections), Some(rate)),
+    };
+    Ok(RunResult {
+        url: args.url.clone(),
+        method: spec.request.method().to_string(),
+        mode: mode.into(),
+        users,
+        rate,
+        size: args.size.unwrap_or(0),
+        threads: spec.threads,
+        warmup_s: args.warmup.as_secs_f64(),
+        summary: rec.summary(),
+        resources,
+    })
+}
+
+/// `turnpike bench run`.
+pub async fn run(args: RunArgs) -> Result<(), BenchError> {
+    let result = execute(&args).await?;
+    let json = serde_json::to_string_pretty(&result)
+        .map_err(|e| BenchError::Io(format!("encoding JSON: {e}")))?;
+    if let Some(path) = &args.out {
+        std::fs::write(path, &json)
+            .map_err(|e| BenchError::Io(format!("writing {}: {e}", path.display())))?;
+    }
+    if args.json {
+        println!("{json}");
+    } else {
+        print!("{}", text(&result));
+    }
+    Ok(())
+}
+
+/// The human-readable report of one run.
+pub fn text(r: &RunResult) -> String {
+    let load = match (r.mode.as_str(), r.rate) {
+        ("open", Some(rate)) => format!(
+            "open loop {rate} req/s on {} connections",
+            r.users.unwrap_or(0)
+        ),
+        _ => format!("{} users (closed loop)", r.users.unwrap_or(0)),
+    };
+    let mut s = format!(
+        "{} {}  {load}, {} B body, {} threads, warm-up {:.1}s, measured {:.1}s\n",
+        r.method, r.url, r.size, r.threads, r.warmup_s, r.summary.duration_s
+    );
+    s.push_str(&r.summary.to_text());
+    if let Some(res) = &r.resources {
+        s.push_str(&format!(
+            "target pid {} RSS avg {:.1} MB max {:.1} MB, CPU {:.1} % ({:.2} s), load avg {:.2} (max {:.2})\n",
+            res.pid, res.rss_avg_mb, res.rss_max_mb, res.cpu_pct, res.cpu_seconds, res.loadavg_avg, res.loadavg_max
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("x").is_err());
+    }
+
+    #[test]
+    fn headers_parse_and_bad_ones_are_refused() {
+        let (k, v) = parse_header("X-Test:  a b ").expect("header");
+        assert_eq!((k.as_str(), v.to_str().ok()), ("x-test", Some("a b")));
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header("bad name: v").is_err());
+    }
+}
