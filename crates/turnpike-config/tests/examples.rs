@@ -31,3 +31,37 @@ fn every_example_file_compiles() {
         );
     }
 }
+
+/// The routing that examples/gateway.yaml's comments promise.
+#[test]
+fn gateway_example_routes_as_its_comments_say() {
+    use http::Method;
+    use turnpike_config::RouteResult;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gateway.yaml");
+    let s = match Snapshot::load(&path) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    let to = |host: Option<&str>, m: Method, p: &str| match s.route(host, &m, p) {
+        RouteResult::Matched { api, upstream_path } => format!("{} {upstream_path}", api.version),
+        RouteResult::MethodNotAllowed { allow } => format!("405 {allow:?}"),
+        RouteResult::NotFound => "404".into(),
+    };
+    let h = Some("API.example.com:8280");
+    assert_eq!(to(h, Method::GET, "/pets/v2/7"), "v2 /7");
+    assert_eq!(to(h, Method::GET, "/pets/7"), "v2 /7");
+    assert_eq!(to(h, Method::GET, "/pets/v1/7"), "v1 /7");
+    assert_eq!(to(h, Method::HEAD, "/pets/v2/7/photos"), "v2 /7/photos");
+    assert_eq!(
+        to(h, Method::POST, "/pets/v2/7"),
+        "405 \"GET, HEAD, PUT, DELETE\""
+    );
+    assert_eq!(to(h, Method::PATCH, "/pets/v2/files/a/b"), "v2 /files/a/b");
+    assert_eq!(to(None, Method::GET, "/pets/v2/7"), "404");
+    assert_eq!(to(None, Method::GET, "/pets/v1/7"), "v1 /7");
+    let v2 = s.apis.iter().find(|a| a.version == "v2");
+    assert_eq!(
+        v2.map(|a| a.endpoints[0].base_path.as_str()),
+        Some("/backend")
+    );
+}

@@ -72,3 +72,26 @@ impl Visitor<'_> for QuantityVisitor {
         Ok(Quantity::Text(v.to_owned()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_text_round_trip_through_json() {
+        let q: Vec<Quantity> = serde_json::from_str(r#"[10, "10MiB"]"#).unwrap_or_default();
+        assert_eq!(q, [Quantity::Number(10), Quantity::from("10MiB")]);
+        assert_eq!(
+            serde_json::to_string(&q).ok().as_deref(),
+            Some(r#"[10,"10MiB"]"#)
+        );
+        let neg: Result<Quantity, _> = serde_json::from_str("-1");
+        assert!(neg
+            .err()
+            .is_some_and(|e| e.to_string().contains("negative")));
+        let bad: Result<Quantity, _> = serde_json::from_str("[1]");
+        assert!(bad
+            .err()
+            .is_some_and(|e| e.to_string().contains("a number or a string")));
+    }
+}
