@@ -1,0 +1,166 @@
+//! Turns a publisher's JSON body into a validated `ApiInput`, reporting every invalid
+//! field at once: names, contexts, versions, endpoint URLs, resources, offered tiers.
+
+use serde_json::Value;
+use turnpike_store::{ApiInput, Resource};
+
+use crate::validate::Fields;
+
+pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+pub const API_TYPES: [&str; 4] = ["HTTP", "GRAPHQL", "SOAP", "SOAP_TO_REST"];
+
+fn check_context(s: &str) -> Option<String> {
+    if !s.starts_with('/') || s.len() < 2 {
+        return Some("must start with '/' and name a path, e.g. /pets".into());
+    }
+    if s.len() > 200 {
+        return Some("must be at most 200 characters".into());
+    }
+    if s.contains("//") || s.ends_with('/') {
+        return Some("must not contain '//' or end with '/'".into());
+    }
+    if !s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/-_.~".contains(c))
+    {
+        return Some("may contain only letters, digits and / - _ . ~".into());
+    }
+    None
+}
+
+fn check_version(s: &str) -> Option<String> {
+    if s.is_empty()
+        || s.len() > 30
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Some("must be 1-30 letters, digits, '.', '-' or '_'".into());
+    }
+    None
+}
+
+pub fn check_endpoint(s: &str) -> Option<String> {
+    match s.parse::<http::Uri>() {
+        Ok(u)
+            if matches!(u.scheme_str(), Some("http" | "https"))
+                && u.authority().is_some()
+                && u.query().is_none() =>
+        {
+            None
+        }
+        _ => Some("must be an absolute http:// or https:// URL without a query".into()),
+    }
+}
+
+pub fn check_resource_path(s: &str) -> Option<String> {
+    if !s.starts_with('/') || s.len() > 500 {
+        return Some("must start with '/' (at most 500 characters)".into());
+    }
+    if s.chars()
+        .any(|c| c.is_control() || c.is_whitespace() || c == '?' || c == '#')
+    {
+        return Some("must not contain spaces, control characters, '?' or '#'".into());
+    }
+    None
+}
+
+fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
+    let arr = f.array("resources")?;
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (i, v) in arr.iter().enumerate() {
+        let mut r = Fields::new(v, &format!("resources[{i}]"));
+        let path = r.string("path", true, 500);
+        if let Some(m) = path.as_deref().and_then(check_resource_path) {
+            r.err("path", m);
+        }
+        let methods = r.strings("methods", 7, |m| {
+            (!METHODS.contains(&m)).then(|| format!("must be one of {METHODS:?}"))
+        });
+        if methods.as_ref().is_some_and(|m| m.is_empty()) {
+            r.err("methods", "must name at least one method");
+        }
+        r.finish_unknown();
+        ok &= r.errors.is_empty();
+        f.errors.append(&mut r.errors);
+        if let (Some(path), Some(methods)) = (path, methods) {
+            out.push(Resource { path, methods });
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Fields a client may echo back from a GET; ignored on write.
+pub const READ_ONLY: [&str; 6] = [
+    "id",
+    "lifecycleStatus",
+    "provider",
+    "revision",
+    "createdTime",
+    "lastUpdatedTime",
+];
+
+/// Validates a create/update body. Unknown fields are errors; read-only ones are ignored.
+/// `defaults` fills what the body leaves out (used by OpenAPI import).
+pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiInput>, Fields<'a>) {
+    let mut f = Fields::new(v, "");
+    f.ignore(&READ_ONLY);
+    let d = defaults;
+    let name = f
+        .string("name", d.is_none(), 100)
+        .or_else(|| d.map(|d| d.name.clone()));
+    let context = f
+        .string("context", d.is_none(), 200)
+        .or_else(|| d.map(|d| d.context.clone()));
+    if let Some(m) = context.as_deref().and_then(check_context) {
+        f.err("context", m);
+    }
+    let version = f
+        .string("version", d.is_none(), 30)
+        .or_else(|| d.map(|d| d.version.clone()));
+    if let Some(m) = version.as_deref().and_then(check_version) {
+        f.err("version", m);
+    }
+    let is_default = f
+        .boolean("isDefaultVersion")
+        .unwrap_or(d.is_some_and(|d| d.is_default));
+    let api_type = f.string("type", false, 20).unwrap_or_else(|| "HTTP".into());
+    if !API_TYPES.contains(&api_type.as_str()) {
+        f.err("type", format!("must be one of {API_TYPES:?}"));
+    }
+    let description = f.text("description", 10_000).unwrap_or_default();
+    let endpoints = f
+        .strings("endpoints", 50, check_endpoint)
+        .or_else(|| d.map(|d| d.endpoints.clone()))
+        .unwrap_or_default();
+    let resources = resources(&mut f)
+        .or_else(|| d.map(|d| d.resources.clone()))
+        .unwrap_or_default();
+    let tiers = f
+        .strings("policies", 50, |s| {
+            (s.is_empty() || s.len() > 100).then(|| "must be a tier name".to_string())
+        })
+        .or_else(|| d.map(|d| d.tiers.clone()))
+        .unwrap_or_else(|| vec!["Unlimited".to_string()]);
+    f.finish_unknown();
+    if !f.errors.is_empty() {
+        return (None, f);
+    }
+    let input = match (name, context, version) {
+        (Some(name), Some(context), Some(version)) => Some(ApiInput {
+            name,
+            context,
+            version,
+            is_default,
+            api_type,
+            description,
+            endpoints,
+            resources,
+            tiers,
+            definition: d.and_then(|d| d.definition.clone()),
+        }),
+        _ => None,
+    };
+    (input, f)
+}

@@ -1,0 +1,318 @@
+//! `/api/am/devportal/v1`: the developer portal. Lists and searches the APIs subscribers
+//! may see (published, prototyped, deprecated), their definitions; applications owned by
+//! the caller; subscriptions with a tier. Any authenticated user; applications and
+//! subscriptions are scoped to their owner (admins see all).
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use http::{HeaderMap, StatusCode};
+use turnpike_store::{Api, Application, LifecycleState};
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::{
+    body_etag, if_match, json_with_etag, list, pagination, revision_etag, with_etag, JsonBody,
+};
+use crate::validate::Fields;
+use crate::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/apis", get(list_apis))
+        .route("/apis/{id}", get(get_api))
+        .route("/apis/{id}/swagger", get(definition))
+        .route("/applications", get(list_apps).post(create_app))
+        .route(
+            "/applications/{id}",
+            get(get_app).put(update_app).delete(delete_app),
+        )
+        .route("/subscriptions", get(list_subs).post(subscribe))
+        .route("/subscriptions/{id}", get(get_sub).delete(unsubscribe))
+}
+
+async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
+    let api = s.inner.store.get_api(id).await?;
+    if !api.lifecycle_status.is_visible() {
+        return Err(ApiError::not_found(format!("API {id}")));
+    }
+    Ok(api)
+}
+
+async fn list_apis(
+    State(s): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let (limit, offset) = pagination(&q)?;
+    let mut filter = crate::publisher::filter_from(&q)?;
+    let visible = [
+        LifecycleState::Published,
+        LifecycleState::Prototyped,
+        LifecycleState::Deprecated,
+    ];
+    filter.states = if filter.states.is_empty() {
+        visible.to_vec()
+    } else {
+        filter
+            .states
+            .into_iter()
+            .filter(|s| visible.contains(s))
+            .collect()
+    };
+    let page = if filter.states.is_empty() {
+        turnpike_store::Page {
+            total: 0,
+            items: Vec::new(),
+        }
+    } else {
+        s.inner.store.list_apis(&filter, limit, offset).await?
+    };
+    let body = list(page, limit, offset);
+    Ok(json_with_etag(&headers, body_etag(&body), &body))
+}
+
+async fn get_api(
+    State(s): State<AppState>,
+    _c: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let api = visible_api(&s, &id).await?;
+    Ok(json_with_etag(
+        &headers,
+        revision_etag(&api.id, api.revision),
+        &api,
+    ))
+}
+
+async fn definition(
+    State(s): State<AppState>,
+    _c: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let api = visible_api(&s, &id).await?;
+    Ok(crate::publisher::definition_response(&api))
+}
+
+/// The caller's application, or 404 (not 403: do not reveal others' ids).
+async fn own_app(s: &AppState, caller: &Caller, id: &str) -> ApiResult<Application> {
+    let app = s.inner.store.get_application(id).await?;
+    if app.owner != caller.name && !caller.is_admin() {
+        return Err(ApiError::not_found(format!("application {id}")));
+    }
+    Ok(app)
+}
+
+fn app_fields(v: &serde_json::Value) -> ApiResult<(String, String, String)> {
+    let mut f = Fields::new(v, "");
+    f.ignore(&["id", "owner", "revision", "createdTime"]);
+    let name = f.string("name", true, 100);
+    let tier = f
+        .string("throttlingPolicy", false, 100)
+        .unwrap_or_else(|| "Unlimited".into());
+    let desc = f.text("description", 10_000).unwrap_or_default();
+    f.finish_unknown();
+    f.into_result()?;
+    Ok((name.unwrap_or_default(), tier, desc))
+}
+
+async fn list_apps(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let (limit, offset) = pagination(&q)?;
+    let page = s
+        .inner
+        .store
+        .list_applications(Some(&caller.name), limit, offset)
+        .await?;
+    let body = list(page, limit, offset);
+    Ok(json_with_etag(&headers, body_etag(&body), &body))
+}
+
+fn tier_error(e: turnpike_store::StoreError) -> ApiError {
+    match e {
+        turnpike_store::StoreError::NotFound(m) if m.contains("tier") => {
+            ApiError::invalid(vec![FieldError {
+                field: "throttlingPolicy".into(),
+                message: format!("{m} does not exist"),
+            }])
+        }
+        other => other.into(),
+    }
+}
+
+async fn create_app(
+    State(s): State<AppState>,
+    caller: Caller,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    let (name, tier, desc) = app_fields(&v)?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let app = tx
+        .create_application(&caller.name, &name, &tier, &desc)
+        .await
+        .map_err(tier_error)?;
+    tx.commit(&caller.name, &format!("create application {}", app.id))
+        .await?;
+    Ok(with_etag(
+        StatusCode::CREATED,
+        revision_etag(&app.id, app.revision),
+        &app,
+    ))
+}
+
+async fn get_app(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    Ok(json_with_etag(
+        &headers,
+        revision_etag(&app.id, app.revision),
+        &app,
+    ))
+}
+
+async fn update_app(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    own_app(&s, &caller, &id).await?;
+    let expected = if_match(&headers, &id)?;
+    let (name, tier, desc) = app_fields(&v)?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let app = tx
+        .update_application(&id, &name, &tier, &desc, expected)
+        .await
+        .map_err(tier_error)?;
+    tx.commit(&caller.name, &format!("update application {id}"))
+        .await?;
+    Ok(with_etag(
+        StatusCode::OK,
+        revision_etag(&app.id, app.revision),
+        &app,
+    ))
+}
+
+async fn delete_app(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    own_app(&s, &caller, &id).await?;
+    let mut tx = s.inner.store.begin_write().await?;
+    tx.delete_application(&id).await?;
+    tx.commit(&caller.name, &format!("delete application {id}"))
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn list_subs(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let (limit, offset) = pagination(&q)?;
+    let Some(app_id) = q.get("applicationId") else {
+        return Err(ApiError::invalid(vec![FieldError {
+            field: "applicationId".into(),
+            message: "query parameter is required".into(),
+        }]));
+    };
+    own_app(&s, &caller, app_id).await?;
+    let page = s
+        .inner
+        .store
+        .list_subscriptions(
+            Some(app_id),
+            q.get("apiId").map(String::as_str),
+            limit,
+            offset,
+        )
+        .await?;
+    let body = list(page, limit, offset);
+    Ok(json_with_etag(&headers, body_etag(&body), &body))
+}
+
+async fn subscribe(
+    State(s): State<AppState>,
+    caller: Caller,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    let mut f = Fields::new(&v, "");
+    f.ignore(&["id", "status", "revision", "createdTime"]);
+    let app_id = f.string("applicationId", true, 64);
+    let api_id = f.string("apiId", true, 64);
+    let tier = f.string("throttlingPolicy", true, 100);
+    f.finish_unknown();
+    f.into_result()?;
+    let (Some(app_id), Some(api_id), Some(tier)) = (app_id, api_id, tier) else {
+        return Err(ApiError::bad_request(
+            "applicationId, apiId and throttlingPolicy are required",
+        ));
+    };
+    own_app(&s, &caller, &app_id).await?;
+    visible_api(&s, &api_id).await?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let sub = tx.subscribe(&app_id, &api_id, &tier).await?;
+    tx.commit(&caller.name, &format!("subscribe {app_id} to {api_id}"))
+        .await?;
+    Ok(with_etag(
+        StatusCode::CREATED,
+        revision_etag(&sub.id, sub.revision),
+        &sub,
+    ))
+}
+
+async fn get_sub(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let sub = s.inner.store.get_subscription(&id).await?;
+    own_app(&s, &caller, &sub.application_id)
+        .await
+        .map_err(|_| ApiError::not_found(format!("subscription {id}")))?;
+    Ok(json_with_etag(
+        &headers,
+        revision_etag(&sub.id, sub.revision),
+        &sub,
+    ))
+}
+
+async fn unsubscribe(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let sub = s.inner.store.get_subscription(&id).await?;
+    own_app(&s, &caller, &sub.application_id)
+        .await
+        .map_err(|_| ApiError::not_found(format!("subscription {id}")))?;
+    if let Some(r) = if_match(&headers, &id)? {
+        if r != sub.revision {
+            return Err(turnpike_store::StoreError::PreconditionFailed.into());
+        }
+    }
+    let mut tx = s.inner.store.begin_write().await?;
+    tx.unsubscribe(&id).await?;
+    tx.commit(&caller.name, &format!("unsubscribe {id}"))
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

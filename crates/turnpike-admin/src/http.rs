@@ -1,0 +1,158 @@
+//! Request and response helpers shared by every handler: a JSON body extractor whose
+//! rejections are our JSON errors, pagination parameters, ETags (If-None-Match → 304) and
+//! If-Match parsing.
+
+use std::hash::{Hash, Hasher};
+
+use axum::extract::{FromRequest, Request};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{ApiError, FieldError};
+use crate::AppState;
+
+/// A JSON body as a `serde_json::Value`; malformed JSON, a wrong content type or an
+/// oversized body become 400, 415 and 413 JSON errors.
+pub struct JsonBody(pub Value);
+
+impl FromRequest<AppState> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        use axum::extract::rejection::JsonRejection;
+        match axum::Json::<Value>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(JsonBody(v)),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send Content-Type: application/json",
+            )),
+            Err(JsonRejection::BytesRejection(e))
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
+            {
+                Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "request body too large",
+                ))
+            }
+            Err(e) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("malformed JSON body: {}", e.body_text()),
+            )),
+        }
+    }
+}
+
+/// `limit` and `offset` from the query string, validated.
+pub fn pagination(q: &std::collections::HashMap<String, String>) -> Result<(i64, i64), ApiError> {
+    let mut errors = Vec::new();
+    let mut num = |name: &str, default: i64, max: i64| match q.get(name) {
+        None => default,
+        Some(s) => match s.parse::<i64>() {
+            Ok(n) if (0..=max).contains(&n) => n,
+            _ => {
+                errors.push(FieldError {
+                    field: name.to_string(),
+                    message: format!("must be an integer in 0..={max}"),
+                });
+                default
+            }
+        },
+    };
+    let limit = num("limit", 25, 1000);
+    let offset = num("offset", 0, i64::MAX / 2);
+    if errors.is_empty() {
+        Ok((limit, offset))
+    } else {
+        Err(ApiError::invalid(errors))
+    }
+}
+
+/// The WSO2-shaped list envelope.
+#[derive(Serialize)]
+pub struct ListBody<T: Serialize> {
+    pub count: usize,
+    pub list: Vec<T>,
+    pub pagination: PaginationBody,
+}
+
+#[derive(Serialize)]
+pub struct PaginationBody {
+    pub offset: i64,
+    pub limit: i64,
+    pub total: i64,
+}
+
+pub fn list<T: Serialize>(page: turnpike_store::Page<T>, limit: i64, offset: i64) -> ListBody<T> {
+    ListBody {
+        count: page.items.len(),
+        list: page.items,
+        pagination: PaginationBody {
+            offset,
+            limit,
+            total: page.total,
+        },
+    }
+}
+
+fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get(http::header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
+}
+
+/// 200 with the body and an ETag, or 304 when If-None-Match already has it.
+pub fn json_with_etag<T: Serialize>(headers: &HeaderMap, etag: String, body: &T) -> Response {
+    let tag = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
+    if if_none_match(headers, &etag) {
+        return (StatusCode::NOT_MODIFIED, [(http::header::ETAG, tag)]).into_response();
+    }
+    (
+        StatusCode::OK,
+        [(http::header::ETAG, tag)],
+        axum::Json(body),
+    )
+        .into_response()
+}
+
+/// ETag of a record by its revision.
+pub fn revision_etag(id: &str, revision: i64) -> String {
+    format!("\"{}-{revision}\"", &id[..id.len().min(8)])
+}
+
+/// ETag of a list: a hash of its JSON.
+pub fn body_etag<T: Serialize>(body: &T) -> String {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    format!("\"{:016x}\"", h.finish())
+}
+
+/// The revision an If-Match header demands: `None` when absent or `*`; 412 when it names
+/// something else than a revision ETag of this record.
+pub fn if_match(headers: &HeaderMap, id: &str) -> Result<Option<i64>, ApiError> {
+    let Some(v) = headers.get(http::header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let v = v.to_str().unwrap_or("").trim();
+    if v == "*" {
+        return Ok(None);
+    }
+    let prefix = format!("\"{}-", &id[..id.len().min(8)]);
+    v.strip_prefix(prefix.as_str())
+        .and_then(|r| r.strip_suffix('"'))
+        .and_then(|r| r.parse::<i64>().ok())
+        .map(Some)
+        .ok_or_else(|| turnpike_store::StoreError::PreconditionFailed.into())
+}
+
+/// 200 JSON with a revision ETag (responses to writes).
+pub fn with_etag<T: Serialize>(status: StatusCode, etag: String, body: &T) -> Response {
+    let tag = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
+    (status, [(http::header::ETAG, tag)], axum::Json(body)).into_response()
+}

@@ -1,0 +1,156 @@
+//! The control plane: the Publisher (`/api/am/publisher/v1`), DevPortal
+//! (`/api/am/devportal/v1`) and Admin (`/api/am/admin/v1`) REST APIs over the store, the
+//! gateway snapshot long-poll (`/api/am/gateway/v1/snapshot`), and the OpenAPI 3 document
+//! of all of them (`/api/am/openapi.json`). HTTP Basic auth with roles admin, publisher,
+//! subscriber. Depends on the store and the file format, never on the gateway.
+//!
+//! [`router`] builds the app so tests call it without a socket; [`serve`] runs it.
+
+mod admin_api;
+mod api_body;
+pub mod apply;
+mod auth;
+mod devportal;
+pub mod error;
+mod http;
+mod openapi_doc;
+mod openapi_import;
+mod publisher;
+pub mod snapshot;
+mod validate;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::Router;
+use turnpike_store::Store;
+
+pub use admin_api::create_user_with;
+pub use openapi_doc::{document as openapi_document, OPERATIONS};
+
+/// Control-plane settings.
+#[derive(Debug, Clone)]
+pub struct AdminConfig {
+    /// The token gateways present (`Authorization: Bearer ...`) to fetch snapshots.
+    pub gateway_token: String,
+    /// The longest a snapshot long-poll waits for a change.
+    pub long_poll: Duration,
+    /// Largest request body accepted.
+    pub body_limit: usize,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            gateway_token: String::new(),
+            long_poll: Duration::from_secs(30),
+            body_limit: 2 * 1024 * 1024,
+        }
+    }
+}
+
+/// Shared state of every handler.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    config: AdminConfig,
+    auth_cache: auth::AuthCache,
+    gateways: snapshot::Gateways,
+    snapshots: snapshot::Cache,
+}
+
+impl AppState {
+    /// Must run inside a tokio runtime: it starts a task that timestamps each committed
+    /// version (for convergence times).
+    pub fn new(store: Store, config: AdminConfig) -> AppState {
+        let state = AppState {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                auth_cache: auth::AuthCache::default(),
+                gateways: snapshot::Gateways::default(),
+                snapshots: snapshot::Cache::default(),
+            }),
+        };
+        let weak = Arc::downgrade(&state.inner);
+        let mut rx = state.inner.store.watch_version();
+        tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                let v = *rx.borrow_and_update();
+                match weak.upgrade() {
+                    Some(inner) => inner.gateways.committed(v),
+                    None => break,
+                }
+            }
+        });
+        state
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+}
+
+async fn not_found() -> error::ApiError {
+    error::ApiError::not_found("resource")
+}
+
+async fn openapi() -> axum::Json<serde_json::Value> {
+    axum::Json(openapi_doc::document())
+}
+
+/// The whole control-plane app.
+pub fn router(state: AppState) -> Router {
+    let limit = state.inner.config.body_limit;
+    Router::new()
+        .nest("/api/am/publisher/v1", publisher::routes())
+        .nest("/api/am/devportal/v1", devportal::routes())
+        .nest("/api/am/admin/v1", admin_api::routes())
+        .nest("/api/am/gateway/v1", snapshot::routes())
+        .route("/api/am/openapi.json", get(openapi))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+/// Serves the app on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Creates the first admin when the store has no user; returns the password it set
+/// (`preset` or a random one) so the caller can print it once.
+pub async fn ensure_admin(
+    state: &AppState,
+    preset: Option<String>,
+) -> Result<Option<String>, error::ApiError> {
+    if state.inner.store.user_count().await? > 0 {
+        return Ok(None);
+    }
+    let password = preset
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(random_secret);
+    create_user_with(state, "system", "admin", &password, &["admin".to_string()]).await?;
+    Ok(Some(password))
+}
+
+/// A random secret: 24 URL-safe characters.
+pub fn random_secret() -> String {
+    use base64::Engine;
+    use rand::RngCore;
+    let mut b = [0u8; 18];
+    rand::thread_rng().fill_bytes(&mut b);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+}

@@ -1,0 +1,126 @@
+//! OpenAPI 3 import: a document (JSON or YAML text, or a JSON object) becomes an API's
+//! defaults — name from `info.title`, version from `info.version`, endpoints from absolute
+//! `servers[].url`, one resource per path with its operations' methods.
+
+use serde_json::Value;
+use turnpike_store::{ApiInput, Resource};
+
+use crate::api_body::{check_endpoint, check_resource_path, METHODS};
+use crate::error::{ApiError, FieldError};
+
+fn field(field: &str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        field: format!("definition.{field}"),
+        message: message.into(),
+    }
+}
+
+/// Parses the document and derives the API's defaults; every problem is reported.
+pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
+    let (doc, text) = match definition {
+        Value::String(s) => {
+            let doc: Value = serde_yaml::from_str(s).map_err(|e| {
+                ApiError::invalid(vec![field("", format!("not JSON or YAML: {e}"))])
+            })?;
+            (doc, s.clone())
+        }
+        Value::Object(_) => (definition.clone(), definition.to_string()),
+        _ => {
+            return Err(ApiError::invalid(vec![field(
+                "",
+                "must be an OpenAPI 3 document (object or JSON/YAML text)",
+            )]))
+        }
+    };
+    let mut errors = Vec::new();
+    match doc.get("openapi").and_then(Value::as_str) {
+        Some(v) if v.starts_with("3.") => {}
+        _ => errors.push(field("openapi", "must be a 3.x version string")),
+    }
+    let title = doc.pointer("/info/title").and_then(Value::as_str);
+    let version = doc.pointer("/info/version").and_then(Value::as_str);
+    if title.is_none() {
+        errors.push(field("info.title", "is required"));
+    }
+    if version.is_none() {
+        errors.push(field("info.version", "is required"));
+    }
+    let mut resources = Vec::new();
+    match doc.get("paths").and_then(Value::as_object) {
+        None => errors.push(field("paths", "is required and must be an object")),
+        Some(paths) => {
+            for (path, item) in paths {
+                if let Some(m) = check_resource_path(path) {
+                    errors.push(field(&format!("paths.{path}"), m));
+                    continue;
+                }
+                let Some(ops) = item.as_object() else {
+                    errors.push(field(&format!("paths.{path}"), "must be an object"));
+                    continue;
+                };
+                let methods: Vec<String> = ops
+                    .keys()
+                    .map(|k| k.to_ascii_uppercase())
+                    .filter(|m| METHODS.contains(&m.as_str()))
+                    .collect();
+                if !methods.is_empty() {
+                    resources.push(Resource {
+                        path: path.clone(),
+                        methods,
+                    });
+                }
+            }
+        }
+    }
+    let endpoints: Vec<String> = doc
+        .get("servers")
+        .and_then(Value::as_array)
+        .map(|s| {
+            s.iter()
+                .filter_map(|s| s.get("url").and_then(Value::as_str))
+                .filter(|u| check_endpoint(u).is_none())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if !errors.is_empty() {
+        return Err(ApiError::invalid(errors));
+    }
+    Ok(ApiInput {
+        name: title.unwrap_or_default().to_string(),
+        context: String::new(),
+        version: version.unwrap_or_default().to_string(),
+        is_default: false,
+        api_type: "HTTP".into(),
+        description: doc
+            .pointer("/info/description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        endpoints,
+        resources,
+        tiers: vec!["Unlimited".into()],
+        definition: Some(text),
+    })
+}
+
+/// A minimal OpenAPI 3 document describing an API that has no stored definition.
+pub fn generate(api: &turnpike_store::Api) -> Value {
+    let mut paths = serde_json::Map::new();
+    for r in &api.resources {
+        let mut ops = serde_json::Map::new();
+        for m in &r.methods {
+            ops.insert(
+                m.to_ascii_lowercase(),
+                serde_json::json!({"responses": {"default": {"description": "upstream response"}}}),
+            );
+        }
+        paths.insert(r.path.clone(), Value::Object(ops));
+    }
+    serde_json::json!({
+        "openapi": "3.0.3",
+        "info": {"title": api.name, "version": api.version, "description": api.description},
+        "servers": [{"url": format!("{}/{}", api.context, api.version)}],
+        "paths": paths,
+    })
+}

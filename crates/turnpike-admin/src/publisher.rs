@@ -1,0 +1,441 @@
+//! `/api/am/publisher/v1`: APIs (create, import OpenAPI 3, update, delete, copy as a new
+//! version), lifecycle changes along WSO2's table, definitions, and the subscriptions of an
+//! API (block / unblock). Needs the publisher role (admin implies it).
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use http::{HeaderMap, StatusCode};
+use serde_json::{json, Value};
+use turnpike_store::{
+    ApiFilter, ApiInput, LifecycleAction, LifecycleState, SubscriptionState, TierKind,
+};
+
+use crate::api_body::parse_api;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::{
+    body_etag, if_match, json_with_etag, list, pagination, revision_etag, with_etag, JsonBody,
+};
+use crate::validate::Fields;
+use crate::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/apis", get(list_apis).post(create_api))
+        .route("/apis/import-openapi", post(import_openapi))
+        .route("/apis/copy-api", post(copy_api))
+        .route("/apis/change-lifecycle", post(change_lifecycle))
+        .route(
+            "/apis/{id}",
+            get(get_api).put(update_api).delete(delete_api),
+        )
+        .route("/apis/{id}/lifecycle-state", get(lifecycle_state))
+        .route("/apis/{id}/swagger", get(definition))
+        .route("/subscriptions", get(list_subscriptions))
+        .route(
+            "/subscriptions/block-subscription",
+            post(block_subscription),
+        )
+        .route(
+            "/subscriptions/unblock-subscription",
+            post(unblock_subscription),
+        )
+}
+
+/// Field errors for offered tiers that are not subscription tiers.
+pub(crate) async fn check_tiers(state: &AppState, tiers: &[String]) -> ApiResult<Vec<FieldError>> {
+    let known = state.inner.store.list_tiers(TierKind::Subscription).await?;
+    Ok(tiers
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !known.iter().any(|k| &k.name == *t))
+        .map(|(i, t)| FieldError {
+            field: format!("policies[{i}]"),
+            message: format!("{t:?} is not a subscription tier"),
+        })
+        .collect())
+}
+
+async fn validated(
+    state: &AppState,
+    v: &Value,
+    defaults: Option<&ApiInput>,
+) -> ApiResult<ApiInput> {
+    let (input, mut f) = parse_api(v, defaults);
+    if let Some(i) = &input {
+        for e in check_tiers(state, &i.tiers).await? {
+            f.errors.push(e);
+        }
+    }
+    f.into_result()?;
+    input.ok_or_else(|| ApiError::bad_request("invalid API"))
+}
+
+fn api_response(status: StatusCode, api: &turnpike_store::Api) -> Response {
+    with_etag(status, revision_etag(&api.id, api.revision), api)
+}
+
+pub(crate) fn filter_from(q: &HashMap<String, String>) -> ApiResult<ApiFilter> {
+    let mut states = Vec::new();
+    if let Some(s) = q.get("state") {
+        for part in s.split(',') {
+            states.push(LifecycleState::parse(part).ok_or_else(|| {
+                ApiError::invalid(vec![FieldError {
+                    field: "state".into(),
+                    message: format!("unknown state {part:?}"),
+                }])
+            })?);
+        }
+    }
+    Ok(ApiFilter {
+        query: q.get("query").cloned(),
+        name: q.get("name").cloned(),
+        context: q.get("context").cloned(),
+        states,
+    })
+}
+
+async fn list_apis(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let (limit, offset) = pagination(&q)?;
+    let page = s
+        .inner
+        .store
+        .list_apis(&filter_from(&q)?, limit, offset)
+        .await?;
+    let body = list(page, limit, offset);
+    Ok(json_with_etag(&headers, body_etag(&body), &body))
+}
+
+async fn create_api(
+    State(s): State<AppState>,
+    caller: Caller,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let input = validated(&s, &v, None).await?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let api = tx.create_api(&input, &caller.name).await?;
+    tx.commit(
+        &caller.name,
+        &format!("create API {} {}", api.context, api.version),
+    )
+    .await?;
+    Ok(api_response(StatusCode::CREATED, &api))
+}
+
+async fn import_openapi(
+    State(s): State<AppState>,
+    caller: Caller,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let mut f = Fields::new(&v, "");
+    let definition = v.get("definition").cloned();
+    f.ignore(&["definition", "additionalProperties"]);
+    f.finish_unknown();
+    let Some(definition) = definition else {
+        f.err("definition", "is required: an OpenAPI 3 document");
+        return Err(ApiError::invalid(f.errors));
+    };
+    f.into_result()?;
+    let mut defaults = crate::openapi_import::import(&definition)?;
+    let props = v
+        .get("additionalProperties")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if props.get("context").is_none() {
+        return Err(ApiError::invalid(vec![FieldError {
+            field: "additionalProperties.context".into(),
+            message: "is required".into(),
+        }]));
+    }
+    defaults.context = String::new();
+    let input = validated(&s, &props, Some(&defaults)).await?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let api = tx.create_api(&input, &caller.name).await?;
+    tx.commit(
+        &caller.name,
+        &format!("import API {} {}", api.context, api.version),
+    )
+    .await?;
+    Ok(api_response(StatusCode::CREATED, &api))
+}
+
+async fn get_api(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let api = s.inner.store.get_api(&id).await?;
+    Ok(json_with_etag(
+        &headers,
+        revision_etag(&api.id, api.revision),
+        &api,
+    ))
+}
+
+async fn update_api(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let expected = if_match(&headers, &id)?;
+    let current = s.inner.store.get_api(&id).await?;
+    let mut input = validated(&s, &v, None).await?;
+    let mut errs = Vec::new();
+    if input.context != current.context {
+        errs.push(FieldError {
+            field: "context".into(),
+            message: "cannot be changed; create a new API".into(),
+        });
+    }
+    if input.version != current.version {
+        errs.push(FieldError {
+            field: "version".into(),
+            message: "cannot be changed; use copy-api for a new version".into(),
+        });
+    }
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(errs));
+    }
+    input.definition = current.definition;
+    let mut tx = s.inner.store.begin_write().await?;
+    let api = tx.update_api(&id, &input, expected).await?;
+    tx.commit(
+        &caller.name,
+        &format!("update API {} {}", api.context, api.version),
+    )
+    .await?;
+    Ok(api_response(StatusCode::OK, &api))
+}
+
+async fn delete_api(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let expected = if_match(&headers, &id)?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let api = tx.delete_api(&id, expected).await?;
+    tx.commit(
+        &caller.name,
+        &format!("delete API {} {}", api.context, api.version),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn required_query<'a>(q: &'a HashMap<String, String>, names: &[&str]) -> ApiResult<Vec<&'a str>> {
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for n in names {
+        match q.get(*n).map(String::as_str).filter(|v| !v.is_empty()) {
+            Some(v) => out.push(v),
+            None => errors.push(FieldError {
+                field: n.to_string(),
+                message: "query parameter is required".into(),
+            }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ApiError::invalid(errors))
+    }
+}
+
+async fn copy_api(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let v = required_query(&q, &["apiId", "newVersion"])?;
+    let (id, version) = (v[0], v[1]);
+    let probe = json!({"name": "x", "context": "/x", "version": version});
+    let (_, pf) = parse_api(&probe, None);
+    if !pf.errors.is_empty() {
+        return Err(ApiError::invalid(vec![FieldError {
+            field: "newVersion".into(),
+            message: pf.errors[0].message.clone(),
+        }]));
+    }
+    let is_default = match q.get("defaultVersion").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            return Err(ApiError::invalid(vec![FieldError {
+                field: "defaultVersion".into(),
+                message: "must be true or false".into(),
+            }]))
+        }
+    };
+    let mut tx = s.inner.store.begin_write().await?;
+    let api = tx
+        .new_version(id, version, is_default, &caller.name)
+        .await?;
+    tx.commit(
+        &caller.name,
+        &format!("new version {} {}", api.context, api.version),
+    )
+    .await?;
+    Ok(api_response(StatusCode::CREATED, &api))
+}
+
+async fn change_lifecycle(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let v = required_query(&q, &["apiId", "action"])?;
+    let (id, action) = (v[0], v[1]);
+    let action = LifecycleAction::parse(action).ok_or_else(|| {
+        let names: Vec<&str> = LifecycleAction::ALL.iter().map(|a| a.as_str()).collect();
+        ApiError::invalid(vec![FieldError {
+            field: "action".into(),
+            message: format!("must be one of {names:?}"),
+        }])
+    })?;
+    let expected = if_match(&headers, id)?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let api = tx.change_lifecycle(id, action, expected).await?;
+    tx.commit(
+        &caller.name,
+        &format!("{} API {} {}", action.as_str(), api.context, api.version),
+    )
+    .await?;
+    Ok(api_response(StatusCode::OK, &api))
+}
+
+async fn lifecycle_state(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let api = s.inner.store.get_api(&id).await?;
+    let actions: Vec<&str> = api
+        .lifecycle_status
+        .allowed_actions()
+        .into_iter()
+        .map(|a| a.as_str())
+        .collect();
+    Ok(
+        axum::Json(json!({"state": api.lifecycle_status, "availableTransitions": actions}))
+            .into_response(),
+    )
+}
+
+pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
+    match &api.definition {
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(v) => axum::Json(v).into_response(),
+            Err(_) => (
+                [(http::header::CONTENT_TYPE, "application/yaml")],
+                text.clone(),
+            )
+                .into_response(),
+        },
+        None => axum::Json(crate::openapi_import::generate(api)).into_response(),
+    }
+}
+
+async fn definition(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let api = s.inner.store.get_api(&id).await?;
+    Ok(definition_response(&api))
+}
+
+async fn list_subscriptions(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let (limit, offset) = pagination(&q)?;
+    let page = s
+        .inner
+        .store
+        .list_subscriptions(None, q.get("apiId").map(String::as_str), limit, offset)
+        .await?;
+    let body = list(page, limit, offset);
+    Ok(json_with_etag(&headers, body_etag(&body), &body))
+}
+
+async fn set_sub_state(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+    state: SubscriptionState,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
+    let expected = if_match(headers, id)?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let sub = tx.set_subscription_state(id, state, expected).await?;
+    tx.commit(
+        &caller.name,
+        &format!("subscription {id} -> {}", state.as_str()),
+    )
+    .await?;
+    Ok(with_etag(
+        StatusCode::OK,
+        revision_etag(&sub.id, sub.revision),
+        &sub,
+    ))
+}
+
+async fn block_subscription(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let v = required_query(&q, &["subscriptionId", "blockState"])?;
+    let state = match v[1] {
+        "BLOCKED" => SubscriptionState::Blocked,
+        "PROD_ONLY_BLOCKED" => SubscriptionState::ProdOnlyBlocked,
+        _ => {
+            return Err(ApiError::invalid(vec![FieldError {
+                field: "blockState".into(),
+                message: "must be BLOCKED or PROD_ONLY_BLOCKED".into(),
+            }]))
+        }
+    };
+    set_sub_state(&s, &caller, v[0], state, &headers).await
+}
+
+async fn unblock_subscription(
+    State(s): State<AppState>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let v = required_query(&q, &["subscriptionId"])?;
+    set_sub_state(&s, &caller, v[0], SubscriptionState::Active, &headers).await
+}
