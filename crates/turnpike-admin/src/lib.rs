@@ -16,6 +16,7 @@ mod http;
 mod openapi_doc;
 mod openapi_import;
 mod publisher;
+pub mod runtime;
 pub mod snapshot;
 mod validate;
 
@@ -63,6 +64,8 @@ struct Inner {
     auth_cache: auth::AuthCache,
     gateways: snapshot::Gateways,
     snapshots: snapshot::Cache,
+    /// Set when the server stops: pending long-polls answer at once.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl AppState {
@@ -76,6 +79,7 @@ impl AppState {
                 auth_cache: auth::AuthCache::default(),
                 gateways: snapshot::Gateways::default(),
                 snapshots: snapshot::Cache::default(),
+                closing: tokio::sync::watch::channel(false).0,
             }),
         };
         let weak = Arc::downgrade(&state.inner);
@@ -94,6 +98,11 @@ impl AppState {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Ends pending snapshot long-polls (they answer 503) so a graceful stop is quick.
+    pub fn begin_shutdown(&self) {
+        self.inner.closing.send_replace(true);
     }
 }
 

@@ -226,8 +226,14 @@ async fn snapshot(
     let current = *rx.borrow_and_update();
     // A cursor from the future (another database, a restore) gets a full resync.
     if current == after {
-        let waited = tokio::time::timeout(wait, rx.wait_for(|v| *v > after)).await;
-        if !matches!(waited, Ok(Ok(_))) {
+        let mut closing = s.inner.closing.subscribe();
+        let waited = tokio::select! {
+            w = tokio::time::timeout(wait, rx.wait_for(|v| *v > after)) => matches!(w, Ok(Ok(_))),
+            _ = closing.wait_for(|c| *c) => {
+                return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the control plane is stopping; retry"));
+            }
+        };
+        if !waited {
             let v = HeaderValue::from(current);
             return Ok((StatusCode::NOT_MODIFIED, [(VERSION_HEADER, v)]).into_response());
         }

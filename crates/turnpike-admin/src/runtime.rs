@@ -1,0 +1,113 @@
+//! Running the control plane as a server: `turnpike control-plane` arguments, opening the
+//! store, creating the first admin, binding port 9400, and stopping cleanly.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use turnpike_store::Store;
+
+use crate::{AdminConfig, AppState};
+
+/// Command-line arguments of `turnpike control-plane`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControlPlaneArgs {
+    /// `sqlite://PATH` (created if missing) or `postgres://USER@HOST:PORT/DB`.
+    #[arg(
+        long,
+        env = "TURNPIKE_DATABASE",
+        default_value = "sqlite://./data/turnpike.db"
+    )]
+    pub database: String,
+    /// Address to listen on.
+    #[arg(long, env = "TURNPIKE_CP_BIND", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// REST port (0 for any free port).
+    #[arg(long, env = "TURNPIKE_CP_PORT", default_value_t = 9400)]
+    pub port: u16,
+    /// Token gateways present to fetch snapshots; generated and printed when absent.
+    #[arg(long, env = "TURNPIKE_GATEWAY_TOKEN")]
+    pub gateway_token: Option<String>,
+    /// Password of the first admin (only used when the store has no user yet).
+    #[arg(long, env = "TURNPIKE_ADMIN_PASSWORD", hide_env_values = true)]
+    pub admin_password: Option<String>,
+}
+
+/// A running control plane.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    /// The admin password when this start created the admin.
+    pub created_admin_password: Option<String>,
+    pub gateway_token: String,
+    stop: oneshot::Sender<()>,
+    join: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Stops accepting, lets in-flight requests finish, closes the store.
+    pub async fn stop(self) {
+        self.state.begin_shutdown();
+        let _ = self.stop.send(());
+        let _ = self.join.await;
+        self.state.store().close().await;
+    }
+}
+
+/// Opens the store (creating a SQLite file's directory), ensures an admin, and serves.
+pub async fn start(
+    args: &ControlPlaneArgs,
+) -> Result<Running, Box<dyn std::error::Error + Send + Sync>> {
+    if let Some(path) = args.database.strip_prefix("sqlite://") {
+        let path = path.split('?').next().unwrap_or(path);
+        if let Some(dir) = std::path::Path::new(path)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    let store = Store::open(&args.database).await?;
+    let gateway_token = args
+        .gateway_token
+        .clone()
+        .unwrap_or_else(crate::random_secret);
+    let state = AppState::new(
+        store,
+        AdminConfig {
+            gateway_token: gateway_token.clone(),
+            long_poll: Duration::from_secs(30),
+            ..AdminConfig::default()
+        },
+    );
+    let created_admin_password = crate::ensure_admin(&state, args.admin_password.clone())
+        .await
+        .map_err(|e| format!("creating the admin: {}", e.message))?;
+    let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
+    let addr = listener.local_addr()?;
+    let (stop, rx) = oneshot::channel::<()>();
+    let join = tokio::spawn(crate::serve(listener, state.clone(), async move {
+        let _ = rx.await;
+    }));
+    tracing::info!(%addr, database = %redact(&args.database), "control plane listening");
+    Ok(Running {
+        addr,
+        state,
+        created_admin_password,
+        gateway_token,
+        stop,
+        join,
+    })
+}
+
+/// The database URL without a password.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}://{user}@{}", &url[..s], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
