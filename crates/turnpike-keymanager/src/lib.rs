@@ -1,0 +1,182 @@
+//! The OAuth2 authorization server as a library. [`KeyManager::router`] is an axum
+//! `Router` the control plane mounts: `/oauth2/token` (RFC 6749: client_credentials,
+//! password, refresh_token with rotation and reuse detection), `/oauth2/revoke`
+//! (RFC 7009), `/oauth2/introspect` (RFC 7662), `/oauth2/jwks` (RFC 7517) and
+//! `/.well-known/openid-configuration`. Access tokens are ES256 (or RS256) JWTs by
+//! default, opaque per application. Persistence is behind the [`ClientStore`],
+//! [`TokenStore`] and [`KeyStore`] traits; this crate must not depend on the SQL store,
+//! the admin API or the gateway. Secrets are never logged.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod clientauth;
+mod clock;
+mod endpoints;
+mod error;
+mod keys;
+mod limiter;
+mod memory;
+mod secret;
+mod store;
+mod token;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::OAuthError;
+pub use keys::{Jwk, Jwks, KeyError};
+pub use memory::MemoryStore;
+pub use secret::{hash_secret, hash_secret_for_tests, random_token, token_hash, verify_secret};
+pub use store::{
+    ClientRecord, ClientStore, Grant, GrantType, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,
+    RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore, UserRecord,
+};
+pub use token::AccessClaims;
+
+use keys::KeyRing;
+use limiter::FailureLimiter;
+
+/// Server settings. Per-application lifetimes live on [`ClientRecord`].
+#[derive(Debug, Clone)]
+pub struct KeyManagerConfig {
+    /// `iss` of every token, and the base of the discovery document's URLs.
+    pub issuer: String,
+    /// `aud` for clients that set none.
+    pub audience: Vec<String>,
+    pub signing_alg: SigningAlg,
+    /// Caps any application's access-token lifetime; also how long a retired signing key
+    /// stays in the JWKS.
+    pub max_access_ttl: Duration,
+    /// Failed client (or user) authentications allowed per `failure_window`...
+    pub max_failures: u32,
+    pub failure_window: Duration,
+    /// ...before the id is locked for this long (429 with `Retry-After`).
+    pub lockout: Duration,
+}
+
+impl KeyManagerConfig {
+    pub fn new(issuer: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: vec!["turnpike".into()],
+            signing_alg: SigningAlg::ES256,
+            max_access_ttl: Duration::from_secs(24 * 3600),
+            max_failures: 10,
+            failure_window: Duration::from_secs(60),
+            lockout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The stores the key manager reads and writes.
+#[derive(Clone)]
+pub struct Stores {
+    pub clients: Arc<dyn ClientStore>,
+    pub tokens: Arc<dyn TokenStore>,
+    pub keys: Arc<dyn KeyStore>,
+}
+
+impl Stores {
+    /// All three backed by one [`MemoryStore`].
+    pub fn memory(store: Arc<MemoryStore>) -> Self {
+        Self {
+            clients: store.clone(),
+            tokens: store.clone(),
+            keys: store,
+        }
+    }
+}
+
+/// Failure to start the key manager.
+#[derive(Debug, thiserror::Error)]
+#[error("key manager: {0}")]
+pub struct StartError(#[from] KeyError);
+
+pub(crate) struct Inner {
+    pub(crate) config: KeyManagerConfig,
+    pub(crate) stores: Stores,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) keys: KeyRing,
+    pub(crate) limiter: FailureLimiter,
+}
+
+/// The authorization server. Cheap to clone.
+#[derive(Clone)]
+pub struct KeyManager {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl KeyManager {
+    /// Opens the key ring (generating a first signing key if the store has none).
+    pub async fn new(
+        config: KeyManagerConfig,
+        stores: Stores,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StartError> {
+        let keys = KeyRing::open(stores.keys.as_ref(), config.signing_alg, clock.now()).await?;
+        let limiter = FailureLimiter::new(
+            config.max_failures,
+            config.failure_window.as_secs(),
+            config.lockout.as_secs(),
+        );
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                stores,
+                clock,
+                keys,
+                limiter,
+            }),
+        })
+    }
+
+    /// The routes, ready to mount at the control plane's root.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/oauth2/token", post(endpoints::token))
+            .route("/oauth2/revoke", post(endpoints::revoke))
+            .route("/oauth2/introspect", post(endpoints::introspect))
+            .route("/oauth2/jwks", get(endpoints::jwks))
+            .route(
+                "/.well-known/openid-configuration",
+                get(endpoints::discovery),
+            )
+            .layer(DefaultBodyLimit::max(16 * 1024))
+            .with_state(self.clone())
+    }
+
+    /// The public keys for the gateway snapshot (same as `/oauth2/jwks`).
+    pub fn jwks(&self) -> Jwks {
+        self.inner.keys.jwks()
+    }
+
+    /// Starts signing with a new key; the old one stays published until its tokens expire.
+    /// Returns the new `kid`.
+    pub async fn rotate_keys(&self) -> Result<String, KeyError> {
+        let now = self.inner.clock.now();
+        let store = self.inner.stores.keys.as_ref();
+        self.inner
+            .keys
+            .prune(store, now, self.inner.config.max_access_ttl.as_secs())
+            .await?;
+        self.inner.keys.rotate(store, now).await
+    }
+
+    /// Revoked token ids still unexpired: what the snapshot ships to gateways.
+    pub async fn revoked(&self) -> Result<Vec<RevokedJti>, StoreError> {
+        self.inner
+            .stores
+            .tokens
+            .revoked_since(self.inner.clock.now())
+            .await
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.inner.config.issuer
+    }
+}
