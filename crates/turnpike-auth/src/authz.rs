@@ -1,0 +1,206 @@
+//! Authorisation after authentication: the application's subscription to the API and its
+//! state (ACTIVE, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD, REJECTED), and the resource's
+//! scopes. Compiled once from the snapshot; lookups borrow `&str`, allocate nothing.
+
+use std::collections::HashMap;
+
+use crate::error::AuthError;
+use crate::identity::{Identity, KeyType};
+
+/// A subscription's state, as the control plane records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriptionState {
+    Active,
+    Blocked,
+    /// Sandbox keys still work; production keys are refused.
+    ProdOnlyBlocked,
+    /// Awaiting approval.
+    OnHold,
+    Rejected,
+}
+
+impl SubscriptionState {
+    /// Parses the control plane's spelling (`ACTIVE`, `PROD_ONLY_BLOCKED`, ...).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_uppercase().as_str() {
+            "ACTIVE" | "UNBLOCKED" => Some(Self::Active),
+            "BLOCKED" => Some(Self::Blocked),
+            "PROD_ONLY_BLOCKED" => Some(Self::ProdOnlyBlocked),
+            "ON_HOLD" => Some(Self::OnHold),
+            "REJECTED" => Some(Self::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// One subscription as the snapshot carries it.
+#[derive(Debug, Clone)]
+pub struct Subscription {
+    pub api_id: String,
+    pub application_id: String,
+    pub state: SubscriptionState,
+    /// The subscription tier: what throttling reads next.
+    pub tier: String,
+}
+
+/// Subscriptions by API, then by application.
+#[derive(Debug, Default)]
+pub struct Subscriptions {
+    by_api: HashMap<String, HashMap<String, Subscription>>,
+}
+
+impl Subscriptions {
+    pub fn new(subs: impl IntoIterator<Item = Subscription>) -> Self {
+        let mut by_api: HashMap<String, HashMap<String, Subscription>> = HashMap::new();
+        for s in subs {
+            by_api
+                .entry(s.api_id.clone())
+                .or_default()
+                .insert(s.application_id.clone(), s);
+        }
+        Self { by_api }
+    }
+
+    /// The caller's usable subscription to `api_id`, or why there is none.
+    pub fn check(&self, identity: &Identity, api_id: &str) -> Result<&Subscription, AuthError> {
+        let app = identity
+            .application_id
+            .as_deref()
+            .ok_or(AuthError::NotSubscribed)?;
+        let sub = self
+            .by_api
+            .get(api_id)
+            .and_then(|apps| apps.get(app))
+            .ok_or(AuthError::NotSubscribed)?;
+        match (sub.state, identity.key_type) {
+            (SubscriptionState::Active, _) => Ok(sub),
+            (SubscriptionState::ProdOnlyBlocked, KeyType::Sandbox) => Ok(sub),
+            (SubscriptionState::OnHold, _) => Err(AuthError::SubscriptionOnHold),
+            (SubscriptionState::Rejected, _) => Err(AuthError::NotSubscribed),
+            _ => Err(AuthError::SubscriptionBlocked),
+        }
+    }
+}
+
+/// A resource's scope requirement.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ScopeRequirement {
+    #[default]
+    None,
+    /// Any one of these scopes suffices (WSO2's resource-scope semantics).
+    AnyOf(Vec<String>),
+    /// Every one is needed.
+    AllOf(Vec<String>),
+}
+
+impl ScopeRequirement {
+    pub fn check(&self, identity: &Identity) -> Result<(), AuthError> {
+        let ok = match self {
+            Self::None => true,
+            Self::AnyOf(s) => s.iter().any(|s| identity.has_scope(s)),
+            Self::AllOf(s) => s.iter().all(|s| identity.has_scope(s)),
+        };
+        match self {
+            _ if ok => Ok(()),
+            Self::AnyOf(s) | Self::AllOf(s) => Err(AuthError::InsufficientScope(s.join(" "))),
+            Self::None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::TokenKey;
+    use crate::identity::CredentialKind;
+
+    fn id(app: Option<&str>, key_type: KeyType, scopes: &[&str]) -> Identity {
+        Identity {
+            kind: CredentialKind::Jwt,
+            subject: "s".into(),
+            issuer: None,
+            client_id: None,
+            application_id: app.map(str::to_owned),
+            application_name: None,
+            subscriber: None,
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            key_type,
+            expires_at: None,
+            token_id: None,
+            credential_key: TokenKey([0; 32]),
+            key_id: None,
+        }
+    }
+
+    fn sub(app: &str, state: SubscriptionState) -> Subscription {
+        Subscription {
+            api_id: "api".into(),
+            application_id: app.into(),
+            state,
+            tier: "Gold".into(),
+        }
+    }
+
+    #[test]
+    fn subscription_states_decide() {
+        use SubscriptionState::*;
+        let subs = Subscriptions::new([
+            sub("active", Active),
+            sub("blocked", Blocked),
+            sub("prod", ProdOnlyBlocked),
+            sub("hold", OnHold),
+            sub("rejected", Rejected),
+        ]);
+        let p = KeyType::Production;
+        assert_eq!(
+            subs.check(&id(Some("active"), p, &[]), "api").unwrap().tier,
+            "Gold"
+        );
+        assert_eq!(
+            subs.check(&id(Some("active"), p, &[]), "other")
+                .unwrap_err(),
+            AuthError::NotSubscribed
+        );
+        assert_eq!(
+            subs.check(&id(Some("nobody"), p, &[]), "api").unwrap_err(),
+            AuthError::NotSubscribed
+        );
+        assert_eq!(
+            subs.check(&id(None, p, &[]), "api").unwrap_err(),
+            AuthError::NotSubscribed
+        );
+        assert_eq!(
+            subs.check(&id(Some("blocked"), p, &[]), "api").unwrap_err(),
+            AuthError::SubscriptionBlocked
+        );
+        assert_eq!(
+            subs.check(&id(Some("prod"), p, &[]), "api").unwrap_err(),
+            AuthError::SubscriptionBlocked
+        );
+        assert!(subs
+            .check(&id(Some("prod"), KeyType::Sandbox, &[]), "api")
+            .is_ok());
+        assert_eq!(
+            subs.check(&id(Some("hold"), p, &[]), "api").unwrap_err(),
+            AuthError::SubscriptionOnHold
+        );
+        assert_eq!(
+            subs.check(&id(Some("rejected"), p, &[]), "api")
+                .unwrap_err(),
+            AuthError::NotSubscribed
+        );
+    }
+
+    #[test]
+    fn scopes_any_and_all() {
+        let i = id(None, KeyType::Production, &["read"]);
+        assert!(ScopeRequirement::None.check(&i).is_ok());
+        assert!(ScopeRequirement::AnyOf(vec!["read".into(), "write".into()])
+            .check(&i)
+            .is_ok());
+        assert_eq!(
+            ScopeRequirement::AllOf(vec!["read".into(), "write".into()]).check(&i),
+            Err(AuthError::InsufficientScope("read write".into()))
+        );
+    }
+}

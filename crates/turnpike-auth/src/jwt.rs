@@ -1,0 +1,335 @@
+//! Local JWT validation. Each [`TrustedIssuer`] holds its verification keys in memory
+//! (from the snapshot's JWKS, or fetched in the background from a JWKS URL), each key
+//! pinned to one algorithm: a token whose header names another algorithm (`none`, or
+//! HS256 "signed" with the public key) is refused before any crypto. [`JwtValidator`]
+//! checks signature, `exp`/`nbf` (with a small leeway), `iss` and `aud`, then caches the
+//! identity until the token's `exp`; the revocation list and the key's presence are
+//! re-checked on every cache hit.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::cache::{TokenCache, TokenKey};
+use crate::clock::Clock;
+use crate::error::AuthError;
+use crate::identity::{ClaimMapping, CredentialKind, Identity};
+
+/// One verification key with its pinned algorithm.
+#[derive(Clone)]
+pub struct VerifyKey {
+    pub alg: Algorithm,
+    key: DecodingKey,
+}
+
+/// A JWK as found in a JWKS document (only what verification needs).
+#[derive(Debug, Deserialize)]
+struct RawJwk {
+    kty: String,
+    kid: Option<String>,
+    alg: Option<String>,
+    #[serde(rename = "use")]
+    use_: Option<String>,
+    crv: Option<String>,
+    x: Option<String>,
+    y: Option<String>,
+    n: Option<String>,
+    e: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawJwks {
+    keys: Vec<RawJwk>,
+}
+
+/// Why a JWKS document could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum JwksError {
+    #[error("JWKS is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("JWKS holds no usable signing key")]
+    Empty,
+}
+
+/// Verification keys by `kid`.
+#[derive(Clone, Default)]
+pub struct KeySet {
+    keys: HashMap<String, VerifyKey>,
+}
+
+impl KeySet {
+    /// Parses a JWKS document. Keys of unsupported types, encryption keys and symmetric
+    /// keys are skipped; the algorithm comes from `alg` or else the key type.
+    pub fn from_jwks_json(json: &[u8]) -> Result<Self, JwksError> {
+        let raw: RawJwks = serde_json::from_slice(json)?;
+        let mut keys = HashMap::new();
+        for (i, k) in raw.keys.into_iter().enumerate() {
+            if k.use_.as_deref().is_some_and(|u| u != "sig") {
+                continue;
+            }
+            let kid = k.kid.clone().unwrap_or_else(|| format!("#{i}"));
+            if let Some(vk) = verify_key(&k) {
+                keys.insert(kid, vk);
+            }
+        }
+        if keys.is_empty() {
+            return Err(JwksError::Empty);
+        }
+        Ok(Self { keys })
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    fn get(&self, kid: Option<&str>) -> Option<(&str, &VerifyKey)> {
+        match kid {
+            Some(kid) => self.keys.get_key_value(kid).map(|(k, v)| (k.as_str(), v)),
+            // No kid: acceptable only when the issuer has exactly one key.
+            None if self.keys.len() == 1 => self.keys.iter().next().map(|(k, v)| (k.as_str(), v)),
+            None => None,
+        }
+    }
+}
+
+fn verify_key(k: &RawJwk) -> Option<VerifyKey> {
+    match (k.kty.as_str(), k.alg.as_deref()) {
+        ("EC", alg) => {
+            let alg = match (k.crv.as_deref(), alg) {
+                (Some("P-256"), None | Some("ES256")) => Algorithm::ES256,
+                (Some("P-384"), None | Some("ES384")) => Algorithm::ES384,
+                _ => return None,
+            };
+            let key = DecodingKey::from_ec_components(k.x.as_deref()?, k.y.as_deref()?).ok()?;
+            Some(VerifyKey { alg, key })
+        }
+        ("RSA", alg) => {
+            let alg = match alg {
+                None | Some("RS256") => Algorithm::RS256,
+                Some("RS384") => Algorithm::RS384,
+                Some("RS512") => Algorithm::RS512,
+                Some("PS256") => Algorithm::PS256,
+                Some("PS384") => Algorithm::PS384,
+                Some("PS512") => Algorithm::PS512,
+                _ => return None,
+            };
+            let key = DecodingKey::from_rsa_components(k.n.as_deref()?, k.e.as_deref()?).ok()?;
+            Some(VerifyKey { alg, key })
+        }
+        ("OKP", None | Some("EdDSA")) if k.crv.as_deref() == Some("Ed25519") => {
+            let key = DecodingKey::from_ed_components(k.x.as_deref()?).ok()?;
+            Some(VerifyKey {
+                alg: Algorithm::EdDSA,
+                key,
+            })
+        }
+        // Symmetric ("oct") keys are never trusted: a JWKS is public.
+        _ => None,
+    }
+}
+
+/// An issuer the gateway accepts tokens from.
+pub struct TrustedIssuer {
+    pub issuer: String,
+    /// Accepted `aud` values (any one suffices); empty disables the audience check.
+    pub audiences: Vec<String>,
+    pub mapping: ClaimMapping,
+    keys: ArcSwap<KeySet>,
+    pub(crate) changed: tokio::sync::watch::Sender<u64>,
+    pub(crate) unknown_kid: tokio::sync::Notify,
+}
+
+impl TrustedIssuer {
+    pub fn new(issuer: impl Into<String>, audiences: Vec<String>, keys: KeySet) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audiences,
+            mapping: ClaimMapping::default(),
+            keys: ArcSwap::from_pointee(keys),
+            changed: tokio::sync::watch::channel(0).0,
+            unknown_kid: tokio::sync::Notify::new(),
+        }
+    }
+
+    pub fn with_mapping(mut self, mapping: ClaimMapping) -> Self {
+        self.mapping = mapping;
+        self
+    }
+
+    /// Replaces the key set (snapshot swap or background JWKS refresh).
+    pub fn set_keys(&self, keys: KeySet) {
+        self.keys.store(Arc::new(keys));
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    pub fn key_count(&self) -> usize {
+        self.keys.load().len()
+    }
+
+    /// Waits until the key set has been replaced at least `generation` times.
+    pub async fn wait_for_keys(&self, generation: u64) {
+        let mut rx = self.changed.subscribe();
+        let _ = rx.wait_for(|g| *g >= generation).await;
+    }
+}
+
+/// Revoked token ids (`jti`), replaced wholesale from each snapshot.
+#[derive(Default)]
+pub struct Revocations(ArcSwap<HashSet<String>>);
+
+impl Revocations {
+    pub fn new(ids: impl IntoIterator<Item = String>) -> Self {
+        Self(ArcSwap::from_pointee(ids.into_iter().collect()))
+    }
+    pub fn replace(&self, ids: impl IntoIterator<Item = String>) {
+        self.0.store(Arc::new(ids.into_iter().collect()));
+    }
+    pub fn contains(&self, jti: &str) -> bool {
+        self.0.load().contains(jti)
+    }
+    pub(crate) fn check(&self, identity: &Identity) -> Result<(), AuthError> {
+        match &identity.token_id {
+            Some(jti) if self.contains(jti) => Err(AuthError::Revoked),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Validates JWTs from a set of trusted issuers.
+pub struct JwtValidator {
+    issuers: HashMap<String, Arc<TrustedIssuer>>,
+    revocations: Arc<Revocations>,
+    cache: Arc<TokenCache<Arc<Identity>>>,
+    clock: Arc<dyn Clock>,
+    leeway: u64,
+}
+
+#[derive(Deserialize)]
+struct Peek {
+    iss: Option<String>,
+}
+
+fn map_jwt_error(e: &jsonwebtoken::errors::Error) -> AuthError {
+    match e.kind() {
+        ErrorKind::ExpiredSignature => AuthError::Expired,
+        ErrorKind::ImmatureSignature => AuthError::InvalidToken("the token is not valid yet"),
+        ErrorKind::InvalidIssuer => AuthError::InvalidToken("untrusted issuer"),
+        ErrorKind::InvalidAudience => AuthError::InvalidToken("the token is not for this audience"),
+        ErrorKind::InvalidSignature => AuthError::InvalidToken("bad signature"),
+        ErrorKind::InvalidAlgorithm => AuthError::InvalidToken("algorithm not allowed"),
+        ErrorKind::MissingRequiredClaim(_) => {
+            AuthError::InvalidToken("a required claim is missing")
+        }
+        _ => AuthError::InvalidToken("malformed token"),
+    }
+}
+
+impl JwtValidator {
+    /// `cache` is long-lived (kept across snapshot swaps); `leeway` is the clock-skew
+    /// allowance for `exp` and `nbf`, in seconds.
+    pub fn new(
+        issuers: impl IntoIterator<Item = Arc<TrustedIssuer>>,
+        revocations: Arc<Revocations>,
+        cache: Arc<TokenCache<Arc<Identity>>>,
+        clock: Arc<dyn Clock>,
+        leeway: u64,
+    ) -> Self {
+        Self {
+            issuers: issuers.into_iter().map(|i| (i.issuer.clone(), i)).collect(),
+            revocations,
+            cache,
+            clock,
+            leeway,
+        }
+    }
+
+    /// Validates a compact JWT.
+    pub fn validate(&self, token: &str) -> Result<Arc<Identity>, AuthError> {
+        let key = TokenKey::of(token);
+        if let Some(id) = self.cache.get(&key) {
+            if self.still_trusted(&id) {
+                self.revocations.check(&id)?;
+                return Ok(id);
+            }
+            self.cache.remove(&key);
+        }
+        let id = Arc::new(self.verify(token, key)?);
+        self.revocations.check(&id)?;
+        let exp = id.expires_at.unwrap_or(0).saturating_add(self.leeway);
+        self.cache.insert(key, id.clone(), exp);
+        Ok(id)
+    }
+
+    /// A cached identity stays valid only while its issuer still publishes its key.
+    fn still_trusted(&self, id: &Identity) -> bool {
+        let (Some(iss), Some(kid)) = (&id.issuer, &id.key_id) else {
+            return false;
+        };
+        self.issuers
+            .get(iss)
+            .is_some_and(|i| i.keys.load().keys.contains_key(kid))
+    }
+
+    fn verify(&self, token: &str, key: TokenKey) -> Result<Identity, AuthError> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| AuthError::InvalidToken("malformed token or unsupported algorithm"))?;
+        let payload = token
+            .split('.')
+            .nth(1)
+            .ok_or(AuthError::InvalidToken("malformed token"))?;
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| AuthError::InvalidToken("malformed token"))?;
+        let peek: Peek = serde_json::from_slice(&payload)
+            .map_err(|_| AuthError::InvalidToken("malformed token"))?;
+        let issuer = peek
+            .iss
+            .as_deref()
+            .and_then(|iss| self.issuers.get(iss))
+            .ok_or(AuthError::InvalidToken("untrusted issuer"))?;
+        let keys = issuer.keys.load();
+        let Some((kid, vk)) = keys.get(header.kid.as_deref()) else {
+            issuer.unknown_kid.notify_one();
+            return Err(AuthError::InvalidToken("unknown signing key"));
+        };
+        if header.alg != vk.alg {
+            return Err(AuthError::InvalidToken("algorithm not allowed"));
+        }
+        let mut v = Validation::new(vk.alg);
+        // Time checks are ours, against the injected clock, below.
+        v.validate_exp = false;
+        v.validate_nbf = false;
+        v.set_issuer(&[&issuer.issuer]);
+        if issuer.audiences.is_empty() {
+            v.validate_aud = false;
+        } else {
+            v.set_audience(&issuer.audiences);
+        }
+        let data =
+            jsonwebtoken::decode::<Value>(token, &vk.key, &v).map_err(|e| map_jwt_error(&e))?;
+        let now = self.clock.now();
+        let exp = data.claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+        if exp.saturating_add(self.leeway) <= now {
+            return Err(AuthError::Expired);
+        }
+        if let Some(nbf) = data.claims.get("nbf").and_then(Value::as_u64) {
+            if nbf > now.saturating_add(self.leeway) {
+                return Err(AuthError::InvalidToken("the token is not valid yet"));
+            }
+        }
+        Ok(issuer
+            .mapping
+            .identity(CredentialKind::Jwt, &data.claims, key, Some(kid.to_owned())))
+    }
+}

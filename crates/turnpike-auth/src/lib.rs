@@ -1,0 +1,36 @@
+//! Gateway-side security. Build-once objects compiled from the snapshot, each with a
+//! per-request check: JWTs validated locally against in-memory JWKS keys with a cache of
+//! verified tokens, opaque tokens introspected with a bounded cache, a negative cache and
+//! single-flight, API keys (SHA-256 at rest), HTTP Basic (argon2, verified credentials
+//! cached briefly); then authorisation (subscription state, resource scopes) and an
+//! optional back-end JWT. Must not depend on the store, the admin API or the gateway.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod apikey;
+mod authenticator;
+mod authz;
+mod backend_jwt;
+mod basic;
+mod cache;
+mod clock;
+mod error;
+mod http_client;
+mod identity;
+mod introspect;
+mod jwks_fetch;
+mod jwt;
+
+pub use apikey::{hash_api_key, ApiKeyRecord, ApiKeyValidator};
+pub use authenticator::{strip_credentials, ApiKeyLocation, Authenticator, Check, Pending};
+pub use authz::{ScopeRequirement, Subscription, SubscriptionState, Subscriptions};
+pub use backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
+pub use basic::{BasicUser, BasicValidator};
+pub use cache::{TokenCache, TokenKey};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::AuthError;
+pub use http_client::{FetchError, HttpClient};
+pub use identity::{ClaimMapping, CredentialKind, Identity, KeyType};
+pub use introspect::{IntrospectionConfig, Introspector};
+pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
+pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
