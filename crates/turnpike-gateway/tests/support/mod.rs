@@ -1,0 +1,225 @@
+//! Test support: start a gateway in-process on 127.0.0.1:0 with a YAML config, and small
+//! upstreams on 127.0.0.1:0 (the real `turnpike echo`, a header-reflecting one, one that
+//! holds requests until released). Nothing here uses fixed ports or sleeps to wait.
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Notify};
+use turnpike_config::Snapshot;
+use turnpike_gateway::{Gateway, GatewayHandle, ServerSettings};
+
+pub struct TestGateway {
+    pub handle: GatewayHandle,
+    pub http: SocketAddr,
+    pub https: SocketAddr,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestGateway {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.http, path)
+    }
+
+    pub fn snapshots(&self) -> &Arc<ArcSwap<Snapshot>> {
+        &self.handle.snapshots
+    }
+
+    /// Swaps in a new config (must be valid).
+    pub fn swap(&self, yaml: &str) {
+        let snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");
+        self.snapshots().store(Arc::new(snap));
+    }
+}
+
+pub async fn gateway(yaml: &str) -> TestGateway {
+    gateway_with(yaml, |_| {}).await
+}
+
+pub async fn gateway_with(yaml: &str, tweak: impl FnOnce(&mut ServerSettings)) -> TestGateway {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut settings = ServerSettings::local(dir.path());
+    tweak(&mut settings);
+    let snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");
+    let bound = Gateway::builder(settings)
+        .snapshots(Arc::new(ArcSwap::from_pointee(snap)))
+        .bind()
+        .await
+        .expect("gateway binds");
+    let http = bound.http_addr().expect("http listener");
+    let https = bound.https_addr().expect("https listener");
+    TestGateway {
+        handle: bound.spawn(),
+        http,
+        https,
+        dir,
+    }
+}
+
+/// One API `name` at `/{name}/v1` (default version) over `endpoints`, any path and method.
+pub fn api(name: &str, endpoints: &[String], extra: &str) -> String {
+    let eps: Vec<String> = endpoints.iter().map(|e| format!("\"{e}\"")).collect();
+    format!(
+        "  - name: {name}\n    context: /{name}\n    version: v1\n    default: true\n    \
+         endpoints: [{}]\n{extra}    resources:\n      - {{ path: \"/*\", methods: [\"*\"] }}\n",
+        eps.join(", ")
+    )
+}
+
+pub fn config(apis: &[String]) -> String {
+    format!("apis:\n{}", apis.concat())
+}
+
+pub fn http(addr: SocketAddr) -> String {
+    format!("http://{addr}")
+}
+
+/// A plain HTTP/1.1 client that never uses a proxy.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .http1_only()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+/// The real echo back end of the bench kit.
+pub async fn echo() -> SocketAddr {
+    turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig::default())
+        .await
+        .expect("echo starts")
+}
+
+pub async fn echo_delayed(delay: Duration) -> SocketAddr {
+    turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
+        delay,
+        ..Default::default()
+    })
+    .await
+    .expect("echo starts")
+}
+
+/// A loopback address nobody listens on (bound, then closed).
+pub fn refused_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+async fn serve_fn<F, Fut>(f: F) -> SocketAddr
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = listener.accept().await else {
+                return;
+            };
+            let f = f.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req| {
+                    let f = f.clone();
+                    async move { Ok::<_, Infallible>(f(req).await) }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// Answers JSON describing what it received: upstream name, method, path (with query),
+/// version, headers (repeated ones joined by ", "), and body length. Reads the whole
+/// body before answering.
+pub async fn inspect(name: &'static str) -> SocketAddr {
+    serve_fn(move |req: Request<Incoming>| async move {
+        let (parts, body) = req.into_parts();
+        let len = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes().len())
+            .unwrap_or(0);
+        let mut headers = serde_json::Map::new();
+        for k in parts.headers.keys() {
+            let vals: Vec<&str> = parts
+                .headers
+                .get_all(k)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            headers.insert(k.as_str().to_owned(), vals.join(", ").into());
+        }
+        let v = serde_json::json!({
+            "upstream": name,
+            "method": parts.method.as_str(),
+            "path": parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or(""),
+            "version": format!("{:?}", parts.version),
+            "headers": headers,
+            "body_len": len,
+        });
+        let mut resp = Response::new(Full::new(Bytes::from(v.to_string())));
+        let h = resp.headers_mut();
+        h.insert("content-type", "application/json".parse().expect("hv"));
+        // Hop-by-hop headers the gateway must not pass on to the client.
+        h.insert("keep-alive", "timeout=5".parse().expect("hv"));
+        h.insert("connection", "x-upstream-secret".parse().expect("hv"));
+        h.insert("x-upstream-secret", "1".parse().expect("hv"));
+        resp
+    })
+    .await
+}
+
+/// An upstream that reports each arrival and answers only when released.
+pub struct Holding {
+    pub addr: SocketAddr,
+    pub arrivals: mpsc::UnboundedReceiver<()>,
+    pub release: Arc<Notify>,
+}
+
+pub async fn holding() -> Holding {
+    let (tx, arrivals) = mpsc::unbounded_channel();
+    let release = Arc::new(Notify::new());
+    let r = release.clone();
+    let addr = serve_fn(move |_req: Request<Incoming>| {
+        let tx = tx.clone();
+        let r = r.clone();
+        async move {
+            let _ = tx.send(());
+            r.notified().await;
+            Response::new(Full::new(Bytes::from_static(b"released")))
+        }
+    })
+    .await;
+    Holding {
+        addr,
+        arrivals,
+        release,
+    }
+}
+
+/// Parses the gateway's JSON error body.
+pub async fn error_body(resp: reqwest::Response) -> serde_json::Value {
+    json_of(resp).await
+}
+
+/// Parses a JSON response body.
+pub async fn json_of(resp: reqwest::Response) -> serde_json::Value {
+    let text = resp.text().await.expect("body");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
