@@ -15,16 +15,18 @@ const COUNT_BITS: u32 = 40;
 const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 const TAG_BITS: u32 = 24;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
-const HALF_TAG: u64 = 1 << (TAG_BITS - 1);
+/// Tags cycle through 1..=TAG_MASK; tag 0 marks a word never written.
+const TAG_CYCLE: u64 = TAG_MASK;
 
 fn tag_of(window: u64) -> u64 {
-    window & TAG_MASK
+    window % TAG_CYCLE + 1
 }
 
-/// True when `word_tag` is the same as or newer than `my_tag` (modulo 2^24, so a late
-/// clock on one thread never resets a window another thread already opened).
+/// True when `word_tag` is the same as or newer than `my_tag` (modulo the tag cycle, so a
+/// late clock on one thread never resets a window another thread already opened). A
+/// never-written word is older than every window.
 fn current_or_newer(word_tag: u64, my_tag: u64) -> bool {
-    word_tag.wrapping_sub(my_tag) & TAG_MASK < HALF_TAG
+    word_tag != 0 && (word_tag + TAG_CYCLE - my_tag) % TAG_CYCLE < TAG_CYCLE / 2
 }
 
 fn pack(tag: u64, count: u64) -> u64 {
@@ -193,9 +195,19 @@ mod tests {
     }
 
     #[test]
+    fn window_rolls_over_with_real_window_numbers() {
+        let w = AtomicU64::new(0);
+        assert!(window_take(&w, 1_704_067_200, 1, 1, false).0);
+        assert!(!window_take(&w, 1_704_067_200, 1, 1, false).0);
+        assert!(window_take(&w, 1_704_067_201, 1, 1, false).0);
+        window_refund(&w, 1_704_067_201, 1);
+        assert_eq!(window_used(&w, 1_704_067_201), 0);
+    }
+
+    #[test]
     fn window_tags_wrap_without_resetting_backwards() {
         let w = AtomicU64::new(0);
-        let last = (1 << TAG_BITS) - 1;
+        let last = TAG_CYCLE - 1;
         assert!(window_take(&w, last, 1, 5, false).0);
         assert_eq!(window_take(&w, last + 1, 1, 5, false), (true, 1));
         assert_eq!(window_used(&w, last + 1), 1);
