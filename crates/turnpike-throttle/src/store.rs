@@ -105,6 +105,7 @@ pub struct CounterStore {
     shards: Box<[Shard]>,
     per_shard_cap: usize,
     sweeping: AtomicBool,
+    next_inline_sweep: AtomicU64,
     untracked: AtomicU64,
     swept: AtomicU64,
     stats: Mutex<std::collections::HashMap<String, Arc<RuleStats>>>,
@@ -126,6 +127,7 @@ impl CounterStore {
             shards,
             per_shard_cap: (config.max_entries / SHARDS).max(1),
             sweeping: AtomicBool::new(false),
+            next_inline_sweep: AtomicU64::new(0),
             untracked: AtomicU64::new(0),
             swept: AtomicU64::new(0),
             stats: Mutex::new(Default::default()),
@@ -152,7 +154,22 @@ impl CounterStore {
             return Some(f(slot));
         }
         if map.len() >= self.per_shard_cap {
-            self.sweep_shard(shard, now);
+            // At most one inline sweep per second of clock: under a flood of new keys the
+            // cost stays bounded, and the extra keys go untracked meanwhile.
+            let next = self.next_inline_sweep.load(Ordering::Relaxed);
+            if now >= next
+                && self
+                    .next_inline_sweep
+                    .compare_exchange(
+                        next,
+                        now + 1_000_000_000,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                self.sweep_shard(shard, now);
+            }
             if map.len() >= self.per_shard_cap {
                 self.untracked.fetch_add(1, Ordering::Relaxed);
                 return None;
