@@ -76,6 +76,9 @@ pub struct GatewayArgs {
     /// Access log: a file path (appended) or `-` for stdout. Off when absent.
     #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
     pub access_log: Option<String>,
+    /// Runtime worker threads (read by the binary); default one per CPU.
+    #[arg(long, env = "TURNPIKE_WORKERS")]
+    pub workers: Option<usize>,
 }
 
 /// A listener port: `None` is off.

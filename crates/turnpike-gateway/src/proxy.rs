@@ -154,13 +154,10 @@ async fn proxy(
             }
         }
     }
-    let upstream_path = match &owned_path {
-        Some(p) => p.as_str(),
-        None => &parts.uri.path()[suffix_at..],
-    };
     let target = Target {
-        upstream_path: upstream_path.to_owned(),
-        query: parts.uri.query().map(str::to_owned),
+        uri: parts.uri.clone(),
+        suffix_at,
+        owned_path,
     };
     headers::strip_hop_by_hop(&mut parts.headers);
     let fwd_host = parts.headers.get(HOST).cloned().or_else(|| {
@@ -204,19 +201,27 @@ fn finish_response(
     Ok((Response::from_parts(rparts, body), latency))
 }
 
-/// Where the request goes below the endpoint's base path.
+/// Where the request goes below the endpoint's base path: the client's URI (a cheap
+/// refcounted clone) and where the upstream path starts in it.
 struct Target {
-    upstream_path: String,
-    query: Option<String>,
+    uri: Uri,
+    suffix_at: usize,
+    owned_path: Option<String>,
 }
 
 impl Target {
+    /// The one allocation of the upstream request line.
     fn path_and_query(&self, ep: &Endpoint) -> Result<PathAndQuery, GatewayError> {
-        let q = self.query.as_deref().map_or(0, |q| q.len() + 1);
-        let mut s = String::with_capacity(ep.base_path.len() + self.upstream_path.len() + q);
+        let upstream_path = match &self.owned_path {
+            Some(p) => p.as_str(),
+            None => self.uri.path().get(self.suffix_at..).unwrap_or("/"),
+        };
+        let query = self.uri.query();
+        let q = query.map_or(0, |q| q.len() + 1);
+        let mut s = String::with_capacity(ep.base_path.len() + upstream_path.len() + q);
         s.push_str(&ep.base_path);
-        s.push_str(&self.upstream_path);
-        if let Some(q) = &self.query {
+        s.push_str(upstream_path);
+        if let Some(q) = query {
             s.push('?');
             s.push_str(q);
         }

@@ -39,6 +39,12 @@ fn main() -> anyhow::Result<()> {
     {
         builder.worker_threads(*n);
     }
+    if let Command::Gateway(turnpike_gateway::GatewayArgs {
+        workers: Some(n), ..
+    }) = &cli.command
+    {
+        builder.worker_threads(*n);
+    }
     let runtime = builder.enable_all().build()?;
     runtime
         .block_on(async {
