@@ -114,7 +114,7 @@ struct Body<'a> {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let request_id = turnpike_store::new_id();
-        if self.status.is_server_error() {
+        if self.status.is_server_error() && self.code != "shutting_down" {
             tracing::error!(%request_id, code = self.code, message = %self.message, "control plane: request failed");
         } else {
             tracing::debug!(%request_id, code = self.code, status = self.status.as_u16(), message = %self.message, "control plane: request refused");

@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod cp;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -24,6 +26,14 @@ enum Command {
     Echo(turnpike_bench::echo::EchoArgs),
     /// Load tests: `run` one, a scenario `matrix`, a `report` with charts.
     Bench(turnpike_bench::BenchArgs),
+    /// Run the control plane (REST APIs on 9400, snapshots for gateways).
+    ControlPlane(turnpike_admin::runtime::ControlPlaneArgs),
+    /// All in one process: control plane, gateway and an echo demo API (SQLite in ./data).
+    Up(cp::UpArgs),
+    /// Run a gateway that follows a control plane (snapshots by long-poll).
+    GatewayFollow(cp::FollowArgs),
+    /// Reconcile a declarative API file against a control plane.
+    Apply(turnpike_admin::apply::ApplyArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -52,6 +62,10 @@ fn main() -> anyhow::Result<()> {
                 Command::Gateway(args) => turnpike_gateway::run(args).await,
                 Command::Echo(args) => turnpike_bench::echo::run(args).await,
                 Command::Bench(args) => turnpike_bench::run(args).await,
+                Command::ControlPlane(args) => cp::control_plane(args).await,
+                Command::Up(args) => cp::up(args).await,
+                Command::GatewayFollow(args) => cp::follow(args).await,
+                Command::Apply(args) => turnpike_admin::apply::run(args).await,
             }
         })
         .map_err(|e| anyhow::anyhow!(e))

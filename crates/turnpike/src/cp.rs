@@ -1,0 +1,194 @@
+//! The control-plane subcommands of the binary: `control-plane`, `up` (control plane +
+//! gateway + echo demo back end in one process) and `gateway-follow` (a gateway fed by a
+//! control plane). Thin glue over turnpike-admin, turnpike-sync, turnpike-gateway and the
+//! bench kit's echo server.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use turnpike_admin::runtime::{self, ControlPlaneArgs};
+use turnpike_config::Snapshot;
+use turnpike_gateway::{Gateway, ServerSettings};
+use turnpike_sync::FollowerConfig;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// `turnpike up`: everything in one process, SQLite in the data dir.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UpArgs {
+    /// Where the SQLite database and the self-signed certificate live.
+    #[arg(long, env = "TURNPIKE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Control plane (REST) port.
+    #[arg(long, default_value_t = 9400)]
+    pub cp_port: u16,
+    /// Gateway HTTP port.
+    #[arg(long, default_value_t = 8280)]
+    pub http_port: u16,
+    /// Password of the first admin (else one is generated and printed once).
+    #[arg(long, env = "TURNPIKE_ADMIN_PASSWORD", hide_env_values = true)]
+    pub admin_password: Option<String>,
+}
+
+/// `turnpike gateway-follow`: a gateway whose snapshots come from a control plane.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FollowArgs {
+    /// Control plane base URL, e.g. http://127.0.0.1:9400
+    #[arg(long, env = "TURNPIKE_CONTROL_PLANE")]
+    pub control_plane: String,
+    /// The control plane's gateway token.
+    #[arg(long, env = "TURNPIKE_GATEWAY_TOKEN", hide_env_values = true)]
+    pub gateway_token: String,
+    /// Name shown in the control plane's gateway list.
+    #[arg(long, env = "TURNPIKE_GATEWAY_ID", default_value = "gateway")]
+    pub gateway_id: String,
+    /// Plain HTTP port (0 for any free port).
+    #[arg(long, env = "TURNPIKE_HTTP_PORT", default_value_t = 8280)]
+    pub http_port: u16,
+    /// Where the self-signed certificate lives.
+    #[arg(long, env = "TURNPIKE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+}
+
+pub async fn control_plane(args: ControlPlaneArgs) -> Result<(), BoxError> {
+    let cp = runtime::start(&args).await?;
+    println!("control plane listening on http://{}", cp.addr);
+    if let Some(p) = &cp.created_admin_password {
+        println!("admin user created: admin / {p}   (shown once)");
+    }
+    if args.gateway_token.is_none() {
+        println!(
+            "gateway token (pass with --gateway-token): {}",
+            cp.gateway_token
+        );
+    }
+    turnpike_gateway::termination().await;
+    cp.stop().await;
+    Ok(())
+}
+
+async fn start_gateway(
+    data_dir: PathBuf,
+    http_port: u16,
+    follow: FollowerConfig,
+) -> Result<
+    (
+        turnpike_gateway::BoundGateway,
+        turnpike_sync::FollowerHandle,
+    ),
+    BoxError,
+> {
+    let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
+    let follower = turnpike_sync::spawn(follow, snapshots.clone());
+    let mut settings = ServerSettings::local(data_dir);
+    settings.http_port = Some(http_port);
+    settings.https_port = None;
+    let bound = Gateway::builder(settings)
+        .snapshots(snapshots)
+        .bind()
+        .await?;
+    Ok((bound, follower))
+}
+
+pub async fn follow(args: FollowArgs) -> Result<(), BoxError> {
+    let cfg = FollowerConfig::new(args.control_plane, args.gateway_token, args.gateway_id);
+    let (bound, follower) = start_gateway(args.data_dir, args.http_port, cfg).await?;
+    if let Some(a) = bound.http_addr() {
+        println!("gateway listening on http://{a}");
+    }
+    bound.serve(turnpike_gateway::termination()).await?;
+    follower.stop();
+    Ok(())
+}
+
+pub async fn up(args: UpArgs) -> Result<(), BoxError> {
+    std::fs::create_dir_all(&args.data_dir)?;
+    let echo = turnpike_bench::echo::spawn(Default::default()).await?;
+    let db = format!("sqlite://{}/turnpike.db", args.data_dir.display());
+    let cp = runtime::start(&ControlPlaneArgs {
+        database: db,
+        bind: [127, 0, 0, 1].into(),
+        port: args.cp_port,
+        gateway_token: None,
+        admin_password: args.admin_password.clone(),
+    })
+    .await?;
+    let cfg = FollowerConfig::new(
+        format!("http://{}", cp.addr),
+        cp.gateway_token.clone(),
+        "up",
+    );
+    let (bound, follower) = start_gateway(args.data_dir.clone(), args.http_port, cfg).await?;
+    let version = ensure_demo_api(&cp.state, &format!("http://{echo}")).await?;
+    follower.wait_for(version).await;
+    let gw = bound.http_addr().ok_or("gateway has no HTTP listener")?;
+    println!("Turnpike is up.");
+    println!("  gateway:        http://{gw}");
+    println!("  control plane:  http://{}/api/am/openapi.json", cp.addr);
+    println!("  demo back end:  http://{echo} (echo)");
+    match &cp.created_admin_password {
+        Some(p) => println!(
+            "  admin:          admin / {p}   (shown once; set TURNPIKE_ADMIN_PASSWORD to choose)"
+        ),
+        None => println!("  admin:          admin / (the password printed on first start)"),
+    }
+    println!("Try:");
+    println!("  curl -s http://{gw}/demo/v1/hello -d 'hi'");
+    println!(
+        "  curl -s -u admin:PASSWORD http://{}/api/am/publisher/v1/apis",
+        cp.addr
+    );
+    bound.serve(turnpike_gateway::termination()).await?;
+    follower.stop();
+    cp.stop().await;
+    Ok(())
+}
+
+/// Creates and publishes the demo API (`/demo/v1`, default version) unless it exists.
+async fn ensure_demo_api(
+    state: &turnpike_admin::AppState,
+    endpoint: &str,
+) -> Result<u64, BoxError> {
+    let store = state.store();
+    if store.find_api("/demo", "v1").await?.is_none() {
+        let input = turnpike_store::ApiInput {
+            name: "Demo".into(),
+            context: "/demo".into(),
+            version: "v1".into(),
+            is_default: true,
+            api_type: "HTTP".into(),
+            description: "Echo demo API created by `turnpike up`".into(),
+            endpoints: vec![endpoint.to_string()],
+            resources: vec![turnpike_store::Resource {
+                path: "/*".into(),
+                methods: ["GET", "POST", "PUT", "DELETE"].map(String::from).to_vec(),
+            }],
+            tiers: vec!["Unlimited".into()],
+            definition: None,
+        };
+        let mut tx = store.begin_write().await?;
+        let api = tx.create_api(&input, "system").await?;
+        tx.change_lifecycle(&api.id, turnpike_store::LifecycleAction::Publish, None)
+            .await?;
+        tx.commit("system", "demo API").await?;
+    } else if let Some(api) = store.find_api("/demo", "v1").await? {
+        // The echo back end's port changes on every start: point the demo at it.
+        let mut tx = store.begin_write().await?;
+        let input = turnpike_store::ApiInput {
+            name: api.name,
+            context: api.context,
+            version: api.version,
+            is_default: api.is_default_version,
+            api_type: api.api_type,
+            description: api.description,
+            endpoints: vec![endpoint.to_string()],
+            resources: api.resources,
+            tiers: api.policies,
+            definition: api.definition,
+        };
+        tx.update_api(&api.id, &input, None).await?;
+        tx.commit("system", "demo API endpoint").await?;
+    }
+    Ok(store.current_version().await?)
+}
