@@ -61,6 +61,25 @@ impl IntrospectionConfig {
 
 type Flight = Arc<OnceCell<Result<Arc<Identity>, AuthError>>>;
 
+struct FlightGuard<'a> {
+    map: &'a Mutex<HashMap<[u8; 32], Flight>>,
+    key: [u8; 32],
+    flight: Flight,
+}
+
+impl Drop for FlightGuard<'_> {
+    fn drop(&mut self) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let ours = map
+            .get(&self.key)
+            .is_some_and(|f| Arc::ptr_eq(f, &self.flight));
+        // Two holders left means the map and us: nobody else is waiting.
+        if ours && (self.flight.initialized() || Arc::strong_count(&self.flight) <= 2) {
+            map.remove(&self.key);
+        }
+    }
+}
+
 /// The introspection client with its caches. Long-lived: keep it across snapshot swaps.
 pub struct Introspector {
     http: HttpClient,
@@ -118,7 +137,15 @@ impl Introspector {
             let mut map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
             map.entry(key.0).or_default().clone()
         };
-        let result = flight
+        // Removes the flight when it lands or when its last waiter goes away (a client
+        // that disconnects mid-call must not leave an entry behind).
+        let guard = FlightGuard {
+            map: &self.inflight,
+            key: key.0,
+            flight,
+        };
+        let result = guard
+            .flight
             .get_or_init(|| async {
                 // A flight that just landed may have filled the cache.
                 match self.cached(&key) {
@@ -129,12 +156,7 @@ impl Introspector {
             })
             .await
             .clone();
-        {
-            let mut map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            if map.get(&key.0).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
-                map.remove(&key.0);
-            }
-        }
+        drop(guard);
         let id = result?;
         revocations.check(&id)?;
         Ok(id)
@@ -193,6 +215,11 @@ impl Introspector {
         let until = (now + self.cache_ttl).min(exp.unwrap_or(u64::MAX));
         self.positive.insert(key, id.clone(), until);
         Ok(id)
+    }
+
+    /// Calls in flight right now (for tests and metrics).
+    pub fn in_flight(&self) -> usize {
+        self.inflight.lock().map(|m| m.len()).unwrap_or(0)
     }
 
     /// Drops a token from both caches (e.g. on a revocation event).

@@ -149,6 +149,30 @@ async fn a_burst_of_one_unknown_token_makes_one_call() {
         1,
         "later requests hit the cache"
     );
+    assert_eq!(intro.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn an_abandoned_call_leaves_no_flight_behind() {
+    let (url, calls, gate) = start_mock(now(), false).await;
+    let intro = Arc::new(introspector(&url, Arc::new(SystemClock)));
+    let revocations = Arc::new(Revocations::default());
+    let task = {
+        let (intro, revocations) = (intro.clone(), revocations.clone());
+        tokio::spawn(async move { intro.validate("gone", &revocations).await })
+    };
+    while calls.load(Ordering::SeqCst) < 1 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(intro.in_flight(), 1);
+    task.abort();
+    let _ = task.await;
+    assert_eq!(
+        intro.in_flight(),
+        0,
+        "the client went away: the flight is dropped"
+    );
+    gate.send_replace(true);
 }
 
 #[tokio::test]

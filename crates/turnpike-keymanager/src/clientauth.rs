@@ -102,7 +102,7 @@ fn presented(headers: &HeaderMap, form: &Form) -> Result<Presented, OAuthError> 
 
 /// A hash to verify against when the client id is unknown, so unknown and known ids
 /// take the same time.
-fn dummy_hash() -> &'static str {
+pub(crate) fn dummy_hash() -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
     DUMMY.get_or_init(|| hash_secret("turnpike-dummy-secret").unwrap_or_default())
 }

@@ -121,9 +121,11 @@ impl KeyManager {
             ));
         };
         let user = self.inner.stores.clients.user(username).await?;
-        let hash = user
-            .as_ref()
-            .map_or_else(String::new, |u| u.password_hash.clone());
+        // Unknown users cost one argon2 verification too: no timing oracle on usernames.
+        let hash = user.as_ref().map_or_else(
+            || crate::clientauth::dummy_hash().to_owned(),
+            |u| u.password_hash.clone(),
+        );
         let key = format!("user:{username}");
         let ok = self.check_secret(&key, password.to_owned(), hash).await?;
         let Some(user) = user.filter(|_| ok) else {
