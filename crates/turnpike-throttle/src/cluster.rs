@@ -288,6 +288,8 @@ impl Cluster {
                 }
                 Err(e) => {
                     report.failed = true;
+                    // A fresh connection next round: reconnecting is then ours to drive.
+                    self.conn.lock().await.take();
                     self.mark_down(&e);
                     self.requeue(&batch);
                     break;
