@@ -20,6 +20,7 @@ mod identity;
 mod introspect;
 mod jwks_fetch;
 mod jwt;
+mod spec;
 
 pub use apikey::{hash_api_key, ApiKeyRecord, ApiKeyValidator};
 pub use authenticator::{strip_credentials, ApiKeyLocation, Authenticator, Check, Pending};
@@ -34,3 +35,7 @@ pub use identity::{ClaimMapping, CredentialKind, Identity, KeyType};
 pub use introspect::{IntrospectionConfig, Introspector};
 pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
+pub use spec::{
+    ApiAuthSpec, ApiKeySpec, AuthRuntime, BasicUserSpec, CompiledSecurity, IntrospectionSpec,
+    IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
+};

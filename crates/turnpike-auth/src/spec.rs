@@ -1,0 +1,439 @@
+//! Security as data, and its compilation. [`SecuritySpec`] is what a snapshot (or the
+//! DB-less file) carries: trusted issuers, API-key digests, basic users, subscriptions,
+//! revoked token ids, the introspection client. [`AuthRuntime`] is the long-lived side
+//! (caches, introspector, background JWKS refreshers, kept across snapshot swaps);
+//! [`AuthRuntime::compile`] turns a spec into [`CompiledSecurity`], reporting every bad
+//! field at once, and [`CompiledSecurity::authenticator`] builds one API's authenticator.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::apikey::{ApiKeyRecord, ApiKeyValidator};
+use crate::authenticator::{ApiKeyLocation, Authenticator};
+use crate::authz::{Subscription, SubscriptionState, Subscriptions};
+use crate::basic::{BasicUser, BasicValidator};
+use crate::cache::TokenCache;
+use crate::clock::Clock;
+use crate::error::AuthError;
+use crate::http_client::HttpClient;
+use crate::identity::{ClaimMapping, Identity, KeyType};
+use crate::introspect::{IntrospectionConfig, Introspector};
+use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
+use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};
+
+/// A trusted token issuer: inline JWKS (Turnpike's key manager) or a JWKS URL.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuerSpec {
+    pub issuer: String,
+    #[serde(default)]
+    pub audiences: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks_url: Option<String>,
+    /// Claim names, keyed by identity field (`application`, `scopes`, `subscriber`, ...).
+    #[serde(default)]
+    pub claims: HashMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeySpec {
+    /// Hex SHA-256 of the key.
+    pub sha256: String,
+    pub application: String,
+    #[serde(default)]
+    pub application_name: String,
+    pub subscriber: String,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    #[serde(default)]
+    pub sandbox: bool,
+    #[serde(default)]
+    pub expires_at: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasicUserSpec {
+    pub username: String,
+    /// argon2 PHC string.
+    pub password_hash: String,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    #[serde(default)]
+    pub application: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscriptionSpec {
+    pub api: String,
+    pub application: String,
+    /// ACTIVE, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD, REJECTED.
+    pub state: String,
+    pub tier: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntrospectionSpec {
+    pub endpoint: String,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+/// Everything the gateway needs to secure its APIs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecuritySpec {
+    #[serde(default)]
+    pub issuers: Vec<IssuerSpec>,
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeySpec>,
+    #[serde(default)]
+    pub basic_users: Vec<BasicUserSpec>,
+    #[serde(default)]
+    pub subscriptions: Vec<SubscriptionSpec>,
+    /// Revoked `jti`s still unexpired.
+    #[serde(default)]
+    pub revoked: Vec<String>,
+    #[serde(default)]
+    pub introspection: Option<IntrospectionSpec>,
+}
+
+/// Which credentials one API accepts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiAuthSpec {
+    #[serde(default = "yes")]
+    pub oauth2: bool,
+    #[serde(default)]
+    pub api_key: bool,
+    #[serde(default)]
+    pub api_key_header: Option<String>,
+    #[serde(default)]
+    pub api_key_query: Option<String>,
+    #[serde(default)]
+    pub basic: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ApiAuthSpec {
+    fn default() -> Self {
+        Self {
+            oauth2: true,
+            api_key: false,
+            api_key_header: None,
+            api_key_query: None,
+            basic: false,
+        }
+    }
+}
+
+/// One invalid field: where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct SpecError {
+    pub path: String,
+    pub message: String,
+}
+
+fn err(errors: &mut Vec<SpecError>, path: String, message: impl Into<String>) {
+    errors.push(SpecError {
+        path,
+        message: message.into(),
+    });
+}
+
+fn mapping(
+    claims: &HashMap<String, String>,
+    path: &str,
+    errors: &mut Vec<SpecError>,
+) -> ClaimMapping {
+    let mut m = ClaimMapping::default();
+    for (field, claim) in claims {
+        let slot = match field.as_str() {
+            "subject" => &mut m.subject,
+            "client_id" => &mut m.client_id,
+            "application" => &mut m.application,
+            "application_name" => &mut m.application_name,
+            "subscriber" => &mut m.subscriber,
+            "scopes" => &mut m.scopes,
+            "key_type" => &mut m.key_type,
+            other => {
+                err(
+                    errors,
+                    format!("{path}.claims.{other}"),
+                    "unknown identity field",
+                );
+                continue;
+            }
+        };
+        *slot = claim.clone();
+    }
+    m
+}
+
+fn hex32(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, chunk) in s.as_bytes().chunks(2).enumerate() {
+        let hex = std::str::from_utf8(chunk).ok()?;
+        out[i] = u8::from_str_radix(hex, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Long-lived security state: survives snapshot swaps.
+pub struct AuthRuntime {
+    clock: Arc<dyn Clock>,
+    jwt_cache: Arc<TokenCache<Arc<Identity>>>,
+    basic_cache: Arc<TokenCache<Result<Arc<Identity>, AuthError>>>,
+    introspectors: Mutex<HashMap<String, Arc<Introspector>>>,
+    remote_issuers:
+        Mutex<HashMap<(String, String), (Arc<TrustedIssuer>, tokio::task::JoinHandle<()>)>>,
+    leeway: u64,
+}
+
+/// A compiled spec: shared by every API's authenticator in one snapshot.
+pub struct CompiledSecurity {
+    pub jwt: Option<Arc<JwtValidator>>,
+    pub introspector: Option<Arc<Introspector>>,
+    pub api_keys: Arc<ApiKeyValidator>,
+    pub basic: Arc<BasicValidator>,
+    pub subscriptions: Arc<Subscriptions>,
+    pub revocations: Arc<Revocations>,
+}
+
+impl AuthRuntime {
+    /// Caches of 10,000 entries each, a 30 s clock-skew leeway.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            jwt_cache: Arc::new(TokenCache::new(10_000, clock.clone())),
+            basic_cache: Arc::new(TokenCache::new(10_000, clock.clone())),
+            clock,
+            introspectors: Mutex::new(HashMap::new()),
+            remote_issuers: Mutex::new(HashMap::new()),
+            leeway: 30,
+        }
+    }
+
+    /// Compiles a spec, or lists every problem in it. Must run inside a tokio runtime
+    /// when the spec names JWKS URLs (their refreshers are spawned here).
+    pub fn compile(&self, spec: &SecuritySpec) -> Result<CompiledSecurity, Vec<SpecError>> {
+        let mut errors = Vec::new();
+        let issuers = self.issuers(spec, &mut errors);
+        let introspector = self.introspector(spec, &mut errors);
+        let mut keys = Vec::new();
+        for (i, k) in spec.api_keys.iter().enumerate() {
+            match hex32(&k.sha256) {
+                Some(hash) => keys.push(ApiKeyRecord {
+                    hash,
+                    application_id: k.application.clone(),
+                    application_name: k.application_name.clone(),
+                    subscriber: k.subscriber.clone(),
+                    scopes: k.scopes.clone(),
+                    key_type: if k.sandbox {
+                        KeyType::Sandbox
+                    } else {
+                        KeyType::Production
+                    },
+                    expires_at: k.expires_at,
+                }),
+                None => err(
+                    &mut errors,
+                    format!("api_keys[{i}].sha256"),
+                    "expected 64 hex digits",
+                ),
+            }
+        }
+        let mut users = Vec::new();
+        for (i, u) in spec.basic_users.iter().enumerate() {
+            if argon2::password_hash::PasswordHash::new(&u.password_hash).is_err() {
+                err(
+                    &mut errors,
+                    format!("basic_users[{i}].password_hash"),
+                    "not an argon2 PHC string",
+                );
+            }
+            users.push(BasicUser {
+                username: u.username.clone(),
+                password_hash: u.password_hash.clone(),
+                scopes: u.scopes.clone(),
+                application_id: u.application.clone(),
+            });
+        }
+        let mut subs = Vec::new();
+        for (i, s) in spec.subscriptions.iter().enumerate() {
+            match SubscriptionState::parse(&s.state) {
+                Some(state) => subs.push(Subscription {
+                    api_id: s.api.clone(),
+                    application_id: s.application.clone(),
+                    state,
+                    tier: s.tier.clone(),
+                }),
+                None => err(
+                    &mut errors,
+                    format!("subscriptions[{i}].state"),
+                    "unknown subscription state",
+                ),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let revocations = Arc::new(Revocations::new(spec.revoked.iter().cloned()));
+        let jwt = (!issuers.is_empty()).then(|| {
+            Arc::new(JwtValidator::new(
+                issuers,
+                revocations.clone(),
+                self.jwt_cache.clone(),
+                self.clock.clone(),
+                self.leeway,
+            ))
+        });
+        Ok(CompiledSecurity {
+            jwt,
+            introspector,
+            api_keys: Arc::new(ApiKeyValidator::new(keys, self.clock.clone())),
+            basic: Arc::new(BasicValidator::new(
+                users,
+                self.basic_cache.clone(),
+                60,
+                self.clock.clone(),
+            )),
+            subscriptions: Arc::new(Subscriptions::new(subs)),
+            revocations,
+        })
+    }
+
+    fn issuers(&self, spec: &SecuritySpec, errors: &mut Vec<SpecError>) -> Vec<Arc<TrustedIssuer>> {
+        let mut out = Vec::new();
+        for (i, is) in spec.issuers.iter().enumerate() {
+            let path = format!("issuers[{i}]");
+            let map = mapping(&is.claims, &path, errors);
+            match (&is.jwks, &is.jwks_url) {
+                (Some(jwks), None) => match KeySet::from_jwks_json(jwks.to_string().as_bytes()) {
+                    Ok(keys) => out.push(Arc::new(
+                        TrustedIssuer::new(is.issuer.clone(), is.audiences.clone(), keys)
+                            .with_mapping(map),
+                    )),
+                    Err(e) => err(errors, format!("{path}.jwks"), e.to_string()),
+                },
+                (None, Some(url)) => match url.parse::<http::Uri>() {
+                    Ok(uri) => out.push(self.remote_issuer(is, uri, map)),
+                    Err(e) => err(errors, format!("{path}.jwks_url"), e.to_string()),
+                },
+                _ => err(errors, path, "exactly one of jwks and jwks_url is required"),
+            }
+        }
+        out
+    }
+
+    /// Reuses the issuer (and its refresher) when issuer and URL are unchanged.
+    fn remote_issuer(
+        &self,
+        is: &IssuerSpec,
+        uri: http::Uri,
+        map: ClaimMapping,
+    ) -> Arc<TrustedIssuer> {
+        let mut remote = self
+            .remote_issuers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let key = (is.issuer.clone(), uri.to_string());
+        if let Some((issuer, task)) = remote.get(&key) {
+            if !task.is_finished() && issuer.audiences == is.audiences && issuer.mapping == map {
+                return issuer.clone();
+            }
+        }
+        let issuer = Arc::new(
+            TrustedIssuer::new(is.issuer.clone(), is.audiences.clone(), KeySet::default())
+                .with_mapping(map),
+        );
+        let task = match HttpClient::new(Duration::from_secs(10)) {
+            Ok(client) => spawn_jwks_refresh(issuer.clone(), JwksSource::new(uri), client),
+            Err(e) => {
+                tracing::error!(error = %e, "no HTTP client for JWKS refresh");
+                tokio::spawn(async {})
+            }
+        };
+        if let Some((_, old)) = remote.insert(key, (issuer.clone(), task)) {
+            old.abort();
+        }
+        issuer
+    }
+
+    fn introspector(
+        &self,
+        spec: &SecuritySpec,
+        errors: &mut Vec<SpecError>,
+    ) -> Option<Arc<Introspector>> {
+        let is = spec.introspection.as_ref()?;
+        let uri = match is.endpoint.parse::<http::Uri>() {
+            Ok(u) => u,
+            Err(e) => {
+                err(errors, "introspection.endpoint".into(), e.to_string());
+                return None;
+            }
+        };
+        let key = format!("{}|{}|{}", is.endpoint, is.client_id, is.client_secret);
+        let mut map = self.introspectors.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = map.get(&key) {
+            return Some(i.clone());
+        }
+        let cfg = IntrospectionConfig::new(uri, is.client_id.clone(), is.client_secret.clone());
+        match Introspector::new(cfg, self.clock.clone()) {
+            Ok(i) => {
+                let i = Arc::new(i);
+                map.clear();
+                map.insert(key, i.clone());
+                Some(i)
+            }
+            Err(e) => {
+                err(errors, "introspection".into(), e.to_string());
+                None
+            }
+        }
+    }
+}
+
+impl CompiledSecurity {
+    /// The authenticator for one API.
+    pub fn authenticator(&self, api: &ApiAuthSpec) -> Result<Authenticator, SpecError> {
+        let header = match &api.api_key_header {
+            Some(h) => Some(
+                http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| SpecError {
+                    path: "api_key_header".into(),
+                    message: "not a valid header name".into(),
+                })?,
+            ),
+            None => ApiKeyLocation::default().header,
+        };
+        Ok(Authenticator {
+            jwt: self.jwt.clone().filter(|_| api.oauth2),
+            introspector: self.introspector.clone().filter(|_| api.oauth2),
+            api_keys: api.api_key.then(|| {
+                (
+                    ApiKeyLocation {
+                        header,
+                        query: api.api_key_query.clone(),
+                    },
+                    self.api_keys.clone(),
+                )
+            }),
+            basic: api.basic.then(|| self.basic.clone()),
+            revocations: self.revocations.clone(),
+        })
+    }
+}
