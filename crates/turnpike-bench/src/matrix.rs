@@ -41,6 +41,9 @@ pub struct MatrixArgs {
     /// With --gateway-url on this machine: the gateway's pid, to sample RSS and CPU.
     #[arg(long)]
     pub gateway_pid: Option<u32>,
+    /// Accept any TLS certificate (self-signed gateways).
+    #[arg(long)]
+    pub insecure: bool,
     /// Run the direct baselines only.
     #[arg(long)]
     pub no_gateway: bool,
@@ -378,6 +381,7 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
             run_args.size = (key.method != "GET").then_some(key.size);
             run_args.threads = args.threads;
             run_args.pid = pid;
+            run_args.insecure = args.insecure;
             run_args.timeout = Duration::from_secs(60);
             let label = format!(
                 "{} {} users={} size={} delay={}ms",

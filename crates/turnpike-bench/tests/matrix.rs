@@ -25,6 +25,7 @@ async fn baseline_only_matrix_leaves_results_and_report() {
         echo_url: Some(format!("http://{echo}")),
         gateway_url: None,
         gateway_pid: None,
+        insecure: false,
         no_gateway: true,
         threads: Some(1),
         slo: vec!["avg=10ms".into()],
