@@ -71,6 +71,32 @@ async fn a_keymanager_jwt_authenticates_and_is_cached() {
 }
 
 #[tokio::test]
+async fn rs256_tokens_validate_and_es256_pinning_holds() {
+    let km = start_km_with(turnpike_keymanager::SigningAlg::RS256).await;
+    let jwt = jwt_validator(vec![km.issuer(&["turnpike"]).await]);
+    let token = km.token("app1", None).await;
+    assert_eq!(parts_of(&token).0["alg"], "RS256");
+    let id = jwt.validator.validate(&token).expect("valid");
+    assert_eq!(id.client_id.as_deref(), Some("app1"));
+    // The same claims re-signed as HS256 with the RSA key's JWK as the secret.
+    let (header, claims) = parts_of(&token);
+    let jwks: serde_json::Value = serde_json::from_slice(&km.jwks_bytes().await).expect("json");
+    let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    h.kid = header["kid"].as_str().map(str::to_owned);
+    let secret = jwks["keys"][0]["n"].as_str().unwrap_or_default().to_owned();
+    let hs = jsonwebtoken::encode(
+        &h,
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .expect("hs256");
+    assert_eq!(
+        jwt.validator.validate(&hs).err(),
+        Some(AuthError::InvalidToken("algorithm not allowed"))
+    );
+}
+
+#[tokio::test]
 async fn expired_and_not_yet_valid_tokens_are_refused() {
     let km = start_km().await;
     let jwt = jwt_validator(vec![km.issuer(&[]).await]);

@@ -123,11 +123,12 @@ impl TokenStore for MemoryStore {
     }
 
     async fn revoked_since(&self, now: u64) -> Result<Vec<RevokedJti>, StoreError> {
-        Ok(self
-            .lock()
+        let mut inner = self.lock();
+        // An expired token needs no revocation entry any more.
+        inner.revoked.retain(|_, exp| *exp > now);
+        Ok(inner
             .revoked
             .iter()
-            .filter(|(_, exp)| **exp > now)
             .map(|(jti, exp)| RevokedJti {
                 jti: jti.clone(),
                 expires_at: *exp,

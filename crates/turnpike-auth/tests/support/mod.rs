@@ -38,6 +38,10 @@ fn client(id: &str, format: km::TokenFormat, can_introspect: bool) -> km::Client
 }
 
 pub async fn start_km() -> Km {
+    start_km_with(km::SigningAlg::ES256).await
+}
+
+pub async fn start_km_with(alg: km::SigningAlg) -> Km {
     let store = Arc::new(km::MemoryStore::new());
     store.add_client(client("app1", km::TokenFormat::Jwt, false));
     store.add_client(client("opaque1", km::TokenFormat::Opaque, false));
@@ -47,13 +51,11 @@ pub async fn start_km() -> Km {
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let manager = km::KeyManager::new(
-        km::KeyManagerConfig::new(base.clone()),
-        km::Stores::memory(store),
-        clock.clone(),
-    )
-    .await
-    .expect("key manager");
+    let mut config = km::KeyManagerConfig::new(base.clone());
+    config.signing_alg = alg;
+    let manager = km::KeyManager::new(config, km::Stores::memory(store), clock.clone())
+        .await
+        .expect("key manager");
     let app = manager.router();
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
