@@ -40,8 +40,18 @@ pub use tls::TlsSource;
 #[derive(Debug, Clone, clap::Args)]
 pub struct GatewayArgs {
     /// Declarative API file (DB-less mode); watched and reloaded on change and on SIGHUP.
-    #[arg(long, env = "TURNPIKE_CONFIG")]
-    pub config: PathBuf,
+    #[arg(long, env = "TURNPIKE_CONFIG", required_unless_present = "control_plane", conflicts_with = "control_plane")]
+    pub config: Option<PathBuf>,
+    /// Control plane base URL (e.g. http://127.0.0.1:9400): follow its snapshots by
+    /// long-poll instead of reading a file.
+    #[arg(long, env = "TURNPIKE_CONTROL_PLANE", requires = "gateway_token")]
+    pub control_plane: Option<String>,
+    /// The control plane's gateway token (printed by `turnpike control-plane`).
+    #[arg(long, env = "TURNPIKE_GATEWAY_TOKEN", hide_env_values = true)]
+    pub gateway_token: Option<String>,
+    /// Name shown in the control plane's gateway list.
+    #[arg(long, env = "TURNPIKE_GATEWAY_ID", default_value = "gateway")]
+    pub gateway_id: String,
     /// Plain HTTP port: a number, 0 for any free port, or `off`.
     #[arg(long, env = "TURNPIKE_HTTP_PORT", default_value = "8280", value_parser = parse_port)]
     pub http_port: Port,
@@ -128,11 +138,27 @@ impl GatewayArgs {
 /// Prints `gateway listening on http://ADDR` / `https://ADDR` on stdout (so scripts can
 /// read the ports when 0 was asked for).
 pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let settings = args.settings()?;
-    let snapshot = Snapshot::load(&args.config)?;
-    tracing::info!(file = %args.config.display(), apis = snapshot.apis.len(), "config loaded");
+    let config = args
+        .config
+        .clone()
+        .ok_or("--config is required (or --control-plane, which the binary handles)")?;
+    let snapshot = Snapshot::load(&config)?;
+    tracing::info!(file = %config.display(), apis = snapshot.apis.len(), "config loaded");
     let snapshots = Arc::new(ArcSwap::from_pointee(snapshot));
-    let watcher = reload::spawn_watcher(args.config.clone(), snapshots.clone());
+    let watcher = reload::spawn_watcher(config, snapshots.clone());
+    let result = serve_until_terminated(&args, snapshots).await;
+    watcher.abort();
+    result
+}
+
+/// Binds the listeners the flags describe, serves from `snapshots` (swapped by whoever
+/// owns it: the file watcher, or a control-plane follower) until SIGTERM/SIGINT, drains.
+/// Prints `gateway listening on http://ADDR` / `https://ADDR` on stdout.
+pub async fn serve_until_terminated(
+    args: &GatewayArgs,
+    snapshots: Arc<ArcSwap<Snapshot>>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let settings = args.settings()?;
     let bound = Gateway::builder(settings)
         .snapshots(snapshots)
         .bind()
@@ -146,7 +172,6 @@ pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Se
         tracing::info!(addr = %a, "HTTPS listener");
     }
     bound.serve(termination()).await?;
-    watcher.abort();
     Ok(())
 }
 

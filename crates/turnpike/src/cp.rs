@@ -1,5 +1,5 @@
 //! The control-plane subcommands of the binary: `control-plane`, `up` (control plane +
-//! gateway + echo demo back end in one process) and `gateway-follow` (a gateway fed by a
+//! gateway + echo demo back end in one process) and `gateway --control-plane` (a gateway fed by a
 //! control plane). Thin glue over turnpike-admin, turnpike-sync, turnpike-gateway and the
 //! bench kit's echo server.
 
@@ -29,26 +29,6 @@ pub struct UpArgs {
     /// Password of the first admin (else one is generated and printed once).
     #[arg(long, env = "TURNPIKE_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
-}
-
-/// `turnpike gateway-follow`: a gateway whose snapshots come from a control plane.
-#[derive(Debug, Clone, clap::Args)]
-pub struct FollowArgs {
-    /// Control plane base URL, e.g. http://127.0.0.1:9400
-    #[arg(long, env = "TURNPIKE_CONTROL_PLANE")]
-    pub control_plane: String,
-    /// The control plane's gateway token.
-    #[arg(long, env = "TURNPIKE_GATEWAY_TOKEN", hide_env_values = true)]
-    pub gateway_token: String,
-    /// Name shown in the control plane's gateway list.
-    #[arg(long, env = "TURNPIKE_GATEWAY_ID", default_value = "gateway")]
-    pub gateway_id: String,
-    /// Plain HTTP port (0 for any free port).
-    #[arg(long, env = "TURNPIKE_HTTP_PORT", default_value_t = 8280)]
-    pub http_port: u16,
-    /// Where the self-signed certificate lives.
-    #[arg(long, env = "TURNPIKE_DATA_DIR", default_value = "./data")]
-    pub data_dir: PathBuf,
 }
 
 pub async fn control_plane(args: ControlPlaneArgs) -> Result<(), BoxError> {
@@ -91,15 +71,18 @@ async fn start_gateway(
     Ok((bound, follower))
 }
 
-pub async fn follow(args: FollowArgs) -> Result<(), BoxError> {
-    let cfg = FollowerConfig::new(args.control_plane, args.gateway_token, args.gateway_id);
-    let (bound, follower) = start_gateway(args.data_dir, args.http_port, cfg).await?;
-    if let Some(a) = bound.http_addr() {
-        println!("gateway listening on http://{a}");
-    }
-    bound.serve(turnpike_gateway::termination()).await?;
+/// `turnpike gateway --control-plane URL`: the gateway's own listeners and flags, its
+/// snapshots followed from the control plane instead of read from a file.
+pub async fn follow(args: turnpike_gateway::GatewayArgs) -> Result<(), BoxError> {
+    let (Some(url), Some(token)) = (args.control_plane.clone(), args.gateway_token.clone()) else {
+        return Err("--control-plane needs --gateway-token".into());
+    };
+    let cfg = FollowerConfig::new(url, token, args.gateway_id.clone());
+    let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
+    let follower = turnpike_sync::spawn(cfg, snapshots.clone());
+    let result = turnpike_gateway::serve_until_terminated(&args, snapshots).await;
     follower.stop();
-    Ok(())
+    result
 }
 
 pub async fn up(args: UpArgs) -> Result<(), BoxError> {

@@ -20,7 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a gateway (data plane).
+    /// Run a gateway (data plane): DB-less with --config FILE, or following a control
+    /// plane with --control-plane URL --gateway-token T.
     Gateway(turnpike_gateway::GatewayArgs),
     /// Run the echo back end used by the bench kit.
     Echo(turnpike_bench::echo::EchoArgs),
@@ -30,8 +31,6 @@ enum Command {
     ControlPlane(turnpike_admin::runtime::ControlPlaneArgs),
     /// All in one process: control plane, gateway and an echo demo API (SQLite in ./data).
     Up(cp::UpArgs),
-    /// Run a gateway that follows a control plane (snapshots by long-poll).
-    GatewayFollow(cp::FollowArgs),
     /// Reconcile a declarative API file against a control plane.
     Apply(turnpike_admin::apply::ApplyArgs),
 }
@@ -59,12 +58,12 @@ fn main() -> anyhow::Result<()> {
     runtime
         .block_on(async {
             match cli.command {
+                Command::Gateway(args) if args.control_plane.is_some() => cp::follow(args).await,
                 Command::Gateway(args) => turnpike_gateway::run(args).await,
                 Command::Echo(args) => turnpike_bench::echo::run(args).await,
                 Command::Bench(args) => turnpike_bench::run(args).await,
                 Command::ControlPlane(args) => cp::control_plane(args).await,
                 Command::Up(args) => cp::up(args).await,
-                Command::GatewayFollow(args) => cp::follow(args).await,
                 Command::Apply(args) => turnpike_admin::apply::run(args).await,
             }
         })

@@ -1,0 +1,101 @@
+//! Shared by the binary's end-to-end tests: scratch dirs, child processes that print the
+//! address they bound, and curl.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_turnpike");
+
+/// A scratch directory removed at the end (no tempfile dependency in this crate).
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn new() -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let p = std::env::temp_dir().join(format!("turnpike-e2e-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Kills the child if the test panics before it is stopped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `turnpike ARGS` and returns it with the address it printed after `prefix`.
+pub fn start(args: &[&str], prefix: &str) -> (Proc, String) {
+    start_env(args, &[], prefix)
+}
+
+/// [`start`] with extra environment variables.
+pub fn start_env(args: &[&str], env: &[(&str, &str)], prefix: &str) -> (Proc, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("TURNPIKE_LOG", "warn")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn turnpike");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("`turnpike {args:?}` exited before printing {prefix}"))
+            .expect("read stdout");
+        if let Some(a) = line.strip_prefix(prefix) {
+            break a.trim().to_owned();
+        }
+    };
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (Proc(child), addr)
+}
+
+pub fn curl(url: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", "-o", "-", "-w", "\n%{http_code}", "-d", "hello", url])
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// Polls `url` until it answers `code`, or panics after `limit`.
+pub fn wait_for_status(url: &str, code: u16, limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let got = curl(url).0;
+        if got == code {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url} still answers {got}, expected {code}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
