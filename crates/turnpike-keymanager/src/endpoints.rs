@@ -131,11 +131,7 @@ pub(crate) async fn revoke(
                     "token was issued to another client",
                 ));
             }
-            km.inner
-                .stores
-                .tokens
-                .revoke_jti(revoked(claims.jti, claims.exp))
-                .await?;
+            km.revoke_jti(revoked(claims.jti, claims.exp)).await?;
         }
         Some(Found::Refresh { grant, family, .. }) => {
             if grant.client_id != client.client_id {

@@ -103,6 +103,8 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) keys: KeyRing,
     pub(crate) limiter: FailureLimiter,
+    /// Bumped after every revocation: the control plane publishes a snapshot on change.
+    pub(crate) revocations: tokio::sync::watch::Sender<u64>,
 }
 
 /// The authorization server. Cheap to clone.
@@ -131,6 +133,7 @@ impl KeyManager {
                 clock,
                 keys,
                 limiter,
+                revocations: tokio::sync::watch::channel(0).0,
             }),
         })
     }
@@ -174,6 +177,19 @@ impl KeyManager {
             .tokens
             .revoked_since(self.inner.clock.now())
             .await
+    }
+
+    /// Changes after every revocation (revoke endpoint, refresh-token reuse). The control
+    /// plane waits on it and publishes a snapshot carrying [`Self::revoked`], so a revoked
+    /// token stops at every gateway within one publish, cached or not.
+    pub fn revocations_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.revocations.subscribe()
+    }
+
+    pub(crate) async fn revoke_jti(&self, revoked: RevokedJti) -> Result<(), StoreError> {
+        self.inner.stores.tokens.revoke_jti(revoked).await?;
+        self.inner.revocations.send_modify(|g| *g += 1);
+        Ok(())
     }
 
     pub fn issuer(&self) -> &str {

@@ -198,9 +198,8 @@ impl KeyManager {
 
     /// Revokes every refresh token of a family and the access tokens issued with them.
     pub(crate) async fn revoke_family(&self, family: &str) -> Result<(), OAuthError> {
-        let tokens = &self.inner.stores.tokens;
-        for jti in tokens.revoke_family(family).await? {
-            tokens.revoke_jti(jti).await?;
+        for jti in self.inner.stores.tokens.revoke_family(family).await? {
+            self.revoke_jti(jti).await?;
         }
         Ok(())
     }

@@ -366,6 +366,7 @@ async fn revoking_a_jwt_puts_its_jti_on_the_revocation_list() {
         )
         .await;
     assert_eq!(status, 200);
+    let changed = km.km.revocations_changed();
     let (status, ..) = km
         .post(
             "/oauth2/revoke",
@@ -374,6 +375,10 @@ async fn revoking_a_jwt_puts_its_jti_on_the_revocation_list() {
         )
         .await;
     assert_eq!(status, 200);
+    assert!(
+        changed.has_changed().unwrap_or(false),
+        "the control plane is told to publish"
+    );
     assert!(km
         .km
         .revoked()
