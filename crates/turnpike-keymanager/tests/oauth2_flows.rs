@@ -481,3 +481,33 @@ async fn discovery_names_the_endpoints() {
     );
     assert_eq!(doc["id_token_signing_alg_values_supported"][0], "ES256");
 }
+
+#[tokio::test]
+async fn expired_tokens_introspect_as_inactive() {
+    let km = start().await;
+    let jwt = km.client_credentials("app1").await;
+    let opaque = km.client_credentials("opaque1").await;
+    for t in [&jwt, &opaque] {
+        let token = t["access_token"].as_str().expect("at");
+        let (_, _, info) = km
+            .post(
+                "/oauth2/introspect",
+                Some(("gateway", SECRET)),
+                &[("token", token)],
+            )
+            .await;
+        assert_eq!(info["active"], true);
+    }
+    km.clock.advance(601);
+    for t in [&jwt, &opaque] {
+        let token = t["access_token"].as_str().expect("at");
+        let (_, _, info) = km
+            .post(
+                "/oauth2/introspect",
+                Some(("gateway", SECRET)),
+                &[("token", token)],
+            )
+            .await;
+        assert_eq!(info["active"], false);
+    }
+}
