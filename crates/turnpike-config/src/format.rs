@@ -12,9 +12,10 @@ pub(crate) fn from_yaml(
     text: &str,
     source_name: &str,
     version: u64,
+    runtime: &crate::PolicyRuntime,
 ) -> Result<Snapshot, ConfigError> {
     let file = parse(text).map_err(|p| invalid(source_name, vec![p]))?;
-    crate::compile_checked(file, version).map_err(|mut list| {
+    crate::compile_checked(file, version, runtime).map_err(|mut list| {
         let spans = Spans::scan(text);
         for p in &mut list {
             p.location = spans.find(&p.path);

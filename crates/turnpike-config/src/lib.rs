@@ -21,6 +21,7 @@ mod format;
 mod host;
 mod methods;
 mod router;
+mod runtime;
 mod size;
 mod snapshot;
 mod spans;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
+pub use runtime::PolicyRuntime;
 pub use size::DEFAULT_MAX_BODY_BYTES;
 pub use snapshot::{CompiledApi, RouteResult, Snapshot};
 pub use turnpike_model::{GatewayFile, LoadBalancing};
@@ -39,7 +41,17 @@ pub use turnpike_model::{GatewayFile, LoadBalancing};
 /// Validates and compiles a file that arrives as data. Problems name document paths
 /// (`apis[1].endpoints[0]`) but no lines, as there is no text.
 pub fn compile(file: GatewayFile, version: u64) -> Result<Snapshot, ConfigError> {
-    compile_checked(file, version).map_err(|list| {
+    compile_with(file, version, &PolicyRuntime::new())
+}
+
+/// [`compile`] against a gateway's long-lived [`PolicyRuntime`] (token caches, throttle
+/// counters), which the compiled policies keep using after the swap.
+pub fn compile_with(
+    file: GatewayFile,
+    version: u64,
+    runtime: &PolicyRuntime,
+) -> Result<Snapshot, ConfigError> {
+    compile_checked(file, version, runtime).map_err(|list| {
         ConfigError::Problems(Problems {
             source_name: "configuration".to_owned(),
             list,
@@ -47,7 +59,12 @@ pub fn compile(file: GatewayFile, version: u64) -> Result<Snapshot, ConfigError>
     })
 }
 
-pub(crate) fn compile_checked(file: GatewayFile, version: u64) -> Result<Snapshot, Vec<Problem>> {
+pub(crate) fn compile_checked(
+    file: GatewayFile,
+    version: u64,
+    runtime: &PolicyRuntime,
+) -> Result<Snapshot, Vec<Problem>> {
+    let _ = runtime; // policies (auth, throttling) compile against it
     let mut problems = Vec::new();
     let checked = validate::check_file(file, &mut problems);
     let router = router::Router::build(&checked, &mut problems);

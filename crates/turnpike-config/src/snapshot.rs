@@ -61,16 +61,30 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads, validates and compiles a YAML file (version 1).
     pub fn load(path: &Path) -> Result<Snapshot, ConfigError> {
+        Self::load_with(path, &crate::PolicyRuntime::new())
+    }
+
+    /// [`Snapshot::load`] against a gateway's long-lived policy runtime.
+    pub fn load_with(path: &Path, runtime: &crate::PolicyRuntime) -> Result<Snapshot, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
             path: path.display().to_string(),
             source,
         })?;
-        Self::from_yaml(&text, &path.display().to_string())
+        Self::from_yaml_with(&text, &path.display().to_string(), runtime)
     }
 
     /// Validates and compiles YAML text; `source_name` names it in errors.
     pub fn from_yaml(text: &str, source_name: &str) -> Result<Snapshot, ConfigError> {
-        crate::format::from_yaml(text, source_name, 1)
+        Self::from_yaml_with(text, source_name, &crate::PolicyRuntime::new())
+    }
+
+    /// [`Snapshot::from_yaml`] against a gateway's long-lived policy runtime.
+    pub fn from_yaml_with(
+        text: &str,
+        source_name: &str,
+        runtime: &crate::PolicyRuntime,
+    ) -> Result<Snapshot, ConfigError> {
+        crate::format::from_yaml(text, source_name, 1, runtime)
     }
 
     /// Compiles a file already in memory (e.g. shipped as JSON by the control plane).

@@ -40,7 +40,12 @@ pub use tls::TlsSource;
 #[derive(Debug, Clone, clap::Args)]
 pub struct GatewayArgs {
     /// Declarative API file (DB-less mode); watched and reloaded on change and on SIGHUP.
-    #[arg(long, env = "TURNPIKE_CONFIG", required_unless_present = "control_plane", conflicts_with = "control_plane")]
+    #[arg(
+        long,
+        env = "TURNPIKE_CONFIG",
+        required_unless_present = "control_plane",
+        conflicts_with = "control_plane"
+    )]
     pub config: Option<PathBuf>,
     /// Control plane base URL (e.g. http://127.0.0.1:9400): follow its snapshots by
     /// long-poll instead of reading a file.
@@ -142,10 +147,11 @@ pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Se
         .config
         .clone()
         .ok_or("--config is required (or --control-plane, which the binary handles)")?;
-    let snapshot = Snapshot::load(&config)?;
+    let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
+    let snapshot = Snapshot::load_with(&config, &runtime)?;
     tracing::info!(file = %config.display(), apis = snapshot.apis.len(), "config loaded");
     let snapshots = Arc::new(ArcSwap::from_pointee(snapshot));
-    let watcher = reload::spawn_watcher(config, snapshots.clone());
+    let watcher = reload::spawn_watcher(config, snapshots.clone(), runtime);
     let result = serve_until_terminated(&args, snapshots).await;
     watcher.abort();
     result

@@ -8,15 +8,20 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
-use turnpike_config::{ConfigError, Snapshot};
+use turnpike_config::{ConfigError, PolicyRuntime, Snapshot};
 
 /// How often the file's metadata is checked.
 pub const POLL: Duration = Duration::from_secs(1);
 
 /// Reloads the file now: swaps on success, keeps the old snapshot on error.
-pub async fn reload(path: &Path, snapshots: &ArcSwap<Snapshot>) -> Result<(), ConfigError> {
+pub async fn reload(
+    path: &Path,
+    snapshots: &ArcSwap<Snapshot>,
+    runtime: &Arc<PolicyRuntime>,
+) -> Result<(), ConfigError> {
     let p = path.to_owned();
-    let loaded = tokio::task::spawn_blocking(move || Snapshot::load(&p))
+    let rt = runtime.clone();
+    let loaded = tokio::task::spawn_blocking(move || Snapshot::load_with(&p, &rt))
         .await
         .map_err(|e| ConfigError::Invalid(format!("reload task failed: {e}")))?;
     match loaded {
@@ -43,6 +48,7 @@ fn fingerprint(path: &Path) -> Option<(SystemTime, u64)> {
 pub fn spawn_watcher(
     path: PathBuf,
     snapshots: Arc<ArcSwap<Snapshot>>,
+    runtime: Arc<PolicyRuntime>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut last = fingerprint(&path);
@@ -60,7 +66,7 @@ pub fn spawn_watcher(
                     tracing::info!("SIGHUP: reloading the config");
                 }
                 last = now;
-                let _ = reload(&path, &snapshots).await;
+                let _ = reload(&path, &snapshots, &runtime).await;
             }
         }
     })

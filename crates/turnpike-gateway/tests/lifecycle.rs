@@ -101,7 +101,7 @@ async fn bad_reload_is_refused_and_old_config_keeps_serving() {
     let gw = gateway(&good).await;
     let file = gw.dir.path().join("apis.yaml");
     std::fs::write(&file, "apis:\n  - name: r\n    contxt: /oops\n").expect("write");
-    let err = turnpike_gateway::reload::reload(&file, gw.snapshots())
+    let err = turnpike_gateway::reload::reload(&file, gw.snapshots(), &Default::default())
         .await
         .expect_err("invalid file refused");
     assert!(err.to_string().contains("contxt"), "{err}");
@@ -111,7 +111,7 @@ async fn bad_reload_is_refused_and_old_config_keeps_serving() {
     // A good file is taken.
     let moved = good.replace("/r\n", "/moved\n");
     std::fs::write(&file, moved).expect("write");
-    turnpike_gateway::reload::reload(&file, gw.snapshots())
+    turnpike_gateway::reload::reload(&file, gw.snapshots(), &Default::default())
         .await
         .expect("valid file taken");
     let r = client()

@@ -30,6 +30,8 @@ pub struct FollowerConfig {
     pub wait: Duration,
     /// Longest pause between retries while the control plane is down.
     pub max_backoff: Duration,
+    /// The gateway's long-lived policy state every snapshot compiles against.
+    pub runtime: Arc<turnpike_config::PolicyRuntime>,
 }
 
 impl FollowerConfig {
@@ -44,6 +46,7 @@ impl FollowerConfig {
             gateway_id: gateway_id.into(),
             wait: Duration::from_secs(30),
             max_backoff: Duration::from_secs(2),
+            runtime: Arc::default(),
         }
     }
 }
@@ -213,10 +216,13 @@ impl Follower {
             reason: e.to_string(),
         })?;
         let apis = file.apis.len();
-        let snapshot = turnpike_config::compile(file, version).map_err(|e| SyncError::Invalid {
-            version,
-            reason: e.to_string(),
-        })?;
+        let snapshot =
+            turnpike_config::compile_with(file, version, &self.cfg.runtime).map_err(|e| {
+                SyncError::Invalid {
+                    version,
+                    reason: e.to_string(),
+                }
+            })?;
         self.snapshots.store(Arc::new(snapshot));
         self.served_hash = hash;
         self.served_tx.send_replace(version);
