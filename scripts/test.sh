@@ -14,4 +14,15 @@ echo "== tests"; cargo test --workspace --locked 2>&1 | tee target/test-output.t
 passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
 if [ "$passed" -eq 0 ]; then echo "no tests ran" >&2; exit 1; fi
+
+# The bench kit end to end (issue 6): the quick plan against a release gateway, under
+# 3 minutes, leaving its report behind.
+echo "== bench quick plan"
+cargo build --release --locked -p turnpike
+rm -rf target/bench-quick
+timeout 180 target/release/turnpike bench matrix --plan quick --out target/bench-quick
+for f in index.html summary.md summary.csv results.json; do
+  [ -s "target/bench-quick/$f" ] || { echo "bench quick plan left no $f" >&2; exit 1; }
+done
+
 echo "$passed passed, $failed failed"
