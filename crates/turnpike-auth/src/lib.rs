@@ -36,6 +36,7 @@ pub use introspect::{IntrospectionConfig, Introspector};
 pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
 pub use spec::{
-    ApiAuthSpec, ApiKeySpec, AuthRuntime, BasicUserSpec, CompiledSecurity, IntrospectionSpec,
-    IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
+    ApiAuthSpec, ApiKeySpec, AuthRuntime, BackendJwtSpec, BasicUserSpec, CompiledSecurity,
+    IntrospectionSpec, IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
 };
+pub use turnpike_model::security::ResourceAuth;

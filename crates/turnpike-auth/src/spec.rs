@@ -1,4 +1,4 @@
-//! Security as data, and its compilation. [`SecuritySpec`] is what a snapshot (or the
+//! Compilation of security data. [`SecuritySpec`] (data, in `turnpike-model`) is what a snapshot (or the
 //! DB-less file) carries: trusted issuers, API-key digests, basic users, subscriptions,
 //! revoked token ids, the introspection client. [`AuthRuntime`] is the long-lived side
 //! (caches, introspector, background JWKS refreshers, kept across snapshot swaps);
@@ -9,11 +9,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use turnpike_model::security::{
+    ApiAuthSpec, ApiKeySpec, BackendJwtSpec, BasicUserSpec, IntrospectionSpec, IssuerSpec,
+    SecuritySpec, SubscriptionSpec,
+};
 
 use crate::apikey::{ApiKeyRecord, ApiKeyValidator};
 use crate::authenticator::{ApiKeyLocation, Authenticator};
 use crate::authz::{Subscription, SubscriptionState, Subscriptions};
+use crate::backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 use crate::basic::{BasicUser, BasicValidator};
 use crate::cache::TokenCache;
 use crate::clock::Clock;
@@ -23,120 +27,6 @@ use crate::identity::{ClaimMapping, Identity, KeyType};
 use crate::introspect::{IntrospectionConfig, Introspector};
 use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
 use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};
-
-/// A trusted token issuer: inline JWKS (Turnpike's key manager) or a JWKS URL.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IssuerSpec {
-    pub issuer: String,
-    #[serde(default)]
-    pub audiences: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jwks: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jwks_url: Option<String>,
-    /// Claim names, keyed by identity field (`application`, `scopes`, `subscriber`, ...).
-    #[serde(default)]
-    pub claims: HashMap<String, String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ApiKeySpec {
-    /// Hex SHA-256 of the key.
-    pub sha256: String,
-    pub application: String,
-    #[serde(default)]
-    pub application_name: String,
-    pub subscriber: String,
-    #[serde(default)]
-    pub scopes: Vec<String>,
-    #[serde(default)]
-    pub sandbox: bool,
-    #[serde(default)]
-    pub expires_at: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BasicUserSpec {
-    pub username: String,
-    /// argon2 PHC string.
-    pub password_hash: String,
-    #[serde(default)]
-    pub scopes: Vec<String>,
-    #[serde(default)]
-    pub application: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SubscriptionSpec {
-    pub api: String,
-    pub application: String,
-    /// ACTIVE, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD, REJECTED.
-    pub state: String,
-    pub tier: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IntrospectionSpec {
-    pub endpoint: String,
-    pub client_id: String,
-    pub client_secret: String,
-}
-
-/// Everything the gateway needs to secure its APIs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SecuritySpec {
-    #[serde(default)]
-    pub issuers: Vec<IssuerSpec>,
-    #[serde(default)]
-    pub api_keys: Vec<ApiKeySpec>,
-    #[serde(default)]
-    pub basic_users: Vec<BasicUserSpec>,
-    #[serde(default)]
-    pub subscriptions: Vec<SubscriptionSpec>,
-    /// Revoked `jti`s still unexpired.
-    #[serde(default)]
-    pub revoked: Vec<String>,
-    #[serde(default)]
-    pub introspection: Option<IntrospectionSpec>,
-}
-
-/// Which credentials one API accepts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ApiAuthSpec {
-    #[serde(default = "yes")]
-    pub oauth2: bool,
-    #[serde(default)]
-    pub api_key: bool,
-    #[serde(default)]
-    pub api_key_header: Option<String>,
-    #[serde(default)]
-    pub api_key_query: Option<String>,
-    #[serde(default)]
-    pub basic: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for ApiAuthSpec {
-    fn default() -> Self {
-        Self {
-            oauth2: true,
-            api_key: false,
-            api_key_header: None,
-            api_key_query: None,
-            basic: false,
-        }
-    }
-}
 
 /// One invalid field: where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -203,6 +93,9 @@ pub struct AuthRuntime {
     remote_issuers:
         Mutex<HashMap<(String, String), (Arc<TrustedIssuer>, tokio::task::JoinHandle<()>)>>,
     leeway: u64,
+    /// One back-end JWT signer per (issuer, header, ttl): its key lives as long as the
+    /// gateway, so back ends keep verifying across reloads.
+    backend_signers: Mutex<HashMap<(String, String, u64), Arc<BackendJwtSigner>>>,
 }
 
 /// A compiled spec: shared by every API's authenticator in one snapshot.
@@ -225,7 +118,37 @@ impl AuthRuntime {
             introspectors: Mutex::new(HashMap::new()),
             remote_issuers: Mutex::new(HashMap::new()),
             leeway: 30,
+            backend_signers: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The back-end JWT signer for these settings, created (with a fresh ES256 key)
+    /// the first time they are asked for and kept for the runtime's life.
+    pub fn backend_signer(
+        &self,
+        config: BackendJwtConfig,
+    ) -> Result<Arc<BackendJwtSigner>, BackendJwtError> {
+        let key = (
+            config.issuer.clone(),
+            config.header.as_str().to_owned(),
+            config.ttl,
+        );
+        let mut map = self
+            .backend_signers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = map.get(&key) {
+            return Ok(s.clone());
+        }
+        let signer = Arc::new(BackendJwtSigner::generate(config, self.clock.clone())?);
+        tracing::info!(
+            issuer = %key.0,
+            header = %key.1,
+            jwks = %signer.jwks(),
+            "back-end JWT signing key created"
+        );
+        map.insert(key, signer.clone());
+        Ok(signer)
     }
 
     /// Compiles a spec, or lists every problem in it. Must run inside a tokio runtime

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 mod quantity;
+pub mod security;
 
 pub use quantity::Quantity;
 
@@ -27,6 +28,9 @@ pub struct GatewayFile {
     pub format_version: Option<u32>,
     #[serde(default)]
     pub apis: Vec<ApiSpec>,
+    /// Trusted issuers, API keys, basic users, subscriptions (see [`security`]).
+    #[serde(default, skip_serializing_if = "security::SecuritySpec::is_empty")]
+    pub security: security::SecuritySpec,
 }
 
 /// One API version as a publisher declares it.
@@ -58,6 +62,9 @@ pub struct ApiSpec {
     pub timeouts: TimeoutSpec,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
+    /// Which credentials the API accepts; open when omitted (or `auth: none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<security::ApiAuthSpec>,
 }
 
 /// A resource: a path template and the methods it accepts.
@@ -68,6 +75,12 @@ pub struct ResourceSpec {
     pub path: String,
     /// HTTP methods, or `"*"` for any.
     pub methods: Vec<String>,
+    /// Scopes of which the caller needs any one (secured APIs only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// `auth: none` opens this resource of a secured API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<security::ResourceAuth>,
 }
 
 /// Upstream timeouts as written: durations such as `"5s"`, `"250ms"`, `"2m"`.
