@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 mod quantity;
+pub mod throttling;
 pub mod security;
 
 pub use quantity::Quantity;
@@ -28,6 +29,10 @@ pub struct GatewayFile {
     pub format_version: Option<u32>,
     #[serde(default)]
     pub apis: Vec<ApiSpec>,
+    /// Subscription, application and advanced throttling policies (see [`throttling`]);
+    /// WSO2's default tiers are available by name without declaring them.
+    #[serde(default, skip_serializing_if = "throttling::ThrottleSpec::is_empty")]
+    pub throttling: throttling::ThrottleSpec,
     /// Trusted issuers, API keys, basic users, subscriptions (see [`security`]).
     #[serde(default, skip_serializing_if = "security::SecuritySpec::is_empty")]
     pub security: security::SecuritySpec,
@@ -62,6 +67,9 @@ pub struct ApiSpec {
     pub timeouts: TimeoutSpec,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
+    /// API-level advanced throttling policy (e.g. `10KPerMin`), shared by every caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling: Option<String>,
     /// Which credentials the API accepts; open when omitted (or `auth: none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<security::ApiAuthSpec>,
@@ -75,6 +83,9 @@ pub struct ResourceSpec {
     pub path: String,
     /// HTTP methods, or `"*"` for any.
     pub methods: Vec<String>,
+    /// Resource-level advanced throttling policy, counted per API and resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling: Option<String>,
     /// Scopes of which the caller needs any one (secured APIs only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use http::HeaderValue;
 
 use crate::ip::IpRange;
-use crate::spec::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
+use turnpike_model::throttling::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
 use crate::stats::RuleStats;
 use crate::store::{CounterStore, KeyHash};
 use crate::throttler::Throttler;

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use http::HeaderMap;
-use serde::{Deserialize, Serialize};
+use turnpike_model::throttling::HeaderStyle;
 
 use crate::throttler::{Decision, Throttler};
 
@@ -18,19 +18,6 @@ pub static RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-rese
 
 /// Stable error code of a throttled request.
 pub const THROTTLED_CODE: &str = "throttled";
-
-/// Which rate-limit headers to send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HeaderStyle {
-    /// `RateLimit-Policy: "sub:Gold";q=5000;w=60` and `RateLimit: "sub:Gold";r=4999;t=42`.
-    #[default]
-    Ietf,
-    /// `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds).
-    Legacy,
-    Both,
-    None,
-}
 
 /// Whole seconds, rounded up (a client told "0" would retry at once).
 fn ceil_secs(d: std::time::Duration) -> u64 {

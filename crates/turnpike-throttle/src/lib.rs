@@ -6,7 +6,7 @@
 //!
 //! Counters live in a `CounterStore` that outlives snapshots, keyed by stable ids, so a
 //! configuration swap never resets a quota. Time comes from an injectable `Clock`.
-//! This crate depends on no other Turnpike crate; see docs/throttling.md for the model,
+//! It depends only on `turnpike-model` (the policy data); see docs/throttling.md for the model,
 //! the accuracy of each algorithm and the cluster's over-admission bound.
 
 mod clock;
@@ -16,7 +16,6 @@ mod counter;
 mod facts;
 mod headers;
 mod ip;
-mod spec;
 mod stats;
 mod store;
 mod throttler;
@@ -25,11 +24,13 @@ pub use clock::{Clock, ManualClock, SystemClock, UnixNanos};
 pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};
 pub use compile::{BuildError, RuleId};
 pub use facts::{Lookup, NoLookup, RequestFacts};
-pub use headers::{HeaderStyle, THROTTLED_CODE};
+pub use headers::THROTTLED_CODE;
 pub use ip::IpRange;
-pub use spec::{
-    AdvancedPolicy, ApplicationTier, BurstLimit, BurstUnit, Condition, ConditionGroup, Limit,
-    SubscriptionTier, ThrottleSpec, TimeUnit, UNAUTHENTICATED, UNLIMITED,
+/// The policy data lives in `turnpike-model` (the file format); re-exported here.
+pub use turnpike_model::throttling::{
+    AdvancedPolicy, ApplicationThrottle, ApplicationTier, BurstLimit, BurstUnit, Condition,
+    ConditionGroup, HeaderStyle, Limit, SubscriptionTier, ThrottleSpec, TimeUnit,
+    UNAUTHENTICATED, UNLIMITED,
 };
 pub use stats::{RuleStats, StripedCounter};
 pub use store::{CounterStore, StoreConfig};
