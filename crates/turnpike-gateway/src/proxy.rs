@@ -330,7 +330,9 @@ async fn send(
                         Err(mut e) => match e.take_message() {
                             Some(back) if reused => {
                                 req = back;
-                                conn = pool.connect_new(api.connect_timeout).await?;
+                                // Cold: boxed so its (large) future is not part of every
+                                // request's future.
+                                conn = Box::pin(pool.connect_new(api.connect_timeout)).await?;
                             }
                             _ => return Err(send_error(e.into_error())),
                         },

@@ -186,7 +186,9 @@ impl EndpointPool {
                 }
             }
         }
-        self.connect_new(connect_timeout).await
+        // Boxed: the connect future (DNS, TCP, TLS state) is large and rarely polled;
+        // inline, it would be moved with every request's future.
+        Box::pin(self.connect_new(connect_timeout)).await
     }
 
     /// Opens a new connection within `connect_timeout` (TCP and, for https, TLS).

@@ -41,7 +41,20 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log)?)
         .with_writer(std::io::stderr)
         .init();
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    // One gateway worker: a current-thread runtime (no work stealing, no cross-thread
+    // wake-ups), which is what a proxy pinned to one core wants.
+    let single = matches!(
+        &cli.command,
+        Command::Gateway(turnpike_gateway::GatewayArgs {
+            workers: Some(1),
+            ..
+        })
+    );
+    let mut builder = if single {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
     if let Command::Echo(turnpike_bench::echo::EchoArgs {
         threads: Some(n), ..
     }) = &cli.command
@@ -52,7 +65,9 @@ fn main() -> anyhow::Result<()> {
         workers: Some(n), ..
     }) = &cli.command
     {
-        builder.worker_threads(*n);
+        if !single {
+            builder.worker_threads(*n);
+        }
     }
     let runtime = builder.enable_all().build()?;
     runtime
