@@ -22,10 +22,12 @@ mod host;
 mod methods;
 mod router;
 mod runtime;
+mod security;
 mod size;
 mod snapshot;
 mod spans;
 mod template;
+mod throttling;
 mod validate;
 
 use std::sync::Arc;
@@ -34,8 +36,10 @@ pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
 pub use runtime::PolicyRuntime;
+pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;
 pub use snapshot::{CompiledApi, RouteResult, Snapshot};
+pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_model::{GatewayFile, LoadBalancing};
 
 /// Validates and compiles a file that arrives as data. Problems name document paths
@@ -64,9 +68,14 @@ pub(crate) fn compile_checked(
     version: u64,
     runtime: &PolicyRuntime,
 ) -> Result<Snapshot, Vec<Problem>> {
-    let _ = runtime; // policies (auth, throttling) compile against it
     let mut problems = Vec::new();
-    let checked = validate::check_file(file, &mut problems);
+    let mut security = security::compile(&file, runtime, &mut problems);
+    let mut throttling = throttling::compile(&file, runtime, &mut problems);
+    let mut checked = validate::check_file(file, &mut problems);
+    for c in &mut checked {
+        c.api.security = security.get_mut(c.index).and_then(Option::take);
+        c.api.throttle = throttling.get_mut(c.index).and_then(Option::take);
+    }
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {
         return Err(problems);

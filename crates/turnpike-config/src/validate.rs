@@ -120,6 +120,8 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             max_body_bytes,
             connect_timeout,
             response_timeout,
+            security: None,
+            throttle: None,
         },
         host,
         index,

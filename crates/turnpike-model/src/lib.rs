@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 mod quantity;
-pub mod throttling;
 pub mod security;
+pub mod throttling;
 
 pub use quantity::Quantity;
 
@@ -29,13 +29,13 @@ pub struct GatewayFile {
     pub format_version: Option<u32>,
     #[serde(default)]
     pub apis: Vec<ApiSpec>,
+    /// Trusted issuers, API keys, basic users, subscriptions (see [`security`]).
+    #[serde(default, skip_serializing_if = "security::SecuritySpec::is_empty")]
+    pub security: security::SecuritySpec,
     /// Subscription, application and advanced throttling policies (see [`throttling`]);
     /// WSO2's default tiers are available by name without declaring them.
     #[serde(default, skip_serializing_if = "throttling::ThrottleSpec::is_empty")]
     pub throttling: throttling::ThrottleSpec,
-    /// Trusted issuers, API keys, basic users, subscriptions (see [`security`]).
-    #[serde(default, skip_serializing_if = "security::SecuritySpec::is_empty")]
-    pub security: security::SecuritySpec,
 }
 
 /// One API version as a publisher declares it.
@@ -67,12 +67,16 @@ pub struct ApiSpec {
     pub timeouts: TimeoutSpec,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
-    /// API-level advanced throttling policy (e.g. `10KPerMin`), shared by every caller.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub throttling: Option<String>,
     /// Which credentials the API accepts; open when omitted (or `auth: none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<security::ApiAuthSpec>,
+    /// Lifecycle state (`PUBLISHED` when omitted); `BLOCKED`, `CREATED` and `RETIRED`
+    /// refuse every call with 403.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<String>,
+    /// API-level advanced throttling policy (e.g. `10KPerMin`), shared by every caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling: Option<String>,
 }
 
 /// A resource: a path template and the methods it accepts.
@@ -83,15 +87,15 @@ pub struct ResourceSpec {
     pub path: String,
     /// HTTP methods, or `"*"` for any.
     pub methods: Vec<String>,
-    /// Resource-level advanced throttling policy, counted per API and resource.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub throttling: Option<String>,
     /// Scopes of which the caller needs any one (secured APIs only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
     /// `auth: none` opens this resource of a secured API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<security::ResourceAuth>,
+    /// Resource-level advanced throttling policy, counted per API and resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling: Option<String>,
 }
 
 /// Upstream timeouts as written: durations such as `"5s"`, `"250ms"`, `"2m"`.
