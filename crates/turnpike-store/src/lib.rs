@@ -2,7 +2,8 @@
 //! resources, offered tiers, definitions), applications, subscriptions, tiers, and a change
 //! log whose counter is the snapshot version. One code path over sqlx's `Any` driver serves
 //! SQLite (embedded, WAL) and PostgreSQL. Must not depend on HTTP, the admin API or the
-//! gateway.
+//! gateway. It implements the key manager's store traits (`km.rs`; depending on
+//! `turnpike-keymanager` for those types only).
 //!
 //! Writes go through [`Store::begin_write`]: one writer at a time in this process (SQLite
 //! allows no more, and it keeps version numbers dense), every write transaction bumps the
@@ -11,8 +12,10 @@
 
 mod apis;
 mod apps;
+mod km;
 mod migrate;
 pub mod model;
+mod oauth;
 mod tiers;
 mod users;
 
@@ -25,6 +28,7 @@ use tokio::sync::{watch, Mutex, MutexGuard};
 
 pub use apis::ApiFilter;
 pub use model::*;
+pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};
 pub use users::{PasswordParams, ROLES};
 
 /// Which SQL engine the store runs on.

@@ -89,12 +89,86 @@ CREATE TABLE change_log (
 )
 "#;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "core",
-    sqlite: CORE,
-    postgres: CORE,
-}];
+/// The key manager's tables: OAuth2 clients (one per application and key type, secret as
+/// an argon2 PHC string), refresh tokens (SHA-256 hex, with families), opaque access
+/// tokens (SHA-256 hex), revoked token ids, signing keys, and API keys (SHA-256 hex).
+const OAUTH: &str = r#"
+CREATE TABLE oauth_clients (
+  client_id TEXT PRIMARY KEY,
+  application_id TEXT NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  key_type TEXT NOT NULL,
+  secret_hash TEXT NOT NULL,
+  grant_types TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  token_format TEXT NOT NULL,
+  access_ttl_s BIGINT NOT NULL,
+  refresh_ttl_s BIGINT NOT NULL,
+  audience TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  UNIQUE (application_id, key_type)
+);
+CREATE TABLE oauth_refresh (
+  hash TEXT PRIMARY KEY,
+  family TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  username TEXT,
+  scopes TEXT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  used BIGINT NOT NULL DEFAULT 0,
+  access_jti TEXT NOT NULL,
+  access_expires_at BIGINT NOT NULL
+);
+CREATE INDEX oauth_refresh_family ON oauth_refresh (family);
+CREATE TABLE oauth_opaque (
+  hash TEXT PRIMARY KEY,
+  jti TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  username TEXT,
+  scopes TEXT NOT NULL,
+  audience TEXT NOT NULL,
+  issued_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE TABLE oauth_revoked (
+  jti TEXT PRIMARY KEY,
+  expires_at BIGINT NOT NULL
+);
+CREATE TABLE oauth_keys (
+  kid TEXT PRIMARY KEY,
+  alg TEXT NOT NULL,
+  private_der TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  retired_at BIGINT
+);
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  application_id TEXT NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  key_type TEXT NOT NULL,
+  sha256 TEXT NOT NULL UNIQUE,
+  scopes TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT
+);
+CREATE INDEX api_keys_app ON api_keys (application_id)
+"#;
+
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "core",
+        sqlite: CORE,
+        postgres: CORE,
+    },
+    Migration {
+        version: 2,
+        name: "oauth",
+        sqlite: OAUTH,
+        postgres: OAUTH,
+    },
+];
 
 /// Applies every migration newer than the database's.
 pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {
