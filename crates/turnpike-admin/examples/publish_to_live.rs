@@ -60,6 +60,7 @@ async fn main() -> Result<(), BoxError> {
         port: 0,
         gateway_token: Some("bench".into()),
         admin_password: Some("benchpassword".into()),
+        public_url: None,
     })
     .await?;
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
@@ -89,6 +90,14 @@ async fn main() -> Result<(), BoxError> {
         )
         .await?;
         let id = api["id"].as_str().ok_or("create failed")?.to_string();
+        // Open API: this measures distribution, not security (APIs default to OAuth2).
+        call(
+            &app,
+            "PUT",
+            &format!("/api/am/publisher/v1/apis/{id}/security"),
+            Some("\"none\"".into()),
+        )
+        .await?;
         let uri: http::Uri = format!("http://{gw_addr}/b{i}/v1/x").parse()?;
         let start = Instant::now();
         call(

@@ -100,7 +100,7 @@ async fn definition(
 }
 
 /// The caller's application, or 404 (not 403: do not reveal others' ids).
-async fn own_app(s: &AppState, caller: &Caller, id: &str) -> ApiResult<Application> {
+pub(crate) async fn own_app(s: &AppState, caller: &Caller, id: &str) -> ApiResult<Application> {
     let app = s.inner.store.get_application(id).await?;
     if app.owner != caller.name && !caller.is_admin() {
         return Err(ApiError::not_found(format!("application {id}")));

@@ -13,10 +13,12 @@ mod auth;
 mod devportal;
 pub mod error;
 mod http;
+mod keys_api;
 mod openapi_doc;
 mod openapi_import;
 mod publisher;
 pub mod runtime;
+pub mod security;
 pub mod snapshot;
 mod validate;
 
@@ -64,6 +66,8 @@ struct Inner {
     auth_cache: auth::AuthCache,
     gateways: snapshot::Gateways,
     snapshots: snapshot::Cache,
+    /// The key manager, once [`security::enable`] ran.
+    security: std::sync::OnceLock<security::Security>,
     /// Set when the server stops: pending long-polls answer at once.
     closing: tokio::sync::watch::Sender<bool>,
 }
@@ -79,6 +83,7 @@ impl AppState {
                 auth_cache: auth::AuthCache::default(),
                 gateways: snapshot::Gateways::default(),
                 snapshots: snapshot::Cache::default(),
+                security: std::sync::OnceLock::new(),
                 closing: tokio::sync::watch::channel(false).0,
             }),
         };
@@ -114,18 +119,30 @@ async fn openapi() -> axum::Json<serde_json::Value> {
     axum::Json(openapi_doc::document())
 }
 
-/// The whole control-plane app.
+/// The whole control-plane app (with the key manager's `/oauth2/*` routes once
+/// [`security::enable`] ran).
 pub fn router(state: AppState) -> Router {
     let limit = state.inner.config.body_limit;
-    Router::new()
-        .nest("/api/am/publisher/v1", publisher::routes())
-        .nest("/api/am/devportal/v1", devportal::routes())
+    let km = state.inner.security.get().map(|s| s.km.router());
+    let app = Router::new()
+        .nest(
+            "/api/am/publisher/v1",
+            publisher::routes().merge(keys_api::publisher_routes()),
+        )
+        .nest(
+            "/api/am/devportal/v1",
+            devportal::routes().merge(keys_api::devportal_routes()),
+        )
         .nest("/api/am/admin/v1", admin_api::routes())
         .nest("/api/am/gateway/v1", snapshot::routes())
         .route("/api/am/openapi.json", get(openapi))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(state)
+        .with_state(state);
+    match km {
+        Some(km) => app.merge(km),
+        None => app,
+    }
 }
 
 /// Serves the app on `listener` until `shutdown` resolves.

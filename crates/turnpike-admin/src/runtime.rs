@@ -31,6 +31,10 @@ pub struct ControlPlaneArgs {
     /// Password of the first admin (only used when the store has no user yet).
     #[arg(long, env = "TURNPIKE_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
+    /// The control plane's public URL: `iss` of the tokens its key manager issues, and
+    /// where gateways introspect opaque tokens. Default `http://BIND:PORT` as bound.
+    #[arg(long, env = "TURNPIKE_CP_PUBLIC_URL")]
+    pub public_url: Option<String>,
 }
 
 /// A running control plane.
@@ -85,6 +89,11 @@ pub async fn start(
         .map_err(|e| format!("creating the admin: {}", e.message))?;
     let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
     let addr = listener.local_addr()?;
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    crate::security::enable(&state, &public_url).await?;
     let (stop, rx) = oneshot::channel::<()>();
     let join = tokio::spawn(crate::serve(listener, state.clone(), async move {
         let _ = rx.await;

@@ -1,6 +1,7 @@
 //! Snapshot distribution: compiles the live APIs into the declarative file format
 //! (`turnpike_model::GatewayFile`, sent as JSON: DB-less and control-plane gateways run the
-//! same compile code), serves it by long-poll with the version as cursor
+//! same compile code; with the key manager it carries `security:` and each API's `auth:`,
+//! see `security.rs`), serves it by long-poll with the version as cursor
 //! (`GET /api/am/gateway/v1/snapshot?after=V`), authenticated by the gateway token, and
 //! records what each gateway reports it serves and how long the last change took to reach it.
 
@@ -38,10 +39,22 @@ pub struct Built {
 }
 
 /// Reads the live APIs and the version they belong to (no commit can land in between).
-pub async fn build(store: &Store) -> Result<Built, ApiError> {
+/// With the key manager (`security`: it and the gateway token), the file also carries the
+/// `security:` section and every API's `auth:`.
+pub async fn build(
+    store: &Store,
+    security: Option<(&crate::security::Security, &str)>,
+) -> Result<Built, ApiError> {
     let _no_commits = store.read_consistent().await;
     let version = store.current_version().await?;
     let apis = store.live_apis().await?;
+    let (sec_spec, mut auth) = match security {
+        Some((sec, token)) => (
+            Some(crate::security::spec(store, sec, token).await?),
+            crate::security::api_auth(store, &apis).await?,
+        ),
+        None => (None, HashMap::new()),
+    };
     let specs: Vec<serde_json::Value> = apis
         .iter()
         .map(|a| {
@@ -53,17 +66,24 @@ pub async fn build(store: &Store) -> Result<Built, ApiError> {
                     .map(|r| json!({"path": r.path, "methods": r.methods}))
                     .collect()
             };
-            json!({
+            let mut spec = json!({
                 "name": a.name,
                 "context": a.context,
                 "version": a.version,
                 "default": a.is_default_version,
                 "endpoints": a.endpoints,
                 "resources": resources,
-            })
+            });
+            if let (Some(auth), Some(obj)) = (auth.remove(&a.id), spec.as_object_mut()) {
+                obj.insert("auth".into(), json!(auth));
+            }
+            spec
         })
         .collect();
-    let doc = json!({ "apis": specs });
+    let mut doc = json!({ "apis": specs });
+    if let (Some(sec), Some(obj)) = (sec_spec, doc.as_object_mut()) {
+        obj.insert("security".into(), json!(sec));
+    }
     // The wire format is the declarative file: check it still parses as one.
     let file: GatewayFile = serde_json::from_value(doc).map_err(|e| {
         tracing::error!(error = %e, "control plane: snapshot does not match the file format");
@@ -166,12 +186,17 @@ pub struct Cache {
 }
 
 impl Cache {
-    async fn get(&self, store: &Store, at_least: u64) -> Result<Arc<Built>, ApiError> {
+    async fn get(&self, s: &AppState, at_least: u64) -> Result<Arc<Built>, ApiError> {
         let mut last = self.last.lock().await;
         if let Some(b) = last.as_ref().filter(|b| b.version >= at_least) {
             return Ok(b.clone());
         }
-        let b = Arc::new(build(store).await?);
+        let security = s
+            .inner
+            .security
+            .get()
+            .map(|sec| (sec, s.inner.config.gateway_token.as_str()));
+        let b = Arc::new(build(&s.inner.store, security).await?);
         *last = Some(b.clone());
         Ok(b)
     }
@@ -239,7 +264,7 @@ async fn snapshot(
         }
     }
     let latest = *rx.borrow();
-    let built = s.inner.snapshots.get(&s.inner.store, latest).await?;
+    let built = s.inner.snapshots.get(&s, latest).await?;
     let hash = HeaderValue::from_str(&built.hash).unwrap_or(HeaderValue::from_static(""));
     Ok((
         StatusCode::OK,

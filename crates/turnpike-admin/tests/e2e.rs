@@ -56,6 +56,7 @@ fn cp_args(db: &str, port: u16) -> ControlPlaneArgs {
         port,
         gateway_token: Some(support::TOKEN.into()),
         admin_password: Some("password1".into()),
+        public_url: None,
     }
 }
 
@@ -74,6 +75,17 @@ async fn publish(state: &turnpike_admin::AppState, context: &str, endpoint: &str
         .await;
     assert_eq!(r.status, 201, "{}", r.json);
     let id = r.json["id"].as_str().expect("id").to_string();
+    // Open API: this test is about distribution, not security (APIs default to OAuth2).
+    let r = cp
+        .call(
+            http::Method::PUT,
+            &format!("/api/am/publisher/v1/apis/{id}/security"),
+            Some("admin"),
+            Some(serde_json::json!("none")),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
     let path = format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={id}&action=Publish");
     let r = cp
         .call(http::Method::POST, &path, Some("admin"), None, &[])

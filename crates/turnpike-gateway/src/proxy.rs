@@ -135,11 +135,23 @@ async fn proxy(
             return Err(GatewayError::new(ErrorKind::BodyTooLarge));
         }
     }
+    let auth = match api.security.as_deref() {
+        None => None,
+        Some(sec) => {
+            let uri = parts.uri.clone(); // refcounted: the path stays borrowable
+            let upstream_path = match &owned_path {
+                Some(p) => p.as_str(),
+                None => uri.path().get(suffix_at..).unwrap_or("/"),
+            };
+            crate::policies::auth::enforce(sec, &mut parts, upstream_path).await?
+        }
+    };
     let mut ctx = (!shared.chain.is_empty()).then(|| RequestCtx {
         request_id,
         client: conn.client,
         api: &api,
         ext: http::Extensions::new(),
+        auth,
     });
     if let Some(ctx) = ctx.as_mut() {
         match shared.chain.on_request_headers(ctx, &mut parts) {

@@ -168,7 +168,22 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: OAUTH,
         postgres: OAUTH,
     },
+    Migration {
+        version: 3,
+        name: "api_security",
+        sqlite: API_SECURITY,
+        postgres: API_SECURITY,
+    },
 ];
+
+/// Which credentials each API accepts (`turnpike_model::security::ApiAuthSpec` as JSON);
+/// no row means the default (OAuth2 and a subscription required, as in WSO2).
+const API_SECURITY: &str = r#"
+CREATE TABLE api_security (
+  api_id TEXT PRIMARY KEY REFERENCES apis(id) ON DELETE CASCADE,
+  auth TEXT NOT NULL
+)
+"#;
 
 /// Applies every migration newer than the database's.
 pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {

@@ -175,6 +175,51 @@ impl Store {
             .collect()
     }
 
+    /// Subscriptions to live APIs (published, prototyped, deprecated), for the snapshot:
+    /// (context, version, application id, state, tier).
+    pub async fn live_subscriptions(
+        &self,
+    ) -> Result<Vec<(String, String, String, String, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT a.context, a.version, s.application_id, s.state, s.tier FROM subscriptions s \
+             JOIN apis a ON a.id = s.api_id WHERE a.state IN ('PUBLISHED', 'PROTOTYPED', 'DEPRECATED') \
+             ORDER BY a.context, a.version, s.application_id",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("context")?,
+                    r.try_get("version")?,
+                    r.try_get("application_id")?,
+                    r.try_get("state")?,
+                    r.try_get("tier")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Every API's stored security setting (JSON), by API id.
+    pub async fn api_security_all(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT api_id, auth FROM api_security")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("api_id")?, r.try_get("auth")?)))
+            .collect()
+    }
+
+    /// One API's stored security setting (JSON); `None` is the default.
+    pub async fn api_security(&self, api_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT auth FROM api_security WHERE api_id = $1")
+                .bind(api_id)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
     /// Commits an empty change: bumps the snapshot version (after a revocation, whose rows
     /// the key manager wrote outside a write transaction).
     pub async fn bump_version(&self, actor: &str, summary: &str) -> Result<u64, StoreError> {
@@ -280,6 +325,26 @@ impl WriteTx<'_> {
                 .rows_affected();
         if n == 0 {
             return Err(StoreError::NotFound(format!("{key_type} keys")));
+        }
+        Ok(())
+    }
+
+    /// Sets an API's security setting (JSON); `None` restores the default.
+    pub async fn set_api_security(
+        &mut self,
+        api_id: &str,
+        auth: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM api_security WHERE api_id = $1")
+            .bind(api_id)
+            .execute(self.conn())
+            .await?;
+        if let Some(auth) = auth {
+            sqlx::query("INSERT INTO api_security (api_id, auth) VALUES ($1, $2)")
+                .bind(api_id)
+                .bind(auth)
+                .execute(self.conn())
+                .await?;
         }
         Ok(())
     }

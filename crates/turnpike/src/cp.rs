@@ -95,6 +95,7 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         port: args.cp_port,
         gateway_token: None,
         admin_password: args.admin_password.clone(),
+        public_url: None,
     })
     .await?;
     let cfg = FollowerConfig::new(
@@ -152,6 +153,8 @@ async fn ensure_demo_api(
         };
         let mut tx = store.begin_write().await?;
         let api = tx.create_api(&input, "system").await?;
+        // Open, so the printed curl line works without a token (APIs default to OAuth2).
+        tx.set_api_security(&api.id, Some(r#""none""#)).await?;
         tx.change_lifecycle(&api.id, turnpike_store::LifecycleAction::Publish, None)
             .await?;
         tx.commit("system", "demo API").await?;

@@ -1,0 +1,320 @@
+//! Credentials for applications and API security settings. DevPortal
+//! (`/api/am/devportal/v1/applications/{id}/...`): generate an application's OAuth2 keys
+//! (consumer key and secret; the secret is shown once and stored as argon2), regenerate
+//! the secret, delete the keys, create/list/revoke API keys (shown once, stored as
+//! SHA-256). Publisher (`/api/am/publisher/v1/apis/{apiId}/security`): which credentials
+//! an API accepts (`turnpike_model::security::ApiAuthSpec`; `"none"` opens it).
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use http::StatusCode;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use turnpike_keymanager::{GrantType, TokenFormat};
+use turnpike_model::security::ApiAuthSpec;
+use turnpike_store::{ApiKey, OAuthClient, OAuthClientInput};
+
+use crate::auth::Caller;
+use crate::devportal::own_app;
+use crate::error::{ApiError, ApiResult};
+use crate::http::JsonBody;
+use crate::validate::Fields;
+use crate::AppState;
+
+pub fn devportal_routes() -> Router<AppState> {
+    Router::new()
+        .route("/applications/{id}/generate-keys", post(generate_keys))
+        .route("/applications/{id}/keys", get(list_keys))
+        .route("/applications/{id}/keys/{key_type}", delete(delete_keys))
+        .route(
+            "/applications/{id}/keys/{key_type}/regenerate-secret",
+            post(regenerate_secret),
+        )
+        .route(
+            "/applications/{id}/api-keys",
+            get(list_api_keys).post(create_api_key),
+        )
+        .route(
+            "/applications/{id}/api-keys/{key_id}",
+            delete(revoke_api_key),
+        )
+}
+
+pub fn publisher_routes() -> Router<AppState> {
+    Router::new().route("/apis/{id}/security", get(get_security).put(put_security))
+}
+
+const KEY_TYPES: [&str; 2] = ["PRODUCTION", "SANDBOX"];
+const GRANTS: [&str; 3] = ["client_credentials", "password", "refresh_token"];
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn client_json(c: &OAuthClient) -> Value {
+    json!({
+        "consumerKey": c.client_id,
+        "keyType": c.key_type,
+        "tokenType": match c.token_format { TokenFormat::Jwt => "JWT", TokenFormat::Opaque => "OPAQUE" },
+        "grantTypes": c.grant_types.iter().map(|g| match g {
+            GrantType::ClientCredentials => "client_credentials",
+            GrantType::Password => "password",
+            GrantType::RefreshToken => "refresh_token",
+        }).collect::<Vec<_>>(),
+        "scopes": c.scopes,
+        "accessTokenTtl": c.access_ttl_s,
+        "refreshTokenTtl": c.refresh_ttl_s,
+        "createdTime": c.created_time,
+    })
+}
+
+fn key_type(s: &str) -> ApiResult<String> {
+    KEY_TYPES
+        .contains(&s)
+        .then(|| s.to_string())
+        .ok_or_else(|| ApiError::not_found(format!("key type {s}")))
+}
+
+async fn hash(secret: String) -> ApiResult<String> {
+    tokio::task::spawn_blocking(move || turnpike_keymanager::hash_secret(&secret))
+        .await
+        .map_err(|_| ApiError::internal())?
+        .map_err(|_| ApiError::internal())
+}
+
+fn scope_check(s: &str) -> Option<String> {
+    (s.is_empty()
+        || s.len() > 100
+        || s.chars()
+            .any(|c| c.is_whitespace() || c == '"' || c == '\\'))
+    .then(|| "must be a scope token (no spaces or quotes)".into())
+}
+
+async fn generate_keys(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    let mut f = Fields::new(&v, "");
+    let kt = f
+        .string("keyType", false, 20)
+        .unwrap_or_else(|| "PRODUCTION".into());
+    if !KEY_TYPES.contains(&kt.as_str()) {
+        f.err("keyType", format!("must be one of {KEY_TYPES:?}"));
+    }
+    let grants = f
+        .strings("grantTypes", 3, |g| {
+            (!GRANTS.contains(&g)).then(|| format!("must be one of {GRANTS:?}"))
+        })
+        .unwrap_or_else(|| GRANTS.iter().map(|g| g.to_string()).collect());
+    let token_type = f
+        .string("tokenType", false, 10)
+        .unwrap_or_else(|| "JWT".into());
+    let token_format = match token_type.as_str() {
+        "JWT" => TokenFormat::Jwt,
+        "OPAQUE" => TokenFormat::Opaque,
+        _ => {
+            f.err("tokenType", "must be JWT or OPAQUE");
+            TokenFormat::Jwt
+        }
+    };
+    let scopes = f.strings("scopes", 100, scope_check).unwrap_or_default();
+    let access = f.integer("accessTokenTtl", 1, 86_400).unwrap_or(3600);
+    let refresh = f
+        .integer("refreshTokenTtl", 1, 90 * 86_400)
+        .unwrap_or(86_400);
+    f.finish_unknown();
+    f.into_result()?;
+    let secret = turnpike_keymanager::random_token();
+    let input = OAuthClientInput {
+        key_type: kt,
+        secret_hash: hash(secret.clone()).await?,
+        grant_types: grants.iter().filter_map(|g| GrantType::parse(g)).collect(),
+        scopes,
+        token_format,
+        access_ttl_s: access,
+        refresh_ttl_s: refresh,
+        audience: Vec::new(),
+    };
+    let client_id = turnpike_store::new_id();
+    let mut tx = s.inner.store.begin_write().await?;
+    let c = tx.create_oauth_client(&app.id, &client_id, &input).await?;
+    tx.commit(
+        &caller.name,
+        &format!("generate keys for application {}", app.id),
+    )
+    .await?;
+    let mut body = client_json(&c);
+    body["consumerSecret"] = json!(secret);
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+async fn list_keys(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    let list: Vec<Value> = s
+        .inner
+        .store
+        .oauth_clients(&app.id)
+        .await?
+        .iter()
+        .map(client_json)
+        .collect();
+    Ok(Json(json!({"count": list.len(), "list": list})).into_response())
+}
+
+async fn regenerate_secret(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path((id, kt)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    let kt = key_type(&kt)?;
+    let secret = turnpike_keymanager::random_token();
+    let h = hash(secret.clone()).await?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let c = tx.set_client_secret(&app.id, &kt, &h).await?;
+    tx.commit(&caller.name, &format!("regenerate secret of {}", app.id))
+        .await?;
+    let mut body = client_json(&c);
+    body["consumerSecret"] = json!(secret);
+    Ok(Json(body).into_response())
+}
+
+async fn delete_keys(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path((id, kt)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    let kt = key_type(&kt)?;
+    let mut tx = s.inner.store.begin_write().await?;
+    tx.delete_oauth_client(&app.id, &kt).await?;
+    tx.commit(&caller.name, &format!("delete {kt} keys of {}", app.id))
+        .await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+fn api_key_json(k: &ApiKey) -> Value {
+    json!({
+        "id": k.id,
+        "name": k.name,
+        "keyType": k.key_type,
+        "scopes": k.scopes,
+        "createdTime": k.created_time,
+        "expiresAt": k.expires_at,
+    })
+}
+
+async fn create_api_key(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    let mut f = Fields::new(&v, "");
+    let name = f
+        .string("name", false, 100)
+        .unwrap_or_else(|| "default".into());
+    let kt = f
+        .string("keyType", false, 20)
+        .unwrap_or_else(|| "PRODUCTION".into());
+    if !KEY_TYPES.contains(&kt.as_str()) {
+        f.err("keyType", format!("must be one of {KEY_TYPES:?}"));
+    }
+    let scopes = f.strings("scopes", 100, scope_check).unwrap_or_default();
+    let validity = f.integer("validityPeriod", 1, 10 * 365 * 86_400);
+    f.finish_unknown();
+    f.into_result()?;
+    let key = format!("tpk_{}", turnpike_keymanager::random_token());
+    let digest = hex(&Sha256::digest(key.as_bytes()));
+    let expires = validity.map(|v| turnpike_store::now_ms() / 1000 + v);
+    let mut tx = s.inner.store.begin_write().await?;
+    let k = tx
+        .create_api_key(&app.id, &name, &kt, &digest, &scopes, expires)
+        .await?;
+    tx.commit(&caller.name, &format!("create API key for {}", app.id))
+        .await?;
+    let mut body = api_key_json(&k);
+    body["apikey"] = json!(key);
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+async fn list_api_keys(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    let list: Vec<Value> = s
+        .inner
+        .store
+        .api_keys(&app.id)
+        .await?
+        .iter()
+        .map(api_key_json)
+        .collect();
+    Ok(Json(json!({"count": list.len(), "list": list})).into_response())
+}
+
+async fn revoke_api_key(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path((id, key_id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let app = own_app(&s, &caller, &id).await?;
+    let mut tx = s.inner.store.begin_write().await?;
+    tx.delete_api_key(&app.id, &key_id).await?;
+    tx.commit(&caller.name, &format!("revoke API key of {}", app.id))
+        .await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+async fn get_security(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let api = s.inner.store.get_api(&id).await?;
+    let spec: ApiAuthSpec = match s.inner.store.api_security(&api.id).await? {
+        Some(j) => serde_json::from_str(&j).map_err(|_| ApiError::internal())?,
+        None => ApiAuthSpec::default(),
+    };
+    Ok(Json(json!(spec)).into_response())
+}
+
+/// Body: `"none"`, or `{"oauth2": bool, "api_key": bool, "api_key_header": ..., "basic":
+/// bool, "subscription": bool}`; `null` restores the default.
+async fn put_security(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    caller.require("publisher")?;
+    let api = s.inner.store.get_api(&id).await?;
+    let spec: Option<ApiAuthSpec> = if v.is_null() {
+        None
+    } else {
+        Some(serde_json::from_value(v).map_err(|e| ApiError::bad_request(e.to_string()))?)
+    };
+    let stored = spec
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|_| ApiError::internal())?;
+    let mut tx = s.inner.store.begin_write().await?;
+    tx.set_api_security(&api.id, stored.as_deref()).await?;
+    tx.commit(&caller.name, &format!("set security of API {}", api.id))
+        .await?;
+    Ok(Json(json!(spec.unwrap_or_default())).into_response())
+}
