@@ -50,9 +50,9 @@ fn unknown_fields_are_refused_with_their_position() {
     );
     refused_at("applications: []\n", "1:1", "unknown field `applications`");
     refused_at(
-        &api_with("methods: [GET] }", "methods: [GET], auth: none }"),
+        &api_with("methods: [GET] }", "methods: [GET], mock: none }"),
         "7:39",
-        "unknown field `auth`",
+        "unknown field `mock`",
     );
 }
 
@@ -293,4 +293,37 @@ fn an_unreadable_file_is_an_io_error() {
 #[test]
 fn an_unsupported_format_version_is_refused() {
     refused_at("format_version: 2\napis: []\n", "1:17", "not supported");
+}
+
+#[test]
+fn security_problems_have_document_paths_and_lines() {
+    let yaml = "security:\n  api_keys:\n    - { sha256: nothex, application: a, subscriber: b }\n\
+                apis:\n  - name: x\n    context: /x\n    version: v1\n    endpoints: [\"http://127.0.0.1:1\"]\n    \
+                auth: { oauth2: false, api_key: true, api_key_header: \"bad header\" }\n    \
+                resources: [{ path: \"/*\", methods: [\"*\"] }]\n";
+    let p = problems(yaml);
+    assert!(p.iter().any(|p| p.starts_with("3:") && p.contains("64 hex")), "{p:#?}");
+    // The API's own problems are reported too, in the same run.
+    let open_scopes = "apis:\n  - name: x\n    context: /x\n    version: v1\n    endpoints: [\"http://127.0.0.1:1\"]\n    \
+                       resources: [{ path: \"/*\", methods: [\"*\"], scopes: [a] }]\n";
+    let p = problems(open_scopes);
+    assert!(p[0].contains("scopes need a secured API"), "{p:#?}");
+}
+
+#[test]
+fn the_secured_example_compiles() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/secured.yaml");
+    let snap = Snapshot::load(std::path::Path::new(path)).expect("examples/secured.yaml");
+    let api = &snap.apis[0];
+    let sec = api.security.as_ref().expect("secured");
+    assert_eq!(sec.api_id, "/shop/v1");
+    assert!(sec.authenticator.is_some() && sec.backend_jwt.is_some());
+    assert_eq!(
+        sec.resource_rule(&http::Method::GET, "/health"),
+        Some(&turnpike_config::ResourceRule::Open)
+    );
+    assert!(matches!(
+        sec.resource_rule(&http::Method::POST, "/pets"),
+        Some(turnpike_config::ResourceRule::Scopes(_))
+    ));
 }

@@ -5,7 +5,7 @@
 //! Internal detail (the `source`) goes to logs, never to clients.
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
 
 use crate::body::GatewayBody;
@@ -36,6 +36,21 @@ pub enum ErrorKind {
     NoEndpoint,
     ShuttingDown,
     Internal,
+    // Security (policies/auth.rs maps turnpike-auth's errors onto these rows).
+    MissingCredentials,
+    MalformedCredentials,
+    InvalidToken,
+    ExpiredToken,
+    RevokedToken,
+    InvalidApiKey,
+    InvalidCredentials,
+    AuthUnavailable,
+    NotSubscribed,
+    SubscriptionBlocked,
+    SubscriptionOnHold,
+    InsufficientScope,
+    ApiBlocked,
+    ApiNotPublished,
 }
 
 /// One row of the table: status, stable code, default client message, blame, retryable.
@@ -152,6 +167,106 @@ impl ErrorKind {
                 Blame::Internal,
                 false,
             ),
+            MissingCredentials => row(
+                StatusCode::UNAUTHORIZED,
+                "missing_credentials",
+                "this API requires credentials",
+                Client,
+                false,
+            ),
+            // 401 rather than RFC 6750's 400: a client that sends a broken header
+            // should be told to authenticate, and gets the challenge with it.
+            MalformedCredentials => row(
+                StatusCode::UNAUTHORIZED,
+                "malformed_credentials",
+                "the Authorization header is malformed",
+                Client,
+                false,
+            ),
+            InvalidToken => row(
+                StatusCode::UNAUTHORIZED,
+                "invalid_token",
+                "the access token is not valid",
+                Client,
+                false,
+            ),
+            ExpiredToken => row(
+                StatusCode::UNAUTHORIZED,
+                "expired_token",
+                "the access token has expired",
+                Client,
+                false,
+            ),
+            RevokedToken => row(
+                StatusCode::UNAUTHORIZED,
+                "revoked_token",
+                "the access token has been revoked",
+                Client,
+                false,
+            ),
+            InvalidApiKey => row(
+                StatusCode::UNAUTHORIZED,
+                "invalid_api_key",
+                "the API key is not valid",
+                Client,
+                false,
+            ),
+            InvalidCredentials => row(
+                StatusCode::UNAUTHORIZED,
+                "invalid_credentials",
+                "invalid username or password",
+                Client,
+                false,
+            ),
+            AuthUnavailable => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "auth_unavailable",
+                "token validation is temporarily unavailable",
+                Blame::Internal,
+                true,
+            ),
+            NotSubscribed => row(
+                StatusCode::FORBIDDEN,
+                "not_subscribed",
+                "the application is not subscribed to this API",
+                Client,
+                false,
+            ),
+            SubscriptionBlocked => row(
+                StatusCode::FORBIDDEN,
+                "subscription_blocked",
+                "the subscription to this API is blocked",
+                Client,
+                false,
+            ),
+            SubscriptionOnHold => row(
+                StatusCode::FORBIDDEN,
+                "subscription_on_hold",
+                "the subscription to this API is on hold",
+                Client,
+                false,
+            ),
+            InsufficientScope => row(
+                StatusCode::FORBIDDEN,
+                "insufficient_scope",
+                "the credential lacks a scope this resource requires",
+                Client,
+                false,
+            ),
+            ApiBlocked => row(
+                StatusCode::FORBIDDEN,
+                "api_blocked",
+                "this API is blocked",
+                Client,
+                false,
+            ),
+            ApiNotPublished => row(
+                StatusCode::FORBIDDEN,
+                "api_not_published",
+                "this API is not published",
+                Client,
+                false,
+            ),
         }
     }
 }
@@ -163,6 +278,10 @@ pub struct GatewayError {
     pub kind: ErrorKind,
     /// `Allow` header value for 405.
     pub allow: Option<HeaderValue>,
+    /// `WWW-Authenticate` challenge for 401 (and 403 insufficient scope).
+    pub www_authenticate: Option<HeaderValue>,
+    /// A more precise client message than the table's (static text only).
+    pub detail: Option<&'static str>,
     #[source]
     pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
@@ -172,6 +291,8 @@ impl GatewayError {
         GatewayError {
             kind,
             allow: None,
+            www_authenticate: None,
+            detail: None,
             source: None,
         }
     }
@@ -183,6 +304,8 @@ impl GatewayError {
         GatewayError {
             kind,
             allow: None,
+            www_authenticate: None,
+            detail: None,
             source: Some(source.into()),
         }
     }
@@ -209,13 +332,17 @@ impl GatewayError {
                 tracing::error!(code = spec.code, error = ?self.source, "gateway failure")
             }
         }
-        let body = json_body(spec.code, spec.message, request_id.as_bytes());
+        let message = self.detail.unwrap_or(spec.message);
+        let body = json_body(spec.code, message, request_id.as_bytes());
         let mut resp = Response::new(GatewayBody::full(body));
         *resp.status_mut() = spec.status;
         let h = resp.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(allow) = self.allow {
             h.insert(ALLOW, allow);
+        }
+        if let Some(challenge) = self.www_authenticate {
+            h.insert(WWW_AUTHENTICATE, challenge);
         }
         resp
     }

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::{request, response, HeaderValue, StatusCode};
+use turnpike_auth::{Identity, Subscription};
 use turnpike_config::CompiledApi;
 
 use crate::body::GatewayBody;
@@ -32,6 +33,32 @@ pub struct RequestCtx<'a> {
     pub api: &'a Arc<CompiledApi>,
     /// What earlier policies learned (identity, quota decision), typed.
     pub ext: http::Extensions,
+    /// Who called, set by the auth step before the chain runs; `None` for open APIs
+    /// and resources. Read it through [`RequestCtx::identity`].
+    pub auth: Option<Authenticated<'a>>,
+}
+
+/// What the auth step learned about the caller.
+#[derive(Clone)]
+pub struct Authenticated<'a> {
+    pub identity: Arc<Identity>,
+    /// The subscription that let the call through (its tier drives throttling);
+    /// `None` when the API does not require one.
+    pub subscription: Option<&'a Subscription>,
+}
+
+impl RequestCtx<'_> {
+    /// The authenticated caller, if the API is secured.
+    #[inline]
+    pub fn identity(&self) -> Option<&Arc<Identity>> {
+        self.auth.as_ref().map(|a| &a.identity)
+    }
+
+    /// The caller's subscription to this API, if one was required.
+    #[inline]
+    pub fn subscription(&self) -> Option<&Subscription> {
+        self.auth.as_ref().and_then(|a| a.subscription)
+    }
 }
 
 /// One step of a route's chain. Built once from a spec when a snapshot is compiled.
