@@ -62,7 +62,9 @@ fn unknown_policy_names_are_refused_where_they_are_written() {
     let p = problems(&APIS.replace("10KPerMin", "Platinum"));
     assert_eq!(p.len(), 2, "{p:#?}");
     assert!(
-        p[0].starts_with("line 10, column 17: apis[1].throttling: no advanced policy named \"Platinum\""),
+        p[0].starts_with(
+            "line 10, column 17: apis[1].throttling: no advanced policy named \"Platinum\""
+        ),
         "{p:#?}"
     );
     assert!(p[1].contains("apis[1].resources[1].throttling"), "{p:#?}");
@@ -72,12 +74,18 @@ fn unknown_policy_names_are_refused_where_they_are_written() {
 fn bad_limits_name_the_policy() {
     let yaml = format!(
         "{}{APIS}",
-        SECTION.replace("{ requests: 2, per: minute }", "{ requests: 2, bytes: 3, per: minute }")
+        SECTION.replace(
+            "{ requests: 2, per: minute }",
+            "{ requests: 2, bytes: 3, per: minute }"
+        )
     );
     let p = problems(&yaml);
     assert_eq!(p.len(), 1, "{p:#?}");
     assert!(p[0].contains("throttling.advanced_policies[0]"), "{p:#?}");
-    assert!(p[0].contains("exactly one of `requests` and `bytes`"), "{p:#?}");
+    assert!(
+        p[0].contains("exactly one of `requests` and `bytes`"),
+        "{p:#?}"
+    );
     assert!(p[0].starts_with("line 3, column 7:"), "{p:#?}");
 }
 

@@ -34,6 +34,8 @@ pub enum ErrorKind {
     UpstreamReset,
     UpstreamProtocol,
     NoEndpoint,
+    /// A throttling policy refused the request (the policy adds `Retry-After`).
+    Throttled,
     ShuttingDown,
     Internal,
     // Security (policies/auth.rs maps turnpike-auth's errors onto these rows).
@@ -152,6 +154,13 @@ impl ErrorKind {
                 "the API has no usable endpoint",
                 Blame::Internal,
                 false,
+            ),
+            Throttled => row(
+                StatusCode::TOO_MANY_REQUESTS,
+                "throttled",
+                "a throttling policy refused the request",
+                Client,
+                true,
             ),
             ShuttingDown => row(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -13,10 +13,12 @@ pub mod body;
 pub mod error;
 pub mod headers;
 mod idle;
+pub mod policies;
 pub mod policy;
 mod proxy;
 pub mod reload;
 mod server;
+mod throttle_runtime;
 pub mod tls;
 pub mod upstream;
 
@@ -34,6 +36,7 @@ pub use policy::{Chain, Flow, Policy, RequestCtx};
 pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings,
 };
+pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
 
 /// Command-line arguments of `turnpike gateway`.
@@ -94,6 +97,20 @@ pub struct GatewayArgs {
     /// Runtime worker threads (read by the binary); default one per CPU.
     #[arg(long, env = "TURNPIKE_WORKERS")]
     pub workers: Option<usize>,
+    /// Redis URL (`redis://host:port/db`): share throttle quotas with the other gateways,
+    /// leased in batches by a background task (no Redis call on the request path).
+    #[arg(long, env = "TURNPIKE_REDIS")]
+    pub redis: Option<String>,
+    /// While Redis is unreachable: `open` (each gateway enforces the full limit alone)
+    /// or `closed` (only what Redis had granted, then 429).
+    #[arg(long, env = "TURNPIKE_REDIS_FAIL", default_value = "open", value_parser = throttle_runtime::parse_fail_mode)]
+    pub redis_fail: turnpike_throttle::FailMode,
+    /// Quota leased per key per Redis round (`b`; over-admission is at most nodes x b).
+    #[arg(long, env = "TURNPIKE_REDIS_BATCH", default_value_t = 100)]
+    pub redis_batch: u64,
+    /// Milliseconds between lease rounds.
+    #[arg(long, env = "TURNPIKE_REDIS_SYNC_MS", default_value_t = 50)]
+    pub redis_sync_ms: u64,
 }
 
 /// A listener port: `None` is off.
@@ -148,6 +165,7 @@ pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Se
         .clone()
         .ok_or("--config is required (or --control-plane, which the binary handles)")?;
     let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
+    let _throttling = start_throttling(&args, &runtime)?;
     let snapshot = Snapshot::load_with(&config, &runtime)?;
     tracing::info!(file = %config.display(), apis = snapshot.apis.len(), "config loaded");
     let snapshots = Arc::new(ArcSwap::from_pointee(snapshot));
@@ -167,6 +185,7 @@ pub async fn serve_until_terminated(
     let settings = args.settings()?;
     let bound = Gateway::builder(settings)
         .snapshots(snapshots)
+        .policy(Arc::new(policies::throttle::ThrottlePolicy))
         .bind()
         .await?;
     if let Some(a) = bound.http_addr() {

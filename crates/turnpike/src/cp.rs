@@ -77,7 +77,12 @@ pub async fn follow(args: turnpike_gateway::GatewayArgs) -> Result<(), BoxError>
     let (Some(url), Some(token)) = (args.control_plane.clone(), args.gateway_token.clone()) else {
         return Err("--control-plane needs --gateway-token".into());
     };
-    let cfg = FollowerConfig::new(url, token, args.gateway_id.clone());
+    let mut cfg = FollowerConfig::new(url, token, args.gateway_id.clone());
+    // One policy runtime for the process: counters survive every snapshot, and with
+    // --redis they are the ones the cluster shares.
+    let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
+    let _throttling = turnpike_gateway::start_throttling(&args, &runtime)?;
+    cfg.runtime = runtime;
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
     let follower = turnpike_sync::spawn(cfg, snapshots.clone());
     let result = turnpike_gateway::serve_until_terminated(&args, snapshots).await;
