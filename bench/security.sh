@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Security overhead (issue 4): one wrk drives, in one run and alternating rounds, the same
+# gateway on
+#   (a) an open API,
+#   (b) the same upstream behind OAuth2: ES256 JWT validated locally + subscription check,
+#       one token (the verified-token cache is hot),
+#   (c) the same secured API with a pool of N distinct tokens (default 5,000) cycled by a
+#       wrk Lua script, one per request: the cache holds them all after the first pass.
+# Gateway pinned to core 1 (TURNPIKE_WORKERS=1), wrk and the echo back end to core 0, as
+# in bench/proxy-vs-nginx.sh. Prints req/s, p50, p99, gateway CPU per request, non-2xx,
+# and the ratios secured/open (targets: >= 0.9 one token, >= 0.85 with 5,000 tokens).
+#
+# Usage: bench/security.sh [--duration 10] [--connections 100] [--rounds 3] [--tokens 5000]
+# Needs: wrk, taskset, python3 with cryptography (Debian: python3-cryptography).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=10; conns=100; rounds=3; ntokens=5000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) duration=$2; shift 2;;
+    --connections) conns=$2; shift 2;;
+    --rounds) rounds=$2; shift 2;;
+    --tokens) ntokens=$2; shift 2;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+
+cargo build --release -p turnpike >/dev/null
+bin=target/release/turnpike
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+
+echo_port=$(free_port); gw_port=$(free_port)
+
+# A P-256 key, its public JWK, and the tokens (ES256, 1 h), minted outside Turnpike.
+python3 - "$work" "$ntokens" <<'PY'
+import base64, json, sys, time
+from cryptography.hazmat.primitives.asymmetric import ec, utils
+from cryptography.hazmat.primitives import hashes
+work, n = sys.argv[1], int(sys.argv[2])
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+key = ec.generate_private_key(ec.SECP256R1())
+pub = key.public_key().public_numbers()
+jwk = {"kty": "EC", "crv": "P-256", "alg": "ES256", "kid": "bench-1",
+       "x": b64(pub.x.to_bytes(32, "big")), "y": b64(pub.y.to_bytes(32, "big"))}
+open(f"{work}/jwk.json", "w").write(json.dumps(jwk))
+head = b64(json.dumps({"alg": "ES256", "kid": "bench-1", "typ": "JWT"}).encode())
+now = int(time.time())
+def token(i):
+    claims = {"iss": "https://idp.bench", "aud": "turnpike", "sub": f"user-{i}", "iat": now,
+              "exp": now + 3600, "jti": f"bench-{i}", "application": f"app-{i % 100}",
+              "scope": "read"}
+    inp = f"{head}.{b64(json.dumps(claims).encode())}"
+    r, s = utils.decode_dss_signature(key.sign(inp.encode(), ec.ECDSA(hashes.SHA256())))
+    return f"{inp}.{b64(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+open(f"{work}/one.txt", "w").write(token(0))
+with open(f"{work}/pool.txt", "w") as f:
+    for i in range(n):
+        f.write(token(i) + "\n")
+PY
+
+subs=$(for i in $(seq 0 99); do echo "    - { api: /secure/v1, application: app-$i, state: ACTIVE, tier: Gold }"; done)
+cat >"$work/apis.yaml" <<YAML
+security:
+  issuers:
+    - issuer: https://idp.bench
+      audiences: [turnpike]
+      jwks: { "keys": [$(cat "$work/jwk.json")] }
+  subscriptions:
+$subs
+apis:
+  - name: open
+    context: /open
+    version: v1
+    endpoints: ["http://127.0.0.1:$echo_port"]
+    resources:
+      - { path: "/*", methods: [GET, POST] }
+  - name: secure
+    context: /secure
+    version: v1
+    endpoints: ["http://127.0.0.1:$echo_port"]
+    auth: { oauth2: true }
+    resources:
+      - { path: "/*", methods: [GET, POST] }
+YAML
+
+taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
+pids+=($!)
+TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \
+  --http-port "$gw_port" --https-port off --data-dir "$work/data" >"$work/gw.log" 2>&1 &
+gw_pid=$!; pids+=($gw_pid)
+wait_port "$echo_port"; wait_port "$gw_port"
+sleep 0.5
+
+cat >"$work/one.lua" <<LUA
+local f = io.open("$work/one.txt"); local t = f:read("*l"); f:close()
+wrk.headers["Authorization"] = "Bearer " .. t
+LUA
+cat >"$work/pool.lua" <<LUA
+local tokens = {}
+for line in io.lines("$work/pool.txt") do tokens[#tokens + 1] = "Bearer " .. line end
+local i = 0
+request = function()
+  i = i % #tokens + 1
+  wrk.headers["Authorization"] = tokens[i]
+  return wrk.format()
+end
+LUA
+: >"$work/none.lua"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us/,"",v); print v+0} else if (v ~ /ms$/) {sub(/ms/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s/,"",v); print v*1000000} else print v }'; }
+
+run_one() { # url script -> "rps p50us p99us cpu_us_per_req non2xx"
+  local url=$1 script=$2 before after reqs rps p50 p99 non2xx cpu
+  before=$(cpu_ticks "$gw_pid")
+  taskset -c 0 wrk -t1 -c"$conns" -d"${duration}s" --latency -s "$script" "$url" >"$work/wrk.out" 2>&1
+  after=$(cpu_ticks "$gw_pid")
+  reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
+  rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
+  p50=$(to_us "$(awk '$1=="50%" {print $2}' "$work/wrk.out")")
+  p99=$(to_us "$(awk '$1=="99%" {print $2}' "$work/wrk.out")")
+  non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.out"); non2xx=${non2xx:-0}
+  cpu=$(awk -v a="$after" -v b="$before" -v hz="$hz" -v n="${reqs:-0}" 'BEGIN{ if (n > 0) printf "%.1f", (a-b)/hz*1e6/n; else print "-" }')
+  echo "$rps $p50 $p99 $cpu $non2xx"
+}
+
+# Sanity: the secured API refuses no token and accepts the bench token.
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$gw_port/secure/v1/")
+[ "$code" = 401 ] || { echo "secured API without a token answered $code" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$work/one.txt")" "http://127.0.0.1:$gw_port/secure/v1/")
+[ "$code" = 200 ] || { echo "secured API with the token answered $code" >&2; exit 1; }
+
+results="$work/results.txt"; : >"$results"
+for r in $(seq "$rounds"); do
+  echo "open $(run_one "http://127.0.0.1:$gw_port/open/v1/" "$work/none.lua")" >>"$results"
+  echo "jwt-1 $(run_one "http://127.0.0.1:$gw_port/secure/v1/" "$work/one.lua")" >>"$results"
+  echo "jwt-$ntokens $(run_one "http://127.0.0.1:$gw_port/secure/v1/" "$work/pool.lua")" >>"$results"
+  echo "round $r done" >&2
+done
+
+python3 - "$results" "$conns" "$duration" "$rounds" <<'PY'
+import sys, statistics as st
+path, conns, dur, rounds = sys.argv[1:]
+rows = {}
+order = []
+for line in open(path):
+    name, rps, p50, p99, cpu, non2xx = line.split()
+    if name not in rows: order.append(name)
+    rows.setdefault(name, []).append((float(rps), float(p50), float(p99), None if cpu == '-' else float(cpu), int(non2xx)))
+med = lambda xs: st.median(xs) if xs else float('nan')
+print(f"\nGET through one gateway worker, {conns} connections, {dur}s x {rounds} rounds, medians\n")
+print("| API | req/s | p50 | p99 | gateway CPU/req | non-2xx | secured/open |")
+print("|---|---|---|---|---|---|---|")
+base = med([x[0] for x in rows['open']])
+for name in order:
+    v = rows[name]
+    rps = med([x[0] for x in v]); cpus = [x[3] for x in v if x[3] is not None]
+    cpu = f"{med(cpus):.1f} µs" if cpus else "—"
+    print(f"| {name} | {rps:,.0f} | {med([x[1] for x in v])/1000:.2f} ms | {med([x[2] for x in v])/1000:.2f} ms | {cpu} | {sum(x[4] for x in v)} | {rps/base:.2f} |")
+PY
