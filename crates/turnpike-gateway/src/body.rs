@@ -14,6 +14,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1;
 
 use crate::access_log::PendingRecord;
+use crate::h1::DirectBody;
 use crate::upstream::EndpointPool;
 
 /// Why a body stopped.
@@ -122,10 +123,28 @@ impl Drop for UpstreamBody {
     }
 }
 
+/// A plain-HTTP upstream's body read in the client's task (see `h1.rs`).
+pub struct DirectUpstream {
+    inner: DirectBody,
+    log: Option<Box<PendingRecord>>,
+}
+
+impl Drop for DirectUpstream {
+    fn drop(&mut self) {
+        if let Some(log) = self.log.take() {
+            log.finish();
+        }
+    }
+}
+
+/// The error a client-bound body can end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What the client receives.
 pub enum GatewayBody {
     Full(Option<Bytes>),
     Upstream(UpstreamBody),
+    Direct(DirectUpstream),
 }
 
 impl GatewayBody {
@@ -149,6 +168,10 @@ impl GatewayBody {
         GatewayBody::Upstream(b)
     }
 
+    pub fn direct(inner: DirectBody) -> Self {
+        GatewayBody::Direct(DirectUpstream { inner, log: None })
+    }
+
     /// Hands the access-log record to the body: written now for a generated body, or
     /// when the upstream body is done (or dropped) with the bytes actually sent.
     pub fn attach_log(&mut self, mut rec: Box<PendingRecord>) {
@@ -158,20 +181,30 @@ impl GatewayBody {
                 rec.finish();
             }
             GatewayBody::Upstream(u) => u.log = Some(rec),
+            GatewayBody::Direct(d) => d.log = Some(rec),
         }
     }
 }
 
 impl Body for GatewayBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.get_mut() {
             GatewayBody::Full(b) => Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
+            GatewayBody::Direct(d) => {
+                let r = Pin::new(&mut d.inner).poll_frame(cx);
+                if let (Poll::Ready(Some(Ok(frame))), Some(log)) = (&r, d.log.as_mut()) {
+                    if let Some(data) = frame.data_ref() {
+                        log.bytes += data.len() as u64;
+                    }
+                }
+                r.map(|o| o.map(|r| r.map_err(BoxError::from)))
+            }
             GatewayBody::Upstream(u) => {
                 let r = Pin::new(&mut u.inner).poll_frame(cx);
                 match &r {
@@ -187,7 +220,7 @@ impl Body for GatewayBody {
                     Poll::Ready(Some(Err(_))) => u.pooled = None,
                     Poll::Pending => {}
                 }
-                r
+                r.map(|o| o.map(|r| r.map_err(BoxError::from)))
             }
         }
     }
@@ -196,6 +229,7 @@ impl Body for GatewayBody {
         match self {
             GatewayBody::Full(b) => b.is_none(),
             GatewayBody::Upstream(u) => u.inner.is_end_stream(),
+            GatewayBody::Direct(d) => d.inner.is_end_stream(),
         }
     }
 
@@ -204,6 +238,7 @@ impl Body for GatewayBody {
             GatewayBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             GatewayBody::Full(None) => SizeHint::with_exact(0),
             GatewayBody::Upstream(u) => u.inner.size_hint(),
+            GatewayBody::Direct(d) => d.inner.size_hint(),
         }
     }
 }

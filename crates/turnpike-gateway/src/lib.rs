@@ -11,6 +11,7 @@
 pub mod access_log;
 pub mod body;
 pub mod error;
+pub mod h1;
 pub mod headers;
 mod idle;
 pub mod policies;

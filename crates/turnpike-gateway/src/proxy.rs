@@ -21,6 +21,7 @@ use turnpike_config::{CompiledApi, Endpoint, LoadBalancing, RouteResult, Snapsho
 use crate::access_log::{AccessLog, PendingRecord};
 use crate::body::{BodyError, GatewayBody, Pooled, RequestBody};
 use crate::error::{ErrorKind, GatewayError};
+use crate::h1::{self, DirectBody};
 use crate::headers::{self, X_REQUEST_ID};
 use crate::policy::{Chain, Flow, RequestCtx};
 use crate::upstream::{Conn, EndpointPool, Upstreams};
@@ -182,7 +183,7 @@ async fn proxy(
     let body = RequestBody::new(body, api.max_body_bytes);
     let result = forward(shared, &api, parts, body, &target).await;
     let result = match result {
-        Ok((resp, pooled)) => finish_response(&shared.chain, ctx.as_mut(), resp, pooled, start),
+        Ok(up) => finish_response(&shared.chain, ctx.as_mut(), up, start),
         Err(e) => Err(e),
     };
     if let Some(ctx) = ctx.as_ref() {
@@ -198,18 +199,25 @@ async fn proxy(
 fn finish_response(
     chain: &Chain,
     ctx: Option<&mut RequestCtx<'_>>,
-    resp: Response<Incoming>,
-    pooled: Option<Pooled>,
+    up: Upstream,
     start: Option<Instant>,
 ) -> Result<(Response<GatewayBody>, Option<Duration>), GatewayError> {
     let latency = start.map(|s| s.elapsed());
-    let (mut rparts, rbody) = resp.into_parts();
+    let (mut rparts, body) = match up {
+        Upstream::Hyper(resp, pooled) => {
+            let (rparts, rbody) = resp.into_parts();
+            (rparts, GatewayBody::upstream(rbody, pooled, None))
+        }
+        Upstream::Direct(resp) => {
+            let (rparts, rbody) = resp.into_parts();
+            (rparts, GatewayBody::direct(rbody))
+        }
+    };
     headers::strip_hop_by_hop(&mut rparts.headers);
     rparts.version = Version::HTTP_11;
     if let Some(ctx) = ctx {
         chain.on_response_headers(ctx, &mut rparts)?;
     }
-    let body = GatewayBody::upstream(rbody, pooled, None);
     Ok((Response::from_parts(rparts, body), latency))
 }
 
@@ -242,6 +250,12 @@ impl Target {
     }
 }
 
+/// An upstream response: from hyper's client (HTTPS) or the in-task client (HTTP).
+enum Upstream {
+    Hyper(Response<Incoming>, Option<Pooled>),
+    Direct(Response<DirectBody>),
+}
+
 /// Picks endpoints round robin, failing over to the next one when connecting fails.
 async fn forward(
     shared: &Shared,
@@ -249,7 +263,7 @@ async fn forward(
     parts: request::Parts,
     body: RequestBody,
     target: &Target,
-) -> Result<(Response<Incoming>, Option<Pooled>), GatewayError> {
+) -> Result<Upstream, GatewayError> {
     let n = api.endpoints.len();
     if n == 0 {
         return Err(GatewayError::new(ErrorKind::NoEndpoint));
@@ -263,17 +277,39 @@ async fn forward(
             v % n
         })
     };
+    let direct_ok = h1::fits(&parts.headers, &body);
     let mut last_err = GatewayError::new(ErrorKind::NoEndpoint);
     for i in 0..n {
         let ep = &api.endpoints[(first + i) % n];
-        let pool = shared
-            .upstreams
-            .pool(ep.scheme == Scheme::HTTPS, &ep.authority);
+        let https = ep.scheme == Scheme::HTTPS;
+        let pool = shared.upstreams.pool(https, &ep.authority);
+        if !https && direct_ok {
+            // Plain HTTP with a small body: the in-task client (h1.rs), no connection
+            // task or channels.
+            match pool.checkout_direct(api.connect_timeout).await {
+                Ok(conn) => {
+                    let pq = target.path_and_query(ep)?;
+                    let fut = h1::exchange(pool, conn, parts, body, pq.as_str());
+                    return match tokio::time::timeout(api.response_timeout, fut).await {
+                        Ok(r) => r.map(Upstream::Direct),
+                        Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
+                    };
+                }
+                Err(e) => {
+                    tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,
+                        cause = ?e.source(), "endpoint failed, trying the next one");
+                    last_err = e;
+                    continue;
+                }
+            }
+        }
         match pool.checkout(api.connect_timeout).await {
             Ok(conn) => {
                 let pq = target.path_and_query(ep)?;
                 let req = build_request(parts, body, pq);
-                return send(pool, conn, req, api).await;
+                return send(pool, conn, req, api)
+                    .await
+                    .map(|(r, p)| Upstream::Hyper(r, p));
             }
             Err(e) => {
                 tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,

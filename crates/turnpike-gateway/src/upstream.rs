@@ -19,6 +19,7 @@ use tokio::net::TcpStream;
 
 use crate::body::RequestBody;
 use crate::error::{ErrorKind, GatewayError};
+use crate::h1::{self, H1Conn};
 
 /// Most idle HTTP/1.1 connections kept per endpoint.
 const MAX_IDLE_PER_ENDPOINT: usize = 512;
@@ -124,6 +125,10 @@ pub struct EndpointPool {
     /// The Host header sent upstream (the endpoint's authority, like nginx's default).
     pub host: HeaderValue,
     idle: Mutex<Vec<http1::SendRequest<RequestBody>>>,
+    /// Idle plain-HTTP connections of the in-task client (`h1.rs`), kept boxed: they
+    /// move between this stack and response bodies without reallocating.
+    #[allow(clippy::vec_box)]
+    direct: Mutex<Vec<Box<H1Conn>>>,
     h2: Mutex<Option<http2::SendRequest<RequestBody>>>,
     tls: tokio_rustls::TlsConnector,
 }
@@ -137,6 +142,7 @@ impl EndpointPool {
             authority,
             host,
             idle: Mutex::new(Vec::new()),
+            direct: Mutex::new(Vec::new()),
             h2: Mutex::new(None),
             tls,
         }
@@ -158,6 +164,51 @@ impl EndpointPool {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
             idle.push(sender);
+        }
+    }
+
+    /// Returns a finished plain-HTTP connection (see `h1::DirectBody`) to its stack.
+    pub fn put_back_direct(&self, conn: Box<H1Conn>) {
+        let mut idle = self.direct.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_PER_ENDPOINT {
+            idle.push(conn);
+        }
+    }
+
+    /// A plain-HTTP connection for the in-task client: the most recently used idle one
+    /// that is still open, else a new one within `connect_timeout`.
+    pub async fn checkout_direct(
+        &self,
+        connect_timeout: Duration,
+    ) -> Result<Box<H1Conn>, GatewayError> {
+        loop {
+            let conn = self.direct.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match conn {
+                Some(mut c) => {
+                    if c.is_alive().await {
+                        return Ok(c);
+                    }
+                }
+                None => break,
+            }
+        }
+        Box::pin(self.connect_direct(connect_timeout)).await
+    }
+
+    async fn connect_direct(&self, connect_timeout: Duration) -> Result<Box<H1Conn>, GatewayError> {
+        let port = self.authority.port_u16().unwrap_or(80);
+        let host = self.authority.host();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match tokio::time::timeout(connect_timeout, h1::connect(host, port)).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(GatewayError::with_source(
+                ErrorKind::UpstreamConnectFailed,
+                e,
+            )),
+            Err(_) => Err(GatewayError::with_source(
+                ErrorKind::UpstreamConnectTimeout,
+                format!("connect to {} timed out", self.authority),
+            )),
         }
     }
 
