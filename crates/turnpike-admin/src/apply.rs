@@ -157,6 +157,23 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
                 )
             }
         };
+        // The file's `auth:` (open when omitted, as in a DB-less file) is the API's security.
+        if !id.is_empty() {
+            let want_auth = serde_json::to_value(
+                spec.auth
+                    .clone()
+                    .unwrap_or_else(turnpike_model::security::ApiAuthSpec::none),
+            )?;
+            let path = format!("/apis/{id}/security");
+            let (_, cur_auth) = api.call(http::Method::GET, &path, None).await?;
+            if cur_auth != want_auth {
+                println!("secure  {label}");
+                changes += 1;
+                if !args.dry_run {
+                    api.call(http::Method::PUT, &path, Some(&want_auth)).await?;
+                }
+            }
+        }
         let action = match state.as_str() {
             "CREATED" | "PROTOTYPED" => Some("Publish"),
             "BLOCKED" => Some("Re-Publish"),

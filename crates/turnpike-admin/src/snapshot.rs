@@ -18,6 +18,10 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Serialize;
 use serde_json::json;
+use turnpike_model::throttling::{
+    AdvancedPolicy, ApplicationThrottle, ApplicationTier, Limit, SubscriptionTier, ThrottleSpec,
+    TimeUnit,
+};
 use turnpike_model::GatewayFile;
 use turnpike_store::Store;
 
@@ -81,6 +85,10 @@ pub async fn build(
         })
         .collect();
     let mut doc = json!({ "apis": specs });
+    let throttling = throttling_spec(store).await?;
+    if let (false, Some(obj)) = (throttling.is_empty(), doc.as_object_mut()) {
+        obj.insert("throttling".into(), json!(throttling));
+    }
     if let (Some(sec), Some(obj)) = (sec_spec, doc.as_object_mut()) {
         obj.insert("security".into(), json!(sec));
     }
@@ -96,6 +104,75 @@ pub async fn build(
         version,
         hash: format!("{:016x}", h.finish()),
         body,
+    })
+}
+
+/// The `throttling:` section from the tiers table (seeded with WSO2's defaults) and each
+/// application's tier. Subscriptions (with their tiers) travel in the `security:` section.
+async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
+    use turnpike_store::TierKind;
+    let mut spec = ThrottleSpec::default();
+    for t in store.list_tiers(TierKind::Subscription).await? {
+        spec.subscription_tiers.push(SubscriptionTier {
+            name: t.name.clone(),
+            description: Some(t.description.clone()).filter(|d| !d.is_empty()),
+            quota: tier_limit(&t),
+            burst: None,
+            stop_on_quota: true,
+        });
+    }
+    for t in store.list_tiers(TierKind::Application).await? {
+        spec.application_tiers.push(ApplicationTier {
+            name: t.name.clone(),
+            description: Some(t.description.clone()).filter(|d| !d.is_empty()),
+            quota: tier_limit(&t),
+        });
+    }
+    for t in store.list_tiers(TierKind::Advanced).await? {
+        spec.advanced_policies.push(AdvancedPolicy {
+            name: t.name.clone(),
+            description: Some(t.description.clone()).filter(|d| !d.is_empty()),
+            default_limit: tier_limit(&t),
+            groups: Vec::new(),
+        });
+    }
+    let apps = store.list_applications(None, i64::from(u32::MAX), 0).await?;
+    // An application whose tier was deleted counts on no application tier rather than
+    // making every gateway refuse the snapshot.
+    spec.applications = apps
+        .items
+        .into_iter()
+        .filter(|a| {
+            spec.application_tiers
+                .iter()
+                .any(|t| t.name == a.throttling_policy)
+        })
+        .map(|a| ApplicationThrottle {
+            application: a.id,
+            tier: a.throttling_policy,
+        })
+        .collect();
+    Ok(spec)
+}
+
+/// `request_count` per `unit_seconds` as the file writes it (the largest whole unit);
+/// no count is unlimited.
+fn tier_limit(t: &turnpike_store::Tier) -> Option<Limit> {
+    let count = u64::try_from(t.request_count?).unwrap_or(0);
+    let secs = u64::try_from(t.unit_seconds).unwrap_or(60).max(1);
+    let unit = [
+        TimeUnit::Month,
+        TimeUnit::Day,
+        TimeUnit::Hour,
+        TimeUnit::Minute,
+        TimeUnit::Second,
+    ]
+    .into_iter()
+    .find(|u| secs % u.seconds() == 0)
+    .unwrap_or(TimeUnit::Second);
+    Some(Limit {
+        every: u32::try_from(secs / unit.seconds()).unwrap_or(u32::MAX),
+        ..Limit::requests(count, unit)
     })
 }
 
