@@ -5,13 +5,12 @@
 //! rule. Counters live in the shared `CounterStore`, so a new `Throttler` built on a
 //! snapshot swap continues every count.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::compile::{AdvancedC, CondC, Rule, RuleId, RuleKind, SubTierC};
+use crate::compile::{AdvancedC, CondC, NameMap, Rule, RuleId, RuleKind, SubTierC};
 use crate::counter;
 use crate::facts::RequestFacts;
 use crate::store::{CounterStore, KeyHash, SlotKind};
@@ -70,9 +69,9 @@ const MAX_STEPS: usize = 6;
 pub struct Throttler {
     pub(crate) store: Arc<CounterStore>,
     pub(crate) rules: Vec<Rule>,
-    subs: HashMap<Box<str>, SubTierC>,
-    apps: HashMap<Box<str>, Option<RuleId>>,
-    advanced: HashMap<Box<str>, AdvancedC>,
+    subs: NameMap<SubTierC>,
+    apps: NameMap<Option<RuleId>>,
+    advanced: NameMap<AdvancedC>,
     unauth: Box<str>,
     unknown: AtomicU64,
 }
@@ -96,9 +95,9 @@ impl Throttler {
     pub(crate) fn from_parts(
         store: Arc<CounterStore>,
         rules: Vec<Rule>,
-        subs: HashMap<Box<str>, SubTierC>,
-        apps: HashMap<Box<str>, Option<RuleId>>,
-        advanced: HashMap<Box<str>, AdvancedC>,
+        subs: NameMap<SubTierC>,
+        apps: NameMap<Option<RuleId>>,
+        advanced: NameMap<AdvancedC>,
         unauth: Box<str>,
     ) -> Self {
         Throttler {

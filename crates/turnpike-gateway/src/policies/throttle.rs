@@ -8,8 +8,6 @@
 //! The 429's status and code come from the gateway's error table
 //! (`ErrorKind::Throttled`); the body adds `policy` and `retry_after`.
 
-use std::sync::Arc;
-
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderValue, Response};
 use turnpike_config::{ApiThrottle, CompiledApi};
@@ -19,12 +17,9 @@ use crate::body::GatewayBody;
 use crate::error::{ErrorKind, GatewayError};
 use crate::policy::{Flow, Policy, RequestCtx};
 
-/// What the response hook needs: the decision and the throttler that made it.
-#[derive(Clone)]
-struct Outcome {
-    decision: Decision,
-    throttle: Arc<ApiThrottle>,
-}
+/// What the response hook needs: the decision (the throttler is the matched API's).
+#[derive(Clone, Copy)]
+struct Outcome(Decision);
 
 /// The throttle step of the chain. Stateless: counters live in the process's
 /// `CounterStore` (`PolicyRuntime.throttle`), policies in the snapshot.
@@ -112,10 +107,7 @@ impl Policy for ThrottlePolicy {
             return Ok(Flow::Respond(refusal(&t.throttler, t, &decision, ctx)));
         }
         if decision.rule.is_some() {
-            ctx.ext.insert(Outcome {
-                decision,
-                throttle: t.clone(),
-            });
+            ctx.ext.insert(Outcome(decision));
         }
         Ok(Flow::Continue)
     }
@@ -125,10 +117,8 @@ impl Policy for ThrottlePolicy {
         ctx: &mut RequestCtx<'_>,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
-        if let Some(o) = ctx.ext.get::<Outcome>() {
-            let t = &o.throttle;
-            t.throttler
-                .write_headers(&o.decision, t.headers, &mut resp.headers);
+        if let (Some(t), Some(Outcome(d))) = (ctx.api.throttle.as_ref(), ctx.ext.get::<Outcome>()) {
+            t.throttler.write_headers(d, t.headers, &mut resp.headers);
         }
         Ok(())
     }
