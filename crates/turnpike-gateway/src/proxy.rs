@@ -173,15 +173,12 @@ async fn proxy(
         owned_path,
     };
     headers::strip_hop_by_hop(&mut parts.headers);
-    let fwd_host = parts.headers.get(HOST).cloned().or_else(|| {
-        parts
-            .uri
-            .authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-    });
-    headers::add_forwarded(&mut parts.headers, &conn.client_ip, conn.https, fwd_host);
+    let fwd = h1::Forwarded {
+        client_ip: &conn.client_ip,
+        https: conn.https,
+    };
     let body = RequestBody::new(body, api.max_body_bytes);
-    let result = forward(shared, &api, parts, body, &target).await;
+    let result = forward(shared, &api, parts, body, &target, &fwd).await;
     let result = match result {
         Ok(up) => finish_response(&shared.chain, ctx.as_mut(), up, start),
         Err(e) => Err(e),
@@ -230,6 +227,18 @@ struct Target {
 }
 
 impl Target {
+    /// The upstream path in pieces, for the in-task client to write without allocating.
+    fn upstream_path<'a>(&'a self, ep: &'a Endpoint) -> h1::UpstreamPath<'a> {
+        h1::UpstreamPath {
+            base: &ep.base_path,
+            path: match &self.owned_path {
+                Some(p) => p.as_str(),
+                None => self.uri.path().get(self.suffix_at..).unwrap_or("/"),
+            },
+            query: self.uri.query(),
+        }
+    }
+
     /// The one allocation of the upstream request line.
     fn path_and_query(&self, ep: &Endpoint) -> Result<PathAndQuery, GatewayError> {
         let upstream_path = match &self.owned_path {
@@ -263,6 +272,7 @@ async fn forward(
     parts: request::Parts,
     body: RequestBody,
     target: &Target,
+    fwd: &h1::Forwarded<'_>,
 ) -> Result<Upstream, GatewayError> {
     let n = api.endpoints.len();
     if n == 0 {
@@ -288,8 +298,8 @@ async fn forward(
             // task or channels.
             match pool.checkout_direct(api.connect_timeout).await {
                 Ok(conn) => {
-                    let pq = target.path_and_query(ep)?;
-                    let fut = h1::exchange(pool, conn, parts, body, pq.as_str());
+                    let path = target.upstream_path(ep);
+                    let fut = h1::exchange(pool, conn, parts, body, path, fwd);
                     return match tokio::time::timeout(api.response_timeout, fut).await {
                         Ok(r) => r.map(Upstream::Direct),
                         Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
@@ -306,6 +316,14 @@ async fn forward(
         match pool.checkout(api.connect_timeout).await {
             Ok(conn) => {
                 let pq = target.path_and_query(ep)?;
+                let mut parts = parts;
+                let fwd_host = parts.headers.get(HOST).cloned().or_else(|| {
+                    parts
+                        .uri
+                        .authority()
+                        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+                });
+                headers::add_forwarded(&mut parts.headers, fwd.client_ip, fwd.https, fwd_host);
                 let req = build_request(parts, body, pq);
                 return send(pool, conn, req, api)
                     .await

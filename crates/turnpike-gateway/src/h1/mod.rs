@@ -15,13 +15,20 @@ use std::task::{ready, Context, Poll};
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::{request, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, SizeHint};
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::body::{BodyError, RequestBody};
 use crate::error::{ErrorKind, GatewayError};
+use crate::headers::{X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PROTO};
 use crate::upstream::EndpointPool;
+
+mod body;
+#[cfg(test)]
+mod tests;
+
+pub use body::{BodyFraming, Chunk, DirectBody};
 
 /// Read buffer of a connection (allocated once per connection, zeroed once).
 const READ_BUF: usize = 16 * 1024;
@@ -52,6 +59,8 @@ pub fn fits(headers: &HeaderMap, body: &RequestBody) -> bool {
 /// A pooled plain-TCP upstream connection and its read buffer.
 pub struct H1Conn {
     io: TcpStream,
+    /// The request head being written (kept for the next request on this connection).
+    wbuf: Vec<u8>,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -63,6 +72,7 @@ impl H1Conn {
     pub fn new(io: TcpStream) -> Box<Self> {
         Box::new(H1Conn {
             io,
+            wbuf: Vec::with_capacity(512),
             buf: vec![0; READ_BUF],
             start: 0,
             end: 0,
@@ -140,6 +150,22 @@ impl From<Failure> for GatewayError {
     }
 }
 
+/// The upstream request line's path, written as is: the endpoint's base path, the
+/// request path below the API's context, and the query. All three come from an already
+/// validated URI or the compiled endpoint.
+pub struct UpstreamPath<'a> {
+    pub base: &'a str,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+}
+
+/// What the `X-Forwarded-*` headers say, written into the head without touching the
+/// request's header map (see `headers::add_forwarded`, whose rules this follows).
+pub struct Forwarded<'a> {
+    pub client_ip: &'a HeaderValue,
+    pub https: bool,
+}
+
 /// How the request body is framed upstream.
 enum ReqFraming {
     None,
@@ -154,7 +180,8 @@ pub async fn exchange(
     mut conn: Box<H1Conn>,
     parts: request::Parts,
     mut body: RequestBody,
-    pq: &str,
+    path: UpstreamPath<'_>,
+    fwd: &Forwarded<'_>,
 ) -> Result<Response<DirectBody>, GatewayError> {
     let head_only = parts.method == Method::HEAD;
     let framing = if parts.headers.contains_key(CONTENT_LENGTH) {
@@ -165,9 +192,19 @@ pub async fn exchange(
         // Not taken through `fits`; kept correct for any caller.
         ReqFraming::Chunked
     };
-    let mut out = Vec::with_capacity(512);
-    encode_head(&mut out, &parts, &pool.host, pq, &framing, body.size_hint());
-    write_request(&mut conn, out, &mut body, framing).await?;
+    let mut out = std::mem::take(&mut conn.wbuf);
+    out.clear();
+    encode_head(
+        &mut out,
+        &parts,
+        &pool.host,
+        &path,
+        fwd,
+        &framing,
+        body.size_hint(),
+    );
+    write_request(&mut conn, &mut out, &mut body, framing).await?;
+    conn.wbuf = out;
     drop(body);
     let (resp, body_framing, keep_alive) = read_head(&mut conn, head_only).await?;
     let mut direct = DirectBody {
@@ -184,24 +221,69 @@ fn encode_head(
     out: &mut Vec<u8>,
     parts: &request::Parts,
     host: &HeaderValue,
-    pq: &str,
+    path: &UpstreamPath<'_>,
+    fwd: &Forwarded<'_>,
     framing: &ReqFraming,
     hint: SizeHint,
 ) {
     out.extend_from_slice(parts.method.as_str().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(pq.as_bytes());
+    out.extend_from_slice(path.base.as_bytes());
+    out.extend_from_slice(path.path.as_bytes());
+    if let Some(q) = path.query {
+        out.push(b'?');
+        out.extend_from_slice(q.as_bytes());
+    }
     out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
     out.extend_from_slice(host.as_bytes());
     out.extend_from_slice(b"\r\n");
+    let (mut xff, mut xfp, mut xfh) = (false, false, false);
+    let mut client_host = None;
     for (name, value) in parts.headers.iter() {
         if name == HOST {
+            client_host.get_or_insert(value);
             continue;
         }
+        if name == X_FORWARDED_FOR {
+            // The first value, then this hop (later duplicates are dropped).
+            if !xff {
+                xff = true;
+                out.extend_from_slice(b"x-forwarded-for: ");
+                out.extend_from_slice(value.as_bytes());
+                out.extend_from_slice(b", ");
+                out.extend_from_slice(fwd.client_ip.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            continue;
+        }
+        xfp |= name == X_FORWARDED_PROTO;
+        xfh |= name == X_FORWARDED_HOST;
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
+    }
+    if !xff {
+        out.extend_from_slice(b"x-forwarded-for: ");
+        out.extend_from_slice(fwd.client_ip.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !xfp {
+        out.extend_from_slice(if fwd.https {
+            b"x-forwarded-proto: https\r\n"
+        } else {
+            b"x-forwarded-proto: http\r\n"
+        });
+    }
+    if !xfh {
+        let h = client_host
+            .map(HeaderValue::as_bytes)
+            .or_else(|| parts.uri.authority().map(|a| a.as_str().as_bytes()));
+        if let Some(h) = h {
+            out.extend_from_slice(b"x-forwarded-host: ");
+            out.extend_from_slice(h);
+            out.extend_from_slice(b"\r\n");
+        }
     }
     if let ReqFraming::Chunked = framing {
         match hint.exact() {
@@ -219,7 +301,7 @@ fn encode_head(
 /// Writes the head with as much of the body as is at hand, then streams the rest.
 async fn write_request(
     conn: &mut H1Conn,
-    mut out: Vec<u8>,
+    out: &mut Vec<u8>,
     body: &mut RequestBody,
     framing: ReqFraming,
 ) -> Result<(), Failure> {
@@ -257,11 +339,11 @@ async fn write_request(
                 }
                 break;
             }
-            conn.io.write_all(&out).await.map_err(Failure::Io)?;
+            conn.io.write_all(out).await.map_err(Failure::Io)?;
             out.clear();
         }
     }
-    conn.io.write_all(&out).await.map_err(Failure::Io)
+    conn.io.write_all(out).await.map_err(Failure::Io)
 }
 
 /// Reads and parses the response head (skipping 1xx interim responses).
@@ -321,7 +403,8 @@ fn parse_head(
         // One copy of the head; header values are slices of it.
         let head = Bytes::copy_from_slice(&pending[..n]);
         let base = pending.as_ptr() as usize;
-        let mut headers = HeaderMap::with_capacity(parsed.headers.len());
+        // Room for what the gateway adds (X-Request-ID) without regrowing the map.
+        let mut headers = HeaderMap::with_capacity(parsed.headers.len() + 2);
         for h in parsed.headers.iter() {
             let name = HeaderName::from_bytes(h.name.as_bytes())
                 .map_err(|_| Failure::Protocol("bad upstream header name".into()))?;
@@ -394,374 +477,9 @@ fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
     }
 }
 
-/// Where the response body stands.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BodyFraming {
-    /// This many bytes remain.
-    Length(u64),
-    Chunked(Chunk),
-    /// Delimited by the upstream closing the connection.
-    Eof,
-}
-
-/// Chunked decoding state.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Chunk {
-    Size,
-    Data(u64),
-    DataEnd,
-    Trailers,
-    Done,
-}
-
-/// The upstream's response body, read from the connection by the client's task.
-pub struct DirectBody {
-    conn: Option<Box<H1Conn>>,
-    pool: Option<Arc<EndpointPool>>,
-    framing: BodyFraming,
-    keep_alive: bool,
-}
-
-impl DirectBody {
-    fn done(&self) -> bool {
-        matches!(
-            self.framing,
-            BodyFraming::Length(0) | BodyFraming::Chunked(Chunk::Done)
-        )
-    }
-
-    /// At a clean end, the connection goes back to the pool (unless the upstream asked
-    /// to close it or sent more than the response).
-    fn release_if_done(&mut self) {
-        if !self.done() {
-            return;
-        }
-        if let (Some(conn), Some(pool)) = (self.conn.take(), self.pool.take()) {
-            if self.keep_alive && conn.start == conn.end {
-                pool.put_back_direct(conn);
-            }
-        }
-    }
-
-    /// Decodes what is buffered: a data frame, `None` when more bytes are needed.
-    fn decode(&mut self) -> Result<Option<Bytes>, io::Error> {
-        let Some(conn) = self.conn.as_mut() else {
-            return Ok(None);
-        };
-        loop {
-            let pending = conn.pending();
-            match &mut self.framing {
-                BodyFraming::Length(0) | BodyFraming::Chunked(Chunk::Done) => return Ok(None),
-                BodyFraming::Length(rem) => {
-                    if pending.is_empty() {
-                        return Ok(None);
-                    }
-                    let take = pending
-                        .len()
-                        .min(usize::try_from(*rem).unwrap_or(usize::MAX));
-                    let data = Bytes::copy_from_slice(&pending[..take]);
-                    *rem -= take as u64;
-                    conn.consume(take);
-                    return Ok(Some(data));
-                }
-                BodyFraming::Eof => {
-                    if pending.is_empty() {
-                        return Ok(None);
-                    }
-                    let data = Bytes::copy_from_slice(pending);
-                    let n = pending.len();
-                    conn.consume(n);
-                    return Ok(Some(data));
-                }
-                BodyFraming::Chunked(state) => match *state {
-                    Chunk::Size | Chunk::Trailers => {
-                        let Some(eol) = pending.windows(2).position(|w| w == b"\r\n") else {
-                            if pending.len() > MAX_LINE {
-                                return Err(bad_chunk());
-                            }
-                            return Ok(None);
-                        };
-                        let line = &pending[..eol];
-                        if *state == Chunk::Size {
-                            let digits = line.split(|b| *b == b';').next().unwrap_or(b"");
-                            let size = std::str::from_utf8(digits.trim_ascii())
-                                .ok()
-                                .and_then(|s| u64::from_str_radix(s, 16).ok())
-                                .ok_or_else(bad_chunk)?;
-                            *state = if size == 0 {
-                                Chunk::Trailers
-                            } else {
-                                Chunk::Data(size)
-                            };
-                        } else if line.is_empty() {
-                            *state = Chunk::Done;
-                        }
-                        conn.consume(eol + 2);
-                    }
-                    Chunk::Data(rem) => {
-                        if pending.is_empty() {
-                            return Ok(None);
-                        }
-                        let take = pending
-                            .len()
-                            .min(usize::try_from(rem).unwrap_or(usize::MAX));
-                        let data = Bytes::copy_from_slice(&pending[..take]);
-                        let left = rem - take as u64;
-                        *state = if left == 0 {
-                            Chunk::DataEnd
-                        } else {
-                            Chunk::Data(left)
-                        };
-                        conn.consume(take);
-                        return Ok(Some(data));
-                    }
-                    Chunk::DataEnd => {
-                        if pending.len() < 2 {
-                            return Ok(None);
-                        }
-                        if &pending[..2] != b"\r\n" {
-                            return Err(bad_chunk());
-                        }
-                        *state = Chunk::Size;
-                        conn.consume(2);
-                    }
-                    Chunk::Done => return Ok(None),
-                },
-            }
-        }
-    }
-}
-
-fn bad_chunk() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        "bad chunked encoding from upstream",
-    )
-}
-
-#[cfg(test)]
-impl DirectBody {
-    fn empty_for_test() -> Self {
-        DirectBody {
-            conn: None,
-            pool: None,
-            framing: BodyFraming::Length(0),
-            keep_alive: false,
-        }
-    }
-}
-
-impl Body for DirectBody {
-    type Data = Bytes;
-    type Error = io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        let this = self.get_mut();
-        loop {
-            match this.decode() {
-                Ok(Some(data)) => {
-                    this.release_if_done();
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                Ok(None) if this.done() => {
-                    this.release_if_done();
-                    return Poll::Ready(None);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    this.conn = None;
-                    return Poll::Ready(Some(Err(e)));
-                }
-            }
-            let Some(conn) = this.conn.as_mut() else {
-                return Poll::Ready(None);
-            };
-            match ready!(conn.poll_fill(cx)) {
-                Ok(0) if this.framing == BodyFraming::Eof => {
-                    this.conn = None;
-                    return Poll::Ready(None);
-                }
-                Ok(0) => {
-                    this.conn = None;
-                    return Poll::Ready(Some(Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "upstream closed the connection before the body ended",
-                    ))));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    this.conn = None;
-                    return Poll::Ready(Some(Err(e)));
-                }
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.done()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self.framing {
-            BodyFraming::Length(n) => SizeHint::with_exact(n),
-            _ => SizeHint::default(),
-        }
-    }
-}
-
 /// Opens a new plain-TCP connection (the caller bounds it with the connect timeout).
 pub async fn connect(host: &str, port: u16) -> io::Result<Box<H1Conn>> {
     let tcp = TcpStream::connect((host, port)).await?;
     let _ = tcp.set_nodelay(true);
     Ok(H1Conn::new(tcp))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use http_body_util::BodyExt;
-    use tokio::io::AsyncReadExt;
-    use tokio::net::TcpListener;
-
-    use crate::upstream::Upstreams;
-
-    /// Reads one request head (and no body) from a scripted upstream socket.
-    async fn read_request(s: &mut TcpStream) -> String {
-        let mut got = Vec::new();
-        let mut b = [0u8; 1024];
-        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = s.read(&mut b).await.expect("read");
-            assert!(n > 0, "client closed");
-            got.extend_from_slice(&b[..n]);
-        }
-        String::from_utf8(got).expect("utf8")
-    }
-
-    async fn get(pool: &Arc<EndpointPool>, path: &str) -> (Response<DirectBody>, Bytes) {
-        let conn = pool
-            .checkout_direct(std::time::Duration::from_secs(5))
-            .await
-            .expect("connect");
-        let (parts, ()) = http::Request::get(path).body(()).expect("req").into_parts();
-        let resp = exchange(pool.clone(), conn, parts, RequestBody::empty(), path)
-            .await
-            .expect("exchange");
-        let (head, body) = resp.into_parts();
-        let bytes = body.collect().await.expect("body").to_bytes();
-        (
-            Response::from_parts(head, DirectBody::empty_for_test()),
-            bytes,
-        )
-    }
-
-    #[tokio::test]
-    async fn chunked_and_interim_responses_then_reuse_then_reconnect_after_close() {
-        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let authority: http::uri::Authority = l
-            .local_addr()
-            .expect("addr")
-            .to_string()
-            .parse()
-            .expect("authority");
-        let server = tokio::spawn(async move {
-            let (mut s, _) = l.accept().await.expect("accept");
-            let head = read_request(&mut s).await;
-            assert!(head.starts_with("GET /a HTTP/1.1\r\nhost: "), "{head}");
-            s.write_all(
-                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
-                  3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nx-trailer: 1\r\n\r\n",
-            )
-            .await
-            .expect("write");
-            // Same connection: kept alive and reused.
-            let head = read_request(&mut s).await;
-            assert!(head.starts_with("GET /b "), "{head}");
-            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
-                .await
-                .expect("write");
-            drop(s);
-            // The closed connection is not reused: a new one comes.
-            let (mut s, _) = l.accept().await.expect("accept again");
-            let head = read_request(&mut s).await;
-            assert!(head.starts_with("GET /c "), "{head}");
-            s.write_all(b"HTTP/1.0 200 OK\r\n\r\nuntil-eof")
-                .await
-                .expect("write");
-        });
-        let pool = Upstreams::new().pool(false, &authority);
-        let (r, body) = get(&pool, "/a").await;
-        assert_eq!(r.status(), 200);
-        assert_eq!(&body[..], b"abcde");
-        let (_, body) = get(&pool, "/b").await;
-        assert_eq!(&body[..], b"ok");
-        let (r, body) = get(&pool, "/c").await;
-        assert_eq!(r.version(), Version::HTTP_10);
-        assert_eq!(&body[..], b"until-eof");
-        server.await.expect("server");
-    }
-
-    #[tokio::test]
-    async fn garbage_and_early_close_are_errors() {
-        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let authority: http::uri::Authority = l
-            .local_addr()
-            .expect("addr")
-            .to_string()
-            .parse()
-            .expect("authority");
-        tokio::spawn(async move {
-            let (mut s, _) = l.accept().await.expect("accept");
-            read_request(&mut s).await;
-            s.write_all(b"NOT HTTP\r\n\r\n").await.expect("write");
-            let (mut s, _) = l.accept().await.expect("accept");
-            read_request(&mut s).await;
-        });
-        let pool = Upstreams::new().pool(false, &authority);
-        for kind in [ErrorKind::UpstreamProtocol, ErrorKind::UpstreamReset] {
-            let conn = pool
-                .checkout_direct(std::time::Duration::from_secs(5))
-                .await
-                .expect("connect");
-            let (parts, ()) = http::Request::get("/").body(()).expect("req").into_parts();
-            let e = exchange(pool.clone(), conn, parts, RequestBody::empty(), "/")
-                .await
-                .err()
-                .expect("an error");
-            assert_eq!(e.kind, kind);
-        }
-    }
-
-    fn framing(headers: &[(&'static str, &'static str)]) -> BodyFraming {
-        let mut h = HeaderMap::new();
-        for (k, v) in headers {
-            h.append(*k, HeaderValue::from_static(v));
-        }
-        body_framing(StatusCode::OK, false, &h).unwrap_or(BodyFraming::Eof)
-    }
-
-    #[test]
-    fn framing_follows_the_headers() {
-        assert_eq!(framing(&[("content-length", "5")]), BodyFraming::Length(5));
-        assert_eq!(
-            framing(&[("transfer-encoding", "gzip, chunked")]),
-            BodyFraming::Chunked(Chunk::Size)
-        );
-        assert_eq!(framing(&[]), BodyFraming::Eof);
-        let mut h = HeaderMap::new();
-        h.append(CONTENT_LENGTH, HeaderValue::from_static("1"));
-        h.append(CONTENT_LENGTH, HeaderValue::from_static("2"));
-        assert!(body_framing(StatusCode::OK, false, &h).is_err());
-    }
-
-    #[test]
-    fn keep_alive_by_version_and_connection() {
-        let mut h = HeaderMap::new();
-        assert!(keeps_alive(Version::HTTP_11, &h));
-        assert!(!keeps_alive(Version::HTTP_10, &h));
-        h.insert(CONNECTION, HeaderValue::from_static("Close"));
-        assert!(!keeps_alive(Version::HTTP_11, &h));
-    }
 }
