@@ -302,7 +302,11 @@ fn security_problems_have_document_paths_and_lines() {
                 auth: { oauth2: false, api_key: true, api_key_header: \"bad header\" }\n    \
                 resources: [{ path: \"/*\", methods: [\"*\"] }]\n";
     let p = problems(yaml);
-    assert!(p.iter().any(|p| p.starts_with("3:") && p.contains("64 hex")), "{p:#?}");
+    assert!(
+        p.iter()
+            .any(|p| p.starts_with("3:") && p.contains("64 hex")),
+        "{p:#?}"
+    );
     // The API's own problems are reported too, in the same run.
     let open_scopes = "apis:\n  - name: x\n    context: /x\n    version: v1\n    endpoints: [\"http://127.0.0.1:1\"]\n    \
                        resources: [{ path: \"/*\", methods: [\"*\"], scopes: [a] }]\n";
