@@ -7,7 +7,8 @@
 # request (utime+stime from /proc/PID/stat before and after), then Turnpike/nginx ratios.
 #
 # Usage: bench/proxy-vs-nginx.sh [--duration 10] [--connections 100] [--rounds 3] [--sizes "50 1024"]
-# Needs: wrk, nginx, taskset (scripts/install-deps.sh), a release build (built here).
+# Needs: wrk, nginx, taskset (scripts/install-deps.sh), a release build (built here unless
+# TURNPIKE_BIN names one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +23,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-cargo build --release -p turnpike >/dev/null
-bin=target/release/turnpike
+# TURNPIKE_BIN=path compares another build (e.g. an older commit's) without building.
+if [ -n "${TURNPIKE_BIN:-}" ]; then
+  bin=$TURNPIKE_BIN
+else
+  cargo build --release -p turnpike >/dev/null
+  bin=target/release/turnpike
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
