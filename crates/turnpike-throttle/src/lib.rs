@@ -26,12 +26,12 @@ pub use compile::{BuildError, RuleId};
 pub use facts::{Lookup, NoLookup, RequestFacts};
 pub use headers::THROTTLED_CODE;
 pub use ip::IpRange;
-/// The policy data lives in `turnpike-model` (the file format); re-exported here.
-pub use turnpike_model::throttling::{
-    AdvancedPolicy, ApplicationThrottle, ApplicationTier, BurstLimit, BurstUnit, Condition,
-    ConditionGroup, HeaderStyle, Limit, SubscriptionTier, ThrottleSpec, TimeUnit,
-    UNAUTHENTICATED, UNLIMITED,
-};
 pub use stats::{RuleStats, StripedCounter};
 pub use store::{CounterStore, StoreConfig};
 pub use throttler::{Decision, Throttler};
+/// The policy data lives in `turnpike-model` (the file format); re-exported here.
+pub use turnpike_model::throttling::{
+    AdvancedPolicy, ApplicationThrottle, ApplicationTier, BurstLimit, BurstUnit, Condition,
+    ConditionGroup, HeaderStyle, Limit, SubscriptionTier, ThrottleSpec, TimeUnit, UNAUTHENTICATED,
+    UNLIMITED,
+};

@@ -269,6 +269,7 @@ fn three_gateways_share_one_redis_within_the_bound_and_survive_an_outage() {
         .filter(|i| get(&at(*i, "limited")).status == 200)
         .count() as u64;
     let bound = NODES * BATCH;
+    eprintln!("cluster admitted {admitted} of {LIMIT} (bound n x b = {bound})");
     assert!(
         admitted.abs_diff(LIMIT) <= bound,
         "admitted {admitted}, limit {LIMIT}, bound n x b = {bound}"
