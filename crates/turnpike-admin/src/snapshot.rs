@@ -136,7 +136,9 @@ async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
             groups: Vec::new(),
         });
     }
-    let apps = store.list_applications(None, i64::from(u32::MAX), 0).await?;
+    let apps = store
+        .list_applications(None, i64::from(u32::MAX), 0)
+        .await?;
     // An application whose tier was deleted counts on no application tier rather than
     // making every gateway refuse the snapshot.
     spec.applications = apps
