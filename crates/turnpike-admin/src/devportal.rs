@@ -108,6 +108,19 @@ pub(crate) async fn own_app(s: &AppState, caller: &Caller, id: &str) -> ApiResul
     Ok(app)
 }
 
+/// A subscription of one of the caller's applications; someone else's is "not found".
+async fn own_subscription(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> ApiResult<turnpike_store::Subscription> {
+    let sub = s.inner.store.get_subscription(id).await?;
+    own_app(s, caller, &sub.application_id)
+        .await
+        .map_err(|_| ApiError::not_found(format!("subscription {id}")))?;
+    Ok(sub)
+}
+
 fn app_fields(v: &serde_json::Value) -> ApiResult<(String, String, String)> {
     let mut f = Fields::new(v, "");
     f.ignore(&["id", "owner", "revision", "createdTime"]);
@@ -284,10 +297,7 @@ async fn get_sub(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let sub = s.inner.store.get_subscription(&id).await?;
-    own_app(&s, &caller, &sub.application_id)
-        .await
-        .map_err(|_| ApiError::not_found(format!("subscription {id}")))?;
+    let sub = own_subscription(&s, &caller, &id).await?;
     Ok(json_with_etag(
         &headers,
         revision_etag(&sub.id, sub.revision),
@@ -301,10 +311,7 @@ async fn unsubscribe(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let sub = s.inner.store.get_subscription(&id).await?;
-    own_app(&s, &caller, &sub.application_id)
-        .await
-        .map_err(|_| ApiError::not_found(format!("subscription {id}")))?;
+    let sub = own_subscription(&s, &caller, &id).await?;
     if let Some(r) = if_match(&headers, &id)? {
         if r != sub.revision {
             return Err(turnpike_store::StoreError::PreconditionFailed.into());
