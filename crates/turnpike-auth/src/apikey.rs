@@ -56,6 +56,7 @@ impl ApiKeyValidator {
                 token_id: None,
                 credential_key: key,
                 key_id: None,
+                claims: Default::default(),
             });
             by_prefix
                 .entry(key.prefix())

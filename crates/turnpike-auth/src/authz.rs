@@ -129,6 +129,7 @@ mod tests {
             token_id: None,
             credential_key: TokenKey([0; 32]),
             key_id: None,
+            claims: Default::default(),
         }
     }
 

@@ -122,6 +122,7 @@ impl BasicValidator {
                 token_id: None,
                 credential_key: key,
                 key_id: None,
+                claims: Default::default(),
             }))
         } else {
             Err(AuthError::InvalidBasic)

@@ -45,6 +45,89 @@ pub struct Identity {
     pub credential_key: TokenKey,
     /// `kid` and issuer of the verifying key, re-checked on cache hits.
     pub(crate) key_id: Option<String>,
+    /// The token claims that compiled conditions read (see [`KeptClaims`]).
+    pub claims: Claims,
+}
+
+/// The claim names worth keeping from a verified token: those some compiled condition
+/// reads (advanced throttling policies' `claim` conditions), fixed per snapshot. Only
+/// these are extracted, once per token at verification, and cached with the identity.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KeptClaims {
+    /// Identifies the name set (0: none), so a cached identity extracted for another
+    /// set is verified again.
+    id: u64,
+    names: Box<[Box<str>]>,
+}
+
+impl KeptClaims {
+    pub fn new<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Self {
+        let mut v: Vec<Box<str>> = names.into_iter().map(|n| n.as_ref().into()).collect();
+        v.sort();
+        v.dedup();
+        // FNV-1a over the sorted names; never 0 for a non-empty set.
+        let id = v.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, n| {
+            n.bytes()
+                .chain(std::iter::once(0xff))
+                .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+        });
+        KeptClaims {
+            id: if v.is_empty() { 0 } else { id.max(1) },
+            names: v.into(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The kept claims of `claims`, as text (strings as they are; numbers and booleans
+    /// printed; arrays and objects as compact JSON). Dotted names reach nested claims.
+    pub(crate) fn extract(&self, claims: &Value) -> Claims {
+        let values = self
+            .names
+            .iter()
+            .filter_map(|n| {
+                let v = match lookup(claims, n)? {
+                    Value::String(s) => s.as_str().into(),
+                    Value::Null => return None,
+                    other => other.to_string().into(),
+                };
+                Some((n.clone(), v))
+            })
+            .collect();
+        Claims {
+            set: self.id,
+            values,
+        }
+    }
+}
+
+/// Claims of a token kept for conditions, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Claims {
+    set: u64,
+    values: Vec<(Box<str>, Box<str>)>,
+}
+
+impl Claims {
+    /// A kept claim's value as text.
+    #[inline]
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(n, _)| **n == *name)
+            .map(|(_, v)| &**v)
+    }
+
+    /// The [`KeptClaims`] set these were extracted for.
+    pub(crate) fn set(&self) -> u64 {
+        self.set
+    }
 }
 
 impl Identity {
@@ -95,6 +178,34 @@ fn string(claims: &Value, path: &str) -> Option<String> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_kept_claims_are_extracted_as_text() {
+        let claims = serde_json::json!({
+            "sub": "alice", "tier": "gold", "age": 42, "vip": true,
+            "org": { "unit": "sales" }, "none": null, "big": "not kept"
+        });
+        let kept = KeptClaims::new(["tier", "age", "vip", "org.unit", "none", "missing"]);
+        let c = kept.extract(&claims);
+        assert_eq!(c.get("tier"), Some("gold"));
+        assert_eq!(c.get("age"), Some("42"));
+        assert_eq!(c.get("vip"), Some("true"));
+        assert_eq!(c.get("org.unit"), Some("sales"));
+        assert_eq!(c.get("none"), None);
+        assert_eq!(c.get("big"), None, "not referenced, not kept");
+        assert_eq!(c.set(), kept.id());
+        assert_ne!(kept.id(), 0);
+        assert_eq!(KeptClaims::new(Vec::<&str>::new()).id(), 0);
+        assert_eq!(
+            KeptClaims::new(["b", "a"]),
+            KeptClaims::new(["a", "b", "a"])
+        );
+    }
+}
+
 impl ClaimMapping {
     /// Builds an identity from verified claims.
     pub(crate) fn identity(
@@ -131,6 +242,7 @@ impl ClaimMapping {
             token_id: string(claims, "jti"),
             credential_key,
             key_id,
+            claims: Claims::default(),
         }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{ClaimMapping, CredentialKind, Identity};
+use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims};
 
 /// One verification key with its pinned algorithm.
 #[derive(Clone)]
@@ -213,6 +213,8 @@ pub struct JwtValidator {
     cache: Arc<TokenCache<Arc<Identity>>>,
     clock: Arc<dyn Clock>,
     leeway: u64,
+    /// Claims that compiled conditions read, set once per snapshot.
+    kept: std::sync::OnceLock<KeptClaims>,
 }
 
 #[derive(Deserialize)]
@@ -251,14 +253,25 @@ impl JwtValidator {
             cache,
             clock,
             leeway,
+            kept: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Keeps these claims of every verified token in its identity (`Identity::claims`);
+    /// call once, right after building (later calls are ignored).
+    pub fn keep_claims(&self, kept: KeptClaims) {
+        let _ = self.kept.set(kept);
+    }
+
+    fn kept_id(&self) -> u64 {
+        self.kept.get().map_or(0, KeptClaims::id)
     }
 
     /// Validates a compact JWT.
     pub fn validate(&self, token: &str) -> Result<Arc<Identity>, AuthError> {
         let key = TokenKey::of(token);
         if let Some(id) = self.cache.get(&key) {
-            if self.still_trusted(&id) {
+            if self.still_trusted(&id) && id.claims.set() == self.kept_id() {
                 self.revocations.check(&id)?;
                 return Ok(id);
             }
@@ -328,8 +341,13 @@ impl JwtValidator {
                 return Err(AuthError::InvalidToken("the token is not valid yet"));
             }
         }
-        Ok(issuer
-            .mapping
-            .identity(CredentialKind::Jwt, &data.claims, key, Some(kid.to_owned())))
+        let mut id =
+            issuer
+                .mapping
+                .identity(CredentialKind::Jwt, &data.claims, key, Some(kid.to_owned()));
+        if let Some(kept) = self.kept.get().filter(|k| !k.is_empty()) {
+            id.claims = kept.extract(&data.claims);
+        }
+        Ok(id)
     }
 }

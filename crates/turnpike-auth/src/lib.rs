@@ -31,7 +31,7 @@ pub use cache::{TokenCache, TokenKey};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::AuthError;
 pub use http_client::{FetchError, HttpClient};
-pub use identity::{ClaimMapping, CredentialKind, Identity, KeyType};
+pub use identity::{ClaimMapping, Claims, CredentialKind, Identity, KeptClaims, KeyType};
 pub use introspect::{IntrospectionConfig, Introspector};
 pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};

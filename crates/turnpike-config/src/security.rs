@@ -113,7 +113,12 @@ pub(crate) fn compile(
         .any(|a| a.auth.as_ref().is_some_and(|s| !s.is_open()));
     let compiled = if secured || !file.security.is_empty() {
         match runtime.auth.compile(&file.security) {
-            Ok(c) => Some(c),
+            Ok(c) => {
+                if let Some(jwt) = &c.jwt {
+                    jwt.keep_claims(crate::throttling::claim_names(file));
+                }
+                Some(c)
+            }
             Err(errors) => {
                 for e in errors {
                     problems.push(Problem::new(format!("security.{}", e.path), e.message));

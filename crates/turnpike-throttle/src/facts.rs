@@ -56,7 +56,7 @@ pub struct RequestFacts<'a> {
     pub resource_policy: Option<&'a str>,
     pub client_ip: IpAddr,
     /// What bandwidth quotas charge at check time (the request's `Content-Length`; the
-    /// response's size can be added later with `Throttler::charge_bytes`).
+    /// response's size is charged later with `Throttler::charge_bytes`).
     pub bytes: u64,
     pub lookup: &'a dyn Lookup,
 }

@@ -28,7 +28,7 @@ pub use headers::THROTTLED_CODE;
 pub use ip::IpRange;
 pub use stats::{RuleStats, StripedCounter};
 pub use store::{CounterStore, StoreConfig};
-pub use throttler::{Decision, Throttler};
+pub use throttler::{Charges, Decision, Throttler};
 /// The policy data lives in `turnpike-model` (the file format); re-exported here.
 pub use turnpike_model::throttling::{
     AdvancedPolicy, ApplicationThrottle, ApplicationTier, BurstLimit, BurstUnit, Condition,

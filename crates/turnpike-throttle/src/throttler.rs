@@ -31,6 +31,41 @@ pub struct Decision {
     pub reset: Duration,
     /// When refused: how long until a retry can pass.
     pub retry_after: Option<Duration>,
+    /// The bandwidth quotas that admitted the request: charge the response's bytes to
+    /// them with [`Throttler::charge_bytes`] (empty when no bandwidth quota applies).
+    pub charges: Charges,
+}
+
+/// At most this many bandwidth quotas apply to one request (resource, API, subscription,
+/// application).
+const MAX_CHARGES: usize = 4;
+
+/// The bandwidth quotas (counter key and rule) that admitted one request, so that the
+/// bytes of its response can be charged to them later. Plain data: `Copy`, no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Charges {
+    n: u8,
+    items: [(u64, u32); MAX_CHARGES],
+}
+
+impl Charges {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    fn push(&mut self, key: u64, rule: RuleId) {
+        if let Some(slot) = self.items.get_mut(self.n as usize) {
+            *slot = (key, rule.0);
+            self.n += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, RuleId)> + '_ {
+        self.items[..self.n as usize]
+            .iter()
+            .map(|&(k, r)| (k, RuleId(r)))
+    }
 }
 
 impl Decision {
@@ -42,6 +77,10 @@ impl Decision {
         remaining: u64::MAX,
         reset: Duration::ZERO,
         retry_after: None,
+        charges: Charges {
+            n: 0,
+            items: [(0, 0); MAX_CHARGES],
+        },
     };
 }
 
@@ -237,6 +276,11 @@ impl Throttler {
                 best = Some(*step);
                 continue;
             }
+            if let (false, Some(Undo::Window { key, .. })) = (refused, undo) {
+                if matches!(rule.kind, RuleKind::Quota { bytes: true, .. }) {
+                    out.charges.push(*key, step.rule);
+                }
+            }
             if step.over {
                 rule.stats.flagged.add(1);
                 out.flagged = true;
@@ -261,6 +305,34 @@ impl Throttler {
             out.retry_after = (!b.allowed).then(|| Duration::from_nanos(b.retry_ns));
         }
         out
+    }
+
+    /// Charges `bytes` (a response's size) to the bandwidth quotas that admitted a
+    /// request, in the window current at `now`. Never refuses (the response is already
+    /// on its way): a count pushed over its limit refuses the caller's next request.
+    pub fn charge_bytes(&self, charges: &Charges, bytes: u64, now: UnixNanos) {
+        if bytes == 0 {
+            return;
+        }
+        let now = now.as_nanos();
+        let link = self.store.cluster.get();
+        for (key, id) in charges.iter() {
+            let Some(rule) = self.rule(id) else { continue };
+            let RuleKind::Quota { unit_ns, .. } = rule.kind else {
+                continue;
+            };
+            let window = now / unit_ns.max(1);
+            let limit = rule.limit;
+            self.store
+                .with_slot(key, SlotKind::Window { unit_ns }, now, |s| match link {
+                    None => {
+                        counter::window_take(&s.word, window, bytes, limit, true);
+                    }
+                    Some(l) => {
+                        l.take(s, key, window, unit_ns, bytes, limit, true);
+                    }
+                });
+        }
     }
 
     fn undo(&self, u: Undo, _now: u64) {

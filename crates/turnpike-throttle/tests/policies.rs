@@ -234,6 +234,38 @@ fn every_time_unit_and_bandwidth_quota() {
 }
 
 #[test]
+fn response_bytes_charged_to_a_bandwidth_quota_refuse_the_next_request() {
+    let t = build(&ThrottleSpec {
+        subscription_tiers: vec![SubscriptionTier {
+            quota: Some(Limit::bytes(1000, TimeUnit::Minute)),
+            ..sub("Bytes", 0, TimeUnit::Minute)
+        }],
+        ..Default::default()
+    });
+    let get = app_req("pets", "app1", "alice", "Bytes");
+    let d = t.check(&get, T0);
+    assert!(d.allowed);
+    assert!(!d.charges.is_empty(), "a bandwidth quota admitted it");
+    // A 600-byte response, then another: over the limit, charged anyway.
+    t.charge_bytes(&d.charges, 600, T0);
+    let d = t.check(&get, T0);
+    assert_eq!((d.allowed, d.remaining), (true, 400));
+    t.charge_bytes(&d.charges, 600, T0);
+    let d = t.check(&get, T0);
+    assert!(!d.allowed, "1200 of 1000 bytes used: refused");
+    assert!(d.charges.is_empty(), "a refusal charges nothing");
+    // The next window starts empty.
+    assert!(t.check(&get, T0.plus(Duration::from_secs(60))).allowed);
+    // A request-count tier has nothing to charge.
+    let t = build(&ThrottleSpec {
+        subscription_tiers: vec![sub("Count", 5, TimeUnit::Minute)],
+        ..Default::default()
+    });
+    let d = t.check(&app_req("pets", "app1", "alice", "Count"), T0);
+    assert!(d.allowed && d.charges.is_empty());
+}
+
+#[test]
 fn billing_tier_allows_over_quota_and_flags() {
     let t = build(&ThrottleSpec {
         subscription_tiers: vec![SubscriptionTier {

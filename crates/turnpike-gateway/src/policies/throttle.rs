@@ -10,6 +10,7 @@
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderValue, Response};
+use turnpike_auth::Claims;
 use turnpike_config::{ApiThrottle, CompiledApi};
 use turnpike_throttle::{Clock, Decision, Lookup, RequestFacts, SystemClock, Throttler};
 
@@ -26,10 +27,12 @@ struct Outcome(Decision);
 #[derive(Debug, Default)]
 pub struct ThrottlePolicy;
 
-/// Headers, the raw query string and nothing else: conditional groups look here.
+/// Headers, the raw query string and the token claims the snapshot's conditions read
+/// (kept in the identity at verification): conditional groups look here.
 struct RequestLookup<'a> {
     headers: &'a HeaderMap,
     query: Option<&'a str>,
+    claims: Option<&'a Claims>,
 }
 
 impl Lookup for RequestLookup<'_> {
@@ -42,6 +45,10 @@ impl Lookup for RequestLookup<'_> {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             (k == name).then_some(v)
         })
+    }
+
+    fn claim(&self, name: &str) -> Option<&str> {
+        self.claims?.get(name)
     }
 }
 
@@ -80,6 +87,7 @@ impl Policy for ThrottlePolicy {
         let lookup = RequestLookup {
             headers: &req.headers,
             query: req.uri.query(),
+            claims: identity.map(|i| &i.claims),
         };
         let bytes = req
             .headers
@@ -119,8 +127,24 @@ impl Policy for ThrottlePolicy {
     ) -> Result<(), GatewayError> {
         if let (Some(t), Some(Outcome(d))) = (ctx.api.throttle.as_ref(), ctx.ext.get::<Outcome>()) {
             t.throttler.write_headers(d, t.headers, &mut resp.headers);
+            if !d.charges.is_empty() {
+                charge_response(&t.throttler, d, &resp.headers);
+            }
         }
         Ok(())
+    }
+}
+
+/// Bandwidth quotas count responses too (as WSO2 does): the response's `Content-Length`
+/// is charged when its head arrives, so the caller's next request over the quota is
+/// refused. A response without one (chunked) is not charged.
+fn charge_response(throttler: &Throttler, d: &Decision, headers: &HeaderMap) {
+    let len = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = len {
+        throttler.charge_bytes(&d.charges, n, SystemClock.now());
     }
 }
 
@@ -154,6 +178,7 @@ mod tests {
         let l = RequestLookup {
             headers: &h,
             query: Some("a=1&plan=gold&plan=x&flag"),
+            claims: None,
         };
         assert_eq!(l.query("plan"), Some("gold"));
         assert_eq!(l.query("flag"), Some(""));
