@@ -51,10 +51,11 @@ impl Form {
     }
 }
 
-/// Credentials a client presented.
+/// Credentials a client presented. `secret` is `None` when only `client_id` was sent
+/// (allowed for public clients only).
 struct Presented {
     client_id: String,
-    secret: String,
+    secret: Option<String>,
 }
 
 fn form_decode(s: &str) -> Option<String> {
@@ -68,11 +69,11 @@ fn form_decode(s: &str) -> Option<String> {
 fn presented(headers: &HeaderMap, form: &Form) -> Result<Presented, OAuthError> {
     let Some(auth) = headers.get(header::AUTHORIZATION) else {
         return match (form.get("client_id"), form.get("client_secret")) {
-            (Some(id), Some(secret)) => Ok(Presented {
+            (Some(id), secret) => Ok(Presented {
                 client_id: id.to_owned(),
-                secret: secret.to_owned(),
+                secret: secret.map(str::to_owned),
             }),
-            _ => Err(OAuthError::InvalidClient),
+            (None, _) => Err(OAuthError::InvalidClient),
         };
     };
     if form.get("client_secret").is_some() {
@@ -97,7 +98,10 @@ fn presented(headers: &HeaderMap, form: &Form) -> Result<Presented, OAuthError> 
     if form.get("client_id").is_some_and(|f| f != client_id) {
         return Err(OAuthError::InvalidRequest("client_id does not match"));
     }
-    Ok(Presented { client_id, secret })
+    Ok(Presented {
+        client_id,
+        secret: Some(secret).filter(|s| !s.is_empty()),
+    })
 }
 
 /// A hash to verify against when the client id is unknown, so unknown and known ids
@@ -115,11 +119,23 @@ impl KeyManager {
         form: &Form,
     ) -> Result<ClientRecord, OAuthError> {
         let p = presented(headers, form)?;
+        let public = self.inner.config.public_clients.contains(&p.client_id);
+        let Some(secret) = p.secret else {
+            // A public client has no secret to check; any other client must send one.
+            return match public {
+                true => self.inner.stores.clients.client(&p.client_id).await?,
+                false => None,
+            }
+            .ok_or(OAuthError::InvalidClient);
+        };
+        if public {
+            return Err(OAuthError::InvalidClient);
+        }
         let client = self.inner.stores.clients.client(&p.client_id).await?;
         let hash = client
             .as_ref()
             .map_or_else(|| dummy_hash().to_owned(), |c| c.secret_hash.clone());
-        match self.check_secret(&p.client_id, p.secret, hash).await? {
+        match self.check_secret(&p.client_id, secret, hash).await? {
             true => client.ok_or(OAuthError::InvalidClient),
             false => Err(OAuthError::InvalidClient),
         }

@@ -239,6 +239,24 @@ impl KeyRing {
         Ok(())
     }
 
+    /// Every key for operators, newest first (no key material).
+    pub fn info(&self) -> Vec<crate::verify::KeyInfo> {
+        let active = self.active_kid();
+        let mut out: Vec<crate::verify::KeyInfo> = self
+            .read()
+            .iter()
+            .map(|k| crate::verify::KeyInfo {
+                kid: k.stored.kid.clone(),
+                alg: k.stored.alg,
+                active: active.as_deref() == Some(k.stored.kid.as_str()),
+                created_at: k.stored.created_at,
+                retired_at: k.stored.retired_at,
+            })
+            .collect();
+        out.sort_by_key(|k| std::cmp::Reverse(k.created_at));
+        out
+    }
+
     /// The public keys gateways must trust: the active key and every retired one still live.
     pub fn jwks(&self) -> Jwks {
         Jwks {

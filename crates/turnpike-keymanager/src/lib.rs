@@ -19,6 +19,7 @@ mod memory;
 mod secret;
 mod store;
 mod token;
+mod verify;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,7 @@ pub use store::{
     RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore, UserRecord,
 };
 pub use token::AccessClaims;
+pub use verify::{KeyInfo, TokenRejection, VerifyError};
 
 use keys::KeyRing;
 use limiter::FailureLimiter;
@@ -57,6 +59,10 @@ pub struct KeyManagerConfig {
     pub failure_window: Duration,
     /// ...before the id is locked for this long (429 with `Retry-After`).
     pub lockout: Duration,
+    /// Client ids that authenticate with `client_id` alone (RFC 6749 §2.1 public clients,
+    /// e.g. a command-line tool that cannot keep a secret). Give them only the password
+    /// and refresh_token grants: the user's password is the credential.
+    pub public_clients: Vec<String>,
 }
 
 impl KeyManagerConfig {
@@ -69,6 +75,7 @@ impl KeyManagerConfig {
             max_failures: 10,
             failure_window: Duration::from_secs(60),
             lockout: Duration::from_secs(60),
+            public_clients: Vec::new(),
         }
     }
 }

@@ -85,6 +85,19 @@ pub struct UserRecord {
 pub trait ClientStore: Send + Sync + 'static {
     async fn client(&self, client_id: &str) -> Result<Option<ClientRecord>, StoreError>;
     async fn user(&self, username: &str) -> Result<Option<UserRecord>, StoreError>;
+
+    /// The scopes `user` may delegate to `client` in a password grant (`None`: no
+    /// user-level restriction). Default: the user's own `scopes`. A store overrides it
+    /// when what a user may grant depends on the client (e.g. role-derived scopes for a
+    /// built-in management client only).
+    async fn delegable_scopes(
+        &self,
+        client: &ClientRecord,
+        user: &UserRecord,
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        let _ = client;
+        Ok(user.scopes.clone())
+    }
 }
 
 /// What was granted: shared by refresh tokens and opaque access tokens.

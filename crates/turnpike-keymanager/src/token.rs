@@ -133,7 +133,13 @@ impl KeyManager {
                 "invalid resource owner credentials",
             ));
         };
-        let allowed_scopes: Vec<String> = match &user.scopes {
+        let delegable = self
+            .inner
+            .stores
+            .clients
+            .delegable_scopes(client, &user)
+            .await?;
+        let allowed_scopes: Vec<String> = match &delegable {
             Some(us) => client
                 .scopes
                 .iter()
