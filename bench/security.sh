@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Security overhead (issue 4): one wrk drives, in one run and alternating rounds, the same
-# gateway on
-#   (a) an open API,
-#   (b) the same upstream behind OAuth2: ES256 JWT validated locally + subscription check,
-#       one token (the verified-token cache is hot),
-#   (c) the same secured API with a pool of N distinct tokens (default 5,000) cycled by a
-#       wrk Lua script, one per request: the cache holds them all after the first pass.
-# Gateway pinned to core 1 (TURNPIKE_WORKERS=1), wrk and the echo back end to core 0, as
-# in bench/proxy-vs-nginx.sh. Prints req/s, p50, p99, gateway CPU per request, non-2xx,
-# and the ratios secured/open (targets: >= 0.9 one token, >= 0.85 with 5,000 tokens).
+# gateway with security off and on. Each secured case has its own baseline: the open API
+# receiving exactly the same requests (same wrk script, same Authorization header, which an
+# open API simply forwards), so the ratio is the cost of checking the credential, not of
+# the client sending a 600-byte header.
+#   jwt-1     / open-1:     ES256 JWT validated locally + subscription check, one token
+#                           (the verified-token cache is hot);
+#   jwt-N     / open-N:     a pool of N distinct tokens (default 5,000) cycled by a wrk Lua
+#                           script, one per request (the seeds' case);
+#   opaque-1  / cp-open-1:  a second gateway following a real control plane
+#                           (`turnpike control-plane`): an opaque token issued by its key
+#                           manager, introspected once, then answered from the warm cache.
+# Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk, the echo back end and the control
+# plane to core 0, as in bench/proxy-vs-nginx.sh. Prints req/s, p50, p99, gateway CPU per
+# request, non-2xx and the ratios (targets: >= 0.9 one JWT, >= 0.85 opaque warm cache,
+# >= 0.85 with 5,000 JWTs).
 #
 # Usage: [TURNPIKE_BIN=...] bench/security.sh [--duration 10] [--connections 100] [--rounds 3] [--tokens 5000]
-# Needs: wrk, taskset, python3 with cryptography (Debian: python3-cryptography).
+# Needs: wrk, taskset, curl, python3 with cryptography (scripts/install-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +43,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 
-echo_port=$(free_port); gw_port=$(free_port)
+echo_port=$(free_port); gw_port=$(free_port); cp_port=$(free_port); gw2_port=$(free_port)
 
 # A P-256 key, its public JWK, and the tokens (ES256, 1 h), minted outside Turnpike.
 python3 - "$work" "$ntokens" <<'PY'
@@ -97,10 +103,59 @@ TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work
   --http-port "$gw_port" --https-port off --data-dir "$work/data" >"$work/gw.log" 2>&1 &
 gw_pid=$!; pids+=($gw_pid)
 wait_port "$echo_port"; wait_port "$gw_port"
+
+# The opaque-token case: a real control plane (its key manager issues and introspects the
+# tokens) and a second gateway following it.
+gw_token=bench-gateway-token-0123456789; admin_pw=bench-admin-pw-0123456789
+TURNPIKE_LOG=warn TURNPIKE_ADMIN_PASSWORD=$admin_pw taskset -c 0 "$bin" control-plane \
+  --database "sqlite://$work/cp.db" --port "$cp_port" --gateway-token "$gw_token" >"$work/cp.log" 2>&1 &
+pids+=($!)
+wait_port "$cp_port"
+TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --control-plane "http://127.0.0.1:$cp_port" \
+  --gateway-token "$gw_token" --gateway-id bench --http-port "$gw2_port" --https-port off \
+  --data-dir "$work/data2" >"$work/gw2.log" 2>&1 &
+gw2_pid=$!; pids+=($gw2_pid)
+wait_port "$gw2_port"
+python3 - "$cp_port" "$admin_pw" "$echo_port" "$work" <<'PY2'
+import base64, json, sys, urllib.request, urllib.parse
+cp, pw, echo, work = sys.argv[1:]
+auth = "Basic " + base64.b64encode(f"admin:{pw}".encode()).decode()
+def call(method, path, body=None, form=None, basic=auth):
+    data, ctype = None, "application/json"
+    if body is not None: data = json.dumps(body).encode()
+    if form is not None: data, ctype = urllib.parse.urlencode(form).encode(), "application/x-www-form-urlencoded"
+    req = urllib.request.Request(f"http://127.0.0.1:{cp}{path}", data=data, method=method,
+                                 headers={"Authorization": basic, "Content-Type": ctype})
+    with urllib.request.urlopen(req) as r:
+        text = r.read()
+        return json.loads(text) if text else None
+def api(name, context, secured):
+    a = call("POST", "/api/am/publisher/v1/apis", {"name": name, "context": context, "version": "v1",
+             "endpoints": [f"http://127.0.0.1:{echo}"], "resources": [{"path": "/*", "methods": ["GET", "POST"]}]})
+    if not secured:
+        call("PUT", f"/api/am/publisher/v1/apis/{a['id']}/security", "none")
+    call("POST", f"/api/am/publisher/v1/apis/change-lifecycle?apiId={a['id']}&action=Publish")
+    return a["id"]
+api("cp-open", "/cpopen", False)
+secure = api("opaque", "/opaque", True)
+app = call("POST", "/api/am/devportal/v1/applications", {"name": "bench"})
+call("POST", "/api/am/devportal/v1/subscriptions",
+     {"applicationId": app["id"], "apiId": secure, "throttlingPolicy": "Unlimited"})
+keys = call("POST", f"/api/am/devportal/v1/applications/{app['id']}/generate-keys",
+            {"tokenType": "OPAQUE", "grantTypes": ["client_credentials"]})
+client = "Basic " + base64.b64encode(f"{keys['consumerKey']}:{keys['consumerSecret']}".encode()).decode()
+tok = call("POST", "/oauth2/token", form={"grant_type": "client_credentials"}, basic=client)
+assert tok["access_token"].count(".") != 2, "expected an opaque token"
+open(f"{work}/opaque.txt", "w").write(tok["access_token"])
+PY2
 sleep 0.5
 
 cat >"$work/one.lua" <<LUA
 local f = io.open("$work/one.txt"); local t = f:read("*l"); f:close()
+wrk.headers["Authorization"] = "Bearer " .. t
+LUA
+cat >"$work/opaque.lua" <<LUA
+local f = io.open("$work/opaque.txt"); local t = f:read("*l"); f:close()
 wrk.headers["Authorization"] = "Bearer " .. t
 LUA
 cat >"$work/pool.lua" <<LUA
@@ -113,17 +168,16 @@ request = function()
   return wrk.format()
 end
 LUA
-: >"$work/none.lua"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us/,"",v); print v+0} else if (v ~ /ms$/) {sub(/ms/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s/,"",v); print v*1000000} else print v }'; }
 
-run_one() { # url script -> "rps p50us p99us cpu_us_per_req non2xx"
-  local url=$1 script=$2 before after reqs rps p50 p99 non2xx cpu
-  before=$(cpu_ticks "$gw_pid")
+run_one() { # url script gateway-pid -> "rps p50us p99us cpu_us_per_req non2xx"
+  local url=$1 script=$2 pid=$3 before after reqs rps p50 p99 non2xx cpu
+  before=$(cpu_ticks "$pid")
   taskset -c 0 wrk -t1 -c"$conns" -d"${duration}s" --latency -s "$script" "$url" >"$work/wrk.out" 2>&1
-  after=$(cpu_ticks "$gw_pid")
+  after=$(cpu_ticks "$pid")
   reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
   rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
   p50=$(to_us "$(awk '$1=="50%" {print $2}' "$work/wrk.out")")
@@ -138,12 +192,26 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$gw_port/secure/
 [ "$code" = 401 ] || { echo "secured API without a token answered $code" >&2; exit 1; }
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$work/one.txt")" "http://127.0.0.1:$gw_port/secure/v1/")
 [ "$code" = 200 ] || { echo "secured API with the token answered $code" >&2; exit 1; }
+# The follower serves both control-plane APIs once the snapshot arrives.
+for _ in $(seq 100); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$work/opaque.txt")" "http://127.0.0.1:$gw2_port/opaque/v1/")
+  [ "$code" = 200 ] && break; sleep 0.1
+done
+[ "$code" = 200 ] || { echo "opaque-secured API with the token answered $code" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$gw2_port/opaque/v1/")
+[ "$code" = 401 ] || { echo "opaque-secured API without a token answered $code" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$gw2_port/cpopen/v1/")
+[ "$code" = 200 ] || { echo "control-plane open API answered $code" >&2; exit 1; }
 
 results="$work/results.txt"; : >"$results"
 for r in $(seq "$rounds"); do
-  echo "open $(run_one "http://127.0.0.1:$gw_port/open/v1/" "$work/none.lua")" >>"$results"
-  echo "jwt-1 $(run_one "http://127.0.0.1:$gw_port/secure/v1/" "$work/one.lua")" >>"$results"
-  echo "jwt-$ntokens $(run_one "http://127.0.0.1:$gw_port/secure/v1/" "$work/pool.lua")" >>"$results"
+  g="http://127.0.0.1:$gw_port"; g2="http://127.0.0.1:$gw2_port"
+  echo "open-1 $(run_one "$g/open/v1/" "$work/one.lua" "$gw_pid")" >>"$results"
+  echo "jwt-1 $(run_one "$g/secure/v1/" "$work/one.lua" "$gw_pid")" >>"$results"
+  echo "open-$ntokens $(run_one "$g/open/v1/" "$work/pool.lua" "$gw_pid")" >>"$results"
+  echo "jwt-$ntokens $(run_one "$g/secure/v1/" "$work/pool.lua" "$gw_pid")" >>"$results"
+  echo "cp-open-1 $(run_one "$g2/cpopen/v1/" "$work/opaque.lua" "$gw2_pid")" >>"$results"
+  echo "opaque-1 $(run_one "$g2/opaque/v1/" "$work/opaque.lua" "$gw2_pid")" >>"$results"
   echo "round $r done" >&2
 done
 
@@ -158,14 +226,21 @@ for line in open(path):
     rows.setdefault(name, []).append((float(rps), float(p50), float(p99), None if cpu == '-' else float(cpu), int(non2xx)))
 med = lambda xs: st.median(xs) if xs else float('nan')
 print(f"\nGET through one gateway worker, {conns} connections, {dur}s x {rounds} rounds, medians\n")
-print("| API | req/s | p50 | p99 | gateway CPU/req | non-2xx | secured/open |")
-print("|---|---|---|---|---|---|---|")
-base = med([x[0] for x in rows['open']])
+print("| API | req/s | p50 | p99 | gateway CPU/req | non-2xx | secured/open (req/s) | CPU/req vs open |")
+print("|---|---|---|---|---|---|---|---|")
+baseline = lambda name: {"jwt": "open", "opaque": "cp-open"}.get(name.split("-")[0])
 for name in order:
     v = rows[name]
     rps = med([x[0] for x in v]); cpus = [x[3] for x in v if x[3] is not None]
     cpu = f"{med(cpus):.1f} µs" if cpus else "—"
     bad = sum(x[4] for x in v)
     if bad: print(f"WARNING: {name} had {bad} non-2xx answers: its throughput is not comparable", file=sys.stderr)
-    print(f"| {name} | {rps:,.0f} | {med([x[1] for x in v])/1000:.2f} ms | {med([x[2] for x in v])/1000:.2f} ms | {cpu} | {sum(x[4] for x in v)} | {rps/base:.2f} |")
+    b = baseline(name)
+    ratio = cpu_ratio = "—"
+    if b:
+        bv = rows[b + name[name.index("-"):]]
+        ratio = f"{rps / med([x[0] for x in bv]):.2f}"
+        bc = [x[3] for x in bv if x[3] is not None]
+        if cpus and bc: cpu_ratio = f"{med(cpus) / med(bc):.2f}"
+    print(f"| {name} | {rps:,.0f} | {med([x[1] for x in v])/1000:.2f} ms | {med([x[2] for x in v])/1000:.2f} ms | {cpu} | {bad} | {ratio} | {cpu_ratio} |")
 PY

@@ -9,6 +9,7 @@ packages=(
   nginx wrk                    # bench/: the reference reverse proxy and load generator
   redis-server                 # throttling tests (cluster counters)
   postgresql                   # store tests against a real PostgreSQL
+  python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
   curl ca-certificates util-linux procps
 )
 

@@ -12,6 +12,7 @@ use http::request::Parts;
 
 use crate::apikey::ApiKeyValidator;
 use crate::basic::{decode_basic, BasicValidator};
+use crate::cache::TokenKey;
 use crate::error::AuthError;
 use crate::identity::Identity;
 use crate::introspect::Introspector;
@@ -89,7 +90,9 @@ impl Authenticator {
                     "more than one Authorization header",
                 )));
             }
-            let Ok(value) = value.to_str() else {
+            // UTF-8 validation is vectorised (`to_str` walks byte by byte); a bearer
+            // token is checked against the b64token alphabet unless it is a cache hit.
+            let Ok(value) = std::str::from_utf8(value.as_bytes()) else {
                 return Check::Done(Err(AuthError::Malformed(
                     "the Authorization header is not ASCII",
                 )));
@@ -139,20 +142,30 @@ impl Authenticator {
     }
 
     fn bearer(&self, token: &str) -> Check {
+        // The common case first: a token seen before is answered by its digest alone
+        // (the cached identity was built from these exact bytes after every check).
+        let key = TokenKey::of(token);
+        if let Some(r) = self.jwt.as_ref().and_then(|j| j.cached(&key)) {
+            return Check::Done(r);
+        }
+        if let Some(r) = self
+            .introspector
+            .as_ref()
+            .and_then(|i| i.peek_key(&key, &self.revocations))
+        {
+            return Check::Done(r);
+        }
         if !is_b64token(token) {
             return Check::Done(Err(AuthError::Malformed("the bearer token is malformed")));
         }
         if token.bytes().filter(|b| *b == b'.').count() == 2 {
             return Check::Done(match &self.jwt {
-                Some(jwt) => jwt.validate(token),
+                Some(jwt) => jwt.verify_and_cache(token, key),
                 None => Err(AuthError::InvalidToken("JWTs are not accepted by this API")),
             });
         }
         match &self.introspector {
-            Some(i) => match i.peek(token, &self.revocations) {
-                Some(r) => Check::Done(r),
-                None => Check::Pending(Pending::Opaque(token.to_owned())),
-            },
+            Some(_) => Check::Pending(Pending::Opaque(token.to_owned())),
             None => Check::Done(Err(AuthError::InvalidToken(
                 "opaque tokens are not accepted by this API",
             ))),

@@ -2,7 +2,7 @@
 //! state (ACTIVE, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD, REJECTED), and the resource's
 //! scopes. Compiled once from the snapshot; lookups borrow `&str`, allocate nothing.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::error::AuthError;
 use crate::identity::{Identity, KeyType};

@@ -168,7 +168,16 @@ impl Introspector {
         token: &str,
         revocations: &Revocations,
     ) -> Option<Result<Arc<Identity>, AuthError>> {
-        match self.cached(&TokenKey::of(token)) {
+        self.peek_key(&TokenKey::of(token), revocations)
+    }
+
+    /// [`Introspector::peek`] by the token's digest.
+    pub fn peek_key(
+        &self,
+        key: &TokenKey,
+        revocations: &Revocations,
+    ) -> Option<Result<Arc<Identity>, AuthError>> {
+        match self.cached(key) {
             Ok(Some(id)) => Some(revocations.check(&id).map(|_| id)),
             Ok(None) => None,
             Err(e) => Some(Err(e)),
