@@ -31,8 +31,12 @@ pub struct RequestCtx<'a> {
     pub client: SocketAddr,
     /// The matched API (kept alive for the whole request, whatever swaps meanwhile).
     pub api: &'a Arc<CompiledApi>,
-    /// What earlier policies learned (identity, quota decision), typed.
+    /// What earlier policies learned, typed (a map: allocates on first insert; the hot
+    /// steps below have their own fields).
     pub ext: http::Extensions,
+    /// The throttle step's decision when a limit applied: the response hook writes its
+    /// rate-limit headers and charges bandwidth quotas (a field, not `ext`: no allocation).
+    pub throttle: Option<turnpike_throttle::Decision>,
     /// Who called, set by the auth step before the chain runs; `None` for open APIs
     /// and resources. Read it through [`RequestCtx::identity`].
     pub auth: Option<Authenticated<'a>>,

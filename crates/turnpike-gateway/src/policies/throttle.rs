@@ -18,10 +18,6 @@ use crate::body::GatewayBody;
 use crate::error::{ErrorKind, GatewayError};
 use crate::policy::{Flow, Policy, RequestCtx};
 
-/// What the response hook needs: the decision (the throttler is the matched API's).
-#[derive(Clone, Copy)]
-struct Outcome(Decision);
-
 /// The throttle step of the chain. Stateless: counters live in the process's
 /// `CounterStore` (`PolicyRuntime.throttle`), policies in the snapshot.
 #[derive(Debug, Default)]
@@ -115,7 +111,7 @@ impl Policy for ThrottlePolicy {
             return Ok(Flow::Respond(refusal(&t.throttler, t, &decision, ctx)));
         }
         if decision.rule.is_some() {
-            ctx.ext.insert(Outcome(decision));
+            ctx.throttle = Some(decision);
         }
         Ok(Flow::Continue)
     }
@@ -125,7 +121,7 @@ impl Policy for ThrottlePolicy {
         ctx: &mut RequestCtx<'_>,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
-        if let (Some(t), Some(Outcome(d))) = (ctx.api.throttle.as_ref(), ctx.ext.get::<Outcome>()) {
+        if let (Some(t), Some(d)) = (ctx.api.throttle.as_ref(), ctx.throttle.as_ref()) {
             t.throttler.write_headers(d, t.headers, &mut resp.headers);
             if !d.charges.is_empty() {
                 charge_response(&t.throttler, d, &resp.headers);
