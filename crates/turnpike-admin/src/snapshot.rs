@@ -4,9 +4,10 @@
 //! see `security.rs`), serves it by long-poll with the version as cursor
 //! (`GET /api/am/gateway/v1/snapshot?after=V`), authenticated by the gateway token, and
 //! records what each gateway reports it serves and how long the last change took to reach it.
+//! A gateway that already holds a recent version (and says so with
+//! `x-turnpike-accept-delta`) gets only what changed (`delta.rs`, `turnpike_sync::wire`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use turnpike_model::throttling::{
 };
 use turnpike_model::GatewayFile;
 use turnpike_store::Store;
+use turnpike_sync::wire::{hash_hex, Manifest, Parts};
 
 use crate::auth::constant_time_eq;
 use crate::error::{ApiError, ApiResult};
@@ -35,11 +37,16 @@ pub const GATEWAY_HEADER: &str = "x-turnpike-gateway";
 pub const SERVING_HEADER: &str = "x-turnpike-serving";
 pub const SERVING_HASH_HEADER: &str = "x-turnpike-serving-hash";
 
-/// One compiled snapshot, ready to send.
+/// One compiled snapshot, ready to send whole or as a delta.
 pub struct Built {
     pub version: u64,
+    /// The structural hash (`turnpike_sync::wire::Parts::hash`) as hex.
     pub hash: String,
+    /// The whole file as JSON.
     pub body: Bytes,
+    /// The file split for deltas.
+    pub parts: Parts,
+    pub manifest: Arc<Manifest>,
 }
 
 /// Reads the live APIs and the version they belong to (no commit can land in between).
@@ -51,7 +58,10 @@ pub async fn build(
 ) -> Result<Built, ApiError> {
     let _no_commits = store.read_consistent().await;
     let version = store.current_version().await?;
-    let apis = store.live_apis().await?;
+    let mut apis = store.live_apis().await?;
+    // Deltas name APIs by `{context}/{version}` and a follower rebuilds the list in that
+    // order: the full file uses it too, so both compile the same list.
+    apis.sort_by_cached_key(|a| format!("{}/{}", a.context, a.version));
     let (sec_spec, mut auth) = match security {
         Some((sec, token)) => (
             Some(crate::security::spec(store, sec, token).await?),
@@ -62,14 +72,8 @@ pub async fn build(
     let specs: Vec<serde_json::Value> = apis
         .iter()
         .map(|a| {
-            let resources: Vec<serde_json::Value> = if a.resources.is_empty() {
-                vec![json!({"path": "/*", "methods": crate::api_body::METHODS})]
-            } else {
-                a.resources
-                    .iter()
-                    .map(|r| json!({"path": r.path, "methods": r.methods}))
-                    .collect()
-            };
+            // Scopes included: the gateway enforces them per resource.
+            let resources = crate::security::resource_specs(a);
             let mut spec = json!({
                 "name": a.name,
                 "context": a.context,
@@ -98,12 +102,17 @@ pub async fn build(
         ApiError::internal()
     })?;
     let body = Bytes::from(serde_json::to_vec(&file).map_err(|_| ApiError::internal())?);
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    body.hash(&mut h);
+    let parts = Parts::from_file(file).map_err(|e| {
+        tracing::error!(error = %e, "control plane: snapshot cannot be split for deltas");
+        ApiError::internal()
+    })?;
+    let manifest = Arc::new(parts.manifest(version));
     Ok(Built {
         version,
-        hash: format!("{:016x}", h.finish()),
+        hash: hash_hex(manifest.hash),
         body,
+        parts,
+        manifest,
     })
 }
 
@@ -262,6 +271,7 @@ impl Gateways {
 #[derive(Default)]
 pub struct Cache {
     last: tokio::sync::Mutex<Option<Arc<Built>>>,
+    deltas: crate::delta::Deltas,
 }
 
 impl Cache {
@@ -276,6 +286,7 @@ impl Cache {
             .get()
             .map(|sec| (sec, s.inner.config.gateway_token.as_str()));
         let b = Arc::new(build(&s.inner.store, security).await?);
+        self.deltas.built(&b);
         *last = Some(b.clone());
         Ok(b)
     }
@@ -345,6 +356,14 @@ async fn snapshot(
     let latest = *rx.borrow();
     let built = s.inner.snapshots.get(&s, latest).await?;
     let hash = HeaderValue::from_str(&built.hash).unwrap_or(HeaderValue::from_static(""));
+    let delta = header(&headers, turnpike_sync::ACCEPT_DELTA_HEADER)
+        .zip(header(&headers, SERVING_HEADER).and_then(|v| v.parse::<u64>().ok()))
+        .zip(header(&headers, SERVING_HASH_HEADER))
+        .and_then(|((_, base), base_hash)| s.inner.snapshots.deltas.delta(&built, base, base_hash));
+    let (kind, body) = match delta {
+        Some(d) => ("delta", d),
+        None => ("full", built.body.clone()),
+    };
     Ok((
         StatusCode::OK,
         [
@@ -357,8 +376,12 @@ async fn snapshot(
                 HeaderValue::from(built.version),
             ),
             (http::header::HeaderName::from_static(HASH_HEADER), hash),
+            (
+                http::header::HeaderName::from_static(turnpike_sync::KIND_HEADER),
+                HeaderValue::from_static(kind),
+            ),
         ],
-        built.body.clone(),
+        body,
     )
         .into_response())
 }

@@ -12,6 +12,7 @@
 
 mod apis;
 mod apps;
+mod bulk;
 mod km;
 mod migrate;
 pub mod model;
@@ -27,6 +28,7 @@ use sqlx::{Any, AnyPool, Executor, Transaction};
 use tokio::sync::{watch, Mutex, MutexGuard};
 
 pub use apis::ApiFilter;
+pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use model::*;
 pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};
 pub use users::{PasswordParams, ROLES};

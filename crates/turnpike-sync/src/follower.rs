@@ -1,13 +1,12 @@
-//! The gateway side of snapshot distribution: follows a control plane by long-polling
-//! `GET /api/am/gateway/v1/snapshot?after=V` (version as cursor, gateway token as bearer),
-//! compiles each new declarative file with `turnpike_config::compile` and swaps it into the
-//! gateway's one `ArcSwap<Snapshot>`. While the control plane is unreachable it keeps
-//! serving the last good snapshot and retries with capped backoff; a snapshot that does not
-//! compile is refused and the previous one stays. Each poll reports the version and hash the
-//! gateway serves. Depends on `turnpike-config` only, never on the store or the admin API.
+//! The follower: long-polls the control plane, applies deltas or full files to the
+//! [`Parts`] it holds, verifies the announced hash, compiles off the async workers and
+//! swaps. While the control plane is unreachable it keeps serving the last good snapshot
+//! and retries with capped backoff; a snapshot that does not compile is refused and the
+//! previous one stays. Each poll reports the version and hash the gateway serves.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -16,6 +15,9 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
 use turnpike_config::{GatewayFile, Snapshot};
+
+use crate::wire::{hash_hex, Delta, Parts};
+use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER};
 
 /// How to follow a control plane.
 #[derive(Debug, Clone)]
@@ -62,11 +64,29 @@ pub enum SyncError {
     Status(u16),
     #[error("snapshot {version} refused: {reason}")]
     Invalid { version: u64, reason: String },
+    #[error("delta to {version} not applied: {reason}; fetching a full snapshot")]
+    Delta { version: u64, reason: String },
+}
+
+/// Counters a test or an operator can read.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Full snapshots installed.
+    pub fulls: AtomicU64,
+    /// Deltas applied and installed.
+    pub deltas: AtomicU64,
+    /// Deltas refused (wrong base, hash mismatch): each is followed by a full fetch.
+    pub delta_failures: AtomicU64,
+    /// Body bytes of the last snapshot or delta received.
+    pub last_body_bytes: AtomicU64,
+    /// Microseconds the last apply + compile took (off the request threads).
+    pub last_compile_us: AtomicU64,
 }
 
 /// A running follower. Dropping it does not stop it; call [`FollowerHandle::stop`].
 pub struct FollowerHandle {
     served: watch::Receiver<u64>,
+    stats: Arc<Stats>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -74,6 +94,10 @@ impl FollowerHandle {
     /// The version being served (0 until the first snapshot).
     pub fn served(&self) -> watch::Receiver<u64> {
         self.served.clone()
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
     }
 
     /// Waits until the served version is at least `v`.
@@ -93,6 +117,7 @@ enum Poll {
         version: u64,
         body: Bytes,
         hash: String,
+        delta: bool,
     },
 }
 
@@ -101,23 +126,41 @@ struct Follower {
     client: Client<HttpConnector, Empty<Bytes>>,
     snapshots: Arc<ArcSwap<Snapshot>>,
     served_tx: watch::Sender<u64>,
+    stats: Arc<Stats>,
     cursor: u64,
     served_hash: String,
+    /// The file being served, split for deltas; `None` asks for a full snapshot.
+    parts: Option<Parts>,
 }
 
 /// Starts following; the snapshot handle is swapped on every new version.
 pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> FollowerHandle {
     let (served_tx, served) = watch::channel(0);
+    let stats = Arc::new(Stats::default());
     let mut follower = Follower {
         cfg,
         client: Client::builder(TokioExecutor::new()).build_http(),
         snapshots,
         served_tx,
+        stats: stats.clone(),
         cursor: 0,
         served_hash: String::new(),
+        parts: None,
     };
     let task = tokio::spawn(async move { follower.run().await });
-    FollowerHandle { served, task }
+    FollowerHandle {
+        served,
+        stats,
+        task,
+    }
+}
+
+/// What the blocking apply + compile step hands back.
+struct Installed {
+    parts: Option<Parts>,
+    hash: String,
+    snapshot: Snapshot,
+    apis: usize,
 }
 
 impl Follower {
@@ -133,9 +176,13 @@ impl Follower {
                     version,
                     body,
                     hash,
+                    delta,
                 }) => {
                     backoff = Duration::from_millis(50);
-                    if let Err(e) = self.install(version, &body, hash) {
+                    self.stats
+                        .last_body_bytes
+                        .store(body.len() as u64, Ordering::Relaxed);
+                    if let Err(e) = self.install(version, body, hash, delta).await {
                         tracing::error!(error = %e, "sync: keeping the previous snapshot");
                     }
                 }
@@ -164,14 +211,18 @@ impl Follower {
             self.cfg.wait.as_secs()
         );
         let served = *self.served_tx.borrow();
-        let req = http::Request::get(url)
+        let mut req = http::Request::get(url)
             .header(
                 http::header::AUTHORIZATION,
                 format!("Bearer {}", self.cfg.token),
             )
             .header("x-turnpike-gateway", self.cfg.gateway_id.as_str())
             .header("x-turnpike-serving", served.to_string())
-            .header("x-turnpike-serving-hash", self.served_hash.as_str())
+            .header("x-turnpike-serving-hash", self.served_hash.as_str());
+        if self.parts.is_some() {
+            req = req.header(ACCEPT_DELTA_HEADER, "1");
+        }
+        let req = req
             .body(Empty::new())
             .map_err(|e| SyncError::Unreachable(e.to_string()))?;
         let limit = self.cfg.wait + Duration::from_secs(10);
@@ -192,6 +243,7 @@ impl Follower {
                     .and_then(|v| v.parse().ok())
                     .ok_or(SyncError::Status(200))?;
                 let hash = header("x-turnpike-hash").unwrap_or_default();
+                let delta = header(KIND_HEADER).as_deref() == Some("delta");
                 let body = tokio::time::timeout(limit, resp.into_body().collect())
                     .await
                     .map_err(|_| SyncError::Unreachable("snapshot body timed out".into()))?
@@ -201,6 +253,7 @@ impl Follower {
                     version,
                     body,
                     hash,
+                    delta,
                 })
             }
             401 => Err(SyncError::Unauthorized),
@@ -208,25 +261,123 @@ impl Follower {
         }
     }
 
-    fn install(&mut self, version: u64, body: &[u8], hash: String) -> Result<(), SyncError> {
-        // Either way the cursor moves on: a bad snapshot is not fetched again and again.
-        self.cursor = version;
-        let file: GatewayFile = serde_json::from_slice(body).map_err(|e| SyncError::Invalid {
+    /// Applies and compiles on a blocking thread (a large snapshot takes long enough to
+    /// stall requests on an async worker), then swaps.
+    async fn install(
+        &mut self,
+        version: u64,
+        body: Bytes,
+        hash: String,
+        delta: bool,
+    ) -> Result<(), SyncError> {
+        let base = self.parts.take();
+        if delta && base.is_none() {
+            // Asked for a full snapshot; try again without a base.
+            return Err(SyncError::Delta {
+                version,
+                reason: "no base held".into(),
+            });
+        }
+        let runtime = self.cfg.runtime.clone();
+        let started = Instant::now();
+        let job = tokio::task::spawn_blocking(move || {
+            build(
+                version,
+                &body,
+                hash,
+                delta.then_some(base).flatten(),
+                &runtime,
+            )
+        });
+        let result = job.await.map_err(|e| SyncError::Invalid {
             version,
             reason: e.to_string(),
         })?;
-        let apis = file.apis.len();
-        let snapshot =
-            turnpike_config::compile_with(file, version, &self.cfg.runtime).map_err(|e| {
-                SyncError::Invalid {
+        match result {
+            Ok(done) => {
+                self.stats
+                    .last_compile_us
+                    .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                let counter = if delta {
+                    &self.stats.deltas
+                } else {
+                    &self.stats.fulls
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                self.cursor = version;
+                self.snapshots.store(Arc::new(done.snapshot));
+                self.parts = done.parts;
+                self.served_hash = done.hash;
+                self.served_tx.send_replace(version);
+                tracing::info!(
                     version,
-                    reason: e.to_string(),
-                }
-            })?;
-        self.snapshots.store(Arc::new(snapshot));
-        self.served_hash = hash;
-        self.served_tx.send_replace(version);
-        tracing::info!(version, apis, "sync: snapshot swapped in");
-        Ok(())
+                    apis = done.apis,
+                    delta,
+                    "sync: snapshot swapped in"
+                );
+                Ok(())
+            }
+            Err(e @ SyncError::Delta { .. }) => {
+                // The cursor stays: the next poll, without a base, fetches this version whole.
+                self.stats.delta_failures.fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
+            Err(e) => {
+                // A bad snapshot is not fetched again and again; the next change comes whole.
+                self.cursor = version;
+                Err(e)
+            }
+        }
     }
+}
+
+/// Turns a response body into a compiled snapshot and the parts it was compiled from.
+fn build(
+    version: u64,
+    body: &[u8],
+    hash: String,
+    base: Option<Parts>,
+    runtime: &turnpike_config::PolicyRuntime,
+) -> Result<Installed, SyncError> {
+    let invalid = |reason: String| SyncError::Invalid { version, reason };
+    let (parts, hash, file) = match base {
+        Some(mut parts) => {
+            let bad = |reason: String| SyncError::Delta { version, reason };
+            let d: Delta = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
+            parts.apply(d).map_err(|e| bad(e.to_string()))?;
+            let held = hash_hex(parts.hash());
+            if held != hash {
+                return Err(bad(format!("hash {held} after applying, announced {hash}")));
+            }
+            let file = parts.to_file().map_err(|e| invalid(e.to_string()))?;
+            (Some(parts), hash, file)
+        }
+        None => {
+            let file: GatewayFile =
+                serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
+            match Parts::from_file(file.clone()) {
+                Ok(p) if hash_hex(p.hash()) == hash => (Some(p), hash, file),
+                Ok(p) => {
+                    // Still served, but deltas against it cannot be checked: the control
+                    // plane sees this hash differ from its own and keeps sending full files.
+                    let held = hash_hex(p.hash());
+                    tracing::warn!(%held, announced = %hash, "sync: full snapshot hash differs; deltas off");
+                    (None, held, file)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "sync: snapshot cannot take deltas");
+                    (None, hash, file)
+                }
+            }
+        }
+    };
+    let apis = file.apis.len();
+    let snapshot = turnpike_config::compile_with(file, version, runtime)
+        .map_err(|e| invalid(e.to_string()))?;
+    Ok(Installed {
+        parts,
+        hash,
+        snapshot,
+        apis,
+    })
 }

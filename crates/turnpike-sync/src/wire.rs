@@ -1,0 +1,437 @@
+//! The snapshot wire format both ends share: a declarative file split into keyed
+//! [`Parts`] (each API by its id `{context}/{version}`, subscriptions in [`BUCKETS`]
+//! buckets by a stable hash of API and application, every other field as a named
+//! section such as `throttling.applications` or `security.revoked`), the structural hash
+//! over the parts' hashes, the [`Manifest`] (hashes only) a control plane keeps per
+//! version, and the [`Delta`] between a manifest and a newer file. A change to one API of
+//! 10,000 ships that API; a subscription change ships one bucket (about 250 entries at
+//! 1,000,000 subscriptions).
+//!
+//! The hash of a part is FNV-1a 64 of its `serde_json` bytes: both ends serialize the same
+//! types with the same serializer, so a follower that applied a delta can check it holds
+//! exactly the file the control plane announced. Plain data and serde only: no IO.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use turnpike_model::security::SubscriptionSpec;
+use turnpike_model::{ApiSpec, GatewayFile};
+
+/// Subscription buckets per snapshot. Fixed: a different count on the two ends means a
+/// full snapshot.
+pub const BUCKETS: u32 = 4096;
+
+/// Why a file could not be split or a delta not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("two APIs share the id {0} (context/version)")]
+    DuplicateApi(String),
+    #[error("the delta is based on {got}, this gateway holds {held}")]
+    WrongBase { got: String, held: String },
+    #[error("delta uses {got} subscription buckets, expected {BUCKETS}")]
+    Buckets { got: u32 },
+    #[error("bucket {0} out of range")]
+    BucketRange(u32),
+    #[error("section {name} does not fit the file format: {reason}")]
+    Section { name: String, reason: String },
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// FNV-1a 64: stable across processes and builds (unlike `DefaultHasher`).
+#[derive(Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    pub fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h = Fnv::default();
+    h.write(bytes);
+    h.finish()
+}
+
+fn hash_of<T: Serialize>(v: &T) -> Result<u64, WireError> {
+    Ok(fnv(&serde_json::to_vec(v)?))
+}
+
+/// The hash as it travels in `x-turnpike-hash`.
+pub fn hash_hex(h: u64) -> String {
+    format!("{h:016x}")
+}
+
+/// The id deltas name an API by.
+pub fn api_id(api: &ApiSpec) -> String {
+    format!("{}/{}", api.context, api.version)
+}
+
+/// The bucket of a subscription.
+pub fn bucket_of(s: &SubscriptionSpec) -> u32 {
+    let mut h = Fnv::default();
+    h.write(s.api.as_bytes());
+    h.write(&[0]);
+    h.write(s.application.as_bytes());
+    (h.finish() % u64::from(BUCKETS)) as u32
+}
+
+/// One subscription bucket and its hash.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Bucket {
+    pub subs: Vec<SubscriptionSpec>,
+    pub hash: u64,
+}
+
+/// A file split into keyed parts, each with its hash.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parts {
+    pub apis: BTreeMap<String, (ApiSpec, u64)>,
+    pub buckets: Vec<Bucket>,
+    pub sections: BTreeMap<String, (Value, u64)>,
+}
+
+/// Hashes only: what a control plane remembers of a version it served.
+#[derive(Debug, Clone, Default)]
+pub struct Manifest {
+    pub version: u64,
+    pub hash: u64,
+    pub apis: HashMap<String, u64>,
+    pub buckets: Vec<u64>,
+    pub sections: BTreeMap<String, u64>,
+}
+
+/// What changed between a base version and a newer one. Whole API entries, whole
+/// buckets, whole sections; a section set to `null` went back to its default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delta {
+    pub base: u64,
+    pub base_hash: String,
+    pub version: u64,
+    pub hash: String,
+    pub buckets: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apis: Vec<ApiSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_apis: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subscriptions: BTreeMap<u32, Vec<SubscriptionSpec>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sections: BTreeMap<String, Value>,
+}
+
+impl Delta {
+    /// True when nothing changed (a version bump that did not touch the snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.apis.is_empty()
+            && self.removed_apis.is_empty()
+            && self.subscriptions.is_empty()
+            && self.sections.is_empty()
+    }
+}
+
+/// Splits `v` (a JSON object) into sections named `{prefix}{key}`.
+fn sections_of(
+    v: Value,
+    prefix: &str,
+    out: &mut BTreeMap<String, (Value, u64)>,
+) -> Result<(), WireError> {
+    if let Value::Object(map) = v {
+        for (k, v) in map {
+            let h = hash_of(&v)?;
+            out.insert(format!("{prefix}{k}"), (v, h));
+        }
+    }
+    Ok(())
+}
+
+impl Parts {
+    /// Splits a file. API ids must be unique.
+    pub fn from_file(file: GatewayFile) -> Result<Parts, WireError> {
+        let GatewayFile {
+            format_version,
+            apis: api_list,
+            mut security,
+            throttling,
+        } = file;
+        let mut apis = BTreeMap::new();
+        for a in api_list {
+            let id = api_id(&a);
+            let h = hash_of(&a)?;
+            if apis.insert(id.clone(), (a, h)).is_some() {
+                return Err(WireError::DuplicateApi(id));
+            }
+        }
+        let mut buckets = vec![Bucket::default(); BUCKETS as usize];
+        for s in std::mem::take(&mut security.subscriptions) {
+            if let Some(b) = buckets.get_mut(bucket_of(&s) as usize) {
+                b.subs.push(s);
+            }
+        }
+        for b in &mut buckets {
+            b.hash = hash_of(&b.subs)?;
+        }
+        let mut sections = BTreeMap::new();
+        let top = GatewayFile {
+            format_version,
+            ..GatewayFile::default()
+        };
+        let mut top = serde_json::to_value(&top)?;
+        if let Some(m) = top.as_object_mut() {
+            m.remove("apis");
+        }
+        sections_of(top, "", &mut sections)?;
+        sections_of(serde_json::to_value(&security)?, "security.", &mut sections)?;
+        sections_of(
+            serde_json::to_value(&throttling)?,
+            "throttling.",
+            &mut sections,
+        )?;
+        Ok(Parts {
+            apis,
+            buckets,
+            sections,
+        })
+    }
+
+    /// The structural hash: sections, then APIs (by id), then buckets.
+    pub fn hash(&self) -> u64 {
+        let mut h = Fnv::default();
+        for (name, (_, sh)) in &self.sections {
+            h.write(name.as_bytes());
+            h.write(&[0]);
+            h.write(&sh.to_le_bytes());
+        }
+        h.write(b"\0apis\0");
+        for (id, (_, ah)) in &self.apis {
+            h.write(id.as_bytes());
+            h.write(&[0]);
+            h.write(&ah.to_le_bytes());
+        }
+        for b in &self.buckets {
+            h.write(&b.hash.to_le_bytes());
+        }
+        h.finish()
+    }
+
+    pub fn manifest(&self, version: u64) -> Manifest {
+        Manifest {
+            version,
+            hash: self.hash(),
+            apis: self
+                .apis
+                .iter()
+                .map(|(k, (_, h))| (k.clone(), *h))
+                .collect(),
+            buckets: self.buckets.iter().map(|b| b.hash).collect(),
+            sections: self
+                .sections
+                .iter()
+                .map(|(k, (_, h))| (k.clone(), *h))
+                .collect(),
+        }
+    }
+
+    /// Subscriptions, bucket by bucket.
+    pub fn subscription_count(&self) -> usize {
+        self.buckets.iter().map(|b| b.subs.len()).sum()
+    }
+
+    /// The file again (APIs in id order, subscriptions in bucket order).
+    pub fn to_file(&self) -> Result<GatewayFile, WireError> {
+        let mut top = Map::new();
+        let mut security = Map::new();
+        let mut throttling = Map::new();
+        for (name, (v, _)) in &self.sections {
+            if let Some(k) = name.strip_prefix("security.") {
+                security.insert(k.to_string(), v.clone());
+            } else if let Some(k) = name.strip_prefix("throttling.") {
+                throttling.insert(k.to_string(), v.clone());
+            } else {
+                top.insert(name.clone(), v.clone());
+            }
+        }
+        top.insert("security".into(), Value::Object(security));
+        top.insert("throttling".into(), Value::Object(throttling));
+        let mut file: GatewayFile =
+            serde_json::from_value(Value::Object(top)).map_err(|e| WireError::Section {
+                name: "file".into(),
+                reason: e.to_string(),
+            })?;
+        file.apis = self.apis.values().map(|(a, _)| a.clone()).collect();
+        file.security.subscriptions = self
+            .buckets
+            .iter()
+            .flat_map(|b| b.subs.iter().cloned())
+            .collect();
+        Ok(file)
+    }
+
+    /// What turns `base` into `self`.
+    pub fn delta_from(&self, base: &Manifest, version: u64) -> Delta {
+        let apis = self
+            .apis
+            .iter()
+            .filter(|(id, (_, h))| base.apis.get(*id) != Some(h))
+            .map(|(_, (a, _))| a.clone())
+            .collect();
+        let removed_apis = base
+            .apis
+            .keys()
+            .filter(|id| !self.apis.contains_key(*id))
+            .cloned()
+            .collect();
+        let subscriptions = self
+            .buckets
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| base.buckets.get(*i) != Some(&b.hash))
+            .map(|(i, b)| (i as u32, b.subs.clone()))
+            .collect();
+        let mut sections: BTreeMap<String, Value> = self
+            .sections
+            .iter()
+            .filter(|(k, (_, h))| base.sections.get(*k) != Some(h))
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect();
+        for k in base.sections.keys() {
+            if !self.sections.contains_key(k) {
+                sections.insert(k.clone(), Value::Null);
+            }
+        }
+        Delta {
+            base: base.version,
+            base_hash: hash_hex(base.hash),
+            version,
+            hash: hash_hex(self.hash()),
+            buckets: BUCKETS,
+            apis,
+            removed_apis,
+            subscriptions,
+            sections,
+        }
+    }
+
+    /// Applies a delta in place. On error `self` may be half-changed: drop it and fetch
+    /// a full snapshot. The caller compares [`Parts::hash`] with `delta.hash` afterwards.
+    pub fn apply(&mut self, delta: Delta) -> Result<(), WireError> {
+        if delta.buckets != BUCKETS {
+            return Err(WireError::Buckets { got: delta.buckets });
+        }
+        let held = hash_hex(self.hash());
+        if delta.base_hash != held {
+            return Err(WireError::WrongBase {
+                got: delta.base_hash,
+                held,
+            });
+        }
+        for id in &delta.removed_apis {
+            self.apis.remove(id);
+        }
+        for a in delta.apis {
+            let h = hash_of(&a)?;
+            self.apis.insert(api_id(&a), (a, h));
+        }
+        for (i, subs) in delta.subscriptions {
+            let b = self
+                .buckets
+                .get_mut(i as usize)
+                .ok_or(WireError::BucketRange(i))?;
+            b.hash = hash_of(&subs)?;
+            b.subs = subs;
+        }
+        for (name, v) in delta.sections {
+            if v.is_null() {
+                self.sections.remove(&name);
+            } else {
+                let h = hash_of(&v)?;
+                self.sections.insert(name, (v, h));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn file(n: usize, subs: usize) -> GatewayFile {
+        let mut f = GatewayFile::default();
+        for i in 0..n {
+            f.apis.push(ApiSpec {
+                name: format!("api{i}"),
+                context: format!("/a{i}"),
+                version: "v1".into(),
+                endpoints: vec!["http://127.0.0.1:1".into()],
+                ..ApiSpec::default()
+            });
+        }
+        for i in 0..subs {
+            f.security.subscriptions.push(SubscriptionSpec {
+                api: format!("/a{}/v1", i % n.max(1)),
+                application: format!("app{i}"),
+                state: "ACTIVE".into(),
+                tier: "Gold".into(),
+            });
+        }
+        f.security.revoked = vec!["jti-1".into()];
+        f
+    }
+
+    #[test]
+    fn delta_turns_the_base_into_the_new_file() {
+        let old = Parts::from_file(file(50, 500)).unwrap();
+        let mut f = file(50, 500);
+        f.apis[3].endpoints = vec!["http://127.0.0.1:2".into()];
+        f.apis.remove(7);
+        f.security.subscriptions[10].state = "BLOCKED".into();
+        f.security.revoked.clear();
+        f.throttling.unauthenticated_tier = Some("Bronze".into());
+        let new = Parts::from_file(f).unwrap();
+        let d = new.delta_from(&old.manifest(1), 2);
+        assert_eq!(d.apis.len(), 1);
+        assert_eq!(d.removed_apis, vec!["/a7/v1".to_string()]);
+        assert_eq!(d.subscriptions.len(), 1);
+        assert_eq!(d.sections.len(), 2, "{:?}", d.sections);
+        let wire: Delta = serde_json::from_slice(&serde_json::to_vec(&d).unwrap()).unwrap();
+        let mut held = old.clone();
+        held.apply(wire).unwrap();
+        assert_eq!(hash_hex(held.hash()), d.hash);
+        assert_eq!(held, new);
+        assert_eq!(held.to_file().unwrap().apis.len(), 49);
+    }
+
+    #[test]
+    fn full_file_round_trips_through_json_with_the_same_hash() {
+        let p = Parts::from_file(file(20, 100)).unwrap();
+        let body = serde_json::to_vec(&p.to_file().unwrap()).unwrap();
+        let back = Parts::from_file(serde_json::from_slice(&body).unwrap()).unwrap();
+        assert_eq!(back.hash(), p.hash());
+        assert_eq!(back.subscription_count(), 100);
+    }
+
+    #[test]
+    fn wrong_base_is_refused() {
+        let mut a = Parts::from_file(file(2, 0)).unwrap();
+        let b = Parts::from_file(file(3, 0)).unwrap();
+        let d = b.delta_from(&b.manifest(1), 2);
+        assert!(matches!(a.apply(d), Err(WireError::WrongBase { .. })));
+    }
+}
