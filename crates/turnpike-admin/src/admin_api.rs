@@ -1,11 +1,12 @@
 //! `/api/am/admin/v1`: throttling tiers (subscription, application, advanced), users and
-//! their roles, and the gateways that follow this control plane. Admin role only.
+//! their roles, the gateways that follow this control plane, and the key manager's
+//! signing keys (list, rotate). Admin role (`apim:admin` for bearer tokens).
 
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use http::{HeaderMap, StatusCode};
 use serde_json::json;
@@ -14,6 +15,7 @@ use turnpike_store::{Tier, TierKind};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::{body_etag, if_match, json_with_etag, revision_etag, with_etag, JsonBody};
+use crate::scopes::Scope;
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -30,6 +32,8 @@ pub fn routes() -> Router<AppState> {
         .route("/users", get(list_users).post(create_user))
         .route("/users/{name}", get(get_user).delete(delete_user))
         .route("/gateways", get(gateways))
+        .route("/keys", get(list_keys))
+        .route("/keys/rotate", post(rotate_keys))
 }
 
 fn kind(s: &str) -> ApiResult<TierKind> {
@@ -46,7 +50,7 @@ async fn list_tiers(
     Path(k): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let tiers = s.inner.store.list_tiers(kind(&k)?).await?;
     let body = json!({"count": tiers.len(), "list": tiers});
     Ok(json_with_etag(&headers, body_etag(&body), &body))
@@ -82,7 +86,7 @@ async fn create_tier(
     Path(k): Path<String>,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let t = tier_body(&v, kind(&k)?, None)?;
     let mut tx = s.inner.store.begin_write().await?;
     let t = tx.create_tier(&t).await?;
@@ -101,7 +105,7 @@ async fn get_tier(
     Path((k, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let t = s.inner.store.get_tier(kind(&k)?, &name).await?;
     Ok(json_with_etag(
         &headers,
@@ -117,7 +121,7 @@ async fn update_tier(
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let expected = if_match(&headers, &name)?;
     let t = tier_body(&v, kind(&k)?, Some(&name))?;
     let mut tx = s.inner.store.begin_write().await?;
@@ -136,7 +140,7 @@ async fn delete_tier(
     caller: Caller,
     Path((k, name)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let mut tx = s.inner.store.begin_write().await?;
     tx.delete_tier(kind(&k)?, &name).await?;
     tx.commit(&caller.name, &format!("delete {k} tier {name}"))
@@ -149,7 +153,7 @@ async fn list_users(
     caller: Caller,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let users = s.inner.store.list_users().await?;
     let body = json!({"count": users.len(), "list": users});
     Ok(json_with_etag(&headers, body_etag(&body), &body))
@@ -160,7 +164,7 @@ async fn create_user(
     caller: Caller,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let mut f = Fields::new(&v, "");
     let name = f.string("name", true, 100);
     if name.as_deref().is_some_and(|n| n.contains(':')) {
@@ -214,7 +218,7 @@ async fn get_user(
     caller: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     Ok(axum::Json(s.inner.store.user(&name).await?).into_response())
 }
 
@@ -223,7 +227,7 @@ async fn delete_user(
     caller: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     if name == caller.name {
         return Err(ApiError::conflict("you cannot delete yourself"));
     }
@@ -240,11 +244,34 @@ async fn gateways(
     caller: Caller,
     Query(_q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    caller.require("admin")?;
+    caller.require(Scope::Admin)?;
     let version = *s.inner.store.watch_version().borrow();
     let list = s.inner.gateways.list(version);
     Ok(
         axum::Json(json!({"controlPlaneVersion": version, "count": list.len(), "list": list}))
             .into_response(),
     )
+}
+
+fn keys_body(keys: &[turnpike_keymanager::KeyInfo]) -> serde_json::Value {
+    let active = keys.iter().find(|k| k.active).map(|k| k.kid.clone());
+    json!({"activeKid": active, "count": keys.len(), "list": keys})
+}
+
+/// The signing keys: the active one and the retired ones still in the JWKS.
+async fn list_keys(State(s): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    caller.require(Scope::Admin)?;
+    let sec = s
+        .inner
+        .security
+        .get()
+        .ok_or_else(|| ApiError::not_found("key manager"))?;
+    Ok(axum::Json(keys_body(&sec.km.keys())).into_response())
+}
+
+/// A new signing key, live on every gateway with the snapshot this publishes.
+async fn rotate_keys(State(s): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    caller.require(Scope::Admin)?;
+    let keys = crate::security::rotate_signing_key(&s, &caller.name).await?;
+    Ok((StatusCode::CREATED, axum::Json(keys_body(&keys))).into_response())
 }

@@ -1,10 +1,13 @@
 //! Turns a publisher's JSON body into a validated `ApiInput`, reporting every invalid
-//! field at once: names, contexts, versions, endpoint URLs, resources, offered tiers.
+//! field at once: names, contexts, versions, endpoint URLs, resources (path, methods,
+//! scopes; one path and method at most once), offered tiers.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 use turnpike_store::{ApiInput, Resource};
 
-use crate::validate::Fields;
+use crate::validate::{check_scope, Fields};
 
 pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 pub const API_TYPES: [&str; 4] = ["HTTP", "GRAPHQL", "SOAP", "SOAP_TO_REST"];
@@ -67,7 +70,8 @@ pub fn check_resource_path(s: &str) -> Option<String> {
 
 fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
     let arr = f.array("resources")?;
-    let mut out = Vec::new();
+    let mut out: Vec<Resource> = Vec::new();
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
     let mut ok = true;
     for (i, v) in arr.iter().enumerate() {
         let mut r = Fields::new(v, &format!("resources[{i}]"));
@@ -81,11 +85,30 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
         if methods.as_ref().is_some_and(|m| m.is_empty()) {
             r.err("methods", "must name at least one method");
         }
+        let scopes = r.strings("scopes", 50, check_scope).unwrap_or_default();
+        if let (Some(p), Some(ms)) = (&path, &methods) {
+            // Gateways refuse a snapshot that declares one path and method twice.
+            for m in ms {
+                match seen.get(&(p.clone(), m.clone())) {
+                    Some(j) => r.err(
+                        "methods",
+                        format!("{m} {p} is already declared by resources[{j}]"),
+                    ),
+                    None => {
+                        seen.insert((p.clone(), m.clone()), i);
+                    }
+                }
+            }
+        }
         r.finish_unknown();
         ok &= r.errors.is_empty();
         f.errors.append(&mut r.errors);
         if let (Some(path), Some(methods)) = (path, methods) {
-            out.push(Resource { path, methods });
+            out.push(Resource {
+                path,
+                methods,
+                scopes,
+            });
         }
     }
     ok.then_some(out)

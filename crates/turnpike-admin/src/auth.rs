@@ -1,5 +1,9 @@
-//! HTTP Basic authentication against the store's argon2 hashes, with a short-lived cache of
-//! successful checks (argon2 costs tens of milliseconds by design), and role checks.
+//! Who is calling the REST APIs. HTTP Basic against the store's argon2 hashes, with a
+//! short-lived cache of successful checks (argon2 costs tens of milliseconds by design);
+//! or `Authorization: Bearer` with a JWT from this control plane's key manager, validated
+//! locally (signature, `iss`, `aud` = [`REST_AUDIENCE`], `exp`, revocation) and mapped to
+//! the user's *current* roles. [`Caller::require`] checks an operation's [`Scope`]: the
+//! role always, the token's scopes too for bearer callers.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -9,6 +13,8 @@ use base64::Engine;
 use http::request::Parts;
 
 use crate::error::ApiError;
+use crate::scopes::{self, Scope};
+use crate::security::REST_AUDIENCE;
 use crate::AppState;
 
 /// Who is calling.
@@ -16,18 +22,22 @@ use crate::AppState;
 pub struct Caller {
     pub name: String,
     pub roles: Vec<String>,
+    /// The bearer token's scopes; `None` for HTTP Basic (the roles alone decide).
+    pub scopes: Option<Vec<String>>,
 }
 
 impl Caller {
-    pub fn has(&self, role: &str) -> bool {
-        self.roles.iter().any(|r| r == role || r == "admin")
-    }
-
-    pub fn require(&self, role: &str) -> Result<(), ApiError> {
-        if self.has(role) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(role))
+    /// 403 unless the caller's roles allow `scope` and, for a bearer token, the token
+    /// carries it.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        if !scopes::allowed(&self.roles, scope) {
+            return Err(ApiError::forbidden(scope.role().unwrap_or("any")));
+        }
+        match &self.scopes {
+            Some(granted) if !granted.iter().any(|g| g == scope.as_str()) => {
+                Err(ApiError::insufficient_scope(scope.as_str()))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -90,6 +100,11 @@ impl FromRequestParts<AppState> for Caller {
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .ok_or_else(ApiError::unauthorized)?;
+        if let Some((scheme, token)) = header.split_once(' ') {
+            if scheme.eq_ignore_ascii_case("bearer") {
+                return bearer(state, token.trim()).await;
+            }
+        }
         if let Some(c) = state.inner.auth_cache.get(header) {
             return Ok(c);
         }
@@ -100,13 +115,60 @@ impl FromRequestParts<AppState> for Caller {
             .verify_password(&user, &pass)
             .await?
             .ok_or_else(ApiError::unauthorized)?;
-        let caller = Caller { name: user, roles };
+        let caller = Caller {
+            name: user,
+            roles,
+            scopes: None,
+        };
         state
             .inner
             .auth_cache
             .put(header.to_string(), caller.clone());
         Ok(caller)
     }
+}
+
+/// A bearer token from this control plane's key manager, for the REST audience; the
+/// caller gets the user's roles as they are now (a role taken away counts at once).
+async fn bearer(state: &AppState, token: &str) -> Result<Caller, ApiError> {
+    use turnpike_keymanager::VerifyError;
+    let sec = state
+        .inner
+        .security
+        .get()
+        .ok_or_else(|| ApiError::invalid_token("this control plane issues no tokens"))?;
+    let claims = sec
+        .km
+        .verify_access_token(token, REST_AUDIENCE)
+        .await
+        .map_err(|e| match e {
+            VerifyError::Rejected(why) => ApiError::invalid_token(&why.to_string()),
+            VerifyError::Store(e) => {
+                tracing::error!(error = %e, "control plane: checking a token's revocation");
+                ApiError::internal()
+            }
+        })?;
+    let name = claims
+        .username
+        .ok_or_else(|| ApiError::invalid_token("the token does not name a user"))?;
+    let roles = match state.inner.store.user(&name).await {
+        Ok(u) => u.roles,
+        Err(turnpike_store::StoreError::NotFound(_)) => {
+            return Err(ApiError::invalid_token("the token's user no longer exists"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let scopes = claims
+        .scope
+        .split(' ')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    Ok(Caller {
+        name,
+        roles,
+        scopes: Some(scopes),
+    })
 }
 
 /// Compares two secrets in time independent of where they differ.

@@ -1,11 +1,12 @@
 //! `/api/am/devportal/v1`: the developer portal. Lists and searches the APIs subscribers
 //! may see (published, prototyped, deprecated), their definitions; applications owned by
-//! the caller; subscriptions with a tier. Any authenticated user; applications and
-//! subscriptions are scoped to their owner (admins see all).
+//! the caller; subscriptions with a tier. Any authenticated user (bearer tokens need
+//! `apim:subscribe`: the [`Portal`] extractor); applications and subscriptions are scoped
+//! to their owner (admins see all): [`OwnApp`] for `/applications/{id}/...`.
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -14,9 +15,8 @@ use turnpike_store::{Api, Application, LifecycleState};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::{
-    body_etag, if_match, json_with_etag, list, pagination, revision_etag, with_etag, JsonBody,
-};
+use crate::http::{if_match, page, pagination, read, written, JsonBody};
+use crate::scopes::Scope;
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -44,7 +44,7 @@ async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
 
 async fn list_apis(
     State(s): State<AppState>,
-    _caller: Caller,
+    _caller: Portal,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
@@ -64,7 +64,7 @@ async fn list_apis(
             .filter(|s| visible.contains(s))
             .collect()
     };
-    let page = if filter.states.is_empty() {
+    let apis = if filter.states.is_empty() {
         turnpike_store::Page {
             total: 0,
             items: Vec::new(),
@@ -72,27 +72,22 @@ async fn list_apis(
     } else {
         s.inner.store.list_apis(&filter, limit, offset).await?
     };
-    let body = list(page, limit, offset);
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    Ok(page(&headers, apis, limit, offset))
 }
 
 async fn get_api(
     State(s): State<AppState>,
-    _c: Caller,
+    _c: Portal,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let api = visible_api(&s, &id).await?;
-    Ok(json_with_etag(
-        &headers,
-        revision_etag(&api.id, api.revision),
-        &api,
-    ))
+    Ok(read(&headers, &api))
 }
 
 async fn definition(
     State(s): State<AppState>,
-    _c: Caller,
+    _c: Portal,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let api = visible_api(&s, &id).await?;
@@ -100,12 +95,48 @@ async fn definition(
 }
 
 /// The caller's application, or 404 (not 403: do not reveal others' ids).
-pub(crate) async fn own_app(s: &AppState, caller: &Caller, id: &str) -> ApiResult<Application> {
+async fn own_app(s: &AppState, caller: &Caller, id: &str) -> ApiResult<Application> {
     let app = s.inner.store.get_application(id).await?;
     if app.owner != caller.name && !caller.is_admin() {
         return Err(ApiError::not_found(format!("application {id}")));
     }
     Ok(app)
+}
+
+/// A DevPortal caller: authenticated and, with a bearer token, holding `apim:subscribe`.
+pub(crate) struct Portal(pub Caller);
+
+impl FromRequestParts<AppState> for Portal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut http::request::Parts, s: &AppState) -> ApiResult<Self> {
+        let caller = Caller::from_request_parts(parts, s).await?;
+        caller.require(Scope::Subscribe)?;
+        Ok(Portal(caller))
+    }
+}
+
+/// The application named by the path's `{id}` when the caller owns it (admins: any),
+/// else 404: what every `/applications/{id}/...` handler starts with.
+pub(crate) struct OwnApp {
+    pub caller: Caller,
+    pub app: Application,
+}
+
+impl FromRequestParts<AppState> for OwnApp {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut http::request::Parts, s: &AppState) -> ApiResult<Self> {
+        let Portal(caller) = Portal::from_request_parts(parts, s).await?;
+        let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, s)
+            .await
+            .map_err(|_| ApiError::not_found("application"))?;
+        let id = params
+            .get("id")
+            .ok_or_else(|| ApiError::not_found("application"))?;
+        let app = own_app(s, &caller, id).await?;
+        Ok(OwnApp { caller, app })
+    }
 }
 
 /// A subscription of one of the caller's applications; someone else's is "not found".
@@ -136,18 +167,17 @@ fn app_fields(v: &serde_json::Value) -> ApiResult<(String, String, String)> {
 
 async fn list_apps(
     State(s): State<AppState>,
-    caller: Caller,
+    Portal(caller): Portal,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let (limit, offset) = pagination(&q)?;
-    let page = s
+    let apps = s
         .inner
         .store
         .list_applications(Some(&caller.name), limit, offset)
         .await?;
-    let body = list(page, limit, offset);
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    Ok(page(&headers, apps, limit, offset))
 }
 
 fn tier_error(e: turnpike_store::StoreError) -> ApiError {
@@ -164,7 +194,7 @@ fn tier_error(e: turnpike_store::StoreError) -> ApiError {
 
 async fn create_app(
     State(s): State<AppState>,
-    caller: Caller,
+    Portal(caller): Portal,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
     let (name, tier, desc) = app_fields(&v)?;
@@ -175,67 +205,45 @@ async fn create_app(
         .map_err(tier_error)?;
     tx.commit(&caller.name, &format!("create application {}", app.id))
         .await?;
-    Ok(with_etag(
-        StatusCode::CREATED,
-        revision_etag(&app.id, app.revision),
-        &app,
-    ))
+    Ok(written(StatusCode::CREATED, &app))
 }
 
-async fn get_app(
-    State(s): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
-    Ok(json_with_etag(
-        &headers,
-        revision_etag(&app.id, app.revision),
-        &app,
-    ))
+async fn get_app(OwnApp { app, .. }: OwnApp, headers: HeaderMap) -> ApiResult<Response> {
+    Ok(read(&headers, &app))
 }
 
 async fn update_app(
     State(s): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
+    OwnApp { caller, app }: OwnApp,
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    own_app(&s, &caller, &id).await?;
-    let expected = if_match(&headers, &id)?;
+    let expected = if_match(&headers, &app.id)?;
     let (name, tier, desc) = app_fields(&v)?;
     let mut tx = s.inner.store.begin_write().await?;
     let app = tx
-        .update_application(&id, &name, &tier, &desc, expected)
+        .update_application(&app.id, &name, &tier, &desc, expected)
         .await
         .map_err(tier_error)?;
-    tx.commit(&caller.name, &format!("update application {id}"))
+    tx.commit(&caller.name, &format!("update application {}", app.id))
         .await?;
-    Ok(with_etag(
-        StatusCode::OK,
-        revision_etag(&app.id, app.revision),
-        &app,
-    ))
+    Ok(written(StatusCode::OK, &app))
 }
 
 async fn delete_app(
     State(s): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
+    OwnApp { caller, app }: OwnApp,
 ) -> ApiResult<Response> {
-    own_app(&s, &caller, &id).await?;
     let mut tx = s.inner.store.begin_write().await?;
-    tx.delete_application(&id).await?;
-    tx.commit(&caller.name, &format!("delete application {id}"))
+    tx.delete_application(&app.id).await?;
+    tx.commit(&caller.name, &format!("delete application {}", app.id))
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn list_subs(
     State(s): State<AppState>,
-    caller: Caller,
+    Portal(caller): Portal,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
@@ -247,23 +255,18 @@ async fn list_subs(
         }]));
     };
     own_app(&s, &caller, app_id).await?;
-    let page = s
+    let api_id = q.get("apiId").map(String::as_str);
+    let subs = s
         .inner
         .store
-        .list_subscriptions(
-            Some(app_id),
-            q.get("apiId").map(String::as_str),
-            limit,
-            offset,
-        )
+        .list_subscriptions(Some(app_id), api_id, limit, offset)
         .await?;
-    let body = list(page, limit, offset);
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    Ok(page(&headers, subs, limit, offset))
 }
 
 async fn subscribe(
     State(s): State<AppState>,
-    caller: Caller,
+    Portal(caller): Portal,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
     let mut f = Fields::new(&v, "");
@@ -284,30 +287,22 @@ async fn subscribe(
     let sub = tx.subscribe(&app_id, &api_id, &tier).await?;
     tx.commit(&caller.name, &format!("subscribe {app_id} to {api_id}"))
         .await?;
-    Ok(with_etag(
-        StatusCode::CREATED,
-        revision_etag(&sub.id, sub.revision),
-        &sub,
-    ))
+    Ok(written(StatusCode::CREATED, &sub))
 }
 
 async fn get_sub(
     State(s): State<AppState>,
-    caller: Caller,
+    Portal(caller): Portal,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let sub = own_subscription(&s, &caller, &id).await?;
-    Ok(json_with_etag(
-        &headers,
-        revision_etag(&sub.id, sub.revision),
-        &sub,
-    ))
+    Ok(read(&headers, &sub))
 }
 
 async fn unsubscribe(
     State(s): State<AppState>,
-    caller: Caller,
+    Portal(caller): Portal,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {

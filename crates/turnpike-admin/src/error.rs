@@ -21,6 +21,8 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub errors: Vec<FieldError>,
+    /// A `WWW-Authenticate` value; a 401 without one gets the Basic and Bearer challenges.
+    pub challenge: Option<String>,
 }
 
 impl ApiError {
@@ -30,6 +32,7 @@ impl ApiError {
             code,
             message: message.into(),
             errors: Vec::new(),
+            challenge: None,
         }
     }
 
@@ -44,6 +47,7 @@ impl ApiError {
             code: "validation_failed",
             message: format!("{n} invalid field(s)"),
             errors,
+            challenge: None,
         }
     }
 
@@ -51,8 +55,31 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "authentication required (HTTP Basic)",
+            "authentication required (HTTP Basic or a bearer token)",
         )
+    }
+
+    /// A bearer token that is malformed, badly signed, expired, revoked or meant for
+    /// another audience (RFC 6750 §3.1 `invalid_token`).
+    pub fn invalid_token(why: &str) -> Self {
+        let mut e = Self::new(StatusCode::UNAUTHORIZED, "invalid_token", why);
+        e.challenge = Some(format!(
+            "Bearer realm=\"turnpike\", error=\"invalid_token\", error_description=\"{why}\""
+        ));
+        e
+    }
+
+    /// A valid bearer token without the operation's scope (RFC 6750 §3.1).
+    pub fn insufficient_scope(scope: &str) -> Self {
+        let mut e = Self::new(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            format!("this operation needs a token with the {scope} scope"),
+        );
+        e.challenge = Some(format!(
+            "Bearer realm=\"turnpike\", error=\"insufficient_scope\", scope=\"{scope}\""
+        ));
+        e
     }
 
     pub fn forbidden(role: &str) -> Self {
@@ -126,11 +153,20 @@ impl IntoResponse for ApiError {
             errors: &self.errors,
         };
         let mut resp = (self.status, axum::Json(body)).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            resp.headers_mut().insert(
-                http::header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Basic realm=\"turnpike\""),
-            );
+        let h = resp.headers_mut();
+        match self.challenge.as_deref().map(http::HeaderValue::from_str) {
+            Some(Ok(v)) => {
+                h.insert(http::header::WWW_AUTHENTICATE, v);
+            }
+            _ if self.status == StatusCode::UNAUTHORIZED => {
+                for c in ["Basic realm=\"turnpike\"", "Bearer realm=\"turnpike\""] {
+                    h.append(
+                        http::header::WWW_AUTHENTICATE,
+                        http::HeaderValue::from_static(c),
+                    );
+                }
+            }
+            _ => {}
         }
         resp
     }

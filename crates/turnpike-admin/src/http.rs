@@ -156,3 +156,46 @@ pub fn with_etag<T: Serialize>(status: StatusCode, etag: String, body: &T) -> Re
     let tag = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
     (status, [(http::header::ETAG, tag)], axum::Json(body)).into_response()
 }
+
+/// A stored record with a revision, and so an ETag.
+pub trait Revisioned: Serialize {
+    fn etag(&self) -> String;
+}
+
+macro_rules! revisioned {
+    ($($t:ty => $id:ident),* $(,)?) => {$(
+        impl Revisioned for $t {
+            fn etag(&self) -> String {
+                revision_etag(&self.$id, self.revision)
+            }
+        }
+    )*};
+}
+
+revisioned!(
+    turnpike_store::Api => id,
+    turnpike_store::Application => id,
+    turnpike_store::Subscription => id,
+    turnpike_store::Tier => name,
+);
+
+/// A record read: 200 with its ETag, or 304 when If-None-Match has it.
+pub fn read<T: Revisioned>(headers: &HeaderMap, record: &T) -> Response {
+    json_with_etag(headers, record.etag(), record)
+}
+
+/// A record written: `status` with the record and its new ETag.
+pub fn written<T: Revisioned>(status: StatusCode, record: &T) -> Response {
+    with_etag(status, record.etag(), record)
+}
+
+/// One page in the list envelope, with an ETag of the whole body.
+pub fn page<T: Serialize>(
+    headers: &HeaderMap,
+    page: turnpike_store::Page<T>,
+    limit: i64,
+    offset: i64,
+) -> Response {
+    let body = list(page, limit, offset);
+    json_with_etag(headers, body_etag(&body), &body)
+}

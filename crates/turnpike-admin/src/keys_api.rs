@@ -17,10 +17,11 @@ use turnpike_model::security::ApiAuthSpec;
 use turnpike_store::{ApiKey, OAuthClient, OAuthClientInput};
 
 use crate::auth::Caller;
-use crate::devportal::own_app;
+use crate::devportal::OwnApp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::JsonBody;
-use crate::validate::Fields;
+use crate::scopes::Scope;
+use crate::validate::{check_scope, Fields};
 use crate::AppState;
 
 pub fn devportal_routes() -> Router<AppState> {
@@ -84,21 +85,11 @@ async fn hash(secret: String) -> ApiResult<String> {
         .map_err(|_| ApiError::internal())
 }
 
-fn scope_check(s: &str) -> Option<String> {
-    (s.is_empty()
-        || s.len() > 100
-        || s.chars()
-            .any(|c| c.is_whitespace() || c == '"' || c == '\\'))
-    .then(|| "must be a scope token (no spaces or quotes)".into())
-}
-
 async fn generate_keys(
     State(s): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
+    OwnApp { caller, app }: OwnApp,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
     let mut f = Fields::new(&v, "");
     let kt = f
         .string("keyType", false, 20)
@@ -122,7 +113,7 @@ async fn generate_keys(
             TokenFormat::Jwt
         }
     };
-    let scopes = f.strings("scopes", 100, scope_check).unwrap_or_default();
+    let scopes = f.strings("scopes", 100, check_scope).unwrap_or_default();
     let access = f.integer("accessTokenTtl", 1, 86_400).unwrap_or(3600);
     let refresh = f
         .integer("refreshTokenTtl", 1, 90 * 86_400)
@@ -153,12 +144,7 @@ async fn generate_keys(
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
-async fn list_keys(
-    State(s): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
+async fn list_keys(State(s): State<AppState>, OwnApp { app, .. }: OwnApp) -> ApiResult<Response> {
     let list: Vec<Value> = s
         .inner
         .store
@@ -172,10 +158,9 @@ async fn list_keys(
 
 async fn regenerate_secret(
     State(s): State<AppState>,
-    caller: Caller,
-    Path((id, kt)): Path<(String, String)>,
+    OwnApp { caller, app }: OwnApp,
+    Path((_, kt)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
     let kt = key_type(&kt)?;
     let secret = turnpike_keymanager::random_token();
     let h = hash(secret.clone()).await?;
@@ -190,10 +175,9 @@ async fn regenerate_secret(
 
 async fn delete_keys(
     State(s): State<AppState>,
-    caller: Caller,
-    Path((id, kt)): Path<(String, String)>,
+    OwnApp { caller, app }: OwnApp,
+    Path((_, kt)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
     let kt = key_type(&kt)?;
     let mut tx = s.inner.store.begin_write().await?;
     tx.delete_oauth_client(&app.id, &kt).await?;
@@ -215,11 +199,9 @@ fn api_key_json(k: &ApiKey) -> Value {
 
 async fn create_api_key(
     State(s): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
+    OwnApp { caller, app }: OwnApp,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
     let mut f = Fields::new(&v, "");
     let name = f
         .string("name", false, 100)
@@ -230,7 +212,7 @@ async fn create_api_key(
     if !KEY_TYPES.contains(&kt.as_str()) {
         f.err("keyType", format!("must be one of {KEY_TYPES:?}"));
     }
-    let scopes = f.strings("scopes", 100, scope_check).unwrap_or_default();
+    let scopes = f.strings("scopes", 100, check_scope).unwrap_or_default();
     let validity = f.integer("validityPeriod", 1, 10 * 365 * 86_400);
     f.finish_unknown();
     f.into_result()?;
@@ -250,10 +232,8 @@ async fn create_api_key(
 
 async fn list_api_keys(
     State(s): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
+    OwnApp { app, .. }: OwnApp,
 ) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
     let list: Vec<Value> = s
         .inner
         .store
@@ -267,10 +247,9 @@ async fn list_api_keys(
 
 async fn revoke_api_key(
     State(s): State<AppState>,
-    caller: Caller,
-    Path((id, key_id)): Path<(String, String)>,
+    OwnApp { caller, app }: OwnApp,
+    Path((_, key_id)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let app = own_app(&s, &caller, &id).await?;
     let mut tx = s.inner.store.begin_write().await?;
     tx.delete_api_key(&app.id, &key_id).await?;
     tx.commit(&caller.name, &format!("revoke API key of {}", app.id))
@@ -283,12 +262,11 @@ async fn get_security(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
-    let spec: ApiAuthSpec = match s.inner.store.api_security(&api.id).await? {
-        Some(j) => serde_json::from_str(&j).map_err(|_| ApiError::internal())?,
-        None => ApiAuthSpec::default(),
-    };
+    let spec = crate::security::stored_auth(&s.inner.store, &api.id)
+        .await?
+        .unwrap_or_default();
     Ok(Json(json!(spec)).into_response())
 }
 
@@ -300,13 +278,17 @@ async fn put_security(
     Path(id): Path<String>,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiCreate)?;
     let api = s.inner.store.get_api(&id).await?;
     let spec: Option<ApiAuthSpec> = if v.is_null() {
         None
     } else {
         Some(serde_json::from_value(v).map_err(|e| ApiError::bad_request(e.to_string()))?)
     };
+    let conflicts = crate::security::scopes_need_auth(&api.resources, spec.as_ref());
+    if !conflicts.is_empty() {
+        return Err(ApiError::invalid(conflicts));
+    }
     let stored = spec
         .as_ref()
         .map(serde_json::to_string)

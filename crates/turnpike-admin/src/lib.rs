@@ -1,8 +1,9 @@
 //! The control plane: the Publisher (`/api/am/publisher/v1`), DevPortal
 //! (`/api/am/devportal/v1`) and Admin (`/api/am/admin/v1`) REST APIs over the store, the
 //! gateway snapshot long-poll (`/api/am/gateway/v1/snapshot`), and the OpenAPI 3 document
-//! of all of them (`/api/am/openapi.json`). HTTP Basic auth with roles admin, publisher,
-//! subscriber. Depends on the store and the file format, never on the gateway.
+//! of all of them (`/api/am/openapi.json`). HTTP Basic or bearer tokens from the built-in
+//! key manager (scopes `apim:*`, `scopes.rs`), roles admin, publisher, subscriber.
+//! Depends on the store and the file format, never on the gateway.
 //!
 //! [`router`] builds the app so tests call it without a socket; [`serve`] runs it.
 
@@ -10,6 +11,7 @@ mod admin_api;
 mod api_body;
 pub mod apply;
 mod auth;
+mod delta;
 mod devportal;
 pub mod error;
 mod http;
@@ -18,6 +20,7 @@ mod openapi_doc;
 mod openapi_import;
 mod publisher;
 pub mod runtime;
+pub mod scopes;
 pub mod security;
 pub mod snapshot;
 mod validate;

@@ -3,266 +3,284 @@
 
 use serde_json::{json, Map, Value};
 
-/// (method, path, summary, role)
+/// (method, path, summary, scope): the `apim:` scope a bearer token needs (see
+/// `crate::scopes` for the role each implies), or `gateway` for the gateway token.
 pub const OPERATIONS: &[(&str, &str, &str, &str)] = &[
     (
         "get",
         "/api/am/publisher/v1/apis",
         "List and filter APIs (query, name, context, state, limit, offset)",
-        "publisher",
+        "apim:api_view",
     ),
     (
         "post",
         "/api/am/publisher/v1/apis",
         "Create an API",
-        "publisher",
+        "apim:api_create",
     ),
     (
         "post",
         "/api/am/publisher/v1/apis/import-openapi",
         "Create an API from an OpenAPI 3 document",
-        "publisher",
+        "apim:api_create",
     ),
     (
         "post",
         "/api/am/publisher/v1/apis/copy-api",
         "Copy an API as a new version (apiId, newVersion, defaultVersion)",
-        "publisher",
+        "apim:api_create",
     ),
     (
         "post",
         "/api/am/publisher/v1/apis/change-lifecycle",
         "Apply a lifecycle action (apiId, action)",
-        "publisher",
+        "apim:api_publish",
     ),
     (
         "get",
         "/api/am/publisher/v1/apis/{apiId}",
         "Get an API",
-        "publisher",
+        "apim:api_view",
     ),
     (
         "put",
         "/api/am/publisher/v1/apis/{apiId}",
         "Update an API (If-Match)",
-        "publisher",
+        "apim:api_create",
     ),
     (
         "delete",
         "/api/am/publisher/v1/apis/{apiId}",
         "Delete an API (If-Match)",
-        "publisher",
+        "apim:api_create",
     ),
     (
         "get",
         "/api/am/publisher/v1/apis/{apiId}/lifecycle-state",
         "Current state and allowed actions",
-        "publisher",
+        "apim:api_view",
     ),
     (
         "get",
         "/api/am/publisher/v1/apis/{apiId}/swagger",
         "The API's OpenAPI definition",
-        "publisher",
+        "apim:api_view",
     ),
     (
         "get",
         "/api/am/publisher/v1/subscriptions",
         "Subscriptions of an API (apiId)",
-        "publisher",
+        "apim:api_view",
     ),
     (
         "post",
         "/api/am/publisher/v1/subscriptions/block-subscription",
         "Block a subscription (subscriptionId, blockState)",
-        "publisher",
+        "apim:subscription_block",
     ),
     (
         "post",
         "/api/am/publisher/v1/subscriptions/unblock-subscription",
         "Unblock a subscription (subscriptionId)",
-        "publisher",
+        "apim:subscription_block",
     ),
     (
         "get",
         "/api/am/devportal/v1/apis",
         "List and search visible APIs",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/apis/{apiId}",
         "Get a visible API",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/apis/{apiId}/swagger",
         "A visible API's definition",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/applications",
         "The caller's applications",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "post",
         "/api/am/devportal/v1/applications",
         "Create an application",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/applications/{applicationId}",
         "Get an application",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "put",
         "/api/am/devportal/v1/applications/{applicationId}",
         "Update an application (If-Match)",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "delete",
         "/api/am/devportal/v1/applications/{applicationId}",
         "Delete an application and its subscriptions",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/subscriptions",
         "Subscriptions of an application (applicationId)",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "post",
         "/api/am/devportal/v1/subscriptions",
         "Subscribe an application to an API with a tier",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/subscriptions/{subscriptionId}",
         "Get a subscription",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "delete",
         "/api/am/devportal/v1/subscriptions/{subscriptionId}",
         "Unsubscribe",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/admin/v1/throttling/policies/{kind}",
         "List tiers (subscription, application, advanced)",
-        "admin",
+        "apim:admin",
     ),
     (
         "post",
         "/api/am/admin/v1/throttling/policies/{kind}",
         "Create a tier",
-        "admin",
+        "apim:admin",
     ),
     (
         "get",
         "/api/am/admin/v1/throttling/policies/{kind}/{name}",
         "Get a tier",
-        "admin",
+        "apim:admin",
     ),
     (
         "put",
         "/api/am/admin/v1/throttling/policies/{kind}/{name}",
         "Update a tier (If-Match)",
-        "admin",
+        "apim:admin",
     ),
     (
         "delete",
         "/api/am/admin/v1/throttling/policies/{kind}/{name}",
         "Delete an unused tier",
-        "admin",
+        "apim:admin",
     ),
-    ("get", "/api/am/admin/v1/users", "List users", "admin"),
+    (
+        "get",
+        "/api/am/admin/v1/users",
+        "List users",
+        "apim:admin",
+    ),
     (
         "post",
         "/api/am/admin/v1/users",
         "Create a user with roles",
-        "admin",
+        "apim:admin",
     ),
     (
         "get",
         "/api/am/admin/v1/users/{name}",
         "Get a user",
-        "admin",
+        "apim:admin",
     ),
     (
         "delete",
         "/api/am/admin/v1/users/{name}",
         "Delete a user",
-        "admin",
+        "apim:admin",
     ),
     (
         "get",
         "/api/am/admin/v1/gateways",
         "Gateways, the version each serves and convergence time",
-        "admin",
+        "apim:admin",
     ),
     (
         "get",
         "/api/am/publisher/v1/apis/{apiId}/security",
         "Credentials the API accepts (default: OAuth2 and a subscription)",
-        "publisher",
+        "apim:api_view",
     ),
     (
         "put",
         "/api/am/publisher/v1/apis/{apiId}/security",
         "Set the credentials the API accepts (\"none\" opens it; null restores the default)",
-        "publisher",
+        "apim:api_create",
     ),
     (
         "post",
         "/api/am/devportal/v1/applications/{applicationId}/generate-keys",
         "Generate OAuth2 keys (keyType, grantTypes, tokenType JWT|OPAQUE, scopes, TTLs); the secret is shown once",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/applications/{applicationId}/keys",
         "The application's OAuth2 keys (no secrets)",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "delete",
         "/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}",
         "Delete the application's keys of a type",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "post",
         "/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}/regenerate-secret",
         "New consumer secret, shown once",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "get",
         "/api/am/devportal/v1/applications/{applicationId}/api-keys",
         "The application's API keys (no keys)",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "post",
         "/api/am/devportal/v1/applications/{applicationId}/api-keys",
         "Create an API key (name, keyType, scopes, validityPeriod); the key is shown once",
-        "subscriber",
+        "apim:subscribe",
     ),
     (
         "delete",
         "/api/am/devportal/v1/applications/{applicationId}/api-keys/{keyId}",
         "Revoke an API key",
-        "subscriber",
+        "apim:subscribe",
+    ),
+    (
+        "get",
+        "/api/am/admin/v1/keys",
+        "The key manager's signing keys (active and retired, no key material)",
+        "apim:admin",
+    ),
+    (
+        "post",
+        "/api/am/admin/v1/keys/rotate",
+        "Make a new signing key the signer; publishes a snapshot (old keys stay until their tokens expire)",
+        "apim:admin",
     ),
     (
         "get",
@@ -279,18 +297,37 @@ fn params(path: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The request body schema of an operation, when it takes one worth describing.
+fn request_schema(method: &str, path: &str) -> Option<&'static str> {
+    match (method, path) {
+        ("post", "/api/am/publisher/v1/apis") | ("put", "/api/am/publisher/v1/apis/{apiId}") => {
+            Some("Api")
+        }
+        ("put", "/api/am/publisher/v1/apis/{apiId}/security") => Some("ApiSecurity"),
+        _ => None,
+    }
+}
+
 /// The document.
 pub fn document() -> Value {
     let mut paths: Map<String, Value> = Map::new();
-    for (method, path, summary, role) in OPERATIONS {
-        let security = if *role == "gateway" {
-            json!([{"gatewayToken": []}])
-        } else {
-            json!([{"basic": []}])
+    for (method, path, summary, scope) in OPERATIONS {
+        let (security, description) = match crate::scopes::Scope::parse(scope) {
+            Some(s) => (
+                json!([{"basic": []}, {"bearer": [scope]}]),
+                format!(
+                    "Bearer tokens need the {scope} scope; HTTP Basic callers need the {} role.",
+                    s.role().unwrap_or("any")
+                ),
+            ),
+            None => (
+                json!([{"gatewayToken": []}]),
+                "Gateways only (the gateway token).".to_string(),
+            ),
         };
-        let op = json!({
+        let mut op = json!({
             "summary": summary,
-            "description": format!("Requires the {role} role."),
+            "description": description,
             "parameters": params(path),
             "security": security,
             "responses": {
@@ -303,11 +340,27 @@ pub fn document() -> Value {
                 "412": {"$ref": "#/components/responses/Error"}
             }
         });
+        if let (Some(schema), Some(o)) = (request_schema(method, path), op.as_object_mut()) {
+            o.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {"application/json": {
+                    "schema": {"$ref": format!("#/components/schemas/{schema}")}}}}),
+            );
+        }
         let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
         if let Some(obj) = entry.as_object_mut() {
             obj.insert(method.to_string(), op);
         }
     }
+    let scopes: Map<String, Value> = crate::scopes::Scope::ALL
+        .iter()
+        .map(|s| {
+            (
+                s.as_str().to_string(),
+                json!(format!("role: {}", s.role().unwrap_or("any"))),
+            )
+        })
+        .collect();
     json!({
         "openapi": "3.0.3",
         "info": {
@@ -319,6 +372,8 @@ pub fn document() -> Value {
         "components": {
             "securitySchemes": {
                 "basic": {"type": "http", "scheme": "basic"},
+                "bearer": {"type": "oauth2", "description": "Password grant with the public client turnpike-cli; audience turnpike-control-plane",
+                    "flows": {"password": {"tokenUrl": "/oauth2/token", "refreshUrl": "/oauth2/token", "scopes": scopes}}},
                 "gatewayToken": {"type": "http", "scheme": "bearer"}
             },
             "responses": {
@@ -328,6 +383,43 @@ pub fn document() -> Value {
                 }
             },
             "schemas": {
+                "Resource": {
+                    "type": "object",
+                    "required": ["path", "methods"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "path": {"type": "string", "description": "template under /{context}/{version}: /pets, /pets/{id}, /pets/*"},
+                        "methods": {"type": "array", "items": {"type": "string", "enum": crate::api_body::METHODS}},
+                        "scopes": {"type": "array", "maxItems": 50, "description": "a caller's token needs any one of them (secured APIs only)",
+                            "items": {"type": "string", "pattern": "^[!#-\\[\\]-~]{1,100}$"}}
+                    }
+                },
+                "Api": {
+                    "type": "object",
+                    "required": ["name", "context", "version"],
+                    "properties": {
+                        "name": {"type": "string", "maxLength": 100},
+                        "context": {"type": "string", "maxLength": 200},
+                        "version": {"type": "string", "maxLength": 30},
+                        "isDefaultVersion": {"type": "boolean"},
+                        "type": {"type": "string", "enum": crate::api_body::API_TYPES},
+                        "description": {"type": "string"},
+                        "endpoints": {"type": "array", "items": {"type": "string", "format": "uri"}},
+                        "resources": {"type": "array", "items": {"$ref": "#/components/schemas/Resource"}},
+                        "policies": {"type": "array", "items": {"type": "string"}}
+                    }
+                },
+                "ApiSecurity": {
+                    "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",
+                    "oneOf": [
+                        {"type": "string", "enum": ["none"]},
+                        {"type": "object", "additionalProperties": false, "properties": {
+                            "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
+                            "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
+                            "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
+                            "backend_jwt": {"type": "object"}}}
+                    ]
+                },
                 "Error": {
                     "type": "object",
                     "required": ["code", "message", "request_id"],

@@ -1,12 +1,14 @@
 //! OpenAPI 3 import: a document (JSON or YAML text, or a JSON object) becomes an API's
 //! defaults — name from `info.title`, version from `info.version`, endpoints from absolute
-//! `servers[].url`, one resource per path with its operations' methods.
+//! `servers[].url`, resources from the paths: the operations of a path that need the same
+//! scopes (their `security` requirements, else the document's) share one resource.
 
 use serde_json::Value;
 use turnpike_store::{ApiInput, Resource};
 
 use crate::api_body::{check_endpoint, check_resource_path, METHODS};
 use crate::error::{ApiError, FieldError};
+use crate::validate::check_scope;
 
 fn field(field: &str, message: impl Into<String>) -> FieldError {
     FieldError {
@@ -58,17 +60,29 @@ pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
                     errors.push(field(&format!("paths.{path}"), "must be an object"));
                     continue;
                 };
-                let methods: Vec<String> = ops
-                    .keys()
-                    .map(|k| k.to_ascii_uppercase())
-                    .filter(|m| METHODS.contains(&m.as_str()))
-                    .collect();
-                if !methods.is_empty() {
-                    resources.push(Resource {
-                        path: path.clone(),
-                        methods,
-                    });
+                // Operations that need the same scopes share one resource.
+                let mut groups: Vec<Resource> = Vec::new();
+                for (method, op) in ops {
+                    let method = method.to_ascii_uppercase();
+                    if !METHODS.contains(&method.as_str()) {
+                        continue;
+                    }
+                    let scopes = op_scopes(op, doc.get("security"));
+                    if let Some(bad) = scopes.iter().find(|s| check_scope(s).is_some()) {
+                        let at = format!("paths.{path}.{}.security", method.to_ascii_lowercase());
+                        errors.push(field(&at, format!("{bad:?} is not a scope token")));
+                        continue;
+                    }
+                    match groups.iter_mut().find(|g| g.scopes == scopes) {
+                        Some(g) => g.methods.push(method),
+                        None => groups.push(Resource {
+                            path: path.clone(),
+                            methods: vec![method],
+                            scopes,
+                        }),
+                    }
                 }
+                resources.append(&mut groups);
             }
         }
     }
@@ -104,23 +118,67 @@ pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
     })
 }
 
+/// The scopes an operation's `security` requirements name (any one of them will do, as
+/// the gateway enforces resource scopes), else the document's; sorted, no repeats.
+fn op_scopes(op: &Value, doc_security: Option<&Value>) -> Vec<String> {
+    let security = op.get("security").or(doc_security);
+    let mut out: Vec<String> = security
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .flat_map(|req| req.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A minimal OpenAPI 3 document describing an API that has no stored definition.
 pub fn generate(api: &turnpike_store::Api) -> Value {
     let mut paths = serde_json::Map::new();
     for r in &api.resources {
         let mut ops = serde_json::Map::new();
         for m in &r.methods {
-            ops.insert(
-                m.to_ascii_lowercase(),
-                serde_json::json!({"responses": {"default": {"description": "upstream response"}}}),
-            );
+            let mut op =
+                serde_json::json!({"responses": {"default": {"description": "upstream response"}}});
+            if let (false, Some(o)) = (r.scopes.is_empty(), op.as_object_mut()) {
+                o.insert(
+                    "security".into(),
+                    serde_json::json!([{"default": r.scopes}]),
+                );
+            }
+            ops.insert(m.to_ascii_lowercase(), op);
         }
-        paths.insert(r.path.clone(), Value::Object(ops));
+        let entry = paths
+            .entry(r.path.clone())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(existing) = entry.as_object_mut() {
+            existing.extend(ops);
+        }
     }
-    serde_json::json!({
+    let mut doc = serde_json::json!({
         "openapi": "3.0.3",
         "info": {"title": api.name, "version": api.version, "description": api.description},
         "servers": [{"url": format!("{}/{}", api.context, api.version)}],
         "paths": paths,
-    })
+    });
+    let scopes: serde_json::Map<String, Value> = api
+        .resources
+        .iter()
+        .flat_map(|r| &r.scopes)
+        .map(|s| (s.clone(), Value::String(String::new())))
+        .collect();
+    if let (false, Some(o)) = (scopes.is_empty(), doc.as_object_mut()) {
+        o.insert(
+            "components".into(),
+            serde_json::json!({"securitySchemes": {"default": {"type": "oauth2", "flows": {
+                "clientCredentials": {"tokenUrl": "/oauth2/token", "scopes": scopes}}}}}),
+        );
+    }
+    doc
 }

@@ -17,9 +17,8 @@ use turnpike_store::{
 use crate::api_body::parse_api;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::{
-    body_etag, if_match, json_with_etag, list, pagination, revision_etag, with_etag, JsonBody,
-};
+use crate::http::{if_match, page, pagination, read, written, JsonBody};
+use crate::scopes::Scope;
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -75,10 +74,6 @@ async fn validated(
     input.ok_or_else(|| ApiError::bad_request("invalid API"))
 }
 
-fn api_response(status: StatusCode, api: &turnpike_store::Api) -> Response {
-    with_etag(status, revision_etag(&api.id, api.revision), api)
-}
-
 pub(crate) fn filter_from(q: &HashMap<String, String>) -> ApiResult<ApiFilter> {
     let mut states = Vec::new();
     if let Some(s) = q.get("state") {
@@ -105,15 +100,14 @@ async fn list_apis(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiView)?;
     let (limit, offset) = pagination(&q)?;
-    let page = s
+    let apis = s
         .inner
         .store
         .list_apis(&filter_from(&q)?, limit, offset)
         .await?;
-    let body = list(page, limit, offset);
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    Ok(page(&headers, apis, limit, offset))
 }
 
 async fn create_api(
@@ -121,16 +115,26 @@ async fn create_api(
     caller: Caller,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiCreate)?;
     let input = validated(&s, &v, None).await?;
+    insert_api(&s, &caller, &input, "create").await
+}
+
+/// Stores a new API (default security: OAuth2 and a subscription) and answers 201.
+async fn insert_api(
+    s: &AppState,
+    caller: &Caller,
+    input: &ApiInput,
+    verb: &str,
+) -> ApiResult<Response> {
     let mut tx = s.inner.store.begin_write().await?;
-    let api = tx.create_api(&input, &caller.name).await?;
+    let api = tx.create_api(input, &caller.name).await?;
     tx.commit(
         &caller.name,
-        &format!("create API {} {}", api.context, api.version),
+        &format!("{verb} API {} {}", api.context, api.version),
     )
     .await?;
-    Ok(api_response(StatusCode::CREATED, &api))
+    Ok(written(StatusCode::CREATED, &api))
 }
 
 async fn import_openapi(
@@ -138,7 +142,7 @@ async fn import_openapi(
     caller: Caller,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiCreate)?;
     let mut f = Fields::new(&v, "");
     let definition = v.get("definition").cloned();
     f.ignore(&["definition", "additionalProperties"]);
@@ -161,14 +165,7 @@ async fn import_openapi(
     }
     defaults.context = String::new();
     let input = validated(&s, &props, Some(&defaults)).await?;
-    let mut tx = s.inner.store.begin_write().await?;
-    let api = tx.create_api(&input, &caller.name).await?;
-    tx.commit(
-        &caller.name,
-        &format!("import API {} {}", api.context, api.version),
-    )
-    .await?;
-    Ok(api_response(StatusCode::CREATED, &api))
+    insert_api(&s, &caller, &input, "import").await
 }
 
 async fn get_api(
@@ -177,13 +174,9 @@ async fn get_api(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
-    Ok(json_with_etag(
-        &headers,
-        revision_etag(&api.id, api.revision),
-        &api,
-    ))
+    Ok(read(&headers, &api))
 }
 
 async fn update_api(
@@ -193,7 +186,7 @@ async fn update_api(
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiCreate)?;
     let expected = if_match(&headers, &id)?;
     let current = s.inner.store.get_api(&id).await?;
     let mut input = validated(&s, &v, None).await?;
@@ -210,6 +203,11 @@ async fn update_api(
             message: "cannot be changed; use copy-api for a new version".into(),
         });
     }
+    let auth = crate::security::stored_auth(&s.inner.store, &id).await?;
+    errs.extend(crate::security::scopes_need_auth(
+        &input.resources,
+        auth.as_ref(),
+    ));
     if !errs.is_empty() {
         return Err(ApiError::invalid(errs));
     }
@@ -221,7 +219,7 @@ async fn update_api(
         &format!("update API {} {}", api.context, api.version),
     )
     .await?;
-    Ok(api_response(StatusCode::OK, &api))
+    Ok(written(StatusCode::OK, &api))
 }
 
 async fn delete_api(
@@ -230,7 +228,7 @@ async fn delete_api(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiCreate)?;
     let expected = if_match(&headers, &id)?;
     let mut tx = s.inner.store.begin_write().await?;
     let api = tx.delete_api(&id, expected).await?;
@@ -266,7 +264,7 @@ async fn copy_api(
     caller: Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiCreate)?;
     let v = required_query(&q, &["apiId", "newVersion"])?;
     let (id, version) = (v[0], v[1]);
     let probe = json!({"name": "x", "context": "/x", "version": version});
@@ -287,16 +285,22 @@ async fn copy_api(
             }]))
         }
     };
+    // The new version is secured as the old one is (resource scopes travel with the
+    // resources); read before the write so the copy commits in one transaction.
+    let auth = s.inner.store.api_security(id).await?;
     let mut tx = s.inner.store.begin_write().await?;
     let api = tx
         .new_version(id, version, is_default, &caller.name)
         .await?;
+    if auth.is_some() {
+        tx.set_api_security(&api.id, auth.as_deref()).await?;
+    }
     tx.commit(
         &caller.name,
         &format!("new version {} {}", api.context, api.version),
     )
     .await?;
-    Ok(api_response(StatusCode::CREATED, &api))
+    Ok(written(StatusCode::CREATED, &api))
 }
 
 async fn change_lifecycle(
@@ -305,7 +309,7 @@ async fn change_lifecycle(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiPublish)?;
     let v = required_query(&q, &["apiId", "action"])?;
     let (id, action) = (v[0], v[1]);
     let action = LifecycleAction::parse(action).ok_or_else(|| {
@@ -323,7 +327,7 @@ async fn change_lifecycle(
         &format!("{} API {} {}", action.as_str(), api.context, api.version),
     )
     .await?;
-    Ok(api_response(StatusCode::OK, &api))
+    Ok(written(StatusCode::OK, &api))
 }
 
 async fn lifecycle_state(
@@ -331,7 +335,7 @@ async fn lifecycle_state(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
     let actions: Vec<&str> = api
         .lifecycle_status
@@ -364,7 +368,7 @@ async fn definition(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
     Ok(definition_response(&api))
 }
@@ -375,15 +379,14 @@ async fn list_subscriptions(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::ApiView)?;
     let (limit, offset) = pagination(&q)?;
-    let page = s
+    let subs = s
         .inner
         .store
         .list_subscriptions(None, q.get("apiId").map(String::as_str), limit, offset)
         .await?;
-    let body = list(page, limit, offset);
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    Ok(page(&headers, subs, limit, offset))
 }
 
 async fn set_sub_state(
@@ -401,11 +404,7 @@ async fn set_sub_state(
         &format!("subscription {id} -> {}", state.as_str()),
     )
     .await?;
-    Ok(with_etag(
-        StatusCode::OK,
-        revision_etag(&sub.id, sub.revision),
-        &sub,
-    ))
+    Ok(written(StatusCode::OK, &sub))
 }
 
 async fn block_subscription(
@@ -414,7 +413,7 @@ async fn block_subscription(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::SubscriptionBlock)?;
     let v = required_query(&q, &["subscriptionId", "blockState"])?;
     let state = match v[1] {
         "BLOCKED" => SubscriptionState::Blocked,
@@ -435,7 +434,7 @@ async fn unblock_subscription(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require("publisher")?;
+    caller.require(Scope::SubscriptionBlock)?;
     let v = required_query(&q, &["subscriptionId"])?;
     set_sub_state(&s, &caller, v[0], SubscriptionState::Active, &headers).await
 }

@@ -5,6 +5,12 @@
 //! token), and turns every revocation into a snapshot version bump. [`spec`] builds the
 //! snapshot's `security:` section; [`api_auth`] each API's `auth:` (OAuth2 and a
 //! subscription required unless the publisher set otherwise, as in WSO2).
+//!
+//! Tokens for the REST APIs themselves come from the built-in public client
+//! [`CLI_CLIENT_ID`] (password grant, as `apictl login` does against WSO2): audience
+//! [`REST_AUDIENCE`], so they are useless at gateways and application tokens are useless
+//! here; scopes limited to what the user's roles allow (`crate::scopes`).
+//! [`rotate_signing_key`] starts a new signing key and publishes a snapshot at once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,19 +18,32 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use turnpike_keymanager::{
-    ClientRecord, ClientStore, KeyManager, KeyManagerConfig, StoreError as KmError, Stores,
-    SystemClock, TokenFormat, UserRecord,
+    ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager, KeyManagerConfig,
+    StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
 };
 use turnpike_model::security::{
     ApiAuthSpec, ApiKeySpec, IntrospectionSpec, IssuerSpec, SecuritySpec, SubscriptionSpec,
 };
-use turnpike_store::{Api, Store};
+use turnpike_model::ResourceSpec;
+use turnpike_store::{Api, Resource, Store};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
+use crate::scopes::Scope;
 use crate::AppState;
 
 /// The client id gateways introspect opaque tokens with; its secret is the gateway token.
 pub const GATEWAY_CLIENT_ID: &str = "turnpike-gateway";
+
+/// The built-in public client for REST-API tokens (password and refresh_token grants,
+/// no secret: the user's password is the credential).
+pub const CLI_CLIENT_ID: &str = "turnpike-cli";
+
+/// `aud` of REST-API tokens; gateways accept only `turnpike`.
+pub const REST_AUDIENCE: &str = "turnpike-control-plane";
+
+/// Lifetimes of REST-API tokens (WSO2's defaults: one hour, one day).
+const CLI_ACCESS_TTL: Duration = Duration::from_secs(3600);
+const CLI_REFRESH_TTL: Duration = Duration::from_secs(86_400);
 
 /// The running key manager and the URL gateways reach it at.
 pub struct Security {
@@ -33,22 +52,59 @@ pub struct Security {
     pub public_url: String,
 }
 
-/// The SQL client store plus the gateways' introspection client.
+/// The SQL client store plus the two built-in clients.
 struct Clients {
     store: Store,
     gateway: ClientRecord,
+    cli: ClientRecord,
 }
 
 #[async_trait]
 impl ClientStore for Clients {
     async fn client(&self, client_id: &str) -> Result<Option<ClientRecord>, KmError> {
-        if client_id == GATEWAY_CLIENT_ID {
-            return Ok(Some(self.gateway.clone()));
+        match client_id {
+            GATEWAY_CLIENT_ID => Ok(Some(self.gateway.clone())),
+            CLI_CLIENT_ID => Ok(Some(self.cli.clone())),
+            _ => self.store.client(client_id).await,
         }
-        self.store.client(client_id).await
     }
     async fn user(&self, username: &str) -> Result<Option<UserRecord>, KmError> {
         ClientStore::user(&self.store, username).await
+    }
+    /// Through the CLI client a user delegates what their roles allow; through an
+    /// application's client, whatever that application may ask for.
+    async fn delegable_scopes(
+        &self,
+        client: &ClientRecord,
+        user: &UserRecord,
+    ) -> Result<Option<Vec<String>>, KmError> {
+        if client.client_id != CLI_CLIENT_ID {
+            return Ok(user.scopes.clone());
+        }
+        let roles = self
+            .store
+            .user(&user.username)
+            .await
+            .map(|u| u.roles)
+            .unwrap_or_default();
+        Ok(Some(crate::scopes::for_roles(&roles)))
+    }
+}
+
+fn builtin_client(client_id: &str, secret_hash: String) -> ClientRecord {
+    ClientRecord {
+        client_id: client_id.into(),
+        secret_hash,
+        application_id: String::new(),
+        application_name: String::new(),
+        owner: String::new(),
+        grant_types: Vec::new(),
+        scopes: Vec::new(),
+        token_format: TokenFormat::Jwt,
+        access_token_ttl: Duration::from_secs(0),
+        refresh_token_ttl: Duration::from_secs(0),
+        audience: Vec::new(),
+        can_introspect: false,
     }
 }
 
@@ -66,6 +122,15 @@ pub enum EnableError {
 /// Starts the key manager (issuer = `public_url`) and attaches it to `state`: its routes
 /// are mounted by [`crate::router`] and its keys and revocations go into every snapshot.
 pub async fn enable(state: &AppState, public_url: &str) -> Result<KeyManager, EnableError> {
+    enable_with_clock(state, public_url, Arc::new(SystemClock)).await
+}
+
+/// [`enable`] with an injected clock (tests move time to expire tokens).
+pub async fn enable_with_clock(
+    state: &AppState,
+    public_url: &str,
+    clock: Arc<dyn Clock>,
+) -> Result<KeyManager, EnableError> {
     let store = state.inner.store.clone();
     let token = state.inner.config.gateway_token.clone();
     let secret_hash = tokio::task::spawn_blocking(move || turnpike_keymanager::hash_secret(&token))
@@ -73,32 +138,33 @@ pub async fn enable(state: &AppState, public_url: &str) -> Result<KeyManager, En
         .map_err(|e| EnableError::Hash(e.to_string()))?
         .map_err(|e| EnableError::Hash(e.to_string()))?;
     let gateway = ClientRecord {
-        client_id: GATEWAY_CLIENT_ID.into(),
-        secret_hash,
-        application_id: String::new(),
-        application_name: String::new(),
-        owner: String::new(),
-        grant_types: Vec::new(),
-        scopes: Vec::new(),
-        token_format: TokenFormat::Jwt,
-        access_token_ttl: Duration::from_secs(0),
-        refresh_token_ttl: Duration::from_secs(0),
-        audience: Vec::new(),
         can_introspect: true,
+        ..builtin_client(GATEWAY_CLIENT_ID, secret_hash)
+    };
+    let cli = ClientRecord {
+        grant_types: vec![GrantType::Password, GrantType::RefreshToken],
+        scopes: Scope::ALL.iter().map(|s| s.as_str().to_string()).collect(),
+        access_token_ttl: CLI_ACCESS_TTL,
+        refresh_token_ttl: CLI_REFRESH_TTL,
+        audience: vec![REST_AUDIENCE.into()],
+        ..builtin_client(CLI_CLIENT_ID, String::new())
     };
     let public_url = public_url.trim_end_matches('/').to_string();
     let shared = Arc::new(store.clone());
+    let mut config = KeyManagerConfig::new(public_url.clone());
+    config.public_clients = vec![CLI_CLIENT_ID.into()];
     let km = KeyManager::new(
-        KeyManagerConfig::new(public_url.clone()),
+        config,
         Stores {
             clients: Arc::new(Clients {
                 store: store.clone(),
                 gateway,
+                cli,
             }),
             tokens: shared.clone(),
             keys: shared,
         },
-        Arc::new(SystemClock),
+        clock,
     )
     .await?;
     state
@@ -119,6 +185,28 @@ pub async fn enable(state: &AppState, public_url: &str) -> Result<KeyManager, En
         }
     });
     Ok(km)
+}
+
+/// Makes a new key the signer and publishes a snapshot at once, so every gateway trusts
+/// the new key before a token signed with it can reach it; the old key stays in the JWKS
+/// until the tokens it signed have expired. Returns the new key and all keys.
+pub async fn rotate_signing_key(state: &AppState, who: &str) -> Result<Vec<KeyInfo>, ApiError> {
+    let sec = state
+        .inner
+        .security
+        .get()
+        .ok_or_else(|| ApiError::not_found("key manager"))?;
+    let kid = sec.km.rotate_keys().await.map_err(|e| {
+        tracing::error!(error = %e, "control plane: rotating the signing key");
+        ApiError::internal()
+    })?;
+    state
+        .inner
+        .store
+        .bump_version(who, &format!("signing key rotated: {kid}"))
+        .await?;
+    tracing::info!(%kid, "signing key rotated");
+    Ok(sec.km.keys())
 }
 
 /// The snapshot API id of an API (`{context}/{version}`), what subscriptions are keyed by.
@@ -195,6 +283,63 @@ pub async fn spec(
     })
 }
 
+/// The API's stored `auth:`; `None` is the default (OAuth2 and a subscription).
+pub async fn stored_auth(store: &Store, api_id: &str) -> Result<Option<ApiAuthSpec>, ApiError> {
+    store
+        .api_security(api_id)
+        .await?
+        .map(|json| parse_stored(api_id, &json))
+        .transpose()
+}
+
+fn parse_stored(api_id: &str, json: &str) -> Result<ApiAuthSpec, ApiError> {
+    serde_json::from_str(json).map_err(|e| {
+        tracing::error!(api = %api_id, error = %e, "control plane: corrupt API security");
+        ApiError::internal()
+    })
+}
+
+/// Field errors when resources name scopes but the API is open: gateways refuse a
+/// snapshot with scopes on an API without `auth:`, so the control plane refuses first.
+pub fn scopes_need_auth(resources: &[Resource], auth: Option<&ApiAuthSpec>) -> Vec<FieldError> {
+    if !auth.is_some_and(ApiAuthSpec::is_open) {
+        return Vec::new();
+    }
+    resources
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.scopes.is_empty())
+        .map(|(i, _)| FieldError {
+            field: format!("resources[{i}].scopes"),
+            message: "scopes need a secured API: the API's security is \"none\"".into(),
+        })
+        .collect()
+}
+
+/// An API's resources as the snapshot carries them, scopes included; an API without
+/// resources is one `/*` resource for every method.
+pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
+    if api.resources.is_empty() {
+        return vec![ResourceSpec {
+            path: "/*".into(),
+            methods: crate::api_body::METHODS.map(String::from).to_vec(),
+            scopes: Vec::new(),
+            auth: None,
+            throttling: None,
+        }];
+    }
+    api.resources
+        .iter()
+        .map(|r| ResourceSpec {
+            path: r.path.clone(),
+            methods: r.methods.clone(),
+            scopes: r.scopes.clone(),
+            auth: None,
+            throttling: None,
+        })
+        .collect()
+}
+
 /// Each live API's `auth:`: the stored setting, else the default (OAuth2 + subscription).
 pub async fn api_auth(
     store: &Store,
@@ -204,10 +349,7 @@ pub async fn api_auth(
     let mut out = HashMap::with_capacity(apis.len());
     for a in apis {
         let spec = match stored.remove(&a.id) {
-            Some(json) => serde_json::from_str(&json).map_err(|e| {
-                tracing::error!(api = %a.id, error = %e, "control plane: corrupt API security");
-                ApiError::internal()
-            })?,
+            Some(json) => parse_stored(&a.id, &json)?,
             None => ApiAuthSpec::default(),
         };
         out.insert(a.id.clone(), spec);

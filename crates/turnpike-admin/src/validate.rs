@@ -5,6 +5,16 @@ use serde_json::{Map, Value};
 
 use crate::error::{ApiError, FieldError};
 
+/// An OAuth2 scope token (RFC 6749 §3.3: printable ASCII without space, `"` or `\`), at
+/// most 100 characters: what resources, OAuth2 keys and API keys may name.
+pub fn check_scope(s: &str) -> Option<String> {
+    let ok = !s.is_empty()
+        && s.len() <= 100
+        && s.bytes()
+            .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b));
+    (!ok).then(|| "must be a scope token: 1-100 printable ASCII characters, no spaces, quotes or backslashes".into())
+}
+
 /// A reader over one JSON object that records errors instead of stopping.
 pub struct Fields<'a> {
     obj: Option<&'a Map<String, Value>>,

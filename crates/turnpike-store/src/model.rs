@@ -138,6 +138,10 @@ impl Serialize for LifecycleAction {
 pub struct Resource {
     pub path: String,
     pub methods: Vec<String>,
+    /// OAuth2 scopes of which a caller needs any one (enforced by gateways on secured
+    /// APIs). Left out when empty (and absent in rows written before scopes existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// The fields a publisher sets on an API (create and update).

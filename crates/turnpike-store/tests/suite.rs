@@ -23,6 +23,7 @@ fn input(context: &str, version: &str) -> ApiInput {
         resources: vec![Resource {
             path: "/*".into(),
             methods: vec!["GET".into()],
+            scopes: Vec::new(),
         }],
         tiers: vec!["Gold".into(), "Unlimited".into()],
         definition: None,

@@ -152,6 +152,7 @@ async fn ensure_demo_api(
             resources: vec![turnpike_store::Resource {
                 path: "/*".into(),
                 methods: ["GET", "POST", "PUT", "DELETE"].map(String::from).to_vec(),
+                scopes: Vec::new(),
             }],
             tiers: vec!["Unlimited".into()],
             definition: None,
