@@ -14,6 +14,7 @@ pub mod error;
 pub mod h1;
 pub mod headers;
 mod idle;
+pub mod metrics;
 pub mod policies;
 pub mod policy;
 mod proxy;
@@ -23,7 +24,7 @@ mod throttle_runtime;
 pub mod tls;
 pub mod upstream;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,7 @@ use turnpike_config::Snapshot;
 
 pub use access_log::AccessLogTarget;
 pub use error::{Blame, ErrorKind, GatewayError};
+pub use metrics::GatewayMetrics;
 pub use policy::{Chain, Flow, Policy, RequestCtx};
 pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings,
@@ -112,6 +114,10 @@ pub struct GatewayArgs {
     /// Milliseconds between lease rounds.
     #[arg(long, env = "TURNPIKE_REDIS_SYNC_MS", default_value_t = 50)]
     pub redis_sync_ms: u64,
+    /// Management listener serving Prometheus metrics at `GET /metrics` (and
+    /// `GET /health`), e.g. `127.0.0.1:9091` (port 0: any free port). Off when absent.
+    #[arg(long, env = "TURNPIKE_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// A listener port: `None` is off.
@@ -184,11 +190,26 @@ pub async fn serve_until_terminated(
     snapshots: Arc<ArcSwap<Snapshot>>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let settings = args.settings()?;
-    let bound = Gateway::builder(settings)
-        .snapshots(snapshots)
-        .policy(Arc::new(policies::throttle::ThrottlePolicy))
-        .bind()
-        .await?;
+    let mut builder = Gateway::builder(settings)
+        .snapshots(snapshots.clone())
+        .policy(Arc::new(policies::throttle::ThrottlePolicy));
+    let mut management = None;
+    if let Some(addr) = args.metrics_addr {
+        let listener = metrics::bind(addr)
+            .await
+            .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+        let m = GatewayMetrics::new(snapshots);
+        if let Ok(a) = listener.local_addr() {
+            println!("gateway metrics on http://{a}/metrics");
+            tracing::info!(addr = %a, "metrics listener");
+        }
+        management = Some(AbortOnDrop(tokio::spawn(metrics::serve(
+            listener,
+            m.clone(),
+        ))));
+        builder = builder.metrics(m);
+    }
+    let bound = builder.bind().await?;
     if let Some(a) = bound.http_addr() {
         println!("gateway listening on http://{a}");
         tracing::info!(addr = %a, "HTTP listener");
@@ -198,7 +219,17 @@ pub async fn serve_until_terminated(
         tracing::info!(addr = %a, "HTTPS listener");
     }
     bound.serve(termination()).await?;
+    drop(management);
     Ok(())
+}
+
+/// Stops a background task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).

@@ -23,6 +23,7 @@ use crate::body::{BodyError, GatewayBody, Pooled, RequestBody};
 use crate::error::{ErrorKind, GatewayError};
 use crate::h1::{self, DirectBody};
 use crate::headers::{self, X_REQUEST_ID};
+use crate::metrics::GatewayMetrics;
 use crate::policy::{Chain, Flow, RequestCtx};
 use crate::upstream::{Conn, EndpointPool, Upstreams};
 
@@ -32,6 +33,7 @@ pub struct Shared {
     pub upstreams: Upstreams,
     pub access_log: Option<Arc<AccessLog>>,
     pub chain: Chain,
+    pub metrics: Option<Arc<GatewayMetrics>>,
 }
 
 /// Per-connection facts, computed once at accept.
@@ -51,14 +53,26 @@ pub async fn handle(
     conn: Arc<ConnCtx>,
     req: Request<Incoming>,
 ) -> Result<Response<GatewayBody>, Infallible> {
-    let start = conn.shared.access_log.as_ref().map(|_| Instant::now());
+    let shared = &conn.shared;
+    let start = (shared.access_log.is_some() || shared.metrics.is_some()).then(Instant::now);
     let (mut parts, body) = req.into_parts();
     let request_id = headers::request_id(&mut parts.headers);
-    let log_head = start.map(|_| (parts.method.clone(), parts.uri.clone()));
-    let (mut resp, upstream) = match proxy(&conn, parts, body, &request_id, start).await {
-        Ok(r) => r,
-        Err(e) => (e.into_response(&request_id), None),
+    let log_head = shared
+        .access_log
+        .as_ref()
+        .map(|_| (parts.method.clone(), parts.uri.clone()));
+    let mut routed = None;
+    let result = proxy(&conn, parts, body, &request_id, start, &mut routed).await;
+    let (mut resp, upstream, failed) = match result {
+        Ok((r, u)) => (r, u, None),
+        Err(e) => {
+            let kind = e.kind;
+            (e.into_response(&request_id), None, Some(kind))
+        }
     };
+    if let (Some(m), Some(start)) = (shared.metrics.as_deref(), start) {
+        m.observe(routed.as_ref(), resp.status(), start.elapsed(), failed);
+    }
     resp.headers_mut()
         .insert(X_REQUEST_ID.clone(), request_id.clone());
     if let (Some(log), Some(start), Some((method, uri))) =
@@ -123,9 +137,12 @@ async fn proxy(
     body: Incoming,
     request_id: &HeaderValue,
     start: Option<Instant>,
+    routed: &mut Option<Arc<CompiledApi>>,
 ) -> Result<(Response<GatewayBody>, Option<Duration>), GatewayError> {
     let shared = &conn.shared;
     let (api, suffix_at, owned_path) = route(&shared.snapshots, &parts)?;
+    // Handed back to the caller (metrics) without another reference count.
+    let api: &Arc<CompiledApi> = routed.insert(api);
     if let Some(limit) = api.max_body_bytes {
         let declared = parts
             .headers
@@ -150,8 +167,9 @@ async fn proxy(
     let mut ctx = (!shared.chain.is_empty()).then(|| RequestCtx {
         request_id,
         client: conn.client,
-        api: &api,
+        api,
         ext: http::Extensions::new(),
+        throttle: None,
         auth,
     });
     if let Some(ctx) = ctx.as_mut() {
@@ -178,7 +196,7 @@ async fn proxy(
         https: conn.https,
     };
     let body = RequestBody::new(body, api.max_body_bytes);
-    let result = forward(shared, &api, parts, body, &target, &fwd).await;
+    let result = forward(shared, api, parts, body, &target, &fwd).await;
     let result = match result {
         Ok(up) => finish_response(&shared.chain, ctx.as_mut(), up, start),
         Err(e) => Err(e),

@@ -22,6 +22,7 @@ use turnpike_config::Snapshot;
 use crate::access_log::{AccessLog, AccessLogTarget};
 use crate::headers;
 use crate::idle::{watch_idle, ActivityIo};
+use crate::metrics::GatewayMetrics;
 use crate::policy::{Chain, Policy};
 use crate::proxy::{self, ConnCtx, Shared};
 use crate::tls::{self, TlsError, TlsSource};
@@ -92,6 +93,7 @@ impl Gateway {
             settings,
             snapshots: None,
             policies: Vec::new(),
+            metrics: None,
         }
     }
 }
@@ -100,6 +102,7 @@ pub struct GatewayBuilder {
     settings: ServerSettings,
     snapshots: Option<Arc<ArcSwap<Snapshot>>>,
     policies: Vec<Arc<dyn Policy>>,
+    metrics: Option<Arc<GatewayMetrics>>,
 }
 
 impl GatewayBuilder {
@@ -112,6 +115,12 @@ impl GatewayBuilder {
     /// Adds a policy run on every routed request, in the order added.
     pub fn policy(mut self, p: Arc<dyn Policy>) -> Self {
         self.policies.push(p);
+        self
+    }
+
+    /// Records every request in `metrics` (built over the same snapshot handle).
+    pub fn metrics(mut self, m: Arc<GatewayMetrics>) -> Self {
+        self.metrics = Some(m);
         self
     }
 
@@ -141,6 +150,7 @@ impl GatewayBuilder {
             upstreams: Upstreams::new(),
             access_log,
             chain: Chain::new(self.policies),
+            metrics: self.metrics,
         });
         Ok(BoundGateway {
             http,

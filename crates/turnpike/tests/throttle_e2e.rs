@@ -3,7 +3,10 @@
 //! error naming the policy; passing responses carry the headers too; a reload keeps the
 //! window's count. Then three gateway processes sharing one real redis-server (started
 //! on a free port) hold a global limit within the documented bound n x b, keep serving
-//! when Redis is killed, and resynchronise when it comes back.
+//! when Redis is killed, and resynchronise when it comes back. With real credentials:
+//! subscription tiers count per application and API (one app exhausted, the other still
+//! passes), application tiers per application and user across APIs, claim conditions
+//! read the caller's JWT, and bandwidth quotas charge response bytes.
 
 mod support;
 
@@ -31,10 +34,17 @@ impl Got {
 }
 
 fn get(url: &str) -> Got {
-    let out = Command::new("curl")
-        .args(["-s", "-i", url])
-        .output()
-        .expect("curl runs");
+    get_with(url, &[])
+}
+
+/// GET with extra request headers (`"apikey: k"`).
+fn get_with(url: &str, headers: &[&str]) -> Got {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-i", url]);
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    let out = cmd.output().expect("curl runs");
     let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
     let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
@@ -301,5 +311,221 @@ fn three_gateways_share_one_redis_within_the_bound_and_survive_an_outage() {
             || get(&at(i, "limited")).status == 429,
         );
         assert_eq!(get(&at(i, "roomy")).status, 200, "gateway {i} serves");
+    }
+}
+
+fn sha256_hex(s: &str) -> String {
+    ring::digest::digest(&ring::digest::SHA256, s.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn policy_of(r: &Got) -> String {
+    serde_json::from_str::<serde_json::Value>(&r.body)
+        .ok()
+        .and_then(|v| v["policy"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[test]
+fn subscription_tier_per_application_and_application_tier_across_apis_with_api_keys() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let api = |name: &str| {
+        format!(
+            "  - name: {name}\n    context: /{name}\n    version: v1\n    \
+             endpoints: [\"http://{echo}\"]\n    auth: {{ api_key: true, oauth2: false }}\n    \
+             resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+        )
+    };
+    let yaml = format!(
+        "security:\n  api_keys:\n    \
+         - {{ sha256: \"{}\", application: app-one, subscriber: ann }}\n    \
+         - {{ sha256: \"{}\", application: app-two, subscriber: bob }}\n  \
+         subscriptions:\n    \
+         - {{ api: /a/v1, application: app-one, state: ACTIVE, tier: ThreePerMin }}\n    \
+         - {{ api: /b/v1, application: app-one, state: ACTIVE, tier: ThreePerMin }}\n    \
+         - {{ api: /a/v1, application: app-two, state: ACTIVE, tier: ThreePerMin }}\n\
+         throttling:\n  subscription_tiers:\n    \
+         - {{ name: ThreePerMin, quota: {{ requests: 3, per: minute }} }}\n  \
+         application_tiers:\n    - {{ name: FourPerMin, quota: {{ requests: 4, per: minute }} }}\n  \
+         applications:\n    - {{ application: app-one, tier: FourPerMin }}\n\
+         apis:\n{}{}",
+        sha256_hex("key-one"),
+        sha256_hex("key-two"),
+        api("a"),
+        api("b"),
+    );
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(&cfg, yaml).expect("write config");
+    avoid_window_edge(60, Duration::from_secs(15));
+    let (_gw, gw) = gateway(&cfg, &dir.path().join("data"), &[]);
+    let one = ["apikey: key-one"];
+    let two = ["apikey: key-two"];
+    let a = format!("http://{gw}/a/v1/x");
+    let b = format!("http://{gw}/b/v1/x");
+
+    let statuses: Vec<u16> = (0..3).map(|_| get_with(&a, &one).status).collect();
+    assert_eq!(statuses, [200, 200, 200]);
+    let r = get_with(&a, &one);
+    assert_eq!(r.status, 429, "app-one used its subscription on /a");
+    assert_eq!(policy_of(&r), "ThreePerMin");
+    assert!(r
+        .header("ratelimit")
+        .is_some_and(|v| v.starts_with("\"sub:ThreePerMin\";r=0;")));
+    // The quota is app-one's on /a: app-two's subscription to the same API still passes.
+    let r = get_with(&a, &two);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r
+        .header("ratelimit")
+        .is_some_and(|v| v.starts_with("\"sub:ThreePerMin\";r=2;")));
+    // app-one's application tier (4 a minute) counts across APIs: a fresh subscription on
+    // /b admits one more, then the application tier refuses.
+    assert_eq!(get_with(&b, &one).status, 200);
+    let r = get_with(&b, &one);
+    assert_eq!(r.status, 429);
+    assert_eq!(policy_of(&r), "FourPerMin", "{}", r.body);
+    // A refusal costs nothing: app-two still has exactly 2 left on /a.
+    let statuses: Vec<u16> = (0..3).map(|_| get_with(&a, &two).status).collect();
+    assert_eq!(statuses, [200, 200, 429]);
+}
+
+#[test]
+fn bandwidth_quota_charges_response_bytes() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let yaml = format!(
+        "throttling:\n  unauthenticated_tier: Unlimited\n  \
+         advanced_policies:\n    - name: ThreeKBPerMin\n      \
+         default_limit: {{ bytes: 3000, per: minute }}\n\
+         apis:\n  - name: files\n    context: /files\n    version: v1\n    \
+         throttling: ThreeKBPerMin\n    endpoints: [\"http://{echo}\"]\n    \
+         resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+    );
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(&cfg, yaml).expect("write config");
+    avoid_window_edge(60, Duration::from_secs(15));
+    let (_gw, gw) = gateway(&cfg, &dir.path().join("data"), &[]);
+    // Bodiless GETs cost nothing on the way in; each 1200-byte response is charged.
+    let url = format!("http://{gw}/files/v1/x?size=1200");
+    let mut remaining = Vec::new();
+    for _ in 0..3 {
+        let r = get(&url);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body.len(), 1200);
+        remaining.push(r.header("ratelimit").unwrap_or_default().to_owned());
+    }
+    // What was left before each response was charged: 3000, 1800, 600.
+    for (rl, left) in remaining.iter().zip([3000, 1800, 600]) {
+        assert!(
+            rl.starts_with(&format!("\"adv:ThreeKBPerMin\";r={left};")),
+            "{rl} (expected r={left})"
+        );
+    }
+    let r = get(&url);
+    assert_eq!(r.status, 429, "3600 of 3000 bytes sent: refused");
+    assert_eq!(policy_of(&r), "ThreeKBPerMin");
+    assert!(r.body.contains("bytes"), "{}", r.body);
+}
+
+struct SigningKey {
+    pair: ring::signature::EcdsaKeyPair,
+    jwk: serde_json::Value,
+}
+
+fn signing_key() -> SigningKey {
+    use base64::Engine;
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("gen");
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        .expect("pair");
+    let point = pair.public_key().as_ref().to_vec();
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let jwk = serde_json::json!({
+        "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": "k1",
+        "x": b64.encode(&point[1..33]), "y": b64.encode(&point[33..65]),
+    });
+    SigningKey { pair, jwk }
+}
+
+fn es256(key: &SigningKey, claims: &serde_json::Value) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = serde_json::json!({"alg": "ES256", "kid": "k1", "typ": "JWT"});
+    let input = format!(
+        "{}.{}",
+        b64.encode(header.to_string()),
+        b64.encode(claims.to_string())
+    );
+    let sig = key
+        .pair
+        .sign(&ring::rand::SystemRandom::new(), input.as_bytes())
+        .expect("sign");
+    format!("{input}.{}", b64.encode(sig.as_ref()))
+}
+
+#[test]
+fn claim_condition_reads_the_callers_jwt() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let key = signing_key();
+    let yaml = format!(
+        "security:\n  issuers:\n    - issuer: https://idp.test\n      audiences: [turnpike]\n      \
+         jwks: {{ \"keys\": [{jwk}] }}\n  subscriptions:\n    \
+         - {{ api: /plans/v1, application: app-free, state: ACTIVE, tier: Unlimited }}\n    \
+         - {{ api: /plans/v1, application: app-pro, state: ACTIVE, tier: Unlimited }}\n\
+         throttling:\n  advanced_policies:\n    - name: ByPlan\n      \
+         default_limit: {{ requests: 100, per: minute }}\n      groups:\n        \
+         - name: free\n          conditions: [ {{ type: claim, name: plan, value: free }} ]\n          \
+         limit: {{ requests: 2, per: minute }}\n\
+         apis:\n  - name: plans\n    context: /plans\n    version: v1\n    \
+         throttling: ByPlan\n    endpoints: [\"http://{echo}\"]\n    auth: {{ oauth2: true }}\n    \
+         resources: [ {{ path: \"/*\", methods: [GET] }} ]\n",
+        jwk = key.jwk
+    );
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(&cfg, yaml).expect("write config");
+    avoid_window_edge(60, Duration::from_secs(15));
+    let (_gw, gw) = gateway(&cfg, &dir.path().join("data"), &[]);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let token = |app: &str, plan: &str| {
+        es256(
+            &key,
+            &serde_json::json!({ "iss": "https://idp.test", "aud": "turnpike", "sub": "u",
+                "exp": now + 600, "application": app, "plan": plan }),
+        )
+    };
+    let free = format!("authorization: Bearer {}", token("app-free", "free"));
+    let pro = format!("authorization: Bearer {}", token("app-pro", "pro"));
+    let url = format!("http://{gw}/plans/v1/x");
+
+    let r = get_with(&url, &[&free]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.header("ratelimit-policy")
+            .is_some_and(|v| v.starts_with("\"adv:ByPlan/group:free\";q=2;")),
+        "the claim picked the group: {:?}",
+        r.header("ratelimit-policy")
+    );
+    assert_eq!(
+        get_with(&url, &[&free]).status,
+        200,
+        "cached token, same group"
+    );
+    let r = get_with(&url, &[&free]);
+    assert_eq!(r.status, 429);
+    assert_eq!(policy_of(&r), "ByPlan");
+    // Another plan falls under the default limit.
+    for _ in 0..3 {
+        let r = get_with(&url, &[&pro]);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(r
+            .header("ratelimit-policy")
+            .is_some_and(|v| v.starts_with("\"adv:ByPlan\";q=100;")));
     }
 }

@@ -1,0 +1,582 @@
+//! The gateway's Prometheus metrics and the management listener that serves them
+//! (`--metrics-addr`, `GET /metrics`). One place names every metric (the `M_*`
+//! constants); docs/observability.md lists them.
+//!
+//! The request path stays lock-free and allocation-free: each API's handles (request
+//! counters by status class, upstream-error counters by kind, a fixed-bucket duration
+//! histogram) are resolved once per snapshot into a table keyed by the `CompiledApi`'s
+//! address, behind an `ArcSwap`; a request does one table lookup and a few atomic adds.
+//! Counters go through the `metrics` facade into a `metrics-exporter-prometheus`
+//! recorder owned by this gateway (not installed globally, so several gateways in one
+//! process keep apart). The duration histogram is our own array of atomic buckets
+//! rendered at scrape time: the exporter's histograms keep every raw sample until
+//! upkeep (an allocation per 64 samples). Throttle decisions are read at scrape time from
+//! the throttler's striped counters, which survive reloads.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use metrics::{Counter, Gauge, Key, Label, Level, Metadata, Recorder};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+use tokio::net::TcpListener;
+use turnpike_config::{CompiledApi, Snapshot};
+
+use crate::error::ErrorKind;
+
+/// Requests answered, by API, version and status class (`2xx`...).
+pub const M_REQUESTS: &str = "turnpike_http_requests_total";
+/// Time from the request head to the response head, by API and version.
+pub const M_DURATION: &str = "turnpike_http_request_duration_seconds";
+/// Upstream failures (connect, timeout, reset, protocol), by API, version and kind.
+pub const M_UPSTREAM_ERRORS: &str = "turnpike_upstream_errors_total";
+/// The version of the snapshot being served.
+pub const M_SNAPSHOT_VERSION: &str = "turnpike_snapshot_version";
+/// Snapshot swaps seen (file reloads, control-plane pushes).
+pub const M_SNAPSHOT_SWAPS: &str = "turnpike_snapshot_swaps_total";
+/// APIs in the snapshot being served.
+pub const M_APIS: &str = "turnpike_apis";
+/// Throttle decisions by policy, rule and decision (`allowed|throttled|flagged`).
+pub const M_THROTTLE: &str = "turnpike_throttle_decisions_total";
+
+/// Upper bounds of the duration histogram's buckets, in seconds.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+const BUCKET_NS: [u64; 14] = [
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
+const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+/// Upstream error kinds, as their stable error codes.
+const UPSTREAM_KINDS: [&str; 6] = [
+    "upstream_connect_timeout",
+    "upstream_timeout",
+    "upstream_unavailable",
+    "upstream_reset",
+    "upstream_protocol",
+    "no_endpoint",
+];
+
+fn upstream_index(kind: ErrorKind) -> Option<usize> {
+    Some(match kind {
+        ErrorKind::UpstreamConnectTimeout => 0,
+        ErrorKind::UpstreamResponseTimeout => 1,
+        ErrorKind::UpstreamConnectFailed => 2,
+        ErrorKind::UpstreamReset => 3,
+        ErrorKind::UpstreamProtocol => 4,
+        ErrorKind::NoEndpoint => 5,
+        _ => return None,
+    })
+}
+
+/// A fixed-bucket histogram of durations: atomics only, rendered at scrape time.
+#[derive(Default)]
+struct DurationHistogram {
+    /// Per bucket (not cumulative); the last slot is +Inf.
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+    sum_ns: AtomicU64,
+}
+
+impl DurationHistogram {
+    #[inline]
+    fn observe(&self, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let i = BUCKET_NS.partition_point(|&b| b < ns);
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, labels: &str) {
+        let mut cumulative = 0u64;
+        for (i, le) in BUCKETS.iter().enumerate() {
+            cumulative += self.buckets[i].load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "{M_DURATION}_bucket{{{labels},le=\"{le}\"}} {cumulative}"
+            );
+        }
+        cumulative += self.buckets[BUCKETS.len()].load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "{M_DURATION}_bucket{{{labels},le=\"+Inf\"}} {cumulative}"
+        );
+        let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{M_DURATION}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{M_DURATION}_count{{{labels}}} {cumulative}");
+    }
+}
+
+/// One API's handles, resolved once (and kept across swaps, by name and version).
+pub struct ApiMetrics {
+    requests: [Counter; 5],
+    upstream_errors: [Counter; UPSTREAM_KINDS.len()],
+    duration: DurationHistogram,
+    /// `api="..",version=".."`, escaped, for the histogram's lines.
+    labels: String,
+}
+
+impl ApiMetrics {
+    #[inline]
+    fn observe(&self, status: StatusCode, elapsed: Duration, failed: Option<ErrorKind>) {
+        let class = (status.as_u16() / 100).clamp(1, 5) as usize - 1;
+        self.requests[class].increment(1);
+        self.duration.observe(elapsed);
+        if let Some(i) = failed.and_then(upstream_index) {
+            self.upstream_errors[i].increment(1);
+        }
+    }
+}
+
+/// Addresses are keys: hashed as they are, mixed a little (allocations are aligned).
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// The handles of one snapshot's APIs, by the address of their `CompiledApi`. Holds the
+/// snapshot, so no address is reused while the table is current.
+#[derive(Default)]
+struct ApiTable {
+    snapshot: Option<Arc<Snapshot>>,
+    by_ptr: HashMap<usize, Arc<ApiMetrics>, BuildHasherDefault<PtrHasher>>,
+}
+
+/// The gateway's metrics: one per gateway, shared by its connections and the
+/// management listener.
+pub struct GatewayMetrics {
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    snapshots: Arc<ArcSwap<Snapshot>>,
+    table: ArcSwap<ApiTable>,
+    /// Every API's handles ever resolved, by (name, version): swaps keep the counts.
+    known: Mutex<HashMap<(String, String), Arc<ApiMetrics>>>,
+    /// Requests that matched no API (404, 405).
+    unmatched: Arc<ApiMetrics>,
+    swaps: Counter,
+    version: Gauge,
+    apis: Gauge,
+}
+
+fn meta() -> Metadata<'static> {
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()))
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl GatewayMetrics {
+    /// Metrics over the snapshots this gateway serves from.
+    pub fn new(snapshots: Arc<ArcSwap<Snapshot>>) -> Arc<Self> {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let describe = |name: &'static str, help: &'static str| {
+            recorder.describe_counter(name.into(), None, help.into());
+        };
+        describe(M_REQUESTS, "Requests answered, by API and status class");
+        describe(M_UPSTREAM_ERRORS, "Upstream failures, by API and kind");
+        describe(M_SNAPSHOT_SWAPS, "Snapshot swaps seen");
+        describe(M_THROTTLE, "Throttle decisions, by policy and rule");
+        recorder.describe_gauge(
+            M_SNAPSHOT_VERSION.into(),
+            None,
+            "Version of the snapshot being served".into(),
+        );
+        recorder.describe_gauge(M_APIS.into(), None, "APIs being served".into());
+        let unmatched = Arc::new(api_metrics(&recorder, "", ""));
+        let swaps = recorder.register_counter(&Key::from_name(M_SNAPSHOT_SWAPS), &meta());
+        let version = recorder.register_gauge(&Key::from_name(M_SNAPSHOT_VERSION), &meta());
+        let apis = recorder.register_gauge(&Key::from_name(M_APIS), &meta());
+        let m = Arc::new(GatewayMetrics {
+            recorder,
+            handle,
+            snapshots,
+            table: ArcSwap::from_pointee(ApiTable::default()),
+            known: Mutex::new(HashMap::new()),
+            unmatched,
+            swaps,
+            version,
+            apis,
+        });
+        m.refresh();
+        m
+    }
+
+    /// Records one answered request: `api` is the routed API (`None`: no API matched),
+    /// `failed` the error kind when the gateway answered with an error.
+    #[inline]
+    pub fn observe(
+        &self,
+        api: Option<&Arc<CompiledApi>>,
+        status: StatusCode,
+        elapsed: Duration,
+        failed: Option<ErrorKind>,
+    ) {
+        let Some(api) = api else {
+            self.unmatched.observe(status, elapsed, failed);
+            return;
+        };
+        let key = Arc::as_ptr(api) as usize;
+        if let Some(m) = self.table.load().by_ptr.get(&key) {
+            m.observe(status, elapsed, failed);
+            return;
+        }
+        // Cold: the first requests after a swap (or in flight across one).
+        self.observe_cold(api, key, status, elapsed, failed);
+    }
+
+    #[cold]
+    fn observe_cold(
+        &self,
+        api: &Arc<CompiledApi>,
+        key: usize,
+        status: StatusCode,
+        elapsed: Duration,
+        failed: Option<ErrorKind>,
+    ) {
+        self.refresh();
+        let m = match self.table.load().by_ptr.get(&key) {
+            Some(m) => m.clone(),
+            // A request on a snapshot already swapped out.
+            None => self.resolve(api),
+        };
+        m.observe(status, elapsed, failed);
+    }
+
+    /// The handles of `api`, created on first sight of its name and version.
+    fn resolve(&self, api: &CompiledApi) -> Arc<ApiMetrics> {
+        let mut known = match self.known.lock() {
+            Ok(k) => k,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        known
+            .entry((api.name.clone(), api.version.clone()))
+            .or_insert_with(|| Arc::new(api_metrics(&self.recorder, &api.name, &api.version)))
+            .clone()
+    }
+
+    /// Rebuilds the table when the served snapshot changed (counted as a swap).
+    pub fn refresh(&self) {
+        let snap = self.snapshots.load_full();
+        let current = self.table.load();
+        if let Some(old) = &current.snapshot {
+            if Arc::ptr_eq(old, &snap) {
+                return;
+            }
+        }
+        let by_ptr = snap
+            .apis
+            .iter()
+            .map(|a| (Arc::as_ptr(a) as usize, self.resolve(a)))
+            .collect();
+        let first = current.snapshot.is_none();
+        self.version.set(snap.version as f64);
+        self.apis.set(snap.apis.len() as f64);
+        let prev = self.table.swap(Arc::new(ApiTable {
+            snapshot: Some(snap.clone()),
+            by_ptr,
+        }));
+        // Two racing refreshes of one swap: only the one that replaced the old table counts.
+        let replaced_old = prev
+            .snapshot
+            .as_ref()
+            .is_none_or(|p| !Arc::ptr_eq(p, &snap));
+        if !first && replaced_old {
+            self.swaps.increment(1);
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        self.refresh();
+        self.record_throttle();
+        let mut out = self.handle.render();
+        let _ = writeln!(
+            out,
+            "# HELP {M_DURATION} Time from the request head to the response head"
+        );
+        let _ = writeln!(out, "# TYPE {M_DURATION} histogram");
+        let known: Vec<Arc<ApiMetrics>> = match self.known.lock() {
+            Ok(k) => k.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        for m in known.iter().chain(std::iter::once(&self.unmatched)) {
+            m.duration.render(&mut out, &m.labels);
+        }
+        out
+    }
+
+    /// Copies the throttler's decision counters (striped atomics, kept across reloads)
+    /// into the recorder.
+    fn record_throttle(&self) {
+        let snap = self.snapshots.load();
+        let Some(store) = snap
+            .apis
+            .iter()
+            .find_map(|a| a.throttle.as_ref().map(|t| t.throttler.store().clone()))
+        else {
+            return;
+        };
+        for (rule, stats) in store.stats() {
+            let policy = policy_of(&rule).to_owned();
+            for (decision, n) in [
+                ("allowed", stats.allowed.get()),
+                ("throttled", stats.throttled.get()),
+                ("flagged", stats.flagged.get()),
+            ] {
+                let key = Key::from_parts(
+                    M_THROTTLE,
+                    vec![
+                        Label::new("policy", policy.clone()),
+                        Label::new("rule", rule.clone()),
+                        Label::from_static_parts("decision", decision),
+                    ],
+                );
+                self.recorder.register_counter(&key, &meta()).absolute(n);
+            }
+        }
+    }
+}
+
+/// `Gold` of `sub:Gold/burst`, `10KPerMin` of `adv:10KPerMin/group:ip`.
+fn policy_of(rule: &str) -> &str {
+    let name = rule.split_once(':').map_or(rule, |(_, n)| n);
+    name.split('/').next().unwrap_or(name)
+}
+
+fn api_metrics(recorder: &PrometheusRecorder, name: &str, version: &str) -> ApiMetrics {
+    let labels = |extra: Label| {
+        vec![
+            Label::new("api", name.to_owned()),
+            Label::new("version", version.to_owned()),
+            extra,
+        ]
+    };
+    let requests = CLASSES.map(|c| {
+        let key = Key::from_parts(M_REQUESTS, labels(Label::from_static_parts("class", c)));
+        recorder.register_counter(&key, &meta())
+    });
+    let upstream_errors = UPSTREAM_KINDS.map(|k| {
+        let key = Key::from_parts(
+            M_UPSTREAM_ERRORS,
+            labels(Label::from_static_parts("kind", k)),
+        );
+        recorder.register_counter(&key, &meta())
+    });
+    ApiMetrics {
+        requests,
+        upstream_errors,
+        duration: DurationHistogram::default(),
+        labels: format!("api=\"{}\",version=\"{}\"", escape(name), escape(version)),
+    }
+}
+
+/// Binds the management listener.
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// Serves `GET /metrics` (and `GET /health`) on `listener` until the task is aborted.
+pub async fn serve(listener: TcpListener, metrics: Arc<GatewayMetrics>) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics listener: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let m = metrics.clone();
+        let svc = service_fn(move |req| {
+            let m = m.clone();
+            async move { Ok::<_, Infallible>(answer(&m, &req)) }
+        });
+        tokio::spawn(async move {
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
+                .serve_connection(TokioIo::new(stream), svc);
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "metrics connection error");
+            }
+        });
+    }
+}
+
+fn answer(m: &GatewayMetrics, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let (status, ctype, body) = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => (
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            Bytes::from(m.render()),
+        ),
+        (&Method::GET, "/health") => (StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n")),
+        _ => (
+            StatusCode::NOT_FOUND,
+            "application/json",
+            Bytes::from_static(
+                br#"{"code":"not_found","message":"the management listener serves GET /metrics and GET /health","request_id":""}"#,
+            ),
+        ),
+    };
+    let mut resp = Response::new(Full::new(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(yaml: &str) -> Arc<ArcSwap<Snapshot>> {
+        let snap = match Snapshot::from_yaml(yaml, "test") {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        Arc::new(ArcSwap::from_pointee(snap))
+    }
+
+    const ONE_API: &str = "apis:\n  - name: pets\n    context: /pets\n    version: v1\n    \
+                           endpoints: [\"http://127.0.0.1:1\"]\n    \
+                           resources: [ { path: \"/*\", methods: [GET] } ]\n";
+
+    fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+    }
+
+    #[test]
+    fn counts_by_api_and_class_and_buckets_durations() {
+        let snaps = snapshot(ONE_API);
+        let m = GatewayMetrics::new(snaps.clone());
+        let api = snaps.load().apis.first().cloned();
+        assert!(api.is_some(), "the test file compiles");
+        for _ in 0..3 {
+            m.observe(api.as_ref(), StatusCode::OK, Duration::from_millis(3), None);
+        }
+        m.observe(
+            api.as_ref(),
+            StatusCode::BAD_GATEWAY,
+            Duration::from_millis(30),
+            Some(ErrorKind::UpstreamConnectFailed),
+        );
+        m.observe(None, StatusCode::NOT_FOUND, Duration::from_micros(50), None);
+        let text = m.render();
+        let req = |class: &str| {
+            line(
+                &text,
+                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",class=\"{class}\"}}"),
+            )
+        };
+        assert_eq!(req("2xx"), Some("3"), "{text}");
+        assert_eq!(req("5xx"), Some("1"));
+        assert_eq!(
+            line(
+                &text,
+                &format!("{M_UPSTREAM_ERRORS}{{api=\"pets\",version=\"v1\",kind=\"upstream_unavailable\"}}")
+            ),
+            Some("1")
+        );
+        let bucket = |le: &str| {
+            line(
+                &text,
+                &format!("{M_DURATION}_bucket{{api=\"pets\",version=\"v1\",le=\"{le}\"}}"),
+            )
+        };
+        assert_eq!(bucket("0.0025"), Some("0"));
+        assert_eq!(bucket("0.005"), Some("3"));
+        assert_eq!(bucket("0.05"), Some("4"));
+        assert_eq!(bucket("+Inf"), Some("4"));
+        assert_eq!(
+            line(
+                &text,
+                &format!("{M_REQUESTS}{{api=\"\",version=\"\",class=\"4xx\"}}")
+            ),
+            Some("1")
+        );
+        assert_eq!(line(&text, &format!("{M_SNAPSHOT_SWAPS} ")), Some("0"));
+    }
+
+    #[test]
+    fn a_swap_is_counted_and_keeps_the_counts() {
+        let snaps = snapshot(ONE_API);
+        let m = GatewayMetrics::new(snaps.clone());
+        let api = snaps.load().apis.first().cloned();
+        m.observe(api.as_ref(), StatusCode::OK, Duration::from_millis(1), None);
+        let next = Snapshot::from_yaml(ONE_API, "test").unwrap_or_default();
+        snaps.store(Arc::new(next));
+        let api2 = snaps.load().apis.first().cloned();
+        m.observe(
+            api2.as_ref(),
+            StatusCode::OK,
+            Duration::from_millis(1),
+            None,
+        );
+        let text = m.render();
+        assert_eq!(
+            line(&text, &format!("{M_SNAPSHOT_SWAPS} ")),
+            Some("1"),
+            "{text}"
+        );
+        assert_eq!(
+            line(
+                &text,
+                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",class=\"2xx\"}}")
+            ),
+            Some("2")
+        );
+    }
+
+    #[test]
+    fn policy_names_come_from_rule_labels() {
+        assert_eq!(policy_of("sub:Gold/burst"), "Gold");
+        assert_eq!(policy_of("adv:10KPerMin/group:ip"), "10KPerMin");
+        assert_eq!(policy_of("app:10PerMin"), "10PerMin");
+    }
+}

@@ -1,0 +1,206 @@
+//! Prometheus metrics end to end with the real binary: `turnpike gateway --metrics-addr
+//! 127.0.0.1:0` serves `GET /metrics` on its own listener; after 5 passing and 2
+//! throttled requests to an API limited to 5 a minute, and one to an API whose upstream
+//! is down, the scrape counts them by value (requests by class, the duration histogram,
+//! throttle decisions for the named policy, upstream errors by kind), and a reload of
+//! the file shows as a snapshot swap.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use support::{Proc, TempDir, BIN};
+
+/// Starts the gateway and returns it with (gateway address, metrics address).
+fn gateway(cfg: &str, data: &str) -> (Proc, String, String) {
+    let mut child = Command::new(BIN)
+        .args([
+            "gateway",
+            "--config",
+            cfg,
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--data-dir",
+            data,
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .env("TURNPIKE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn turnpike");
+    let stdout = child.stdout.take().expect("stdout");
+    let proc = Proc(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut metrics = None;
+    let gw = loop {
+        let line = lines
+            .next()
+            .expect("gateway exited early")
+            .expect("read stdout");
+        if let Some(a) = line.strip_prefix("gateway metrics on http://") {
+            metrics = Some(a.trim_end_matches("/metrics").to_owned());
+        }
+        if let Some(a) = line.strip_prefix("gateway listening on http://") {
+            break a.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (proc, gw, metrics.expect("metrics address printed first"))
+}
+
+fn status(url: &str) -> u16 {
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", url])
+        .output()
+        .expect("curl runs");
+    String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
+}
+
+fn scrape(metrics: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-s", "-f", &format!("http://{metrics}/metrics")])
+        .output()
+        .expect("curl runs");
+    assert!(out.status.success(), "GET /metrics answers 200");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The value of the series whose name and labels are exactly `series`.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A port nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+fn config(echo: &str, dead: u16, extra_api: bool) -> String {
+    let mut yaml = format!(
+        "throttling:\n  advanced_policies:\n    - name: FivePerMin\n      \
+         default_limit: {{ requests: 5, per: minute }}\n\
+         apis:\n  - name: echo\n    context: /echo\n    version: v1\n    \
+         throttling: FivePerMin\n    endpoints: [\"http://{echo}\"]\n    \
+         resources: [ {{ path: \"/*\", methods: [GET] }} ]\n\
+         \x20 - name: dead\n    context: /dead\n    version: v1\n    \
+         endpoints: [\"http://127.0.0.1:{dead}\"]\n    \
+         resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+    );
+    if extra_api {
+        yaml.push_str(&format!(
+            "  - name: more\n    context: /more\n    version: v1\n    \
+             endpoints: [\"http://{echo}\"]\n    resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+        ));
+    }
+    yaml
+}
+
+#[test]
+fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps() {
+    let dir = TempDir::new();
+    let (_echo, echo) = support::start(&["echo", "--port", "0"], "echo listening on http://");
+    let dead = closed_port();
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(&cfg, config(&echo, dead, false)).expect("write config");
+    // Fixed windows are aligned to the epoch: stay clear of a minute's edge.
+    let into = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() % 60);
+    if into > 45 {
+        std::thread::sleep(Duration::from_secs(61 - into));
+    }
+    let data = dir.path().join("data");
+    let (_gw, gw, metrics) = gateway(cfg.to_str().expect("utf-8"), data.to_str().expect("utf-8"));
+
+    let statuses: Vec<u16> = (0..7)
+        .map(|_| status(&format!("http://{gw}/echo/v1/x")))
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429]);
+    assert_eq!(status(&format!("http://{gw}/dead/v1/x")), 502);
+    assert_eq!(status(&format!("http://{gw}/nowhere")), 404);
+
+    let text = scrape(&metrics);
+    let echo_req = |class: &str| {
+        value(
+            &text,
+            &format!(
+                "turnpike_http_requests_total{{api=\"echo\",version=\"v1\",class=\"{class}\"}}"
+            ),
+        )
+    };
+    assert_eq!(echo_req("2xx"), Some(5.0), "{text}");
+    assert_eq!(echo_req("4xx"), Some(2.0));
+    assert_eq!(echo_req("5xx"), Some(0.0));
+    assert_eq!(
+        value(
+            &text,
+            "turnpike_http_request_duration_seconds_count{api=\"echo\",version=\"v1\"}"
+        ),
+        Some(7.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "turnpike_http_request_duration_seconds_bucket{api=\"echo\",version=\"v1\",le=\"+Inf\"}"
+        ),
+        Some(7.0)
+    );
+    let decisions = |d: &str| {
+        value(
+            &text,
+            &format!(
+                "turnpike_throttle_decisions_total{{policy=\"FivePerMin\",rule=\"adv:FivePerMin\",decision=\"{d}\"}}"
+            ),
+        )
+    };
+    assert_eq!(decisions("allowed"), Some(5.0));
+    assert_eq!(decisions("throttled"), Some(2.0));
+    assert_eq!(decisions("flagged"), Some(0.0));
+    assert_eq!(
+        value(
+            &text,
+            "turnpike_upstream_errors_total{api=\"dead\",version=\"v1\",kind=\"upstream_unavailable\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "turnpike_http_requests_total{api=\"\",version=\"\",class=\"4xx\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(value(&text, "turnpike_snapshot_swaps_total"), Some(0.0));
+    assert_eq!(value(&text, "turnpike_apis"), Some(2.0));
+
+    // A reload (one more API) is a swap; the counts carry over.
+    std::fs::write(&cfg, config(&echo, dead, true)).expect("rewrite config");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        let text = scrape(&metrics);
+        if value(&text, "turnpike_apis") == Some(3.0) {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "the reload was not seen: {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(value(&text, "turnpike_snapshot_swaps_total"), Some(1.0));
+    assert_eq!(
+        value(
+            &text,
+            "turnpike_http_requests_total{api=\"echo\",version=\"v1\",class=\"2xx\"}"
+        ),
+        Some(5.0)
+    );
+    assert_eq!(status(&format!("http://{metrics}/other")), 404);
+}
