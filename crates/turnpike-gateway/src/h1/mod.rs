@@ -403,8 +403,9 @@ fn parse_head(
         // One copy of the head; header values are slices of it.
         let head = Bytes::copy_from_slice(&pending[..n]);
         let base = pending.as_ptr() as usize;
-        // Room for what the gateway adds (X-Request-ID) without regrowing the map.
-        let mut headers = HeaderMap::with_capacity(parsed.headers.len() + 2);
+        // Room for what the gateway adds (X-Request-ID, the rate-limit headers: up to
+        // three in the legacy style) without regrowing the map.
+        let mut headers = HeaderMap::with_capacity(parsed.headers.len() + 5);
         for h in parsed.headers.iter() {
             let name = HeaderName::from_bytes(h.name.as_bytes())
                 .map_err(|_| Failure::Protocol("bad upstream header name".into()))?;
