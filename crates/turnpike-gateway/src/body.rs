@@ -2,7 +2,9 @@
 //! never collected: [`RequestBody`] counts bytes against the API's limit while it streams
 //! to the upstream; [`GatewayBody`] is what the client receives, either a small generated
 //! body (errors) or the upstream's body, which hands its HTTP/1.1 connection back to the
-//! pool at end of stream and finishes the access-log record when dropped.
+//! pool at end of stream and finishes the access-log record when dropped. A policy that
+//! needs the size of a response sent without `Content-Length` (bandwidth quotas) puts an
+//! [`OnBodyEnd`] in the response's extensions and is told the bytes sent, once.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -92,6 +94,46 @@ impl Body for RequestBody {
     }
 }
 
+/// Told once how many body bytes went to the client, when the body ends or is dropped.
+#[derive(Clone)]
+pub struct OnBodyEnd(pub Arc<dyn Fn(u64) + Send + Sync>);
+
+/// Counts a body's bytes for an [`OnBodyEnd`].
+struct BodyMeter {
+    bytes: u64,
+    done: Option<OnBodyEnd>,
+}
+
+impl BodyMeter {
+    fn see<E>(
+        meter: &mut Option<Box<BodyMeter>>,
+        r: &Poll<Option<Result<Frame<Bytes>, E>>>,
+        ended: bool,
+    ) {
+        let Some(m) = meter.as_mut() else { return };
+        if let Poll::Ready(Some(Ok(frame))) = r {
+            if let Some(d) = frame.data_ref() {
+                m.bytes += d.len() as u64;
+            }
+        }
+        if ended || matches!(r, Poll::Ready(None)) {
+            m.finish();
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(OnBodyEnd(f)) = self.done.take() {
+            f(self.bytes);
+        }
+    }
+}
+
+impl Drop for BodyMeter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 /// An HTTP/1.1 upstream connection to return to its pool once the response ends.
 pub struct Pooled {
     pub sender: http1::SendRequest<RequestBody>,
@@ -103,6 +145,7 @@ pub struct UpstreamBody {
     inner: Incoming,
     pooled: Option<Pooled>,
     log: Option<Box<PendingRecord>>,
+    meter: Option<Box<BodyMeter>>,
 }
 
 impl UpstreamBody {
@@ -127,6 +170,7 @@ impl Drop for UpstreamBody {
 pub struct DirectUpstream {
     inner: DirectBody,
     log: Option<Box<PendingRecord>>,
+    meter: Option<Box<BodyMeter>>,
 }
 
 impl Drop for DirectUpstream {
@@ -161,7 +205,12 @@ impl GatewayBody {
         pooled: Option<Pooled>,
         log: Option<Box<PendingRecord>>,
     ) -> Self {
-        let mut b = UpstreamBody { inner, pooled, log };
+        let mut b = UpstreamBody {
+            inner,
+            pooled,
+            log,
+            meter: None,
+        };
         if b.inner.is_end_stream() {
             b.release();
         }
@@ -169,7 +218,30 @@ impl GatewayBody {
     }
 
     pub fn direct(inner: DirectBody) -> Self {
-        GatewayBody::Direct(DirectUpstream { inner, log: None })
+        GatewayBody::Direct(DirectUpstream {
+            inner,
+            log: None,
+            meter: None,
+        })
+    }
+
+    /// Calls `end` once with the bytes sent to the client, when the body ends (or is
+    /// dropped early, with what was sent).
+    pub fn on_end(&mut self, end: OnBodyEnd) {
+        let meter = Some(Box::new(BodyMeter {
+            bytes: 0,
+            done: Some(end),
+        }));
+        match self {
+            GatewayBody::Full(b) => {
+                if let Some(mut m) = meter {
+                    m.bytes = b.as_ref().map_or(0, |b| b.len() as u64);
+                    m.finish();
+                }
+            }
+            GatewayBody::Upstream(u) => u.meter = meter,
+            GatewayBody::Direct(d) => d.meter = meter,
+        }
     }
 
     /// Hands the access-log record to the body: written now for a generated body, or
@@ -203,6 +275,10 @@ impl Body for GatewayBody {
                         log.bytes += data.len() as u64;
                     }
                 }
+                if d.meter.is_some() {
+                    let ended = d.inner.is_end_stream();
+                    BodyMeter::see(&mut d.meter, &r, ended);
+                }
                 r.map(|o| o.map(|r| r.map_err(BoxError::from)))
             }
             GatewayBody::Upstream(u) => {
@@ -219,6 +295,10 @@ impl Body for GatewayBody {
                     Poll::Ready(None) => u.release(),
                     Poll::Ready(Some(Err(_))) => u.pooled = None,
                     Poll::Pending => {}
+                }
+                if u.meter.is_some() {
+                    let ended = u.inner.is_end_stream();
+                    BodyMeter::see(&mut u.meter, &r, ended);
                 }
                 r.map(|o| o.map(|r| r.map_err(BoxError::from)))
             }

@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, Endpoint, LoadBalancing, RouteResult, Snapshot};
 
 use crate::access_log::{AccessLog, PendingRecord};
-use crate::body::{BodyError, GatewayBody, Pooled, RequestBody};
+use crate::body::{BodyError, GatewayBody, OnBodyEnd, Pooled, RequestBody};
 use crate::error::{ErrorKind, GatewayError};
 use crate::h1::{self, DirectBody};
 use crate::headers::{self, X_REQUEST_ID};
@@ -218,7 +218,7 @@ fn finish_response(
     start: Option<Instant>,
 ) -> Result<(Response<GatewayBody>, Option<Duration>), GatewayError> {
     let latency = start.map(|s| s.elapsed());
-    let (mut rparts, body) = match up {
+    let (mut rparts, mut body) = match up {
         Upstream::Hyper(resp, pooled) => {
             let (rparts, rbody) = resp.into_parts();
             (rparts, GatewayBody::upstream(rbody, pooled, None))
@@ -232,6 +232,9 @@ fn finish_response(
     rparts.version = Version::HTTP_11;
     if let Some(ctx) = ctx {
         chain.on_response_headers(ctx, &mut rparts)?;
+        if let Some(end) = rparts.extensions.remove::<OnBodyEnd>() {
+            body.on_end(end);
+        }
     }
     Ok((Response::from_parts(rparts, body), latency))
 }

@@ -402,7 +402,10 @@ fn bandwidth_quota_charges_response_bytes() {
          default_limit: {{ bytes: 3000, per: minute }}\n\
          apis:\n  - name: files\n    context: /files\n    version: v1\n    \
          throttling: ThreeKBPerMin\n    endpoints: [\"http://{echo}\"]\n    \
-         resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+         resources: [ {{ path: \"/*\", methods: [GET] }} ]\n  \
+         - name: stream\n    context: /stream\n    version: v1\n    \
+         throttling: ThreeKBPerMin\n    endpoints: [\"http://{echo}\"]\n    \
+         resources: [ {{ path: \"/*\", methods: [POST] }} ]\n"
     );
     let cfg = dir.path().join("apis.yaml");
     std::fs::write(&cfg, yaml).expect("write config");
@@ -428,6 +431,39 @@ fn bandwidth_quota_charges_response_bytes() {
     assert_eq!(r.status, 429, "3600 of 3000 bytes sent: refused");
     assert_eq!(policy_of(&r), "ThreeKBPerMin");
     assert!(r.body.contains("bytes"), "{}", r.body);
+
+    // Streamed both ways (chunked, no Content-Length): the request costs nothing at
+    // check time, the response is charged the bytes sent when its body ends.
+    let file = dir.path().join("body");
+    std::fs::write(&file, vec![b'x'; 1200]).expect("write body");
+    let post = |url: &str| {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-i",
+                "-H",
+                "transfer-encoding: chunked",
+                "--data-binary",
+            ])
+            .arg(format!("@{}", file.display()))
+            .arg(url)
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n")
+    };
+    let url = format!("http://{gw}/stream/v1/x");
+    for i in 0..3 {
+        let r = post(&url);
+        assert!(r.starts_with("HTTP/1.1 200"), "request {}: {r}", i + 1);
+        let head = r.split("\n\n").next().unwrap_or("").to_ascii_lowercase();
+        assert!(head.contains("transfer-encoding: chunked"), "{head}");
+        assert!(!head.contains("content-length"), "{head}");
+    }
+    let r = post(&url);
+    assert!(
+        r.starts_with("HTTP/1.1 429"),
+        "3600 streamed bytes: refused: {r}"
+    );
 }
 
 struct SigningKey {

@@ -8,13 +8,15 @@
 //! The 429's status and code come from the gateway's error table
 //! (`ErrorKind::Throttled`); the body adds `policy` and `retry_after`.
 
+use std::sync::Arc;
+
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderValue, Response};
 use turnpike_auth::Claims;
 use turnpike_config::{ApiThrottle, CompiledApi};
 use turnpike_throttle::{Clock, Decision, Lookup, RequestFacts, SystemClock, Throttler};
 
-use crate::body::GatewayBody;
+use crate::body::{GatewayBody, OnBodyEnd};
 use crate::error::{ErrorKind, GatewayError};
 use crate::policy::{Flow, Policy, RequestCtx};
 
@@ -124,7 +126,7 @@ impl Policy for ThrottlePolicy {
         if let (Some(t), Some(d)) = (ctx.api.throttle.as_ref(), ctx.throttle.as_ref()) {
             t.throttler.write_headers(d, t.headers, &mut resp.headers);
             if !d.charges.is_empty() {
-                charge_response(&t.throttler, d, &resp.headers);
+                charge_response(&t.throttler, d, resp);
             }
         }
         Ok(())
@@ -133,14 +135,22 @@ impl Policy for ThrottlePolicy {
 
 /// Bandwidth quotas count responses too (as WSO2 does): the response's `Content-Length`
 /// is charged when its head arrives, so the caller's next request over the quota is
-/// refused. A response without one (chunked) is not charged.
-fn charge_response(throttler: &Throttler, d: &Decision, headers: &HeaderMap) {
-    let len = headers
+/// refused; a response without one (chunked) is charged the bytes sent when its body
+/// ends.
+fn charge_response(throttler: &Arc<Throttler>, d: &Decision, resp: &mut response::Parts) {
+    let len = resp
+        .headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = len {
-        throttler.charge_bytes(&d.charges, n, SystemClock.now());
+    match len {
+        Some(n) => throttler.charge_bytes(&d.charges, n, SystemClock.now()),
+        None => {
+            let (throttler, charges) = (throttler.clone(), d.charges);
+            resp.extensions.insert(OnBodyEnd(Arc::new(move |n| {
+                throttler.charge_bytes(&charges, n, SystemClock.now());
+            })));
+        }
     }
 }
 
