@@ -5,7 +5,9 @@
 //! `/oauth2/jwks`; the gateway answers 200 with it, 403 once the subscription is blocked,
 //! 401 once the token is revoked (both within a couple of snapshots, although the
 //! gateway cached the token); the password grant's refresh token rotates and a replay
-//! fails; guessing the client secret is rate limited (429).
+//! fails; guessing the client secret is rate limited (429). A second run covers the other
+//! credentials an application holds: opaque tokens (introspected by the gateway) and API
+//! keys, 200 with them and 401 once the token is revoked or the key deleted.
 
 mod support;
 
@@ -53,16 +55,24 @@ fn rest(method: &str, cp: &str, path: &str, body: Option<Value>) -> Value {
     v
 }
 
+fn header_status(url: &str, header: &str) -> u16 {
+    http("GET", url, &["-H", header], None).0
+}
+
 fn bearer_status(url: &str, token: &str) -> u16 {
-    let h = format!("authorization: Bearer {token}");
-    http("GET", url, &["-H", &h], None).0
+    header_status(url, &format!("authorization: Bearer {token}"))
 }
 
 /// Polls until `url` with `token` answers `code`; returns how long that took.
 fn wait_status(url: &str, token: &str, code: u16, limit: Duration) -> Duration {
+    wait_header_status(url, &format!("authorization: Bearer {token}"), code, limit)
+}
+
+/// Polls until `url` with the request header `header` answers `code`.
+fn wait_header_status(url: &str, header: &str, code: u16, limit: Duration) -> Duration {
     let start = Instant::now();
     loop {
-        let got = bearer_status(url, token);
+        let got = header_status(url, header);
         if got == code {
             return start.elapsed();
         }
@@ -104,12 +114,18 @@ fn http_client() -> reqwest::Client {
         .expect("client")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oauth2_through_control_plane_and_gateway() {
-    let dir = TempDir::new();
+/// The echo back end, a control plane (SQLite in `dir`) and a gateway following it.
+struct Stack {
+    _procs: Vec<support::Proc>,
+    echo: String,
+    cp: String,
+    gw: String,
+}
+
+fn stack(dir: &TempDir) -> Stack {
     let db = format!("sqlite://{}", dir.path().join("cp.db").display());
-    let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
-    let (_cp, cp) = start_env(
+    let (echo_proc, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let (cp_proc, cp) = start_env(
         &[
             "control-plane",
             "--database",
@@ -123,7 +139,7 @@ async fn oauth2_through_control_plane_and_gateway() {
         "control plane listening on http://",
     );
     let gw_data = dir.path().join("gw");
-    let (_gw, gw) = start(
+    let (gw_proc, gw) = start(
         &[
             "gateway",
             "--control-plane",
@@ -141,6 +157,23 @@ async fn oauth2_through_control_plane_and_gateway() {
         ],
         "gateway listening on http://",
     );
+    Stack {
+        _procs: vec![echo_proc, cp_proc, gw_proc],
+        echo,
+        cp,
+        gw,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth2_through_control_plane_and_gateway() {
+    let dir = TempDir::new();
+    let Stack {
+        _procs,
+        echo,
+        cp,
+        gw,
+    } = stack(&dir);
 
     // Publisher: an API (secured by default: OAuth2 + subscription), published.
     let api = rest(
@@ -319,4 +352,110 @@ async fn oauth2_through_control_plane_and_gateway() {
         None,
     );
     assert_eq!(code, 429, "locked even with the right secret");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opaque_tokens_and_api_keys_through_the_gateway() {
+    let dir = TempDir::new();
+    let Stack {
+        _procs,
+        echo,
+        cp,
+        gw,
+    } = stack(&dir);
+    let api = rest(
+        "POST",
+        &cp,
+        "/api/am/publisher/v1/apis",
+        Some(json!({"name": "Keys", "context": "/keys", "version": "v1",
+            "endpoints": [format!("http://{echo}")], "resources": [{"path": "/*", "methods": ["GET"]}]})),
+    );
+    let api_id = api["id"].as_str().expect("id");
+    rest(
+        "PUT",
+        &cp,
+        &format!("/api/am/publisher/v1/apis/{api_id}/security"),
+        Some(json!({"oauth2": true, "api_key": true, "subscription": true})),
+    );
+    rest(
+        "POST",
+        &cp,
+        &format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={api_id}&action=Publish"),
+        None,
+    );
+    let url = format!("http://{gw}/keys/v1/hello");
+    wait_status(&url, "", 401, Duration::from_secs(10));
+    let app = rest(
+        "POST",
+        &cp,
+        "/api/am/devportal/v1/applications",
+        Some(json!({"name": "opaque-app"})),
+    );
+    let app_id = app["id"].as_str().expect("app id");
+    rest(
+        "POST",
+        &cp,
+        "/api/am/devportal/v1/subscriptions",
+        Some(json!({"applicationId": app_id, "apiId": api_id, "throttlingPolicy": "Unlimited"})),
+    );
+
+    // Opaque tokens: random strings the gateway introspects (and caches).
+    let keys = rest(
+        "POST",
+        &cp,
+        &format!("/api/am/devportal/v1/applications/{app_id}/generate-keys"),
+        Some(json!({"tokenType": "OPAQUE", "grantTypes": ["client_credentials"]})),
+    );
+    assert_eq!(keys["tokenType"], "OPAQUE");
+    let auth = format!(
+        "{}:{}",
+        keys["consumerKey"].as_str().expect("key"),
+        keys["consumerSecret"].as_str().expect("secret")
+    );
+    let (code, token) = http(
+        "POST",
+        &format!("http://{cp}/oauth2/token"),
+        &["-u", &auth, "-d", "grant_type=client_credentials"],
+        None,
+    );
+    assert_eq!(code, 200, "{token}");
+    let opaque = token["access_token"].as_str().expect("token").to_string();
+    assert!(!opaque.contains('.'), "opaque, not a JWT");
+    let took = wait_status(&url, &opaque, 200, Duration::from_secs(5));
+    eprintln!("opaque token accepted after {took:?}");
+    assert_eq!(bearer_status(&url, &opaque), 200, "cached introspection");
+    assert_eq!(bearer_status(&url, "not-a-token-we-issued"), 401);
+    let (code, _) = http(
+        "POST",
+        &format!("http://{cp}/oauth2/revoke"),
+        &["-u", &auth, "--data-urlencode", &format!("token={opaque}")],
+        None,
+    );
+    assert_eq!(code, 200);
+    let took = wait_status(&url, &opaque, 401, Duration::from_secs(3));
+    eprintln!("revoked opaque token -> 401 after {took:?}");
+
+    // API keys: shown once, sent in the `apikey` header, stopped by deleting them.
+    let key = rest(
+        "POST",
+        &cp,
+        &format!("/api/am/devportal/v1/applications/{app_id}/api-keys"),
+        Some(json!({"name": "ci"})),
+    );
+    let (key_id, apikey) = (
+        key["id"].as_str().expect("key id").to_string(),
+        key["apikey"].as_str().expect("apikey").to_string(),
+    );
+    let header = format!("apikey: {apikey}");
+    let took = wait_header_status(&url, &header, 200, Duration::from_secs(5));
+    eprintln!("API key accepted after {took:?}");
+    assert_eq!(header_status(&url, "apikey: tpk_wrong"), 401);
+    rest(
+        "DELETE",
+        &cp,
+        &format!("/api/am/devportal/v1/applications/{app_id}/api-keys/{key_id}"),
+        None,
+    );
+    let took = wait_header_status(&url, &header, 401, Duration::from_secs(3));
+    eprintln!("deleted API key -> 401 after {took:?}");
 }
