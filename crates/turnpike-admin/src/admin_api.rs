@@ -12,10 +12,9 @@ use http::{HeaderMap, StatusCode};
 use serde_json::json;
 use turnpike_store::{Tier, TierKind};
 
-use crate::auth::Caller;
+use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::{body_etag, if_match, json_with_etag, revision_etag, with_etag, JsonBody};
-use crate::scopes::Scope;
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -46,11 +45,10 @@ fn kind(s: &str) -> ApiResult<TierKind> {
 
 async fn list_tiers(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: Admin,
     Path(k): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let tiers = s.inner.store.list_tiers(kind(&k)?).await?;
     let body = json!({"count": tiers.len(), "list": tiers});
     Ok(json_with_etag(&headers, body_etag(&body), &body))
@@ -82,11 +80,10 @@ fn tier_body(v: &serde_json::Value, kind: TierKind, name: Option<&str>) -> ApiRe
 
 async fn create_tier(
     State(s): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path(k): Path<String>,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let t = tier_body(&v, kind(&k)?, None)?;
     let mut tx = s.inner.store.begin_write().await?;
     let t = tx.create_tier(&t).await?;
@@ -101,11 +98,10 @@ async fn create_tier(
 
 async fn get_tier(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: Admin,
     Path((k, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let t = s.inner.store.get_tier(kind(&k)?, &name).await?;
     Ok(json_with_etag(
         &headers,
@@ -116,12 +112,11 @@ async fn get_tier(
 
 async fn update_tier(
     State(s): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path((k, name)): Path<(String, String)>,
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let expected = if_match(&headers, &name)?;
     let t = tier_body(&v, kind(&k)?, Some(&name))?;
     let mut tx = s.inner.store.begin_write().await?;
@@ -137,10 +132,9 @@ async fn update_tier(
 
 async fn delete_tier(
     State(s): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path((k, name)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let mut tx = s.inner.store.begin_write().await?;
     tx.delete_tier(kind(&k)?, &name).await?;
     tx.commit(&caller.name, &format!("delete {k} tier {name}"))
@@ -150,10 +144,9 @@ async fn delete_tier(
 
 async fn list_users(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: Admin,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let users = s.inner.store.list_users().await?;
     let body = json!({"count": users.len(), "list": users});
     Ok(json_with_etag(&headers, body_etag(&body), &body))
@@ -161,10 +154,9 @@ async fn list_users(
 
 async fn create_user(
     State(s): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let mut f = Fields::new(&v, "");
     let name = f.string("name", true, 100);
     if name.as_deref().is_some_and(|n| n.contains(':')) {
@@ -215,19 +207,17 @@ pub async fn create_user_with(
 
 async fn get_user(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: Admin,
     Path(name): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     Ok(axum::Json(s.inner.store.user(&name).await?).into_response())
 }
 
 async fn delete_user(
     State(s): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path(name): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     if name == caller.name {
         return Err(ApiError::conflict("you cannot delete yourself"));
     }
@@ -241,10 +231,9 @@ async fn delete_user(
 
 async fn gateways(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: Admin,
     Query(_q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
     let version = *s.inner.store.watch_version().borrow();
     let list = s.inner.gateways.list(version);
     Ok(
@@ -259,8 +248,7 @@ fn keys_body(keys: &[turnpike_keymanager::KeyInfo]) -> serde_json::Value {
 }
 
 /// The signing keys: the active one and the retired ones still in the JWKS.
-async fn list_keys(State(s): State<AppState>, caller: Caller) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
+async fn list_keys(State(s): State<AppState>, _caller: Admin) -> ApiResult<Response> {
     let sec = s
         .inner
         .security
@@ -270,8 +258,7 @@ async fn list_keys(State(s): State<AppState>, caller: Caller) -> ApiResult<Respo
 }
 
 /// A new signing key, live on every gateway with the snapshot this publishes.
-async fn rotate_keys(State(s): State<AppState>, caller: Caller) -> ApiResult<Response> {
-    caller.require(Scope::Admin)?;
+async fn rotate_keys(State(s): State<AppState>, Admin(caller): Admin) -> ApiResult<Response> {
     let keys = crate::security::rotate_signing_key(&s, &caller.name).await?;
     Ok((StatusCode::CREATED, axum::Json(keys_body(&keys))).into_response())
 }

@@ -128,6 +128,42 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// Extractors that authenticate the caller *and* check one scope before the handler
+/// runs (so before its body is parsed): a handler's signature says what it needs.
+macro_rules! scoped_callers {
+    ($($(#[$doc:meta])* $name:ident => $scope:ident;)*) => {$(
+        $(#[$doc])*
+        // Not every family has a handler that reads the caller back (readers don't).
+        #[allow(dead_code)]
+        pub struct $name(pub Caller);
+
+        impl FromRequestParts<AppState> for $name {
+            type Rejection = ApiError;
+
+            async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+                let caller = Caller::from_request_parts(parts, state).await?;
+                caller.require(Scope::$scope)?;
+                Ok($name(caller))
+            }
+        }
+    )*};
+}
+
+scoped_callers! {
+    /// Publisher reads (`apim:api_view`).
+    ApiViewer => ApiView;
+    /// Publisher writes (`apim:api_create`).
+    ApiCreator => ApiCreate;
+    /// Lifecycle changes (`apim:api_publish`).
+    ApiPublisher => ApiPublish;
+    /// Blocking subscriptions (`apim:subscription_block`).
+    SubscriptionBlocker => SubscriptionBlock;
+    /// The DevPortal (`apim:subscribe`; any user).
+    Portal => Subscribe;
+    /// The Admin API (`apim:admin`).
+    Admin => Admin;
+}
+
 /// A bearer token from this control plane's key manager, for the REST audience; the
 /// caller gets the user's roles as they are now (a role taken away counts at once).
 async fn bearer(state: &AppState, token: &str) -> Result<Caller, ApiError> {

@@ -6,17 +6,16 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use http::{HeaderMap, StatusCode};
 use turnpike_store::{Api, Application, LifecycleState};
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Portal};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::{if_match, page, pagination, read, written, JsonBody};
-use crate::scopes::Scope;
+use crate::http::{if_match, read, written, JsonBody, Paged};
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -45,11 +44,10 @@ async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
 async fn list_apis(
     State(s): State<AppState>,
     _caller: Portal,
-    Query(q): Query<HashMap<String, String>>,
+    pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let (limit, offset) = pagination(&q)?;
-    let mut filter = crate::publisher::filter_from(&q)?;
+    let mut filter = crate::publisher::filter_from(&pg.q)?;
     let visible = [
         LifecycleState::Published,
         LifecycleState::Prototyped,
@@ -70,9 +68,12 @@ async fn list_apis(
             items: Vec::new(),
         }
     } else {
-        s.inner.store.list_apis(&filter, limit, offset).await?
+        s.inner
+            .store
+            .list_apis(&filter, pg.limit, pg.offset)
+            .await?
     };
-    Ok(page(&headers, apis, limit, offset))
+    Ok(pg.respond(&headers, apis))
 }
 
 async fn get_api(
@@ -101,19 +102,6 @@ async fn own_app(s: &AppState, caller: &Caller, id: &str) -> ApiResult<Applicati
         return Err(ApiError::not_found(format!("application {id}")));
     }
     Ok(app)
-}
-
-/// A DevPortal caller: authenticated and, with a bearer token, holding `apim:subscribe`.
-pub(crate) struct Portal(pub Caller);
-
-impl FromRequestParts<AppState> for Portal {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut http::request::Parts, s: &AppState) -> ApiResult<Self> {
-        let caller = Caller::from_request_parts(parts, s).await?;
-        caller.require(Scope::Subscribe)?;
-        Ok(Portal(caller))
-    }
 }
 
 /// The application named by the path's `{id}` when the caller owns it (admins: any),
@@ -152,6 +140,26 @@ async fn own_subscription(
     Ok(sub)
 }
 
+/// The subscription named by the path's `{id}` when it belongs to one of the caller's
+/// applications, else 404.
+pub(crate) struct OwnSubscription {
+    pub caller: Caller,
+    pub sub: turnpike_store::Subscription,
+}
+
+impl FromRequestParts<AppState> for OwnSubscription {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut http::request::Parts, s: &AppState) -> ApiResult<Self> {
+        let Portal(caller) = Portal::from_request_parts(parts, s).await?;
+        let Path(id) = Path::<String>::from_request_parts(parts, s)
+            .await
+            .map_err(|_| ApiError::not_found("subscription"))?;
+        let sub = own_subscription(s, &caller, &id).await?;
+        Ok(OwnSubscription { caller, sub })
+    }
+}
+
 fn app_fields(v: &serde_json::Value) -> ApiResult<(String, String, String)> {
     let mut f = Fields::new(v, "");
     f.ignore(&["id", "owner", "revision", "createdTime"]);
@@ -168,16 +176,15 @@ fn app_fields(v: &serde_json::Value) -> ApiResult<(String, String, String)> {
 async fn list_apps(
     State(s): State<AppState>,
     Portal(caller): Portal,
-    Query(q): Query<HashMap<String, String>>,
+    pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let (limit, offset) = pagination(&q)?;
     let apps = s
         .inner
         .store
-        .list_applications(Some(&caller.name), limit, offset)
+        .list_applications(Some(&caller.name), pg.limit, pg.offset)
         .await?;
-    Ok(page(&headers, apps, limit, offset))
+    Ok(pg.respond(&headers, apps))
 }
 
 fn tier_error(e: turnpike_store::StoreError) -> ApiError {
@@ -244,24 +251,23 @@ async fn delete_app(
 async fn list_subs(
     State(s): State<AppState>,
     Portal(caller): Portal,
-    Query(q): Query<HashMap<String, String>>,
+    pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let (limit, offset) = pagination(&q)?;
-    let Some(app_id) = q.get("applicationId") else {
+    let Some(app_id) = pg.q.get("applicationId") else {
         return Err(ApiError::invalid(vec![FieldError {
             field: "applicationId".into(),
             message: "query parameter is required".into(),
         }]));
     };
     own_app(&s, &caller, app_id).await?;
-    let api_id = q.get("apiId").map(String::as_str);
+    let api_id = pg.q.get("apiId").map(String::as_str);
     let subs = s
         .inner
         .store
-        .list_subscriptions(Some(app_id), api_id, limit, offset)
+        .list_subscriptions(Some(app_id), api_id, pg.limit, pg.offset)
         .await?;
-    Ok(page(&headers, subs, limit, offset))
+    Ok(pg.respond(&headers, subs))
 }
 
 async fn subscribe(
@@ -291,30 +297,25 @@ async fn subscribe(
 }
 
 async fn get_sub(
-    State(s): State<AppState>,
-    Portal(caller): Portal,
-    Path(id): Path<String>,
+    OwnSubscription { sub, .. }: OwnSubscription,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let sub = own_subscription(&s, &caller, &id).await?;
     Ok(read(&headers, &sub))
 }
 
 async fn unsubscribe(
     State(s): State<AppState>,
-    Portal(caller): Portal,
-    Path(id): Path<String>,
+    OwnSubscription { caller, sub }: OwnSubscription,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let sub = own_subscription(&s, &caller, &id).await?;
-    if let Some(r) = if_match(&headers, &id)? {
+    if let Some(r) = if_match(&headers, &sub.id)? {
         if r != sub.revision {
             return Err(turnpike_store::StoreError::PreconditionFailed.into());
         }
     }
     let mut tx = s.inner.store.begin_write().await?;
-    tx.unsubscribe(&id).await?;
-    tx.commit(&caller.name, &format!("unsubscribe {id}"))
+    tx.unsubscribe(&sub.id).await?;
+    tx.commit(&caller.name, &format!("unsubscribe {}", sub.id))
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -189,13 +189,44 @@ pub fn written<T: Revisioned>(status: StatusCode, record: &T) -> Response {
     with_etag(status, record.etag(), record)
 }
 
-/// One page in the list envelope, with an ETag of the whole body.
-pub fn page<T: Serialize>(
-    headers: &HeaderMap,
-    page: turnpike_store::Page<T>,
-    limit: i64,
-    offset: i64,
-) -> Response {
-    let body = list(page, limit, offset);
-    json_with_etag(headers, body_etag(&body), &body)
+/// A list request: the query string with `limit` and `offset` validated (400 listing
+/// both when bad). What every list handler starts with.
+pub struct Paged {
+    pub q: std::collections::HashMap<String, String>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Paged {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        let axum::extract::Query(q) = axum::extract::Query::<
+            std::collections::HashMap<String, String>,
+        >::from_request_parts(parts, state)
+        .await
+        .map_err(|e| ApiError::bad_request(e.body_text()))?;
+        let (limit, offset) = pagination(&q)?;
+        Ok(Paged { q, limit, offset })
+    }
+}
+
+impl Paged {
+    /// One page in the list envelope, with an ETag of the whole body.
+    pub fn respond<T: Serialize>(
+        &self,
+        headers: &HeaderMap,
+        page: turnpike_store::Page<T>,
+    ) -> Response {
+        let body = list(page, self.limit, self.offset);
+        json_with_etag(headers, body_etag(&body), &body)
+    }
+}
+
+/// A whole collection in the `{"count", "list"}` envelope (no paging).
+pub fn all<T: Serialize>(items: &[T]) -> Response {
+    axum::Json(serde_json::json!({"count": items.len(), "list": items})).into_response()
 }

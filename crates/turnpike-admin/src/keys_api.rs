@@ -16,11 +16,10 @@ use turnpike_keymanager::{GrantType, TokenFormat};
 use turnpike_model::security::ApiAuthSpec;
 use turnpike_store::{ApiKey, OAuthClient, OAuthClientInput};
 
-use crate::auth::Caller;
+use crate::auth::{ApiCreator, ApiViewer};
 use crate::devportal::OwnApp;
 use crate::error::{ApiError, ApiResult};
-use crate::http::JsonBody;
-use crate::scopes::Scope;
+use crate::http::{all, JsonBody};
 use crate::validate::{check_scope, Fields};
 use crate::AppState;
 
@@ -78,6 +77,23 @@ fn key_type(s: &str) -> ApiResult<String> {
         .ok_or_else(|| ApiError::not_found(format!("key type {s}")))
 }
 
+/// The body's `keyType` (PRODUCTION when absent), checked.
+fn key_type_field(f: &mut Fields<'_>) -> String {
+    let kt = f
+        .string("keyType", false, 20)
+        .unwrap_or_else(|| "PRODUCTION".into());
+    if !KEY_TYPES.contains(&kt.as_str()) {
+        f.err("keyType", format!("must be one of {KEY_TYPES:?}"));
+    }
+    kt
+}
+
+/// A credential's description plus the secret itself, shown this once.
+fn shown_once(status: StatusCode, mut body: Value, field: &str, secret: String) -> Response {
+    body[field] = json!(secret);
+    (status, Json(body)).into_response()
+}
+
 async fn hash(secret: String) -> ApiResult<String> {
     tokio::task::spawn_blocking(move || turnpike_keymanager::hash_secret(&secret))
         .await
@@ -91,12 +107,7 @@ async fn generate_keys(
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
     let mut f = Fields::new(&v, "");
-    let kt = f
-        .string("keyType", false, 20)
-        .unwrap_or_else(|| "PRODUCTION".into());
-    if !KEY_TYPES.contains(&kt.as_str()) {
-        f.err("keyType", format!("must be one of {KEY_TYPES:?}"));
-    }
+    let kt = key_type_field(&mut f);
     let grants = f
         .strings("grantTypes", 3, |g| {
             (!GRANTS.contains(&g)).then(|| format!("must be one of {GRANTS:?}"))
@@ -139,21 +150,17 @@ async fn generate_keys(
         &format!("generate keys for application {}", app.id),
     )
     .await?;
-    let mut body = client_json(&c);
-    body["consumerSecret"] = json!(secret);
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    Ok(shown_once(
+        StatusCode::CREATED,
+        client_json(&c),
+        "consumerSecret",
+        secret,
+    ))
 }
 
 async fn list_keys(State(s): State<AppState>, OwnApp { app, .. }: OwnApp) -> ApiResult<Response> {
-    let list: Vec<Value> = s
-        .inner
-        .store
-        .oauth_clients(&app.id)
-        .await?
-        .iter()
-        .map(client_json)
-        .collect();
-    Ok(Json(json!({"count": list.len(), "list": list})).into_response())
+    let clients = s.inner.store.oauth_clients(&app.id).await?;
+    Ok(all(&clients.iter().map(client_json).collect::<Vec<_>>()))
 }
 
 async fn regenerate_secret(
@@ -168,9 +175,12 @@ async fn regenerate_secret(
     let c = tx.set_client_secret(&app.id, &kt, &h).await?;
     tx.commit(&caller.name, &format!("regenerate secret of {}", app.id))
         .await?;
-    let mut body = client_json(&c);
-    body["consumerSecret"] = json!(secret);
-    Ok(Json(body).into_response())
+    Ok(shown_once(
+        StatusCode::OK,
+        client_json(&c),
+        "consumerSecret",
+        secret,
+    ))
 }
 
 async fn delete_keys(
@@ -206,12 +216,7 @@ async fn create_api_key(
     let name = f
         .string("name", false, 100)
         .unwrap_or_else(|| "default".into());
-    let kt = f
-        .string("keyType", false, 20)
-        .unwrap_or_else(|| "PRODUCTION".into());
-    if !KEY_TYPES.contains(&kt.as_str()) {
-        f.err("keyType", format!("must be one of {KEY_TYPES:?}"));
-    }
+    let kt = key_type_field(&mut f);
     let scopes = f.strings("scopes", 100, check_scope).unwrap_or_default();
     let validity = f.integer("validityPeriod", 1, 10 * 365 * 86_400);
     f.finish_unknown();
@@ -225,24 +230,20 @@ async fn create_api_key(
         .await?;
     tx.commit(&caller.name, &format!("create API key for {}", app.id))
         .await?;
-    let mut body = api_key_json(&k);
-    body["apikey"] = json!(key);
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    Ok(shown_once(
+        StatusCode::CREATED,
+        api_key_json(&k),
+        "apikey",
+        key,
+    ))
 }
 
 async fn list_api_keys(
     State(s): State<AppState>,
     OwnApp { app, .. }: OwnApp,
 ) -> ApiResult<Response> {
-    let list: Vec<Value> = s
-        .inner
-        .store
-        .api_keys(&app.id)
-        .await?
-        .iter()
-        .map(api_key_json)
-        .collect();
-    Ok(Json(json!({"count": list.len(), "list": list})).into_response())
+    let keys = s.inner.store.api_keys(&app.id).await?;
+    Ok(all(&keys.iter().map(api_key_json).collect::<Vec<_>>()))
 }
 
 async fn revoke_api_key(
@@ -259,10 +260,9 @@ async fn revoke_api_key(
 
 async fn get_security(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: ApiViewer,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
     let spec = crate::security::stored_auth(&s.inner.store, &api.id)
         .await?
@@ -274,11 +274,10 @@ async fn get_security(
 /// bool, "subscription": bool}`; `null` restores the default.
 async fn put_security(
     State(s): State<AppState>,
-    caller: Caller,
+    ApiCreator(caller): ApiCreator,
     Path(id): Path<String>,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiCreate)?;
     let api = s.inner.store.get_api(&id).await?;
     let spec: Option<ApiAuthSpec> = if v.is_null() {
         None

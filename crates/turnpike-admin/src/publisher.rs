@@ -15,10 +15,9 @@ use turnpike_store::{
 };
 
 use crate::api_body::parse_api;
-use crate::auth::Caller;
+use crate::auth::{ApiCreator, ApiPublisher, ApiViewer, Caller, SubscriptionBlocker};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::{if_match, page, pagination, read, written, JsonBody};
-use crate::scopes::Scope;
+use crate::http::{if_match, read, written, JsonBody, Paged};
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -96,26 +95,23 @@ pub(crate) fn filter_from(q: &HashMap<String, String>) -> ApiResult<ApiFilter> {
 
 async fn list_apis(
     State(s): State<AppState>,
-    caller: Caller,
-    Query(q): Query<HashMap<String, String>>,
+    _caller: ApiViewer,
+    pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiView)?;
-    let (limit, offset) = pagination(&q)?;
     let apis = s
         .inner
         .store
-        .list_apis(&filter_from(&q)?, limit, offset)
+        .list_apis(&filter_from(&pg.q)?, pg.limit, pg.offset)
         .await?;
-    Ok(page(&headers, apis, limit, offset))
+    Ok(pg.respond(&headers, apis))
 }
 
 async fn create_api(
     State(s): State<AppState>,
-    caller: Caller,
+    ApiCreator(caller): ApiCreator,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiCreate)?;
     let input = validated(&s, &v, None).await?;
     insert_api(&s, &caller, &input, "create").await
 }
@@ -139,10 +135,9 @@ async fn insert_api(
 
 async fn import_openapi(
     State(s): State<AppState>,
-    caller: Caller,
+    ApiCreator(caller): ApiCreator,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiCreate)?;
     let mut f = Fields::new(&v, "");
     let definition = v.get("definition").cloned();
     f.ignore(&["definition", "additionalProperties"]);
@@ -170,23 +165,21 @@ async fn import_openapi(
 
 async fn get_api(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: ApiViewer,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
     Ok(read(&headers, &api))
 }
 
 async fn update_api(
     State(s): State<AppState>,
-    caller: Caller,
+    ApiCreator(caller): ApiCreator,
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiCreate)?;
     let expected = if_match(&headers, &id)?;
     let current = s.inner.store.get_api(&id).await?;
     let mut input = validated(&s, &v, None).await?;
@@ -224,11 +217,10 @@ async fn update_api(
 
 async fn delete_api(
     State(s): State<AppState>,
-    caller: Caller,
+    ApiCreator(caller): ApiCreator,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiCreate)?;
     let expected = if_match(&headers, &id)?;
     let mut tx = s.inner.store.begin_write().await?;
     let api = tx.delete_api(&id, expected).await?;
@@ -261,10 +253,9 @@ fn required_query<'a>(q: &'a HashMap<String, String>, names: &[&str]) -> ApiResu
 
 async fn copy_api(
     State(s): State<AppState>,
-    caller: Caller,
+    ApiCreator(caller): ApiCreator,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiCreate)?;
     let v = required_query(&q, &["apiId", "newVersion"])?;
     let (id, version) = (v[0], v[1]);
     let probe = json!({"name": "x", "context": "/x", "version": version});
@@ -305,11 +296,10 @@ async fn copy_api(
 
 async fn change_lifecycle(
     State(s): State<AppState>,
-    caller: Caller,
+    ApiPublisher(caller): ApiPublisher,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiPublish)?;
     let v = required_query(&q, &["apiId", "action"])?;
     let (id, action) = (v[0], v[1]);
     let action = LifecycleAction::parse(action).ok_or_else(|| {
@@ -332,10 +322,9 @@ async fn change_lifecycle(
 
 async fn lifecycle_state(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: ApiViewer,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
     let actions: Vec<&str> = api
         .lifecycle_status
@@ -365,28 +354,30 @@ pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
 
 async fn definition(
     State(s): State<AppState>,
-    caller: Caller,
+    _caller: ApiViewer,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiView)?;
     let api = s.inner.store.get_api(&id).await?;
     Ok(definition_response(&api))
 }
 
 async fn list_subscriptions(
     State(s): State<AppState>,
-    caller: Caller,
-    Query(q): Query<HashMap<String, String>>,
+    _caller: ApiViewer,
+    pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::ApiView)?;
-    let (limit, offset) = pagination(&q)?;
     let subs = s
         .inner
         .store
-        .list_subscriptions(None, q.get("apiId").map(String::as_str), limit, offset)
+        .list_subscriptions(
+            None,
+            pg.q.get("apiId").map(String::as_str),
+            pg.limit,
+            pg.offset,
+        )
         .await?;
-    Ok(page(&headers, subs, limit, offset))
+    Ok(pg.respond(&headers, subs))
 }
 
 async fn set_sub_state(
@@ -409,11 +400,10 @@ async fn set_sub_state(
 
 async fn block_subscription(
     State(s): State<AppState>,
-    caller: Caller,
+    SubscriptionBlocker(caller): SubscriptionBlocker,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::SubscriptionBlock)?;
     let v = required_query(&q, &["subscriptionId", "blockState"])?;
     let state = match v[1] {
         "BLOCKED" => SubscriptionState::Blocked,
@@ -430,11 +420,10 @@ async fn block_subscription(
 
 async fn unblock_subscription(
     State(s): State<AppState>,
-    caller: Caller,
+    SubscriptionBlocker(caller): SubscriptionBlocker,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Scope::SubscriptionBlock)?;
     let v = required_query(&q, &["subscriptionId"])?;
     set_sub_state(&s, &caller, v[0], SubscriptionState::Active, &headers).await
 }

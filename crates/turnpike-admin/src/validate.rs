@@ -64,56 +64,64 @@ impl<'a> Fields<'a> {
         self.known.extend_from_slice(names);
     }
 
-    /// A string of 1..=max characters without control characters.
-    pub fn string(&mut self, name: &'static str, required: bool, max: usize) -> Option<String> {
+    /// A string field run through `check`: `Ok(None)` when absent, `Err` (recorded) when
+    /// not a string or refused.
+    fn checked_str(
+        &mut self,
+        name: &'static str,
+        check: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<String>, ()> {
         match self.get(name) {
-            None if required => {
-                self.err(name, "is required");
-                None
-            }
-            None => None,
-            Some(Value::String(s)) => {
-                let n = s.chars().count();
-                if required && s.trim().is_empty() {
-                    self.err(name, "must not be empty");
-                } else if n > max {
-                    self.err(name, format!("must be at most {max} characters"));
-                } else if has_control(s) {
-                    self.err(name, "must not contain control characters");
-                } else {
-                    return Some(s.clone());
+            None => Ok(None),
+            Some(Value::String(s)) => match check(s) {
+                None => Ok(Some(s.clone())),
+                Some(m) => {
+                    self.err(name, m);
+                    Err(())
                 }
-                None
-            }
+            },
             Some(_) => {
                 self.err(name, "must be a string");
-                None
+                Err(())
             }
         }
     }
 
+    /// A string of 1..=max characters without control characters.
+    pub fn string(&mut self, name: &'static str, required: bool, max: usize) -> Option<String> {
+        let r = self.checked_str(name, |s| {
+            if required && s.trim().is_empty() {
+                Some("must not be empty".into())
+            } else if s.chars().count() > max {
+                Some(format!("must be at most {max} characters"))
+            } else if has_control(s) {
+                Some("must not contain control characters".into())
+            } else {
+                None
+            }
+        });
+        if required && matches!(r, Ok(None)) {
+            self.err(name, "is required");
+        }
+        r.ok().flatten()
+    }
+
     /// Free text: control characters other than newline and tab refused.
     pub fn text(&mut self, name: &'static str, max: usize) -> Option<String> {
-        match self.get(name) {
-            None => None,
-            Some(Value::String(s)) => {
-                if s.chars().count() > max {
-                    self.err(name, format!("must be at most {max} characters"));
-                } else if s
-                    .chars()
-                    .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
-                {
-                    self.err(name, "must not contain control characters");
-                } else {
-                    return Some(s.clone());
-                }
+        self.checked_str(name, |s| {
+            if s.chars().count() > max {
+                Some(format!("must be at most {max} characters"))
+            } else if s
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+            {
+                Some("must not contain control characters".into())
+            } else {
                 None
             }
-            Some(_) => {
-                self.err(name, "must be a string");
-                None
-            }
-        }
+        })
+        .ok()
+        .flatten()
     }
 
     pub fn boolean(&mut self, name: &'static str) -> Option<bool> {
