@@ -178,34 +178,6 @@ fn string(claims: &Value, path: &str) -> Option<String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_kept_claims_are_extracted_as_text() {
-        let claims = serde_json::json!({
-            "sub": "alice", "tier": "gold", "age": 42, "vip": true,
-            "org": { "unit": "sales" }, "none": null, "big": "not kept"
-        });
-        let kept = KeptClaims::new(["tier", "age", "vip", "org.unit", "none", "missing"]);
-        let c = kept.extract(&claims);
-        assert_eq!(c.get("tier"), Some("gold"));
-        assert_eq!(c.get("age"), Some("42"));
-        assert_eq!(c.get("vip"), Some("true"));
-        assert_eq!(c.get("org.unit"), Some("sales"));
-        assert_eq!(c.get("none"), None);
-        assert_eq!(c.get("big"), None, "not referenced, not kept");
-        assert_eq!(c.set(), kept.id());
-        assert_ne!(kept.id(), 0);
-        assert_eq!(KeptClaims::new(Vec::<&str>::new()).id(), 0);
-        assert_eq!(
-            KeptClaims::new(["b", "a"]),
-            KeptClaims::new(["a", "b", "a"])
-        );
-    }
-}
-
 impl ClaimMapping {
     /// Builds an identity from verified claims.
     pub(crate) fn identity(
@@ -244,5 +216,33 @@ impl ClaimMapping {
             key_id,
             claims: Claims::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_kept_claims_are_extracted_as_text() {
+        let claims = serde_json::json!({
+            "sub": "alice", "tier": "gold", "age": 42, "vip": true,
+            "org": { "unit": "sales" }, "none": null, "big": "not kept"
+        });
+        let kept = KeptClaims::new(["tier", "age", "vip", "org.unit", "none", "missing"]);
+        let c = kept.extract(&claims);
+        assert_eq!(c.get("tier"), Some("gold"));
+        assert_eq!(c.get("age"), Some("42"));
+        assert_eq!(c.get("vip"), Some("true"));
+        assert_eq!(c.get("org.unit"), Some("sales"));
+        assert_eq!(c.get("none"), None);
+        assert_eq!(c.get("big"), None, "not referenced, not kept");
+        assert_eq!(c.set(), kept.id());
+        assert_ne!(kept.id(), 0);
+        assert_eq!(KeptClaims::new(Vec::<&str>::new()).id(), 0);
+        assert_eq!(
+            KeptClaims::new(["b", "a"]),
+            KeptClaims::new(["a", "b", "a"])
+        );
     }
 }
