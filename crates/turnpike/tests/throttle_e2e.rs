@@ -330,7 +330,7 @@ fn policy_of(r: &Got) -> String {
 }
 
 #[test]
-fn subscription_tier_per_application_and_application_tier_across_apis_with_api_keys() {
+fn subscription_tier_per_application_and_application_tier_per_user_across_apis_with_api_keys() {
     let dir = TempDir::new();
     let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
     let api = |name: &str| {
@@ -343,7 +343,8 @@ fn subscription_tier_per_application_and_application_tier_across_apis_with_api_k
     let yaml = format!(
         "security:\n  api_keys:\n    \
          - {{ sha256: \"{}\", application: app-one, subscriber: ann }}\n    \
-         - {{ sha256: \"{}\", application: app-two, subscriber: bob }}\n  \
+         - {{ sha256: \"{}\", application: app-two, subscriber: bob }}\n    \
+         - {{ sha256: \"{}\", application: app-one, subscriber: cat }}\n  \
          subscriptions:\n    \
          - {{ api: /a/v1, application: app-one, state: ACTIVE, tier: ThreePerMin }}\n    \
          - {{ api: /b/v1, application: app-one, state: ACTIVE, tier: ThreePerMin }}\n    \
@@ -355,6 +356,7 @@ fn subscription_tier_per_application_and_application_tier_across_apis_with_api_k
          apis:\n{}{}",
         sha256_hex("key-one"),
         sha256_hex("key-two"),
+        sha256_hex("key-three"),
         api("a"),
         api("b"),
     );
@@ -387,6 +389,14 @@ fn subscription_tier_per_application_and_application_tier_across_apis_with_api_k
     let r = get_with(&b, &one);
     assert_eq!(r.status, 429);
     assert_eq!(policy_of(&r), "FourPerMin", "{}", r.body);
+    // Another user of app-one: the application tier counts per user (cat has all 4),
+    // the subscription per application (app-one has 2 left on /b, shared with ann).
+    let cat = ["apikey: key-three"];
+    assert_eq!(get_with(&b, &cat).status, 200);
+    assert_eq!(get_with(&b, &cat).status, 200);
+    let r = get_with(&b, &cat);
+    assert_eq!(r.status, 429);
+    assert_eq!(policy_of(&r), "ThreePerMin", "{}", r.body);
     // A refusal costs nothing: app-two still has exactly 2 left on /a.
     let statuses: Vec<u16> = (0..3).map(|_| get_with(&a, &two).status).collect();
     assert_eq!(statuses, [200, 200, 429]);
