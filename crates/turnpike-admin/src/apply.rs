@@ -1,4 +1,5 @@
-//! `turnpike apply -f apis.yaml --control-plane URL --user U`: reconciles a declarative
+//! `turnpike apply -f apis.yaml --control-plane URL --user U` (or `TURNPIKE_TOKEN`, a
+//! REST-API bearer token): reconciles a declarative
 //! API file (the DB-less format, `turnpike_model::GatewayFile`) against a control plane
 //! through its Publisher REST API, like decK or apictl. Each API in the file is created or
 //! updated (matched by context + version) and published; with `--prune`, live APIs that
@@ -33,7 +34,11 @@ pub struct ApplyArgs {
     pub user: String,
     /// Password (prefer the environment variable).
     #[arg(long, env = "TURNPIKE_PASSWORD", hide_env_values = true)]
-    pub password: String,
+    pub password: Option<String>,
+    /// A REST-API bearer token instead of a password (`POST /oauth2/token`, password
+    /// grant, client `turnpike-cli`; needs `apim:api_view apim:api_create apim:api_publish`).
+    #[arg(long, env = "TURNPIKE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// Demote live APIs the file does not list.
     #[arg(long)]
     pub prune: bool,
@@ -86,7 +91,11 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             } else {
                 r.methods.iter().map(|m| m.to_ascii_uppercase()).collect()
             };
-            json!({"path": r.path, "methods": methods})
+            let mut res = json!({"path": r.path, "methods": methods});
+            if !r.scopes.is_empty() {
+                res["scopes"] = json!(r.scopes);
+            }
+            res
         }).collect::<Vec<_>>(),
     })
 }
@@ -97,19 +106,51 @@ fn differs(current: &Value, want: &Value) -> bool {
         .any(|k| current.get(*k) != want.get(*k))
 }
 
+/// Makes the API's security the file's `auth:` (open when omitted, as in a DB-less
+/// file); returns the number of changes (0 or 1).
+async fn secure(
+    api: &Api,
+    spec: &turnpike_model::ApiSpec,
+    id: &str,
+    label: &str,
+    dry_run: bool,
+) -> Result<usize, BoxError> {
+    let want = serde_json::to_value(
+        spec.auth
+            .clone()
+            .unwrap_or_else(turnpike_model::security::ApiAuthSpec::none),
+    )?;
+    let path = format!("/apis/{id}/security");
+    let (_, current) = api.call(http::Method::GET, &path, None).await?;
+    if current == want {
+        return Ok(0);
+    }
+    println!("secure  {label}");
+    if !dry_run {
+        api.call(http::Method::PUT, &path, Some(&want)).await?;
+    }
+    Ok(1)
+}
+
 /// Runs the reconciliation; the first failing call stops it with its error.
 pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
     let text = std::fs::read_to_string(&args.file)?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    let auth = match (&args.token, &args.password) {
+        (Some(t), _) => format!("Bearer {t}"),
+        (None, Some(p)) => format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{}:{p}", args.user))
+        ),
+        (None, None) => {
+            return Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into())
+        }
+    };
     let api = Api {
         client: Client::builder(TokioExecutor::new()).build_http(),
         base: args.control_plane.trim_end_matches('/').to_string(),
-        auth: format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD
-                .encode(format!("{}:{}", args.user, args.password))
-        ),
+        auth,
     };
     let (_, all) = api
         .call(http::Method::GET, "/apis?limit=1000", None)
@@ -130,13 +171,18 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
                     continue;
                 }
                 let (_, a) = api.call(http::Method::POST, "/apis", Some(&want)).await?;
-                (
-                    a["id"].as_str().unwrap_or_default().to_string(),
-                    "CREATED".to_string(),
-                )
+                let id = a["id"].as_str().unwrap_or_default().to_string();
+                changes += secure(&api, spec, &id, &label, args.dry_run).await?;
+                (id, "CREATED".to_string())
             }
             Some(cur) => {
                 let id = cur["id"].as_str().unwrap_or_default().to_string();
+                // Resource scopes need a secured API: secure before adding scopes, and
+                // drop scopes before opening an API.
+                let open = spec.auth.as_ref().is_none_or(|a| a.is_open());
+                if !open {
+                    changes += secure(&api, spec, &id, &label, args.dry_run).await?;
+                }
                 if differs(cur, &want) {
                     println!("update  {label}");
                     changes += 1;
@@ -148,6 +194,9 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
                             .await?;
                     }
                 }
+                if open {
+                    changes += secure(&api, spec, &id, &label, args.dry_run).await?;
+                }
                 (
                     id,
                     cur["lifecycleStatus"]
@@ -157,23 +206,6 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
                 )
             }
         };
-        // The file's `auth:` (open when omitted, as in a DB-less file) is the API's security.
-        if !id.is_empty() {
-            let want_auth = serde_json::to_value(
-                spec.auth
-                    .clone()
-                    .unwrap_or_else(turnpike_model::security::ApiAuthSpec::none),
-            )?;
-            let path = format!("/apis/{id}/security");
-            let (_, cur_auth) = api.call(http::Method::GET, &path, None).await?;
-            if cur_auth != want_auth {
-                println!("secure  {label}");
-                changes += 1;
-                if !args.dry_run {
-                    api.call(http::Method::PUT, &path, Some(&want_auth)).await?;
-                }
-            }
-        }
         let action = match state.as_str() {
             "CREATED" | "PROTOTYPED" => Some("Publish"),
             "BLOCKED" => Some("Re-Publish"),

@@ -373,3 +373,76 @@ async fn a_key_rotation_reaches_the_gateway_and_old_tokens_keep_working() {
     follower.stop();
     let _ = g.shutdown().await;
 }
+
+/// `turnpike apply` with a bearer token carries resource scopes, and orders its calls so
+/// that securing and opening an API both work (scopes need a secured API).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_with_a_token_sets_resource_scopes() {
+    let cp = control_plane(false).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("apis.yaml");
+    let token = cp.bearer("pub", None).await;
+    let run = |yaml: &'static str| {
+        let file = file.clone();
+        let token = token.clone();
+        let base = format!("http://{}", cp.addr);
+        async move {
+            std::fs::write(&file, yaml).expect("write");
+            turnpike_admin::apply::run(turnpike_admin::apply::ApplyArgs {
+                file,
+                control_plane: base,
+                user: String::new(),
+                password: None,
+                token: Some(token),
+                prune: false,
+                dry_run: false,
+            })
+            .await
+            .expect("apply");
+        }
+    };
+    let secured = "apis:\n  - name: Shop\n    context: /shop\n    version: v1\n    endpoints: ['http://127.0.0.1:9']\n    auth: { oauth2: true }\n    resources:\n      - { path: /orders, methods: [GET], scopes: [orders:read] }\n";
+    run(secured).await;
+    let list = cp
+        .ok(
+            Method::GET,
+            &format!("{APIS}?context=/shop"),
+            Auth::Basic("pub"),
+            None,
+        )
+        .await;
+    let api = &list["list"][0];
+    assert_eq!(
+        api["resources"][0]["scopes"],
+        json!(["orders:read"]),
+        "{list}"
+    );
+    assert_eq!(api["lifecycleStatus"], "PUBLISHED");
+    // Opening it again: the scopes go first, then the security.
+    let open = "apis:\n  - name: Shop\n    context: /shop\n    version: v1\n    endpoints: ['http://127.0.0.1:9']\n    resources:\n      - { path: /orders, methods: [GET] }\n";
+    run(open).await;
+    let id = api["id"].as_str().expect("id");
+    let sec = cp
+        .ok(
+            Method::GET,
+            &format!("{APIS}/{id}/security"),
+            Auth::Basic("pub"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (sec["oauth2"].as_bool(), sec["subscription"].as_bool()),
+        (Some(false), Some(false))
+    );
+    // ...and secured with scopes once more.
+    run(secured).await;
+    let api = cp
+        .ok(
+            Method::GET,
+            &format!("{APIS}/{id}"),
+            Auth::Basic("pub"),
+            None,
+        )
+        .await;
+    assert_eq!(api["resources"][0]["scopes"], json!(["orders:read"]));
+}
