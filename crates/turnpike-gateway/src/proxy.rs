@@ -62,7 +62,9 @@ pub async fn handle(
         .as_ref()
         .map(|_| (parts.method.clone(), parts.uri.clone()));
     let mut routed = None;
-    let result = proxy(&conn, parts, body, &request_id, start, &mut routed).await;
+    // The upstream latency is for the access log only.
+    let log_start = start.filter(|_| shared.access_log.is_some());
+    let result = proxy(&conn, parts, body, &request_id, log_start, &mut routed).await;
     let (mut resp, upstream, failed) = match result {
         Ok((r, u)) => (r, u, None),
         Err(e) => {
