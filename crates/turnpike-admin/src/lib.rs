@@ -16,6 +16,7 @@ mod devportal;
 pub mod error;
 mod http;
 mod keys_api;
+pub mod login;
 mod openapi_doc;
 mod openapi_import;
 mod publisher;

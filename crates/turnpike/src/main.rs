@@ -33,6 +33,8 @@ enum Command {
     Up(cp::UpArgs),
     /// Reconcile a declarative API file against a control plane.
     Apply(turnpike_admin::apply::ApplyArgs),
+    /// Print a REST-API bearer token (password grant, client turnpike-cli).
+    Login(turnpike_admin::login::LoginArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -80,6 +82,7 @@ fn main() -> anyhow::Result<()> {
                 Command::ControlPlane(args) => cp::control_plane(args).await,
                 Command::Up(args) => cp::up(args).await,
                 Command::Apply(args) => turnpike_admin::apply::run(args).await,
+                Command::Login(args) => turnpike_admin::login::run(args).await,
             }
         })
         .map_err(|e| anyhow::anyhow!(e))

@@ -7,7 +7,8 @@
 //! gateway cached the token); the password grant's refresh token rotates and a replay
 //! fails; guessing the client secret is rate limited (429). A second run covers the other
 //! credentials an application holds: opaque tokens (introspected by the gateway) and API
-//! keys, 200 with them and 401 once the token is revoked or the key deleted.
+//! keys, 200 with them and 401 once the token is revoked or the key deleted; and
+//! `turnpike login`'s REST-API token, good on `/api/am/*` and refused by the gateway.
 
 mod support;
 
@@ -385,6 +386,27 @@ async fn opaque_tokens_and_api_keys_through_the_gateway() {
     );
     let url = format!("http://{gw}/keys/v1/hello");
     wait_status(&url, "", 401, Duration::from_secs(10));
+
+    // `turnpike login` prints a REST-API token (password grant, client turnpike-cli).
+    let out = Command::new(support::BIN)
+        .args(["login", "--control-plane", &format!("http://{cp}")])
+        .env("TURNPIKE_PASSWORD", PASSWORD)
+        .env("TURNPIKE_LOG", "warn")
+        .output()
+        .expect("run turnpike login");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rest_token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let apis = format!("http://{cp}/api/am/publisher/v1/apis");
+    assert_eq!(
+        bearer_status(&apis, &rest_token),
+        200,
+        "REST API with the token"
+    );
+    assert_eq!(bearer_status(&url, &rest_token), 401, "not a gateway token");
     let app = rest(
         "POST",
         &cp,
