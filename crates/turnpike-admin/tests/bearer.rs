@@ -25,7 +25,36 @@ async fn login_grants_the_scopes_of_the_users_roles() {
     let sub = cp.login("sub", None).await;
     assert_eq!(sub["scope"], "apim:subscribe");
     assert_eq!(sub["token_type"], "Bearer");
-    assert!(sub["refresh_token"].is_string(), "the CLI may refresh");
+    // The CLI refreshes like any client, with its id alone; the new token works.
+    let r = cp
+        .token_form(
+            &[
+                ("grant_type", "refresh_token"),
+                ("client_id", "turnpike-cli"),
+                (
+                    "refresh_token",
+                    sub["refresh_token"].as_str().expect("refresh token"),
+                ),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.json["scope"].as_str()),
+        (200, Some("apim:subscribe")),
+        "{}",
+        r.json
+    );
+    let refreshed = r.json["access_token"].as_str().expect("token");
+    let r = cp
+        .call(
+            Method::GET,
+            "/api/am/devportal/v1/applications",
+            Auth::Bearer(refreshed),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200);
     let publisher = cp.login("pub", None).await;
     let scopes: Vec<&str> = publisher["scope"]
         .as_str()
