@@ -3,7 +3,10 @@
 //! or `Authorization: Bearer` with a JWT from this control plane's key manager, validated
 //! locally (signature, `iss`, `aud` = [`REST_AUDIENCE`], `exp`, revocation) and mapped to
 //! the user's *current* roles. [`Caller::require`] checks an operation's [`Scope`]: the
-//! role always, the token's scopes too for bearer callers.
+//! role always, the token's scopes too for bearer callers. Handlers take one of the
+//! scoped extractors ([`ApiViewer`], [`ApiCreator`], [`ApiPublisher`],
+//! [`SubscriptionBlocker`], [`Portal`], [`Admin`]), which run that check before the
+//! handler reads its body.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
