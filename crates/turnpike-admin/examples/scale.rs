@@ -195,12 +195,42 @@ fn line(name: &str, r: &RunResult) {
     );
 }
 
+/// The echo back end on a thread and runtime of its own: the control plane's work in this
+/// process must not delay the gateway's upstream.
+fn echo_thread() -> Result<SocketAddr, BoxError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = tx.send(Err(e.to_string()));
+                return;
+            }
+        };
+        rt.block_on(async move {
+            let r = turnpike_bench::echo::spawn(Default::default()).await;
+            let _ = tx.send(r.map_err(|e| e.to_string()));
+            std::future::pending::<()>().await;
+        });
+    });
+    Ok(rx.recv()??)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
     let o = opts();
+    // `SCALE_LOG=info` shows the control plane's build times and the follower's swaps.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            std::env::var("SCALE_LOG").unwrap_or_else(|_| "warn".into()),
+        ))
+        .init();
     let bin = std::env::var("TURNPIKE_BIN").unwrap_or_else(|_| "target/release/turnpike".into());
     let dir = tempfile::tempdir()?;
-    let echo = turnpike_bench::echo::spawn(Default::default()).await?;
+    let echo = echo_thread()?;
     let endpoint = format!("http://{echo}");
     let cp = runtime::start(&ControlPlaneArgs {
         database: format!("sqlite://{}/cp.db", dir.path().display()),

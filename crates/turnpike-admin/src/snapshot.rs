@@ -57,6 +57,7 @@ pub async fn build(
     security: Option<(&crate::security::Security, &str)>,
 ) -> Result<Built, ApiError> {
     let _no_commits = store.read_consistent().await;
+    let started = Instant::now();
     let version = store.current_version().await?;
     let mut apis = store.live_apis().await?;
     // Deltas name APIs by `{context}/{version}` and a follower rebuilds the list in that
@@ -88,24 +89,55 @@ pub async fn build(
             spec
         })
         .collect();
-    let mut doc = json!({ "apis": specs });
     let throttling = throttling_spec(store).await?;
-    if let (false, Some(obj)) = (throttling.is_empty(), doc.as_object_mut()) {
-        obj.insert("throttling".into(), json!(throttling));
-    }
-    if let (Some(sec), Some(obj)) = (sec_spec, doc.as_object_mut()) {
-        obj.insert("security".into(), json!(sec));
-    }
-    // The wire format is the declarative file: check it still parses as one.
-    let file: GatewayFile = serde_json::from_value(doc).map_err(|e| {
-        tracing::error!(error = %e, "control plane: snapshot does not match the file format");
+    let read_ms = started.elapsed().as_millis();
+    let security = sec_spec.unwrap_or_default();
+    // Serializing and hashing a large file takes seconds of CPU: not on an async worker.
+    let job = tokio::task::spawn_blocking(move || {
+        assemble(version, specs, security, throttling, started, read_ms)
+    });
+    job.await.map_err(|e| {
+        tracing::error!(error = %e, "control plane: snapshot build task failed");
         ApiError::internal()
-    })?;
+    })?
+}
+
+/// The file from its parts, serialized and split for deltas.
+fn assemble(
+    version: u64,
+    specs: Vec<serde_json::Value>,
+    security: turnpike_model::security::SecuritySpec,
+    throttling: ThrottleSpec,
+    started: Instant,
+    read_ms: u128,
+) -> Result<Built, ApiError> {
+    // The APIs are assembled as JSON: check they still parse as the file's entries. The
+    // typed sections go in as they are (a million subscriptions through `Value` and back
+    // cost more than the rest of the build).
+    let apis: Vec<turnpike_model::ApiSpec> =
+        serde_json::from_value(serde_json::Value::Array(specs)).map_err(|e| {
+            tracing::error!(error = %e, "control plane: snapshot does not match the file format");
+            ApiError::internal()
+        })?;
+    let file = GatewayFile {
+        format_version: None,
+        apis,
+        security,
+        throttling,
+    };
     let body = Bytes::from(serde_json::to_vec(&file).map_err(|_| ApiError::internal())?);
-    let parts = Parts::from_file(file).map_err(|e| {
+    let parts = Parts::from_file(&file).map_err(|e| {
         tracing::error!(error = %e, "control plane: snapshot cannot be split for deltas");
         ApiError::internal()
     })?;
+    drop(file);
+    tracing::info!(
+        version,
+        bytes = body.len(),
+        read_ms,
+        total_ms = started.elapsed().as_millis(),
+        "control plane: snapshot built"
+    );
     let manifest = Arc::new(parts.manifest(version));
     Ok(Built {
         version,

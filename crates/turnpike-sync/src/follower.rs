@@ -281,13 +281,9 @@ impl Follower {
         let runtime = self.cfg.runtime.clone();
         let started = Instant::now();
         let job = tokio::task::spawn_blocking(move || {
-            build(
-                version,
-                &body,
-                hash,
-                delta.then_some(base).flatten(),
-                &runtime,
-            )
+            // A full snapshot replaces the old parts: freed here, not on an async worker.
+            let base = if delta { base } else { None };
+            build(version, &body, hash, base, &runtime)
         });
         let result = job.await.map_err(|e| SyncError::Invalid {
             version,
@@ -305,7 +301,10 @@ impl Follower {
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
                 self.cursor = version;
-                self.snapshots.store(Arc::new(done.snapshot));
+                let old = self.snapshots.swap(Arc::new(done.snapshot));
+                // Freeing a large snapshot takes a while; requests still holding it finish
+                // on it, and the last of them or this thread frees it.
+                tokio::task::spawn_blocking(move || drop(old));
                 self.parts = done.parts;
                 self.served_hash = done.hash;
                 self.served_tx.send_replace(version);
@@ -355,7 +354,7 @@ fn build(
         None => {
             let file: GatewayFile =
                 serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
-            match Parts::from_file(file.clone()) {
+            match Parts::from_file(&file) {
                 Ok(p) if hash_hex(p.hash()) == hash => (Some(p), hash, file),
                 Ok(p) => {
                     // Still served, but deltas against it cannot be checked: the control

@@ -11,11 +11,12 @@
 //! types with the same serializer, so a follower that applied a delta can check it holds
 //! exactly the file the control plane announced. Plain data and serde only: no IO.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use turnpike_model::security::SubscriptionSpec;
+use turnpike_model::security::{SecuritySpec, SubscriptionSpec};
 use turnpike_model::{ApiSpec, GatewayFile};
 
 /// Subscription buckets per snapshot. Fixed: a different count on the two ends means a
@@ -90,10 +91,77 @@ pub fn bucket_of(s: &SubscriptionSpec) -> u32 {
     (h.finish() % u64::from(BUCKETS)) as u32
 }
 
+/// A subscription held compactly: API ids, application ids, states and tiers repeat
+/// across a million rows, so each is one shared string (64 bytes a row, no allocation of
+/// its own, against about 200 for a [`SubscriptionSpec`]). Serializes exactly as a
+/// `SubscriptionSpec` does, so hashes agree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sub {
+    pub api: Arc<str>,
+    pub application: Arc<str>,
+    pub state: Arc<str>,
+    pub tier: Arc<str>,
+}
+
+impl Serialize for Sub {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("SubscriptionSpec", 4)?;
+        st.serialize_field("api", &*self.api)?;
+        st.serialize_field("application", &*self.application)?;
+        st.serialize_field("state", &*self.state)?;
+        st.serialize_field("tier", &*self.tier)?;
+        st.end()
+    }
+}
+
+impl Sub {
+    pub fn to_spec(&self) -> SubscriptionSpec {
+        SubscriptionSpec {
+            api: self.api.to_string(),
+            application: self.application.to_string(),
+            state: self.state.to_string(),
+            tier: self.tier.to_string(),
+        }
+    }
+}
+
+/// Shares equal strings while subscriptions are converted.
+#[derive(Default)]
+struct Interner(HashSet<Arc<str>>);
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.0.insert(a.clone());
+        a
+    }
+    fn sub(&mut self, s: &SubscriptionSpec) -> Sub {
+        Sub {
+            api: self.get(&s.api),
+            application: self.get(&s.application),
+            state: self.get(&s.state),
+            tier: self.get(&s.tier),
+        }
+    }
+}
+
+/// The bucket of a compact subscription (same as [`bucket_of`]).
+fn bucket_of_sub(s: &Sub) -> u32 {
+    let mut h = Fnv::default();
+    h.write(s.api.as_bytes());
+    h.write(&[0]);
+    h.write(s.application.as_bytes());
+    (h.finish() % u64::from(BUCKETS)) as u32
+}
+
 /// One subscription bucket and its hash.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Bucket {
-    pub subs: Vec<SubscriptionSpec>,
+    pub subs: Vec<Sub>,
     pub hash: u64,
 }
 
@@ -161,25 +229,22 @@ fn sections_of(
 }
 
 impl Parts {
-    /// Splits a file. API ids must be unique.
-    pub fn from_file(file: GatewayFile) -> Result<Parts, WireError> {
-        let GatewayFile {
-            format_version,
-            apis: api_list,
-            mut security,
-            throttling,
-        } = file;
+    /// Splits a file (borrowed: a million subscriptions are not copied as they are). API
+    /// ids must be unique.
+    pub fn from_file(file: &GatewayFile) -> Result<Parts, WireError> {
         let mut apis = BTreeMap::new();
-        for a in api_list {
-            let id = api_id(&a);
-            let h = hash_of(&a)?;
-            if apis.insert(id.clone(), (a, h)).is_some() {
+        for a in &file.apis {
+            let id = api_id(a);
+            let h = hash_of(a)?;
+            if apis.insert(id.clone(), (a.clone(), h)).is_some() {
                 return Err(WireError::DuplicateApi(id));
             }
         }
         let mut buckets = vec![Bucket::default(); BUCKETS as usize];
-        for s in std::mem::take(&mut security.subscriptions) {
-            if let Some(b) = buckets.get_mut(bucket_of(&s) as usize) {
+        let mut strings = Interner::default();
+        for s in &file.security.subscriptions {
+            let s = strings.sub(s);
+            if let Some(b) = buckets.get_mut(bucket_of_sub(&s) as usize) {
                 b.subs.push(s);
             }
         }
@@ -188,7 +253,7 @@ impl Parts {
         }
         let mut sections = BTreeMap::new();
         let top = GatewayFile {
-            format_version,
+            format_version: file.format_version,
             ..GatewayFile::default()
         };
         let mut top = serde_json::to_value(&top)?;
@@ -196,9 +261,18 @@ impl Parts {
             m.remove("apis");
         }
         sections_of(top, "", &mut sections)?;
+        let sec = &file.security;
+        let security = SecuritySpec {
+            issuers: sec.issuers.clone(),
+            api_keys: sec.api_keys.clone(),
+            basic_users: sec.basic_users.clone(),
+            subscriptions: Vec::new(),
+            revoked: sec.revoked.clone(),
+            introspection: sec.introspection.clone(),
+        };
         sections_of(serde_json::to_value(&security)?, "security.", &mut sections)?;
         sections_of(
-            serde_json::to_value(&throttling)?,
+            serde_json::to_value(&file.throttling)?,
             "throttling.",
             &mut sections,
         )?;
@@ -277,7 +351,7 @@ impl Parts {
         file.security.subscriptions = self
             .buckets
             .iter()
-            .flat_map(|b| b.subs.iter().cloned())
+            .flat_map(|b| b.subs.iter().map(Sub::to_spec))
             .collect();
         Ok(file)
     }
@@ -301,7 +375,7 @@ impl Parts {
             .iter()
             .enumerate()
             .filter(|(i, b)| base.buckets.get(*i) != Some(&b.hash))
-            .map(|(i, b)| (i as u32, b.subs.clone()))
+            .map(|(i, b)| (i as u32, b.subs.iter().map(Sub::to_spec).collect()))
             .collect();
         let mut sections: BTreeMap<String, Value> = self
             .sections
@@ -347,13 +421,14 @@ impl Parts {
             let h = hash_of(&a)?;
             self.apis.insert(api_id(&a), (a, h));
         }
+        let mut strings = Interner::default();
         for (i, subs) in delta.subscriptions {
             let b = self
                 .buckets
                 .get_mut(i as usize)
                 .ok_or(WireError::BucketRange(i))?;
             b.hash = hash_of(&subs)?;
-            b.subs = subs;
+            b.subs = subs.iter().map(|s| strings.sub(s)).collect();
         }
         for (name, v) in delta.sections {
             if v.is_null() {
@@ -397,14 +472,14 @@ mod tests {
 
     #[test]
     fn delta_turns_the_base_into_the_new_file() {
-        let old = Parts::from_file(file(50, 500)).unwrap();
+        let old = Parts::from_file(&file(50, 500)).unwrap();
         let mut f = file(50, 500);
         f.apis[3].endpoints = vec!["http://127.0.0.1:2".into()];
         f.apis.remove(7);
         f.security.subscriptions[10].state = "BLOCKED".into();
         f.security.revoked.clear();
         f.throttling.unauthenticated_tier = Some("Bronze".into());
-        let new = Parts::from_file(f).unwrap();
+        let new = Parts::from_file(&f).unwrap();
         let d = new.delta_from(&old.manifest(1), 2);
         assert_eq!(d.apis.len(), 1);
         assert_eq!(d.removed_apis, vec!["/a7/v1".to_string()]);
@@ -420,17 +495,34 @@ mod tests {
 
     #[test]
     fn full_file_round_trips_through_json_with_the_same_hash() {
-        let p = Parts::from_file(file(20, 100)).unwrap();
+        let p = Parts::from_file(&file(20, 100)).unwrap();
         let body = serde_json::to_vec(&p.to_file().unwrap()).unwrap();
-        let back = Parts::from_file(serde_json::from_slice(&body).unwrap()).unwrap();
+        let back = Parts::from_file(&serde_json::from_slice(&body).unwrap()).unwrap();
         assert_eq!(back.hash(), p.hash());
         assert_eq!(back.subscription_count(), 100);
     }
 
     #[test]
+    fn a_compact_subscription_serializes_as_the_file_entry() {
+        let spec = SubscriptionSpec {
+            api: "/a/v1".into(),
+            application: "app\"1".into(),
+            state: "ACTIVE".into(),
+            tier: "Gold".into(),
+        };
+        let compact = Interner::default().sub(&spec);
+        assert_eq!(
+            serde_json::to_vec(&compact).unwrap(),
+            serde_json::to_vec(&spec).unwrap()
+        );
+        assert_eq!(compact.to_spec(), spec);
+        assert_eq!(bucket_of_sub(&compact), bucket_of(&spec));
+    }
+
+    #[test]
     fn wrong_base_is_refused() {
-        let mut a = Parts::from_file(file(2, 0)).unwrap();
-        let b = Parts::from_file(file(3, 0)).unwrap();
+        let mut a = Parts::from_file(&file(2, 0)).unwrap();
+        let b = Parts::from_file(&file(3, 0)).unwrap();
         let d = b.delta_from(&b.manifest(1), 2);
         assert!(matches!(a.apply(d), Err(WireError::WrongBase { .. })));
     }

@@ -238,7 +238,8 @@ async fn an_unknown_base_or_hash_gets_the_whole_file_and_a_one_api_change_ships_
         .expect("version");
     let h1 = header(&full, "x-turnpike-hash");
     // The announced hash is the file's structural hash.
-    let parts = Parts::from_file(serde_json::from_slice(&full.body).expect("file")).expect("parts");
+    let parts =
+        Parts::from_file(&serde_json::from_slice(&full.body).expect("file")).expect("parts");
     assert_eq!(hash_hex(parts.hash()), h1);
 
     lifecycle(cp.addr, "bulk-api-42", "Block").await;
@@ -307,8 +308,8 @@ async fn a_delta_that_does_not_hash_to_the_announced_value_makes_the_follower_fe
             panic!("the scripted files must compile: {e}");
         }
     }
-    let p1 = Parts::from_file(f1.clone()).expect("parts");
-    let p2 = Parts::from_file(f2.clone()).expect("parts");
+    let p1 = Parts::from_file(&f1).expect("parts");
+    let p2 = Parts::from_file(&f2).expect("parts");
     let mut bad = p2.delta_from(&p1.manifest(1), 2);
     bad.hash = "00000000deadbeef".into();
     let script: Vec<(u64, String, &str, Vec<u8>)> = vec![
