@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Scale run (issue 3): 10,000 APIs and 1,000,000 subscriptions in a control plane (SQLite,
+# one bulk transaction), one `turnpike gateway` process following it. Reports the full
+# snapshot's size and build time, a follower's parse + compile time for it, the delta of a
+# one-API change, publish -> first 200 at the gateway (p50, p99) while the bench kit drives
+# steady open-loop load at one API, request latency with and without swaps, and the
+# gateway's RSS before and after the publishes. See crates/turnpike-admin/examples/scale.rs.
+#
+# Usage: [TURNPIKE_BIN=...] bench/scale.sh [--apis 10000] [--subs 1000000] [--apps 10000]
+#                                          [--seconds 20] [--rate 2000] [--publishes 20]
+# The gateway is pinned to core 1 (TURNPIKE_WORKERS=1) when taskset exists; the example
+# (control plane, echo, load generator) runs on core 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${TURNPIKE_BIN:-}" ]; then
+  cargo build --release -p turnpike --bin turnpike
+  TURNPIKE_BIN=target/release/turnpike
+fi
+cargo build --release -p turnpike-admin --example scale
+export TURNPIKE_BIN
+pin=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  wrapper=$(mktemp)
+  printf '#!/bin/sh\nexec taskset -c 1 env TURNPIKE_WORKERS=1 %q "$@"\n' "$(realpath "$TURNPIKE_BIN")" >"$wrapper"
+  chmod +x "$wrapper"
+  TURNPIKE_BIN=$wrapper
+  pin=(taskset -c 0)
+fi
+"${pin[@]}" target/release/examples/scale "$@"
