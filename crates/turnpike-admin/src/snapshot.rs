@@ -8,6 +8,7 @@
 //! `x-turnpike-accept-delta`) gets only what changed (`delta.rs`, `turnpike_sync::wire`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -304,6 +305,8 @@ impl Gateways {
 pub struct Cache {
     last: tokio::sync::Mutex<Option<Arc<Built>>>,
     deltas: crate::delta::Deltas,
+    /// How long the last build took.
+    last_build_ms: AtomicU64,
 }
 
 impl Cache {
@@ -312,12 +315,21 @@ impl Cache {
         if let Some(b) = last.as_ref().filter(|b| b.version >= at_least) {
             return Ok(b.clone());
         }
+        // One change is often several commits (create, secure, publish): when a build is
+        // slow, wait a tenth of it (at most 250 ms) so one build takes them all.
+        let pause = self.last_build_ms.load(Ordering::Relaxed) / 10;
+        if pause > 0 {
+            tokio::time::sleep(Duration::from_millis(pause.min(250))).await;
+        }
         let security = s
             .inner
             .security
             .get()
             .map(|sec| (sec, s.inner.config.gateway_token.as_str()));
+        let started = Instant::now();
         let b = Arc::new(build(&s.inner.store, security).await?);
+        self.last_build_ms
+            .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         self.deltas.built(&b);
         *last = Some(b.clone());
         Ok(b)
