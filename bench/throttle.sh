@@ -24,8 +24,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-cargo build --release -p turnpike >/dev/null
-bin=target/release/turnpike
+# TURNPIKE_BIN=path skips the build (e.g. a copy of the release binary on a busy box).
+if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
+  cargo build --release -p turnpike >/dev/null; bin=target/release/turnpike; fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }

@@ -65,11 +65,11 @@ impl Deltas {
             .find(|m| m.version == base && hash_hex(m.hash) == base_hash)?
             .clone();
         let d = b.parts.delta_from(&m, b.version);
-        let body = Bytes::from(serde_json::to_vec(&d).ok()?);
-        // A delta no smaller than the file is not worth the gateway's work.
-        if body.len() >= b.body.len() {
+        // Everything changed: the whole file is as good and simpler for the gateway.
+        if d.apis.len() == b.parts.apis.len() && d.subscriptions.len() == b.parts.buckets.len() {
             return None;
         }
+        let body = Bytes::from(serde_json::to_vec(&d).ok()?);
         g.encoded.insert(key, body.clone());
         Some(body)
     }

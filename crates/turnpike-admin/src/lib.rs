@@ -24,6 +24,7 @@ pub mod runtime;
 pub mod scopes;
 pub mod security;
 pub mod snapshot;
+mod subs_index;
 mod validate;
 
 use std::sync::Arc;

@@ -22,7 +22,7 @@ use turnpike_keymanager::{
     StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
 };
 use turnpike_model::security::{
-    ApiAuthSpec, ApiKeySpec, IntrospectionSpec, IssuerSpec, SecuritySpec, SubscriptionSpec,
+    ApiAuthSpec, ApiKeySpec, IntrospectionSpec, IssuerSpec, SecuritySpec,
 };
 use turnpike_model::ResourceSpec;
 use turnpike_store::{Api, Resource, Store};
@@ -214,7 +214,8 @@ pub fn api_id(context: &str, version: &str) -> String {
     format!("{context}/{version}")
 }
 
-/// The snapshot's `security:` section.
+/// The snapshot's `security:` section without its subscriptions (the snapshot builder
+/// adds those from its index).
 pub async fn spec(
     store: &Store,
     sec: &Security,
@@ -235,19 +236,6 @@ pub async fn spec(
         })?
         .into_iter()
         .map(|r| r.jti)
-        .collect();
-    let subscriptions = store
-        .live_subscriptions()
-        .await?
-        .into_iter()
-        .map(
-            |(context, version, application, state, tier)| SubscriptionSpec {
-                api: api_id(&context, &version),
-                application,
-                state,
-                tier,
-            },
-        )
         .collect();
     let api_keys = store
         .all_api_keys(i64::try_from(now).unwrap_or(i64::MAX))
@@ -273,7 +261,8 @@ pub async fn spec(
         }],
         api_keys,
         basic_users: Vec::new(),
-        subscriptions,
+        // Subscriptions travel in buckets (`crate::subs_index`), not through here.
+        subscriptions: Vec::new(),
         revoked,
         introspection: Some(IntrospectionSpec {
             endpoint: format!("{}/oauth2/introspect", sec.public_url),

@@ -6,6 +6,9 @@
 //! records what each gateway reports it serves and how long the last change took to reach it.
 //! A gateway that already holds a recent version (and says so with
 //! `x-turnpike-accept-delta`) gets only what changed (`delta.rs`, `turnpike_sync::wire`).
+//! A build reads the APIs, sections and the subscription counter; a million subscriptions
+//! are reread only when that counter moved (`subs_index.rs`), and the whole file is
+//! serialized only when some gateway asks for it whole.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,12 +27,12 @@ use turnpike_model::throttling::{
     AdvancedPolicy, ApplicationThrottle, ApplicationTier, Limit, SubscriptionTier, ThrottleSpec,
     TimeUnit,
 };
-use turnpike_model::GatewayFile;
 use turnpike_store::Store;
 use turnpike_sync::wire::{hash_hex, Manifest, Parts};
 
 use crate::auth::constant_time_eq;
 use crate::error::{ApiError, ApiResult};
+use crate::subs_index::SubsIndex;
 use crate::AppState;
 
 pub const VERSION_HEADER: &str = "x-turnpike-version";
@@ -43,27 +46,67 @@ pub struct Built {
     pub version: u64,
     /// The structural hash (`turnpike_sync::wire::Parts::hash`) as hex.
     pub hash: String,
-    /// The whole file as JSON.
-    pub body: Bytes,
     /// The file split for deltas.
     pub parts: Parts,
     pub manifest: Arc<Manifest>,
+    /// The whole file as JSON, serialized the first time a gateway needs it (most
+    /// versions only ever travel as deltas).
+    full: tokio::sync::OnceCell<Bytes>,
 }
 
-/// Reads the live APIs and the version they belong to (no commit can land in between).
-/// With the key manager (`security`: it and the gateway token), the file also carries the
-/// `security:` section and every API's `auth:`.
+impl Built {
+    /// The whole file as JSON (serialized once, off the async workers).
+    pub async fn full_body(self: &Arc<Self>) -> Result<Bytes, ApiError> {
+        self.full
+            .get_or_try_init(|| async {
+                let me = self.clone();
+                tokio::task::spawn_blocking(move || me.serialize())
+                    .await
+                    .map_err(|e| {
+                        tracing::error!(error = %e, "control plane: snapshot serialization task failed");
+                        ApiError::internal()
+                    })?
+            })
+            .await
+            .cloned()
+    }
+
+    fn serialize(&self) -> Result<Bytes, ApiError> {
+        let started = Instant::now();
+        let file = self.parts.to_file().map_err(|e| {
+            tracing::error!(error = %e, "control plane: snapshot parts do not make a file");
+            ApiError::internal()
+        })?;
+        let body = Bytes::from(serde_json::to_vec(&file).map_err(|_| ApiError::internal())?);
+        tracing::info!(
+            version = self.version,
+            bytes = body.len(),
+            ms = started.elapsed().as_millis(),
+            "control plane: full snapshot serialized"
+        );
+        Ok(body)
+    }
+}
+
+/// Reads the live APIs and the version they belong to (no commit can land in between)
+/// and splits them into wire parts. Subscriptions come from `index`, which rereads them
+/// only when the store's subscription counter moved. With the key manager (`security`:
+/// it and the gateway token), the file also carries the `security:` section and every
+/// API's `auth:`.
 pub async fn build(
     store: &Store,
     security: Option<(&crate::security::Security, &str)>,
+    index: &mut SubsIndex,
 ) -> Result<Built, ApiError> {
-    let _no_commits = store.read_consistent().await;
+    let no_commits = store.read_consistent().await;
     let started = Instant::now();
     let version = store.current_version().await?;
-    let mut apis = store.live_apis().await?;
-    // Deltas name APIs by `{context}/{version}` and a follower rebuilds the list in that
-    // order: the full file uses it too, so both compile the same list.
-    apis.sort_by_cached_key(|a| format!("{}/{}", a.context, a.version));
+    let apis = store.live_apis().await?;
+    let changes = store.subscription_changes().await?;
+    let reread = match index.changes() == Some(changes) {
+        true => None,
+        false => Some(store.all_subscriptions().await?),
+    };
     let (sec_spec, mut auth) = match security {
         Some((sec, token)) => (
             Some(crate::security::spec(store, sec, token).await?),
@@ -71,6 +114,17 @@ pub async fn build(
         ),
         None => (None, HashMap::new()),
     };
+    let throttling = throttling_spec(store).await?;
+    drop(no_commits);
+    let live: HashMap<String, String> = apis
+        .iter()
+        .map(|a| {
+            (
+                a.id.clone(),
+                crate::security::api_id(&a.context, &a.version),
+            )
+        })
+        .collect();
     let specs: Vec<serde_json::Value> = apis
         .iter()
         .map(|a| {
@@ -90,62 +144,87 @@ pub async fn build(
             spec
         })
         .collect();
-    let throttling = throttling_spec(store).await?;
     let read_ms = started.elapsed().as_millis();
     let security = sec_spec.unwrap_or_default();
-    // Serializing and hashing a large file takes seconds of CPU: not on an async worker.
+    // Hashing a large file takes CPU: not on an async worker. The index goes with the
+    // job and comes back; if the job dies it starts empty and rereads next time.
+    let mut ix = std::mem::take(index);
     let job = tokio::task::spawn_blocking(move || {
-        assemble(version, specs, security, throttling, started, read_ms)
+        let input = Input {
+            version,
+            specs,
+            security,
+            throttling,
+            changes,
+            reread,
+            live,
+        };
+        let built = assemble(input, &mut ix, started, read_ms);
+        (ix, built)
     });
-    job.await.map_err(|e| {
+    let (ix, built) = job.await.map_err(|e| {
         tracing::error!(error = %e, "control plane: snapshot build task failed");
         ApiError::internal()
-    })?
+    })?;
+    *index = ix;
+    built
 }
 
-/// The file from its parts, serialized and split for deltas.
-fn assemble(
+/// What the blocking half of a build works from.
+struct Input {
     version: u64,
     specs: Vec<serde_json::Value>,
     security: turnpike_model::security::SecuritySpec,
     throttling: ThrottleSpec,
+    changes: u64,
+    reread: Option<Vec<turnpike_store::SubscriptionRow>>,
+    live: HashMap<String, String>,
+}
+
+/// The wire parts from what was read.
+fn assemble(
+    input: Input,
+    index: &mut SubsIndex,
     started: Instant,
     read_ms: u128,
 ) -> Result<Built, ApiError> {
-    // The APIs are assembled as JSON: check they still parse as the file's entries. The
-    // typed sections go in as they are (a million subscriptions through `Value` and back
-    // cost more than the rest of the build).
-    let apis: Vec<turnpike_model::ApiSpec> =
-        serde_json::from_value(serde_json::Value::Array(specs)).map_err(|e| {
-            tracing::error!(error = %e, "control plane: snapshot does not match the file format");
-            ApiError::internal()
-        })?;
-    let file = GatewayFile {
-        format_version: None,
-        apis,
-        security,
-        throttling,
-    };
-    let body = Bytes::from(serde_json::to_vec(&file).map_err(|_| ApiError::internal())?);
-    let parts = Parts::from_file(&file).map_err(|e| {
-        tracing::error!(error = %e, "control plane: snapshot cannot be split for deltas");
+    let internal = |what: &str, e: &dyn std::fmt::Display| {
+        tracing::error!(error = %e, "control plane: snapshot {what}");
         ApiError::internal()
-    })?;
-    drop(file);
+    };
+    // The APIs are assembled as JSON: check they still parse as the file's entries.
+    let apis: Vec<turnpike_model::ApiSpec> =
+        serde_json::from_value(serde_json::Value::Array(input.specs))
+            .map_err(|e| internal("does not match the file format", &e))?;
+    let subs = index
+        .update(input.changes, input.reread, &input.live)
+        .map_err(|e| internal("subscriptions cannot be bucketed", &e))?;
+    let parts = Parts::assemble(
+        None,
+        apis,
+        &input.security,
+        &input.throttling,
+        index.buckets(),
+    )
+    .map_err(|e| internal("cannot be split for deltas", &e))?;
+    let version = input.version;
+    let manifest = Arc::new(parts.manifest(version));
     tracing::info!(
         version,
-        bytes = body.len(),
+        apis = parts.apis.len(),
+        subscriptions = subs.rows,
+        subscriptions_reread = subs.reread,
+        buckets_changed = subs.buckets_changed,
         read_ms,
         total_ms = started.elapsed().as_millis(),
         "control plane: snapshot built"
     );
-    let manifest = Arc::new(parts.manifest(version));
     Ok(Built {
         version,
         hash: hash_hex(manifest.hash),
-        body,
         parts,
         manifest,
+        full: tokio::sync::OnceCell::new(),
     })
 }
 
@@ -300,19 +379,26 @@ impl Gateways {
     }
 }
 
-/// The last built snapshot, reused until the version moves.
+/// The last built snapshot, reused until the version moves, and the subscription index
+/// builds update.
 #[derive(Default)]
 pub struct Cache {
-    last: tokio::sync::Mutex<Option<Arc<Built>>>,
+    last: tokio::sync::Mutex<Last>,
     deltas: crate::delta::Deltas,
     /// How long the last build took.
     last_build_ms: AtomicU64,
 }
 
+#[derive(Default)]
+struct Last {
+    built: Option<Arc<Built>>,
+    subs: SubsIndex,
+}
+
 impl Cache {
     async fn get(&self, s: &AppState, at_least: u64) -> Result<Arc<Built>, ApiError> {
         let mut last = self.last.lock().await;
-        if let Some(b) = last.as_ref().filter(|b| b.version >= at_least) {
+        if let Some(b) = last.built.as_ref().filter(|b| b.version >= at_least) {
             return Ok(b.clone());
         }
         // One change is often several commits (create, secure, publish): when a build is
@@ -327,11 +413,11 @@ impl Cache {
             .get()
             .map(|sec| (sec, s.inner.config.gateway_token.as_str()));
         let started = Instant::now();
-        let b = Arc::new(build(&s.inner.store, security).await?);
+        let b = Arc::new(build(&s.inner.store, security, &mut last.subs).await?);
         self.last_build_ms
             .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         self.deltas.built(&b);
-        *last = Some(b.clone());
+        last.built = Some(b.clone());
         Ok(b)
     }
 }
@@ -406,7 +492,7 @@ async fn snapshot(
         .and_then(|((_, base), base_hash)| s.inner.snapshots.deltas.delta(&built, base, base_hash));
     let (kind, body) = match delta {
         Some(d) => ("delta", d),
-        None => ("full", built.body.clone()),
+        None => ("full", built.full_body().await?),
     };
     Ok((
         StatusCode::OK,

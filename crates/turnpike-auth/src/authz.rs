@@ -43,22 +43,44 @@ pub struct Subscription {
     pub tier: String,
 }
 
-/// Subscriptions by API, then by application.
+/// Subscriptions by API, then by application. A snapshot swap that changed no
+/// subscription keeps the same table (`Arc`), so a million of them are compiled once.
 #[derive(Debug, Default)]
 pub struct Subscriptions {
     by_api: HashMap<String, HashMap<String, Subscription>>,
+    /// The tiers the subscriptions name, for checking them against the throttle policies.
+    tiers: std::collections::BTreeSet<String>,
+    len: usize,
 }
 
 impl Subscriptions {
     pub fn new(subs: impl IntoIterator<Item = Subscription>) -> Self {
         let mut by_api: HashMap<String, HashMap<String, Subscription>> = HashMap::new();
+        let mut tiers = std::collections::BTreeSet::new();
+        let mut len = 0;
         for s in subs {
-            by_api
-                .entry(s.api_id.clone())
-                .or_default()
-                .insert(s.application_id.clone(), s);
+            if !tiers.contains(&s.tier) {
+                tiers.insert(s.tier.clone());
+            }
+            let apps = by_api.entry(s.api_id.clone()).or_default();
+            if apps.insert(s.application_id.clone(), s).is_none() {
+                len += 1;
+            }
         }
-        Self { by_api }
+        Self { by_api, tiers, len }
+    }
+
+    /// The distinct tier names the subscriptions carry.
+    pub fn tiers(&self) -> impl Iterator<Item = &str> {
+        self.tiers.iter().map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The caller's usable subscription to `api_id`, or why there is none.

@@ -154,6 +154,17 @@ impl AuthRuntime {
     /// Compiles a spec, or lists every problem in it. Must run inside a tokio runtime
     /// when the spec names JWKS URLs (their refreshers are spawned here).
     pub fn compile(&self, spec: &SecuritySpec) -> Result<CompiledSecurity, Vec<SpecError>> {
+        self.compile_reusing(spec, None)
+    }
+
+    /// [`AuthRuntime::compile`], taking `subscriptions` as the compiled table instead of
+    /// `spec.subscriptions` (which is then ignored) when given: a follower whose delta
+    /// touched no subscription keeps the table it has.
+    pub fn compile_reusing(
+        &self,
+        spec: &SecuritySpec,
+        subscriptions: Option<Arc<Subscriptions>>,
+    ) -> Result<CompiledSecurity, Vec<SpecError>> {
         let mut errors = Vec::new();
         let issuers = self.issuers(spec, &mut errors);
         let introspector = self.introspector(spec, &mut errors);
@@ -197,7 +208,12 @@ impl AuthRuntime {
             });
         }
         let mut subs = Vec::new();
-        for (i, s) in spec.subscriptions.iter().enumerate() {
+        let compile_subs = if subscriptions.is_some() {
+            &[][..]
+        } else {
+            &spec.subscriptions[..]
+        };
+        for (i, s) in compile_subs.iter().enumerate() {
             match SubscriptionState::parse(&s.state) {
                 Some(state) => subs.push(Subscription {
                     api_id: s.api.clone(),
@@ -235,7 +251,7 @@ impl AuthRuntime {
                 60,
                 self.clock.clone(),
             )),
-            subscriptions: Arc::new(Subscriptions::new(subs)),
+            subscriptions: subscriptions.unwrap_or_else(|| Arc::new(Subscriptions::new(subs))),
             revocations,
         })
     }

@@ -40,6 +40,7 @@ pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;
 pub use snapshot::{CompiledApi, RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
+pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing};
 
 /// Validates and compiles a file that arrives as data. Problems name document paths
@@ -63,14 +64,42 @@ pub fn compile_with(
     })
 }
 
+/// [`compile_with`] keeping an already compiled subscription table (`file`'s own
+/// `security.subscriptions` are ignored): a control-plane follower whose delta changed no
+/// subscription skips recompiling a million of them. The table's tiers are still checked
+/// against the file's throttle policies.
+pub fn compile_reusing(
+    file: GatewayFile,
+    version: u64,
+    runtime: &PolicyRuntime,
+    subscriptions: Arc<Subscriptions>,
+) -> Result<Snapshot, ConfigError> {
+    compile_inner(file, version, runtime, Some(subscriptions)).map_err(|list| {
+        ConfigError::Problems(Problems {
+            source_name: "configuration".to_owned(),
+            list,
+        })
+    })
+}
+
 pub(crate) fn compile_checked(
     file: GatewayFile,
     version: u64,
     runtime: &PolicyRuntime,
 ) -> Result<Snapshot, Vec<Problem>> {
+    compile_inner(file, version, runtime, None)
+}
+
+fn compile_inner(
+    file: GatewayFile,
+    version: u64,
+    runtime: &PolicyRuntime,
+    reuse: Option<Arc<turnpike_auth::Subscriptions>>,
+) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
-    let mut security = security::compile(&file, runtime, &mut problems);
-    let mut throttling = throttling::compile(&file, runtime, &mut problems);
+    let (mut security, subscriptions) =
+        security::compile(&file, runtime, reuse.clone(), &mut problems);
+    let mut throttling = throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {
         c.api.security = security.get_mut(c.index).and_then(Option::take);
@@ -81,5 +110,5 @@ pub(crate) fn compile_checked(
         return Err(problems);
     }
     let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
-    Ok(Snapshot::assemble(version, apis, router))
+    Ok(Snapshot::assemble(version, apis, router, subscriptions))
 }

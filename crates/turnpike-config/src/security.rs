@@ -102,17 +102,20 @@ pub fn api_id(context: &str, version: &str) -> String {
 
 /// Compiles the security section and every API's rules; `None` per API that needs
 /// nothing (open, published, no resource rules): such APIs cost one branch per request.
+/// Also returns the compiled subscription table: `reuse` itself when given.
 pub(crate) fn compile(
     file: &GatewayFile,
     runtime: &crate::PolicyRuntime,
+    reuse: Option<Arc<Subscriptions>>,
     problems: &mut Vec<Problem>,
-) -> Vec<Option<Arc<ApiSecurity>>> {
+) -> (Vec<Option<Arc<ApiSecurity>>>, Option<Arc<Subscriptions>>) {
     let secured = file
         .apis
         .iter()
         .any(|a| a.auth.as_ref().is_some_and(|s| !s.is_open()));
-    let compiled = if secured || !file.security.is_empty() {
-        match runtime.auth.compile(&file.security) {
+    let reused = reuse.as_ref().is_some_and(|s| !s.is_empty());
+    let compiled = if secured || reused || !file.security.is_empty() {
+        match runtime.auth.compile_reusing(&file.security, reuse) {
             Ok(c) => {
                 if let Some(jwt) = &c.jwt {
                     jwt.keep_claims(crate::throttling::claim_names(file));
@@ -129,11 +132,13 @@ pub(crate) fn compile(
     } else {
         None
     };
-    file.apis
+    let apis = file
+        .apis
         .iter()
         .enumerate()
         .map(|(i, api)| compile_api(i, api, compiled.as_ref(), runtime, problems).map(Arc::new))
-        .collect()
+        .collect();
+    (apis, compiled.map(|c| c.subscriptions))
 }
 
 fn lifecycle(i: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Option<LifecycleBlock> {

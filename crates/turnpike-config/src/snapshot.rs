@@ -60,6 +60,8 @@ pub struct Snapshot {
     pub version: u64,
     pub apis: Vec<Arc<CompiledApi>>,
     router: Router,
+    /// The compiled subscription table, when the file has a security section.
+    subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
 }
 
 impl Snapshot {
@@ -96,12 +98,23 @@ impl Snapshot {
         crate::compile(file, version)
     }
 
-    pub(crate) fn assemble(version: u64, apis: Vec<Arc<CompiledApi>>, router: Router) -> Snapshot {
+    pub(crate) fn assemble(
+        version: u64,
+        apis: Vec<Arc<CompiledApi>>,
+        router: Router,
+        subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
+    ) -> Snapshot {
         Snapshot {
             version,
             apis,
             router,
+            subscriptions,
         }
+    }
+
+    /// The compiled subscription table (for [`crate::compile_reusing`]).
+    pub fn subscriptions(&self) -> Option<Arc<turnpike_auth::Subscriptions>> {
+        self.subscriptions.clone()
     }
 
     /// Finds the API and upstream path for a request. `host` is the `Host` header (or

@@ -82,12 +82,15 @@ fn wanted(file: &GatewayFile) -> bool {
 /// Compiles the section and every API's references; `None` per API that is not
 /// throttled (then the request path pays one branch). An API is throttled when it or one
 /// of its resources names a policy, or when it is secured (its subscriptions carry tiers).
+/// `reused`: the subscription table kept from the previous snapshot (its tiers are
+/// checked instead of `file.security.subscriptions`).
 pub(crate) fn compile(
     file: &GatewayFile,
     runtime: &crate::PolicyRuntime,
+    reused: Option<&turnpike_auth::Subscriptions>,
     problems: &mut Vec<Problem>,
 ) -> Vec<Option<Arc<ApiThrottle>>> {
-    if !wanted(file) {
+    if !wanted(file) && reused.is_none_or(|s| s.is_empty()) {
         return vec![None; file.apis.len()];
     }
     let spec = file.throttling.clone().over_wso2_defaults();
@@ -101,6 +104,16 @@ pub(crate) fn compile(
         }
     };
     check_references(file, &throttler, problems);
+    if let Some(subs) = reused {
+        for tier in subs.tiers() {
+            if !throttler.has_subscription_tier(tier) {
+                problems.push(Problem::new(
+                    "security.subscriptions",
+                    format!("no subscription tier named {tier:?} (declare it under throttling.subscription_tiers, or use Gold, Silver, Bronze or Unlimited)"),
+                ));
+            }
+        }
+    }
     let application_tiers: Arc<HashMap<Box<str>, Box<str>>> = Arc::new(
         spec.applications
             .iter()

@@ -17,6 +17,7 @@ mod km;
 mod migrate;
 pub mod model;
 mod oauth;
+mod snapshot_reads;
 mod tiers;
 mod users;
 
@@ -31,6 +32,7 @@ pub use apis::ApiFilter;
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use model::*;
 pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};
+pub use snapshot_reads::SubscriptionRow;
 pub use users::{PasswordParams, ROLES};
 
 /// Which SQL engine the store runs on.

@@ -5,13 +5,14 @@ use sqlx::AnyPool;
 
 use crate::{Backend, StoreError};
 
-/// One migration: a version, a name, and its SQL for each dialect (`;`-separated, no `;`
-/// inside literals).
+/// One migration: a version, a name, and its SQL for each dialect, statements separated
+/// by `separator` (`;` unless a statement holds `;` itself, as trigger bodies do).
 struct Migration {
     version: i64,
     name: &'static str,
     sqlite: &'static str,
     postgres: &'static str,
+    separator: &'static str,
 }
 
 const CORE: &str = r#"
@@ -159,22 +160,56 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "core",
+        separator: ";",
         sqlite: CORE,
         postgres: CORE,
     },
     Migration {
         version: 2,
         name: "oauth",
+        separator: ";",
         sqlite: OAUTH,
         postgres: OAUTH,
     },
     Migration {
         version: 3,
         name: "api_security",
+        separator: ";",
         sqlite: API_SECURITY,
         postgres: API_SECURITY,
     },
+    Migration {
+        version: 4,
+        name: "subscription_changes",
+        separator: "\n/\n",
+        sqlite: SUBSCRIPTION_CHANGES_SQLITE,
+        postgres: SUBSCRIPTION_CHANGES_POSTGRES,
+    },
 ];
+
+/// A counter that every write to `subscriptions` moves, cascades from deleted APIs and
+/// applications included, so the snapshot builder rereads a million subscriptions only
+/// when one of them changed (`Store::subscription_changes`). A trigger rather than code
+/// in each write: no write path can forget it. SQLite has row triggers only (one counter
+/// update per row, about a second per million rows in a bulk load); PostgreSQL moves it
+/// once per statement.
+const SUBSCRIPTION_CHANGES_SQLITE: &str = r#"
+INSERT INTO meta (key, value) VALUES ('subscription_changes', 0)
+/
+CREATE TRIGGER subscriptions_inserted AFTER INSERT ON subscriptions BEGIN UPDATE meta SET value = value + 1 WHERE key = 'subscription_changes'; END
+/
+CREATE TRIGGER subscriptions_updated AFTER UPDATE ON subscriptions BEGIN UPDATE meta SET value = value + 1 WHERE key = 'subscription_changes'; END
+/
+CREATE TRIGGER subscriptions_deleted AFTER DELETE ON subscriptions BEGIN UPDATE meta SET value = value + 1 WHERE key = 'subscription_changes'; END
+"#;
+
+const SUBSCRIPTION_CHANGES_POSTGRES: &str = r#"
+INSERT INTO meta (key, value) VALUES ('subscription_changes', 0)
+/
+CREATE FUNCTION turnpike_subscriptions_changed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE meta SET value = value + 1 WHERE key = 'subscription_changes'; RETURN NULL; END $$
+/
+CREATE TRIGGER subscriptions_changed AFTER INSERT OR UPDATE OR DELETE ON subscriptions FOR EACH STATEMENT EXECUTE FUNCTION turnpike_subscriptions_changed()
+"#;
 
 /// Which credentials each API accepts (`turnpike_model::security::ApiAuthSpec` as JSON);
 /// no row means the default (OAuth2 and a subscription required, as in WSO2).
@@ -202,7 +237,11 @@ pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreErr
             Backend::Postgres => m.postgres,
         };
         let mut tx = pool.begin().await?;
-        for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        for stmt in sql
+            .split(m.separator)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             sqlx::query(stmt).execute(&mut *tx).await?;
         }
         sqlx::query(

@@ -175,31 +175,6 @@ impl Store {
             .collect()
     }
 
-    /// Subscriptions to live APIs (published, prototyped, deprecated), for the snapshot:
-    /// (context, version, application id, state, tier).
-    pub async fn live_subscriptions(
-        &self,
-    ) -> Result<Vec<(String, String, String, String, String)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT a.context, a.version, s.application_id, s.state, s.tier FROM subscriptions s \
-             JOIN apis a ON a.id = s.api_id WHERE a.state IN ('PUBLISHED', 'PROTOTYPED', 'DEPRECATED') \
-             ORDER BY a.context, a.version, s.application_id",
-        )
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("context")?,
-                    r.try_get("version")?,
-                    r.try_get("application_id")?,
-                    r.try_get("state")?,
-                    r.try_get("tier")?,
-                ))
-            })
-            .collect()
-    }
-
     /// Every API's stored security setting (JSON), by API id.
     pub async fn api_security_all(&self) -> Result<Vec<(String, String)>, StoreError> {
         let rows = sqlx::query("SELECT api_id, auth FROM api_security")

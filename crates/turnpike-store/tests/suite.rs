@@ -239,6 +239,71 @@ async fn applications_and_subscriptions(url: String) {
     tx.commit("t", "apps").await.expect("commit");
 }
 
+/// The counter the snapshot builder keys its subscription cache on moves with every
+/// subscription write and with nothing else.
+async fn subscription_changes_follow_subscription_writes(url: String) {
+    let s = open(url).await;
+    let changes = |s: Store| async move { s.subscription_changes().await.expect("changes") };
+    let a = create(&s, &input("/subs", "v1")).await;
+    let mut tx = s.begin_write().await.expect("begin");
+    tx.change_lifecycle(&a.id, LifecycleAction::Publish, None)
+        .await
+        .expect("publish");
+    let app = tx
+        .create_application("sub", "counted", "10PerMin", "")
+        .await
+        .expect("app");
+    tx.commit("t", "publish").await.expect("commit");
+    let c0 = changes(s.clone()).await;
+    let mut tx = s.begin_write().await.expect("begin");
+    let sub = tx.subscribe(&app.id, &a.id, "Gold").await.expect("sub");
+    drop(tx);
+    assert_eq!(
+        changes(s.clone()).await,
+        c0,
+        "a rolled-back subscribe moved it"
+    );
+    assert!(s.all_subscriptions().await.expect("all").is_empty());
+    let mut tx = s.begin_write().await.expect("begin");
+    let sub2 = tx.subscribe(&app.id, &a.id, "Gold").await.expect("sub");
+    tx.commit("t", "subscribe").await.expect("commit");
+    let c1 = changes(s.clone()).await;
+    assert!(c1 > c0, "subscribe did not move it");
+    let rows = s.all_subscriptions().await.expect("all");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].api_id.as_str(), rows[0].application_id.as_str()),
+        (a.id.as_str(), app.id.as_str())
+    );
+    assert_eq!(
+        (rows[0].state.as_str(), rows[0].tier.as_str()),
+        ("ACTIVE", "Gold")
+    );
+    // Other writes leave it alone.
+    create(&s, &input("/other", "v1")).await;
+    assert_eq!(changes(s.clone()).await, c1, "an API write moved it");
+    let mut tx = s.begin_write().await.expect("begin");
+    tx.set_subscription_state(&sub2.id, SubscriptionState::Blocked, None)
+        .await
+        .expect("block");
+    tx.commit("t", "block").await.expect("commit");
+    let c2 = changes(s.clone()).await;
+    assert!(c2 > c1, "a state change did not move it");
+    assert_eq!(
+        s.all_subscriptions().await.expect("all")[0].state,
+        "BLOCKED"
+    );
+    let mut tx = s.begin_write().await.expect("begin");
+    tx.delete_application(&app.id).await.expect("delete app");
+    tx.commit("t", "delete").await.expect("commit");
+    assert!(
+        changes(s.clone()).await > c2,
+        "deleting the application did not move it"
+    );
+    assert!(s.all_subscriptions().await.expect("all").is_empty());
+    let _ = sub;
+}
+
 async fn users_and_passwords(url: String) {
     let s = open(url).await;
     let h = s.hash_password("s3cret").await.expect("hash");
@@ -314,6 +379,7 @@ const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
     hostile_strings_round_trip,
     rollback_leaves_nothing_and_version_unchanged,
     applications_and_subscriptions,
+    subscription_changes_follow_subscription_writes,
     users_and_passwords,
     new_version_copies,
     reopen_keeps_data_and_version,

@@ -279,11 +279,14 @@ impl Follower {
             });
         }
         let runtime = self.cfg.runtime.clone();
+        // The table the served snapshot compiled from `base`: kept when the delta leaves
+        // every subscription bucket alone.
+        let compiled_subs = self.snapshots.load().subscriptions();
         let started = Instant::now();
         let job = tokio::task::spawn_blocking(move || {
             // A full snapshot replaces the old parts: freed here, not on an async worker.
             let base = if delta { base } else { None };
-            build(version, &body, hash, base, &runtime)
+            build(version, &body, hash, base, compiled_subs, &runtime)
         });
         let result = job.await.map_err(|e| SyncError::Invalid {
             version,
@@ -331,24 +334,33 @@ impl Follower {
 }
 
 /// Turns a response body into a compiled snapshot and the parts it was compiled from.
+/// `compiled_subs` is the subscription table compiled from `base`.
 fn build(
     version: u64,
     body: &[u8],
     hash: String,
     base: Option<Parts>,
+    compiled_subs: Option<Arc<turnpike_config::Subscriptions>>,
     runtime: &turnpike_config::PolicyRuntime,
 ) -> Result<Installed, SyncError> {
     let invalid = |reason: String| SyncError::Invalid { version, reason };
+    let mut keep_subs = None;
     let (parts, hash, file) = match base {
         Some(mut parts) => {
             let bad = |reason: String| SyncError::Delta { version, reason };
             let d: Delta = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
+            let subs_before = parts.subscriptions_hash();
             parts.apply(d).map_err(|e| bad(e.to_string()))?;
             let held = hash_hex(parts.hash());
             if held != hash {
                 return Err(bad(format!("hash {held} after applying, announced {hash}")));
             }
-            let file = parts.to_file().map_err(|e| invalid(e.to_string()))?;
+            keep_subs = compiled_subs.filter(|_| parts.subscriptions_hash() == subs_before);
+            let file = match keep_subs {
+                Some(_) => parts.to_file_without_subscriptions(),
+                None => parts.to_file(),
+            }
+            .map_err(|e| invalid(e.to_string()))?;
             (Some(parts), hash, file)
         }
         None => {
@@ -371,8 +383,11 @@ fn build(
         }
     };
     let apis = file.apis.len();
-    let snapshot = turnpike_config::compile_with(file, version, runtime)
-        .map_err(|e| invalid(e.to_string()))?;
+    let snapshot = match keep_subs {
+        Some(subs) => turnpike_config::compile_reusing(file, version, runtime, subs),
+        None => turnpike_config::compile_with(file, version, runtime),
+    }
+    .map_err(|e| invalid(e.to_string()))?;
     Ok(Installed {
         parts,
         hash,

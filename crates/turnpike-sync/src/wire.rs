@@ -128,10 +128,10 @@ impl Sub {
 
 /// Shares equal strings while subscriptions are converted.
 #[derive(Default)]
-struct Interner(HashSet<Arc<str>>);
+pub struct Interner(HashSet<Arc<str>>);
 
 impl Interner {
-    fn get(&mut self, s: &str) -> Arc<str> {
+    pub fn get(&mut self, s: &str) -> Arc<str> {
         if let Some(a) = self.0.get(s) {
             return a.clone();
         }
@@ -150,7 +150,7 @@ impl Interner {
 }
 
 /// The bucket of a compact subscription (same as [`bucket_of`]).
-fn bucket_of_sub(s: &Sub) -> u32 {
+pub fn bucket_of_sub(s: &Sub) -> u32 {
     let mut h = Fnv::default();
     h.write(s.api.as_bytes());
     h.write(&[0]);
@@ -165,11 +165,26 @@ pub struct Bucket {
     pub hash: u64,
 }
 
-/// A file split into keyed parts, each with its hash.
+impl Bucket {
+    /// A bucket of these subscriptions, in this order (the order is part of the hash).
+    pub fn new(subs: Vec<Sub>) -> Result<Bucket, WireError> {
+        let hash = hash_of(&subs)?;
+        Ok(Bucket { subs, hash })
+    }
+
+    /// Recomputes the hash after `subs` changed.
+    pub fn rehash(&mut self) -> Result<(), WireError> {
+        self.hash = hash_of(&self.subs)?;
+        Ok(())
+    }
+}
+
+/// A file split into keyed parts, each with its hash. Buckets are shared: a build or a
+/// delta that leaves a bucket alone keeps the same allocation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parts {
     pub apis: BTreeMap<String, (ApiSpec, u64)>,
-    pub buckets: Vec<Bucket>,
+    pub buckets: Vec<Arc<Bucket>>,
     pub sections: BTreeMap<String, (Value, u64)>,
 }
 
@@ -232,28 +247,53 @@ impl Parts {
     /// Splits a file (borrowed: a million subscriptions are not copied as they are). API
     /// ids must be unique.
     pub fn from_file(file: &GatewayFile) -> Result<Parts, WireError> {
-        let mut apis = BTreeMap::new();
-        for a in &file.apis {
-            let id = api_id(a);
-            let h = hash_of(a)?;
-            if apis.insert(id.clone(), (a.clone(), h)).is_some() {
-                return Err(WireError::DuplicateApi(id));
-            }
-        }
-        let mut buckets = vec![Bucket::default(); BUCKETS as usize];
+        let mut buckets = vec![Vec::new(); BUCKETS as usize];
         let mut strings = Interner::default();
         for s in &file.security.subscriptions {
             let s = strings.sub(s);
             if let Some(b) = buckets.get_mut(bucket_of_sub(&s) as usize) {
-                b.subs.push(s);
+                b.push(s);
             }
         }
-        for b in &mut buckets {
-            b.hash = hash_of(&b.subs)?;
+        let buckets = buckets
+            .into_iter()
+            .map(|subs| Bucket::new(subs).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::assemble(
+            file.format_version,
+            file.apis.iter().cloned(),
+            &file.security,
+            &file.throttling,
+            buckets,
+        )
+    }
+
+    /// Parts from pieces a control plane keeps apart: the APIs, the security section
+    /// (its `subscriptions` are ignored: they are `buckets`, [`BUCKETS`] of them) and
+    /// the throttling section.
+    pub fn assemble(
+        format_version: Option<u32>,
+        api_specs: impl IntoIterator<Item = ApiSpec>,
+        sec: &SecuritySpec,
+        throttling: &turnpike_model::throttling::ThrottleSpec,
+        buckets: Vec<Arc<Bucket>>,
+    ) -> Result<Parts, WireError> {
+        if buckets.len() != BUCKETS as usize {
+            return Err(WireError::Buckets {
+                got: buckets.len() as u32,
+            });
+        }
+        let mut apis = BTreeMap::new();
+        for a in api_specs {
+            let id = api_id(&a);
+            let h = hash_of(&a)?;
+            if apis.insert(id.clone(), (a, h)).is_some() {
+                return Err(WireError::DuplicateApi(id));
+            }
         }
         let mut sections = BTreeMap::new();
         let top = GatewayFile {
-            format_version: file.format_version,
+            format_version,
             ..GatewayFile::default()
         };
         let mut top = serde_json::to_value(&top)?;
@@ -261,7 +301,6 @@ impl Parts {
             m.remove("apis");
         }
         sections_of(top, "", &mut sections)?;
-        let sec = &file.security;
         let security = SecuritySpec {
             issuers: sec.issuers.clone(),
             api_keys: sec.api_keys.clone(),
@@ -272,7 +311,7 @@ impl Parts {
         };
         sections_of(serde_json::to_value(&security)?, "security.", &mut sections)?;
         sections_of(
-            serde_json::to_value(&file.throttling)?,
+            serde_json::to_value(throttling)?,
             "throttling.",
             &mut sections,
         )?;
@@ -326,8 +365,30 @@ impl Parts {
         self.buckets.iter().map(|b| b.subs.len()).sum()
     }
 
+    /// A fingerprint of the subscriptions alone (the bucket hashes): equal values, equal
+    /// subscriptions, so a follower can keep the table it compiled.
+    pub fn subscriptions_hash(&self) -> u64 {
+        let mut h = Fnv::default();
+        for b in &self.buckets {
+            h.write(&b.hash.to_le_bytes());
+        }
+        h.finish()
+    }
+
     /// The file again (APIs in id order, subscriptions in bucket order).
     pub fn to_file(&self) -> Result<GatewayFile, WireError> {
+        let mut file = self.to_file_without_subscriptions()?;
+        file.security.subscriptions = self
+            .buckets
+            .iter()
+            .flat_map(|b| b.subs.iter().map(Sub::to_spec))
+            .collect();
+        Ok(file)
+    }
+
+    /// The file with `security.subscriptions` left empty (a follower that keeps its
+    /// compiled subscription table needs nothing else).
+    pub fn to_file_without_subscriptions(&self) -> Result<GatewayFile, WireError> {
         let mut top = Map::new();
         let mut security = Map::new();
         let mut throttling = Map::new();
@@ -348,11 +409,6 @@ impl Parts {
                 reason: e.to_string(),
             })?;
         file.apis = self.apis.values().map(|(a, _)| a.clone()).collect();
-        file.security.subscriptions = self
-            .buckets
-            .iter()
-            .flat_map(|b| b.subs.iter().map(Sub::to_spec))
-            .collect();
         Ok(file)
     }
 
@@ -427,8 +483,7 @@ impl Parts {
                 .buckets
                 .get_mut(i as usize)
                 .ok_or(WireError::BucketRange(i))?;
-            b.hash = hash_of(&subs)?;
-            b.subs = subs.iter().map(|s| strings.sub(s)).collect();
+            *b = Arc::new(Bucket::new(subs.iter().map(|s| strings.sub(s)).collect())?);
         }
         for (name, v) in delta.sections {
             if v.is_null() {

@@ -220,6 +220,64 @@ async fn after_the_first_full_snapshot_changes_and_removals_arrive_as_deltas() {
     cp.stop().await;
 }
 
+/// Publishing an API changes no subscription: the gateway keeps the subscription table it
+/// compiled (the same allocation) and the control plane ships no bucket. Blocking one
+/// subscription ships its bucket and the gateway compiles a new table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delta_without_subscription_changes_keeps_the_compiled_subscription_table() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let echo = turnpike_bench::echo::spawn(Default::default())
+        .await
+        .expect("echo");
+    let endpoint = format!("http://{echo}");
+    let cp = control_plane(dir.path(), &bulk(40, 10, 300, endpoint.clone())).await;
+    let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
+    let follower = turnpike_sync::spawn(
+        FollowerConfig::new(format!("http://{}", cp.addr), TOKEN, "gw-keep"),
+        snapshots.clone(),
+    );
+    let v0 = cp.state.store().current_version().await.expect("version");
+    follower.wait_for(v0).await;
+    let table0 = snapshots
+        .load()
+        .subscriptions()
+        .expect("subscription table");
+    assert_eq!(table0.len(), 300);
+
+    publish_open(cp.addr, "/fresh", &endpoint).await;
+    let v1 = cp.state.store().current_version().await.expect("version");
+    follower.wait_for(v1).await;
+    assert_eq!(snapshots.load().version, v1);
+    let table1 = snapshots
+        .load()
+        .subscriptions()
+        .expect("subscription table");
+    assert!(
+        Arc::ptr_eq(&table0, &table1),
+        "a publish recompiled the subscriptions"
+    );
+    assert!(snapshots.load().apis.iter().any(|a| a.name == "New"));
+
+    let path = "/api/am/publisher/v1/subscriptions/block-subscription?subscriptionId=bulk-sub-5&blockState=BLOCKED";
+    admin(cp.addr, http::Method::POST, path, None, 200).await;
+    let v2 = cp.state.store().current_version().await.expect("version");
+    follower.wait_for(v2).await;
+    let table2 = snapshots
+        .load()
+        .subscriptions()
+        .expect("subscription table");
+    assert!(
+        !Arc::ptr_eq(&table1, &table2),
+        "a blocked subscription kept the old table"
+    );
+    assert_eq!(table2.len(), 300);
+    let s = follower.stats();
+    assert_eq!(s.fulls.load(Ordering::Relaxed), 1, "one full snapshot only");
+    assert_eq!(s.delta_failures.load(Ordering::Relaxed), 0);
+    follower.stop();
+    cp.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_base_or_hash_gets_the_whole_file_and_a_one_api_change_ships_one_api() {
     let dir = tempfile::tempdir().expect("tmp");

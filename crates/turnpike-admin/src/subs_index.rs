@@ -1,0 +1,230 @@
+//! The snapshot builder's subscription index: every subscription row by the store id of
+//! its API, reread from SQL only when the store's subscription counter moved
+//! (`Store::subscription_changes`), and the wire buckets (`turnpike_sync::wire::Bucket`)
+//! of the live APIs' subscriptions, kept from build to build. A build that changed no
+//! subscription costs the APIs that went live, went away or changed context/version
+//! (their rows move in or out of their buckets), not a million rows: publishing a new API
+//! touches no bucket at all.
+//!
+//! Inside a bucket subscriptions are sorted by API id, then application: the order a
+//! fresh index and an incrementally updated one both reach, so the bucket hashes (and the
+//! snapshot's structural hash) do not depend on the order changes happened in.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use turnpike_store::SubscriptionRow;
+use turnpike_sync::wire::{bucket_of_sub, Bucket, Interner, Sub, WireError, BUCKETS};
+
+/// One subscription of an API, its strings shared.
+#[derive(Debug, Clone)]
+struct Row {
+    application: Arc<str>,
+    state: Arc<str>,
+    tier: Arc<str>,
+}
+
+/// The index; `Default` is empty and rereads at the first build.
+#[derive(Default)]
+pub struct SubsIndex {
+    /// The store's counter when `by_api` was read; `None`: never read.
+    changes: Option<u64>,
+    by_api: HashMap<String, Vec<Row>>,
+    /// The live APIs whose rows are in `buckets`: store id -> snapshot id.
+    placed: HashMap<String, Arc<str>>,
+    buckets: Vec<Arc<Bucket>>,
+    strings: Interner,
+}
+
+/// What one update did, for the build log.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Update {
+    pub reread: bool,
+    pub rows: usize,
+    pub buckets_changed: usize,
+}
+
+impl SubsIndex {
+    /// The counter value the index was read at (the builder rereads when it differs).
+    pub fn changes(&self) -> Option<u64> {
+        self.changes
+    }
+
+    /// Brings the buckets up to date with `live` (store id -> snapshot id of every live
+    /// API). `reread`: every row, read at counter `changes`, when the counter moved.
+    pub fn update(
+        &mut self,
+        changes: u64,
+        reread: Option<Vec<SubscriptionRow>>,
+        live: &HashMap<String, String>,
+    ) -> Result<Update, WireError> {
+        let mut out = Update::default();
+        if let Some(rows) = reread {
+            self.load(changes, rows);
+            out.reread = true;
+        }
+        if self.buckets.len() != BUCKETS as usize {
+            // One shared empty bucket: the first write to a bucket copies it.
+            let empty = Arc::new(Bucket::new(Vec::new())?);
+            self.buckets = (0..BUCKETS).map(|_| empty.clone()).collect();
+            self.placed.clear();
+        }
+        let mut dirty = BTreeSet::new();
+        // Out: APIs no longer live, or live under another id.
+        let gone: Vec<(String, Arc<str>)> = self
+            .placed
+            .iter()
+            .filter(|(id, sid)| live.get(*id).map(String::as_str) != Some(&***sid))
+            .map(|(id, sid)| (id.clone(), sid.clone()))
+            .collect();
+        for (id, sid) in gone {
+            self.placed.remove(&id);
+            for row in self.by_api.get(&id).into_iter().flatten() {
+                let b = bucket_of_sub(&sub(&sid, row)) as usize;
+                if let Some(bucket) = self.buckets.get_mut(b) {
+                    Arc::make_mut(bucket)
+                        .subs
+                        .retain(|s| !(s.api == sid && s.application == row.application));
+                    dirty.insert(b);
+                }
+            }
+        }
+        // In: live APIs not placed yet.
+        for (id, sid) in live {
+            if self.placed.contains_key(id) {
+                continue;
+            }
+            let sid: Arc<str> = self.strings.get(sid);
+            for row in self.by_api.get(id).into_iter().flatten() {
+                let s = sub(&sid, row);
+                let b = bucket_of_sub(&s) as usize;
+                if let Some(bucket) = self.buckets.get_mut(b) {
+                    Arc::make_mut(bucket).subs.push(s);
+                    dirty.insert(b);
+                }
+            }
+            self.placed.insert(id.clone(), sid);
+        }
+        for b in &dirty {
+            if let Some(bucket) = self.buckets.get_mut(*b) {
+                let bucket = Arc::make_mut(bucket);
+                bucket.subs.sort_unstable_by(|x, y| {
+                    (&x.api, &x.application).cmp(&(&y.api, &y.application))
+                });
+                bucket.rehash()?;
+            }
+        }
+        out.rows = self.buckets.iter().map(|b| b.subs.len()).sum();
+        out.buckets_changed = dirty.len();
+        Ok(out)
+    }
+
+    /// The buckets as they stand (shared with the index: cheap to take per build).
+    pub fn buckets(&self) -> Vec<Arc<Bucket>> {
+        self.buckets.clone()
+    }
+
+    fn load(&mut self, changes: u64, rows: Vec<SubscriptionRow>) {
+        self.strings = Interner::default();
+        self.by_api.clear();
+        self.placed.clear();
+        self.buckets.clear();
+        for r in rows {
+            let row = Row {
+                application: self.strings.get(&r.application_id),
+                state: self.strings.get(&r.state),
+                tier: self.strings.get(&r.tier),
+            };
+            self.by_api.entry(r.api_id).or_default().push(row);
+        }
+        self.changes = Some(changes);
+    }
+}
+
+fn sub(sid: &Arc<str>, row: &Row) -> Sub {
+    Sub {
+        api: sid.clone(),
+        application: row.application.clone(),
+        state: row.state.clone(),
+        tier: row.tier.clone(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn rows(apis: usize, apps: usize) -> Vec<SubscriptionRow> {
+        (0..apis)
+            .flat_map(|a| {
+                (0..apps).map(move |p| SubscriptionRow {
+                    api_id: format!("id{a}"),
+                    application_id: format!("app{p}"),
+                    state: "ACTIVE".into(),
+                    tier: "Gold".into(),
+                })
+            })
+            .collect()
+    }
+
+    fn live(ids: &[usize]) -> HashMap<String, String> {
+        ids.iter()
+            .map(|i| (format!("id{i}"), format!("/a{i}/v1")))
+            .collect()
+    }
+
+    fn hashes(ix: &SubsIndex) -> Vec<u64> {
+        ix.buckets().iter().map(|b| b.hash).collect()
+    }
+
+    #[test]
+    fn incremental_updates_reach_the_buckets_a_fresh_index_builds() {
+        let mut inc = SubsIndex::default();
+        inc.update(1, Some(rows(10, 30)), &live(&[0, 1, 2, 3]))
+            .unwrap();
+        // 4 and 5 go live, 1 goes away, 2 changes its snapshot id.
+        let mut now = live(&[0, 3, 4, 5]);
+        now.insert("id2".into(), "/renamed/v2".into());
+        let u = inc.update(1, None, &now).unwrap();
+        assert!(!u.reread);
+        assert!(u.buckets_changed > 0);
+        let mut fresh = SubsIndex::default();
+        fresh.update(1, Some(rows(10, 30)), &now).unwrap();
+        assert_eq!(hashes(&inc), hashes(&fresh));
+        assert_eq!(u.rows, 5 * 30);
+        let apis: BTreeSet<String> = inc
+            .buckets()
+            .iter()
+            .flat_map(|b| b.subs.iter().map(|s| s.api.to_string()))
+            .collect();
+        assert!(
+            apis.contains("/renamed/v2") && !apis.contains("/a1/v1") && !apis.contains("/a2/v1")
+        );
+    }
+
+    #[test]
+    fn a_new_api_without_subscriptions_touches_no_bucket() {
+        let mut ix = SubsIndex::default();
+        ix.update(1, Some(rows(5, 20)), &live(&[0, 1, 2])).unwrap();
+        let before = ix.buckets();
+        let u = ix.update(1, None, &live(&[0, 1, 2, 99])).unwrap();
+        assert_eq!(u.buckets_changed, 0);
+        assert!(before
+            .iter()
+            .zip(ix.buckets())
+            .all(|(a, b)| Arc::ptr_eq(a, &b)));
+    }
+
+    #[test]
+    fn buckets_held_by_an_older_build_are_not_changed_under_it() {
+        let mut ix = SubsIndex::default();
+        ix.update(1, Some(rows(3, 50)), &live(&[0, 1, 2])).unwrap();
+        let old = ix.buckets();
+        let old_hashes: Vec<u64> = old.iter().map(|b| b.hash).collect();
+        ix.update(1, None, &live(&[0])).unwrap();
+        assert_eq!(old.iter().map(|b| b.hash).collect::<Vec<_>>(), old_hashes);
+        assert_eq!(old.iter().map(|b| b.subs.len()).sum::<usize>(), 150);
+        assert_eq!(ix.buckets().iter().map(|b| b.subs.len()).sum::<usize>(), 50);
+    }
+}
