@@ -1,7 +1,7 @@
 //! Scale run (a benchmark, not a test): loads 10,000 APIs and 1,000,000 subscriptions into a
 //! control plane (SQLite in a temp dir, one bulk transaction), measures the full snapshot
 //! (size, build time at the control plane, apply + compile time at a follower) and the
-//! delta of a one-API change, then starts a `turnpike gateway` process following the
+//! delta of a one-API change and of a one-subscription change, then starts a `turnpike gateway` process following the
 //! control plane and drives steady open-loop load at one API with the bench kit, first
 //! without changes, then while APIs are published one after another (each publish timed
 //! to its first 200 at the gateway). Prints the gateway's RSS before and after.
@@ -292,6 +292,19 @@ async fn main() -> Result<(), BoxError> {
     follower.wait_for(v2).await;
     println!(
         "one-API publish: delta {} bytes (3 commits), apply + compile {:.0} ms, publish -> swapped {:.0} ms",
+        st.last_body_bytes.load(Ordering::Relaxed),
+        st.last_compile_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+    // A subscription change: the control plane rereads the subscriptions and the
+    // follower recompiles its table (a publish does neither).
+    let t = Instant::now();
+    let block = "/api/am/publisher/v1/subscriptions/block-subscription?subscriptionId=bulk-sub-5&blockState=BLOCKED";
+    call(&app, "POST", block, None).await?;
+    let v3 = cp.state.store().current_version().await?;
+    follower.wait_for(v3).await;
+    println!(
+        "one subscription blocked: delta {} bytes, apply + compile {:.0} ms, block -> swapped {:.0} ms",
         st.last_body_bytes.load(Ordering::Relaxed),
         st.last_compile_us.load(Ordering::Relaxed) as f64 / 1000.0,
         t.elapsed().as_secs_f64() * 1000.0

@@ -6,15 +6,16 @@
 //! (their rows move in or out of their buckets), not a million rows: publishing a new API
 //! touches no bucket at all.
 //!
-//! Inside a bucket subscriptions are sorted by API id, then application: the order a
-//! fresh index and an incrementally updated one both reach, so the bucket hashes (and the
+//! Inside a bucket subscriptions are sorted by API id, then application
+//! (`turnpike_sync::wire::sort_bucket`): the order a fresh index, an incrementally updated
+//! one and a gateway splitting the full file all reach, so the bucket hashes (and the
 //! snapshot's structural hash) do not depend on the order changes happened in.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use turnpike_store::SubscriptionRow;
-use turnpike_sync::wire::{bucket_of_sub, Bucket, Interner, Sub, WireError, BUCKETS};
+use turnpike_sync::wire::{bucket_of_sub, sort_bucket, Bucket, Interner, Sub, WireError, BUCKETS};
 
 /// One subscription of an API, its strings shared.
 #[derive(Debug, Clone)]
@@ -108,9 +109,7 @@ impl SubsIndex {
         for b in &dirty {
             if let Some(bucket) = self.buckets.get_mut(*b) {
                 let bucket = Arc::make_mut(bucket);
-                bucket.subs.sort_unstable_by(|x, y| {
-                    (&x.api, &x.application).cmp(&(&y.api, &y.application))
-                });
+                sort_bucket(&mut bucket.subs);
                 bucket.rehash()?;
             }
         }

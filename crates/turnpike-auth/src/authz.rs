@@ -54,19 +54,35 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
+    /// Builds the table. Subscriptions are grouped by API first (a stable sort: linear
+    /// when they already come grouped, as control planes send them) so each API's map is
+    /// allocated once at its final size: a million subscriptions arriving in hash order
+    /// would otherwise grow ten thousand maps at once and leave the heap fragmented.
     pub fn new(subs: impl IntoIterator<Item = Subscription>) -> Self {
+        let mut subs: Vec<Subscription> = subs.into_iter().collect();
+        subs.sort_by(|a, b| a.api_id.cmp(&b.api_id));
         let mut by_api: HashMap<String, HashMap<String, Subscription>> = HashMap::new();
         let mut tiers = std::collections::BTreeSet::new();
         let mut len = 0;
-        for s in subs {
-            if !tiers.contains(&s.tier) {
-                tiers.insert(s.tier.clone());
+        let mut it = subs.into_iter().peekable();
+        while let Some(first) = it.next() {
+            let mut group = vec![first];
+            while let Some(next) = it.next_if(|s| s.api_id == group[0].api_id) {
+                group.push(next);
             }
-            let apps = by_api.entry(s.api_id.clone()).or_default();
-            if apps.insert(s.application_id.clone(), s).is_none() {
-                len += 1;
+            let api = group[0].api_id.clone();
+            let mut apps = HashMap::with_capacity(group.len());
+            for s in group {
+                if !tiers.contains(&s.tier) {
+                    tiers.insert(s.tier.clone());
+                }
+                if apps.insert(s.application_id.clone(), s).is_none() {
+                    len += 1;
+                }
             }
+            by_api.insert(api, apps);
         }
+        by_api.shrink_to_fit();
         Self { by_api, tiers, len }
     }
 

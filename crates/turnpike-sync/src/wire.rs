@@ -7,6 +7,7 @@
 //! 10,000 ships that API; a subscription change ships one bucket (about 250 entries at
 //! 1,000,000 subscriptions).
 //!
+//! Inside a bucket subscriptions are sorted by API, then application ([`sort_bucket`]).
 //! The hash of a part is FNV-1a 64 of its `serde_json` bytes: both ends serialize the same
 //! types with the same serializer, so a follower that applied a delta can check it holds
 //! exactly the file the control plane announced. Plain data and serde only: no IO.
@@ -158,6 +159,13 @@ pub fn bucket_of_sub(s: &Sub) -> u32 {
     (h.finish() % u64::from(BUCKETS)) as u32
 }
 
+/// The order inside a bucket: by API, then application. Both ends keep it (a control
+/// plane's incremental index and a split file alike), so a bucket's hash does not depend
+/// on the order the file listed its subscriptions in.
+pub fn sort_bucket(subs: &mut [Sub]) {
+    subs.sort_unstable_by(|x, y| (&x.api, &x.application).cmp(&(&y.api, &y.application)));
+}
+
 /// One subscription bucket and its hash.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Bucket {
@@ -257,7 +265,10 @@ impl Parts {
         }
         let buckets = buckets
             .into_iter()
-            .map(|subs| Bucket::new(subs).map(Arc::new))
+            .map(|mut subs| {
+                sort_bucket(&mut subs);
+                Bucket::new(subs).map(Arc::new)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Self::assemble(
             file.format_version,
@@ -378,12 +389,27 @@ impl Parts {
     /// The file again (APIs in id order, subscriptions in bucket order).
     pub fn to_file(&self) -> Result<GatewayFile, WireError> {
         let mut file = self.to_file_without_subscriptions()?;
-        file.security.subscriptions = self
-            .buckets
-            .iter()
-            .flat_map(|b| b.subs.iter().map(Sub::to_spec))
-            .collect();
+        file.security.subscriptions = self.subscriptions_by_api();
         Ok(file)
+    }
+
+    /// Every subscription, sorted by API, then application: grouped as a gateway's table
+    /// keeps them, and still bucket-consistent (inside each bucket the same relative
+    /// order a control plane keeps, so a file made from these parts splits back into the
+    /// same buckets and the same hash).
+    fn subscriptions_by_api(&self) -> Vec<SubscriptionSpec> {
+        let mut by_api: HashMap<&str, Vec<&Sub>> = HashMap::new();
+        for s in self.buckets.iter().flat_map(|b| b.subs.iter()) {
+            by_api.entry(&*s.api).or_default().push(s);
+        }
+        let mut apis: Vec<(&str, Vec<&Sub>)> = by_api.into_iter().collect();
+        apis.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut out = Vec::with_capacity(self.subscription_count());
+        for (_, mut subs) in apis {
+            subs.sort_by(|a, b| a.application.cmp(&b.application));
+            out.extend(subs.into_iter().map(Sub::to_spec));
+        }
+        out
     }
 
     /// The file with `security.subscriptions` left empty (a follower that keeps its
@@ -555,6 +581,22 @@ mod tests {
         let back = Parts::from_file(&serde_json::from_slice(&body).unwrap()).unwrap();
         assert_eq!(back.hash(), p.hash());
         assert_eq!(back.subscription_count(), 100);
+    }
+
+    #[test]
+    fn subscription_order_in_the_file_does_not_change_the_hash_and_files_come_grouped_by_api() {
+        let f = file(30, 600);
+        let mut reversed = f.clone();
+        reversed.security.subscriptions.reverse();
+        let a = Parts::from_file(&f).unwrap();
+        let b = Parts::from_file(&reversed).unwrap();
+        assert_eq!(a.hash(), b.hash());
+        assert_eq!(a, b);
+        let out = a.to_file().unwrap().security.subscriptions;
+        assert_eq!(out.len(), 600);
+        assert!(out
+            .windows(2)
+            .all(|w| (&w[0].api, &w[0].application) < (&w[1].api, &w[1].application)));
     }
 
     #[test]
