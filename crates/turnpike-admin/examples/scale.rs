@@ -4,7 +4,8 @@
 //! delta of a one-API change and of a one-subscription change, then starts a `turnpike gateway` process following the
 //! control plane and drives steady open-loop load at one API with the bench kit, first
 //! without changes, then while APIs are published one after another (each publish timed
-//! to its first 200 at the gateway). Prints the gateway's RSS before and after.
+//! to its first 200 at the gateway). Prints the gateway's RSS at its first 200, settled
+//! before the publishes, at its peak during them (sampled every 20 ms) and after.
 //!
 //! `TURNPIKE_BIN=target/release/turnpike cargo run --release -p turnpike-admin --example scale -- [--apis N] [--subs N] [--apps N] [--seconds S] [--rate RPS] [--publishes N]`
 //! (`bench/scale.sh` builds both and runs it).
@@ -353,10 +354,23 @@ async fn main() -> Result<(), BoxError> {
         "gateway process: first 200 after {:.0} ms",
         t.elapsed().as_secs_f64() * 1000.0
     );
-    let rss_before = rss_mb(pid);
+    let rss_first = rss_mb(pid);
 
     let steady = execute(&load_args(target.clone(), &o)).await?;
     line("load without swaps", &steady);
+    // Settled: the first install's transient memory (the 100 MiB body, the parsed file)
+    // has been freed and returned by now.
+    let rss_before = rss_mb(pid);
+    let peak = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sampler = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max((rss_mb(pid) * 1024.0) as u64, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
 
     // Publishes while the same load runs; each is timed to its first 200 at the gateway.
     let publisher = {
@@ -398,10 +412,12 @@ async fn main() -> Result<(), BoxError> {
             .map(|d| d.as_secs_f64() * 1000.0)
             .unwrap_or(0.0)
     );
+    sampler.abort();
+    let rss_peak = peak.load(Ordering::Relaxed) as f64 / 1024.0;
     let rss_after = rss_mb(pid);
     println!(
-        "gateway RSS: {rss_before:.0} MiB before the publishes, {rss_after:.0} MiB after ({:.2}x)",
-        rss_after / rss_before.max(1.0)
+        "gateway RSS: {rss_first:.0} MiB at the first 200, {rss_before:.0} MiB settled before the publishes, peak {rss_peak:.0} MiB during them ({:.2}x), {rss_after:.0} MiB after",
+        rss_peak / rss_before.max(1.0)
     );
     let _ = gw.kill();
     let _ = gw.wait();

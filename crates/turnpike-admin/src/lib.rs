@@ -9,6 +9,7 @@
 
 mod admin_api;
 mod api_body;
+mod api_index;
 pub mod apply;
 mod auth;
 mod delta;

@@ -3,8 +3,8 @@
 //! keys, password-grant users are the control plane's users, signing keys persist), adds
 //! the gateways' own introspection client (`turnpike-gateway`, whose secret is the gateway
 //! token), and turns every revocation into a snapshot version bump. [`spec`] builds the
-//! snapshot's `security:` section; [`api_auth`] each API's `auth:` (OAuth2 and a
-//! subscription required unless the publisher set otherwise, as in WSO2).
+//! snapshot's `security:` section (each API's `auth:`, OAuth2 and a subscription unless
+//! the publisher set otherwise as in WSO2, is made by `crate::api_index`).
 //!
 //! Tokens for the REST APIs themselves come from the built-in public client
 //! [`CLI_CLIENT_ID`] (password grant, as `apictl login` does against WSO2): audience
@@ -327,21 +327,4 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
             throttling: None,
         })
         .collect()
-}
-
-/// Each live API's `auth:`: the stored setting, else the default (OAuth2 + subscription).
-pub async fn api_auth(
-    store: &Store,
-    apis: &[Api],
-) -> Result<HashMap<String, ApiAuthSpec>, ApiError> {
-    let mut stored: HashMap<String, String> = store.api_security_all().await?.into_iter().collect();
-    let mut out = HashMap::with_capacity(apis.len());
-    for a in apis {
-        let spec = match stored.remove(&a.id) {
-            Some(json) => parse_stored(&a.id, &json)?,
-            None => ApiAuthSpec::default(),
-        };
-        out.insert(a.id.clone(), spec);
-    }
-    Ok(out)
 }

@@ -6,9 +6,10 @@
 //! records what each gateway reports it serves and how long the last change took to reach it.
 //! A gateway that already holds a recent version (and says so with
 //! `x-turnpike-accept-delta`) gets only what changed (`delta.rs`, `turnpike_sync::wire`).
-//! A build reads the APIs, sections and the subscription counter; a million subscriptions
-//! are reread only when that counter moved (`subs_index.rs`), and the whole file is
-//! serialized only when some gateway asks for it whole.
+//! A build reads the APIs' revisions, the sections and the subscription counter; API rows
+//! are refetched only when their revision or security moved (`api_index.rs`), a million
+//! subscriptions reread only when that counter moved (`subs_index.rs`), and the whole
+//! file is serialized only when some gateway asks for it whole.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +23,6 @@ use axum::Router;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Serialize;
-use serde_json::json;
 use turnpike_model::throttling::{
     AdvancedPolicy, ApplicationThrottle, ApplicationTier, Limit, SubscriptionTier, ThrottleSpec,
     TimeUnit,
@@ -30,6 +30,7 @@ use turnpike_model::throttling::{
 use turnpike_store::Store;
 use turnpike_sync::wire::{hash_hex, Manifest, Parts};
 
+use crate::api_index::ApiIndex;
 use crate::auth::constant_time_eq;
 use crate::error::{ApiError, ApiResult};
 use crate::subs_index::SubsIndex;
@@ -88,76 +89,65 @@ impl Built {
     }
 }
 
-/// Reads the live APIs and the version they belong to (no commit can land in between)
-/// and splits them into wire parts. Subscriptions come from `index`, which rereads them
-/// only when the store's subscription counter moved. With the key manager (`security`:
-/// it and the gateway token), the file also carries the `security:` section and every
-/// API's `auth:`.
+/// Reads what changed since the last build, with the version it belongs to (no commit
+/// can land in between), and splits the result into wire parts. API entries come from
+/// `indexes.apis`, which refetches only rows whose revision or security setting moved;
+/// subscriptions from `indexes.subs`, which rereads them only when the store's
+/// subscription counter moved. With the key manager (`security`: it and the gateway
+/// token), the file also carries the `security:` section and every API's `auth:`.
 pub async fn build(
     store: &Store,
     security: Option<(&crate::security::Security, &str)>,
-    index: &mut SubsIndex,
+    indexes: &mut Indexes,
 ) -> Result<Built, ApiError> {
     let no_commits = store.read_consistent().await;
     let started = Instant::now();
     let version = store.current_version().await?;
-    let apis = store.live_apis().await?;
+    indexes.apis.secure(security.is_some());
+    let live = store.live_api_revisions().await?;
+    let auth: HashMap<String, String> = match security {
+        Some(_) => store.api_security_all().await?.into_iter().collect(),
+        None => HashMap::new(),
+    };
+    let stale = indexes.apis.stale(&live, &auth);
+    let fetched = store.apis_by_ids(&stale).await?;
+    let apis_ms = started.elapsed().as_millis();
     let changes = store.subscription_changes().await?;
-    let reread = match index.changes() == Some(changes) {
+    let reread = match indexes.subs.changes() == Some(changes) {
         true => None,
         false => Some(store.all_subscriptions().await?),
     };
-    let (sec_spec, mut auth) = match security {
-        Some((sec, token)) => (
-            Some(crate::security::spec(store, sec, token).await?),
-            crate::security::api_auth(store, &apis).await?,
-        ),
-        None => (None, HashMap::new()),
+    let subs_ms = started.elapsed().as_millis() - apis_ms;
+    let sec_spec = match security {
+        Some((sec, token)) => Some(crate::security::spec(store, sec, token).await?),
+        None => None,
     };
+    let security_ms = started.elapsed().as_millis() - apis_ms - subs_ms;
     let throttling = throttling_spec(store).await?;
     drop(no_commits);
-    let live: HashMap<String, String> = apis
-        .iter()
-        .map(|a| {
-            (
-                a.id.clone(),
-                crate::security::api_id(&a.context, &a.version),
-            )
-        })
-        .collect();
-    let specs: Vec<serde_json::Value> = apis
-        .iter()
-        .map(|a| {
-            // Scopes included: the gateway enforces them per resource.
-            let resources = crate::security::resource_specs(a);
-            let mut spec = json!({
-                "name": a.name,
-                "context": a.context,
-                "version": a.version,
-                "default": a.is_default_version,
-                "endpoints": a.endpoints,
-                "resources": resources,
-            });
-            if let (Some(auth), Some(obj)) = (auth.remove(&a.id), spec.as_object_mut()) {
-                obj.insert("auth".into(), json!(auth));
-            }
-            spec
-        })
-        .collect();
+    tracing::debug!(
+        apis_ms,
+        apis_refetched = fetched.len(),
+        subs_ms,
+        security_ms,
+        throttling_ms = started.elapsed().as_millis() - apis_ms - subs_ms - security_ms,
+        "control plane: snapshot reads"
+    );
     let read_ms = started.elapsed().as_millis();
     let security = sec_spec.unwrap_or_default();
-    // Hashing a large file takes CPU: not on an async worker. The index goes with the
-    // job and comes back; if the job dies it starts empty and rereads next time.
-    let mut ix = std::mem::take(index);
+    // Hashing takes CPU: not on an async worker. The indexes go with the job and come
+    // back; if the job dies they start empty and the next build rereads everything.
+    let mut ix = std::mem::take(indexes);
     let job = tokio::task::spawn_blocking(move || {
         let input = Input {
             version,
-            specs,
+            live,
+            fetched,
+            auth,
             security,
             throttling,
             changes,
             reread,
-            live,
         };
         let built = assemble(input, &mut ix, started, read_ms);
         (ix, built)
@@ -166,25 +156,33 @@ pub async fn build(
         tracing::error!(error = %e, "control plane: snapshot build task failed");
         ApiError::internal()
     })?;
-    *index = ix;
+    *indexes = ix;
     built
+}
+
+/// What builds keep from one to the next.
+#[derive(Default)]
+pub struct Indexes {
+    apis: ApiIndex,
+    subs: SubsIndex,
 }
 
 /// What the blocking half of a build works from.
 struct Input {
     version: u64,
-    specs: Vec<serde_json::Value>,
+    live: Vec<(String, i64)>,
+    fetched: Vec<turnpike_store::Api>,
+    auth: HashMap<String, String>,
     security: turnpike_model::security::SecuritySpec,
     throttling: ThrottleSpec,
     changes: u64,
     reread: Option<Vec<turnpike_store::SubscriptionRow>>,
-    live: HashMap<String, String>,
 }
 
 /// The wire parts from what was read.
 fn assemble(
     input: Input,
-    index: &mut SubsIndex,
+    ix: &mut Indexes,
     started: Instant,
     read_ms: u128,
 ) -> Result<Built, ApiError> {
@@ -192,26 +190,28 @@ fn assemble(
         tracing::error!(error = %e, "control plane: snapshot {what}");
         ApiError::internal()
     };
-    // The APIs are assembled as JSON: check they still parse as the file's entries.
-    let apis: Vec<turnpike_model::ApiSpec> =
-        serde_json::from_value(serde_json::Value::Array(input.specs))
-            .map_err(|e| internal("does not match the file format", &e))?;
-    let subs = index
-        .update(input.changes, input.reread, &input.live)
+    let refetched = input.fetched.len();
+    ix.apis
+        .update(&input.live, input.fetched, &input.auth)
+        .map_err(|e| internal("API entry refused", &e))?;
+    let subs = ix
+        .subs
+        .update(input.changes, input.reread, &ix.apis.snapshot_ids())
         .map_err(|e| internal("subscriptions cannot be bucketed", &e))?;
     let parts = Parts::assemble(
         None,
-        apis,
+        ix.apis.parts(),
         &input.security,
         &input.throttling,
-        index.buckets(),
+        ix.subs.buckets(),
     )
     .map_err(|e| internal("cannot be split for deltas", &e))?;
     let version = input.version;
     let manifest = Arc::new(parts.manifest(version));
     tracing::info!(
         version,
-        apis = parts.apis.len(),
+        apis = ix.apis.len(),
+        apis_refetched = refetched,
         subscriptions = subs.rows,
         subscriptions_reread = subs.reread,
         buckets_changed = subs.buckets_changed,
@@ -257,23 +257,14 @@ async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
             groups: Vec::new(),
         });
     }
-    let apps = store
-        .list_applications(None, i64::from(u32::MAX), 0)
-        .await?;
     // An application whose tier was deleted counts on no application tier rather than
     // making every gateway refuse the snapshot.
-    spec.applications = apps
-        .items
+    spec.applications = store
+        .application_tiers()
+        .await?
         .into_iter()
-        .filter(|a| {
-            spec.application_tiers
-                .iter()
-                .any(|t| t.name == a.throttling_policy)
-        })
-        .map(|a| ApplicationThrottle {
-            application: a.id,
-            tier: a.throttling_policy,
-        })
+        .filter(|(_, tier)| spec.application_tiers.iter().any(|t| &t.name == tier))
+        .map(|(application, tier)| ApplicationThrottle { application, tier })
         .collect();
     Ok(spec)
 }
@@ -392,7 +383,7 @@ pub struct Cache {
 #[derive(Default)]
 struct Last {
     built: Option<Arc<Built>>,
-    subs: SubsIndex,
+    indexes: Indexes,
 }
 
 impl Cache {
@@ -413,7 +404,7 @@ impl Cache {
             .get()
             .map(|sec| (sec, s.inner.config.gateway_token.as_str()));
         let started = Instant::now();
-        let b = Arc::new(build(&s.inner.store, security, &mut last.subs).await?);
+        let b = Arc::new(build(&s.inner.store, security, &mut last.indexes).await?);
         self.last_build_ms
             .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         self.deltas.built(&b);

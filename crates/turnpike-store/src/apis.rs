@@ -21,9 +21,9 @@ pub struct ApiFilter {
     pub states: Vec<LifecycleState>,
 }
 
-const COLS: &str = "id, name, context, version, is_default, state, api_type, description, endpoints, resources, tiers, definition, provider, revision, created_at, updated_at";
+pub(crate) const COLS: &str = "id, name, context, version, is_default, state, api_type, description, endpoints, resources, tiers, definition, provider, revision, created_at, updated_at";
 
-fn decode(row: &AnyRow) -> Result<Api, StoreError> {
+pub(crate) fn decode(row: &AnyRow) -> Result<Api, StoreError> {
     let state: String = row.try_get("state")?;
     let endpoints: String = row.try_get("endpoints")?;
     let resources: String = row.try_get("resources")?;

@@ -1,7 +1,8 @@
 //! What the control plane's snapshot builder reads to know what changed since its last
 //! build: the subscription change counter (moved by a trigger on every write to
 //! `subscriptions`, see `migrate.rs`) and every subscription row, unordered and unjoined,
-//! which the builder indexes by API itself.
+//! which the builder indexes by API itself; the live APIs' row revisions and the rows
+//! whose revision it has not seen; applications' tiers.
 
 use sqlx::Row;
 
@@ -43,6 +44,53 @@ impl Store {
                     tier: r.try_get("tier")?,
                 })
             })
+            .collect()
+    }
+}
+
+impl Store {
+    /// The store id and row revision of every live API (published, prototyped,
+    /// deprecated): every write to an API row moves its revision, so the builder refetches
+    /// only the rows whose revision it has not seen.
+    pub async fn live_api_revisions(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, revision FROM apis WHERE state IN ('PUBLISHED', 'PROTOTYPED', 'DEPRECATED')",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("revision")?)))
+            .collect()
+    }
+
+    /// These APIs' rows (any state; unknown ids are skipped), read in chunks.
+    pub async fn apis_by_ids(&self, ids: &[String]) -> Result<Vec<crate::Api>, StoreError> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT {} FROM apis WHERE id IN ({})",
+                crate::apis::COLS,
+                marks.join(", ")
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id.clone());
+            }
+            for row in q.fetch_all(self.pool()).await? {
+                out.push(crate::apis::decode(&row)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every application's id and application tier.
+    pub async fn application_tiers(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT id, tier FROM applications ORDER BY id")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("tier")?)))
             .collect()
     }
 }

@@ -236,6 +236,26 @@ impl Delta {
     }
 }
 
+/// One API's part: its id and hash.
+pub fn api_part(spec: ApiSpec) -> Result<(String, (ApiSpec, u64)), WireError> {
+    let h = hash_of(&spec)?;
+    Ok((api_id(&spec), (spec, h)))
+}
+
+/// The API parts of a list of entries; ids must be unique.
+pub fn api_parts(
+    specs: impl IntoIterator<Item = ApiSpec>,
+) -> Result<BTreeMap<String, (ApiSpec, u64)>, WireError> {
+    let mut apis = BTreeMap::new();
+    for a in specs {
+        let (id, part) = api_part(a)?;
+        if apis.insert(id.clone(), part).is_some() {
+            return Err(WireError::DuplicateApi(id));
+        }
+    }
+    Ok(apis)
+}
+
 /// Splits `v` (a JSON object) into sections named `{prefix}{key}`.
 fn sections_of(
     v: Value,
@@ -272,19 +292,20 @@ impl Parts {
             .collect::<Result<Vec<_>, _>>()?;
         Self::assemble(
             file.format_version,
-            file.apis.iter().cloned(),
+            api_parts(file.apis.iter().cloned())?,
             &file.security,
             &file.throttling,
             buckets,
         )
     }
 
-    /// Parts from pieces a control plane keeps apart: the APIs, the security section
-    /// (its `subscriptions` are ignored: they are `buckets`, [`BUCKETS`] of them) and
-    /// the throttling section.
+    /// Parts from pieces a control plane keeps apart: the API parts (see [`api_parts`];
+    /// a builder may keep them from one build to the next), the security section (its
+    /// `subscriptions` are ignored: they are `buckets`, [`BUCKETS`] of them) and the
+    /// throttling section.
     pub fn assemble(
         format_version: Option<u32>,
-        api_specs: impl IntoIterator<Item = ApiSpec>,
+        apis: BTreeMap<String, (ApiSpec, u64)>,
         sec: &SecuritySpec,
         throttling: &turnpike_model::throttling::ThrottleSpec,
         buckets: Vec<Arc<Bucket>>,
@@ -293,14 +314,6 @@ impl Parts {
             return Err(WireError::Buckets {
                 got: buckets.len() as u32,
             });
-        }
-        let mut apis = BTreeMap::new();
-        for a in api_specs {
-            let id = api_id(&a);
-            let h = hash_of(&a)?;
-            if apis.insert(id.clone(), (a, h)).is_some() {
-                return Err(WireError::DuplicateApi(id));
-            }
         }
         let mut sections = BTreeMap::new();
         let top = GatewayFile {
