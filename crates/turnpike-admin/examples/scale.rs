@@ -153,6 +153,26 @@ async fn status(
     }
 }
 
+/// Waits until `follower` serves the control plane's current version and prints what the
+/// change cost: delta size, apply + compile, and the time since `t` (the change started).
+async fn swapped(
+    cp: &runtime::Running,
+    follower: &turnpike_sync::FollowerHandle,
+    what: &str,
+    t: Instant,
+) -> Result<(), BoxError> {
+    let v = cp.state.store().current_version().await?;
+    follower.wait_for(v).await;
+    let st = follower.stats();
+    println!(
+        "{what}: delta {} bytes, apply + compile {:.0} ms, change -> swapped {:.0} ms",
+        st.last_body_bytes.load(Ordering::Relaxed),
+        st.last_compile_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+    Ok(())
+}
+
 fn rss_mb(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -289,27 +309,13 @@ async fn main() -> Result<(), BoxError> {
     );
     let t = Instant::now();
     publish(&app, "/probe", &endpoint).await?;
-    let v2 = cp.state.store().current_version().await?;
-    follower.wait_for(v2).await;
-    println!(
-        "one-API publish: delta {} bytes (3 commits), apply + compile {:.0} ms, publish -> swapped {:.0} ms",
-        st.last_body_bytes.load(Ordering::Relaxed),
-        st.last_compile_us.load(Ordering::Relaxed) as f64 / 1000.0,
-        t.elapsed().as_secs_f64() * 1000.0
-    );
+    swapped(&cp, &follower, "one-API publish (3 commits)", t).await?;
     // A subscription change: the control plane rereads the subscriptions and the
     // follower recompiles its table (a publish does neither).
     let t = Instant::now();
     let block = "/api/am/publisher/v1/subscriptions/block-subscription?subscriptionId=bulk-sub-5&blockState=BLOCKED";
     call(&app, "POST", block, None).await?;
-    let v3 = cp.state.store().current_version().await?;
-    follower.wait_for(v3).await;
-    println!(
-        "one subscription blocked: delta {} bytes, apply + compile {:.0} ms, block -> swapped {:.0} ms",
-        st.last_body_bytes.load(Ordering::Relaxed),
-        st.last_compile_us.load(Ordering::Relaxed) as f64 / 1000.0,
-        t.elapsed().as_secs_f64() * 1000.0
-    );
+    swapped(&cp, &follower, "one subscription blocked", t).await?;
     let (_, _, d, _) = snapshot(cp.addr, Some((v1, &h1))).await?;
     println!("delta from the first version to now: {} bytes", d.len());
     follower.stop();
