@@ -33,7 +33,7 @@ use turnpike_sync::wire::{hash_hex, Manifest, Parts};
 use crate::api_index::ApiIndex;
 use crate::auth::constant_time_eq;
 use crate::error::{ApiError, ApiResult};
-use crate::subs_index::SubsIndex;
+use crate::subs_index::{Reread, SubsIndex};
 use crate::AppState;
 
 pub const VERSION_HEADER: &str = "x-turnpike-version";
@@ -113,10 +113,7 @@ pub async fn build(
     let fetched = store.apis_by_ids(&stale).await?;
     let apis_ms = started.elapsed().as_millis();
     let changes = store.subscription_changes().await?;
-    let reread = match indexes.subs.changes() == Some(changes) {
-        true => None,
-        false => Some(store.all_subscriptions().await?),
-    };
+    let reread = subscriptions_reread(store, &indexes.subs, changes).await?;
     let subs_ms = started.elapsed().as_millis() - apis_ms;
     let sec_spec = match security {
         Some((sec, token)) => Some(crate::security::spec(store, sec, token).await?),
@@ -160,6 +157,42 @@ pub async fn build(
     built
 }
 
+/// Log entries past which rereading every subscription is cheaper than the named APIs'.
+const LOG_LIMIT: usize = 5_000;
+
+/// What the subscription index needs from the store: nothing when the counter did not
+/// move; else the rows of the APIs the log names since the index's position, or every row
+/// (first build, or a change too large for the log). The log entries read are pruned.
+async fn subscriptions_reread(
+    store: &Store,
+    index: &SubsIndex,
+    changes: u64,
+) -> Result<Reread, ApiError> {
+    if index.changes() == Some(changes) {
+        return Ok(Reread::Nothing);
+    }
+    let since = match index.log_position() {
+        Some(pos) => store.subscription_log_since(pos, LOG_LIMIT).await?,
+        None => (store.subscription_log_position().await?, None),
+    };
+    let reread = match since {
+        (log, Some(apis)) => {
+            let rows = store.subscriptions_of(&apis).await?;
+            Reread::Apis { apis, rows, log }
+        }
+        (log, None) => Reread::All {
+            rows: store.all_subscriptions().await?,
+            log,
+        },
+    };
+    let log = match &reread {
+        Reread::Apis { log, .. } | Reread::All { log, .. } => *log,
+        Reread::Nothing => 0,
+    };
+    store.prune_subscription_log(log).await?;
+    Ok(reread)
+}
+
 /// What builds keep from one to the next.
 #[derive(Default)]
 pub struct Indexes {
@@ -176,7 +209,7 @@ struct Input {
     security: turnpike_model::security::SecuritySpec,
     throttling: ThrottleSpec,
     changes: u64,
-    reread: Option<Vec<turnpike_store::SubscriptionRow>>,
+    reread: Reread,
 }
 
 /// The wire parts from what was read.
@@ -214,6 +247,7 @@ fn assemble(
         apis_refetched = refetched,
         subscriptions = subs.rows,
         subscriptions_reread = subs.reread,
+        subscription_apis_reread = subs.apis_reread,
         buckets_changed = subs.buckets_changed,
         read_ms,
         total_ms = started.elapsed().as_millis(),

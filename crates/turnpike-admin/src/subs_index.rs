@@ -25,11 +25,30 @@ struct Row {
     tier: Arc<str>,
 }
 
+/// What the builder read for this update.
+pub enum Reread {
+    /// The counter did not move.
+    Nothing,
+    /// Every row, at this subscription log position.
+    All {
+        rows: Vec<SubscriptionRow>,
+        log: u64,
+    },
+    /// The rows of these APIs (store ids), whose subscriptions changed up to `log`.
+    Apis {
+        apis: Vec<String>,
+        rows: Vec<SubscriptionRow>,
+        log: u64,
+    },
+}
+
 /// The index; `Default` is empty and rereads at the first build.
 #[derive(Default)]
 pub struct SubsIndex {
-    /// The store's counter when `by_api` was read; `None`: never read.
+    /// The store's counter when `by_api` was last brought up to date; `None`: never read.
     changes: Option<u64>,
+    /// The subscription log position `by_api` reflects.
+    log: u64,
     by_api: HashMap<String, Vec<Row>>,
     /// The live APIs whose rows are in `buckets`: store id -> snapshot id.
     placed: HashMap<String, Arc<str>>,
@@ -41,6 +60,8 @@ pub struct SubsIndex {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Update {
     pub reread: bool,
+    /// APIs whose rows were reread (the log named them).
+    pub apis_reread: usize,
     pub rows: usize,
     pub buckets_changed: usize,
 }
@@ -51,18 +72,34 @@ impl SubsIndex {
         self.changes
     }
 
+    /// The subscription log position the index reflects (`None` before the first read).
+    pub fn log_position(&self) -> Option<u64> {
+        self.changes.map(|_| self.log)
+    }
+
     /// Brings the buckets up to date with `live` (store id -> snapshot id of every live
-    /// API). `reread`: every row, read at counter `changes`, when the counter moved.
+    /// API) and with what was reread at counter `changes`.
     pub fn update(
         &mut self,
         changes: u64,
-        reread: Option<Vec<SubscriptionRow>>,
+        reread: Reread,
         live: &HashMap<String, String>,
     ) -> Result<Update, WireError> {
         let mut out = Update::default();
-        if let Some(rows) = reread {
-            self.load(changes, rows);
-            out.reread = true;
+        let mut dirty = BTreeSet::new();
+        match reread {
+            Reread::Nothing => {}
+            Reread::All { rows, log } => {
+                self.load(changes, rows);
+                self.log = log;
+                out.reread = true;
+            }
+            Reread::Apis { apis, rows, log } => {
+                self.replace_apis(&apis, rows, &mut dirty);
+                self.changes = Some(changes);
+                self.log = log;
+                out.apis_reread = apis.len();
+            }
         }
         if self.buckets.len() != BUCKETS as usize {
             // One shared empty bucket: the first write to a bucket copies it.
@@ -70,7 +107,6 @@ impl SubsIndex {
             self.buckets = (0..BUCKETS).map(|_| empty.clone()).collect();
             self.placed.clear();
         }
-        let mut dirty = BTreeSet::new();
         // Out: APIs no longer live, or live under another id.
         let gone: Vec<(String, Arc<str>)> = self
             .placed
@@ -121,6 +157,38 @@ impl SubsIndex {
     /// The buckets as they stand (shared with the index: cheap to take per build).
     pub fn buckets(&self) -> Vec<Arc<Bucket>> {
         self.buckets.clone()
+    }
+
+    /// New rows for these APIs: the placed ones leave their buckets (and come back with
+    /// their new rows when still live, by the caller's placing loop).
+    fn replace_apis(
+        &mut self,
+        apis: &[String],
+        rows: Vec<SubscriptionRow>,
+        dirty: &mut BTreeSet<usize>,
+    ) {
+        for id in apis {
+            if let Some(sid) = self.placed.remove(id) {
+                for row in self.by_api.get(id).into_iter().flatten() {
+                    let b = bucket_of_sub(&sub(&sid, row)) as usize;
+                    if let Some(bucket) = self.buckets.get_mut(b) {
+                        Arc::make_mut(bucket)
+                            .subs
+                            .retain(|s| !(s.api == sid && s.application == row.application));
+                        dirty.insert(b);
+                    }
+                }
+            }
+            self.by_api.remove(id);
+        }
+        for r in rows {
+            let row = Row {
+                application: self.strings.get(&r.application_id),
+                state: self.strings.get(&r.state),
+                tier: self.strings.get(&r.tier),
+            };
+            self.by_api.entry(r.api_id).or_default().push(row);
+        }
     }
 
     fn load(&mut self, changes: u64, rows: Vec<SubscriptionRow>) {
@@ -180,16 +248,32 @@ mod tests {
     #[test]
     fn incremental_updates_reach_the_buckets_a_fresh_index_builds() {
         let mut inc = SubsIndex::default();
-        inc.update(1, Some(rows(10, 30)), &live(&[0, 1, 2, 3]))
-            .unwrap();
+        inc.update(
+            1,
+            Reread::All {
+                log: 0,
+                rows: rows(10, 30),
+            },
+            &live(&[0, 1, 2, 3]),
+        )
+        .unwrap();
         // 4 and 5 go live, 1 goes away, 2 changes its snapshot id.
         let mut now = live(&[0, 3, 4, 5]);
         now.insert("id2".into(), "/renamed/v2".into());
-        let u = inc.update(1, None, &now).unwrap();
+        let u = inc.update(1, Reread::Nothing, &now).unwrap();
         assert!(!u.reread);
         assert!(u.buckets_changed > 0);
         let mut fresh = SubsIndex::default();
-        fresh.update(1, Some(rows(10, 30)), &now).unwrap();
+        fresh
+            .update(
+                1,
+                Reread::All {
+                    log: 0,
+                    rows: rows(10, 30),
+                },
+                &now,
+            )
+            .unwrap();
         assert_eq!(hashes(&inc), hashes(&fresh));
         assert_eq!(u.rows, 5 * 30);
         let apis: BTreeSet<String> = inc
@@ -203,11 +287,67 @@ mod tests {
     }
 
     #[test]
+    fn rereading_one_api_reaches_the_buckets_a_fresh_index_builds() {
+        let mut inc = SubsIndex::default();
+        inc.update(
+            1,
+            Reread::All {
+                log: 5,
+                rows: rows(6, 40),
+            },
+            &live(&[0, 1, 2, 3]),
+        )
+        .unwrap();
+        // API 2 loses its first 10 subscriptions and one is blocked; API 5 (not live)
+        // gains none it shows.
+        let mut now: Vec<SubscriptionRow> = rows(6, 40)
+            .into_iter()
+            .filter(|r| !(r.api_id == "id2" && r.application_id.len() == 4))
+            .collect();
+        if let Some(r) = now.iter_mut().find(|r| r.api_id == "id2") {
+            r.state = "BLOCKED".into();
+        }
+        let changed: Vec<SubscriptionRow> =
+            now.iter().filter(|r| r.api_id == "id2").cloned().collect();
+        let u = inc
+            .update(
+                2,
+                Reread::Apis {
+                    apis: vec!["id2".into(), "id5".into()],
+                    rows: changed,
+                    log: 9,
+                },
+                &live(&[0, 1, 2, 3]),
+            )
+            .unwrap();
+        assert!(!u.reread);
+        assert_eq!(u.apis_reread, 2);
+        assert!(u.buckets_changed > 0 && u.buckets_changed < 80);
+        assert_eq!((inc.changes(), inc.log_position()), (Some(2), Some(9)));
+        let mut fresh = SubsIndex::default();
+        fresh
+            .update(2, Reread::All { log: 9, rows: now }, &live(&[0, 1, 2, 3]))
+            .unwrap();
+        assert_eq!(hashes(&inc), hashes(&fresh));
+        assert_eq!(u.rows, 3 * 40 + 30);
+    }
+
+    #[test]
     fn a_new_api_without_subscriptions_touches_no_bucket() {
         let mut ix = SubsIndex::default();
-        ix.update(1, Some(rows(5, 20)), &live(&[0, 1, 2])).unwrap();
+        ix.update(
+            1,
+            Reread::All {
+                log: 0,
+                rows: rows(5, 20),
+            },
+            &live(&[0, 1, 2]),
+        )
+        .unwrap();
         let before = ix.buckets();
-        let u = ix.update(1, None, &live(&[0, 1, 2, 99])).unwrap();
+        let u = ix
+            .update(1, Reread::Nothing, &live(&[0, 1, 2, 99]))
+            .unwrap();
         assert_eq!(u.buckets_changed, 0);
         assert!(before
             .iter()
@@ -218,10 +358,18 @@ mod tests {
     #[test]
     fn buckets_held_by_an_older_build_are_not_changed_under_it() {
         let mut ix = SubsIndex::default();
-        ix.update(1, Some(rows(3, 50)), &live(&[0, 1, 2])).unwrap();
+        ix.update(
+            1,
+            Reread::All {
+                log: 0,
+                rows: rows(3, 50),
+            },
+            &live(&[0, 1, 2]),
+        )
+        .unwrap();
         let old = ix.buckets();
         let old_hashes: Vec<u64> = old.iter().map(|b| b.hash).collect();
-        ix.update(1, None, &live(&[0])).unwrap();
+        ix.update(1, Reread::Nothing, &live(&[0])).unwrap();
         assert_eq!(old.iter().map(|b| b.hash).collect::<Vec<_>>(), old_hashes);
         assert_eq!(old.iter().map(|b| b.subs.len()).sum::<usize>(), 150);
         assert_eq!(ix.buckets().iter().map(|b| b.subs.len()).sum::<usize>(), 50);

@@ -185,7 +185,41 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: SUBSCRIPTION_CHANGES_SQLITE,
         postgres: SUBSCRIPTION_CHANGES_POSTGRES,
     },
+    Migration {
+        version: 5,
+        name: "subscription_log",
+        separator: "\n/\n",
+        sqlite: SUBSCRIPTION_LOG_SQLITE,
+        postgres: SUBSCRIPTION_LOG_POSTGRES,
+    },
 ];
+
+/// Which APIs' subscriptions changed, in order (`Store::subscription_log_since`): the
+/// snapshot builder rereads only those APIs' rows, and prunes what it has read. Kept by
+/// triggers like the counter; PostgreSQL logs each API once per statement.
+const SUBSCRIPTION_LOG_SQLITE: &str = r#"
+CREATE TABLE subscription_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, api_id TEXT NOT NULL)
+/
+CREATE TRIGGER subscriptions_logged_ins AFTER INSERT ON subscriptions BEGIN INSERT INTO subscription_log (api_id) VALUES (NEW.api_id); END
+/
+CREATE TRIGGER subscriptions_logged_upd AFTER UPDATE ON subscriptions BEGIN INSERT INTO subscription_log (api_id) VALUES (NEW.api_id); INSERT INTO subscription_log (api_id) SELECT OLD.api_id WHERE OLD.api_id <> NEW.api_id; END
+/
+CREATE TRIGGER subscriptions_logged_del AFTER DELETE ON subscriptions BEGIN INSERT INTO subscription_log (api_id) VALUES (OLD.api_id); END
+"#;
+
+const SUBSCRIPTION_LOG_POSTGRES: &str = r#"
+CREATE TABLE subscription_log (seq BIGSERIAL PRIMARY KEY, api_id TEXT NOT NULL)
+/
+CREATE FUNCTION turnpike_subscriptions_logged() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO subscription_log (api_id) SELECT DISTINCT api_id FROM changed; RETURN NULL; END $$
+/
+CREATE TRIGGER subscriptions_logged_ins AFTER INSERT ON subscriptions REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION turnpike_subscriptions_logged()
+/
+CREATE TRIGGER subscriptions_logged_upd_new AFTER UPDATE ON subscriptions REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION turnpike_subscriptions_logged()
+/
+CREATE TRIGGER subscriptions_logged_upd_old AFTER UPDATE ON subscriptions REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION turnpike_subscriptions_logged()
+/
+CREATE TRIGGER subscriptions_logged_del AFTER DELETE ON subscriptions REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION turnpike_subscriptions_logged()
+"#;
 
 /// A counter that every write to `subscriptions` moves, cascades from deleted APIs and
 /// applications included, so the snapshot builder rereads a million subscriptions only

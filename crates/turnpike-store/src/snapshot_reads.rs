@@ -30,6 +30,81 @@ impl Store {
         Ok(v.max(0) as u64)
     }
 
+    /// The APIs (store ids, each once) whose subscriptions changed after log position
+    /// `after`, and the newest position; `None` when more than `limit` changes were logged
+    /// (cheaper to reread everything). [`Store::subscription_log_position`] is the position
+    /// to start from after a full read.
+    pub async fn subscription_log_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<(u64, Option<Vec<String>>), StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, api_id FROM subscription_log WHERE seq > $1 ORDER BY seq LIMIT $2",
+        )
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await?;
+        let mut last = after;
+        let mut apis = std::collections::BTreeSet::new();
+        for r in &rows {
+            let seq: i64 = r.try_get("seq")?;
+            last = last.max(seq.max(0) as u64);
+            apis.insert(r.try_get::<String, _>("api_id")?);
+        }
+        if rows.len() > limit {
+            return Ok((self.subscription_log_position().await?, None));
+        }
+        Ok((last, Some(apis.into_iter().collect())))
+    }
+
+    /// The newest subscription log position.
+    pub async fn subscription_log_position(&self) -> Result<u64, StoreError> {
+        let v: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM subscription_log")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(v.unwrap_or(0).max(0) as u64)
+    }
+
+    /// Forgets log entries up to `upto` (the builder has read them). Not a versioned write:
+    /// the log is the builder's own bookkeeping.
+    pub async fn prune_subscription_log(&self, upto: u64) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM subscription_log WHERE seq <= $1")
+            .bind(i64::try_from(upto).unwrap_or(i64::MAX))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The subscriptions of these APIs (store ids), read in chunks.
+    pub async fn subscriptions_of(
+        &self,
+        api_ids: &[String],
+    ) -> Result<Vec<SubscriptionRow>, StoreError> {
+        let mut out = Vec::new();
+        for chunk in api_ids.chunks(500) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT api_id, application_id, state, tier FROM subscriptions WHERE api_id IN ({})",
+                marks.join(", ")
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id.clone());
+            }
+            for r in q.fetch_all(self.pool()).await? {
+                out.push(SubscriptionRow {
+                    api_id: r.try_get("api_id")?,
+                    application_id: r.try_get("application_id")?,
+                    state: r.try_get("state")?,
+                    tier: r.try_get("tier")?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// Every subscription, whatever its API's state, in no particular order.
     pub async fn all_subscriptions(&self) -> Result<Vec<SubscriptionRow>, StoreError> {
         let rows = sqlx::query("SELECT api_id, application_id, state, tier FROM subscriptions")

@@ -255,6 +255,7 @@ async fn subscription_changes_follow_subscription_writes(url: String) {
         .expect("app");
     tx.commit("t", "publish").await.expect("commit");
     let c0 = changes(s.clone()).await;
+    let pos0 = s.subscription_log_position().await.expect("position");
     let mut tx = s.begin_write().await.expect("begin");
     let sub = tx.subscribe(&app.id, &a.id, "Gold").await.expect("sub");
     drop(tx);
@@ -279,8 +280,23 @@ async fn subscription_changes_follow_subscription_writes(url: String) {
         (rows[0].state.as_str(), rows[0].tier.as_str()),
         ("ACTIVE", "Gold")
     );
+    // The log names the API once, however many rows changed.
+    let (pos1, apis) = s.subscription_log_since(pos0, 100).await.expect("log");
+    assert!(pos1 > pos0);
+    assert_eq!(apis, Some(vec![a.id.clone()]));
+    assert_eq!(
+        s.subscriptions_of(std::slice::from_ref(&a.id))
+            .await
+            .expect("rows")
+            .len(),
+        1
+    );
     // Other writes leave it alone.
     create(&s, &input("/other", "v1")).await;
+    assert_eq!(
+        s.subscription_log_since(pos1, 100).await.expect("log"),
+        (pos1, Some(Vec::new()))
+    );
     assert_eq!(changes(s.clone()).await, c1, "an API write moved it");
     let mut tx = s.begin_write().await.expect("begin");
     tx.set_subscription_state(&sub2.id, SubscriptionState::Blocked, None)
@@ -301,6 +317,17 @@ async fn subscription_changes_follow_subscription_writes(url: String) {
         "deleting the application did not move it"
     );
     assert!(s.all_subscriptions().await.expect("all").is_empty());
+    let (pos2, apis) = s.subscription_log_since(pos1, 100).await.expect("log");
+    assert_eq!(apis, Some(vec![a.id.clone()]), "block and delete");
+    assert_eq!(
+        s.subscription_log_since(pos1, 1).await.expect("log").1,
+        None
+    );
+    s.prune_subscription_log(pos2).await.expect("prune");
+    assert_eq!(
+        s.subscription_log_since(0, 100).await.expect("log").1,
+        Some(Vec::new())
+    );
     let _ = sub;
 }
 
