@@ -171,23 +171,20 @@ async fn subscriptions_reread(
     if index.changes() == Some(changes) {
         return Ok(Reread::Nothing);
     }
-    let since = match index.log_position() {
+    let (log, apis) = match index.log_position() {
         Some(pos) => store.subscription_log_since(pos, LOG_LIMIT).await?,
         None => (store.subscription_log_position().await?, None),
     };
-    let reread = match since {
-        (log, Some(apis)) => {
-            let rows = store.subscriptions_of(&apis).await?;
-            Reread::Apis { apis, rows, log }
-        }
-        (log, None) => Reread::All {
+    let reread = match apis {
+        Some(apis) => Reread::Apis {
+            rows: store.subscriptions_of(&apis).await?,
+            apis,
+            log,
+        },
+        None => Reread::All {
             rows: store.all_subscriptions().await?,
             log,
         },
-    };
-    let log = match &reread {
-        Reread::Apis { log, .. } | Reread::All { log, .. } => *log,
-        Reread::Nothing => 0,
     };
     store.prune_subscription_log(log).await?;
     Ok(reread)

@@ -108,23 +108,14 @@ impl SubsIndex {
             self.placed.clear();
         }
         // Out: APIs no longer live, or live under another id.
-        let gone: Vec<(String, Arc<str>)> = self
+        let gone: Vec<String> = self
             .placed
             .iter()
             .filter(|(id, sid)| live.get(*id).map(String::as_str) != Some(&***sid))
-            .map(|(id, sid)| (id.clone(), sid.clone()))
+            .map(|(id, _)| id.clone())
             .collect();
-        for (id, sid) in gone {
-            self.placed.remove(&id);
-            for row in self.by_api.get(&id).into_iter().flatten() {
-                let b = bucket_of_sub(&sub(&sid, row)) as usize;
-                if let Some(bucket) = self.buckets.get_mut(b) {
-                    Arc::make_mut(bucket)
-                        .subs
-                        .retain(|s| !(s.api == sid && s.application == row.application));
-                    dirty.insert(b);
-                }
-            }
+        for id in gone {
+            self.unplace(&id, &mut dirty);
         }
         // In: live APIs not placed yet.
         for (id, sid) in live {
@@ -168,19 +159,30 @@ impl SubsIndex {
         dirty: &mut BTreeSet<usize>,
     ) {
         for id in apis {
-            if let Some(sid) = self.placed.remove(id) {
-                for row in self.by_api.get(id).into_iter().flatten() {
-                    let b = bucket_of_sub(&sub(&sid, row)) as usize;
-                    if let Some(bucket) = self.buckets.get_mut(b) {
-                        Arc::make_mut(bucket)
-                            .subs
-                            .retain(|s| !(s.api == sid && s.application == row.application));
-                        dirty.insert(b);
-                    }
-                }
-            }
+            self.unplace(id, dirty);
             self.by_api.remove(id);
         }
+        self.add_rows(rows);
+    }
+
+    /// Takes a placed API's rows out of their buckets.
+    fn unplace(&mut self, id: &str, dirty: &mut BTreeSet<usize>) {
+        let Some(sid) = self.placed.remove(id) else {
+            return;
+        };
+        for row in self.by_api.get(id).into_iter().flatten() {
+            let b = bucket_of_sub(&sub(&sid, row)) as usize;
+            if let Some(bucket) = self.buckets.get_mut(b) {
+                Arc::make_mut(bucket)
+                    .subs
+                    .retain(|s| !(s.api == sid && s.application == row.application));
+                dirty.insert(b);
+            }
+        }
+    }
+
+    /// Files rows under their APIs, strings shared.
+    fn add_rows(&mut self, rows: Vec<SubscriptionRow>) {
         for r in rows {
             let row = Row {
                 application: self.strings.get(&r.application_id),
@@ -196,14 +198,7 @@ impl SubsIndex {
         self.by_api.clear();
         self.placed.clear();
         self.buckets.clear();
-        for r in rows {
-            let row = Row {
-                application: self.strings.get(&r.application_id),
-                state: self.strings.get(&r.state),
-                tier: self.strings.get(&r.tier),
-            };
-            self.by_api.entry(r.api_id).or_default().push(row);
-        }
+        self.add_rows(rows);
         self.changes = Some(changes);
     }
 }
@@ -241,39 +236,27 @@ mod tests {
             .collect()
     }
 
+    /// An index that read `rows` whole at counter 1, log position `log`.
+    fn loaded(log: u64, rows: Vec<SubscriptionRow>, live: &HashMap<String, String>) -> SubsIndex {
+        let mut ix = SubsIndex::default();
+        ix.update(1, Reread::All { log, rows }, live).unwrap();
+        ix
+    }
+
     fn hashes(ix: &SubsIndex) -> Vec<u64> {
         ix.buckets().iter().map(|b| b.hash).collect()
     }
 
     #[test]
     fn incremental_updates_reach_the_buckets_a_fresh_index_builds() {
-        let mut inc = SubsIndex::default();
-        inc.update(
-            1,
-            Reread::All {
-                log: 0,
-                rows: rows(10, 30),
-            },
-            &live(&[0, 1, 2, 3]),
-        )
-        .unwrap();
+        let mut inc = loaded(0, rows(10, 30), &live(&[0, 1, 2, 3]));
         // 4 and 5 go live, 1 goes away, 2 changes its snapshot id.
         let mut now = live(&[0, 3, 4, 5]);
         now.insert("id2".into(), "/renamed/v2".into());
         let u = inc.update(1, Reread::Nothing, &now).unwrap();
         assert!(!u.reread);
         assert!(u.buckets_changed > 0);
-        let mut fresh = SubsIndex::default();
-        fresh
-            .update(
-                1,
-                Reread::All {
-                    log: 0,
-                    rows: rows(10, 30),
-                },
-                &now,
-            )
-            .unwrap();
+        let fresh = loaded(0, rows(10, 30), &now);
         assert_eq!(hashes(&inc), hashes(&fresh));
         assert_eq!(u.rows, 5 * 30);
         let apis: BTreeSet<String> = inc
@@ -288,16 +271,7 @@ mod tests {
 
     #[test]
     fn rereading_one_api_reaches_the_buckets_a_fresh_index_builds() {
-        let mut inc = SubsIndex::default();
-        inc.update(
-            1,
-            Reread::All {
-                log: 5,
-                rows: rows(6, 40),
-            },
-            &live(&[0, 1, 2, 3]),
-        )
-        .unwrap();
+        let mut inc = loaded(5, rows(6, 40), &live(&[0, 1, 2, 3]));
         // API 2 loses its first 10 subscriptions and one is blocked; API 5 (not live)
         // gains none it shows.
         let mut now: Vec<SubscriptionRow> = rows(6, 40)
@@ -334,16 +308,7 @@ mod tests {
 
     #[test]
     fn a_new_api_without_subscriptions_touches_no_bucket() {
-        let mut ix = SubsIndex::default();
-        ix.update(
-            1,
-            Reread::All {
-                log: 0,
-                rows: rows(5, 20),
-            },
-            &live(&[0, 1, 2]),
-        )
-        .unwrap();
+        let mut ix = loaded(0, rows(5, 20), &live(&[0, 1, 2]));
         let before = ix.buckets();
         let u = ix
             .update(1, Reread::Nothing, &live(&[0, 1, 2, 99]))
@@ -357,16 +322,7 @@ mod tests {
 
     #[test]
     fn buckets_held_by_an_older_build_are_not_changed_under_it() {
-        let mut ix = SubsIndex::default();
-        ix.update(
-            1,
-            Reread::All {
-                log: 0,
-                rows: rows(3, 50),
-            },
-            &live(&[0, 1, 2]),
-        )
-        .unwrap();
+        let mut ix = loaded(0, rows(3, 50), &live(&[0, 1, 2]));
         let old = ix.buckets();
         let old_hashes: Vec<u64> = old.iter().map(|b| b.hash).collect();
         ix.update(1, Reread::Nothing, &live(&[0])).unwrap();

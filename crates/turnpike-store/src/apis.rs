@@ -132,15 +132,6 @@ impl Store {
             .await?;
         row.as_ref().map(decode).transpose()
     }
-
-    /// Every API a gateway serves (published, prototyped, deprecated).
-    pub async fn live_apis(&self) -> Result<Vec<Api>, StoreError> {
-        let sql = format!(
-            "SELECT {COLS} FROM apis WHERE state IN ('PUBLISHED', 'PROTOTYPED', 'DEPRECATED') ORDER BY context, version"
-        );
-        let rows = sqlx::query(&sql).fetch_all(self.pool()).await?;
-        rows.iter().map(decode).collect()
-    }
 }
 
 async fn fetch_in_tx(tx: &mut WriteTx<'_>, id: &str) -> Result<Api, StoreError> {
