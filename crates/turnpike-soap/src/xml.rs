@@ -1,0 +1,221 @@
+//! Hardened XML reading and writing helpers shared by the WSDL importer and the envelope
+//! code: one parse entry point with a size limit, a node limit, a nesting-depth limit and
+//! DTDs refused (so no entity expansion and no external entities), plus text escaping
+//! for the XML this crate writes.
+
+use roxmltree::{Document, Node, ParsingOptions};
+
+use crate::error::XmlError;
+
+/// Namespace of XML Schema.
+pub const XSD_NS: &str = "http://www.w3.org/2001/XMLSchema";
+/// Namespace of XML Schema instances (`xsi:nil`, `xsi:type`).
+pub const XSI_NS: &str = "http://www.w3.org/2001/XMLSchema-instance";
+
+/// Limits applied to every document this crate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest input in bytes.
+    pub max_bytes: usize,
+    /// Most nodes (elements, attributes' parents, text, comments) in one document.
+    pub max_nodes: u32,
+    /// Deepest element nesting.
+    pub max_depth: usize,
+}
+
+impl Limits {
+    /// Limits for WSDL and XSD files (an import, not the hot path).
+    pub const DEFINITIONS: Limits = Limits {
+        max_bytes: 8 << 20,
+        max_nodes: 1_000_000,
+        max_depth: 256,
+    };
+    /// Limits for SOAP messages on the request path.
+    pub const MESSAGES: Limits = Limits {
+        max_bytes: 16 << 20,
+        max_nodes: 2_000_000,
+        max_depth: 128,
+    };
+}
+
+/// Parses `text` under `limits`. A DOCTYPE (hence any entity declaration) is refused.
+pub fn parse(text: &str, limits: Limits) -> Result<Document<'_>, XmlError> {
+    if text.len() > limits.max_bytes {
+        return Err(XmlError::TooLarge {
+            limit: limits.max_bytes,
+        });
+    }
+    let opts = ParsingOptions {
+        allow_dtd: false,
+        nodes_limit: limits.max_nodes,
+    };
+    let doc = Document::parse_with_options(text, opts).map_err(|e| match e {
+        roxmltree::Error::DtdDetected => XmlError::Dtd,
+        roxmltree::Error::NodesLimitReached => XmlError::TooManyNodes {
+            limit: limits.max_nodes,
+        },
+        other => XmlError::Malformed(other.to_string()),
+    })?;
+    check_depth(&doc, limits.max_depth)?;
+    Ok(doc)
+}
+
+/// Refuses documents nested deeper than `max`, in one pass without recursion (so the
+/// code that walks the tree recursively afterwards is bounded too).
+fn check_depth(doc: &Document<'_>, max: usize) -> Result<(), XmlError> {
+    let mut depth = vec![0u16; doc.descendants().count().max(1)];
+    for node in doc.root().descendants() {
+        let Some(parent) = node.parent() else {
+            continue;
+        };
+        let d = depth[parent.id().get_usize()].saturating_add(1);
+        if usize::from(d) > max {
+            return Err(XmlError::TooDeep { limit: max });
+        }
+        depth[node.id().get_usize()] = d;
+    }
+    Ok(())
+}
+
+/// Child elements of `node`.
+pub fn elements<'a, 'i>(node: Node<'a, 'i>) -> impl Iterator<Item = Node<'a, 'i>> {
+    node.children().filter(|n| n.is_element())
+}
+
+/// Child elements of `node` in namespace `ns` with local name `name`.
+pub fn children_named<'a, 'i: 'a>(
+    node: Node<'a, 'i>,
+    ns: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = Node<'a, 'i>> + 'a {
+    elements(node)
+        .filter(move |n| n.tag_name().name() == name && n.tag_name().namespace() == Some(ns))
+}
+
+/// The concatenated text of `node`'s direct text children.
+pub fn text_of(node: Node<'_, '_>) -> String {
+    let mut out = String::new();
+    for child in node.children() {
+        if child.is_text() {
+            out.push_str(child.text().unwrap_or_default());
+        }
+    }
+    out
+}
+
+/// A qualified name: namespace (None for no namespace) and local name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QName {
+    pub ns: Option<String>,
+    pub local: String,
+}
+
+impl QName {
+    pub fn new(ns: Option<&str>, local: &str) -> QName {
+        QName {
+            ns: ns.filter(|n| !n.is_empty()).map(str::to_owned),
+            local: local.to_owned(),
+        }
+    }
+
+    /// Resolves a `prefix:local` attribute value against `node`'s in-scope namespaces.
+    /// An unprefixed value takes the default namespace. None when the prefix is unbound.
+    pub fn resolve(node: Node<'_, '_>, value: &str) -> Option<QName> {
+        let value = value.trim();
+        match value.split_once(':') {
+            Some((prefix, local)) => {
+                let ns = node.lookup_namespace_uri(Some(prefix))?;
+                Some(QName::new(Some(ns), local))
+            }
+            None => Some(QName::new(node.lookup_namespace_uri(None), value)),
+        }
+    }
+}
+
+impl std::fmt::Display for QName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.ns {
+            Some(ns) => write!(f, "{{{ns}}}{}", self.local),
+            None => f.write_str(&self.local),
+        }
+    }
+}
+
+/// Appends `text` to `out` escaped for element content and attribute values alike.
+/// Characters XML 1.0 cannot carry at all (most C0 controls) are replaced by U+FFFD, so
+/// what we write always parses.
+pub fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' | '\n' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+}
+
+/// `text` escaped (see [`escape_into`]).
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    escape_into(&mut out, text);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtds_and_entities_are_refused() {
+        let laughs = r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]><a>&lol2;</a>"#;
+        assert_eq!(parse(laughs, Limits::MESSAGES).err(), Some(XmlError::Dtd));
+        let xxe = r#"<!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]><a>&x;</a>"#;
+        assert_eq!(parse(xxe, Limits::MESSAGES).err(), Some(XmlError::Dtd));
+    }
+
+    #[test]
+    fn depth_nodes_and_size_are_bounded() {
+        let deep = "<a>".repeat(200) + &"</a>".repeat(200);
+        assert_eq!(
+            parse(&deep, Limits::MESSAGES).err(),
+            Some(XmlError::TooDeep { limit: 128 })
+        );
+        let ok = "<a>".repeat(100) + &"</a>".repeat(100);
+        assert!(parse(&ok, Limits::MESSAGES).is_ok());
+        let small = Limits {
+            max_bytes: 10,
+            max_nodes: 3,
+            max_depth: 10,
+        };
+        assert!(matches!(
+            parse("<a><b/><c/><d/></a>", small),
+            Err(XmlError::TooLarge { .. })
+        ));
+        let few = Limits {
+            max_bytes: 100,
+            ..small
+        };
+        assert!(matches!(
+            parse("<a><b/><c/><d/></a>", few),
+            Err(XmlError::TooManyNodes { .. })
+        ));
+    }
+
+    #[test]
+    fn escaping_covers_markup_and_controls() {
+        assert_eq!(
+            escape("a<b>&\"'\u{1}\r"),
+            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}&#13;"
+        );
+        let doc = format!("<a x=\"{}\">{}</a>", escape("<&\"'>"), escape("]]><x/>"));
+        let parsed = parse(&doc, Limits::MESSAGES).expect("escaped text parses");
+        assert_eq!(parsed.root_element().attribute("x"), Some("<&\"'>"));
+        assert_eq!(text_of(parsed.root_element()), "]]><x/>");
+    }
+}
