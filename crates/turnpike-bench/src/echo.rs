@@ -50,6 +50,10 @@ pub struct EchoArgs {
     /// served on the same port.
     #[arg(long)]
     pub h2c: bool,
+    /// Also serve the SOAP echo service (document/literal, SOAP 1.1 and 1.2) to requests
+    /// with a SOAP Content-Type, and its WSDL at `?wsdl`.
+    #[arg(long)]
+    pub soap: bool,
 }
 
 /// What the echo server does; shared read-only by every connection.
@@ -61,6 +65,8 @@ pub struct EchoConfig {
     pub size: Option<usize>,
     /// Serve only HTTP/2 (prior knowledge).
     pub h2c_only: bool,
+    /// Serve the SOAP echo service too (see [`crate::echo_soap`]).
+    pub soap: bool,
 }
 
 impl From<&EchoArgs> for EchoConfig {
@@ -69,6 +75,7 @@ impl From<&EchoArgs> for EchoConfig {
             delay: Duration::from_millis(args.delay_ms),
             size: args.size,
             h2c_only: args.h2c,
+            soap: args.soap,
         }
     }
 }
@@ -208,6 +215,22 @@ async fn handle(
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    if state.cfg.soap {
+        if let Some(version) = crate::echo_soap::version_of(req.headers().get(header::CONTENT_TYPE))
+        {
+            let resp = crate::echo_soap::respond(req, version).await;
+            return Ok(resp.map(|b| Either::Right(Full::new(b))));
+        }
+        if crate::echo_soap::wants_wsdl(&req) {
+            let resp = crate::echo_soap::wsdl_response(&req);
+            return Ok(resp.map(|b| Either::Right(Full::new(b))));
+        }
+    }
+    Ok(plain(req, controls, &state))
+}
+
+/// The plain echo: the request body back, or a fixed-size body to bodiless requests.
+fn plain(req: Request<Incoming>, controls: Controls, state: &State) -> Response<EchoBody> {
     let content_type = req.headers().get(header::CONTENT_TYPE).cloned();
     let body = req.into_body();
     let mut resp = if body.is_end_stream() {
@@ -229,7 +252,7 @@ async fn handle(
     if let Some(status) = controls.status {
         *resp.status_mut() = status;
     }
-    Ok(resp)
+    resp
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod echo;
+pub mod echo_soap;
 pub mod load;
 pub mod matrix;
 pub mod plan;

@@ -40,6 +40,10 @@ pub struct RunArgs {
     /// Request body size in bytes (a JSON document); implies POST unless --method is given.
     #[arg(long)]
     pub size: Option<usize>,
+    /// Send a SOAP envelope (`1.1` or `1.2`) for the echo's SOAP service of --size bytes
+    /// instead of a JSON document, with the version's Content-Type and action.
+    #[arg(long, value_parser = parse_soap_version)]
+    pub soap: Option<u8>,
     /// HTTP method (default GET, or POST with --size).
     #[arg(long)]
     pub method: Option<String>,
@@ -90,6 +94,7 @@ impl RunArgs {
             duration,
             warmup,
             size: None,
+            soap: None,
             method: None,
             headers: Vec::new(),
             http2: false,
@@ -141,6 +146,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         _ => return Err(format!("unknown unit in {s:?} (use ms, s, m or h)")),
     };
     Duration::try_from_secs_f64(secs).map_err(|_| format!("duration out of range: {s:?}"))
+}
+
+fn parse_soap_version(v: &str) -> Result<u8, String> {
+    match v {
+        "1.1" | "11" => Ok(11),
+        "1.2" | "12" => Ok(12),
+        _ => Err(format!("SOAP version must be 1.1 or 1.2, not {v:?}")),
+    }
 }
 
 fn parse_header(h: &str) -> Result<(HeaderName, HeaderValue), BenchError> {
@@ -207,18 +220,30 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
     if args.duration.is_zero() {
         return Err(BenchError::Usage("--duration must be above 0".into()));
     }
-    let body = args.size.map(client::json_payload).unwrap_or_default();
+    let body = match (args.size, args.soap) {
+        (Some(n), Some(v)) => crate::echo_soap::envelope_payload(v, n),
+        (Some(n), None) => client::json_payload(n),
+        (None, _) => Default::default(),
+    };
     let method = match &args.method {
         Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
             .map_err(|_| BenchError::Usage(format!("bad --method {m}")))?,
         None if args.size.is_some() => Method::POST,
         None => Method::GET,
     };
-    let headers = args
+    let mut headers = args
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(v) = args.soap {
+        let ct = HeaderValue::from_static(crate::echo_soap::content_type(v));
+        headers.insert(0, (http::header::CONTENT_TYPE, ct));
+        if v == 11 {
+            let action = HeaderValue::from_static("\"urn:tp:echo#echo\"");
+            headers.insert(0, (HeaderName::from_static("soapaction"), action));
+        }
+    }
     let tokens = tokens(args, args.insecure).await?;
     let target = Target::resolve(&uri, args.http2, args.insecure).await?;
     let request = RequestTemplate::new(method, &uri, args.http2, headers, body, tokens)?;

@@ -146,3 +146,60 @@ async fn serves_h2c_with_prior_knowledge() {
     let body = resp.into_body().collect().await.expect("body").to_bytes();
     assert_eq!(&body[..], b"<a/>");
 }
+
+#[tokio::test]
+async fn soap_echo_answers_in_the_request_version_serves_its_wsdl_and_faults() {
+    use turnpike_bench::echo_soap::{content_type, envelope_payload};
+    let cfg = EchoConfig {
+        soap: true,
+        ..EchoConfig::default()
+    };
+    let addr = spawn(cfg).await.expect("spawn");
+    let mut s = h1(addr).await;
+    for v in [11u8, 12] {
+        let body: &'static [u8] = Box::leak(envelope_payload(v, 5000).to_vec().into_boxed_slice());
+        let (status, ct, resp) =
+            send(&mut s, req("POST", "/soap", Some(content_type(v)), body)).await;
+        assert_eq!(status, StatusCode::OK);
+        let media = if v == 11 {
+            "text/xml"
+        } else {
+            "application/soap+xml"
+        };
+        assert!(
+            ct.as_deref().is_some_and(|c| c.starts_with(media)),
+            "{ct:?}"
+        );
+        let text = std::str::from_utf8(&resp).expect("utf8");
+        assert!(text.contains("echoResponse"), "{text}");
+        assert!(
+            resp.len().abs_diff(5000) < 100,
+            "response size follows the request: {}",
+            resp.len()
+        );
+    }
+    let (status, _, resp) = send(&mut s, req("GET", "/soap?wsdl", None, b"")).await;
+    assert_eq!(status, StatusCode::OK);
+    let wsdl = std::str::from_utf8(&resp).expect("utf8");
+    assert!(wsdl.contains("location=\"http://echo/soap\""), "{wsdl}");
+    let bad =
+        b"<s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\"><s:Body/></s:Envelope>";
+    let (status, _, resp) = send(&mut s, req("POST", "/soap", Some(content_type(12)), bad)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(std::str::from_utf8(&resp)
+        .expect("utf8")
+        .contains("s:Sender"));
+    let body: &'static [u8] = Box::leak(envelope_payload(11, 200).to_vec().into_boxed_slice());
+    let (status, _, resp) = send(
+        &mut s,
+        req("POST", "/soap?fault=1", Some(content_type(11)), body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(std::str::from_utf8(&resp)
+        .expect("utf8")
+        .contains("<faultcode>s:Server</faultcode>"));
+    // JSON still gets the plain echo.
+    let (status, _, resp) = send(&mut s, req("POST", "/x", Some("application/json"), b"{}")).await;
+    assert_eq!((status, &resp[..]), (StatusCode::OK, &b"{}"[..]));
+}
