@@ -54,6 +54,13 @@ pub struct EchoArgs {
     /// with a SOAP Content-Type, and its WSDL at `?wsdl`.
     #[arg(long)]
     pub soap: bool,
+    /// Answer GraphQL instead of echoing: WSO2's canned Star Wars responses for a
+    /// `query-number: N` header, otherwise data shaped to the query.
+    #[arg(long)]
+    pub graphql: bool,
+    /// Schema (SDL file) for `--graphql`; the bundled Star Wars schema by default.
+    #[arg(long, requires = "graphql")]
+    pub graphql_schema: Option<std::path::PathBuf>,
 }
 
 /// What the echo server does; shared read-only by every connection.
@@ -67,6 +74,8 @@ pub struct EchoConfig {
     pub h2c_only: bool,
     /// Serve the SOAP echo service too (see [`crate::echo_soap`]).
     pub soap: bool,
+    /// Answer GraphQL requests (`turnpike echo --graphql`).
+    pub graphql: Option<Arc<crate::graphql_echo::GraphqlBackend>>,
 }
 
 impl From<&EchoArgs> for EchoConfig {
@@ -76,6 +85,7 @@ impl From<&EchoArgs> for EchoConfig {
             size: args.size,
             h2c_only: args.h2c,
             soap: args.soap,
+            graphql: None,
         }
     }
 }
@@ -85,9 +95,19 @@ pub async fn run(args: EchoArgs) -> Result<(), Box<dyn std::error::Error + Send 
     let listener = TcpListener::bind((args.bind, args.port)).await?;
     let addr = listener.local_addr()?;
     // Printed on stdout so scripts (and the matrix) can read the port when --port 0.
+    let mut cfg = EchoConfig::from(&args);
+    if args.graphql {
+        let sdl = match &args.graphql_schema {
+            Some(path) => Some(std::fs::read_to_string(path)?),
+            None => None,
+        };
+        cfg.graphql = Some(Arc::new(crate::graphql_echo::GraphqlBackend::new(
+            sdl.as_deref(),
+        )?));
+    }
     println!("echo listening on http://{addr}");
-    tracing::info!(%addr, delay_ms = args.delay_ms, size = ?args.size, "echo back end started");
-    serve(listener, EchoConfig::from(&args)).await?;
+    tracing::info!(%addr, delay_ms = args.delay_ms, size = ?args.size, graphql = args.graphql, "echo back end started");
+    serve(listener, cfg).await?;
     Ok(())
 }
 
@@ -215,6 +235,13 @@ async fn handle(
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    if let Some(gql) = &state.cfg.graphql {
+        let mut resp = graphql(gql, req).await;
+        if let Some(status) = controls.status {
+            *resp.status_mut() = status;
+        }
+        return Ok(resp);
+    }
     if state.cfg.soap {
         if let Some(version) = crate::echo_soap::version_of(req.headers().get(header::CONTENT_TYPE))
         {
@@ -252,6 +279,45 @@ fn plain(req: Request<Incoming>, controls: Controls, state: &State) -> Response<
     if let Some(status) = controls.status {
         *resp.status_mut() = status;
     }
+    resp
+}
+
+/// Largest GraphQL request body read.
+const MAX_GRAPHQL_BODY: usize = 1 << 20;
+
+async fn graphql(
+    gql: &crate::graphql_echo::GraphqlBackend,
+    req: Request<Incoming>,
+) -> Response<EchoBody> {
+    use http_body_util::BodyExt;
+    let (parts, body) = req.into_parts();
+    let content_type = parts.headers.get(header::CONTENT_TYPE).cloned();
+    let canned = parts
+        .headers
+        .get("query-number")
+        .and_then(|n| gql.canned(n.as_bytes()));
+    let bytes = match http_body_util::Limited::new(body, MAX_GRAPHQL_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            let mut resp = Response::new(Either::Right(Full::new(Bytes::from_static(
+                b"request body unreadable or over 1 MiB",
+            ))));
+            *resp.status_mut() = StatusCode::BAD_REQUEST;
+            return resp;
+        }
+    };
+    let answer = match canned {
+        Some(c) => c,
+        None => gql.answer(
+            parts.method.as_str(),
+            content_type.as_ref().and_then(|c| c.to_str().ok()),
+            parts.uri.query(),
+            &bytes,
+        ),
+    };
+    let mut resp = Response::new(Either::Right(Full::new(answer)));
+    let ct = content_type.unwrap_or(HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(header::CONTENT_TYPE, ct);
     resp
 }
 

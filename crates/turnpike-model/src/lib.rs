@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod graphql;
 mod quantity;
 pub mod security;
 pub mod throttling;
@@ -77,6 +78,9 @@ pub struct ApiSpec {
     /// API-level advanced throttling policy (e.g. `10KPerMin`), shared by every caller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttling: Option<String>,
+    /// A GraphQL API (type GRAPHQL): its schema, cost model, limits and operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graphql: Option<graphql::GraphqlSpec>,
 }
 
 /// A resource: a path template and the methods it accepts.

@@ -1,0 +1,32 @@
+//! GraphQL for Turnpike's gateway: the schema compiled once per snapshot, the HTTP
+//! request shapes (POST JSON, POST `application/graphql`, GET), caps checked while
+//! parsing (bytes, tokens, nesting, aliases, root fields, directives), parse and
+//! validation against the schema per the spec (apollo-compiler), and a fragment-aware
+//! static analysis: depth and complexity as WSO2 computes them, or cost from `@cost` /
+//! `@listSize` (IBM's cost spec), the root fields (operations) a query calls, the schema
+//! fields it touches (field-level access), and an explain breakdown. Analyses are cached
+//! by schema version and query text, so a repeated query costs a lookup.
+//!
+//! Owns no IO and no HTTP server: the gateway calls [`Analyzer::analyze`] from its
+//! request-body hook and maps [`GraphqlError`]s to a `{"errors": [...]}` body. Must not
+//! depend on the gateway, the store or the admin API.
+
+mod access;
+mod analysis;
+mod analyzer;
+mod caps;
+mod config;
+mod error;
+mod explain;
+mod request;
+mod schema;
+
+pub use access::FieldAccess;
+pub use analysis::{Analysis, OperationKind, RootField};
+pub use analyzer::{AnalysisCache, Analyzer, CacheStats};
+pub use caps::Caps;
+pub use config::{CostConfig, CostModel, Limits};
+pub use error::{errors_body, ErrorCode, GraphqlError, Location};
+pub use explain::{BreakdownRow, Explain};
+pub use request::{location, GraphqlRequest};
+pub use schema::{CompiledSchema, FieldId, SchemaError};
