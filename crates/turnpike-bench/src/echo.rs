@@ -296,7 +296,10 @@ async fn graphql(
         .headers
         .get("query-number")
         .and_then(|n| gql.canned(n.as_bytes()));
-    let bytes = match http_body_util::Limited::new(body, MAX_GRAPHQL_BODY).collect().await {
+    let bytes = match http_body_util::Limited::new(body, MAX_GRAPHQL_BODY)
+        .collect()
+        .await
+    {
         Ok(b) => b.to_bytes(),
         Err(_) => {
             let mut resp = Response::new(Either::Right(Full::new(Bytes::from_static(

@@ -58,12 +58,22 @@ impl GraphqlBackend {
 
     /// The canned response for a `query-number` header value, if it names one.
     pub fn canned(&self, query_number: &[u8]) -> Option<Bytes> {
-        let n: usize = std::str::from_utf8(query_number).ok()?.trim().parse().ok()?;
+        let n: usize = std::str::from_utf8(query_number)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
         self.canned.get(n.checked_sub(1)?).cloned()
     }
 
     /// Answers one request: `method`, `Content-Type`, query string, body.
-    pub fn answer(&self, method: &str, content_type: Option<&str>, qs: Option<&str>, body: &[u8]) -> Bytes {
+    pub fn answer(
+        &self,
+        method: &str,
+        content_type: Option<&str>,
+        qs: Option<&str>,
+        body: &[u8],
+    ) -> Bytes {
         let value = match request(method, content_type, qs, body) {
             Ok((query, op, vars)) => self.execute(&query, op.as_deref(), &vars),
             Err(msg) => errors(&msg),
@@ -72,7 +82,8 @@ impl GraphqlBackend {
     }
 
     fn execute(&self, query: &str, op: Option<&str>, vars: &Map<String, Value>) -> Value {
-        let doc = match ExecutableDocument::parse_and_validate(&self.schema, query, "query.graphql") {
+        let doc = match ExecutableDocument::parse_and_validate(&self.schema, query, "query.graphql")
+        {
             Ok(d) => d,
             Err(e) => {
                 let list: Vec<Value> = e
@@ -103,7 +114,12 @@ fn errors(message: &str) -> Value {
 
 type Parsed = (String, Option<String>, Map<String, Value>);
 
-fn request(method: &str, content_type: Option<&str>, qs: Option<&str>, body: &[u8]) -> Result<Parsed, String> {
+fn request(
+    method: &str,
+    content_type: Option<&str>,
+    qs: Option<&str>,
+    body: &[u8],
+) -> Result<Parsed, String> {
     if method == "GET" {
         let mut query = None;
         let mut op = None;
@@ -138,9 +154,9 @@ struct Gen<'a> {
     nodes: usize,
 }
 
-impl Gen<'_> {
+impl<'a> Gen<'a> {
     /// An object of concrete type `ty` for `set`.
-    fn object(&mut self, set: &SelectionSet, ty: &Name) -> Value {
+    fn object(&mut self, set: &'a SelectionSet, ty: &Name) -> Value {
         let mut out = Map::new();
         let mut fields = Vec::new();
         self.collect(set, ty, &mut fields, 0);
@@ -161,7 +177,7 @@ impl Gen<'_> {
     }
 
     /// The fields of `set` that apply to concrete type `ty`, fragments expanded.
-    fn collect<'s>(&self, set: &'s SelectionSet, ty: &Name, out: &mut Vec<&'s Field>, depth: usize) {
+    fn collect(&self, set: &'a SelectionSet, ty: &Name, out: &mut Vec<&'a Field>, depth: usize) {
         if depth > 64 {
             return;
         }
@@ -189,17 +205,18 @@ impl Gen<'_> {
         }
     }
 
-    fn value(&mut self, f: &Field, ty: &Type, n: usize) -> Value {
+    fn value(&mut self, f: &'a Field, ty: &Type, n: usize) -> Value {
         if ty.is_list() {
             let count = self.list_len(f);
             let item = ty.item_type();
-            let items = (0..count)
-                .take_while(|_| self.nodes < MAX_NODES)
-                .map(|i| {
-                    self.nodes += 1;
-                    self.value(f, item, n + i)
-                })
-                .collect();
+            let mut items = Vec::with_capacity(count);
+            for i in 0..count {
+                if self.nodes >= MAX_NODES {
+                    break;
+                }
+                self.nodes += 1;
+                items.push(self.value(f, item, n + i));
+            }
             return Value::Array(items);
         }
         let named = ty.inner_named_type();
@@ -236,11 +253,15 @@ impl Gen<'_> {
             .schema
             .types
             .iter()
-            .filter(|(n, t)| matches!(t, ExtendedType::Object(_)) && self.schema.is_subtype(abstract_ty, n))
+            .filter(|(n, t)| {
+                matches!(t, ExtendedType::Object(_)) && self.schema.is_subtype(abstract_ty, n)
+            })
             .map(|(n, _)| n.clone())
             .collect();
         let wanted = set.selections.iter().find_map(|s| match s {
-            Selection::InlineFragment(i) => i.type_condition.clone().filter(|c| possible.contains(c)),
+            Selection::InlineFragment(i) => {
+                i.type_condition.clone().filter(|c| possible.contains(c))
+            }
             _ => None,
         });
         wanted
@@ -254,7 +275,7 @@ fn scalar(ty: &str, field: &str, n: usize) -> Value {
         "ID" => Value::String(format!("{}", 1000 + n)),
         "Int" => Value::from(n as u64 + 1),
         "Float" => Value::from(1.72 + n as f64),
-        "Boolean" => Value::Bool(n % 2 == 0),
+        "Boolean" => Value::Bool(n.is_multiple_of(2)),
         _ => Value::String(format!("{field} {}", n + 1)),
     }
 }

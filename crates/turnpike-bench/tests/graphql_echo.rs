@@ -26,7 +26,9 @@ async fn backend() -> SocketAddr {
 
 async fn call(addr: SocketAddr, r: Request<Full<Bytes>>) -> (StatusCode, Option<String>, Bytes) {
     let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut s, conn) = http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    let (mut s, conn) = http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
     tokio::spawn(conn);
     let resp = s.send_request(r).await.expect("response");
     let status = resp.status();
@@ -35,11 +37,17 @@ async fn call(addr: SocketAddr, r: Request<Full<Bytes>>) -> (StatusCode, Option<
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    (status, ct, resp.into_body().collect().await.expect("body").to_bytes())
+    (
+        status,
+        ct,
+        resp.into_body().collect().await.expect("body").to_bytes(),
+    )
 }
 
 fn post(ct: &str, body: String, number: Option<&str>) -> Request<Full<Bytes>> {
-    let mut b = Request::post("/graphql").header("host", "echo").header("content-type", ct);
+    let mut b = Request::post("/graphql")
+        .header("host", "echo")
+        .header("content-type", ct);
     if let Some(n) = number {
         b = b.header("query-number", n);
     }
@@ -50,8 +58,10 @@ fn post(ct: &str, body: String, number: Option<&str>) -> Request<Full<Bytes>> {
 async fn query_number_header_gets_wso2s_canned_response() {
     let addr = backend().await;
     for n in 1..=3 {
-        let body = serde_json::json!({ "operationName": null, "query": QUERIES[n - 1] }).to_string();
-        let (status, ct, got) = call(addr, post("application/json", body, Some(&n.to_string()))).await;
+        let body =
+            serde_json::json!({ "operationName": null, "query": QUERIES[n - 1] }).to_string();
+        let (status, ct, got) =
+            call(addr, post("application/json", body, Some(&n.to_string()))).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(ct.as_deref(), Some("application/json"));
         assert_eq!(&got[..], CANNED[n - 1].as_bytes());
@@ -71,7 +81,10 @@ async fn data_is_shaped_to_the_query() {
     assert!(data["hero"]["__typename"].is_string(), "{v}");
     assert_eq!(data["hero"]["friends"].as_array().map(Vec::len), Some(3));
     assert_eq!(data["allHumans"].as_array().map(Vec::len), Some(2));
-    assert!(data["allHumans"][0]["starships"][0]["length"].is_number(), "{v}");
+    assert!(
+        data["allHumans"][0]["starships"][0]["length"].is_number(),
+        "{v}"
+    );
     assert!(data["search"][0]["primaryFunction"].is_string(), "{v}");
     assert!(data["hero"].get("id").is_none(), "only what was asked: {v}");
 }
@@ -79,7 +92,15 @@ async fn data_is_shaped_to_the_query() {
 #[tokio::test]
 async fn application_graphql_and_get_are_answered_too() {
     let addr = backend().await;
-    let (_, _, got) = call(addr, post("application/graphql", "{ droid(id: 1) { name } }".into(), None)).await;
+    let (_, _, got) = call(
+        addr,
+        post(
+            "application/graphql",
+            "{ droid(id: 1) { name } }".into(),
+            None,
+        ),
+    )
+    .await;
     let v: Value = serde_json::from_slice(&got).expect("json");
     assert!(v["data"]["droid"]["name"].is_string(), "{v}");
     let get = Request::get("/graphql?query=%7Bhuman(id%3A1)%7Bmass%7D%7D")
@@ -94,9 +115,14 @@ async fn application_graphql_and_get_are_answered_too() {
 #[tokio::test]
 async fn invalid_queries_get_graphql_errors() {
     let addr = backend().await;
-    let body = serde_json::json!({ "query": "{ hero { wings } }" }).to_string();
+    let body = serde_json::json!({ "query": "{ hero { name wings } }" }).to_string();
     let (_, _, got) = call(addr, post("application/json", body, None)).await;
     let v: Value = serde_json::from_slice(&got).expect("json");
-    assert!(v["errors"][0]["message"].as_str().is_some_and(|m| m.contains("wings")), "{v}");
+    assert!(
+        v["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("wings")),
+        "{v}"
+    );
     assert!(v.get("data").is_none());
 }

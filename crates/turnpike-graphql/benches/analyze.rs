@@ -16,7 +16,12 @@ const Q3: &str = include_str!("../../../bench/graphql/starwars/query3.oneline.gr
 
 fn analyzer() -> Analyzer {
     let schema = CompiledSchema::compile(SCHEMA, &CostConfig::default()).expect("schema");
-    Analyzer::new(Arc::new(schema), Caps::default(), true, AnalysisCache::new(10_000))
+    Analyzer::new(
+        Arc::new(schema),
+        Caps::default(),
+        true,
+        AnalysisCache::new(10_000),
+    )
 }
 
 fn bench(c: &mut Criterion) {

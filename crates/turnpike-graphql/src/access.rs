@@ -23,7 +23,9 @@ impl FieldAccess {
         let ids = resolve(schema, rules)?;
         for id in ids {
             access.set(id);
-            let Some(info) = schema.info(id) else { continue };
+            let Some(info) = schema.info(id) else {
+                continue;
+            };
             let field = info.coordinate.rsplit('.').next().unwrap_or_default();
             for iface in schema.interfaces_of.get(&info.parent).into_iter().flatten() {
                 if let Some(i) = schema.field_id(iface, field) {
@@ -39,7 +41,7 @@ impl FieldAccess {
     pub fn allow<S: AsRef<str>>(schema: &CompiledSchema, rules: &[S]) -> Result<Self, SchemaError> {
         let n = schema.field_count();
         let mut denied = vec![u64::MAX; n.div_ceil(64)];
-        if n % 64 != 0 {
+        if !n.is_multiple_of(64) {
             if let Some(last) = denied.last_mut() {
                 *last = (1u64 << (n % 64)) - 1;
             }
@@ -101,7 +103,10 @@ fn unknown(rule: &str) -> SchemaError {
     }
 }
 
-fn resolve<S: AsRef<str>>(schema: &CompiledSchema, rules: &[S]) -> Result<Vec<FieldId>, SchemaError> {
+fn resolve<S: AsRef<str>>(
+    schema: &CompiledSchema,
+    rules: &[S],
+) -> Result<Vec<FieldId>, SchemaError> {
     let mut out = Vec::new();
     for rule in rules {
         let rule = rule.as_ref();

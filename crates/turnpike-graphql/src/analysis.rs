@@ -201,7 +201,10 @@ impl<'a> Walker<'a> {
         for sel in &set.selections {
             match sel {
                 Selection::Field(f) => {
-                    self.budget = self.budget.checked_sub(1).ok_or_else(|| too_many_fields(cap))?;
+                    self.budget = self
+                        .budget
+                        .checked_sub(1)
+                        .ok_or_else(|| too_many_fields(cap))?;
                     let key = f.response_key();
                     match groups.iter_mut().find(|g| g.key == key) {
                         Some(g) => {

@@ -161,7 +161,10 @@ impl Analyzer {
             if analysis.depth > max {
                 return Err(GraphqlError::new(
                     ErrorCode::MaxDepthExceeded,
-                    format!("query depth {} exceeds the maximum of {max}", analysis.depth),
+                    format!(
+                        "query depth {} exceeds the maximum of {max}",
+                        analysis.depth
+                    ),
                 )
                 .at(at));
             }
@@ -195,11 +198,12 @@ impl Analyzer {
     ) -> Result<Explain, Vec<GraphqlError>> {
         let entry = self.entry(query, operation_name);
         let prepared = entry.result.as_ref().map_err(Clone::clone)?;
-        let op = prepared
-            .doc
-            .operations
-            .get(operation_name)
-            .map_err(|e| vec![GraphqlError::new(ErrorCode::OperationNotFound, e.message().to_string())])?;
+        let op = prepared.doc.operations.get(operation_name).map_err(|e| {
+            vec![GraphqlError::new(
+                ErrorCode::OperationNotFound,
+                e.message().to_string(),
+            )]
+        })?;
         let walker = Walker::new(
             &self.schema,
             &prepared.doc,
@@ -215,7 +219,10 @@ impl Analyzer {
     }
 
     fn entry(&self, query: &str, operation_name: Option<&str>) -> Arc<Entry> {
-        let key = self.cache.hasher.hash_one((self.version, query, operation_name));
+        let key = self
+            .cache
+            .hasher
+            .hash_one((self.version, query, operation_name));
         if let Some(e) = self.cache.entries.get(&key) {
             if e.version == self.version
                 && &*e.query == query
@@ -237,7 +244,11 @@ impl Analyzer {
     }
 
     /// The cold path: caps, parse, validate, analyse without variables.
-    fn prepare(&self, query: &str, operation_name: Option<&str>) -> Result<Prepared, Vec<GraphqlError>> {
+    fn prepare(
+        &self,
+        query: &str,
+        operation_name: Option<&str>,
+    ) -> Result<Prepared, Vec<GraphqlError>> {
         self.caps.check_bytes(query).map_err(|e| vec![e])?;
         let mut parser = Parser::new()
             .token_limit(self.caps.max_tokens)
@@ -264,13 +275,23 @@ impl Analyzer {
         query: &str,
     ) -> Result<Analysis, Vec<GraphqlError>> {
         let op = doc.operations.get(operation_name).map_err(|e| {
-            vec![GraphqlError::new(ErrorCode::OperationNotFound, e.message().to_string())]
+            vec![GraphqlError::new(
+                ErrorCode::OperationNotFound,
+                e.message().to_string(),
+            )]
         })?;
         let _ = query;
-        Walker::new(&self.schema, doc, op, variables, self.caps.max_expanded_fields, false)
-            .run(op.location().map(|l| l.offset()))
-            .map(|(a, _)| a)
-            .map_err(|e| vec![e])
+        Walker::new(
+            &self.schema,
+            doc,
+            op,
+            variables,
+            self.caps.max_expanded_fields,
+            false,
+        )
+        .run(op.location().map(|l| l.offset()))
+        .map(|(a, _)| a)
+        .map_err(|e| vec![e])
     }
 }
 

@@ -76,7 +76,11 @@ impl Caps {
             return Err(too_large("aliases", count.aliases, self.max_aliases));
         }
         if count.directives > self.max_directives {
-            return Err(too_large("directives", count.directives, self.max_directives));
+            return Err(too_large(
+                "directives",
+                count.directives,
+                self.max_directives,
+            ));
         }
         Ok(())
     }
@@ -125,9 +129,7 @@ fn root_fields<'a>(
                 }
                 seen.push(name);
                 let frag = doc.definitions.iter().find_map(|d| match d {
-                    ast::Definition::FragmentDefinition(f) if f.name == s.fragment_name => {
-                        Some(f)
-                    }
+                    ast::Definition::FragmentDefinition(f) if f.name == s.fragment_name => Some(f),
                     _ => None,
                 });
                 if let Some(f) = frag {

@@ -62,7 +62,9 @@ impl Explain {
                 max_complexity: limits.max_complexity,
             },
             within_limits: limits.max_depth.is_none_or(|m| analysis.depth <= m)
-                && limits.max_complexity.is_none_or(|m| analysis.complexity <= m),
+                && limits
+                    .max_complexity
+                    .is_none_or(|m| analysis.complexity <= m),
         }
     }
 }

@@ -52,7 +52,9 @@ impl GraphqlRequest {
                     ))),
                 }
             }
-            other => Err(bad(format!("GraphQL is served over GET and POST, not {other}"))),
+            other => Err(bad(format!(
+                "GraphQL is served over GET and POST, not {other}"
+            ))),
         }
     }
 

@@ -61,8 +61,8 @@ pub struct CompiledSchema {
 impl CompiledSchema {
     /// Parses and validates `sdl`, then applies `cost`'s tables.
     pub fn compile(sdl: &str, cost: &CostConfig) -> Result<Self, SchemaError> {
-        let schema = Schema::parse_and_validate(sdl, "schema.graphql").map_err(|e| {
-            SchemaError {
+        let schema =
+            Schema::parse_and_validate(sdl, "schema.graphql").map_err(|e| SchemaError {
                 errors: e
                     .errors
                     .iter()
@@ -71,17 +71,21 @@ impl CompiledSchema {
                             line: r.start.line,
                             column: r.start.column,
                         });
-                        GraphqlError::new(ErrorCode::ValidationFailed, d.error.to_string())
-                            .at(loc)
+                        GraphqlError::new(ErrorCode::ValidationFailed, d.error.to_string()).at(loc)
                     })
                     .collect(),
-            }
-        })?;
+            })?;
         let mut errors = Vec::new();
-        let costs: HashMap<&str, u32> =
-            cost.field_costs.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        let list_args: HashMap<&str, &Vec<String>> =
-            cost.list_arguments.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let costs: HashMap<&str, u32> = cost
+            .field_costs
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        let list_args: HashMap<&str, &Vec<String>> = cost
+            .list_arguments
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
         let mut ids: HashMap<Name, HashMap<Name, FieldId>> = HashMap::new();
         let mut fields = Vec::new();
         let mut interfaces_of = HashMap::new();
@@ -90,7 +94,10 @@ impl CompiledSchema {
                 ExtendedType::Object(o) => {
                     interfaces_of.insert(
                         type_name.clone(),
-                        o.implements_interfaces.iter().map(|i| i.name.clone()).collect(),
+                        o.implements_interfaces
+                            .iter()
+                            .map(|i| i.name.clone())
+                            .collect(),
                     );
                     (&o.fields, &o.directives)
                 }
@@ -101,10 +108,7 @@ impl CompiledSchema {
             for (field_name, def) in defs {
                 let coordinate = format!("{type_name}.{field_name}");
                 let named = def.ty.inner_named_type();
-                let returns_composite = schema
-                    .types
-                    .get(named)
-                    .is_some_and(|t| !t.is_leaf());
+                let returns_composite = schema.types.get(named).is_some_and(|t| !t.is_leaf());
                 let configured = list_args.get(coordinate.as_str());
                 let list_arg_names: Vec<Name> = def
                     .arguments
@@ -112,7 +116,10 @@ impl CompiledSchema {
                     .filter(|a| a.ty.inner_named_type() == "Int")
                     .filter(|a| match configured {
                         Some(names) => names.iter().any(|n| n == a.name.as_str()),
-                        None => cost.default_list_arguments.iter().any(|n| n == a.name.as_str()),
+                        None => cost
+                            .default_list_arguments
+                            .iter()
+                            .any(|n| n == a.name.as_str()),
                     })
                     .map(|a| a.name.clone())
                     .collect();
@@ -139,7 +146,10 @@ impl CompiledSchema {
                     parent: type_name.clone(),
                     returns: named.clone(),
                     wso2_cost: u64::from(
-                        costs.get(coordinate.as_str()).copied().unwrap_or(cost.default_field_cost),
+                        costs
+                            .get(coordinate.as_str())
+                            .copied()
+                            .unwrap_or(cost.default_field_cost),
                     ),
                     list_args: list_arg_names,
                     weight: weight(def.directives.get("cost").map(|d| &**d))
@@ -149,30 +159,35 @@ impl CompiledSchema {
                         .arguments
                         .iter()
                         .filter_map(|a| {
-                            weight(a.directives.get("cost").map(|d| &**d)).map(|w| (a.name.clone(), w))
+                            weight(a.directives.get("cost").map(|d| &**d))
+                                .map(|w| (a.name.clone(), w))
                         })
                         .collect(),
                     is_list: def.ty.is_list(),
                     slicing: list_size
                         .and_then(|d| d.specified_argument_by_name("slicingArguments"))
-                        .map(|v| names_in(v))
+                        .map(names_in)
                         .unwrap_or_default(),
                     assumed_size: list_size
                         .and_then(|d| d.specified_argument_by_name("assumedSize"))
-                        .and_then(|v| int_of(v)),
+                        .and_then(int_of),
                     sized_fields: list_size
                         .and_then(|d| d.specified_argument_by_name("sizedFields"))
-                        .map(|v| names_in(v))
+                        .map(names_in)
                         .unwrap_or_default(),
                 };
                 let id = FieldId::try_from(fields.len()).unwrap_or(FieldId::MAX);
                 fields.push(info);
-                ids.entry(type_name.clone()).or_default().insert(field_name.clone(), id);
+                ids.entry(type_name.clone())
+                    .or_default()
+                    .insert(field_name.clone(), id);
             }
         }
         for key in costs.keys() {
             if lookup(&ids, key).is_none() {
-                errors.push(config_error(format!("field_costs: no field {key} in the schema")));
+                errors.push(config_error(format!(
+                    "field_costs: no field {key} in the schema"
+                )));
             }
         }
         for key in list_args.keys() {
@@ -223,7 +238,9 @@ impl CompiledSchema {
 
     /// `Type.field` for an id.
     pub fn coordinate(&self, id: FieldId) -> &str {
-        self.fields.get(id as usize).map_or("?", |f| f.coordinate.as_str())
+        self.fields
+            .get(id as usize)
+            .map_or("?", |f| f.coordinate.as_str())
     }
 
     pub(crate) fn info(&self, id: FieldId) -> Option<&FieldInfo> {
@@ -236,16 +253,27 @@ impl CompiledSchema {
 
     /// Ids of every field declared on `type_name`.
     pub(crate) fn fields_of(&self, type_name: &str) -> impl Iterator<Item = FieldId> + '_ {
-        self.ids.get(type_name).into_iter().flat_map(|m| m.values().copied())
+        self.ids
+            .get(type_name)
+            .into_iter()
+            .flat_map(|m| m.values().copied())
     }
 
     /// The root operation type names (query, mutation, subscription).
     pub fn root_type_names(&self) -> Vec<(&'static str, String)> {
         use apollo_compiler::ast::OperationType as T;
-        [(T::Query, "query"), (T::Mutation, "mutation"), (T::Subscription, "subscription")]
-            .into_iter()
-            .filter_map(|(t, n)| self.schema.root_operation(t).map(|name| (n, name.to_string())))
-            .collect()
+        [
+            (T::Query, "query"),
+            (T::Mutation, "mutation"),
+            (T::Subscription, "subscription"),
+        ]
+        .into_iter()
+        .filter_map(|(t, n)| {
+            self.schema
+                .root_operation(t)
+                .map(|name| (n, name.to_string()))
+        })
+        .collect()
     }
 
     /// Root fields (operations) of `kind` (`query`, `mutation`, `subscription`).

@@ -12,11 +12,15 @@ fn a_denied_field_is_named_with_its_location() {
     let deny = FieldAccess::deny(sw.schema(), &["Human.mass"]).unwrap();
     let q = "{\n  human(id: 1000) {\n    name\n    mass\n  }\n}";
     let a = sw.analyze(q, None, None).unwrap();
-    let err = sw.check(&a, q, &Limits::default(), Some(&deny)).unwrap_err();
+    let err = sw
+        .check(&a, q, &Limits::default(), Some(&deny))
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::FieldNotAllowed);
     assert!(err.message.contains("Human.mass"), "{err}");
     assert_eq!((err.locations[0].line, err.locations[0].column), (4, 5));
-    let ok = sw.analyze("{ human(id: 1000) { name } }", None, None).unwrap();
+    let ok = sw
+        .analyze("{ human(id: 1000) { name } }", None, None)
+        .unwrap();
     assert!(sw.check(&ok, "", &Limits::default(), Some(&deny)).is_ok());
 }
 
@@ -31,7 +35,9 @@ fn a_denied_field_is_denied_through_fragments_and_interfaces() {
         "{ hero { friends { id } } }",
     ] {
         let a = sw.analyze(q, None, None).unwrap();
-        let err = sw.check(&a, q, &Limits::default(), Some(&deny)).unwrap_err();
+        let err = sw
+            .check(&a, q, &Limits::default(), Some(&deny))
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::FieldNotAllowed, "{q}");
     }
     let q = "{ droid(id: 1) { friends { id } } }";
@@ -43,9 +49,15 @@ fn a_denied_field_is_denied_through_fragments_and_interfaces() {
 fn denying_a_type_denies_its_fields_and_the_fields_returning_it() {
     let sw = starwars();
     let deny = FieldAccess::deny(sw.schema(), &["Starship"]).unwrap();
-    for q in ["{ starship(id: 1) { id } }", "{ human(id: 1) { starships { name } } }"] {
+    for q in [
+        "{ starship(id: 1) { id } }",
+        "{ human(id: 1) { starships { name } } }",
+    ] {
         let a = sw.analyze(q, None, None).unwrap();
-        assert!(sw.check(&a, q, &Limits::default(), Some(&deny)).is_err(), "{q}");
+        assert!(
+            sw.check(&a, q, &Limits::default(), Some(&deny)).is_err(),
+            "{q}"
+        );
     }
 }
 
@@ -57,7 +69,9 @@ fn an_allow_list_denies_everything_else() {
     assert!(sw.check(&ok, "", &Limits::default(), Some(&allow)).is_ok());
     let q = "{ droid(id: 1) { id } }";
     let no = sw.analyze(q, None, None).unwrap();
-    let err = sw.check(&no, q, &Limits::default(), Some(&allow)).unwrap_err();
+    let err = sw
+        .check(&no, q, &Limits::default(), Some(&allow))
+        .unwrap_err();
     assert!(err.message.contains("Query.droid"), "{err}");
 }
 
@@ -82,7 +96,10 @@ fn limits_refuse_above_and_accept_at_the_maximum() {
         max_depth: Some(2),
         ..at
     };
-    assert_eq!(f.check(&a, q, &depth, None).unwrap_err().code, ErrorCode::MaxDepthExceeded);
+    assert_eq!(
+        f.check(&a, q, &depth, None).unwrap_err().code,
+        ErrorCode::MaxDepthExceeded
+    );
     let cx = Limits {
         max_complexity: Some(34),
         ..at
@@ -102,7 +119,11 @@ fn explain_lists_every_merged_field() {
     };
     let e = f.explain(q, None, None, &limits).unwrap();
     assert_eq!((e.depth, e.complexity, e.within_limits), (3, 35, false));
-    let planets = e.fields.iter().find(|r| r.path == "allFilms.planets").unwrap();
+    let planets = e
+        .fields
+        .iter()
+        .find(|r| r.path == "allFilms.planets")
+        .unwrap();
     assert_eq!((planets.multiplier, planets.subtotal), (2, 4));
     assert_eq!(planets.coordinate, "Film.planets");
     assert_eq!(e.fields.len(), 5);

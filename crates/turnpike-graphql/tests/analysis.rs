@@ -11,7 +11,11 @@ use turnpike_graphql::{Caps, CostConfig, CostModel, ErrorCode, OperationKind};
 #[test]
 fn wso2_worked_example_costs_35() {
     let a = films()
-        .analyze("{ allFilms(first:5){ id title planets(first:2){ climate } } }", None, None)
+        .analyze(
+            "{ allFilms(first:5){ id title planets(first:2){ climate } } }",
+            None,
+            None,
+        )
         .unwrap();
     assert_eq!(a.complexity, 35);
     assert_eq!(a.depth, 3);
@@ -30,7 +34,10 @@ fn seed_queries_have_the_root_fields_wso2_counts_as_operations() {
         let a = sw.analyze(q, None, None).unwrap();
         assert_eq!(a.root_fields.len(), n);
         assert_eq!(a.kind, OperationKind::Query);
-        assert_eq!(a.depth, 3, "hero {{ friends {{ id }} }} is three fields deep");
+        assert_eq!(
+            a.depth, 3,
+            "hero {{ friends {{ id }} }} is three fields deep"
+        );
     }
     let names: Vec<_> = sw
         .analyze(Q3, None, None)
@@ -41,7 +48,17 @@ fn seed_queries_have_the_root_fields_wso2_counts_as_operations() {
         .collect();
     assert_eq!(
         names,
-        ["hero", "search", "character", "droid", "human", "allHumans", "allDroids", "allCharacters", "starship"]
+        [
+            "hero",
+            "search",
+            "character",
+            "droid",
+            "human",
+            "allHumans",
+            "allDroids",
+            "allCharacters",
+            "starship"
+        ]
     );
 }
 
@@ -56,12 +73,20 @@ fn query1_complexity_counts_each_field_once() {
 fn scalar_arguments_are_not_multipliers() {
     // WSO2 sums every Int argument (and fails on others); `id` and `text` size nothing.
     let sw = starwars();
-    let one = sw.analyze("{ character(id: 1000) { name } }", None, None).unwrap();
+    let one = sw
+        .analyze("{ character(id: 1000) { name } }", None, None)
+        .unwrap();
     assert_eq!(one.complexity, 2);
-    let many = sw.analyze("{ allHumans(first: 10) { name } }", None, None).unwrap();
+    let many = sw
+        .analyze("{ allHumans(first: 10) { name } }", None, None)
+        .unwrap();
     assert_eq!(many.complexity, 20);
     let search = sw
-        .analyze(r#"{ search(text: "Luke") { ... on Human { name } } }"#, None, None)
+        .analyze(
+            r#"{ search(text: "Luke") { ... on Human { name } } }"#,
+            None,
+            None,
+        )
         .unwrap();
     assert_eq!(search.complexity, 2);
 }
@@ -74,7 +99,11 @@ fn list_argument_names_are_configurable_per_field() {
         ..CostConfig::default()
     };
     let a = analyzer(FILMS, cost, Caps::default(), true)
-        .analyze("{ allFilms(first:5){ id title planets(first:2){ climate } } }", None, None)
+        .analyze(
+            "{ allFilms(first:5){ id title planets(first:2){ climate } } }",
+            None,
+            None,
+        )
         .unwrap();
     // allFilms is no longer multiplied: 1 + 1 + 1 + (1 + 3) * 2
     assert_eq!(a.complexity, 11);
@@ -161,7 +190,10 @@ fn list_sizes_from_variables_follow_each_request() {
 fn operation_name_selects_among_several() {
     let q = "query A { film(id: 1) { id } } mutation B { x }";
     let f = films();
-    assert!(f.analyze(q, Some("A"), None).is_err(), "mutation B does not validate");
+    assert!(
+        f.analyze(q, Some("A"), None).is_err(),
+        "mutation B does not validate"
+    );
     let q = "query A { film(id: 1) { id } } query B { allFilms(first: 2) { id title } }";
     assert_eq!(f.analyze(q, Some("B"), None).unwrap().complexity, 6);
     let err = f.analyze(q, None, None).unwrap_err();
@@ -172,7 +204,9 @@ fn operation_name_selects_among_several() {
 
 #[test]
 fn invalid_queries_carry_locations() {
-    let err = starwars().analyze("{\n  hero {\n    nmae\n  }\n}", None, None).unwrap_err();
+    let err = starwars()
+        .analyze("{\n  hero {\n    nmae\n  }\n}", None, None)
+        .unwrap_err();
     assert_eq!(err[0].code, ErrorCode::ValidationFailed);
     let typo = err.iter().find(|e| e.message.contains("nmae")).unwrap();
     assert_eq!((typo.locations[0].line, typo.locations[0].column), (3, 5));
@@ -184,11 +218,16 @@ fn invalid_queries_carry_locations() {
 #[test]
 fn introspection_can_be_turned_off() {
     let q = "{ __schema { queryType { name } } }";
-    assert!(starwars().analyze(q, None, None).unwrap().uses_introspection());
+    assert!(starwars()
+        .analyze(q, None, None)
+        .unwrap()
+        .uses_introspection());
     let off = analyzer(STARWARS, CostConfig::default(), Caps::default(), false);
     let err = off.analyze(q, None, None).unwrap_err();
     assert_eq!(err[0].code, ErrorCode::IntrospectionDisabled);
-    assert!(off.analyze("{ hero { __typename name } }", None, None).is_ok());
+    assert!(off
+        .analyze("{ hero { __typename name } }", None, None)
+        .is_ok());
 }
 
 const COSTED: &str = r#"
@@ -226,5 +265,8 @@ fn directive_model_uses_cost_and_list_size() {
     assert_eq!(cost("{ authors { name } }"), 7);
     assert_eq!(cost("{ expensive { title } }"), 50);
     // argument weight 5 + connection 1 + edges sized by `first`: 3 x 1
-    assert_eq!(cost(r#"{ search(text: "x", first: 3) { edges { title } total } }"#), 9);
+    assert_eq!(
+        cost(r#"{ search(text: "x", first: 3) { edges { title } total } }"#),
+        9
+    );
 }

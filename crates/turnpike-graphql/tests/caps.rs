@@ -26,12 +26,30 @@ fn each_cap_refuses_above_and_accepts_at_its_value() {
     };
     assert!(capped(at).analyze(q, None, None).is_ok());
     for caps in [
-        Caps { max_bytes: q.len() - 1, ..at },
-        Caps { max_aliases: 1, ..at },
-        Caps { max_root_fields: 1, ..at },
-        Caps { max_directives: 0, ..at },
-        Caps { max_tokens: 10, ..at },
-        Caps { max_nesting: 1, ..at },
+        Caps {
+            max_bytes: q.len() - 1,
+            ..at
+        },
+        Caps {
+            max_aliases: 1,
+            ..at
+        },
+        Caps {
+            max_root_fields: 1,
+            ..at
+        },
+        Caps {
+            max_directives: 0,
+            ..at
+        },
+        Caps {
+            max_tokens: 10,
+            ..at
+        },
+        Caps {
+            max_nesting: 1,
+            ..at
+        },
     ] {
         assert_eq!(code(caps, q), ErrorCode::QueryTooLarge, "{caps:?}");
     }
@@ -54,8 +72,13 @@ fn requests_arrive_as_json_graphql_or_get() {
         .unwrap();
     assert_eq!(r.query(), "{ hero { name } }");
     assert_eq!(r.variables.unwrap()["n"], 1);
-    let r = GraphqlRequest::from_http("POST", Some("application/graphql"), None, b"{ hero { id } }")
-        .unwrap();
+    let r = GraphqlRequest::from_http(
+        "POST",
+        Some("application/graphql"),
+        None,
+        b"{ hero { id } }",
+    )
+    .unwrap();
     assert_eq!(r.query(), "{ hero { id } }");
     let r = GraphqlRequest::from_http(
         "GET",
@@ -73,7 +96,12 @@ fn requests_arrive_as_json_graphql_or_get() {
 fn malformed_requests_are_bad_requests() {
     for (m, ct, qs, body) in [
         ("POST", Some("application/json"), None, &b"{not json"[..]),
-        ("POST", Some("application/json"), None, br#"{"variables":{}}"#),
+        (
+            "POST",
+            Some("application/json"),
+            None,
+            br#"{"variables":{}}"#,
+        ),
         ("POST", Some("text/plain"), None, b"{ hero { id } }"),
         ("GET", None, Some("operationName=x"), b""),
         ("GET", None, Some("query=%7Bhero%7D&variables=%5B1%5D"), b""),
@@ -86,7 +114,9 @@ fn malformed_requests_are_bad_requests() {
 
 #[test]
 fn errors_body_is_graphql_shaped() {
-    let err = starwars().analyze("{ hero { name nope } }", None, None).unwrap_err();
+    let err = starwars()
+        .analyze("{ hero { name nope } }", None, None)
+        .unwrap_err();
     assert_eq!(err.len(), 1, "{err:?}");
     let body: serde_json::Value = serde_json::from_str(&errors_body(&err, Some("r1"))).unwrap();
     let e = &body["errors"][0];

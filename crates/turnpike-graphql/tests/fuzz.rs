@@ -9,9 +9,35 @@ use support::*;
 
 fn query_like() -> impl Strategy<Value = String> {
     let tokens = prop::sample::select(vec![
-        "{", "}", "(", ")", "...", "on", "Human", "Droid", "hero", "friends", "name", "id",
-        "fragment", "F", "query", "mutation", "a:", "first:", "5", "$n", "@skip(if:true)",
-        "search(text:\"x\")", "__schema", "__typename", "allHumans", ":", "\"", "\n", "#",
+        "{",
+        "}",
+        "(",
+        ")",
+        "...",
+        "on",
+        "Human",
+        "Droid",
+        "hero",
+        "friends",
+        "name",
+        "id",
+        "fragment",
+        "F",
+        "query",
+        "mutation",
+        "a:",
+        "first:",
+        "5",
+        "$n",
+        "@skip(if:true)",
+        "search(text:\"x\")",
+        "__schema",
+        "__typename",
+        "allHumans",
+        ":",
+        "\"",
+        "\n",
+        "#",
     ]);
     prop::collection::vec(tokens, 0..60).prop_map(|t| t.join(" "))
 }
