@@ -12,7 +12,8 @@
 //!
 //! Modules: `format` (YAML in), `spans` (line/column of each node), `validate` (values),
 //! `size`/`duration`/`endpoint`/`host`/`methods`/`template` (one kind of value each),
-//! `router` (the index), `snapshot` (the result).
+//! `router` (the index), `path` (the request-path normaliser run before routing),
+//! `snapshot` (the result).
 
 mod duration;
 mod endpoint;
@@ -20,6 +21,7 @@ mod error;
 mod format;
 mod host;
 mod methods;
+mod path;
 mod router;
 mod runtime;
 mod security;
@@ -35,6 +37,7 @@ use std::sync::Arc;
 pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
+pub use path::{normalise_path, PathError};
 pub use runtime::PolicyRuntime;
 pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;

@@ -28,6 +28,8 @@ pub enum ErrorKind {
     MethodNotAllowed,
     BodyTooLarge,
     BadRequest,
+    /// The path is refused by the normaliser (encoded separator, `..` above the root).
+    InvalidPath,
     UpstreamConnectTimeout,
     UpstreamResponseTimeout,
     UpstreamConnectFailed,
@@ -110,6 +112,13 @@ impl ErrorKind {
                 StatusCode::BAD_REQUEST,
                 "bad_request",
                 "the request is malformed",
+                Client,
+                false,
+            ),
+            InvalidPath => row(
+                StatusCode::BAD_REQUEST,
+                "invalid_path",
+                "the request path is not accepted (encoded '/' or '\\', '..' above the root, a broken escape, or a dot segment with parameters)",
                 Client,
                 false,
             ),

@@ -126,6 +126,30 @@ fn route(snapshots: &ArcSwap<Snapshot>, parts: &request::Parts) -> Result<Routed
     }
 }
 
+/// Replaces the request's path by its normal form (`turnpike_config::normalise_path`)
+/// before anything looks at it, so routing, auth, throttling conditions and the upstream
+/// request all see the same path; refuses the forms the normaliser refuses.
+fn normalise_uri(parts: &mut request::Parts) -> Result<(), GatewayError> {
+    let normal = match turnpike_config::normalise_path(parts.uri.path()) {
+        Ok(std::borrow::Cow::Borrowed(_)) => return Ok(()),
+        Ok(std::borrow::Cow::Owned(p)) => p,
+        Err(e) => return Err(GatewayError::with_source(ErrorKind::InvalidPath, e)),
+    };
+    let mut pq = normal;
+    if let Some(q) = parts.uri.query() {
+        pq.push('?');
+        pq.push_str(q);
+    }
+    let mut uri = std::mem::take(&mut parts.uri).into_parts();
+    uri.path_and_query = Some(
+        PathAndQuery::from_maybe_shared(Bytes::from(pq))
+            .map_err(|e| GatewayError::with_source(ErrorKind::InvalidPath, e))?,
+    );
+    parts.uri =
+        Uri::from_parts(uri).map_err(|e| GatewayError::with_source(ErrorKind::InvalidPath, e))?;
+    Ok(())
+}
+
 fn host_without_port(h: &str) -> &str {
     if let Some(rest) = h.strip_prefix('[') {
         return rest.split(']').next().unwrap_or(rest);
@@ -142,6 +166,7 @@ async fn proxy(
     routed: &mut Option<Arc<CompiledApi>>,
 ) -> Result<(Response<GatewayBody>, Option<Duration>), GatewayError> {
     let shared = &conn.shared;
+    normalise_uri(&mut parts)?;
     let (api, suffix_at, owned_path) = route(&shared.snapshots, &parts)?;
     // Handed back to the caller (metrics) without another reference count.
     let api: &Arc<CompiledApi> = routed.insert(api);

@@ -1,0 +1,218 @@
+//! Odd request paths end to end with the real binary (issue 11, defect 1): a secured API
+//! with an open resource `/public/*` and a scoped `/admin/*` behind an endpoint with a
+//! base path. Requests go over raw sockets (curl would normalise `..` itself), and a
+//! recording upstream shows what reached the back end. Every form of `..` is either
+//! resolved before routing and authorisation (so it is judged, and forwarded, as the
+//! path it names) or refused with 400 `invalid_path`; none reaches the back end as sent.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{start, TempDir};
+
+const API_KEY: &str = "read-only-key-77";
+
+/// An upstream that records each request line and answers 200 with it as the body.
+fn recording_upstream() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let line = request_line.trim_end().to_owned();
+                    log.lock().expect("log").push(line.clone());
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{line}",
+                        line.len()
+                    );
+                    if stream.write_all(resp.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+fn write_config(path: &std::path::Path, upstream: &str) {
+    let digest = ring::digest::digest(&ring::digest::SHA256, API_KEY.as_bytes());
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let yaml = format!(
+        r#"
+security:
+  api_keys:
+    - {{ sha256: "{hex}", application: app-ro, subscriber: bob, scopes: [pets:read] }}
+  subscriptions:
+    - {{ api: /shop/v1, application: app-ro, state: ACTIVE, tier: Gold }}
+apis:
+  - name: shop
+    context: /shop
+    version: v1
+    endpoints: ["http://{upstream}/backend"]
+    auth: {{ api_key: true }}
+    resources:
+      - {{ path: "/public/*", methods: [GET], auth: none }}
+      - {{ path: /pets, methods: [GET], scopes: [pets:read] }}
+      - {{ path: "/admin/*", methods: [GET], scopes: [admin] }}
+      - {{ path: "/*", methods: [GET], scopes: [pets:read] }}
+"#
+    );
+    std::fs::write(path, yaml).expect("write config");
+}
+
+/// Sends `GET {path}` exactly as given; returns the status and the JSON `code` (or body).
+fn get(gw: &str, path: &str, key: bool) -> (u16, String) {
+    let mut s = TcpStream::connect(gw).expect("connect gateway");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let key_header = if key {
+        format!("apikey: {API_KEY}\r\n")
+    } else {
+        String::new()
+    };
+    let req =
+        format!("GET {path} HTTP/1.1\r\nHost: gw.test\r\n{key_header}connection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("send");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let json_code = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v["code"].as_str().map(str::to_owned));
+    (code, json_code.unwrap_or_else(|| body.to_owned()))
+}
+
+#[test]
+fn dot_segments_and_encoded_separators_cannot_bypass_routing_or_auth() {
+    let dir = TempDir::new();
+    let (upstream, seen) = recording_upstream();
+    let cfg = dir.path().join("paths.yaml");
+    write_config(&cfg, &upstream);
+    let (_gw, gw) = start(
+        &[
+            "gateway",
+            "--config",
+            cfg.to_str().expect("utf-8 path"),
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--data-dir",
+            dir.path().join("data").to_str().expect("utf-8 path"),
+        ],
+        "gateway listening on http://",
+    );
+
+    // The open resource works, and the back end gets the endpoint's base path.
+    assert_eq!(
+        get(&gw, "/shop/v1/public/info", false),
+        (200, "GET /backend/public/info HTTP/1.1".into())
+    );
+
+    // `..` out of the open resource is judged as the path it names: /pets needs a key.
+    for path in [
+        "/shop/v1/public/../pets",
+        "/shop/v1/public/%2e%2e/pets",
+        "/shop/v1/public/%2E%2e/pets",
+        "/shop/v1/public/.%2E/pets",
+        "/shop/v1/public/./../pets",
+        "/shop/v1/public//../pets",
+    ] {
+        assert_eq!(
+            get(&gw, path, false),
+            (401, "missing_credentials".into()),
+            "{path}"
+        );
+    }
+    // With the read-only key the same request reaches /pets, forwarded normalised.
+    assert_eq!(
+        get(&gw, "/shop/v1/public/../pets", true),
+        (200, "GET /backend/pets HTTP/1.1".into())
+    );
+
+    // A read-only key cannot reach the admin resource through a detour.
+    for path in [
+        "/shop/v1/x/../admin/users",
+        "/shop/v1/pets/%2e%2e/admin/users",
+        "/shop/v1/public/../admin/users",
+    ] {
+        assert_eq!(
+            get(&gw, path, true),
+            (403, "insufficient_scope".into()),
+            "{path}"
+        );
+    }
+
+    // Forms that back ends read differently are refused outright.
+    for path in [
+        "/shop/v1/public/..%2fpets",
+        "/shop/v1/public/..%2Fadmin/users",
+        "/shop/v1/public/..%5cpets",
+        "/shop/v1/public/..;/pets",
+        "/shop/v1/public/%2e%2e;x/pets",
+        "/shop/v1/public/a%00",
+        "/shop/v1/public/a%zz",
+        "/shop/../../backend/admin",
+    ] {
+        assert_eq!(
+            get(&gw, path, false),
+            (400, "invalid_path".into()),
+            "{path}"
+        );
+    }
+
+    // Climbing out of the API lands on whatever the normal path names (no API here).
+    assert_eq!(
+        get(&gw, "/shop/v1/public/../../../backend/admin", true),
+        (404, "not_found".into())
+    );
+
+    // Harmless odd forms are normalised and forwarded normalised.
+    assert_eq!(
+        get(&gw, "/shop/v1//public/./a/%7Eb", false),
+        (200, "GET /backend/public/a/~b HTTP/1.1".into())
+    );
+    assert_eq!(
+        get(&gw, "/shop/v1/public/x/../q?a=%2e%2e/b&c=1", false),
+        (200, "GET /backend/public/q?a=%2e%2e/b&c=1 HTTP/1.1".into())
+    );
+
+    // Nothing but normal paths ever reached the back end.
+    let seen = seen.lock().expect("log").clone();
+    assert_eq!(
+        seen,
+        [
+            "GET /backend/public/info HTTP/1.1",
+            "GET /backend/pets HTTP/1.1",
+            "GET /backend/public/a/~b HTTP/1.1",
+            "GET /backend/public/q?a=%2e%2e/b&c=1 HTTP/1.1",
+        ]
+    );
+}
