@@ -118,7 +118,7 @@ impl ErrorKind {
             InvalidPath => row(
                 StatusCode::BAD_REQUEST,
                 "invalid_path",
-                "the request path is not accepted (encoded '/' or '\\', '..' above the root, a broken escape, or a dot segment with parameters)",
+                "the request path is not accepted (an encoded slash or backslash, '..' above the root, a broken escape, or a dot segment with parameters)",
                 Client,
                 false,
             ),
@@ -366,17 +366,24 @@ impl GatewayError {
     }
 }
 
-/// `{"code":"..","message":"..","request_id":".."}`. Code and message are static ASCII
-/// without quotes; the request id is escaped because a client may have chosen it.
+/// `{"code":"..","message":"..","request_id":".."}`. Codes are static ASCII without
+/// quotes; a message with a quote, backslash or control character and the request id
+/// (a client may have chosen it) are escaped.
 pub fn json_body(code: &str, message: &str, request_id: &[u8]) -> Bytes {
     let rid = String::from_utf8_lossy(request_id);
     let rid = serde_json::Value::String(rid.into_owned()).to_string();
     let mut s = String::with_capacity(48 + code.len() + message.len() + rid.len());
     s.push_str("{\"code\":\"");
     s.push_str(code);
-    s.push_str("\",\"message\":\"");
-    s.push_str(message);
-    s.push_str("\",\"request_id\":");
+    s.push_str("\",\"message\":");
+    if message.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        s.push_str(&serde_json::Value::String(message.to_owned()).to_string());
+    } else {
+        s.push('"');
+        s.push_str(message);
+        s.push('"');
+    }
+    s.push_str(",\"request_id\":");
     s.push_str(&rid);
     s.push('}');
     Bytes::from(s)
@@ -392,6 +399,13 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&b).expect("json");
         assert_eq!(v["code"], "not_found");
         assert_eq!(v["request_id"], "a\"b\\c");
+    }
+
+    #[test]
+    fn body_is_valid_json_with_a_message_that_needs_escaping() {
+        let b = json_body("invalid_path", "a '\\' and a \"quote\"", b"r");
+        let v: serde_json::Value = serde_json::from_slice(&b).expect("json");
+        assert_eq!(v["message"], "a '\\' and a \"quote\"");
     }
 
     #[test]
