@@ -9,7 +9,7 @@ use subtle::ConstantTimeEq;
 use crate::cache::{PrefixMap, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType};
+use crate::identity::{CredentialKind, Identity, KeyType, Principal};
 
 /// One API key as the snapshot carries it (never the key itself).
 #[derive(Debug, Clone)]
@@ -44,19 +44,17 @@ impl ApiKeyValidator {
             let key = TokenKey(r.hash);
             let identity = Arc::new(Identity {
                 kind: CredentialKind::ApiKey,
-                subject: r.subscriber.clone(),
-                issuer: None,
-                client_id: None,
-                application_id: Some(r.application_id.clone()),
-                application_name: Some(r.application_name.clone()),
-                subscriber: Some(r.subscriber.clone()),
-                scopes: r.scopes.clone(),
-                key_type: r.key_type,
+                subject: r.subscriber.as_str().into(),
                 expires_at: r.expires_at,
                 token_id: None,
-                credential_key: key,
-                key_id: None,
-                claims: Default::default(),
+                principal: Arc::new(Principal {
+                    application_id: Some(r.application_id.clone()),
+                    application_name: Some(r.application_name.clone()),
+                    subscriber: Some(r.subscriber.clone()),
+                    scopes: r.scopes.clone(),
+                    key_type: r.key_type,
+                    ..Principal::default()
+                }),
             });
             by_prefix
                 .entry(key.prefix())

@@ -149,25 +149,20 @@ impl ScopeRequirement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::TokenKey;
     use crate::identity::CredentialKind;
 
     fn id(app: Option<&str>, key_type: KeyType, scopes: &[&str]) -> Identity {
         Identity {
             kind: CredentialKind::Jwt,
             subject: "s".into(),
-            issuer: None,
-            client_id: None,
-            application_id: app.map(str::to_owned),
-            application_name: None,
-            subscriber: None,
-            scopes: scopes.iter().map(|s| s.to_string()).collect(),
-            key_type,
             expires_at: None,
             token_id: None,
-            credential_key: TokenKey([0; 32]),
-            key_id: None,
-            claims: Default::default(),
+            principal: std::sync::Arc::new(crate::identity::Principal {
+                application_id: app.map(str::to_owned),
+                scopes: scopes.iter().map(|s| s.to_string()).collect(),
+                key_type,
+                ..Default::default()
+            }),
         }
     }
 

@@ -13,7 +13,7 @@ use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde::Serialize;
 
-use crate::cache::TokenCache;
+use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::identity::Identity;
 
@@ -108,7 +108,7 @@ impl BackendJwtSigner {
             "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
         });
         Ok(Self {
-            cache: TokenCache::new(config.cache_capacity, clock.clone()),
+            cache: TokenCache::with_entries(config.cache_capacity, 600, clock.clone()),
             config,
             kid,
             key: EncodingKey::from_ec_der(pkcs8),
@@ -128,7 +128,8 @@ impl BackendJwtSigner {
 
     /// The header value for this identity, from cache when still fresh.
     pub fn header_value(&self, identity: &Identity) -> Result<HeaderValue, BackendJwtError> {
-        if let Some(v) = self.cache.get(&identity.credential_key) {
+        let key = claims_key(identity);
+        if let Some(v) = self.cache.get(&key) {
             return Ok(v);
         }
         let now = self.clock.now();
@@ -154,11 +155,31 @@ impl BackendJwtSigner {
         let jwt = jsonwebtoken::encode(&header, &claims, &self.key)
             .map_err(|e| BackendJwtError(e.to_string()))?;
         let value = HeaderValue::from_str(&jwt).map_err(|e| BackendJwtError(e.to_string()))?;
-        self.cache.insert(
-            identity.credential_key,
-            value.clone(),
-            exp.saturating_sub(10),
-        );
+        self.cache
+            .insert(key, value.clone(), exp.saturating_sub(10));
         Ok(value)
     }
+}
+
+/// Digest of everything the back-end JWT says about an identity: equal identities (the
+/// same token, or two tokens saying the same) share one signed header.
+fn claims_key(identity: &Identity) -> TokenKey {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut field = |s: Option<&str>| {
+        let s = s.unwrap_or("\u{0}none");
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    field(Some(&identity.subject));
+    field(identity.application_id.as_deref());
+    field(identity.application_name.as_deref());
+    field(identity.subscriber.as_deref());
+    field(identity.client_id.as_deref());
+    field(identity.issuer.as_deref());
+    for s in &identity.scopes {
+        field(Some(s));
+    }
+    h.update(identity.expires_at.unwrap_or(0).to_le_bytes());
+    TokenKey(h.finalize().into())
 }

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType};
+use crate::identity::{CredentialKind, Identity, KeyType, Principal};
 
 /// A user the snapshot allows to call with HTTP Basic.
 #[derive(Debug, Clone)]
@@ -110,19 +110,16 @@ impl BasicValidator {
         let result = if ok {
             Ok(Arc::new(Identity {
                 kind: CredentialKind::Basic,
-                subject: user.username.clone(),
-                issuer: None,
-                client_id: None,
-                application_id: user.application_id.clone(),
-                application_name: None,
-                subscriber: Some(user.username.clone()),
-                scopes: user.scopes.clone(),
-                key_type: KeyType::Production,
+                subject: user.username.as_str().into(),
                 expires_at: None,
                 token_id: None,
-                credential_key: key,
-                key_id: None,
-                claims: Default::default(),
+                principal: Arc::new(Principal {
+                    application_id: user.application_id.clone(),
+                    subscriber: Some(user.username.clone()),
+                    scopes: user.scopes.clone(),
+                    key_type: KeyType::Production,
+                    ..Principal::default()
+                }),
             }))
         } else {
             Err(AuthError::InvalidBasic)
@@ -153,7 +150,7 @@ mod tests {
     #[tokio::test]
     async fn verifies_caches_and_refuses() {
         let clock = Arc::new(ManualClock::new(0));
-        let cache = Arc::new(TokenCache::new(100, clock.clone()));
+        let cache = Arc::new(TokenCache::new(1 << 20, clock.clone()));
         let user = BasicUser {
             username: "bob".into(),
             password_hash: cheap_hash("pw"),
@@ -161,9 +158,9 @@ mod tests {
             application_id: Some("app-1".into()),
         };
         let v = BasicValidator::new([user], cache.clone(), 60, clock);
-        assert_eq!(v.validate("bob", "pw").await.unwrap().subject, "bob");
+        assert_eq!(&*v.validate("bob", "pw").await.unwrap().subject, "bob");
         assert_eq!(cache.len(), 1);
-        assert_eq!(v.validate("bob", "pw").await.unwrap().subject, "bob");
+        assert_eq!(&*v.validate("bob", "pw").await.unwrap().subject, "bob");
         assert_eq!(
             v.validate("bob", "nope").await,
             Err(AuthError::InvalidBasic)

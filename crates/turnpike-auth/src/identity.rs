@@ -2,9 +2,12 @@
 //! an `Arc<Identity>` in the request context; authorisation, throttling, analytics and
 //! the back-end JWT read it.
 
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
 use serde_json::Value;
 
-use crate::cache::TokenKey;
+use crate::cache::CacheWeight;
 
 /// How the caller authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,19 +19,34 @@ pub enum CredentialKind {
 }
 
 /// Production or sandbox keys (a `PROD_ONLY_BLOCKED` subscription refuses production).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum KeyType {
     #[default]
     Production,
     Sandbox,
 }
 
-/// The authenticated caller.
+/// The authenticated caller: what is particular to one credential, and the
+/// [`Principal`] (application, subscriber, scopes...) that many credentials share.
+/// Principal fields read through `Deref` (`identity.application_id`), so a cached
+/// token costs its own bytes and a pointer, not a copy of its application's strings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Identity {
     pub kind: CredentialKind,
     /// `sub` (user or client), the API key's owner, or the basic-auth username.
-    pub subject: String,
+    pub subject: Box<str>,
+    /// `exp` (Unix seconds), when the credential carries one.
+    pub expires_at: Option<u64>,
+    /// `jti`: what revocation lists name.
+    pub token_id: Option<Box<str>>,
+    pub principal: Arc<Principal>,
+}
+
+/// What the tokens of one application (and user) have in common; interned by the
+/// validators ([`Principals`]) so that a million cached tokens of a few thousand
+/// applications hold each of these once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Principal {
     pub issuer: Option<String>,
     pub client_id: Option<String>,
     /// What subscriptions are keyed by.
@@ -37,16 +55,91 @@ pub struct Identity {
     pub subscriber: Option<String>,
     pub scopes: Vec<String>,
     pub key_type: KeyType,
-    /// `exp` (Unix seconds), when the credential carries one.
-    pub expires_at: Option<u64>,
-    /// `jti`: what revocation lists name.
-    pub token_id: Option<String>,
-    /// Digest of the credential: keys per-identity caches (back-end JWT).
-    pub credential_key: TokenKey,
-    /// `kid` and issuer of the verifying key, re-checked on cache hits.
-    pub(crate) key_id: Option<String>,
+    /// `kid` of the verifying key, re-checked (with the issuer) on cache hits.
+    pub key_id: Option<String>,
     /// The token claims that compiled conditions read (see [`KeptClaims`]).
     pub claims: Claims,
+}
+
+impl std::ops::Deref for Identity {
+    type Target = Principal;
+    #[inline]
+    fn deref(&self) -> &Principal {
+        &self.principal
+    }
+}
+
+impl Principal {
+    /// Heap bytes this principal owns (its strings and vectors), for cache weights.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
+        std::mem::size_of::<Principal>()
+            + 16
+            + opt(&self.issuer)
+            + opt(&self.client_id)
+            + opt(&self.application_id)
+            + opt(&self.application_name)
+            + opt(&self.subscriber)
+            + opt(&self.key_id)
+            + self.scopes.capacity() * std::mem::size_of::<String>()
+            + self.scopes.iter().map(String::capacity).sum::<usize>()
+            + self.claims.heap_bytes()
+    }
+}
+
+impl CacheWeight for Arc<Identity> {
+    /// The identity's own allocation and strings; its principal too when no other
+    /// identity shares it yet (an interned principal is weighed with the first token
+    /// that brought it).
+    fn heap_bytes(&self) -> usize {
+        let own = std::mem::size_of::<Identity>()
+            + 16
+            + self.subject.len()
+            + self.token_id.as_ref().map_or(0, |t| t.len());
+        // Held by this identity and at most the interner: nobody else pays for it.
+        let shared = Arc::strong_count(&self.principal) > 2;
+        own + if shared {
+            0
+        } else {
+            self.principal.heap_bytes()
+        }
+    }
+}
+
+/// Interns [`Principal`]s: equal principals built from different tokens become one
+/// `Arc`. Bounded (a `quick_cache` of `capacity` principals); a principal evicted from
+/// here stays alive in the identities that hold it, later tokens just get a new copy.
+pub struct Principals {
+    map: quick_cache::sync::Cache<u64, Arc<Principal>>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Principals {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            map: quick_cache::sync::Cache::new(capacity.max(64)),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    /// The shared copy of `p`.
+    pub fn intern(&self, p: Principal) -> Arc<Principal> {
+        let h = self.hasher.hash_one(&p);
+        if let Some(found) = self.map.get(&h) {
+            if *found == p {
+                return found;
+            }
+        }
+        let p = Arc::new(p);
+        self.map.insert(h, p.clone());
+        p
+    }
+}
+
+impl Default for Principals {
+    fn default() -> Self {
+        Self::new(65_536)
+    }
 }
 
 /// The claim names worth keeping from a verified token: those some compiled condition
@@ -108,7 +201,7 @@ impl KeptClaims {
 }
 
 /// Claims of a token kept for conditions, by name.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Claims {
     set: u64,
     values: Vec<(Box<str>, Box<str>)>,
@@ -127,6 +220,15 @@ impl Claims {
     /// The [`KeptClaims`] set these were extracted for.
     pub(crate) fn set(&self) -> u64 {
         self.set
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.values.capacity() * std::mem::size_of::<(Box<str>, Box<str>)>()
+            + self
+                .values
+                .iter()
+                .map(|(n, v)| n.len() + v.len())
+                .sum::<usize>()
     }
 }
 
@@ -179,13 +281,15 @@ fn string(claims: &Value, path: &str) -> Option<String> {
 }
 
 impl ClaimMapping {
-    /// Builds an identity from verified claims.
+    /// Builds an identity from verified claims; its principal is interned in
+    /// `principals`, with `kept` claims extracted when conditions read some.
     pub(crate) fn identity(
         &self,
         kind: CredentialKind,
         claims: &Value,
-        credential_key: TokenKey,
         key_id: Option<String>,
+        kept: Option<&KeptClaims>,
+        principals: &Principals,
     ) -> Identity {
         let scopes = match lookup(claims, &self.scopes) {
             Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
@@ -200,9 +304,7 @@ impl ClaimMapping {
             Some(k) if k.eq_ignore_ascii_case("sandbox") => KeyType::Sandbox,
             _ => KeyType::Production,
         };
-        Identity {
-            kind,
-            subject: string(claims, &self.subject).unwrap_or_default(),
+        let principal = Principal {
             issuer: string(claims, "iss"),
             application_id: string(claims, &self.application),
             application_name: string(claims, &self.application_name),
@@ -210,11 +312,18 @@ impl ClaimMapping {
             client_id,
             scopes,
             key_type,
-            expires_at: lookup(claims, "exp").and_then(Value::as_u64),
-            token_id: string(claims, "jti"),
-            credential_key,
             key_id,
-            claims: Claims::default(),
+            claims: kept
+                .filter(|k| !k.is_empty())
+                .map(|k| k.extract(claims))
+                .unwrap_or_default(),
+        };
+        Identity {
+            kind,
+            subject: string(claims, &self.subject).unwrap_or_default().into(),
+            expires_at: lookup(claims, "exp").and_then(Value::as_u64),
+            token_id: string(claims, "jti").map(String::into_boxed_str),
+            principal: principals.intern(principal),
         }
     }
 }

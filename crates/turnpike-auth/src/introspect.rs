@@ -1,6 +1,6 @@
-//! Opaque tokens: validated by RFC 7662 introspection at the key manager, with a bounded
-//! positive cache (10,000 entries, 15 minutes by default as in WSO2, but never past the
-//! token's `exp`), a negative cache for tokens found inactive, and single-flight: while
+//! Opaque tokens: validated by RFC 7662 introspection at the key manager, with a positive
+//! cache bounded by bytes (64 MiB by default: about 250,000 tokens; 15 minutes as in
+//! WSO2, but never past the token's `exp`), a negative cache for tokens found inactive, and single-flight: while
 //! one call for a token is in flight, every other request for that token waits for its
 //! answer instead of making another. Revocation lists are checked on every hit.
 
@@ -16,11 +16,12 @@ use http_body_util::Full;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
+use crate::cache::CacheStats;
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::{FetchError, HttpClient};
-use crate::identity::{ClaimMapping, CredentialKind, Identity};
+use crate::identity::{ClaimMapping, CredentialKind, Identity, Principals};
 use crate::jwt::Revocations;
 
 /// Introspection settings.
@@ -31,9 +32,11 @@ pub struct IntrospectionConfig {
     /// The gateway's own client credentials (a client with `can_introspect`).
     pub client_id: String,
     pub client_secret: String,
-    pub cache_capacity: usize,
+    /// Byte budget of the positive cache (see [`crate::ENTRY_OVERHEAD`]).
+    pub cache_bytes: u64,
     pub cache_ttl: Duration,
-    pub negative_capacity: usize,
+    /// Byte budget of the negative cache.
+    pub negative_bytes: u64,
     pub negative_ttl: Duration,
     pub timeout: Duration,
     pub mapping: ClaimMapping,
@@ -49,9 +52,9 @@ impl IntrospectionConfig {
             endpoint,
             client_id: client_id.into(),
             client_secret: client_secret.into(),
-            cache_capacity: 10_000,
+            cache_bytes: 64 << 20,
             cache_ttl: Duration::from_secs(15 * 60),
-            negative_capacity: 10_000,
+            negative_bytes: 4 << 20,
             negative_ttl: Duration::from_secs(30),
             timeout: Duration::from_secs(5),
             mapping: ClaimMapping::default(),
@@ -90,6 +93,7 @@ pub struct Introspector {
     mapping: ClaimMapping,
     positive: TokenCache<Arc<Identity>>,
     negative: TokenCache<()>,
+    principals: Principals,
     inflight: Mutex<HashMap<[u8; 32], Flight>>,
     clock: Arc<dyn Clock>,
 }
@@ -115,8 +119,9 @@ impl Introspector {
             cache_ttl: config.cache_ttl.as_secs(),
             negative_ttl: config.negative_ttl.as_secs(),
             mapping: config.mapping,
-            positive: TokenCache::new(config.cache_capacity, clock.clone()),
-            negative: TokenCache::new(config.negative_capacity, clock.clone()),
+            positive: TokenCache::new(config.cache_bytes, clock.clone()),
+            negative: TokenCache::new(config.negative_bytes, clock.clone()),
+            principals: Principals::default(),
             inflight: Mutex::new(HashMap::new()),
             clock,
         })
@@ -217,13 +222,21 @@ impl Introspector {
             self.negative.insert(key, (), now + self.negative_ttl);
             return Err(AuthError::InvalidToken("the token is not active"));
         }
-        let id = Arc::new(
-            self.mapping
-                .identity(CredentialKind::Opaque, &claims, key, None),
-        );
+        let id = Arc::new(self.mapping.identity(
+            CredentialKind::Opaque,
+            &claims,
+            None,
+            None,
+            &self.principals,
+        ));
         let until = (now + self.cache_ttl).min(exp.unwrap_or(u64::MAX));
         self.positive.insert(key, id.clone(), until);
         Ok(id)
+    }
+
+    /// The positive cache's lookups and size.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.positive.stats()
     }
 
     /// Calls in flight right now (for tests and metrics).

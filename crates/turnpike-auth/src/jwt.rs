@@ -2,31 +2,30 @@
 //! (from the snapshot's JWKS, or fetched in the background from a JWKS URL), each key
 //! pinned to one algorithm: a token whose header names another algorithm (`none`, or
 //! HS256 "signed" with the public key) is refused before any crypto. [`JwtValidator`]
-//! checks signature, `exp`/`nbf` (with a small leeway), `iss` and `aud`, then caches the
-//! identity until the token's `exp`; the revocation list and the key's presence are
-//! re-checked on every cache hit.
+//! checks signature (`crate::jws`), `exp`/`nbf` (with a small leeway), `iss` and `aud`,
+//! then caches the identity until the token's `exp`; the revocation list and the key's
+//! presence are re-checked on every cache hit. Concurrent first uses of one token verify
+//! it once (single-flight on the cache slot).
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use foldhash::{HashMap, HashMapExt, HashSet};
-use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cache::{TokenCache, TokenKey};
+use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims};
+use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
+use crate::jws::{Compact, Verifier, HEADER_MAX};
 
-/// One verification key with its pinned algorithm.
+/// One verification key with its pinned algorithm, decoded once.
 #[derive(Clone)]
 pub struct VerifyKey {
     pub alg: Algorithm,
-    key: DecodingKey,
+    key: Verifier,
 }
 
 /// A JWK as found in a JWKS document (only what verification needs).
@@ -119,7 +118,7 @@ fn verify_key(k: &RawJwk) -> Option<VerifyKey> {
                 (Some("P-384"), None | Some("ES384")) => Algorithm::ES384,
                 _ => return None,
             };
-            let key = DecodingKey::from_ec_components(k.x.as_deref()?, k.y.as_deref()?).ok()?;
+            let key = Verifier::ec(alg, k.x.as_deref()?, k.y.as_deref()?)?;
             Some(VerifyKey { alg, key })
         }
         ("RSA", alg) => {
@@ -132,11 +131,11 @@ fn verify_key(k: &RawJwk) -> Option<VerifyKey> {
                 Some("PS512") => Algorithm::PS512,
                 _ => return None,
             };
-            let key = DecodingKey::from_rsa_components(k.n.as_deref()?, k.e.as_deref()?).ok()?;
+            let key = Verifier::rsa(alg, k.n.as_deref()?, k.e.as_deref()?)?;
             Some(VerifyKey { alg, key })
         }
         ("OKP", None | Some("EdDSA")) if k.crv.as_deref() == Some("Ed25519") => {
-            let key = DecodingKey::from_ed_components(k.x.as_deref()?).ok()?;
+            let key = Verifier::ed25519(k.x.as_deref()?)?;
             Some(VerifyKey {
                 alg: Algorithm::EdDSA,
                 key,
@@ -225,25 +224,21 @@ pub struct JwtValidator {
     leeway: u64,
     /// Claims that compiled conditions read, set once per snapshot.
     kept: std::sync::OnceLock<KeptClaims>,
+    /// What the identities of one application share, interned.
+    principals: Principals,
 }
 
-#[derive(Deserialize)]
-struct Peek {
-    iss: Option<String>,
-}
+const MISSING_CLAIM: AuthError = AuthError::InvalidToken("a required claim is missing");
 
-fn map_jwt_error(e: &jsonwebtoken::errors::Error) -> AuthError {
-    match e.kind() {
-        ErrorKind::ExpiredSignature => AuthError::Expired,
-        ErrorKind::ImmatureSignature => AuthError::InvalidToken("the token is not valid yet"),
-        ErrorKind::InvalidIssuer => AuthError::InvalidToken("untrusted issuer"),
-        ErrorKind::InvalidAudience => AuthError::InvalidToken("the token is not for this audience"),
-        ErrorKind::InvalidSignature => AuthError::InvalidToken("bad signature"),
-        ErrorKind::InvalidAlgorithm => AuthError::InvalidToken("algorithm not allowed"),
-        ErrorKind::MissingRequiredClaim(_) => {
-            AuthError::InvalidToken("a required claim is missing")
-        }
-        _ => AuthError::InvalidToken("malformed token"),
+/// `aud` (a string or an array of strings) names one of `accepted`.
+fn audience_ok(claims: &Value, accepted: &[String]) -> Result<(), AuthError> {
+    let wrong = AuthError::InvalidToken("the token is not for this audience");
+    let is_accepted = |v: &Value| v.as_str().is_some_and(|a| accepted.iter().any(|x| x == a));
+    match claims.get("aud") {
+        None => Err(MISSING_CLAIM),
+        Some(Value::Array(list)) if list.iter().any(is_accepted) => Ok(()),
+        Some(v) if is_accepted(v) => Ok(()),
+        Some(_) => Err(wrong),
     }
 }
 
@@ -264,7 +259,13 @@ impl JwtValidator {
             clock,
             leeway,
             kept: std::sync::OnceLock::new(),
+            principals: Principals::default(),
         }
+    }
+
+    /// The verified-token cache's lookups and size.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
     }
 
     /// Keeps these claims of every verified token in its identity (`Identity::claims`);
@@ -298,13 +299,29 @@ impl JwtValidator {
         None
     }
 
-    /// Full verification of a token that missed the cache; caches the identity.
+    /// Full verification of a token that missed the cache; caches the identity. When
+    /// several threads meet the same new token at once, one verifies it and the others
+    /// take its answer.
     pub fn verify_and_cache(&self, token: &str, key: TokenKey) -> Result<Arc<Identity>, AuthError> {
-        let id = Arc::new(self.verify(token, key)?);
+        let guard = match self.cache.get_or_guard(&key) {
+            Lookup::Miss(guard) => guard,
+            // Another thread verified it while we waited.
+            Lookup::Hit(_) => match self.cached(&key) {
+                Some(r) => return r,
+                None => return self.verify_checked(token).map(|(id, _)| id),
+            },
+        };
+        let (id, exp) = self.verify_checked(token)?;
+        guard.insert(&self.cache, id.clone(), exp);
+        Ok(id)
+    }
+
+    /// Verifies and checks revocation; the second value is when the cache entry expires.
+    fn verify_checked(&self, token: &str) -> Result<(Arc<Identity>, u64), AuthError> {
+        let id = Arc::new(self.verify(token)?);
         self.revocations.check(&id)?;
         let exp = id.expires_at.unwrap_or(0).saturating_add(self.leeway);
-        self.cache.insert(key, id.clone(), exp);
-        Ok(id)
+        Ok((id, exp))
     }
 
     /// A cached identity stays valid only while its issuer still publishes its key.
@@ -317,21 +334,18 @@ impl JwtValidator {
             .is_some_and(|i| i.keys.load().keys.contains_key(kid))
     }
 
-    fn verify(&self, token: &str, key: TokenKey) -> Result<Identity, AuthError> {
-        let header = jsonwebtoken::decode_header(token)
+    fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+        let jws = Compact::split(token)?;
+        let mut header_buf = [0u8; HEADER_MAX];
+        let header = jws.header(&mut header_buf)?;
+        let alg: Algorithm = header
+            .alg
+            .parse()
             .map_err(|_| AuthError::InvalidToken("malformed token or unsupported algorithm"))?;
-        let payload = token
-            .split('.')
-            .nth(1)
-            .ok_or(AuthError::InvalidToken("malformed token"))?;
-        let payload = URL_SAFE_NO_PAD
-            .decode(payload)
-            .map_err(|_| AuthError::InvalidToken("malformed token"))?;
-        let peek: Peek = serde_json::from_slice(&payload)
-            .map_err(|_| AuthError::InvalidToken("malformed token"))?;
-        let issuer = peek
-            .iss
-            .as_deref()
+        let claims = jws.claims()?;
+        let issuer = claims
+            .get("iss")
+            .and_then(Value::as_str)
             .and_then(|iss| self.issuers.get(iss))
             .ok_or(AuthError::InvalidToken("untrusted issuer"))?;
         let keys = issuer.keys.load();
@@ -339,38 +353,35 @@ impl JwtValidator {
             issuer.unknown_kid.notify_one();
             return Err(AuthError::InvalidToken("unknown signing key"));
         };
-        if header.alg != vk.alg {
+        if alg != vk.alg {
             return Err(AuthError::InvalidToken("algorithm not allowed"));
         }
-        let mut v = Validation::new(vk.alg);
-        // Time checks are ours, against the injected clock, below.
-        v.validate_exp = false;
-        v.validate_nbf = false;
-        v.set_issuer(&[&issuer.issuer]);
-        if issuer.audiences.is_empty() {
-            v.validate_aud = false;
-        } else {
-            v.set_audience(&issuer.audiences);
+        jws.verify(&vk.key)?;
+        // Signed by a trusted key: now the claims mean something.
+        let exp = match claims.get("exp") {
+            None => return Err(MISSING_CLAIM),
+            Some(v) => v
+                .as_u64()
+                .ok_or(AuthError::InvalidToken("malformed token"))?,
+        };
+        if !issuer.audiences.is_empty() {
+            audience_ok(&claims, &issuer.audiences)?;
         }
-        let data =
-            jsonwebtoken::decode::<Value>(token, &vk.key, &v).map_err(|e| map_jwt_error(&e))?;
         let now = self.clock.now();
-        let exp = data.claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
         if exp.saturating_add(self.leeway) <= now {
             return Err(AuthError::Expired);
         }
-        if let Some(nbf) = data.claims.get("nbf").and_then(Value::as_u64) {
+        if let Some(nbf) = claims.get("nbf").and_then(Value::as_u64) {
             if nbf > now.saturating_add(self.leeway) {
                 return Err(AuthError::InvalidToken("the token is not valid yet"));
             }
         }
-        let mut id =
-            issuer
-                .mapping
-                .identity(CredentialKind::Jwt, &data.claims, key, Some(kid.to_owned()));
-        if let Some(kept) = self.kept.get().filter(|k| !k.is_empty()) {
-            id.claims = kept.extract(&data.claims);
-        }
-        Ok(id)
+        Ok(issuer.mapping.identity(
+            CredentialKind::Jwt,
+            &claims,
+            Some(kid.to_owned()),
+            self.kept.get(),
+            &self.principals,
+        ))
     }
 }

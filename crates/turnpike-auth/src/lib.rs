@@ -19,6 +19,7 @@ mod http_client;
 mod identity;
 mod introspect;
 mod jwks_fetch;
+mod jws;
 mod jwt;
 mod spec;
 
@@ -27,16 +28,19 @@ pub use authenticator::{strip_credentials, ApiKeyLocation, Authenticator, Check,
 pub use authz::{ScopeRequirement, Subscription, SubscriptionState, Subscriptions};
 pub use backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 pub use basic::{BasicUser, BasicValidator};
-pub use cache::{TokenCache, TokenKey};
+pub use cache::{CacheStats, CacheWeight, Guard, Lookup, TokenCache, TokenKey, ENTRY_OVERHEAD};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::AuthError;
 pub use http_client::{FetchError, HttpClient};
-pub use identity::{ClaimMapping, Claims, CredentialKind, Identity, KeptClaims, KeyType};
+pub use identity::{
+    ClaimMapping, Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal, Principals,
+};
 pub use introspect::{IntrospectionConfig, Introspector};
 pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
 pub use spec::{
     ApiAuthSpec, ApiKeySpec, AuthRuntime, BackendJwtSpec, BasicUserSpec, CompiledSecurity,
     IntrospectionSpec, IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
+    DEFAULT_TOKEN_CACHE_BYTES,
 };
 pub use turnpike_model::security::ResourceAuth;

@@ -84,6 +84,10 @@ fn hex32(s: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// Default byte budget of the verified-token cache: 256 MiB, which holds over a million
+/// key-manager tokens (the `budget` test fills it and counts the bytes).
+pub const DEFAULT_TOKEN_CACHE_BYTES: u64 = 256 << 20;
+
 /// Long-lived security state: survives snapshot swaps.
 pub struct AuthRuntime {
     clock: Arc<dyn Clock>,
@@ -109,17 +113,28 @@ pub struct CompiledSecurity {
 }
 
 impl AuthRuntime {
-    /// Caches of 10,000 entries each, a 30 s clock-skew leeway.
+    /// A verified-token cache of [`DEFAULT_TOKEN_CACHE_BYTES`], a 30 s clock-skew leeway.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self::with_token_cache(clock, DEFAULT_TOKEN_CACHE_BYTES)
+    }
+
+    /// With a verified-token cache of `bytes` (entries weigh [`crate::ENTRY_OVERHEAD`]
+    /// plus their identity's heap: about 200 bytes for a key-manager token).
+    pub fn with_token_cache(clock: Arc<dyn Clock>, bytes: u64) -> Self {
         Self {
-            jwt_cache: Arc::new(TokenCache::new(10_000, clock.clone())),
-            basic_cache: Arc::new(TokenCache::new(10_000, clock.clone())),
+            jwt_cache: Arc::new(TokenCache::new(bytes, clock.clone())),
+            basic_cache: Arc::new(TokenCache::with_entries(10_000, 300, clock.clone())),
             clock,
             introspectors: Mutex::new(HashMap::new()),
             remote_issuers: Mutex::new(HashMap::new()),
             leeway: 30,
             backend_signers: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The verified-token cache's lookups and size (kept across snapshots).
+    pub fn jwt_cache_stats(&self) -> crate::CacheStats {
+        self.jwt_cache.stats()
     }
 
     /// The back-end JWT signer for these settings, created (with a fresh ES256 key)

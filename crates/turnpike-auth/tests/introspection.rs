@@ -97,7 +97,7 @@ async fn opaque_tokens_are_introspected_at_the_keymanager_and_cached() {
     );
     // Revoked at the key manager: the cached entry is refused once the list arrives.
     let jti = id.token_id.clone().expect("jti");
-    revocations.replace([jti]);
+    revocations.replace([String::from(jti)]);
     assert_eq!(
         auth.authenticate(&bearer(&token)).await.err(),
         Some(AuthError::Revoked)
@@ -244,7 +244,7 @@ async fn basic_auth_is_pending_once_then_answered_from_cache() {
             scopes: vec![],
             application_id: Some("app-b".into()),
         }],
-        Arc::new(TokenCache::new(1000, clock.clone())),
+        Arc::new(TokenCache::new(16 << 20, clock.clone())),
         60,
         clock,
     );
@@ -254,7 +254,7 @@ async fn basic_auth_is_pending_once_then_answered_from_cache() {
     };
     let good = head("/x", &[("authorization", "Basic Ym9iOnB3")]);
     assert!(matches!(auth.check(&good), Check::Pending(_)));
-    assert_eq!(auth.authenticate(&good).await.expect("ok").subject, "bob");
+    assert_eq!(&*auth.authenticate(&good).await.expect("ok").subject, "bob");
     assert!(matches!(auth.check(&good), Check::Done(Ok(_))));
     let bad = head("/x", &[("authorization", "Basic Ym9iOng=")]);
     assert_eq!(

@@ -218,7 +218,7 @@ async fn revocation_applies_even_to_cached_tokens() {
     let revoked = km.km.revoked().await.expect("list");
     assert_eq!(
         revoked.first().map(|r| Some(r.jti.clone())),
-        Some(id.token_id.clone())
+        Some(id.token_id.as_deref().map(str::to_owned))
     );
     jwt.revocations.replace(revoked.into_iter().map(|r| r.jti));
     assert_eq!(
@@ -419,7 +419,7 @@ async fn backend_jwt_carries_the_identity_and_is_cached() {
         .validator
         .validate(v1.to_str().expect("ascii"))
         .expect("back end verifies");
-    assert_eq!(seen.subject, "app1");
+    assert_eq!(&*seen.subject, "app1");
     assert_eq!(seen.application_id.as_deref(), Some("app-app1"));
     assert_eq!(seen.scopes, vec!["read"]);
     assert_eq!(signer.header_name().as_str(), "x-jwt-assertion");

@@ -52,6 +52,16 @@ pub const M_SNAPSHOT_SWAPS: &str = "turnpike_snapshot_swaps_total";
 pub const M_APIS: &str = "turnpike_apis";
 /// Throttle decisions by policy, rule and decision (`allowed|throttled|flagged`).
 pub const M_THROTTLE: &str = "turnpike_throttle_decisions_total";
+/// Token cache lookups by cache (`jwt|introspection`) and result (`hit|miss`).
+pub const M_TOKEN_CACHE_LOOKUPS: &str = "turnpike_token_cache_lookups_total";
+/// Hits over lookups since start, by cache.
+pub const M_TOKEN_CACHE_HIT_RATIO: &str = "turnpike_token_cache_hit_ratio";
+/// Tokens held, by cache.
+pub const M_TOKEN_CACHE_ENTRIES: &str = "turnpike_token_cache_entries";
+/// Bytes held (entries weighed as in docs/security.md), by cache.
+pub const M_TOKEN_CACHE_BYTES: &str = "turnpike_token_cache_bytes";
+/// The byte budget, by cache.
+pub const M_TOKEN_CACHE_BUDGET: &str = "turnpike_token_cache_budget_bytes";
 
 /// Upper bounds of the duration histogram's buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -345,6 +355,7 @@ impl GatewayMetrics {
         for m in known.iter().chain(std::iter::once(&self.unmatched)) {
             m.duration.render(&mut out, &m.labels);
         }
+        render_token_caches(&self.snapshots.load(), &mut out);
         out
     }
 
@@ -376,6 +387,74 @@ impl GatewayMetrics {
                 );
                 self.recorder.register_counter(&key, &meta()).absolute(n);
             }
+        }
+    }
+}
+
+/// The verified-token (JWT) and introspection caches' lookups and sizes, read at scrape
+/// time from the long-lived caches the snapshot's authenticators share.
+fn render_token_caches(snap: &Snapshot, out: &mut String) {
+    let authns = || {
+        snap.apis
+            .iter()
+            .filter_map(|a| a.security.as_ref()?.authenticator.as_ref())
+    };
+    let jwt = authns()
+        .find_map(|a| a.jwt.as_ref())
+        .map(|j| j.cache_stats());
+    // One introspector per key manager; sum them.
+    let mut seen = Vec::new();
+    let mut introspection: Option<turnpike_auth::CacheStats> = None;
+    for i in authns().filter_map(|a| a.introspector.as_ref()) {
+        if seen.iter().any(|p| std::ptr::eq(*p, Arc::as_ptr(i))) {
+            continue;
+        }
+        seen.push(Arc::as_ptr(i));
+        let s = i.cache_stats();
+        let t = introspection.get_or_insert_with(Default::default);
+        t.hits += s.hits;
+        t.misses += s.misses;
+        t.entries += s.entries;
+        t.bytes += s.bytes;
+        t.budget_bytes += s.budget_bytes;
+    }
+    let caches = [("jwt", jwt), ("introspection", introspection)];
+    let caches: Vec<_> = caches
+        .into_iter()
+        .filter_map(|(n, s)| s.map(|s| (n, s)))
+        .collect();
+    if caches.is_empty() {
+        return;
+    }
+    let family = |out: &mut String, name: &str, kind: &str, help: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+    family(out, M_TOKEN_CACHE_LOOKUPS, "counter", "Token cache lookups");
+    for (c, s) in &caches {
+        let _ = writeln!(
+            out,
+            "{M_TOKEN_CACHE_LOOKUPS}{{cache=\"{c}\",result=\"hit\"}} {}\n{M_TOKEN_CACHE_LOOKUPS}{{cache=\"{c}\",result=\"miss\"}} {}",
+            s.hits, s.misses
+        );
+    }
+    let gauges: [(&str, &str, fn(&turnpike_auth::CacheStats) -> f64); 4] = [
+        (
+            M_TOKEN_CACHE_HIT_RATIO,
+            "Token cache hits over lookups since start",
+            |s| s.hit_ratio(),
+        ),
+        (M_TOKEN_CACHE_ENTRIES, "Tokens held", |s| s.entries as f64),
+        (M_TOKEN_CACHE_BYTES, "Bytes held by the token cache", |s| {
+            s.bytes as f64
+        }),
+        (M_TOKEN_CACHE_BUDGET, "Token cache byte budget", |s| {
+            s.budget_bytes as f64
+        }),
+    ];
+    for (name, help, value) in gauges {
+        family(out, name, "gauge", help);
+        for (c, s) in &caches {
+            let _ = writeln!(out, "{name}{{cache=\"{c}\"}} {}", value(s));
         }
     }
 }

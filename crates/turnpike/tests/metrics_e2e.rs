@@ -204,3 +204,108 @@ fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps
     );
     assert_eq!(status(&format!("http://{metrics}/other")), 404);
 }
+
+/// An ES256 key (ring), its public JWK, and tokens for `https://idp.test` signed with it.
+mod jwt {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use ring::rand::SystemRandom;
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    use serde_json::{json, Value};
+
+    pub struct Key(EcdsaKeyPair, pub Value);
+
+    pub fn key() -> Key {
+        let rng = SystemRandom::new();
+        let pkcs8 =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("gen");
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .expect("pair");
+        let p = pair.public_key().as_ref().to_vec();
+        let jwk = json!({"kty": "EC", "crv": "P-256", "alg": "ES256", "kid": "k1",
+            "x": URL_SAFE_NO_PAD.encode(&p[1..33]), "y": URL_SAFE_NO_PAD.encode(&p[33..65])});
+        Key(pair, jwk)
+    }
+
+    pub fn token(key: &Key, header: Value, sub: &str) -> String {
+        let exp = super::SystemTime::now()
+            .duration_since(super::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            + 600;
+        let claims = json!({"iss": "https://idp.test", "sub": sub, "exp": exp, "jti": sub,
+            "application": "app-1"});
+        let b64 = |v: &Value| URL_SAFE_NO_PAD.encode(v.to_string());
+        let input = format!("{}.{}", b64(&header), b64(&claims));
+        let sig = key
+            .0
+            .sign(&SystemRandom::new(), input.as_bytes())
+            .expect("sign");
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+    }
+}
+
+fn status_with_token(url: &str, token: &str) -> u16 {
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(["-H", &format!("Authorization: Bearer {token}"), url])
+        .output()
+        .expect("curl runs");
+    String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
+}
+
+#[test]
+fn scrape_shows_the_token_cache_lookups_size_and_budget() {
+    let dir = TempDir::new();
+    let (_echo, echo) = support::start(&["echo", "--port", "0"], "echo listening on http://");
+    let key = jwt::key();
+    let cfg = dir.path().join("apis.yaml");
+    let yaml = format!(
+        "security:\n  issuers:\n    - issuer: https://idp.test\n      jwks: {{ \"keys\": [{}] }}\n  \
+         subscriptions:\n    - {{ api: /secure/v1, application: app-1, state: ACTIVE, tier: Unlimited }}\n\
+         apis:\n  - name: secure\n    context: /secure\n    version: v1\n    auth: {{ oauth2: true }}\n    \
+         endpoints: [\"http://{echo}\"]\n    resources: [ {{ path: \"/*\", methods: [GET] }} ]\n",
+        key.1
+    );
+    std::fs::write(&cfg, yaml).expect("write config");
+    let (_gw, gw, metrics) = gateway(
+        cfg.to_str().expect("utf-8"),
+        dir.path().join("data").to_str().expect("utf-8"),
+    );
+    let url = format!("http://{gw}/secure/v1/x");
+    let header = serde_json::json!({"alg": "ES256", "kid": "k1", "typ": "JWT"});
+    // Three tokens, each used twice: three misses (verified once each), three hits.
+    for sub in ["u1", "u2", "u3"] {
+        let t = jwt::token(&key, header.clone(), sub);
+        assert_eq!(status_with_token(&url, &t), 200);
+        assert_eq!(status_with_token(&url, &t), 200);
+    }
+    // A header naming a critical extension is refused (RFC 7515 §4.1.11) and not cached.
+    let crit = serde_json::json!({"alg": "ES256", "kid": "k1", "crit": ["exp"], "exp": 1});
+    assert_eq!(status_with_token(&url, &jwt::token(&key, crit, "u4")), 401);
+    let text = scrape(&metrics);
+    let series = |name: &str, labels: &str| value(&text, &format!("{name}{{{labels}}}"));
+    let lookups = "turnpike_token_cache_lookups_total";
+    assert_eq!(
+        series(lookups, "cache=\"jwt\",result=\"hit\""),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(series(lookups, "cache=\"jwt\",result=\"miss\""), Some(4.0));
+    assert_eq!(
+        series("turnpike_token_cache_hit_ratio", "cache=\"jwt\""),
+        Some(3.0 / 7.0)
+    );
+    assert_eq!(
+        series("turnpike_token_cache_entries", "cache=\"jwt\""),
+        Some(3.0)
+    );
+    let bytes = series("turnpike_token_cache_bytes", "cache=\"jwt\"").unwrap_or(0.0);
+    assert!(
+        (300.0..3000.0).contains(&bytes),
+        "3 tokens weigh {bytes} bytes"
+    );
+    assert_eq!(
+        series("turnpike_token_cache_budget_bytes", "cache=\"jwt\""),
+        Some(256.0 * 1024.0 * 1024.0)
+    );
+}

@@ -121,7 +121,7 @@ pub struct Jwt {
 
 pub fn jwt_validator(issuers: Vec<Arc<TrustedIssuer>>) -> Jwt {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let cache = Arc::new(TokenCache::new(10_000, clock.clone()));
+    let cache = Arc::new(TokenCache::new(16 << 20, clock.clone()));
     let revocations = Arc::new(Revocations::default());
     let validator = Arc::new(JwtValidator::new(
         issuers,

@@ -97,7 +97,7 @@ impl Policy for ThrottlePolicy {
             api_id: &t.api_id,
             resource: resource.map(|r| &*r.key),
             application_id: application,
-            user: identity.map(|i| i.subject.as_str()),
+            user: identity.map(|i| &*i.subject),
             // An authenticated caller without a subscription (an API that does not
             // require one) counts on its application tier only.
             subscription_tier,

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Gateway memory per connection (issue 19): RSS of one gateway worker idle, then holding
+# N idle keep-alive connections (HTTP/1.1 over TCP; HTTP/2 over TLS), then N requests in
+# flight (HTTP/1.1, the back end answering after 60 s). Each phase's growth over the idle
+# RSS, per connection, is printed with the target (10,000 idle connections <= 64 MiB
+# above idle). Connections are opened by bench/idle_conns.py (one request each, then
+# held); every figure is resident memory read from /proc after the phase settles.
+#
+# Usage: [TURNPIKE_BIN=...] bench/memory.sh [--connections 10000]
+# Needs: python3, curl (scripts/install-deps.sh installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+n=10000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --connections) n=$2; shift 2;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+ulimit -n 65536
+
+if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
+  cargo build --release -p turnpike >/dev/null; bin=target/release/turnpike; fi
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+echo_port=$(free_port); http_port=$(free_port); https_port=$(free_port)
+cat >"$work/apis.yaml" <<YAML
+apis:
+  - name: open
+    context: /open
+    version: v1
+    endpoints: ["http://127.0.0.1:$echo_port"]
+    resources:
+      - { path: "/*", methods: [GET] }
+YAML
+
+"$bin" echo --port "$echo_port" >"$work/echo.log" 2>&1 &
+pids+=($!)
+# Timeouts long enough that no idle connection is closed while we count.
+TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 "$bin" gateway --config "$work/apis.yaml" \
+  --http-port "$http_port" --https-port "$https_port" --data-dir "$work/data" \
+  --header-read-timeout 600 --idle-timeout 600 >"$work/gw.log" 2>&1 &
+gw=$!; pids+=($gw)
+wait_port "$echo_port"; wait_port "$http_port"; wait_port "$https_port"
+for _ in $(seq 200); do curl -s -o /dev/null "http://127.0.0.1:$http_port/open/v1/"; done
+curl -sk -o /dev/null --http2 "https://127.0.0.1:$https_port/open/v1/"
+sleep 1
+
+phase() { # name, idle_conns.py args... -> "name conns rss_kib growth_kib per_conn_bytes"
+  local name=$1; shift
+  local base; base=$(rss_kib "$gw")
+  local fifo="$work/fifo.$name"; mkfifo "$fifo"
+  python3 bench/idle_conns.py --count "$n" --hold 600 "$@" <"$fifo" >"$work/$name.out" 2>&1 &
+  local py=$!
+  exec 4>"$fifo"
+  for _ in $(seq 600); do grep -q '^open' "$work/$name.out" 2>/dev/null && break; sleep 0.5; done
+  grep -q '^open' "$work/$name.out" || { echo "$name: connections never opened" >&2; cat "$work/$name.out" >&2; exit 1; }
+  sleep 2
+  local held; held=$(rss_kib "$gw")
+  exec 4>&-   # EOF: the client closes everything
+  wait "$py" || true
+  sleep 2
+  echo "$name $n $base $held $(( held - base )) $(( (held - base) * 1024 / n ))"
+}
+
+idle=$(rss_kib "$gw")
+{
+  phase h1-idle --port "$http_port"
+  phase h2-idle --port "$https_port" --h2
+  phase h1-in-flight --port "$http_port" --in-flight --path "/open/v1/?delay_ms=60000"
+} >"$work/results.txt"
+after=$(rss_kib "$gw")
+
+echo
+echo "gateway (one worker, mimalloc) idle RSS $((idle / 1024)) MiB; after all phases $((after / 1024)) MiB"
+echo
+echo "| phase | connections | RSS before | RSS holding them | growth | per connection | target |"
+echo "|---|---|---|---|---|---|---|"
+while read -r name conns base held grow per; do
+  target="—"
+  case $name in *idle) target="10,000 idle <= 64 MiB: $(awk -v g="$grow" -v c="$conns" 'BEGIN{ print (g/1024*10000/c <= 64) ? "met" : "NOT met" }')";; esac
+  printf "| %s | %s | %.1f MiB | %.1f MiB | %.1f MiB | %s B | %s |\n" "$name" "$conns" \
+    "$(awk -v v="$base" 'BEGIN{print v/1024}')" "$(awk -v v="$held" 'BEGIN{print v/1024}')" \
+    "$(awk -v v="$grow" 'BEGIN{print v/1024}')" "$per" "$target"
+done <"$work/results.txt"
