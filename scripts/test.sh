@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one test command (README, .ci/run): installs what the tests need, then checks
-# formatting and lints, runs every test of the workspace, builds the release binary and
+# formatting and lints, runs every test of the workspace, builds an optimised binary (ci-bench profile) and
 # runs the bench kit's quick plan end to end. Fails on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +18,10 @@ if [ "$passed" -eq 0 ]; then echo "no tests ran" >&2; exit 1; fi
 # The bench kit end to end (issue 6): the quick plan against a release gateway, under
 # 3 minutes, leaving its report behind.
 echo "== bench quick plan"
-cargo build --release --locked -p turnpike
+# The ci-bench profile (Cargo.toml): optimised, without fat LTO, to keep CI short.
+cargo build --profile ci-bench --locked -p turnpike
 rm -rf target/bench-quick
-timeout 180 target/release/turnpike bench matrix --plan quick --out target/bench-quick
+timeout 180 target/ci-bench/turnpike bench matrix --plan quick --out target/bench-quick
 for f in index.html summary.md summary.csv results.json; do
   [ -s "target/bench-quick/$f" ] || { echo "bench quick plan left no $f" >&2; exit 1; }
 done
