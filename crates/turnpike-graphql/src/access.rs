@@ -64,6 +64,13 @@ impl FieldAccess {
         Ok(FieldAccess { denied })
     }
 
+    /// Adds `other`'s denials to this set.
+    pub fn merge_denied(&mut self, other: &FieldAccess) {
+        for (w, o) in self.denied.iter_mut().zip(&other.denied) {
+            *w |= *o;
+        }
+    }
+
     fn set(&mut self, id: FieldId) {
         if let Some(w) = self.denied.get_mut(id as usize / 64) {
             *w |= 1u64 << (id % 64);

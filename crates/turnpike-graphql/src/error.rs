@@ -30,6 +30,8 @@ pub enum ErrorCode {
     FieldNotAllowed,
     /// `__schema` / `__type` on an API that turned introspection off.
     IntrospectionDisabled,
+    /// The tier's cost quota for the window is spent.
+    QuotaExceeded,
 }
 
 impl ErrorCode {
@@ -44,6 +46,7 @@ impl ErrorCode {
             ErrorCode::MaxComplexityExceeded => "MAX_COMPLEXITY_EXCEEDED",
             ErrorCode::FieldNotAllowed => "FIELD_NOT_ALLOWED",
             ErrorCode::IntrospectionDisabled => "INTROSPECTION_DISABLED",
+            ErrorCode::QuotaExceeded => "COST_QUOTA_EXCEEDED",
         }
     }
 }

@@ -7,6 +7,8 @@
 //! fields it touches (field-level access), and an explain breakdown. Analyses are cached
 //! by schema version and query text, so a repeated query costs a lookup.
 //!
+//! [`compile`] turns an API's `graphql:` section (`turnpike-model`) into these parts.
+//!
 //! Owns no IO and no HTTP server: the gateway calls [`Analyzer::analyze`] from its
 //! request-body hook and maps [`GraphqlError`]s to a `{"errors": [...]}` body. Must not
 //! depend on the gateway, the store or the admin API.
@@ -18,8 +20,10 @@ mod caps;
 mod config;
 mod error;
 mod explain;
+mod quota;
 mod request;
 mod schema;
+mod spec;
 
 pub use access::FieldAccess;
 pub use analysis::{Analysis, OperationKind, RootField};
@@ -28,5 +32,7 @@ pub use caps::Caps;
 pub use config::{CostConfig, CostModel, Limits};
 pub use error::{errors_body, ErrorCode, GraphqlError, Location};
 pub use explain::{BreakdownRow, Explain};
+pub use quota::{CostQuotas, OverQuota};
 pub use request::{location, GraphqlRequest};
 pub use schema::{CompiledSchema, FieldId, SchemaError};
+pub use spec::{compile, CompiledGraphql, CostQuota, SpecProblem, TierRule};

@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use turnpike_graphql::{AnalysisCache, Analyzer, Caps, CompiledSchema, CostConfig};
 
-pub const STARWARS: &str = include_str!("../../../../bench/graphql/starwars/starwars-schema.graphql");
+pub const STARWARS: &str =
+    include_str!("../../../../bench/graphql/starwars/starwars-schema.graphql");
 pub const Q1: &str = include_str!("../../../../bench/graphql/starwars/query1.graphql");
 pub const Q2: &str = include_str!("../../../../bench/graphql/starwars/query2.graphql");
 pub const Q3: &str = include_str!("../../../../bench/graphql/starwars/query3.graphql");
-pub const Q3_ONELINE: &str = include_str!("../../../../bench/graphql/starwars/query3.oneline.graphql");
+pub const Q3_ONELINE: &str =
+    include_str!("../../../../bench/graphql/starwars/query3.oneline.graphql");
 
 pub const FILMS: &str = r#"
 type Query { allFilms(first: Int, after: String): [Film] film(id: ID!): Film }
