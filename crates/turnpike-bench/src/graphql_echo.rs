@@ -30,6 +30,13 @@ pub const QUERIES: [&str; 3] = [
     include_str!("../../../bench/graphql/starwars/query3.oneline.graphql"),
 ];
 
+/// The body WSO2's load test sends for query `n` (1-3):
+/// `{"operationName":null,"query":"<one-line query>"}`.
+pub fn request_body(n: u8) -> Bytes {
+    let query = QUERIES[usize::from(n.clamp(1, 3)) - 1];
+    Bytes::from(serde_json::json!({ "operationName": null, "query": query }).to_string())
+}
+
 /// Most values generated for one response (lists stop growing past it).
 const MAX_NODES: usize = 100_000;
 

@@ -44,6 +44,11 @@ pub struct RunArgs {
     /// instead of a JSON document, with the version's Content-Type and action.
     #[arg(long, value_parser = parse_soap_version)]
     pub soap: Option<u8>,
+    /// Send WSO2's GraphQL query N (1, 2 or 3: 1, 4 or 9 operations) as its load test
+    /// does: POST `{"operationName":null,"query":...}` with a `query-number: N` header
+    /// (what `turnpike echo --graphql` answers with the canned response N).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=3), conflicts_with_all = ["size", "soap"])]
+    pub graphql: Option<u8>,
     /// HTTP method (default GET, or POST with --size).
     #[arg(long)]
     pub method: Option<String>,
@@ -95,6 +100,7 @@ impl RunArgs {
             warmup,
             size: None,
             soap: None,
+            graphql: None,
             method: None,
             headers: Vec::new(),
             http2: false,
@@ -220,15 +226,16 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
     if args.duration.is_zero() {
         return Err(BenchError::Usage("--duration must be above 0".into()));
     }
-    let body = match (args.size, args.soap) {
-        (Some(n), Some(v)) => crate::echo_soap::envelope_payload(v, n),
-        (Some(n), None) => client::json_payload(n),
-        (None, _) => Default::default(),
+    let body = match (args.size, args.soap, args.graphql) {
+        (_, _, Some(n)) => crate::graphql_echo::request_body(n),
+        (Some(n), Some(v), None) => crate::echo_soap::envelope_payload(v, n),
+        (Some(n), None, None) => client::json_payload(n),
+        (None, _, None) => Default::default(),
     };
     let method = match &args.method {
         Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
             .map_err(|_| BenchError::Usage(format!("bad --method {m}")))?,
-        None if args.size.is_some() => Method::POST,
+        None if args.size.is_some() || args.graphql.is_some() => Method::POST,
         None => Method::GET,
     };
     let mut headers = args
@@ -243,6 +250,22 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
             let action = HeaderValue::from_static("\"urn:tp:echo#echo\"");
             headers.insert(0, (HeaderName::from_static("soapaction"), action));
         }
+    }
+    if let Some(n) = args.graphql {
+        headers.insert(
+            0,
+            (
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+        );
+        headers.insert(
+            0,
+            (
+                HeaderName::from_static("query-number"),
+                HeaderValue::from(u16::from(n)),
+            ),
+        );
     }
     let tokens = tokens(args, args.insecure).await?;
     let target = Target::resolve(&uri, args.http2, args.insecure).await?;

@@ -126,3 +126,28 @@ async fn invalid_queries_get_graphql_errors() {
     );
     assert!(v.get("data").is_none());
 }
+
+/// `bench run --graphql 3` against `echo --graphql`: every request gets Query 3's canned
+/// 27 KB answer (received bytes per request prove the header and body were sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_run_sends_wso2s_query_with_its_number() {
+    use std::time::Duration;
+    use turnpike_bench::run::{execute, RunArgs};
+    let addr = backend().await;
+    let mut args = RunArgs::closed(
+        format!("http://{addr}/graphql"),
+        2,
+        Duration::from_millis(500),
+        Duration::ZERO,
+    );
+    args.threads = Some(1);
+    args.graphql = Some(3);
+    let s = execute(&args).await.expect("run").summary;
+    assert_eq!(s.errors, 0, "{s:?}");
+    assert!(s.samples > 0);
+    let per_request = s.received_kbps * 1024.0 * s.duration_s / s.samples as f64;
+    assert!(
+        per_request > CANNED[2].len() as f64,
+        "{per_request} bytes a response"
+    );
+}
