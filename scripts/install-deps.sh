@@ -11,6 +11,7 @@ packages=(
   postgresql                   # store tests against a real PostgreSQL
   python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
   curl ca-certificates util-linux procps
+  jq                           # turnpike-mediation's differential test against the jq binary
 )
 
 missing=()

@@ -315,6 +315,7 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
             scopes: Vec::new(),
             auth: None,
             throttling: None,
+            mediation: None,
         }];
     }
     api.resources
@@ -325,6 +326,7 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
             scopes: r.scopes.clone(),
             auth: None,
             throttling: None,
+            mediation: None,
         })
         .collect()
 }

@@ -20,6 +20,7 @@ mod endpoint;
 mod error;
 mod format;
 mod host;
+mod mediation;
 mod methods;
 mod path;
 mod router;
@@ -38,6 +39,7 @@ pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
 pub use path::{normalise_path, PathError};
+pub use mediation::{ApiMediation, Selected as SelectedMediation};
 pub use runtime::PolicyRuntime;
 pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;
@@ -103,10 +105,12 @@ fn compile_inner(
     let (mut security, subscriptions) =
         security::compile(&file, runtime, reuse.clone(), &mut problems);
     let mut throttling = throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
+    let mut mediation = mediation::compile(&file, &mut problems);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {
         c.api.security = security.get_mut(c.index).and_then(Option::take);
         c.api.throttle = throttling.get_mut(c.index).and_then(Option::take);
+        c.api.mediation = mediation.get_mut(c.index).and_then(Option::take);
     }
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {

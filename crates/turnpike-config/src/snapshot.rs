@@ -36,6 +36,8 @@ pub struct CompiledApi {
     pub security: Option<Arc<crate::security::ApiSecurity>>,
     /// Throttling; `None` when the API is not throttled.
     pub throttle: Option<Arc<crate::throttling::ApiThrottle>>,
+    /// Request/response transformations; `None` when the API has none.
+    pub mediation: Option<Arc<crate::mediation::ApiMediation>>,
 }
 
 /// What the router says about a request.

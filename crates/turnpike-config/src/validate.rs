@@ -122,6 +122,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             response_timeout,
             security: None,
             throttle: None,
+            mediation: None,
         },
         host,
         index,

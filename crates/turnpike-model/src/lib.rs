@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod graphql;
+pub mod mediation;
 mod quantity;
 pub mod security;
 pub mod throttling;
@@ -81,6 +82,9 @@ pub struct ApiSpec {
     /// A GraphQL API (type GRAPHQL): its schema, cost model, limits and operations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graphql: Option<graphql::GraphqlSpec>,
+    /// Request and response transformations (see [`mediation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mediation: Option<mediation::MediationSpec>,
 }
 
 /// A resource: a path template and the methods it accepts.
@@ -100,6 +104,9 @@ pub struct ResourceSpec {
     /// Resource-level advanced throttling policy, counted per API and resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttling: Option<String>,
+    /// This resource's transformations; each direction given replaces the API's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mediation: Option<mediation::MediationSpec>,
 }
 
 /// Upstream timeouts as written: durations such as `"5s"`, `"250ms"`, `"2m"`.
