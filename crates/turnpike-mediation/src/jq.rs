@@ -683,6 +683,20 @@ mod tests {
         ));
     }
 
+    /// A documented difference from jq (docs/mediation.md): jaq does not create objects
+    /// through a missing key when updating a nested path.
+    #[test]
+    fn nested_update_through_a_missing_key_fails_unlike_jq() {
+        assert!(matches!(
+            run(".meta.seen = true", "{}"),
+            Err(MediationErrorKind::Program(_))
+        ));
+        assert_eq!(
+            run(".meta = ((.meta // {}) + {seen: true})", "{}").as_deref(),
+            Ok(r#"{"meta":{"seen":true}}"#)
+        );
+    }
+
     #[test]
     fn programs_are_shared_across_threads() {
         fn send_sync<T: Send + Sync>() {}

@@ -16,7 +16,7 @@ const PROGRAMS: &[&str] = &[
     "{order: .}",
     "{id: .id, items: [.items[]? | {sku, qty: (.qty // 1)}]}",
     ".items |= map(select(.qty > 1))",
-    "del(.secret) | .meta.seen = true",
+    "del(.secret) | .meta = ((.meta // {}) + {seen: true})",
     "to_entries | map({(.key | ascii_upcase): .value}) | add",
     "[paths] | length",
     "walk(if type == \"string\" then ascii_downcase else . end)",
