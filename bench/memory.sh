@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true  # each side holds N sockets
 
 if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
   cargo build --release -p turnpike >/dev/null; bin=target/release/turnpike; fi
@@ -91,3 +91,4 @@ while read -r name conns base held grow per; do
     "$(awk -v v="$base" 'BEGIN{print v/1024}')" "$(awk -v v="$held" 'BEGIN{print v/1024}')" \
     "$(awk -v v="$grow" 'BEGIN{print v/1024}')" "$per" "$target"
 done <"$work/results.txt"
+awk '$1=="h1-idle"{i=$5} $1=="h1-in-flight"{f=$5; n=$2} END{ if (n) printf "\nper in-flight request beyond an idle HTTP/1.1 connection (request, upstream call and pooled upstream connection): %.0f B\n", (f-i)*1024/n }' "$work/results.txt"
