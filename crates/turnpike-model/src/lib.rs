@@ -12,6 +12,7 @@ pub mod graphql;
 pub mod mediation;
 mod quantity;
 pub mod security;
+pub mod soap;
 pub mod throttling;
 
 pub use quantity::Quantity;

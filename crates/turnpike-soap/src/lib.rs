@@ -7,6 +7,7 @@
 //! This crate does no IO and must not depend on the gateway, the store or the admin API;
 //! generic (schema-less) JSON <-> XML conversion belongs to the mediation crate.
 
+pub mod api;
 pub mod docs;
 pub mod envelope;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod write;
 pub mod wsdl;
 pub mod xml;
 pub mod xsd;
+pub mod zip;
 
 pub use docs::Documents;
 pub use error::{ImportError, MapError, Problem, XmlError};

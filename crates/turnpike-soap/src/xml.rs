@@ -45,6 +45,12 @@ pub fn parse(text: &str, limits: Limits) -> Result<Document<'_>, XmlError> {
             limit: limits.max_bytes,
         });
     }
+    // roxmltree recurses per nesting level: refuse deep documents before it sees them.
+    if nesting_depth(text.as_bytes(), limits.max_depth) > limits.max_depth {
+        return Err(XmlError::TooDeep {
+            limit: limits.max_depth,
+        });
+    }
     let opts = ParsingOptions {
         allow_dtd: false,
         nodes_limit: limits.max_nodes,
@@ -58,6 +64,59 @@ pub fn parse(text: &str, limits: Limits) -> Result<Document<'_>, XmlError> {
     })?;
     check_depth(&doc, limits.max_depth)?;
     Ok(doc)
+}
+
+/// The deepest element nesting of `text`, counted up to just past `stop`: one pass over
+/// the bytes that skips comments, CDATA, processing instructions, declarations and
+/// quoted attribute values. Malformed input gets some answer; the parser judges it.
+fn nesting_depth(text: &[u8], stop: usize) -> usize {
+    let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
+    let find = |from: usize, pat: &[u8]| {
+        text.get(from..)
+            .and_then(|rest| rest.windows(pat.len()).position(|w| w == pat))
+            .map_or(text.len(), |p| from + p + pat.len())
+    };
+    while i < text.len() {
+        if text[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let rest = &text[i..];
+        if rest.starts_with(b"<!--") {
+            i = find(i + 4, b"-->");
+        } else if rest.starts_with(b"<![CDATA[") {
+            i = find(i + 9, b"]]>");
+        } else if rest.starts_with(b"<?") {
+            i = find(i + 2, b"?>");
+        } else if rest.starts_with(b"<!") {
+            i = find(i + 2, b">");
+        } else if rest.starts_with(b"</") {
+            depth = depth.saturating_sub(1);
+            i = find(i + 2, b">");
+        } else {
+            // A start tag: find its end outside quoted values.
+            let mut j = i + 1;
+            let mut quote = None;
+            while j < text.len() {
+                match (quote, text[j]) {
+                    (None, q @ (b'"' | b'\'')) => quote = Some(q),
+                    (Some(q), c) if c == q => quote = None,
+                    (None, b'>') => break,
+                    _ => {}
+                }
+                j += 1;
+            }
+            if text.get(j.wrapping_sub(1)) != Some(&b'/') {
+                depth += 1;
+                max = max.max(depth);
+                if max > stop {
+                    return max;
+                }
+            }
+            i = j + 1;
+        }
+    }
+    max
 }
 
 /// Refuses documents nested deeper than `max`, in one pass without recursion (so the
@@ -205,6 +264,19 @@ mod tests {
             parse("<a><b/><c/><d/></a>", few),
             Err(XmlError::TooManyNodes { .. })
         ));
+    }
+
+    #[test]
+    fn the_depth_scan_skips_what_is_not_an_element() {
+        assert_eq!(
+            nesting_depth(b"<a><b/><c x='/>' y=\">\"><d></d></c></a>", 99),
+            3
+        );
+        assert_eq!(
+            nesting_depth(b"<a><!-- <b><c> --><![CDATA[<x><y>]]><?p <q>?></a>", 99),
+            1
+        );
+        assert_eq!(nesting_depth("<a>".repeat(10).as_bytes(), 3), 4);
     }
 
     #[test]

@@ -105,3 +105,19 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    #[test]
+    fn zip_reader_survives_mutated_and_arbitrary_archives(
+        at in 0usize..200, junk in prop::collection::vec(any::<u8>(), 0..16), raw in prop::collection::vec(any::<u8>(), 0..300)
+    ) {
+        let mut zip = turnpike_soap::zip::write_stored(&[("a.wsdl", b"<definitions/>"), ("b.xsd", b"<schema/>")]);
+        let at = at.min(zip.len());
+        let end = (at + junk.len()).min(zip.len());
+        zip.splice(at..end, junk);
+        let _ = turnpike_soap::zip::unpack(&zip);
+        let _ = turnpike_soap::zip::unpack(&raw);
+    }
+}

@@ -310,3 +310,13 @@ fn not_a_wsdl_and_no_soap_port_are_errors() {
         Some(ImportError::MissingFile("b.wsdl".into()))
     );
 }
+
+#[test]
+fn the_bench_echo_service_wsdl_imports_with_both_versions() {
+    let set = Documents::single("echo.wsdl", include_str!("../../../bench/soap/echo.wsdl"));
+    let w = turnpike_soap::import(&set, "echo.wsdl").expect("imports");
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let versions: Vec<_> = w.ports.iter().map(|p| p.version).collect();
+    assert_eq!(versions, [SoapVersion::V12, SoapVersion::V11]);
+    assert_eq!(ops(&w, 0), [("echo", "urn:tp:echo#echo")]);
+}
