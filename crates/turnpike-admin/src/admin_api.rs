@@ -1,5 +1,5 @@
-//! `/api/am/admin/v1`: throttling tiers (subscription, application, advanced), users and
-//! their roles, the gateways that follow this control plane, and the key manager's
+//! `/api/am/admin/v1`: throttling tiers (subscription, application, advanced) (users and
+//! applications: `users_api.rs`), the gateways that follow this control plane, and the key manager's
 //! signing keys (list, rotate). Admin role (`apim:admin` for bearer tokens).
 
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use serde_json::json;
 use turnpike_store::{Tier, TierKind};
 
 use crate::auth::Admin;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult};
 use crate::http::{body_etag, if_match, json_with_etag, revision_etag, with_etag, JsonBody};
 use crate::validate::Fields;
 use crate::AppState;
@@ -26,10 +26,11 @@ pub fn routes() -> Router<AppState> {
         )
         .route(
             "/throttling/policies/{kind}/{name}",
-            get(get_tier).put(update_tier).delete(delete_tier),
+            get(get_tier)
+                .put(update_tier)
+                .patch(patch_tier)
+                .delete(delete_tier),
         )
-        .route("/users", get(list_users).post(create_user))
-        .route("/users/{name}", get(get_user).delete(delete_user))
         .route("/gateways", get(gateways))
         .route("/keys", get(list_keys))
         .route("/keys/rotate", post(rotate_keys))
@@ -54,7 +55,18 @@ async fn list_tiers(
     Ok(json_with_etag(&headers, body_etag(&body), &body))
 }
 
-fn tier_body(v: &serde_json::Value, kind: TierKind, name: Option<&str>) -> ApiResult<Tier> {
+/// A tier from a body; fields it leaves out keep `current`'s values (a `PUT`) or take
+/// their defaults. `requestCount` or `dataAmount` (bytes) per `unitSeconds` (neither:
+/// unlimited); subscription tiers add `burst` (`{"requests", "per": "second"|"minute"}`)
+/// and `stopOnQuota` (false: a billing tier, over-quota requests pass flagged);
+/// advanced policies add `conditionalGroups` (the declarative file's groups:
+/// `{"name", "conditions": [{"type": "ip"|"header"|"query"|"claim", ...}], "limit"}`).
+fn tier_body(
+    v: &serde_json::Value,
+    kind: TierKind,
+    name: Option<&str>,
+    current: Option<&Tier>,
+) -> ApiResult<Tier> {
     let mut f = Fields::new(v, "");
     f.ignore(&["kind", "revision"]);
     let body_name = f.string("name", name.is_none(), 100);
@@ -63,9 +75,38 @@ fn tier_body(v: &serde_json::Value, kind: TierKind, name: Option<&str>) -> ApiRe
             f.err("name", "must match the name in the path");
         }
     }
-    let description = f.text("description", 1000).unwrap_or_default();
-    let request_count = f.integer("requestCount", 1, i64::MAX / 2);
-    let unit_seconds = f.integer("unitSeconds", 1, 366 * 86_400).unwrap_or(60);
+    let description = f
+        .text("description", 1000)
+        .or_else(|| current.map(|c| c.description.clone()))
+        .unwrap_or_default();
+    let given = |k: &str| v.get(k).is_some_and(|x| !x.is_null());
+    let keep_limit = !given("requestCount") && !given("dataAmount");
+    let mut options = current.map(|c| c.options.clone()).unwrap_or_default();
+    let request_count = f
+        .integer("requestCount", 1, i64::MAX / 2)
+        .or_else(|| current.filter(|_| keep_limit).and_then(|c| c.request_count));
+    match f.integer("dataAmount", 1, i64::MAX / 2) {
+        Some(bytes) => {
+            if given("requestCount") {
+                f.err("dataAmount", "give requestCount or dataAmount, not both");
+            }
+            options.insert("dataAmount".into(), json!(bytes));
+        }
+        None if !keep_limit => {
+            options.remove("dataAmount");
+        }
+        None => {}
+    }
+    let request_count = if options.contains_key("dataAmount") {
+        None
+    } else {
+        request_count
+    };
+    let unit_seconds = f
+        .integer("unitSeconds", 1, 366 * 86_400)
+        .or_else(|| current.map(|c| c.unit_seconds))
+        .unwrap_or(60);
+    tier_extras(&mut f, kind, &mut options);
     f.finish_unknown();
     f.into_result()?;
     Ok(Tier {
@@ -74,8 +115,40 @@ fn tier_body(v: &serde_json::Value, kind: TierKind, name: Option<&str>) -> ApiRe
         description,
         request_count,
         unit_seconds,
+        options,
         revision: 0,
     })
+}
+
+/// `burst` and `stopOnQuota` (subscription tiers), `conditionalGroups` (advanced
+/// policies), checked against the declarative file's types.
+fn tier_extras(f: &mut Fields<'_>, kind: TierKind, options: &mut turnpike_store::Options) {
+    use turnpike_model::throttling::{BurstLimit, ConditionGroup};
+    let fields: [(&'static str, TierKind); 3] = [
+        ("burst", TierKind::Subscription),
+        ("stopOnQuota", TierKind::Subscription),
+        ("conditionalGroups", TierKind::Advanced),
+    ];
+    for (field, only) in fields {
+        let Some(value) = f.value(field) else {
+            continue;
+        };
+        if kind != only {
+            f.err(field, format!("only {} tiers have it", only.as_str()));
+            continue;
+        }
+        let checked = match field {
+            "burst" => serde_json::from_value::<BurstLimit>(value.clone()).map(|_| ()),
+            "stopOnQuota" => serde_json::from_value::<bool>(value.clone()).map(|_| ()),
+            _ => serde_json::from_value::<Vec<ConditionGroup>>(value.clone()).map(|_| ()),
+        };
+        match checked {
+            Ok(()) => {
+                options.insert(field.into(), value.clone());
+            }
+            Err(e) => f.err(field, e.to_string()),
+        }
+    }
 }
 
 async fn create_tier(
@@ -84,7 +157,7 @@ async fn create_tier(
     Path(k): Path<String>,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let t = tier_body(&v, kind(&k)?, None)?;
+    let t = tier_body(&v, kind(&k)?, None, None)?;
     let mut tx = s.inner.store.begin_write().await?;
     let t = tx.create_tier(&t).await?;
     tx.commit(&caller.name, &format!("create {k} tier {}", t.name))
@@ -118,11 +191,43 @@ async fn update_tier(
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
     let expected = if_match(&headers, &name)?;
-    let t = tier_body(&v, kind(&k)?, Some(&name))?;
+    let family = kind(&k)?;
+    let current = s.inner.store.get_tier(family, &name).await?;
+    let t = tier_body(&v, family, Some(&name), Some(&current))?;
+    store_tier(&s, &caller.name, t, expected).await
+}
+
+/// A JSON Merge Patch of a tier (`null` restores a default: `requestCount: null` makes
+/// it unlimited).
+async fn patch_tier(
+    State(s): State<AppState>,
+    Admin(caller): Admin,
+    Path((k, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    JsonBody(patch): JsonBody,
+) -> ApiResult<Response> {
+    let expected = if_match(&headers, &name)?;
+    let family = kind(&k)?;
+    let current = s.inner.store.get_tier(family, &name).await?;
+    let mut body = serde_json::to_value(&current).map_err(|_| ApiError::internal())?;
+    crate::merge::merge_patch(&mut body, &patch);
+    let t = tier_body(&body, family, Some(&name), None)?;
+    store_tier(&s, &caller.name, t, expected).await
+}
+
+async fn store_tier(
+    s: &AppState,
+    actor: &str,
+    t: Tier,
+    expected: Option<i64>,
+) -> ApiResult<Response> {
     let mut tx = s.inner.store.begin_write().await?;
     let t = tx.update_tier(&t, expected).await?;
-    tx.commit(&caller.name, &format!("update {k} tier {name}"))
-        .await?;
+    tx.commit(
+        actor,
+        &format!("update {} tier {}", t.kind.as_str(), t.name),
+    )
+    .await?;
     Ok(with_etag(
         StatusCode::OK,
         revision_etag(&t.name, t.revision),
@@ -142,53 +247,6 @@ async fn delete_tier(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn list_users(
-    State(s): State<AppState>,
-    _caller: Admin,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    let users = s.inner.store.list_users().await?;
-    let body = json!({"count": users.len(), "list": users});
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
-}
-
-async fn create_user(
-    State(s): State<AppState>,
-    Admin(caller): Admin,
-    JsonBody(v): JsonBody,
-) -> ApiResult<Response> {
-    let mut f = Fields::new(&v, "");
-    let name = f.string("name", true, 100);
-    if name.as_deref().is_some_and(|n| n.contains(':')) {
-        f.err("name", "must not contain ':' (HTTP Basic separator)");
-    }
-    let password = f.string("password", true, 1000);
-    if password.as_deref().is_some_and(|p| p.chars().count() < 8) {
-        f.err("password", "must be at least 8 characters");
-    }
-    let roles = f.strings("roles", 3, |r| {
-        (!turnpike_store::ROLES.contains(&r))
-            .then(|| format!("must be one of {:?}", turnpike_store::ROLES))
-    });
-    if roles.as_ref().is_some_and(|r| r.is_empty()) {
-        f.err("roles", "must name at least one role");
-    }
-    if v.get("roles").is_none() {
-        f.err("roles", "is required");
-    }
-    f.finish_unknown();
-    f.into_result()?;
-    let (Some(name), Some(password), Some(roles)) = (name, password, roles) else {
-        return Err(ApiError::invalid(vec![FieldError {
-            field: "".into(),
-            message: "incomplete user".into(),
-        }]));
-    };
-    create_user_with(&s, &caller.name, &name, &password, &roles).await?;
-    let user = s.inner.store.user(&name).await?;
-    Ok((StatusCode::CREATED, axum::Json(user)).into_response())
-}
-
 /// Creates a user (hashing off the async workers) and forgets cached logins.
 pub async fn create_user_with(
     s: &AppState,
@@ -203,30 +261,6 @@ pub async fn create_user_with(
     tx.commit(actor, &format!("create user {name}")).await?;
     s.inner.auth_cache.clear();
     Ok(())
-}
-
-async fn get_user(
-    State(s): State<AppState>,
-    _caller: Admin,
-    Path(name): Path<String>,
-) -> ApiResult<Response> {
-    Ok(axum::Json(s.inner.store.user(&name).await?).into_response())
-}
-
-async fn delete_user(
-    State(s): State<AppState>,
-    Admin(caller): Admin,
-    Path(name): Path<String>,
-) -> ApiResult<Response> {
-    if name == caller.name {
-        return Err(ApiError::conflict("you cannot delete yourself"));
-    }
-    let mut tx = s.inner.store.begin_write().await?;
-    tx.delete_user(&name).await?;
-    tx.commit(&caller.name, &format!("delete user {name}"))
-        .await?;
-    s.inner.auth_cache.clear();
-    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn gateways(

@@ -86,6 +86,11 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
             r.err("methods", "must name at least one method");
         }
         let scopes = r.strings("scopes", 50, check_scope).unwrap_or_default();
+        let auth = r.string("auth", false, 10);
+        if auth.as_deref().is_some_and(|a| a != "none") {
+            r.err("auth", "must be \"none\" (an open resource) or left out");
+        }
+        let throttling_policy = r.string("throttlingPolicy", false, 100);
         if let (Some(p), Some(ms)) = (&path, &methods) {
             // Gateways refuse a snapshot that declares one path and method twice.
             for m in ms {
@@ -108,10 +113,88 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
                 path,
                 methods,
                 scopes,
+                auth,
+                throttling_policy,
             });
         }
     }
     ok.then_some(out)
+}
+
+/// An API's gateway settings: (REST field, the declarative file's field).
+pub const OPTION_FIELDS: [(&str, &str); 5] = [
+    ("host", "host"),
+    ("loadBalancing", "load_balancing"),
+    ("maxBodySize", "max_body_size"),
+    ("timeouts", "timeouts"),
+    ("apiThrottlingPolicy", "throttling"),
+];
+
+/// A number or a short text with a unit (`10MiB`, `5s`): checked for shape here, for
+/// meaning by compiling (`crate::publisher::check_compiles`).
+fn quantity_ok(v: &Value) -> bool {
+    v.as_u64().is_some() || v.as_str().is_some_and(|s| !s.is_empty() && s.len() <= 30)
+}
+
+/// The gateway settings of a body; those it leaves out keep `defaults`' values.
+fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options {
+    let mut out = d.map(|d| d.options.clone()).unwrap_or_default();
+    let mut put = |k: &str, v: Value| {
+        out.insert(k.to_string(), v);
+    };
+    if let Some(h) = f.string("host", false, 253) {
+        let ok = h
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-.*".contains(c));
+        if ok && !h.is_empty() {
+            put("host", Value::String(h.to_ascii_lowercase()));
+        } else {
+            f.err(
+                "host",
+                "must be a host name such as api.example.com or *.example.com",
+            );
+        }
+    }
+    if let Some(lb) = f.string("loadBalancing", false, 20) {
+        if ["round_robin", "failover"].contains(&lb.as_str()) {
+            put("loadBalancing", Value::String(lb));
+        } else {
+            f.err("loadBalancing", "must be round_robin or failover");
+        }
+    }
+    if let Some(v) = f.value("maxBodySize") {
+        if quantity_ok(v) {
+            put("maxBodySize", v.clone());
+        } else {
+            f.err(
+                "maxBodySize",
+                "must be a number of bytes or a size such as \"10MiB\"",
+            );
+        }
+    }
+    if let Some(v) = f.value("timeouts") {
+        let mut t = Fields::new(v, "timeouts");
+        for k in ["connect", "response"] {
+            if t.value(k).is_some_and(|q| !quantity_ok(q)) {
+                t.err(k, "must be a duration such as \"5s\" or \"250ms\"");
+            }
+        }
+        t.finish_unknown();
+        if t.errors.is_empty() {
+            put("timeouts", v.clone());
+        }
+        f.errors.append(&mut t.errors);
+    }
+    if let Some(p) = f.string("apiThrottlingPolicy", false, 100) {
+        put("apiThrottlingPolicy", Value::String(p));
+    }
+    if let Some(tags) = f.strings("tags", 50, |t| {
+        (t.is_empty() || t.chars().count() > 100 || t.chars().any(char::is_control))
+            .then(|| "must be 1-100 characters".to_string())
+    }) {
+        put("tags", serde_json::json!(tags));
+    }
+    out
 }
 
 /// Fields a client may echo back from a GET; ignored on write.
@@ -124,8 +207,27 @@ pub const READ_ONLY: [&str; 6] = [
     "lastUpdatedTime",
 ];
 
+/// What a stored API would be sent as to recreate it: the defaults of a `PUT` (fields it
+/// leaves out keep their values).
+pub fn input_of(api: &turnpike_store::Api) -> ApiInput {
+    ApiInput {
+        name: api.name.clone(),
+        context: api.context.clone(),
+        version: api.version.clone(),
+        is_default: api.is_default_version,
+        api_type: api.api_type.clone(),
+        description: api.description.clone(),
+        endpoints: api.endpoints.clone(),
+        resources: api.resources.clone(),
+        tiers: api.policies.clone(),
+        definition: api.definition.clone(),
+        options: api.options.clone(),
+    }
+}
+
 /// Validates a create/update body. Unknown fields are errors; read-only ones are ignored.
-/// `defaults` fills what the body leaves out (used by OpenAPI import).
+/// `defaults` fills what the body leaves out (the current API for a `PUT`, the
+/// definition's values for an OpenAPI import).
 pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiInput>, Fields<'a>) {
     let mut f = Fields::new(v, "");
     f.ignore(&READ_ONLY);
@@ -148,11 +250,17 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
     let is_default = f
         .boolean("isDefaultVersion")
         .unwrap_or(d.is_some_and(|d| d.is_default));
-    let api_type = f.string("type", false, 20).unwrap_or_else(|| "HTTP".into());
+    let api_type = f
+        .string("type", false, 20)
+        .or_else(|| d.map(|d| d.api_type.clone()))
+        .unwrap_or_else(|| "HTTP".into());
     if !API_TYPES.contains(&api_type.as_str()) {
         f.err("type", format!("must be one of {API_TYPES:?}"));
     }
-    let description = f.text("description", 10_000).unwrap_or_default();
+    let description = f
+        .text("description", 10_000)
+        .or_else(|| d.map(|d| d.description.clone()))
+        .unwrap_or_default();
     let endpoints = f
         .strings("endpoints", 50, check_endpoint)
         .or_else(|| d.map(|d| d.endpoints.clone()))
@@ -160,6 +268,7 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
     let resources = resources(&mut f)
         .or_else(|| d.map(|d| d.resources.clone()))
         .unwrap_or_default();
+    let options = options(&mut f, d);
     let tiers = f
         .strings("policies", 50, |s| {
             (s.is_empty() || s.len() > 100).then(|| "must be a tier name".to_string())
@@ -182,6 +291,7 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
             resources,
             tiers,
             definition: d.and_then(|d| d.definition.clone()),
+            options,
         }),
         _ => None,
     };

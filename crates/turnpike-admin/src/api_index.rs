@@ -124,7 +124,11 @@ impl ApiIndex {
 
 /// An API's file entry: resources with their scopes, and, when `secured`, its `auth:`
 /// (the stored setting, else the default: OAuth2 and a subscription, as in WSO2).
-fn entry_spec(api: &Api, secured: bool, stored_auth: Option<&str>) -> Result<ApiSpec, IndexError> {
+pub(crate) fn entry_spec(
+    api: &Api,
+    secured: bool,
+    stored_auth: Option<&str>,
+) -> Result<ApiSpec, IndexError> {
     // Built as JSON and parsed back: the file format's own checks apply.
     let mut value = json!({
         "name": api.name,
@@ -134,6 +138,13 @@ fn entry_spec(api: &Api, secured: bool, stored_auth: Option<&str>) -> Result<Api
         "endpoints": api.endpoints,
         "resources": crate::security::resource_specs(api),
     });
+    if let Some(obj) = value.as_object_mut() {
+        for (rest, file) in crate::api_body::OPTION_FIELDS {
+            if let Some(v) = api.options.get(rest) {
+                obj.insert(file.into(), v.clone());
+            }
+        }
+    }
     if secured {
         let auth = match stored_auth {
             Some(json) => serde_json::from_str(json).map_err(|source| IndexError::Auth {
@@ -171,6 +182,7 @@ mod tests {
             endpoints: vec!["http://127.0.0.1:9".into()],
             resources: Vec::new(),
             policies: Vec::new(),
+            options: Default::default(),
             definition: None,
             provider: "admin".into(),
             revision,

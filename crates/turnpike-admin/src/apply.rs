@@ -3,8 +3,11 @@
 //! API file (the DB-less format, `turnpike_model::GatewayFile`) against a control plane
 //! through its Publisher REST API, like decK or apictl. Each API in the file is created or
 //! updated (matched by context + version) and published; with `--prune`, live APIs that
-//! the file no longer lists are demoted to CREATED. Idempotent: a second run changes
-//! nothing. Prints one line per action; `--dry-run` only prints.
+//! the file no longer lists are demoted to CREATED. The file's throttling policies
+//! (subscription and application tiers with bursts, bandwidth and billing, advanced
+//! policies with conditional groups) become the Admin API's tiers first. Idempotent: a
+//! second run changes nothing. Prints one line per action; `--dry-run` prints the same
+//! lines and count without changing anything.
 
 use base64::Engine;
 use bytes::Bytes;
@@ -54,7 +57,19 @@ struct Api {
 }
 
 impl Api {
+    /// A call under `/api/am/publisher/v1`.
     async fn call(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value), BoxError> {
+        self.call_at(method, &format!("/api/am/publisher/v1{path}"), body)
+            .await
+    }
+
+    /// A call to any path; 404 is an answer (`Ok`), other errors stop the run.
+    async fn call_at(
         &self,
         method: http::Method,
         path: &str,
@@ -63,7 +78,7 @@ impl Api {
         let bytes = body.map(|b| b.to_string()).unwrap_or_default();
         let req = http::Request::builder()
             .method(method)
-            .uri(format!("{}/api/am/publisher/v1{path}", self.base))
+            .uri(format!("{}{path}", self.base))
             .header("authorization", &self.auth)
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(bytes)))?;
@@ -71,15 +86,17 @@ impl Api {
         let status = resp.status().as_u16();
         let body = resp.into_body().collect().await?.to_bytes();
         let v = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        if status >= 400 {
+        if status >= 400 && status != 404 {
             return Err(format!("{path}: HTTP {status}: {v}").into());
         }
         Ok((status, v))
     }
 }
 
+/// The REST body of a file's API entry: every field the file can say (gateway settings
+/// and resources' `auth: none` and advanced policies included).
 fn desired(spec: &turnpike_model::ApiSpec) -> Value {
-    json!({
+    let mut body = json!({
         "name": spec.name,
         "context": spec.context,
         "version": spec.version,
@@ -95,15 +112,71 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             if !r.scopes.is_empty() {
                 res["scopes"] = json!(r.scopes);
             }
+            if r.auth.is_some() {
+                res["auth"] = json!("none");
+            }
+            if let Some(t) = &r.throttling {
+                res["throttlingPolicy"] = json!(t);
+            }
             res
         }).collect::<Vec<_>>(),
-    })
+    });
+    let options = [
+        ("host", json!(spec.host)),
+        (
+            "loadBalancing",
+            match spec.load_balancing {
+                turnpike_model::LoadBalancing::RoundRobin => Value::Null,
+                lb => json!(lb),
+            },
+        ),
+        ("maxBodySize", json!(spec.max_body_size)),
+        (
+            "timeouts",
+            if spec.timeouts == turnpike_model::TimeoutSpec::default() {
+                Value::Null
+            } else {
+                json!(spec.timeouts)
+            },
+        ),
+        ("apiThrottlingPolicy", json!(spec.throttling)),
+    ];
+    for (k, v) in options {
+        if !v.is_null() {
+            body[k] = v;
+        }
+    }
+    body
 }
 
+/// The fields of `want` that `current` does not have as `want` says (a field the file
+/// leaves out must be absent from `current` too).
 fn differs(current: &Value, want: &Value) -> bool {
-    ["name", "isDefaultVersion", "endpoints", "resources"]
-        .iter()
-        .any(|k| current.get(*k) != want.get(*k))
+    let mut keys: Vec<&str> = vec!["name", "isDefaultVersion", "endpoints", "resources"];
+    keys.extend(crate::api_body::OPTION_FIELDS.iter().map(|(k, _)| *k));
+    keys.iter().any(|k| current.get(*k) != want.get(*k))
+}
+
+/// A merge patch of `want` that also clears the gateway settings the file leaves out.
+fn replacing(want: &Value) -> Value {
+    let mut body = want.clone();
+    for (k, _) in crate::api_body::OPTION_FIELDS {
+        if body.get(k).is_none() {
+            body[k] = Value::Null;
+        }
+    }
+    body
+}
+
+/// The security an API has after `create` (the control plane's default).
+fn default_auth() -> Value {
+    json!(turnpike_model::security::ApiAuthSpec::default())
+}
+
+fn wanted_auth(spec: &turnpike_model::ApiSpec) -> Result<Value, BoxError> {
+    Ok(serde_json::to_value(spec.auth.clone().unwrap_or_else(
+        turnpike_model::security::ApiAuthSpec::none,
+    ))?)
 }
 
 /// Makes the API's security the file's `auth:` (open when omitted, as in a DB-less
@@ -115,11 +188,7 @@ async fn secure(
     label: &str,
     dry_run: bool,
 ) -> Result<usize, BoxError> {
-    let want = serde_json::to_value(
-        spec.auth
-            .clone()
-            .unwrap_or_else(turnpike_model::security::ApiAuthSpec::none),
-    )?;
+    let want = wanted_auth(spec)?;
     let path = format!("/apis/{id}/security");
     let (_, current) = api.call(http::Method::GET, &path, None).await?;
     if current == want {
@@ -132,8 +201,135 @@ async fn secure(
     Ok(1)
 }
 
+/// A tier's REST body from the file's quota (`requests` or `bytes` per `every` x `per`).
+fn tier_json(
+    name: &str,
+    description: &Option<String>,
+    quota: &Option<turnpike_model::throttling::Limit>,
+) -> Value {
+    let mut t = json!({"name": name, "description": description.clone().unwrap_or_default()});
+    if let Some(q) = quota {
+        match (q.requests, q.bytes) {
+            (_, Some(b)) => t["dataAmount"] = json!(b),
+            (Some(r), None) => t["requestCount"] = json!(r),
+            (None, None) => {}
+        }
+        t["unitSeconds"] = json!(q.per.seconds() * u64::from(q.every.max(1)));
+    }
+    t
+}
+
+/// The file's throttling policies as (family, REST body), in the order they must exist
+/// (subscription and application tiers before the advanced policies APIs name).
+fn wanted_tiers(file: &GatewayFile) -> Vec<(&'static str, Value)> {
+    let th = &file.throttling;
+    let mut out = Vec::new();
+    for t in &th.subscription_tiers {
+        let mut body = tier_json(&t.name, &t.description, &t.quota);
+        if let Some(b) = &t.burst {
+            body["burst"] = json!(b);
+        }
+        if !t.stop_on_quota {
+            body["stopOnQuota"] = json!(false);
+        }
+        out.push(("subscription", body));
+    }
+    for t in &th.application_tiers {
+        out.push(("application", tier_json(&t.name, &t.description, &t.quota)));
+    }
+    for p in &th.advanced_policies {
+        let mut body = tier_json(&p.name, &p.description, &p.default_limit);
+        if !p.groups.is_empty() {
+            body["conditionalGroups"] = json!(p.groups);
+        }
+        out.push(("advanced", body));
+    }
+    out
+}
+
+/// What a stored tier says, in the shape [`wanted_tiers`] writes (so they compare).
+fn tier_as_written(current: &Value) -> Value {
+    let mut t = json!({"name": current["name"], "description": current["description"]});
+    let limited = !current["requestCount"].is_null() || current.get("dataAmount").is_some();
+    for k in ["requestCount", "dataAmount", "burst", "conditionalGroups"] {
+        if let Some(v) = current.get(k).filter(|v| !v.is_null()) {
+            t[k] = v.clone();
+        }
+    }
+    if limited {
+        t["unitSeconds"] = current["unitSeconds"].clone();
+    }
+    if current.get("stopOnQuota") == Some(&json!(false)) {
+        t["stopOnQuota"] = json!(false);
+    }
+    t
+}
+
+/// A tier's fields that a file may leave out.
+const TIER_FIELDS: [&str; 6] = [
+    "requestCount",
+    "dataAmount",
+    "unitSeconds",
+    "burst",
+    "conditionalGroups",
+    "stopOnQuota",
+];
+
+/// Creates or replaces the file's tiers; returns the number of changes.
+async fn apply_tiers(api: &Api, file: &GatewayFile, dry_run: bool) -> Result<usize, BoxError> {
+    let mut changes = 0;
+    for (family, want) in wanted_tiers(file) {
+        let name = want["name"].as_str().unwrap_or_default().to_string();
+        let base = format!("/api/am/admin/v1/throttling/policies/{family}");
+        let path = format!("{base}/{}", percent_encode(&name));
+        let (status, current) = api.call_at(http::Method::GET, &path, None).await?;
+        let (verb, method, at) = if status == 404 {
+            ("create", http::Method::POST, base.clone())
+        } else if tier_as_written(&current) != want {
+            ("update", http::Method::PATCH, path.clone())
+        } else {
+            continue;
+        };
+        println!("{verb:<7} {family} tier {name}");
+        changes += 1;
+        if !dry_run {
+            let mut body = want.clone();
+            if verb == "update" {
+                // A merge patch: what the file leaves out goes back to its default.
+                for k in TIER_FIELDS {
+                    if body.get(k).is_none() {
+                        body[k] = Value::Null;
+                    }
+                }
+            }
+            let (status, v) = api.call_at(method, &at, Some(&body)).await?;
+            if status == 404 {
+                return Err(format!("{at}: HTTP 404: {v}").into());
+            }
+        }
+    }
+    Ok(changes)
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// Runs the reconciliation; the first failing call stops it with its error.
 pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
+    reconcile(args).await.map(|_| ())
+}
+
+/// [`run`], returning the number of changes made (or, with `--dry-run`, that a run
+/// would make).
+pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     let text = std::fs::read_to_string(&args.file)?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
@@ -152,11 +348,11 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
         base: args.control_plane.trim_end_matches('/').to_string(),
         auth,
     };
+    let mut changes = apply_tiers(&api, &file, args.dry_run).await?;
     let (_, all) = api
         .call(http::Method::GET, "/apis?limit=1000", None)
         .await?;
     let existing: Vec<Value> = all["list"].as_array().cloned().unwrap_or_default();
-    let mut changes = 0;
     for spec in &file.apis {
         let want = desired(spec);
         let label = format!("{} {}", spec.context, spec.version);
@@ -168,6 +364,13 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
                 println!("create  {label}");
                 changes += 1;
                 if args.dry_run {
+                    // What the run would do after the create: secure, publish.
+                    if wanted_auth(spec)? != default_auth() {
+                        println!("secure  {label}");
+                        changes += 1;
+                    }
+                    println!("publish {label}");
+                    changes += 1;
                     continue;
                 }
                 let (_, a) = api.call(http::Method::POST, "/apis", Some(&want)).await?;
@@ -187,10 +390,8 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
                     println!("update  {label}");
                     changes += 1;
                     if !args.dry_run {
-                        let mut body = want.clone();
-                        body["policies"] = cur["policies"].clone();
-                        body["description"] = cur["description"].clone();
-                        api.call(http::Method::PUT, &format!("/apis/{id}"), Some(&body))
+                        let body = replacing(&want);
+                        api.call(http::Method::PATCH, &format!("/apis/{id}"), Some(&body))
                             .await?;
                     }
                 }
@@ -257,5 +458,5 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
         "{changes} change(s){}",
         if args.dry_run { " (dry run)" } else { "" }
     );
-    Ok(())
+    Ok(changes)
 }

@@ -191,6 +191,9 @@ async fn bearer(state: &AppState, token: &str) -> Result<Caller, ApiError> {
         .username
         .ok_or_else(|| ApiError::invalid_token("the token does not name a user"))?;
     let roles = match state.inner.store.user(&name).await {
+        Ok(u) if u.status != turnpike_store::AccountStatus::Active => {
+            return Err(ApiError::invalid_token("the token's user is disabled"))
+        }
         Ok(u) => u.roles,
         Err(turnpike_store::StoreError::NotFound(_)) => {
             return Err(ApiError::invalid_token("the token's user no longer exists"))

@@ -27,7 +27,10 @@ pub fn routes() -> Router<AppState> {
         .route("/applications", get(list_apps).post(create_app))
         .route(
             "/applications/{id}",
-            get(get_app).put(update_app).delete(delete_app),
+            get(get_app)
+                .put(update_app)
+                .patch(patch_app)
+                .delete(delete_app),
         )
         .route("/subscriptions", get(list_subs).post(subscribe))
         .route("/subscriptions/{id}", get(get_sub).delete(unsubscribe))
@@ -73,7 +76,26 @@ async fn list_apis(
             .list_apis(&filter, pg.limit, pg.offset)
             .await?
     };
-    Ok(pg.respond(&headers, apis))
+    let envs = crate::environments::list(&s).await?;
+    let page = turnpike_store::Page {
+        total: apis.total,
+        items: apis.items.iter().map(|a| portal_json(&envs, a)).collect(),
+    };
+    Ok(pg.respond(&headers, page))
+}
+
+/// An API as subscribers see it: its gateway URLs per environment (`endpointURLs`), not
+/// its back end's.
+fn portal_json(envs: &serde_json::Value, api: &Api) -> serde_json::Value {
+    let mut v = serde_json::to_value(api).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("endpoints");
+        o.insert(
+            "endpointURLs".into(),
+            crate::environments::endpoint_urls(envs, api),
+        );
+    }
+    v
 }
 
 async fn get_api(
@@ -83,7 +105,13 @@ async fn get_api(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let api = visible_api(&s, &id).await?;
-    Ok(read(&headers, &api))
+    let envs = crate::environments::list(&s).await?;
+    let body = portal_json(&envs, &api);
+    Ok(crate::http::json_with_etag(
+        &headers,
+        crate::http::body_etag(&body),
+        &body,
+    ))
 }
 
 async fn definition(
@@ -92,7 +120,11 @@ async fn definition(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let api = visible_api(&s, &id).await?;
-    Ok(crate::publisher::definition_response(&api))
+    let envs = crate::environments::list(&s).await?;
+    Ok(crate::publisher::definition_with_servers(
+        &api,
+        crate::environments::servers(&envs, &api),
+    ))
 }
 
 /// The caller's application, or 404 (not 403: do not reveal others' ids).
@@ -160,14 +192,30 @@ impl FromRequestParts<AppState> for OwnSubscription {
     }
 }
 
-fn app_fields(v: &serde_json::Value) -> ApiResult<(String, String, String)> {
+/// (name, application tier, description) of a body; fields it leaves out keep the
+/// values of `current` (a `PUT`), or take their defaults (a new application).
+fn app_fields(
+    v: &serde_json::Value,
+    current: Option<&Application>,
+) -> ApiResult<(String, String, String)> {
     let mut f = Fields::new(v, "");
-    f.ignore(&["id", "owner", "revision", "createdTime"]);
-    let name = f.string("name", true, 100);
+    f.ignore(&["id", "owner", "revision", "createdTime", "status"]);
+    let name = f
+        .string("name", current.is_none(), 100)
+        .or_else(|| current.map(|c| c.name.clone()));
     let tier = f
         .string("throttlingPolicy", false, 100)
+        .or_else(|| current.map(|c| c.throttling_policy.clone()))
         .unwrap_or_else(|| "Unlimited".into());
-    let desc = f.text("description", 10_000).unwrap_or_default();
+    let desc = f
+        .text("description", 10_000)
+        .or_else(|| current.map(|c| c.description.clone()))
+        .unwrap_or_default();
+    if let (Some(c), Some(st)) = (current, v.get("status")) {
+        if st != &serde_json::json!(c.status) {
+            f.err("status", "is read-only here (admins disable applications)");
+        }
+    }
     f.finish_unknown();
     f.into_result()?;
     Ok((name.unwrap_or_default(), tier, desc))
@@ -204,7 +252,7 @@ async fn create_app(
     Portal(caller): Portal,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let (name, tier, desc) = app_fields(&v)?;
+    let (name, tier, desc) = app_fields(&v, None)?;
     let mut tx = s.inner.store.begin_write().await?;
     let app = tx
         .create_application(&caller.name, &name, &tier, &desc)
@@ -219,14 +267,47 @@ async fn get_app(OwnApp { app, .. }: OwnApp, headers: HeaderMap) -> ApiResult<Re
     Ok(read(&headers, &app))
 }
 
+/// `PUT`: fields the body leaves out keep their values.
 async fn update_app(
     State(s): State<AppState>,
     OwnApp { caller, app }: OwnApp,
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let expected = if_match(&headers, &app.id)?;
-    let (name, tier, desc) = app_fields(&v)?;
+    let fields = app_fields(&v, Some(&app))?;
+    store_app(&s, &caller, &app, &headers, fields).await
+}
+
+/// `PATCH`: a JSON Merge Patch of the application (`null` restores a default).
+async fn patch_app(
+    State(s): State<AppState>,
+    OwnApp { caller, app }: OwnApp,
+    headers: HeaderMap,
+    JsonBody(patch): JsonBody,
+) -> ApiResult<Response> {
+    let mut body = serde_json::to_value(&app).map_err(|_| ApiError::internal())?;
+    if patch
+        .get("status")
+        .is_some_and(|st| Some(st) != body.get("status"))
+    {
+        return Err(ApiError::invalid(vec![FieldError {
+            field: "status".into(),
+            message: "is read-only here (admins disable applications)".into(),
+        }]));
+    }
+    crate::merge::merge_patch(&mut body, &patch);
+    let fields = app_fields(&body, None)?;
+    store_app(&s, &caller, &app, &headers, fields).await
+}
+
+async fn store_app(
+    s: &AppState,
+    caller: &Caller,
+    app: &Application,
+    headers: &HeaderMap,
+    (name, tier, desc): (String, String, String),
+) -> ApiResult<Response> {
+    let expected = if_match(headers, &app.id)?;
     let mut tx = s.inner.store.begin_write().await?;
     let app = tx
         .update_application(&app.id, &name, &tier, &desc, expected)

@@ -27,7 +27,10 @@ pub fn devportal_routes() -> Router<AppState> {
     Router::new()
         .route("/applications/{id}/generate-keys", post(generate_keys))
         .route("/applications/{id}/keys", get(list_keys))
-        .route("/applications/{id}/keys/{key_type}", delete(delete_keys))
+        .route(
+            "/applications/{id}/keys/{key_type}",
+            delete(delete_keys).put(update_keys),
+        )
         .route(
             "/applications/{id}/keys/{key_type}/regenerate-secret",
             post(regenerate_secret),
@@ -67,6 +70,7 @@ fn client_json(c: &OAuthClient) -> Value {
         "accessTokenTtl": c.access_ttl_s,
         "refreshTokenTtl": c.refresh_ttl_s,
         "createdTime": c.created_time,
+        "callbackUrl": c.callback_url,
     })
 }
 
@@ -101,47 +105,81 @@ async fn hash(secret: String) -> ApiResult<String> {
         .map_err(|_| ApiError::internal())
 }
 
-async fn generate_keys(
-    State(s): State<AppState>,
-    OwnApp { caller, app }: OwnApp,
-    JsonBody(v): JsonBody,
-) -> ApiResult<Response> {
-    let mut f = Fields::new(&v, "");
-    let kt = key_type_field(&mut f);
+/// The OAuth2 settings of a generate-keys or update-keys body; fields left out keep
+/// `current`'s values (an update) or take their defaults.
+fn client_settings(
+    v: &Value,
+    key_type: String,
+    current: Option<&OAuthClient>,
+) -> ApiResult<OAuthClientInput> {
+    let mut f = Fields::new(v, "");
+    f.ignore(&["consumerKey", "consumerSecret", "createdTime"]);
+    let kt = match current {
+        Some(_) => {
+            f.ignore(&["keyType"]);
+            key_type
+        }
+        None => key_type_field(&mut f),
+    };
     let grants = f
         .strings("grantTypes", 3, |g| {
             (!GRANTS.contains(&g)).then(|| format!("must be one of {GRANTS:?}"))
         })
-        .unwrap_or_else(|| GRANTS.iter().map(|g| g.to_string()).collect());
-    let token_type = f
-        .string("tokenType", false, 10)
-        .unwrap_or_else(|| "JWT".into());
-    let token_format = match token_type.as_str() {
-        "JWT" => TokenFormat::Jwt,
-        "OPAQUE" => TokenFormat::Opaque,
-        _ => {
+        .map(|g| g.iter().filter_map(|g| GrantType::parse(g)).collect())
+        .or_else(|| current.map(|c| c.grant_types.clone()))
+        .unwrap_or_else(|| GRANTS.iter().filter_map(|g| GrantType::parse(g)).collect());
+    let token_format = match f.string("tokenType", false, 10).as_deref() {
+        None => current.map_or(TokenFormat::Jwt, |c| c.token_format),
+        Some("JWT") => TokenFormat::Jwt,
+        Some("OPAQUE") => TokenFormat::Opaque,
+        Some(_) => {
             f.err("tokenType", "must be JWT or OPAQUE");
             TokenFormat::Jwt
         }
     };
-    let scopes = f.strings("scopes", 100, check_scope).unwrap_or_default();
-    let access = f.integer("accessTokenTtl", 1, 86_400).unwrap_or(3600);
+    let scopes = f
+        .strings("scopes", 100, check_scope)
+        .or_else(|| current.map(|c| c.scopes.clone()))
+        .unwrap_or_default();
+    let access = f
+        .integer("accessTokenTtl", 1, 86_400)
+        .or_else(|| current.map(|c| c.access_ttl_s))
+        .unwrap_or(3600);
     let refresh = f
         .integer("refreshTokenTtl", 1, 90 * 86_400)
+        .or_else(|| current.map(|c| c.refresh_ttl_s))
         .unwrap_or(86_400);
+    let callback = f.string("callbackUrl", false, 2000);
+    if callback
+        .as_deref()
+        .is_some_and(|u| crate::api_body::check_endpoint(u).is_some())
+    {
+        f.err("callbackUrl", "must be an absolute http:// or https:// URL");
+    }
+    let callback = callback.or_else(|| current.and_then(|c| c.callback_url.clone()));
     f.finish_unknown();
     f.into_result()?;
-    let secret = turnpike_keymanager::random_token();
-    let input = OAuthClientInput {
+    Ok(OAuthClientInput {
         key_type: kt,
-        secret_hash: hash(secret.clone()).await?,
-        grant_types: grants.iter().filter_map(|g| GrantType::parse(g)).collect(),
+        secret_hash: String::new(),
+        grant_types: grants,
         scopes,
         token_format,
         access_ttl_s: access,
         refresh_ttl_s: refresh,
         audience: Vec::new(),
-    };
+        callback_url: callback,
+    })
+}
+
+async fn generate_keys(
+    State(s): State<AppState>,
+    OwnApp { caller, app }: OwnApp,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    let mut input = client_settings(&v, String::new(), None)?;
+    let secret = turnpike_keymanager::random_token();
+    input.secret_hash = hash(secret.clone()).await?;
     let client_id = turnpike_store::new_id();
     let mut tx = s.inner.store.begin_write().await?;
     let c = tx.create_oauth_client(&app.id, &client_id, &input).await?;
@@ -156,6 +194,28 @@ async fn generate_keys(
         "consumerSecret",
         secret,
     ))
+}
+
+/// Changes the keys of a type in place: grant types, scopes, token type, lifetimes,
+/// callback URL; the consumer key and secret stay (fields left out keep their values).
+async fn update_keys(
+    State(s): State<AppState>,
+    OwnApp { caller, app }: OwnApp,
+    Path((_, kt)): Path<(String, String)>,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    let kt = key_type(&kt)?;
+    let clients = s.inner.store.oauth_clients(&app.id).await?;
+    let current = clients
+        .iter()
+        .find(|c| c.key_type == kt)
+        .ok_or_else(|| ApiError::not_found(format!("{kt} keys")))?;
+    let input = client_settings(&v, kt.clone(), Some(current))?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let c = tx.update_oauth_client(&app.id, &input).await?;
+    tx.commit(&caller.name, &format!("update {kt} keys of {}", app.id))
+        .await?;
+    Ok(Json(client_json(&c)).into_response())
 }
 
 async fn list_keys(State(s): State<AppState>, OwnApp { app, .. }: OwnApp) -> ApiResult<Response> {

@@ -14,18 +14,27 @@ pub mod apply;
 mod auth;
 mod delta;
 mod devportal;
+mod documents_api;
+mod environments;
 pub mod error;
+mod export;
 mod http;
+mod import;
 mod keys_api;
 pub mod login;
+mod merge;
+mod multipart;
+mod openapi_detail;
 mod openapi_doc;
 mod openapi_import;
+mod openapi_schemas;
 mod publisher;
 pub mod runtime;
 pub mod scopes;
 pub mod security;
 pub mod snapshot;
 mod subs_index;
+mod users_api;
 mod validate;
 
 use std::sync::Arc;
@@ -37,7 +46,7 @@ use axum::Router;
 use turnpike_store::Store;
 
 pub use admin_api::create_user_with;
-pub use openapi_doc::{document as openapi_document, OPERATIONS};
+pub use openapi_doc::{document as openapi_document, Operation, OPERATIONS};
 
 /// Control-plane settings.
 #[derive(Debug, Clone)]
@@ -133,13 +142,24 @@ pub fn router(state: AppState) -> Router {
     let app = Router::new()
         .nest(
             "/api/am/publisher/v1",
-            publisher::routes().merge(keys_api::publisher_routes()),
+            publisher::routes()
+                .merge(keys_api::publisher_routes())
+                .merge(documents_api::publisher_routes()),
         )
         .nest(
             "/api/am/devportal/v1",
-            devportal::routes().merge(keys_api::devportal_routes()),
+            devportal::routes()
+                .merge(keys_api::devportal_routes())
+                .merge(users_api::devportal_routes())
+                .merge(documents_api::devportal_routes()),
         )
-        .nest("/api/am/admin/v1", admin_api::routes())
+        .nest(
+            "/api/am/admin/v1",
+            admin_api::routes()
+                .merge(users_api::admin_routes())
+                .merge(export::routes())
+                .merge(environments::admin_routes()),
+        )
         .nest("/api/am/gateway/v1", snapshot::routes())
         .route("/api/am/openapi.json", get(openapi))
         .fallback(not_found)

@@ -3,288 +3,531 @@
 
 use serde_json::{json, Map, Value};
 
-/// (method, path, summary, scope): the `apim:` scope a bearer token needs (see
-/// `crate::scopes` for the role each implies), or `gateway` for the gateway token.
-pub const OPERATIONS: &[(&str, &str, &str, &str)] = &[
-    (
+/// One operation of the REST APIs: what the router serves and the document describes.
+#[derive(Debug, Clone, Copy)]
+pub struct Operation {
+    pub method: &'static str,
+    pub path: &'static str,
+    /// Unique across the document: what a generated client names the call.
+    pub id: &'static str,
+    pub summary: &'static str,
+    /// The `apim:` scope a bearer token needs (see `crate::scopes` for the role each
+    /// implies), or `gateway` for the gateway token.
+    pub scope: &'static str,
+}
+
+const fn op(
+    method: &'static str,
+    path: &'static str,
+    id: &'static str,
+    summary: &'static str,
+    scope: &'static str,
+) -> Operation {
+    Operation {
+        method,
+        path,
+        id,
+        summary,
+        scope,
+    }
+}
+
+/// Every operation, in the document's order.
+pub const OPERATIONS: &[Operation] = &[
+    op(
         "get",
         "/api/am/publisher/v1/apis",
+        "listApis",
         "List and filter APIs (query, name, context, state, limit, offset)",
         "apim:api_view",
     ),
-    (
+    op(
         "post",
         "/api/am/publisher/v1/apis",
+        "createApi",
         "Create an API",
         "apim:api_create",
     ),
-    (
+    op(
         "post",
         "/api/am/publisher/v1/apis/import-openapi",
-        "Create an API from an OpenAPI 3 document",
+        "importOpenApi",
+        "Create an API from an OpenAPI 3 document: multipart (file or url, additionalProperties), JSON ({definition|url, additionalProperties} or the document) or YAML",
         "apim:api_create",
     ),
-    (
+    op(
         "post",
         "/api/am/publisher/v1/apis/copy-api",
+        "copyApi",
         "Copy an API as a new version (apiId, newVersion, defaultVersion)",
         "apim:api_create",
     ),
-    (
+    op(
         "post",
         "/api/am/publisher/v1/apis/change-lifecycle",
+        "changeApiLifecycle",
         "Apply a lifecycle action (apiId, action)",
         "apim:api_publish",
     ),
-    (
+    op(
         "get",
         "/api/am/publisher/v1/apis/{apiId}",
+        "getApi",
         "Get an API",
         "apim:api_view",
     ),
-    (
+    op(
         "put",
         "/api/am/publisher/v1/apis/{apiId}",
-        "Update an API (If-Match)",
+        "updateApi",
+        "Replace the fields of an API the body names; fields left out keep their values (If-Match)",
         "apim:api_create",
     ),
-    (
+    op(
+        "patch",
+        "/api/am/publisher/v1/apis/{apiId}",
+        "patchApi",
+        "Change some fields of an API (JSON Merge Patch, RFC 7396; null restores a default; If-Match)",
+        "apim:api_create",
+    ),
+    op(
         "delete",
         "/api/am/publisher/v1/apis/{apiId}",
+        "deleteApi",
         "Delete an API (If-Match)",
         "apim:api_create",
     ),
-    (
+    op(
         "get",
         "/api/am/publisher/v1/apis/{apiId}/lifecycle-state",
+        "getApiLifecycleState",
         "Current state and allowed actions",
         "apim:api_view",
     ),
-    (
+    op(
         "get",
         "/api/am/publisher/v1/apis/{apiId}/swagger",
+        "getApiDefinition",
         "The API's OpenAPI definition",
         "apim:api_view",
     ),
-    (
+    op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/documents",
+        "listApiDocuments",
+        "The API's documents (markdown)",
+        "apim:api_view",
+    ),
+    op(
+        "post",
+        "/api/am/publisher/v1/apis/{apiId}/documents",
+        "createApiDocument",
+        "Attach a document (name, summary, content in markdown)",
+        "apim:api_create",
+    ),
+    op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/documents/{documentId}",
+        "getApiDocument",
+        "Get a document",
+        "apim:api_view",
+    ),
+    op(
+        "put",
+        "/api/am/publisher/v1/apis/{apiId}/documents/{documentId}",
+        "updateApiDocument",
+        "Change a document (fields left out keep their values)",
+        "apim:api_create",
+    ),
+    op(
+        "delete",
+        "/api/am/publisher/v1/apis/{apiId}/documents/{documentId}",
+        "deleteApiDocument",
+        "Remove a document",
+        "apim:api_create",
+    ),
+    op(
         "get",
         "/api/am/publisher/v1/subscriptions",
+        "listApiSubscriptions",
         "Subscriptions of an API (apiId)",
         "apim:api_view",
     ),
-    (
+    op(
         "post",
         "/api/am/publisher/v1/subscriptions/block-subscription",
+        "blockSubscription",
         "Block a subscription (subscriptionId, blockState)",
         "apim:subscription_block",
     ),
-    (
+    op(
         "post",
         "/api/am/publisher/v1/subscriptions/unblock-subscription",
+        "unblockSubscription",
         "Unblock a subscription (subscriptionId)",
         "apim:subscription_block",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/apis",
-        "List and search visible APIs",
+        "listVisibleApis",
+        "List and search visible APIs (with endpointURLs: gateway URLs per environment)",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/apis/{apiId}",
+        "getVisibleApi",
         "Get a visible API",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/apis/{apiId}/swagger",
-        "A visible API's definition",
+        "getVisibleApiDefinition",
+        "A visible API's definition, its servers the gateway URLs of each environment",
         "apim:subscribe",
     ),
-    (
+    op(
+        "get",
+        "/api/am/devportal/v1/apis/{apiId}/documents",
+        "listVisibleApiDocuments",
+        "A visible API's documents",
+        "apim:subscribe",
+    ),
+    op(
+        "get",
+        "/api/am/devportal/v1/apis/{apiId}/documents/{documentId}",
+        "getVisibleApiDocument",
+        "Get a visible API's document",
+        "apim:subscribe",
+    ),
+    op(
+        "get",
+        "/api/am/devportal/v1/apis/{apiId}/documents/{documentId}/content",
+        "getVisibleApiDocumentContent",
+        "A document's markdown (text/markdown)",
+        "apim:subscribe",
+    ),
+    op(
         "get",
         "/api/am/devportal/v1/applications",
+        "listApplications",
         "The caller's applications",
         "apim:subscribe",
     ),
-    (
+    op(
         "post",
         "/api/am/devportal/v1/applications",
+        "createApplication",
         "Create an application",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/applications/{applicationId}",
+        "getApplication",
         "Get an application",
         "apim:subscribe",
     ),
-    (
+    op(
         "put",
         "/api/am/devportal/v1/applications/{applicationId}",
-        "Update an application (If-Match)",
+        "updateApplication",
+        "Replace the fields of an application the body names; fields left out keep their values (If-Match)",
         "apim:subscribe",
     ),
-    (
+    op(
+        "patch",
+        "/api/am/devportal/v1/applications/{applicationId}",
+        "patchApplication",
+        "Change some fields of an application (JSON Merge Patch; If-Match)",
+        "apim:subscribe",
+    ),
+    op(
         "delete",
         "/api/am/devportal/v1/applications/{applicationId}",
+        "deleteApplication",
         "Delete an application and its subscriptions",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/subscriptions",
+        "listSubscriptions",
         "Subscriptions of an application (applicationId)",
         "apim:subscribe",
     ),
-    (
+    op(
         "post",
         "/api/am/devportal/v1/subscriptions",
+        "subscribe",
         "Subscribe an application to an API with a tier",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/subscriptions/{subscriptionId}",
+        "getSubscription",
         "Get a subscription",
         "apim:subscribe",
     ),
-    (
+    op(
         "delete",
         "/api/am/devportal/v1/subscriptions/{subscriptionId}",
+        "unsubscribe",
         "Unsubscribe",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/admin/v1/throttling/policies/{kind}",
+        "listTiers",
         "List tiers (subscription, application, advanced)",
         "apim:admin",
     ),
-    (
+    op(
         "post",
         "/api/am/admin/v1/throttling/policies/{kind}",
+        "createTier",
         "Create a tier",
         "apim:admin",
     ),
-    (
+    op(
         "get",
         "/api/am/admin/v1/throttling/policies/{kind}/{name}",
+        "getTier",
         "Get a tier",
         "apim:admin",
     ),
-    (
+    op(
         "put",
         "/api/am/admin/v1/throttling/policies/{kind}/{name}",
-        "Update a tier (If-Match)",
+        "updateTier",
+        "Replace the fields of a tier the body names; fields left out keep their values (If-Match)",
         "apim:admin",
     ),
-    (
+    op(
+        "patch",
+        "/api/am/admin/v1/throttling/policies/{kind}/{name}",
+        "patchTier",
+        "Change some fields of a tier (JSON Merge Patch; requestCount null makes it unlimited; If-Match)",
+        "apim:admin",
+    ),
+    op(
         "delete",
         "/api/am/admin/v1/throttling/policies/{kind}/{name}",
+        "deleteTier",
         "Delete an unused tier",
         "apim:admin",
     ),
-    (
+    op(
         "get",
         "/api/am/admin/v1/users",
+        "listUsers",
         "List users",
         "apim:admin",
     ),
-    (
+    op(
         "post",
         "/api/am/admin/v1/users",
+        "createUser",
         "Create a user with roles",
         "apim:admin",
     ),
-    (
+    op(
         "get",
         "/api/am/admin/v1/users/{name}",
+        "getUser",
         "Get a user",
         "apim:admin",
     ),
-    (
+    op(
         "delete",
         "/api/am/admin/v1/users/{name}",
+        "deleteUser",
         "Delete a user",
         "apim:admin",
     ),
-    (
+    op(
+        "patch",
+        "/api/am/admin/v1/users/{name}",
+        "patchUser",
+        "Change a user's roles or status (JSON Merge Patch: roles, status ACTIVE|DISABLED; ACTIVE approves a sign-up); the last active admin stays",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/users/{name}/password",
+        "resetUserPassword",
+        "Set a user's password",
+        "apim:admin",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/applications",
+        "listAllApplications",
+        "Every application (owner filters)",
+        "apim:admin",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/applications/{applicationId}",
+        "getAnyApplication",
+        "Get any application",
+        "apim:admin",
+    ),
+    op(
+        "patch",
+        "/api/am/admin/v1/applications/{applicationId}",
+        "setApplicationStatus",
+        "Disable or enable an application (status ACTIVE|DISABLED, If-Match); gateways refuse a disabled application's tokens and keys",
+        "apim:admin",
+    ),
+    op(
+        "post",
+        "/api/am/devportal/v1/me/change-password",
+        "changeOwnPassword",
+        "Change the caller's own password (currentPassword, newPassword)",
+        "apim:subscribe",
+    ),
+    op(
+        "post",
+        "/api/am/devportal/v1/self-signup",
+        "selfSignup",
+        "Sign up as a subscriber (name, password) without credentials, when an admin turned self sign-up on; PENDING until approved when approval is on",
+        "none",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/settings/self-signup",
+        "getSelfSignupSettings",
+        "Whether self sign-up is on, and whether new users need approval",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/settings/self-signup",
+        "setSelfSignupSettings",
+        "Turn self sign-up on or off (enabled), with or without approval (approval)",
+        "apim:admin",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/settings/environments",
+        "getEnvironments",
+        "Gateway environments (name, httpUrl, httpsUrl) the DevPortal shows URLs for",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/settings/environments",
+        "setEnvironments",
+        "Set the gateway environments",
+        "apim:admin",
+    ),
+    op(
         "get",
         "/api/am/admin/v1/gateways",
+        "listGateways",
         "Gateways, the version each serves and convergence time",
         "apim:admin",
     ),
-    (
+    op(
         "get",
         "/api/am/publisher/v1/apis/{apiId}/security",
+        "getApiSecurity",
         "Credentials the API accepts (default: OAuth2 and a subscription)",
         "apim:api_view",
     ),
-    (
+    op(
         "put",
         "/api/am/publisher/v1/apis/{apiId}/security",
+        "setApiSecurity",
         "Set the credentials the API accepts (\"none\" opens it; null restores the default)",
         "apim:api_create",
     ),
-    (
+    op(
         "post",
         "/api/am/devportal/v1/applications/{applicationId}/generate-keys",
+        "generateKeys",
         "Generate OAuth2 keys (keyType, grantTypes, tokenType JWT|OPAQUE, scopes, TTLs); the secret is shown once",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/applications/{applicationId}/keys",
+        "listKeys",
         "The application's OAuth2 keys (no secrets)",
         "apim:subscribe",
     ),
-    (
+    op(
         "delete",
         "/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}",
+        "deleteKeys",
         "Delete the application's keys of a type",
         "apim:subscribe",
     ),
-    (
+    op(
+        "put",
+        "/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}",
+        "updateKeys",
+        "Change the keys in place (grantTypes, scopes, tokenType, TTLs, callbackUrl): same consumer key and secret",
+        "apim:subscribe",
+    ),
+    op(
         "post",
         "/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}/regenerate-secret",
+        "regenerateSecret",
         "New consumer secret, shown once",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/devportal/v1/applications/{applicationId}/api-keys",
+        "listApiKeys",
         "The application's API keys (no keys)",
         "apim:subscribe",
     ),
-    (
+    op(
         "post",
         "/api/am/devportal/v1/applications/{applicationId}/api-keys",
+        "createApiKey",
         "Create an API key (name, keyType, scopes, validityPeriod); the key is shown once",
         "apim:subscribe",
     ),
-    (
+    op(
         "delete",
         "/api/am/devportal/v1/applications/{applicationId}/api-keys/{keyId}",
+        "revokeApiKey",
         "Revoke an API key",
         "apim:subscribe",
     ),
-    (
+    op(
         "get",
         "/api/am/admin/v1/keys",
+        "listSigningKeys",
         "The key manager's signing keys (active and retired, no key material)",
         "apim:admin",
     ),
-    (
+    op(
         "post",
         "/api/am/admin/v1/keys/rotate",
+        "rotateSigningKey",
         "Make a new signing key the signer; publishes a snapshot (old keys stay until their tokens expire)",
         "apim:admin",
     ),
-    (
+    op(
+        "get",
+        "/api/am/admin/v1/export",
+        "exportEnvironment",
+        "The environment as a declarative file for turnpike apply: live APIs and throttling policies (YAML; JSON with Accept: application/json)",
+        "apim:admin",
+    ),
+    op(
         "get",
         "/api/am/gateway/v1/snapshot",
+        "getSnapshot",
         "Long-poll the gateway snapshot (after, wait); gateway token",
         "gateway",
     ),
@@ -293,25 +536,124 @@ pub const OPERATIONS: &[(&str, &str, &str, &str)] = &[
 fn params(path: &str) -> Vec<Value> {
     path.split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .map(|name| {
+            let schema = match name {
+                "kind" => {
+                    json!({"type": "string", "enum": ["subscription", "application", "advanced"]})
+                }
+                "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
+                _ => json!({"type": "string"}),
+            };
+            json!({"name": name, "in": "path", "required": true, "schema": schema})
+        })
         .collect()
 }
 
-/// The request body schema of an operation, when it takes one worth describing.
-fn request_schema(method: &str, path: &str) -> Option<&'static str> {
-    match (method, path) {
-        ("post", "/api/am/publisher/v1/apis") | ("put", "/api/am/publisher/v1/apis/{apiId}") => {
-            Some("Api")
+fn error(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+}
+
+/// Operations that take no id (in the path or the query), so never answer 404.
+const NEVER_404: [&str; 18] = [
+    "getEnvironments",
+    "setEnvironments",
+    "selfSignup",
+    "getSelfSignupSettings",
+    "setSelfSignupSettings",
+    "listApis",
+    "listVisibleApis",
+    "createApi",
+    "importOpenApi",
+    "listApplications",
+    "createApplication",
+    "listUsers",
+    "createUser",
+    "listGateways",
+    "listAllApplications",
+    "exportEnvironment",
+    "changeOwnPassword",
+    "getSnapshot",
+];
+
+/// Every status an operation answers, with its body.
+fn responses(op: &Operation, has_query: bool) -> Value {
+    let (ok, schema) = crate::openapi_detail::success(op.id);
+    let mut out = Map::new();
+    let ok_body = match (op.id, schema) {
+        ("exportEnvironment", _) => json!({"description": "the declarative file", "content": {
+            "application/yaml": {"schema": {"type": "string"}},
+            "application/json": {"schema": {"type": "object"}}}}),
+        ("getVisibleApiDocumentContent", _) => json!({"description": "the markdown", "content": {
+            "text/markdown": {"schema": {"type": "string"}}}}),
+        ("getApiDefinition" | "getVisibleApiDefinition", Some(s)) => {
+            json!({"description": "the definition (YAML when it was imported as YAML)", "content": {
+            "application/json": {"schema": s}, "application/yaml": {"schema": {"type": "string"}}}})
         }
-        ("put", "/api/am/publisher/v1/apis/{apiId}/security") => Some("ApiSecurity"),
-        _ => None,
+        (_, Some(s)) => {
+            json!({"description": "success", "content": {"application/json": {"schema": s}}})
+        }
+        (_, None) => json!({"description": "success, no body"}),
+    };
+    out.insert(ok.to_string(), ok_body);
+    let body = crate::openapi_detail::request_body(op.id).is_some();
+    let write = op.method != "get";
+    let mut add = |status: u16, what: &str| {
+        out.insert(status.to_string(), error(what));
+    };
+    if op.scope == "gateway" {
+        add(401, "not the gateway token");
+        add(503, "the control plane is stopping");
+        out.insert(
+            "304".into(),
+            json!({"description": "no newer version within the long-poll"}),
+        );
+        return Value::Object(out);
     }
+    if body || has_query {
+        add(400, "invalid fields, all of them listed in errors[]");
+    }
+    if op.scope == "none" {
+        add(403, "self sign-up is off");
+    } else {
+        add(
+            401,
+            "no or bad credentials (WWW-Authenticate: Basic and Bearer)",
+        );
+        add(403, "the caller's roles or token scopes do not allow it");
+    }
+    if !NEVER_404.contains(&op.id) {
+        add(404, "not found (or not the caller's)");
+    }
+    if write && op.id != "changeOwnPassword" && op.id != "resetUserPassword" {
+        add(409, "conflicts with the current state");
+    }
+    if crate::openapi_detail::takes_if_match(op.id) {
+        add(412, "If-Match names an older revision");
+    }
+    if body {
+        add(413, "body over the limit (2 MiB)");
+        add(415, "not JSON");
+    }
+    if crate::openapi_detail::sends_etag(op.id) {
+        out.insert(
+            "304".into(),
+            json!({"description": "If-None-Match already has it"}),
+        );
+    }
+    Value::Object(out)
 }
 
 /// The document.
 pub fn document() -> Value {
     let mut paths: Map<String, Value> = Map::new();
-    for (method, path, summary, scope) in OPERATIONS {
+    for op in OPERATIONS {
+        let Operation {
+            method,
+            path,
+            id,
+            summary,
+            scope,
+        } = *op;
         let (security, description) = match crate::scopes::Scope::parse(scope) {
             Some(s) => (
                 json!([{"basic": []}, {"bearer": [scope]}]),
@@ -320,36 +662,58 @@ pub fn document() -> Value {
                     s.role().unwrap_or("any")
                 ),
             ),
+            None if scope == "none" => (json!([]), "No credentials.".to_string()),
             None => (
                 json!([{"gatewayToken": []}]),
                 "Gateways only (the gateway token).".to_string(),
             ),
         };
-        let mut op = json!({
+        let mut parameters = params(path);
+        let query = crate::openapi_detail::query_params(id);
+        let has_query = !query.is_empty();
+        parameters.extend(query);
+        if crate::openapi_detail::takes_if_match(id) {
+            parameters.push(json!({"name": "If-Match", "in": "header", "required": false,
+                "schema": {"type": "string"}, "description": "the ETag last read; 412 when the record changed since"}));
+        }
+        if crate::openapi_detail::sends_etag(id) {
+            parameters.push(json!({"name": "If-None-Match", "in": "header", "required": false,
+                "schema": {"type": "string"}, "description": "an ETag; 304 when it is still current"}));
+        }
+        let mut op_json = json!({
+            "operationId": id,
             "summary": summary,
             "description": description,
-            "parameters": params(path),
+            "parameters": parameters,
             "security": security,
-            "responses": {
-                "200": {"description": "success"},
-                "400": {"$ref": "#/components/responses/Error"},
-                "401": {"$ref": "#/components/responses/Error"},
-                "403": {"$ref": "#/components/responses/Error"},
-                "404": {"$ref": "#/components/responses/Error"},
-                "409": {"$ref": "#/components/responses/Error"},
-                "412": {"$ref": "#/components/responses/Error"}
-            }
+            "responses": responses(op, has_query),
         });
-        if let (Some(schema), Some(o)) = (request_schema(method, path), op.as_object_mut()) {
+        if let (Some((schema, required)), Some(o)) = (
+            crate::openapi_detail::request_body(id),
+            op_json.as_object_mut(),
+        ) {
+            let schema = json!({"$ref": format!("#/components/schemas/{schema}")});
+            let mut content = json!({"application/json": {"schema": schema}});
+            if method == "patch" {
+                content["application/merge-patch+json"] = json!({"schema": schema});
+            }
+            if id == "importOpenApi" {
+                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
+                    "file": {"type": "string", "format": "binary", "description": "the document, JSON or YAML"},
+                    "inlineAPIDefinition": {"type": "string"},
+                    "url": {"type": "string", "format": "uri"},
+                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
+                content["application/yaml"] =
+                    json!({"schema": {"type": "string", "description": "the bare document"}});
+            }
             o.insert(
                 "requestBody".into(),
-                json!({"required": true, "content": {"application/json": {
-                    "schema": {"$ref": format!("#/components/schemas/{schema}")}}}}),
+                json!({"required": required, "content": content}),
             );
         }
         let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
         if let Some(obj) = entry.as_object_mut() {
-            obj.insert(method.to_string(), op);
+            obj.insert(method.to_string(), op_json);
         }
     }
     let scopes: Map<String, Value> = crate::scopes::Scope::ALL
@@ -376,62 +740,7 @@ pub fn document() -> Value {
                     "flows": {"password": {"tokenUrl": "/oauth2/token", "refreshUrl": "/oauth2/token", "scopes": scopes}}},
                 "gatewayToken": {"type": "http", "scheme": "bearer"}
             },
-            "responses": {
-                "Error": {
-                    "description": "error",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-                }
-            },
-            "schemas": {
-                "Resource": {
-                    "type": "object",
-                    "required": ["path", "methods"],
-                    "additionalProperties": false,
-                    "properties": {
-                        "path": {"type": "string", "description": "template under /{context}/{version}: /pets, /pets/{id}, /pets/*"},
-                        "methods": {"type": "array", "items": {"type": "string", "enum": crate::api_body::METHODS}},
-                        "scopes": {"type": "array", "maxItems": 50, "description": "a caller's token needs any one of them (secured APIs only)",
-                            "items": {"type": "string", "pattern": "^[!#-\\[\\]-~]{1,100}$"}}
-                    }
-                },
-                "Api": {
-                    "type": "object",
-                    "required": ["name", "context", "version"],
-                    "properties": {
-                        "name": {"type": "string", "maxLength": 100},
-                        "context": {"type": "string", "maxLength": 200},
-                        "version": {"type": "string", "maxLength": 30},
-                        "isDefaultVersion": {"type": "boolean"},
-                        "type": {"type": "string", "enum": crate::api_body::API_TYPES},
-                        "description": {"type": "string"},
-                        "endpoints": {"type": "array", "items": {"type": "string", "format": "uri"}},
-                        "resources": {"type": "array", "items": {"$ref": "#/components/schemas/Resource"}},
-                        "policies": {"type": "array", "items": {"type": "string"}}
-                    }
-                },
-                "ApiSecurity": {
-                    "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",
-                    "oneOf": [
-                        {"type": "string", "enum": ["none"]},
-                        {"type": "object", "additionalProperties": false, "properties": {
-                            "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
-                            "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
-                            "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
-                            "backend_jwt": {"type": "object"}}}
-                    ]
-                },
-                "Error": {
-                    "type": "object",
-                    "required": ["code", "message", "request_id"],
-                    "properties": {
-                        "code": {"type": "string"},
-                        "message": {"type": "string"},
-                        "request_id": {"type": "string"},
-                        "errors": {"type": "array", "items": {"type": "object", "properties": {
-                            "field": {"type": "string"}, "message": {"type": "string"}}}}
-                    }
-                }
-            }
+            "schemas": crate::openapi_schemas::schemas()
         }
     })
 }

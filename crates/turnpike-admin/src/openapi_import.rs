@@ -17,6 +17,25 @@ fn field(field: &str, message: impl Into<String>) -> FieldError {
     }
 }
 
+/// The document's `tags[].name`, kept as the API's `tags`.
+fn tags(doc: &Value) -> turnpike_store::Options {
+    let names: Vec<Value> = doc
+        .get("tags")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .filter(|n| !n.is_empty() && n.chars().count() <= 100)
+        .take(50)
+        .map(|n| Value::String(n.to_string()))
+        .collect();
+    let mut o = turnpike_store::Options::new();
+    if !names.is_empty() {
+        o.insert("tags".into(), Value::Array(names));
+    }
+    o
+}
+
 /// Parses the document and derives the API's defaults; every problem is reported.
 pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
     let (doc, text) = match definition {
@@ -79,6 +98,7 @@ pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
                             path: path.clone(),
                             methods: vec![method],
                             scopes,
+                            ..Default::default()
                         }),
                     }
                 }
@@ -115,6 +135,7 @@ pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
         resources,
         tiers: vec!["Unlimited".into()],
         definition: Some(text),
+        options: tags(&doc),
     })
 }
 

@@ -18,18 +18,20 @@ use crate::api_body::parse_api;
 use crate::auth::{ApiCreator, ApiPublisher, ApiViewer, Caller, SubscriptionBlocker};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::{if_match, read, written, JsonBody, Paged};
-use crate::validate::Fields;
 use crate::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/apis", get(list_apis).post(create_api))
-        .route("/apis/import-openapi", post(import_openapi))
+        .route("/apis/import-openapi", post(crate::import::import_openapi))
         .route("/apis/copy-api", post(copy_api))
         .route("/apis/change-lifecycle", post(change_lifecycle))
         .route(
             "/apis/{id}",
-            get(get_api).put(update_api).delete(delete_api),
+            get(get_api)
+                .put(update_api)
+                .patch(patch_api)
+                .delete(delete_api),
         )
         .route("/apis/{id}/lifecycle-state", get(lifecycle_state))
         .route("/apis/{id}/swagger", get(definition))
@@ -58,7 +60,7 @@ pub(crate) async fn check_tiers(state: &AppState, tiers: &[String]) -> ApiResult
         .collect())
 }
 
-async fn validated(
+pub(crate) async fn validated(
     state: &AppState,
     v: &Value,
     defaults: Option<&ApiInput>,
@@ -68,9 +70,93 @@ async fn validated(
         for e in check_tiers(state, &i.tiers).await? {
             f.errors.push(e);
         }
+        if f.errors.is_empty() {
+            f.errors = check_compiles(state, i).await?;
+        }
     }
     f.into_result()?;
     input.ok_or_else(|| ApiError::bad_request("invalid API"))
+}
+
+/// What the gateways' own compile finds wrong in an API (body sizes, timeouts, hosts,
+/// resource templates, advanced policies by name), as field errors: the control plane
+/// refuses what every gateway would refuse.
+pub(crate) async fn check_compiles(
+    state: &AppState,
+    input: &ApiInput,
+) -> ApiResult<Vec<FieldError>> {
+    let api = turnpike_store::Api {
+        id: String::new(),
+        name: input.name.clone(),
+        context: input.context.clone(),
+        version: input.version.clone(),
+        is_default_version: input.is_default,
+        lifecycle_status: LifecycleState::Published,
+        api_type: input.api_type.clone(),
+        description: String::new(),
+        // An API is published only with endpoints; that rule is the lifecycle's.
+        endpoints: if input.endpoints.is_empty() {
+            vec!["http://127.0.0.1:9".into()]
+        } else {
+            input.endpoints.clone()
+        },
+        resources: input.resources.clone(),
+        policies: input.tiers.clone(),
+        options: input.options.clone(),
+        definition: None,
+        provider: String::new(),
+        revision: 0,
+        created_time: 0,
+        last_updated_time: 0,
+    };
+    let mut spec = match crate::api_index::entry_spec(&api, false, None) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(vec![FieldError {
+                field: String::new(),
+                message: e.to_string(),
+            }])
+        }
+    };
+    // Scopes and open resources need a secured API; which credentials does not matter.
+    spec.auth = Some(turnpike_model::security::ApiAuthSpec {
+        oauth2: false,
+        api_key: true,
+        subscription: false,
+        ..Default::default()
+    });
+    let file = turnpike_model::GatewayFile {
+        apis: vec![spec],
+        throttling: crate::snapshot::throttling_spec(&state.inner.store).await?,
+        ..Default::default()
+    };
+    Ok(match turnpike_config::compile(file, 0) {
+        Ok(_) => Vec::new(),
+        Err(e) => e
+            .problems()
+            .iter()
+            .map(|p| FieldError {
+                field: rest_field(&p.path),
+                message: p.message.clone(),
+            })
+            .collect(),
+    })
+}
+
+/// A file path of the one-API check (`apis[0].max_body_size`) as the REST body's field.
+fn rest_field(path: &str) -> String {
+    let Some(rest) = path.strip_prefix("apis[0].") else {
+        return path.to_string();
+    };
+    for (api_field, file_field) in crate::api_body::OPTION_FIELDS {
+        if rest == file_field || rest.starts_with(&format!("{file_field}.")) {
+            return rest.replacen(file_field, api_field, 1);
+        }
+    }
+    match rest.strip_suffix(".throttling") {
+        Some(res) if res.starts_with("resources[") => format!("{res}.throttlingPolicy"),
+        _ => rest.to_string(),
+    }
 }
 
 pub(crate) fn filter_from(q: &HashMap<String, String>) -> ApiResult<ApiFilter> {
@@ -117,7 +203,7 @@ async fn create_api(
 }
 
 /// Stores a new API (default security: OAuth2 and a subscription) and answers 201.
-async fn insert_api(
+pub(crate) async fn insert_api(
     s: &AppState,
     caller: &Caller,
     input: &ApiInput,
@@ -133,36 +219,6 @@ async fn insert_api(
     Ok(written(StatusCode::CREATED, &api))
 }
 
-async fn import_openapi(
-    State(s): State<AppState>,
-    ApiCreator(caller): ApiCreator,
-    JsonBody(v): JsonBody,
-) -> ApiResult<Response> {
-    let mut f = Fields::new(&v, "");
-    let definition = v.get("definition").cloned();
-    f.ignore(&["definition", "additionalProperties"]);
-    f.finish_unknown();
-    let Some(definition) = definition else {
-        f.err("definition", "is required: an OpenAPI 3 document");
-        return Err(ApiError::invalid(f.errors));
-    };
-    f.into_result()?;
-    let mut defaults = crate::openapi_import::import(&definition)?;
-    let props = v
-        .get("additionalProperties")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    if props.get("context").is_none() {
-        return Err(ApiError::invalid(vec![FieldError {
-            field: "additionalProperties.context".into(),
-            message: "is required".into(),
-        }]));
-    }
-    defaults.context = String::new();
-    let input = validated(&s, &props, Some(&defaults)).await?;
-    insert_api(&s, &caller, &input, "import").await
-}
-
 async fn get_api(
     State(s): State<AppState>,
     _caller: ApiViewer,
@@ -173,6 +229,8 @@ async fn get_api(
     Ok(read(&headers, &api))
 }
 
+/// `PUT`: the body replaces the fields it names; fields it leaves out keep their values
+/// (WSO2 clients send the whole API; a partial body resets nothing).
 async fn update_api(
     State(s): State<AppState>,
     ApiCreator(caller): ApiCreator,
@@ -182,7 +240,59 @@ async fn update_api(
 ) -> ApiResult<Response> {
     let expected = if_match(&headers, &id)?;
     let current = s.inner.store.get_api(&id).await?;
-    let mut input = validated(&s, &v, None).await?;
+    store_update(&s, &caller, current, expected, &v).await
+}
+
+/// `PATCH`: a JSON Merge Patch (RFC 7396) of the API's JSON (`null` removes a field,
+/// which then takes its default), validated as a whole.
+async fn patch_api(
+    State(s): State<AppState>,
+    ApiCreator(caller): ApiCreator,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(patch): JsonBody,
+) -> ApiResult<Response> {
+    let expected = if_match(&headers, &id)?;
+    let current = s.inner.store.get_api(&id).await?;
+    let mut body = serde_json::to_value(&current).map_err(|_| ApiError::internal())?;
+    // A patch that changes a read-only field is refused, not ignored.
+    let read_only: Vec<FieldError> = crate::api_body::READ_ONLY
+        .iter()
+        .filter(|ro| patch.get(**ro).is_some_and(|p| Some(p) != body.get(**ro)))
+        .map(|ro| FieldError {
+            field: ro.to_string(),
+            message: "is read-only".into(),
+        })
+        .collect();
+    if !read_only.is_empty() {
+        return Err(ApiError::invalid(read_only));
+    }
+    crate::merge::merge_patch(&mut body, &patch);
+    // Fields the patch removed go back to their defaults, not to the current values.
+    store_update_with(&s, &caller, current, expected, &body, None).await
+}
+
+async fn store_update(
+    s: &AppState,
+    caller: &Caller,
+    current: turnpike_store::Api,
+    expected: Option<i64>,
+    v: &Value,
+) -> ApiResult<Response> {
+    let defaults = crate::api_body::input_of(&current);
+    store_update_with(s, caller, current, expected, v, Some(&defaults)).await
+}
+
+async fn store_update_with(
+    s: &AppState,
+    caller: &Caller,
+    current: turnpike_store::Api,
+    expected: Option<i64>,
+    v: &Value,
+    defaults: Option<&ApiInput>,
+) -> ApiResult<Response> {
+    let id = current.id.clone();
+    let mut input = validated(s, v, defaults).await?;
     let mut errs = Vec::new();
     if input.context != current.context {
         errs.push(FieldError {
@@ -350,6 +460,19 @@ pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
         },
         None => axum::Json(crate::openapi_import::generate(api)).into_response(),
     }
+}
+
+/// The definition as JSON with `servers` replaced (the DevPortal's gateway URLs).
+pub(crate) fn definition_with_servers(api: &turnpike_store::Api, servers: Value) -> Response {
+    let mut doc = match &api.definition {
+        Some(text) => serde_yaml::from_str::<Value>(text)
+            .unwrap_or_else(|_| crate::openapi_import::generate(api)),
+        None => crate::openapi_import::generate(api),
+    };
+    if let Some(o) = doc.as_object_mut() {
+        o.insert("servers".into(), servers);
+    }
+    axum::Json(doc).into_response()
 }
 
 async fn definition(

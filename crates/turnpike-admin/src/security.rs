@@ -264,6 +264,7 @@ pub async fn spec(
         // Subscriptions travel in buckets (`crate::subs_index`), not through here.
         subscriptions: Vec::new(),
         revoked,
+        revoked_applications: store.unusable_applications().await?,
         introspection: Some(IntrospectionSpec {
             endpoint: format!("{}/oauth2/introspect", sec.public_url),
             client_id: GATEWAY_CLIENT_ID.into(),
@@ -324,8 +325,9 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
             path: r.path.clone(),
             methods: r.methods.clone(),
             scopes: r.scopes.clone(),
-            auth: None,
-            throttling: None,
+            auth: (r.auth.as_deref() == Some("none"))
+                .then_some(turnpike_model::security::ResourceAuth::Open),
+            throttling: r.throttling_policy.clone(),
             mediation: None,
         })
         .collect()

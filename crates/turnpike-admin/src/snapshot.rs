@@ -261,7 +261,7 @@ fn assemble(
 
 /// The `throttling:` section from the tiers table (seeded with WSO2's defaults) and each
 /// application's tier. Subscriptions (with their tiers) travel in the `security:` section.
-async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
+pub(crate) async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
     use turnpike_store::TierKind;
     let mut spec = ThrottleSpec::default();
     for t in store.list_tiers(TierKind::Subscription).await? {
@@ -269,8 +269,8 @@ async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
             name: t.name.clone(),
             description: Some(t.description.clone()).filter(|d| !d.is_empty()),
             quota: tier_limit(&t),
-            burst: None,
-            stop_on_quota: true,
+            burst: tier_option(&t, "burst"),
+            stop_on_quota: tier_option(&t, "stopOnQuota").unwrap_or(true),
         });
     }
     for t in store.list_tiers(TierKind::Application).await? {
@@ -285,7 +285,7 @@ async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
             name: t.name.clone(),
             description: Some(t.description.clone()).filter(|d| !d.is_empty()),
             default_limit: tier_limit(&t),
-            groups: Vec::new(),
+            groups: tier_option(&t, "conditionalGroups").unwrap_or_default(),
         });
     }
     // An application whose tier was deleted counts on no application tier rather than
@@ -300,10 +300,23 @@ async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiError> {
     Ok(spec)
 }
 
-/// `request_count` per `unit_seconds` as the file writes it (the largest whole unit);
-/// no count is unlimited.
+/// One of a tier's options in the file's type (checked when it was stored; a value that
+/// no longer reads is left out and logged).
+fn tier_option<T: serde::de::DeserializeOwned>(t: &turnpike_store::Tier, key: &str) -> Option<T> {
+    let v = t.options.get(key)?;
+    serde_json::from_value(v.clone())
+        .map_err(|e| tracing::warn!(tier = %t.name, key, error = %e, "control plane: unreadable tier option"))
+        .ok()
+}
+
+/// `request_count` (or the `dataAmount` option, bytes) per `unit_seconds` as the file
+/// writes it (the largest whole unit); neither is unlimited.
 fn tier_limit(t: &turnpike_store::Tier) -> Option<Limit> {
-    let count = u64::try_from(t.request_count?).unwrap_or(0);
+    let bytes: Option<u64> = tier_option(t, "dataAmount");
+    let count = match bytes {
+        Some(b) => b,
+        None => u64::try_from(t.request_count?).unwrap_or(0),
+    };
     let secs = u64::try_from(t.unit_seconds).unwrap_or(60).max(1);
     let unit = [
         TimeUnit::Month,
@@ -315,9 +328,13 @@ fn tier_limit(t: &turnpike_store::Tier) -> Option<Limit> {
     .into_iter()
     .find(|u| secs % u.seconds() == 0)
     .unwrap_or(TimeUnit::Second);
+    let limit = match bytes {
+        Some(_) => Limit::bytes(count, unit),
+        None => Limit::requests(count, unit),
+    };
     Some(Limit {
         every: u32::try_from(secs / unit.seconds()).unwrap_or(u32::MAX),
-        ..Limit::requests(count, unit)
+        ..limit
     })
 }
 

@@ -124,6 +124,11 @@ impl<'a> Fields<'a> {
         .flatten()
     }
 
+    /// A field of any JSON type (not `null`), for callers that check it themselves.
+    pub fn value(&mut self, name: &'static str) -> Option<&'a Value> {
+        self.get(name)
+    }
+
     pub fn boolean(&mut self, name: &'static str) -> Option<bool> {
         match self.get(name) {
             None => None,

@@ -137,6 +137,31 @@ impl Authenticator {
         Check::Done(Err(AuthError::Missing))
     }
 
+    /// The `WWW-Authenticate` value for a request that brought no credential: every
+    /// scheme this API accepts (RFC 7235 §4.1: several challenges in one value), so a
+    /// client of an API-key API learns it needs a key, not only a bearer token. Built
+    /// on that error path only.
+    pub fn challenge(&self) -> Option<http::HeaderValue> {
+        let mut out = Vec::new();
+        if self.accepts_bearer() {
+            out.push("Bearer realm=\"turnpike\"".to_owned());
+        }
+        if let Some((loc, _)) = &self.api_keys {
+            let mut c = "ApiKey realm=\"turnpike\"".to_owned();
+            if let Some(h) = &loc.header {
+                c.push_str(&format!(", header=\"{h}\""));
+            }
+            if let Some(q) = &loc.query {
+                c.push_str(&format!(", query=\"{}\"", q.replace(['"', '\\'], "")));
+            }
+            out.push(c);
+        }
+        if self.basic.is_some() {
+            out.push("Basic realm=\"turnpike\", charset=\"UTF-8\"".to_owned());
+        }
+        http::HeaderValue::from_str(&out.join(", ")).ok()
+    }
+
     fn accepts_bearer(&self) -> bool {
         self.jwt.is_some() || self.introspector.is_some()
     }

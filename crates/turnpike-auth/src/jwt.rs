@@ -191,25 +191,49 @@ impl TrustedIssuer {
     }
 }
 
-/// Revoked token ids (`jti`), replaced wholesale from each snapshot.
+/// Revoked token ids (`jti`) and revoked applications (disabled, or whose owner was
+/// disabled or deleted: every token they hold is refused), replaced wholesale from each
+/// snapshot.
 #[derive(Default)]
-pub struct Revocations(ArcSwap<HashSet<String>>);
+pub struct Revocations {
+    jtis: ArcSwap<HashSet<String>>,
+    applications: ArcSwap<HashSet<String>>,
+}
 
 impl Revocations {
     pub fn new(ids: impl IntoIterator<Item = String>) -> Self {
-        Self(ArcSwap::from_pointee(ids.into_iter().collect()))
+        Self::with_applications(ids, std::iter::empty())
+    }
+    /// Revoked `jti`s plus applications whose every token is refused.
+    pub fn with_applications(
+        ids: impl IntoIterator<Item = String>,
+        applications: impl IntoIterator<Item = String>,
+    ) -> Self {
+        Self {
+            jtis: ArcSwap::from_pointee(ids.into_iter().collect()),
+            applications: ArcSwap::from_pointee(applications.into_iter().collect()),
+        }
     }
     pub fn replace(&self, ids: impl IntoIterator<Item = String>) {
-        self.0.store(Arc::new(ids.into_iter().collect()));
+        self.jtis.store(Arc::new(ids.into_iter().collect()));
     }
     pub fn contains(&self, jti: &str) -> bool {
-        let set = self.0.load();
+        let set = self.jtis.load();
         // Most snapshots revoke nothing: skip hashing the jti then.
         !set.is_empty() && set.contains(jti)
     }
+    /// Whether every token of this application is refused.
+    pub fn application_revoked(&self, application: &str) -> bool {
+        let set = self.applications.load();
+        !set.is_empty() && set.contains(application)
+    }
     pub(crate) fn check(&self, identity: &Identity) -> Result<(), AuthError> {
         match &identity.token_id {
-            Some(jti) if self.contains(jti) => Err(AuthError::Revoked),
+            Some(jti) if self.contains(jti) => return Err(AuthError::Revoked),
+            _ => {}
+        }
+        match &identity.application_id {
+            Some(app) if self.application_revoked(app) => Err(AuthError::Revoked),
             _ => Ok(()),
         }
     }

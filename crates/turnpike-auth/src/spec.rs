@@ -246,7 +246,10 @@ impl AuthRuntime {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let revocations = Arc::new(Revocations::new(spec.revoked.iter().cloned()));
+        let revocations = Arc::new(Revocations::with_applications(
+            spec.revoked.iter().cloned(),
+            spec.revoked_applications.iter().cloned(),
+        ));
         let jwt = (!issuers.is_empty()).then(|| {
             Arc::new(JwtValidator::new(
                 issuers,

@@ -96,6 +96,10 @@ pub struct SecuritySpec {
     /// Revoked `jti`s still unexpired.
     #[serde(default)]
     pub revoked: Vec<String>,
+    /// Applications whose every token and key is refused (an admin disabled them, or
+    /// their owner was disabled or deleted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked_applications: Vec<String>,
     #[serde(default)]
     pub introspection: Option<IntrospectionSpec>,
 }

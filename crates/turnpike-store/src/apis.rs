@@ -21,13 +21,14 @@ pub struct ApiFilter {
     pub states: Vec<LifecycleState>,
 }
 
-pub(crate) const COLS: &str = "id, name, context, version, is_default, state, api_type, description, endpoints, resources, tiers, definition, provider, revision, created_at, updated_at";
+pub(crate) const COLS: &str = "id, name, context, version, is_default, state, api_type, description, endpoints, resources, tiers, definition, provider, revision, created_at, updated_at, options";
 
 pub(crate) fn decode(row: &AnyRow) -> Result<Api, StoreError> {
     let state: String = row.try_get("state")?;
     let endpoints: String = row.try_get("endpoints")?;
     let resources: String = row.try_get("resources")?;
     let tiers: String = row.try_get("tiers")?;
+    let options: String = row.try_get("options")?;
     let corrupt = |what: &str| sqlx::Error::Decode(format!("corrupt {what} column").into());
     Ok(Api {
         id: row.try_get("id")?,
@@ -42,6 +43,7 @@ pub(crate) fn decode(row: &AnyRow) -> Result<Api, StoreError> {
         resources: serde_json::from_str::<Vec<Resource>>(&resources)
             .map_err(|_| corrupt("resources"))?,
         policies: serde_json::from_str(&tiers).map_err(|_| corrupt("tiers"))?,
+        options: serde_json::from_str(&options).map_err(|_| corrupt("options"))?,
         definition: row.try_get("definition")?,
         provider: row.try_get("provider")?,
         revision: row.try_get("revision")?,
@@ -193,7 +195,7 @@ impl WriteTx<'_> {
         let id = new_id();
         let now = now_ms();
         sqlx::query(&format!(
-            "INSERT INTO apis ({COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+            "INSERT INTO apis ({COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
         ))
         .bind(id.clone())
         .bind(input.name.clone())
@@ -211,6 +213,7 @@ impl WriteTx<'_> {
         .bind(1i64)
         .bind(now)
         .bind(now)
+        .bind(json(&input.options))
         .execute(self.conn())
         .await
         .map_err(|e| duplicate(e, &input.context, &input.version))?;
@@ -230,7 +233,7 @@ impl WriteTx<'_> {
         let current = fetch_in_tx(self, id).await?;
         check_revision(&current, expected_revision)?;
         sqlx::query(
-            "UPDATE apis SET name = $1, context = $2, version = $3, is_default = $4, api_type = $5, description = $6, endpoints = $7, resources = $8, tiers = $9, definition = $10, revision = revision + 1, updated_at = $11 WHERE id = $12 AND revision = $13",
+            "UPDATE apis SET name = $1, context = $2, version = $3, is_default = $4, api_type = $5, description = $6, endpoints = $7, resources = $8, tiers = $9, definition = $10, revision = revision + 1, updated_at = $11, options = $14 WHERE id = $12 AND revision = $13",
         )
         .bind(input.name.clone())
         .bind(input.context.clone())
@@ -245,6 +248,7 @@ impl WriteTx<'_> {
         .bind(now_ms())
         .bind(id)
         .bind(current.revision)
+        .bind(json(&input.options))
         .execute(self.conn())
         .await
         .map_err(|e| duplicate(e, &input.context, &input.version))?;
@@ -338,6 +342,7 @@ impl WriteTx<'_> {
             resources: src.resources,
             tiers: src.policies,
             definition: src.definition,
+            options: src.options,
         };
         self.insert_api(&input, provider, LifecycleState::Created)
             .await

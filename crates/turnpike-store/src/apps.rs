@@ -4,10 +4,12 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use crate::model::{Application, LifecycleState, Page, Subscription, SubscriptionState, TierKind};
+use crate::model::{
+    AccountStatus, Application, LifecycleState, Page, Subscription, SubscriptionState, TierKind,
+};
 use crate::{new_id, now_ms, Store, StoreError, WriteTx};
 
-const APP_COLS: &str = "id, name, owner, tier, description, revision, created_at";
+const APP_COLS: &str = "id, name, owner, tier, description, revision, created_at, status";
 const SUB_COLS: &str = "id, application_id, api_id, tier, state, revision, created_at";
 
 fn decode_app(row: &AnyRow) -> Result<Application, StoreError> {
@@ -17,9 +19,15 @@ fn decode_app(row: &AnyRow) -> Result<Application, StoreError> {
         owner: row.try_get("owner")?,
         throttling_policy: row.try_get("tier")?,
         description: row.try_get("description")?,
+        status: status_of(row)?,
         revision: row.try_get("revision")?,
         created_time: row.try_get("created_at")?,
     })
+}
+
+pub(crate) fn status_of(row: &AnyRow) -> Result<AccountStatus, StoreError> {
+    let s: String = row.try_get("status")?;
+    Ok(AccountStatus::parse(&s).ok_or_else(|| sqlx::Error::Decode("corrupt status".into()))?)
 }
 
 fn decode_sub(row: &AnyRow) -> Result<Subscription, StoreError> {
@@ -67,6 +75,17 @@ impl Store {
         let rows = q.bind(limit).bind(offset).fetch_all(self.pool()).await?;
         let items = rows.iter().map(decode_app).collect::<Result<_, _>>()?;
         Ok(Page { total, items })
+    }
+
+    /// Applications that must not act (disabled, by an admin or with their deleted owner,
+    /// or owned by a disabled or pending user), sorted: gateways refuse every token and key of these.
+    pub async fn unusable_applications(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM applications WHERE status = 'DISABLED' \
+             OR owner IN (SELECT name FROM users WHERE status <> 'ACTIVE') ORDER BY id",
+        )
+        .fetch_all(self.pool())
+        .await?)
     }
 
     pub async fn get_application(&self, id: &str) -> Result<Application, StoreError> {
@@ -166,7 +185,7 @@ impl WriteTx<'_> {
         }
         let id = new_id();
         sqlx::query(&format!(
-            "INSERT INTO applications ({APP_COLS}) VALUES ($1, $2, $3, $4, $5, 1, $6)"
+            "INSERT INTO applications ({APP_COLS}) VALUES ($1, $2, $3, $4, $5, 1, $6, 'ACTIVE')"
         ))
         .bind(id.clone())
         .bind(name)
@@ -221,6 +240,26 @@ impl WriteTx<'_> {
         .execute(self.conn())
         .await
         .map_err(|e| unique(e, format!("application {name:?} already exists for {}", cur.owner)))?;
+        self.application(id).await
+    }
+
+    /// An admin disables (or enables again) an application: a disabled one gets no token,
+    /// and gateways refuse the tokens and keys it already holds.
+    pub async fn set_application_status(
+        &mut self,
+        id: &str,
+        status: AccountStatus,
+        expected_revision: Option<i64>,
+    ) -> Result<Application, StoreError> {
+        let cur = self.application(id).await?;
+        if expected_revision.is_some_and(|r| r != cur.revision) {
+            return Err(StoreError::PreconditionFailed);
+        }
+        sqlx::query("UPDATE applications SET status = $1, revision = revision + 1 WHERE id = $2")
+            .bind(status.as_str())
+            .bind(id)
+            .execute(self.conn())
+            .await?;
         self.application(id).await
     }
 

@@ -86,7 +86,9 @@ impl ClientStore for Store {
         let row = sqlx::query(
             "SELECT c.client_id, c.application_id, c.key_type, c.grant_types, c.scopes, c.token_format, \
              c.access_ttl_s, c.refresh_ttl_s, c.audience, c.created_at, c.secret_hash, a.name AS app_name, a.owner \
-             FROM oauth_clients c JOIN applications a ON a.id = c.application_id WHERE c.client_id = $1",
+             FROM oauth_clients c JOIN applications a ON a.id = c.application_id \
+             WHERE c.client_id = $1 AND a.status = 'ACTIVE' \
+             AND a.owner NOT IN (SELECT name FROM users WHERE status <> 'ACTIVE')",
         )
         .bind(client_id)
         .fetch_optional(self.pool())
@@ -112,12 +114,13 @@ impl ClientStore for Store {
 
     /// The control plane's users are the password grant's resource owners.
     async fn user(&self, username: &str) -> Result<Option<UserRecord>, KmError> {
-        let hash: Option<String> =
-            sqlx::query_scalar("SELECT password_hash FROM users WHERE name = $1")
-                .bind(username)
-                .fetch_optional(self.pool())
-                .await
-                .map_err(err)?;
+        let hash: Option<String> = sqlx::query_scalar(
+            "SELECT password_hash FROM users WHERE name = $1 AND status = 'ACTIVE'",
+        )
+        .bind(username)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(err)?;
         Ok(hash.map(|password_hash| UserRecord {
             username: username.to_owned(),
             password_hash,

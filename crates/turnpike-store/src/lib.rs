@@ -13,10 +13,12 @@
 mod apis;
 mod apps;
 mod bulk;
+mod documents;
 mod km;
 mod migrate;
 pub mod model;
 mod oauth;
+mod settings;
 mod snapshot_reads;
 mod tiers;
 mod users;
@@ -30,6 +32,7 @@ use tokio::sync::{watch, Mutex, MutexGuard};
 
 pub use apis::ApiFilter;
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
+pub use documents::ApiDocument;
 pub use model::*;
 pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};
 pub use snapshot_reads::SubscriptionRow;

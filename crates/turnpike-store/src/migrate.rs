@@ -192,7 +192,51 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: SUBSCRIPTION_LOG_SQLITE,
         postgres: SUBSCRIPTION_LOG_POSTGRES,
     },
+    Migration {
+        version: 6,
+        name: "account_status",
+        separator: ";",
+        sqlite: ACCOUNT_STATUS,
+        postgres: ACCOUNT_STATUS,
+    },
+    Migration {
+        version: 7,
+        name: "options",
+        separator: ";",
+        sqlite: OPTIONS,
+        postgres: OPTIONS,
+    },
 ];
+
+/// What the declarative file can say beyond the first columns, as JSON objects: an API's
+/// gateway settings (host, load balancing, body limit, timeouts, its advanced policy) and
+/// a tier's bandwidth, burst, billing and conditional groups; and the control plane's own
+/// settings (self sign-up, gateway environments), one JSON value per key; an OAuth2
+/// client's callback URL; APIs' documents (markdown).
+const OPTIONS: &str = r#"
+ALTER TABLE apis ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE tiers ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+ALTER TABLE oauth_clients ADD COLUMN callback_url TEXT;
+CREATE TABLE api_documents (
+  id TEXT PRIMARY KEY,
+  api_id TEXT NOT NULL REFERENCES apis(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  summary TEXT NOT NULL DEFAULT '',
+  content TEXT NOT NULL,
+  revision BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  UNIQUE (api_id, name)
+)
+"#;
+
+/// Users and applications can be disabled (and users await approval after a self
+/// sign-up): an application works only while it and its owner are `ACTIVE`.
+const ACCOUNT_STATUS: &str = r#"
+ALTER TABLE users ADD COLUMN status TEXT NOT NULL DEFAULT 'ACTIVE';
+ALTER TABLE applications ADD COLUMN status TEXT NOT NULL DEFAULT 'ACTIVE';
+CREATE INDEX applications_status ON applications (status)
+"#;
 
 /// Which APIs' subscriptions changed, in order (`Store::subscription_log_since`): the
 /// snapshot builder rereads only those APIs' rows, and prunes what it has read. Kept by

@@ -134,7 +134,7 @@ impl Serialize for LifecycleAction {
 }
 
 /// A resource: a path template under the API's context/version and its methods.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resource {
     pub path: String,
     pub methods: Vec<String>,
@@ -142,7 +142,21 @@ pub struct Resource {
     /// APIs). Left out when empty (and absent in rows written before scopes existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+    /// `"none"`: open although its API is secured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    /// The resource's advanced throttling policy.
+    #[serde(
+        default,
+        rename = "throttlingPolicy",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub throttling_policy: Option<String>,
 }
+
+/// Settings kept as a JSON object of camelCase fields (validated by the admin API,
+/// passed through by the store): an API's gateway settings, a tier's extra limits.
+pub type Options = serde_json::Map<String, serde_json::Value>;
 
 /// The fields a publisher sets on an API (create and update).
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +171,9 @@ pub struct ApiInput {
     pub resources: Vec<Resource>,
     pub tiers: Vec<String>,
     pub definition: Option<String>,
+    /// Gateway settings: `host`, `loadBalancing`, `maxBodySize`, `timeouts`,
+    /// `apiThrottlingPolicy`.
+    pub options: Options,
 }
 
 /// An API version as stored.
@@ -175,6 +192,9 @@ pub struct Api {
     pub endpoints: Vec<String>,
     pub resources: Vec<Resource>,
     pub policies: Vec<String>,
+    /// Gateway settings (see [`ApiInput::options`]), as top-level fields.
+    #[serde(flatten)]
+    pub options: Options,
     #[serde(skip)]
     pub definition: Option<String>,
     pub provider: String,
@@ -217,6 +237,10 @@ pub struct Tier {
     pub description: String,
     pub request_count: Option<i64>,
     pub unit_seconds: i64,
+    /// `dataAmount` (bytes instead of requests), `burst`, `stopOnQuota`,
+    /// `conditionalGroups`, as top-level fields.
+    #[serde(flatten)]
+    pub options: Options,
     pub revision: i64,
 }
 
@@ -229,6 +253,8 @@ pub struct Application {
     pub owner: String,
     pub throttling_policy: String,
     pub description: String,
+    /// `ACTIVE` or `DISABLED` (by an admin, or because its owner was deleted).
+    pub status: AccountStatus,
     pub revision: i64,
     pub created_time: i64,
 }
@@ -281,12 +307,39 @@ pub struct Subscription {
     pub created_time: i64,
 }
 
+/// Whether a user or an application may act. An application works only while it and
+/// its owner are `ACTIVE`; `PENDING` is a self-signed-up user awaiting approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AccountStatus {
+    Active,
+    Disabled,
+    Pending,
+}
+
+impl AccountStatus {
+    pub const ALL: [AccountStatus; 3] = [Self::Active, Self::Disabled, Self::Pending];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "ACTIVE",
+            Self::Disabled => "DISABLED",
+            Self::Pending => "PENDING",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
 /// A user and their roles (never the hash).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
     pub name: String,
     pub roles: Vec<String>,
+    pub status: AccountStatus,
     pub created_time: i64,
 }
 

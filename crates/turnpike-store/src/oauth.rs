@@ -32,6 +32,8 @@ pub struct OAuthClient {
     pub refresh_ttl_s: i64,
     pub audience: Vec<String>,
     pub created_time: i64,
+    /// Where the authorization server may send the browser back.
+    pub callback_url: Option<String>,
 }
 
 /// An API key's record; the key itself is shown once at creation and only its digest kept.
@@ -56,7 +58,7 @@ pub struct ApiKeyGrant {
     pub owner: String,
 }
 
-const CLIENT_COLS: &str = "client_id, application_id, key_type, grant_types, scopes, token_format, access_ttl_s, refresh_ttl_s, audience, created_at";
+const CLIENT_COLS: &str = "client_id, application_id, key_type, grant_types, scopes, token_format, access_ttl_s, refresh_ttl_s, audience, created_at, callback_url";
 const KEY_COLS: &str = "id, application_id, name, key_type, sha256, scopes, created_at, expires_at";
 
 pub(crate) fn join_words(v: &[String]) -> String {
@@ -113,6 +115,7 @@ pub(crate) fn decode_client(row: &AnyRow) -> Result<OAuthClient, StoreError> {
         refresh_ttl_s: row.try_get("refresh_ttl_s")?,
         audience: split_words(&audience),
         created_time: row.try_get("created_at")?,
+        callback_url: row.try_get("callback_url")?,
     })
 }
 
@@ -160,7 +163,8 @@ impl Store {
         let rows = sqlx::query(
             "SELECT k.id, k.application_id, k.name, k.key_type, k.sha256, k.scopes, k.created_at, k.expires_at, a.owner \
              FROM api_keys k JOIN applications a ON a.id = k.application_id \
-             WHERE k.expires_at IS NULL OR k.expires_at > $1 ORDER BY k.sha256",
+             WHERE (k.expires_at IS NULL OR k.expires_at > $1) AND a.status = 'ACTIVE' \
+             AND a.owner NOT IN (SELECT name FROM users WHERE status <> 'ACTIVE') ORDER BY k.sha256",
         )
         .bind(now_s)
         .fetch_all(self.pool())
@@ -214,6 +218,7 @@ pub struct OAuthClientInput {
     pub access_ttl_s: i64,
     pub refresh_ttl_s: i64,
     pub audience: Vec<String>,
+    pub callback_url: Option<String>,
 }
 
 impl WriteTx<'_> {
@@ -231,7 +236,7 @@ impl WriteTx<'_> {
             .map(|g| grant_name(*g).to_owned())
             .collect();
         sqlx::query(&format!(
-            "INSERT INTO oauth_clients ({CLIENT_COLS}, secret_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            "INSERT INTO oauth_clients ({CLIENT_COLS}, secret_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $11)"
         ))
         .bind(client_id)
         .bind(application_id)
@@ -244,6 +249,7 @@ impl WriteTx<'_> {
         .bind(join_words(&input.audience))
         .bind(now_ms())
         .bind(input.secret_hash.clone())
+        .bind(input.callback_url.clone())
         .execute(self.conn())
         .await
         .map_err(|e| {
@@ -264,6 +270,36 @@ impl WriteTx<'_> {
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("oauth client {client_id}")))?;
         decode_client(&row)
+    }
+
+    /// Changes the application's client of `key_type` in place (same client id and
+    /// secret): grant types, scopes, token format, lifetimes, callback URL.
+    pub async fn update_oauth_client(
+        &mut self,
+        application_id: &str,
+        input: &OAuthClientInput,
+    ) -> Result<OAuthClient, StoreError> {
+        let grants: Vec<String> = input
+            .grant_types
+            .iter()
+            .map(|g| grant_name(*g).to_owned())
+            .collect();
+        let id: Option<String> = sqlx::query_scalar(
+            "UPDATE oauth_clients SET grant_types = $1, scopes = $2, token_format = $3, access_ttl_s = $4, \
+             refresh_ttl_s = $5, callback_url = $6 WHERE application_id = $7 AND key_type = $8 RETURNING client_id",
+        )
+        .bind(join_words(&grants))
+        .bind(join_words(&input.scopes))
+        .bind(format_name(input.token_format))
+        .bind(input.access_ttl_s)
+        .bind(input.refresh_ttl_s)
+        .bind(input.callback_url.clone())
+        .bind(application_id)
+        .bind(input.key_type.clone())
+        .fetch_optional(self.conn())
+        .await?;
+        let id = id.ok_or_else(|| StoreError::NotFound(format!("{} keys", input.key_type)))?;
+        self.oauth_client(&id).await
     }
 
     /// Replaces the secret of the application's client of `key_type`.

@@ -98,6 +98,8 @@ fn decode(row: &AnyRow) -> Result<Tier, StoreError> {
         description: row.try_get("description")?,
         request_count: row.try_get("request_count")?,
         unit_seconds: row.try_get("unit_seconds")?,
+        options: serde_json::from_str(&row.try_get::<String, _>("options")?)
+            .map_err(|_| sqlx::Error::Decode("corrupt tier options".into()))?,
         revision: row.try_get("revision")?,
     })
 }
@@ -117,6 +119,7 @@ pub(crate) async fn seed_defaults(store: &Store) -> Result<(), StoreError> {
             description: desc.to_string(),
             request_count: *count,
             unit_seconds: 60,
+            options: Default::default(),
             revision: 1,
         };
         tx.create_tier(&tier).await?;
@@ -128,7 +131,7 @@ pub(crate) async fn seed_defaults(store: &Store) -> Result<(), StoreError> {
 impl Store {
     pub async fn list_tiers(&self, kind: TierKind) -> Result<Vec<Tier>, StoreError> {
         let rows = sqlx::query(
-            "SELECT kind, name, description, request_count, unit_seconds, revision FROM tiers WHERE kind = $1 ORDER BY name",
+            "SELECT kind, name, description, request_count, unit_seconds, options, revision FROM tiers WHERE kind = $1 ORDER BY name",
         )
         .bind(kind.as_str())
         .fetch_all(self.pool())
@@ -138,7 +141,7 @@ impl Store {
 
     pub async fn get_tier(&self, kind: TierKind, name: &str) -> Result<Tier, StoreError> {
         let row = sqlx::query(
-            "SELECT kind, name, description, request_count, unit_seconds, revision FROM tiers WHERE kind = $1 AND name = $2",
+            "SELECT kind, name, description, request_count, unit_seconds, options, revision FROM tiers WHERE kind = $1 AND name = $2",
         )
         .bind(kind.as_str())
         .bind(name)
@@ -152,13 +155,14 @@ impl Store {
 impl WriteTx<'_> {
     pub async fn create_tier(&mut self, t: &Tier) -> Result<Tier, StoreError> {
         sqlx::query(
-            "INSERT INTO tiers (kind, name, description, request_count, unit_seconds, revision) VALUES ($1, $2, $3, $4, $5, 1)",
+            "INSERT INTO tiers (kind, name, description, request_count, unit_seconds, options, revision) VALUES ($1, $2, $3, $4, $5, $6, 1)",
         )
         .bind(t.kind.as_str())
         .bind(t.name.clone())
         .bind(t.description.clone())
         .bind(t.request_count)
         .bind(t.unit_seconds)
+        .bind(serde_json::to_string(&t.options).unwrap_or_else(|_| "{}".into()))
         .execute(self.conn())
         .await
         .map_err(|e| {
@@ -181,13 +185,14 @@ impl WriteTx<'_> {
             return Err(StoreError::PreconditionFailed);
         }
         sqlx::query(
-            "UPDATE tiers SET description = $1, request_count = $2, unit_seconds = $3, revision = revision + 1 WHERE kind = $4 AND name = $5",
+            "UPDATE tiers SET description = $1, request_count = $2, unit_seconds = $3, options = $6, revision = revision + 1 WHERE kind = $4 AND name = $5",
         )
         .bind(t.description.clone())
         .bind(t.request_count)
         .bind(t.unit_seconds)
         .bind(t.kind.as_str())
         .bind(t.name.clone())
+        .bind(serde_json::to_string(&t.options).unwrap_or_else(|_| "{}".into()))
         .execute(self.conn())
         .await?;
         tier_in(self, t.kind, &t.name).await
@@ -229,7 +234,7 @@ impl WriteTx<'_> {
 
 async fn tier_in(tx: &mut WriteTx<'_>, kind: TierKind, name: &str) -> Result<Tier, StoreError> {
     let row = sqlx::query(
-            "SELECT kind, name, description, request_count, unit_seconds, revision FROM tiers WHERE kind = $1 AND name = $2",
+            "SELECT kind, name, description, request_count, unit_seconds, options, revision FROM tiers WHERE kind = $1 AND name = $2",
         )
         .bind(kind.as_str())
         .bind(name)

@@ -7,7 +7,7 @@ use argon2::password_hash::{
 use argon2::{Algorithm, Argon2, Params, Version};
 use sqlx::Row;
 
-use crate::model::User;
+use crate::model::{AccountStatus, User};
 use crate::{now_ms, Store, StoreError, WriteTx};
 
 /// argon2id cost parameters.
@@ -53,10 +53,12 @@ impl Store {
         name: &str,
         password: &str,
     ) -> Result<Option<Vec<String>>, StoreError> {
-        let row = sqlx::query("SELECT password_hash FROM users WHERE name = $1")
-            .bind(name)
-            .fetch_optional(self.pool())
-            .await?;
+        // Disabled and pending users cannot sign in.
+        let row =
+            sqlx::query("SELECT password_hash FROM users WHERE name = $1 AND status = 'ACTIVE'")
+                .bind(name)
+                .fetch_optional(self.pool())
+                .await?;
         let Some(row) = row else { return Ok(None) };
         let hash: String = row.try_get("password_hash")?;
         let params = self.password_params().clone();
@@ -80,7 +82,7 @@ impl Store {
     }
 
     pub async fn user(&self, name: &str) -> Result<User, StoreError> {
-        let row = sqlx::query("SELECT name, created_at FROM users WHERE name = $1")
+        let row = sqlx::query("SELECT name, created_at, status FROM users WHERE name = $1")
             .bind(name)
             .fetch_optional(self.pool())
             .await?
@@ -93,6 +95,7 @@ impl Store {
         Ok(User {
             name: row.try_get("name")?,
             roles,
+            status: crate::apps::status_of(&row)?,
             created_time: row.try_get("created_at")?,
         })
     }
@@ -162,7 +165,118 @@ impl WriteTx<'_> {
         Ok(())
     }
 
+    /// Creates a user in a given state (`PENDING` after a self sign-up that needs approval).
+    pub async fn create_user_with_status(
+        &mut self,
+        name: &str,
+        password_hash: &str,
+        roles: &[String],
+        status: AccountStatus,
+    ) -> Result<(), StoreError> {
+        self.create_user(name, password_hash, roles).await?;
+        if status != AccountStatus::Active {
+            self.set_user_status(name, status).await?;
+        }
+        Ok(())
+    }
+
+    /// Active admins other than `except`: the last one may not be removed, disabled or
+    /// demoted.
+    pub async fn other_active_admins(&mut self, except: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM users u JOIN user_roles r ON r.user_name = u.name \
+             WHERE r.role = 'admin' AND u.status = 'ACTIVE' AND u.name <> $1",
+        )
+        .bind(except)
+        .fetch_one(self.conn())
+        .await?)
+    }
+
+    async fn user_exists(&mut self, name: &str) -> Result<(), StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE name = $1")
+            .bind(name)
+            .fetch_one(self.conn())
+            .await?;
+        if n == 0 {
+            return Err(StoreError::NotFound(format!("user {name}")));
+        }
+        Ok(())
+    }
+
+    /// Sets a user's status. Leaving `ACTIVE` also ends the refresh tokens issued to the
+    /// user and to their applications (their applications stop minting tokens through
+    /// the key manager's client lookup, and gateways refuse what they hold).
+    pub async fn set_user_status(
+        &mut self,
+        name: &str,
+        status: AccountStatus,
+    ) -> Result<(), StoreError> {
+        self.user_exists(name).await?;
+        sqlx::query("UPDATE users SET status = $1 WHERE name = $2")
+            .bind(status.as_str())
+            .bind(name)
+            .execute(self.conn())
+            .await?;
+        if status != AccountStatus::Active {
+            self.end_refresh_tokens_of(name).await?;
+        }
+        Ok(())
+    }
+
+    async fn end_refresh_tokens_of(&mut self, name: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE oauth_refresh SET used = 1 WHERE username = $1 OR client_id IN \
+             (SELECT c.client_id FROM oauth_clients c JOIN applications a ON a.id = c.application_id WHERE a.owner = $1)",
+        )
+        .bind(name)
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Replaces a user's roles.
+    pub async fn set_user_roles(&mut self, name: &str, roles: &[String]) -> Result<(), StoreError> {
+        self.user_exists(name).await?;
+        sqlx::query("DELETE FROM user_roles WHERE user_name = $1")
+            .bind(name)
+            .execute(self.conn())
+            .await?;
+        for r in roles {
+            sqlx::query("INSERT INTO user_roles (user_name, role) VALUES ($1, $2)")
+                .bind(name)
+                .bind(r.clone())
+                .execute(self.conn())
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Sets a new password hash (see [`Store::hash_password`]).
+    pub async fn set_user_password(
+        &mut self,
+        name: &str,
+        password_hash: &str,
+    ) -> Result<(), StoreError> {
+        self.user_exists(name).await?;
+        sqlx::query("UPDATE users SET password_hash = $1 WHERE name = $2")
+            .bind(password_hash)
+            .bind(name)
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes a user. Their applications stay, disabled (an admin may delete them), so
+    /// a later user of the same name does not inherit them; their refresh tokens end.
     pub async fn delete_user(&mut self, name: &str) -> Result<(), StoreError> {
+        self.user_exists(name).await?;
+        self.end_refresh_tokens_of(name).await?;
+        sqlx::query(
+            "UPDATE applications SET status = 'DISABLED', revision = revision + 1 WHERE owner = $1",
+        )
+        .bind(name)
+        .execute(self.conn())
+        .await?;
         sqlx::query("DELETE FROM user_roles WHERE user_name = $1")
             .bind(name)
             .execute(self.conn())

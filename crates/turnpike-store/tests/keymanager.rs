@@ -39,6 +39,7 @@ fn client_input(secret_hash: &str) -> OAuthClientInput {
         access_ttl_s: 600,
         refresh_ttl_s: 3600,
         audience: vec![],
+        callback_url: None,
     }
 }
 

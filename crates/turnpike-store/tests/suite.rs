@@ -24,9 +24,11 @@ fn input(context: &str, version: &str) -> ApiInput {
             path: "/*".into(),
             methods: vec!["GET".into()],
             scopes: Vec::new(),
+            ..Default::default()
         }],
         tiers: vec!["Gold".into(), "Unlimited".into()],
         definition: None,
+        options: Default::default(),
     }
 }
 

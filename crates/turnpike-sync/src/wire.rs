@@ -331,6 +331,7 @@ impl Parts {
             basic_users: sec.basic_users.clone(),
             subscriptions: Vec::new(),
             revoked: sec.revoked.clone(),
+            revoked_applications: sec.revoked_applications.clone(),
             introspection: sec.introspection.clone(),
         };
         sections_of(serde_json::to_value(&security)?, "security.", &mut sections)?;

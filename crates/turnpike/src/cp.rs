@@ -153,9 +153,11 @@ async fn ensure_demo_api(
                 path: "/*".into(),
                 methods: ["GET", "POST", "PUT", "DELETE"].map(String::from).to_vec(),
                 scopes: Vec::new(),
+                ..Default::default()
             }],
             tiers: vec!["Unlimited".into()],
             definition: None,
+            options: Default::default(),
         };
         let mut tx = store.begin_write().await?;
         let api = tx.create_api(&input, "system").await?;
@@ -178,6 +180,7 @@ async fn ensure_demo_api(
             resources: api.resources,
             tiers: api.policies,
             definition: api.definition,
+            options: api.options,
         };
         tx.update_api(&api.id, &input, None).await?;
         tx.commit("system", "demo API endpoint").await?;

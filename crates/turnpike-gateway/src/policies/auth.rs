@@ -46,7 +46,15 @@ pub(crate) async fn enforce<'a>(
         // Cold: boxed so the introspection/argon2 future is not part of every request's.
         Check::Pending(p) => Box::pin(authn.resolve(p)).await,
     }
-    .map_err(refuse)?;
+    .map_err(|e| match e {
+        // Name every scheme the API takes, not only Bearer.
+        AuthError::Missing => {
+            let mut g = refuse(e);
+            g.www_authenticate = authn.challenge().or(g.www_authenticate);
+            g
+        }
+        e => refuse(e),
+    })?;
     let subscription = sec.subscription(&identity).map_err(refuse)?;
     if let Some(s) = scopes {
         s.check(&identity).map_err(refuse)?;
