@@ -85,7 +85,7 @@ impl ClientStore for Store {
     async fn client(&self, client_id: &str) -> Result<Option<ClientRecord>, KmError> {
         let row = sqlx::query(
             "SELECT c.client_id, c.application_id, c.key_type, c.grant_types, c.scopes, c.token_format, \
-             c.access_ttl_s, c.refresh_ttl_s, c.audience, c.created_at, c.secret_hash, a.name AS app_name, a.owner \
+             c.access_ttl_s, c.refresh_ttl_s, c.audience, c.created_at, c.callback_url, c.secret_hash, a.name AS app_name, a.owner \
              FROM oauth_clients c JOIN applications a ON a.id = c.application_id \
              WHERE c.client_id = $1 AND a.status = 'ACTIVE' \
              AND a.owner NOT IN (SELECT name FROM users WHERE status <> 'ACTIVE')",
