@@ -9,6 +9,7 @@ packages=(
   nginx wrk                    # bench/: the reference reverse proxy and load generator
   redis-server                 # throttling tests (cluster counters)
   postgresql                   # store tests against a real PostgreSQL
+  haproxy                      # bench/drill.sh: gateways behind a balancer under faults
   python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
   curl ca-certificates util-linux procps
   jq                           # turnpike-mediation's differential test against the jq binary
@@ -28,7 +29,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # Debian starts these services on install; the tests start their own on free ports.
-for svc in nginx redis-server postgresql; do
+for svc in nginx redis-server postgresql haproxy; do
   (command -v systemctl >/dev/null && systemctl stop "$svc" 2>/dev/null) || service "$svc" stop >/dev/null 2>&1 || true
 done
 

@@ -48,12 +48,28 @@ pub fn check_endpoint(s: &str) -> Option<String> {
         Ok(u)
             if matches!(u.scheme_str(), Some("http" | "https"))
                 && u.authority().is_some()
-                && u.query().is_none() =>
+                && u.query().is_none()
+                && port_in_range(&u) =>
         {
             None
         }
-        _ => Some("must be an absolute http:// or https:// URL without a query".into()),
+        _ => Some(
+            "must be an absolute http:// or https:// URL without a query, any port in 1-65535"
+                .into(),
+        ),
     }
+}
+
+/// `http::Uri` keeps any digits as the port; one outside 1-65535 would be dialled as the
+/// scheme's default port.
+fn port_in_range(u: &http::Uri) -> bool {
+    let Some(a) = u.authority().map(|a| a.as_str()) else {
+        return true;
+    };
+    let after_host = a.rfind(']').map_or(a, |i| &a[i + 1..]);
+    after_host
+        .rsplit_once(':')
+        .is_none_or(|(_, p)| matches!(p.parse::<u16>(), Ok(n) if n != 0))
 }
 
 pub fn check_resource_path(s: &str) -> Option<String> {
@@ -296,4 +312,17 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
         _ => None,
     };
     (input, f)
+}
+
+#[cfg(test)]
+mod endpoint_port_tests {
+    use super::check_endpoint;
+
+    #[test]
+    fn endpoint_ports_out_of_range_are_refused() {
+        assert!(check_endpoint("http://127.0.0.1:99999").is_some());
+        assert!(check_endpoint("http://127.0.0.1:0/x").is_some());
+        assert!(check_endpoint("http://127.0.0.1:65535/x").is_none());
+        assert!(check_endpoint("https://example.com").is_none());
+    }
 }

@@ -424,3 +424,47 @@ async fn backend_jwt_carries_the_identity_and_is_cached() {
     assert_eq!(seen.scopes, vec!["read"]);
     assert_eq!(signer.header_name().as_str(), "x-jwt-assertion");
 }
+
+/// A token signed by a key of our own (Ed25519), trusted as issuer `https://crit.test`.
+fn own_issuer() -> (ring::signature::Ed25519KeyPair, Jwt) {
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).expect("keygen");
+    let pair = ring::signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).expect("key");
+    use ring::signature::KeyPair;
+    let x = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
+    let jwks = serde_json::json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k1", "x": x}]});
+    let keys = KeySet::from_jwks_json(jwks.to_string().as_bytes()).expect("jwks");
+    let issuer = Arc::new(TrustedIssuer::new("https://crit.test", vec![], keys));
+    (pair, jwt_validator(vec![issuer]))
+}
+
+fn signed(pair: &ring::signature::Ed25519KeyPair, header: serde_json::Value) -> String {
+    let claims =
+        serde_json::json!({"iss": "https://crit.test", "sub": "alice", "exp": now() + 600});
+    let input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    );
+    let sig = pair.sign(input.as_bytes());
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+}
+
+#[test]
+fn a_token_with_a_critical_extension_is_refused() {
+    let (pair, jwt) = own_issuer();
+    let plain = signed(&pair, serde_json::json!({"alg": "EdDSA", "kid": "k1"}));
+    assert!(
+        jwt.validator.validate(&plain).is_ok(),
+        "the same token without crit is valid"
+    );
+    // RFC 7515 4.1.11: an extension the recipient does not understand, marked critical.
+    let crit = signed(
+        &pair,
+        serde_json::json!({"alg": "EdDSA", "kid": "k1", "crit": ["exp-ext"], "exp-ext": 1}),
+    );
+    assert!(
+        matches!(jwt.validator.validate(&crit), Err(AuthError::InvalidToken(m)) if m.contains("critical")),
+        "a correctly signed token with crit was accepted"
+    );
+}

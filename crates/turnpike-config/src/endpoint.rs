@@ -36,6 +36,15 @@ impl Endpoint {
         if authority.host().is_empty() {
             return Err(format!("{text:?} has no host; {hint}"));
         }
+        // `http::Uri` accepts any digits as the port and `port_u16()` turns an out-of-range
+        // one into `None`, which a client reads as "the scheme's default port".
+        if let Some(port) = port_text(authority.as_str()) {
+            if !matches!(port.parse::<u16>(), Ok(n) if n != 0) {
+                return Err(format!(
+                    "{text:?}: port {port:?} is not a port number (1-65535); {hint}"
+                ));
+            }
+        }
         if uri.query().is_some() {
             return Err(format!(
                 "{text:?}: an endpoint URL cannot have a query string"
@@ -49,6 +58,15 @@ impl Endpoint {
             base_path,
         })
     }
+}
+
+/// The port as written after `host:` (an IPv6 host is bracketed), if any.
+fn port_text(authority: &str) -> Option<&str> {
+    let after_host = match authority.rfind(']') {
+        Some(i) => &authority[i + 1..],
+        None => authority,
+    };
+    after_host.rsplit_once(':').map(|(_, port)| port)
 }
 
 #[cfg(test)]
@@ -77,5 +95,16 @@ mod tests {
         assert!(e("http://x/?a=1").contains("query"));
         assert!(e("not a url").contains("not a URL"));
         assert!(e("/relative").contains("scheme"));
+    }
+
+    #[test]
+    fn refuses_ports_out_of_range() {
+        let e = |t: &str| Endpoint::parse(t).err().unwrap_or_default();
+        assert!(e("http://127.0.0.1:99999").contains("not a port number"));
+        assert!(e("http://127.0.0.1:65536/base").contains("not a port number"));
+        assert!(e("https://x:0").contains("not a port number"));
+        assert!(e("http://[::1]:70000").contains("not a port number"));
+        let ok = Endpoint::parse("http://127.0.0.1:65535").ok();
+        assert_eq!(ok.and_then(|e| e.authority.port_u16()), Some(65535));
     }
 }

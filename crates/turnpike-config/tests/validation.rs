@@ -138,6 +138,27 @@ fn endpoints_must_be_http_urls() {
 }
 
 #[test]
+fn endpoint_ports_out_of_range_are_refused() {
+    // Was accepted, and the traffic went to port 80.
+    refused_at(
+        &api_with(
+            "[\"http://127.0.0.1:9000\"]",
+            "[\"http://127.0.0.1:99999\"]",
+        ),
+        "5:17",
+        "port \"99999\" is not a port number",
+    );
+    refused_at(
+        &api_with(
+            "[\"http://127.0.0.1:9000\"]",
+            "[\"http://a:1\", \"https://b:0/x\"]",
+        ),
+        "5:31",
+        "not a port number",
+    );
+}
+
+#[test]
 fn resources_need_valid_templates_and_methods() {
     refused_at(
         &api_with("path: \"/*\"", "path: \"pets\""),

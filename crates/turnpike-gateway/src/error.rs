@@ -39,6 +39,10 @@ pub enum ErrorKind {
     /// A throttling policy refused the request (the policy adds `Retry-After`).
     Throttled,
     ShuttingDown,
+    /// The gateway holds its maximum of client connections (`--max-connections`).
+    TooManyConnections,
+    /// This client IP holds its maximum (`--max-connections-per-ip`).
+    TooManyClientConnections,
     Internal,
     // Security (policies/auth.rs maps turnpike-auth's errors onto these rows).
     MissingCredentials,
@@ -176,6 +180,20 @@ impl ErrorKind {
                 "shutting_down",
                 "the gateway is shutting down",
                 Blame::Internal,
+                true,
+            ),
+            TooManyConnections => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_connections",
+                "the gateway holds its maximum of connections; retry shortly",
+                Blame::Internal,
+                true,
+            ),
+            TooManyClientConnections => row(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_client_connections",
+                "this client holds its maximum of connections; reuse one or close some",
+                Client,
                 true,
             ),
             Internal => row(

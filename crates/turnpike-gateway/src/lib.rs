@@ -10,10 +10,14 @@
 
 pub mod access_log;
 pub mod body;
+pub mod conn_limit;
+mod edge;
 pub mod error;
 pub mod h1;
 pub mod headers;
+pub mod health;
 mod idle;
+pub mod log_limit;
 pub mod metrics;
 pub mod policies;
 pub mod policy;
@@ -24,6 +28,7 @@ mod throttle_runtime;
 pub mod tls;
 pub mod upstream;
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,10 +39,11 @@ use turnpike_config::Snapshot;
 
 pub use access_log::AccessLogTarget;
 pub use error::{Blame, ErrorKind, GatewayError};
+pub use health::Health;
 pub use metrics::GatewayMetrics;
 pub use policy::{Chain, Flow, Policy, RequestCtx};
 pub use server::{
-    BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings,
+    BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings, Stop,
 };
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
@@ -53,6 +59,10 @@ pub struct GatewayArgs {
         conflicts_with = "control_plane"
     )]
     pub config: Option<PathBuf>,
+    /// Let a reload swap in a file that declares no API (every request then answers 404).
+    /// Without it such a file (empty, truncated) is refused and the running APIs stay.
+    #[arg(long, env = "TURNPIKE_ALLOW_EMPTY")]
+    pub allow_empty: bool,
     /// Control plane base URL (e.g. http://127.0.0.1:9400): follow its snapshots by
     /// long-poll instead of reading a file.
     #[arg(long, env = "TURNPIKE_CONTROL_PLANE", requires = "gateway_token")]
@@ -91,9 +101,24 @@ pub struct GatewayArgs {
     /// Seconds an HTTP/2 connection may stay silent before it is closed.
     #[arg(long, env = "TURNPIKE_IDLE_TIMEOUT", default_value_t = 60.0)]
     pub idle_timeout: f64,
-    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    /// Seconds in-flight requests get to finish once accepting stopped.
     #[arg(long, env = "TURNPIKE_DRAIN_TIMEOUT", default_value_t = 30.0)]
     pub drain_timeout: f64,
+    /// Seconds after SIGTERM during which `/ready` fails but connections are still
+    /// accepted and served, so a balancer or Kubernetes moves traffic away before anything
+    /// is refused. SIGINT or a second signal skips it.
+    #[arg(long, env = "TURNPIKE_DRAIN_DELAY", default_value_t = 5.0)]
+    pub drain_delay: f64,
+    /// Client connections held at once (all listeners); more are refused with
+    /// `503 too_many_connections`. Default: half the open-file limit, which the gateway
+    /// raises to its hard limit at start.
+    #[arg(long, env = "TURNPIKE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Client connections held at once per client IP; more get
+    /// `429 too_many_client_connections`. 0 (default): no cap (behind a balancer every
+    /// connection comes from the balancer's address).
+    #[arg(long, env = "TURNPIKE_MAX_CONNECTIONS_PER_IP", default_value_t = 0)]
+    pub max_connections_per_ip: usize,
     /// Access log: a file path (appended) or `-` for stdout. Off when absent.
     #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
     pub access_log: Option<String>,
@@ -114,9 +139,10 @@ pub struct GatewayArgs {
     /// Milliseconds between lease rounds.
     #[arg(long, env = "TURNPIKE_REDIS_SYNC_MS", default_value_t = 50)]
     pub redis_sync_ms: u64,
-    /// Management listener serving Prometheus metrics at `GET /metrics` (and
-    /// `GET /health`), e.g. `127.0.0.1:9091` (port 0: any free port). Off when absent.
-    #[arg(long, env = "TURNPIKE_METRICS_ADDR")]
+    /// Management listener: Prometheus metrics at `GET /metrics`, liveness at
+    /// `GET /health`, readiness at `GET /ready` (docs/operations.md), e.g.
+    /// `127.0.0.1:9091` (port 0: any free port). Off when absent.
+    #[arg(long, alias = "management-addr", env = "TURNPIKE_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
 }
 
@@ -138,7 +164,9 @@ fn secs(name: &str, v: f64) -> Result<Duration, String> {
 
 impl GatewayArgs {
     /// The transport settings these flags describe.
+    /// Raises the open-file limit as a side effect (once, at start).
     pub fn settings(&self) -> Result<ServerSettings, String> {
+        let fd_limit = conn_limit::raise_fd_limit();
         let tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => TlsSource::Files {
                 cert: cert.clone(),
@@ -158,6 +186,11 @@ impl GatewayArgs {
             header_read_timeout: secs("header-read-timeout", self.header_read_timeout)?,
             idle_timeout: secs("idle-timeout", self.idle_timeout)?,
             drain_timeout: secs("drain-timeout", self.drain_timeout)?,
+            drain_delay: secs("drain-delay", self.drain_delay)?,
+            max_connections: self
+                .max_connections
+                .unwrap_or_else(|| conn_limit::default_max_connections(fd_limit)),
+            max_connections_per_ip: self.max_connections_per_ip,
             access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
         })
     }
@@ -176,22 +209,30 @@ pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Se
     let snapshot = Snapshot::load_with(&config, &runtime)?;
     tracing::info!(file = %config.display(), apis = snapshot.apis.len(), "config loaded");
     let snapshots = Arc::new(ArcSwap::from_pointee(snapshot));
-    let watcher = reload::spawn_watcher(config, snapshots.clone(), runtime);
-    let result = serve_until_terminated(&args, snapshots).await;
+    let empty = if args.allow_empty {
+        reload::EmptyFile::Allow
+    } else {
+        reload::EmptyFile::Refuse
+    };
+    let watcher = reload::spawn_watcher(config, snapshots.clone(), runtime, empty);
+    let result = serve_until_terminated(&args, snapshots, Health::new(true)).await;
     watcher.abort();
     result
 }
 
 /// Binds the listeners the flags describe, serves from `snapshots` (swapped by whoever
 /// owns it: the file watcher, or a control-plane follower) until SIGTERM/SIGINT, drains.
+/// `health` says whether a snapshot is loaded yet (the management listener's `/ready`).
 /// Prints `gateway listening on http://ADDR` / `https://ADDR` on stdout.
 pub async fn serve_until_terminated(
     args: &GatewayArgs,
     snapshots: Arc<ArcSwap<Snapshot>>,
+    health: Arc<Health>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let settings = args.settings()?;
     let mut builder = Gateway::builder(settings)
         .snapshots(snapshots.clone())
+        .health(health.clone())
         .policy(Arc::new(policies::throttle::ThrottlePolicy));
     let mut management = None;
     if let Some(addr) = args.metrics_addr {
@@ -206,6 +247,7 @@ pub async fn serve_until_terminated(
         management = Some(AbortOnDrop(tokio::spawn(metrics::serve(
             listener,
             m.clone(),
+            health,
         ))));
         builder = builder.metrics(m);
     }
@@ -218,9 +260,71 @@ pub async fn serve_until_terminated(
         println!("gateway listening on https://{a}");
         tracing::info!(addr = %a, "HTTPS listener");
     }
-    bound.serve(termination()).await?;
+    let (first, second) = stop_signals();
+    bound.serve_until(first, second).await?;
     drop(management);
     Ok(())
+}
+
+/// The gateway's stop signals: the first SIGTERM drains ([`Stop::Drain`]: readiness
+/// fails, the drain delay), a SIGINT stops accepting at once; the second future resolves
+/// on the next signal (which ends the delay or the drain early).
+pub fn stop_signals() -> (
+    impl Future<Output = Stop> + Send + 'static,
+    impl Future<Output = ()> + Send + 'static,
+) {
+    let (tx, rx) = tokio::sync::watch::channel((0u32, Stop::Now));
+    tokio::spawn(async move {
+        let mut signals = SignalStream::new();
+        loop {
+            let how = signals.next().await;
+            tx.send_modify(|(n, first)| {
+                if *n == 0 {
+                    *first = how;
+                }
+                *n += 1;
+            });
+        }
+    });
+    let mut first_rx = rx.clone();
+    let first = async move {
+        match first_rx.wait_for(|(n, _)| *n >= 1).await {
+            Ok(seen) => seen.1,
+            Err(_) => Stop::Now,
+        }
+    };
+    let mut second_rx = rx;
+    let second = async move {
+        let _ = second_rx.wait_for(|(n, _)| *n >= 2).await;
+    };
+    (first, second)
+}
+
+/// SIGTERM ([`Stop::Drain`]) and SIGINT ([`Stop::Now`]), registered once.
+struct SignalStream {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl SignalStream {
+    fn new() -> Self {
+        SignalStream {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    async fn next(&mut self) -> Stop {
+        #[cfg(unix)]
+        if let Some(term) = &mut self.term {
+            return tokio::select! {
+                _ = term.recv() => Stop::Drain,
+                _ = tokio::signal::ctrl_c() => Stop::Now,
+            };
+        }
+        let _ = tokio::signal::ctrl_c().await;
+        Stop::Now
+    }
 }
 
 /// Stops a background task when dropped.

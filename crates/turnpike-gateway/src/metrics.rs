@@ -6,12 +6,13 @@
 //! counters by status class, upstream-error counters by kind, a fixed-bucket duration
 //! histogram) are resolved once per snapshot into a table keyed by the `CompiledApi`'s
 //! address, behind an `ArcSwap`; a request does one table lookup and a few atomic adds.
-//! Counters go through the `metrics` facade into a `metrics-exporter-prometheus`
-//! recorder owned by this gateway (not installed globally, so several gateways in one
-//! process keep apart). The duration histogram is our own array of atomic buckets
-//! rendered at scrape time: the exporter's histograms keep every raw sample until
-//! upkeep (an allocation per 64 samples). Throttle decisions are read at scrape time from
-//! the throttler's striped counters, which survive reloads.
+//! The per-API series are our own atomics rendered at scrape time, and an API's series
+//! are dropped when a swap removes the API (so reloading a huge file and then a small one
+//! shrinks `/metrics` and memory back). Gateway-wide gauges and counters go through the
+//! `metrics` facade into a `metrics-exporter-prometheus` recorder owned by this gateway
+//! (not installed globally, so several gateways in one process keep apart). Throttle
+//! decisions are read at scrape time from the throttler's striped counters, which
+//! survive reloads.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -37,6 +38,7 @@ use tokio::net::TcpListener;
 use turnpike_config::{CompiledApi, Snapshot};
 
 use crate::error::ErrorKind;
+use crate::health::Health;
 
 /// Requests answered, by API, version and status class (`2xx`...).
 pub const M_REQUESTS: &str = "turnpike_http_requests_total";
@@ -144,23 +146,50 @@ impl DurationHistogram {
     }
 }
 
-/// One API's handles, resolved once (and kept across swaps, by name and version).
+/// One API's series (kept across swaps by name and version while the API exists).
 pub struct ApiMetrics {
-    requests: [Counter; 5],
-    upstream_errors: [Counter; UPSTREAM_KINDS.len()],
+    requests: [AtomicU64; CLASSES.len()],
+    upstream_errors: [AtomicU64; UPSTREAM_KINDS.len()],
     duration: DurationHistogram,
-    /// `api="..",version=".."`, escaped, for the histogram's lines.
+    /// `api="..",version=".."`, escaped, for every line.
     labels: String,
 }
 
 impl ApiMetrics {
+    fn new(name: &str, version: &str) -> ApiMetrics {
+        ApiMetrics {
+            requests: Default::default(),
+            upstream_errors: Default::default(),
+            duration: DurationHistogram::default(),
+            labels: format!("api=\"{}\",version=\"{}\"", escape(name), escape(version)),
+        }
+    }
+
     #[inline]
     fn observe(&self, status: StatusCode, elapsed: Duration, failed: Option<ErrorKind>) {
         let class = (status.as_u16() / 100).clamp(1, 5) as usize - 1;
-        self.requests[class].increment(1);
+        self.requests[class].fetch_add(1, Ordering::Relaxed);
         self.duration.observe(elapsed);
         if let Some(i) = failed.and_then(upstream_index) {
-            self.upstream_errors[i].increment(1);
+            self.upstream_errors[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn render_requests(&self, out: &mut String) {
+        for (class, n) in CLASSES.iter().zip(&self.requests) {
+            let n = n.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{M_REQUESTS}{{{},class=\"{class}\"}} {n}", self.labels);
+        }
+    }
+
+    fn render_upstream_errors(&self, out: &mut String) {
+        for (kind, n) in UPSTREAM_KINDS.iter().zip(&self.upstream_errors) {
+            let n = n.load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "{M_UPSTREAM_ERRORS}{{{},kind=\"{kind}\"}} {n}",
+                self.labels
+            );
         }
     }
 }
@@ -198,7 +227,8 @@ pub struct GatewayMetrics {
     handle: PrometheusHandle,
     snapshots: Arc<ArcSwap<Snapshot>>,
     table: ArcSwap<ApiTable>,
-    /// Every API's handles ever resolved, by (name, version): swaps keep the counts.
+    /// The series of the APIs being served, by (name, version): swaps keep the counts of
+    /// the APIs they keep, and drop the others'.
     known: Mutex<HashMap<(String, String), Arc<ApiMetrics>>>,
     /// Requests that matched no API (404, 405).
     unmatched: Arc<ApiMetrics>,
@@ -225,8 +255,6 @@ impl GatewayMetrics {
         let describe = |name: &'static str, help: &'static str| {
             recorder.describe_counter(name.into(), None, help.into());
         };
-        describe(M_REQUESTS, "Requests answered, by API and status class");
-        describe(M_UPSTREAM_ERRORS, "Upstream failures, by API and kind");
         describe(M_SNAPSHOT_SWAPS, "Snapshot swaps seen");
         describe(M_THROTTLE, "Throttle decisions, by policy and rule");
         recorder.describe_gauge(
@@ -235,7 +263,7 @@ impl GatewayMetrics {
             "Version of the snapshot being served".into(),
         );
         recorder.describe_gauge(M_APIS.into(), None, "APIs being served".into());
-        let unmatched = Arc::new(api_metrics(&recorder, "", ""));
+        let unmatched = Arc::new(ApiMetrics::new("", ""));
         let swaps = recorder.register_counter(&Key::from_name(M_SNAPSHOT_SWAPS), &meta());
         let version = recorder.register_gauge(&Key::from_name(M_SNAPSHOT_VERSION), &meta());
         let apis = recorder.register_gauge(&Key::from_name(M_APIS), &meta());
@@ -289,22 +317,49 @@ impl GatewayMetrics {
         self.refresh();
         let m = match self.table.load().by_ptr.get(&key) {
             Some(m) => m.clone(),
-            // A request on a snapshot already swapped out.
-            None => self.resolve(api),
+            // A request on a snapshot already swapped out: counted if its API is still
+            // served; a removed API's series are gone and stay gone.
+            None => match self
+                .lock_known()
+                .get(&(api.name.clone(), api.version.clone()))
+            {
+                Some(m) => m.clone(),
+                None => return,
+            },
         };
         m.observe(status, elapsed, failed);
     }
 
-    /// The handles of `api`, created on first sight of its name and version.
-    fn resolve(&self, api: &CompiledApi) -> Arc<ApiMetrics> {
-        let mut known = match self.known.lock() {
+    fn lock_known(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<ApiMetrics>>> {
+        match self.known.lock() {
             Ok(k) => k,
             Err(poisoned) => poisoned.into_inner(),
-        };
-        known
-            .entry((api.name.clone(), api.version.clone()))
-            .or_insert_with(|| Arc::new(api_metrics(&self.recorder, &api.name, &api.version)))
-            .clone()
+        }
+    }
+
+    /// The series of `snap`'s APIs by address (created on first sight of a name and
+    /// version); every other API's series are dropped.
+    fn resolve_all(
+        &self,
+        snap: &Snapshot,
+    ) -> HashMap<usize, Arc<ApiMetrics>, BuildHasherDefault<PtrHasher>> {
+        let mut known = self.lock_known();
+        let mut live = HashMap::with_capacity(snap.apis.len());
+        let by_ptr = snap
+            .apis
+            .iter()
+            .map(|a| {
+                let key = (a.name.clone(), a.version.clone());
+                let m = match known.remove(&key) {
+                    Some(m) => m,
+                    None => Arc::new(ApiMetrics::new(&a.name, &a.version)),
+                };
+                live.insert(key, m.clone());
+                (Arc::as_ptr(a) as usize, m)
+            })
+            .collect();
+        *known = live;
+        by_ptr
     }
 
     /// Rebuilds the table when the served snapshot changed (counted as a swap).
@@ -316,11 +371,7 @@ impl GatewayMetrics {
                 return;
             }
         }
-        let by_ptr = snap
-            .apis
-            .iter()
-            .map(|a| (Arc::as_ptr(a) as usize, self.resolve(a)))
-            .collect();
+        let by_ptr = self.resolve_all(&snap);
         let first = current.snapshot.is_none();
         self.version.set(snap.version as f64);
         self.apis.set(snap.apis.len() as f64);
@@ -343,18 +394,26 @@ impl GatewayMetrics {
         self.refresh();
         self.record_throttle();
         let mut out = self.handle.render();
+        let known: Vec<Arc<ApiMetrics>> = self.lock_known().values().cloned().collect();
+        let all = || known.iter().chain(std::iter::once(&self.unmatched));
+        let _ = writeln!(
+            out,
+            "# HELP {M_REQUESTS} Requests answered, by API and status class"
+        );
+        let _ = writeln!(out, "# TYPE {M_REQUESTS} counter");
+        all().for_each(|m| m.render_requests(&mut out));
+        let _ = writeln!(
+            out,
+            "# HELP {M_UPSTREAM_ERRORS} Upstream failures, by API and kind"
+        );
+        let _ = writeln!(out, "# TYPE {M_UPSTREAM_ERRORS} counter");
+        all().for_each(|m| m.render_upstream_errors(&mut out));
         let _ = writeln!(
             out,
             "# HELP {M_DURATION} Time from the request head to the response head"
         );
         let _ = writeln!(out, "# TYPE {M_DURATION} histogram");
-        let known: Vec<Arc<ApiMetrics>> = match self.known.lock() {
-            Ok(k) => k.values().cloned().collect(),
-            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
-        };
-        for m in known.iter().chain(std::iter::once(&self.unmatched)) {
-            m.duration.render(&mut out, &m.labels);
-        }
+        all().for_each(|m| m.duration.render(&mut out, &m.labels));
         render_token_caches(&self.snapshots.load(), &mut out);
         out
     }
@@ -465,40 +524,14 @@ fn policy_of(rule: &str) -> &str {
     name.split('/').next().unwrap_or(name)
 }
 
-fn api_metrics(recorder: &PrometheusRecorder, name: &str, version: &str) -> ApiMetrics {
-    let labels = |extra: Label| {
-        vec![
-            Label::new("api", name.to_owned()),
-            Label::new("version", version.to_owned()),
-            extra,
-        ]
-    };
-    let requests = CLASSES.map(|c| {
-        let key = Key::from_parts(M_REQUESTS, labels(Label::from_static_parts("class", c)));
-        recorder.register_counter(&key, &meta())
-    });
-    let upstream_errors = UPSTREAM_KINDS.map(|k| {
-        let key = Key::from_parts(
-            M_UPSTREAM_ERRORS,
-            labels(Label::from_static_parts("kind", k)),
-        );
-        recorder.register_counter(&key, &meta())
-    });
-    ApiMetrics {
-        requests,
-        upstream_errors,
-        duration: DurationHistogram::default(),
-        labels: format!("api=\"{}\",version=\"{}\"", escape(name), escape(version)),
-    }
-}
-
 /// Binds the management listener.
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
-/// Serves `GET /metrics` (and `GET /health`) on `listener` until the task is aborted.
-pub async fn serve(listener: TcpListener, metrics: Arc<GatewayMetrics>) {
+/// Serves `GET /metrics`, `GET /health` (liveness) and `GET /ready` (readiness, from
+/// `health`) on `listener` until the task is aborted.
+pub async fn serve(listener: TcpListener, metrics: Arc<GatewayMetrics>, health: Arc<Health>) {
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(a) => a,
@@ -509,9 +542,10 @@ pub async fn serve(listener: TcpListener, metrics: Arc<GatewayMetrics>) {
             }
         };
         let m = metrics.clone();
+        let h = health.clone();
         let svc = service_fn(move |req| {
-            let m = m.clone();
-            async move { Ok::<_, Infallible>(answer(&m, &req)) }
+            let (m, h) = (m.clone(), h.clone());
+            async move { Ok::<_, Infallible>(answer(&m, &h, &req)) }
         });
         tokio::spawn(async move {
             let conn = http1::Builder::new()
@@ -525,7 +559,7 @@ pub async fn serve(listener: TcpListener, metrics: Arc<GatewayMetrics>) {
     }
 }
 
-fn answer(m: &GatewayMetrics, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn answer(m: &GatewayMetrics, h: &Health, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     let (status, ctype, body) = match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => (
             StatusCode::OK,
@@ -533,11 +567,19 @@ fn answer(m: &GatewayMetrics, req: &Request<Incoming>) -> Response<Full<Bytes>> 
             Bytes::from(m.render()),
         ),
         (&Method::GET, "/health") => (StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n")),
+        (&Method::GET, "/ready") => match h.ready() {
+            Ok(()) => (StatusCode::OK, "text/plain", Bytes::from_static(b"ready\n")),
+            Err(why) => {
+                let (code, message) = why.describe();
+                let body = format!(r#"{{"code":"{code}","message":"{message}","request_id":""}}"#);
+                (StatusCode::SERVICE_UNAVAILABLE, "application/json", Bytes::from(body))
+            }
+        },
         _ => (
             StatusCode::NOT_FOUND,
             "application/json",
             Bytes::from_static(
-                br#"{"code":"not_found","message":"the management listener serves GET /metrics and GET /health","request_id":""}"#,
+                br#"{"code":"not_found","message":"the management listener serves GET /metrics, GET /health and GET /ready","request_id":""}"#,
             ),
         ),
     };
@@ -650,6 +692,37 @@ mod tests {
             ),
             Some("2")
         );
+    }
+
+    #[test]
+    fn a_removed_api_s_series_are_dropped() {
+        let two = format!(
+            "{ONE_API}  - name: gone\n    context: /gone\n    version: v1\n    \
+             endpoints: [\"http://127.0.0.1:1\"]\n    resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+        );
+        let snaps = snapshot(&two);
+        let m = GatewayMetrics::new(snaps.clone());
+        let apis = snaps.load().apis.clone();
+        for a in &apis {
+            m.observe(Some(a), StatusCode::OK, Duration::from_millis(1), None);
+        }
+        assert!(m.render().contains("api=\"gone\""));
+        snaps.store(Arc::new(
+            Snapshot::from_yaml(ONE_API, "test").unwrap_or_default(),
+        ));
+        // A straggler on the old snapshot does not bring the series back.
+        m.observe(apis.last(), StatusCode::OK, Duration::from_millis(1), None);
+        let text = m.render();
+        assert!(!text.contains("api=\"gone\""), "{text}");
+        assert_eq!(
+            line(
+                &text,
+                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",class=\"2xx\"}}")
+            ),
+            Some("1"),
+            "the API that stays keeps its count"
+        );
+        assert_eq!(m.lock_known().len(), 1);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Hot swap for DB-less mode: the config file is re-read on SIGHUP and when its mtime or
 //! length changes (polled once a second: simpler and sturdier than inotify across
 //! editors' rename-and-replace saves and bind-mounted files). A file that does not compile
-//! is refused with its errors logged, and the current snapshot keeps serving.
+//! is refused with its errors logged, and the current snapshot keeps serving. So is a file
+//! with no API at all (a truncated or half-written file would otherwise answer 404 to
+//! everything) unless the operator asked for it with `--allow-empty`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,17 +15,30 @@ use turnpike_config::{ConfigError, PolicyRuntime, Snapshot};
 /// How often the file's metadata is checked.
 pub const POLL: Duration = Duration::from_secs(1);
 
+/// Whether a file that declares no API may replace the running snapshot on reload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EmptyFile {
+    /// Keep serving the previous snapshot (the default).
+    #[default]
+    Refuse,
+    /// Swap it in: every request then answers 404 (`--allow-empty`).
+    Allow,
+}
+
 /// Reloads the file now: swaps on success, keeps the old snapshot on error.
 pub async fn reload(
     path: &Path,
     snapshots: &ArcSwap<Snapshot>,
     runtime: &Arc<PolicyRuntime>,
+    empty: EmptyFile,
 ) -> Result<(), ConfigError> {
     let p = path.to_owned();
     let rt = runtime.clone();
     let loaded = tokio::task::spawn_blocking(move || Snapshot::load_with(&p, &rt))
         .await
-        .map_err(|e| ConfigError::Invalid(format!("reload task failed: {e}")))?;
+        .map_err(|e| ConfigError::Invalid(format!("reload task failed: {e}")))
+        .and_then(|r| r)
+        .and_then(|snap| refuse_empty(path, snap, empty));
     match loaded {
         Ok(snap) => {
             let apis = snap.apis.len();
@@ -39,6 +54,17 @@ pub async fn reload(
     }
 }
 
+fn refuse_empty(path: &Path, snap: Snapshot, empty: EmptyFile) -> Result<Snapshot, ConfigError> {
+    if snap.apis.is_empty() && empty == EmptyFile::Refuse {
+        return Err(ConfigError::Invalid(format!(
+            "{} declares no API (empty or truncated?); start the gateway with --allow-empty \
+             to serve an empty configuration",
+            path.display()
+        )));
+    }
+    Ok(snap)
+}
+
 fn fingerprint(path: &Path) -> Option<(SystemTime, u64)> {
     let m = std::fs::metadata(path).ok()?;
     Some((m.modified().ok()?, m.len()))
@@ -49,6 +75,7 @@ pub fn spawn_watcher(
     path: PathBuf,
     snapshots: Arc<ArcSwap<Snapshot>>,
     runtime: Arc<PolicyRuntime>,
+    empty: EmptyFile,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut last = fingerprint(&path);
@@ -66,7 +93,7 @@ pub fn spawn_watcher(
                     tracing::info!("SIGHUP: reloading the config");
                 }
                 last = now;
-                let _ = reload(&path, &snapshots, &runtime).await;
+                let _ = reload(&path, &snapshots, &runtime, empty).await;
             }
         }
     })

@@ -1,7 +1,11 @@
 //! Listeners and connections: the public builder ([`Gateway::builder`]), the HTTP and
 //! HTTPS accept loops, per-connection protocol setup (HTTP/1.1 on the plain port; HTTP/2
 //! or HTTP/1.1 by ALPN on the TLS port), the transport limits (header size, header-read
-//! timeout, idle timeout) and graceful drain on shutdown.
+//! timeout, idle timeout) and graceful drain on shutdown: readiness fails first, the
+//! listeners keep accepting for the drain delay (so a balancer polling `/ready` moves
+//! traffic away before anything is refused; HTTP/1.1 answers carry `Connection: close`
+//! meanwhile so pooled connections leave too), then accepting stops and in-flight
+//! requests finish within the drain timeout.
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -20,8 +24,11 @@ use tokio::task::JoinHandle;
 use turnpike_config::Snapshot;
 
 use crate::access_log::{AccessLog, AccessLogTarget};
+use crate::conn_limit::{ConnLimits, ConnPermit};
 use crate::headers;
+use crate::health::Health;
 use crate::idle::{watch_idle, ActivityIo};
+use crate::log_limit::LogLimit;
 use crate::metrics::GatewayMetrics;
 use crate::policy::{Chain, Policy};
 use crate::proxy::{self, ConnCtx, Shared};
@@ -60,8 +67,15 @@ pub struct ServerSettings {
     pub header_read_timeout: Duration,
     /// An HTTP/2 connection with no bytes in either direction for this long is closed.
     pub idle_timeout: Duration,
-    /// How long in-flight requests may take to finish after a shutdown signal.
+    /// How long in-flight requests may take to finish once accepting stopped.
     pub drain_timeout: Duration,
+    /// After a [`Stop::Drain`] shutdown: how long readiness fails while connections are
+    /// still accepted and served, before accepting stops.
+    pub drain_delay: Duration,
+    /// Client connections held at once, all listeners together; more are refused.
+    pub max_connections: usize,
+    /// Client connections held at once per client IP; 0 for no cap.
+    pub max_connections_per_ip: usize,
     pub access_log: Option<AccessLogTarget>,
 }
 
@@ -79,6 +93,9 @@ impl ServerSettings {
             header_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             drain_timeout: Duration::from_secs(30),
+            drain_delay: Duration::ZERO,
+            max_connections: 10_000,
+            max_connections_per_ip: 0,
             access_log: None,
         }
     }
@@ -94,8 +111,19 @@ impl Gateway {
             snapshots: None,
             policies: Vec::new(),
             metrics: None,
+            health: None,
         }
     }
+}
+
+/// How a gateway stops, as its shutdown future says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Readiness fails at once; connections are still accepted for the drain delay, then
+    /// accepting stops and in-flight requests finish (SIGTERM).
+    Drain,
+    /// Accepting stops at once; in-flight requests finish (SIGINT, a second signal).
+    Now,
 }
 
 pub struct GatewayBuilder {
@@ -103,9 +131,17 @@ pub struct GatewayBuilder {
     snapshots: Option<Arc<ArcSwap<Snapshot>>>,
     policies: Vec<Arc<dyn Policy>>,
     metrics: Option<Arc<GatewayMetrics>>,
+    health: Option<Arc<Health>>,
 }
 
 impl GatewayBuilder {
+    /// Readiness shared with the management listener and the snapshot source (default:
+    /// ready, as a snapshot handle given to the builder is assumed loaded).
+    pub fn health(mut self, h: Arc<Health>) -> Self {
+        self.health = Some(h);
+        self
+    }
+
     /// Serve from an externally owned snapshot handle (the control plane swaps it).
     pub fn snapshots(mut self, handle: Arc<ArcSwap<Snapshot>>) -> Self {
         self.snapshots = Some(handle);
@@ -157,6 +193,7 @@ impl GatewayBuilder {
             https,
             shared,
             settings: s,
+            health: self.health.unwrap_or_else(|| Health::new(true)),
         })
     }
 
@@ -185,6 +222,7 @@ pub struct BoundGateway {
     https: Option<(TcpListener, tokio_rustls::TlsAcceptor)>,
     shared: Arc<Shared>,
     settings: ServerSettings,
+    health: Arc<Health>,
 }
 
 impl BoundGateway {
@@ -206,12 +244,36 @@ impl BoundGateway {
         self.shared.access_log.as_ref().map_or(0, |l| l.dropped())
     }
 
-    /// Serves until `shutdown` resolves; then stops accepting (new connections are
-    /// refused), lets in-flight requests finish within the drain timeout, and returns.
+    /// The readiness this gateway reports and fails when draining.
+    pub fn health(&self) -> Arc<Health> {
+        self.health.clone()
+    }
+
+    /// Serves until `shutdown` resolves, then drains as [`Stop::Drain`] says.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+        let shutdown = async move {
+            shutdown.await;
+            Stop::Drain
+        };
+        self.serve_until(shutdown, std::future::pending()).await
+    }
+
+    /// Serves until `shutdown` resolves; then readiness fails, and (for [`Stop::Drain`])
+    /// connections are still accepted for the drain delay; then accepting stops (new
+    /// connections are refused) and in-flight requests finish within the drain timeout.
+    /// `cut` (a second signal) ends the delay and the drain early.
+    pub async fn serve_until(
+        self,
+        shutdown: impl Future<Output = Stop>,
+        cut: impl Future<Output = ()>,
+    ) -> Result<(), ServeError> {
         let graceful = Arc::new(GracefulShutdown::new());
         let (stop_tx, stop_rx) = watch::channel(false);
-        let limits = Arc::new(Protocols::new(&self.settings));
+        let limits = Arc::new(Protocols::new(&self.settings, self.health.clone()));
+        let caps = ConnLimits::new(
+            self.settings.max_connections,
+            self.settings.max_connections_per_ip,
+        );
         let mut loops: Vec<JoinHandle<()>> = Vec::new();
         if let Some(l) = self.http {
             loops.push(tokio::spawn(accept_loop(
@@ -219,6 +281,7 @@ impl BoundGateway {
                 None,
                 self.shared.clone(),
                 limits.clone(),
+                caps.clone(),
                 graceful.clone(),
                 stop_rx.clone(),
             )));
@@ -229,11 +292,25 @@ impl BoundGateway {
                 Some(acceptor),
                 self.shared.clone(),
                 limits.clone(),
+                caps.clone(),
                 graceful.clone(),
                 stop_rx.clone(),
             )));
         }
-        shutdown.await;
+        let how = shutdown.await;
+        self.health.begin_drain();
+        tokio::pin!(cut);
+        let delay = self.settings.drain_delay;
+        if how == Stop::Drain && !delay.is_zero() {
+            tracing::info!(
+                ?delay,
+                "shutdown: readiness fails; still accepting for the drain delay"
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = &mut cut => tracing::info!("shutdown: drain delay cut short"),
+            }
+        }
         tracing::info!("shutdown: no longer accepting, draining in-flight requests");
         let _ = stop_tx.send(true);
         for l in loops {
@@ -243,13 +320,12 @@ impl BoundGateway {
             return Ok(());
         };
         let drain = self.settings.drain_timeout;
-        if tokio::time::timeout(drain, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!(?drain, "drain timeout: remaining connections are cut");
-        } else {
-            tracing::info!("drained");
+        tokio::select! {
+            done = tokio::time::timeout(drain, graceful.shutdown()) => match done {
+                Ok(()) => tracing::info!("drained"),
+                Err(_) => tracing::warn!(?drain, "drain timeout: remaining connections are cut"),
+            },
+            _ = &mut cut => tracing::warn!("shutdown: drain cut short; remaining connections are cut"),
         }
         Ok(())
     }
@@ -260,6 +336,7 @@ impl BoundGateway {
         let http_addr = self.http_addr();
         let https_addr = self.https_addr();
         let snapshots = self.snapshots();
+        let health = self.health();
         let join = tokio::spawn(self.serve(async move {
             let _ = rx.await;
         }));
@@ -267,6 +344,7 @@ impl BoundGateway {
             http_addr,
             https_addr,
             snapshots,
+            health,
             stop: Some(tx),
             join,
         }
@@ -278,6 +356,7 @@ pub struct GatewayHandle {
     pub http_addr: Option<SocketAddr>,
     pub https_addr: Option<SocketAddr>,
     pub snapshots: Arc<ArcSwap<Snapshot>>,
+    pub health: Arc<Health>,
     stop: Option<oneshot::Sender<()>>,
     join: JoinHandle<Result<(), ServeError>>,
 }
@@ -303,13 +382,17 @@ struct Protocols {
     h2: http2::Builder<TokioExecutor>,
     handshake_timeout: Duration,
     idle_timeout: Duration,
+    health: Arc<Health>,
 }
 
 impl Protocols {
-    fn new(s: &ServerSettings) -> Self {
+    fn new(s: &ServerSettings, health: Arc<Health>) -> Self {
         let mut h1 = http1::Builder::new();
+        // half_close: a client that shuts its write side once it sent a whole request
+        // (a chunked body, say) still gets its answer (found by tests/hostile.rs).
         h1.timer(TokioTimer::new())
             .keep_alive(true)
+            .half_close(true)
             .header_read_timeout(s.header_read_timeout)
             .max_header_size(s.max_header_bytes.max(1024))
             .max_buf_size(s.max_header_bytes.max(8192) + 8192);
@@ -322,6 +405,7 @@ impl Protocols {
             h2,
             handshake_timeout: s.header_read_timeout,
             idle_timeout: s.idle_timeout,
+            health,
         }
     }
 }
@@ -331,9 +415,12 @@ async fn accept_loop(
     tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
     protocols: Arc<Protocols>,
+    caps: Arc<ConnLimits>,
     graceful: Arc<GracefulShutdown>,
     mut stop: watch::Receiver<bool>,
 ) {
+    static ACCEPT_FAILED: LogLimit = LogLimit::new(Duration::from_secs(10));
+    static REFUSED: LogLimit = LogLimit::new(Duration::from_secs(10));
     loop {
         let accepted = tokio::select! {
             biased;
@@ -344,8 +431,23 @@ async fn accept_loop(
             Ok(a) => a,
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
+                if let Some(left_out) = ACCEPT_FAILED.allow() {
+                    tracing::warn!(error = %e, left_out, "accept failed");
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let permit = match caps.admit(peer.ip()) {
+            Ok(p) => p,
+            Err(why) => {
+                if let Some(left_out) = REFUSED.allow() {
+                    tracing::warn!(%peer, code = why.kind().spec().code, open = caps.open(),
+                        left_out, "connection refused: cap reached");
+                }
+                if tls.is_none() {
+                    caps.refuse_http(stream, why);
+                }
                 continue;
             }
         };
@@ -360,10 +462,12 @@ async fn accept_loop(
         let protocols = protocols.clone();
         match &tls {
             None => {
-                let svc = service_fn(move |req| proxy::handle(ctx.clone(), req));
+                let health = protocols.health.clone();
+                let svc = service_fn(move |req| serve_request(ctx.clone(), health.clone(), req));
                 let conn = protocols.h1.serve_connection(TokioIo::new(stream), svc);
                 let fut = watcher.watch(conn);
                 tokio::spawn(async move {
+                    let _permit = permit;
                     if let Err(e) = fut.await {
                         log_conn_error(&e, peer);
                     }
@@ -371,7 +475,9 @@ async fn accept_loop(
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
-                tokio::spawn(serve_tls(stream, peer, acceptor, ctx, protocols, watcher));
+                tokio::spawn(serve_tls(
+                    stream, peer, acceptor, ctx, protocols, watcher, permit,
+                ));
             }
         }
     }
@@ -384,6 +490,7 @@ async fn serve_tls(
     ctx: Arc<ConnCtx>,
     protocols: Arc<Protocols>,
     watcher: hyper_util::server::graceful::Watcher,
+    _permit: ConnPermit,
 ) {
     let tls = match tokio::time::timeout(protocols.handshake_timeout, acceptor.accept(stream)).await
     {
@@ -398,7 +505,8 @@ async fn serve_tls(
         }
     };
     let is_h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-    let svc = service_fn(move |req| proxy::handle(ctx.clone(), req));
+    let health = protocols.health.clone();
+    let svc = service_fn(move |req| serve_request(ctx.clone(), health.clone(), req));
     let result = if is_h2 {
         let (io, activity) = ActivityIo::new(tls);
         let conn = protocols.h2.serve_connection(TokioIo::new(io), svc);
@@ -410,6 +518,31 @@ async fn serve_tls(
     if let Err(e) = result {
         log_conn_error(&e, peer);
     }
+}
+
+/// The service of every connection: what HTTP forbids is refused first (`edge.rs`);
+/// while draining, each HTTP/1.x answer closes its connection, so a balancer's pooled
+/// connections leave this gateway before it stops accepting.
+async fn serve_request(
+    ctx: Arc<ConnCtx>,
+    health: Arc<Health>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<crate::body::GatewayBody>, std::convert::Infallible> {
+    if let Err(e) = crate::edge::check(&req) {
+        let id = headers::next_request_id();
+        let mut resp = e.into_response(&id);
+        resp.headers_mut().insert(headers::X_REQUEST_ID.clone(), id);
+        return Ok(resp);
+    }
+    let h1 = req.version() < http::Version::HTTP_2;
+    let mut resp = proxy::handle(ctx, req).await?;
+    if h1 && health.is_draining() {
+        resp.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
+    Ok(resp)
 }
 
 fn log_conn_error(e: &hyper::Error, peer: SocketAddr) {

@@ -101,9 +101,14 @@ async fn bad_reload_is_refused_and_old_config_keeps_serving() {
     let gw = gateway(&good).await;
     let file = gw.dir.path().join("apis.yaml");
     std::fs::write(&file, "apis:\n  - name: r\n    contxt: /oops\n").expect("write");
-    let err = turnpike_gateway::reload::reload(&file, gw.snapshots(), &Default::default())
-        .await
-        .expect_err("invalid file refused");
+    let err = turnpike_gateway::reload::reload(
+        &file,
+        gw.snapshots(),
+        &Default::default(),
+        Default::default(),
+    )
+    .await
+    .expect_err("invalid file refused");
     assert!(err.to_string().contains("contxt"), "{err}");
     let r = client().get(gw.url("/r/v1/x")).send().await.expect("send");
     assert_eq!(r.status(), 200, "old snapshot still serves");
@@ -111,15 +116,44 @@ async fn bad_reload_is_refused_and_old_config_keeps_serving() {
     // A good file is taken.
     let moved = good.replace("/r\n", "/moved\n");
     std::fs::write(&file, moved).expect("write");
-    turnpike_gateway::reload::reload(&file, gw.snapshots(), &Default::default())
-        .await
-        .expect("valid file taken");
+    turnpike_gateway::reload::reload(
+        &file,
+        gw.snapshots(),
+        &Default::default(),
+        Default::default(),
+    )
+    .await
+    .expect("valid file taken");
     let r = client()
         .get(gw.url("/moved/v1/x"))
         .send()
         .await
         .expect("send");
     assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn an_empty_or_api_less_file_is_refused_on_reload_unless_allowed() {
+    use turnpike_gateway::reload::{reload, EmptyFile};
+    let up = inspect("a").await;
+    let gw = gateway(&config(&[api("r", &[http(up)], "")])).await;
+    let file = gw.dir.path().join("apis.yaml");
+    let runtime = Default::default();
+    for truncated in ["", "# only a comment\n", "apis: []\n", "apis:\n"] {
+        std::fs::write(&file, truncated).expect("write");
+        let err = reload(&file, gw.snapshots(), &runtime, EmptyFile::Refuse)
+            .await
+            .expect_err("a file with no API is refused");
+        assert!(err.to_string().contains("--allow-empty"), "{err}");
+        let r = client().get(gw.url("/r/v1/x")).send().await.expect("send");
+        assert_eq!(r.status(), 200, "{truncated:?}: the running APIs stay");
+    }
+    // Asked for: swapped in, and the API is gone.
+    reload(&file, gw.snapshots(), &runtime, EmptyFile::Allow)
+        .await
+        .expect("--allow-empty takes it");
+    let r = client().get(gw.url("/r/v1/x")).send().await.expect("send");
+    assert_eq!(r.status(), 404);
 }
 
 #[tokio::test]
@@ -149,6 +183,49 @@ async fn graceful_drain_finishes_in_flight_and_refuses_new_connections() {
         .expect("in-flight request completes");
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.expect("body"), "released");
+    tokio::time::timeout(Duration::from_secs(10), gw.handle.shutdown())
+        .await
+        .expect("drain finishes")
+        .expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_drain_fails_readiness_first_and_keeps_accepting_for_the_drain_delay() {
+    use turnpike_gateway::health::NotReady;
+    let up = echo().await;
+    let mut gw = gateway_with(&config(&[api("d", &[http(up)], "")]), |s| {
+        s.drain_delay = Duration::from_secs(2)
+    })
+    .await;
+    let health = gw.handle.health.clone();
+    assert_eq!(health.ready(), Ok(()));
+    gw.handle.begin_shutdown();
+    while health.ready().is_ok() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(health.ready(), Err(NotReady::Draining));
+    // Readiness fails, yet a new connection is still accepted and served; the answer
+    // closes the connection so a balancer's pool leaves too.
+    let r = client()
+        .post(gw.url("/d/v1/x"))
+        .body("late")
+        .send()
+        .await
+        .expect("accepted during the drain delay");
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers().get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
+    // Then accepting stops and the gateway ends.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(gw.http).await.is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "still accepting long after the delay"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     tokio::time::timeout(Duration::from_secs(10), gw.handle.shutdown())
         .await
         .expect("drain finishes")

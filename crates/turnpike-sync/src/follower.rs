@@ -3,7 +3,14 @@
 //! swaps. While the control plane is unreachable it keeps serving the last good snapshot
 //! and retries with capped backoff; a snapshot that does not compile is refused and the
 //! previous one stays. Each poll reports the version and hash the gateway serves.
+//!
+//! With [`FollowerConfig::saved_snapshot`] set, every snapshot whose hash was verified is
+//! also kept on disk (`saved.rs`), and a follower that starts serves the saved one (hash
+//! checked again) before its first poll: a gateway restarted while the control plane is
+//! down keeps its APIs. [`FollowerHandle::ready`] turns true once a snapshot is served
+//! (restored, or received) or the control plane confirmed there is nothing newer.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +23,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
 use turnpike_config::{GatewayFile, Snapshot};
 
+use crate::saved::{self, Saver};
 use crate::wire::{hash_hex, Delta, Parts};
 use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER};
 
@@ -34,6 +42,8 @@ pub struct FollowerConfig {
     pub max_backoff: Duration,
     /// The gateway's long-lived policy state every snapshot compiles against.
     pub runtime: Arc<turnpike_config::PolicyRuntime>,
+    /// Where the last good snapshot is kept (and read back on start); `None`: nowhere.
+    pub saved_snapshot: Option<PathBuf>,
 }
 
 impl FollowerConfig {
@@ -49,6 +59,7 @@ impl FollowerConfig {
             wait: Duration::from_secs(30),
             max_backoff: Duration::from_secs(2),
             runtime: Arc::default(),
+            saved_snapshot: None,
         }
     }
 }
@@ -81,11 +92,14 @@ pub struct Stats {
     pub last_body_bytes: AtomicU64,
     /// Microseconds the last apply + compile took (off the request threads).
     pub last_compile_us: AtomicU64,
+    /// Snapshots served from the saved file on start (0 or 1).
+    pub restored: AtomicU64,
 }
 
 /// A running follower. Dropping it does not stop it; call [`FollowerHandle::stop`].
 pub struct FollowerHandle {
     served: watch::Receiver<u64>,
+    ready: watch::Receiver<bool>,
     stats: Arc<Stats>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -94,6 +108,13 @@ impl FollowerHandle {
     /// The version being served (0 until the first snapshot).
     pub fn served(&self) -> watch::Receiver<u64> {
         self.served.clone()
+    }
+
+    /// True once a snapshot is served (restored from disk or received) or the control
+    /// plane answered that there is nothing newer than what is served: what a readiness
+    /// probe reports.
+    pub fn ready(&self) -> watch::Receiver<bool> {
+        self.ready.clone()
     }
 
     pub fn stats(&self) -> &Stats {
@@ -126,7 +147,10 @@ struct Follower {
     client: Client<HttpConnector, Empty<Bytes>>,
     snapshots: Arc<ArcSwap<Snapshot>>,
     served_tx: watch::Sender<u64>,
+    ready_tx: watch::Sender<bool>,
     stats: Arc<Stats>,
+    /// Writes verified snapshots to [`FollowerConfig::saved_snapshot`].
+    saver: Option<Saver>,
     cursor: u64,
     served_hash: String,
     /// The file being served, split for deltas; `None` asks for a full snapshot.
@@ -136,13 +160,17 @@ struct Follower {
 /// Starts following; the snapshot handle is swapped on every new version.
 pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> FollowerHandle {
     let (served_tx, served) = watch::channel(0);
+    let (ready_tx, ready) = watch::channel(false);
     let stats = Arc::new(Stats::default());
+    let saver = cfg.saved_snapshot.clone().map(Saver::spawn);
     let mut follower = Follower {
         cfg,
         client: Client::builder(TokioExecutor::new()).build_http(),
         snapshots,
         served_tx,
+        ready_tx,
         stats: stats.clone(),
+        saver,
         cursor: 0,
         served_hash: String::new(),
         parts: None,
@@ -150,6 +178,7 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
     let task = tokio::spawn(async move { follower.run().await });
     FollowerHandle {
         served,
+        ready,
         stats,
         task,
     }
@@ -158,6 +187,8 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
 /// What the blocking apply + compile step hands back.
 struct Installed {
     parts: Option<Parts>,
+    /// A copy of `parts` for the disk writer (made off the async workers).
+    to_save: Option<Parts>,
     hash: String,
     snapshot: Snapshot,
     apis: usize,
@@ -165,12 +196,15 @@ struct Installed {
 
 impl Follower {
     async fn run(&mut self) {
+        self.restore().await;
         let mut backoff = Duration::from_millis(50);
         let mut was_down = false;
         loop {
             match self.poll().await {
                 Ok(Poll::Unchanged) => {
                     backoff = Duration::from_millis(50);
+                    self.ready_tx
+                        .send_if_modified(|r| !std::mem::replace(r, true));
                 }
                 Ok(Poll::New {
                     version,
@@ -201,6 +235,54 @@ impl Follower {
                 was_down = false;
             }
         }
+    }
+
+    /// Serves the saved snapshot, if there is one and its hash holds: the control plane
+    /// may be down, and an empty gateway answers 404 to everything.
+    async fn restore(&mut self) {
+        let Some(path) = self.cfg.saved_snapshot.clone() else {
+            return;
+        };
+        let runtime = self.cfg.runtime.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            let restored = saved::load(&path)?;
+            Ok::<_, saved::SavedError>(restored.map(|r| {
+                let compiled = turnpike_config::compile_with(r.file, r.version, &runtime);
+                (r.version, r.hash, r.parts, compiled)
+            }))
+        });
+        let (version, hash, parts, compiled) = match job.await {
+            Ok(Ok(Some(r))) => r,
+            Ok(Ok(None)) => return,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "sync: saved snapshot not used");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "sync: reading the saved snapshot failed");
+                return;
+            }
+        };
+        let snapshot = match compiled {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(version, error = %e, "sync: saved snapshot does not compile; not used");
+                return;
+            }
+        };
+        let apis = snapshot.apis.len();
+        self.snapshots.store(Arc::new(snapshot));
+        self.cursor = version;
+        self.parts = Some(parts);
+        self.served_hash = hash;
+        self.stats.restored.fetch_add(1, Ordering::Relaxed);
+        self.served_tx.send_replace(version);
+        self.ready_tx.send_replace(true);
+        tracing::info!(
+            version,
+            apis,
+            "sync: serving the snapshot saved on disk until the control plane answers"
+        );
     }
 
     async fn poll(&self) -> Result<Poll, SyncError> {
@@ -283,10 +365,15 @@ impl Follower {
         // every subscription bucket alone.
         let compiled_subs = self.snapshots.load().subscriptions();
         let started = Instant::now();
+        let keep_copy = self.saver.is_some();
         let job = tokio::task::spawn_blocking(move || {
             // A full snapshot replaces the old parts: freed here, not on an async worker.
             let base = if delta { base } else { None };
-            build(version, &body, hash, base, compiled_subs, &runtime)
+            let mut done = build(version, &body, hash, base, compiled_subs, &runtime)?;
+            if keep_copy {
+                done.to_save = done.parts.clone();
+            }
+            Ok(done)
         });
         let result = job.await.map_err(|e| SyncError::Invalid {
             version,
@@ -309,8 +396,13 @@ impl Follower {
                 // on it, and the last of them or this thread frees it.
                 tokio::task::spawn_blocking(move || drop(old));
                 self.parts = done.parts;
+                if let (Some(saver), Some(parts)) = (&self.saver, done.to_save) {
+                    saver.offer(version, done.hash.clone(), parts);
+                }
                 self.served_hash = done.hash;
                 self.served_tx.send_replace(version);
+                self.ready_tx
+                    .send_if_modified(|r| !std::mem::replace(r, true));
                 tracing::info!(
                     version,
                     apis = done.apis,
@@ -390,6 +482,7 @@ fn build(
     .map_err(|e| invalid(e.to_string()))?;
     Ok(Installed {
         parts,
+        to_save: None,
         hash,
         snapshot,
         apis,

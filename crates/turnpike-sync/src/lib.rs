@@ -9,15 +9,20 @@
 //! asks for a delta against the file it holds, applies it, checks the result's hash against
 //! the one the control plane announced (a full snapshot is fetched when it differs),
 //! compiles it with `turnpike_config::compile_with` off the request threads, and swaps it
-//! into the gateway's one `ArcSwap<Snapshot>`. Never depends on the store or the admin API.
+//! into the gateway's one `ArcSwap<Snapshot>`, and keeps the last good one on disk for a
+//! restart while the control plane is down. Never depends on the store or the admin API.
 
 pub mod wire;
 
 #[cfg(feature = "follower")]
 mod follower;
+#[cfg(feature = "follower")]
+mod saved;
 
 #[cfg(feature = "follower")]
 pub use follower::{spawn, FollowerConfig, FollowerHandle, Stats, SyncError};
+#[cfg(feature = "follower")]
+pub use saved::SavedError;
 
 /// Response header: `full` (the body is the declarative file as JSON) or `delta` (the
 /// body is a [`wire::Delta`]).

@@ -3,13 +3,19 @@
 //!
 //! Each node *leases* quota from a per-window Redis hash (one field per node plus a
 //! `_total`), in batches, from a background task. On the request path a node admits
-//! while its local count stays within what it was granted plus one batch of credit; when
-//! it reaches its grant it queues a lease request (one atomic flag, one `try_send`). The
+//! while its local count stays within what it was granted plus a credit; when it
+//! reaches its grant it queues a lease request (one atomic flag, one `try_send`). The
 //! task runs every `sync_interval`, pipelines one Lua call per queued key and applies the
-//! grants. Hence, per key and window, with `n` nodes and batch `b`:
-//! admitted <= limit + n * b (each node runs at most one batch ahead of its grants), and
-//! a node admits at most about `b` per sync interval beyond its grants, so `b` should be
-//! at least the node's peak rate times the interval. docs/throttling.md has the details.
+//! grants.
+//!
+//! The credit is one batch `b`, or while much quota is still unleased, a share of it:
+//! `max(b, unleased / (2 x nodes))` (unleased and nodes as the last lease saw them; a
+//! window not leased yet counts as wholly unleased). So a node never refuses while the
+//! window is far from its limit just because its next lease is late (a busy runtime, a
+//! slow Redis, traffic above `b` per sync interval, the first requests of a window, the
+//! moments after Redis returns); the shares of all nodes together stay under half the
+//! unleased quota, and near the limit the credit is `b` again, so per key and window,
+//! with `n` nodes: admitted <= limit + n * b. docs/throttling.md has the details.
 //!
 //! Each call re-asserts the node's own grants (`HSET node max(held, mine)`), so a Redis
 //! that lost its data (restart without persistence) is refilled by the nodes. While Redis
@@ -92,6 +98,8 @@ pub(crate) struct ClusterLink {
     batch: u64,
     fail_mode: FailMode,
     up: AtomicBool,
+    /// The most nodes seen leasing one key in one window (at least 1).
+    nodes: AtomicU64,
     tx: mpsc::Sender<LeaseReq>,
 }
 
@@ -113,11 +121,12 @@ impl ClusterLink {
         force: bool,
     ) -> (bool, u64, u64) {
         let (granted, exhausted) = counter::lease_read(&s.lease, window);
+        let others = counter::window_used(&s.others, window);
         let allowance = if self.up.load(Ordering::Relaxed) {
             if exhausted {
                 granted
             } else {
-                granted + self.batch_for(limit)
+                granted + self.credit(limit, granted.saturating_add(others))
             }
         } else {
             match self.fail_mode {
@@ -137,14 +146,22 @@ impl ClusterLink {
                 s.lease_pending.store(false, Ordering::Release);
             }
         }
-        let others = counter::window_used(&s.others, window);
         (ok, used, used.saturating_add(others))
+    }
+
+    /// How far past its grants a node may run: one batch, or a share of the quota not
+    /// leased yet (`leased` = everything Redis had granted at this node's last lease).
+    fn credit(&self, limit: u64, leased: u64) -> u64 {
+        let unleased = limit.saturating_sub(leased);
+        let nodes = self.nodes.load(Ordering::Relaxed).max(1);
+        self.batch_for(limit)
+            .max(unleased / nodes.saturating_mul(2))
     }
 }
 
 /// Leases: takes up to `want` for `node` from a window hash capped at `limit`, after
 /// re-asserting the node's own grants (`mine`) so a Redis that lost its data is
-/// refilled. Returns {granted, total}.
+/// refilled. Returns {granted, total, nodes holding grants}.
 const LEASE_LUA: &str = r"
 local key = KEYS[1]
 local node = ARGV[1]
@@ -165,7 +182,7 @@ if grant > 0 then
   redis.call('HINCRBY', key, node, grant)
 end
 redis.call('PEXPIRE', key, ARGV[5])
-return {grant, total}
+return {grant, total, redis.call('HLEN', key) - 1}
 ";
 
 /// What one sync round did.
@@ -216,6 +233,7 @@ impl Cluster {
             batch: config.batch.max(1),
             fail_mode: config.fail_mode,
             up: AtomicBool::new(true),
+            nodes: AtomicU64::new(1),
             tx,
         });
         store
@@ -373,7 +391,7 @@ impl Cluster {
                 .arg(ttl_ms);
         }
         let limit = self.config.sync_interval.max(Duration::from_millis(200)) * 4;
-        let replies: Vec<(u64, u64)> =
+        let replies: Vec<(u64, u64, u64)> =
             match tokio::time::timeout(limit, pipe.query_async(&mut conn)).await {
                 Ok(r) => r?,
                 Err(_) => {
@@ -384,8 +402,9 @@ impl Cluster {
                 }
             };
         let mut total_granted = 0;
-        for ((req, _, want), (grant, total)) in chunk.iter().zip(replies) {
+        for ((req, _, want), (grant, total, nodes)) in chunk.iter().zip(replies) {
             total_granted += grant;
+            self.link.nodes.fetch_max(nodes, Ordering::Relaxed);
             self.store.peek(req.key, |s| {
                 counter::lease_add(&s.lease, req.window, grant, grant < *want);
                 let (granted, _) = counter::lease_read(&s.lease, req.window);

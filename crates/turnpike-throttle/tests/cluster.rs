@@ -210,3 +210,69 @@ async fn the_background_task_leases_on_its_own() {
         t.abort();
     }
 }
+
+/// Each node asks for `n` requests and syncs after; returns how many were refused.
+async fn round_refusals(nodes: &[Node], n: usize, now: UnixNanos) -> u64 {
+    let mut refused = 0;
+    for node in nodes {
+        refused += n as u64 - admit(node, n, now);
+    }
+    for node in nodes {
+        node.cluster.sync_once().await;
+    }
+    refused
+}
+
+#[tokio::test]
+async fn no_false_refusal_far_below_the_limit_when_leases_come_late() {
+    let mut redis = Redis::start();
+    let clock = ManualClock::new(T0);
+    let (limit, batch) = (10_000_000, 100);
+    let gws = nodes(&redis, limit, batch, FailMode::Open, &clock);
+    // Five batches per node between two lease rounds (a late sync, a busy runtime, a
+    // node faster than `b` per interval): the global count stays far below the limit, so
+    // not one request may be refused. This refused 4 of every 5 requests with a credit of
+    // one batch.
+    let mut refused = 0;
+    for _ in 0..10 {
+        refused += round_refusals(&gws, 5 * batch as usize, T0).await;
+    }
+    assert_eq!(refused, 0, "refused far below the limit");
+    // A new window, before any lease of it.
+    let next = T0.plus(std::time::Duration::from_secs(60));
+    clock.set(next);
+    assert_eq!(round_refusals(&gws, 2000, next).await, 0, "window start");
+    // Redis lost, then back (empty): serving goes on, and after it returns as well.
+    redis.stop();
+    for n in &gws {
+        let mut rounds = 0;
+        while !n.cluster.sync_once().await.failed {
+            assert_eq!(admit(n, 50, next), 50);
+            rounds += 1;
+            assert!(rounds < 100, "redis still seen up");
+        }
+        assert_eq!(admit(n, 1000, next), 1000, "fail-open");
+    }
+    redis.restart();
+    for n in &gws {
+        let mut rounds = 0;
+        while n.cluster.sync_once().await.failed || !n.cluster.is_up() {
+            assert_eq!(admit(n, 1, next), 1);
+            rounds += 1;
+            assert!(rounds < 50, "no resync");
+        }
+    }
+    for _ in 0..5 {
+        assert_eq!(
+            round_refusals(&gws, 1000, next).await,
+            0,
+            "after Redis returned"
+        );
+    }
+    // The bound still holds near the limit: a small limit with heavy traffic.
+    let third = next.plus(std::time::Duration::from_secs(60));
+    clock.set(third);
+    let small = nodes(&redis, 600, 20, FailMode::Open, &clock);
+    let admitted = drive(&small, third, [50, 50, 50]).await;
+    assert!(admitted <= 600 + 3 * 20, "admitted {admitted}");
+}

@@ -83,9 +83,20 @@ pub async fn follow(args: turnpike_gateway::GatewayArgs) -> Result<(), BoxError>
     let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
     let _throttling = turnpike_gateway::start_throttling(&args, &runtime)?;
     cfg.runtime = runtime;
+    // The last good snapshot, served on a start while the control plane is down.
+    cfg.saved_snapshot = Some(args.data_dir.join("snapshot.json"));
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
     let follower = turnpike_sync::spawn(cfg, snapshots.clone());
-    let result = turnpike_gateway::serve_until_terminated(&args, snapshots).await;
+    // `/ready` fails until the follower serves a snapshot.
+    let health = turnpike_gateway::Health::new(false);
+    let mut ready = follower.ready();
+    let loaded = health.clone();
+    tokio::spawn(async move {
+        if ready.wait_for(|r| *r).await.is_ok() {
+            loaded.set_loaded();
+        }
+    });
+    let result = turnpike_gateway::serve_until_terminated(&args, snapshots, health).await;
     follower.stop();
     result
 }

@@ -99,3 +99,48 @@ pub fn wait_for_status(url: &str, code: u16, limit: std::time::Duration) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Starts `turnpike ARGS` (with `env`) and returns what it printed after each of
+/// `prefixes`, in the order given (each line is matched against the next prefix wanted).
+pub fn start_printing(
+    args: &[&str],
+    env: &[(&str, &str)],
+    prefixes: &[&str],
+) -> (Proc, Vec<String>) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("TURNPIKE_LOG", "warn")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn turnpike");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut found = Vec::new();
+    for prefix in prefixes {
+        let value = loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("`turnpike {args:?}` exited before printing {prefix}"))
+                .expect("read stdout");
+            if let Some(a) = line.strip_prefix(prefix) {
+                break a.trim().to_owned();
+            }
+        };
+        found.push(value);
+    }
+    std::thread::spawn(move || for _ in lines {});
+    (Proc(child), found)
+}
+
+/// `GET url`: the status and the body.
+pub fn get(url: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", "-o", "-", "-w", "\n%{http_code}", url])
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The long fuzz run (the test command runs each target briefly): the same stable-Rust
+# targets, with many more cases and a fresh seed per round, until the time is up.
+#   - config parser and router: crates/turnpike-config/tests/fuzz.rs (proptest; each
+#     round draws new cases),
+#   - the in-house HTTP/1.1 client's response parser, over sockets:
+#     crates/turnpike-gateway/tests/fuzz_upstream.rs,
+#   - the JWT path: crates/turnpike-auth/tests/fuzz_jwt.rs,
+#   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs.
+# A failure prints the seed (TURNPIKE_FUZZ_SEED=... replays it) and stops the run.
+#
+# Usage: bench/fuzz.sh [--minutes 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+minutes=10
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) minutes=$2; shift 2;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+
+cargo test --release -p turnpike-config -p turnpike-gateway -p turnpike-auth --no-run >/dev/null 2>&1
+end=$(( $(date +%s) + minutes * 60 ))
+rounds=0
+run() { # log-name command...
+  local log=$1; shift
+  if ! "$@" >"$log" 2>&1; then
+    grep -E "TURNPIKE_FUZZ_SEED|panicked|minimal failing" "$log" >&2 || tail -20 "$log" >&2
+    echo "fuzz: failure in round $rounds ($*)" >&2
+    exit 1
+  fi
+}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+while [ "$(date +%s)" -lt "$end" ]; do
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_UPSTREAM_CASES:-3000}" cargo test --release -q \
+    -p turnpike-gateway --test fuzz_upstream --test hostile -- --nocapture
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JWT_CASES:-200000}" cargo test --release -q \
+    -p turnpike-auth --test fuzz_jwt -- --nocapture
+  run "$log" cargo test --release -q -p turnpike-config --test fuzz
+  rounds=$((rounds + 1))
+done
+echo "fuzz: $rounds rounds in $minutes min, no failure"

@@ -1,0 +1,261 @@
+//! Client connection caps, applied at accept: one for the whole gateway (below the
+//! file-descriptor limit, so `accept` never fails for lack of descriptors and upstream
+//! connections still find some) and one per client IP (off by default: behind a balancer
+//! every connection comes from the balancer). A connection over a cap gets a clear answer
+//! on the plain-HTTP port, a JSON `503 too_many_connections` or
+//! `429 too_many_client_connections` from the error table with `Connection: close`, and
+//! is closed; on the TLS port it is closed before the handshake (answering would cost a
+//! handshake). A connection holds its [`ConnPermit`] until it ends. Also raises the
+//! process's open-file limit to its hard limit at start.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::error::{json_body, ErrorKind};
+
+/// Per-IP counts are sharded so that accepts on many cores rarely meet on one lock.
+const SHARDS: usize = 32;
+/// Refusals being written at once; past this a refused connection is just closed.
+const MAX_REFUSING: usize = 256;
+
+/// Which cap refused a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The gateway holds its maximum of client connections.
+    Total,
+    /// This client IP holds its maximum.
+    PerIp,
+}
+
+impl Refusal {
+    pub fn kind(self) -> ErrorKind {
+        match self {
+            Refusal::Total => ErrorKind::TooManyConnections,
+            Refusal::PerIp => ErrorKind::TooManyClientConnections,
+        }
+    }
+}
+
+/// The caps and the live counts.
+#[derive(Debug)]
+pub struct ConnLimits {
+    max_total: usize,
+    /// 0: no per-IP cap.
+    max_per_ip: usize,
+    total: AtomicUsize,
+    per_ip: [Mutex<HashMap<IpAddr, usize>>; SHARDS],
+    refusing: AtomicUsize,
+}
+
+/// A connection's place under the caps, given back when dropped.
+#[derive(Debug)]
+pub struct ConnPermit {
+    limits: Arc<ConnLimits>,
+    ip: Option<IpAddr>,
+}
+
+impl ConnLimits {
+    /// `max_total` client connections in all; `max_per_ip` per client IP (0: no cap).
+    pub fn new(max_total: usize, max_per_ip: usize) -> Arc<ConnLimits> {
+        Arc::new(ConnLimits {
+            max_total: max_total.max(1),
+            max_per_ip,
+            total: AtomicUsize::new(0),
+            per_ip: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            refusing: AtomicUsize::new(0),
+        })
+    }
+
+    /// Client connections open now.
+    pub fn open(&self) -> usize {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    fn shard(&self, ip: &IpAddr) -> &Mutex<HashMap<IpAddr, usize>> {
+        let n = match ip {
+            IpAddr::V4(a) => u32::from(*a) as usize,
+            IpAddr::V6(a) => (u128::from(*a) ^ (u128::from(*a) >> 64)) as usize,
+        };
+        &self.per_ip[n.wrapping_mul(0x9E37_79B9) % SHARDS]
+    }
+
+    /// Takes a place for a connection from `ip`, or says which cap refuses it.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<ConnPermit, Refusal> {
+        let before = self.total.fetch_add(1, Ordering::AcqRel);
+        if before >= self.max_total {
+            self.total.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refusal::Total);
+        }
+        if self.max_per_ip == 0 {
+            return Ok(ConnPermit {
+                limits: self.clone(),
+                ip: None,
+            });
+        }
+        let mut map = self.shard(&ip).lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(ip).or_insert(0);
+        if *n >= self.max_per_ip {
+            drop(map);
+            self.total.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refusal::PerIp);
+        }
+        *n += 1;
+        Ok(ConnPermit {
+            limits: self.clone(),
+            ip: Some(ip),
+        })
+    }
+
+    /// Answers a refused plain-HTTP connection and closes it, off the accept loop.
+    pub fn refuse_http(self: &Arc<Self>, stream: TcpStream, why: Refusal) {
+        if self.refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
+            self.refusing.fetch_sub(1, Ordering::AcqRel);
+            return; // dropped: closed at once
+        }
+        let limits = self.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(2), answer(stream, why)).await;
+            limits.refusing.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+}
+
+impl Drop for ConnPermit {
+    fn drop(&mut self) {
+        if let Some(ip) = self.ip {
+            let mut map = self
+                .limits
+                .shard(&ip)
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = map.get_mut(&ip) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&ip);
+                }
+            }
+        }
+        self.limits.total.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The HTTP/1.1 answer of a refused connection, from the error table.
+pub fn refusal_response(why: Refusal) -> Vec<u8> {
+    let spec = why.kind().spec();
+    let body = json_body(spec.code, spec.message, b"");
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n",
+        spec.status.as_u16(),
+        spec.status.canonical_reason().unwrap_or(""),
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Writes the refusal, then reads (and drops) what the client sent until it closes or a
+/// second passes, so that closing does not reset the connection before the client read
+/// the answer.
+async fn answer(mut stream: TcpStream, why: Refusal) {
+    if stream.write_all(&refusal_response(why)).await.is_err() {
+        return;
+    }
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
+/// Raises the soft open-file limit to the hard one (where the OS allows) and returns the
+/// soft limit in force afterwards (`None` where it cannot be read).
+pub fn raise_fd_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let lim = getrlimit(Resource::Nofile);
+        // `None` is unlimited; Linux refuses an unlimited open-file limit, so aim at 2^20.
+        let target = lim.maximum.unwrap_or(1 << 20);
+        if let Some(before) = lim.current.filter(|c| *c < target) {
+            let raised = Rlimit {
+                current: Some(target),
+                maximum: lim.maximum,
+            };
+            match setrlimit(Resource::Nofile, raised) {
+                Ok(()) => tracing::debug!(before, now = target, "open-file limit raised"),
+                Err(e) => tracing::debug!(error = %e, "cannot raise the open-file limit"),
+            }
+        }
+        getrlimit(Resource::Nofile).current
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// The default global cap: half the open-file limit (each proxied request may hold an
+/// upstream connection too), at least 64; 10,000 where the limit is unknown.
+pub fn default_max_connections(fd_limit: Option<u64>) -> usize {
+    match fd_limit {
+        Some(n) => usize::try_from(n / 2).unwrap_or(usize::MAX).max(64),
+        None => 10_000,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_total_and_per_ip_and_gives_places_back() {
+        let l = ConnLimits::new(3, 2);
+        let a: IpAddr = [10, 0, 0, 1].into();
+        let b: IpAddr = [10, 0, 0, 2].into();
+        let p1 = l.admit(a).expect("first");
+        let p2 = l.admit(a).expect("second");
+        assert_eq!(l.admit(a).err(), Some(Refusal::PerIp));
+        let p3 = l.admit(b).expect("other ip");
+        assert_eq!(l.admit(b).err(), Some(Refusal::Total));
+        assert_eq!(l.open(), 3);
+        drop(p1);
+        let p4 = l.admit(a).expect("a place came back");
+        drop((p2, p3, p4));
+        assert_eq!(l.open(), 0);
+        assert!(l
+            .per_ip
+            .iter()
+            .all(|s| s.lock().map(|m| m.is_empty()).unwrap_or(false)));
+    }
+
+    #[test]
+    fn the_refusal_is_a_complete_http_answer_from_the_table() {
+        let text = String::from_utf8(refusal_response(Refusal::Total)).expect("ascii");
+        assert!(
+            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{text}"
+        );
+        let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let v: serde_json::Value = serde_json::from_str(body).expect("json");
+        assert_eq!(v["code"], "too_many_connections");
+        let per_ip = String::from_utf8(refusal_response(Refusal::PerIp)).expect("ascii");
+        assert!(per_ip.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
+    }
+
+    #[test]
+    fn the_default_cap_stays_under_the_fd_limit() {
+        assert_eq!(default_max_connections(Some(1024)), 512);
+        assert_eq!(default_max_connections(Some(10)), 64);
+        assert_eq!(default_max_connections(None), 10_000);
+    }
+}
