@@ -22,6 +22,7 @@ mod http;
 mod import;
 mod keys_api;
 pub mod login;
+mod mediation_try;
 mod merge;
 mod multipart;
 mod openapi_detail;

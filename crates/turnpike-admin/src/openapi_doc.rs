@@ -147,6 +147,13 @@ pub const OPERATIONS: &[Operation] = &[
         "apim:api_create",
     ),
     op(
+        "post",
+        "/api/am/publisher/v1/apis/{apiId}/mediation/try",
+        "tryApiMediation",
+        "Run a transformation on a sample request or response, without deploying it",
+        "apim:api_view",
+    ),
+    op(
         "get",
         "/api/am/publisher/v1/subscriptions",
         "listApiSubscriptions",

@@ -35,6 +35,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/apis/{id}/lifecycle-state", get(lifecycle_state))
         .route("/apis/{id}/swagger", get(definition))
+        .route(
+            "/apis/{id}/mediation/try",
+            post(crate::mediation_try::try_mediation),
+        )
         .route("/subscriptions", get(list_subscriptions))
         .route(
             "/subscriptions/block-subscription",

@@ -38,7 +38,9 @@ use std::sync::Arc;
 pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
-pub use mediation::{ApiMediation, Selected as SelectedMediation};
+pub use mediation::{
+    ApiMediation, Sample as MediationSample, Selected as SelectedMediation, Tried as MediationTried,
+};
 pub use path::{normalise_path, PathError};
 pub use runtime::PolicyRuntime;
 pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};

@@ -25,6 +25,9 @@ pub struct ApiMediation {
     resources: Option<matchit::Router<Vec<ResourceMediation>>>,
     /// Path parameters are extracted only when some resource transform reads them.
     wants_params: bool,
+    /// Some request (response) transform has a body step: the gateway must buffer it.
+    request_body: bool,
+    response_body: bool,
 }
 
 struct ResourceMediation {
@@ -46,6 +49,16 @@ pub struct Selected<'a, 'p> {
 }
 
 impl ApiMediation {
+    /// Whether any request transform of this API reads the body.
+    pub fn has_request_body(&self) -> bool {
+        self.request_body
+    }
+
+    /// Whether any response transform of this API reads the body.
+    pub fn has_response_body(&self) -> bool {
+        self.response_body
+    }
+
     /// The transforms for `method` on `upstream_path` (a resource's own direction
     /// replaces the API's).
     pub fn select<'a, 'p>(&'a self, method: &Method, upstream_path: &'p str) -> Selected<'a, 'p> {
@@ -123,6 +136,9 @@ fn compile_api(index: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Opti
     };
     let mut routes: std::collections::BTreeMap<String, Vec<ResourceMediation>> = Default::default();
     let mut wants_params = false;
+    let has_body = |t: &Option<Arc<Transform>>| t.as_ref().is_some_and(|t| t.body.is_some());
+    let mut request_body = has_body(&request);
+    let mut response_body = has_body(&response);
     for (ri, r) in api.resources.iter().enumerate() {
         let Some(m) = r.mediation.as_ref().filter(|m| !m.is_empty()) else {
             continue;
@@ -137,6 +153,8 @@ fn compile_api(index: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Opti
         let label = format!("{} {}", api.name, r.path);
         let (req, resp) = both(m, &at, &label, &name_refs, problems);
         wants_params |= !names.is_empty();
+        request_body |= has_body(&req);
+        response_body |= has_body(&resp);
         let methods = r
             .methods
             .iter()
@@ -169,6 +187,8 @@ fn compile_api(index: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Opti
         response,
         resources,
         wants_params,
+        request_body,
+        response_body,
     })
 }
 
@@ -270,4 +290,96 @@ fn param_names(path: &str) -> Vec<Box<str>> {
         .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
         .map(Box::from)
         .collect()
+}
+
+/// A sample message for [`ApiMediation::try_run`].
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub method: Method,
+    /// The path below `/{context}/{version}` (selects the resource and its parameters).
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+    /// `Some(status)`: run the response side on this upstream answer.
+    pub status: Option<u16>,
+}
+
+/// What a transformation made of a sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tried {
+    /// The transformation that ran, if any applied.
+    pub policy: Option<String>,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl ApiMediation {
+    /// Runs the request side (or, with `sample.status`, the response side) on a sample,
+    /// as the gateway would, without deploying anything.
+    pub fn try_run(
+        &self,
+        sample: Sample,
+    ) -> Result<Tried, (String, turnpike_mediation::MediationErrorKind)> {
+        let sel = self.select(&sample.method, &sample.path);
+        let t = if sample.status.is_some() {
+            sel.response
+        } else {
+            sel.request
+        };
+        let mut out = Tried {
+            policy: t.map(|t| t.name.to_string()),
+            path: sample.path.clone(),
+            query: sample.query.clone(),
+            headers: sample.headers,
+            body: sample.body,
+        };
+        let Some(t) = t else {
+            return Ok(out);
+        };
+        if let Some(h) = &t.headers {
+            h.apply(&mut out.headers);
+        }
+        if let Some(q) = &t.query {
+            out.query = q.apply(out.query.as_deref());
+        }
+        if let Some(p) = &t.path {
+            out.path = p.apply(&sel.params);
+        }
+        if let Some(b) = &t.body {
+            use turnpike_mediation::spec::BodyAction;
+            let ct = out.headers.get(http::header::CONTENT_TYPE).cloned();
+            match b.action(ct.as_ref(), out.body.is_empty()) {
+                BodyAction::Pass => {}
+                BodyAction::Refuse => {
+                    let ct = ct
+                        .and_then(|v| v.to_str().ok().map(str::to_owned))
+                        .unwrap_or_default();
+                    return Err((
+                        t.name.to_string(),
+                        turnpike_mediation::MediationErrorKind::UnsupportedContentType(ct),
+                    ));
+                }
+                BodyAction::Transform => {
+                    let inputs = turnpike_mediation::Inputs {
+                        path_params: &sel.params,
+                        query: sample.query.as_deref(),
+                        headers: Some(&out.headers),
+                        caller: None,
+                        method: sample.method.as_str(),
+                        status: sample.status,
+                    };
+                    out.body = b
+                        .run(&out.body, &inputs)
+                        .map_err(|e| (t.name.to_string(), e))?;
+                    if let Some(ct) = b.output_content_type() {
+                        out.headers.insert(http::header::CONTENT_TYPE, ct.clone());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
 }

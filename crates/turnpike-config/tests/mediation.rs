@@ -108,3 +108,27 @@ fn every_bad_field_is_named_at_once() {
         "every problem has a position: {p:#?}"
     );
 }
+
+#[test]
+fn try_run_applies_a_transform_to_a_sample() {
+    let snap = Snapshot::from_yaml(GOOD, "good.yaml").expect("compiles");
+    let m = snap.apis[0].mediation.as_ref().expect("mediation");
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        "content-type",
+        http::HeaderValue::from_static("application/json"),
+    );
+    let out = m
+        .try_run(turnpike_config::MediationSample {
+            method: Method::POST,
+            path: "/orders/7/items/x".into(),
+            query: None,
+            headers,
+            body: br#"{"q": 1}"#.to_vec(),
+            status: None,
+        })
+        .expect("runs");
+    assert_eq!(out.policy.as_deref(), Some("rewrite-items"));
+    assert_eq!(out.path, "/v2/items/x");
+    assert_eq!(out.body, br#"{"id":"7","item":"x"}"#.to_vec());
+}

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod cp;
+mod mediation_try;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -35,6 +36,8 @@ enum Command {
     Apply(turnpike_admin::apply::ApplyArgs),
     /// Print a REST-API bearer token (password grant, client turnpike-cli).
     Login(turnpike_admin::login::LoginArgs),
+    /// Run an API's transformation from a file on a sample, without deploying it.
+    MediationTry(mediation_try::TryArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -83,6 +86,7 @@ fn main() -> anyhow::Result<()> {
                 Command::Up(args) => cp::up(args).await,
                 Command::Apply(args) => turnpike_admin::apply::run(args).await,
                 Command::Login(args) => turnpike_admin::login::run(args).await,
+                Command::MediationTry(args) => mediation_try::run(args).map_err(Into::into),
             }
         })
         .map_err(|e| anyhow::anyhow!(e))
