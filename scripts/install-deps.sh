@@ -13,6 +13,7 @@ packages=(
   python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
   curl ca-certificates util-linux procps
   jq                           # turnpike-mediation's differential test against the jq binary
+  chromium                     # the web portals' browser tests (Playwright drives it)
 )
 
 missing=()
@@ -38,4 +39,17 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+# The web portals (ui/): Node 20.19+ and the npm packages of ui/package-lock.json.
+# Reinstalled only when the lock file changed since the last install.
+if ! command -v node >/dev/null || ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'; then
+  echo "install-deps: Node.js 20.19 or newer is needed for ui/ (node --version: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+ui="$(cd "$(dirname "$0")/.." && pwd)/ui"
+if ! cmp -s "$ui/package-lock.json" "$ui/node_modules/.installed-lock.json" 2>/dev/null; then
+  echo "install-deps: npm ci in ui/"
+  (cd "$ui" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+  cp "$ui/package-lock.json" "$ui/node_modules/.installed-lock.json"
+fi
 echo "install-deps: ok"

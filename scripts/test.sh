@@ -15,6 +15,11 @@ passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' target/test-output.txt | aw
 failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
 if [ "$passed" -eq 0 ]; then echo "no tests ran" >&2; exit 1; fi
 
+# The web portals: type check, unit tests, production build (what the control plane
+# serves), then the browser tests below against the release binary.
+echo "== ui"
+(cd ui && npm run --silent typecheck && npm test --silent && npm run --silent build)
+
 # The bench kit end to end (issue 6): the quick plan against a release gateway, under
 # 3 minutes, leaving its report behind.
 echo "== bench quick plan"
@@ -25,5 +30,9 @@ timeout 180 target/ci-bench/turnpike bench matrix --plan quick --out target/benc
 for f in index.html summary.md summary.csv results.json; do
   [ -s "target/bench-quick/$f" ] || { echo "bench quick plan left no $f" >&2; exit 1; }
 done
+
+# The portals in Chromium against a real `turnpike up` (screenshots in target/screenshots).
+echo "== ui browser tests"
+(cd ui && TURNPIKE_BIN="$PWD/../target/release/turnpike" npx playwright test)
 
 echo "$passed passed, $failed failed"

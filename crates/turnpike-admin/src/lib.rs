@@ -1,7 +1,8 @@
 //! The control plane: the Publisher (`/api/am/publisher/v1`), DevPortal
 //! (`/api/am/devportal/v1`) and Admin (`/api/am/admin/v1`) REST APIs over the store, the
 //! gateway snapshot long-poll (`/api/am/gateway/v1/snapshot`), and the OpenAPI 3 document
-//! of all of them (`/api/am/openapi.json`). HTTP Basic or bearer tokens from the built-in
+//! of all of them (`/api/am/openapi.json`); the web portals' files at `/` (`ui.rs`) and
+//! their try-it relay (`try_it.rs`). HTTP Basic or bearer tokens from the built-in
 //! key manager (scopes `apim:*`, `scopes.rs`), roles admin, publisher, subscriber.
 //! Depends on the store and the file format, never on the gateway.
 //!
@@ -35,6 +36,8 @@ pub mod scopes;
 pub mod security;
 pub mod snapshot;
 mod subs_index;
+mod try_it;
+pub mod ui;
 mod users_api;
 mod validate;
 
@@ -86,6 +89,8 @@ struct Inner {
     security: std::sync::OnceLock<security::Security>,
     /// Set when the server stops: pending long-polls answer at once.
     closing: tokio::sync::watch::Sender<bool>,
+    /// The web portals' directory and the try-it gateway.
+    ui: ui::UiSettings,
 }
 
 impl AppState {
@@ -101,6 +106,7 @@ impl AppState {
                 snapshots: snapshot::Cache::default(),
                 security: std::sync::OnceLock::new(),
                 closing: tokio::sync::watch::channel(false).0,
+                ui: ui::UiSettings::default(),
             }),
         };
         let weak = Arc::downgrade(&state.inner);
@@ -152,7 +158,8 @@ pub fn router(state: AppState) -> Router {
             devportal::routes()
                 .merge(keys_api::devportal_routes())
                 .merge(users_api::devportal_routes())
-                .merge(documents_api::devportal_routes()),
+                .merge(documents_api::devportal_routes())
+                .merge(try_it::routes()),
         )
         .nest(
             "/api/am/admin/v1",
@@ -163,6 +170,7 @@ pub fn router(state: AppState) -> Router {
         )
         .nest("/api/am/gateway/v1", snapshot::routes())
         .route("/api/am/openapi.json", get(openapi))
+        .merge(ui::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state);

@@ -462,6 +462,13 @@ pub const OPERATIONS: &[Operation] = &[
         "apim:subscribe",
     ),
     op(
+        "post",
+        "/api/am/devportal/v1/applications/{applicationId}/try-it",
+        "tryIt",
+        "Try-it relay: send one request (method, path, headers, body, keyType) to the gateway with a one-minute token of the application; answers status, headers, body, timeMs",
+        "apim:subscribe",
+    ),
+    op(
         "get",
         "/api/am/devportal/v1/applications/{applicationId}/keys",
         "listKeys",

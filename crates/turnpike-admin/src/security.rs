@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use turnpike_keymanager::{
-    ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager, KeyManagerConfig,
-    StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
+    AuthorizeClient, ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager,
+    KeyManagerConfig, StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
 };
 use turnpike_model::security::{
     ApiAuthSpec, ApiKeySpec, IntrospectionSpec, IssuerSpec, SecuritySpec,
@@ -38,6 +38,10 @@ pub const GATEWAY_CLIENT_ID: &str = "turnpike-gateway";
 /// no secret: the user's password is the credential).
 pub const CLI_CLIENT_ID: &str = "turnpike-cli";
 
+/// The built-in public client of the web portals: authorization code with PKCE (the
+/// login page), refresh_token; REST-API tokens like [`CLI_CLIENT_ID`]'s.
+pub const UI_CLIENT_ID: &str = "turnpike-ui";
+
 /// `aud` of REST-API tokens; gateways accept only `turnpike`.
 pub const REST_AUDIENCE: &str = "turnpike-control-plane";
 
@@ -52,11 +56,12 @@ pub struct Security {
     pub public_url: String,
 }
 
-/// The SQL client store plus the two built-in clients.
+/// The SQL client store plus the built-in clients.
 struct Clients {
     store: Store,
     gateway: ClientRecord,
     cli: ClientRecord,
+    ui: ClientRecord,
 }
 
 #[async_trait]
@@ -65,6 +70,7 @@ impl ClientStore for Clients {
         match client_id {
             GATEWAY_CLIENT_ID => Ok(Some(self.gateway.clone())),
             CLI_CLIENT_ID => Ok(Some(self.cli.clone())),
+            UI_CLIENT_ID => Ok(Some(self.ui.clone())),
             _ => self.store.client(client_id).await,
         }
     }
@@ -78,7 +84,7 @@ impl ClientStore for Clients {
         client: &ClientRecord,
         user: &UserRecord,
     ) -> Result<Option<Vec<String>>, KmError> {
-        if client.client_id != CLI_CLIENT_ID {
+        if client.client_id != CLI_CLIENT_ID && client.client_id != UI_CLIENT_ID {
             return Ok(user.scopes.clone());
         }
         let roles = self
@@ -149,10 +155,19 @@ pub async fn enable_with_clock(
         audience: vec![REST_AUDIENCE.into()],
         ..builtin_client(CLI_CLIENT_ID, String::new())
     };
+    let ui = ClientRecord {
+        grant_types: vec![GrantType::RefreshToken],
+        client_id: UI_CLIENT_ID.into(),
+        ..cli.clone()
+    };
     let public_url = public_url.trim_end_matches('/').to_string();
     let shared = Arc::new(store.clone());
     let mut config = KeyManagerConfig::new(public_url.clone());
-    config.public_clients = vec![CLI_CLIENT_ID.into()];
+    config.public_clients = vec![CLI_CLIENT_ID.into(), UI_CLIENT_ID.into()];
+    config.authorize_clients = vec![AuthorizeClient {
+        client_id: UI_CLIENT_ID.into(),
+        redirect_uris: ui_redirect_uris(&public_url),
+    }];
     let km = KeyManager::new(
         config,
         Stores {
@@ -160,6 +175,7 @@ pub async fn enable_with_clock(
                 store: store.clone(),
                 gateway,
                 cli,
+                ui,
             }),
             tokens: shared.clone(),
             keys: shared,
@@ -185,6 +201,19 @@ pub async fn enable_with_clock(
         }
     });
     Ok(km)
+}
+
+/// Where the login page may send the portals back: `/callback` on the public URL and,
+/// for a loopback URL, on the same port under both `127.0.0.1` and `localhost` (RFC
+/// 8252 §7.3: a browser may use either name).
+fn ui_redirect_uris(public_url: &str) -> Vec<String> {
+    let mut uris = vec![format!("{public_url}/callback")];
+    for (a, b) in [("127.0.0.1", "localhost"), ("localhost", "127.0.0.1")] {
+        if let Some(port) = public_url.strip_prefix(&format!("http://{a}:")) {
+            uris.push(format!("http://{b}:{port}/callback"));
+        }
+    }
+    uris
 }
 
 /// Makes a new key the signer and publishes a snapshot at once, so every gateway trusts

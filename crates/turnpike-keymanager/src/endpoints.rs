@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::clientauth::Form;
 use crate::error::{no_store, OAuthError};
 use crate::secret::token_hash;
-use crate::store::{ClientRecord, Grant, GrantType};
+use crate::store::{ClientRecord, Grant};
 use crate::token::{revoked, AccessClaims};
 use crate::KeyManager;
 
@@ -30,7 +30,11 @@ pub(crate) async fn token(
 ) -> Result<Response, OAuthError> {
     let form = Form::parse(&headers, &body)?;
     let client = km.authenticate_client(&headers, &form).await?;
-    let resp = km.grant(&client, &form).await?;
+    let resp = if form.get("grant_type") == Some("authorization_code") {
+        km.exchange_code(&client, &form).await?
+    } else {
+        km.grant(&client, &form).await?
+    };
     Ok(ok_json(resp))
 }
 
@@ -213,12 +217,12 @@ pub(crate) async fn discovery(State(km): State<KeyManager>) -> Response {
         crate::store::SigningAlg::RS256 => "RS256",
     };
     let auth_methods = ["client_secret_basic", "client_secret_post"];
-    let grants = [
-        GrantType::ClientCredentials,
-        GrantType::Password,
-        GrantType::RefreshToken,
-    ];
-    Json(serde_json::json!({
+    let mut grants: Vec<&str> = vec!["client_credentials", "password", "refresh_token"];
+    let browser = !km.inner.config.authorize_clients.is_empty();
+    if browser {
+        grants.push("authorization_code");
+    }
+    let mut doc = serde_json::json!({
         "issuer": km.inner.config.issuer,
         "token_endpoint": format!("{iss}/oauth2/token"),
         "jwks_uri": format!("{iss}/oauth2/jwks"),
@@ -231,6 +235,11 @@ pub(crate) async fn discovery(State(km): State<KeyManager>) -> Response {
         "revocation_endpoint_auth_methods_supported": auth_methods,
         "introspection_endpoint_auth_methods_supported": auth_methods,
         "id_token_signing_alg_values_supported": [alg],
-    }))
-    .into_response()
+    });
+    if browser {
+        doc["authorization_endpoint"] = format!("{iss}/oauth2/authorize").into();
+        doc["response_types_supported"] = serde_json::json!(["code"]);
+        doc["code_challenge_methods_supported"] = serde_json::json!(["S256"]);
+    }
+    Json(doc).into_response()
 }

@@ -66,7 +66,7 @@ impl OAuthError {
             }
             Self::InvalidScope(d) => Some(d),
             Self::UnsupportedGrantType => {
-                Some("supported: client_credentials, password, refresh_token")
+                Some("supported: client_credentials, password, refresh_token, authorization_code")
             }
             Self::UnsupportedTokenType => None,
             Self::Server(_) => Some("internal error"),

@@ -1,6 +1,7 @@
 //! The OAuth2 authorization server as a library. [`KeyManager::router`] is an axum
 //! `Router` the control plane mounts: `/oauth2/token` (RFC 6749: client_credentials,
-//! password, refresh_token with rotation and reuse detection), `/oauth2/revoke`
+//! password, refresh_token with rotation and reuse detection, authorization_code with
+//! PKCE), `/oauth2/authorize` and its login page, `/oauth2/logout`, `/oauth2/revoke`
 //! (RFC 7009), `/oauth2/introspect` (RFC 7662), `/oauth2/jwks` (RFC 7517) and
 //! `/.well-known/openid-configuration`. Access tokens are ES256 (or RS256) JWTs by
 //! default, opaque per application. Persistence is behind the [`ClientStore`],
@@ -9,12 +10,14 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod authorize;
 mod clientauth;
 mod clock;
 mod endpoints;
 mod error;
 mod keys;
 mod limiter;
+mod login_page;
 mod memory;
 mod secret;
 mod store;
@@ -28,6 +31,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 
+pub use authorize::{s256_challenge, AuthorizeClient};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::OAuthError;
 pub use keys::{Jwk, Jwks, KeyError};
@@ -63,6 +67,11 @@ pub struct KeyManagerConfig {
     /// e.g. a command-line tool that cannot keep a secret). Give them only the password
     /// and refresh_token grants: the user's password is the credential.
     pub public_clients: Vec<String>,
+    /// Clients that may use the authorization code grant (with PKCE) from a browser, and
+    /// their exact redirect URIs. Empty: no `/oauth2/authorize`.
+    pub authorize_clients: Vec<AuthorizeClient>,
+    /// How long a browser login session lasts (the login page is skipped meanwhile).
+    pub session_ttl: Duration,
 }
 
 impl KeyManagerConfig {
@@ -76,6 +85,8 @@ impl KeyManagerConfig {
             failure_window: Duration::from_secs(60),
             lockout: Duration::from_secs(60),
             public_clients: Vec::new(),
+            authorize_clients: Vec::new(),
+            session_ttl: Duration::from_secs(8 * 3600),
         }
     }
 }
@@ -112,6 +123,8 @@ pub(crate) struct Inner {
     pub(crate) limiter: FailureLimiter,
     /// Bumped after every revocation: the control plane publishes a snapshot on change.
     pub(crate) revocations: tokio::sync::watch::Sender<u64>,
+    /// Authorization codes and login sessions (`authorize.rs`).
+    pub(crate) browser: authorize::BrowserState,
 }
 
 /// The authorization server. Cheap to clone.
@@ -141,6 +154,7 @@ impl KeyManager {
                 keys,
                 limiter,
                 revocations: tokio::sync::watch::channel(0).0,
+                browser: authorize::BrowserState::default(),
             }),
         })
     }
@@ -149,6 +163,11 @@ impl KeyManager {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/oauth2/token", post(endpoints::token))
+            .route(
+                "/oauth2/authorize",
+                get(authorize::authorize_get).post(authorize::authorize_post),
+            )
+            .route("/oauth2/logout", post(authorize::logout))
             .route("/oauth2/revoke", post(endpoints::revoke))
             .route("/oauth2/introspect", post(endpoints::introspect))
             .route("/oauth2/jwks", get(endpoints::jwks))

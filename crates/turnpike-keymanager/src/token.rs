@@ -59,7 +59,10 @@ fn allowed(client: &ClientRecord, grant_type: GrantType) -> Result<(), OAuthErro
 
 /// Resolves the `scope` parameter against what may be granted: none asked means all
 /// allowed; anything outside `allowed` is `invalid_scope` (we refuse, not silently trim).
-fn resolve_scopes(requested: Option<&str>, allowed: &[String]) -> Result<Vec<String>, OAuthError> {
+pub(crate) fn resolve_scopes(
+    requested: Option<&str>,
+    allowed: &[String],
+) -> Result<Vec<String>, OAuthError> {
     let Some(requested) = requested else {
         return Ok(allowed.to_vec());
     };
@@ -202,6 +205,32 @@ impl KeyManager {
             .await
     }
 
+    /// A short-lived access token for an application's own client, as the
+    /// client_credentials grant would issue it but without the client's secret: for a
+    /// caller that has already checked who may act for the application (the control
+    /// plane's try-it relay). The lifetime is the client's, capped at `max_ttl`.
+    pub async fn mint_client_token(
+        &self,
+        client_id: &str,
+        max_ttl: std::time::Duration,
+    ) -> Result<String, OAuthError> {
+        let mut client = self
+            .inner
+            .stores
+            .clients
+            .client(client_id)
+            .await?
+            .ok_or(OAuthError::InvalidClient)?;
+        client.access_token_ttl = client.access_token_ttl.min(max_ttl);
+        let grant = Grant {
+            client_id: client.client_id.clone(),
+            subject: client.client_id.clone(),
+            username: None,
+            scopes: client.scopes.clone(),
+        };
+        Ok(self.issue(&client, grant, None).await?.access_token)
+    }
+
     /// Revokes every refresh token of a family and the access tokens issued with them.
     pub(crate) async fn revoke_family(&self, family: &str) -> Result<(), OAuthError> {
         for jti in self.inner.stores.tokens.revoke_family(family).await? {
@@ -212,7 +241,7 @@ impl KeyManager {
 
     /// Issues an access token for `grant` and, with `refresh = Some((family, grant))`, a
     /// new refresh token in that family.
-    async fn issue(
+    pub(crate) async fn issue(
         &self,
         client: &ClientRecord,
         grant: Grant,

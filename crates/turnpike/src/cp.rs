@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use turnpike_admin::runtime::{self, ControlPlaneArgs};
+use turnpike_admin::ui::UiArgs;
 use turnpike_config::Snapshot;
 use turnpike_gateway::{Gateway, ServerSettings};
 use turnpike_sync::FollowerConfig;
@@ -29,11 +30,37 @@ pub struct UpArgs {
     /// Password of the first admin (else one is generated and printed once).
     #[arg(long, env = "TURNPIKE_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
+    /// Directory of the built web portals (`ui/dist`); default: found next to the
+    /// working directory or the binary.
+    #[arg(long, env = "TURNPIKE_UI_DIR")]
+    pub ui_dir: Option<PathBuf>,
 }
 
-pub async fn control_plane(args: ControlPlaneArgs) -> Result<(), BoxError> {
+/// `turnpike control-plane`: the control plane's flags and the web portals'.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControlPlaneCmd {
+    #[command(flatten)]
+    pub cp: ControlPlaneArgs,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// Prints where the portals are, or how to build them.
+fn print_portals(url: &str, dir: Option<&std::path::Path>) {
+    match dir {
+        Some(d) => println!("  web portals:    {url}/   (files from {})", d.display()),
+        None => println!(
+            "  web portals:    not built (cd ui && npm ci && npm run build; or --ui-dir DIR)"
+        ),
+    }
+}
+
+pub async fn control_plane(cmd: ControlPlaneCmd) -> Result<(), BoxError> {
+    let args = cmd.cp;
     let cp = runtime::start(&args).await?;
+    let dir = turnpike_admin::ui::configure(&cp.state, &cmd.ui);
     println!("control plane listening on http://{}", cp.addr);
+    print_portals(&format!("http://{}", cp.addr), dir.as_deref());
     if let Some(p) = &cp.created_admin_password {
         println!("admin user created: admin / {p}   (shown once)");
     }
@@ -123,6 +150,13 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
     let version = ensure_demo_api(&cp.state, &format!("http://{echo}")).await?;
     follower.wait_for(version).await;
     let gw = bound.http_addr().ok_or("gateway has no HTTP listener")?;
+    let ui_dir = turnpike_admin::ui::configure(
+        &cp.state,
+        &UiArgs {
+            ui_dir: args.ui_dir.clone(),
+            gateway_url: Some(format!("http://{gw}")),
+        },
+    );
     println!("Turnpike is up.");
     println!("  gateway:        http://{gw}");
     println!("  control plane:  http://{}/api/am/openapi.json", cp.addr);
@@ -139,6 +173,13 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         "  curl -s -u admin:PASSWORD http://{}/api/am/publisher/v1/apis",
         cp.addr
     );
+    print_portals(&format!("http://{}", cp.addr), ui_dir.as_deref());
+    if ui_dir.is_some() {
+        println!(
+            "Open http://{}/ in a browser and sign in as admin.",
+            cp.addr
+        );
+    }
     bound.serve(turnpike_gateway::termination()).await?;
     follower.stop();
     cp.stop().await;

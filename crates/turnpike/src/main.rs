@@ -29,7 +29,7 @@ enum Command {
     /// Load tests: `run` one, a scenario `matrix`, a `report` with charts.
     Bench(turnpike_bench::BenchArgs),
     /// Run the control plane (REST APIs on 9400, snapshots for gateways).
-    ControlPlane(turnpike_admin::runtime::ControlPlaneArgs),
+    ControlPlane(cp::ControlPlaneCmd),
     /// All in one process: control plane, gateway and an echo demo API (SQLite in ./data).
     Up(cp::UpArgs),
     /// Reconcile a declarative API file against a control plane.

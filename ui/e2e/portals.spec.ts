@@ -1,0 +1,192 @@
+// The portals end to end in a real browser against a real `turnpike up`: the admin
+// adds a publisher and a subscriber; the publisher imports an OpenAPI file and
+// publishes it; the subscriber creates an application, generates keys (shown once),
+// subscribes and calls the API from the try-it console (200); the publisher blocks the
+// subscription and the console gets 403; the admin creates a tier. Each portal's main
+// pages are saved as screenshots under target/screenshots (listed in docs/portals.md).
+import { expect, test, type Browser, type Page } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+const shots = resolve(here, '..', '..', 'target', 'screenshots');
+mkdirSync(shots, { recursive: true });
+const base = () => process.env.TP_BASE!;
+const shot = async (page: Page, name: string) => {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+};
+
+// Every page a test opened, for screenshots when it fails.
+const opened: Page[] = [];
+test.afterEach(async ({}, info) => {
+  if (info.status !== info.expectedStatus) {
+    for (const [i, page] of opened.entries()) {
+      await page.screenshot({ path: join(shots, `failed-${i}.png`), fullPage: true }).catch(() => {});
+    }
+  }
+  opened.length = 0;
+});
+
+async function signIn(browser: Browser, user: string, password: string, screenshot?: string): Promise<Page> {
+  const context = await browser.newContext({ baseURL: base() });
+  const page = await context.newPage();
+  opened.push(page);
+  await page.goto('/');
+  await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+  await page.getByLabel('Username').fill(user);
+  await page.getByLabel('Password').fill(password);
+  if (screenshot) await shot(page, screenshot);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(page.getByRole('button', { name: 'Sign out', exact: true })).toBeVisible();
+  return page;
+}
+
+async function choose(page: Page, scope: ReturnType<Page['getByRole']>, label: string, option: string) {
+  await scope.getByRole('combobox', { name: label }).click();
+  await page.getByRole('option', { name: option, exact: true }).click();
+}
+
+/** Sends from the try-it console until the status is `want` (the gateway applies a
+ * subscription change within a snapshot publish). */
+async function tryUntil(page: Page, want: number) {
+  const console_ = page.getByRole('region', { name: 'Try it' });
+  await expect(async () => {
+    await console_.getByRole('button', { name: 'Send', exact: true }).click();
+    await expect(console_.getByTestId('try-status')).toHaveText(String(want), { timeout: 2_000 });
+  }).toPass({ timeout: 30_000, intervals: [500, 1000] });
+}
+
+test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
+  const admin = await signIn(browser, 'admin', process.env.TP_ADMIN_PASSWORD!, '01-login');
+
+  // Admin: a publisher and a subscriber.
+  await admin.goto('/admin/users');
+  await expect(admin.getByRole('heading', { name: 'Users' })).toBeVisible();
+  for (const [name, role] of [
+    ['pat', 'publisher'],
+    ['sam', 'subscriber'],
+  ]) {
+    await admin.getByLabel('Username').fill(name);
+    await admin.getByLabel('Password', { exact: false }).first().fill(`${name}-password-1`);
+    // The form starts with "subscriber" checked; a publisher gets publisher instead.
+    if (role === 'publisher') {
+      await admin.getByRole('checkbox', { name: 'subscriber' }).uncheck();
+      await admin.getByRole('checkbox', { name: 'publisher' }).check();
+    }
+    await admin.getByRole('button', { name: 'Add user', exact: true }).click();
+    await expect(admin.getByRole('table', { name: 'Users' }).getByRole('cell', { name, exact: true })).toBeVisible();
+  }
+  await shot(admin, '02-admin-users');
+
+  // Publisher: import the OpenAPI file, publish.
+  const pub = await signIn(browser, 'pat', 'pat-password-1');
+  await expect(pub).toHaveURL(/\/publisher$/);
+  await pub.getByRole('button', { name: 'Import OpenAPI', exact: true }).click();
+  const [chooser] = await Promise.all([
+    pub.waitForEvent('filechooser'),
+    pub.getByRole('button', { name: 'OpenAPI document', exact: true }).click(),
+  ]);
+  await chooser.setFiles(join(here, 'fixtures', 'petstore.json'));
+  await pub.getByLabel('Context').fill('/pets');
+  await pub.getByLabel('Back-end endpoint').fill(process.env.TP_ECHO!);
+  await pub.getByRole('button', { name: 'Import', exact: true }).click();
+  await expect(pub.getByRole('heading', { name: /Pet Store/ })).toBeVisible();
+  await shot(pub, '03-publisher-api');
+  await pub.getByRole('tab', { name: 'Lifecycle' }).click();
+  await pub.getByRole('button', { name: 'Publish', exact: true }).click();
+  await expect(pub.getByText('PUBLISHED').first()).toBeVisible();
+  await pub.goto('/publisher');
+  await expect(pub.getByRole('link', { name: 'Pet Store' })).toBeVisible();
+  await shot(pub, '04-publisher-apis');
+
+  // Subscriber: application, keys shown once, subscription, try-it → 200.
+  const sub = await signIn(browser, 'sam', 'sam-password-1');
+  await expect(sub).toHaveURL(/\/devportal$/);
+  await expect(sub.getByRole('link', { name: /Pet Store/ })).toBeVisible();
+  await shot(sub, '05-devportal-catalogue');
+  await sub.getByRole('link', { name: 'Applications' }).click();
+  await sub.getByLabel('New application').fill('sam-app');
+  await sub.getByRole('button', { name: 'Create', exact: true }).click();
+  await expect(sub.getByRole('heading', { name: 'sam-app' })).toBeVisible();
+  await sub.getByRole('button', { name: 'Generate keys', exact: true }).click();
+  const dialog = sub.getByRole('dialog', { name: 'Your new keys' });
+  await expect(dialog.getByTestId('Consumer secret')).not.toBeEmpty();
+  await shot(sub, '06-devportal-keys-shown-once');
+  await dialog.getByRole('button', { name: 'I have copied it', exact: true }).click();
+  await expect(sub.getByRole('button', { name: 'Generate keys', exact: true })).toHaveCount(0);
+
+  await sub.goto('/devportal');
+  await sub.getByRole('link', { name: /Pet Store/ }).click();
+  await expect(sub.getByText('List pets')).toBeVisible();
+  const subscribe = sub.getByRole('region', { name: 'Subscribe' });
+  await choose(sub, subscribe, 'Application', 'sam-app');
+  await subscribe.getByRole('button', { name: 'Subscribe', exact: true }).click();
+  await expect(subscribe.getByText('ACTIVE')).toBeVisible();
+  const tryIt = sub.getByRole('region', { name: 'Try it' });
+  await choose(sub, tryIt, 'Application', 'sam-app');
+  await tryUntil(sub, 200);
+  await expect(tryIt.getByText('/pets/v1/pets').first()).toBeVisible();
+  await shot(sub, '07-devportal-try-it-200');
+
+  // Publisher blocks the subscription → the console gets 403.
+  await pub.getByRole('link', { name: 'Pet Store' }).click();
+  await pub.getByRole('tab', { name: 'Subscriptions' }).click();
+  await pub.getByRole('button', { name: 'Block', exact: true }).click();
+  await expect(pub.getByRole('button', { name: 'Unblock', exact: true })).toBeVisible();
+  await shot(pub, '08-publisher-subscription-blocked');
+  await tryUntil(sub, 403);
+  await shot(sub, '09-devportal-try-it-403');
+
+  // Admin: a new tier.
+  await admin.goto('/admin');
+  await admin.getByLabel('Tier name').fill('Gold');
+  await admin.getByLabel('Requests').fill('1000');
+  await admin.getByRole('button', { name: 'Add tier', exact: true }).click();
+  await expect(admin.getByRole('cell', { name: 'Gold', exact: true })).toBeVisible();
+  await expect(admin.getByRole('cell', { name: '1000 / 60 s' })).toBeVisible();
+  await shot(admin, '10-admin-tiers');
+  for (const [path, heading, name] of [
+    ['/admin/gateways', 'Gateways', '11-admin-gateways'],
+    ['/admin/keys', 'Signing keys', '12-admin-signing-keys'],
+    ['/admin/dashboards', 'Dashboards', '13-admin-dashboards'],
+  ]) {
+    await admin.goto(path);
+    await expect(admin.getByRole('heading', { name: heading })).toBeVisible();
+    await shot(admin, name);
+  }
+  await expect(admin.getByText('Not available yet')).toBeVisible();
+});
+
+test('the portals refuse a wrong password and make no request off the machine', async ({ browser }) => {
+  const context = await browser.newContext({ baseURL: base() });
+  const page = await context.newPage();
+  const foreign: string[] = [];
+  page.on('request', (r) => {
+    const host = new URL(r.url()).hostname;
+    if (host !== '127.0.0.1' && host !== 'localhost') foreign.push(r.url());
+  });
+  const started = Date.now();
+  await page.goto('/devportal');
+  await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+  await page.getByLabel('Username').fill('admin');
+  await page.getByLabel('Password').fill('wrong-password');
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(page.getByRole('alert')).toHaveText('Wrong username or password.');
+  await page.getByLabel('Username').fill('admin');
+  await page.getByLabel('Password').fill(process.env.TP_ADMIN_PASSWORD!);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(page).toHaveURL(/\/devportal$/);
+  await expect(page.getByRole('heading', { name: 'APIs' })).toBeVisible();
+  console.log(`devportal: login page to catalogue in ${Date.now() - started} ms`);
+  // A reload goes back through /oauth2/authorize: the session cookie skips the form.
+  await page.reload();
+  await expect(page.getByRole('heading', { name: 'APIs' })).toBeVisible();
+  const cookies = await context.cookies();
+  const session = cookies.find((c) => c.name === 'tp_session');
+  expect(session?.httpOnly).toBe(true);
+  expect(session?.sameSite).toBe('Strict');
+  expect(foreign).toEqual([]);
+});

@@ -1,0 +1,172 @@
+// The shell: sign-in (every path but /callback needs a user), the header with the
+// portals the user's scopes open, light/dark switch and sign-out, and the page.
+import { useEffect, useState } from 'react';
+import { useDisclosure } from '@mantine/hooks';
+import {
+  ActionIcon,
+  Alert,
+  AppShell,
+  Burger,
+  Button,
+  Center,
+  Group,
+  Loader,
+  NavLink,
+  Text,
+  Title,
+  useMantineColorScheme,
+} from '@mantine/core';
+import { completeLogin, currentUser, login, logout, type User } from './auth';
+import { Link, navigate, useRoute } from './router';
+import type { Portal } from './lib/jwt';
+import { PublisherPage, publisherNav } from './pages/Publisher';
+import { DevPortalPage, devportalNav } from './pages/DevPortal';
+import { AdminPage, adminNav } from './pages/Admin';
+
+const PORTALS: { id: Portal; label: string; home: string }[] = [
+  { id: 'publisher', label: 'Publisher', home: '/publisher' },
+  { id: 'devportal', label: 'Developer Portal', home: '/devportal' },
+  { id: 'admin', label: 'Admin', home: '/admin' },
+];
+
+export interface NavItem {
+  href: string;
+  label: string;
+}
+
+function portalOf(path: string): Portal | null {
+  const first = path.split('/')[1];
+  return PORTALS.some((p) => p.id === first) ? (first as Portal) : null;
+}
+
+function useSignedIn(): { user: User | null; error: string | null } {
+  const { path, search } = useRoute();
+  const [user, setUser] = useState<User | null>(currentUser());
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    if (user) return;
+    if (path === '/callback') {
+      completeLogin(search)
+        .then((to) => {
+          setUser(currentUser());
+          navigate(to, true);
+        })
+        .catch((e: Error) => setError(e.message));
+    } else {
+      void login(path + search);
+    }
+  }, [path, search, user]);
+  return { user, error };
+}
+
+function ThemeToggle() {
+  const { colorScheme, setColorScheme } = useMantineColorScheme();
+  const dark = colorScheme === 'dark';
+  return (
+    <ActionIcon
+      variant="default"
+      size="lg"
+      aria-label={dark ? 'Use light colours' : 'Use dark colours'}
+      onClick={() => setColorScheme(dark ? 'light' : 'dark')}
+    >
+      {dark ? '☀' : '☾'}
+    </ActionIcon>
+  );
+}
+
+export function App() {
+  const { user, error } = useSignedIn();
+  const { path } = useRoute();
+  const [navOpen, nav_] = useDisclosure(false);
+  useEffect(() => nav_.close(), [path]); // eslint-disable-line react-hooks/exhaustive-deps
+  if (error)
+    return (
+      <Center h="100vh">
+        <Alert color="red" title="Sign-in failed" maw={480}>
+          {error}{' '}
+          <Button variant="subtle" onClick={() => void login('/', 'login')}>
+            Sign in again
+          </Button>
+        </Alert>
+      </Center>
+    );
+  if (!user)
+    return (
+      <Center h="100vh">
+        <Loader aria-label="Signing in" />
+      </Center>
+    );
+  const allowed = PORTALS.filter((p) => user.portals.includes(p.id));
+  const current = portalOf(path);
+  if (!current || !user.portals.includes(current)) {
+    const home = allowed[0]?.home;
+    if (home && path !== home) {
+      queueMicrotask(() => navigate(home, true));
+    }
+    if (!home)
+      return (
+        <Center h="100vh">
+          <Text>Your account has no role that opens a portal.</Text>
+        </Center>
+      );
+    return null;
+  }
+  const nav: NavItem[] =
+    current === 'publisher' ? publisherNav : current === 'devportal' ? devportalNav : adminNav;
+  return (
+    <AppShell
+      header={{ height: 56 }}
+      navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !navOpen } }}
+      padding="md"
+    >
+      <AppShell.Header>
+        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group gap="lg" wrap="nowrap">
+            <Burger opened={navOpen} onClick={nav_.toggle} hiddenFrom="sm" size="sm" aria-label="Sections" />
+            <Title order={3} component="span">
+              Turnpike
+            </Title>
+            <Group gap={4} component="nav" aria-label="Portals" wrap="nowrap">
+              {allowed.map((p) => (
+                <Button
+                  key={p.id}
+                  component={Link}
+                  href={p.home}
+                  variant={p.id === current ? 'light' : 'subtle'}
+                  aria-current={p.id === current ? 'page' : undefined}
+                >
+                  {p.label}
+                </Button>
+              ))}
+            </Group>
+          </Group>
+          <Group gap="sm" wrap="nowrap">
+            <Text size="sm" c="dimmed" visibleFrom="sm">
+              {user.name}
+            </Text>
+            <ThemeToggle />
+            <Button variant="default" onClick={() => void logout()}>
+              Sign out
+            </Button>
+          </Group>
+        </Group>
+      </AppShell.Header>
+      <AppShell.Navbar p="xs" aria-label="Sections">
+        {nav.map((n) => (
+          <NavLink
+            key={n.href}
+            component={Link}
+            href={n.href}
+            label={n.label}
+            active={path === n.href || (n.href !== `/${current}` && path.startsWith(n.href))}
+          />
+        ))}
+      </AppShell.Navbar>
+      <AppShell.Main>
+        {current === 'publisher' && <PublisherPage path={path} user={user} />}
+        {current === 'devportal' && <DevPortalPage path={path} user={user} />}
+        {current === 'admin' && <AdminPage path={path} />}
+      </AppShell.Main>
+    </AppShell>
+  );
+}

@@ -1,0 +1,219 @@
+// Every REST call the portals make, through the typed client. Query parameters the
+// OpenAPI document does not list yet are passed with a cast (`q()`), until the
+// document describes them; regenerate schema.d.ts (`npm run gen:api`) when it does.
+import { api, must } from './client';
+import type {
+  Api,
+  Application,
+  Listing,
+  OAuthKeys,
+  Subscription,
+  Tier,
+  TryResult,
+  User,
+} from './types';
+
+const q = (query: Record<string, string | number | undefined>) => query as never;
+
+export type TierKind = 'subscription' | 'application' | 'advanced';
+
+export const publisher = {
+  async apis(search: string): Promise<Listing<Api>> {
+    const r = await api.GET('/api/am/publisher/v1/apis', {
+      params: { query: q({ query: search || undefined, limit: 100 }) },
+    });
+    return must(r) as Listing<Api>;
+  },
+  async api(id: string): Promise<Api> {
+    return must(await api.GET('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } } })) as Api;
+  },
+  async create(body: Partial<Api>): Promise<Api> {
+    return must(await api.POST('/api/am/publisher/v1/apis', { body: body as never })) as Api;
+  },
+  async update(id: string, body: Partial<Api>): Promise<Api> {
+    return must(
+      await api.PUT('/api/am/publisher/v1/apis/{apiId}', {
+        params: { path: { apiId: id } },
+        body: body as never,
+      }),
+    ) as Api;
+  },
+  async importOpenApi(definition: unknown, props: Record<string, unknown>): Promise<Api> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/import-openapi', {
+        body: { definition, additionalProperties: props } as never,
+      }),
+    ) as Api;
+  },
+  async lifecycle(id: string): Promise<{ state: string; availableTransitions: string[] }> {
+    return must(
+      await api.GET('/api/am/publisher/v1/apis/{apiId}/lifecycle-state', { params: { path: { apiId: id } } }),
+    ) as { state: string; availableTransitions: string[] };
+  },
+  async changeLifecycle(id: string, action: string): Promise<void> {
+    must(
+      await api.POST('/api/am/publisher/v1/apis/change-lifecycle', {
+        params: { query: q({ apiId: id, action }) },
+      }),
+    );
+  },
+  async subscriptions(apiId: string): Promise<Listing<Subscription>> {
+    return must(
+      await api.GET('/api/am/publisher/v1/subscriptions', { params: { query: q({ apiId }) } }),
+    ) as Listing<Subscription>;
+  },
+  async block(subscriptionId: string): Promise<void> {
+    must(
+      await api.POST('/api/am/publisher/v1/subscriptions/block-subscription', {
+        params: { query: q({ subscriptionId, blockState: 'BLOCKED' }) },
+      }),
+    );
+  },
+  async unblock(subscriptionId: string): Promise<void> {
+    must(
+      await api.POST('/api/am/publisher/v1/subscriptions/unblock-subscription', {
+        params: { query: q({ subscriptionId }) },
+      }),
+    );
+  },
+};
+
+export const devportal = {
+  async apis(search: string): Promise<Listing<Api>> {
+    return must(
+      await api.GET('/api/am/devportal/v1/apis', {
+        params: { query: q({ query: search || undefined, limit: 100 }) },
+      }),
+    ) as Listing<Api>;
+  },
+  async api(id: string): Promise<Api> {
+    return must(await api.GET('/api/am/devportal/v1/apis/{apiId}', { params: { path: { apiId: id } } })) as Api;
+  },
+  async definition(id: string): Promise<unknown> {
+    return must(
+      await api.GET('/api/am/devportal/v1/apis/{apiId}/swagger', { params: { path: { apiId: id } } }),
+    );
+  },
+  async applications(): Promise<Listing<Application>> {
+    return must(await api.GET('/api/am/devportal/v1/applications', {})) as Listing<Application>;
+  },
+  async application(id: string): Promise<Application> {
+    return must(
+      await api.GET('/api/am/devportal/v1/applications/{applicationId}', {
+        params: { path: { applicationId: id } },
+      }),
+    ) as Application;
+  },
+  async createApplication(body: Partial<Application>): Promise<Application> {
+    return must(await api.POST('/api/am/devportal/v1/applications', { body: body as never })) as Application;
+  },
+  async subscriptions(filter: { applicationId?: string; apiId?: string }): Promise<Listing<Subscription>> {
+    return must(
+      await api.GET('/api/am/devportal/v1/subscriptions', { params: { query: q(filter) } }),
+    ) as Listing<Subscription>;
+  },
+  async subscribe(applicationId: string, apiId: string, throttlingPolicy: string): Promise<Subscription> {
+    return must(
+      await api.POST('/api/am/devportal/v1/subscriptions', {
+        body: { applicationId, apiId, throttlingPolicy } as never,
+      }),
+    ) as Subscription;
+  },
+  async unsubscribe(id: string): Promise<void> {
+    must(
+      await api.DELETE('/api/am/devportal/v1/subscriptions/{subscriptionId}', {
+        params: { path: { subscriptionId: id } },
+      }),
+    );
+  },
+  async keys(applicationId: string): Promise<Listing<OAuthKeys>> {
+    return must(
+      await api.GET('/api/am/devportal/v1/applications/{applicationId}/keys', {
+        params: { path: { applicationId } },
+      }),
+    ) as Listing<OAuthKeys>;
+  },
+  async generateKeys(applicationId: string, keyType: string): Promise<OAuthKeys> {
+    return must(
+      await api.POST('/api/am/devportal/v1/applications/{applicationId}/generate-keys', {
+        params: { path: { applicationId } },
+        body: { keyType, grantTypes: ['client_credentials'] } as never,
+      }),
+    ) as OAuthKeys;
+  },
+  async tryIt(
+    applicationId: string,
+    req: { method: string; path: string; headers: Record<string, string>; body?: string; keyType: string },
+  ): Promise<TryResult> {
+    return must(
+      await api.POST('/api/am/devportal/v1/applications/{applicationId}/try-it', {
+        params: { path: { applicationId } },
+        body: req as never,
+      }),
+    ) as TryResult;
+  },
+};
+
+export const admin = {
+  async tiers(kind: TierKind): Promise<Listing<Tier>> {
+    return must(
+      await api.GET('/api/am/admin/v1/throttling/policies/{kind}', { params: { path: { kind } } }),
+    ) as Listing<Tier>;
+  },
+  async createTier(kind: TierKind, body: Partial<Tier>): Promise<Tier> {
+    return must(
+      await api.POST('/api/am/admin/v1/throttling/policies/{kind}', {
+        params: { path: { kind } },
+        body: body as never,
+      }),
+    ) as Tier;
+  },
+  async deleteTier(kind: TierKind, name: string): Promise<void> {
+    must(
+      await api.DELETE('/api/am/admin/v1/throttling/policies/{kind}/{name}', {
+        params: { path: { kind, name } },
+      }),
+    );
+  },
+  async users(): Promise<Listing<User>> {
+    return must(await api.GET('/api/am/admin/v1/users', {})) as Listing<User>;
+  },
+  async createUser(body: { name: string; password: string; roles: string[] }): Promise<void> {
+    must(await api.POST('/api/am/admin/v1/users', { body: body as never }));
+  },
+  async deleteUser(name: string): Promise<void> {
+    must(await api.DELETE('/api/am/admin/v1/users/{name}', { params: { path: { name } } }));
+  },
+  async gateways(): Promise<{ controlPlaneVersion: number; list: Gateway[] }> {
+    return must(await api.GET('/api/am/admin/v1/gateways', {})) as {
+      controlPlaneVersion: number;
+      list: Gateway[];
+    };
+  },
+  async keys(): Promise<{ activeKid: string | null; list: SigningKey[] }> {
+    return must(await api.GET('/api/am/admin/v1/keys', {})) as { activeKid: string | null; list: SigningKey[] };
+  },
+  async rotateKeys(): Promise<void> {
+    must(await api.POST('/api/am/admin/v1/keys/rotate', {}));
+  },
+};
+
+export interface Gateway {
+  id: string;
+  servingVersion?: number;
+  serving_version?: number;
+  lastSeenMsAgo?: number;
+  last_seen_ms_ago?: number;
+  upToDate?: boolean;
+  up_to_date?: boolean;
+  lastConvergenceMs?: number | null;
+  last_convergence_ms?: number | null;
+}
+
+export interface SigningKey {
+  kid: string;
+  alg?: string;
+  active: boolean;
+  createdAt?: number;
+  created_at?: number;
+}

@@ -1,0 +1,65 @@
+// The JSON shapes the portals read, as the control plane sends them.
+
+export interface Api {
+  id: string;
+  name: string;
+  context: string;
+  version: string;
+  isDefaultVersion: boolean;
+  lifecycleStatus: string;
+  type: string;
+  description: string;
+  endpoints: string[];
+  resources: { path: string; methods: string[]; scopes: string[] }[];
+  policies: string[];
+  provider: string;
+  revision: number;
+}
+
+export interface Listing<T> {
+  count: number;
+  list: T[];
+}
+
+export interface Application {
+  id: string;
+  name: string;
+  owner: string;
+  throttlingPolicy: string;
+  description: string;
+}
+
+export interface Subscription {
+  id: string;
+  applicationId: string;
+  apiId: string;
+  throttlingPolicy: string;
+  status: string;
+}
+
+export interface OAuthKeys {
+  consumerKey: string;
+  consumerSecret?: string;
+  keyType: string;
+  supportedGrantTypes?: string[];
+}
+
+export interface Tier {
+  name: string;
+  description: string;
+  requestCount: number | null;
+  unitSeconds: number;
+}
+
+export interface User {
+  name: string;
+  roles: string[];
+}
+
+export interface TryResult {
+  status: number;
+  headers: [string, string][];
+  body: string;
+  timeMs: number;
+  truncated: boolean;
+}

@@ -1,0 +1,379 @@
+// The Admin console: tiers of every family, users and roles, all applications, the
+// gateways with their snapshot version and lag, signing keys (rotate), and where the
+// analytics dashboards will be once the control plane serves analytics.
+import { useState } from 'react';
+import {
+  Alert,
+  Badge,
+  Button,
+  Card,
+  Checkbox,
+  Group,
+  NumberInput,
+  PasswordInput,
+  SegmentedControl,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
+import { admin, devportal, type Gateway, type SigningKey, type TierKind } from '../api/calls';
+import { errorText, useLoad } from '../lib/load';
+import { ErrorNote, Loading } from './common';
+
+export const adminNav = [
+  { href: '/admin', label: 'Tiers' },
+  { href: '/admin/users', label: 'Users' },
+  { href: '/admin/applications', label: 'Applications' },
+  { href: '/admin/gateways', label: 'Gateways' },
+  { href: '/admin/keys', label: 'Signing keys' },
+  { href: '/admin/dashboards', label: 'Dashboards' },
+];
+
+export function AdminPage({ path }: { path: string }) {
+  switch (path.replace(/\/$/, '')) {
+    case '/admin/users':
+      return <Users />;
+    case '/admin/applications':
+      return <Applications />;
+    case '/admin/gateways':
+      return <Gateways />;
+    case '/admin/keys':
+      return <Keys />;
+    case '/admin/dashboards':
+      return <Dashboards />;
+    default:
+      return <Tiers />;
+  }
+}
+
+function Tiers() {
+  const [kind, setKind] = useState<TierKind>('subscription');
+  const tiers = useLoad(() => admin.tiers(kind), [kind]);
+  const [name, setName] = useState('');
+  const [count, setCount] = useState<number | string>(100);
+  const [unit, setUnit] = useState<number | string>(60);
+  const [description, setDescription] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const create = async () => {
+    setError(null);
+    try {
+      await admin.createTier(kind, {
+        name,
+        description,
+        requestCount: Number(count),
+        unitSeconds: Number(unit),
+      });
+      setName('');
+      tiers.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  const remove = async (n: string) => {
+    setError(null);
+    try {
+      await admin.deleteTier(kind, n);
+      tiers.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Stack>
+      <Title order={2}>Tiers</Title>
+      <SegmentedControl
+        aria-label="Tier family"
+        value={kind}
+        onChange={(v) => setKind(v as TierKind)}
+        data={[
+          { value: 'subscription', label: 'Subscription' },
+          { value: 'application', label: 'Application' },
+          { value: 'advanced', label: 'Advanced' },
+        ]}
+        maw={480}
+      />
+      <Card withBorder maw={820}>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void create();
+          }}
+        >
+          <Group align="flex-end">
+            <TextInput label="Tier name" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
+            <NumberInput label="Requests" min={1} value={count} onChange={setCount} w={120} />
+            <NumberInput label="Per seconds" min={1} value={unit} onChange={setUnit} w={120} />
+            <TextInput label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
+            <Button type="submit">Add tier</Button>
+          </Group>
+        </form>
+        <ErrorNote error={error} />
+      </Card>
+      <Loading error={tiers.error} loading={tiers.loading && !tiers.data}>
+        <Table aria-label="Tiers" maw={820}>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Limit</Table.Th>
+              <Table.Th>Description</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {tiers.data?.list.map((t) => (
+              <Table.Tr key={t.name}>
+                <Table.Td>{t.name}</Table.Td>
+                <Table.Td>{t.requestCount == null ? 'unlimited' : `${t.requestCount} / ${t.unitSeconds} s`}</Table.Td>
+                <Table.Td>{t.description}</Table.Td>
+                <Table.Td>
+                  <Button size="xs" variant="subtle" color="red" onClick={() => void remove(t.name)} aria-label={`Delete tier ${t.name}`}>
+                    Delete
+                  </Button>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Loading>
+    </Stack>
+  );
+}
+
+function Users() {
+  const users = useLoad(() => admin.users(), []);
+  const [name, setName] = useState('');
+  const [password, setPassword] = useState('');
+  const [roles, setRoles] = useState<string[]>(['subscriber']);
+  const [error, setError] = useState<string | null>(null);
+  const create = async () => {
+    setError(null);
+    try {
+      await admin.createUser({ name, password, roles });
+      setName('');
+      setPassword('');
+      setRoles(['subscriber']);
+      users.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  const remove = async (n: string) => {
+    setError(null);
+    try {
+      await admin.deleteUser(n);
+      users.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Stack>
+      <Title order={2}>Users</Title>
+      <Card withBorder maw={820}>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void create();
+          }}
+        >
+          <Group align="flex-end">
+            <TextInput label="Username" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
+            <PasswordInput label="Password" description="At least 8 characters" value={password} onChange={(e) => setPassword(e.currentTarget.value)} required />
+            <Checkbox.Group label="Roles" value={roles} onChange={setRoles}>
+              <Group gap="sm" mt={6} mb={8}>
+                {['admin', 'publisher', 'subscriber'].map((r) => (
+                  <Checkbox key={r} value={r} label={r} />
+                ))}
+              </Group>
+            </Checkbox.Group>
+            <Button type="submit">Add user</Button>
+          </Group>
+        </form>
+        <ErrorNote error={error} />
+      </Card>
+      <Loading error={users.error} loading={users.loading && !users.data}>
+        <Table aria-label="Users" maw={820}>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Username</Table.Th>
+              <Table.Th>Roles</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {users.data?.list.map((u) => (
+              <Table.Tr key={u.name}>
+                <Table.Td>{u.name}</Table.Td>
+                <Table.Td>
+                  <Group gap={4}>
+                    {u.roles.map((r) => (
+                      <Badge key={r} variant="light">
+                        {r}
+                      </Badge>
+                    ))}
+                  </Group>
+                </Table.Td>
+                <Table.Td>
+                  <Button size="xs" variant="subtle" color="red" onClick={() => void remove(u.name)} aria-label={`Delete user ${u.name}`}>
+                    Delete
+                  </Button>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Loading>
+    </Stack>
+  );
+}
+
+function Applications() {
+  const apps = useLoad(() => devportal.applications(), []);
+  return (
+    <Stack>
+      <Title order={2}>Applications</Title>
+      <Loading error={apps.error} loading={apps.loading && !apps.data}>
+        <Table aria-label="Applications" maw={820}>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Owner</Table.Th>
+              <Table.Th>Tier</Table.Th>
+              <Table.Th>Id</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {apps.data?.list.map((a) => (
+              <Table.Tr key={a.id}>
+                <Table.Td>{a.name}</Table.Td>
+                <Table.Td>{a.owner}</Table.Td>
+                <Table.Td>{a.throttlingPolicy}</Table.Td>
+                <Table.Td>
+                  <code>{a.id}</code>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Loading>
+    </Stack>
+  );
+}
+
+const pick = <T,>(...v: (T | undefined)[]) => v.find((x) => x !== undefined);
+
+function Gateways() {
+  const gws = useLoad(() => admin.gateways(), []);
+  return (
+    <Stack>
+      <Group justify="space-between" maw={820}>
+        <Title order={2}>Gateways</Title>
+        <Button variant="default" onClick={gws.reload}>
+          Refresh
+        </Button>
+      </Group>
+      <Loading error={gws.error} loading={gws.loading && !gws.data}>
+        <Text>Control plane version {gws.data?.controlPlaneVersion}</Text>
+        <Table aria-label="Gateways" maw={820}>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Gateway</Table.Th>
+              <Table.Th>Serving version</Table.Th>
+              <Table.Th>Lag</Table.Th>
+              <Table.Th>Last seen</Table.Th>
+              <Table.Th>Last convergence</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {gws.data?.list.map((g: Gateway) => {
+              const serving = pick(g.servingVersion, g.serving_version) ?? 0;
+              const upToDate = pick(g.upToDate, g.up_to_date);
+              const conv = pick(g.lastConvergenceMs, g.last_convergence_ms);
+              return (
+                <Table.Tr key={g.id}>
+                  <Table.Td>{g.id}</Table.Td>
+                  <Table.Td>{serving}</Table.Td>
+                  <Table.Td>
+                    <Badge color={upToDate ? 'green' : 'orange'} variant="light">
+                      {upToDate ? 'up to date' : `${(gws.data?.controlPlaneVersion ?? 0) - serving} behind`}
+                    </Badge>
+                  </Table.Td>
+                  <Table.Td>{pick(g.lastSeenMsAgo, g.last_seen_ms_ago)} ms ago</Table.Td>
+                  <Table.Td>{conv == null ? '—' : `${conv} ms`}</Table.Td>
+                </Table.Tr>
+              );
+            })}
+          </Table.Tbody>
+        </Table>
+      </Loading>
+    </Stack>
+  );
+}
+
+function Keys() {
+  const keys = useLoad(() => admin.keys(), []);
+  const [error, setError] = useState<string | null>(null);
+  const rotate = async () => {
+    setError(null);
+    try {
+      await admin.rotateKeys();
+      keys.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Stack>
+      <Group justify="space-between" maw={820}>
+        <Title order={2}>Signing keys</Title>
+        <Button onClick={() => void rotate()}>Rotate</Button>
+      </Group>
+      <Text size="sm" c="dimmed" maw={820}>
+        Rotating makes a new key the signer at once; older keys stay published until the tokens they signed expire.
+      </Text>
+      <ErrorNote error={error} />
+      <Loading error={keys.error} loading={keys.loading && !keys.data}>
+        <Table aria-label="Signing keys" maw={820}>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Key id</Table.Th>
+              <Table.Th>Algorithm</Table.Th>
+              <Table.Th>Created</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {keys.data?.list.map((k: SigningKey) => {
+              const created = pick(k.createdAt, k.created_at);
+              return (
+                <Table.Tr key={k.kid}>
+                  <Table.Td>
+                    <code>{k.kid}</code>
+                  </Table.Td>
+                  <Table.Td>{k.alg}</Table.Td>
+                  <Table.Td>{created ? new Date(created * 1000).toLocaleString() : ''}</Table.Td>
+                  <Table.Td>{k.active && <Badge color="green">signing</Badge>}</Table.Td>
+                </Table.Tr>
+              );
+            })}
+          </Table.Tbody>
+        </Table>
+      </Loading>
+    </Stack>
+  );
+}
+
+function Dashboards() {
+  return (
+    <Stack maw={820}>
+      <Title order={2}>Dashboards</Title>
+      <Alert color="blue" title="Not available yet">
+        The control plane does not serve analytics yet (traffic, errors, throttled requests, latency, top APIs and
+        applications). The charts will appear here once it does. Until then, each gateway exposes Prometheus
+        metrics (<code>--metrics-addr</code>).
+      </Alert>
+    </Stack>
+  );
+}

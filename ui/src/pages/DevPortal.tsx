@@ -1,0 +1,502 @@
+// The Developer Portal: the catalogue, an API's page (its OpenAPI operations, subscribe
+// at a tier, the try-it console), applications (create; OAuth2 keys whose secret is
+// shown once; subscriptions).
+import { useMemo, useState } from 'react';
+import {
+  Alert,
+  Anchor,
+  Badge,
+  Button,
+  Card,
+  Code,
+  CopyButton,
+  Group,
+  Modal,
+  Select,
+  SimpleGrid,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Textarea,
+  Title,
+} from '@mantine/core';
+import { devportal } from '../api/calls';
+import type { Api, OAuthKeys, TryResult } from '../api/types';
+import type { User } from '../auth';
+import { errorText, useLoad } from '../lib/load';
+import { buildPath, operations, type Operation } from '../lib/openapi';
+import { Link, match, navigate } from '../router';
+import { ErrorNote, Loading, StateBadge } from './common';
+
+export const devportalNav = [
+  { href: '/devportal', label: 'APIs' },
+  { href: '/devportal/applications', label: 'Applications' },
+];
+
+export function DevPortalPage({ path }: { path: string; user: User }) {
+  const apiPage = match('/devportal/apis/:id', path);
+  if (apiPage) return <ApiPage id={apiPage.id} />;
+  const appPage = match('/devportal/applications/:id', path);
+  if (appPage) return <AppPage id={appPage.id} />;
+  if (path.startsWith('/devportal/applications')) return <AppList />;
+  return <Catalogue />;
+}
+
+function Catalogue() {
+  const [search, setSearch] = useState('');
+  const apis = useLoad(() => devportal.apis(search), [search]);
+  return (
+    <Stack>
+      <Title order={2}>APIs</Title>
+      <TextInput label="Search" placeholder="name or description" value={search} onChange={(e) => setSearch(e.currentTarget.value)} />
+      <Loading error={apis.error} loading={apis.loading && !apis.data}>
+        <SimpleGrid cols={{ base: 1, sm: 2, lg: 3 }}>
+          {apis.data?.list.map((a) => (
+            <Card key={a.id} withBorder padding="lg" component={Link} href={`/devportal/apis/${a.id}`} aria-label={`${a.name} ${a.version}`}>
+              <Group justify="space-between" mb="xs">
+                <Text fw={600}>{a.name}</Text>
+                <Badge variant="light">{a.version}</Badge>
+              </Group>
+              <Text size="sm" c="dimmed" lineClamp={3}>
+                {a.description || 'No description.'}
+              </Text>
+              <Text size="xs" mt="sm">
+                <code>{a.context}</code>
+              </Text>
+            </Card>
+          ))}
+        </SimpleGrid>
+        {apis.data?.list.length === 0 && <Text c="dimmed">No API is published yet.</Text>}
+      </Loading>
+    </Stack>
+  );
+}
+
+/** The gateway path of an API's resource: `/{context}/{version}{path}`. */
+export function gatewayBase(api: Api): string {
+  return `${api.context.replace(/\/$/, '')}/${api.version}`;
+}
+
+function ApiPage({ id }: { id: string }) {
+  const api = useLoad(() => devportal.api(id), [id]);
+  const def = useLoad(() => devportal.definition(id).catch(() => null), [id]);
+  const ops = useMemo(() => {
+    const fromDoc = operations(def.data);
+    if (fromDoc.length || !api.data) return fromDoc;
+    // No definition: one operation a resource.
+    return api.data.resources.flatMap((r) =>
+      r.methods.map((m) => ({ method: m, path: r.path, params: [], hasBody: m !== 'GET', responses: [] }) as Operation),
+    );
+  }, [def.data, api.data]);
+  return (
+    <Loading error={api.error} loading={api.loading && !api.data}>
+      {api.data && (
+        <Stack>
+          <div>
+            <Anchor component={Link} href="/devportal" size="sm">
+              ← APIs
+            </Anchor>
+            <Group>
+              <Title order={2}>{api.data.name}</Title>
+              <Badge variant="light">{api.data.version}</Badge>
+              <StateBadge state={api.data.lifecycleStatus} />
+            </Group>
+            <Text c="dimmed">{api.data.description}</Text>
+            <Text size="sm">
+              Gateway path: <code>{gatewayBase(api.data)}</code>
+            </Text>
+          </div>
+          <Subscribe api={api.data} />
+          <Title order={3}>Operations</Title>
+          <Stack gap="xs">
+            {ops.map((o) => (
+              <Card key={`${o.method} ${o.path}`} withBorder padding="sm">
+                <Group gap="sm">
+                  <Badge color={METHOD_COLORS[o.method] ?? 'gray'} w={80}>
+                    {o.method}
+                  </Badge>
+                  <Code>{o.path}</Code>
+                  <Text size="sm">{o.summary}</Text>
+                </Group>
+                {o.params.length > 0 && (
+                  <Text size="xs" c="dimmed" mt={4}>
+                    Parameters: {o.params.map((p) => `${p.name} (${p.in}${p.required ? ', required' : ''})`).join(', ')}
+                  </Text>
+                )}
+                {o.responses.length > 0 && (
+                  <Text size="xs" c="dimmed">
+                    Responses: {o.responses.map((r) => `${r.status}${r.description ? ` ${r.description}` : ''}`).join(' · ')}
+                  </Text>
+                )}
+              </Card>
+            ))}
+          </Stack>
+          <TryIt api={api.data} ops={ops} />
+        </Stack>
+      )}
+    </Loading>
+  );
+}
+
+const METHOD_COLORS: Record<string, string> = {
+  GET: 'blue',
+  POST: 'green',
+  PUT: 'orange',
+  PATCH: 'yellow',
+  DELETE: 'red',
+};
+
+function Subscribe({ api }: { api: Api }) {
+  const apps = useLoad(() => devportal.applications(), []);
+  // Subscriptions are listed per application: the caller's to this API.
+  const subs = useLoad(async () => {
+    const mine = await devportal.applications();
+    const each = await Promise.all(
+      mine.list.map((a) => devportal.subscriptions({ applicationId: a.id, apiId: api.id })),
+    );
+    return { list: each.flatMap((l) => l.list) };
+  }, [api.id]);
+  const [app, setApp] = useState<string | null>(null);
+  const [tier, setTier] = useState<string | null>(api.policies[0] ?? null);
+  const [error, setError] = useState<string | null>(null);
+  const subscribe = async () => {
+    setError(null);
+    try {
+      if (!app || !tier) throw new Error('Choose an application and a tier.');
+      await devportal.subscribe(app, api.id, tier);
+      subs.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  const appName = (id: string) => apps.data?.list.find((a) => a.id === id)?.name ?? id;
+  return (
+    <Card withBorder component="section" aria-label="Subscribe">
+      <Title order={4} mb="sm">
+        Subscriptions
+      </Title>
+      {subs.data && subs.data.list.length > 0 && (
+        <Stack gap={4} mb="sm">
+          {subs.data.list.map((s) => (
+            <Group key={s.id} gap="xs">
+              <Text size="sm">{appName(s.applicationId)}</Text>
+              <Badge variant="outline">{s.throttlingPolicy}</Badge>
+              <StateBadge state={s.status} />
+            </Group>
+          ))}
+        </Stack>
+      )}
+      <Group align="flex-end">
+        <Select
+          label="Application"
+          placeholder={apps.data?.list.length ? 'Choose' : 'Create an application first'}
+          data={(apps.data?.list ?? []).map((a) => ({ value: a.id, label: a.name }))}
+          value={app}
+          onChange={setApp}
+        />
+        <Select label="Tier" data={api.policies} value={tier} onChange={setTier} />
+        <Button onClick={() => void subscribe()}>Subscribe</Button>
+      </Group>
+      <ErrorNote error={error} />
+    </Card>
+  );
+}
+
+function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
+  const apps = useLoad(() => devportal.applications(), []);
+  const [app, setApp] = useState<string | null>(null);
+  const [opKey, setOpKey] = useState<string | null>(ops[0] ? `${ops[0].method} ${ops[0].path}` : null);
+  const op = ops.find((o) => `${o.method} ${o.path}` === opKey);
+  const [values, setValues] = useState<Record<string, string>>({});
+  const [pathOverride, setPathOverride] = useState('');
+  const [headers, setHeaders] = useState('');
+  const [body, setBody] = useState('');
+  const [result, setResult] = useState<TryResult | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const resourcePath = op ? buildPath(op.path.replace('/*', '/'), values, op) : '/';
+  const fullPath = gatewayBase(api) + (pathOverride || resourcePath);
+  const send = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      if (!app) throw new Error('Choose the application whose key to use.');
+      const h: Record<string, string> = {};
+      for (const line of headers.split('\n')) {
+        const i = line.indexOf(':');
+        if (i > 0) h[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+      }
+      if (body && !Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['Content-Type'] = 'application/json';
+      setResult(
+        await devportal.tryIt(app, {
+          method: op?.method ?? 'GET',
+          path: fullPath,
+          headers: h,
+          body: body || undefined,
+          keyType: 'PRODUCTION',
+        }),
+      );
+    } catch (e) {
+      setResult(null);
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Card withBorder component="section" aria-label="Try it">
+      <Title order={3} mb="xs">
+        Try it
+      </Title>
+      <Text size="sm" c="dimmed" mb="sm">
+        Sent through the control plane to the gateway with a one-minute token of the chosen application.
+      </Text>
+      <Stack>
+        <Group grow align="flex-end">
+          <Select
+            label="Application"
+            placeholder="Choose"
+            data={(apps.data?.list ?? []).map((a) => ({ value: a.id, label: a.name }))}
+            value={app}
+            onChange={setApp}
+          />
+          <Select
+            label="Operation"
+            data={ops.map((o) => `${o.method} ${o.path}`)}
+            value={opKey}
+            onChange={(v) => {
+              setOpKey(v);
+              setValues({});
+            }}
+          />
+        </Group>
+        {op?.params
+          .filter((p) => p.in === 'path' || p.in === 'query')
+          .map((p) => (
+            <TextInput
+              key={`${p.in}:${p.name}`}
+              label={`${p.name} (${p.in})`}
+              description={p.description}
+              required={p.required}
+              value={values[p.name] ?? ''}
+              onChange={(e) => setValues({ ...values, [p.name]: e.currentTarget.value })}
+            />
+          ))}
+        <TextInput
+          label="Path under the API"
+          description="Optional: overrides the operation's path"
+          placeholder={resourcePath}
+          value={pathOverride}
+          onChange={(e) => setPathOverride(e.currentTarget.value)}
+        />
+        <Textarea label="Headers" description="One Name: value a line" autosize minRows={1} value={headers} onChange={(e) => setHeaders(e.currentTarget.value)} />
+        {(op?.hasBody ?? false) && (
+          <Textarea label="Body" autosize minRows={3} value={body} onChange={(e) => setBody(e.currentTarget.value)} />
+        )}
+        <Group>
+          <Button onClick={() => void send()} loading={busy}>
+            Send
+          </Button>
+          <Code>
+            {op?.method ?? 'GET'} {fullPath}
+          </Code>
+        </Group>
+        <ErrorNote error={error} />
+        {result && (
+          <Stack gap="xs" aria-label="Response" role="region">
+            <Group>
+              <Badge size="lg" color={result.status < 300 ? 'green' : result.status < 500 ? 'orange' : 'red'} data-testid="try-status">
+                {result.status}
+              </Badge>
+              <Text size="sm" c="dimmed">
+                {result.timeMs} ms
+              </Text>
+            </Group>
+            <Table withTableBorder fz="xs">
+              <Table.Tbody>
+                {result.headers.map(([k, v], i) => (
+                  <Table.Tr key={i}>
+                    <Table.Td>{k}</Table.Td>
+                    <Table.Td style={{ wordBreak: 'break-all' }}>{v}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+            <Code block>{prettyBody(result.body)}</Code>
+            {result.truncated && <Text size="xs">The body was cut at 1 MiB.</Text>}
+          </Stack>
+        )}
+      </Stack>
+    </Card>
+  );
+}
+
+function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+function AppList() {
+  const apps = useLoad(() => devportal.applications(), []);
+  const [name, setName] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const create = async () => {
+    setError(null);
+    try {
+      const app = await devportal.createApplication({ name, throttlingPolicy: 'Unlimited', description: '' });
+      navigate(`/devportal/applications/${app.id}`);
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Stack>
+      <Title order={2}>Applications</Title>
+      <Card withBorder maw={560}>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void create();
+          }}
+        >
+          <Group align="flex-end">
+            <TextInput label="New application" placeholder="my-app" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
+            <Button type="submit">Create</Button>
+          </Group>
+          <ErrorNote error={error} />
+        </form>
+      </Card>
+      <Loading error={apps.error} loading={apps.loading && !apps.data}>
+        <Table aria-label="Applications">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Owner</Table.Th>
+              <Table.Th>Tier</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {apps.data?.list.map((a) => (
+              <Table.Tr key={a.id}>
+                <Table.Td>
+                  <Anchor component={Link} href={`/devportal/applications/${a.id}`}>
+                    {a.name}
+                  </Anchor>
+                </Table.Td>
+                <Table.Td>{a.owner}</Table.Td>
+                <Table.Td>{a.throttlingPolicy}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Loading>
+    </Stack>
+  );
+}
+
+function AppPage({ id }: { id: string }) {
+  const app = useLoad(() => devportal.application(id), [id]);
+  const keys = useLoad(() => devportal.keys(id), [id]);
+  const subs = useLoad(() => devportal.subscriptions({ applicationId: id }), [id]);
+  const [fresh, setFresh] = useState<OAuthKeys | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const generate = async () => {
+    setError(null);
+    try {
+      setFresh(await devportal.generateKeys(id, 'PRODUCTION'));
+      keys.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  const hasProd = keys.data?.list.some((k) => k.keyType === 'PRODUCTION');
+  return (
+    <Loading error={app.error} loading={app.loading && !app.data}>
+      {app.data && (
+        <Stack>
+          <div>
+            <Anchor component={Link} href="/devportal/applications" size="sm">
+              ← Applications
+            </Anchor>
+            <Title order={2}>{app.data.name}</Title>
+            <Text c="dimmed">Tier {app.data.throttlingPolicy}</Text>
+          </div>
+          <Card withBorder>
+            <Title order={4} mb="sm">
+              OAuth2 keys
+            </Title>
+            {keys.data?.list.map((k) => (
+              <Group key={k.keyType} gap="xs">
+                <Badge variant="light">{k.keyType}</Badge>
+                <Text size="sm">Consumer key</Text>
+                <Code>{k.consumerKey}</Code>
+              </Group>
+            ))}
+            {!hasProd && (
+              <Button mt="sm" onClick={() => void generate()}>
+                Generate keys
+              </Button>
+            )}
+            <ErrorNote error={error} />
+          </Card>
+          <Card withBorder>
+            <Title order={4} mb="sm">
+              Subscriptions
+            </Title>
+            <Loading error={subs.error} loading={subs.loading && !subs.data}>
+              {subs.data?.list.map((s) => (
+                <Group key={s.id} gap="xs">
+                  <Anchor component={Link} href={`/devportal/apis/${s.apiId}`} size="sm">
+                    {s.apiId}
+                  </Anchor>
+                  <Badge variant="outline">{s.throttlingPolicy}</Badge>
+                  <StateBadge state={s.status} />
+                </Group>
+              ))}
+              {subs.data?.list.length === 0 && <Text c="dimmed">Subscribe from an API's page.</Text>}
+            </Loading>
+          </Card>
+          <Modal opened={fresh !== null} onClose={() => setFresh(null)} title="Your new keys" size="lg">
+            {fresh && (
+              <Stack>
+                <Alert color="yellow" title="Shown once">
+                  Copy the consumer secret now: it is stored hashed and cannot be shown again.
+                </Alert>
+                <KeyLine label="Consumer key" value={fresh.consumerKey} />
+                <KeyLine label="Consumer secret" value={fresh.consumerSecret ?? ''} />
+                <Text size="sm">
+                  Token: <Code>curl -u KEY:SECRET -d grant_type=client_credentials {window.location.origin}/oauth2/token</Code>
+                </Text>
+                <Button onClick={() => setFresh(null)}>I have copied it</Button>
+              </Stack>
+            )}
+          </Modal>
+        </Stack>
+      )}
+    </Loading>
+  );
+}
+
+function KeyLine({ label, value }: { label: string; value: string }) {
+  return (
+    <Group gap="xs" wrap="nowrap">
+      <Text size="sm" w={130}>
+        {label}
+      </Text>
+      <Code style={{ wordBreak: 'break-all' }} data-testid={label}>
+        {value}
+      </Code>
+      <CopyButton value={value}>
+        {({ copied, copy }) => (
+          <Button size="xs" variant="default" onClick={copy}>
+            {copied ? 'Copied' : 'Copy'}
+          </Button>
+        )}
+      </CopyButton>
+    </Group>
+  );
+}

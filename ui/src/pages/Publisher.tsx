@@ -1,0 +1,406 @@
+// The Publisher portal: APIs (list and search; create from scratch or from an OpenAPI
+// file), an API's page (edit, lifecycle actions, subscriptions with block/unblock).
+import { useState } from 'react';
+import {
+  Anchor,
+  Button,
+  Card,
+  FileInput,
+  Group,
+  Modal,
+  Stack,
+  Table,
+  Tabs,
+  Text,
+  TextInput,
+  Textarea,
+  Title,
+} from '@mantine/core';
+import { publisher } from '../api/calls';
+import type { Api } from '../api/types';
+import type { User } from '../auth';
+import { errorText, useLoad } from '../lib/load';
+import { Link, match, navigate } from '../router';
+import { ErrorNote, Loading, StateBadge } from './common';
+
+export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
+
+export function PublisherPage({ path, user }: { path: string; user: User }) {
+  const m = match('/publisher/apis/:id', path);
+  if (m) return <ApiDetail id={m.id} user={user} />;
+  return <ApiList user={user} />;
+}
+
+function ApiList({ user }: { user: User }) {
+  const [search, setSearch] = useState('');
+  const [creating, setCreating] = useState<null | 'scratch' | 'openapi'>(null);
+  const apis = useLoad(() => publisher.apis(search), [search]);
+  const canCreate = user.scopes.includes('apim:api_create');
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={2}>APIs</Title>
+        {canCreate && (
+          <Group>
+            <Button onClick={() => setCreating('openapi')}>Import OpenAPI</Button>
+            <Button variant="default" onClick={() => setCreating('scratch')}>
+              Create API
+            </Button>
+          </Group>
+        )}
+      </Group>
+      <TextInput
+        label="Search"
+        placeholder="name, context or description"
+        value={search}
+        onChange={(e) => setSearch(e.currentTarget.value)}
+      />
+      <Loading error={apis.error} loading={apis.loading && !apis.data}>
+        <Table striped highlightOnHover aria-label="APIs">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Version</Table.Th>
+              <Table.Th>Context</Table.Th>
+              <Table.Th>State</Table.Th>
+              <Table.Th>Provider</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {apis.data?.list.map((a) => (
+              <Table.Tr key={a.id}>
+                <Table.Td>
+                  <Anchor component={Link} href={`/publisher/apis/${a.id}`}>
+                    {a.name}
+                  </Anchor>
+                </Table.Td>
+                <Table.Td>{a.version}</Table.Td>
+                <Table.Td>
+                  <code>{a.context}</code>
+                </Table.Td>
+                <Table.Td>
+                  <StateBadge state={a.lifecycleStatus} />
+                </Table.Td>
+                <Table.Td>{a.provider}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+        {apis.data?.list.length === 0 && <Text c="dimmed">No API matches.</Text>}
+      </Loading>
+      <Modal
+        opened={creating !== null}
+        onClose={() => setCreating(null)}
+        title={creating === 'openapi' ? 'Import an OpenAPI document' : 'Create an API'}
+        size="lg"
+      >
+        <CreateApi fromFile={creating === 'openapi'} />
+      </Modal>
+    </Stack>
+  );
+}
+
+function CreateApi({ fromFile }: { fromFile: boolean }) {
+  const [file, setFile] = useState<File | null>(null);
+  const [name, setName] = useState('');
+  const [context, setContext] = useState('');
+  const [version, setVersion] = useState('v1');
+  const [endpoint, setEndpoint] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      const props: Record<string, unknown> = { context, version };
+      if (name) props.name = name;
+      if (endpoint) props.endpoints = [endpoint];
+      let api: Api;
+      if (fromFile) {
+        if (!file) throw new Error('Choose an OpenAPI file (JSON).');
+        let definition: unknown;
+        try {
+          definition = JSON.parse(await file.text());
+        } catch {
+          throw new Error('The file is not JSON: the control plane imports OpenAPI documents in JSON.');
+        }
+        api = await publisher.importOpenApi(definition, props);
+      } else {
+        api = await publisher.create({ ...props, name } as Partial<Api>);
+      }
+      navigate(`/publisher/apis/${api.id}`);
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void submit();
+      }}
+    >
+      <Stack>
+        {fromFile && (
+          <FileInput
+            label="OpenAPI document"
+            description="OpenAPI 3 (JSON); its title, description and paths become the API's"
+            placeholder="Choose a file"
+            accept=".json,application/json"
+            value={file}
+            onChange={setFile}
+            required
+          />
+        )}
+        <TextInput
+          label="Name"
+          description={fromFile ? "Optional: default is the document's title" : undefined}
+          value={name}
+          onChange={(e) => setName(e.currentTarget.value)}
+          required={!fromFile}
+        />
+        <Group grow>
+          <TextInput
+            label="Context"
+            placeholder="/pets"
+            value={context}
+            onChange={(e) => setContext(e.currentTarget.value)}
+            required
+          />
+          <TextInput label="Version" value={version} onChange={(e) => setVersion(e.currentTarget.value)} required />
+        </Group>
+        <TextInput
+          label="Back-end endpoint"
+          placeholder="http://backend.internal:8080"
+          value={endpoint}
+          onChange={(e) => setEndpoint(e.currentTarget.value)}
+        />
+        <ErrorNote error={error} />
+        <Group justify="flex-end">
+          <Button type="submit" loading={busy}>
+            {fromFile ? 'Import' : 'Create'}
+          </Button>
+        </Group>
+      </Stack>
+    </form>
+  );
+}
+
+function ApiDetail({ id, user }: { id: string; user: User }) {
+  const api = useLoad(() => publisher.api(id), [id]);
+  return (
+    <Loading error={api.error} loading={api.loading && !api.data}>
+      {api.data && (
+        <Stack>
+          <Group justify="space-between">
+            <div>
+              <Anchor component={Link} href="/publisher" size="sm">
+                ← APIs
+              </Anchor>
+              <Title order={2}>
+                {api.data.name} <Text span c="dimmed">{api.data.version}</Text>
+              </Title>
+              <Text c="dimmed">
+                <code>{api.data.context}</code> · {api.data.provider}
+              </Text>
+            </div>
+            <StateBadge state={api.data.lifecycleStatus} />
+          </Group>
+          <Tabs defaultValue="overview" keepMounted={false}>
+            <Tabs.List>
+              <Tabs.Tab value="overview">Overview</Tabs.Tab>
+              <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
+              <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
+            </Tabs.List>
+            <Tabs.Panel value="overview" pt="md">
+              <EditApi api={api.data} onSaved={api.reload} canEdit={user.scopes.includes('apim:api_create')} />
+            </Tabs.Panel>
+            <Tabs.Panel value="lifecycle" pt="md">
+              <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />
+            </Tabs.Panel>
+            <Tabs.Panel value="subscriptions" pt="md">
+              <Subscriptions apiId={id} canBlock={user.scopes.includes('apim:subscription_block')} />
+            </Tabs.Panel>
+          </Tabs>
+        </Stack>
+      )}
+    </Loading>
+  );
+}
+
+function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; canEdit: boolean }) {
+  const [name, setName] = useState(api.name);
+  const [description, setDescription] = useState(api.description);
+  const [endpoints, setEndpoints] = useState(api.endpoints.join('\n'));
+  const [tiers, setTiers] = useState(api.policies.join(', '));
+  const [error, setError] = useState<string | null>(null);
+  const [saved, setSaved] = useState(false);
+  const save = async () => {
+    setError(null);
+    setSaved(false);
+    try {
+      await publisher.update(api.id, {
+        name,
+        context: api.context,
+        version: api.version,
+        isDefaultVersion: api.isDefaultVersion,
+        type: api.type,
+        description,
+        endpoints: endpoints.split('\n').map((s) => s.trim()).filter(Boolean),
+        resources: api.resources,
+        policies: tiers.split(',').map((s) => s.trim()).filter(Boolean),
+      });
+      setSaved(true);
+      onSaved();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Card withBorder maw={720}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save();
+        }}
+      >
+        <Stack>
+          <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} disabled={!canEdit} />
+          <Textarea
+            label="Description"
+            autosize
+            minRows={2}
+            value={description}
+            onChange={(e) => setDescription(e.currentTarget.value)}
+            disabled={!canEdit}
+          />
+          <Textarea
+            label="Back-end endpoints"
+            description="One URL a line"
+            autosize
+            value={endpoints}
+            onChange={(e) => setEndpoints(e.currentTarget.value)}
+            disabled={!canEdit}
+          />
+          <TextInput
+            label="Subscription tiers"
+            description="Comma-separated tier names subscribers may choose"
+            value={tiers}
+            onChange={(e) => setTiers(e.currentTarget.value)}
+            disabled={!canEdit}
+          />
+          <Text size="sm" c="dimmed">
+            Resources: {api.resources.map((r) => `${r.methods.join('|')} ${r.path}`).join(', ') || '/* (all)'}
+          </Text>
+          <ErrorNote error={error} />
+          {saved && <Text c="green">Saved.</Text>}
+          {canEdit && (
+            <Group justify="flex-end">
+              <Button type="submit">Save</Button>
+            </Group>
+          )}
+        </Stack>
+      </form>
+    </Card>
+  );
+}
+
+const ACTION_LABELS: Record<string, string> = {
+  Publish: 'Publish',
+  'Deploy as a Prototype': 'Deploy as a prototype',
+  'Demote to Created': 'Demote to created',
+  Block: 'Block',
+  Deprecate: 'Deprecate',
+  Retire: 'Retire',
+  'Re-Publish': 'Re-publish',
+};
+
+function Lifecycle({ id, onChanged, canPublish }: { id: string; onChanged: () => void; canPublish: boolean }) {
+  const lc = useLoad(() => publisher.lifecycle(id), [id]);
+  const [error, setError] = useState<string | null>(null);
+  const act = async (action: string) => {
+    setError(null);
+    try {
+      await publisher.changeLifecycle(id, action);
+      lc.reload();
+      onChanged();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Loading error={lc.error} loading={lc.loading && !lc.data}>
+      {lc.data && (
+        <Stack maw={720}>
+          <Group>
+            <Text>Current state:</Text>
+            <StateBadge state={lc.data.state} />
+          </Group>
+          <Group>
+            {lc.data.availableTransitions.map((a) => (
+              <Button key={a} variant={a === 'Publish' ? 'filled' : 'default'} onClick={() => void act(a)} disabled={!canPublish}>
+                {ACTION_LABELS[a] ?? a}
+              </Button>
+            ))}
+            {lc.data.availableTransitions.length === 0 && <Text c="dimmed">No action is allowed from here.</Text>}
+          </Group>
+          <ErrorNote error={error} />
+        </Stack>
+      )}
+    </Loading>
+  );
+}
+
+function Subscriptions({ apiId, canBlock }: { apiId: string; canBlock: boolean }) {
+  const subs = useLoad(() => publisher.subscriptions(apiId), [apiId]);
+  const [error, setError] = useState<string | null>(null);
+  const toggle = async (id: string, blocked: boolean) => {
+    setError(null);
+    try {
+      if (blocked) await publisher.unblock(id);
+      else await publisher.block(id);
+      subs.reload();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Loading error={subs.error} loading={subs.loading && !subs.data}>
+      <ErrorNote error={error} />
+      <Table aria-label="Subscriptions">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Application</Table.Th>
+            <Table.Th>Tier</Table.Th>
+            <Table.Th>State</Table.Th>
+            <Table.Th />
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {subs.data?.list.map((s) => {
+            const blocked = s.status === 'BLOCKED' || s.status === 'PROD_ONLY_BLOCKED';
+            return (
+              <Table.Tr key={s.id}>
+                <Table.Td>{s.applicationId}</Table.Td>
+                <Table.Td>{s.throttlingPolicy}</Table.Td>
+                <Table.Td>
+                  <StateBadge state={s.status} />
+                </Table.Td>
+                <Table.Td>
+                  {canBlock && (
+                    <Button size="xs" color={blocked ? 'green' : 'red'} variant="light" onClick={() => void toggle(s.id, blocked)}>
+                      {blocked ? 'Unblock' : 'Block'}
+                    </Button>
+                  )}
+                </Table.Td>
+              </Table.Tr>
+            );
+          })}
+        </Table.Tbody>
+      </Table>
+      {subs.data?.list.length === 0 && <Text c="dimmed">No subscription yet.</Text>}
+    </Loading>
+  );
+}

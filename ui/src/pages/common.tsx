@@ -1,0 +1,49 @@
+// Small pieces the three portals share.
+import { Alert, Badge, Center, Loader } from '@mantine/core';
+import type { ReactNode } from 'react';
+
+export function Loading({ error, loading, children }: { error: string | null; loading: boolean; children?: ReactNode }) {
+  if (error)
+    return (
+      <Alert color="red" title="Could not load" role="alert">
+        {error}
+      </Alert>
+    );
+  if (loading)
+    return (
+      <Center p="xl">
+        <Loader aria-label="Loading" />
+      </Center>
+    );
+  return <>{children}</>;
+}
+
+const STATE_COLORS: Record<string, string> = {
+  PUBLISHED: 'green',
+  CREATED: 'gray',
+  PROTOTYPED: 'cyan',
+  DEPRECATED: 'orange',
+  BLOCKED: 'red',
+  RETIRED: 'dark',
+  ACTIVE: 'green',
+  PROD_ONLY_BLOCKED: 'orange',
+  ON_HOLD: 'yellow',
+  REJECTED: 'red',
+};
+
+export function StateBadge({ state }: { state: string }) {
+  return (
+    <Badge color={STATE_COLORS[state] ?? 'gray'} variant="light">
+      {state}
+    </Badge>
+  );
+}
+
+export function ErrorNote({ error }: { error: string | null }) {
+  if (!error) return null;
+  return (
+    <Alert color="red" role="alert" mt="sm">
+      {error}
+    </Alert>
+  );
+}
