@@ -16,7 +16,7 @@ failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {pri
 if [ "$passed" -eq 0 ]; then echo "no tests ran" >&2; exit 1; fi
 
 # The web portals: type check, unit tests, production build (what the control plane
-# serves), then the browser tests below against the release binary.
+# serves), then the browser tests below against the ci-bench binary.
 echo "== ui"
 (cd ui && npm run --silent typecheck && npm test --silent && npm run --silent build)
 
@@ -33,6 +33,6 @@ done
 
 # The portals in Chromium against a real `turnpike up` (screenshots in target/screenshots).
 echo "== ui browser tests"
-(cd ui && TURNPIKE_BIN="$PWD/../target/release/turnpike" npx playwright test)
+(cd ui && TURNPIKE_BIN="$PWD/../target/ci-bench/turnpike" npx playwright test)
 
 echo "$passed passed, $failed failed"
