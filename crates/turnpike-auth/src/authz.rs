@@ -2,6 +2,8 @@
 //! state (ACTIVE, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD, REJECTED), and the resource's
 //! scopes. Compiled once from the snapshot; lookups borrow `&str`, allocate nothing.
 
+use std::sync::Arc;
+
 use foldhash::{HashMap, HashMapExt};
 
 use crate::error::AuthError;
@@ -39,8 +41,8 @@ pub struct Subscription {
     pub api_id: String,
     pub application_id: String,
     pub state: SubscriptionState,
-    /// The subscription tier: what throttling reads next.
-    pub tier: String,
+    /// The subscription tier: what throttling reads next (one shared string per tier).
+    pub tier: Arc<str>,
 }
 
 /// Subscriptions by API, then by application. A snapshot swap that changed no
@@ -49,7 +51,7 @@ pub struct Subscription {
 pub struct Subscriptions {
     by_api: HashMap<String, HashMap<String, Subscription>>,
     /// The tiers the subscriptions name, for checking them against the throttle policies.
-    tiers: std::collections::BTreeSet<String>,
+    tiers: std::collections::BTreeSet<Arc<str>>,
     len: usize,
 }
 
@@ -72,9 +74,12 @@ impl Subscriptions {
             }
             let api = group[0].api_id.clone();
             let mut apps = HashMap::with_capacity(group.len());
-            for s in group {
-                if !tiers.contains(&s.tier) {
-                    tiers.insert(s.tier.clone());
+            for mut s in group {
+                match tiers.get(&*s.tier) {
+                    Some(shared) => s.tier = Arc::clone(shared),
+                    None => {
+                        tiers.insert(s.tier.clone());
+                    }
                 }
                 if apps.insert(s.application_id.clone(), s).is_none() {
                     len += 1;
@@ -88,7 +93,7 @@ impl Subscriptions {
 
     /// The distinct tier names the subscriptions carry.
     pub fn tiers(&self) -> impl Iterator<Item = &str> {
-        self.tiers.iter().map(String::as_str)
+        self.tiers.iter().map(|t| &**t)
     }
 
     pub fn len(&self) -> usize {
@@ -187,7 +192,10 @@ mod tests {
         ]);
         let p = KeyType::Production;
         assert_eq!(
-            subs.check(&id(Some("active"), p, &[]), "api").unwrap().tier,
+            subs.check(&id(Some("active"), p, &[]), "api")
+                .unwrap()
+                .tier
+                .as_ref(),
             "Gold"
         );
         assert_eq!(

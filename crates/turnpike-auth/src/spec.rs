@@ -234,7 +234,7 @@ impl AuthRuntime {
                     api_id: s.api.clone(),
                     application_id: s.application.clone(),
                     state,
-                    tier: s.tier.clone(),
+                    tier: s.tier.as_str().into(),
                 }),
                 None => err(
                     &mut errors,

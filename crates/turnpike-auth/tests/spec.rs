@@ -35,10 +35,7 @@ async fn a_spec_compiles_into_working_authenticators() {
     let token = km.token("app1", None).await;
     let id = auth.authenticate(&bearer(&token)).await.expect("jwt");
     assert_eq!(
-        compiled
-            .subscriptions
-            .check(&id, "pizza")
-            .map(|s| s.tier.as_str()),
+        compiled.subscriptions.check(&id, "pizza").map(|s| &*s.tier),
         Ok("Gold")
     );
     let id = auth

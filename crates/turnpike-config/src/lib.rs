@@ -13,8 +13,10 @@
 //! Modules: `format` (YAML in), `spans` (line/column of each node), `validate` (values),
 //! `size`/`duration`/`endpoint`/`host`/`methods`/`template` (one kind of value each),
 //! `router` (the index), `path` (the request-path normaliser run before routing),
-//! `snapshot` (the result).
+//! `policies` (the built-in policies), `chain` (each API's ordered chain), `snapshot`
+//! (the result).
 
+mod chain;
 mod duration;
 mod endpoint;
 mod error;
@@ -23,6 +25,7 @@ mod host;
 mod mediation;
 mod methods;
 mod path;
+mod policies;
 mod router;
 mod runtime;
 mod security;
@@ -49,6 +52,7 @@ pub use snapshot::{CompiledApi, RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing};
+pub use turnpike_policy::Chain;
 
 /// Validates and compiles a file that arrives as data. Problems name document paths
 /// (`apis[1].endpoints[0]`) but no lines, as there is no text.
@@ -108,11 +112,21 @@ fn compile_inner(
         security::compile(&file, runtime, reuse.clone(), &mut problems);
     let mut throttling = throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
     let mut mediation = mediation::compile(&file, &mut problems);
+    let mut declared = chain::declared(&file, &mut problems);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {
         c.api.security = security.get_mut(c.index).and_then(Option::take);
         c.api.throttle = throttling.get_mut(c.index).and_then(Option::take);
         c.api.mediation = mediation.get_mut(c.index).and_then(Option::take);
+        c.api.chain = chain::assemble(
+            declared
+                .get_mut(c.index)
+                .map(std::mem::take)
+                .unwrap_or_default(),
+            c.api.security.as_ref(),
+            c.api.throttle.as_ref(),
+            c.api.max_body_bytes,
+        );
     }
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {

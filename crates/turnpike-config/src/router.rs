@@ -27,8 +27,15 @@ struct Entry {
 /// A lookup result before it is tied to the snapshot's APIs.
 #[derive(Debug)]
 pub(crate) enum Lookup<'a> {
-    Matched { api: usize, upstream_path: &'a str },
-    MethodNotAllowed { allow: HeaderValue },
+    Matched {
+        api: usize,
+        upstream_path: &'a str,
+    },
+    MethodNotAllowed {
+        api: usize,
+        upstream_path: &'a str,
+        allow: HeaderValue,
+    },
     NotFound,
 }
 
@@ -143,14 +150,16 @@ impl Router {
 fn lookup<'p>(table: &Table, method: &Method, path: &'p str) -> Option<Lookup<'p>> {
     let m = table.tree.at(path).ok()?;
     let e = m.value;
-    if !e.methods.contains(method) {
-        return Some(Lookup::MethodNotAllowed {
-            allow: e.allow.clone(),
-        });
-    }
     // prefix_len is always a char boundary: the route matched a literal prefix there.
     let rest = path.get(e.prefix_len..).unwrap_or("");
     let upstream_path = if rest.is_empty() { "/" } else { rest };
+    if !e.methods.contains(method) {
+        return Some(Lookup::MethodNotAllowed {
+            api: e.api,
+            upstream_path,
+            allow: e.allow.clone(),
+        });
+    }
     Some(Lookup::Matched {
         api: e.api,
         upstream_path,

@@ -38,6 +38,9 @@ pub struct CompiledApi {
     pub throttle: Option<Arc<crate::throttling::ApiThrottle>>,
     /// Request/response transformations; `None` when the API has none.
     pub mediation: Option<Arc<crate::mediation::ApiMediation>>,
+    /// What runs for every request of this API, in order (`crate::chain`): lifecycle,
+    /// body limit, auth, throttle and the API's `policies:`.
+    pub chain: turnpike_policy::Chain,
 }
 
 /// What the router says about a request.
@@ -49,8 +52,11 @@ pub enum RouteResult<'a> {
         api: &'a Arc<CompiledApi>,
         upstream_path: &'a str,
     },
-    /// The path matches a resource, the method does not: answer 405 with this `Allow`.
+    /// The path matches a resource of `api`, the method does not: answer 405 with this
+    /// `Allow` (after the API's pre-route policies, which may answer a CORS preflight).
     MethodNotAllowed {
+        api: &'a Arc<CompiledApi>,
+        upstream_path: &'a str,
         allow: HeaderValue,
     },
     NotFound,
@@ -134,7 +140,18 @@ impl Snapshot {
                 Some(api) => RouteResult::Matched { api, upstream_path },
                 None => RouteResult::NotFound,
             },
-            Lookup::MethodNotAllowed { allow } => RouteResult::MethodNotAllowed { allow },
+            Lookup::MethodNotAllowed {
+                api,
+                upstream_path,
+                allow,
+            } => match self.apis.get(api) {
+                Some(api) => RouteResult::MethodNotAllowed {
+                    api,
+                    upstream_path,
+                    allow,
+                },
+                None => RouteResult::NotFound,
+            },
             Lookup::NotFound => RouteResult::NotFound,
         }
     }

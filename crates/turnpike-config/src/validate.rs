@@ -123,6 +123,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             security: None,
             throttle: None,
             mediation: None,
+            chain: turnpike_policy::Chain::default(),
         },
         host,
         index,

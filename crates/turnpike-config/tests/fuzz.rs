@@ -62,7 +62,7 @@ fn route_is_sane(s: &Snapshot, host: Option<&str>, method: &Method, path: &str) 
                 "{path} -> {upstream_path}"
             );
         }
-        RouteResult::MethodNotAllowed { allow } => {
+        RouteResult::MethodNotAllowed { allow, .. } => {
             assert!(!allow.is_empty());
             let allowed = allow.to_str().unwrap_or_default();
             assert!(

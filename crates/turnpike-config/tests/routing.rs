@@ -14,7 +14,7 @@ fn snapshot(yaml: &str) -> Snapshot {
 fn route(s: &Snapshot, host: Option<&str>, method: Method, path: &str) -> String {
     match s.route(host, &method, path) {
         RouteResult::Matched { api, upstream_path } => format!("{} {upstream_path}", api.name),
-        RouteResult::MethodNotAllowed { allow } => {
+        RouteResult::MethodNotAllowed { allow, .. } => {
             format!("405 {}", allow.to_str().unwrap_or("?"))
         }
         RouteResult::NotFound => "404".to_owned(),

@@ -60,9 +60,9 @@ pub struct PendingRecord {
 
 impl PendingRecord {
     /// Queues the record; never blocks.
-    pub fn finish(self: Box<Self>) {
+    pub fn finish(self) {
         let sink = self.sink.clone();
-        if sink.tx.try_send(*self).is_err() {
+        if sink.tx.try_send(self).is_err() {
             sink.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -1,21 +1,28 @@
-//! Body types of the proxy path. Bodies stream frame by frame in both directions and are
-//! never collected: [`RequestBody`] counts bytes against the API's limit while it streams
-//! to the upstream; [`GatewayBody`] is what the client receives, either a small generated
-//! body (errors) or the upstream's body, which hands its HTTP/1.1 connection back to the
-//! pool at end of stream and finishes the access-log record when dropped. A policy that
-//! needs the size of a response sent without `Content-Length` (bandwidth quotas) puts an
-//! [`OnBodyEnd`] in the response's extensions and is told the bytes sent, once.
+//! Body types of the proxy path. Bodies stream frame by frame in both directions unless
+//! a policy of the API asked for the whole body ([`collect`]): [`RequestBody`] counts
+//! bytes against the API's limit while it streams to the upstream (or carries a
+//! buffered, possibly rewritten, body); [`GatewayBody`] is what the client receives,
+//! either a generated or buffered body or the upstream's body, which hands its HTTP/1.1
+//! connection back to the pool at end of stream. When someone must know how the body
+//! ended (bytes sent, client gone: `on_complete`, the access log, metrics, bandwidth
+//! quotas), a [`BodyEnd`] and/or an [`OnBodyEnd`] ride along and are told once.
+//! [`set_length`] is the one place that fixes `Content-Length`/`Transfer-Encoding` after
+//! a body was replaced, for both upstream clients and the client side.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
+pub use turnpike_policy::OnBodyEnd;
 
-use crate::access_log::PendingRecord;
+use crate::error::{ErrorKind, GatewayError};
 use crate::h1::DirectBody;
 use crate::upstream::EndpointPool;
 
@@ -28,29 +35,49 @@ pub enum BodyError {
     Hyper(#[from] hyper::Error),
 }
 
-/// The client's request body on its way upstream, with the API's size limit enforced
-/// while streaming (a Content-Length above the limit is refused before this exists).
+/// The client's request body on its way upstream: streamed with the API's size limit
+/// enforced (a Content-Length above the limit is refused before this exists), or
+/// buffered (a body policy ran).
 pub struct RequestBody {
-    inner: Option<Incoming>,
+    inner: ReqInner,
     limit: u64,
     seen: u64,
+    /// Shared with `on_complete` when the body streams without a Content-Length.
+    counter: Option<Arc<AtomicU64>>,
+}
+
+enum ReqInner {
+    Stream(Incoming),
+    Full(Option<Bytes>),
 }
 
 impl RequestBody {
     pub fn new(inner: Incoming, limit: Option<u64>) -> Self {
         RequestBody {
-            inner: Some(inner),
+            inner: ReqInner::Stream(inner),
             limit: limit.unwrap_or(u64::MAX),
             seen: 0,
+            counter: None,
         }
     }
 
     pub fn empty() -> Self {
+        Self::full(Bytes::new())
+    }
+
+    /// A buffered body (its headers fixed with [`set_length`]).
+    pub fn full(b: Bytes) -> Self {
         RequestBody {
-            inner: None,
+            inner: ReqInner::Full((!b.is_empty()).then_some(b)),
             limit: u64::MAX,
             seen: 0,
+            counter: None,
         }
+    }
+
+    /// Counts the bytes that stream through into `counter`.
+    pub fn count_into(&mut self, counter: Arc<AtomicU64>) {
+        self.counter = Some(counter);
     }
 }
 
@@ -63,15 +90,19 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = self.get_mut();
-        let Some(inner) = this.inner.as_mut() else {
-            return Poll::Ready(None);
+        let inner = match &mut this.inner {
+            ReqInner::Full(b) => return Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
+            ReqInner::Stream(s) => s,
         };
         match Pin::new(inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.seen += data.len() as u64;
+                    if let Some(c) = &this.counter {
+                        c.store(this.seen, Ordering::Relaxed);
+                    }
                     if this.seen > this.limit {
-                        this.inner = None;
+                        this.inner = ReqInner::Full(None);
                         return Poll::Ready(Some(Err(BodyError::TooLarge { limit: this.limit })));
                     }
                 }
@@ -84,53 +115,87 @@ impl Body for RequestBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(|b| b.is_end_stream())
+        match &self.inner {
+            ReqInner::Stream(s) => s.is_end_stream(),
+            ReqInner::Full(b) => b.is_none(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), |b| b.size_hint())
+        match &self.inner {
+            ReqInner::Stream(s) => s.size_hint(),
+            ReqInner::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+        }
     }
 }
 
-/// Told once how many body bytes went to the client, when the body ends or is dropped.
-#[derive(Clone)]
-pub struct OnBodyEnd(pub Arc<dyn Fn(u64) + Send + Sync>);
-
-/// Counts a body's bytes for an [`OnBodyEnd`].
-struct BodyMeter {
-    bytes: u64,
-    done: Option<OnBodyEnd>,
-}
-
-impl BodyMeter {
-    fn see<E>(
-        meter: &mut Option<Box<BodyMeter>>,
-        r: &Poll<Option<Result<Frame<Bytes>, E>>>,
-        ended: bool,
-    ) {
-        let Some(m) = meter.as_mut() else { return };
-        if let Poll::Ready(Some(Ok(frame))) = r {
-            if let Some(d) = frame.data_ref() {
-                m.bytes += d.len() as u64;
+/// Reads a whole body of at most `limit` bytes. `too_large` names the error when it is
+/// bigger, `broken` when it fails.
+pub async fn collect<B>(
+    mut body: B,
+    limit: u64,
+    too_large: ErrorKind,
+    broken: ErrorKind,
+) -> Result<Bytes, GatewayError>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut buf = BytesMut::new();
+    let mut first: Option<Bytes> = None;
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let frame = frame.map_err(|e| GatewayError::with_source(broken, e))?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers are not kept
+        };
+        let have = first.as_ref().map_or(0, Bytes::len) + buf.len();
+        if (have + data.len()) as u64 > limit {
+            return Err(GatewayError::with_source(
+                too_large,
+                format!("body exceeds the limit of {limit} bytes"),
+            ));
+        }
+        // One frame (the common case) is kept without a copy.
+        match first.take() {
+            None if buf.is_empty() => first = Some(data),
+            Some(f) => {
+                buf.extend_from_slice(&f);
+                buf.extend_from_slice(&data);
             }
-        }
-        if ended || matches!(r, Poll::Ready(None)) {
-            m.finish();
+            None => buf.extend_from_slice(&data),
         }
     }
+    Ok(first.unwrap_or_else(|| buf.freeze()))
+}
 
-    fn finish(&mut self) {
-        if let Some(OnBodyEnd(f)) = self.done.take() {
+/// After a body was replaced by one of `len` bytes: `Content-Length: len`, no
+/// `Transfer-Encoding`. The one place framing headers are rewritten.
+pub fn set_length(headers: &mut HeaderMap, len: usize) {
+    headers.remove(TRANSFER_ENCODING);
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+}
+
+/// Told once how a client-bound body ended: the bytes sent, and whether the client went
+/// away (or the upstream broke) before the end.
+pub trait BodyEnd: Send {
+    fn end(&mut self, bytes_out: u64, aborted: bool);
+}
+
+/// What must hear about the end of a body, boxed only when something does.
+struct Tail {
+    bytes: u64,
+    meter: Option<OnBodyEnd>,
+    end: Option<Box<dyn BodyEnd>>,
+}
+
+impl Tail {
+    fn finish(&mut self, aborted: bool) {
+        if let Some(OnBodyEnd(f)) = self.meter.take() {
             f(self.bytes);
         }
-    }
-}
-
-impl Drop for BodyMeter {
-    fn drop(&mut self) {
-        self.finish();
+        if let Some(mut e) = self.end.take() {
+            e.end(self.bytes, aborted);
+        }
     }
 }
 
@@ -140,12 +205,10 @@ pub struct Pooled {
     pub pool: Arc<EndpointPool>,
 }
 
-/// The upstream's response body on its way to the client.
-pub struct UpstreamBody {
+/// The upstream's response body from hyper's client.
+struct UpstreamBody {
     inner: Incoming,
     pooled: Option<Pooled>,
-    log: Option<Box<PendingRecord>>,
-    meter: Option<Box<BodyMeter>>,
 }
 
 impl UpstreamBody {
@@ -156,104 +219,112 @@ impl UpstreamBody {
     }
 }
 
-impl Drop for UpstreamBody {
-    fn drop(&mut self) {
-        // Dropped before the end (client went away): the connection is in an unknown
-        // state and is not pooled; hyper closes it when `pooled` drops.
-        if let Some(log) = self.log.take() {
-            log.finish();
-        }
-    }
-}
-
-/// A plain-HTTP upstream's body read in the client's task (see `h1.rs`).
-pub struct DirectUpstream {
-    inner: DirectBody,
-    log: Option<Box<PendingRecord>>,
-    meter: Option<Box<BodyMeter>>,
-}
-
-impl Drop for DirectUpstream {
-    fn drop(&mut self) {
-        if let Some(log) = self.log.take() {
-            log.finish();
-        }
-    }
-}
-
 /// The error a client-bound body can end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// What the client receives.
-pub enum GatewayBody {
+enum Inner {
     Full(Option<Bytes>),
+    /// Dropped before the end (client went away): the connection is in an unknown state
+    /// and is not pooled; hyper closes it when `pooled` drops.
     Upstream(UpstreamBody),
-    Direct(DirectUpstream),
+    /// A plain-HTTP upstream's body read in the client's task (see `h1`).
+    Direct(DirectBody),
+}
+
+/// What the client receives.
+pub struct GatewayBody {
+    inner: Inner,
+    tail: Option<Box<Tail>>,
 }
 
 impl GatewayBody {
     pub fn full(b: Bytes) -> Self {
-        GatewayBody::Full(Some(b))
+        GatewayBody {
+            inner: Inner::Full(Some(b)),
+            tail: None,
+        }
     }
 
     pub fn empty() -> Self {
-        GatewayBody::Full(None)
+        GatewayBody {
+            inner: Inner::Full(None),
+            tail: None,
+        }
     }
 
-    pub fn upstream(
-        inner: Incoming,
-        pooled: Option<Pooled>,
-        log: Option<Box<PendingRecord>>,
-    ) -> Self {
-        let mut b = UpstreamBody {
-            inner,
-            pooled,
-            log,
-            meter: None,
-        };
+    pub fn upstream(inner: Incoming, pooled: Option<Pooled>) -> Self {
+        let mut b = UpstreamBody { inner, pooled };
         if b.inner.is_end_stream() {
             b.release();
         }
-        GatewayBody::Upstream(b)
+        GatewayBody {
+            inner: Inner::Upstream(b),
+            tail: None,
+        }
     }
 
     pub fn direct(inner: DirectBody) -> Self {
-        GatewayBody::Direct(DirectUpstream {
-            inner,
-            log: None,
-            meter: None,
+        GatewayBody {
+            inner: Inner::Direct(inner),
+            tail: None,
+        }
+    }
+
+    fn tail(&mut self) -> &mut Tail {
+        self.tail.get_or_insert_with(|| {
+            Box::new(Tail {
+                bytes: 0,
+                meter: None,
+                end: None,
+            })
         })
     }
 
     /// Calls `end` once with the bytes sent to the client, when the body ends (or is
     /// dropped early, with what was sent).
     pub fn on_end(&mut self, end: OnBodyEnd) {
-        let meter = Some(Box::new(BodyMeter {
-            bytes: 0,
-            done: Some(end),
-        }));
-        match self {
-            GatewayBody::Full(b) => {
-                if let Some(mut m) = meter {
-                    m.bytes = b.as_ref().map_or(0, |b| b.len() as u64);
-                    m.finish();
-                }
-            }
-            GatewayBody::Upstream(u) => u.meter = meter,
-            GatewayBody::Direct(d) => d.meter = meter,
-        }
+        self.tail().meter = Some(end);
     }
 
-    /// Hands the access-log record to the body: written now for a generated body, or
-    /// when the upstream body is done (or dropped) with the bytes actually sent.
-    pub fn attach_log(&mut self, mut rec: Box<PendingRecord>) {
-        match self {
-            GatewayBody::Full(b) => {
-                rec.bytes = b.as_ref().map_or(0, |b| b.len() as u64);
-                rec.finish();
+    /// Hands `end` the body's fate: called once when the last byte went out, or when
+    /// the body is dropped before (client gone).
+    pub fn finish_with(&mut self, end: Box<dyn BodyEnd>) {
+        self.tail().end = Some(end);
+    }
+
+    /// Reads the whole body (for a response body policy), at most `limit` bytes.
+    pub async fn collect(mut self, limit: u64) -> Result<Bytes, GatewayError> {
+        let too_large = ErrorKind::UpstreamBodyTooLarge;
+        let broken = ErrorKind::UpstreamReset;
+        match std::mem::replace(&mut self.inner, Inner::Full(None)) {
+            Inner::Full(b) => Ok(b.unwrap_or_default()),
+            Inner::Direct(d) => collect(d, limit, too_large, broken).await,
+            Inner::Upstream(mut u) => {
+                let r = collect(&mut u.inner, limit, too_large, broken).await;
+                if r.is_ok() {
+                    u.release();
+                }
+                r
             }
-            GatewayBody::Upstream(u) => u.log = Some(rec),
-            GatewayBody::Direct(d) => d.log = Some(rec),
+        }
+    }
+}
+
+impl Drop for GatewayBody {
+    fn drop(&mut self) {
+        if let Some(t) = self.tail.as_mut() {
+            let ended = self.inner.is_end_stream();
+            t.finish(!ended);
+        }
+    }
+}
+
+impl Inner {
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Inner::Full(b) => b.is_none(),
+            Inner::Upstream(u) => u.inner.is_end_stream(),
+            Inner::Direct(d) => d.is_end_stream(),
         }
     }
 }
@@ -266,28 +337,16 @@ impl Body for GatewayBody {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match self.get_mut() {
-            GatewayBody::Full(b) => Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
-            GatewayBody::Direct(d) => {
-                let r = Pin::new(&mut d.inner).poll_frame(cx);
-                if let (Poll::Ready(Some(Ok(frame))), Some(log)) = (&r, d.log.as_mut()) {
-                    if let Some(data) = frame.data_ref() {
-                        log.bytes += data.len() as u64;
-                    }
-                }
-                if d.meter.is_some() {
-                    let ended = d.inner.is_end_stream();
-                    BodyMeter::see(&mut d.meter, &r, ended);
-                }
-                r.map(|o| o.map(|r| r.map_err(BoxError::from)))
-            }
-            GatewayBody::Upstream(u) => {
+        let this = self.get_mut();
+        let r: Poll<Option<Result<Frame<Bytes>, BoxError>>> = match &mut this.inner {
+            Inner::Full(b) => Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
+            Inner::Direct(d) => Pin::new(d)
+                .poll_frame(cx)
+                .map(|o| o.map(|r| r.map_err(BoxError::from))),
+            Inner::Upstream(u) => {
                 let r = Pin::new(&mut u.inner).poll_frame(cx);
                 match &r {
-                    Poll::Ready(Some(Ok(frame))) => {
-                        if let (Some(log), Some(d)) = (u.log.as_mut(), frame.data_ref()) {
-                            log.bytes += d.len() as u64;
-                        }
+                    Poll::Ready(Some(Ok(_))) => {
                         if u.inner.is_end_stream() {
                             u.release();
                         }
@@ -296,29 +355,37 @@ impl Body for GatewayBody {
                     Poll::Ready(Some(Err(_))) => u.pooled = None,
                     Poll::Pending => {}
                 }
-                if u.meter.is_some() {
-                    let ended = u.inner.is_end_stream();
-                    BodyMeter::see(&mut u.meter, &r, ended);
-                }
                 r.map(|o| o.map(|r| r.map_err(BoxError::from)))
             }
+        };
+        if let Some(t) = this.tail.as_mut() {
+            match &r {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Some(d) = frame.data_ref() {
+                        t.bytes += d.len() as u64;
+                    }
+                    if this.inner.is_end_stream() {
+                        t.finish(false);
+                    }
+                }
+                Poll::Ready(None) => t.finish(false),
+                Poll::Ready(Some(Err(_))) => t.finish(true),
+                Poll::Pending => {}
+            }
         }
+        r
     }
 
     fn is_end_stream(&self) -> bool {
-        match self {
-            GatewayBody::Full(b) => b.is_none(),
-            GatewayBody::Upstream(u) => u.inner.is_end_stream(),
-            GatewayBody::Direct(d) => d.inner.is_end_stream(),
-        }
+        self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self {
-            GatewayBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
-            GatewayBody::Full(None) => SizeHint::with_exact(0),
-            GatewayBody::Upstream(u) => u.inner.size_hint(),
-            GatewayBody::Direct(d) => d.inner.size_hint(),
+        match &self.inner {
+            Inner::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Inner::Full(None) => SizeHint::with_exact(0),
+            Inner::Upstream(u) => u.inner.size_hint(),
+            Inner::Direct(d) => d.size_hint(),
         }
     }
 }

@@ -19,8 +19,8 @@ pub mod health;
 mod idle;
 pub mod log_limit;
 pub mod metrics;
-pub mod policies;
-pub mod policy;
+mod complete;
+mod forward;
 mod proxy;
 pub mod reload;
 mod server;
@@ -41,7 +41,10 @@ pub use access_log::AccessLogTarget;
 pub use error::{Blame, ErrorKind, GatewayError};
 pub use health::Health;
 pub use metrics::GatewayMetrics;
-pub use policy::{Chain, Flow, Policy, RequestCtx};
+pub use turnpike_policy::{
+    Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
+    UpstreamTarget,
+};
 pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings, Stop,
 };
@@ -232,8 +235,7 @@ pub async fn serve_until_terminated(
     let settings = args.settings()?;
     let mut builder = Gateway::builder(settings)
         .snapshots(snapshots.clone())
-        .health(health.clone())
-        .policy(Arc::new(policies::throttle::ThrottlePolicy));
+        .health(health.clone());
     let mut management = None;
     if let Some(addr) = args.metrics_addr {
         let listener = metrics::bind(addr)

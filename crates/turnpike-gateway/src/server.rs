@@ -30,7 +30,6 @@ use crate::health::Health;
 use crate::idle::{watch_idle, ActivityIo};
 use crate::log_limit::LogLimit;
 use crate::metrics::GatewayMetrics;
-use crate::policy::{Chain, Policy};
 use crate::proxy::{self, ConnCtx, Shared};
 use crate::tls::{self, TlsError, TlsSource};
 use crate::upstream::Upstreams;
@@ -109,8 +108,8 @@ impl Gateway {
         GatewayBuilder {
             settings,
             snapshots: None,
-            policies: Vec::new(),
             metrics: None,
+            observers: Vec::new(),
             health: None,
         }
     }
@@ -129,7 +128,7 @@ pub enum Stop {
 pub struct GatewayBuilder {
     settings: ServerSettings,
     snapshots: Option<Arc<ArcSwap<Snapshot>>>,
-    policies: Vec<Arc<dyn Policy>>,
+    observers: Vec<Arc<dyn turnpike_policy::Policy>>,
     metrics: Option<Arc<GatewayMetrics>>,
     health: Option<Arc<Health>>,
 }
@@ -148,9 +147,10 @@ impl GatewayBuilder {
         self
     }
 
-    /// Adds a policy run on every routed request, in the order added.
-    pub fn policy(mut self, p: Arc<dyn Policy>) -> Self {
-        self.policies.push(p);
+    /// Tells `p.on_complete` about every request, routed or not (analytics sinks);
+    /// its other hooks are not called: what runs per API is the snapshot's chain.
+    pub fn observer(mut self, p: Arc<dyn turnpike_policy::Policy>) -> Self {
+        self.observers.push(p);
         self
     }
 
@@ -185,8 +185,8 @@ impl GatewayBuilder {
                 .unwrap_or_else(|| Arc::new(ArcSwap::from_pointee(Snapshot::default()))),
             upstreams: Upstreams::new(),
             access_log,
-            chain: Chain::new(self.policies),
             metrics: self.metrics,
+            observers: turnpike_policy::Chain::new(self.observers),
         });
         Ok(BoundGateway {
             http,

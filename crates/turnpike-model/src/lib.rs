@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod graphql;
 pub mod mediation;
+pub mod policy;
 mod quantity;
 pub mod security;
 pub mod soap;
@@ -86,6 +87,9 @@ pub struct ApiSpec {
     /// Request and response transformations (see [`mediation`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mediation: Option<mediation::MediationSpec>,
+    /// More policies, each `- kind: {settings}` (see [`policy::PolicySpec`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<policy::PolicySpec>,
 }
 
 /// A resource: a path template and the methods it accepts.

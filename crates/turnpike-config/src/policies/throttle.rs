@@ -1,29 +1,28 @@
-//! The throttle policy: after auth, it reads the caller (the `Identity` the auth step
-//! put in the request context, `RequestCtx::identity`, and its subscription's tier) or, for an unauthenticated
+//! The throttle policy: after auth, it reads the caller (the `Identity` the auth policy
+//! put in the request context, and its subscription's tier) or, for an unauthenticated
 //! request, the client IP, asks the snapshot's `Throttler` (lock-free counters that
-//! outlive reloads, no Redis round trip), and either answers 429 with `Retry-After`, the
-//! rate-limit headers and a JSON error naming the policy, or lets the request through
-//! and adds the rate-limit headers to the upstream's response.
-//!
-//! The 429's status and code come from the gateway's error table
-//! (`ErrorKind::Throttled`); the body adds `policy` and `retry_after`.
+//! outlive reloads, no Redis round trip), and either refuses with the error table's 429
+//! (`Retry-After`, the rate-limit headers, and the `policy` and `retry_after` fields) or
+//! lets the request through and adds the rate-limit headers to the response.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use http::{request, response, HeaderMap, HeaderValue, Response};
+use http::header::CONTENT_LENGTH;
+use http::{request, response, HeaderMap};
 use turnpike_auth::Claims;
-use turnpike_config::{ApiThrottle, CompiledApi};
+use turnpike_policy::{
+    Authenticated, ErrorKind, GatewayError, Hooks, OnBodyEnd, Policy, RequestCtx, Step,
+};
 use turnpike_throttle::{Clock, Decision, Lookup, RequestFacts, SystemClock, Throttler};
 
-use crate::body::{GatewayBody, OnBodyEnd};
-use crate::error::{ErrorKind, GatewayError};
-use crate::policy::{Flow, Policy, RequestCtx};
+use crate::throttling::ApiThrottle;
 
-/// The throttle step of the chain. Stateless: counters live in the process's
-/// `CounterStore` (`PolicyRuntime.throttle`), policies in the snapshot.
-#[derive(Debug, Default)]
-pub struct ThrottlePolicy;
+/// The throttle step of a throttled API's chain. Counters live in the process's
+/// `CounterStore` (`PolicyRuntime.throttle`), the compiled policies in `ApiThrottle`.
+pub(crate) struct ThrottlePolicy {
+    pub(crate) t: Arc<ApiThrottle>,
+}
 
 /// Headers, the raw query string and the token claims the snapshot's conditions read
 /// (kept in the identity at verification): conditional groups look here.
@@ -50,38 +49,24 @@ impl Lookup for RequestLookup<'_> {
     }
 }
 
-/// The request path below `/{context}/{version}` (or `/{context}` for a default version).
-fn upstream_path<'p>(api: &CompiledApi, path: &'p str) -> &'p str {
-    let Some(rest) = path.strip_prefix(api.context.as_str()) else {
-        return path;
-    };
-    let versioned = rest
-        .strip_prefix('/')
-        .and_then(|r| r.strip_prefix(api.version.as_str()))
-        .filter(|r| r.is_empty() || r.starts_with('/'));
-    match versioned.unwrap_or(rest) {
-        "" => "/",
-        p => p,
-    }
-}
-
 impl Policy for ThrottlePolicy {
     fn name(&self) -> &'static str {
         "throttle"
     }
 
-    fn on_request_headers(
-        &self,
-        ctx: &mut RequestCtx<'_>,
-        req: &mut request::Parts,
-    ) -> Result<Flow, GatewayError> {
-        let Some(t) = ctx.api.throttle.as_ref() else {
-            return Ok(Flow::Continue);
-        };
-        let identity = ctx.identity().map(|i| &**i);
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS
+    }
+
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        let t = &*self.t;
+        let identity = ctx.auth.as_ref().map(|a: &Authenticated| &*a.identity);
         let application = identity.and_then(|i| i.application_id.as_deref());
-        let subscription_tier = ctx.subscription().map(|s| s.tier.as_str());
-        let resource = t.resource_policy(&req.method, upstream_path(ctx.api, req.uri.path()));
+        let resource = t.resource_policy(&req.method, ctx.upstream.path());
         let lookup = RequestLookup {
             headers: &req.headers,
             query: req.uri.query(),
@@ -100,7 +85,7 @@ impl Policy for ThrottlePolicy {
             user: identity.map(|i| &*i.subject),
             // An authenticated caller without a subscription (an API that does not
             // require one) counts on its application tier only.
-            subscription_tier,
+            subscription_tier: ctx.subscription_tier(),
             application_tier: application.and_then(|a| t.application_tier(a)),
             api_policy: t.api_policy.as_deref(),
             resource_policy: resource.map(|r| &*r.policy),
@@ -110,20 +95,21 @@ impl Policy for ThrottlePolicy {
         };
         let decision = t.throttler.check(&facts, SystemClock.now());
         if !decision.allowed {
-            return Ok(Flow::Respond(refusal(&t.throttler, t, &decision, ctx)));
+            return Step::Done(Err(refusal(t, &decision)));
         }
         if decision.rule.is_some() {
             ctx.throttle = Some(decision);
         }
-        Ok(Flow::Continue)
+        Step::CONTINUE
     }
 
     fn on_response_headers(
         &self,
-        ctx: &mut RequestCtx<'_>,
+        ctx: &mut RequestCtx,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
-        if let (Some(t), Some(d)) = (ctx.api.throttle.as_ref(), ctx.throttle.as_ref()) {
+        if let Some(d) = ctx.throttle.as_ref() {
+            let t = &*self.t;
             t.throttler.write_headers(d, t.headers, &mut resp.headers);
             if !d.charges.is_empty() {
                 charge_response(&t.throttler, d, resp);
@@ -154,24 +140,25 @@ fn charge_response(throttler: &Arc<Throttler>, d: &Decision, resp: &mut response
     }
 }
 
-/// The 429: status and code from the error table, the throttler's body and headers.
-fn refusal(
-    throttler: &Throttler,
-    t: &ApiThrottle,
-    d: &Decision,
-    ctx: &RequestCtx<'_>,
-) -> Response<GatewayBody> {
-    let spec = ErrorKind::Throttled.spec();
-    let rid = ctx.request_id.to_str().unwrap_or("");
+/// The 429: a table error carrying the throttler's headers and fields.
+#[cold]
+fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
+    let throttler = &t.throttler;
     if let Some(rule) = d.rule {
         tracing::debug!(api = %t.api_id, rule = throttler.rule_label(rule), "throttled");
     }
-    let mut resp = Response::new(GatewayBody::full(throttler.error_body(d, rid)));
-    *resp.status_mut() = spec.status;
-    let h = resp.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    throttler.write_headers(d, t.headers, h);
-    resp
+    let mut e = GatewayError::new(ErrorKind::Throttled);
+    let mut h = HeaderMap::new();
+    throttler.write_headers(d, t.headers, &mut h);
+    let retry_after = d.retry_after.map_or(0, |r| {
+        (r.as_secs() + u64::from(r.subsec_nanos() > 0)).max(1)
+    });
+    e.headers = Some(Box::new(h));
+    e.detail = Some(Cow::Owned(throttler.message(d)));
+    let policy = d.rule.map_or("", |id| throttler.policy_name(id));
+    e.fields.push(("policy", policy.into()));
+    e.fields.push(("retry_after", retry_after.into()));
+    e
 }
 
 #[cfg(test)]

@@ -1,0 +1,90 @@
+//! Assembles each API's policy chain into its [`CompiledApi`](crate::CompiledApi): the
+//! one place that decides what runs for an API, in every mode (file, control plane,
+//! `turnpike up`). The order:
+//!
+//! 1. edge kinds of the API's `policies:` list (CORS), as written;
+//! 2. lifecycle (a blocked or unpublished API refuses everything);
+//! 3. body limit (`Content-Length` above `max_body_size`: 413);
+//! 4. auth (credential, subscription, scopes);
+//! 5. throttle;
+//! 6. the other kinds of the `policies:` list, as written.
+//!
+//! Adding a kind: a variant of `turnpike_model::policy::PolicySpec`, an arm in
+//! [`declared`] calling the kind's build function (validate into `problems`, return the
+//! `Policy`), and the `Policy` implementation (docs/ARCHITECTURE.md).
+
+use std::sync::Arc;
+
+use turnpike_model::policy::PolicySpec;
+use turnpike_model::GatewayFile;
+use turnpike_policy::{Chain, Policy};
+
+use crate::error::Problem;
+use crate::policies::{auth, body_limit, cors, lifecycle, throttle};
+use crate::security::ApiSecurity;
+use crate::throttling::ApiThrottle;
+
+/// Where a kind of the `policies:` list runs.
+enum Stage {
+    /// Before lifecycle and auth: sees (and may answer) unauthenticated requests.
+    Edge,
+    /// After auth and throttling: sees only admitted requests.
+    #[allow(dead_code, reason = "the kinds that run late (mediation) come next")]
+    Late,
+}
+
+/// The `policies:` list of one API, built and split by stage.
+#[derive(Default)]
+pub(crate) struct Declared {
+    edge: Vec<Arc<dyn Policy>>,
+    late: Vec<Arc<dyn Policy>>,
+}
+
+/// Validates and builds every API's `policies:` list (indexed like `file.apis`).
+pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<Declared> {
+    file.apis
+        .iter()
+        .enumerate()
+        .map(|(i, api)| {
+            let mut d = Declared::default();
+            for (j, spec) in api.policies.iter().enumerate() {
+                let at = format!("apis[{i}].policies[{j}].{}", spec.kind());
+                let built: Option<(Stage, Arc<dyn Policy>)> = match spec {
+                    PolicySpec::Cors(c) => {
+                        cors::build(&at, c, problems).map(|p| (Stage::Edge, p as Arc<dyn Policy>))
+                    }
+                };
+                match built {
+                    Some((Stage::Edge, p)) => d.edge.push(p),
+                    Some((Stage::Late, p)) => d.late.push(p),
+                    None => {}
+                }
+            }
+            d
+        })
+        .collect()
+}
+
+/// The API's chain from its compiled parts.
+pub(crate) fn assemble(
+    declared: Declared,
+    security: Option<&Arc<ApiSecurity>>,
+    throttling: Option<&Arc<ApiThrottle>>,
+    max_body_bytes: Option<u64>,
+) -> Chain {
+    let mut chain = declared.edge;
+    if let Some(block) = security.and_then(|s| s.lifecycle) {
+        chain.push(Arc::new(lifecycle::LifecyclePolicy { block }));
+    }
+    if let Some(limit) = max_body_bytes {
+        chain.push(Arc::new(body_limit::BodyLimitPolicy { limit }));
+    }
+    if let Some(sec) = security.filter(|s| s.authenticator.is_some()) {
+        chain.push(Arc::new(auth::AuthPolicy { sec: sec.clone() }));
+    }
+    if let Some(t) = throttling {
+        chain.push(Arc::new(throttle::ThrottlePolicy { t: t.clone() }));
+    }
+    chain.extend(declared.late);
+    Chain::new(chain)
+}

@@ -1,0 +1,223 @@
+//! Forwarding: picks an endpoint (round robin, failover on connect failure), sends the
+//! request through the in-task HTTP/1.1 client (plain HTTP, small bodies: `h1`) or
+//! hyper's client (HTTPS, HTTP/2, large or chunked bodies), within the API's timeouts,
+//! and classifies failures into the error table's upstream rows.
+
+use std::cell::Cell;
+use std::error::Error as _;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::HOST;
+use http::uri::{PathAndQuery, Scheme};
+use http::{request, HeaderValue, Request, Response, Uri, Version};
+use hyper::body::Incoming;
+use turnpike_config::{CompiledApi, Endpoint, LoadBalancing};
+use turnpike_policy::UpstreamTarget;
+
+use crate::body::{BodyError, Pooled, RequestBody};
+use crate::error::{ErrorKind, GatewayError};
+use crate::h1::{self, DirectBody};
+use crate::headers;
+use crate::proxy::Shared;
+use crate::upstream::{Conn, EndpointPool};
+
+thread_local! {
+    static ROUND_ROBIN: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The one allocation of the upstream request line (hyper's client).
+fn path_and_query(target: &UpstreamTarget, ep: &Endpoint) -> Result<PathAndQuery, GatewayError> {
+    let q = target.query().map_or(0, |q| q.len() + 1);
+    let mut s = String::with_capacity(ep.base_path.len() + target.path().len() + q);
+    target.write_to(&ep.base_path, &mut s);
+    PathAndQuery::from_maybe_shared(Bytes::from(s))
+        .map_err(|e| GatewayError::with_source(ErrorKind::BadRequest, e))
+}
+
+/// An upstream response: from hyper's client (HTTPS) or the in-task client (HTTP).
+pub(crate) enum Upstream {
+    Hyper(Response<Incoming>, Option<Pooled>),
+    Direct(Response<DirectBody>),
+}
+
+/// Picks endpoints round robin, failing over to the next one when connecting fails.
+pub(crate) async fn forward(
+    shared: &Shared,
+    api: &CompiledApi,
+    parts: request::Parts,
+    body: RequestBody,
+    target: &UpstreamTarget,
+    fwd: &h1::Forwarded<'_>,
+) -> Result<Upstream, GatewayError> {
+    let n = api.endpoints.len();
+    if n == 0 {
+        return Err(GatewayError::new(ErrorKind::NoEndpoint));
+    }
+    let first = if n == 1 || api.load_balancing == LoadBalancing::Failover {
+        0
+    } else {
+        ROUND_ROBIN.with(|c| {
+            let v = c.get();
+            c.set(v.wrapping_add(1));
+            v % n
+        })
+    };
+    let direct_ok = h1::fits(&parts.headers, &body);
+    let mut last_err = GatewayError::new(ErrorKind::NoEndpoint);
+    for i in 0..n {
+        let ep = &api.endpoints[(first + i) % n];
+        let https = ep.scheme == Scheme::HTTPS;
+        let pool = shared.upstreams.pool(https, &ep.authority);
+        if !https && direct_ok {
+            // Plain HTTP with a small body: the in-task client (h1.rs), no connection
+            // task or channels.
+            match pool.checkout_direct(api.connect_timeout).await {
+                Ok(conn) => {
+                    let path = h1::UpstreamPath {
+                        base: &ep.base_path,
+                        path: target.path(),
+                        query: target.query(),
+                    };
+                    let fut = h1::exchange(pool, conn, parts, body, path, fwd);
+                    return match tokio::time::timeout(api.response_timeout, fut).await {
+                        Ok(r) => r.map(Upstream::Direct),
+                        Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
+                    };
+                }
+                Err(e) => {
+                    tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,
+                        cause = ?e.source(), "endpoint failed, trying the next one");
+                    last_err = e;
+                    continue;
+                }
+            }
+        }
+        match pool.checkout(api.connect_timeout).await {
+            Ok(conn) => {
+                let pq = path_and_query(target, ep)?;
+                let mut parts = parts;
+                let fwd_host = parts.headers.get(HOST).cloned().or_else(|| {
+                    parts
+                        .uri
+                        .authority()
+                        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+                });
+                headers::add_forwarded(&mut parts.headers, fwd.client_ip, fwd.https, fwd_host);
+                let req = build_request(parts, body, pq);
+                return send(pool, conn, req, api)
+                    .await
+                    .map(|(r, p)| Upstream::Hyper(r, p));
+            }
+            Err(e) => {
+                tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,
+                    cause = ?e.source(), "endpoint failed, trying the next one");
+                last_err = e;
+            }
+        }
+    }
+    Err(last_err)
+}
+
+fn build_request(
+    parts: request::Parts,
+    body: RequestBody,
+    pq: PathAndQuery,
+) -> Request<RequestBody> {
+    let mut req = Request::new(body);
+    *req.method_mut() = parts.method;
+    *req.headers_mut() = parts.headers;
+    *req.uri_mut() = Uri::from(pq);
+    req
+}
+
+/// Sets the URI form and headers the connection's protocol wants.
+fn prepare(req: &mut Request<RequestBody>, pool: &EndpointPool, h2: bool) {
+    if h2 {
+        *req.version_mut() = Version::HTTP_2;
+        req.headers_mut().remove(HOST);
+        let pq = req.uri().path_and_query().cloned();
+        let mut b = Uri::builder()
+            .scheme(if pool.is_https() { "https" } else { "http" })
+            .authority(pool.authority().clone());
+        if let Some(pq) = pq {
+            b = b.path_and_query(pq);
+        }
+        if let Ok(uri) = b.build() {
+            *req.uri_mut() = uri;
+        }
+    } else {
+        *req.version_mut() = Version::HTTP_11;
+        req.headers_mut().insert(HOST, pool.host.clone());
+        if req.uri().scheme().is_some() {
+            if let Some(pq) = req.uri().path_and_query().cloned() {
+                *req.uri_mut() = Uri::from(pq);
+            }
+        }
+    }
+}
+
+/// Sends within the API's response timeout; a stale pooled HTTP/1.1 connection gets one
+/// retry on a fresh connection when the request was provably not sent.
+async fn send(
+    pool: Arc<EndpointPool>,
+    conn: Conn,
+    mut req: Request<RequestBody>,
+    api: &CompiledApi,
+) -> Result<(Response<Incoming>, Option<Pooled>), GatewayError> {
+    let fut = async {
+        let mut conn = conn;
+        loop {
+            match conn {
+                Conn::H1 { mut sender, reused } => {
+                    prepare(&mut req, &pool, false);
+                    match sender.try_send_request(req).await {
+                        Ok(resp) => return Ok((resp, Some(Pooled { sender, pool }))),
+                        Err(mut e) => match e.take_message() {
+                            Some(back) if reused => {
+                                req = back;
+                                // Cold: boxed so its (large) future is not part of every
+                                // request's future.
+                                conn = Box::pin(pool.connect_new(api.connect_timeout)).await?;
+                            }
+                            _ => return Err(send_error(e.into_error())),
+                        },
+                    }
+                }
+                Conn::H2(mut sender) => {
+                    prepare(&mut req, &pool, true);
+                    return match sender.send_request(req).await {
+                        Ok(resp) => Ok((resp, None)),
+                        Err(e) => Err(send_error(e)),
+                    };
+                }
+            }
+        }
+    };
+    match tokio::time::timeout(api.response_timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
+    }
+}
+
+/// Classifies a failed exchange: our body limit (413), the client's body (400), or the
+/// upstream (502).
+fn send_error(e: hyper::Error) -> GatewayError {
+    let mut src = e.source();
+    while let Some(s) = src {
+        if let Some(be) = s.downcast_ref::<BodyError>() {
+            let kind = match be {
+                BodyError::TooLarge { .. } => ErrorKind::BodyTooLarge,
+                BodyError::Hyper(_) => ErrorKind::BadRequest,
+            };
+            return GatewayError::with_source(kind, e);
+        }
+        src = s.source();
+    }
+    let kind = if e.is_parse() || e.is_parse_status() {
+        ErrorKind::UpstreamProtocol
+    } else {
+        ErrorKind::UpstreamReset
+    };
+    GatewayError::with_source(kind, e)
+}

@@ -1,0 +1,366 @@
+//! Chain stories through a real gateway and real upstreams on 127.0.0.1:0: `on_complete`
+//! runs once for every outcome (200, a policy's 401, 502, 404 without an API, a client
+//! that goes away), request and response bodies rewritten by a body policy with and
+//! without `Content-Length` over both upstream clients (the in-task HTTP/1.1 client for
+//! small bodies, hyper's for large ones), and a path and query rewrite.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::{request, response};
+use support::*;
+use turnpike_config::Snapshot;
+use turnpike_gateway::{
+    Completion, ErrorKind, Flow, Gateway, GatewayError, Hooks, Policy, RequestCtx, ServerSettings,
+    Step,
+};
+
+type Seen = Arc<Mutex<Vec<(u16, bool, Option<ErrorKind>, u64)>>>;
+
+/// Records each completion: status, aborted, error row, bytes out.
+struct Recorder(Seen);
+
+impl Policy for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::COMPLETE
+    }
+    fn on_complete(&self, _ctx: &RequestCtx, done: &Completion) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push((
+                done.status.as_u16(),
+                done.aborted,
+                done.error,
+                done.bytes_out,
+            ));
+        }
+    }
+}
+
+/// Refuses requests carrying `x-deny` with the table's 401.
+struct Deny;
+
+impl Policy for Deny {
+    fn name(&self) -> &'static str {
+        "deny"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_HEADERS
+    }
+    fn on_request_headers<'a>(
+        &'a self,
+        _ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        if req.headers.contains_key("x-deny") {
+            return GatewayError::new(ErrorKind::MissingCredentials).into();
+        }
+        Step::CONTINUE
+    }
+}
+
+/// Starts a gateway over `yaml` whose first API's chain gets `extra` appended, with
+/// `observer` told about every request.
+async fn gateway_with_policies(
+    yaml: &str,
+    extra: Vec<Arc<dyn Policy>>,
+    observer: Option<Arc<dyn Policy>>,
+) -> (TestGateway, Arc<ArcSwap<Snapshot>>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");
+    for api in snap.apis.iter_mut() {
+        let api = Arc::get_mut(api).expect("a fresh snapshot owns its APIs");
+        for p in &extra {
+            api.chain = api.chain.appended(p.clone());
+        }
+    }
+    let snaps = Arc::new(ArcSwap::from_pointee(snap));
+    let mut b = Gateway::builder(ServerSettings::local(dir.path())).snapshots(snaps.clone());
+    if let Some(o) = observer {
+        b = b.observer(o);
+    }
+    let bound = b.bind().await.expect("gateway binds");
+    let http = bound.http_addr().expect("http listener");
+    let https = bound.https_addr().expect("https listener");
+    let gw = TestGateway {
+        handle: bound.spawn(),
+        http,
+        https,
+        dir,
+    };
+    (gw, snaps)
+}
+
+fn taken(seen: &Seen) -> Vec<(u16, bool, Option<ErrorKind>, u64)> {
+    std::mem::take(&mut *seen.lock().expect("lock"))
+}
+
+/// Waits until `n` completions were recorded (they run when the body ends, which can be
+/// just after the client has read it).
+async fn settle(seen: &Seen, n: usize) {
+    for _ in 0..200 {
+        if seen.lock().expect("lock").len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn on_complete_runs_once_for_every_outcome() {
+    let up = echo().await;
+    let hold = holding().await;
+    let yaml = config(&[
+        api("ok", &[http(up)], ""),
+        api("down", &[http(refused_addr())], ""),
+        api("slow", &[http(hold.addr)], ""),
+    ]);
+    let per_api = Seen::default();
+    let all = Seen::default();
+    let (gw, _) = gateway_with_policies(
+        &yaml,
+        vec![Arc::new(Deny), Arc::new(Recorder(per_api.clone()))],
+        Some(Arc::new(Recorder(all.clone()))),
+    )
+    .await;
+    let c = client();
+
+    let r = c
+        .post(gw.url("/ok/v1/x"))
+        .body("hello")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.expect("body"), "hello");
+    settle(&per_api, 1).await;
+    assert_eq!(taken(&per_api), [(200, false, None, 5)]);
+
+    let r = c
+        .get(gw.url("/ok/v1/x"))
+        .header("x-deny", "1")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 401);
+    let len = r.bytes().await.expect("body").len() as u64;
+    settle(&per_api, 1).await;
+    assert_eq!(
+        taken(&per_api),
+        [(401, false, Some(ErrorKind::MissingCredentials), len)]
+    );
+
+    let r = c.get(gw.url("/down/v1/x")).send().await.expect("send");
+    assert_eq!(r.status(), 502);
+    let _ = r.bytes().await;
+    settle(&per_api, 1).await;
+    let got = taken(&per_api);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, 502);
+    assert_eq!(got[0].2, Some(ErrorKind::UpstreamConnectFailed));
+
+    // No API: only the gateway's observers hear of it.
+    let r = c.get(gw.url("/nothing/here")).send().await.expect("send");
+    assert_eq!(r.status(), 404);
+    let _ = r.bytes().await;
+    settle(&all, 4).await;
+    let got: Vec<u16> = taken(&all).iter().map(|s| s.0).collect();
+    assert_eq!(got, [200, 401, 502, 404]);
+    assert!(taken(&per_api).is_empty());
+
+    // The client goes away while the upstream holds the request.
+    let mut hold = hold;
+    let url = gw.url("/slow/v1/x");
+    let pending = tokio::spawn(async move { client().get(url).send().await });
+    hold.arrivals
+        .recv()
+        .await
+        .expect("the request reached the upstream");
+    pending.abort();
+    let _ = pending.await;
+    settle(&per_api, 1).await;
+    let got = taken(&per_api);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (499, true), "{got:?}");
+    settle(&all, 1).await;
+    assert_eq!(taken(&all).len(), 1);
+    hold.release.notify_waiters();
+}
+
+/// Upper-cases request bodies (and says how it saw them), reverses response bodies.
+struct Bodies;
+
+impl Policy for Bodies {
+    fn name(&self) -> &'static str {
+        "bodies"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_BODY | Hooks::RESPONSE_BODY
+    }
+    fn on_request_body<'a>(
+        &'a self,
+        _ctx: &'a mut RequestCtx,
+        _req: &'a mut request::Parts,
+        body: &'a mut Bytes,
+    ) -> Step<'a> {
+        let mut up = body.to_ascii_uppercase();
+        up.extend_from_slice(b"!");
+        *body = Bytes::from(up);
+        Step::CONTINUE
+    }
+    fn on_response_body(
+        &self,
+        _ctx: &mut RequestCtx,
+        _resp: &mut response::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        let mut v = body.to_vec();
+        v.reverse();
+        *body = Bytes::from(v);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_body_policy_rewrites_both_bodies_over_both_upstream_clients() {
+    let up = echo().await;
+    let (gw, _) = gateway_with_policies(
+        &config(&[api("b", &[http(up)], "")]),
+        vec![Arc::new(Bodies)],
+        None,
+    )
+    .await;
+    let c = client();
+    // 10 bytes go through the in-task client, 40 KiB through hyper's (above its 16 KiB).
+    for size in [10usize, 40 * 1024] {
+        let text: String = (0..size).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+        let mut want: Vec<u8> = text.to_ascii_uppercase().into_bytes();
+        want.push(b'!');
+        want.reverse();
+        // With Content-Length.
+        let r = c
+            .post(gw.url("/b/v1/x"))
+            .body(text.clone())
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200, "size {size}");
+        assert_eq!(
+            r.headers()["content-length"].to_str().ok(),
+            Some(want.len().to_string().as_str())
+        );
+        assert_eq!(
+            r.bytes().await.expect("body").as_ref(),
+            &want[..],
+            "size {size}"
+        );
+        // Chunked (a stream of unknown length).
+        let chunks: Vec<Result<Bytes, std::io::Error>> = text
+            .as_bytes()
+            .chunks(4096)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
+        let r = c
+            .post(gw.url("/b/v1/x"))
+            .body(body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200, "chunked size {size}");
+        assert!(r.headers().get("transfer-encoding").is_none());
+        assert_eq!(
+            r.bytes().await.expect("body").as_ref(),
+            &want[..],
+            "chunked {size}"
+        );
+    }
+}
+
+/// Asks for the request body only.
+struct ReadsRequests;
+
+impl Policy for ReadsRequests {
+    fn name(&self) -> &'static str {
+        "reads_requests"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_BODY
+    }
+}
+
+#[tokio::test]
+async fn a_request_body_above_the_limit_is_413_before_the_upstream() {
+    let up = inspect("u").await;
+    let yaml = config(&[api("b", &[http(up)], "    max_body_size: 100\n")]);
+    let (gw, _) = gateway_with_policies(&yaml, vec![Arc::new(ReadsRequests)], None).await;
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from(vec![b'x'; 80])),
+        Ok(Bytes::from(vec![b'x'; 80])),
+    ];
+    let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
+    let r = client()
+        .post(gw.url("/b/v1/x"))
+        .body(body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 413);
+    assert_eq!(error_body(r).await["code"], "body_too_large");
+}
+
+/// Moves the request under `/v2` and replaces the query.
+struct Rewrite;
+
+impl Policy for Rewrite {
+    fn name(&self) -> &'static str {
+        "rewrite"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_HEADERS
+    }
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        _req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        let path = format!("/v2{}", ctx.upstream.path());
+        let r = ctx
+            .upstream
+            .set_path(&path)
+            .and_then(|()| ctx.upstream.set_query(Some("q=new")))
+            .map(|()| Flow::Continue)
+            .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e));
+        Step::Done(r)
+    }
+}
+
+#[tokio::test]
+async fn a_policy_rewrites_the_upstream_path_on_both_clients() {
+    let up = inspect("u").await;
+    let (gw, _) = gateway_with_policies(
+        &config(&[api("p", &[http(up)], "")]),
+        vec![Arc::new(Rewrite)],
+        None,
+    )
+    .await;
+    let c = client();
+    for body in [String::new(), "x".repeat(40 * 1024)] {
+        let r = c
+            .post(gw.url("/p/v1/pets/1?q=old"))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200);
+        let v = json_of(r).await;
+        assert_eq!(v["path"], "/v2/pets/1?q=new", "body {}", body.len());
+        assert_eq!(v["body_len"], body.len());
+    }
+}

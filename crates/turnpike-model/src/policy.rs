@@ -1,0 +1,51 @@
+//! An API's `policies:` list: each entry is one policy kind with its settings, written
+//! as `- kind: { ... }` (e.g. `- cors: { allow_origins: ["https://app.example"] }`).
+//! `turnpike-config` validates each entry and builds it into the API's chain; a new kind
+//! is one variant here, one build function there and one `Policy` implementation (see
+//! docs/ARCHITECTURE.md, "Adding a policy kind").
+
+use serde::{Deserialize, Serialize};
+
+use crate::Quantity;
+
+/// One entry of an API's `policies:` list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicySpec {
+    /// Cross-origin resource sharing: preflights answered at the gateway (before
+    /// authentication), `Access-Control-*` headers on every response, errors included.
+    Cors(CorsSpec),
+}
+
+impl PolicySpec {
+    /// The kind's name as written in the file.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PolicySpec::Cors(_) => "cors",
+        }
+    }
+}
+
+/// CORS settings (the Fetch standard's names; WSO2's `corsConfiguration`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorsSpec {
+    /// Origins allowed (`https://app.example`), or `"*"` for any.
+    pub allow_origins: Vec<String>,
+    /// Methods a preflight may ask for; GET, HEAD, POST, PUT, PATCH, DELETE when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_methods: Vec<String>,
+    /// Request headers a preflight may ask for (case-insensitive), or `"*"`;
+    /// `authorization`, `content-type`, `apikey` when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_headers: Vec<String>,
+    /// Response headers the browser lets the page read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expose_headers: Vec<String>,
+    /// Send `Access-Control-Allow-Credentials: true` (needs explicit origins).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_credentials: bool,
+    /// How long a browser may cache a preflight answer (`"10m"`, or seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age: Option<Quantity>,
+}

@@ -1,0 +1,197 @@
+//! An API's ordered policies and the order they run in: request hooks front to back
+//! until one answers ([`Stop`]), response hooks back to front over the policies whose
+//! request side ran, `on_complete` once over all. A chain with no policy for a phase
+//! costs one bit test there.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{request, response, Response};
+
+use crate::ctx::{Completion, RequestCtx};
+use crate::error::GatewayError;
+use crate::hook::{Flow, Hooks, Policy};
+
+/// Why the request side stopped early: policy `at` answered.
+pub struct Stop {
+    /// The index of the policy that answered; response hooks run for those before it.
+    pub at: usize,
+    pub answer: Answer,
+}
+
+/// A policy's early answer.
+pub enum Answer {
+    Respond(Response<Bytes>),
+    Error(GatewayError),
+}
+
+/// An ordered list of policies, shared by every request of a snapshot.
+#[derive(Clone, Default)]
+pub struct Chain {
+    policies: Arc<[Arc<dyn Policy>]>,
+    hooks: Hooks,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.policies.iter().map(|p| p.name()))
+            .finish()
+    }
+}
+
+impl Chain {
+    pub fn new(policies: Vec<Arc<dyn Policy>>) -> Self {
+        let hooks = policies.iter().fold(Hooks::NONE, |h, p| h.union(p.hooks()));
+        Chain {
+            policies: policies.into(),
+            hooks,
+        }
+    }
+
+    /// This chain with `p` added at the end (for embedders and tests that add a policy
+    /// kind of their own to a compiled API; files and control planes use `policies:`).
+    pub fn appended(&self, p: Arc<dyn Policy>) -> Chain {
+        let mut v: Vec<Arc<dyn Policy>> = self.policies.to_vec();
+        v.push(p);
+        Chain::new(v)
+    }
+
+    /// How many policies the chain has.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// The union of the policies' hooks.
+    #[inline]
+    pub fn hooks(&self) -> Hooks {
+        self.hooks
+    }
+
+    /// The policies' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.policies.iter().map(|p| p.name())
+    }
+
+    /// Runs `pre_route` front to back.
+    pub async fn pre_route(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+    ) -> Result<(), Stop> {
+        if !self.hooks.contains(Hooks::PRE_ROUTE) {
+            return Ok(());
+        }
+        for (at, p) in self.policies.iter().enumerate() {
+            if p.hooks().contains(Hooks::PRE_ROUTE) {
+                stop_at(at, p.pre_route(ctx, req).resolve().await)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `on_request_headers` front to back.
+    pub async fn request_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+    ) -> Result<(), Stop> {
+        if !self.hooks.contains(Hooks::REQUEST_HEADERS) {
+            return Ok(());
+        }
+        for (at, p) in self.policies.iter().enumerate() {
+            if p.hooks().contains(Hooks::REQUEST_HEADERS) {
+                stop_at(at, p.on_request_headers(ctx, req).resolve().await)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `on_request_body` front to back over the buffered body.
+    pub async fn request_body(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), Stop> {
+        for (at, p) in self.policies.iter().enumerate() {
+            if p.hooks().contains(Hooks::REQUEST_BODY) {
+                stop_at(at, p.on_request_body(ctx, req, body).resolve().await)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `on_response_headers` back to front over the policies before `upto` (the
+    /// chain's length when every request hook ran). On an error, returns it with the
+    /// index of the policy that raised it: the caller turns it into the response and
+    /// calls again with that index, so the outer policies still see the response.
+    pub fn response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+        upto: usize,
+    ) -> Result<(), (usize, GatewayError)> {
+        if !self.hooks.contains(Hooks::RESPONSE_HEADERS) {
+            return Ok(());
+        }
+        let ran = self.policies.get(..upto).unwrap_or(&self.policies);
+        for (at, p) in ran.iter().enumerate().rev() {
+            if p.hooks().contains(Hooks::RESPONSE_HEADERS) {
+                p.on_response_headers(ctx, resp).map_err(|e| (at, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `on_response_body` back to front over the policies before `upto`; errors
+    /// as [`Chain::response_headers`].
+    pub fn response_body(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+        body: &mut Bytes,
+        upto: usize,
+    ) -> Result<(), (usize, GatewayError)> {
+        let ran = self.policies.get(..upto).unwrap_or(&self.policies);
+        for (at, p) in ran.iter().enumerate().rev() {
+            if p.hooks().contains(Hooks::RESPONSE_BODY) {
+                p.on_response_body(ctx, resp, body).map_err(|e| (at, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `on_complete` back to front over every policy that has it.
+    pub fn complete(&self, ctx: &RequestCtx, done: &Completion) {
+        if !self.hooks.contains(Hooks::COMPLETE) {
+            return;
+        }
+        for p in self.policies.iter().rev() {
+            if p.hooks().contains(Hooks::COMPLETE) {
+                p.on_complete(ctx, done);
+            }
+        }
+    }
+}
+
+#[inline]
+fn stop_at(at: usize, r: Result<Flow, GatewayError>) -> Result<(), Stop> {
+    match r {
+        Ok(Flow::Continue) => Ok(()),
+        Ok(Flow::Respond(resp)) => Err(Stop {
+            at,
+            answer: Answer::Respond(resp),
+        }),
+        Err(e) => Err(Stop {
+            at,
+            answer: Answer::Error(e),
+        }),
+    }
+}

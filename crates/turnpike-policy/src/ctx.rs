@@ -1,0 +1,232 @@
+//! The per-request context every hook of a chain shares ([`RequestCtx`]): who asked,
+//! where the request goes upstream ([`UpstreamTarget`], which a policy may rewrite),
+//! what earlier steps learned (the caller, the throttle decision, typed extensions), and
+//! what [`on_complete`](crate::Policy::on_complete) is told ([`Completion`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::uri::PathAndQuery;
+use http::{HeaderValue, StatusCode, Uri};
+use turnpike_auth::Identity;
+
+use crate::error::ErrorKind;
+
+/// What the gateway knows about one request, owned by the request (so `on_complete`
+/// can run when the response body ends, after the request future is gone).
+pub struct RequestCtx {
+    pub request_id: HeaderValue,
+    pub client: SocketAddr,
+    /// The request came over TLS.
+    pub https: bool,
+    /// The path and query the upstream receives (below the endpoint's base path).
+    pub upstream: UpstreamTarget,
+    /// Who called, set by the auth step; `None` for open APIs and resources.
+    pub auth: Option<Authenticated>,
+    /// The throttle step's decision when a limit applied (its response hook writes the
+    /// rate-limit headers from it). A field, not `ext`: no allocation on the hot path.
+    pub throttle: Option<turnpike_throttle::Decision>,
+    /// What other policies learned, typed (a map allocated on first insert).
+    pub ext: http::Extensions,
+}
+
+impl RequestCtx {
+    pub fn new(
+        request_id: HeaderValue,
+        client: SocketAddr,
+        https: bool,
+        upstream: UpstreamTarget,
+    ) -> Self {
+        RequestCtx {
+            request_id,
+            client,
+            https,
+            upstream,
+            auth: None,
+            throttle: None,
+            ext: http::Extensions::new(),
+        }
+    }
+
+    /// The authenticated caller, if the API is secured.
+    #[inline]
+    pub fn identity(&self) -> Option<&Arc<Identity>> {
+        self.auth.as_ref().map(|a| &a.identity)
+    }
+
+    /// The tier of the caller's subscription to this API, if one was required.
+    #[inline]
+    pub fn subscription_tier(&self) -> Option<&str> {
+        self.auth
+            .as_ref()
+            .and_then(|a| a.subscription_tier.as_deref())
+    }
+}
+
+/// What the auth step learned about the caller.
+#[derive(Clone)]
+pub struct Authenticated {
+    pub identity: Arc<Identity>,
+    /// The tier of the subscription that let the call through (throttling reads it);
+    /// `None` when the API does not require a subscription.
+    pub subscription_tier: Option<Arc<str>>,
+}
+
+/// The upstream path and query of a request: by default a view into the client's URI
+/// (the path below `/{context}/{version}`, the query as sent), no allocation; a policy
+/// that rewrites either gets its own copy.
+#[derive(Debug, Clone)]
+pub struct UpstreamTarget {
+    uri: Uri,
+    path: Path,
+    query: Query,
+}
+
+#[derive(Debug, Clone)]
+enum Path {
+    /// The client's path from this byte on.
+    Suffix(usize),
+    Owned(Box<str>),
+}
+
+#[derive(Debug, Clone)]
+enum Query {
+    Client,
+    Owned(Option<Box<str>>),
+}
+
+/// A rewritten path or query that is not valid in a request line.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid upstream {what}: {value:?}")]
+pub struct InvalidTarget {
+    what: &'static str,
+    value: String,
+}
+
+impl UpstreamTarget {
+    /// The client's URI with the upstream path starting at byte `at` of its path.
+    pub fn suffix(uri: Uri, at: usize) -> Self {
+        UpstreamTarget {
+            uri,
+            path: Path::Suffix(at),
+            query: Query::Client,
+        }
+    }
+
+    /// The client's URI (for its query) with an upstream path of its own.
+    pub fn owned(uri: Uri, path: &str) -> Self {
+        UpstreamTarget {
+            uri,
+            path: Path::Owned(path.into()),
+            query: Query::Client,
+        }
+    }
+
+    /// The upstream path, starting with `/`.
+    #[inline]
+    pub fn path(&self) -> &str {
+        match &self.path {
+            Path::Suffix(at) => match self.uri.path().get(*at..) {
+                Some("") | None => "/",
+                Some(p) => p,
+            },
+            Path::Owned(p) => p,
+        }
+    }
+
+    /// The upstream query, without `?`.
+    #[inline]
+    pub fn query(&self) -> Option<&str> {
+        match &self.query {
+            Query::Client => self.uri.query(),
+            Query::Owned(q) => q.as_deref(),
+        }
+    }
+
+    /// The client's request URI, as received.
+    pub fn client_uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// Rewrites the upstream path (`/` first, no `?` or `#`, request-line characters).
+    pub fn set_path(&mut self, path: &str) -> Result<(), InvalidTarget> {
+        let ok = path.starts_with('/')
+            && !path.contains(['?', '#'])
+            && PathAndQuery::try_from(path).is_ok();
+        if !ok {
+            return Err(InvalidTarget {
+                what: "path",
+                value: path.to_owned(),
+            });
+        }
+        self.path = Path::Owned(path.into());
+        Ok(())
+    }
+
+    /// Rewrites (or, with `None`, drops) the upstream query (without `?`).
+    pub fn set_query(&mut self, query: Option<&str>) -> Result<(), InvalidTarget> {
+        if let Some(q) = query {
+            let ok = !q.contains('#') && PathAndQuery::try_from(format!("/?{q}")).is_ok();
+            if !ok {
+                return Err(InvalidTarget {
+                    what: "query",
+                    value: q.to_owned(),
+                });
+            }
+        }
+        self.query = Query::Owned(query.filter(|q| !q.is_empty()).map(Into::into));
+        Ok(())
+    }
+
+    /// `base` + path + `?query`: the upstream request target.
+    pub fn write_to(&self, base: &str, out: &mut String) {
+        out.push_str(base);
+        out.push_str(self.path());
+        if let Some(q) = self.query() {
+            out.push('?');
+            out.push_str(q);
+        }
+    }
+}
+
+/// The latency split of a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// From the request head to the upstream request being sent (routing, policies,
+    /// reading a buffered body); the whole time when no upstream was called.
+    pub gateway_before: Duration,
+    /// From sending to the upstream's response head; `None` when no upstream answered.
+    pub upstream: Option<Duration>,
+    /// From the upstream's response head to the last body byte sent (response
+    /// policies, streaming to the client).
+    pub gateway_after: Duration,
+}
+
+impl Timings {
+    /// The whole request, head to last byte.
+    pub fn total(&self) -> Duration {
+        self.gateway_before + self.upstream.unwrap_or_default() + self.gateway_after
+    }
+}
+
+/// How a request ended, as `on_complete` sees it.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub status: StatusCode,
+    /// The error table's row when the gateway answered with an error.
+    pub error: Option<ErrorKind>,
+    /// The client went away before the response body ended.
+    pub aborted: bool,
+    pub timings: Timings,
+    /// Request body bytes received from the client.
+    pub bytes_in: u64,
+    /// Response body bytes sent to the client.
+    pub bytes_out: u64,
+}
+
+/// Put in a response's extensions by a response hook that needs the size of a body sent
+/// without `Content-Length` (bandwidth quotas): the gateway calls it once with the bytes
+/// sent, when the body ends or the client goes away. Costs nothing when absent.
+#[derive(Clone)]
+pub struct OnBodyEnd(pub Arc<dyn Fn(u64) + Send + Sync>);

@@ -1,0 +1,518 @@
+//! The one gateway error and the one table that maps its kinds to an HTTP status and a
+//! stable JSON code. Every rejection on the request path (routing, limits, auth,
+//! throttling, upstream failures, and any policy's refusal) becomes a [`GatewayError`]
+//! and leaves through [`GatewayError::into_response`] with the body
+//! `{"code","message","request_id"}` (plus the error's own `fields`, e.g. the 429's
+//! `policy` and `retry_after`). Internal detail (the `source`) goes to logs, never to
+//! clients.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, Response, StatusCode};
+
+/// Who caused an error: decides the log level and whether a retry could help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blame {
+    /// The client sent something we refuse (4xx).
+    Client,
+    /// The upstream failed or was too slow (502/504).
+    Upstream,
+    /// A bug or a resource problem in the gateway itself (500/503).
+    Internal,
+}
+
+/// Every way a request can fail. Add new kinds here and a row in [`ErrorKind::spec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    NotFound,
+    MethodNotAllowed,
+    BodyTooLarge,
+    BadRequest,
+    /// The path is refused by the normaliser (encoded separator, `..` above the root).
+    InvalidPath,
+    UpstreamConnectTimeout,
+    UpstreamResponseTimeout,
+    UpstreamConnectFailed,
+    UpstreamReset,
+    UpstreamProtocol,
+    NoEndpoint,
+    /// A throttling policy refused the request (the error carries `Retry-After`, the
+    /// rate-limit headers and the `policy` and `retry_after` fields).
+    Throttled,
+    /// The upstream's response body is larger than a body policy may buffer.
+    UpstreamBodyTooLarge,
+    /// A CORS request from an origin, or asking for a method or header, the API does
+    /// not allow.
+    CorsRejected,
+    ShuttingDown,
+    /// The gateway holds its maximum of client connections (`--max-connections`).
+    TooManyConnections,
+    /// This client IP holds its maximum (`--max-connections-per-ip`).
+    TooManyClientConnections,
+    Internal,
+    // Security (policies/auth.rs maps turnpike-auth's errors onto these rows).
+    MissingCredentials,
+    MalformedCredentials,
+    InvalidToken,
+    ExpiredToken,
+    RevokedToken,
+    InvalidApiKey,
+    InvalidCredentials,
+    AuthUnavailable,
+    NotSubscribed,
+    SubscriptionBlocked,
+    SubscriptionOnHold,
+    InsufficientScope,
+    ApiBlocked,
+    ApiNotPublished,
+}
+
+/// One row of the table: status, stable code, default client message, blame, retryable.
+pub struct KindSpec {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: &'static str,
+    pub blame: Blame,
+    pub retryable: bool,
+}
+
+impl ErrorKind {
+    /// THE table. Codes are stable API: clients match on them.
+    pub const fn spec(self) -> KindSpec {
+        use Blame::{Client, Upstream};
+        use ErrorKind::*;
+        const fn row(
+            status: StatusCode,
+            code: &'static str,
+            message: &'static str,
+            blame: Blame,
+            retryable: bool,
+        ) -> KindSpec {
+            KindSpec {
+                status,
+                code,
+                message,
+                blame,
+                retryable,
+            }
+        }
+        match self {
+            NotFound => row(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no API matches this request",
+                Client,
+                false,
+            ),
+            MethodNotAllowed => row(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "the resource does not accept this method",
+                Client,
+                false,
+            ),
+            BodyTooLarge => row(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "the request body exceeds this API's limit",
+                Client,
+                false,
+            ),
+            BadRequest => row(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "the request is malformed",
+                Client,
+                false,
+            ),
+            InvalidPath => row(
+                StatusCode::BAD_REQUEST,
+                "invalid_path",
+                "the request path is not accepted (an encoded slash or backslash, '..' above the root, a broken escape, or a dot segment with parameters)",
+                Client,
+                false,
+            ),
+            UpstreamConnectTimeout => row(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_connect_timeout",
+                "connecting to the upstream timed out",
+                Upstream,
+                true,
+            ),
+            UpstreamResponseTimeout => row(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                "the upstream did not answer in time",
+                Upstream,
+                false,
+            ),
+            UpstreamConnectFailed => row(
+                StatusCode::BAD_GATEWAY,
+                "upstream_unavailable",
+                "the upstream refused the connection",
+                Upstream,
+                true,
+            ),
+            UpstreamReset => row(
+                StatusCode::BAD_GATEWAY,
+                "upstream_reset",
+                "the upstream closed the connection",
+                Upstream,
+                false,
+            ),
+            UpstreamProtocol => row(
+                StatusCode::BAD_GATEWAY,
+                "upstream_protocol_error",
+                "the upstream sent an invalid response",
+                Upstream,
+                false,
+            ),
+            NoEndpoint => row(
+                StatusCode::BAD_GATEWAY,
+                "no_endpoint",
+                "the API has no usable endpoint",
+                Blame::Internal,
+                false,
+            ),
+            Throttled => row(
+                StatusCode::TOO_MANY_REQUESTS,
+                "throttled",
+                "a throttling policy refused the request",
+                Client,
+                true,
+            ),
+            UpstreamBodyTooLarge => row(
+                StatusCode::BAD_GATEWAY,
+                "upstream_body_too_large",
+                "the upstream's response body exceeds this API's limit",
+                Upstream,
+                false,
+            ),
+            CorsRejected => row(
+                StatusCode::FORBIDDEN,
+                "cors_rejected",
+                "this cross-origin request is not allowed",
+                Client,
+                false,
+            ),
+            ShuttingDown => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the gateway is shutting down",
+                Blame::Internal,
+                true,
+            ),
+            TooManyConnections => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_connections",
+                "the gateway holds its maximum of connections; retry shortly",
+                Blame::Internal,
+                true,
+            ),
+            TooManyClientConnections => row(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_client_connections",
+                "this client holds its maximum of connections; reuse one or close some",
+                Client,
+                true,
+            ),
+            Internal => row(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "internal gateway error",
+                Blame::Internal,
+                false,
+            ),
+            MissingCredentials => row(
+                StatusCode::UNAUTHORIZED,
+                "missing_credentials",
+                "this API requires credentials",
+                Client,
+                false,
+            ),
+            // 401 rather than RFC 6750's 400: a client that sends a broken header
+            // should be told to authenticate, and gets the challenge with it.
+            MalformedCredentials => row(
+                StatusCode::UNAUTHORIZED,
+                "malformed_credentials",
+                "the Authorization header is malformed",
+                Client,
+                false,
+            ),
+            InvalidToken => row(
+                StatusCode::UNAUTHORIZED,
+                "invalid_token",
+                "the access token is not valid",
+                Client,
+                false,
+            ),
+            ExpiredToken => row(
+                StatusCode::UNAUTHORIZED,
+                "expired_token",
+                "the access token has expired",
+                Client,
+                false,
+            ),
+            RevokedToken => row(
+                StatusCode::UNAUTHORIZED,
+                "revoked_token",
+                "the access token has been revoked",
+                Client,
+                false,
+            ),
+            InvalidApiKey => row(
+                StatusCode::UNAUTHORIZED,
+                "invalid_api_key",
+                "the API key is not valid",
+                Client,
+                false,
+            ),
+            InvalidCredentials => row(
+                StatusCode::UNAUTHORIZED,
+                "invalid_credentials",
+                "invalid username or password",
+                Client,
+                false,
+            ),
+            AuthUnavailable => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "auth_unavailable",
+                "token validation is temporarily unavailable",
+                Blame::Internal,
+                true,
+            ),
+            NotSubscribed => row(
+                StatusCode::FORBIDDEN,
+                "not_subscribed",
+                "the application is not subscribed to this API",
+                Client,
+                false,
+            ),
+            SubscriptionBlocked => row(
+                StatusCode::FORBIDDEN,
+                "subscription_blocked",
+                "the subscription to this API is blocked",
+                Client,
+                false,
+            ),
+            SubscriptionOnHold => row(
+                StatusCode::FORBIDDEN,
+                "subscription_on_hold",
+                "the subscription to this API is on hold",
+                Client,
+                false,
+            ),
+            InsufficientScope => row(
+                StatusCode::FORBIDDEN,
+                "insufficient_scope",
+                "the credential lacks a scope this resource requires",
+                Client,
+                false,
+            ),
+            ApiBlocked => row(
+                StatusCode::FORBIDDEN,
+                "api_blocked",
+                "this API is blocked",
+                Client,
+                false,
+            ),
+            ApiNotPublished => row(
+                StatusCode::FORBIDDEN,
+                "api_not_published",
+                "this API is not published",
+                Client,
+                false,
+            ),
+        }
+    }
+}
+
+/// A failed request: its kind, and for logs only, the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", .kind.spec().code, .kind.spec().message)]
+pub struct GatewayError {
+    pub kind: ErrorKind,
+    /// `Allow` header value for 405.
+    pub allow: Option<HeaderValue>,
+    /// `WWW-Authenticate` challenge for 401 (and 403 insufficient scope).
+    pub www_authenticate: Option<HeaderValue>,
+    /// A more precise client message than the table's.
+    pub detail: Option<Cow<'static, str>>,
+    /// Headers the response carries besides the table's (`Retry-After`, `RateLimit`).
+    pub headers: Option<Box<HeaderMap>>,
+    /// Members the JSON body carries after `request_id` (the 429's `policy`).
+    pub fields: Vec<(&'static str, serde_json::Value)>,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl GatewayError {
+    pub fn new(kind: ErrorKind) -> Self {
+        GatewayError {
+            kind,
+            allow: None,
+            www_authenticate: None,
+            detail: None,
+            headers: None,
+            fields: Vec::new(),
+            source: None,
+        }
+    }
+
+    pub fn with_source(
+        kind: ErrorKind,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        GatewayError {
+            kind,
+            allow: None,
+            www_authenticate: None,
+            detail: None,
+            headers: None,
+            fields: Vec::new(),
+            source: Some(source.into()),
+        }
+    }
+
+    pub fn blame(&self) -> Blame {
+        self.kind.spec().blame
+    }
+
+    pub fn retryable(&self) -> bool {
+        self.kind.spec().retryable
+    }
+
+    /// The table's stable code of this error (also the metrics' `code` label).
+    pub fn code(&self) -> &'static str {
+        self.kind.spec().code
+    }
+
+    /// Turns the error into the client response: status from the table, JSON body,
+    /// the challenge, `Allow` and the error's own headers.
+    pub fn into_response(self, request_id: &HeaderValue) -> Response<Bytes> {
+        let spec = self.kind.spec();
+        match self.blame() {
+            Blame::Client => {
+                tracing::debug!(code = spec.code, error = ?self.source, "request refused")
+            }
+            Blame::Upstream => {
+                tracing::warn!(code = spec.code, error = ?self.source, "upstream failure")
+            }
+            Blame::Internal => {
+                tracing::error!(code = spec.code, error = ?self.source, "gateway failure")
+            }
+        }
+        let body = if self.detail.is_none() && self.fields.is_empty() {
+            json_body(spec.code, spec.message, request_id.as_bytes())
+        } else {
+            rich_body(&self, request_id.as_bytes())
+        };
+        let mut resp = Response::new(body);
+        *resp.status_mut() = spec.status;
+        let h = resp.headers_mut();
+        if let Some(extra) = self.headers {
+            *h = *extra;
+        }
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(allow) = self.allow {
+            h.insert(ALLOW, allow);
+        }
+        if let Some(challenge) = self.www_authenticate {
+            h.insert(WWW_AUTHENTICATE, challenge);
+        }
+        resp
+    }
+}
+
+/// The body of an error with a precise message or extra fields (cold: a refusal).
+#[cold]
+fn rich_body(e: &GatewayError, request_id: &[u8]) -> Bytes {
+    let spec = e.kind.spec();
+    let mut m = serde_json::Map::with_capacity(3 + e.fields.len());
+    m.insert("code".into(), spec.code.into());
+    m.insert(
+        "message".into(),
+        e.detail.as_deref().unwrap_or(spec.message).into(),
+    );
+    m.insert(
+        "request_id".into(),
+        String::from_utf8_lossy(request_id).into_owned().into(),
+    );
+    for (k, v) in &e.fields {
+        m.insert((*k).into(), v.clone());
+    }
+    Bytes::from(serde_json::Value::Object(m).to_string())
+}
+
+/// `{"code":"..","message":"..","request_id":".."}`. Codes are static ASCII without
+/// quotes; a message with a quote, backslash or control character and the request id
+/// (a client may have chosen it) are escaped.
+pub fn json_body(code: &str, message: &str, request_id: &[u8]) -> Bytes {
+    let rid = String::from_utf8_lossy(request_id);
+    let rid = serde_json::Value::String(rid.into_owned()).to_string();
+    let mut s = String::with_capacity(48 + code.len() + message.len() + rid.len());
+    s.push_str("{\"code\":\"");
+    s.push_str(code);
+    s.push_str("\",\"message\":");
+    if message.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        s.push_str(&serde_json::Value::String(message.to_owned()).to_string());
+    } else {
+        s.push('"');
+        s.push_str(message);
+        s.push('"');
+    }
+    s.push_str(",\"request_id\":");
+    s.push_str(&rid);
+    s.push('}');
+    Bytes::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_is_valid_json_even_with_hostile_request_id() {
+        let b = json_body("not_found", "nope", b"a\"b\\c");
+        let v: serde_json::Value = serde_json::from_slice(&b).expect("json");
+        assert_eq!(v["code"], "not_found");
+        assert_eq!(v["request_id"], "a\"b\\c");
+    }
+
+    #[test]
+    fn body_is_valid_json_with_a_message_that_needs_escaping() {
+        let b = json_body("invalid_path", "a '\\' and a \"quote\"", b"r");
+        let v: serde_json::Value = serde_json::from_slice(&b).expect("json");
+        assert_eq!(v["message"], "a '\\' and a \"quote\"");
+    }
+
+    #[test]
+    fn table_statuses() {
+        assert_eq!(ErrorKind::BodyTooLarge.spec().status, 413);
+        assert_eq!(ErrorKind::UpstreamResponseTimeout.spec().status, 504);
+        assert_eq!(ErrorKind::UpstreamConnectTimeout.spec().status, 504);
+        assert_eq!(ErrorKind::UpstreamConnectFailed.spec().status, 502);
+        assert_eq!(ErrorKind::UpstreamReset.spec().status, 502);
+    }
+
+    #[test]
+    fn fields_and_headers_join_the_body_and_head() {
+        let mut e = GatewayError::new(ErrorKind::Throttled);
+        e.detail = Some(Cow::Owned("throttled by \"Gold\"".into()));
+        e.fields.push(("retry_after", 3.into()));
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        e.headers = Some(Box::new(h));
+        let r = e.into_response(&HeaderValue::from_static("rid"));
+        assert_eq!(r.status(), 429);
+        assert_eq!(r.headers()["retry-after"], "3");
+        assert_eq!(r.headers()[CONTENT_TYPE], "application/json");
+        let v: serde_json::Value = serde_json::from_slice(r.body()).expect("json");
+        assert_eq!(v["code"], "throttled");
+        assert_eq!(v["message"], "throttled by \"Gold\"");
+        assert_eq!(v["retry_after"], 3);
+        assert_eq!(v["request_id"], "rid");
+    }
+}

@@ -1,0 +1,164 @@
+//! The [`Policy`] trait: a few named hooks (phases), each with a no-op default, and the
+//! [`Hooks`] set a policy declares so the chain calls only what it implements and the
+//! gateway buffers a body only when some policy of the API asks for it.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use http::{request, response, Response};
+
+use crate::ctx::{Completion, RequestCtx};
+use crate::error::GatewayError;
+
+/// What a request-side hook decided.
+pub enum Flow {
+    /// Go on to the next step.
+    Continue,
+    /// Stop here and send this response (a CORS preflight, a cache hit, a mock). The
+    /// response passes through the response hooks of the policies before this one.
+    Respond(Response<Bytes>),
+}
+
+/// What a request-side hook returns.
+pub type HookResult = Result<Flow, GatewayError>;
+
+/// A request-side hook's answer: ready now (the fast path, no allocation) or a future to
+/// wait for (token introspection, a remote call), boxed only on that path.
+pub enum Step<'a> {
+    Done(HookResult),
+    Pending(Pin<Box<dyn Future<Output = HookResult> + Send + 'a>>),
+}
+
+impl Step<'_> {
+    /// Go on (the answer of a hook with nothing to do).
+    pub const CONTINUE: Step<'static> = Step::Done(Ok(Flow::Continue));
+
+    /// Waits for the answer (no await point on the `Done` path).
+    #[inline]
+    pub async fn resolve(self) -> HookResult {
+        match self {
+            Step::Done(r) => r,
+            Step::Pending(f) => f.await,
+        }
+    }
+}
+
+impl From<HookResult> for Step<'_> {
+    fn from(r: HookResult) -> Self {
+        Step::Done(r)
+    }
+}
+
+impl From<GatewayError> for Step<'_> {
+    fn from(e: GatewayError) -> Self {
+        Step::Done(Err(e))
+    }
+}
+
+/// The hooks a policy implements (a small bit set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hooks(u8);
+
+impl Hooks {
+    pub const NONE: Hooks = Hooks(0);
+    /// [`Policy::pre_route`].
+    pub const PRE_ROUTE: Hooks = Hooks(1);
+    /// [`Policy::on_request_headers`].
+    pub const REQUEST_HEADERS: Hooks = Hooks(1 << 1);
+    /// [`Policy::on_request_body`]: the gateway buffers the request body.
+    pub const REQUEST_BODY: Hooks = Hooks(1 << 2);
+    /// [`Policy::on_response_headers`].
+    pub const RESPONSE_HEADERS: Hooks = Hooks(1 << 3);
+    /// [`Policy::on_response_body`]: the gateway buffers the response body.
+    pub const RESPONSE_BODY: Hooks = Hooks(1 << 4);
+    /// [`Policy::on_complete`].
+    pub const COMPLETE: Hooks = Hooks(1 << 5);
+
+    #[inline]
+    pub const fn union(self, other: Hooks) -> Hooks {
+        Hooks(self.0 | other.0)
+    }
+
+    #[inline]
+    pub const fn contains(self, other: Hooks) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+}
+
+impl std::ops::BitOr for Hooks {
+    type Output = Hooks;
+    fn bitor(self, rhs: Hooks) -> Hooks {
+        self.union(rhs)
+    }
+}
+
+/// One step of an API's chain, built once from its spec when a snapshot is compiled
+/// (a bad spec is a config error then, never a 500 now). Hooks run in this order:
+///
+/// 1. [`pre_route`](Policy::pre_route): the host and path named the API, before the
+///    method is checked against its resources (a CORS preflight is answered here);
+/// 2. [`on_request_headers`](Policy::on_request_headers), in chain order;
+/// 3. [`on_request_body`](Policy::on_request_body), in chain order, on the whole
+///    buffered body;
+/// 4. the upstream exchange;
+/// 5. [`on_response_headers`](Policy::on_response_headers) then
+///    [`on_response_body`](Policy::on_response_body), in reverse chain order, for the
+///    policies whose request side ran (also on error responses and on a `Respond`);
+/// 6. [`on_complete`](Policy::on_complete), once, for every outcome, when the response
+///    body has ended or the client went away.
+pub trait Policy: Send + Sync + 'static {
+    /// Stable name for logs and metrics.
+    fn name(&self) -> &'static str;
+
+    /// The hooks this policy implements; the others are never called.
+    fn hooks(&self) -> Hooks;
+
+    /// Before the method check, lifecycle and auth (CORS preflight, IP deny lists).
+    fn pre_route<'a>(&'a self, _ctx: &'a mut RequestCtx, _req: &'a mut request::Parts) -> Step<'a> {
+        Step::CONTINUE
+    }
+
+    /// After routing, before the body is read and the upstream is called.
+    fn on_request_headers<'a>(
+        &'a self,
+        _ctx: &'a mut RequestCtx,
+        _req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        Step::CONTINUE
+    }
+
+    /// The whole request body (up to the API's limit). Replace `body` to rewrite it;
+    /// the gateway sets `Content-Length` and drops `Transfer-Encoding` afterwards.
+    fn on_request_body<'a>(
+        &'a self,
+        _ctx: &'a mut RequestCtx,
+        _req: &'a mut request::Parts,
+        _body: &'a mut Bytes,
+    ) -> Step<'a> {
+        Step::CONTINUE
+    }
+
+    /// The response head (the upstream's, or an error's, or a `Respond`'s).
+    fn on_response_headers(
+        &self,
+        _ctx: &mut RequestCtx,
+        _resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
+        Ok(())
+    }
+
+    /// The whole response body (up to the API's limit); framing is fixed up after.
+    fn on_response_body(
+        &self,
+        _ctx: &mut RequestCtx,
+        _resp: &mut response::Parts,
+        _body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        Ok(())
+    }
+
+    /// Once per request, whatever happened, after the last body byte went out (or the
+    /// client went away). Must not block: queue work elsewhere.
+    fn on_complete(&self, _ctx: &RequestCtx, _done: &Completion) {}
+}
