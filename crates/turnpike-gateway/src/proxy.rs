@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, HOST};
+use http::header::{ALLOW, CONTENT_LENGTH, HOST};
 use http::uri::PathAndQuery;
 use http::{request, response, HeaderValue, Request, Response, Uri, Version};
 use hyper::body::Incoming;
@@ -203,7 +203,7 @@ async fn exchange(
     let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, allow).await;
     let (mut rparts, mut rbody, mut upto, mut failed) = match sent {
         Ok(up) => {
-            if let Some(m) = marks.as_deref_mut() {
+            if let Some(m) = marks {
                 m.head = Some(Instant::now());
             }
             let (p, b) = upstream_response(up);
@@ -263,8 +263,7 @@ async fn request_side(
     let end = chain.len();
     chain.pre_route(ctx, &mut parts).await?;
     if let Some(allow) = allow {
-        let mut e = GatewayError::new(ErrorKind::MethodNotAllowed);
-        e.allow = Some(allow);
+        let e = GatewayError::new(ErrorKind::MethodNotAllowed).with_header(ALLOW, allow);
         return Err(stop(end, e));
     }
     chain.request_headers(ctx, &mut parts).await?;
@@ -333,7 +332,7 @@ fn answer_response(
 ) -> (response::Parts, GatewayBody, Option<ErrorKind>) {
     match answer {
         Answer::Respond(r) => {
-            let (p, b) = r.into_parts();
+            let (p, b) = (*r).into_parts();
             (p, GatewayBody::full(b), None)
         }
         Answer::Error(e) => {

@@ -21,7 +21,8 @@ pub struct Stop {
 
 /// A policy's early answer.
 pub enum Answer {
-    Respond(Response<Bytes>),
+    /// Boxed: a refusal path, and it keeps `Stop` small.
+    Respond(Box<Response<Bytes>>),
     Error(GatewayError),
 }
 
@@ -187,7 +188,7 @@ fn stop_at(at: usize, r: Result<Flow, GatewayError>) -> Result<(), Stop> {
         Ok(Flow::Continue) => Ok(()),
         Ok(Flow::Respond(resp)) => Err(Stop {
             at,
-            answer: Answer::Respond(resp),
+            answer: Answer::Respond(Box::new(resp)),
         }),
         Err(e) => Err(Stop {
             at,

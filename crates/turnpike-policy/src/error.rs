@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http::{HeaderMap, Response, StatusCode};
 
 /// Who caused an error: decides the log level and whether a retry could help.
@@ -334,13 +334,11 @@ impl ErrorKind {
 #[error("{}: {}", .kind.spec().code, .kind.spec().message)]
 pub struct GatewayError {
     pub kind: ErrorKind,
-    /// `Allow` header value for 405.
-    pub allow: Option<HeaderValue>,
-    /// `WWW-Authenticate` challenge for 401 (and 403 insufficient scope).
-    pub www_authenticate: Option<HeaderValue>,
     /// A more precise client message than the table's.
     pub detail: Option<Cow<'static, str>>,
-    /// Headers the response carries besides the table's (`Retry-After`, `RateLimit`).
+    /// Headers the response carries besides `Content-Type`: `Allow` on 405, the
+    /// `WWW-Authenticate` challenge on 401, `Retry-After` and `RateLimit` on 429 (boxed:
+    /// the error stays small on the paths that return it).
     pub headers: Option<Box<HeaderMap>>,
     /// Members the JSON body carries after `request_id` (the 429's `policy`).
     pub fields: Vec<(&'static str, serde_json::Value)>,
@@ -352,8 +350,6 @@ impl GatewayError {
     pub fn new(kind: ErrorKind) -> Self {
         GatewayError {
             kind,
-            allow: None,
-            www_authenticate: None,
             detail: None,
             headers: None,
             fields: Vec::new(),
@@ -367,13 +363,24 @@ impl GatewayError {
     ) -> Self {
         GatewayError {
             kind,
-            allow: None,
-            www_authenticate: None,
             detail: None,
             headers: None,
             fields: Vec::new(),
             source: Some(source.into()),
         }
+    }
+
+    /// Adds a response header (`Allow`, `WWW-Authenticate`, ...).
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers
+            .get_or_insert_with(Default::default)
+            .insert(name, value);
+        self
+    }
+
+    /// A header the response will carry.
+    pub fn header(&self, name: &HeaderName) -> Option<&HeaderValue> {
+        self.headers.as_ref().and_then(|h| h.get(name))
     }
 
     pub fn blame(&self) -> Blame {
@@ -416,12 +423,6 @@ impl GatewayError {
             *h = *extra;
         }
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(allow) = self.allow {
-            h.insert(ALLOW, allow);
-        }
-        if let Some(challenge) = self.www_authenticate {
-            h.insert(WWW_AUTHENTICATE, challenge);
-        }
         resp
     }
 }

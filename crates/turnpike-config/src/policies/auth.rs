@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use http::header::WWW_AUTHENTICATE;
 use http::request::Parts;
 use turnpike_auth::{strip_credentials, AuthError, Check, Identity, ScopeRequirement};
 use turnpike_policy::{
@@ -123,7 +124,9 @@ pub(crate) fn refuse(e: AuthError) -> GatewayError {
         _ => None,
     };
     let mut g = GatewayError::new(kind);
-    g.www_authenticate = e.www_authenticate();
+    if let Some(challenge) = e.www_authenticate() {
+        g = g.with_header(WWW_AUTHENTICATE, challenge);
+    }
     g.detail = detail.map(Cow::Borrowed);
     g.source = Some(Box::new(e));
     g
@@ -175,12 +178,12 @@ mod tests {
     fn refusals_use_the_table_and_challenge() {
         let e = refuse(AuthError::Expired);
         assert_eq!(e.kind.spec().status, 401);
-        assert!(e.www_authenticate.is_some());
+        assert!(e.header(&WWW_AUTHENTICATE).is_some());
         let e = refuse(AuthError::Malformed("the bearer token is malformed"));
         assert_eq!(e.kind.spec().status, 401);
         assert_eq!(e.kind.spec().code, "malformed_credentials");
         let e = refuse(AuthError::NotSubscribed);
         assert_eq!(e.kind.spec().status, 403);
-        assert!(e.www_authenticate.is_none());
+        assert!(e.header(&WWW_AUTHENTICATE).is_none());
     }
 }
