@@ -9,8 +9,8 @@
 //! 5. throttle;
 //! 6. the other kinds of the `policies:` list, as written.
 //!
-//! Adding a kind: a variant of `turnpike_model::policy::PolicySpec`, an arm in
-//! [`declared`] calling the kind's build function (validate into `problems`, return the
+//! Adding a kind: a field of `turnpike_model::policy::PolicySpec`, an arm in
+//! [`build`] calling the kind's build function (validate into `problems`, return the
 //! `Policy`), and the `Policy` implementation (docs/ARCHITECTURE.md).
 
 use std::sync::Arc;
@@ -48,13 +48,18 @@ pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<D
         .map(|(i, api)| {
             let mut d = Declared::default();
             for (j, spec) in api.policies.iter().enumerate() {
-                let at = format!("apis[{i}].policies[{j}].{}", spec.kind());
-                let built: Option<(Stage, Arc<dyn Policy>)> = match spec {
-                    PolicySpec::Cors(c) => {
-                        cors::build(&at, c, problems).map(|p| (Stage::Edge, p as Arc<dyn Policy>))
-                    }
-                };
-                match built {
+                let at = format!("apis[{i}].policies[{j}]");
+                if spec.kinds().len() != 1 {
+                    problems.push(Problem::new(
+                        at,
+                        format!(
+                            "an entry names exactly one policy kind (found {:?})",
+                            spec.kinds()
+                        ),
+                    ));
+                    continue;
+                }
+                match build(&at, spec, problems) {
                     Some((Stage::Edge, p)) => d.edge.push(p),
                     Some((Stage::Late, p)) => d.late.push(p),
                     None => {}
@@ -63,6 +68,20 @@ pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<D
             d
         })
         .collect()
+}
+
+/// Builds the one kind an entry names, with the stage it runs in. THE registration
+/// point: a new kind is one arm here.
+fn build(
+    at: &str,
+    spec: &PolicySpec,
+    problems: &mut Vec<Problem>,
+) -> Option<(Stage, Arc<dyn Policy>)> {
+    if let Some(c) = &spec.cors {
+        let p = cors::build(&format!("{at}.cors"), c, problems)?;
+        return Some((Stage::Edge, p));
+    }
+    None
 }
 
 /// The API's chain from its compiled parts.

@@ -364,3 +364,84 @@ async fn a_policy_rewrites_the_upstream_path_on_both_clients() {
         assert_eq!(v["body_len"], body.len());
     }
 }
+
+#[tokio::test]
+async fn cors_preflight_is_answered_before_the_other_steps_and_errors_carry_its_headers() {
+    let up = echo().await;
+    let cors = "    lifecycle: BLOCKED\n    policies:\n      - cors:\n          \
+                allow_origins: [\"https://app.example\"]\n          \
+                allow_methods: [GET, POST]\n          max_age: 10m\n";
+    let gw = gateway(&config(&[api("c", &[http(up)], cors)])).await;
+    let c = client();
+    // The preflight is answered although the API refuses every call (lifecycle).
+    let r = c
+        .request(reqwest::Method::OPTIONS, gw.url("/c/v1/x"))
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "Content-Type")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 204);
+    let h = r.headers();
+    assert_eq!(h["access-control-allow-origin"], "https://app.example");
+    assert_eq!(h["access-control-allow-methods"], "GET, POST");
+    assert_eq!(h["access-control-max-age"], "600");
+    assert_eq!(h["vary"], "Origin");
+    // A method or an origin not allowed: 403 cors_rejected.
+    for (origin, method) in [
+        ("https://app.example", "DELETE"),
+        ("https://evil.example", "GET"),
+    ] {
+        let r = c
+            .request(reqwest::Method::OPTIONS, gw.url("/c/v1/x"))
+            .header("origin", origin)
+            .header("access-control-request-method", method)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 403);
+        assert_eq!(error_body(r).await["code"], "cors_rejected");
+    }
+    // The lifecycle's 403 carries the CORS headers for an allowed origin.
+    let r = c
+        .get(gw.url("/c/v1/x"))
+        .header("origin", "https://app.example")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(error_body(r).await["code"], "api_blocked");
+    // Another origin: no CORS headers.
+    let r = c
+        .get(gw.url("/c/v1/x"))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .expect("send");
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+}
+
+#[test]
+fn a_bad_cors_spec_is_a_config_error_with_its_path() {
+    let cors = "    policies:\n      - cors:\n          \
+                allow_origins: [\"*\", \"https://x.example/path\"]\n          \
+                allow_credentials: true\n";
+    let yaml = config(&[api("c", &["http://127.0.0.1:9".into()], cors)]);
+    let err = Snapshot::from_yaml(&yaml, "test")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("apis[0].policies[0].cors.allow_origins[1]"),
+        "{err}"
+    );
+    assert!(
+        err.contains("apis[0].policies[0].cors.allow_credentials"),
+        "{err}"
+    );
+}

@@ -1,28 +1,33 @@
 //! An API's `policies:` list: each entry is one policy kind with its settings, written
 //! as `- kind: { ... }` (e.g. `- cors: { allow_origins: ["https://app.example"] }`).
 //! `turnpike-config` validates each entry and builds it into the API's chain; a new kind
-//! is one variant here, one build function there and one `Policy` implementation (see
+//! is one field here, one build function there and one `Policy` implementation (see
 //! docs/ARCHITECTURE.md, "Adding a policy kind").
 
 use serde::{Deserialize, Serialize};
 
 use crate::Quantity;
 
-/// One entry of an API's `policies:` list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PolicySpec {
+/// One entry of an API's `policies:` list: exactly one kind's settings (a struct of
+/// optional kinds rather than an enum, so YAML and JSON write it the same way:
+/// `- cors: {...}` / `{"cors": {...}}`). A new kind is one more field here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
     /// Cross-origin resource sharing: preflights answered at the gateway (before
     /// authentication), `Access-Control-*` headers on every response, errors included.
-    Cors(CorsSpec),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cors: Option<CorsSpec>,
 }
 
 impl PolicySpec {
-    /// The kind's name as written in the file.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            PolicySpec::Cors(_) => "cors",
+    /// The kinds this entry names, as written in the file (valid entries name one).
+    pub fn kinds(&self) -> Vec<&'static str> {
+        let mut k = Vec::new();
+        if self.cors.is_some() {
+            k.push("cors");
         }
+        k
     }
 }
 
