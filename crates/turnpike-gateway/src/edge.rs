@@ -15,16 +15,19 @@ pub(crate) fn check<B>(req: &Request<B>) -> Result<(), GatewayError> {
     let hosts = req.headers().get_all(HOST).iter().count();
     if hosts > 1 || (hosts == 0 && req.version() == Version::HTTP_11) {
         let mut e = GatewayError::new(ErrorKind::BadRequest);
-        e.detail = Some(if hosts > 1 {
-            "the request has more than one Host header"
-        } else {
-            "an HTTP/1.1 request needs a Host header"
-        });
+        e.detail = Some(
+            if hosts > 1 {
+                "the request has more than one Host header"
+            } else {
+                "an HTTP/1.1 request needs a Host header"
+            }
+            .into(),
+        );
         return Err(e);
     }
     if req.method() == Method::CONNECT {
         let mut e = GatewayError::new(ErrorKind::BadRequest);
-        e.detail = Some("CONNECT is not supported: this gateway is not a tunnel");
+        e.detail = Some("CONNECT is not supported: this gateway is not a tunnel".into());
         return Err(e);
     }
     Ok(())

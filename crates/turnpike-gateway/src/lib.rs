@@ -10,17 +10,17 @@
 
 pub mod access_log;
 pub mod body;
+mod complete;
 pub mod conn_limit;
 mod edge;
 pub mod error;
+mod forward;
 pub mod h1;
 pub mod headers;
 pub mod health;
 mod idle;
 pub mod log_limit;
 pub mod metrics;
-mod complete;
-mod forward;
 mod proxy;
 pub mod reload;
 mod server;
@@ -41,15 +41,15 @@ pub use access_log::AccessLogTarget;
 pub use error::{Blame, ErrorKind, GatewayError};
 pub use health::Health;
 pub use metrics::GatewayMetrics;
-pub use turnpike_policy::{
-    Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
-    UpstreamTarget,
-};
 pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings, Stop,
 };
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
+pub use turnpike_policy::{
+    Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
+    UpstreamTarget,
+};
 
 /// Command-line arguments of `turnpike gateway`.
 #[derive(Debug, Clone, clap::Args)]

@@ -530,7 +530,7 @@ async fn serve_request(
 ) -> Result<hyper::Response<crate::body::GatewayBody>, std::convert::Infallible> {
     if let Err(e) = crate::edge::check(&req) {
         let id = headers::next_request_id();
-        let mut resp = e.into_response(&id);
+        let mut resp = e.into_response(&id).map(crate::body::GatewayBody::full);
         resp.headers_mut().insert(headers::X_REQUEST_ID.clone(), id);
         return Ok(resp);
     }
