@@ -609,7 +609,10 @@ fn responses(op: &Operation, has_query: bool) -> Value {
         (_, None) => json!({"description": "success, no body"}),
     };
     out.insert(ok.to_string(), ok_body);
-    let body = crate::openapi_detail::request_body(op.id).is_some();
+    // The try operations take a free-form JSON body (no schema component) and refuse
+    // other media types as every JSON operation does.
+    let body = crate::openapi_detail::request_body(op.id).is_some()
+        || matches!(op.id, "tryApiMediation" | "tryIt");
     let write = op.method != "get";
     let mut add = |status: u16, what: &str| {
         out.insert(status.to_string(), error(what));
