@@ -48,8 +48,12 @@ if ! command -v node >/dev/null || ! node -e 'const [a,b]=process.versions.node.
 fi
 ui="$(cd "$(dirname "$0")/.." && pwd)/ui"
 if ! cmp -s "$ui/package-lock.json" "$ui/node_modules/.installed-lock.json" 2>/dev/null; then
-  echo "install-deps: npm ci in ui/"
-  (cd "$ui" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+  # `npm install --no-save` rather than `npm ci`: registry mirrors that serve only this
+  # platform's optional packages (rollup, esbuild) make npm write a lock file without the
+  # other platforms' entries, which `npm ci` then refuses as out of sync. The versions
+  # still come from the lock file.
+  echo "install-deps: npm install --no-save in ui/"
+  (cd "$ui" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --loglevel=error)
   cp "$ui/package-lock.json" "$ui/node_modules/.installed-lock.json"
 fi
 echo "install-deps: ok"
