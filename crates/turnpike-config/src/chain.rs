@@ -65,6 +65,10 @@ pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<D
                     None => {}
                 }
             }
+            if let Some(g) = &api.graphql {
+                // A GRAPHQL API: its analysis runs late, on the admitted caller's body.
+                d.late.extend(graphql(i, api, g, problems));
+            }
             d
         })
         .collect()
@@ -82,6 +86,30 @@ fn build(
         return Some((Stage::Edge, p));
     }
     None
+}
+
+/// Builds a GraphQL API's policy (its `graphql:` section); problems under
+/// `apis[i].graphql`. The analysis cache and cost quotas are process-wide, so a swap
+/// keeps them.
+fn graphql(
+    i: usize,
+    api: &turnpike_model::ApiSpec,
+    spec: &turnpike_model::graphql::GraphqlSpec,
+    problems: &mut Vec<Problem>,
+) -> Option<Arc<dyn Policy>> {
+    match turnpike_graphql::compile(spec, turnpike_graphql::AnalysisCache::shared()) {
+        Ok(compiled) => Some(Arc::new(turnpike_graphql::GraphqlPolicy::new(
+            compiled,
+            turnpike_graphql::CostQuotas::shared(),
+            &format!("{}/{}", api.context, api.version),
+        ))),
+        Err(found) => {
+            for (path, message) in found {
+                problems.push(Problem::new(format!("apis[{i}].graphql.{path}"), message));
+            }
+            None
+        }
+    }
 }
 
 /// The API's chain from its compiled parts.

@@ -70,6 +70,12 @@ impl AnalysisCache {
         }
     }
 
+    /// The process-wide cache (10,000 analyses), kept across snapshot swaps.
+    pub fn shared() -> AnalysisCache {
+        static SHARED: std::sync::OnceLock<AnalysisCache> = std::sync::OnceLock::new();
+        SHARED.get_or_init(AnalysisCache::default).clone()
+    }
+
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.stats[0].load(Ordering::Relaxed),

@@ -10,8 +10,9 @@
 //! [`compile`] turns an API's `graphql:` section (`turnpike-model`) into these parts.
 //!
 //! Owns no IO and no HTTP server: the gateway calls [`Analyzer::analyze`] from its
-//! request-body hook and maps [`GraphqlError`]s to a `{"errors": [...]}` body. Must not
-//! depend on the gateway, the store or the admin API.
+//! request-body hook and maps [`GraphqlError`]s to a `{"errors": [...]}` body;
+//! [`GraphqlPolicy`] is that hook (a `turnpike_policy::Policy`). Must not depend on the
+//! gateway, the store or the admin API.
 
 mod access;
 mod analysis;
@@ -20,6 +21,7 @@ mod caps;
 mod config;
 mod error;
 mod explain;
+mod policy;
 mod quota;
 mod request;
 mod schema;
@@ -32,6 +34,7 @@ pub use caps::Caps;
 pub use config::{CostConfig, CostModel, Limits};
 pub use error::{errors_body, ErrorCode, GraphqlError, Location};
 pub use explain::{BreakdownRow, Explain};
+pub use policy::{GraphqlPolicy, EXPLAIN_HEADER};
 pub use quota::{CostQuotas, OverQuota};
 pub use request::{location, GraphqlRequest};
 pub use schema::{CompiledSchema, FieldId, SchemaError};

@@ -1,0 +1,201 @@
+//! The GraphQL policy of a GRAPHQL API (runs after auth and throttling, on the request
+//! body): reads the GraphQL request (POST JSON, POST `application/graphql`, GET),
+//! validates and analyses the query against the API's schema (cached), then holds it to
+//! per-operation scopes, the caller's tier (max depth, max complexity, field access, cost
+//! quota) and the caller's application's field access. Every refusal is answered with a
+//! GraphQL `{"errors": [...]}` body (with locations) and never forwarded: 400 for a bad or
+//! too costly query, 403 for a field, scope or introspection refusal, 405 for a mutation
+//! over GET, 429 with RateLimit headers when the cost quota is spent. A request with an
+//! `x-graphql-explain` header is answered with the explain document instead of being
+//! forwarded.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{request, HeaderValue, Method, Response, StatusCode};
+use turnpike_policy::{Flow, Hooks, Policy, RequestCtx, Step};
+
+use crate::analysis::OperationKind;
+use crate::config::Limits;
+use crate::error::{errors_body, ErrorCode, GraphqlError};
+use crate::quota::CostQuotas;
+use crate::request::GraphqlRequest;
+use crate::spec::CompiledGraphql;
+
+/// Request header asking for the explain document instead of the upstream's answer.
+pub const EXPLAIN_HEADER: &str = "x-graphql-explain";
+
+/// The policy: one per GraphQL API per snapshot.
+pub struct GraphqlPolicy {
+    g: CompiledGraphql,
+    quotas: Arc<CostQuotas>,
+    /// Prefix of this API's quota keys.
+    api: Box<str>,
+}
+
+impl GraphqlPolicy {
+    pub fn new(g: CompiledGraphql, quotas: Arc<CostQuotas>, api: &str) -> Self {
+        GraphqlPolicy {
+            g,
+            quotas,
+            api: api.into(),
+        }
+    }
+
+    /// `None`: forward the request.
+    fn check(
+        &self,
+        ctx: &RequestCtx,
+        req: &request::Parts,
+        body: &Bytes,
+    ) -> Option<Response<Bytes>> {
+        let rid = ctx.request_id.to_str().ok();
+        let refuse = |status: StatusCode, errors: &[GraphqlError]| {
+            Some(answer(status, errors_body(errors, rid)))
+        };
+        let ct = req.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
+        let gql = match GraphqlRequest::from_http(req.method.as_str(), ct, req.uri.query(), body) {
+            Ok(r) => r,
+            Err(e) => return refuse(StatusCode::BAD_REQUEST, &[e]),
+        };
+        let query = gql.query();
+        let analysis = match self.g.analyzer.analyze(
+            query,
+            gql.operation_name.as_deref(),
+            gql.variables.as_ref(),
+        ) {
+            Ok(a) => a,
+            Err(errors) => return refuse(status_of(&errors), &errors),
+        };
+        if req.method == Method::GET && analysis.kind != OperationKind::Query {
+            let e = GraphqlError::new(
+                ErrorCode::BadRequest,
+                format!("a {} cannot be sent with GET", analysis.kind.as_str()),
+            );
+            return refuse(StatusCode::METHOD_NOT_ALLOWED, &[e]);
+        }
+        let identity = ctx.identity();
+        let scopes: &[String] = identity.map_or(&[], |i| &i.scopes[..]);
+        for root in &analysis.root_fields {
+            let need = self
+                .g
+                .operations
+                .iter()
+                .find(|((k, n), _)| *k == root.kind && *n == root.name)
+                .map(|(_, s)| s);
+            if let Some(need) = need.filter(|s| !s.is_empty()) {
+                if !need.iter().any(|s| scopes.contains(s)) {
+                    let e = GraphqlError::new(
+                        ErrorCode::FieldNotAllowed,
+                        format!(
+                            "operation `{}` needs one of the scopes {}",
+                            root.name,
+                            need.join(", ")
+                        ),
+                    )
+                    .at(root.offset.map(|o| crate::request::location(query, o)));
+                    return refuse(StatusCode::FORBIDDEN, &[e]);
+                }
+            }
+        }
+        let tier = self.g.tier(ctx.subscription_tier());
+        if req.headers.contains_key(EXPLAIN_HEADER) {
+            return Some(
+                match self.g.analyzer.explain(
+                    query,
+                    gql.operation_name.as_deref(),
+                    gql.variables.as_ref(),
+                    &tier.limits,
+                ) {
+                    Ok(e) => answer(
+                        StatusCode::OK,
+                        serde_json::to_string(&e).unwrap_or_default(),
+                    ),
+                    Err(errors) => answer(status_of(&errors), errors_body(&errors, rid)),
+                },
+            );
+        }
+        if let Err(e) = self
+            .g
+            .analyzer
+            .check(&analysis, query, &tier.limits, tier.access.as_ref())
+        {
+            return refuse(status_of(std::slice::from_ref(&e)), &[e]);
+        }
+        let app = identity.and_then(|i| i.application_name.as_deref());
+        if let Some(access) = app.and_then(|a| self.g.applications.get(a)) {
+            if let Err(e) =
+                self.g
+                    .analyzer
+                    .check(&analysis, query, &Limits::default(), Some(access))
+            {
+                return refuse(StatusCode::FORBIDDEN, &[e]);
+            }
+        }
+        if let Some(q) = tier.quota {
+            let who = identity
+                .and_then(|i| i.application_id.as_deref())
+                .map_or_else(|| ctx.client.ip().to_string(), str::to_owned);
+            let key = format!("{}\u{0}{who}", self.api);
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            if let Err(over) = self.quotas.debit(&key, analysis.complexity, q, now) {
+                let e = GraphqlError::new(
+                    ErrorCode::QuotaExceeded,
+                    format!("query complexity {} is over the tier's remaining cost quota of {} per {} s", analysis.complexity, q.cost, q.window_secs),
+                );
+                let mut resp = answer(StatusCode::TOO_MANY_REQUESTS, errors_body(&[e], rid));
+                let h = resp.headers_mut();
+                h.insert(RETRY_AFTER, HeaderValue::from(over.reset_secs));
+                h.insert("ratelimit-limit", HeaderValue::from(q.cost));
+                h.insert("ratelimit-remaining", HeaderValue::from(0u64));
+                h.insert("ratelimit-reset", HeaderValue::from(over.reset_secs));
+                return Some(resp);
+            }
+        }
+        None
+    }
+}
+
+fn status_of(errors: &[GraphqlError]) -> StatusCode {
+    match errors.first().map(|e| e.code) {
+        Some(ErrorCode::FieldNotAllowed | ErrorCode::IntrospectionDisabled) => {
+            StatusCode::FORBIDDEN
+        }
+        Some(ErrorCode::QuotaExceeded) => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+fn answer(status: StatusCode, body: String) -> Response<Bytes> {
+    let mut resp = Response::new(Bytes::from(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+impl Policy for GraphqlPolicy {
+    fn name(&self) -> &'static str {
+        "graphql"
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_BODY
+    }
+
+    fn on_request_body<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+        body: &'a mut Bytes,
+    ) -> Step<'a> {
+        Step::Done(Ok(match self.check(ctx, req, body) {
+            None => Flow::Continue,
+            Some(resp) => Flow::Respond(resp),
+        }))
+    }
+}
