@@ -137,13 +137,25 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
     ok.then_some(out)
 }
 
-/// An API's gateway settings: (REST field, the declarative file's field).
-pub const OPTION_FIELDS: [(&str, &str); 5] = [
+/// An API's gateway settings: (REST field, the declarative file's field). The last three
+/// are sections in the file's own shape (`graphql`, `mediation`, `policies` such as
+/// CORS), stored as given and checked by compiling them.
+pub const OPTION_FIELDS: [(&str, &str); 8] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
     ("timeouts", "timeouts"),
     ("apiThrottlingPolicy", "throttling"),
+    ("graphql", "graphql"),
+    ("mediation", "mediation"),
+    ("apiPolicies", "policies"),
+];
+
+/// The sections kept in the declarative file's shape: (REST field, must be an array).
+const SECTION_FIELDS: [(&str, bool); 3] = [
+    ("graphql", false),
+    ("mediation", false),
+    ("apiPolicies", true),
 ];
 
 /// A number or a short text with a unit (`10MiB`, `5s`): checked for shape here, for
@@ -155,6 +167,19 @@ fn quantity_ok(v: &Value) -> bool {
 /// The gateway settings of a body; those it leaves out keep `defaults`' values.
 fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options {
     let mut out = d.map(|d| d.options.clone()).unwrap_or_default();
+    for (field, array) in SECTION_FIELDS {
+        match f.value(field) {
+            None => {}
+            Some(v) if v.is_null() => {
+                out.remove(field);
+            }
+            Some(v) if v.is_array() == array && (array || v.is_object()) => {
+                out.insert(field.to_string(), v.clone());
+            }
+            Some(_) if array => f.err(field, "must be a list of policies, as in the file"),
+            Some(_) => f.err(field, "must be an object, as in the file's section"),
+        }
+    }
     let mut put = |k: &str, v: Value| {
         out.insert(k.to_string(), v);
     };

@@ -57,13 +57,13 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
 }
 
 /// Where the document comes from.
-enum Source {
+pub(crate) enum Source {
     Inline(Value),
     Url(String),
 }
 
 /// The document and the API's fields, whatever the form.
-fn read_request(
+pub(crate) fn read_request(
     ctype: &str,
     body: &[u8],
     q: &HashMap<String, String>,
@@ -159,7 +159,7 @@ fn read_request(
 
 /// The API's fields from the query: `additionalProperties` (JSON), else `context`,
 /// `version`, `name`.
-fn query_props(q: &HashMap<String, String>) -> ApiResult<Option<Value>> {
+pub(crate) fn query_props(q: &HashMap<String, String>) -> ApiResult<Option<Value>> {
     if let Some(text) = q.get("additionalProperties") {
         return serde_json::from_str(text).map(Some).map_err(|e| {
             invalid(
@@ -178,7 +178,7 @@ fn query_props(q: &HashMap<String, String>) -> ApiResult<Option<Value>> {
 }
 
 /// WSO2's `endpointConfig` as `endpoints`.
-fn wso2_aliases(props: &mut Value) {
+pub(crate) fn wso2_aliases(props: &mut Value) {
     let Some(obj) = props.as_object_mut() else {
         return;
     };

@@ -19,6 +19,7 @@ mod documents_api;
 mod environments;
 pub mod error;
 mod export;
+mod graphql_api;
 mod http;
 mod import;
 mod keys_api;

@@ -111,6 +111,22 @@ pub fn query_params(id: &str) -> Vec<Value> {
             v.extend(page());
             v
         }
+        "importGraphqlSchema" => vec![
+            query(
+                "additionalProperties",
+                false,
+                s.clone(),
+                "the API's fields as JSON, when the body is the bare schema",
+            ),
+            query(
+                "context",
+                false,
+                s.clone(),
+                "the API's context, when the body is the bare schema",
+            ),
+            query("version", false, s.clone(), "the API's version"),
+            query("name", false, s.clone(), "the API's name"),
+        ],
         "importOpenApi" => vec![
             query(
                 "additionalProperties",
@@ -144,6 +160,8 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "updateApi" => ("ApiUpdate", true),
         "patchApi" => ("ApiUpdate", true),
         "importOpenApi" => ("ImportOpenApi", true),
+        "importGraphqlSchema" => ("ImportGraphqlSchema", true),
+        "explainGraphqlQuery" => ("GraphqlExplainInput", true),
         "setApiSecurity" => ("ApiSecurity", true),
         "createApplication" => ("ApplicationInput", true),
         "updateApplication" | "patchApplication" => ("ApplicationUpdate", true),
@@ -172,7 +190,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
     let r = |name: &str| Some(json!({"$ref": format!("#/components/schemas/{name}")}));
     let any = Some(json!({"type": "object"}));
     match id {
-        "createApi" | "importOpenApi" | "copyApi" => (201, r("ApiRecord")),
+        "createApi" | "importOpenApi" | "importGraphqlSchema" | "copyApi" => (201, r("ApiRecord")),
+        "explainGraphqlQuery" => (200, any.clone()),
         "getApi" | "updateApi" | "patchApi" | "changeApiLifecycle" => (200, r("ApiRecord")),
         "getVisibleApi" => (200, r("PortalApi")),
         "listApis" => (200, r("ApiList")),

@@ -50,6 +50,13 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "post",
+        "/api/am/publisher/v1/apis/import-graphql-schema",
+        "importGraphqlSchema",
+        "Create a GraphQL API from an SDL schema: multipart (file, additionalProperties), JSON ({definition, additionalProperties}) or the SDL (application/graphql)",
+        "apim:api_create",
+    ),
+    op(
+        "post",
         "/api/am/publisher/v1/apis/import-openapi",
         "importOpenApi",
         "Create an API from an OpenAPI 3 document: multipart (file or url, additionalProperties), JSON ({definition|url, additionalProperties} or the document) or YAML",
@@ -145,6 +152,13 @@ pub const OPERATIONS: &[Operation] = &[
         "deleteApiDocument",
         "Remove a document",
         "apim:api_create",
+    ),
+    op(
+        "post",
+        "/api/am/publisher/v1/apis/{apiId}/graphql/explain",
+        "explainGraphqlQuery",
+        "Depth, cost, per-field breakdown and a tier's limits of a GraphQL query (query, operationName, variables, tier), without running it",
+        "apim:api_view",
     ),
     op(
         "post",
@@ -568,7 +582,7 @@ fn error(description: &str) -> Value {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 18] = [
+const NEVER_404: [&str; 19] = [
     "getEnvironments",
     "setEnvironments",
     "selfSignup",
@@ -578,6 +592,7 @@ const NEVER_404: [&str; 18] = [
     "listVisibleApis",
     "createApi",
     "importOpenApi",
+    "importGraphqlSchema",
     "listApplications",
     "createApplication",
     "listUsers",
@@ -722,6 +737,13 @@ pub fn document() -> Value {
                     "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
                 content["application/yaml"] =
                     json!({"schema": {"type": "string", "description": "the bare document"}});
+            }
+            if id == "importGraphqlSchema" {
+                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
+                    "file": {"type": "string", "format": "binary", "description": "the schema (SDL)"},
+                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
+                content["application/graphql"] =
+                    json!({"schema": {"type": "string", "description": "the bare schema (SDL)"}});
             }
             o.insert(
                 "requestBody".into(),

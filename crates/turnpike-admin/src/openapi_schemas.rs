@@ -51,6 +51,9 @@ fn api_props() -> Value {
             "connect": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "5s"},
             "response": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s"}}},
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
+        "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
+        "mediation": {"type": "object", "description": "request and response transformations as in the declarative file"},
+        "apiPolicies": {"type": "array", "items": {"type": "object"}, "description": "more policies as in the declarative file's policies list, e.g. [{\"cors\": {...}}]"},
         "tags": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 100}}
     });
     if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {
@@ -156,6 +159,16 @@ pub fn schemas() -> Value {
             "additionalProperties": {"type": "object", "description": "API fields (context is required; WSO2's endpointConfig is read as endpoints)"}
         }), json!({"definition": {"openapi": "3.0.3", "info": {"title": "Pets", "version": "v1"}, "paths": {"/pets": {"get": {}}}},
             "additionalProperties": {"context": "/pets"}})),
+        "ImportGraphqlSchema": strict(&["definition"], json!({
+            "definition": {"type": "string", "description": "the schema in SDL"},
+            "additionalProperties": {"type": "object", "description": "API fields (context is required); a graphql object adds limits, tiers... to the imported schema"}
+        }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
+        "GraphqlExplainInput": strict(&["query"], json!({
+            "query": {"type": "string"},
+            "operationName": {"type": "string"},
+            "variables": {"type": "object"},
+            "tier": {"type": "string", "description": "a tier of the API's graphql.tiers (the default limits otherwise)"}
+        }), json!({"query": "{ hero { name friends { name } } }"})),
         "ApiSecurity": {
             "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",
             "nullable": true,

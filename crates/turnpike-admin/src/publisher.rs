@@ -24,6 +24,10 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/apis", get(list_apis).post(create_api))
         .route("/apis/import-openapi", post(crate::import::import_openapi))
+        .route(
+            "/apis/import-graphql-schema",
+            post(crate::graphql_api::import_graphql_schema),
+        )
         .route("/apis/copy-api", post(copy_api))
         .route("/apis/change-lifecycle", post(change_lifecycle))
         .route(
@@ -38,6 +42,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/apis/{id}/mediation/try",
             post(crate::mediation_try::try_mediation),
+        )
+        .route(
+            "/apis/{id}/graphql/explain",
+            post(crate::graphql_api::explain),
         )
         .route("/subscriptions", get(list_subscriptions))
         .route(

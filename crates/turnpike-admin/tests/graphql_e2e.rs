@@ -1,0 +1,209 @@
+//! GraphQL APIs through the Publisher API, end to end: a control plane with its key
+//! manager, `turnpike echo --graphql`'s back end and a gateway following the control
+//! plane, all on `127.0.0.1:0`. An SDL import creates a GRAPHQL API with one operation
+//! per root field; once published and subscribed, the gateway forwards valid queries,
+//! answers invalid and too-deep ones with `errors[]` without forwarding them, and holds
+//! the per-operation scopes set through the API; the explain endpoint answers depth and
+//! cost; a CORS policy set through the API is answered at the gateway.
+
+mod km_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Method;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use km_support::{control_plane, converge, gateway, send, Auth, Cp, Resp};
+use serde_json::{json, Value};
+
+const APIS: &str = "/api/am/publisher/v1/apis";
+const CONVERGE: Duration = Duration::from_secs(5);
+const SDL: &str = include_str!("../../../bench/graphql/starwars/starwars-schema.graphql");
+
+async fn import(cp: &Cp, definition: &str, props: Value) -> Resp {
+    cp.call(
+        Method::POST,
+        &format!("{APIS}/import-graphql-schema"),
+        Auth::Basic("pub"),
+        Some(json!({"definition": definition, "additionalProperties": props})),
+    )
+    .await
+}
+
+async fn query(gw: std::net::SocketAddr, token: &str, q: &str) -> Resp {
+    send(
+        Method::POST,
+        &format!("http://{gw}/sw/v1/graphql"),
+        Auth::Bearer(token),
+        Some(("application/json", json!({ "query": q }).to_string())),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_schema_is_enforced_by_the_gateway_and_explained() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let backend = turnpike_bench::graphql_echo::GraphqlBackend::new(None).expect("backend");
+    let echo = turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
+        graphql: Some(Arc::new(backend)),
+        ..Default::default()
+    })
+    .await
+    .expect("echo");
+    let cp = control_plane(false).await;
+    let (_g, follower, gw) = gateway(cp.addr, dir.path()).await;
+
+    // A schema that does not validate is refused, naming the line.
+    let bad = import(
+        &cp,
+        "type Query { hero: Nope }",
+        json!({"context": "/bad", "version": "v1", "name": "Bad"}),
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.json);
+    assert_eq!(bad.json["errors"][0]["field"], "file", "{}", bad.json);
+    assert!(
+        bad.json["errors"][0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("line 1"),
+        "{}",
+        bad.json
+    );
+
+    let props = json!({
+        "name": "StarWars", "context": "/sw", "version": "v1",
+        "endpoints": [format!("http://{echo}/graphql")],
+        "graphql": {"limits": {"max_depth": 4}}
+    });
+    let created = import(&cp, SDL, props).await;
+    assert_eq!(created.status, 201, "{}", created.json);
+    let api = created.json;
+    let id = api["id"].as_str().expect("id").to_string();
+    assert_eq!(api["type"], "GRAPHQL", "{api}");
+    let ops = api["graphql"]["operations"].as_array().expect("operations");
+    let has = |name: &str, kind: &str| ops.iter().any(|o| o["name"] == name && o["type"] == kind);
+    assert!(has("hero", "query"), "{ops:?}");
+    assert!(has("createReview", "mutation"), "{ops:?}");
+    assert_eq!(
+        api["graphql"]["limits"]["max_depth"], 4,
+        "kept from additionalProperties"
+    );
+
+    // Scopes on one operation, set through the API like any of its fields.
+    let mut graphql = api["graphql"].clone();
+    for op in graphql["operations"].as_array_mut().expect("ops") {
+        if op["name"] == "createReview" {
+            op["scopes"] = json!(["reviews:write"]);
+        }
+    }
+    let cors =
+        json!([{"cors": {"allow_origins": ["https://app.example"], "allow_methods": ["POST"]}}]);
+    cp.ok(
+        Method::PATCH,
+        &format!("{APIS}/{id}"),
+        Auth::Basic("pub"),
+        Some(json!({"graphql": graphql, "apiPolicies": cors})),
+    )
+    .await;
+    let bad_section = cp
+        .call(
+            Method::PATCH,
+            &format!("{APIS}/{id}"),
+            Auth::Basic("pub"),
+            Some(json!({"graphql": {"schema": SDL, "limits": {"max_depth": "deep"}}})),
+        )
+        .await;
+    assert_eq!(bad_section.status, 400, "{}", bad_section.json);
+
+    cp.ok(
+        Method::POST,
+        &format!("{APIS}/change-lifecycle?apiId={id}&action=Publish"),
+        Auth::Basic("pub"),
+        None,
+    )
+    .await;
+    let (_, ck, cs) = cp.subscribed_app("sub", &id, json!({})).await;
+    let token = cp.app_token(&ck, &cs, None).await;
+    converge(&follower, cp.version().await, CONVERGE).await;
+
+    let ok = query(gw, &token, "{ hero { name } }").await;
+    assert_eq!(ok.status, 200, "{}", ok.json);
+    assert!(
+        ok.json["data"]["hero"].is_object(),
+        "the back end answered: {}",
+        ok.json
+    );
+
+    let invalid = query(gw, &token, "{ hero { nmae } }").await;
+    assert_eq!(invalid.status, 400, "{}", invalid.json);
+    assert_eq!(
+        invalid.json["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION_FAILED",
+        "{}",
+        invalid.json
+    );
+    assert_eq!(invalid.json["errors"][0]["locations"][0]["line"], 1);
+
+    let deep = "{ hero { friends { friends { friends { name } } } } }";
+    let refused = query(gw, &token, deep).await;
+    assert_eq!(refused.status, 400, "{}", refused.json);
+    assert_eq!(
+        refused.json["errors"][0]["extensions"]["code"],
+        "MAX_DEPTH_EXCEEDED"
+    );
+
+    let mutation = "mutation { createReview(episode: JEDI, review: {stars: 5}) { stars } }";
+    let denied = query(gw, &token, mutation).await;
+    assert_eq!(
+        denied.status, 403,
+        "no reviews:write scope: {}",
+        denied.json
+    );
+
+    // The explain endpoint: WSO2's model on the same schema, under the default limits.
+    let explained = cp
+        .call(
+            Method::POST,
+            &format!("{APIS}/{id}/graphql/explain"),
+            Auth::Basic("pub"),
+            Some(json!({"query": deep})),
+        )
+        .await;
+    assert_eq!(explained.status, 200, "{}", explained.json);
+    assert_eq!(explained.json["depth"], 5, "{}", explained.json);
+    assert_eq!(explained.json["within_limits"], false, "{}", explained.json);
+    assert_eq!(explained.json["limits"]["max_depth"], 4);
+    let unknown = cp
+        .call(
+            Method::POST,
+            &format!("{APIS}/{id}/graphql/explain"),
+            Auth::Basic("pub"),
+            Some(json!({"query": "{ villain }"})),
+        )
+        .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.json);
+    assert_eq!(unknown.json["errors"][0]["field"], "query");
+
+    // The CORS policy set through the Publisher API answers preflights at the gateway.
+    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let preflight = http::Request::builder()
+        .method(Method::OPTIONS)
+        .uri(format!("http://{gw}/sw/v1/graphql"))
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "POST")
+        .body(Empty::new())
+        .expect("request");
+    let r = client.request(preflight).await.expect("preflight");
+    let status = r.status().as_u16();
+    let allow = r
+        .headers()
+        .get("access-control-allow-origin")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let _ = r.into_body().collect().await;
+    assert_eq!(status, 204);
+    assert_eq!(allow.as_deref(), Some("https://app.example"));
+}
