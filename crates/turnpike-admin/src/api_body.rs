@@ -137,10 +137,10 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
     ok.then_some(out)
 }
 
-/// An API's gateway settings: (REST field, the declarative file's field). The last three
-/// are sections in the file's own shape (`graphql`, `mediation`, `policies` such as
-/// CORS), stored as given and checked by compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 8] = [
+/// An API's gateway settings: (REST field, the declarative file's field). `graphql` and
+/// `mediation` are sections in the file's own shape, stored as given and checked by
+/// compiling them.
+pub const OPTION_FIELDS: [(&str, &str); 7] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -148,15 +148,10 @@ pub const OPTION_FIELDS: [(&str, &str); 8] = [
     ("apiThrottlingPolicy", "throttling"),
     ("graphql", "graphql"),
     ("mediation", "mediation"),
-    ("apiPolicies", "policies"),
 ];
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
-const SECTION_FIELDS: [(&str, bool); 3] = [
-    ("graphql", false),
-    ("mediation", false),
-    ("apiPolicies", true),
-];
+const SECTION_FIELDS: [(&str, bool); 2] = [("graphql", false), ("mediation", false)];
 
 /// A number or a short text with a unit (`10MiB`, `5s`): checked for shape here, for
 /// meaning by compiling (`crate::publisher::check_compiles`).

@@ -53,7 +53,6 @@ fn api_props() -> Value {
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
         "mediation": {"type": "object", "description": "request and response transformations as in the declarative file"},
-        "apiPolicies": {"type": "array", "items": {"type": "object"}, "description": "more policies as in the declarative file's policies list, e.g. [{\"cors\": {...}}]"},
         "tags": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 100}}
     });
     if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {

@@ -4,18 +4,14 @@
 //! per root field; once published and subscribed, the gateway forwards valid queries,
 //! answers invalid and too-deep ones with `errors[]` without forwarding them, and holds
 //! the per-operation scopes set through the API; the explain endpoint answers depth and
-//! cost; a CORS policy set through the API is answered at the gateway.
+//! cost.
 
 mod km_support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::Method;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use km_support::{control_plane, converge, gateway, send, Auth, Cp, Resp};
 use serde_json::{json, Value};
 
@@ -100,13 +96,11 @@ async fn an_imported_schema_is_enforced_by_the_gateway_and_explained() {
             op["scopes"] = json!(["reviews:write"]);
         }
     }
-    let cors =
-        json!([{"cors": {"allow_origins": ["https://app.example"], "allow_methods": ["POST"]}}]);
     cp.ok(
         Method::PATCH,
         &format!("{APIS}/{id}"),
         Auth::Basic("pub"),
-        Some(json!({"graphql": graphql, "apiPolicies": cors})),
+        Some(json!({ "graphql": graphql })),
     )
     .await;
     let bad_section = cp
@@ -186,24 +180,4 @@ async fn an_imported_schema_is_enforced_by_the_gateway_and_explained() {
         .await;
     assert_eq!(unknown.status, 400, "{}", unknown.json);
     assert_eq!(unknown.json["errors"][0]["field"], "query");
-
-    // The CORS policy set through the Publisher API answers preflights at the gateway.
-    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let preflight = http::Request::builder()
-        .method(Method::OPTIONS)
-        .uri(format!("http://{gw}/sw/v1/graphql"))
-        .header("origin", "https://app.example")
-        .header("access-control-request-method", "POST")
-        .body(Empty::new())
-        .expect("request");
-    let r = client.request(preflight).await.expect("preflight");
-    let status = r.status().as_u16();
-    let allow = r
-        .headers()
-        .get("access-control-allow-origin")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let _ = r.into_body().collect().await;
-    assert_eq!(status, 204);
-    assert_eq!(allow.as_deref(), Some("https://app.example"));
 }
