@@ -217,6 +217,11 @@ impl Claims {
             .map(|(_, v)| &**v)
     }
 
+    /// Every kept claim, `(name, value as text)`.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(n, v)| (&**n, &**v))
+    }
+
     /// The [`KeptClaims`] set these were extracted for.
     pub(crate) fn set(&self) -> u64 {
         self.set

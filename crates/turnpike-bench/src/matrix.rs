@@ -174,10 +174,73 @@ fn free_port() -> Result<u16, BenchError> {
         .map_err(|e| BenchError::Io(format!("finding a free port: {e}")))
 }
 
-/// The gateway config for one echo back end.
+/// The API key the secured scenarios send (its SHA-256 is in [`gateway_config`]).
+pub const BENCH_API_KEY: &str = "turnpike-bench-key";
+
+/// The jq program of the transformation scenario: the seeds' "Mediation API" rewrites
+/// the echoed JSON payload (WSO2 with a PayloadFactory, here on the parsed value).
+pub const TRANSFORMATION_JQ: &str = "{data: {payload: .p, length: (.p | length)}}";
+
+/// The gateway config for one echo back end: `/echo/v1` (open, the passthrough
+/// scenarios) and `/secured/v1` (an API key and a subscription): `/secured/v1/mediation`
+/// rewrites the request body with [`TRANSFORMATION_JQ`] (transformation), any other
+/// path of it is proxied as is (secured-passthrough).
 pub fn gateway_config(echo_url: &str) -> String {
     format!(
-        "# Written by `turnpike bench matrix`.\napis:\n  - name: echo\n    context: /echo\n    version: v1\n    default: true\n    endpoints: [\"{echo_url}\"]\n    resources:\n      - {{ path: \"/*\", methods: [GET, POST, PUT, DELETE] }}\n"
+        r#"# Written by `turnpike bench matrix`.
+security:
+  api_keys:
+    # SHA-256 of "{BENCH_API_KEY}"
+    - {{ sha256: "28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef", application: bench, subscriber: bench }}
+  subscriptions:
+    - {{ api: /secured/v1, application: bench, state: ACTIVE, tier: Unlimited }}
+apis:
+  - name: echo
+    context: /echo
+    version: v1
+    default: true
+    endpoints: ["{echo_url}"]
+    resources:
+      - {{ path: "/*", methods: [GET, POST, PUT, DELETE] }}
+  - name: secured
+    context: /secured
+    version: v1
+    endpoints: ["{echo_url}"]
+    auth: {{ oauth2: false, api_key: true }}
+    resources:
+      - path: /mediation
+        methods: [POST]
+        mediation:
+          request:
+            name: seed-mediation
+            body: {{ jq: "{TRANSFORMATION_JQ}" }}
+      - {{ path: "/*", methods: [GET, POST, PUT, DELETE] }}
+"#
+    )
+}
+
+/// The base URL a scenario goes through: the secured scenarios use `/secured/v1` next
+/// to the echo API (`/secured/v1/mediation` for the rewrite), found from the echo API's
+/// URL; `None` when that URL does not end in `/echo/v1`.
+fn scenario_base(echo_api: &str, scenario: Option<Scenario>) -> Option<String> {
+    let secured = |suffix: &str| {
+        echo_api
+            .trim_end_matches('/')
+            .strip_suffix("/echo/v1")
+            .map(|root| format!("{root}/secured/v1{suffix}"))
+    };
+    match scenario {
+        Some(Scenario::Transformation) => secured("/mediation"),
+        Some(Scenario::SecuredPassthrough) => secured(""),
+        _ => Some(echo_api.to_owned()),
+    }
+}
+
+/// Whether a scenario sends the bench API key.
+fn is_secured(scenario: Option<Scenario>) -> bool {
+    matches!(
+        scenario,
+        Some(Scenario::Transformation | Scenario::SecuredPassthrough)
     )
 }
 
@@ -363,7 +426,17 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
                     continue;
                 }
                 (Via::Direct, None, _) => (echo_base.clone(), None),
-                (Via::Gateway, None, Ok((base, pid))) => (base.clone(), *pid),
+                (Via::Gateway, None, Ok((base, pid))) => match scenario_base(base, key.scenario) {
+                    Some(b) => (b, *pid),
+                    None => {
+                        cell.skipped = Some(format!(
+                            "needs a gateway URL ending in /echo/v1 to find /secured/v1 (got {base})"
+                        ));
+                        results.cells.push(cell);
+                        done += 1;
+                        continue;
+                    }
+                },
                 (Via::Gateway, None, Err(e)) => {
                     cell.skipped = Some(e.clone());
                     results.cells.push(cell);
@@ -383,6 +456,9 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
             run_args.pid = pid;
             run_args.insecure = args.insecure;
             run_args.timeout = Duration::from_secs(60);
+            if key.target == Via::Gateway && is_secured(key.scenario) {
+                run_args.headers = vec![format!("apikey: {BENCH_API_KEY}")];
+            }
             let label = format!(
                 "{} {} users={} size={} delay={}ms",
                 match key.target {
@@ -422,6 +498,9 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
         }
     }
     save(&args.out, &results)?;
+    for line in transformation_ratios(&results) {
+        eprintln!("{line}");
+    }
     let slos = crate::report::parse_slos(&args.slo)?;
     let index = crate::report::write(&args.out, &slos)?;
     eprintln!(
@@ -430,6 +509,38 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
         index.display()
     );
     Ok(())
+}
+
+/// One line per cell that ran both: Transformation / Passthrough throughput on the same
+/// secured API (the seeds' Mediation API / Echo API ratio), measured in this run.
+pub fn transformation_ratios(results: &MatrixResults) -> Vec<String> {
+    let rps = |scenario: Scenario, c: &Cell| {
+        results
+            .cells
+            .iter()
+            .find(|o| {
+                o.scenario == Some(scenario)
+                    && (o.users, o.size, o.delay_ms) == (c.users, c.size, c.delay_ms)
+            })
+            .and_then(|o| o.result.as_ref())
+            .map(|r| r.summary.throughput_rps)
+    };
+    results
+        .cells
+        .iter()
+        .filter(|c| c.scenario == Some(Scenario::Transformation))
+        .filter_map(|c| {
+            let t = rps(Scenario::Transformation, c)?;
+            let p = rps(Scenario::SecuredPassthrough, c)?;
+            Some(format!(
+                "transformation / secured-passthrough users={} size={} delay={}ms: {t:.0} / {p:.0} req/s = {:.2}x",
+                c.users,
+                c.size,
+                c.delay_ms,
+                if p > 0.0 { t / p } else { 0.0 }
+            ))
+        })
+        .collect()
 }
 
 fn save(dir: &Path, results: &MatrixResults) -> Result<(), BenchError> {
@@ -469,6 +580,28 @@ mod tests {
             run_url("http://e:1", &key("GET", 30), true),
             "http://e:1/bench?size=50&delay_ms=30"
         );
+    }
+
+    #[test]
+    fn secured_scenarios_go_to_the_secured_api() {
+        assert_eq!(
+            scenario_base("http://g:1/echo/v1", Some(Scenario::Transformation)).as_deref(),
+            Some("http://g:1/secured/v1/mediation")
+        );
+        assert_eq!(
+            scenario_base("http://g:1/echo/v1/", Some(Scenario::SecuredPassthrough)).as_deref(),
+            Some("http://g:1/secured/v1")
+        );
+        assert_eq!(
+            scenario_base("http://g:1/echo/v1", Some(Scenario::Passthrough)).as_deref(),
+            Some("http://g:1/echo/v1")
+        );
+        assert_eq!(
+            scenario_base("http://g:1/x", Some(Scenario::Transformation)),
+            None
+        );
+        assert!(is_secured(Some(Scenario::Transformation)));
+        assert!(!is_secured(Some(Scenario::Passthrough)));
     }
 
     #[test]

@@ -35,8 +35,13 @@ pub enum Scenario {
     Get,
     /// POST of a JSON body (ColdFusion "HTTP POST").
     Post,
-    /// JSON-to-JSON rewrite of the payload (the seeds' "Mediation API").
+    /// JSON-to-JSON rewrite of the payload (the seeds' "Mediation API"), on a secured
+    /// API (an API key and a subscription).
     Transformation,
+    /// POST of a JSON body through the same secured API as `transformation`, on a
+    /// resource without the rewrite (the seeds' "Echo API", which is secured too): the
+    /// reference `transformation` is compared with.
+    SecuredPassthrough,
     /// GraphQL queries with operation analysis.
     Graphql,
     /// SOAP 1.2 proxy.
@@ -52,6 +57,7 @@ impl Scenario {
             Scenario::Get => "get",
             Scenario::Post => "post",
             Scenario::Transformation => "transformation",
+            Scenario::SecuredPassthrough => "secured-passthrough",
             Scenario::Graphql => "graphql",
             Scenario::SoapProxy => "soap-proxy",
             Scenario::SoapToRest => "soap-to-rest",
@@ -61,10 +67,11 @@ impl Scenario {
     /// Why the scenario cannot run yet, or None when it can.
     pub fn skip_reason(self) -> Option<&'static str> {
         match self {
-            Scenario::Passthrough | Scenario::Get | Scenario::Post => None,
-            Scenario::Transformation => {
-                Some("needs gateway payload mediation (JSON rewrite policy), not built yet")
-            }
+            Scenario::Passthrough
+            | Scenario::Get
+            | Scenario::Post
+            | Scenario::Transformation
+            | Scenario::SecuredPassthrough => None,
             Scenario::Graphql => Some(
                 "needs GraphQL APIs in the gateway and `turnpike echo --graphql`, not built yet",
             ),

@@ -7,7 +7,9 @@
 //! 3. body limit (`Content-Length` above `max_body_size`: 413);
 //! 4. auth (credential, subscription, scopes);
 //! 5. throttle;
-//! 6. the other kinds of the `policies:` list, as written.
+//! 6. mediation (the API's `mediation:` transformations: last on the request, first
+//!    on the response);
+//! 7. the other kinds of the `policies:` list, as written.
 //!
 //! Adding a kind: a field of `turnpike_model::policy::PolicySpec`, an arm in
 //! [`build`] calling the kind's build function (validate into `problems`, return the
@@ -20,7 +22,8 @@ use turnpike_model::GatewayFile;
 use turnpike_policy::{Chain, Policy};
 
 use crate::error::Problem;
-use crate::policies::{auth, body_limit, cors, lifecycle, throttle};
+use crate::mediation::ApiMediation;
+use crate::policies::{auth, body_limit, cors, lifecycle, mediation, throttle};
 use crate::security::ApiSecurity;
 use crate::throttling::ApiThrottle;
 
@@ -117,6 +120,7 @@ pub(crate) fn assemble(
     declared: Declared,
     security: Option<&Arc<ApiSecurity>>,
     throttling: Option<&Arc<ApiThrottle>>,
+    mediation: Option<&Arc<ApiMediation>>,
     max_body_bytes: Option<u64>,
 ) -> Chain {
     let mut chain = declared.edge;
@@ -131,6 +135,9 @@ pub(crate) fn assemble(
     }
     if let Some(t) = throttling {
         chain.push(Arc::new(throttle::ThrottlePolicy { t: t.clone() }));
+    }
+    if let Some(m) = mediation {
+        chain.push(Arc::new(mediation::MediationPolicy::new(m.clone())));
     }
     chain.extend(declared.late);
     Chain::new(chain)

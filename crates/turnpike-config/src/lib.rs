@@ -125,6 +125,7 @@ fn compile_inner(
                 .unwrap_or_default(),
             c.api.security.as_ref(),
             c.api.throttle.as_ref(),
+            c.api.mediation.as_ref(),
             c.api.max_body_bytes,
         );
     }

@@ -28,6 +28,7 @@ pub struct ApiMediation {
     /// Some request (response) transform has a body step: the gateway must buffer it.
     request_body: bool,
     response_body: bool,
+    response_method: bool,
 }
 
 struct ResourceMediation {
@@ -57,6 +58,16 @@ impl ApiMediation {
     /// Whether any response transform of this API reads the body.
     pub fn has_response_body(&self) -> bool {
         self.response_body
+    }
+
+    /// Whether some response program reads `$method` (the gateway then keeps it).
+    pub(crate) fn response_reads_method(&self) -> bool {
+        self.response_method
+    }
+
+    /// Whether some resource has transforms of its own (then each request selects).
+    pub(crate) fn has_resource_transforms(&self) -> bool {
+        self.resources.is_some()
     }
 
     /// The transforms for `method` on `upstream_path` (a resource's own direction
@@ -139,6 +150,13 @@ fn compile_api(index: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Opti
     let has_body = |t: &Option<Arc<Transform>>| t.as_ref().is_some_and(|t| t.body.is_some());
     let mut request_body = has_body(&request);
     let mut response_body = has_body(&response);
+    let reads_method = |t: &Option<Arc<Transform>>| {
+        t.as_ref()
+            .and_then(|t| t.body.as_ref())
+            .and_then(|b| b.program())
+            .is_some_and(|p| p.reads("$method"))
+    };
+    let mut response_method = reads_method(&response);
     for (ri, r) in api.resources.iter().enumerate() {
         let Some(m) = r.mediation.as_ref().filter(|m| !m.is_empty()) else {
             continue;
@@ -155,6 +173,7 @@ fn compile_api(index: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Opti
         wants_params |= !names.is_empty();
         request_body |= has_body(&req);
         response_body |= has_body(&resp);
+        response_method |= reads_method(&resp);
         let methods = r
             .methods
             .iter()
@@ -189,6 +208,7 @@ fn compile_api(index: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Opti
         wants_params,
         request_body,
         response_body,
+        response_method,
     })
 }
 
@@ -282,6 +302,20 @@ fn compile_one(
             None
         }
     }
+}
+
+/// The token claims the file's jq programs name (`$identity.claims.tier`).
+pub(crate) fn claim_names(file: &GatewayFile) -> Vec<Box<str>> {
+    let specs = file.apis.iter().flat_map(|a| {
+        a.mediation
+            .iter()
+            .chain(a.resources.iter().filter_map(|r| r.mediation.as_ref()))
+    });
+    specs
+        .flat_map(|m| m.request.iter().chain(m.response.iter()))
+        .filter_map(|t| t.body.as_ref()?.jq.as_deref())
+        .flat_map(turnpike_mediation::jq::claim_names)
+        .collect()
 }
 
 /// `{name}` segments of a resource template, in order.

@@ -143,21 +143,22 @@ pub(crate) fn compile(
         .collect()
 }
 
-/// The token claims the file's conditions read: the JWT validator keeps exactly these in
-/// each verified token's identity, so a `claim` condition is a lookup in a short list.
+/// The token claims the file's conditions and transformations read: the JWT validator
+/// keeps exactly these in each verified token's identity, so a `claim` condition is a
+/// lookup in a short list.
 pub(crate) fn claim_names(file: &GatewayFile) -> turnpike_auth::KeptClaims {
     use turnpike_model::throttling::Condition;
-    turnpike_auth::KeptClaims::new(
-        file.throttling
-            .advanced_policies
-            .iter()
-            .flat_map(|p| &p.groups)
-            .flat_map(|g| &g.conditions)
-            .filter_map(|c| match c {
-                Condition::Claim { name, .. } => Some(name.as_str()),
-                _ => None,
-            }),
-    )
+    let conditions = file
+        .throttling
+        .advanced_policies
+        .iter()
+        .flat_map(|p| &p.groups)
+        .flat_map(|g| &g.conditions)
+        .filter_map(|c| match c {
+            Condition::Claim { name, .. } => Some(Box::<str>::from(name.as_str())),
+            _ => None,
+        });
+    turnpike_auth::KeptClaims::new(conditions.chain(crate::mediation::claim_names(file)))
 }
 
 /// Every name the file uses must be a declared (or default) policy of the right kind.

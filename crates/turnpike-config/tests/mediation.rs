@@ -49,6 +49,26 @@ fn apis_without_mediation_carry_none() {
         + "    resources:\n      - { path: \"/*\", methods: [GET] }\n";
     let snap = Snapshot::from_yaml(&yaml, "plain.yaml").expect("compiles");
     assert!(snap.apis[0].mediation.is_none());
+    assert!(
+        snap.apis[0].chain.names().all(|n| n != "mediation"),
+        "an API without mediation has no mediation step"
+    );
+}
+
+#[test]
+fn the_mediation_step_runs_last_and_buffers_only_what_it_reads() {
+    use turnpike_policy::Hooks;
+    let snap = Snapshot::from_yaml(GOOD, "good.yaml").expect("compiles");
+    let chain = &snap.apis[0].chain;
+    assert_eq!(chain.names().last(), Some("mediation"));
+    assert!(chain.hooks().contains(Hooks::REQUEST_BODY));
+    assert!(!chain.hooks().contains(Hooks::RESPONSE_BODY));
+    // Header operations only: no body is buffered in either direction.
+    let heads = "apis:\n  - name: h\n    context: /h\n    version: v1\n    endpoints: [\"http://127.0.0.1:9\"]\n    mediation:\n      request: { headers: { set: { x-a: b } } }\n      response: { headers: { remove: [server] } }\n    resources:\n      - { path: \"/*\", methods: [GET] }\n";
+    let snap = Snapshot::from_yaml(heads, "heads.yaml").expect("compiles");
+    let hooks = snap.apis[0].chain.hooks();
+    assert!(hooks.contains(Hooks::REQUEST_HEADERS) && hooks.contains(Hooks::RESPONSE_HEADERS));
+    assert!(!hooks.contains(Hooks::REQUEST_BODY) && !hooks.contains(Hooks::RESPONSE_BODY));
 }
 
 fn problems(yaml: &str) -> Vec<String> {

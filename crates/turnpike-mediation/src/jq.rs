@@ -111,6 +111,8 @@ pub struct JqProgram {
     filter: jaq_core::Filter<RunData>,
     /// Which of [`GLOBALS`] the program names.
     uses: [bool; GLOBALS.len()],
+    /// Token claims the program names literally (`$identity.claims.tier`).
+    claims: Box<[Box<str>]>,
 }
 
 impl std::fmt::Debug for JqProgram {
@@ -138,7 +140,27 @@ impl JqProgram {
             .compile(modules)
             .map_err(|errs| undefined_error(code, errs))?;
         let uses = GLOBALS.map(|name| names_variable(code, name));
-        Ok(JqProgram { filter, uses })
+        let claims = claim_names(code).into();
+        Ok(JqProgram {
+            filter,
+            uses,
+            claims,
+        })
+    }
+
+    /// Whether the program names the global variable `name` (`"$method"`).
+    pub fn reads(&self, name: &str) -> bool {
+        GLOBALS
+            .iter()
+            .zip(self.uses)
+            .any(|(g, used)| used && *g == name)
+    }
+
+    /// The token claims the program names literally, as `$identity.claims.name` or
+    /// `$identity.claims["name"]`: the gateway keeps exactly these of each verified
+    /// token (a claim reached another way reads as `null`).
+    pub fn claim_names(&self) -> &[Box<str>] {
+        &self.claims
     }
 
     /// Runs the program on `input` (the parsed body) and writes its one output as JSON.
@@ -367,6 +389,38 @@ where
 
 /// True if `name` (`$path`) occurs in `code` as a whole variable name. A false positive
 /// (inside a string) only costs building the variable.
+/// The names after `$identity.claims.` (an identifier) or `$identity.claims["` (a
+/// string without escapes) in the jq program `code`, deduplicated: what
+/// [`JqProgram::claim_names`] reports, without compiling.
+pub fn claim_names(code: &str) -> Vec<Box<str>> {
+    const PREFIX: &str = "$identity.claims";
+    let mut out: Vec<Box<str>> = Vec::new();
+    for (at, _) in code.match_indices(PREFIX) {
+        let rest = &code[at + PREFIX.len()..];
+        let name = if let Some(r) = rest.strip_prefix('.') {
+            let end = r
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(r.len());
+            r.get(..end).filter(|n| !n.is_empty())
+        } else if let Some(r) = rest
+            .strip_prefix("[\"")
+            .or_else(|| rest.strip_prefix(".\""))
+        {
+            r.find('"')
+                .and_then(|end| r.get(..end))
+                .filter(|n| !n.is_empty() && !n.contains('\\'))
+        } else {
+            None
+        };
+        if let Some(n) = name {
+            if !out.iter().any(|o| **o == *n) {
+                out.push(n.into());
+            }
+        }
+    }
+    out
+}
+
 fn names_variable(code: &str, name: &str) -> bool {
     code.match_indices(name).any(|(at, _)| {
         !code[at + name.len()..]
@@ -560,6 +614,20 @@ mod tests {
         let input = json::parse(input.as_bytes()).expect("json");
         p.run_to_json(input, &Inputs::default(), &Limits::default())
             .map(|b| String::from_utf8(b).expect("utf8"))
+    }
+
+    #[test]
+    fn names_the_variables_and_claims_it_reads() {
+        let p = JqProgram::compile(
+            r#"{t: $identity.claims.tier, o: $identity.claims["org.unit"], m: $method, again: $identity.claims.tier}"#,
+        )
+        .expect("compiles");
+        assert!(p.reads("$method") && p.reads("$identity"));
+        assert!(!p.reads("$status") && !p.reads("$nope"));
+        let names: Vec<&str> = p.claim_names().iter().map(|n| &**n).collect();
+        assert_eq!(names, ["tier", "org.unit"]);
+        let p = JqProgram::compile("$identity.claims").expect("compiles");
+        assert!(p.claim_names().is_empty());
     }
 
     #[test]

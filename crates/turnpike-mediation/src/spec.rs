@@ -213,6 +213,11 @@ impl BodyTransform {
         self.max_input
     }
 
+    /// The jq program (none for a plain format conversion).
+    pub fn program(&self) -> Option<&JqProgram> {
+        self.program.as_ref()
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }

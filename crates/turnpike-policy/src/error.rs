@@ -67,6 +67,13 @@ pub enum ErrorKind {
     InsufficientScope,
     ApiBlocked,
     ApiNotPublished,
+    // Mediation (turnpike-config's mediation policy).
+    /// A transformation's program failed, ran past its deadline or wrote too much; the
+    /// error names the policy (`policy` field), the program's detail goes to logs.
+    MediationFailed,
+    /// The body's content type is not what the API's transformation reads, and the
+    /// transformation refuses other content.
+    UnsupportedMediaType,
 }
 
 /// One row of the table: status, stable code, default client message, blame, retryable.
@@ -325,6 +332,20 @@ impl ErrorKind {
                 Client,
                 false,
             ),
+            MediationFailed => row(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "mediation_failed",
+                "a transformation of this API failed",
+                Blame::Internal,
+                false,
+            ),
+            UnsupportedMediaType => row(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "this API does not accept a body of this content type",
+                Client,
+                false,
+            ),
         }
     }
 }
@@ -397,7 +418,9 @@ impl GatewayError {
     }
 
     /// Turns the error into the client response: status from the table, JSON body,
-    /// the challenge, `Allow` and the error's own headers.
+    /// the challenge, `Allow` and the error's own headers. The response carries its
+    /// [`ErrorKind`] in its extensions, so a response hook can tell the gateway's own
+    /// answers from the upstream's (a response transformation leaves them alone).
     pub fn into_response(self, request_id: &HeaderValue) -> Response<Bytes> {
         let spec = self.kind.spec();
         match self.blame() {
@@ -423,6 +446,7 @@ impl GatewayError {
             *h = *extra;
         }
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        resp.extensions_mut().insert(self.kind);
         resp
     }
 }
@@ -496,6 +520,8 @@ mod tests {
         assert_eq!(ErrorKind::UpstreamConnectTimeout.spec().status, 504);
         assert_eq!(ErrorKind::UpstreamConnectFailed.spec().status, 502);
         assert_eq!(ErrorKind::UpstreamReset.spec().status, 502);
+        assert_eq!(ErrorKind::MediationFailed.spec().status, 500);
+        assert_eq!(ErrorKind::UnsupportedMediaType.spec().status, 415);
     }
 
     #[test]
@@ -515,5 +541,9 @@ mod tests {
         assert_eq!(v["message"], "throttled by \"Gold\"");
         assert_eq!(v["retry_after"], 3);
         assert_eq!(v["request_id"], "rid");
+        assert_eq!(
+            r.extensions().get::<ErrorKind>(),
+            Some(&ErrorKind::Throttled)
+        );
     }
 }

@@ -1,0 +1,374 @@
+//! The mediation policy: runs an API's (or its resource's) transformations
+//! (`crate::mediation` compiled them, `turnpike-mediation` runs them) on the request
+//! after auth and throttling, and on the upstream's response. Header, query and path
+//! operations run on the request head; a body step runs on the whole buffered body,
+//! which the gateway reads only for APIs that have one (the policy declares the body
+//! hooks only then; an API without `mediation:` has no such policy at all).
+//!
+//! A failure becomes a row of the one error table: a request body the step cannot read
+//! is the client's (400 unreadable JSON or hostile XML, 413 above `max_input`, 415 other
+//! content when refused), with nothing sent upstream; a response body it cannot read is
+//! the upstream's (502); a program that fails, runs past its deadline or writes too
+//! much is `mediation_failed` (500) with the policy's name in the `policy` field and the
+//! program's own message in the logs only. The output is built whole before it
+//! replaces the body, so nothing half-written leaves. Responses the gateway made itself
+//! (its errors) are not transformed.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{request, response, HeaderMap, HeaderValue, Method};
+use turnpike_mediation::spec::BodyAction;
+use turnpike_mediation::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
+use turnpike_policy::{ErrorKind, GatewayError, Hooks, Policy, RequestCtx, Step};
+
+use crate::mediation::ApiMediation;
+
+/// One API's transformations, as a chain step.
+pub(crate) struct MediationPolicy {
+    m: Arc<ApiMediation>,
+    hooks: Hooks,
+    /// Some response program reads `$method` (the response side has no request head).
+    response_reads_method: bool,
+}
+
+/// What the request head selected, kept for the later hooks when the API has
+/// resource-level transforms (otherwise the API's own apply and nothing is stored).
+#[derive(Clone)]
+struct Chosen {
+    request: Option<Arc<Transform>>,
+    response: Option<Arc<Transform>>,
+    /// Path parameters (name, value as received).
+    params: Vec<(Box<str>, Box<str>)>,
+}
+
+/// The request method, kept for a response program that reads `$method`.
+#[derive(Clone)]
+struct RequestMethod(Method);
+
+impl MediationPolicy {
+    pub(crate) fn new(m: Arc<ApiMediation>) -> MediationPolicy {
+        let mut hooks = Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS;
+        if m.has_request_body() {
+            hooks = hooks | Hooks::REQUEST_BODY;
+        }
+        if m.has_response_body() {
+            hooks = hooks | Hooks::RESPONSE_BODY;
+        }
+        let response_reads_method = m.response_reads_method();
+        MediationPolicy {
+            m,
+            hooks,
+            response_reads_method,
+        }
+    }
+
+    /// The transform of one direction for this request, and its path parameters.
+    fn chosen<'c>(
+        &'c self,
+        ctx: &'c RequestCtx,
+        response: bool,
+    ) -> Option<(&'c Transform, Vec<(&'c str, &'c str)>)> {
+        if !self.m.has_resource_transforms() {
+            let t = if response {
+                &self.m.response
+            } else {
+                &self.m.request
+            };
+            return t.as_deref().map(|t| (t, Vec::new()));
+        }
+        let c = ctx.ext.get::<Chosen>()?;
+        let t = if response { &c.response } else { &c.request };
+        let params = c.params.iter().map(|(k, v)| (&**k, &**v)).collect();
+        t.as_deref().map(|t| (t, params))
+    }
+}
+
+impl Policy for MediationPolicy {
+    fn name(&self) -> &'static str {
+        "mediation"
+    }
+
+    fn hooks(&self) -> Hooks {
+        self.hooks
+    }
+
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        if self.response_reads_method {
+            ctx.ext.insert(RequestMethod(req.method.clone()));
+        }
+        let result = if self.m.has_resource_transforms() {
+            let sel = self.m.select(&req.method, ctx.upstream.path());
+            let chosen = Chosen {
+                request: sel.request.cloned(),
+                response: sel.response.cloned(),
+                params: sel
+                    .params
+                    .iter()
+                    .map(|(k, v)| ((*k).into(), (*v).into()))
+                    .collect(),
+            };
+            let params: Vec<(&str, &str)> =
+                chosen.params.iter().map(|(k, v)| (&**k, &**v)).collect();
+            let r = request_head(chosen.request.as_deref(), &params, ctx, req);
+            prepare_response(chosen.response.as_deref(), req);
+            ctx.ext.insert(chosen);
+            r
+        } else {
+            prepare_response(self.m.response.as_deref(), req);
+            request_head(self.m.request.as_deref(), &[], ctx, req)
+        };
+        match result {
+            Ok(()) => Step::CONTINUE,
+            Err(e) => e.into(),
+        }
+    }
+
+    fn on_request_body<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+        body: &'a mut Bytes,
+    ) -> Step<'a> {
+        let ctx: &RequestCtx = ctx;
+        let Some((t, params)) = self.chosen(ctx, false) else {
+            return Step::CONTINUE;
+        };
+        let Some(b) = &t.body else {
+            return Step::CONTINUE;
+        };
+        match action(b, &req.headers, body.is_empty()) {
+            BodyAction::Pass => return Step::CONTINUE,
+            BodyAction::Refuse => {
+                let kind = MediationErrorKind::UnsupportedContentType(content_type(&req.headers));
+                return failed(t, &kind, true).into();
+            }
+            BodyAction::Transform => {}
+        }
+        let claims = claims(ctx);
+        let inputs = Inputs {
+            path_params: &params,
+            query: ctx.upstream.query(),
+            headers: Some(&req.headers),
+            caller: caller(ctx, &claims),
+            method: req.method.as_str(),
+            status: None,
+        };
+        match b.run(body, &inputs) {
+            Ok(out) => {
+                *body = Bytes::from(out);
+                if let Some(ct) = b.output_content_type() {
+                    req.headers.insert(CONTENT_TYPE, ct.clone());
+                }
+                Step::CONTINUE
+            }
+            Err(kind) => failed(t, &kind, true).into(),
+        }
+    }
+
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
+        if resp.extensions.get::<ErrorKind>().is_some() {
+            return Ok(());
+        }
+        if let Some(h) = self.chosen(ctx, true).and_then(|(t, _)| t.headers.as_ref()) {
+            h.apply(&mut resp.headers);
+        }
+        Ok(())
+    }
+
+    fn on_response_body(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        if resp.extensions.get::<ErrorKind>().is_some() {
+            return Ok(());
+        }
+        let ctx: &RequestCtx = ctx;
+        let Some((t, params)) = self.chosen(ctx, true) else {
+            return Ok(());
+        };
+        let Some(b) = &t.body else {
+            return Ok(());
+        };
+        match action(b, &resp.headers, body.is_empty()) {
+            BodyAction::Pass => return Ok(()),
+            BodyAction::Refuse => {
+                let kind = MediationErrorKind::UnsupportedContentType(content_type(&resp.headers));
+                return Err(failed(t, &kind, false));
+            }
+            BodyAction::Transform => {}
+        }
+        let claims = claims(ctx);
+        let method = ctx.ext.get::<RequestMethod>().map_or("", |m| m.0.as_str());
+        let inputs = Inputs {
+            path_params: &params,
+            query: ctx.upstream.query(),
+            headers: Some(&resp.headers),
+            caller: caller(ctx, &claims),
+            method,
+            status: Some(resp.status.as_u16()),
+        };
+        let out = b.run(body, &inputs).map_err(|k| failed(t, &k, false))?;
+        *body = Bytes::from(out);
+        if let Some(ct) = b.output_content_type() {
+            resp.headers.insert(CONTENT_TYPE, ct.clone());
+        }
+        Ok(())
+    }
+}
+
+/// Headers, query, path; then a `Content-Length` above the body step's `max_input` is
+/// refused before the body is read.
+fn request_head(
+    t: Option<&Transform>,
+    params: &[(&str, &str)],
+    ctx: &mut RequestCtx,
+    req: &mut request::Parts,
+) -> Result<(), GatewayError> {
+    let Some(t) = t else {
+        return Ok(());
+    };
+    if let Some(h) = &t.headers {
+        h.apply(&mut req.headers);
+    }
+    if let Some(q) = &t.query {
+        let new = q.apply(ctx.upstream.query());
+        ctx.upstream
+            .set_query(new.as_deref())
+            .map_err(|e| program_failed(t, e))?;
+    }
+    if let Some(p) = &t.path {
+        ctx.upstream
+            .set_path(&p.apply(params))
+            .map_err(|e| program_failed(t, e))?;
+    }
+    if let Some(b) = &t.body {
+        let declared = req
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let too_large = declared.is_some_and(|n| n > b.max_input() as u64);
+        if too_large && action(b, &req.headers, false) == BodyAction::Transform {
+            let kind = MediationErrorKind::InputTooLarge(b.max_input());
+            return Err(failed(t, &kind, true));
+        }
+    }
+    Ok(())
+}
+
+/// A response body step reads an unencoded body: the upstream is asked for one.
+fn prepare_response(t: Option<&Transform>, req: &mut request::Parts) {
+    if t.is_some_and(|t| t.body.is_some()) && req.headers.contains_key(ACCEPT_ENCODING) {
+        req.headers
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    }
+}
+
+/// The step's decision for this content type; an encoded body (gzip...) is never read.
+fn action(b: &BodyTransform, headers: &HeaderMap, empty: bool) -> BodyAction {
+    let encoded = headers
+        .get(CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+    match b.action(headers.get(CONTENT_TYPE), empty) {
+        BodyAction::Transform if encoded => b.action(
+            Some(&HeaderValue::from_static("application/octet-stream")),
+            false,
+        ),
+        a => a,
+    }
+}
+
+fn content_type(headers: &HeaderMap) -> String {
+    let ct = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none");
+    match headers.get(CONTENT_ENCODING).and_then(|v| v.to_str().ok()) {
+        Some(enc) => format!("{ct} (encoded {enc})"),
+        None => ct.to_owned(),
+    }
+}
+
+/// The kept claims of the caller's token (empty without one: no allocation).
+fn claims(ctx: &RequestCtx) -> Vec<(&str, &str)> {
+    ctx.identity()
+        .map(|id| id.claims.iter().collect())
+        .unwrap_or_default()
+}
+
+fn caller<'c>(ctx: &'c RequestCtx, claims: &'c [(&'c str, &'c str)]) -> Option<Caller<'c>> {
+    ctx.identity().map(|id| Caller {
+        app: id.application_id.as_deref(),
+        app_name: id.application_name.as_deref(),
+        subscriber: id.subscriber.as_deref(),
+        subject: &id.subject,
+        client_id: id.client_id.as_deref(),
+        scopes: &id.scopes,
+        claims,
+    })
+}
+
+/// A rewrite that produced an invalid request line (a path template with a character
+/// a path cannot hold): the configuration's fault.
+fn program_failed(
+    t: &Transform,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> GatewayError {
+    let mut err = GatewayError::with_source(ErrorKind::MediationFailed, e);
+    err.detail = Some(Cow::Owned(format!(
+        "transformation {:?} produced an invalid upstream target",
+        &*t.name
+    )));
+    err.fields.push(("policy", t.name.to_string().into()));
+    err
+}
+
+/// Maps a mediation failure onto the error table (see the module doc).
+fn failed(t: &Transform, kind: &MediationErrorKind, request: bool) -> GatewayError {
+    use MediationErrorKind as K;
+    let name = &*t.name;
+    let (row, detail): (ErrorKind, String) = match kind {
+        K::BadJson(_) | K::BadXml(_) if request => (ErrorKind::BadRequest, kind.to_string()),
+        K::InputTooLarge(n) if request => (
+            ErrorKind::BodyTooLarge,
+            format!("the request body exceeds the {n} bytes transformation {name:?} reads"),
+        ),
+        K::UnsupportedContentType(ct) if request => (
+            ErrorKind::UnsupportedMediaType,
+            format!("transformation {name:?} does not read a body of content type {ct}"),
+        ),
+        k if k.is_input_error() => (
+            ErrorKind::UpstreamProtocol,
+            format!("the upstream's response cannot be transformed by {name:?}: {k}"),
+        ),
+        K::Deadline(d) => (
+            ErrorKind::MediationFailed,
+            format!("transformation {name:?} ran past its deadline of {d:?}"),
+        ),
+        K::OutputTooLarge(n) => (
+            ErrorKind::MediationFailed,
+            format!("transformation {name:?} wrote more than its cap of {n} bytes"),
+        ),
+        _ => (
+            ErrorKind::MediationFailed,
+            format!("transformation {name:?} failed"),
+        ),
+    };
+    let mut e = GatewayError::with_source(row, kind.clone());
+    e.detail = Some(Cow::Owned(detail));
+    e.fields.push(("policy", t.name.to_string().into()));
+    e
+}
