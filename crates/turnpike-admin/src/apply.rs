@@ -140,6 +140,8 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             },
         ),
         ("apiThrottlingPolicy", json!(spec.throttling)),
+        ("graphql", json!(spec.graphql)),
+        ("mediation", json!(spec.mediation)),
     ];
     for (k, v) in options {
         if !v.is_null() {
@@ -311,6 +313,30 @@ async fn apply_tiers(api: &Api, file: &GatewayFile, dry_run: bool) -> Result<usi
     Ok(changes)
 }
 
+/// Sets the unauthenticated tier and the rate-limit header style when they differ from
+/// the file's (a file that leaves them out wants the defaults); returns the number of
+/// changes (0 or 1).
+async fn apply_throttling_settings(
+    api: &Api,
+    file: &GatewayFile,
+    dry_run: bool,
+) -> Result<usize, BoxError> {
+    let path = "/api/am/admin/v1/settings/throttling";
+    let want = serde_json::json!({
+        "unauthenticatedTier": file.throttling.unauthenticated_tier,
+        "rateLimitHeaders": file.throttling.headers,
+    });
+    let (_, current) = api.call_at(http::Method::GET, path, None).await?;
+    if current == want {
+        return Ok(0);
+    }
+    println!("update  throttling settings");
+    if !dry_run {
+        api.call_at(http::Method::PUT, path, Some(&want)).await?;
+    }
+    Ok(1)
+}
+
 fn percent_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
@@ -349,6 +375,7 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
         auth,
     };
     let mut changes = apply_tiers(&api, &file, args.dry_run).await?;
+    changes += apply_throttling_settings(&api, &file, args.dry_run).await?;
     let (_, all) = api
         .call(http::Method::GET, "/apis?limit=1000", None)
         .await?;

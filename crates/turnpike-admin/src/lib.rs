@@ -37,6 +37,7 @@ pub mod scopes;
 pub mod security;
 pub mod snapshot;
 mod subs_index;
+mod throttle_settings;
 mod try_it;
 pub mod ui;
 mod users_api;
@@ -167,7 +168,8 @@ pub fn router(state: AppState) -> Router {
             admin_api::routes()
                 .merge(users_api::admin_routes())
                 .merge(export::routes())
-                .merge(environments::admin_routes()),
+                .merge(environments::admin_routes())
+                .merge(throttle_settings::admin_routes()),
         )
         .nest("/api/am/gateway/v1", snapshot::routes())
         .route("/api/am/openapi.json", get(openapi))

@@ -175,6 +175,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "createApiDocument" => ("DocumentInput", true),
         "updateApiDocument" => ("DocumentUpdate", true),
         "setEnvironments" => ("Environments", true),
+        "setThrottlingSettings" => ("ThrottlingSettings", true),
         "selfSignup" => ("SignUp", true),
         "setSelfSignupSettings" => ("SelfSignupSettings", true),
         "setApplicationStatus" => ("ApplicationStatus", true),
@@ -202,6 +203,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "deleteApiDocument" => (204, None),
         "getVisibleApiDocumentContent" => (200, None),
         "getEnvironments" | "setEnvironments" => (200, r("Environments")),
+        "getThrottlingSettings" | "setThrottlingSettings" => (200, r("ThrottlingSettings")),
         "deleteApi" | "deleteApplication" | "unsubscribe" | "deleteTier" | "deleteUser"
         | "resetUserPassword" | "changeOwnPassword" => (204, None),
         "getApiLifecycleState" => (200, r("LifecycleState")),

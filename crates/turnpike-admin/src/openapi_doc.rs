@@ -449,6 +449,20 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/admin/v1/settings/throttling",
+        "getThrottlingSettings",
+        "The tier of callers without an application (unauthenticatedTier) and the rate-limit header style (rateLimitHeaders)",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/settings/throttling",
+        "setThrottlingSettings",
+        "Set the unauthenticated tier and the rate-limit header style",
+        "apim:admin",
+    ),
+    op(
+        "get",
         "/api/am/admin/v1/gateways",
         "listGateways",
         "Gateways, the version each serves and convergence time",
@@ -582,9 +596,11 @@ fn error(description: &str) -> Value {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 19] = [
+const NEVER_404: [&str; 21] = [
     "getEnvironments",
     "setEnvironments",
+    "getThrottlingSettings",
+    "setThrottlingSettings",
     "selfSignup",
     "getSelfSignupSettings",
     "setSelfSignupSettings",

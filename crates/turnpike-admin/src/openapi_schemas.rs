@@ -142,6 +142,10 @@ pub fn schemas() -> Value {
             "environments": {"type": "array", "items": {"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
                 "name": {"type": "string"}, "httpUrl": {"type": "string", "format": "uri"}, "httpsUrl": {"type": "string", "format": "uri"}}}}
         }), json!({"environments": [{"name": "Production", "httpUrl": "http://gw.example.com", "httpsUrl": "https://gw.example.com"}]})),
+        "ThrottlingSettings": strict(&[], json!({
+            "unauthenticatedTier": {"type": "string", "nullable": true, "description": "subscription tier applied per client IP to requests without an application (Unauthenticated when null)"},
+            "rateLimitHeaders": {"type": "string", "enum": ["ietf", "legacy", "both", "none"]}
+        }), json!({"unauthenticatedTier": "Bronze", "rateLimitHeaders": "both"})),
         "Pagination": {"type": "object", "required": ["offset", "limit", "total"], "properties": {
             "offset": {"type": "integer"}, "limit": {"type": "integer"}, "total": {"type": "integer"}}},
         "ApiList": list_of("ApiRecord", true)

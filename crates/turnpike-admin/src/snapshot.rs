@@ -297,6 +297,7 @@ pub(crate) async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiEr
         .filter(|(_, tier)| spec.application_tiers.iter().any(|t| &t.name == tier))
         .map(|(application, tier)| ApplicationThrottle { application, tier })
         .collect();
+    crate::throttle_settings::apply_to(store, &mut spec).await?;
     Ok(spec)
 }
 

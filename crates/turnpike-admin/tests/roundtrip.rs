@@ -1,6 +1,7 @@
 //! `turnpike apply` and `GET /api/am/admin/v1/export` round trip, from a control plane on
 //! SQLite to one on a real PostgreSQL (both serving on `127.0.0.1:0` with their key
-//! managers): a file using every field of examples/gateway.yaml (tiers with a burst,
+//! managers): a file using every field of examples/gateway.yaml (tiers with a burst, the
+//! unauthenticated tier and header style, a GraphQL section, a mediation section,
 //! bandwidth and billing, an advanced policy with conditional groups named by an API and
 //! a resource, host, load balancing, body limit, timeouts, scopes, an `auth: none`
 //! resource, `auth:` of an API) is applied to the first; its export is applied to the
@@ -37,6 +38,8 @@ throttling:
           limit: { requests: 300, per: minute }
         - conditions: [ { type: ip, ip: 10.0.0.0/8, invert: true } ]
           limit: { requests: 50, per: minute, every: 5 }
+  unauthenticated_tier: Platinum
+  headers: both
 apis:
   - name: pets
     context: /pets
@@ -61,6 +64,21 @@ apis:
     endpoints: ["http://10.0.0.7:8080"]
     resources:
       - { path: "/*", methods: [GET] }
+    mediation:
+      request:
+        headers: { set: { x-source: gateway } }
+        body: { jq: '{order: .}' }
+  - name: heroes
+    context: /heroes
+    version: v1
+    endpoints: ["http://10.0.0.8:8080/graphql"]
+    resources:
+      - { path: "/*", methods: [GET, POST] }
+    graphql:
+      schema: "type Query { hero(first: Int): [String] }"
+      limits: { max_depth: 5, max_complexity: 50 }
+      operations:
+        - { name: hero, type: query, scopes: ["heroes:read"] }
 "#;
 
 const TOKEN: &str = "roundtrip-gateway-token";
@@ -174,8 +192,9 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     let planned = apply(&first, &path, true).await;
     let made = apply(&first, &path, false).await;
     assert_eq!(planned, made, "--dry-run counts what the run does");
-    // 4 tiers; 2 APIs x (create, secure, publish): neither keeps the default security.
-    assert_eq!(made, 4 + 2 * 3);
+    // 4 tiers; the throttling settings; 2 APIs x (create, secure, publish): neither keeps
+    // the default security; the open GraphQL API: create, secure (open), publish.
+    assert_eq!(made, 4 + 1 + 3 * 3);
     assert_eq!(
         apply(&first, &path, false).await,
         0,
@@ -183,7 +202,18 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     );
 
     let exported = export(&first).await;
-    let pets = &exported["apis"][1];
+    let heroes = &exported["apis"][0];
+    assert_eq!(
+        heroes["graphql"]["limits"]["max_complexity"], 50,
+        "{heroes}"
+    );
+    assert_eq!(
+        heroes["graphql"]["operations"][0]["scopes"][0],
+        "heroes:read"
+    );
+    let pets_v1 = &exported["apis"][1];
+    assert_eq!(pets_v1["mediation"]["request"]["body"]["jq"], "{order: .}");
+    let pets = &exported["apis"][2];
     assert_eq!(pets["version"], "v2", "{exported}");
     for (field, want) in [
         ("host", json!("api.example.com")),
@@ -203,6 +233,8 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     assert_eq!(res[2]["throttling"], "10KPerMin");
     assert_eq!(res[3]["auth"], "none", "an open resource stays open: {res}");
     let th = &exported["throttling"];
+    assert_eq!(th["unauthenticated_tier"], "Platinum", "{th}");
+    assert_eq!(th["headers"], "both", "{th}");
     let tier = |family: &str, name: &str| {
         th[family]
             .as_array()
@@ -240,4 +272,39 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
         "the export is what the first holds"
     );
     drop((first.state, second.state));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_settings_are_checked_and_reach_the_snapshot() {
+    let sqlite = TestDbs::sqlite();
+    let cp = serve(&sqlite.fresh_url().await).await;
+    let put = |body: &'static str| {
+        let addr = cp.addr;
+        async move {
+            let out = tokio::process::Command::new("curl")
+                .args(["-s", "-w", "\n%{http_code}", "-X", "PUT", "-H"])
+                .arg("authorization: Basic YWRtaW46cGFzc3dvcmQx")
+                .args(["-H", "content-type: application/json", "-d", body])
+                .arg(format!("http://{addr}/api/am/admin/v1/settings/throttling"))
+                .output()
+                .await
+                .expect("curl");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+            let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+            (code.trim().parse::<u16>().unwrap_or(0), v)
+        }
+    };
+    let (code, v) = put(r#"{"unauthenticatedTier": "NoSuchTier"}"#).await;
+    assert_eq!(code, 400, "{v}");
+    assert_eq!(v["errors"][0]["field"], "unauthenticatedTier", "{v}");
+    let (code, v) = put(r#"{"rateLimitHeaders": "loud"}"#).await;
+    assert_eq!(code, 400, "{v}");
+    assert_eq!(v["errors"][0]["field"], "rateLimitHeaders", "{v}");
+    let (code, v) = put(r#"{"unauthenticatedTier": "Bronze", "rateLimitHeaders": "legacy"}"#).await;
+    assert_eq!(code, 200, "{v}");
+    let th = &served(&cp).await["throttling"];
+    assert_eq!(th["unauthenticated_tier"], "Bronze", "{th}");
+    assert_eq!(th["headers"], "legacy", "{th}");
+    drop(cp.state);
 }
