@@ -155,8 +155,9 @@ async fn create_tier(
     State(s): State<AppState>,
     Admin(caller): Admin,
     Path(k): Path<String>,
-    JsonBody(v): JsonBody,
+    JsonBody(mut v): JsonBody,
 ) -> ApiResult<Response> {
+    crate::wso2_aliases::tier(&mut v);
     let t = tier_body(&v, kind(&k)?, None, None)?;
     let mut tx = s.inner.store.begin_write().await?;
     let t = tx.create_tier(&t).await?;
@@ -188,8 +189,9 @@ async fn update_tier(
     Admin(caller): Admin,
     Path((k, name)): Path<(String, String)>,
     headers: HeaderMap,
-    JsonBody(v): JsonBody,
+    JsonBody(mut v): JsonBody,
 ) -> ApiResult<Response> {
+    crate::wso2_aliases::tier(&mut v);
     let expected = if_match(&headers, &name)?;
     let family = kind(&k)?;
     let current = s.inner.store.get_tier(family, &name).await?;
@@ -204,8 +206,9 @@ async fn patch_tier(
     Admin(caller): Admin,
     Path((k, name)): Path<(String, String)>,
     headers: HeaderMap,
-    JsonBody(patch): JsonBody,
+    JsonBody(mut patch): JsonBody,
 ) -> ApiResult<Response> {
+    crate::wso2_aliases::tier(&mut patch);
     let expected = if_match(&headers, &name)?;
     let family = kind(&k)?;
     let current = s.inner.store.get_tier(family, &name).await?;

@@ -42,6 +42,7 @@ mod try_it;
 pub mod ui;
 mod users_api;
 mod validate;
+mod wso2_aliases;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -82,7 +82,8 @@ async fn put_signup_settings(
 
 /// `POST /api/am/devportal/v1/self-signup` without credentials: a new subscriber
 /// (`{"name", "password"}`), `ACTIVE` or, with approval on, `PENDING`.
-async fn self_signup(State(s): State<AppState>, JsonBody(v): JsonBody) -> ApiResult<Response> {
+async fn self_signup(State(s): State<AppState>, JsonBody(mut v): JsonBody) -> ApiResult<Response> {
+    crate::wso2_aliases::user(&mut v);
     let settings = signup_settings(&s).await?;
     if settings["enabled"] != true {
         return Err(ApiError::new(
@@ -158,8 +159,9 @@ async fn list_users(
 async fn create_user(
     State(s): State<AppState>,
     Admin(caller): Admin,
-    JsonBody(v): JsonBody,
+    JsonBody(mut v): JsonBody,
 ) -> ApiResult<Response> {
+    crate::wso2_aliases::user(&mut v);
     let mut f = Fields::new(&v, "");
     f.ignore(&["status", "createdTime"]);
     let name = user_name_field(&mut f);
