@@ -122,7 +122,16 @@ pub fn json_with_etag<T: Serialize>(headers: &HeaderMap, etag: String, body: &T)
 
 /// ETag of a record by its revision.
 pub fn revision_etag(id: &str, revision: i64) -> String {
-    format!("\"{}-{revision}\"", &id[..id.len().min(8)])
+    format!("\"{}-{revision}\"", id_prefix(id))
+}
+
+/// The first 8 characters of a record's id or name (an ETag's prefix); names may be any
+/// UTF-8, so the cut is at a character boundary.
+fn id_prefix(id: &str) -> &str {
+    match id.char_indices().nth(8) {
+        Some((at, _)) => &id[..at],
+        None => id,
+    }
 }
 
 /// ETag of a list: a hash of its JSON.
@@ -143,7 +152,7 @@ pub fn if_match(headers: &HeaderMap, id: &str) -> Result<Option<i64>, ApiError> 
     if v == "*" {
         return Ok(None);
     }
-    let prefix = format!("\"{}-", &id[..id.len().min(8)]);
+    let prefix = format!("\"{}-", id_prefix(id));
     v.strip_prefix(prefix.as_str())
         .and_then(|r| r.strip_suffix('"'))
         .and_then(|r| r.parse::<i64>().ok())

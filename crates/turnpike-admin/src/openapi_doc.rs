@@ -626,13 +626,13 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     let mut out = Map::new();
     let ok_body = match (op.id, schema) {
         ("exportEnvironment", _) => json!({"description": "the declarative file", "content": {
-            "application/yaml": {"schema": {"type": "string"}},
+            "application/yaml": {"schema": {"type": "object", "description": "the file as YAML"}},
             "application/json": {"schema": {"type": "object"}}}}),
         ("getVisibleApiDocumentContent", _) => json!({"description": "the markdown", "content": {
             "text/markdown": {"schema": {"type": "string"}}}}),
         ("getApiDefinition" | "getVisibleApiDefinition", Some(s)) => {
             json!({"description": "the definition (YAML when it was imported as YAML)", "content": {
-            "application/json": {"schema": s}, "application/yaml": {"schema": {"type": "string"}}}})
+            "application/json": {"schema": s}, "application/yaml": {"schema": {"type": "object", "description": "the document as YAML"}}}})
         }
         (_, Some(s)) => {
             json!({"description": "success", "content": {"application/json": {"schema": s}}})

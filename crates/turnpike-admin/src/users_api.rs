@@ -125,10 +125,17 @@ fn password_field(f: &mut Fields<'_>, name: &'static str) -> Option<String> {
 }
 
 fn roles_field(f: &mut Fields<'_>, v: &Value, required: bool) -> Option<Vec<String>> {
-    let roles = f.strings("roles", 3, |r| {
-        (!turnpike_store::ROLES.contains(&r))
-            .then(|| format!("must be one of {:?}", turnpike_store::ROLES))
-    });
+    // A role named twice is the role once.
+    let roles = f
+        .strings("roles", 3, |r| {
+            (!turnpike_store::ROLES.contains(&r))
+                .then(|| format!("must be one of {:?}", turnpike_store::ROLES))
+        })
+        .map(|mut r| {
+            r.sort();
+            r.dedup();
+            r
+        });
     if roles.as_ref().is_some_and(|r| r.is_empty()) {
         f.err("roles", "must name at least one role");
     }

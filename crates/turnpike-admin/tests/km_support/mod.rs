@@ -138,7 +138,30 @@ fn client() -> Client<HttpConnector, Full<Bytes>> {
 
 /// One request; `body` is (content type, bytes).
 pub async fn send(method: Method, url: &str, auth: Auth<'_>, body: Option<(&str, String)>) -> Resp {
-    let mut b = Request::builder().method(method).uri(url);
+    send_req(Request::builder().method(method).uri(url), auth, body).await
+}
+
+/// [`send`] with one more header.
+#[allow(dead_code)]
+pub async fn send_with_header(
+    method: Method,
+    url: &str,
+    auth: Auth<'_>,
+    header: (&str, &str),
+    body: Option<(&str, String)>,
+) -> Resp {
+    let b = Request::builder()
+        .method(method)
+        .uri(url)
+        .header(header.0, header.1);
+    send_req(b, auth, body).await
+}
+
+async fn send_req(
+    mut b: http::request::Builder,
+    auth: Auth<'_>,
+    body: Option<(&str, String)>,
+) -> Resp {
     match auth {
         Auth::None => {}
         Auth::Basic(user) => {
