@@ -7,14 +7,22 @@
 mod km_support;
 
 use http::Method;
-use km_support::{control_plane, Auth};
+use km_support::{control_plane, control_plane_on_postgres, Auth, Cp};
 use serde_json::json;
 
 const TIERS: &str = "/api/am/admin/v1/throttling/policies/subscription";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wso2_tier_and_user_bodies_are_understood() {
-    let cp = control_plane(false).await;
+async fn wso2_tier_and_user_bodies_are_understood_on_sqlite() {
+    wso2_bodies(control_plane(false).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wso2_tier_and_user_bodies_are_understood_on_postgres() {
+    wso2_bodies(control_plane_on_postgres().await).await;
+}
+
+async fn wso2_bodies(cp: Cp) {
     let created = cp
         .call(
             Method::POST,

@@ -47,7 +47,16 @@ impl Drop for Cp {
 
 /// Starts a control plane; `manual_clock` makes the key manager's time a `ManualClock`.
 pub async fn control_plane(manual_clock: bool) -> Cp {
-    let dbs = TestDbs::sqlite();
+    control_plane_on(TestDbs::sqlite(), manual_clock).await
+}
+
+/// [`control_plane`] on a real PostgreSQL server the harness starts.
+#[allow(dead_code)]
+pub async fn control_plane_on_postgres() -> Cp {
+    control_plane_on(TestDbs::postgres(), false).await
+}
+
+async fn control_plane_on(dbs: TestDbs, manual_clock: bool) -> Cp {
     let url = dbs.fresh_url().await;
     let store = Store::open_with(&url, PasswordParams::insecure_fast())
         .await
