@@ -29,7 +29,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   const password = 'admin-e2e-password';
   const child = spawn(
     bin,
-    ['up', '--data-dir', data, '--cp-port', String(cpPort), '--http-port', String(gwPort)],
+    ['up', '--data-dir', data, '--cp-port', String(cpPort), '--http-port', String(gwPort), '--https-port', 'off'],
     {
       env: {
         ...process.env,

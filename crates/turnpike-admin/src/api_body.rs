@@ -140,7 +140,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
 /// An API's gateway settings: (REST field, the declarative file's field). `graphql` and
 /// `mediation` are sections in the file's own shape, stored as given and checked by
 /// compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 7] = [
+pub const OPTION_FIELDS: [(&str, &str); 8] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -148,6 +148,7 @@ pub const OPTION_FIELDS: [(&str, &str); 7] = [
     ("apiThrottlingPolicy", "throttling"),
     ("graphql", "graphql"),
     ("mediation", "mediation"),
+    ("deprecation", "deprecation"),
 ];
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
@@ -223,6 +224,20 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
     }
     if let Some(p) = f.string("apiThrottlingPolicy", false, 100) {
         put("apiThrottlingPolicy", Value::String(p));
+    }
+    if let Some(v) = f.value("deprecation") {
+        let mut d = Fields::new(v, "deprecation");
+        d.string("since", false, 30);
+        d.string("sunset", false, 30);
+        d.string("link", false, 2000);
+        d.finish_unknown();
+        if d.errors.is_empty() {
+            put("deprecation", v.clone());
+        }
+        f.errors.append(&mut d.errors);
+    }
+    if let Some(cors) = crate::cors_body::check(f) {
+        put(crate::cors_body::FIELD, cors);
     }
     if let Some(tags) = f.strings("tags", 50, |t| {
         (t.is_empty() || t.chars().count() > 100 || t.chars().any(char::is_control))

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use turnpike_model::ApiSpec;
 use turnpike_store::Api;
 use turnpike_sync::wire::{api_part, WireError};
@@ -144,6 +144,23 @@ pub(crate) fn entry_spec(
                 obj.insert(file.into(), v.clone());
             }
         }
+        // A deprecated API's responses say so (Deprecation / Sunset headers); without a
+        // date of its own, it is deprecated since its row last changed.
+        if api.lifecycle_status == turnpike_store::LifecycleState::Blocked {
+            obj.insert("lifecycle".into(), json!("BLOCKED"));
+        }
+        if api.lifecycle_status == turnpike_store::LifecycleState::Deprecated {
+            obj.insert("lifecycle".into(), json!("DEPRECATED"));
+            let mut d = obj.get("deprecation").cloned().unwrap_or_else(|| json!({}));
+            if d.get("since").is_none_or(Value::is_null) {
+                d["since"] = json!(utc_second(api.last_updated_time));
+            }
+            obj.insert("deprecation".into(), d);
+        }
+        let cors = api.options.get(crate::cors_body::FIELD);
+        if let Some(entry) = cors.and_then(crate::cors_body::policy) {
+            obj.insert("policies".into(), json!([entry]));
+        }
     }
     if secured {
         let auth = match stored_auth {
@@ -161,6 +178,27 @@ pub(crate) fn entry_spec(
         id: api.id.clone(),
         source,
     })
+}
+
+/// Milliseconds since the epoch as `2026-06-30T12:00:00Z` (civil-from-days).
+fn utc_second(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
 }
 
 #[cfg(test)]
@@ -189,6 +227,17 @@ mod tests {
             created_time: 0,
             last_updated_time: 0,
         }
+    }
+
+    #[test]
+    fn a_deprecated_api_ships_its_lifecycle_and_since_date() {
+        let mut a = api(1, 1);
+        a.lifecycle_status = LifecycleState::Deprecated;
+        a.last_updated_time = 784_111_777_000;
+        let spec = entry_spec(&a, false, None).unwrap();
+        assert_eq!(spec.lifecycle.as_deref(), Some("DEPRECATED"));
+        let d = spec.deprecation.unwrap();
+        assert_eq!(d.since.as_deref(), Some("1994-11-06T08:49:37Z"));
     }
 
     #[test]

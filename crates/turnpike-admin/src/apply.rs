@@ -148,6 +148,9 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             body[k] = v;
         }
     }
+    if let Some(cors) = spec.policies.iter().find_map(|p| p.cors.as_ref()) {
+        body[crate::cors_body::FIELD] = crate::cors_body::from_spec(cors);
+    }
     body
 }
 
@@ -156,13 +159,15 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
 fn differs(current: &Value, want: &Value) -> bool {
     let mut keys: Vec<&str> = vec!["name", "isDefaultVersion", "endpoints", "resources"];
     keys.extend(crate::api_body::OPTION_FIELDS.iter().map(|(k, _)| *k));
+    keys.push(crate::cors_body::FIELD);
     keys.iter().any(|k| current.get(*k) != want.get(*k))
 }
 
 /// A merge patch of `want` that also clears the gateway settings the file leaves out.
 fn replacing(want: &Value) -> Value {
     let mut body = want.clone();
-    for (k, _) in crate::api_body::OPTION_FIELDS {
+    let settings = crate::api_body::OPTION_FIELDS.iter().map(|(k, _)| *k);
+    for k in settings.chain([crate::cors_body::FIELD]) {
         if body.get(k).is_none() {
             body[k] = Value::Null;
         }

@@ -13,6 +13,7 @@ mod api_body;
 mod api_index;
 pub mod apply;
 mod auth;
+mod cors_body;
 mod delta;
 mod devportal;
 mod documents_api;

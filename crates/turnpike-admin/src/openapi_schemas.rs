@@ -53,6 +53,18 @@ fn api_props() -> Value {
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
         "mediation": {"type": "object", "description": "request and response transformations as in the declarative file"},
+        "deprecation": {"type": "object", "additionalProperties": false, "description": "dates a DEPRECATED API's responses announce (Deprecation, Sunset and Link headers); RFC 3339 dates", "properties": {
+            "since": {"type": "string", "maxLength": 30, "example": "2026-06-30"},
+            "sunset": {"type": "string", "maxLength": 30, "example": "2026-12-31T00:00:00Z"},
+            "link": {"type": "string", "maxLength": 2000, "format": "uri"}}},
+        "corsConfiguration": {"type": "object", "additionalProperties": false, "description": "CORS at the gateway (docs/policies.md): preflights answered before auth", "properties": {
+            "corsConfigurationEnabled": {"type": "boolean"},
+            "accessControlAllowOrigins": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "example": ["https://app.example"]},
+            "accessControlAllowMethods": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessControlAllowHeaders": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessControlExposeHeaders": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessControlAllowCredentials": {"type": "boolean"},
+            "accessControlMaxAge": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "example": "10m"}}},
         "tags": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 100}}
     });
     if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {

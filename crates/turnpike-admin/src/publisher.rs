@@ -165,6 +165,9 @@ fn rest_field(path: &str) -> String {
             return rest.replacen(file_field, api_field, 1);
         }
     }
+    if let Some(field) = rest.strip_prefix("policies[0].cors") {
+        return crate::cors_body::rest_field(field);
+    }
     match rest.strip_suffix(".throttling") {
         Some(res) if res.starts_with("resources[") => format!("{res}.throttlingPolicy"),
         _ => rest.to_string(),

@@ -2,7 +2,8 @@
 //! one place that decides what runs for an API, in every mode (file, control plane,
 //! `turnpike up`). The order:
 //!
-//! 1. edge kinds of the API's `policies:` list (CORS), as written;
+//! 1. deprecation headers (a `DEPRECATED` API, or `deprecation:` dates), then the edge
+//!    kinds of the API's `policies:` list (CORS), as written;
 //! 2. lifecycle (a blocked or unpublished API refuses everything);
 //! 3. body limit (`Content-Length` above `max_body_size`: 413);
 //! 4. auth (credential, subscription, scopes);
@@ -23,7 +24,7 @@ use turnpike_policy::{Chain, Policy};
 
 use crate::error::Problem;
 use crate::mediation::ApiMediation;
-use crate::policies::{auth, body_limit, cors, lifecycle, mediation, throttle};
+use crate::policies::{auth, body_limit, cors, deprecation, lifecycle, mediation, throttle};
 use crate::security::ApiSecurity;
 use crate::throttling::ApiThrottle;
 
@@ -50,6 +51,15 @@ pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<D
         .enumerate()
         .map(|(i, api)| {
             let mut d = Declared::default();
+            let deprecated = api
+                .lifecycle
+                .as_deref()
+                .is_some_and(|l| l.eq_ignore_ascii_case("DEPRECATED"));
+            let at = format!("apis[{i}].deprecation");
+            let spec = api.deprecation.as_ref();
+            if let Some(p) = deprecation::build(&at, deprecated, spec, problems) {
+                d.edge.push(p);
+            }
             for (j, spec) in api.policies.iter().enumerate() {
                 let at = format!("apis[{i}].policies[{j}]");
                 if spec.kinds().len() != 1 {

@@ -175,10 +175,21 @@ pub fn set_length(headers: &mut HeaderMap, len: usize) {
     headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
 }
 
-/// Told once how a client-bound body ended: the bytes sent, and whether the client went
-/// away (or the upstream broke) before the end.
+/// How a client-bound body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The last byte went out.
+    Complete,
+    /// Dropped before its end: the client went away (hyper stops polling a body whose
+    /// connection broke).
+    ClientGone,
+    /// The upstream's body failed mid-way (reset, bad framing).
+    UpstreamBroke,
+}
+
+/// Told once how a client-bound body ended, with the bytes sent.
 pub trait BodyEnd: Send {
-    fn end(&mut self, bytes_out: u64, aborted: bool);
+    fn end(&mut self, bytes_out: u64, how: Ending);
 }
 
 /// What must hear about the end of a body, boxed only when something does.
@@ -189,12 +200,12 @@ struct Tail {
 }
 
 impl Tail {
-    fn finish(&mut self, aborted: bool) {
+    fn finish(&mut self, how: Ending) {
         if let Some(OnBodyEnd(f)) = self.meter.take() {
             f(self.bytes);
         }
         if let Some(mut e) = self.end.take() {
-            e.end(self.bytes, aborted);
+            e.end(self.bytes, how);
         }
     }
 }
@@ -240,7 +251,8 @@ pub struct GatewayBody {
 impl GatewayBody {
     pub fn full(b: Bytes) -> Self {
         GatewayBody {
-            inner: Inner::Full(Some(b)),
+            // An empty body is ended from the start (hyper then never polls it).
+            inner: Inner::Full((!b.is_empty()).then_some(b)),
             tail: None,
         }
     }
@@ -313,8 +325,11 @@ impl GatewayBody {
 impl Drop for GatewayBody {
     fn drop(&mut self) {
         if let Some(t) = self.tail.as_mut() {
-            let ended = self.inner.is_end_stream();
-            t.finish(!ended);
+            if self.inner.is_end_stream() {
+                t.finish(Ending::Complete);
+            } else {
+                t.finish(Ending::ClientGone);
+            }
         }
     }
 }
@@ -365,11 +380,11 @@ impl Body for GatewayBody {
                         t.bytes += d.len() as u64;
                     }
                     if this.inner.is_end_stream() {
-                        t.finish(false);
+                        t.finish(Ending::Complete);
                     }
                 }
-                Poll::Ready(None) => t.finish(false),
-                Poll::Ready(Some(Err(_))) => t.finish(true),
+                Poll::Ready(None) => t.finish(Ending::Complete),
+                Poll::Ready(Some(Err(_))) => t.finish(Ending::UpstreamBroke),
                 Poll::Pending => {}
             }
         }

@@ -14,11 +14,13 @@ use turnpike_config::CompiledApi;
 use turnpike_policy::{Completion, ErrorKind, RequestCtx, Timings};
 
 use crate::access_log::PendingRecord;
-use crate::body::BodyEnd;
+use crate::body::{BodyEnd, Ending};
 use crate::proxy::ConnCtx;
 
-/// "Client closed request" (nginx's 499): the client left before the response head.
-const CLIENT_GONE: u16 = 499;
+/// "Client closed request" (nginx's 499): the client left before the response ended.
+fn client_gone() -> StatusCode {
+    StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST)
+}
 
 /// Where the request body's size comes from.
 #[derive(Default)]
@@ -69,6 +71,8 @@ pub(crate) struct Finisher {
     status: StatusCode,
     error: Option<ErrorKind>,
     done: bool,
+    /// A HEAD request: hyper sends no body, so an unpolled body is no sign of a client gone.
+    head_request: bool,
 }
 
 impl Finisher {
@@ -99,9 +103,10 @@ impl Finisher {
                 bytes_in: declared.map_or(BytesIn::None, BytesIn::Declared),
             },
             line,
-            status: StatusCode::from_u16(CLIENT_GONE).unwrap_or(StatusCode::BAD_REQUEST),
+            status: client_gone(),
             error: None,
             done: false,
+            head_request: parts.method == Method::HEAD,
         })
     }
 
@@ -137,6 +142,11 @@ impl Finisher {
             return;
         }
         let now = Instant::now();
+        // A client that went away before the response ended did not get it, whatever the
+        // upstream or a policy answered: 499, as nginx logs it (error row kept).
+        if aborted {
+            self.status = client_gone();
+        }
         let done = Completion {
             status: self.status,
             error: self.error,
@@ -181,8 +191,14 @@ impl Finisher {
 }
 
 impl BodyEnd for Finisher {
-    fn end(&mut self, bytes_out: u64, aborted: bool) {
-        self.report(bytes_out, aborted);
+    fn end(&mut self, bytes_out: u64, how: Ending) {
+        if how == Ending::UpstreamBroke {
+            // The head went out; the body broke: an upstream failure, not the client's.
+            self.error.get_or_insert(ErrorKind::UpstreamReset);
+        }
+        // hyper drops, unpolled, the body of a response that has none on the wire.
+        let bodiless = self.head_request || matches!(self.status.as_u16(), 100..=199 | 204 | 304);
+        self.report(bytes_out, how == Ending::ClientGone && !bodiless);
     }
 }
 

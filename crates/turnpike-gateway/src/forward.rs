@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::HOST;
 use http::uri::{PathAndQuery, Scheme};
-use http::{request, HeaderValue, Request, Response, Uri, Version};
+use http::{request, Request, Response, Uri, Version};
 use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, Endpoint, LoadBalancing};
 use turnpike_policy::UpstreamTarget;
@@ -45,15 +45,16 @@ pub(crate) enum Upstream {
 pub(crate) async fn forward(
     shared: &Shared,
     api: &CompiledApi,
-    parts: request::Parts,
+    mut parts: request::Parts,
     body: RequestBody,
     target: &UpstreamTarget,
-    fwd: &h1::Forwarded<'_>,
+    fwd: &headers::Forwarded<'_>,
 ) -> Result<Upstream, GatewayError> {
     let n = api.endpoints.len();
     if n == 0 {
         return Err(GatewayError::new(ErrorKind::NoEndpoint));
     }
+    fwd.apply(&mut parts.headers, &parts.uri);
     let first = if n == 1 || api.load_balancing == LoadBalancing::Failover {
         0
     } else {
@@ -79,7 +80,7 @@ pub(crate) async fn forward(
                         path: target.path(),
                         query: target.query(),
                     };
-                    let fut = h1::exchange(pool, conn, parts, body, path, fwd);
+                    let fut = h1::exchange(pool, conn, parts, body, path);
                     return match tokio::time::timeout(api.response_timeout, fut).await {
                         Ok(r) => r.map(Upstream::Direct),
                         Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
@@ -96,14 +97,6 @@ pub(crate) async fn forward(
         match pool.checkout(api.connect_timeout).await {
             Ok(conn) => {
                 let pq = path_and_query(target, ep)?;
-                let mut parts = parts;
-                let fwd_host = parts.headers.get(HOST).cloned().or_else(|| {
-                    parts
-                        .uri
-                        .authority()
-                        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-                });
-                headers::add_forwarded(&mut parts.headers, fwd.client_ip, fwd.https, fwd_host);
                 let req = build_request(parts, body, pq);
                 return send(pool, conn, req, api)
                     .await

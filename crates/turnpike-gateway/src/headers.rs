@@ -66,6 +66,26 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
+/// What the `X-Forwarded-*` headers say about this hop.
+pub struct Forwarded<'a> {
+    /// The connection's peer address, formatted once per connection.
+    pub client_ip: &'a HeaderValue,
+    pub https: bool,
+}
+
+impl Forwarded<'_> {
+    /// Writes the `X-Forwarded-*` headers into the request's header map: the one place
+    /// they are written, for both upstream clients. The host is the client's `Host`, or
+    /// the authority of an absolute-form (HTTP/2) request URI.
+    pub fn apply(&self, headers: &mut HeaderMap, uri: &http::Uri) {
+        let host = headers.get(http::header::HOST).cloned().or_else(|| {
+            uri.authority()
+                .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        });
+        add_forwarded(headers, self.client_ip, self.https, host);
+    }
+}
+
 /// Adds `X-Forwarded-For` (appended to an existing list), and `X-Forwarded-Proto` and
 /// `X-Forwarded-Host` unless an earlier proxy set them. `client_ip` is the connection's
 /// peer address, formatted once per connection.

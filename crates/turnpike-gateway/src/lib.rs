@@ -55,12 +55,8 @@ pub use turnpike_policy::{
 #[derive(Debug, Clone, clap::Args)]
 pub struct GatewayArgs {
     /// Declarative API file (DB-less mode); watched and reloaded on change and on SIGHUP.
-    #[arg(
-        long,
-        env = "TURNPIKE_CONFIG",
-        required_unless_present = "control_plane",
-        conflicts_with = "control_plane"
-    )]
+    /// (`turnpike gateway` needs it or --control-plane; `turnpike up` refuses both.)
+    #[arg(long, env = "TURNPIKE_CONFIG", conflicts_with = "control_plane")]
     pub config: Option<PathBuf>,
     /// Let a reload swap in a file that declares no API (every request then answers 404).
     /// Without it such a file (empty, truncated) is refused and the running APIs stay.
@@ -203,10 +199,9 @@ impl GatewayArgs {
 /// Prints `gateway listening on http://ADDR` / `https://ADDR` on stdout (so scripts can
 /// read the ports when 0 was asked for).
 pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let config = args
-        .config
-        .clone()
-        .ok_or("--config is required (or --control-plane, which the binary handles)")?;
+    let config = args.config.clone().ok_or(
+        "`turnpike gateway` needs --config FILE (DB-less) or --control-plane URL --gateway-token T",
+    )?;
     let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
     let _throttling = start_throttling(&args, &runtime)?;
     let snapshot = Snapshot::load_with(&config, &runtime)?;
@@ -232,6 +227,42 @@ pub async fn serve_until_terminated(
     snapshots: Arc<ArcSwap<Snapshot>>,
     health: Arc<Health>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    bind_from_args(args, snapshots, health)
+        .await?
+        .serve_until_terminated()
+        .await
+}
+
+/// The gateway every mode runs (`gateway --config`, `gateway --control-plane`, `up`):
+/// the listeners and the management listener its flags describe, bound, not yet serving.
+pub struct FlagGateway {
+    /// The bound listeners (their addresses, for what to print).
+    pub bound: BoundGateway,
+    management: Option<AbortOnDrop>,
+}
+
+impl FlagGateway {
+    /// Serves until SIGTERM/SIGINT, then drains (the drain delay, then in-flight
+    /// requests), and stops the management listener.
+    pub async fn serve_until_terminated(
+        self,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let (first, second) = stop_signals();
+        self.bound.serve_until(first, second).await?;
+        drop(self.management);
+        Ok(())
+    }
+}
+
+/// Binds what the flags describe: the HTTP and HTTPS listeners, the access log, the
+/// management listener with metrics (`--metrics-addr`). Prints `gateway listening on
+/// http://ADDR` / `https://ADDR` and `gateway metrics on http://ADDR/metrics` on stdout (so
+/// scripts can read the ports when 0 was asked for).
+pub async fn bind_from_args(
+    args: &GatewayArgs,
+    snapshots: Arc<ArcSwap<Snapshot>>,
+    health: Arc<Health>,
+) -> Result<FlagGateway, Box<dyn std::error::Error + Send + Sync>> {
     let settings = args.settings()?;
     let mut builder = Gateway::builder(settings)
         .snapshots(snapshots.clone())
@@ -262,10 +293,7 @@ pub async fn serve_until_terminated(
         println!("gateway listening on https://{a}");
         tracing::info!(addr = %a, "HTTPS listener");
     }
-    let (first, second) = stop_signals();
-    bound.serve_until(first, second).await?;
-    drop(management);
-    Ok(())
+    Ok(FlagGateway { bound, management })
 }
 
 /// The gateway's stop signals: the first SIGTERM drains ([`Stop::Drain`]: readiness

@@ -87,26 +87,18 @@ const BUCKET_NS: [u64; 14] = [
 ];
 
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
-/// Upstream error kinds, as their stable error codes.
-const UPSTREAM_KINDS: [&str; 6] = [
-    "upstream_connect_timeout",
-    "upstream_timeout",
-    "upstream_unavailable",
-    "upstream_reset",
-    "upstream_protocol",
-    "no_endpoint",
+/// Upstream error kinds: their rows of the error table, labelled by the row's code.
+const UPSTREAM_KINDS: [ErrorKind; 6] = [
+    ErrorKind::UpstreamConnectTimeout,
+    ErrorKind::UpstreamResponseTimeout,
+    ErrorKind::UpstreamConnectFailed,
+    ErrorKind::UpstreamReset,
+    ErrorKind::UpstreamProtocol,
+    ErrorKind::NoEndpoint,
 ];
 
 fn upstream_index(kind: ErrorKind) -> Option<usize> {
-    Some(match kind {
-        ErrorKind::UpstreamConnectTimeout => 0,
-        ErrorKind::UpstreamResponseTimeout => 1,
-        ErrorKind::UpstreamConnectFailed => 2,
-        ErrorKind::UpstreamReset => 3,
-        ErrorKind::UpstreamProtocol => 4,
-        ErrorKind::NoEndpoint => 5,
-        _ => return None,
-    })
+    UPSTREAM_KINDS.iter().position(|k| *k == kind)
 }
 
 /// A fixed-bucket histogram of durations: atomics only, rendered at scrape time.
@@ -184,6 +176,7 @@ impl ApiMetrics {
 
     fn render_upstream_errors(&self, out: &mut String) {
         for (kind, n) in UPSTREAM_KINDS.iter().zip(&self.upstream_errors) {
+            let kind = kind.spec().code;
             let n = n.load(Ordering::Relaxed);
             let _ = writeln!(
                 out,

@@ -27,7 +27,6 @@ use crate::body::{self, GatewayBody, OnBodyEnd, RequestBody};
 use crate::complete::{Finisher, Marks};
 use crate::error::{ErrorKind, GatewayError};
 use crate::forward::{forward, Upstream};
-use crate::h1;
 use crate::headers::{self, X_REQUEST_ID};
 use crate::metrics::GatewayMetrics;
 use crate::upstream::Upstreams;
@@ -293,7 +292,7 @@ async fn request_side(
         m.sent = Some(Instant::now());
     }
     headers::strip_hop_by_hop(&mut parts.headers);
-    let fwd = h1::Forwarded {
+    let fwd = headers::Forwarded {
         client_ip: &conn.client_ip,
         https: conn.https,
     };

@@ -188,6 +188,7 @@ impl GatewayBuilder {
             metrics: self.metrics,
             observers: turnpike_policy::Chain::new(self.observers),
         });
+        crate::upstream::spawn_sweeper(Arc::downgrade(&shared));
         Ok(BoundGateway {
             http,
             https,

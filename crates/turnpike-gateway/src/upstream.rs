@@ -4,10 +4,17 @@
 //! one short FNV over the authority, no task spawned per request: a sender goes back to
 //! the stack when the response body ends, see `body::UpstreamBody`). HTTPS endpoints
 //! negotiate HTTP/2 by ALPN and then share one multiplexed connection.
+//!
+//! A sweeper ([`spawn_sweeper`], one task per gateway, every [`SWEEP_EVERY`]) drops the
+//! pools of endpoints no API of the current snapshot names any more, and closes idle
+//! connections that waited through a whole sweep period (idle for 30 to 60 s). Idle
+//! entries carry the sweep epoch they were parked in, so the request path reads no clock.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -23,6 +30,12 @@ use crate::h1::{self, H1Conn};
 
 /// Most idle HTTP/1.1 connections kept per endpoint.
 const MAX_IDLE_PER_ENDPOINT: usize = 512;
+
+/// How often the sweeper runs; an idle connection is closed at the second sweep it sees.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// A pool's key: https, and the endpoint's authority.
+pub type PoolKey = (bool, Authority);
 
 /// A connection ready to carry one request.
 pub enum Conn {
@@ -56,7 +69,7 @@ impl Hasher for Fnv {
     }
 }
 
-type PoolMap = HashMap<(bool, Authority), Arc<EndpointPool>, BuildHasherDefault<Fnv>>;
+type PoolMap = HashMap<PoolKey, Arc<EndpointPool>, BuildHasherDefault<Fnv>>;
 
 /// All endpoint pools of a gateway.
 pub struct Upstreams {
@@ -116,6 +129,63 @@ impl Upstreams {
         self.pools.store(Arc::new(next));
         pool
     }
+
+    /// Drops the pools whose key `live` lacks (their idle connections close; requests
+    /// still holding one finish on it), then closes in the others the idle connections
+    /// parked before the previous sweep.
+    pub fn sweep(&self, live: &HashSet<PoolKey>) {
+        let current = self.pools.load_full();
+        if current.keys().any(|k| !live.contains(k)) {
+            let _guard = self.create.lock().unwrap_or_else(|p| p.into_inner());
+            let current = self.pools.load_full();
+            let next: PoolMap = current
+                .iter()
+                .filter(|(k, _)| live.contains(*k))
+                .map(|(k, p)| (k.clone(), p.clone()))
+                .collect();
+            self.pools.store(Arc::new(next));
+        }
+        for pool in self.pools.load().values() {
+            pool.expire();
+        }
+    }
+
+    /// How many endpoint pools exist.
+    pub fn len(&self) -> usize {
+        self.pools.load().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The endpoints the snapshot's APIs name.
+fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey> {
+    snapshot
+        .apis
+        .iter()
+        .flat_map(|api| api.endpoints.iter())
+        .map(|ep| (ep.scheme == http::uri::Scheme::HTTPS, ep.authority.clone()))
+        .collect()
+}
+
+/// Runs [`Upstreams::sweep`] against the current snapshot every [`SWEEP_EVERY`] until the
+/// gateway's shared state is gone.
+pub(crate) fn spawn_sweeper(shared: Weak<crate::proxy::Shared>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let live = live_keys(&shared.snapshots.load());
+            shared.upstreams.sweep(&live);
+        }
+    });
 }
 
 /// Connections to one upstream endpoint.
@@ -124,11 +194,13 @@ pub struct EndpointPool {
     authority: Authority,
     /// The Host header sent upstream (the endpoint's authority, like nginx's default).
     pub host: HeaderValue,
-    idle: Mutex<Vec<http1::SendRequest<RequestBody>>>,
+    /// Idle connections with the sweep epoch they were parked in.
+    idle: Mutex<Vec<(u32, http1::SendRequest<RequestBody>)>>,
     /// Idle plain-HTTP connections of the in-task client (`h1.rs`), kept boxed: they
     /// move between this stack and response bodies without reallocating.
-    #[allow(clippy::vec_box)]
-    direct: Mutex<Vec<Box<H1Conn>>>,
+    direct: Mutex<Vec<(u32, Box<H1Conn>)>>,
+    /// Sweeps seen (see [`Upstreams::sweep`]).
+    epoch: AtomicU32,
     h2: Mutex<Option<http2::SendRequest<RequestBody>>>,
     tls: tokio_rustls::TlsConnector,
 }
@@ -143,6 +215,7 @@ impl EndpointPool {
             host,
             idle: Mutex::new(Vec::new()),
             direct: Mutex::new(Vec::new()),
+            epoch: AtomicU32::new(0),
             h2: Mutex::new(None),
             tls,
         }
@@ -161,18 +234,51 @@ impl EndpointPool {
         if sender.is_closed() {
             return;
         }
+        let epoch = self.epoch.load(Ordering::Relaxed);
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
-            idle.push(sender);
+            idle.push((epoch, sender));
         }
     }
 
     /// Returns a finished plain-HTTP connection (see `h1::DirectBody`) to its stack.
     pub fn put_back_direct(&self, conn: Box<H1Conn>) {
+        let epoch = self.epoch.load(Ordering::Relaxed);
         let mut idle = self.direct.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
-            idle.push(conn);
+            idle.push((epoch, conn));
         }
+    }
+
+    /// A sweep: closes the idle connections parked before the previous one (the stacks
+    /// are LIFO, so the old ones are at the bottom), then starts a new epoch.
+    fn expire(&self) {
+        let now = self.epoch.fetch_add(1, Ordering::Relaxed);
+        let old = |parked: u32| parked < now;
+        // Dropped outside the locks (closing a TLS connection does some work).
+        let stale_h1: Vec<_> = {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            let keep = idle
+                .iter()
+                .position(|(e, _)| !old(*e))
+                .unwrap_or(idle.len());
+            idle.drain(..keep).collect()
+        };
+        let stale_direct: Vec<_> = {
+            let mut idle = self.direct.lock().unwrap_or_else(|p| p.into_inner());
+            let keep = idle
+                .iter()
+                .position(|(e, _)| !old(*e))
+                .unwrap_or(idle.len());
+            idle.drain(..keep).collect()
+        };
+        drop((stale_h1, stale_direct));
+    }
+
+    /// Idle connections parked (both clients).
+    pub fn idle_len(&self) -> usize {
+        let h1 = self.idle.lock().unwrap_or_else(|p| p.into_inner()).len();
+        h1 + self.direct.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// A plain-HTTP connection for the in-task client: the most recently used idle one
@@ -184,7 +290,7 @@ impl EndpointPool {
         loop {
             let conn = self.direct.lock().unwrap_or_else(|p| p.into_inner()).pop();
             match conn {
-                Some(mut c) => {
+                Some((_, mut c)) => {
                     if c.is_alive().await {
                         return Ok(c);
                     }
@@ -213,7 +319,8 @@ impl EndpointPool {
     }
 
     fn pop_idle(&self) -> Option<http1::SendRequest<RequestBody>> {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        idle.map(|(_, sender)| sender)
     }
 
     /// A connection: an idle one if any is alive, the shared HTTP/2 one, or a new one.
@@ -308,5 +415,72 @@ impl EndpointPool {
             sender,
             reused: false,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+    use tokio::sync::mpsc;
+
+    /// An upstream that reports each connection the gateway closes.
+    async fn upstream() -> (Authority, mpsc::UnboundedReceiver<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (tx, closed) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let mut b = [0u8; 64];
+                    while s.read(&mut b).await.is_ok_and(|n| n > 0) {}
+                    let _ = tx.send(());
+                });
+            }
+        });
+        (addr.to_string().parse().expect("authority"), closed)
+    }
+
+    async fn closes(closed: &mut mpsc::UnboundedReceiver<()>) {
+        tokio::time::timeout(Duration::from_secs(5), closed.recv())
+            .await
+            .expect("the upstream saw the connection close")
+            .expect("upstream running");
+    }
+
+    #[tokio::test]
+    async fn idle_connections_expire_and_removed_endpoints_lose_their_pools() {
+        let (authority, mut closed) = upstream().await;
+        let ups = Upstreams::new();
+        let pool = ups.pool(false, &authority);
+        let conn = pool
+            .checkout_direct(Duration::from_secs(5))
+            .await
+            .expect("connect");
+        pool.put_back_direct(conn);
+        let live: HashSet<PoolKey> = [(false, authority.clone())].into();
+        ups.sweep(&live);
+        assert_eq!(pool.idle_len(), 1, "parked during this period: kept");
+        ups.sweep(&live);
+        assert_eq!(pool.idle_len(), 0, "idle through a whole period: closed");
+        closes(&mut closed).await;
+
+        // A connection reused meanwhile is parked again in the new period.
+        let conn = pool
+            .checkout_direct(Duration::from_secs(5))
+            .await
+            .expect("connect");
+        pool.put_back_direct(conn);
+        ups.sweep(&live);
+        assert_eq!(pool.idle_len(), 1);
+        assert_eq!(ups.len(), 1);
+
+        // No API names the endpoint any more: the pool goes, its connections close.
+        drop(pool);
+        ups.sweep(&HashSet::new());
+        assert!(ups.is_empty());
+        closes(&mut closed).await;
     }
 }

@@ -1,11 +1,13 @@
 //! Chain stories through a real gateway and real upstreams on 127.0.0.1:0: `on_complete`
 //! runs once for every outcome (200, a policy's 401, 502, 404 without an API, a client
-//! that goes away), request and response bodies rewritten by a body policy with and
-//! without `Content-Length` over both upstream clients (the in-task HTTP/1.1 client for
-//! small bodies, hyper's for large ones), and a path and query rewrite.
+//! that goes away: 499 with `aborted`), request and response bodies rewritten by a body
+//! policy with and without `Content-Length` (requests sent chunked, upstreams answering
+//! chunked) over both upstream clients (the in-task HTTP/1.1 client for small bodies,
+//! hyper's for large ones), and a path and query rewrite.
 
 mod support;
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -97,6 +99,64 @@ async fn gateway_with_policies(
     (gw, snaps)
 }
 
+/// A raw HTTP/1.1 upstream: reads a request (head, then a `Content-Length` body), answers
+/// `status` without `Content-Length`: `chunks` chunks of `piece` bytes (chunk k is the
+/// letter `a + k % 26` repeated), `gap` apart, and closes; stops when the gateway hangs up.
+async fn chunked_upstream(status: u16, chunks: usize, piece: usize, gap: Duration) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 16 * 1024];
+                let body_start = loop {
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match s.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..body_start]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                let mut have = buf.len() - body_start;
+                while have < length {
+                    match s.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => have += n,
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+                );
+                if s.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for k in 0..chunks {
+                    let mut c = format!("{piece:x}\r\n").into_bytes();
+                    c.extend(std::iter::repeat_n(b'a' + (k % 26) as u8, piece));
+                    c.extend_from_slice(b"\r\n");
+                    if s.write_all(&c).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(gap).await;
+                }
+                let _ = s.write_all(b"0\r\n\r\n").await;
+            });
+        }
+    });
+    addr
+}
+
 fn taken(seen: &Seen) -> Vec<(u16, bool, Option<ErrorKind>, u64)> {
     std::mem::take(&mut *seen.lock().expect("lock"))
 }
@@ -174,6 +234,14 @@ async fn on_complete_runs_once_for_every_outcome() {
     assert_eq!(got, [200, 401, 502, 404]);
     assert!(taken(&per_api).is_empty());
 
+    // No body on the wire (HEAD; a 204 alike): hyper never polls it, which is no abort.
+    let r = c.head(gw.url("/ok/v1/x")).send().await.expect("send");
+    assert_eq!(r.status(), 200);
+    settle(&per_api, 1).await;
+    assert_eq!(taken(&per_api), [(200, false, None, 0)]);
+    settle(&all, 1).await;
+    assert_eq!(taken(&all).len(), 1);
+
     // The client goes away while the upstream holds the request.
     let mut hold = hold;
     let url = gw.url("/slow/v1/x");
@@ -184,16 +252,47 @@ async fn on_complete_runs_once_for_every_outcome() {
         .expect("the request reached the upstream");
     pending.abort();
     let _ = pending.await;
-    // Reported once: at once (499, aborted) when the server drops the request, or when
-    // the server lets the exchange finish and writes the answer to the closed socket.
+    // Reported once: 499 and aborted when the gateway sees the client leave; the
+    // gateway accepts half-closed connections (a client may shut its write side and
+    // wait), so a close while the upstream holds the request may only show when the
+    // answer is written, and a small answer can go to the closed socket unnoticed (200).
+    // A client leaving mid-response is always seen: the next test.
     settle(&per_api, 1).await;
     hold.release.notify_waiters();
     settle(&per_api, 1).await;
     let got = taken(&per_api);
     assert_eq!(got.len(), 1, "{got:?}");
-    assert!(got[0].1 || got[0].0 == 200, "{got:?}");
+    assert!(
+        (got[0].0 == 499 && got[0].1) || (got[0].0 == 200 && !got[0].1),
+        "{got:?}"
+    );
     settle(&all, 1).await;
     assert_eq!(taken(&all).len(), 1);
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_response_is_reported_once_as_499() {
+    // A 503 the upstream streams slowly: the client reads the head and a chunk, leaves.
+    let up = chunked_upstream(503, 400, 1024, Duration::from_millis(5)).await;
+    let per_api = Seen::default();
+    let (gw, _) = gateway_with_policies(
+        &config(&[api("s", &[http(up)], "")]),
+        vec![Arc::new(Recorder(per_api.clone()))],
+        None,
+    )
+    .await;
+    let mut r = client().get(gw.url("/s/v1/x")).send().await.expect("send");
+    assert_eq!(r.status(), 503);
+    assert!(r.chunk().await.expect("a chunk").is_some());
+    drop(r);
+    settle(&per_api, 1).await;
+    let got = taken(&per_api);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (status, aborted, error, bytes_out) = got[0];
+    assert_eq!((status, aborted, error), (499, true, None), "{got:?}");
+    assert!((1024..400 * 1024).contains(&bytes_out), "{got:?}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(taken(&per_api).is_empty(), "reported once");
 }
 
 /// Upper-cases request bodies (and says how it saw them), reverses response bodies.
@@ -283,6 +382,37 @@ async fn a_body_policy_rewrites_both_bodies_over_both_upstream_clients() {
             &want[..],
             "chunked {size}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_body_policy_frames_a_chunked_upstream_response_over_both_clients() {
+    // No Content-Length from the upstream: the rewritten body gets one.
+    let up = chunked_upstream(200, 30, 1000, Duration::ZERO).await;
+    let (gw, _) = gateway_with_policies(
+        &config(&[api("c", &[http(up)], "")]),
+        vec![Arc::new(Bodies)],
+        None,
+    )
+    .await;
+    let mut want: Vec<u8> = (0..30u8).flat_map(|k| [b'a' + k % 26; 1000]).collect();
+    want.reverse();
+    // The request body's size picks the upstream client (in-task below 16 KiB).
+    for size in [10usize, 40 * 1024] {
+        let r = client()
+            .post(gw.url("/c/v1/x"))
+            .body(vec![b'q'; size])
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200, "size {size}");
+        assert!(r.headers().get("transfer-encoding").is_none());
+        assert_eq!(
+            r.headers()["content-length"].to_str().ok(),
+            Some("30000"),
+            "size {size}"
+        );
+        assert_eq!(r.bytes().await.expect("body").as_ref(), &want[..]);
     }
 }
 
@@ -447,4 +577,60 @@ fn a_bad_cors_spec_is_a_config_error_with_its_path() {
         err.contains("apis[0].policies[0].cors.allow_credentials"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_deprecated_api_announces_its_deprecation_and_sunset_on_every_response() {
+    let up = echo().await;
+    let yaml = config(&[
+        api(
+            "old",
+            &[http(up)],
+            "    lifecycle: DEPRECATED\n    deprecation: { since: 2026-06-30, sunset: \"2026-12-31T12:00:00Z\", link: \"https://dev.example/old\" }\n",
+        ),
+        api(
+            "closed",
+            &[http(up)],
+            "    lifecycle: DEPRECATED\n    auth: { api_key: true }\n",
+        ),
+        api("new", &[http(up)], ""),
+    ]);
+    let (gw, _) = gateway_with_policies(&yaml, Vec::new(), None).await;
+    let c = client();
+    let r = c.get(gw.url("/old/v1/x")).send().await.expect("send");
+    assert_eq!(r.status(), 200);
+    let h = r.headers();
+    // RFC 9745: a structured-field date; RFC 8594: an HTTP-date.
+    assert_eq!(h["deprecation"], "@1782777600");
+    assert_eq!(h["sunset"], "Thu, 31 Dec 2026 12:00:00 GMT");
+    assert_eq!(h["link"], "<https://dev.example/old>; rel=\"deprecation\"");
+    // Without dates: deprecated since it was loaded; the gateway's own errors say it too.
+    let r = c.get(gw.url("/closed/v1/x")).send().await.expect("send");
+    assert_eq!(r.status(), 401);
+    let since = r.headers()["deprecation"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let secs: u64 = since
+        .strip_prefix('@')
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{since}"));
+    assert!(secs > 1_700_000_000, "{since}");
+    assert!(r.headers().get("sunset").is_none());
+    let r = c.get(gw.url("/new/v1/x")).send().await.expect("send");
+    assert!(r.headers().get("deprecation").is_none());
+}
+
+#[test]
+fn a_bad_deprecation_date_is_a_config_error_with_its_path() {
+    let yaml = config(&[api(
+        "old",
+        &["http://127.0.0.1:9".into()],
+        "    lifecycle: DEPRECATED\n    deprecation: { sunset: next-year }\n",
+    )]);
+    let e = Snapshot::from_yaml(&yaml, "test")
+        .map(|_| ())
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("apis[0].deprecation.sunset"), "{e}");
 }

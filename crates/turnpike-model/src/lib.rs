@@ -78,6 +78,10 @@ pub struct ApiSpec {
     /// refuse every call with 403.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<String>,
+    /// When a `DEPRECATED` API was deprecated and when it goes away: its responses carry
+    /// `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and a `Link` to the notice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<policy::DeprecationSpec>,
     /// API-level advanced throttling policy (e.g. `10KPerMin`), shared by every caller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttling: Option<String>,

@@ -54,3 +54,20 @@ pub struct CorsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_age: Option<Quantity>,
 }
+
+/// The dates of a deprecated API (`deprecation:`), each an RFC 3339 date or date-time in
+/// UTC (`2026-06-30` or `2026-06-30T12:00:00Z`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeprecationSpec {
+    /// When the API was (or will be) deprecated: the `Deprecation` header. When absent,
+    /// the time the gateway loaded the API as deprecated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// When the API stops answering: the `Sunset` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sunset: Option<String>,
+    /// A page about the deprecation: `Link: <url>; rel="deprecation"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}

@@ -213,6 +213,7 @@ impl Timings {
 /// How a request ended, as `on_complete` sees it.
 #[derive(Debug, Clone)]
 pub struct Completion {
+    /// The status sent; 499 ("client closed request", as nginx logs it) when `aborted`.
     pub status: StatusCode,
     /// The error table's row when the gateway answered with an error.
     pub error: Option<ErrorKind>,

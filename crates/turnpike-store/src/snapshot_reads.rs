@@ -124,12 +124,13 @@ impl Store {
 }
 
 impl Store {
-    /// The store id and row revision of every live API (published, prototyped,
-    /// deprecated): every write to an API row moves its revision, so the builder refetches
-    /// only the rows whose revision it has not seen.
+    /// The store id and row revision of every API gateways hold: the live ones
+    /// (published, prototyped, deprecated) and the blocked ones (which answer 403
+    /// `api_blocked`). Every write to an API row moves its revision, so the builder
+    /// refetches only the rows whose revision it has not seen.
     pub async fn live_api_revisions(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, revision FROM apis WHERE state IN ('PUBLISHED', 'PROTOTYPED', 'DEPRECATED')",
+            "SELECT id, revision FROM apis WHERE state IN ('PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED')",
         )
         .fetch_all(self.pool())
         .await?;

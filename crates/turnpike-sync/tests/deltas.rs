@@ -205,7 +205,7 @@ async fn after_the_first_full_snapshot_changes_and_removals_arrive_as_deltas() {
     follower.wait_for(v1).await;
     assert_eq!(status(addr, "/fresh/v1/x").await, 200, "added by a delta");
 
-    lifecycle(cp.addr, "bulk-api-7", "Block").await;
+    lifecycle(cp.addr, "bulk-api-7", "Demote%20to%20Created").await;
     let v2 = cp.state.store().current_version().await.expect("version");
     follower.wait_for(v2).await;
     assert_eq!(status(addr, "/bulk7/v1/x").await, 404, "removed by a delta");
@@ -300,7 +300,7 @@ async fn an_unknown_base_or_hash_gets_the_whole_file_and_a_one_api_change_ships_
         Parts::from_file(&serde_json::from_slice(&full.body).expect("file")).expect("parts");
     assert_eq!(hash_hex(parts.hash()), h1);
 
-    lifecycle(cp.addr, "bulk-api-42", "Block").await;
+    lifecycle(cp.addr, "bulk-api-42", "Demote%20to%20Created").await;
     let d = snapshot(cp.addr, Some((v1, &h1))).await;
     assert_eq!(header(&d, "x-turnpike-kind"), "delta");
     let delta: Delta = serde_json::from_slice(&d.body).expect("delta");

@@ -1,7 +1,8 @@
 //! What a decision looks like on the wire: the IETF `RateLimit-Policy` / `RateLimit`
 //! headers (draft-ietf-httpapi-ratelimit-headers), or the widely used
-//! `RateLimit-Limit` / `-Remaining` / `-Reset`, `Retry-After` on refusals, and the JSON
-//! error body naming the policy that tripped.
+//! `RateLimit-Limit` / `-Remaining` / `-Reset`, `Retry-After` on refusals, and the
+//! refusal's message. (The 429's body is the gateway's error table's, built by the
+//! throttle policy in `turnpike-config`.)
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
@@ -16,8 +17,10 @@ pub static RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limi
 pub static RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
 pub static RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
 
-/// Stable error code of a throttled request.
-pub const THROTTLED_CODE: &str = "throttled";
+/// `Retry-After` of a refusal in whole seconds, at least 1 (0 when allowed).
+pub fn retry_after_secs(d: &Decision) -> u64 {
+    d.retry_after.map_or(0, |r| ceil_secs(r).max(1))
+}
 
 /// Whole seconds, rounded up (a client told "0" would retry at once).
 fn ceil_secs(d: std::time::Duration) -> u64 {
@@ -91,23 +94,10 @@ impl Throttler {
             crate::compile::RuleKind::Quota { bytes: true, .. } => "bytes",
             _ => "requests",
         };
-        let retry = d.retry_after.map_or(0, |r| ceil_secs(r).max(1));
+        let retry = retry_after_secs(d);
         format!(
             "throttled by policy {:?}: {} {what} per {} s; retry after {retry} s",
             &*rule.policy, rule.limit, rule.window_secs
         )
-    }
-
-    /// `{"code":"throttled","message":..,"request_id":..,"policy":..,"retry_after":..}`.
-    pub fn error_body(&self, d: &Decision, request_id: &str) -> Bytes {
-        let policy = d.rule.map_or("", |id| self.policy_name(id));
-        let body = serde_json::json!({
-            "code": THROTTLED_CODE,
-            "message": self.message(d),
-            "request_id": request_id,
-            "policy": policy,
-            "retry_after": d.retry_after.map_or(0, |r| ceil_secs(r).max(1)),
-        });
-        Bytes::from(body.to_string())
     }
 }

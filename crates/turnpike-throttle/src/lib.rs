@@ -24,7 +24,7 @@ pub use clock::{Clock, ManualClock, SystemClock, UnixNanos};
 pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};
 pub use compile::{BuildError, RuleId};
 pub use facts::{Lookup, NoLookup, RequestFacts};
-pub use headers::THROTTLED_CODE;
+pub use headers::retry_after_secs;
 pub use ip::IpRange;
 pub use stats::{RuleStats, StripedCounter};
 pub use store::{CounterStore, StoreConfig};

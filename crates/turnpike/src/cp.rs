@@ -10,23 +10,19 @@ use arc_swap::ArcSwap;
 use turnpike_admin::runtime::{self, ControlPlaneArgs};
 use turnpike_admin::ui::UiArgs;
 use turnpike_config::Snapshot;
-use turnpike_gateway::{Gateway, ServerSettings};
+use turnpike_gateway::GatewayArgs;
 use turnpike_sync::FollowerConfig;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// `turnpike up`: everything in one process, SQLite in the data dir.
+/// `turnpike up`: everything in one process, SQLite in the data dir. Its gateway is the
+/// one `turnpike gateway --control-plane` runs, with the same flags (HTTPS, metrics,
+/// access log, Redis, limits), following this process's own control plane.
 #[derive(Debug, Clone, clap::Args)]
 pub struct UpArgs {
-    /// Where the SQLite database and the self-signed certificate live.
-    #[arg(long, env = "TURNPIKE_DATA_DIR", default_value = "./data")]
-    pub data_dir: PathBuf,
-    /// Control plane (REST) port.
+    /// Control plane (REST) port (0: any free port).
     #[arg(long, default_value_t = 9400)]
     pub cp_port: u16,
-    /// Gateway HTTP port.
-    #[arg(long, default_value_t = 8280)]
-    pub http_port: u16,
     /// Password of the first admin (else one is generated and printed once).
     #[arg(long, env = "TURNPIKE_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
@@ -34,6 +30,10 @@ pub struct UpArgs {
     /// working directory or the binary.
     #[arg(long, env = "TURNPIKE_UI_DIR")]
     pub ui_dir: Option<PathBuf>,
+    /// The gateway's flags; `--data-dir` also holds the SQLite database, and
+    /// `--gateway-token` chooses the token other gateways follow this one with.
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
 }
 
 /// `turnpike control-plane`: the control plane's flags and the web portals'.
@@ -75,46 +75,37 @@ pub async fn control_plane(cmd: ControlPlaneCmd) -> Result<(), BoxError> {
     Ok(())
 }
 
-async fn start_gateway(
-    data_dir: PathBuf,
-    http_port: u16,
-    follow: FollowerConfig,
-) -> Result<
-    (
-        turnpike_gateway::BoundGateway,
-        turnpike_sync::FollowerHandle,
-    ),
-    BoxError,
-> {
-    let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
-    let follower = turnpike_sync::spawn(follow, snapshots.clone());
-    let mut settings = ServerSettings::local(data_dir);
-    settings.http_port = Some(http_port);
-    settings.https_port = None;
-    let bound = Gateway::builder(settings)
-        .snapshots(snapshots)
-        .bind()
-        .await?;
-    Ok((bound, follower))
-}
-
 /// `turnpike gateway --control-plane URL`: the gateway's own listeners and flags, its
 /// snapshots followed from the control plane instead of read from a file.
-pub async fn follow(args: turnpike_gateway::GatewayArgs) -> Result<(), BoxError> {
+pub async fn follow(args: GatewayArgs) -> Result<(), BoxError> {
     let (Some(url), Some(token)) = (args.control_plane.clone(), args.gateway_token.clone()) else {
         return Err("--control-plane needs --gateway-token".into());
     };
-    let mut cfg = FollowerConfig::new(url, token, args.gateway_id.clone());
-    // One policy runtime for the process: counters survive every snapshot, and with
-    // --redis they are the ones the cluster shares.
+    let cfg = FollowerConfig::new(url, token, args.gateway_id.clone());
+    let following = follow_with(&args, cfg).await?;
+    let result = following.gateway.serve_until_terminated().await;
+    following.follower.stop();
+    result
+}
+
+/// A gateway bound from its flags and fed by a control-plane follower.
+struct Following {
+    gateway: turnpike_gateway::FlagGateway,
+    follower: turnpike_sync::FollowerHandle,
+    _throttling: turnpike_gateway::ThrottleTasks,
+}
+
+/// The gateway of `gateway --control-plane` and of `up`: one policy runtime for the
+/// process (throttle counters survive every snapshot and, with --redis, are the ones the
+/// cluster shares), the follower swapping snapshots (and saving the last good one in the
+/// data dir), `/ready` failing until it serves one, the listeners the flags describe.
+async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Following, BoxError> {
     let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
-    let _throttling = turnpike_gateway::start_throttling(&args, &runtime)?;
+    let throttling = turnpike_gateway::start_throttling(args, &runtime)?;
     cfg.runtime = runtime;
-    // The last good snapshot, served on a start while the control plane is down.
     cfg.saved_snapshot = Some(args.data_dir.join("snapshot.json"));
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
     let follower = turnpike_sync::spawn(cfg, snapshots.clone());
-    // `/ready` fails until the follower serves a snapshot.
     let health = turnpike_gateway::Health::new(false);
     let mut ready = follower.ready();
     let loaded = health.clone();
@@ -123,20 +114,32 @@ pub async fn follow(args: turnpike_gateway::GatewayArgs) -> Result<(), BoxError>
             loaded.set_loaded();
         }
     });
-    let result = turnpike_gateway::serve_until_terminated(&args, snapshots, health).await;
-    follower.stop();
-    result
+    match turnpike_gateway::bind_from_args(args, snapshots, health).await {
+        Ok(gateway) => Ok(Following {
+            gateway,
+            follower,
+            _throttling: throttling,
+        }),
+        Err(e) => {
+            follower.stop();
+            Err(e)
+        }
+    }
 }
 
 pub async fn up(args: UpArgs) -> Result<(), BoxError> {
-    std::fs::create_dir_all(&args.data_dir)?;
+    if args.gateway.config.is_some() || args.gateway.control_plane.is_some() {
+        return Err("`turnpike up` follows its own control plane: --config and --control-plane are `turnpike gateway` flags".into());
+    }
+    let data_dir = &args.gateway.data_dir;
+    std::fs::create_dir_all(data_dir)?;
     let echo = turnpike_bench::echo::spawn(Default::default()).await?;
-    let db = format!("sqlite://{}/turnpike.db", args.data_dir.display());
+    let db = format!("sqlite://{}/turnpike.db", data_dir.display());
     let cp = runtime::start(&ControlPlaneArgs {
         database: db,
         bind: [127, 0, 0, 1].into(),
         port: args.cp_port,
-        gateway_token: None,
+        gateway_token: args.gateway.gateway_token.clone(),
         admin_password: args.admin_password.clone(),
         public_url: None,
     })
@@ -144,22 +147,36 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
     let cfg = FollowerConfig::new(
         format!("http://{}", cp.addr),
         cp.gateway_token.clone(),
-        "up",
+        args.gateway.gateway_id.clone(),
     );
-    let (bound, follower) = start_gateway(args.data_dir.clone(), args.http_port, cfg).await?;
+    let following = follow_with(&args.gateway, cfg).await?;
     let version = ensure_demo_api(&cp.state, &format!("http://{echo}")).await?;
-    follower.wait_for(version).await;
-    let gw = bound.http_addr().ok_or("gateway has no HTTP listener")?;
+    following.follower.wait_for(version).await;
+    let bound = &following.gateway.bound;
+    let gw = match (bound.http_addr(), bound.https_addr()) {
+        (Some(a), _) => format!("http://{a}"),
+        (None, Some(a)) => format!("https://{a}"),
+        (None, None) => {
+            return Err("the gateway has no listener (--http-port and --https-port are off)".into())
+        }
+    };
     let ui_dir = turnpike_admin::ui::configure(
         &cp.state,
         &UiArgs {
             ui_dir: args.ui_dir.clone(),
-            gateway_url: Some(format!("http://{gw}")),
+            gateway_url: Some(gw.clone()),
         },
     );
     println!("Turnpike is up.");
-    println!("  gateway:        http://{gw}");
+    println!("  gateway:        {gw}");
+    if let (Some(_), Some(tls)) = (bound.http_addr(), bound.https_addr()) {
+        println!("  gateway (TLS):  https://{tls}");
+    }
     println!("  control plane:  http://{}/api/am/openapi.json", cp.addr);
+    println!(
+        "  gateway token:  {}   (more gateways: turnpike gateway --control-plane http://{} --gateway-token TOKEN)",
+        cp.gateway_token, cp.addr
+    );
     println!("  demo back end:  http://{echo} (echo)");
     match &cp.created_admin_password {
         Some(p) => println!(
@@ -168,7 +185,9 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         None => println!("  admin:          admin / (the password printed on first start)"),
     }
     println!("Try:");
-    println!("  curl -s http://{gw}/demo/v1/hello -d 'hi'");
+    // A self-signed certificate (no --tls-cert) needs curl's -k.
+    let insecure = if gw.starts_with("https") { "k" } else { "" };
+    println!("  curl -s{insecure} {gw}/demo/v1/hello -d 'hi'");
     println!(
         "  curl -s -u admin:PASSWORD http://{}/api/am/publisher/v1/apis",
         cp.addr
@@ -180,10 +199,10 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
             cp.addr
         );
     }
-    bound.serve(turnpike_gateway::termination()).await?;
-    follower.stop();
+    let result = following.gateway.serve_until_terminated().await;
+    following.follower.stop();
     cp.stop().await;
-    Ok(())
+    result
 }
 
 /// Creates and publishes the demo API (`/demo/v1`, default version) unless it exists.

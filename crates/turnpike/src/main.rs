@@ -48,14 +48,12 @@ fn main() -> anyhow::Result<()> {
         .init();
     // One gateway worker: a current-thread runtime (no work stealing, no cross-thread
     // wake-ups), which is what a proxy pinned to one core wants.
-    let single = matches!(
-        &cli.command,
-        Command::Gateway(turnpike_gateway::GatewayArgs {
-            workers: Some(1),
-            ..
-        })
-    );
-    let mut builder = if single {
+    let workers = match &cli.command {
+        Command::Gateway(args) => args.workers,
+        Command::Up(args) => args.gateway.workers,
+        _ => None,
+    };
+    let mut builder = if workers == Some(1) {
         tokio::runtime::Builder::new_current_thread()
     } else {
         tokio::runtime::Builder::new_multi_thread()
@@ -66,13 +64,8 @@ fn main() -> anyhow::Result<()> {
     {
         builder.worker_threads(*n);
     }
-    if let Command::Gateway(turnpike_gateway::GatewayArgs {
-        workers: Some(n), ..
-    }) = &cli.command
-    {
-        if !single {
-            builder.worker_threads(*n);
-        }
+    if let Some(n) = workers.filter(|n| *n > 1) {
+        builder.worker_threads(n);
     }
     let runtime = builder.enable_all().build()?;
     runtime

@@ -150,9 +150,7 @@ fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
     let mut e = GatewayError::new(ErrorKind::Throttled);
     let mut h = HeaderMap::new();
     throttler.write_headers(d, t.headers, &mut h);
-    let retry_after = d.retry_after.map_or(0, |r| {
-        (r.as_secs() + u64::from(r.subsec_nanos() > 0)).max(1)
-    });
+    let retry_after = turnpike_throttle::retry_after_secs(d);
     e.headers = Some(Box::new(h));
     e.detail = Some(Cow::Owned(throttler.message(d)));
     let policy = d.rule.map_or("", |id| throttler.policy_name(id));

@@ -21,7 +21,6 @@ use tokio::net::TcpStream;
 
 use crate::body::{BodyError, RequestBody};
 use crate::error::{ErrorKind, GatewayError};
-use crate::headers::{X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PROTO};
 use crate::upstream::EndpointPool;
 
 mod body;
@@ -159,13 +158,6 @@ pub struct UpstreamPath<'a> {
     pub query: Option<&'a str>,
 }
 
-/// What the `X-Forwarded-*` headers say, written into the head without touching the
-/// request's header map (see `headers::add_forwarded`, whose rules this follows).
-pub struct Forwarded<'a> {
-    pub client_ip: &'a HeaderValue,
-    pub https: bool,
-}
-
 /// How the request body is framed upstream.
 enum ReqFraming {
     None,
@@ -181,7 +173,6 @@ pub async fn exchange(
     parts: request::Parts,
     mut body: RequestBody,
     path: UpstreamPath<'_>,
-    fwd: &Forwarded<'_>,
 ) -> Result<Response<DirectBody>, GatewayError> {
     let head_only = parts.method == Method::HEAD;
     let framing = if parts.headers.contains_key(CONTENT_LENGTH) {
@@ -199,7 +190,6 @@ pub async fn exchange(
         &parts,
         &pool.host,
         &path,
-        fwd,
         &framing,
         body.size_hint(),
     );
@@ -222,7 +212,6 @@ fn encode_head(
     parts: &request::Parts,
     host: &HeaderValue,
     path: &UpstreamPath<'_>,
-    fwd: &Forwarded<'_>,
     framing: &ReqFraming,
     hint: SizeHint,
 ) {
@@ -237,53 +226,16 @@ fn encode_head(
     out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
     out.extend_from_slice(host.as_bytes());
     out.extend_from_slice(b"\r\n");
-    let (mut xff, mut xfp, mut xfh) = (false, false, false);
-    let mut client_host = None;
+    // The client's `Host` is replaced by the upstream's; `X-Forwarded-*` are already in
+    // the map (`headers::Forwarded::apply`).
     for (name, value) in parts.headers.iter() {
         if name == HOST {
-            client_host.get_or_insert(value);
             continue;
         }
-        if name == X_FORWARDED_FOR {
-            // The first value, then this hop (later duplicates are dropped).
-            if !xff {
-                xff = true;
-                out.extend_from_slice(b"x-forwarded-for: ");
-                out.extend_from_slice(value.as_bytes());
-                out.extend_from_slice(b", ");
-                out.extend_from_slice(fwd.client_ip.as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
-            continue;
-        }
-        xfp |= name == X_FORWARDED_PROTO;
-        xfh |= name == X_FORWARDED_HOST;
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
-    }
-    if !xff {
-        out.extend_from_slice(b"x-forwarded-for: ");
-        out.extend_from_slice(fwd.client_ip.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    if !xfp {
-        out.extend_from_slice(if fwd.https {
-            b"x-forwarded-proto: https\r\n"
-        } else {
-            b"x-forwarded-proto: http\r\n"
-        });
-    }
-    if !xfh {
-        let h = client_host
-            .map(HeaderValue::as_bytes)
-            .or_else(|| parts.uri.authority().map(|a| a.as_str().as_bytes()));
-        if let Some(h) = h {
-            out.extend_from_slice(b"x-forwarded-host: ");
-            out.extend_from_slice(h);
-            out.extend_from_slice(b"\r\n");
-        }
     }
     if let ReqFraming::Chunked = framing {
         match hint.exact() {

@@ -15,9 +15,9 @@ fn up(path: &str) -> UpstreamPath<'_> {
     }
 }
 
-fn fwd() -> Forwarded<'static> {
+fn fwd() -> crate::headers::Forwarded<'static> {
     static IP: HeaderValue = HeaderValue::from_static("10.1.2.3");
-    Forwarded {
+    crate::headers::Forwarded {
         client_ip: &IP,
         https: false,
     }
@@ -37,6 +37,7 @@ fn head_carries_forwarded_headers_like_the_header_map_rules() {
     parts
         .headers
         .insert(HOST, HeaderValue::from_static("client.example"));
+    fwd().apply(&mut parts.headers, &parts.uri);
     let mut out = Vec::new();
     let path = UpstreamPath {
         base: "/base",
@@ -49,7 +50,6 @@ fn head_carries_forwarded_headers_like_the_header_map_rules() {
         &parts,
         &host,
         &path,
-        &fwd(),
         &ReqFraming::Length,
         SizeHint::default(),
     );
@@ -90,16 +90,9 @@ async fn get(pool: &Arc<EndpointPool>, path: &str) -> (Response<DirectBody>, Byt
         .await
         .expect("connect");
     let (parts, ()) = http::Request::get(path).body(()).expect("req").into_parts();
-    let resp = exchange(
-        pool.clone(),
-        conn,
-        parts,
-        RequestBody::empty(),
-        up(path),
-        &fwd(),
-    )
-    .await
-    .expect("exchange");
+    let resp = exchange(pool.clone(), conn, parts, RequestBody::empty(), up(path))
+        .await
+        .expect("exchange");
     let (head, body) = resp.into_parts();
     let bytes = body.collect().await.expect("body").to_bytes();
     (
@@ -177,17 +170,10 @@ async fn garbage_and_early_close_are_errors() {
             .await
             .expect("connect");
         let (parts, ()) = http::Request::get("/").body(()).expect("req").into_parts();
-        let e = exchange(
-            pool.clone(),
-            conn,
-            parts,
-            RequestBody::empty(),
-            up("/"),
-            &fwd(),
-        )
-        .await
-        .err()
-        .expect("an error");
+        let e = exchange(pool.clone(), conn, parts, RequestBody::empty(), up("/"))
+            .await
+            .err()
+            .expect("an error");
         assert_eq!(e.kind, kind);
     }
 }
