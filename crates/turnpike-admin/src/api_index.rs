@@ -162,6 +162,9 @@ pub(crate) fn entry_spec(
             obj.insert("policies".into(), json!([entry]));
         }
     }
+    if let (Some(soap), Some(obj)) = (crate::wsdl_import::stored_spec(api), value.as_object_mut()) {
+        obj.insert("soap".into(), json!(soap));
+    }
     if secured {
         let auth = match stored_auth {
             Some(json) => serde_json::from_str(json).map_err(|source| IndexError::Auth {

@@ -154,6 +154,20 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
     body
 }
 
+/// The body of `POST /apis/import-wsdl` for a file's API with a `soap:` section: the
+/// WSDL and its files, with the API's fields as `additionalProperties`.
+fn soap_import(soap: &turnpike_model::soap::SoapSpec, want: &Value) -> Value {
+    let mut body = json!({"wsdl": soap.wsdl, "files": soap.files, "type": soap.api_type,
+        "getOperations": soap.get_operations, "additionalProperties": want});
+    if let Some(s) = &soap.service {
+        body["service"] = json!(s);
+    }
+    if let Some(p) = &soap.port {
+        body["port"] = json!(p);
+    }
+    body
+}
+
 /// The fields of `want` that `current` does not have as `want` says (a field the file
 /// leaves out must be absent from `current` too).
 fn differs(current: &Value, want: &Value) -> bool {
@@ -386,7 +400,12 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
         .await?;
     let existing: Vec<Value> = all["list"].as_array().cloned().unwrap_or_default();
     for spec in &file.apis {
-        let want = desired(spec);
+        let mut want = desired(spec);
+        // A SOAP API listing no resources gets them from its WSDL.
+        let wsdl_resources = spec.soap.is_some() && spec.resources.is_empty();
+        if let (true, Some(obj)) = (wsdl_resources, want.as_object_mut()) {
+            obj.remove("resources");
+        }
         let label = format!("{} {}", spec.context, spec.version);
         let found = existing.iter().find(|a| {
             a["context"] == spec.context.as_str() && a["version"] == spec.version.as_str()
@@ -405,13 +424,23 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
                     changes += 1;
                     continue;
                 }
-                let (_, a) = api.call(http::Method::POST, "/apis", Some(&want)).await?;
+                let (_, a) = match &spec.soap {
+                    Some(soap) => {
+                        let body = soap_import(soap, &want);
+                        api.call(http::Method::POST, "/apis/import-wsdl", Some(&body))
+                            .await?
+                    }
+                    None => api.call(http::Method::POST, "/apis", Some(&want)).await?,
+                };
                 let id = a["id"].as_str().unwrap_or_default().to_string();
                 changes += secure(&api, spec, &id, &label, args.dry_run).await?;
                 (id, "CREATED".to_string())
             }
             Some(cur) => {
                 let id = cur["id"].as_str().unwrap_or_default().to_string();
+                if wsdl_resources {
+                    want["resources"] = cur["resources"].clone();
+                }
                 // Resource scopes need a secured API: secure before adding scopes, and
                 // drop scopes before opening an API.
                 let open = spec.auth.as_ref().is_none_or(|a| a.is_open());

@@ -200,7 +200,7 @@ pub(crate) fn wso2_aliases(props: &mut Value) {
     obj.insert("endpoints".into(), Value::Array(urls));
 }
 
-async fn fetch(url: &str, limit: usize) -> ApiResult<Value> {
+pub(crate) async fn fetch(url: &str, limit: usize) -> ApiResult<Value> {
     let bad = |m: String| invalid("url", m);
     let uri: http::Uri = url
         .parse()

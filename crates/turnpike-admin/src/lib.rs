@@ -43,6 +43,7 @@ mod try_it;
 pub mod ui;
 mod users_api;
 mod validate;
+mod wsdl_import;
 mod wso2_aliases;
 
 use std::sync::Arc;

@@ -162,6 +162,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "importOpenApi" => ("ImportOpenApi", true),
         "importGraphqlSchema" => ("ImportGraphqlSchema", true),
         "explainGraphqlQuery" => ("GraphqlExplainInput", true),
+        "importWsdl" => ("ImportWsdl", true),
         "setApiSecurity" => ("ApiSecurity", true),
         "createApplication" => ("ApplicationInput", true),
         "updateApplication" | "patchApplication" => ("ApplicationUpdate", true),
@@ -193,6 +194,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
     match id {
         "createApi" | "importOpenApi" | "importGraphqlSchema" | "copyApi" => (201, r("ApiRecord")),
         "explainGraphqlQuery" => (200, any.clone()),
+        "createApi" | "importOpenApi" | "importWsdl" | "copyApi" => (201, r("ApiRecord")),
+        "getApiWsdl" => (200, None),
         "getApi" | "updateApi" | "patchApi" | "changeApiLifecycle" => (200, r("ApiRecord")),
         "getVisibleApi" => (200, r("PortalApi")),
         "listApis" => (200, r("ApiList")),

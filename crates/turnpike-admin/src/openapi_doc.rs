@@ -64,6 +64,20 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "post",
+        "/api/am/publisher/v1/apis/import-wsdl",
+        "importWsdl",
+        "Create a SOAP or SOAP_TO_REST API from a WSDL 1.1: JSON ({wsdl, files} text, a base64 zip or a url; type, port, getOperations, additionalProperties) or multipart (file: the WSDL or a zip, url, implementationType, additionalProperties); the answer's soap lists the operations and what could not be mapped",
+        "apim:api_create",
+    ),
+    op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/wsdl",
+        "getApiWsdl",
+        "The WSDL a SOAP or SOAP_TO_REST API was imported from (404 for other APIs)",
+        "apim:api_view",
+    ),
+    op(
+        "post",
         "/api/am/publisher/v1/apis/copy-api",
         "copyApi",
         "Copy an API as a new version (apiId, newVersion, defaultVersion)",
@@ -596,7 +610,7 @@ fn error(description: &str) -> Value {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 21] = [
+const NEVER_404: [&str; 22] = [
     "getEnvironments",
     "setEnvironments",
     "getThrottlingSettings",
@@ -609,6 +623,7 @@ const NEVER_404: [&str; 21] = [
     "createApi",
     "importOpenApi",
     "importGraphqlSchema",
+    "importWsdl",
     "listApplications",
     "createApplication",
     "listUsers",
@@ -628,6 +643,8 @@ fn responses(op: &Operation, has_query: bool) -> Value {
         ("exportEnvironment", _) => json!({"description": "the declarative file", "content": {
             "application/yaml": {"schema": {"type": "object", "description": "the file as YAML"}},
             "application/json": {"schema": {"type": "object"}}}}),
+        ("getApiWsdl", _) => json!({"description": "the WSDL", "content": {
+            "text/xml": {"schema": {"type": "string"}}}}),
         ("getVisibleApiDocumentContent", _) => json!({"description": "the markdown", "content": {
             "text/markdown": {"schema": {"type": "string"}}}}),
         ("getApiDefinition" | "getVisibleApiDefinition", Some(s)) => {

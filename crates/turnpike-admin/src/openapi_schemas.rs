@@ -184,6 +184,17 @@ pub fn schemas() -> Value {
             "variables": {"type": "object"},
             "tier": {"type": "string", "description": "a tier of the API's graphql.tiers (the default limits otherwise)"}
         }), json!({"query": "{ hero { name friends { name } } }"})),
+        "ImportWsdl": strict(&[], json!({
+            "wsdl": {"type": "string", "description": "the WSDL 1.1 text (or, with zip, the root WSDL's path in it)"},
+            "files": {"type": "object", "additionalProperties": {"type": "string"}, "description": "the files the WSDL imports, by the relative path it names them with"},
+            "zip": {"type": "string", "format": "byte", "description": "a base64 zip holding the WSDL and its XSDs"},
+            "url": {"type": "string", "format": "uri", "description": "where to fetch the WSDL instead (http or https)"},
+            "type": {"type": "string", "enum": ["SOAP", "SOAP_TO_REST"], "description": "pass-through (default) or REST resources per operation"},
+            "service": {"type": "string"}, "port": {"type": "string", "description": "the port (hence SOAP version) to use; default the first SOAP port"},
+            "getOperations": {"type": "array", "items": {"type": "string"}, "description": "SOAP_TO_REST operations called with GET"},
+            "additionalProperties": {"type": "object", "description": "API fields (context is required)"}
+        }), json!({"wsdl": include_str!("../../../bench/soap/echo.wsdl"), "type": "SOAP_TO_REST", "port": "Echo12",
+            "additionalProperties": {"context": "/echo-soap"}})),
         "ApiSecurity": {
             "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",
             "nullable": true,

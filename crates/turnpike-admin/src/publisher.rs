@@ -28,6 +28,8 @@ pub fn routes() -> Router<AppState> {
             "/apis/import-graphql-schema",
             post(crate::graphql_api::import_graphql_schema),
         )
+        .route("/apis/import-wsdl", post(crate::wsdl_import::import_wsdl))
+        .route("/apis/{id}/wsdl", get(crate::wsdl_import::wsdl_of))
         .route("/apis/copy-api", post(copy_api))
         .route("/apis/change-lifecycle", post(change_lifecycle))
         .route(
@@ -115,7 +117,8 @@ pub(crate) async fn check_compiles(
         resources: input.resources.clone(),
         policies: input.tiers.clone(),
         options: input.options.clone(),
-        definition: None,
+        // A SOAP API's `soap:` section: the gateways import its WSDL.
+        definition: input.definition.clone(),
         provider: String::new(),
         revision: 0,
         created_time: 0,
@@ -464,6 +467,9 @@ async fn lifecycle_state(
 }
 
 pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
+    if let Some(doc) = crate::wsdl_import::openapi_of(api) {
+        return axum::Json(doc).into_response();
+    }
     match &api.definition {
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(v) => axum::Json(v).into_response(),

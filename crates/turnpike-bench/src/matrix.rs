@@ -139,7 +139,15 @@ impl Drop for Proc {
 /// Starts `turnpike echo --port 0 --delay-ms D` and reads its address from stdout.
 async fn start_echo(exe: &Path, delay_ms: u64) -> Result<(Proc, String), BenchError> {
     let mut child = Command::new(exe)
-        .args(["--log", "warn", "echo", "--port", "0", "--delay-ms"])
+        .args([
+            "--log",
+            "warn",
+            "echo",
+            "--soap",
+            "--port",
+            "0",
+            "--delay-ms",
+        ])
         .arg(delay_ms.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -184,8 +192,12 @@ pub const TRANSFORMATION_JQ: &str = "{data: {payload: .p, length: (.p | length)}
 /// The gateway config for one echo back end: `/echo/v1` (open, the passthrough
 /// scenarios) and `/secured/v1` (an API key and a subscription): `/secured/v1/mediation`
 /// rewrites the request body with [`TRANSFORMATION_JQ`] (transformation), any other
-/// path of it is proxied as is (secured-passthrough).
+/// path of it is proxied as is (secured-passthrough); `/soap/v1` is the echo's SOAP
+/// service as a SOAP pass-through API and `/soaprest/v1` the same service published as
+/// REST (both from the WSDL `turnpike echo --soap` serves).
 pub fn gateway_config(echo_url: &str) -> String {
+    // A JSON string is a valid YAML double-quoted scalar: the WSDL goes inline.
+    let wsdl = serde_json::Value::String(crate::echo_soap::WSDL.to_owned()).to_string();
     format!(
         r#"# Written by `turnpike bench matrix`.
 security:
@@ -215,6 +227,16 @@ apis:
             name: seed-mediation
             body: {{ jq: "{TRANSFORMATION_JQ}" }}
       - {{ path: "/*", methods: [GET, POST, PUT, DELETE] }}
+  - name: soap
+    context: /soap
+    version: v1
+    endpoints: ["{echo_url}/soap"]
+    soap: {{ type: SOAP, port: Echo12, wsdl: {wsdl} }}
+  - name: soaprest
+    context: /soaprest
+    version: v1
+    endpoints: ["{echo_url}/soap"]
+    soap: {{ type: SOAP_TO_REST, port: Echo12, wsdl: {wsdl} }}
 "#
     )
 }
@@ -223,15 +245,17 @@ apis:
 /// to the echo API (`/secured/v1/mediation` for the rewrite), found from the echo API's
 /// URL; `None` when that URL does not end in `/echo/v1`.
 fn scenario_base(echo_api: &str, scenario: Option<Scenario>) -> Option<String> {
-    let secured = |suffix: &str| {
+    let sibling = |api: &str| {
         echo_api
             .trim_end_matches('/')
             .strip_suffix("/echo/v1")
-            .map(|root| format!("{root}/secured/v1{suffix}"))
+            .map(|root| format!("{root}{api}"))
     };
     match scenario {
-        Some(Scenario::Transformation) => secured("/mediation"),
-        Some(Scenario::SecuredPassthrough) => secured(""),
+        Some(Scenario::Transformation) => sibling("/secured/v1/mediation"),
+        Some(Scenario::SecuredPassthrough) => sibling("/secured/v1"),
+        Some(Scenario::SoapProxy) => sibling("/soap/v1"),
+        Some(Scenario::SoapToRest) => sibling("/soaprest/v1/echo"),
         _ => Some(echo_api.to_owned()),
     }
 }
@@ -319,6 +343,25 @@ async fn probe(url: &str) -> Option<u16> {
                 .map(|(s, _)| s)
         })
         .await
+}
+
+/// The URL and SOAP version of a run: SOAP runs go to the echo's SOAP service (direct,
+/// a SOAP 1.2 envelope), the SOAP pass-through API (the envelope) or the SOAP-to-REST
+/// resource (JSON; `base` is already their URL); the others to [`run_url`].
+fn soap_target(base: &str, key: &RunKey, delay_in_query: bool) -> (String, Option<u8>) {
+    if key.method != "SOAP" {
+        return (run_url(base, key, delay_in_query), None);
+    }
+    let base = base.trim_end_matches('/');
+    let (url, soap) = match (key.target, key.scenario) {
+        (Via::Direct, _) => (format!("{base}/soap"), Some(12)),
+        (Via::Gateway, Some(Scenario::SoapToRest)) => (base.to_owned(), None),
+        (Via::Gateway, _) => (base.to_owned(), Some(12)),
+    };
+    match (delay_in_query, key.delay_ms) {
+        (true, d) if d > 0 => (format!("{url}?delay_ms={d}"), soap),
+        _ => (url, soap),
+    }
 }
 
 /// The URL of one run: `base/bench`, with GET's size and, for an external echo, the delay
@@ -444,13 +487,17 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
                     continue;
                 }
             };
-            let mut run_args = RunArgs::closed(
-                run_url(&base, &key, delay_in_query),
-                key.users,
-                duration,
-                warmup,
+            let (url, soap) = soap_target(&base, &key, delay_in_query);
+            let mut run_args = RunArgs::closed(url, key.users, duration, warmup);
+            run_args.method = Some(
+                if soap.is_some() || key.method == "SOAP" {
+                    "POST"
+                } else {
+                    key.method
+                }
+                .to_owned(),
             );
-            run_args.method = Some(key.method.to_owned());
+            run_args.soap = soap;
             run_args.size = (key.method != "GET").then_some(key.size);
             run_args.threads = args.threads;
             run_args.pid = pid;
@@ -600,6 +647,32 @@ mod tests {
             scenario_base("http://g:1/x", Some(Scenario::Transformation)),
             None
         );
+        assert_eq!(
+            scenario_base("http://g:1/echo/v1", Some(Scenario::SoapToRest)).as_deref(),
+            Some("http://g:1/soaprest/v1/echo")
+        );
+        let mut k = key("SOAP", 0);
+        assert_eq!(
+            soap_target("http://e:1", &k, false),
+            ("http://e:1/soap".into(), Some(12))
+        );
+        k.target = Via::Gateway;
+        k.scenario = Some(Scenario::SoapProxy);
+        assert_eq!(
+            soap_target("http://g:2/soap/v1", &k, false),
+            ("http://g:2/soap/v1".into(), Some(12))
+        );
+        k.scenario = Some(Scenario::SoapToRest);
+        assert_eq!(
+            soap_target("http://g:2/soaprest/v1/echo", &k, true),
+            ("http://g:2/soaprest/v1/echo".into(), None)
+        );
+        let c = gateway_config("http://127.0.0.1:9000");
+        let file: serde_yaml::Value = serde_yaml::from_str(&c).expect("yaml");
+        let wsdl = file["apis"][3]["soap"]["wsdl"]
+            .as_str()
+            .expect("inline wsdl");
+        assert_eq!(wsdl, crate::echo_soap::WSDL);
         assert!(is_secured(Some(Scenario::Transformation)));
         assert!(!is_secured(Some(Scenario::Passthrough)));
     }

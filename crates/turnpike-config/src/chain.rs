@@ -2,14 +2,15 @@
 //! one place that decides what runs for an API, in every mode (file, control plane,
 //! `turnpike up`). The order:
 //!
-//! 1. deprecation headers (a `DEPRECATED` API, or `deprecation:` dates), then the edge
-//!    kinds of the API's `policies:` list (CORS), as written;
+//! 1. a SOAP pass-through API's envelope/Fault policy (`soap:`), deprecation headers (a
+//!    `DEPRECATED` API, or `deprecation:` dates), then the edge kinds of the API's
+//!    `policies:` list (CORS), as written;
 //! 2. lifecycle (a blocked or unpublished API refuses everything);
 //! 3. body limit (`Content-Length` above `max_body_size`: 413);
 //! 4. auth (credential, subscription, scopes);
 //! 5. throttle;
 //! 6. mediation (the API's `mediation:` transformations: last on the request, first
-//!    on the response);
+//!    on the response), after a SOAP-to-REST API's mapper (`soap:`);
 //! 7. the other kinds of the `policies:` list, as written.
 //!
 //! Adding a kind: a field of `turnpike_model::policy::PolicySpec`, an arm in
@@ -85,6 +86,19 @@ pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<D
             d
         })
         .collect()
+}
+
+/// Places each API's `soap:` policy (indexed like `declared`) first in its stage: a
+/// pass-through's at the edge, so auth's and throttling's refusals become Faults; a
+/// SOAP-to-REST mapper after throttling, on admitted requests only.
+pub(crate) fn add_soap(declared: &mut [Declared], soap: Vec<Option<crate::soap::SoapStage>>) {
+    for (d, stage) in declared.iter_mut().zip(soap) {
+        match stage {
+            Some(crate::soap::SoapStage::Edge(p)) => d.edge.insert(0, p),
+            Some(crate::soap::SoapStage::Late(p)) => d.late.insert(0, p),
+            None => {}
+        }
+    }
 }
 
 /// Builds the one kind an entry names, with the stage it runs in. THE registration

@@ -13,8 +13,8 @@
 //! Modules: `format` (YAML in), `spans` (line/column of each node), `validate` (values),
 //! `size`/`duration`/`endpoint`/`host`/`methods`/`template` (one kind of value each),
 //! `router` (the index), `path` (the request-path normaliser run before routing),
-//! `policies` (the built-in policies), `chain` (each API's ordered chain), `snapshot`
-//! (the result).
+//! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
+//! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
 
 mod chain;
 mod duration;
@@ -31,6 +31,7 @@ mod runtime;
 mod security;
 mod size;
 mod snapshot;
+mod soap;
 mod spans;
 mod template;
 mod throttling;
@@ -102,17 +103,20 @@ pub(crate) fn compile_checked(
 }
 
 fn compile_inner(
-    file: GatewayFile,
+    mut file: GatewayFile,
     version: u64,
     runtime: &PolicyRuntime,
     reuse: Option<Arc<turnpike_auth::Subscriptions>>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
+    // First: a SOAP API's resources come from its WSDL when it lists none.
+    let soap = soap::expand(&mut file, &mut problems);
     let (mut security, subscriptions) =
         security::compile(&file, runtime, reuse.clone(), &mut problems);
     let mut throttling = throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
     let mut mediation = mediation::compile(&file, &mut problems);
     let mut declared = chain::declared(&file, &mut problems);
+    chain::add_soap(&mut declared, soap);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {
         c.api.security = security.get_mut(c.index).and_then(Option::take);

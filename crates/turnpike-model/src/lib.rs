@@ -94,6 +94,9 @@ pub struct ApiSpec {
     /// More policies, each `- kind: {settings}` (see [`policy::PolicySpec`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<policy::PolicySpec>,
+    /// A SOAP service (pass-through or published as REST) and its WSDL (see [`soap`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soap: Option<soap::SoapSpec>,
 }
 
 /// A resource: a path template and the methods it accepts.

@@ -46,6 +46,10 @@ pub enum ErrorKind {
     /// A CORS request from an origin, or asking for a method or header, the API does
     /// not allow.
     CorsRejected,
+    /// A SOAP back end answered a SOAP-to-REST call with a `Client`/`Sender` Fault.
+    SoapFaultClient,
+    /// A SOAP back end answered a SOAP-to-REST call with any other Fault.
+    SoapFaultServer,
     ShuttingDown,
     /// The gateway holds its maximum of client connections (`--max-connections`).
     TooManyConnections,
@@ -202,6 +206,20 @@ impl ErrorKind {
                 "cors_rejected",
                 "this cross-origin request is not allowed",
                 Client,
+                false,
+            ),
+            SoapFaultClient => row(
+                StatusCode::BAD_REQUEST,
+                "soap_fault_client",
+                "the SOAP service refused the request",
+                Client,
+                false,
+            ),
+            SoapFaultServer => row(
+                StatusCode::BAD_GATEWAY,
+                "soap_fault_server",
+                "the SOAP service failed",
+                Upstream,
                 false,
             ),
             ShuttingDown => row(

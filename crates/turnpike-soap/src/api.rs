@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use serde_json::{json, Value};
+
 use turnpike_model::soap::{SoapApiType, SoapSpec};
 
 use crate::docs::Documents;
@@ -122,6 +124,55 @@ impl SoapApi {
             .unwrap_or(path);
         let i = *self.by_path.get(path)?;
         Some((&self.port().operations[i], self.get_ops[i]))
+    }
+
+    /// The OpenAPI 3 document of this API published as REST ([`crate::schema::openapi`]),
+    /// with the operations called by GET taking their input from the query string: one
+    /// parameter per property of the input message's schema.
+    pub fn openapi(&self, title: &str, version: &str) -> Value {
+        let mut doc = crate::schema::openapi(self.types(), self.port(), title, version);
+        let components = doc["components"]["schemas"].clone();
+        for (op, _) in self
+            .port()
+            .operations
+            .iter()
+            .zip(&self.get_ops)
+            .filter(|(_, g)| **g)
+        {
+            let Some(item) = doc["paths"]
+                .get_mut(format!("/{}", op.name))
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            let Some(mut call) = item.remove("post") else {
+                continue;
+            };
+            let input = call
+                .pointer("/requestBody/content/application~1json/schema")
+                .cloned()
+                .unwrap_or_default();
+            let input = match input.get("$ref").and_then(Value::as_str) {
+                Some(r) => components[r.trim_start_matches("#/components/schemas/")].clone(),
+                None => input,
+            };
+            let required = input["required"].as_array().cloned().unwrap_or_default();
+            let params: Vec<Value> = input["properties"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, schema)| {
+                    json!({"name": name, "in": "query", "schema": schema,
+                           "required": required.contains(&Value::String(name.clone()))})
+                })
+                .collect();
+            if let Some(o) = call.as_object_mut() {
+                o.remove("requestBody");
+                o.insert("parameters".into(), Value::Array(params));
+            }
+            item.insert("get".into(), call);
+        }
+        doc
     }
 
     /// The REST resources of a SOAP-to-REST API: `(path, method)` per operation.

@@ -4,6 +4,7 @@
 //!
 //! Everything is data-driven from the model built at import time: no code is generated.
 //! All XML is read through [`xml::parse`] (DTDs refused, size, node and depth limits).
+//! The two SOAP policies ([`policy`]) plug into the pipeline of `turnpike-policy`.
 //! This crate does no IO and must not depend on the gateway, the store or the admin API;
 //! generic (schema-less) JSON <-> XML conversion belongs to the mediation crate.
 
@@ -11,6 +12,7 @@ pub mod api;
 pub mod docs;
 pub mod envelope;
 pub mod error;
+pub mod policy;
 pub mod read;
 pub mod sample;
 pub mod schema;
