@@ -194,7 +194,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
     match id {
         "createApi" | "importOpenApi" | "importGraphqlSchema" | "copyApi" => (201, r("ApiRecord")),
         "explainGraphqlQuery" => (200, any.clone()),
-        "createApi" | "importOpenApi" | "importWsdl" | "copyApi" => (201, r("ApiRecord")),
+        "importWsdl" => (201, r("ApiRecord")),
         "getApiWsdl" => (200, None),
         "getApi" | "updateApi" | "patchApi" | "changeApiLifecycle" => (200, r("ApiRecord")),
         "getVisibleApi" => (200, r("PortalApi")),

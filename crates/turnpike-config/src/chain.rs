@@ -10,8 +10,9 @@
 //! 4. auth (credential, subscription, scopes);
 //! 5. throttle;
 //! 6. mediation (the API's `mediation:` transformations: last on the request, first
-//!    on the response), after a SOAP-to-REST API's mapper (`soap:`);
-//! 7. the other kinds of the `policies:` list, as written.
+//!    on the response);
+//! 7. a SOAP-to-REST API's mapper (`soap:`; mediation sees the REST JSON on both
+//!    sides), then the other kinds of the `policies:` list, as written.
 //!
 //! Adding a kind: a field of `turnpike_model::policy::PolicySpec`, an arm in
 //! [`build`] calling the kind's build function (validate into `problems`, return the
