@@ -333,13 +333,18 @@ async fn apply_tiers(api: &Api, file: &GatewayFile, dry_run: bool) -> Result<usi
 }
 
 /// Sets the unauthenticated tier and the rate-limit header style when they differ from
-/// the file's (a file that leaves them out wants the defaults); returns the number of
-/// changes (0 or 1).
+/// the file's (a throttling section that leaves them out wants the defaults); returns
+/// the number of changes (0 or 1).
 async fn apply_throttling_settings(
     api: &Api,
     file: &GatewayFile,
     dry_run: bool,
 ) -> Result<usize, BoxError> {
+    // A file without a throttling section leaves the environment's throttling alone
+    // (as it leaves its tiers), so a publisher without the admin role can apply APIs.
+    if file.throttling.is_empty() {
+        return Ok(0);
+    }
     let path = "/api/am/admin/v1/settings/throttling";
     let want = serde_json::json!({
         "unauthenticatedTier": file.throttling.unauthenticated_tier,
