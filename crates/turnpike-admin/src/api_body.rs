@@ -107,6 +107,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
             r.err("auth", "must be \"none\" (an open resource) or left out");
         }
         let throttling_policy = r.string("throttlingPolicy", false, 100);
+        let mediation = mediation_field(&mut r);
         if let (Some(p), Some(ms)) = (&path, &methods) {
             // Gateways refuse a snapshot that declares one path and method twice.
             for m in ms {
@@ -131,6 +132,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
                 scopes,
                 auth,
                 throttling_policy,
+                mediation,
             });
         }
     }
@@ -153,6 +155,23 @@ pub const OPTION_FIELDS: [(&str, &str); 8] = [
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
 const SECTION_FIELDS: [(&str, bool); 2] = [("graphql", false), ("mediation", false)];
+
+/// A resource's `mediation` object (the file's, docs/mediation.md): checked for shape
+/// here, for meaning by compiling (`crate::publisher::check_compiles` names each bad field, such
+/// as `mediation.request.body.jq` with the program's line and column).
+fn mediation_field(f: &mut Fields<'_>) -> Option<Value> {
+    let v = f.value("mediation")?;
+    match serde_json::from_value::<turnpike_model::mediation::MediationSpec>(v.clone()) {
+        Ok(_) => Some(v.clone()),
+        Err(e) => {
+            f.err(
+                "mediation",
+                format!("must be a transformation object {{request, response}}: {e}"),
+            );
+            None
+        }
+    }
+}
 
 /// A number or a short text with a unit (`10MiB`, `5s`): checked for shape here, for
 /// meaning by compiling (`crate::publisher::check_compiles`).

@@ -118,6 +118,9 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             if let Some(t) = &r.throttling {
                 res["throttlingPolicy"] = json!(t);
             }
+            if let Some(m) = r.mediation.as_ref().filter(|m| !m.is_empty()) {
+                res["mediation"] = json!(m);
+            }
             res
         }).collect::<Vec<_>>(),
     });

@@ -1,7 +1,8 @@
 //! `POST /apis/{id}/mediation/try`: runs a transformation for one of the publisher's APIs
 //! on a sample request or response and answers what it became, without deploying
 //! anything. The body names the transformation (`mediation`, as in the declarative
-//! file: API level, and per resource under `resources`), the sample (`method`, `path`
+//! file: API level, and per resource under `resources`; what it leaves out is the
+//! stored API's own), the sample (`method`, `path`
 //! below the API's context and version, `query`, `headers`, `body` as a JSON value or a
 //! string) and, for the response side, the upstream's `status`. Compile problems are
 //! 400 `validation_failed` listing every field; a run that fails is 422
@@ -83,7 +84,12 @@ pub(crate) async fn try_mediation(
             version: api.version.clone(),
             endpoints: vec!["http://127.0.0.1:9".into()],
             resources,
-            mediation: req.mediation.clone(),
+            // The body's transformation, else the stored one.
+            mediation: req.mediation.clone().or_else(|| {
+                api.options
+                    .get("mediation")
+                    .and_then(|m| serde_json::from_value(m.clone()).ok())
+            }),
             ..ApiSpec::default()
         }],
         ..GatewayFile::default()

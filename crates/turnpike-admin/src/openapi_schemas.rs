@@ -52,7 +52,7 @@ fn api_props() -> Value {
             "response": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s"}}},
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
-        "mediation": {"type": "object", "description": "request and response transformations as in the declarative file"},
+        "mediation": r("Mediation"),
         "deprecation": {"type": "object", "additionalProperties": false, "description": "dates a DEPRECATED API's responses announce (Deprecation, Sunset and Link headers); RFC 3339 dates", "properties": {
             "since": {"type": "string", "maxLength": 30, "example": "2026-06-30"},
             "sunset": {"type": "string", "maxLength": 30, "example": "2026-12-31T00:00:00Z"},
@@ -118,9 +118,14 @@ pub fn schemas() -> Value {
                 "scopes": {"type": "array", "maxItems": 50, "description": "a caller's token needs any one of them (secured APIs only)",
                     "items": {"type": "string", "pattern": "^[!#-\\[\\]-~]{1,100}$"}},
                 "auth": {"type": "string", "enum": ["none"], "description": "open although the API is secured"},
-                "throttlingPolicy": {"type": "string", "description": "the resource's advanced policy"}
+                "throttlingPolicy": {"type": "string", "description": "the resource's advanced policy"},
+                "mediation": r("Mediation")
             }
         },
+        "Mediation": {"type": "object", "additionalProperties": false,
+            "description": "request and response transformations (headers, query, path, a jq program on the body), as the declarative file's mediation: (docs/mediation.md); a resource's direction replaces the API's",
+            "properties": {"request": {"type": "object"}, "response": {"type": "object"}},
+            "example": {"request": {"headers": {"set": {"x-source": "gateway"}}, "body": {"jq": "{order: .}"}}}},
         "Api": strict(&["name", "context", "version"], api_props(), api_example()),
         "ApiUpdate": {"type": "object", "additionalProperties": false, "properties": api_props(),
             "description": "PUT: fields left out keep their values. PATCH: a JSON Merge Patch (null restores a default).",

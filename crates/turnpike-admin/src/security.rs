@@ -357,7 +357,11 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
             auth: (r.auth.as_deref() == Some("none"))
                 .then_some(turnpike_model::security::ResourceAuth::Open),
             throttling: r.throttling_policy.clone(),
-            mediation: None,
+            // Checked by compiling when it was stored.
+            mediation: r
+                .mediation
+                .as_ref()
+                .and_then(|m| serde_json::from_value(m.clone()).ok()),
         })
         .collect()
 }

@@ -4,7 +4,8 @@
 //! unauthenticated tier and header style, a GraphQL section, a mediation section,
 //! bandwidth and billing, an advanced policy with conditional groups named by an API and
 //! a resource, host, load balancing, body limit, timeouts, scopes, an `auth: none`
-//! resource, `auth:` of an API) is applied to the first; its export is applied to the
+//! resource, `auth:` of an API, `mediation:` of an API and of a resource) is applied to
+//! the first; its export is applied to the
 //! second; both export the same file and gateways receive the same APIs and policies.
 //! `--dry-run` counts exactly what the run then does, and a second run changes nothing.
 
@@ -52,9 +53,19 @@ apis:
     timeouts: { connect: 5s, response: 60s }
     throttling: PetsPolicy
     auth: { oauth2: true, api_key: true, subscription: false }
+    mediation:
+      request:
+        headers: { set: { x-source: gateway } }
+        body: { jq: "{pet: ., by: $identity.app}", deadline: 50ms }
+      response:
+        body: { jq: "del(.internal)" }
     resources:
       - { path: /, methods: [GET, POST] }
-      - { path: "/{id}", methods: [GET, PUT, DELETE], scopes: ["pets:write"] }
+      - path: "/{id}"
+        methods: [GET, PUT, DELETE]
+        scopes: ["pets:write"]
+        mediation:
+          request: { name: legacy-put, path: "/v0/pet/{id}" }
       - { path: "/{id}/photos", methods: [GET, POST], throttling: 10KPerMin }
       - { path: /health, methods: [GET], auth: none }
       - { path: "/files/*", methods: ["*"] }
@@ -228,8 +239,19 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     ] {
         assert_eq!(pets[field], want, "{field} in {pets}");
     }
+    assert_eq!(
+        pets["mediation"],
+        json!({
+            "request": {"headers": {"set": {"x-source": "gateway"}}, "body": {"jq": "{pet: ., by: $identity.app}", "deadline": "50ms"}},
+            "response": {"body": {"jq": "del(.internal)"}}
+        })
+    );
     let res = &pets["resources"];
     assert_eq!(res[1]["scopes"], json!(["pets:write"]));
+    assert_eq!(
+        res[1]["mediation"],
+        json!({"request": {"name": "legacy-put", "path": "/v0/pet/{id}"}})
+    );
     assert_eq!(res[2]["throttling"], "10KPerMin");
     assert_eq!(res[3]["auth"], "none", "an open resource stays open: {res}");
     let th = &exported["throttling"];

@@ -152,6 +152,10 @@ pub struct Resource {
         skip_serializing_if = "Option::is_none"
     )]
     pub throttling_policy: Option<String>,
+    /// The resource's transformations (the file's `mediation:`, checked by the admin
+    /// API by compiling it, passed through by the store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mediation: Option<serde_json::Value>,
 }
 
 /// Settings kept as a JSON object of camelCase fields (validated by the admin API,
