@@ -12,7 +12,8 @@
 #                         without retries loses what was in flight on it)
 #   control plane lost    control plane kill -9; gw2 restarted while it is lost (must come
 #                         back from the snapshot it saved on disk); control plane started
-#   redis lost            redis-server kill -9, then started again (fail-open)
+#   redis lost            redis-server kill -9, then started again (fail-open: the API is
+#                         throttled, its quota shared through Redis)
 #   postgres lost         PostgreSQL stopped (immediate), then started again
 #   reload storm          20 publishes (an API added and removed) during the load
 #
@@ -37,6 +38,12 @@ bin=$(realpath "$bin")
 work=$(mktemp -d); chmod 755 "$work"
 declare -A pid
 cleanup() {
+  status=$?
+  if [ "$status" -ne 0 ]; then # show what went wrong before the scratch dir goes
+    for f in "$work"/*.log "$work"/*/log; do
+      [ -f "$f" ] && { echo "== $f"; tail -n 15 "$f"; } >&2
+    done
+  fi
   for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   pg_ctl_ stop -m immediate >/dev/null 2>&1 || true
   wait 2>/dev/null || true
@@ -96,8 +103,13 @@ for g in gw1 gw2 gw3; do start_gw "$g"; done
 
 apply() { # extra-api(0|1)
   {
+    # The anonymous callers' tier (per API x client IP: here HAProxy's one address),
+    # far above the load, so a refusal can only come from a fault.
+    echo "throttling: { subscription_tiers: [ { name: Unauthenticated, quota: { requests: 10000000, per: minute } } ] }"
     echo "apis:"
-    echo "  - { name: drill, context: /drill, version: v1, endpoints: [\"http://127.0.0.1:$echo_port\"], resources: [{ path: \"/*\", methods: [GET, POST] }] }"
+    # Throttled (WSO2's 50KPerMin, far above the load) so that every request takes the
+    # Redis-shared quota path, and losing Redis tests fail-open.
+    echo "  - { name: drill, context: /drill, version: v1, throttling: 50KPerMin, endpoints: [\"http://127.0.0.1:$echo_port\"], resources: [{ path: \"/*\", methods: [GET, POST] }] }"
     [ "$1" = 1 ] && echo "  - { name: storm, context: /storm, version: v1, endpoints: [\"http://127.0.0.1:$echo_port\"], resources: [{ path: \"/*\", methods: [GET] }] }"
   } >"$work/apis.yaml"
   TURNPIKE_PASSWORD=$password TURNPIKE_LOG=warn "$bin" apply -f "$work/apis.yaml" \
@@ -112,7 +124,7 @@ done
 lb_port=$(free_port)
 cat >"$work/haproxy.cfg" <<CFG
 global
-  maxconn 20000
+  maxconn 4096
 defaults
   mode http
   timeout connect 2s

@@ -6,7 +6,8 @@
 #   - the in-house HTTP/1.1 client's response parser, over sockets:
 #     crates/turnpike-gateway/tests/fuzz_upstream.rs,
 #   - the JWT path: crates/turnpike-auth/tests/fuzz_jwt.rs,
-#   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs.
+#   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs
+#     and timeouts.rs (slow heads and bodies, hyper's own refusals, chunked over limit).
 # A failure prints the seed (TURNPIKE_FUZZ_SEED=... replays it) and stops the run.
 #
 # Usage: bench/fuzz.sh [--minutes 10]
@@ -21,7 +22,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-cargo test --release -p turnpike-config -p turnpike-gateway -p turnpike-auth --no-run >/dev/null 2>&1
+# The ci-bench profile (optimised, no fat LTO): what CI builds the binary with.
+prof=(--profile ci-bench)
+cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth --no-run >/dev/null 2>&1
 end=$(( $(date +%s) + minutes * 60 ))
 rounds=0
 run() { # log-name command...
@@ -35,11 +38,11 @@ run() { # log-name command...
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 while [ "$(date +%s)" -lt "$end" ]; do
-  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_UPSTREAM_CASES:-3000}" cargo test --release -q \
-    -p turnpike-gateway --test fuzz_upstream --test hostile -- --nocapture
-  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JWT_CASES:-200000}" cargo test --release -q \
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_UPSTREAM_CASES:-3000}" cargo test "${prof[@]}" -q \
+    -p turnpike-gateway --test fuzz_upstream --test hostile --test timeouts -- --nocapture
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JWT_CASES:-200000}" cargo test "${prof[@]}" -q \
     -p turnpike-auth --test fuzz_jwt -- --nocapture
-  run "$log" cargo test --release -q -p turnpike-config --test fuzz
+  run "$log" cargo test "${prof[@]}" -q -p turnpike-config --test fuzz
   rounds=$((rounds + 1))
 done
 echo "fuzz: $rounds rounds in $minutes min, no failure"

@@ -384,6 +384,8 @@ pub async fn run(args: ApplyArgs) -> Result<(), BoxError> {
 /// would make).
 pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     let text = std::fs::read_to_string(&args.file)?;
+    // A file nested past any real one is refused before the parser spends time on it.
+    turnpike_config::check_depth(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let auth = match (&args.token, &args.password) {

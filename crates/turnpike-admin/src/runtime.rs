@@ -41,7 +41,8 @@ pub struct ControlPlaneArgs {
 pub struct Running {
     pub addr: SocketAddr,
     pub state: AppState,
-    /// The admin password when this start created the admin.
+    /// The admin password when this start created the admin with a generated one
+    /// (`None` when the operator chose it: it is never printed back).
     pub created_admin_password: Option<String>,
     pub gateway_token: String,
     stop: oneshot::Sender<()>,
@@ -84,9 +85,16 @@ pub async fn start(
             ..AdminConfig::default()
         },
     );
+    // Only a generated password is handed back (to be shown once): one the operator
+    // chose (TURNPIKE_ADMIN_PASSWORD) is never printed or logged.
+    let preset = args
+        .admin_password
+        .as_deref()
+        .is_some_and(|p| !p.is_empty());
     let created_admin_password = crate::ensure_admin(&state, args.admin_password.clone())
         .await
-        .map_err(|e| format!("creating the admin: {}", e.message))?;
+        .map_err(|e| format!("creating the admin: {}", e.message))?
+        .filter(|_| !preset);
     let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
     let addr = listener.local_addr()?;
     let public_url = args

@@ -17,6 +17,7 @@
 //! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
 
 mod chain;
+mod depth;
 mod duration;
 mod endpoint;
 mod error;
@@ -39,6 +40,7 @@ mod validate;
 
 use std::sync::Arc;
 
+pub use depth::{check_depth, TooDeep, MAX_DEPTH};
 pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};

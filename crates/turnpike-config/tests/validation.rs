@@ -352,3 +352,74 @@ fn the_secured_example_compiles() {
         Some(turnpike_config::ResourceRule::Scopes(_))
     ));
 }
+
+#[test]
+fn every_broken_api_is_reported_with_its_line() {
+    let yaml = "apis:
+  - name: one
+    context: /one
+    version: [v1]
+    endpoints: [\"http://127.0.0.1:9000\"]
+  - name: two
+    context: /two
+    version: v1
+    endpoints: [\"http://127.0.0.1:9000\"]
+  - name: three
+    context: /three
+    version: v1
+    endpoints: [\"http://127.0.0.1:9000\"]
+    retries: 3
+  - name: four
+    context: 4
+    version: v1
+    endpoints: \"http://127.0.0.1:9000\"
+throttling: { tiers: 7 }
+";
+    let p = problems(yaml);
+    assert_eq!(p.len(), 4, "{p:#?}");
+    assert!(
+        p[0].starts_with("4:14 ") && p[0].contains("invalid type"),
+        "{p:#?}"
+    );
+    assert!(
+        p[1].starts_with("14:") && p[1].contains("unknown field `retries`"),
+        "{p:#?}"
+    );
+    assert!(
+        p[2].starts_with("16:") && p[2].contains("expected a string"),
+        "{p:#?}"
+    );
+    assert!(
+        p[3].starts_with("19:") && p[3].contains("unknown field `tiers`"),
+        "{p:#?}"
+    );
+    // Each problem names its place in the document too.
+    match Snapshot::from_yaml(yaml, "bad.yaml") {
+        Err(ConfigError::Problems(list)) => {
+            let paths: Vec<&str> = list.list.iter().map(|p| p.path.as_str()).collect();
+            assert_eq!(
+                paths[1..],
+                ["apis[2].retries", "apis[3].context", "throttling.tiers"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn deep_nesting_is_refused_before_parsing() {
+    for text in [
+        format!("apis: {}", "[".repeat(200_000)),
+        format!("{{\"apis\": {}", "[".repeat(200_000)),
+        format!("apis:\n{}x\n", "- ".repeat(100_000)),
+    ] {
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(p[0].contains("nests deeper than 64 levels"), "{p:#?}");
+    }
+    refused_at(
+        &format!("apis: {}\n", "[".repeat(65)),
+        "1:71",
+        "nests deeper than 64 levels",
+    );
+}

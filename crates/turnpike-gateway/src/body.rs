@@ -7,12 +7,18 @@
 //! ended (bytes sent, client gone: `on_complete`, the access log, metrics, bandwidth
 //! quotas), a [`BodyEnd`] and/or an [`OnBodyEnd`] ride along and are told once.
 //! [`set_length`] is the one place that fixes `Content-Length`/`Transfer-Encoding` after
-//! a body was replaced, for both upstream clients and the client side.
+//! a body was replaced, for both upstream clients and the client side. A streamed
+//! request body that stalls longer than the body-read timeout fails with
+//! [`BodyError::ReadTimeout`] (408); [`BodyWatch`] tells the forwarder how the body
+//! ended (a response timeout while the client is still sending is the client's 408, and
+//! an over-limit body the upstream answered early is still a 413).
 
+use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
@@ -31,6 +37,8 @@ use crate::upstream::EndpointPool;
 pub enum BodyError {
     #[error("request body exceeds the limit of {limit} bytes")]
     TooLarge { limit: u64 },
+    #[error("no request body bytes received for {after:?}")]
+    ReadTimeout { after: Duration },
     #[error(transparent)]
     Hyper(#[from] hyper::Error),
 }
@@ -44,6 +52,88 @@ pub struct RequestBody {
     seen: u64,
     /// Shared with `on_complete` when the body streams without a Content-Length.
     counter: Option<Arc<AtomicU64>>,
+    /// Longest wait for the next bytes of a streamed body (zero: no limit).
+    read_timeout: Duration,
+    /// Armed the first time the body waits for the client, reset at each frame.
+    clock: Option<Pin<Box<tokio::time::Sleep>>>,
+    watch: Option<BodyWatch>,
+}
+
+/// How a streamed request body ended, shared between the body (wherever hyper polls
+/// it) and the forwarder.
+#[derive(Clone, Default)]
+pub struct BodyWatch(Arc<WatchInner>);
+
+#[derive(Default)]
+struct WatchInner {
+    state: AtomicU8,
+    /// The body's last poll waited for the client (rather than its last frame waiting
+    /// for the upstream to take it).
+    awaiting_client: std::sync::atomic::AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+/// A state of a [`BodyWatch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEndState {
+    Streaming,
+    Done,
+    TooLarge,
+    TimedOut,
+    Broken,
+}
+
+impl BodyWatch {
+    /// The body had not ended, and was waiting for the client's next bytes: a timeout
+    /// now is the client's, not the upstream's (which may just not be reading).
+    pub fn waiting_for_client(&self) -> bool {
+        !matches!(self.state(), BodyEndState::Done | BodyEndState::TooLarge)
+            && self.0.awaiting_client.load(Ordering::Acquire)
+    }
+
+    fn awaiting_client(&self, yes: bool) {
+        self.0.awaiting_client.store(yes, Ordering::Release);
+    }
+
+    pub fn state(&self) -> BodyEndState {
+        match self.0.state.load(Ordering::Acquire) {
+            0 => BodyEndState::Streaming,
+            1 => BodyEndState::Done,
+            2 => BodyEndState::TooLarge,
+            3 => BodyEndState::TimedOut,
+            _ => BodyEndState::Broken,
+        }
+    }
+
+    fn set(&self, s: BodyEndState) {
+        let v = match s {
+            BodyEndState::Streaming => 0,
+            BodyEndState::Done => 1,
+            BodyEndState::TooLarge => 2,
+            BodyEndState::TimedOut => 3,
+            BodyEndState::Broken => 4,
+        };
+        if self
+            .0
+            .state
+            .compare_exchange(0, v, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.0.changed.notify_one();
+        }
+    }
+
+    /// Waits until the body ended, however it did.
+    pub async fn ended(&self) -> BodyEndState {
+        loop {
+            let notified = self.0.changed.notified();
+            let s = self.state();
+            if s != BodyEndState::Streaming {
+                return s;
+            }
+            notified.await;
+        }
+    }
 }
 
 enum ReqInner {
@@ -52,12 +142,28 @@ enum ReqInner {
 }
 
 impl RequestBody {
-    pub fn new(inner: Incoming, limit: Option<u64>) -> Self {
+    /// A streamed body: at most `limit` bytes, the next bytes within `read_timeout`
+    /// (zero: no limit).
+    pub fn new(inner: Incoming, limit: Option<u64>, read_timeout: Duration) -> Self {
         RequestBody {
             inner: ReqInner::Stream(inner),
             limit: limit.unwrap_or(u64::MAX),
             seen: 0,
             counter: None,
+            read_timeout,
+            clock: None,
+            watch: None,
+        }
+    }
+
+    /// A handle telling how this body ends (made once, for a body still streaming).
+    pub fn watch(&mut self) -> BodyWatch {
+        self.watch.get_or_insert_with(BodyWatch::default).clone()
+    }
+
+    fn ended(&mut self, how: BodyEndState) {
+        if let Some(w) = &self.watch {
+            w.set(how);
         }
     }
 
@@ -72,6 +178,9 @@ impl RequestBody {
             limit: u64::MAX,
             seen: 0,
             counter: None,
+            read_timeout: Duration::ZERO,
+            clock: None,
+            watch: None,
         }
     }
 
@@ -94,7 +203,11 @@ impl Body for RequestBody {
             ReqInner::Full(b) => return Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
             ReqInner::Stream(s) => s,
         };
-        match Pin::new(inner).poll_frame(cx) {
+        let polled = Pin::new(inner).poll_frame(cx);
+        if let Some(w) = &this.watch {
+            w.awaiting_client(polled.is_pending());
+        }
+        match polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.seen += data.len() as u64;
@@ -103,14 +216,42 @@ impl Body for RequestBody {
                     }
                     if this.seen > this.limit {
                         this.inner = ReqInner::Full(None);
+                        this.ended(BodyEndState::TooLarge);
                         return Poll::Ready(Some(Err(BodyError::TooLarge { limit: this.limit })));
                     }
                 }
+                if let Some(clock) = this.clock.as_mut() {
+                    let next = tokio::time::Instant::now() + this.read_timeout;
+                    clock.as_mut().reset(next);
+                }
+                if this.is_end_stream() {
+                    this.ended(BodyEndState::Done);
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(BodyError::Hyper(e)))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Err(e))) => {
+                this.ended(BodyEndState::Broken);
+                Poll::Ready(Some(Err(BodyError::Hyper(e))))
+            }
+            Poll::Ready(None) => {
+                this.ended(BodyEndState::Done);
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                if this.read_timeout.is_zero() {
+                    return Poll::Pending;
+                }
+                let after = this.read_timeout;
+                let clock = this
+                    .clock
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(after)));
+                if clock.as_mut().poll(cx).is_ready() {
+                    this.inner = ReqInner::Full(None);
+                    this.ended(BodyEndState::TimedOut);
+                    return Poll::Ready(Some(Err(BodyError::ReadTimeout { after })));
+                }
+                Poll::Pending
+            }
         }
     }
 
@@ -129,6 +270,14 @@ impl Body for RequestBody {
     }
 }
 
+impl Drop for RequestBody {
+    /// Dropped before its end (the upstream stopped reading it): whoever waits for the
+    /// end learns it will not come.
+    fn drop(&mut self) {
+        self.ended(BodyEndState::Broken);
+    }
+}
+
 /// Reads a whole body of at most `limit` bytes. `too_large` names the error when it is
 /// bigger, `broken` when it fails.
 pub async fn collect<B>(
@@ -144,7 +293,15 @@ where
     let mut buf = BytesMut::new();
     let mut first: Option<Bytes> = None;
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-        let frame = frame.map_err(|e| GatewayError::with_source(broken, e))?;
+        let frame = frame.map_err(|e| {
+            let e: BoxError = e.into();
+            let kind = match e.downcast_ref::<BodyError>() {
+                Some(BodyError::ReadTimeout { .. }) => ErrorKind::RequestTimeout,
+                Some(BodyError::TooLarge { .. }) => too_large,
+                _ => broken,
+            };
+            GatewayError::with_source(kind, e)
+        })?;
         let Ok(data) = frame.into_data() else {
             continue; // trailers are not kept
         };

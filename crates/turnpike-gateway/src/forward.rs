@@ -11,14 +11,16 @@ use bytes::Bytes;
 use http::header::HOST;
 use http::uri::{PathAndQuery, Scheme};
 use http::{request, Request, Response, Uri, Version};
+use http_body::Body as _;
 use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, Endpoint, LoadBalancing};
 use turnpike_policy::UpstreamTarget;
 
-use crate::body::{BodyError, Pooled, RequestBody};
+use crate::body::{BodyEndState, BodyError, BodyWatch, Pooled, RequestBody};
 use crate::error::{ErrorKind, GatewayError};
 use crate::h1::{self, DirectBody};
 use crate::headers;
+use crate::log_limit::LogLimit;
 use crate::proxy::Shared;
 use crate::upstream::{Conn, EndpointPool};
 
@@ -45,10 +47,39 @@ pub(crate) enum Upstream {
 pub(crate) async fn forward(
     shared: &Shared,
     api: &CompiledApi,
+    parts: request::Parts,
+    mut body: RequestBody,
+    target: &UpstreamTarget,
+    fwd: &headers::Forwarded<'_>,
+) -> Result<Upstream, GatewayError> {
+    // A body still arriving: how it ends decides who a timeout blames, and whether an
+    // early upstream answer may pass (not when the body then broke its limit).
+    let watch = (!body.is_end_stream()).then(|| body.watch());
+    forward_watched(shared, api, parts, body, target, fwd, watch.as_ref())
+        .await
+        .map_err(|e| blame_the_body(e, watch.as_ref()))
+}
+
+/// A response timeout while the client was still sending its body is the client's
+/// (408), not the upstream's (504).
+fn blame_the_body(e: GatewayError, watch: Option<&BodyWatch>) -> GatewayError {
+    let still_sending = watch.is_some_and(BodyWatch::waiting_for_client);
+    if e.kind == ErrorKind::UpstreamResponseTimeout && still_sending {
+        let mut e = GatewayError::with_source(ErrorKind::RequestTimeout, e);
+        e.detail = Some("the request body was not received in time".into());
+        return e;
+    }
+    e
+}
+
+async fn forward_watched(
+    shared: &Shared,
+    api: &CompiledApi,
     mut parts: request::Parts,
     body: RequestBody,
     target: &UpstreamTarget,
     fwd: &headers::Forwarded<'_>,
+    watch: Option<&BodyWatch>,
 ) -> Result<Upstream, GatewayError> {
     let n = api.endpoints.len();
     if n == 0 {
@@ -87,8 +118,7 @@ pub(crate) async fn forward(
                     };
                 }
                 Err(e) => {
-                    tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,
-                        cause = ?e.source(), "endpoint failed, trying the next one");
+                    endpoint_failed(api, ep, &e);
                     last_err = e;
                     continue;
                 }
@@ -98,18 +128,28 @@ pub(crate) async fn forward(
             Ok(conn) => {
                 let pq = path_and_query(target, ep)?;
                 let req = build_request(parts, body, pq);
-                return send(pool, conn, req, api)
+                return send(pool, conn, req, api, watch)
                     .await
                     .map(|(r, p)| Upstream::Hyper(r, p));
             }
             Err(e) => {
-                tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,
-                    cause = ?e.source(), "endpoint failed, trying the next one");
+                endpoint_failed(api, ep, &e);
                 last_err = e;
             }
         }
     }
     Err(last_err)
+}
+
+/// Logs a failed connect, at most once a second (the error table logs the request's
+/// failure itself when no endpoint is left).
+#[cold]
+fn endpoint_failed(api: &CompiledApi, ep: &Endpoint, e: &GatewayError) {
+    static LIMIT: LogLimit = LogLimit::new(std::time::Duration::from_secs(1));
+    if let Some(left_out) = LIMIT.allow() {
+        tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,
+            cause = ?e.source(), left_out, "endpoint failed, trying the next one");
+    }
 }
 
 fn build_request(
@@ -157,6 +197,7 @@ async fn send(
     conn: Conn,
     mut req: Request<RequestBody>,
     api: &CompiledApi,
+    watch: Option<&BodyWatch>,
 ) -> Result<(Response<Incoming>, Option<Pooled>), GatewayError> {
     let fut = async {
         let mut conn = conn;
@@ -187,6 +228,21 @@ async fn send(
             }
         }
     };
+    let fut = async {
+        let answer = fut.await?;
+        // The upstream answered before the body's end. With a body limit, the answer
+        // waits for the end: a body that then breaks the limit is the client's 413, not
+        // an upstream 200 cut by a reset. (Without a limit, nothing can break it, and
+        // the answer goes on at once, as a full-duplex exchange needs.)
+        if let (Some(w), Some(_)) = (watch, api.max_body_bytes) {
+            match w.ended().await {
+                BodyEndState::TooLarge => return Err(GatewayError::new(ErrorKind::BodyTooLarge)),
+                BodyEndState::TimedOut => return Err(GatewayError::new(ErrorKind::RequestTimeout)),
+                _ => {}
+            }
+        }
+        Ok(answer)
+    };
     match tokio::time::timeout(api.response_timeout, fut).await {
         Ok(r) => r,
         Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
@@ -201,6 +257,7 @@ fn send_error(e: hyper::Error) -> GatewayError {
         if let Some(be) = s.downcast_ref::<BodyError>() {
             let kind = match be {
                 BodyError::TooLarge { .. } => ErrorKind::BodyTooLarge,
+                BodyError::ReadTimeout { .. } => ErrorKind::RequestTimeout,
                 BodyError::Hyper(_) => ErrorKind::BadRequest,
             };
             return GatewayError::with_source(kind, e);

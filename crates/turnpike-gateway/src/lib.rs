@@ -16,6 +16,7 @@ mod edge;
 pub mod error;
 mod forward;
 pub mod h1;
+mod h1_conn;
 pub mod headers;
 pub mod health;
 mod idle;
@@ -97,6 +98,11 @@ pub struct GatewayArgs {
     /// HTTP/1.1 keep-alive connection) and a TLS handshake.
     #[arg(long, env = "TURNPIKE_HEADER_READ_TIMEOUT", default_value_t = 30.0)]
     pub header_read_timeout: f64,
+    /// Seconds a request body may pause (no bytes from the client) before the request
+    /// is answered `408 request_timeout`; also, a body still arriving when the API's
+    /// response timeout ends gets 408 rather than the upstream's 504. 0: no limit.
+    #[arg(long, env = "TURNPIKE_BODY_READ_TIMEOUT", default_value_t = 30.0)]
+    pub body_read_timeout: f64,
     /// Seconds an HTTP/2 connection may stay silent before it is closed.
     #[arg(long, env = "TURNPIKE_IDLE_TIMEOUT", default_value_t = 60.0)]
     pub idle_timeout: f64,
@@ -118,6 +124,11 @@ pub struct GatewayArgs {
     /// connection comes from the balancer's address).
     #[arg(long, env = "TURNPIKE_MAX_CONNECTIONS_PER_IP", default_value_t = 0)]
     pub max_connections_per_ip: usize,
+    /// Connections open to one upstream endpoint at once (idle and busy); past it a
+    /// request waits for one to be free, up to the API's connect timeout, then gets
+    /// `503 upstream_busy`. 0: no cap.
+    #[arg(long, env = "TURNPIKE_MAX_UPSTREAM_CONNECTIONS", default_value_t = upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)]
+    pub max_upstream_connections: usize,
     /// Access log: a file path (appended) or `-` for stdout. Off when absent.
     #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
     pub access_log: Option<String>,
@@ -183,6 +194,7 @@ impl GatewayArgs {
             tls,
             max_header_bytes: self.max_header_bytes,
             header_read_timeout: secs("header-read-timeout", self.header_read_timeout)?,
+            body_read_timeout: secs("body-read-timeout", self.body_read_timeout)?,
             idle_timeout: secs("idle-timeout", self.idle_timeout)?,
             drain_timeout: secs("drain-timeout", self.drain_timeout)?,
             drain_delay: secs("drain-delay", self.drain_delay)?,
@@ -190,6 +202,7 @@ impl GatewayArgs {
                 .max_connections
                 .unwrap_or_else(|| conn_limit::default_max_connections(fd_limit)),
             max_connections_per_ip: self.max_connections_per_ip,
+            max_upstream_connections: self.max_upstream_connections,
             access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
         })
     }

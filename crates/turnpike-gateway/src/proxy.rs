@@ -39,6 +39,8 @@ pub struct Shared {
     pub metrics: Option<Arc<GatewayMetrics>>,
     /// Process-wide `on_complete` listeners (`GatewayBuilder::observer`).
     pub observers: turnpike_policy::Chain,
+    /// Longest wait for the next bytes of a request body (`--body-read-timeout`).
+    pub body_read_timeout: std::time::Duration,
 }
 
 /// Per-connection facts, computed once at accept.
@@ -268,7 +270,8 @@ async fn request_side(
     chain.request_headers(ctx, &mut parts).await?;
     let body = if chain.hooks().contains(Hooks::REQUEST_BODY) {
         let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let mut bytes = body::collect(body, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
+        let timed = RequestBody::new(body, None, conn.shared.body_read_timeout);
+        let mut bytes = body::collect(timed, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
             .await
             .map_err(|e| stop(end, e))?;
         chain.request_body(ctx, &mut parts, &mut bytes).await?;
@@ -278,7 +281,7 @@ async fn request_side(
         }
         RequestBody::full(bytes)
     } else {
-        let mut b = RequestBody::new(body, api.max_body_bytes);
+        let mut b = RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout);
         if let Some(m) = marks.as_deref_mut() {
             if !parts.headers.contains_key(CONTENT_LENGTH) {
                 let counter = Arc::new(AtomicU64::new(0));

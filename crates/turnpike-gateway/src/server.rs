@@ -17,7 +17,6 @@ use arc_swap::ArcSwap;
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -25,6 +24,7 @@ use turnpike_config::Snapshot;
 
 use crate::access_log::{AccessLog, AccessLogTarget};
 use crate::conn_limit::{ConnLimits, ConnPermit};
+use crate::h1_conn::{self, Drain};
 use crate::headers;
 use crate::health::Health;
 use crate::idle::{watch_idle, ActivityIo};
@@ -64,6 +64,9 @@ pub struct ServerSettings {
     /// Time allowed for a request head (and, on HTTP/1.1, for the next request on a
     /// keep-alive connection) and for a TLS handshake.
     pub header_read_timeout: Duration,
+    /// Longest wait for the next bytes of a request body; longer gets `408
+    /// request_timeout` (zero: no limit).
+    pub body_read_timeout: Duration,
     /// An HTTP/2 connection with no bytes in either direction for this long is closed.
     pub idle_timeout: Duration,
     /// How long in-flight requests may take to finish once accepting stopped.
@@ -75,6 +78,8 @@ pub struct ServerSettings {
     pub max_connections: usize,
     /// Client connections held at once per client IP; 0 for no cap.
     pub max_connections_per_ip: usize,
+    /// Connections open to one upstream endpoint (idle and busy); 0 for no cap.
+    pub max_upstream_connections: usize,
     pub access_log: Option<AccessLogTarget>,
 }
 
@@ -90,11 +95,13 @@ impl ServerSettings {
             },
             max_header_bytes: 64 * 1024,
             header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             drain_timeout: Duration::from_secs(30),
             drain_delay: Duration::ZERO,
             max_connections: 10_000,
             max_connections_per_ip: 0,
+            max_upstream_connections: crate::upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT,
             access_log: None,
         }
     }
@@ -183,10 +190,11 @@ impl GatewayBuilder {
             snapshots: self
                 .snapshots
                 .unwrap_or_else(|| Arc::new(ArcSwap::from_pointee(Snapshot::default()))),
-            upstreams: Upstreams::new(),
+            upstreams: Upstreams::with_max_connections(s.max_upstream_connections),
             access_log,
             metrics: self.metrics,
             observers: turnpike_policy::Chain::new(self.observers),
+            body_read_timeout: s.body_read_timeout,
         });
         crate::upstream::spawn_sweeper(Arc::downgrade(&shared));
         Ok(BoundGateway {
@@ -268,7 +276,7 @@ impl BoundGateway {
         shutdown: impl Future<Output = Stop>,
         cut: impl Future<Output = ()>,
     ) -> Result<(), ServeError> {
-        let graceful = Arc::new(GracefulShutdown::new());
+        let graceful = Arc::new(Drain::new());
         let (stop_tx, stop_rx) = watch::channel(false);
         let limits = Arc::new(Protocols::new(&self.settings, self.health.clone()));
         let caps = ConnLimits::new(
@@ -417,7 +425,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     protocols: Arc<Protocols>,
     caps: Arc<ConnLimits>,
-    graceful: Arc<GracefulShutdown>,
+    graceful: Arc<Drain>,
     mut stop: watch::Receiver<bool>,
 ) {
     static ACCEPT_FAILED: LogLimit = LogLimit::new(Duration::from_secs(10));
@@ -465,11 +473,10 @@ async fn accept_loop(
             None => {
                 let health = protocols.health.clone();
                 let svc = service_fn(move |req| serve_request(ctx.clone(), health.clone(), req));
-                let conn = protocols.h1.serve_connection(TokioIo::new(stream), svc);
-                let fut = watcher.watch(conn);
                 tokio::spawn(async move {
                     let _permit = permit;
-                    if let Err(e) = fut.await {
+                    let served = h1_conn::serve_h1(&protocols.h1, stream, svc, watcher).await;
+                    if let Err(e) = served {
                         log_conn_error(&e, peer);
                     }
                 });
@@ -490,7 +497,7 @@ async fn serve_tls(
     acceptor: tokio_rustls::TlsAcceptor,
     ctx: Arc<ConnCtx>,
     protocols: Arc<Protocols>,
-    watcher: hyper_util::server::graceful::Watcher,
+    mut watcher: watch::Receiver<()>,
     _permit: ConnPermit,
 ) {
     let tls = match tokio::time::timeout(protocols.handshake_timeout, acceptor.accept(stream)).await
@@ -511,10 +518,11 @@ async fn serve_tls(
     let result = if is_h2 {
         let (io, activity) = ActivityIo::new(tls);
         let conn = protocols.h2.serve_connection(TokioIo::new(io), svc);
-        watch_idle(watcher.watch(conn), activity, protocols.idle_timeout).await
+        tokio::pin!(conn);
+        let run = h1_conn::until_done(conn, &mut watcher);
+        watch_idle(run, activity, protocols.idle_timeout).await
     } else {
-        let conn = protocols.h1.serve_connection(TokioIo::new(tls), svc);
-        watcher.watch(conn).await
+        h1_conn::serve_h1(&protocols.h1, tls, svc, watcher).await
     };
     if let Err(e) = result {
         log_conn_error(&e, peer);

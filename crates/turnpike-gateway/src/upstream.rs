@@ -9,6 +9,11 @@
 //! pools of endpoints no API of the current snapshot names any more, and closes idle
 //! connections that waited through a whole sweep period (idle for 30 to 60 s). Idle
 //! entries carry the sweep epoch they were parked in, so the request path reads no clock.
+//!
+//! Each endpoint
+//! holds at most `max_connections` connections (idle and busy together): past that, a
+//! request waits for one to come back to the pool or close, up to the API's connect
+//! timeout, then gets `503 upstream_busy`.
 
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -16,6 +21,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
 use arc_swap::ArcSwap;
 use http::uri::Authority;
@@ -36,6 +43,9 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 /// A pool's key: https, and the endpoint's authority.
 pub type PoolKey = (bool, Authority);
+
+/// Default of the most connections open to one endpoint (`--max-upstream-connections`).
+pub const DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT: usize = 1024;
 
 /// A connection ready to carry one request.
 pub enum Conn {
@@ -76,6 +86,7 @@ pub struct Upstreams {
     pools: ArcSwap<PoolMap>,
     create: Mutex<()>,
     tls: tokio_rustls::TlsConnector,
+    max_per_endpoint: usize,
 }
 
 impl Default for Upstreams {
@@ -86,6 +97,11 @@ impl Default for Upstreams {
 
 impl Upstreams {
     pub fn new() -> Self {
+        Self::with_max_connections(DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)
+    }
+
+    /// Pools holding at most `max_per_endpoint` connections each (0: no cap).
+    pub fn with_max_connections(max_per_endpoint: usize) -> Self {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
@@ -105,6 +121,11 @@ impl Upstreams {
             pools: ArcSwap::from_pointee(PoolMap::default()),
             create: Mutex::new(()),
             tls: tokio_rustls::TlsConnector::from(Arc::new(cfg)),
+            max_per_endpoint: if max_per_endpoint == 0 {
+                Semaphore::MAX_PERMITS
+            } else {
+                max_per_endpoint.min(Semaphore::MAX_PERMITS)
+            },
         }
     }
 
@@ -123,6 +144,7 @@ impl Upstreams {
             https,
             authority.clone(),
             self.tls.clone(),
+            self.max_per_endpoint,
         ));
         let mut next = PoolMap::clone(&current);
         next.insert(key, pool.clone());
@@ -203,10 +225,19 @@ pub struct EndpointPool {
     epoch: AtomicU32,
     h2: Mutex<Option<http2::SendRequest<RequestBody>>>,
     tls: tokio_rustls::TlsConnector,
+    /// One permit per connection that may be open; each connection holds one.
+    slots: Arc<Semaphore>,
+    /// Told when a connection comes back to an idle stack (a waiter can take it).
+    returned: Notify,
 }
 
 impl EndpointPool {
-    fn new(https: bool, authority: Authority, tls: tokio_rustls::TlsConnector) -> Self {
+    fn new(
+        https: bool,
+        authority: Authority,
+        tls: tokio_rustls::TlsConnector,
+        max_connections: usize,
+    ) -> Self {
         let host = HeaderValue::from_str(authority.as_str())
             .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
         EndpointPool {
@@ -218,6 +249,33 @@ impl EndpointPool {
             epoch: AtomicU32::new(0),
             h2: Mutex::new(None),
             tls,
+            slots: Arc::new(Semaphore::new(max_connections)),
+            returned: Notify::new(),
+        }
+    }
+
+    /// A connection slot: at once when one is free; else waits until one frees up,
+    /// or (`Ok(None)`) a connection came back to an idle stack, or the deadline
+    /// passed (`upstream_busy`).
+    async fn slot(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<OwnedSemaphorePermit>, GatewayError> {
+        match self.slots.clone().try_acquire_owned() {
+            Ok(p) => return Ok(Some(p)),
+            Err(TryAcquireError::Closed) => return Err(GatewayError::new(ErrorKind::Internal)),
+            Err(TryAcquireError::NoPermits) => {}
+        }
+        let returned = self.returned.notified();
+        tokio::select! {
+            p = self.slots.clone().acquire_owned() => {
+                p.map(Some).map_err(|_| GatewayError::new(ErrorKind::Internal))
+            }
+            _ = returned => Ok(None),
+            _ = tokio::time::sleep_until(deadline) => Err(GatewayError::with_source(
+                ErrorKind::UpstreamBusy,
+                format!("{} holds its maximum of connections", self.authority),
+            )),
         }
     }
 
@@ -238,6 +296,8 @@ impl EndpointPool {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
             idle.push((epoch, sender));
+            drop(idle);
+            self.returned.notify_one();
         }
     }
 
@@ -247,6 +307,8 @@ impl EndpointPool {
         let mut idle = self.direct.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
             idle.push((epoch, conn));
+            drop(idle);
+            self.returned.notify_one();
         }
     }
 
@@ -287,18 +349,25 @@ impl EndpointPool {
         &self,
         connect_timeout: Duration,
     ) -> Result<Box<H1Conn>, GatewayError> {
+        let deadline = tokio::time::Instant::now() + connect_timeout;
         loop {
-            let conn = self.direct.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            match conn {
-                Some((_, mut c)) => {
-                    if c.is_alive().await {
-                        return Ok(c);
+            loop {
+                let conn = self.direct.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                match conn {
+                    Some((_, mut c)) => {
+                        if c.is_alive().await {
+                            return Ok(c);
+                        }
                     }
+                    None => break,
                 }
-                None => break,
+            }
+            if let Some(slot) = self.slot(deadline).await? {
+                let mut c = Box::pin(self.connect_direct(connect_timeout)).await?;
+                c.hold(slot);
+                return Ok(c);
             }
         }
-        Box::pin(self.connect_direct(connect_timeout)).await
     }
 
     async fn connect_direct(&self, connect_timeout: Duration) -> Result<Box<H1Conn>, GatewayError> {
@@ -325,12 +394,27 @@ impl EndpointPool {
 
     /// A connection: an idle one if any is alive, the shared HTTP/2 one, or a new one.
     pub async fn checkout(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
+        let deadline = tokio::time::Instant::now() + connect_timeout;
+        loop {
+            if let Some(c) = self.checkout_idle().await {
+                return Ok(c);
+            }
+            if let Some(slot) = self.slot(deadline).await? {
+                // Boxed: the connect future (DNS, TCP, TLS state) is large and rarely
+                // polled; inline, it would be moved with every request's future.
+                return Box::pin(self.connect_with(connect_timeout, slot)).await;
+            }
+        }
+    }
+
+    /// An idle HTTP/1.1 connection that is still open, or the shared HTTP/2 one.
+    async fn checkout_idle(&self) -> Option<Conn> {
         while let Some(mut sender) = self.pop_idle() {
             if sender.is_closed() {
                 continue;
             }
             if sender.ready().await.is_ok() {
-                return Ok(Conn::H1 {
+                return Some(Conn::H1 {
                     sender,
                     reused: true,
                 });
@@ -340,18 +424,33 @@ impl EndpointPool {
             let h2 = self.h2.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if let Some(h2) = h2 {
                 if !h2.is_closed() {
-                    return Ok(Conn::H2(h2));
+                    return Some(Conn::H2(h2));
                 }
             }
         }
-        // Boxed: the connect future (DNS, TCP, TLS state) is large and rarely polled;
-        // inline, it would be moved with every request's future.
-        Box::pin(self.connect_new(connect_timeout)).await
+        None
     }
 
-    /// Opens a new connection within `connect_timeout` (TCP and, for https, TLS).
+    /// Opens a new connection within `connect_timeout` (TCP and, for https, TLS), once
+    /// a connection slot is free.
     pub async fn connect_new(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
-        match tokio::time::timeout(connect_timeout, self.connect()).await {
+        let deadline = tokio::time::Instant::now() + connect_timeout;
+        loop {
+            if let Some(slot) = self.slot(deadline).await? {
+                return self.connect_with(connect_timeout, slot).await;
+            }
+            if let Some(c) = self.checkout_idle().await {
+                return Ok(c);
+            }
+        }
+    }
+
+    async fn connect_with(
+        &self,
+        connect_timeout: Duration,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Conn, GatewayError> {
+        match tokio::time::timeout(connect_timeout, self.connect(slot)).await {
             Ok(r) => r,
             Err(_) => Err(GatewayError::with_source(
                 ErrorKind::UpstreamConnectTimeout,
@@ -360,7 +459,7 @@ impl EndpointPool {
         }
     }
 
-    async fn connect(&self) -> Result<Conn, GatewayError> {
+    async fn connect(&self, slot: OwnedSemaphorePermit) -> Result<Conn, GatewayError> {
         let port = self
             .authority
             .port_u16()
@@ -372,7 +471,7 @@ impl EndpointPool {
             .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
         let _ = tcp.set_nodelay(true);
         if !self.https {
-            return self.handshake_h1(TokioIo::new(tcp)).await;
+            return self.handshake_h1(TokioIo::new(tcp), slot).await;
         }
         let name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
@@ -388,6 +487,7 @@ impl EndpointPool {
                 .await
                 .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
             tokio::spawn(async move {
+                let _slot = slot;
                 if let Err(e) = conn.await {
                     tracing::debug!(error = %e, "upstream h2 connection ended");
                 }
@@ -395,10 +495,10 @@ impl EndpointPool {
             *self.h2.lock().unwrap_or_else(|p| p.into_inner()) = Some(sender.clone());
             return Ok(Conn::H2(sender));
         }
-        self.handshake_h1(TokioIo::new(tls)).await
+        self.handshake_h1(TokioIo::new(tls), slot).await
     }
 
-    async fn handshake_h1<T>(&self, io: T) -> Result<Conn, GatewayError>
+    async fn handshake_h1<T>(&self, io: T, slot: OwnedSemaphorePermit) -> Result<Conn, GatewayError>
     where
         T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
@@ -407,6 +507,7 @@ impl EndpointPool {
             .await
             .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
         tokio::spawn(async move {
+            let _slot = slot;
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "upstream connection ended");
             }

@@ -1,6 +1,9 @@
 //! Connection caps over real sockets: past the global cap a new connection gets a JSON
 //! `503 too_many_connections` and is closed; past the per-IP cap, `429
 //! too_many_client_connections`; a place freed by a closed connection is taken again.
+//! Upstream side: one endpoint never gets more than `max_upstream_connections`; a
+//! request past it waits for a connection to come back, and gets `503 upstream_busy`
+//! when none does within the API's connect timeout.
 
 mod support;
 
@@ -82,4 +85,49 @@ async fn past_the_per_ip_cap_a_connection_gets_429() {
     let refused = one_request(gw.http, "/c/v1/b").await;
     assert!(refused.starts_with("HTTP/1.1 429"), "{refused}");
     assert_eq!(body_code(&refused), "too_many_client_connections");
+}
+
+#[tokio::test]
+async fn an_endpoint_gets_at_most_its_connection_cap_then_503_upstream_busy() {
+    let mut up = holding().await;
+    let extra = "    timeouts: { connect: 400ms, response: 20s }\n";
+    let gw = gateway_with(&config(&[api("u", &[http(up.addr)], extra)]), |s| {
+        s.max_upstream_connections = 2;
+    })
+    .await;
+    let c = client();
+    let send = |path: &'static str| {
+        let c = c.clone();
+        let url = gw.url(path);
+        tokio::spawn(async move { c.get(url).send().await.map(|r| r.status().as_u16()) })
+    };
+    let first = send("/u/v1/a");
+    let second = send("/u/v1/b");
+    for _ in 0..2 {
+        tokio::time::timeout(Duration::from_secs(10), up.arrivals.recv())
+            .await
+            .expect("both reach the upstream");
+    }
+    // Both connections busy: the third waits the connect timeout, then 503.
+    let resp = c.get(gw.url("/u/v1/c")).send().await.expect("answer");
+    assert_eq!(resp.status(), 503);
+    let body = error_body(resp).await;
+    assert_eq!(body["code"], "upstream_busy", "{body}");
+    assert!(
+        up.arrivals.try_recv().is_err(),
+        "a third connection reached the upstream"
+    );
+
+    // A waiting request takes the first connection that comes back.
+    let third = send("/u/v1/d");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    up.release.notify_waiters();
+    assert_eq!(first.await.expect("join").expect("first"), 200);
+    assert_eq!(second.await.expect("join").expect("second"), 200);
+    tokio::time::timeout(Duration::from_secs(10), up.arrivals.recv())
+        .await
+        .expect("the waiting request reaches the upstream");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    up.release.notify_waiters();
+    assert_eq!(third.await.expect("join").expect("third"), 200);
 }

@@ -7,10 +7,13 @@
 //! clients.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http::{HeaderMap, Response, StatusCode};
+
+use crate::log_limit::LogLimit;
 
 /// Who caused an error: decides the log level and whether a retry could help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +59,16 @@ pub enum ErrorKind {
     /// This client IP holds its maximum (`--max-connections-per-ip`).
     TooManyClientConnections,
     Internal,
+    /// The client did not send its request head, or its body, in time (the
+    /// header-read and body-read timeouts).
+    RequestTimeout,
+    /// hyper's own answer to a request head larger than `--max-header-bytes`.
+    HeadersTooLarge,
+    /// hyper's own answer to a request target too long to parse.
+    UriTooLong,
+    /// The endpoint holds its maximum of upstream connections (`max_connections` of the
+    /// API's endpoints) and none was freed within the connect timeout.
+    UpstreamBusy,
     // Security (policies/auth.rs maps turnpike-auth's errors onto these rows).
     MissingCredentials,
     MalformedCredentials,
@@ -250,6 +263,34 @@ impl ErrorKind {
                 Blame::Internal,
                 false,
             ),
+            RequestTimeout => row(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "the request was not received in time",
+                Client,
+                true,
+            ),
+            HeadersTooLarge => row(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+                "the request head is larger than this gateway accepts",
+                Client,
+                false,
+            ),
+            UriTooLong => row(
+                StatusCode::URI_TOO_LONG,
+                "uri_too_long",
+                "the request target is longer than this gateway accepts",
+                Client,
+                false,
+            ),
+            UpstreamBusy => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "upstream_busy",
+                "the upstream's connection limit is reached; retry shortly",
+                Upstream,
+                true,
+            ),
             MissingCredentials => row(
                 StatusCode::UNAUTHORIZED,
                 "missing_credentials",
@@ -441,15 +482,23 @@ impl GatewayError {
     /// answers from the upstream's (a response transformation leaves them alone).
     pub fn into_response(self, request_id: &HeaderValue) -> Response<Bytes> {
         let spec = self.kind.spec();
+        // An upstream down under load fails every request: one line per second per
+        // blame, with the count of those left out (`left_out`), not one per request.
+        static UPSTREAM: LogLimit = LogLimit::new(Duration::from_secs(1));
+        static INTERNAL: LogLimit = LogLimit::new(Duration::from_secs(1));
         match self.blame() {
             Blame::Client => {
                 tracing::debug!(code = spec.code, error = ?self.source, "request refused")
             }
             Blame::Upstream => {
-                tracing::warn!(code = spec.code, error = ?self.source, "upstream failure")
+                if let Some(left_out) = UPSTREAM.allow() {
+                    tracing::warn!(code = spec.code, error = ?self.source, left_out, "upstream failure")
+                }
             }
             Blame::Internal => {
-                tracing::error!(code = spec.code, error = ?self.source, "gateway failure")
+                if let Some(left_out) = INTERNAL.allow() {
+                    tracing::error!(code = spec.code, error = ?self.source, left_out, "gateway failure")
+                }
             }
         }
         let body = if self.detail.is_none() && self.fields.is_empty() {

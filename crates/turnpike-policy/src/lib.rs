@@ -17,6 +17,7 @@ mod chain;
 mod ctx;
 pub mod error;
 mod hook;
+pub mod log_limit;
 
 pub use chain::{Answer, Chain, Stop};
 pub use ctx::{

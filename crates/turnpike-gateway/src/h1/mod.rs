@@ -63,6 +63,8 @@ pub struct H1Conn {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// The endpoint's connection slot this connection holds (freed when it closes).
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl H1Conn {
@@ -75,7 +77,13 @@ impl H1Conn {
             buf: vec![0; READ_BUF],
             start: 0,
             end: 0,
+            slot: None,
         })
+    }
+
+    /// Holds one of the endpoint's connection slots for as long as this lives.
+    pub fn hold(&mut self, slot: tokio::sync::OwnedSemaphorePermit) {
+        self.slot = Some(slot);
     }
 
     fn pending(&self) -> &[u8] {
@@ -141,6 +149,9 @@ impl From<Failure> for GatewayError {
         match f {
             Failure::Body(BodyError::TooLarge { limit }) => {
                 GatewayError::with_source(ErrorKind::BodyTooLarge, BodyError::TooLarge { limit })
+            }
+            Failure::Body(e @ BodyError::ReadTimeout { .. }) => {
+                GatewayError::with_source(ErrorKind::RequestTimeout, e)
             }
             Failure::Body(e) => GatewayError::with_source(ErrorKind::BadRequest, e),
             Failure::Io(e) => GatewayError::with_source(ErrorKind::UpstreamReset, e),
