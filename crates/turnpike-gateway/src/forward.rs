@@ -85,9 +85,7 @@ async fn forward_watched(
     if n == 0 {
         return Err(GatewayError::new(ErrorKind::NoEndpoint));
     }
-    // Written into the map only for hyper's client; the in-task client writes them while
-    // encoding the head.
-    let mut in_map = false;
+    fwd.apply(&mut parts.headers, &parts.uri);
     let first = if n == 1 || api.load_balancing == LoadBalancing::Failover {
         0
     } else {
@@ -112,7 +110,6 @@ async fn forward_watched(
                         base: &ep.base_path,
                         path: target.path(),
                         query: target.query(),
-                        forwarded: (!in_map).then_some(fwd),
                     };
                     let fut = h1::exchange(pool, conn, parts, body, path);
                     return match tokio::time::timeout(api.response_timeout, fut).await {
@@ -126,10 +123,6 @@ async fn forward_watched(
                     continue;
                 }
             }
-        }
-        if !in_map {
-            fwd.apply(&mut parts.headers, &parts.uri);
-            in_map = true;
         }
         match pool.checkout(api.connect_timeout).await {
             Ok(conn) => {
