@@ -24,15 +24,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
-  cargo build --release -p turnpike >/dev/null; bin=target/release/turnpike; fi
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+. bench/lib.sh
 
 echo_port=$(free_port); gw_port=$(free_port)
 taskset -c 0 "$bin" --log warn echo --soap --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &

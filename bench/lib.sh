@@ -1,0 +1,14 @@
+# Shared by the bench scripts that start their own processes on loopback (sourced):
+#   bin        the turnpike binary: $TURNPIKE_BIN, else a fresh `--release` build;
+#   work       a temporary directory, removed on exit with every pid in `pids`;
+#   free_port  an unused 127.0.0.1 port;
+#   wait_port  waits (10 s) until a port accepts connections.
+if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
+  cargo build --release -p turnpike >/dev/null; bin=target/release/turnpike; fi
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
