@@ -1,8 +1,9 @@
 // The portals end to end in a real browser against a real `turnpike up`: the admin
-// adds a publisher and a subscriber; the publisher imports an OpenAPI file and
-// publishes it; the subscriber creates an application, generates keys (shown once),
-// subscribes and calls the API from the try-it console (200); the publisher blocks the
-// subscription and the console gets 403; the admin creates a tier. Each portal's main
+// adds a publisher and turns self sign-up on; the publisher imports an OpenAPI file and
+// publishes it; a visitor browses the public catalogue, signs up and signs in, creates an
+// application, generates keys (shown once), subscribes and calls the API from the try-it
+// console (200); the publisher blocks the subscription and the console gets 403; the
+// admin creates a tier and closes the catalogue to anonymous visitors. Each portal's main
 // pages are saved as screenshots under target/screenshots (listed in docs/portals.md).
 import { expect, test, type Browser, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
@@ -62,13 +63,10 @@ async function tryUntil(page: Page, want: number) {
 test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   const admin = await signIn(browser, 'admin', process.env.TP_ADMIN_PASSWORD!, '01-login');
 
-  // Admin: a publisher and a subscriber.
+  // Admin: a publisher, and self sign-up on for subscribers.
   await admin.goto('/admin/users');
   await expect(admin.getByRole('heading', { name: 'Users' })).toBeVisible();
-  for (const [name, role] of [
-    ['pat', 'publisher'],
-    ['sam', 'subscriber'],
-  ]) {
+  for (const [name, role] of [['pat', 'publisher']]) {
     await admin.getByLabel('Username').fill(name);
     await admin.getByLabel('Password', { exact: false }).first().fill(`${name}-password-1`);
     // The form starts with "subscriber" checked; a publisher gets publisher instead.
@@ -80,6 +78,13 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
     await expect(admin.getByRole('table', { name: 'Users' }).getByRole('cell', { name, exact: true })).toBeVisible();
   }
   await shot(admin, '02-admin-users');
+  await admin.goto('/admin/settings');
+  const selfSignup = admin.getByRole('switch', { name: /Self sign-up/ });
+  await expect(selfSignup).not.toBeChecked();
+  await selfSignup.click();
+  await expect(selfSignup).toBeChecked();
+  await expect(admin.getByRole('switch', { name: /Anonymous browsing/ })).toBeChecked();
+  await shot(admin, '02b-admin-settings');
 
   // Publisher: import the OpenAPI file, publish.
   const pub = await signIn(browser, 'pat', 'pat-password-1');
@@ -102,11 +107,33 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await expect(pub.getByRole('link', { name: 'Pet Store' })).toBeVisible();
   await shot(pub, '04-publisher-apis');
 
-  // Subscriber: application, keys shown once, subscription, try-it → 200.
-  const sub = await signIn(browser, 'sam', 'sam-password-1');
+  // A visitor: the public catalogue, sign up, sign in.
+  const visitor = await browser.newContext({ baseURL: base() });
+  const sub = await visitor.newPage();
+  opened.push(sub);
+  await sub.goto('/devportal');
+  await sub.getByRole('link', { name: /Pet Store/ }).click();
+  await expect(sub.getByText('List pets')).toBeVisible();
+  await expect(sub.getByRole('button', { name: 'Sign in to subscribe', exact: true })).toBeVisible();
+  await shot(sub, '05-devportal-anonymous-api');
+  await sub.getByRole('link', { name: 'Sign up', exact: true }).first().click();
+  await sub.getByLabel(/^Username/).fill('sam');
+  await sub.getByLabel(/^Password/).fill('sam-password-1');
+  await sub.getByLabel(/^Repeat the password/).fill('sam-password-1');
+  await shot(sub, '05b-devportal-sign-up');
+  await sub.getByRole('button', { name: 'Create account', exact: true }).click();
+  await expect(sub.getByText('Welcome, sam.')).toBeVisible();
+  await sub.getByRole('button', { name: 'Sign in', exact: true }).last().click();
+  await expect(sub.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+  await sub.getByLabel('Username').fill('sam');
+  await sub.getByLabel('Password').fill('sam-password-1');
+  await sub.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(sub.getByRole('button', { name: 'Sign out', exact: true })).toBeVisible();
   await expect(sub).toHaveURL(/\/devportal$/);
+
+  // Subscriber: application, keys shown once, subscription, try-it → 200.
   await expect(sub.getByRole('link', { name: /Pet Store/ })).toBeVisible();
-  await shot(sub, '05-devportal-catalogue');
+  await shot(sub, '05c-devportal-catalogue');
   await sub.getByRole('link', { name: 'Applications' }).click();
   await sub.getByLabel('New application').fill('sam-app');
   await sub.getByRole('button', { name: 'Create', exact: true }).click();
@@ -150,6 +177,18 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await expect(admin.getByRole('row', { name: /Platinum\s+7000 \/ 60 s\s+Seven thousand a minute/ })).toBeVisible();
   await expect(admin.getByRole('alert')).toHaveCount(0);
   await shot(admin, '10-admin-tiers');
+
+  // Admin closes the catalogue: a new visitor is sent to sign in.
+  await admin.goto('/admin/settings');
+  const anonymous = admin.getByRole('switch', { name: /Anonymous browsing/ });
+  await anonymous.click();
+  await expect(anonymous).not.toBeChecked();
+  const late = await (await browser.newContext({ baseURL: base() })).newPage();
+  opened.push(late);
+  await late.goto('/devportal');
+  await expect(late.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+  await anonymous.click(); // open again: the next test starts from the default
+  await expect(anonymous).toBeChecked();
   for (const [path, heading, name] of [
     ['/admin/gateways', 'Gateways', '11-admin-gateways'],
     ['/admin/keys', 'Signing keys', '12-admin-signing-keys'],
@@ -171,7 +210,10 @@ test('the portals refuse a wrong password and make no request off the machine', 
     if (host !== '127.0.0.1' && host !== 'localhost') foreign.push(r.url());
   });
   const started = Date.now();
+  // The public catalogue first (anonymous browsing is on by default), then sign in.
   await page.goto('/devportal');
+  await expect(page.getByRole('link', { name: /Demo/ })).toBeVisible();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
   await page.getByLabel('Username').fill('admin');
   await page.getByLabel('Password').fill('wrong-password');

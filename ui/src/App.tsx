@@ -1,9 +1,9 @@
-// The shell: sign-in (every path but /callback needs a user), the header with the
-// portals the user's scopes open, light/dark switch and sign-out, and the page.
+// The shell: sign-in (every path but /callback, /signup and, while anonymous browsing
+// is on, the Developer Portal's catalogue needs a user), the header with the portals the
+// user's scopes open, light/dark switch and sign-out, and the page.
 import { useEffect, useState } from 'react';
 import { useDisclosure } from '@mantine/hooks';
 import {
-  ActionIcon,
   Alert,
   AppShell,
   Burger,
@@ -14,9 +14,11 @@ import {
   NavLink,
   Text,
   Title,
-  useMantineColorScheme,
 } from '@mantine/core';
-import { completeLogin, currentUser, login, logout, type User } from './auth';
+import { completeLogin, currentUser, login, logout, signedInBefore, type User } from './auth';
+import { publicSettings } from './api/calls';
+import { PublicShell } from './PublicShell';
+import { ThemeToggle } from './ThemeToggle';
 import { Link, navigate, useRoute } from './router';
 import type { Portal } from './lib/jwt';
 import { PublisherPage, publisherNav } from './pages/Publisher';
@@ -39,10 +41,21 @@ function portalOf(path: string): Portal | null {
   return PORTALS.some((p) => p.id === first) ? (first as Portal) : null;
 }
 
-function useSignedIn(): { user: User | null; error: string | null } {
+/** The catalogue's pages, which anonymous callers may browse while an admin allows it. */
+function isCatalogue(path: string): boolean {
+  return path === '/devportal' || path.startsWith('/devportal/apis/');
+}
+
+type Catalogue = 'unknown' | 'open' | 'closed';
+
+function useSignedIn(): { user: User | null; error: string | null; anonymous: boolean } {
   const { path, search } = useRoute();
   const [user, setUser] = useState<User | null>(currentUser());
   const [error, setError] = useState<string | null>(null);
+  const [catalogue, setCatalogue] = useState<Catalogue>('unknown');
+  // A tab that signed in before goes back through /oauth2/authorize (silent while the
+  // session cookie lives) rather than showing the public view.
+  const browsing = !user && isCatalogue(path) && !signedInBefore();
   useEffect(() => {
     if (user) return;
     if (path === '/callback') {
@@ -52,31 +65,25 @@ function useSignedIn(): { user: User | null; error: string | null } {
           navigate(to, true);
         })
         .catch((e: Error) => setError(e.message));
-    } else {
-      void login(path + search);
+      return;
     }
-  }, [path, search, user]);
-  return { user, error };
-}
-
-function ThemeToggle() {
-  const { colorScheme, setColorScheme } = useMantineColorScheme();
-  const dark = colorScheme === 'dark';
-  return (
-    <ActionIcon
-      variant="default"
-      size="lg"
-      aria-label={dark ? 'Use light colours' : 'Use dark colours'}
-      onClick={() => setColorScheme(dark ? 'light' : 'dark')}
-    >
-      {dark ? '☀' : '☾'}
-    </ActionIcon>
-  );
+    if (path === '/signup') return;
+    if (browsing && catalogue === 'unknown') {
+      publicSettings()
+        .then((p) => setCatalogue(p.anonymousBrowsing ? 'open' : 'closed'))
+        .catch(() => setCatalogue('closed'));
+      return;
+    }
+    if (browsing && catalogue === 'open') return;
+    void login(path + search);
+  }, [path, search, user, browsing, catalogue]);
+  const anonymous = !user && (path === '/signup' || (browsing && catalogue === 'open'));
+  return { user, error, anonymous };
 }
 
 export function App() {
-  const { user, error } = useSignedIn();
-  const { path } = useRoute();
+  const { user, error, anonymous } = useSignedIn();
+  const { path, search } = useRoute();
   const [navOpen, nav_] = useDisclosure(false);
   useEffect(() => nav_.close(), [path]); // eslint-disable-line react-hooks/exhaustive-deps
   if (error)
@@ -90,6 +97,7 @@ export function App() {
         </Alert>
       </Center>
     );
+  if (!user && anonymous) return <PublicShell path={path} search={search} />;
   if (!user)
     return (
       <Center h="100vh">

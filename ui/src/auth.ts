@@ -7,6 +7,14 @@ import { randomVerifier, s256 } from './lib/pkce';
 
 export const CLIENT_ID = 'turnpike-ui';
 const PENDING = 'turnpike.login';
+/** Set while this tab has signed in: a reload then goes straight back through
+ * /oauth2/authorize instead of showing the public catalogue. */
+const SIGNED_IN = 'turnpike.signedIn';
+
+/** This tab signed in before (a reload should sign in again, silently). */
+export function signedInBefore(): boolean {
+  return sessionStorage.getItem(SIGNED_IN) === '1';
+}
 
 interface Tokens {
   access: string;
@@ -84,6 +92,7 @@ export async function completeLogin(search: string): Promise<string> {
     redirect_uri: redirectUri(),
     code_verifier: pending.verifier,
   });
+  sessionStorage.setItem(SIGNED_IN, '1');
   return pending.returnTo || '/';
 }
 
@@ -102,6 +111,7 @@ export async function accessToken(): Promise<string | null> {
 
 export async function logout(): Promise<void> {
   tokens = null;
+  sessionStorage.removeItem(SIGNED_IN);
   await fetch('/oauth2/logout', { method: 'POST' });
   window.location.assign('/');
 }

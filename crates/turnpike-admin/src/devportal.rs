@@ -1,7 +1,9 @@
 //! `/api/am/devportal/v1`: the developer portal. Lists and searches the APIs subscribers
 //! may see (published, prototyped, deprecated), their definitions; applications owned by
 //! the caller; subscriptions with a tier. Any authenticated user (bearer tokens need
-//! `apim:subscribe`: the [`Portal`] extractor); applications and subscriptions are scoped
+//! `apim:subscribe`: the [`Portal`] extractor); the catalogue (APIs and their
+//! definitions) also to anonymous callers while anonymous browsing is on
+//! ([`PortalReader`]); applications and subscriptions are scoped
 //! to their owner (admins see all): [`OwnApp`] for `/applications/{id}/...`.
 
 use std::collections::HashMap;
@@ -16,6 +18,7 @@ use turnpike_store::{Api, Application, LifecycleState};
 use crate::auth::{Caller, Portal};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::{if_match, read, written, JsonBody, Paged};
+use crate::portal_settings::PortalReader;
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -46,7 +49,7 @@ async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
 
 async fn list_apis(
     State(s): State<AppState>,
-    _caller: Portal,
+    _caller: PortalReader,
     pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
@@ -100,7 +103,7 @@ fn portal_json(envs: &serde_json::Value, api: &Api) -> serde_json::Value {
 
 async fn get_api(
     State(s): State<AppState>,
-    _c: Portal,
+    _c: PortalReader,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
@@ -116,7 +119,7 @@ async fn get_api(
 
 async fn definition(
     State(s): State<AppState>,
-    _c: Portal,
+    _c: PortalReader,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let api = visible_api(&s, &id).await?;

@@ -32,6 +32,7 @@ mod openapi_detail;
 mod openapi_doc;
 mod openapi_import;
 mod openapi_schemas;
+mod portal_settings;
 mod publisher;
 pub mod runtime;
 pub mod scopes;
@@ -164,7 +165,8 @@ pub fn router(state: AppState) -> Router {
                 .merge(keys_api::devportal_routes())
                 .merge(users_api::devportal_routes())
                 .merge(documents_api::devportal_routes())
-                .merge(try_it::routes()),
+                .merge(try_it::routes())
+                .merge(portal_settings::devportal_routes()),
         )
         .nest(
             "/api/am/admin/v1",
@@ -172,7 +174,8 @@ pub fn router(state: AppState) -> Router {
                 .merge(users_api::admin_routes())
                 .merge(export::routes())
                 .merge(environments::admin_routes())
-                .merge(throttle_settings::admin_routes()),
+                .merge(throttle_settings::admin_routes())
+                .merge(portal_settings::admin_routes()),
         )
         .nest("/api/am/gateway/v1", snapshot::routes())
         .route("/api/am/openapi.json", get(openapi))

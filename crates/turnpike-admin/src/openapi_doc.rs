@@ -207,21 +207,21 @@ pub const OPERATIONS: &[Operation] = &[
         "/api/am/devportal/v1/apis",
         "listVisibleApis",
         "List and search visible APIs (with endpointURLs: gateway URLs per environment)",
-        "apim:subscribe",
+        "catalogue",
     ),
     op(
         "get",
         "/api/am/devportal/v1/apis/{apiId}",
         "getVisibleApi",
         "Get a visible API",
-        "apim:subscribe",
+        "catalogue",
     ),
     op(
         "get",
         "/api/am/devportal/v1/apis/{apiId}/swagger",
         "getVisibleApiDefinition",
         "A visible API's definition, its servers the gateway URLs of each environment",
-        "apim:subscribe",
+        "catalogue",
     ),
     op(
         "get",
@@ -449,6 +449,27 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/devportal/v1/settings",
+        "getPublicPortalSettings",
+        "What a visitor may do before signing in: anonymousBrowsing, selfSignup",
+        "none",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/settings/devportal",
+        "getDevportalSettings",
+        "Whether the Developer Portal's catalogue is open to anonymous callers (anonymousBrowsing)",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/settings/devportal",
+        "setDevportalSettings",
+        "Open or close the Developer Portal's catalogue to anonymous callers (anonymousBrowsing)",
+        "apim:admin",
+    ),
+    op(
+        "get",
         "/api/am/admin/v1/settings/environments",
         "getEnvironments",
         "Gateway environments (name, httpUrl, httpsUrl) the DevPortal shows URLs for",
@@ -610,7 +631,7 @@ fn error(description: &str) -> Value {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 22] = [
+const NEVER_404: [&str; 25] = [
     "getEnvironments",
     "setEnvironments",
     "getThrottlingSettings",
@@ -618,6 +639,9 @@ const NEVER_404: [&str; 22] = [
     "selfSignup",
     "getSelfSignupSettings",
     "setSelfSignupSettings",
+    "getDevportalSettings",
+    "setDevportalSettings",
+    "getPublicPortalSettings",
     "listApis",
     "listVisibleApis",
     "createApi",
@@ -677,9 +701,9 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     if body || has_query {
         add(400, "invalid fields, all of them listed in errors[]");
     }
-    if op.scope == "none" {
+    if op.id == "selfSignup" {
         add(403, "self sign-up is off");
-    } else {
+    } else if op.scope != "none" {
         add(
             401,
             "no or bad credentials (WWW-Authenticate: Basic and Bearer)",
@@ -728,6 +752,12 @@ pub fn document() -> Value {
                 ),
             ),
             None if scope == "none" => (json!([]), "No credentials.".to_string()),
+            None if scope == "catalogue" => (
+                json!([{}, {"basic": []}, {"bearer": ["apim:subscribe"]}]),
+                "No credentials while anonymous browsing is on (/api/am/admin/v1/settings/devportal); \
+                 otherwise bearer tokens need the apim:subscribe scope."
+                    .to_string(),
+            ),
             None => (
                 json!([{"gatewayToken": []}]),
                 "Gateways only (the gateway token).".to_string(),

@@ -290,6 +290,12 @@ pub fn schemas() -> Value {
         "SelfSignupSettings": strict(&[], json!({
             "enabled": {"type": "boolean"}, "approval": {"type": "boolean"}
         }), json!({"enabled": true, "approval": true})),
+        "DevportalSettings": strict(&[], json!({
+            "anonymousBrowsing": {"type": "boolean"}
+        }), json!({"anonymousBrowsing": true})),
+        "PublicPortalSettings": strict(&["anonymousBrowsing", "selfSignup"], json!({
+            "anonymousBrowsing": {"type": "boolean"}, "selfSignup": {"type": "boolean"}
+        }), json!({"anonymousBrowsing": true, "selfSignup": false})),
         "PasswordReset": strict(&["password"], json!({"password": {"type": "string", "minLength": 8, "maxLength": 1000, "writeOnly": true}}), json!({"password": "a new password"})),
         "PasswordChange": strict(&["currentPassword", "newPassword"], json!({
             "currentPassword": {"type": "string", "writeOnly": true},

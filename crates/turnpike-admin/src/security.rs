@@ -40,7 +40,7 @@ pub const CLI_CLIENT_ID: &str = "turnpike-cli";
 
 /// The built-in public client of the web portals: authorization code with PKCE (the
 /// login page), refresh_token; REST-API tokens like [`CLI_CLIENT_ID`]'s.
-pub const UI_CLIENT_ID: &str = "turnpike-ui";
+pub const UI_CLIENT_ID: &str = turnpike_keymanager::PORTAL_CLIENT_ID;
 
 /// `aud` of REST-API tokens; gateways accept only `turnpike`.
 pub const REST_AUDIENCE: &str = "turnpike-control-plane";

@@ -50,7 +50,7 @@ const SIGNUP: &str = "selfSignup";
 
 /// Self sign-up: off unless an admin turns it on; with `approval`, new users wait
 /// (`PENDING`, no sign-in) until an admin sets them `ACTIVE`.
-async fn signup_settings(s: &AppState) -> ApiResult<Value> {
+pub(crate) async fn signup_settings(s: &AppState) -> ApiResult<Value> {
     Ok(s.inner
         .store
         .setting(SIGNUP)

@@ -108,6 +108,10 @@ async fn discovery_and_login_page_serve_the_portals_client() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("<form method=\"post\" action=\"/oauth2/authorize\">"));
+    assert!(
+        body.contains("<a href=\"/signup\">Sign up</a>"),
+        "the portals' login page leads to sign-up"
+    );
     assert!(headers["set-cookie"]
         .to_str()
         .expect("cookie")
@@ -265,4 +269,115 @@ async fn try_it_relays_with_the_applications_token_until_the_subscription_is_blo
     let r = try_it(&cp, "sub", &app, body).await;
     assert_eq!(r.status, 502, "{}", r.json);
     assert_eq!(r.json["code"], "gateway_unreachable");
+}
+
+/// The public catalogue: without credentials the DevPortal lists and shows published APIs
+/// (never drafts) while anonymous browsing is on (the default); a bad token is still a
+/// 401; applications stay private; an admin closes the catalogue and it answers 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_is_browsable_anonymously_until_an_admin_closes_it() {
+    let cp = control_plane(false).await;
+    let mut ids = Vec::new();
+    for name in ["Shown", "Draft"] {
+        let api = cp
+            .ok(
+                Method::POST,
+                "/api/am/publisher/v1/apis",
+                Auth::Basic("pub"),
+                Some(
+                    json!({"name": name, "context": format!("/{}", name.to_lowercase()),
+                    "version": "v1", "endpoints": ["http://127.0.0.1:9"],
+                    "resources": [{"path": "/*", "methods": ["GET"]}]}),
+                ),
+            )
+            .await;
+        ids.push(api["id"].as_str().expect("id").to_string());
+    }
+    cp.ok(
+        Method::POST,
+        &format!(
+            "/api/am/publisher/v1/apis/change-lifecycle?apiId={}&action=Publish",
+            ids[0]
+        ),
+        Auth::Basic("pub"),
+        None,
+    )
+    .await;
+
+    let list = cp
+        .call(Method::GET, "/api/am/devportal/v1/apis", Auth::None, None)
+        .await;
+    assert_eq!(list.status, 200, "{}", list.json);
+    let names: Vec<&str> = list.json["list"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert_eq!(names, ["Shown"], "published only");
+    for (path, want) in [
+        (format!("/api/am/devportal/v1/apis/{}", ids[0]), 200),
+        (format!("/api/am/devportal/v1/apis/{}/swagger", ids[0]), 200),
+        (format!("/api/am/devportal/v1/apis/{}", ids[1]), 404),
+        ("/api/am/devportal/v1/applications".to_string(), 401),
+    ] {
+        let r = cp.call(Method::GET, &path, Auth::None, None).await;
+        assert_eq!(r.status, want, "anonymous GET {path}: {}", r.json);
+    }
+    let bad = cp
+        .call(
+            Method::GET,
+            "/api/am/devportal/v1/apis",
+            Auth::Bearer("not-a-token"),
+            None,
+        )
+        .await;
+    assert_eq!(bad.status, 401, "credentials sent are checked");
+
+    let settings = "/api/am/admin/v1/settings/devportal";
+    let r = cp
+        .call(
+            Method::PUT,
+            settings,
+            Auth::Basic("pub"),
+            Some(json!({"anonymousBrowsing": false})),
+        )
+        .await;
+    assert_eq!(r.status, 403, "only admins: {}", r.json);
+    let r = cp
+        .call(
+            Method::PUT,
+            settings,
+            Auth::Basic("admin"),
+            Some(json!({"anonymousBrowsing": "no"})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.json["errors"][0]["field"].as_str()),
+        (400, Some("anonymousBrowsing")),
+        "{}",
+        r.json
+    );
+    let off = cp
+        .ok(
+            Method::PUT,
+            settings,
+            Auth::Basic("admin"),
+            Some(json!({"anonymousBrowsing": false})),
+        )
+        .await;
+    assert_eq!(off, json!({"anonymousBrowsing": false}));
+    let r = cp
+        .call(Method::GET, "/api/am/devportal/v1/apis", Auth::None, None)
+        .await;
+    assert_eq!(r.status, 401, "closed: {}", r.json);
+    let r = cp
+        .call(
+            Method::GET,
+            "/api/am/devportal/v1/apis",
+            Auth::Basic("sub"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "signed-in users still browse");
 }

@@ -32,6 +32,10 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use authorize::{s256_challenge, AuthorizeClient};
+
+/// The client id of the web portals (the control plane registers it): its login page
+/// links to the portals' sign-up page.
+pub const PORTAL_CLIENT_ID: &str = "turnpike-ui";
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::OAuthError;
 pub use keys::{Jwk, Jwks, KeyError};

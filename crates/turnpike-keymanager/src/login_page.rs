@@ -38,6 +38,8 @@ label { display:block; font-weight:600; margin:16px 0 6px; font-size:.9rem; }
 input[type=text], input[type=password] { width:100%; padding:10px 12px; font:inherit; color:inherit; background:transparent; border:1px solid var(--border); border-radius:8px; }
 input:focus, button:focus { outline:2px solid var(--accent); outline-offset:2px; }
 button { margin-top:24px; width:100%; padding:10px; font:inherit; font-weight:600; color:#fff; background:var(--accent); border:0; border-radius:8px; cursor:pointer; }
+p.alt { margin:20px 0 0; text-align:center; color:var(--muted); font-size:.9rem; }
+a { color:var(--accent); }
 .error { margin:0 0 8px; padding:10px 12px; border-radius:8px; color:var(--err); border:1px solid var(--err); }
 "#;
 
@@ -77,6 +79,13 @@ pub(crate) fn render(p: &LoginPage<'_>) -> String {
         .error
         .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
         .unwrap_or_default();
+    // The portals' own client: new subscribers find the portals' sign-up page from here
+    // (it says so when an admin keeps self sign-up off).
+    let signup = if r.client_id == crate::PORTAL_CLIENT_ID {
+        "<p class=\"alt\">No account yet? <a href=\"/signup\">Sign up</a></p>"
+    } else {
+        ""
+    };
     let body = format!(
         "<h1>Sign in</h1><p class=\"sub\">to Turnpike</p>{error}\
          <form method=\"post\" action=\"/oauth2/authorize\">{fields}\
@@ -84,7 +93,7 @@ pub(crate) fn render(p: &LoginPage<'_>) -> String {
          <input id=\"username\" name=\"username\" type=\"text\" autocomplete=\"username\" required autofocus>\
          <label for=\"password\">Password</label>\
          <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
-         <button type=\"submit\">Sign in</button></form>"
+         <button type=\"submit\">Sign in</button></form>{signup}"
     );
     page("Sign in · Turnpike", &body)
 }

@@ -181,6 +181,9 @@ export const admin = {
   async createUser(body: { name: string; password: string; roles: string[] }): Promise<void> {
     must(await api.POST('/api/am/admin/v1/users', { body: body as never }));
   },
+  async setUserStatus(name: string, status: 'ACTIVE' | 'DISABLED'): Promise<void> {
+    must(await api.PATCH('/api/am/admin/v1/users/{name}', { params: { path: { name } }, body: { status } as never }));
+  },
   async deleteUser(name: string): Promise<void> {
     must(await api.DELETE('/api/am/admin/v1/users/{name}', { params: { path: { name } } }));
   },
@@ -196,8 +199,40 @@ export const admin = {
   async rotateKeys(): Promise<void> {
     must(await api.POST('/api/am/admin/v1/keys/rotate', {}));
   },
+  async signupSettings(): Promise<SignupSettings> {
+    return must(await api.GET('/api/am/admin/v1/settings/self-signup', {})) as SignupSettings;
+  },
+  async setSignupSettings(body: SignupSettings): Promise<SignupSettings> {
+    return must(await api.PUT('/api/am/admin/v1/settings/self-signup', { body })) as SignupSettings;
+  },
+  async devportalSettings(): Promise<DevportalSettings> {
+    return must(await api.GET('/api/am/admin/v1/settings/devportal', {})) as DevportalSettings;
+  },
+  async setDevportalSettings(body: DevportalSettings): Promise<DevportalSettings> {
+    return must(await api.PUT('/api/am/admin/v1/settings/devportal', { body })) as DevportalSettings;
+  },
 };
 
+export interface SignupSettings {
+  enabled: boolean;
+  approval: boolean;
+}
+
+export interface DevportalSettings {
+  anonymousBrowsing: boolean;
+}
+
+/** Sign-up needs no credentials: the account is ACTIVE, or PENDING until an admin approves. */
+export async function signUp(name: string, password: string): Promise<{ name: string; status: string }> {
+  return must(
+    await api.POST('/api/am/devportal/v1/self-signup', { body: { name, password } }),
+  ) as { name: string; status: string };
+}
+
+/** What a visitor may do before signing in (no credentials needed to ask). */
+export async function publicSettings(): Promise<{ anonymousBrowsing: boolean; selfSignup: boolean }> {
+  return must(await api.GET('/api/am/devportal/v1/settings', {})) as { anonymousBrowsing: boolean; selfSignup: boolean };
+}
 export interface Gateway {
   id: string;
   servingVersion?: number;

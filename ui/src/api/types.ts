@@ -54,6 +54,7 @@ export interface Tier {
 export interface User {
   name: string;
   roles: string[];
+  status?: string;
 }
 
 export interface TryResult {

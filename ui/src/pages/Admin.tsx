@@ -20,7 +20,8 @@ import {
 } from '@mantine/core';
 import { admin, devportal, type Gateway, type SigningKey, type TierKind } from '../api/calls';
 import { errorText, useLoad } from '../lib/load';
-import { ErrorNote, Loading } from './common';
+import { ErrorNote, Loading, StateBadge } from './common';
+import { Settings } from './AdminSettings';
 
 export const adminNav = [
   { href: '/admin', label: 'Tiers' },
@@ -29,6 +30,7 @@ export const adminNav = [
   { href: '/admin/gateways', label: 'Gateways' },
   { href: '/admin/keys', label: 'Signing keys' },
   { href: '/admin/dashboards', label: 'Dashboards' },
+  { href: '/admin/settings', label: 'Settings' },
 ];
 
 export function AdminPage({ path }: { path: string }) {
@@ -43,6 +45,8 @@ export function AdminPage({ path }: { path: string }) {
       return <Keys />;
     case '/admin/dashboards':
       return <Dashboards />;
+    case '/admin/settings':
+      return <Settings />;
     default:
       return <Tiers />;
   }
@@ -159,10 +163,10 @@ function Users() {
       setError(errorText(e));
     }
   };
-  const remove = async (n: string) => {
+  const act = async (f: () => Promise<void>) => {
     setError(null);
     try {
-      await admin.deleteUser(n);
+      await f();
       users.reload();
     } catch (e) {
       setError(errorText(e));
@@ -199,6 +203,7 @@ function Users() {
             <Table.Tr>
               <Table.Th>Username</Table.Th>
               <Table.Th>Roles</Table.Th>
+              <Table.Th>Status</Table.Th>
               <Table.Th />
             </Table.Tr>
           </Table.Thead>
@@ -216,9 +221,19 @@ function Users() {
                   </Group>
                 </Table.Td>
                 <Table.Td>
-                  <Button size="xs" variant="subtle" color="red" onClick={() => void remove(u.name)} aria-label={`Delete user ${u.name}`}>
-                    Delete
-                  </Button>
+                  <StateBadge state={u.status ?? 'ACTIVE'} />
+                </Table.Td>
+                <Table.Td>
+                  <Group gap={4} wrap="nowrap">
+                    {u.status === 'PENDING' && (
+                      <Button size="xs" variant="light" onClick={() => void act(() => admin.setUserStatus(u.name, 'ACTIVE'))} aria-label={`Approve user ${u.name}`}>
+                        Approve
+                      </Button>
+                    )}
+                    <Button size="xs" variant="subtle" color="red" onClick={() => void act(() => admin.deleteUser(u.name))} aria-label={`Delete user ${u.name}`}>
+                      Delete
+                    </Button>
+                  </Group>
                 </Table.Td>
               </Table.Tr>
             ))}

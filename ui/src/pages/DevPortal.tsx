@@ -1,6 +1,7 @@
 // The Developer Portal: the catalogue, an API's page (its OpenAPI operations, subscribe
 // at a tier, the try-it console), applications (create; OAuth2 keys whose secret is
-// shown once; subscriptions).
+// shown once; subscriptions). Without a user (anonymous browsing) only the catalogue
+// and the APIs' pages, with an invitation to sign in or up where subscribing would be.
 import { useMemo, useState } from 'react';
 import {
   Alert,
@@ -23,7 +24,7 @@ import {
 } from '@mantine/core';
 import { devportal } from '../api/calls';
 import type { Api, OAuthKeys, TryResult } from '../api/types';
-import type { User } from '../auth';
+import { login, type User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { buildPath, operations, type Operation } from '../lib/openapi';
 import { Link, match, navigate } from '../router';
@@ -34,9 +35,9 @@ export const devportalNav = [
   { href: '/devportal/applications', label: 'Applications' },
 ];
 
-export function DevPortalPage({ path }: { path: string; user: User }) {
+export function DevPortalPage({ path, user }: { path: string; user: User | null }) {
   const apiPage = match('/devportal/apis/:id', path);
-  if (apiPage) return <ApiPage id={apiPage.id} />;
+  if (apiPage) return <ApiPage id={apiPage.id} signedIn={user !== null} />;
   const appPage = match('/devportal/applications/:id', path);
   if (appPage) return <AppPage id={appPage.id} />;
   if (path.startsWith('/devportal/applications')) return <AppList />;
@@ -73,12 +74,28 @@ function Catalogue() {
   );
 }
 
+function SignInToUse({ path }: { path: string }) {
+  return (
+    <Card withBorder component="section" aria-label="Subscribe">
+      <Group justify="space-between">
+        <Text>Sign in to subscribe to this API and try it from the console.</Text>
+        <Group gap="sm">
+          <Button component={Link} href="/signup" variant="default">
+            Sign up
+          </Button>
+          <Button onClick={() => void login(path)}>Sign in to subscribe</Button>
+        </Group>
+      </Group>
+    </Card>
+  );
+}
+
 /** The gateway path of an API's resource: `/{context}/{version}{path}`. */
 export function gatewayBase(api: Api): string {
   return `${api.context.replace(/\/$/, '')}/${api.version}`;
 }
 
-function ApiPage({ id }: { id: string }) {
+function ApiPage({ id, signedIn }: { id: string; signedIn: boolean }) {
   const api = useLoad(() => devportal.api(id), [id]);
   const def = useLoad(() => devportal.definition(id).catch(() => null), [id]);
   const ops = useMemo(() => {
@@ -107,7 +124,7 @@ function ApiPage({ id }: { id: string }) {
               Gateway path: <code>{gatewayBase(api.data)}</code>
             </Text>
           </div>
-          <Subscribe api={api.data} />
+          {signedIn ? <Subscribe api={api.data} /> : <SignInToUse path={`/devportal/apis/${id}`} />}
           <Title order={3}>Operations</Title>
           <Stack gap="xs">
             {ops.map((o) => (
@@ -132,7 +149,7 @@ function ApiPage({ id }: { id: string }) {
               </Card>
             ))}
           </Stack>
-          <TryIt api={api.data} ops={ops} />
+          {signedIn && <TryIt api={api.data} ops={ops} />}
         </Stack>
       )}
     </Loading>

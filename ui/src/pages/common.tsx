@@ -28,6 +28,8 @@ const STATE_COLORS: Record<string, string> = {
   ACTIVE: 'green',
   PROD_ONLY_BLOCKED: 'orange',
   ON_HOLD: 'yellow',
+  PENDING: 'yellow',
+  DISABLED: 'red',
   REJECTED: 'red',
 };
 
