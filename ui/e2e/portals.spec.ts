@@ -100,6 +100,26 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await pub.getByRole('button', { name: 'Import', exact: true }).click();
   await expect(pub.getByRole('heading', { name: /Pet Store/ })).toBeVisible();
   await shot(pub, '03-publisher-api');
+  // Publisher: resources as imported, a transformation tried on a sample then saved (a
+  // response header the try-it console shows later), CORS on.
+  await pub.getByRole('tab', { name: 'Resources' }).click();
+  await expect(pub.getByRole('textbox', { name: 'Path of resource 1' })).toHaveValue(/\/pets/);
+  await pub.getByRole('tab', { name: 'Transformations' }).click();
+  await pub
+    .getByLabel('Transformation', { exact: true })
+    .fill('{"request": {"body": {"jq": "{wrapped: .}"}}, "response": {"headers": {"set": {"x-edited": "by-publisher"}}}}');
+  await pub.getByLabel('Sample request body').fill('{"name": "rex"}');
+  await pub.getByRole('button', { name: 'Try on the sample', exact: true }).click();
+  await expect(pub.getByTestId('mediation-result')).toContainText('"wrapped"');
+  await expect(pub.getByTestId('mediation-result')).toContainText('"rex"');
+  await pub.getByRole('button', { name: 'Save transformation', exact: true }).click();
+  await expect(pub.getByText('Saved.')).toBeVisible();
+  await shot(pub, '03b-publisher-transformation');
+  await pub.getByRole('tab', { name: 'CORS' }).click();
+  await pub.getByRole('switch', { name: /^CORS/ }).click();
+  await pub.getByLabel('Allowed origins').fill('https://shop.example');
+  await pub.getByRole('button', { name: 'Save CORS', exact: true }).click();
+  await expect(pub.getByText('Saved.')).toBeVisible();
   await pub.getByRole('tab', { name: 'Lifecycle' }).click();
   await pub.getByRole('button', { name: 'Publish', exact: true }).click();
   await expect(pub.getByText('PUBLISHED').first()).toBeVisible();
@@ -156,6 +176,8 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await choose(sub, tryIt, 'Application', 'sam-app');
   await tryUntil(sub, 200);
   await expect(tryIt.getByText('/pets/v1/pets').first()).toBeVisible();
+  // The publisher's response transformation ran at the gateway.
+  await expect(tryIt.getByRole('cell', { name: 'by-publisher', exact: true })).toBeVisible();
   await shot(sub, '07-devportal-try-it-200');
 
   // Publisher blocks the subscription → the console gets 403.

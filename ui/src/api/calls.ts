@@ -38,6 +38,20 @@ export const publisher = {
       }),
     ) as Api;
   },
+  /** A JSON Merge Patch of the API (only the fields given change). */
+  async patch(id: string, body: Record<string, unknown>): Promise<Api> {
+    return must(
+      await api.PATCH('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } }, body: body as never }),
+    ) as Api;
+  },
+  async tryMediation(id: string, body: Record<string, unknown>): Promise<unknown> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/{apiId}/mediation/try', {
+        params: { path: { apiId: id } },
+        body: body as never,
+      }),
+    );
+  },
   async importOpenApi(definition: unknown, props: Record<string, unknown>): Promise<Api> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/import-openapi', {

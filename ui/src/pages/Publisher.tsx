@@ -22,6 +22,7 @@ import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
+import { CorsEditor, ResourcesEditor, TransformationsEditor } from './PublisherPolicies';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
 
@@ -190,6 +191,7 @@ function CreateApi({ fromFile }: { fromFile: boolean }) {
 
 function ApiDetail({ id, user }: { id: string; user: User }) {
   const api = useLoad(() => publisher.api(id), [id]);
+  const canEdit = user.scopes.includes('apim:api_create');
   return (
     <Loading error={api.error} loading={api.loading && !api.data}>
       {api.data && (
@@ -211,11 +213,23 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
           <Tabs defaultValue="overview" keepMounted={false}>
             <Tabs.List>
               <Tabs.Tab value="overview">Overview</Tabs.Tab>
+              <Tabs.Tab value="resources">Resources</Tabs.Tab>
+              <Tabs.Tab value="cors">CORS</Tabs.Tab>
+              <Tabs.Tab value="transformations">Transformations</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
             </Tabs.List>
             <Tabs.Panel value="overview" pt="md">
-              <EditApi api={api.data} onSaved={api.reload} canEdit={user.scopes.includes('apim:api_create')} />
+              <EditApi api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="resources" pt="md">
+              <ResourcesEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="cors" pt="md">
+              <CorsEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="transformations" pt="md">
+              <TransformationsEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="lifecycle" pt="md">
               <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />
