@@ -223,6 +223,41 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await expect(admin.getByText('Not available yet')).toBeVisible();
 });
 
+test('a publisher imports a WSDL as a REST API and a GraphQL schema', async ({ browser }) => {
+  const admin = await signIn(browser, 'admin', process.env.TP_ADMIN_PASSWORD!);
+  await admin.goto('/publisher');
+  const imports: [string, string, string, string][] = [
+    ['Import WSDL', join(here, '..', '..', 'bench', 'soap', 'echo.wsdl'), '/soapecho', 'Generate a REST API (SOAP to REST)'],
+    ['Import GraphQL schema', join(here, '..', '..', 'bench', 'graphql', 'starwars', 'starwars-schema.graphql'), '/starwars', ''],
+  ];
+  for (const [button, file, context, mode] of imports) {
+    await admin.goto('/publisher');
+    await admin.getByRole('button', { name: button, exact: true }).click();
+    const dialog = admin.getByRole('dialog');
+    const [chooser] = await Promise.all([admin.waitForEvent('filechooser'), dialog.getByRole('button', { name: /WSDL file|GraphQL schema/ }).click()]);
+    await chooser.setFiles(file);
+    if (mode) await dialog.getByText(mode).click();
+    await dialog.getByLabel(/^Name/).fill(`Imported ${context}`);
+    await dialog.getByLabel(/^Context/).fill(context);
+    await dialog.getByLabel('Back-end endpoint').fill(process.env.TP_ECHO!);
+    await dialog.getByRole('button', { name: 'Import', exact: true }).click();
+    await expect(admin.getByRole('heading', { name: new RegExp(`Imported ${context}`) })).toBeVisible();
+    await admin.getByRole('tab', { name: 'Resources' }).click();
+    await expect(admin.getByRole('textbox', { name: 'Path of resource 1' })).not.toHaveValue('');
+  }
+  await shot(admin, '03c-publisher-graphql-import');
+  // Published, the GraphQL API shows its schema in the Developer Portal.
+  await admin.getByRole('tab', { name: 'Lifecycle' }).click();
+  await admin.getByRole('button', { name: 'Publish', exact: true }).click();
+  await expect(admin.getByText('PUBLISHED').first()).toBeVisible();
+  await admin.goto('/devportal');
+  await admin.getByRole('link', { name: /Imported \/starwars/ }).click();
+  const schema = admin.getByRole('region', { name: 'GraphQL schema' });
+  await expect(schema.getByText('query hero', { exact: true })).toBeVisible();
+  await expect(schema.getByText(/type Query/)).toBeVisible();
+  await shot(admin, '05d-devportal-graphql-schema');
+});
+
 test('the portals refuse a wrong password and make no request off the machine', async ({ browser }) => {
   const context = await browser.newContext({ baseURL: base() });
   const page = await context.newPage();

@@ -88,11 +88,22 @@ async fn list_apis(
 }
 
 /// An API as subscribers see it: its gateway URLs per environment (`endpointURLs`), not
-/// its back end's.
+/// its back end's, and none of the publisher's gateway settings (transformations may hold
+/// the back end's credentials, hosts and timeouts are the operator's) but the deprecation
+/// notice and, for a GraphQL API, its schema, operations and per-tier limits.
 fn portal_json(envs: &serde_json::Value, api: &Api) -> serde_json::Value {
     let mut v = serde_json::to_value(api).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("endpoints");
+        for (field, _) in crate::api_body::OPTION_FIELDS {
+            if field != "deprecation" && field != "graphql" {
+                o.remove(field);
+            }
+        }
+        o.remove(crate::cors_body::FIELD);
+        if let Some(g) = o.get_mut("graphql").and_then(|g| g.as_object_mut()) {
+            g.retain(|k, _| matches!(k.as_str(), "schema" | "operations" | "limits" | "tiers"));
+        }
         o.insert(
             "endpointURLs".into(),
             crate::environments::endpoint_urls(envs, api),

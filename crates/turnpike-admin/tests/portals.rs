@@ -287,7 +287,9 @@ async fn the_catalogue_is_browsable_anonymously_until_an_admin_closes_it() {
                 Some(
                     json!({"name": name, "context": format!("/{}", name.to_lowercase()),
                     "version": "v1", "endpoints": ["http://127.0.0.1:9"],
-                    "resources": [{"path": "/*", "methods": ["GET"]}]}),
+                    "resources": [{"path": "/*", "methods": ["GET"]}],
+                    "mediation": {"request": {"headers": {"set": {"x-backend-key": "s3cret"}}}},
+                    "timeouts": {"connect": "2s"}}),
                 ),
             )
             .await;
@@ -315,6 +317,25 @@ async fn the_catalogue_is_browsable_anonymously_until_an_admin_closes_it() {
         .filter_map(|a| a["name"].as_str())
         .collect();
     assert_eq!(names, ["Shown"], "published only");
+    // The publisher's gateway settings stay the publisher's: no back end, no
+    // transformation (it may carry the back end's credentials), no timeouts.
+    let shown = cp
+        .call(
+            Method::GET,
+            &format!("/api/am/devportal/v1/apis/{}", ids[0]),
+            Auth::None,
+            None,
+        )
+        .await;
+    assert_eq!(shown.json["name"], "Shown");
+    for hidden in ["endpoints", "mediation", "timeouts"] {
+        assert!(
+            shown.json.get(hidden).is_none(),
+            "{hidden} leaked: {}",
+            shown.json
+        );
+    }
+    assert!(!shown.json.to_string().contains("s3cret"));
     for (path, want) in [
         (format!("/api/am/devportal/v1/apis/{}", ids[0]), 200),
         (format!("/api/am/devportal/v1/apis/{}/swagger", ids[0]), 200),

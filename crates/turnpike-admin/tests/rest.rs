@@ -678,8 +678,8 @@ async fn openapi_document_matches_routes() {
             if open {
                 // A handler may say its record is not found; the router's fallback says
                 // "resource not found".
-                let unrouted = r.status == StatusCode::NOT_FOUND
-                    && r.json["message"] == "resource not found";
+                let unrouted =
+                    r.status == StatusCode::NOT_FOUND && r.json["message"] == "resource not found";
                 assert!(
                     !unrouted && r.status != StatusCode::METHOD_NOT_ALLOWED,
                     "{method} {path} should exist: {} {}",

@@ -52,6 +52,22 @@ export const publisher = {
       }),
     );
   },
+  /** A SOAP or SOAP_TO_REST API from a WSDL 1.1 (its text, or a zip with its XSDs as base64). */
+  async importWsdl(source: { wsdl?: string; zip?: string }, type: string, props: Record<string, unknown>): Promise<Api & { soap?: { problems?: unknown[] } }> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/import-wsdl', {
+        body: { ...source, type, additionalProperties: props } as never,
+      }),
+    ) as Api & { soap?: { problems?: unknown[] } };
+  },
+  /** A GraphQL API from its SDL schema. */
+  async importGraphql(sdl: string, props: Record<string, unknown>): Promise<Api> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/import-graphql-schema', {
+        body: { definition: sdl, additionalProperties: props } as never,
+      }),
+    ) as Api;
+  },
   async importOpenApi(definition: unknown, props: Record<string, unknown>): Promise<Api> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/import-openapi', {

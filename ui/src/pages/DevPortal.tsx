@@ -74,6 +74,32 @@ function Catalogue() {
   );
 }
 
+interface GraphqlSection {
+  schema?: string;
+  operations?: { name: string; type: string; scopes?: string[] }[];
+}
+
+/** A GraphQL API's schema (SDL) and its operations (root fields) with their scopes. */
+function GraphqlSchema({ graphql }: { graphql: GraphqlSection }) {
+  return (
+    <Card withBorder component="section" aria-label="GraphQL schema">
+      <Title order={3}>GraphQL schema</Title>
+      {graphql.operations && graphql.operations.length > 0 && (
+        <Group gap={6} my="sm">
+          {graphql.operations.map((o) => (
+            <Badge key={`${o.type} ${o.name}`} variant="light" title={o.scopes?.length ? `scopes: ${o.scopes.join(', ')}` : undefined}>
+              {o.type} {o.name}
+            </Badge>
+          ))}
+        </Group>
+      )}
+      <Code block mah={420} style={{ overflow: 'auto' }}>
+        {graphql.schema}
+      </Code>
+    </Card>
+  );
+}
+
 function SignInToUse({ path }: { path: string }) {
   return (
     <Card withBorder component="section" aria-label="Subscribe">
@@ -98,6 +124,7 @@ export function gatewayBase(api: Api): string {
 function ApiPage({ id, signedIn }: { id: string; signedIn: boolean }) {
   const api = useLoad(() => devportal.api(id), [id]);
   const def = useLoad(() => devportal.definition(id).catch(() => null), [id]);
+  const graphql = (api.data as (Api & { graphql?: GraphqlSection }) | undefined)?.graphql;
   const ops = useMemo(() => {
     const fromDoc = operations(def.data);
     if (fromDoc.length || !api.data) return fromDoc;
@@ -125,6 +152,7 @@ function ApiPage({ id, signedIn }: { id: string; signedIn: boolean }) {
             </Text>
           </div>
           {signedIn ? <Subscribe api={api.data} /> : <SignInToUse path={`/devportal/apis/${id}`} />}
+          {graphql?.schema && <GraphqlSchema graphql={graphql} />}
           <Title order={3}>Operations</Title>
           <Stack gap="xs">
             {ops.map((o) => (

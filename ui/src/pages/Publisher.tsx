@@ -1,5 +1,6 @@
 // The Publisher portal: APIs (list and search; create from scratch or from an OpenAPI
-// file), an API's page (edit, lifecycle actions, subscriptions with block/unblock).
+// file, a WSDL or a GraphQL schema), an API's page (edit; resources, CORS and
+// transformations; lifecycle actions; subscriptions with block/unblock).
 import { useState } from 'react';
 import {
   Anchor,
@@ -8,6 +9,7 @@ import {
   FileInput,
   Group,
   Modal,
+  SegmentedControl,
   Stack,
   Table,
   Tabs,
@@ -34,7 +36,7 @@ export function PublisherPage({ path, user }: { path: string; user: User }) {
 
 function ApiList({ user }: { user: User }) {
   const [search, setSearch] = useState('');
-  const [creating, setCreating] = useState<null | 'scratch' | 'openapi'>(null);
+  const [creating, setCreating] = useState<null | CreateKind>(null);
   const apis = useLoad(() => publisher.apis(search), [search]);
   const canCreate = user.scopes.includes('apim:api_create');
   return (
@@ -44,6 +46,12 @@ function ApiList({ user }: { user: User }) {
         {canCreate && (
           <Group>
             <Button onClick={() => setCreating('openapi')}>Import OpenAPI</Button>
+            <Button variant="default" onClick={() => setCreating('wsdl')}>
+              Import WSDL
+            </Button>
+            <Button variant="default" onClick={() => setCreating('graphql')}>
+              Import GraphQL schema
+            </Button>
             <Button variant="default" onClick={() => setCreating('scratch')}>
               Create API
             </Button>
@@ -92,16 +100,52 @@ function ApiList({ user }: { user: User }) {
       <Modal
         opened={creating !== null}
         onClose={() => setCreating(null)}
-        title={creating === 'openapi' ? 'Import an OpenAPI document' : 'Create an API'}
+        title={creating ? TITLES[creating] : ''}
         size="lg"
       >
-        <CreateApi fromFile={creating === 'openapi'} />
+        {creating && <CreateApi kind={creating} />}
       </Modal>
     </Stack>
   );
 }
 
-function CreateApi({ fromFile }: { fromFile: boolean }) {
+type CreateKind = 'scratch' | 'openapi' | 'wsdl' | 'graphql';
+
+const TITLES: Record<CreateKind, string> = {
+  scratch: 'Create an API',
+  openapi: 'Import an OpenAPI document',
+  wsdl: 'Import a WSDL (SOAP)',
+  graphql: 'Import a GraphQL schema',
+};
+
+const FILES: Record<Exclude<CreateKind, 'scratch'>, { label: string; description: string; accept: string }> = {
+  openapi: {
+    label: 'OpenAPI document',
+    description: "OpenAPI 3 (JSON); its title, description and paths become the API's",
+    accept: '.json,application/json',
+  },
+  wsdl: {
+    label: 'WSDL file',
+    description: 'WSDL 1.1 (.wsdl/.xml), or a .zip holding it with the XSDs it imports',
+    accept: '.wsdl,.xml,.zip,application/xml,application/zip',
+  },
+  graphql: {
+    label: 'GraphQL schema',
+    description: 'SDL (.graphql); the root fields of Query, Mutation and Subscription become operations',
+    accept: '.graphql,.graphqls,.gql,.txt',
+  },
+};
+
+function base64(buf: ArrayBuffer): string {
+  let s = '';
+  const bytes = new Uint8Array(buf);
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+function CreateApi({ kind }: { kind: CreateKind }) {
+  const fromFile = kind !== 'scratch';
+  const [soapType, setSoapType] = useState('SOAP');
   const [file, setFile] = useState<File | null>(null);
   const [name, setName] = useState('');
   const [context, setContext] = useState('');
@@ -117,7 +161,16 @@ function CreateApi({ fromFile }: { fromFile: boolean }) {
       if (name) props.name = name;
       if (endpoint) props.endpoints = [endpoint];
       let api: Api;
-      if (fromFile) {
+      if (kind === 'wsdl' || kind === 'graphql') {
+        if (!file) throw new Error(`Choose a ${FILES[kind].label}.`);
+        if (kind === 'graphql') {
+          api = await publisher.importGraphql(await file.text(), props);
+        } else {
+          const zip = file.name.toLowerCase().endsWith('.zip');
+          const source = zip ? { zip: base64(await file.arrayBuffer()) } : { wsdl: await file.text() };
+          api = await publisher.importWsdl(source, soapType, props);
+        }
+      } else if (fromFile) {
         if (!file) throw new Error('Choose an OpenAPI file (JSON).');
         let definition: unknown;
         try {
@@ -144,20 +197,31 @@ function CreateApi({ fromFile }: { fromFile: boolean }) {
       }}
     >
       <Stack>
-        {fromFile && (
+        {kind !== 'scratch' && (
           <FileInput
-            label="OpenAPI document"
-            description="OpenAPI 3 (JSON); its title, description and paths become the API's"
+            label={FILES[kind].label}
+            description={FILES[kind].description}
             placeholder="Choose a file"
-            accept=".json,application/json"
+            accept={FILES[kind].accept}
             value={file}
             onChange={setFile}
             required
           />
         )}
+        {kind === 'wsdl' && (
+          <SegmentedControl
+            aria-label="SOAP API type"
+            value={soapType}
+            onChange={setSoapType}
+            data={[
+              { value: 'SOAP', label: 'SOAP pass-through' },
+              { value: 'SOAP_TO_REST', label: 'Generate a REST API (SOAP to REST)' },
+            ]}
+          />
+        )}
         <TextInput
           label="Name"
-          description={fromFile ? "Optional: default is the document's title" : undefined}
+          description={fromFile ? "Optional: default is the document's title or service name" : undefined}
           value={name}
           onChange={(e) => setName(e.currentTarget.value)}
           required={!fromFile}
