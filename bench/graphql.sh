@@ -6,8 +6,12 @@
 #                  `graphql:` section (parse + validation + depth/complexity under a tier
 #                  limit, analysis cache hot after the warm-up),
 #   (c) gw-q3:     query 3 (9 operations, the most costly) through the same gateway,
+#   (d) plain-q1:  query 1 through the same gateway to the same back end by an API without
+#                  a `graphql:` section (the proxying alone: what (b) costs above it is
+#                  GraphQL's; on a box where other work shares the cores, (b)/(a) mostly
+#                  measures the extra hop's scheduling, (b)/(d) the GraphQL step),
 # gateway pinned to core 1 (one worker), client and back end on core 0. Prints the medians
-# and the ratios b/a (target >= 0.8) and c/b (target >= 0.7: WSO2 lost far more).
+# and the ratios b/a (target >= 0.8), c/b (target >= 0.7: WSO2 lost far more) and b/d.
 #
 # Usage: bench/graphql.sh [--duration 10] [--users 100] [--rounds 3]
 # TURNPIKE_BIN=path skips the build. Needs taskset, python3.
@@ -33,6 +37,11 @@ pids+=($!)
 {
   cat <<YAML
 apis:
+  - name: plain
+    context: /plain
+    version: v1
+    endpoints: ["http://127.0.0.1:$echo_port/graphql"]
+    resources: [{ path: /*, methods: [GET, POST] }]
   - name: starwars
     context: /starwars
     version: v1
@@ -65,18 +74,20 @@ PY
 
 direct="http://127.0.0.1:$echo_port/graphql"
 gw="http://127.0.0.1:$gw_port/starwars/v1/graphql"
+plain="http://127.0.0.1:$gw_port/plain/v1/graphql"
 for r in $(seq "$rounds"); do
-  run direct-q1 "$direct" 1; run gw-q1 "$gw" 1; run gw-q3 "$gw" 3
-  echo "round $r: direct-q1 $(tail -1 "$work/direct-q1.rps") gw-q1 $(tail -1 "$work/gw-q1.rps") gw-q3 $(tail -1 "$work/gw-q3.rps") req/s"
+  run direct-q1 "$direct" 1; run gw-q1 "$gw" 1; run gw-q3 "$gw" 3; run plain-q1 "$plain" 1
+  echo "round $r: direct-q1 $(tail -1 "$work/direct-q1.rps") gw-q1 $(tail -1 "$work/gw-q1.rps") gw-q3 $(tail -1 "$work/gw-q3.rps") plain-q1 $(tail -1 "$work/plain-q1.rps") req/s"
 done
 
 python3 - "$work" "$users" "$duration" "$rounds" <<'PY'
 import statistics, sys
 work, users, duration, rounds = sys.argv[1:]
-med = {n: statistics.median(float(x) for x in open(f"{work}/{n}.rps")) for n in ("direct-q1", "gw-q1", "gw-q3")}
+med = {n: statistics.median(float(x) for x in open(f"{work}/{n}.rps")) for n in ("direct-q1", "gw-q1", "gw-q3", "plain-q1")}
 print(f"GraphQL, {users} users, {duration}s x {rounds} rounds (medians, req/s):")
 for n, v in med.items():
     print(f"  {n:10} {v:10.0f}")
 print(f"  gateway Q1 / direct Q1: {med['gw-q1'] / med['direct-q1']:.2f}x (target >= 0.8)")
 print(f"  gateway Q3 / gateway Q1: {med['gw-q3'] / med['gw-q1']:.2f}x (target >= 0.7)")
+print(f"  gateway Q1 / plain proxy Q1: {med['gw-q1'] / med['plain-q1']:.2f}x (what the GraphQL step costs)")
 PY
