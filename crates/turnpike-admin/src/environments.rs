@@ -36,6 +36,30 @@ pub async fn list(s: &AppState) -> ApiResult<Value> {
         .unwrap_or_else(default_envs))
 }
 
+/// Sets the Default environment to the URLs a gateway started alongside the control plane
+/// really listens on (`turnpike up`), unless an admin configured environments already.
+pub async fn default_to(
+    s: &AppState,
+    http: Option<String>,
+    https: Option<String>,
+) -> ApiResult<()> {
+    if s.inner.store.setting(KEY).await?.is_some() {
+        return Ok(());
+    }
+    let mut env = json!({"name": "Default"});
+    if let Some(u) = http {
+        env["httpUrl"] = json!(u);
+    }
+    if let Some(u) = https {
+        env["httpsUrl"] = json!(u);
+    }
+    let mut tx = s.inner.store.begin_write().await?;
+    tx.set_setting(KEY, &json!([env])).await?;
+    tx.commit("system", "gateway environments of turnpike up")
+        .await?;
+    Ok(())
+}
+
 async fn get_envs(State(s): State<AppState>, _c: Admin) -> ApiResult<Response> {
     Ok(axum::Json(json!({"environments": list(&s).await?})).into_response())
 }

@@ -17,7 +17,7 @@ mod cors_body;
 mod delta;
 mod devportal;
 mod documents_api;
-mod environments;
+pub mod environments;
 pub mod error;
 mod export;
 mod graphql_api;

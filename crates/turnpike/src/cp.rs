@@ -150,6 +150,22 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         args.gateway.gateway_id.clone(),
     );
     let following = follow_with(&args.gateway, cfg).await?;
+    // The Developer Portal's URLs are this gateway's (an admin's own environments win).
+    turnpike_admin::environments::default_to(
+        &cp.state,
+        following
+            .gateway
+            .bound
+            .http_addr()
+            .map(|a| format!("http://{a}")),
+        following
+            .gateway
+            .bound
+            .https_addr()
+            .map(|a| format!("https://{a}")),
+    )
+    .await
+    .map_err(|e| format!("setting the gateway environment: {e:?}"))?;
     let version = ensure_demo_api(&cp.state, &format!("http://{echo}")).await?;
     following.follower.wait_for(version).await;
     let bound = &following.gateway.bound;

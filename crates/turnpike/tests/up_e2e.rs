@@ -241,6 +241,18 @@ fn up_runs_the_gateway_a_standalone_gateway_runs() {
         &format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={api_id}&action=Publish"),
         None,
     );
+    // Subscribers are shown the URL of the gateway `up` really started, not a default port.
+    let shown = rest(
+        "GET",
+        &cp,
+        &format!("/api/am/devportal/v1/apis/{api_id}"),
+        None,
+    );
+    assert_eq!(
+        shown["endpointURLs"][0]["URLs"]["http"],
+        format!("http://{gw}/limited/v1"),
+        "{shown}"
+    );
     let app = rest(
         "POST",
         &cp,
