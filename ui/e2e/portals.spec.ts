@@ -115,6 +115,10 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await pub.getByRole('button', { name: 'Save transformation', exact: true }).click();
   await expect(pub.getByText('Saved.')).toBeVisible();
   await shot(pub, '03b-publisher-transformation');
+  await pub.getByRole('tab', { name: 'Security' }).click();
+  await pub.getByRole('switch', { name: /^API keys/ }).click();
+  await pub.getByRole('button', { name: 'Save security', exact: true }).click();
+  await expect(pub.getByText('Saved.')).toBeVisible();
   await pub.getByRole('tab', { name: 'CORS' }).click();
   await pub.getByRole('switch', { name: /^CORS/ }).click();
   await pub.getByLabel('Allowed origins').fill('https://shop.example');
@@ -180,6 +184,28 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await expect(tryIt.getByRole('cell', { name: 'by-publisher', exact: true })).toBeVisible();
   await shot(sub, '07-devportal-try-it-200');
 
+  // An API key of the same application, shown once, works at the gateway.
+  await sub.getByRole('link', { name: 'Applications' }).click();
+  await sub.getByRole('link', { name: 'sam-app' }).click();
+  const keysCard = sub.getByRole('region', { name: 'API keys' });
+  await keysCard.getByLabel('Key name').fill('ci');
+  await keysCard.getByRole('button', { name: 'Create API key', exact: true }).click();
+  const keyDialog = sub.getByRole('dialog', { name: 'Your new API key' });
+  const apikey = (await keyDialog.getByTestId('API key').textContent())!.trim();
+  expect(apikey).toMatch(/^tpk_/);
+  await shot(sub, '07b-devportal-api-key-shown-once');
+  await keyDialog.getByRole('button', { name: 'I have copied it', exact: true }).click();
+  await expect(keysCard.getByRole('cell', { name: 'ci', exact: true })).toBeVisible();
+  await expect(async () => {
+    const r = await sub.request.get(`${process.env.TP_GATEWAY}/pets/v1/pets`, { headers: { apikey } });
+    expect(r.status()).toBe(200);
+  }).toPass({ timeout: 30_000, intervals: [500, 1000] });
+  const bad = await sub.request.get(`${process.env.TP_GATEWAY}/pets/v1/pets`, { headers: { apikey: 'tpk_wrong' } });
+  expect(bad.status()).toBe(401);
+  await sub.goto('/devportal');
+  await sub.getByRole('link', { name: /Pet Store/ }).click();
+  await choose(sub, tryIt, 'Application', 'sam-app');
+
   // Publisher blocks the subscription → the console gets 403.
   await pub.getByRole('link', { name: 'Pet Store' }).click();
   await pub.getByRole('tab', { name: 'Subscriptions' }).click();
@@ -225,13 +251,13 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
 
 test('a publisher imports a WSDL as a REST API and a GraphQL schema', async ({ browser }) => {
   const admin = await signIn(browser, 'admin', process.env.TP_ADMIN_PASSWORD!);
-  await admin.goto('/publisher');
   const imports: [string, string, string, string][] = [
     ['Import WSDL', join(here, '..', '..', 'bench', 'soap', 'echo.wsdl'), '/soapecho', 'Generate a REST API (SOAP to REST)'],
     ['Import GraphQL schema', join(here, '..', '..', 'bench', 'graphql', 'starwars', 'starwars-schema.graphql'), '/starwars', ''],
   ];
   for (const [button, file, context, mode] of imports) {
-    await admin.goto('/publisher');
+    // In-app navigation: a full load would sign in again through a redirect.
+    await admin.getByRole('navigation', { name: 'Portals' }).getByRole('link', { name: 'Publisher', exact: true }).click();
     await admin.getByRole('button', { name: button, exact: true }).click();
     const dialog = admin.getByRole('dialog');
     const [chooser] = await Promise.all([admin.waitForEvent('filechooser'), dialog.getByRole('button', { name: /WSDL file|GraphQL schema/ }).click()]);

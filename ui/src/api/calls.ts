@@ -38,6 +38,19 @@ export const publisher = {
       }),
     ) as Api;
   },
+  async security(id: string): Promise<ApiSecurity> {
+    return must(
+      await api.GET('/api/am/publisher/v1/apis/{apiId}/security', { params: { path: { apiId: id } } }),
+    ) as ApiSecurity;
+  },
+  async setSecurity(id: string, body: ApiSecurity): Promise<ApiSecurity> {
+    return must(
+      await api.PUT('/api/am/publisher/v1/apis/{apiId}/security', {
+        params: { path: { apiId: id } },
+        body: body as never,
+      }),
+    ) as ApiSecurity;
+  },
   /** A JSON Merge Patch of the API (only the fields given change). */
   async patch(id: string, body: Record<string, unknown>): Promise<Api> {
     return must(
@@ -181,6 +194,53 @@ export const devportal = {
         body: req as never,
       }),
     ) as TryResult;
+  },
+};
+
+/** Which credentials an API accepts (the file's `auth`). */
+export interface ApiSecurity {
+  oauth2: boolean;
+  api_key: boolean;
+  api_key_header?: string;
+  api_key_query?: string;
+  basic: boolean;
+  subscription: boolean;
+  backend_jwt?: unknown;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  keyType: string;
+  scopes: string[];
+  createdTime: number;
+  expiresAt: number | null;
+  /** Only in the answer that created it. */
+  apikey?: string;
+}
+
+export const apiKeys = {
+  async list(applicationId: string): Promise<Listing<ApiKey>> {
+    return must(
+      await api.GET('/api/am/devportal/v1/applications/{applicationId}/api-keys', {
+        params: { path: { applicationId } },
+      }),
+    ) as Listing<ApiKey>;
+  },
+  async create(applicationId: string, name: string, validityPeriod?: number): Promise<ApiKey> {
+    return must(
+      await api.POST('/api/am/devportal/v1/applications/{applicationId}/api-keys', {
+        params: { path: { applicationId } },
+        body: { name, keyType: 'PRODUCTION', ...(validityPeriod ? { validityPeriod } : {}) } as never,
+      }),
+    ) as ApiKey;
+  },
+  async revoke(applicationId: string, keyId: string): Promise<void> {
+    must(
+      await api.DELETE('/api/am/devportal/v1/applications/{applicationId}/api-keys/{keyId}', {
+        params: { path: { applicationId, keyId } },
+      }),
+    );
   },
 };
 

@@ -10,7 +10,6 @@ import {
   Button,
   Card,
   Code,
-  CopyButton,
   Group,
   Modal,
   Select,
@@ -29,6 +28,8 @@ import { errorText, useLoad } from '../lib/load';
 import { buildPath, operations, type Operation } from '../lib/openapi';
 import { Link, match, navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
+import { ApiKeys } from './ApiKeys';
+import { KeyLine } from './KeyLine';
 
 export const devportalNav = [
   { href: '/devportal', label: 'APIs' },
@@ -488,6 +489,7 @@ function AppPage({ id }: { id: string }) {
             )}
             <ErrorNote error={error} />
           </Card>
+          <ApiKeys appId={id} />
           <Card withBorder>
             <Title order={4} mb="sm">
               Subscriptions
@@ -523,25 +525,5 @@ function AppPage({ id }: { id: string }) {
         </Stack>
       )}
     </Loading>
-  );
-}
-
-function KeyLine({ label, value }: { label: string; value: string }) {
-  return (
-    <Group gap="xs" wrap="nowrap">
-      <Text size="sm" w={130}>
-        {label}
-      </Text>
-      <Code style={{ wordBreak: 'break-all' }} data-testid={label}>
-        {value}
-      </Code>
-      <CopyButton value={value}>
-        {({ copied, copy }) => (
-          <Button size="xs" variant="default" onClick={copy}>
-            {copied ? 'Copied' : 'Copy'}
-          </Button>
-        )}
-      </CopyButton>
-    </Group>
   );
 }

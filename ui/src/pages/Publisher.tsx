@@ -24,7 +24,7 @@ import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
-import { CorsEditor, ResourcesEditor, TransformationsEditor } from './PublisherPolicies';
+import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } from './PublisherPolicies';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
 
@@ -278,6 +278,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             <Tabs.List>
               <Tabs.Tab value="overview">Overview</Tabs.Tab>
               <Tabs.Tab value="resources">Resources</Tabs.Tab>
+              <Tabs.Tab value="security">Security</Tabs.Tab>
               <Tabs.Tab value="cors">CORS</Tabs.Tab>
               <Tabs.Tab value="transformations">Transformations</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
@@ -288,6 +289,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="resources" pt="md">
               <ResourcesEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="security" pt="md">
+              <SecurityEditor api={api.data} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="cors" pt="md">
               <CorsEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />

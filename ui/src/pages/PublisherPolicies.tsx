@@ -1,5 +1,5 @@
 // The Publisher's editors for what an API does at the gateway beyond its endpoints:
-// its resources (path, methods, scopes), CORS, and request/response transformations
+// its resources (path, methods, scopes), the credentials it accepts, CORS, and request/response transformations
 // (the `mediation` section: jq programs, header/query/path rewrites, JSON<->XML), with a
 // dry run on a sample before saving. Each saves with a JSON Merge Patch of its field only;
 // the control plane checks it by compiling the API and names every bad field.
@@ -17,10 +17,10 @@ import {
   TextInput,
   Textarea,
 } from '@mantine/core';
-import { publisher } from '../api/calls';
+import { publisher, type ApiSecurity } from '../api/calls';
 import type { Api } from '../api/types';
-import { errorText } from '../lib/load';
-import { ErrorNote } from './common';
+import { errorText, useLoad } from '../lib/load';
+import { ErrorNote, Loading } from './common';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
 
@@ -114,6 +114,68 @@ export function ResourcesEditor({ api, onSaved, canEdit }: { api: Api; onSaved: 
           </Group>
         )}
       </Stack>
+    </Card>
+  );
+}
+
+export function SecurityEditor({ api, canEdit }: { api: Api; canEdit: boolean }) {
+  const current = useLoad(() => publisher.security(api.id), [api.id]);
+  return (
+    <Loading error={current.error} loading={!current.data}>
+      {current.data && <SecurityForm id={api.id} start={current.data} canEdit={canEdit} onSaved={current.reload} />}
+    </Loading>
+  );
+}
+
+function SecurityForm({ id, start, canEdit, onSaved }: { id: string; start: ApiSecurity; canEdit: boolean; onSaved: () => void }) {
+  const [sec, setSec] = useState<ApiSecurity>(start);
+  const [error, setError] = useState<string | null>(null);
+  const [saved, setSaved] = useState(false);
+  const flag = (k: 'oauth2' | 'api_key' | 'basic' | 'subscription', label: string, description: string) => (
+    <Switch label={label} description={description} checked={sec[k]} onChange={(e) => setSec({ ...sec, [k]: e.currentTarget.checked })} disabled={!canEdit} />
+  );
+  const save = async () => {
+    setError(null);
+    setSaved(false);
+    try {
+      const body = { ...sec };
+      if (!body.api_key_header) delete body.api_key_header;
+      if (!body.api_key_query) delete body.api_key_query;
+      await publisher.setSecurity(id, body);
+      setSaved(true);
+      onSaved();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <Card withBorder maw={720}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save();
+        }}
+      >
+        <Stack>
+          {flag('oauth2', 'OAuth2 / JWT', 'Bearer tokens from the key manager or a trusted issuer')}
+          {flag('api_key', 'API keys', "Keys created in the Developer Portal for a subscribed application")}
+          {sec.api_key && (
+            <Group grow>
+              <TextInput label="API key header" placeholder="apikey" value={sec.api_key_header ?? ''} onChange={(e) => setSec({ ...sec, api_key_header: e.currentTarget.value })} disabled={!canEdit} />
+              <TextInput label="API key query parameter" placeholder="none" value={sec.api_key_query ?? ''} onChange={(e) => setSec({ ...sec, api_key_query: e.currentTarget.value })} disabled={!canEdit} />
+            </Group>
+          )}
+          {flag('basic', 'HTTP Basic', "The application's consumer key and secret")}
+          {flag('subscription', 'Subscription required', "The caller's application must be subscribed to this API")}
+          <ErrorNote error={error} />
+          {saved && <Text c="green">Saved.</Text>}
+          {canEdit && (
+            <Group justify="flex-end">
+              <Button type="submit">Save security</Button>
+            </Group>
+          )}
+        </Stack>
+      </form>
     </Card>
   );
 }
