@@ -272,6 +272,15 @@ test('a publisher imports a WSDL as a REST API and a GraphQL schema', async ({ b
     await expect(admin.getByRole('textbox', { name: 'Path of resource 1' })).not.toHaveValue('');
   }
   await shot(admin, '03c-publisher-graphql-import');
+  // A new version of it: the copy opens, same context, v2.
+  await admin.getByRole('button', { name: 'New version', exact: true }).click();
+  await admin.getByRole('dialog').getByLabel(/^Version/).fill('v2');
+  await admin.getByRole('button', { name: 'Create version', exact: true }).click();
+  await expect(admin.getByRole('heading', { name: /Imported \/starwars\s*v2/ })).toBeVisible();
+  await admin.getByRole('tab', { name: 'Overview' }).click();
+  await admin.goto('/publisher');
+  await expect(admin.getByRole('row', { name: /Imported \/starwars\s+v2/ })).toBeVisible();
+  await admin.getByRole('link', { name: 'Imported /starwars' }).first().click();
   // Published, the GraphQL API shows its schema in the Developer Portal.
   await admin.getByRole('tab', { name: 'Lifecycle' }).click();
   await admin.getByRole('button', { name: 'Publish', exact: true }).click();

@@ -38,6 +38,14 @@ export const publisher = {
       }),
     ) as Api;
   },
+  /** A copy of the API as a new version (its resources, settings and definition). */
+  async newVersion(id: string, newVersion: string, defaultVersion: boolean): Promise<Api> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/copy-api', {
+        params: { query: q({ apiId: id, newVersion, defaultVersion: String(defaultVersion) }) },
+      }),
+    ) as Api;
+  },
   async security(id: string): Promise<ApiSecurity> {
     return must(
       await api.GET('/api/am/publisher/v1/apis/{apiId}/security', { params: { path: { apiId: id } } }),

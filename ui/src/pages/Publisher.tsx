@@ -10,6 +10,7 @@ import {
   Group,
   Modal,
   SegmentedControl,
+  Switch,
   Stack,
   Table,
   Tabs,
@@ -272,7 +273,10 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
                 <code>{api.data.context}</code> · {api.data.provider}
               </Text>
             </div>
-            <StateBadge state={api.data.lifecycleStatus} />
+            <Group>
+              {canEdit && <NewVersion api={api.data} />}
+              <StateBadge state={api.data.lifecycleStatus} />
+            </Group>
           </Group>
           <Tabs defaultValue="overview" keepMounted={false}>
             <Tabs.List>
@@ -309,6 +313,48 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
         </Stack>
       )}
     </Loading>
+  );
+}
+
+/** "New version": copies the API as `context/newVersion`, then opens the copy. */
+function NewVersion({ api }: { api: Api }) {
+  const [open, setOpen] = useState(false);
+  const [version, setVersion] = useState('');
+  const [makeDefault, setMakeDefault] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const create = async () => {
+    setError(null);
+    try {
+      const copy = await publisher.newVersion(api.id, version, makeDefault);
+      setOpen(false);
+      navigate(`/publisher/apis/${copy.id}`);
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <>
+      <Button variant="default" onClick={() => setOpen(true)}>
+        New version
+      </Button>
+      <Modal opened={open} onClose={() => setOpen(false)} title={`New version of ${api.name}`}>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void create();
+          }}
+        >
+          <Stack>
+            <TextInput label="Version" placeholder="v2" value={version} onChange={(e) => setVersion(e.currentTarget.value)} required />
+            <Switch label="Make it the default version" checked={makeDefault} onChange={(e) => setMakeDefault(e.currentTarget.checked)} />
+            <ErrorNote error={error} />
+            <Group justify="flex-end">
+              <Button type="submit">Create version</Button>
+            </Group>
+          </Stack>
+        </form>
+      </Modal>
+    </>
   );
 }
 
