@@ -3,6 +3,10 @@
 //! Everything is decided at compile time (merged method sets, `Allow` values, the
 //! prefix length that splits off the upstream path), so a lookup is a hash probe or
 //! two and a tree walk whose cost depends on the path, not on the number of APIs.
+//! An API that answers its own errors (SOAP pass-through: Faults) also owns the paths
+//! below its prefix that none of its resources serve: a second tree of such prefixes,
+//! walked only when the first found nothing, turns their 404 into
+//! [`Lookup::NotFoundIn`] so the API's chain writes the answer.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -36,12 +40,27 @@ pub(crate) enum Lookup<'a> {
         upstream_path: &'a str,
         allow: HeaderValue,
     },
+    /// No resource serves the path, but it lies below the prefix of `api`, which owns it.
+    NotFoundIn {
+        api: usize,
+        upstream_path: &'a str,
+    },
     NotFound,
+}
+
+/// An API that owns the paths below a prefix.
+#[derive(Debug, Clone, Copy)]
+struct Owner {
+    api: usize,
+    prefix_len: usize,
 }
 
 #[derive(Default)]
 struct Table {
     tree: matchit::Router<Entry>,
+    /// `{prefix}` and `{prefix}/{*rest}` of the APIs that own their unmatched paths (a
+    /// tree of its own: a catch-all beside a resource's `{param}` would not fit in one).
+    owners: matchit::Router<Owner>,
 }
 
 impl std::fmt::Debug for Table {
@@ -127,6 +146,15 @@ impl Router {
                         plan.add(spec.route, cand, problems);
                     }
                 }
+                if c.owns_unmatched {
+                    plan.owners.push((
+                        prefix.clone(),
+                        Owner {
+                            api: slot,
+                            prefix_len: prefix.len(),
+                        },
+                    ));
+                }
             }
         }
         let mut router = Router::default();
@@ -148,11 +176,11 @@ impl Router {
 
 #[inline]
 fn lookup<'p>(table: &Table, method: &Method, path: &'p str) -> Option<Lookup<'p>> {
-    let m = table.tree.at(path).ok()?;
+    let Ok(m) = table.tree.at(path) else {
+        return owned(table, path);
+    };
     let e = m.value;
-    // prefix_len is always a char boundary: the route matched a literal prefix there.
-    let rest = path.get(e.prefix_len..).unwrap_or("");
-    let upstream_path = if rest.is_empty() { "/" } else { rest };
+    let upstream_path = below(path, e.prefix_len);
     if !e.methods.contains(method) {
         return Some(Lookup::MethodNotAllowed {
             api: e.api,
@@ -163,6 +191,28 @@ fn lookup<'p>(table: &Table, method: &Method, path: &'p str) -> Option<Lookup<'p
     Some(Lookup::Matched {
         api: e.api,
         upstream_path,
+    })
+}
+
+/// The upstream path of `path` below a prefix of `prefix_len` bytes.
+#[inline]
+fn below(path: &str, prefix_len: usize) -> &str {
+    // prefix_len is always a char boundary: the route matched a literal prefix there.
+    let rest = path.get(prefix_len..).unwrap_or("");
+    if rest.is_empty() {
+        "/"
+    } else {
+        rest
+    }
+}
+
+/// A path no resource serves: the API owning it, if any.
+#[cold]
+fn owned<'p>(table: &Table, path: &'p str) -> Option<Lookup<'p>> {
+    let o = *table.owners.at(path).ok()?.value;
+    Some(Lookup::NotFoundIn {
+        api: o.api,
+        upstream_path: below(path, o.prefix_len),
     })
 }
 
@@ -180,6 +230,8 @@ struct Candidate<'a> {
 #[derive(Default)]
 struct Plan<'a> {
     routes: BTreeMap<String, Candidate<'a>>,
+    /// Prefixes owned by APIs that answer their own 404s.
+    owners: Vec<(String, Owner)>,
 }
 
 impl<'a> Plan<'a> {
@@ -236,6 +288,12 @@ impl<'a> Plan<'a> {
                 };
                 problems.push(Problem::new(c.origin, msg));
             }
+        }
+        for (prefix, owner) in self.owners {
+            // Only two APIs with the same prefix could collide here, and the declared
+            // routes above already reported them.
+            let _ = table.owners.insert(prefix.as_str(), owner);
+            let _ = table.owners.insert(format!("{prefix}/{{*rest}}"), owner);
         }
         table
     }

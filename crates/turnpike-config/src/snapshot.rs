@@ -59,6 +59,13 @@ pub enum RouteResult<'a> {
         upstream_path: &'a str,
         allow: HeaderValue,
     },
+    /// No resource of `api` serves the path, which lies below `api`'s prefix and is
+    /// owned by it (an API that answers its own errors, e.g. a SOAP pass-through):
+    /// answer 404 through the API's chain.
+    NotFoundIn {
+        api: &'a Arc<CompiledApi>,
+        upstream_path: &'a str,
+    },
     NotFound,
 }
 
@@ -150,6 +157,10 @@ impl Snapshot {
                     upstream_path,
                     allow,
                 },
+                None => RouteResult::NotFound,
+            },
+            Lookup::NotFoundIn { api, upstream_path } => match self.apis.get(api) {
+                Some(api) => RouteResult::NotFoundIn { api, upstream_path },
                 None => RouteResult::NotFound,
             },
             Lookup::NotFound => RouteResult::NotFound,

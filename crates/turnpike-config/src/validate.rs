@@ -22,6 +22,9 @@ pub(crate) struct Checked {
     /// Index in the file, for problem paths.
     pub index: usize,
     pub resources: Vec<CheckedResource>,
+    /// The API answers its own errors (a SOAP pass-through's Faults), so the paths below
+    /// its prefix that no resource serves are its 404s (see `router`).
+    pub owns_unmatched: bool,
 }
 
 pub(crate) struct CheckedResource {
@@ -104,6 +107,10 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         DEFAULT_RESPONSE_TIMEOUT,
     );
     let resources = check_resources(index, &spec, problems);
+    let owns_unmatched = spec
+        .soap
+        .as_ref()
+        .is_some_and(|s| s.api_type == turnpike_model::soap::SoapApiType::Soap);
 
     if problems.len() > before {
         return None;
@@ -128,6 +135,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         host,
         index,
         resources,
+        owns_unmatched,
     })
 }
 

@@ -45,7 +45,7 @@ fn gateway_example_routes_as_its_comments_say() {
     let to = |host: Option<&str>, m: Method, p: &str| match s.route(host, &m, p) {
         RouteResult::Matched { api, upstream_path } => format!("{} {upstream_path}", api.version),
         RouteResult::MethodNotAllowed { allow, .. } => format!("405 {allow:?}"),
-        RouteResult::NotFound => "404".into(),
+        RouteResult::NotFoundIn { .. } | RouteResult::NotFound => "404".into(),
     };
     let h = Some("API.example.com:8280");
     assert_eq!(to(h, Method::GET, "/pets/v2/7"), "v2 /7");

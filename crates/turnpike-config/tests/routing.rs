@@ -17,6 +17,9 @@ fn route(s: &Snapshot, host: Option<&str>, method: Method, path: &str) -> String
         RouteResult::MethodNotAllowed { allow, .. } => {
             format!("405 {}", allow.to_str().unwrap_or("?"))
         }
+        RouteResult::NotFoundIn { api, upstream_path } => {
+            format!("404 in {} {upstream_path}", api.name)
+        }
         RouteResult::NotFound => "404".to_owned(),
     }
 }
@@ -346,4 +349,58 @@ fn compile_takes_the_model_as_data() {
     };
     assert_eq!(s.version, 7);
     assert_eq!(route(&s, None, Method::GET, "/echo/x"), "echo /x");
+}
+
+#[test]
+fn a_soap_pass_through_api_owns_the_paths_no_resource_serves() {
+    let wsdl = serde_json::Value::String(include_str!("../../../bench/soap/echo.wsdl").to_owned());
+    let s = snapshot(&format!(
+        r#"
+apis:
+  - name: ops
+    context: /ops
+    version: v1
+    endpoints: ["http://127.0.0.1:9000"]
+    resources:
+      - {{ path: "/", methods: [POST] }}
+      - {{ path: "/{{id}}", methods: [POST] }}
+      - {{ path: "/orders/{{id}}", methods: [POST] }}
+    soap: {{ type: SOAP, port: Echo11, wsdl: {wsdl} }}
+  - name: inner
+    context: /ops/v1/inner
+    version: v2
+    endpoints: ["http://127.0.0.1:9000"]
+    resources:
+      - {{ path: "/a", methods: [GET] }}
+  - name: plain
+    context: /plain
+    version: v1
+    endpoints: ["http://127.0.0.1:9000"]
+    resources:
+      - {{ path: "/a", methods: [GET] }}
+"#
+    ));
+    assert_eq!(route(&s, None, Method::POST, "/ops/v1"), "ops /");
+    assert_eq!(route(&s, None, Method::POST, "/ops/v1/7"), "ops /7");
+    assert_eq!(
+        route(&s, None, Method::POST, "/ops/v1/orders/7"),
+        "ops /orders/7"
+    );
+    assert_eq!(route(&s, None, Method::PUT, "/ops/v1/7"), "405 POST");
+    assert_eq!(
+        route(&s, None, Method::POST, "/ops/v1/orders/7/x"),
+        "404 in ops /orders/7/x"
+    );
+    assert_eq!(
+        route(&s, None, Method::GET, "/ops/v1/a/b?wsdl"),
+        "404 in ops /a/b"
+    );
+    // Declared routes of other APIs below the prefix still win; APIs that do not own
+    // their paths keep the gateway's 404.
+    assert_eq!(
+        route(&s, None, Method::GET, "/ops/v1/inner/v2/a"),
+        "inner /a"
+    );
+    assert_eq!(route(&s, None, Method::GET, "/plain/v1/b"), "404");
+    assert_eq!(route(&s, None, Method::GET, "/elsewhere"), "404");
 }

@@ -70,12 +70,22 @@ pub async fn handle(
     Ok(resp)
 }
 
-/// The routing result: the API, where its upstream path is, and for a method the
-/// resource does not accept, the `Allow` value (answered after the pre-route phase).
+/// The routing result: the API, where its upstream path is, and the refusal routing
+/// already decided (answered through the API's chain).
 struct Routed {
     api: Arc<CompiledApi>,
     target: UpstreamTarget,
-    allow: Option<HeaderValue>,
+    refuse: Option<Refuse>,
+}
+
+/// A request routed to an API only to be refused there.
+enum Refuse {
+    /// A method the resource does not accept, with its `Allow` value (answered after
+    /// the pre-route phase, which may answer a CORS preflight).
+    Method(HeaderValue),
+    /// No resource of the API serves the path, which the API owns (its errors have a
+    /// format of their own, e.g. SOAP Faults): 404 before any request hook.
+    NotFound,
 }
 
 /// Routes on the snapshot loaded once.
@@ -88,13 +98,16 @@ fn route(snapshots: &ArcSwap<Snapshot>, parts: &request::Parts) -> Result<Routed
         .and_then(|h| h.to_str().ok())
         .or_else(|| parts.uri.authority().map(|a| a.as_str()))
         .map(host_without_port);
-    let (api, upstream_path, allow) = match snap.route(host, &parts.method, path) {
+    let (api, upstream_path, refuse) = match snap.route(host, &parts.method, path) {
         RouteResult::Matched { api, upstream_path } => (api, upstream_path, None),
         RouteResult::MethodNotAllowed {
             api,
             upstream_path,
             allow,
-        } => (api, upstream_path, Some(allow)),
+        } => (api, upstream_path, Some(Refuse::Method(allow))),
+        RouteResult::NotFoundIn { api, upstream_path } => {
+            (api, upstream_path, Some(Refuse::NotFound))
+        }
         RouteResult::NotFound => return Err(GatewayError::new(ErrorKind::NotFound)),
     };
     let uri = parts.uri.clone(); // refcounted
@@ -106,7 +119,7 @@ fn route(snapshots: &ArcSwap<Snapshot>, parts: &request::Parts) -> Result<Routed
     Ok(Routed {
         api: api.clone(),
         target,
-        allow,
+        refuse,
     })
 }
 
@@ -170,12 +183,16 @@ async fn run(
     request_id: HeaderValue,
     observed: bool,
 ) -> Response<GatewayBody> {
-    let Routed { api, target, allow } = routed;
+    let Routed {
+        api,
+        target,
+        refuse,
+    } = routed;
     let ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
     if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
         // The fast path: nothing to tell at the end, the context stays on the stack.
         let mut ctx = ctx;
-        return exchange(conn, &api, &mut ctx, None, parts, body, allow)
+        return exchange(conn, &api, &mut ctx, None, parts, body, refuse)
             .await
             .0;
     }
@@ -183,7 +200,7 @@ async fn run(
     // finisher's drop still reports the request (aborted).
     let mut f = Finisher::new(conn, Some(api.clone()), ctx, &parts);
     let (ctx, marks) = f.parts();
-    let (mut resp, failed) = exchange(conn, &api, ctx, Some(marks), parts, body, allow).await;
+    let (mut resp, failed) = exchange(conn, &api, ctx, Some(marks), parts, body, refuse).await;
     f.responded(resp.status(), failed);
     resp.body_mut().finish_with(f);
     resp
@@ -198,10 +215,10 @@ async fn exchange(
     mut marks: Option<&mut Marks>,
     parts: request::Parts,
     body: Incoming,
-    allow: Option<HeaderValue>,
+    refuse: Option<Refuse>,
 ) -> (Response<GatewayBody>, Option<ErrorKind>) {
     let chain = &api.chain;
-    let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, allow).await;
+    let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
     let (mut rparts, mut rbody, mut upto, mut failed) = match sent {
         Ok(up) => {
             if let Some(m) = marks {
@@ -222,7 +239,7 @@ async fn exchange(
         (rparts, rbody) = error_parts(e, &ctx.request_id);
         upto = at;
     }
-    if chain.hooks().contains(Hooks::RESPONSE_BODY) {
+    if chain.wants_response_body(ctx, &rparts, upto) {
         let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         let result = match rbody.collect(limit).await {
             Ok(mut bytes) => chain
@@ -250,7 +267,7 @@ async fn exchange(
     (Response::from_parts(rparts, rbody), failed)
 }
 
-/// Pre-route, the 405 check, request headers, request body, then the upstream.
+/// The owned-404 check, pre-route, the 405 check, request headers, request body, then the upstream.
 async fn request_side(
     conn: &ConnCtx,
     api: &CompiledApi,
@@ -258,12 +275,17 @@ async fn request_side(
     mut marks: Option<&mut Marks>,
     mut parts: request::Parts,
     body: Incoming,
-    allow: Option<HeaderValue>,
+    refuse: Option<Refuse>,
 ) -> Result<Upstream, Stop> {
     let chain = &api.chain;
     let end = chain.len();
+    if let Some(Refuse::NotFound) = refuse {
+        let mut e = GatewayError::new(ErrorKind::NotFound);
+        e.detail = Some("no resource of this API serves this path".into());
+        return Err(stop(end, e));
+    }
     chain.pre_route(ctx, &mut parts).await?;
-    if let Some(allow) = allow {
+    if let Some(Refuse::Method(allow)) = refuse {
         let e = GatewayError::new(ErrorKind::MethodNotAllowed).with_header(ALLOW, allow);
         return Err(stop(end, e));
     }

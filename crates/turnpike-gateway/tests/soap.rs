@@ -390,3 +390,152 @@ async fn soap_to_rest_get_operations_take_their_input_from_the_query() {
     let r = c.get(gw.url("/q/v1/echo")).send().await.expect("send");
     assert_eq!(r.status(), 400);
 }
+
+/// An upstream that answers every request with a chunked SOAP response whose first
+/// chunk goes out at once and whose end waits for `release`.
+async fn half_sent() -> (SocketAddr, Arc<tokio::sync::Notify>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let release = Arc::new(tokio::sync::Notify::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let r = release.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let r = r.clone();
+            tokio::spawn(async move {
+                // Read the request head and its small body (one read is enough here).
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = s.read(&mut buf).await;
+                let first =
+                    "<s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\"><s:Body>";
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/soap+xml\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n",
+                    first.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                r.notified().await;
+                let rest = "</s:Body></s:Envelope>";
+                let tail = format!("{:x}\r\n{rest}\r\n0\r\n\r\n", rest.len());
+                let _ = s.write_all(tail.as_bytes()).await;
+            });
+        }
+    });
+    (addr, release)
+}
+
+#[tokio::test]
+async fn soap_pass_through_streams_the_back_end_response() {
+    let (up, release) = half_sent().await;
+    let gw = gateway(&format!(
+        "apis:\n{}",
+        soap_api(
+            "soap",
+            &format!("http://{up}"),
+            "SOAP",
+            "Echo12",
+            ECHO_WSDL,
+            ""
+        )
+    ))
+    .await;
+    let mut r = client()
+        .post(gw.url("/soap/v1"))
+        .header("content-type", content_type(12))
+        .body(envelope(12, "x"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    // The first chunk arrives while the back end still holds the end of its body: the
+    // gateway did not wait for the whole response (a buffering gateway never would).
+    let first = tokio::time::timeout(std::time::Duration::from_secs(10), r.chunk())
+        .await
+        .expect("the first bytes came before the back end finished")
+        .expect("chunk")
+        .expect("some bytes");
+    assert!(first.starts_with(b"<s:Envelope"), "{first:?}");
+    release.notify_one();
+    let mut rest = Vec::new();
+    while let Some(c) = r.chunk().await.expect("chunk") {
+        rest.extend_from_slice(&c);
+    }
+    assert!(rest.ends_with(b"</s:Envelope>"), "{rest:?}");
+}
+
+#[tokio::test]
+async fn not_found_and_method_not_allowed_are_soap_faults() {
+    let (up, hits) = counting().await;
+    let gw = gateway(&format!(
+        "apis:\n{}{}",
+        soap_api("soap", &format!("http://{up}"), "SOAP", "Echo12", ECHO_WSDL, ""),
+        soap_api(
+            "ops",
+            &format!("http://{up}"),
+            "SOAP",
+            "Echo11",
+            ECHO_WSDL,
+            "    resources:\n      - { path: \"/\", methods: [POST] }\n      - { path: \"/orders/{id}\", methods: [POST] }\n"
+        ),
+    ))
+    .await;
+    let c = client();
+    // (method, path, status, SOAP version of the binding, the error code)
+    let cases = [
+        ("PUT", "/soap/v1", 405, 12, "method_not_allowed"),
+        ("DELETE", "/soap/v1/x", 405, 12, "method_not_allowed"),
+        ("PUT", "/ops/v1", 405, 11, "method_not_allowed"),
+        ("POST", "/ops/v1/nothing/here", 404, 11, "not_found"),
+        ("POST", "/ops/v1/orders", 404, 11, "not_found"),
+        ("GET", "/ops/v1/x?wsdl", 404, 11, "not_found"),
+    ];
+    for (method, path, status, version, code) in cases {
+        let r = c
+            .request(method.parse().expect("method"), gw.url(path))
+            .header("content-type", content_type(version))
+            .body(envelope(version, "x"))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), status, "{method} {path}");
+        let ct = r.headers()["content-type"]
+            .to_str()
+            .unwrap_or_default()
+            .to_owned();
+        let text = r.text().await.expect("text");
+        let (media, fault_code) = if version == 11 {
+            ("text/xml", "<faultcode>soapenv:Client</faultcode>")
+        } else {
+            (
+                "application/soap+xml",
+                "<soapenv:Value>soapenv:Sender</soapenv:Value>",
+            )
+        };
+        assert!(ct.starts_with(media), "{method} {path}: {ct}");
+        assert!(
+            text.contains(fault_code)
+                && text.contains(&format!("<turnpike:code>{code}</turnpike:code>"))
+                && text.contains(&format!("<turnpike:status>{status}</turnpike:status>")),
+            "{method} {path}: {text}"
+        );
+    }
+    // The declared resources still work, and a path outside every API stays the
+    // gateway's JSON 404.
+    let r = c
+        .post(gw.url("/ops/v1/orders/7"))
+        .header("content-type", content_type(11))
+        .body(envelope(11, "x"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let r = c.post(gw.url("/nowhere/v1")).send().await.expect("send");
+    assert_eq!(r.status(), 404);
+    assert_eq!(support::error_body(r).await["code"], "not_found");
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "only the declared resource was forwarded"
+    );
+}

@@ -151,6 +151,23 @@ impl Chain {
         Ok(())
     }
 
+    /// Whether some policy before `upto` wants this response's body buffered (see
+    /// [`Policy::wants_response_body`]).
+    #[inline]
+    pub fn wants_response_body(
+        &self,
+        ctx: &RequestCtx,
+        resp: &response::Parts,
+        upto: usize,
+    ) -> bool {
+        if !self.hooks.contains(Hooks::RESPONSE_BODY) {
+            return false;
+        }
+        let ran = self.policies.get(..upto).unwrap_or(&self.policies);
+        ran.iter()
+            .any(|p| p.hooks().contains(Hooks::RESPONSE_BODY) && p.wants_response_body(ctx, resp))
+    }
+
     /// Runs `on_response_body` back to front over the policies before `upto`; errors
     /// as [`Chain::response_headers`].
     pub fn response_body(

@@ -70,7 +70,8 @@ impl Hooks {
     pub const REQUEST_BODY: Hooks = Hooks(1 << 2);
     /// [`Policy::on_response_headers`].
     pub const RESPONSE_HEADERS: Hooks = Hooks(1 << 3);
-    /// [`Policy::on_response_body`]: the gateway buffers the response body.
+    /// [`Policy::on_response_body`]: the gateway buffers the response body (when
+    /// [`Policy::wants_response_body`] says so for the response at hand).
     pub const RESPONSE_BODY: Hooks = Hooks(1 << 4);
     /// [`Policy::on_complete`].
     pub const COMPLETE: Hooks = Hooks(1 << 5);
@@ -146,6 +147,15 @@ pub trait Policy: Send + Sync + 'static {
         _resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
         Ok(())
+    }
+
+    /// Whether this response's body must be buffered for
+    /// [`on_response_body`](Policy::on_response_body), asked after the response headers
+    /// hooks ran. A policy that rewrites only some responses (the SOAP pass-through turns
+    /// the gateway's own errors into Faults) answers `false` for the others, and when no
+    /// policy of the chain wants it the body streams through untouched.
+    fn wants_response_body(&self, _ctx: &RequestCtx, _resp: &response::Parts) -> bool {
+        true
     }
 
     /// The whole response body (up to the API's limit); framing is fixed up after.

@@ -155,6 +155,12 @@ impl Policy for SoapProxyPolicy {
         Ok(())
     }
 
+    /// Only the gateway's own errors are read (to become Faults); the back end's
+    /// answers stream through untouched.
+    fn wants_response_body(&self, ctx: &RequestCtx, _resp: &response::Parts) -> bool {
+        ctx.ext.get::<ToFault>().is_some()
+    }
+
     fn on_response_body(
         &self,
         ctx: &mut RequestCtx,
