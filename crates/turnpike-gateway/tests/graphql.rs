@@ -1,7 +1,10 @@
 //! GraphQL APIs through a real gateway on 127.0.0.1:0 in front of `turnpike echo
 //! --graphql`: valid queries forwarded (POST JSON, POST application/graphql, GET),
 //! invalid ones answered 400 with GraphQL `errors[]` and never forwarded, limits,
-//! field denial, introspection, the cost quota's 429, explain, and mutations over GET.
+//! field denial, introspection, the cost quota's 429, explain, and mutations over GET;
+//! fragment bypass attempts (deep fragments, cycles, aliases x fragments), WSO2's worked
+//! example (35) with list against scalar arguments, and per-operation scopes on a query
+//! that mixes an allowed and a denied operation.
 
 mod support;
 
@@ -253,4 +256,170 @@ async fn a_bad_graphql_section_is_a_config_error_naming_the_field() {
     let err = turnpike_config::Snapshot::from_yaml(&yaml, "test").expect_err("invalid");
     let text = err.to_string();
     assert!(text.contains("apis[0].graphql.limits.fields"), "{text}");
+}
+
+/// A SWAPI-like schema with WSO2's worked example's fields (`allFilms(first:)`,
+/// `planets(first:)`) and a scalar-argument field (`film(id:)`).
+const FILMS: &str = "type Query {\n  allFilms(first: Int): [Film]\n  film(id: ID!): Film\n}\ntype Film {\n  id: ID\n  title: String\n  planets(first: Int): [Planet]\n}\ntype Planet {\n  climate: String\n}\n";
+
+fn films_api(name: &str, upstream: SocketAddr, extra: &str) -> String {
+    let schema: String = FILMS.lines().map(|l| format!("        {l}\n")).collect();
+    api(
+        name,
+        &[format!("http://{upstream}/graphql")],
+        &format!("    graphql:\n      schema: |\n{schema}{extra}"),
+    )
+}
+
+/// The gateway's explain answer for `query` on `path`.
+async fn explain(gw: &TestGateway, path: &str, query: &str) -> Value {
+    let resp = client()
+        .post(gw.url(path))
+        .header("x-graphql-explain", "1")
+        .header("content-type", "application/json")
+        .body(json!({ "query": query }).to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 200);
+    serde_json::from_slice(&resp.bytes().await.expect("body")).expect("json")
+}
+
+#[tokio::test]
+async fn wso2s_worked_example_costs_35_and_only_list_arguments_multiply() {
+    let up = echo().await;
+    let gw = gateway(&config(&[
+        films_api("at", up, "      limits: { max_complexity: 35 }\n"),
+        films_api("below", up, "      limits: { max_complexity: 34 }\n"),
+    ]))
+    .await;
+    let example = "{ allFilms(first: 5) { id title planets(first: 2) { climate } } }";
+    let v = explain(&gw, "/at/v1/graphql", example).await;
+    assert_eq!(v["complexity"], 35, "{v}");
+    let row = |path: &str| {
+        v["fields"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["path"] == path))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(row("allFilms")["multiplier"], 5, "{v}");
+    assert_eq!(row("allFilms.planets")["multiplier"], 2, "{v}");
+    // At the limit it is forwarded; one below, refused at the gateway.
+    assert_eq!(post(&gw, "/at/v1/graphql", example).await.0, 200);
+    let (status, v) = post(&gw, "/below/v1/graphql", example).await;
+    assert_eq!((status, code(&v)), (400, "MAX_COMPLEXITY_EXCEEDED"), "{v}");
+    // `id: 5` is an ordinary argument, not a list size: no multiplier.
+    let scalar = "{ film(id: 5) { id title planets(first: 2) { climate } } }";
+    let v = explain(&gw, "/at/v1/graphql", scalar).await;
+    assert_eq!(v["complexity"], 7, "{v}");
+    // A variable sizes the list like a literal does.
+    let resp = client()
+        .post(gw.url("/below/v1/graphql"))
+        .header("content-type", "application/json")
+        .body(
+            json!({
+                "query": "query Q($n: Int) { allFilms(first: $n) { id title planets(first: 2) { climate } } }",
+                "variables": { "n": 5 }
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 400);
+}
+
+#[tokio::test]
+async fn fragments_do_not_hide_depth_or_cost_and_cycles_are_refused() {
+    let up = echo().await;
+    let gw = gateway(&config(&[films_api(
+        "f",
+        up,
+        "      limits: { max_depth: 2, max_complexity: 20 }\n",
+    )]))
+    .await;
+    // Deep fragments: each fragment is shallow, their nesting is not.
+    let deep = "{ ...A } fragment A on Query { allFilms(first: 1) { ...B } } \
+                fragment B on Film { planets(first: 1) { ...C } } fragment C on Planet { climate }";
+    let (status, v) = post(&gw, "/f/v1/graphql", deep).await;
+    assert_eq!((status, code(&v)), (400, "MAX_DEPTH_EXCEEDED"), "{v}");
+    // A fragment cycle is a validation error, answered without looping or forwarding.
+    let cycle = "{ allFilms(first: 1) { ...A } } fragment A on Film { planets { ...B } } \
+                 fragment B on Planet { ...C } fragment C on Planet { ...B }";
+    let (status, v) = post(&gw, "/f/v1/graphql", cycle).await;
+    assert_eq!(
+        (status, code(&v)),
+        (400, "GRAPHQL_VALIDATION_FAILED"),
+        "{v}"
+    );
+    // Aliases x fragments: one cheap fragment spread under many aliases costs each
+    // alias (a field counted once per response path, and every alias is a path).
+    let one = "{ a: allFilms(first: 2) { ...F } } fragment F on Film { id title }";
+    let (status, v) = post(&gw, "/f/v1/graphql", one).await;
+    assert_eq!(status, 200, "{v}");
+    let many: String = (0..4)
+        .map(|i| format!("a{i}: allFilms(first: 2) {{ ...F }} "))
+        .collect();
+    let many = format!("{{ {many}}} fragment F on Film {{ id title }}");
+    let (status, v) = post(&gw, "/f/v1/graphql", &many).await;
+    assert_eq!((status, code(&v)), (400, "MAX_COMPLEXITY_EXCEEDED"), "{v}");
+    // The same fragment spread twice at one path is one field, not two.
+    let twice = "{ a: allFilms(first: 2) { ...F ...F id } } fragment F on Film { id title }";
+    assert_eq!(
+        explain(&gw, "/f/v1/graphql", twice).await["complexity"],
+        explain(&gw, "/f/v1/graphql", one).await["complexity"]
+    );
+}
+
+#[tokio::test]
+async fn a_query_mixing_an_allowed_and_a_denied_operation_is_refused() {
+    let up = graphql_echo().await;
+    // The key "turnpike-bench-key" (its SHA-256 below) carries the scope `read`.
+    let api = gql_api(
+        "sw",
+        up,
+        "      operations:\n        - { name: human, scopes: [read] }\n        - { name: droid, scopes: [admin] }\n",
+    )
+    .replace("    graphql:", "    auth: { oauth2: false, api_key: true }\n    graphql:");
+    let yaml = format!(
+        "security:\n  api_keys:\n    - {{ sha256: \"28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef\", application: app-1, subscriber: alice, scopes: [read] }}\n  subscriptions:\n    - {{ api: /sw/v1, application: app-1, state: ACTIVE, tier: Unlimited }}\n{}",
+        config(&[api])
+    );
+    let gw = gateway(&yaml).await;
+    let call = |q: &'static str| {
+        client()
+            .post(gw.url("/sw/v1/graphql"))
+            .header("apikey", "turnpike-bench-key")
+            .header("content-type", "application/json")
+            .body(json!({ "query": q }).to_string())
+            .send()
+    };
+    let r = call("{ human(id: 1) { name } }").await.expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    let r = call("{ droid(id: 1) { name } }").await.expect("send");
+    assert_eq!(r.status().as_u16(), 403);
+    let r = call("{ human(id: 1) { name } droid(id: 1) { name } }")
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 403);
+    let v: Value = serde_json::from_slice(&r.bytes().await.expect("body")).expect("json");
+    assert!(
+        v["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("droid")),
+        "{v}"
+    );
+    assert!(v.get("data").is_none(), "not forwarded: {v}");
+    // An operation without scopes of its own (hero) needs only the API's credential.
+    let r = call("{ hero { name } }").await.expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    let r = client()
+        .post(gw.url("/sw/v1/graphql"))
+        .header("content-type", "application/json")
+        .body(json!({ "query": "{ human(id: 1) { name } }" }).to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 401);
 }
