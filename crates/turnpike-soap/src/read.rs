@@ -170,7 +170,7 @@ fn read_element(
         return Ok(Value::Null);
     }
     match &e.ty {
-        Ty::Simple(s) => typed(s, &xml::text_of(node), path),
+        Ty::Simple(s) => typed_text(s, xml::text_of(node), path),
         Ty::Any => Ok(Value::String(xml::text_of(node))),
         Ty::Complex(id) => read_complex(model, *id, node, path),
     }
@@ -224,6 +224,24 @@ fn read_complex(
         }
     }
     Ok(Value::Object(obj))
+}
+
+/// [`typed`] for text already copied out of the document: a string keeps its buffer.
+fn typed_text(t: &SimpleType, text: String, path: &str) -> Result<Value, MapError> {
+    let converted = t.list
+        || matches!(
+            t.builtin,
+            Builtin::Boolean
+                | Builtin::Integer { .. }
+                | Builtin::Decimal
+                | Builtin::Float
+                | Builtin::Double
+        );
+    if converted {
+        typed(t, &text, path)
+    } else {
+        Ok(Value::String(text))
+    }
 }
 
 /// The JSON value of simple-typed text.

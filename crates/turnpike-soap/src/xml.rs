@@ -73,14 +73,13 @@ fn nesting_depth(text: &[u8], stop: usize) -> usize {
     let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
     let find = |from: usize, pat: &[u8]| {
         text.get(from..)
-            .and_then(|rest| rest.windows(pat.len()).position(|w| w == pat))
+            .and_then(|rest| memchr::memmem::find(rest, pat))
             .map_or(text.len(), |p| from + p + pat.len())
     };
-    while i < text.len() {
-        if text[i] != b'<' {
-            i += 1;
-            continue;
-        }
+    // Text between tags is skipped with memchr: on the request path this scan sees
+    // every byte of every envelope.
+    while let Some(at) = text.get(i..).and_then(|rest| memchr::memchr(b'<', rest)) {
+        i += at;
         let rest = &text[i..];
         if rest.starts_with(b"<!--") {
             i = find(i + 4, b"-->");
@@ -204,18 +203,39 @@ impl std::fmt::Display for QName {
 /// Characters XML 1.0 cannot carry at all (most C0 controls) are replaced by U+FFFD, so
 /// what we write always parses.
 pub fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' | '\n' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
+    // Runs of bytes that need nothing are copied whole (values are mostly plain text);
+    // the others, and any 0xEF lead byte (U+FFFE, U+FFFF), go through `escape_chars`.
+    let plain = |b: u8| b >= 0x20 && !matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0xEF);
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let run = bytes[at..]
+            .iter()
+            .position(|&b| !plain(b))
+            .unwrap_or(bytes.len() - at);
+        out.push_str(&text[at..at + run]);
+        at += run;
+        if at == bytes.len() {
+            break;
         }
+        // The byte is ASCII or a lead byte, so `at` is a char boundary.
+        let c = text[at..].chars().next().unwrap_or_default();
+        escape_chars(out, c);
+        at += c.len_utf8();
+    }
+}
+
+fn escape_chars(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        '\'' => out.push_str("&apos;"),
+        '\r' => out.push_str("&#13;"),
+        '\t' | '\n' => out.push(c),
+        c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+        c => out.push(c),
     }
 }
 
@@ -277,6 +297,25 @@ mod tests {
             1
         );
         assert_eq!(nesting_depth("<a>".repeat(10).as_bytes(), 3), 4);
+    }
+
+    #[test]
+    fn escaping_by_runs_equals_escaping_each_char() {
+        let samples = [
+            "plain text",
+            "",
+            "\u{FFFE}\u{FFFF}\u{EFFF}é€𝄞 a<b>&\"'\r\t\n\u{1}",
+            "ends with <",
+            "<starts",
+            "\u{FEFF}mixed \u{FFFD} & more",
+        ];
+        for s in samples {
+            let mut each = String::new();
+            for c in s.chars() {
+                escape_chars(&mut each, c);
+            }
+            assert_eq!(escape(s), each, "{s:?}");
+        }
     }
 
     #[test]
