@@ -6,6 +6,8 @@
 #   - the in-house HTTP/1.1 client's response parser, over sockets:
 #     crates/turnpike-gateway/tests/fuzz_upstream.rs,
 #   - the JWT path: crates/turnpike-auth/tests/fuzz_jwt.rs,
+#   - the SOAP pass-through's one-pass envelope scan against roxmltree:
+#     crates/turnpike-soap/tests/scan_vs_dom.rs,
 #   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs
 #     and timeouts.rs (slow heads and bodies, hyper's own refusals, chunked over limit).
 # A failure prints the seed (TURNPIKE_FUZZ_SEED=... replays it) and stops the run.
@@ -24,7 +26,7 @@ done
 
 # The ci-bench profile (optimised, no fat LTO): what CI builds the binary with.
 prof=(--profile ci-bench)
-cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth --no-run >/dev/null 2>&1
+cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap --no-run >/dev/null 2>&1
 end=$(( $(date +%s) + minutes * 60 ))
 rounds=0
 run() { # log-name command...
@@ -43,6 +45,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JWT_CASES:-200000}" cargo test "${prof[@]}" -q \
     -p turnpike-auth --test fuzz_jwt -- --nocapture
   run "$log" cargo test "${prof[@]}" -q -p turnpike-config --test fuzz
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_SCAN_CASES:-100000}" cargo test "${prof[@]}" -q \
+    -p turnpike-soap --test scan_vs_dom
   rounds=$((rounds + 1))
 done
 echo "fuzz: $rounds rounds in $minutes min, no failure"

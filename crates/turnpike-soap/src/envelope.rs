@@ -3,8 +3,10 @@
 //! `SOAPAction` (1.1 header), the `action` parameter (1.2 Content-Type) or the first body
 //! element, and Fault envelopes for gateway errors in the binding's version.
 
+use std::borrow::Cow;
+
 use crate::error::MapError;
-use crate::read::envelope_body;
+use crate::scan;
 use crate::wsdl::{Operation, Port, SoapVersion};
 use crate::xml::{self, escape_into, Limits};
 
@@ -18,8 +20,21 @@ pub struct EnvelopeInfo {
 
 /// Checks that `text` is a well-formed SOAP envelope of one of `versions`, with a Body.
 pub fn check(text: &str, versions: &[SoapVersion]) -> Result<EnvelopeInfo, MapError> {
-    let doc = xml::parse(text, Limits::MESSAGES)?;
-    let (version, body) = envelope_body(&doc)?;
+    // One pass, no tree: this runs on every pass-through request.
+    let facts = scan::scan(text, Limits::MESSAGES, |ns| {
+        SoapVersion::from_envelope_ns(ns).map(SoapVersion::envelope_ns)
+    })?;
+    let version = facts
+        .root
+        .as_ref()
+        .filter(|(_, local)| *local == "Envelope")
+        .and_then(|(ns, _)| ns.as_deref().and_then(SoapVersion::from_envelope_ns))
+        .ok_or_else(|| {
+            MapError::NotEnvelope("the root is not a SOAP 1.1 or 1.2 Envelope".into())
+        })?;
+    if !facts.body_found {
+        return Err(MapError::NotEnvelope("no Body".into()));
+    }
     if !versions.contains(&version) {
         return Err(MapError::NotEnvelope(format!(
             "SOAP {} envelope, but this API's binding speaks SOAP {}",
@@ -31,12 +46,9 @@ pub fn check(text: &str, versions: &[SoapVersion]) -> Result<EnvelopeInfo, MapEr
                 .join(" and ")
         )));
     }
-    let first_body_element = xml::elements(body).next().map(|e| {
-        (
-            e.tag_name().namespace().map(str::to_owned),
-            e.tag_name().name().to_owned(),
-        )
-    });
+    let first_body_element = facts
+        .first_body_element
+        .map(|(ns, local)| (ns.map(Cow::into_owned), local.to_owned()));
     Ok(EnvelopeInfo {
         version,
         first_body_element,

@@ -3,7 +3,9 @@
 //! SOAP-to-REST APIs, and the envelope checks and faults used by SOAP pass-through APIs.
 //!
 //! Everything is data-driven from the model built at import time: no code is generated.
-//! All XML is read through [`xml::parse`] (DTDs refused, size, node and depth limits).
+//! All XML is read through [`xml::parse`] (DTDs refused, size, node and depth limits),
+//! but for the pass-through's request envelopes, checked in one pass by [`scan`] under
+//! the same rules.
 //! The two SOAP policies ([`policy`]) plug into the pipeline of `turnpike-policy`.
 //! This crate does no IO and must not depend on the gateway, the store or the admin API;
 //! generic (schema-less) JSON <-> XML conversion belongs to the mediation crate.
@@ -15,6 +17,7 @@ pub mod error;
 pub mod policy;
 pub mod read;
 pub mod sample;
+pub mod scan;
 pub mod schema;
 pub mod write;
 pub mod wsdl;

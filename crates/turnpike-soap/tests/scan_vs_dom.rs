@@ -1,0 +1,171 @@
+//! The one-pass envelope scan (`scan::scan`, the pass-through's check) against the DOM
+//! parser every other path uses (`xml::parse`, roxmltree): over documents assembled from
+//! pieces of valid and broken XML, the scan accepts exactly what the parser accepts, and
+//! on envelopes it finds the same SOAP version and first Body element. (It is stricter
+//! in one place, as XML 1.0 asks: a character reference to a surrogate.)
+
+use proptest::prelude::*;
+use turnpike_soap::envelope;
+use turnpike_soap::read::envelope_body;
+use turnpike_soap::scan;
+use turnpike_soap::xml::{self, Limits};
+use turnpike_soap::SoapVersion;
+
+const PIECES: &[&str] = &[
+    "<a>",
+    "</a>",
+    "<b/>",
+    "<b x='1'/>",
+    "<b x=\"1\" y='2'>",
+    "</b>",
+    "<c:d>",
+    "</c:d>",
+    "<p:e xmlns:p=\"urn:p\">",
+    "</p:e>",
+    "<e xmlns=\"urn:d\">",
+    "</e>",
+    "text",
+    " ",
+    "\n",
+    "&amp;",
+    "&lt;",
+    "&#65;",
+    "&#x41;",
+    "&#0;",
+    "&bad;",
+    "&",
+    "<",
+    ">",
+    "]]>",
+    "<!--c-->",
+    "<!-- - -->",
+    "<!--a--b-->",
+    "<![CDATA[x<y]]>",
+    "<?pi data?>",
+    "<?xml version=\"1.0\"?>",
+    "<!DOCTYPE a>",
+    "<!ENTITY x 'y'>",
+    "<b x='1' x='2'/>",
+    "<b p:x='1'/>",
+    "<b xmlns:q='urn:q' q:x='1' q:y='2'/>",
+    "<b xmlns:q='urn:q' xmlns:r='urn:q' q:x='1' r:x='2'/>",
+    "<b xmlns:q=''/>",
+    "<b xmlns:xml='urn:x'/>",
+    "<b xmlns:xmlns='urn:x'/>",
+    "<b xml:lang='en'/>",
+    "<b x='a<b'/>",
+    "<b x='&amp;&#60;'/>",
+    "<b x=1/>",
+    "<b x='1'y='2'/>",
+    "<1b/>",
+    "<b:/>",
+    "<:b/>",
+    "<a:b:c/>",
+    "<é/>",
+    "<b\u{B7}/>",
+    "\u{1}",
+    "\u{FFFE}",
+    "\r",
+    "\t",
+    "<b / >",
+    "</a >",
+    "<a\n>",
+    "<s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\">",
+    "<s:Body>",
+    "</s:Body>",
+    "</s:Envelope>",
+    "<s:Header/>",
+    "<x:op xmlns:x=\"urn:op\">",
+    "</x:op>",
+    "<Envelope xmlns=\"http://schemas.xmlsoap.org/soap/envelope/\">",
+    "</Envelope>",
+    "<Body>",
+    "</Body>",
+];
+
+fn assemble(ix: &[usize]) -> String {
+    ix.iter().map(|&i| PIECES[i % PIECES.len()]).collect()
+}
+
+fn dom(text: &str) -> Result<(), String> {
+    xml::parse(text, Limits::MESSAGES)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+fn scanned(text: &str) -> Result<(), String> {
+    scan::scan(text, Limits::MESSAGES, |_| None)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// The envelope facts as the DOM gives them.
+fn dom_facts(text: &str) -> Option<(SoapVersion, Option<(Option<String>, String)>)> {
+    let doc = xml::parse(text, Limits::MESSAGES).ok()?;
+    let (v, body) = envelope_body(&doc).ok()?;
+    let first = xml::elements(body).next().map(|e| {
+        (
+            e.tag_name().namespace().map(str::to_owned),
+            e.tag_name().name().to_owned(),
+        )
+    });
+    Some((v, first))
+}
+
+fn agree(text: &str) {
+    let (d, s) = (dom(text), scanned(text));
+    assert_eq!(s.is_ok(), d.is_ok(), "{text:?}: scan {s:?}, dom {d:?}");
+    let both = [SoapVersion::V11, SoapVersion::V12];
+    let info = envelope::check(text, &both).ok();
+    assert_eq!(
+        info.map(|i| (i.version, i.first_body_element)),
+        dom_facts(text),
+        "{text:?}"
+    );
+}
+
+proptest! {
+    // bench/fuzz.sh raises the count with TURNPIKE_FUZZ_CASES.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("TURNPIKE_FUZZ_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(4000)
+    ))]
+
+    #[test]
+    fn documents_of_pieces(ix in prop::collection::vec(0usize..PIECES.len(), 0..16)) {
+        agree(&assemble(&ix));
+    }
+
+    #[test]
+    fn inside_a_root(ix in prop::collection::vec(0usize..PIECES.len(), 0..16)) {
+        agree(&format!("<r xmlns:c=\"urn:c\">{}</r>", assemble(&ix)));
+    }
+
+    #[test]
+    fn inside_an_envelope_body(ix in prop::collection::vec(0usize..PIECES.len(), 0..12), v12 in any::<bool>()) {
+        let ns = if v12 { "http://www.w3.org/2003/05/soap-envelope" } else { "http://schemas.xmlsoap.org/soap/envelope/" };
+        agree(&format!("<s:Envelope xmlns:s=\"{ns}\" xmlns:c=\"urn:c\"><s:Header/><s:Body>{}</s:Body></s:Envelope>", assemble(&ix)));
+    }
+}
+
+#[test]
+fn hostile_documents_are_refused_like_the_parser_refuses_them() {
+    let deep = format!("<a>{}</a>", "<b>".repeat(200) + &"</b>".repeat(200));
+    assert!(matches!(
+        scan::scan(&deep, Limits::MESSAGES, |_| None),
+        Err(turnpike_soap::XmlError::TooDeep { .. })
+    ));
+    let laughs = "<!DOCTYPE l [<!ENTITY a \"aa\">]><a>&a;</a>";
+    assert_eq!(
+        scan::scan(laughs, Limits::MESSAGES, |_| None).err(),
+        Some(turnpike_soap::XmlError::Dtd)
+    );
+    // Stricter than roxmltree where XML 1.0 says so: a surrogate is no Char.
+    assert!(scan::scan("<a>&#xD800;</a>", Limits::MESSAGES, |_| None).is_err());
+    for text in [
+        "<a>x</a>",
+        "\u{FEFF}<a/>",
+        "<?xml version='1.0' encoding='UTF-8' standalone='yes'?><a/>",
+    ] {
+        agree(text);
+    }
+}
