@@ -43,6 +43,9 @@ pub struct ApiSecurity {
     pub backend_jwt: Option<Arc<BackendJwtSigner>>,
     pub lifecycle: Option<LifecycleBlock>,
     resources: Option<ResourceRules>,
+    /// Some operation of the API (a GraphQL `auth: none` operation) is open: a request
+    /// without any credential goes on, marked [`turnpike_policy::Anonymous`].
+    pub anonymous_operations: bool,
 }
 
 /// A resource's own rule.
@@ -192,6 +195,7 @@ fn compile_api(
             backend_jwt: None,
             lifecycle: Some(l),
             resources: None,
+            anonymous_operations: false,
         });
     }
     let spec = spec?;
@@ -216,6 +220,10 @@ fn compile_api(
         backend_jwt,
         lifecycle,
         resources: has_rules.then(|| resource_rules(api)),
+        anonymous_operations: api
+            .graphql
+            .as_ref()
+            .is_some_and(|g| g.operations.iter().any(|o| o.auth.is_some())),
     })
 }
 

@@ -4,7 +4,8 @@
 //! field denial, introspection, the cost quota's 429, explain, and mutations over GET;
 //! fragment bypass attempts (deep fragments, cycles, aliases x fragments), WSO2's worked
 //! example (35) with list against scalar arguments, and per-operation scopes on a query
-//! that mixes an allowed and a denied operation.
+//! that mixes an allowed and a denied operation; an `auth: none` operation callable
+//! without a credential while the others need one.
 
 mod support;
 
@@ -419,6 +420,65 @@ async fn a_query_mixing_an_allowed_and_a_denied_operation_is_refused() {
         .header("content-type", "application/json")
         .body(json!({ "query": "{ human(id: 1) { name } }" }).to_string())
         .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn an_auth_none_operation_is_callable_without_a_credential_and_only_it() {
+    let up = graphql_echo().await;
+    let api = gql_api(
+        "sw",
+        up,
+        "      operations:\n        - { name: hero, auth: none }\n        - { name: human, scopes: [read] }\n",
+    )
+    .replace("    graphql:", "    auth: { oauth2: false, api_key: true }\n    graphql:");
+    let yaml = format!(
+        "security:\n  api_keys:\n    - {{ sha256: \"28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef\", application: app-1, subscriber: alice, scopes: [read] }}\n  subscriptions:\n    - {{ api: /sw/v1, application: app-1, state: ACTIVE, tier: Unlimited }}\n{}",
+        config(&[api])
+    );
+    let gw = gateway(&yaml).await;
+    let call = |q: &'static str, key: Option<&'static str>| {
+        let mut r = client()
+            .post(gw.url("/sw/v1/graphql"))
+            .header("content-type", "application/json")
+            .body(json!({ "query": q }).to_string());
+        if let Some(k) = key {
+            r = r.header("apikey", k);
+        }
+        r.send()
+    };
+    // The open operation, without any credential: forwarded and answered.
+    let r = call("{ hero { name } }", None).await.expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = serde_json::from_slice(&r.bytes().await.expect("body")).expect("json");
+    assert!(v["data"]["hero"].is_object(), "{v}");
+    // Another operation, or the open one beside it, needs the credential.
+    for q in [
+        "{ human(id: 1) { name } }",
+        "{ hero { name } human(id: 1) { name } }",
+    ] {
+        let r = call(q, None).await.expect("send");
+        assert_eq!(r.status().as_u16(), 401, "{q}");
+        let v: Value = serde_json::from_slice(&r.bytes().await.expect("body")).expect("json");
+        assert_eq!(code(&v), "UNAUTHENTICATED", "{v}");
+        assert!(
+            v["errors"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("human")),
+            "{v}"
+        );
+    }
+    // With the key, both; a wrong key is refused even for the open operation.
+    let r = call(
+        "{ hero { name } human(id: 1) { name } }",
+        Some("turnpike-bench-key"),
+    )
+    .await
+    .expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    let r = call("{ hero { name } }", Some("not-a-key"))
         .await
         .expect("send");
     assert_eq!(r.status().as_u16(), 401);

@@ -32,6 +32,8 @@ pub enum ErrorCode {
     IntrospectionDisabled,
     /// The tier's cost quota for the window is spent.
     QuotaExceeded,
+    /// A request without a credential calls an operation that is not `auth: none`.
+    Unauthenticated,
 }
 
 impl ErrorCode {
@@ -47,6 +49,7 @@ impl ErrorCode {
             ErrorCode::FieldNotAllowed => "FIELD_NOT_ALLOWED",
             ErrorCode::IntrospectionDisabled => "INTROSPECTION_DISABLED",
             ErrorCode::QuotaExceeded => "COST_QUOTA_EXCEEDED",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
         }
     }
 }

@@ -7,7 +7,8 @@
 //! too costly query, 403 for a field, scope or introspection refusal, 405 for a mutation
 //! over GET, 429 with RateLimit headers when the cost quota is spent. A request with an
 //! `x-graphql-explain` header is answered with the explain document instead of being
-//! forwarded.
+//! forwarded. On a secured API, a request without a credential (marked `Anonymous` by
+//! the auth step) may call only the operations declared `auth: none` (401 otherwise).
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -15,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{request, HeaderValue, Method, Response, StatusCode};
-use turnpike_policy::{Flow, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::{Anonymous, Flow, Hooks, Policy, RequestCtx, Step};
 
 use crate::analysis::OperationKind;
 use crate::config::Limits;
@@ -75,6 +76,23 @@ impl GraphqlPolicy {
                 format!("a {} cannot be sent with GET", analysis.kind.as_str()),
             );
             return refuse(StatusCode::METHOD_NOT_ALLOWED, &[e]);
+        }
+        if ctx.ext.get::<Anonymous>().is_some() {
+            let closed = analysis.root_fields.iter().find(|r| {
+                !self
+                    .g
+                    .open_operations
+                    .iter()
+                    .any(|(k, n)| *k == r.kind && *n == r.name)
+            });
+            if let Some(root) = closed {
+                let e = GraphqlError::new(
+                    ErrorCode::Unauthenticated,
+                    format!("operation `{}` needs a credential", root.name),
+                )
+                .at(root.offset.map(|o| crate::request::location(query, o)));
+                return refuse(StatusCode::UNAUTHORIZED, &[e]);
+            }
         }
         let identity = ctx.identity();
         let scopes: &[String] = identity.map_or(&[], |i| &i.scopes[..]);

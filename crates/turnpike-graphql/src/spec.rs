@@ -41,6 +41,8 @@ pub struct CompiledGraphql {
     pub applications: HashMap<String, FieldAccess>,
     /// Scopes (any one) per operation.
     pub operations: HashMap<(OperationKind, String), Vec<String>>,
+    /// The operations callable without a credential (`auth: none`) on a secured API.
+    pub open_operations: Vec<(OperationKind, String)>,
 }
 
 impl CompiledGraphql {
@@ -104,6 +106,7 @@ pub fn compile(
         })
         .collect();
     let mut operations = HashMap::new();
+    let mut open_operations = Vec::new();
     for (i, op) in spec.operations.iter().enumerate() {
         let (kind, kind_name) = match op.kind {
             OperationType::Query => (OperationKind::Query, "query"),
@@ -118,11 +121,7 @@ pub fn compile(
             ));
         }
         if op.auth.is_some() {
-            problems.push((
-                format!("{at}.auth"),
-                "per-operation `auth: none` is not supported yet: open the API's resource instead"
-                    .into(),
-            ));
+            open_operations.push((kind, op.name.clone()));
         }
         if op.throttling.is_some() {
             problems.push((
@@ -141,6 +140,7 @@ pub fn compile(
         tiers,
         applications,
         operations,
+        open_operations,
     })
 }
 

@@ -64,6 +64,13 @@ impl RequestCtx {
     }
 }
 
+/// Put in [`RequestCtx::ext`] by the auth step of a secured API that opens some of its
+/// operations (a GraphQL API's `auth: none` operations) when a request carries no
+/// credential at all: the request goes on unauthenticated, and the policy that knows
+/// the operations refuses it unless every operation it calls is open.
+#[derive(Debug, Clone, Copy)]
+pub struct Anonymous;
+
 /// What the auth step learned about the caller.
 #[derive(Clone)]
 pub struct Authenticated {

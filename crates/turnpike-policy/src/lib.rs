@@ -21,7 +21,8 @@ pub mod log_limit;
 
 pub use chain::{Answer, Chain, Stop};
 pub use ctx::{
-    Authenticated, Completion, InvalidTarget, OnBodyEnd, RequestCtx, Timings, UpstreamTarget,
+    Anonymous, Authenticated, Completion, InvalidTarget, OnBodyEnd, RequestCtx, Timings,
+    UpstreamTarget,
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, Policy, Step};

@@ -4,6 +4,9 @@
 //! upstream query) and the back-end JWT added. What it learns goes into
 //! [`RequestCtx::auth`] for the policies after it (throttling, analytics).
 //!
+//! An API with open operations (GraphQL `auth: none`) lets a request with no credential
+//! at all go on marked [`Anonymous`]; the GraphQL policy then admits only open operations.
+//!
 //! JWTs (cached or not) and API keys are answered synchronously ([`Step::Done`]); only
 //! opaque-token introspection and basic credentials not yet verified take the boxed
 //! async path, so a secured API's common request costs no allocation here. Failures
@@ -16,7 +19,8 @@ use http::header::WWW_AUTHENTICATE;
 use http::request::Parts;
 use turnpike_auth::{strip_credentials, AuthError, Check, Identity, ScopeRequirement};
 use turnpike_policy::{
-    Authenticated, ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, Step,
+    Anonymous, Authenticated, ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx,
+    Step,
 };
 
 use crate::security::{ApiSecurity, ResourceRule};
@@ -45,6 +49,10 @@ impl Policy for AuthPolicy {
             None => None,
         };
         match authn.check(req) {
+            Check::Done(Err(AuthError::Missing)) if self.sec.anonymous_operations => {
+                ctx.ext.insert(Anonymous);
+                Step::CONTINUE
+            }
             Check::Done(r) => Step::Done(self.admit(ctx, req, r, scopes)),
             // Cold: boxed so the introspection/argon2 future is not part of every
             // request's.
