@@ -9,6 +9,7 @@
 //! [`Lookup::NotFoundIn`] so the API's chain writes the answer.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use http::{HeaderValue, Method};
 
@@ -26,6 +27,8 @@ struct Entry {
     prefix_len: usize,
     methods: MethodSet,
     allow: HeaderValue,
+    /// The resource's path template as written.
+    resource: Arc<str>,
 }
 
 /// A lookup result before it is tied to the snapshot's APIs.
@@ -34,11 +37,13 @@ pub(crate) enum Lookup<'a> {
     Matched {
         api: usize,
         upstream_path: &'a str,
+        resource: &'a Arc<str>,
     },
     MethodNotAllowed {
         api: usize,
         upstream_path: &'a str,
         allow: HeaderValue,
+        resource: &'a Arc<str>,
     },
     /// No resource serves the path, but it lies below the prefix of `api`, which owns it.
     NotFoundIn {
@@ -80,7 +85,7 @@ pub(crate) struct Router {
 impl Router {
     #[inline]
     pub(crate) fn find<'p>(
-        &self,
+        &'p self,
         host: Option<&str>,
         method: &Method,
         path: &'p str,
@@ -101,7 +106,12 @@ impl Router {
     }
 
     /// Exact host first, then the closest `*.` parent domain.
-    fn find_for_host<'p>(&self, host: &str, method: &Method, path: &'p str) -> Option<Lookup<'p>> {
+    fn find_for_host<'p>(
+        &'p self,
+        host: &str,
+        method: &Method,
+        path: &'p str,
+    ) -> Option<Lookup<'p>> {
         if let Some(found) = self.exact.get(host).and_then(|t| lookup(t, method, path)) {
             return Some(found);
         }
@@ -142,6 +152,7 @@ impl Router {
                             methods: r.methods,
                             explicit: spec.explicit,
                             origin: &r.origin,
+                            resource: &r.path,
                         };
                         plan.add(spec.route, cand, problems);
                     }
@@ -175,7 +186,7 @@ impl Router {
 }
 
 #[inline]
-fn lookup<'p>(table: &Table, method: &Method, path: &'p str) -> Option<Lookup<'p>> {
+fn lookup<'p>(table: &'p Table, method: &Method, path: &'p str) -> Option<Lookup<'p>> {
     let Ok(m) = table.tree.at(path) else {
         return owned(table, path);
     };
@@ -186,11 +197,13 @@ fn lookup<'p>(table: &Table, method: &Method, path: &'p str) -> Option<Lookup<'p
             api: e.api,
             upstream_path,
             allow: e.allow.clone(),
+            resource: &e.resource,
         });
     }
     Some(Lookup::Matched {
         api: e.api,
         upstream_path,
+        resource: &e.resource,
     })
 }
 
@@ -224,6 +237,7 @@ struct Candidate<'a> {
     methods: MethodSet,
     explicit: bool,
     origin: &'a str,
+    resource: &'a Arc<str>,
 }
 
 /// The routes of one host, merged per route string.
@@ -276,6 +290,7 @@ impl<'a> Plan<'a> {
                 prefix_len: c.prefix_len,
                 methods: c.methods,
                 allow: c.methods.allow_header(),
+                resource: c.resource.clone(),
             };
             if let Err(e) = table.tree.insert(route.as_str(), entry) {
                 let msg = match e {

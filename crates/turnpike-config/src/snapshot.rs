@@ -41,6 +41,8 @@ pub struct CompiledApi {
     /// What runs for every request of this API, in order (`crate::chain`): lifecycle,
     /// body limit, auth, throttle and the API's `policies:`.
     pub chain: turnpike_policy::Chain,
+    /// Name, context and version, shared with observers (analytics) without copying.
+    pub label: Arc<turnpike_policy::ApiLabel>,
 }
 
 /// What the router says about a request.
@@ -51,6 +53,8 @@ pub enum RouteResult<'a> {
     Matched {
         api: &'a Arc<CompiledApi>,
         upstream_path: &'a str,
+        /// The matched resource's path template as written (`/pets/{id}`).
+        resource: &'a Arc<str>,
     },
     /// The path matches a resource of `api`, the method does not: answer 405 with this
     /// `Allow` (after the API's pre-route policies, which may answer a CORS preflight).
@@ -58,6 +62,7 @@ pub enum RouteResult<'a> {
         api: &'a Arc<CompiledApi>,
         upstream_path: &'a str,
         allow: HeaderValue,
+        resource: &'a Arc<str>,
     },
     /// No resource of `api` serves the path, which lies below `api`'s prefix and is
     /// owned by it (an API that answers its own errors, e.g. a SOAP pass-through):
@@ -143,19 +148,29 @@ impl Snapshot {
         path: &'a str,
     ) -> RouteResult<'a> {
         match self.router.find(host, method, path) {
-            Lookup::Matched { api, upstream_path } => match self.apis.get(api) {
-                Some(api) => RouteResult::Matched { api, upstream_path },
+            Lookup::Matched {
+                api,
+                upstream_path,
+                resource,
+            } => match self.apis.get(api) {
+                Some(api) => RouteResult::Matched {
+                    api,
+                    upstream_path,
+                    resource,
+                },
                 None => RouteResult::NotFound,
             },
             Lookup::MethodNotAllowed {
                 api,
                 upstream_path,
                 allow,
+                resource,
             } => match self.apis.get(api) {
                 Some(api) => RouteResult::MethodNotAllowed {
                     api,
                     upstream_path,
                     allow,
+                    resource,
                 },
                 None => RouteResult::NotFound,
             },

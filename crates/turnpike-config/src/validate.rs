@@ -3,6 +3,7 @@
 //! paths (`apis[1].endpoints[0]`); the caller maps them to lines when it has the text.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use turnpike_model::{ApiSpec, GatewayFile, FORMAT_VERSION};
 
@@ -29,6 +30,8 @@ pub(crate) struct Checked {
 
 pub(crate) struct CheckedResource {
     pub template: Template,
+    /// The path template as written (what analytics names the resource by).
+    pub path: Arc<str>,
     pub methods: MethodSet,
     /// Document path of the resource's `path`, for problems found when indexing.
     pub origin: String,
@@ -115,6 +118,11 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
     if problems.len() > before {
         return None;
     }
+    let label = Arc::new(turnpike_policy::ApiLabel {
+        name: spec.name.as_str().into(),
+        context: spec.context.as_str().into(),
+        version: spec.version.as_str().into(),
+    });
     Some(Checked {
         api: CompiledApi {
             name: spec.name,
@@ -131,6 +139,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             throttle: None,
             mediation: None,
             chain: turnpike_policy::Chain::default(),
+            label,
         },
         host,
         index,
@@ -172,6 +181,7 @@ fn check_resources(
         if let Some(template) = template {
             out.push(CheckedResource {
                 template,
+                path: r.path.as_str().into(),
                 methods,
                 origin: format!("{at}.path"),
             });

@@ -43,7 +43,9 @@ fn gateway_example_routes_as_its_comments_say() {
         Err(e) => panic!("{e}"),
     };
     let to = |host: Option<&str>, m: Method, p: &str| match s.route(host, &m, p) {
-        RouteResult::Matched { api, upstream_path } => format!("{} {upstream_path}", api.version),
+        RouteResult::Matched {
+            api, upstream_path, ..
+        } => format!("{} {upstream_path}", api.version),
         RouteResult::MethodNotAllowed { allow, .. } => format!("405 {allow:?}"),
         RouteResult::NotFoundIn { .. } | RouteResult::NotFound => "404".into(),
     };

@@ -48,7 +48,9 @@ fn load_is_sane(text: &str) {
 /// Routes and checks the answer against the request.
 fn route_is_sane(s: &Snapshot, host: Option<&str>, method: &Method, path: &str) {
     match s.route(host, method, path) {
-        RouteResult::Matched { api, upstream_path }
+        RouteResult::Matched {
+            api, upstream_path, ..
+        }
         | RouteResult::NotFoundIn { api, upstream_path } => {
             let no_query = path.split('?').next().unwrap_or_default();
             assert!(upstream_path.starts_with('/'), "{upstream_path:?}");

@@ -13,7 +13,9 @@ fn snapshot(yaml: &str) -> Snapshot {
 /// "api-name upstream-path", "405 Allow", or "404".
 fn route(s: &Snapshot, host: Option<&str>, method: Method, path: &str) -> String {
     match s.route(host, &method, path) {
-        RouteResult::Matched { api, upstream_path } => format!("{} {upstream_path}", api.name),
+        RouteResult::Matched {
+            api, upstream_path, ..
+        } => format!("{} {upstream_path}", api.name),
         RouteResult::MethodNotAllowed { allow, .. } => {
             format!("405 {}", allow.to_str().unwrap_or("?"))
         }

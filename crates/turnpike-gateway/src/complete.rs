@@ -57,6 +57,8 @@ pub(crate) struct Marks {
     pub(crate) sent: Option<Instant>,
     /// The upstream's response head arrived.
     pub(crate) head: Option<Instant>,
+    /// The status of that head.
+    pub(crate) upstream_status: Option<StatusCode>,
     pub(crate) bytes_in: BytesIn,
 }
 
@@ -73,6 +75,7 @@ pub(crate) struct Finisher {
     done: bool,
     /// A HEAD request: hyper sends no body, so an unpolled body is no sign of a client gone.
     head_request: bool,
+    method: Method,
 }
 
 impl Finisher {
@@ -100,6 +103,7 @@ impl Finisher {
                 start: Instant::now(),
                 sent: None,
                 head: None,
+                upstream_status: None,
                 bytes_in: declared.map_or(BytesIn::None, BytesIn::Declared),
             },
             line,
@@ -107,6 +111,7 @@ impl Finisher {
             error: None,
             done: false,
             head_request: parts.method == Method::HEAD,
+            method: parts.method.clone(),
         })
     }
 
@@ -154,6 +159,9 @@ impl Finisher {
             timings: self.timings(now),
             bytes_in: self.marks.bytes_in.get(),
             bytes_out,
+            method: self.method.clone(),
+            upstream_status: self.marks.upstream_status,
+            api: self.api.as_ref().map(|a| a.label.clone()),
         };
         if let Some(api) = &self.api {
             api.chain.complete(&self.ctx, &done);

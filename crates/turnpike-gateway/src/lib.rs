@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use turnpike_analytics::{Analytics, EventFormat, JsonLinesSink, PipelineSettings};
 use turnpike_config::Snapshot;
 
 pub use access_log::AccessLogTarget;
@@ -154,6 +155,30 @@ pub struct GatewayArgs {
     /// `127.0.0.1:9091` (port 0: any free port). Off when absent.
     #[arg(long, alias = "management-addr", env = "TURNPIKE_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
+    /// Analytics (docs/analytics.md): `on` ships one event per request to the control
+    /// plane this gateway follows, and writes `--analytics-file` when given; `off`
+    /// builds no event at all.
+    #[arg(long, env = "TURNPIKE_ANALYTICS", default_value = "on", value_parser = parse_on_off)]
+    pub analytics: bool,
+    /// Write the analytics events to this file as JSON lines (DB-less gateways; with
+    /// --control-plane the file replaces shipping).
+    #[arg(long, env = "TURNPIKE_ANALYTICS_FILE")]
+    pub analytics_file: Option<PathBuf>,
+    /// Field names in the analytics file: `turnpike` or `wso2`.
+    #[arg(long, env = "TURNPIKE_ANALYTICS_FORMAT", default_value = "turnpike", value_parser = EventFormat::parse)]
+    pub analytics_format: EventFormat,
+    /// Events the analytics queue holds; when full the oldest are dropped (counted in
+    /// `/metrics`).
+    #[arg(long, env = "TURNPIKE_ANALYTICS_QUEUE", default_value_t = 16_384)]
+    pub analytics_queue: usize,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        other => Err(format!("`{other}`: expected on or off")),
+    }
 }
 
 /// A listener port: `None` is off.
@@ -252,6 +277,8 @@ pub struct FlagGateway {
     /// The bound listeners (their addresses, for what to print).
     pub bound: BoundGateway,
     management: Option<AbortOnDrop>,
+    /// The analytics pipeline, when on and something receives its events.
+    pub analytics: Option<Arc<Analytics>>,
 }
 
 impl FlagGateway {
@@ -263,6 +290,9 @@ impl FlagGateway {
         let (first, second) = stop_signals();
         self.bound.serve_until(first, second).await?;
         drop(self.management);
+        if let Some(a) = &self.analytics {
+            a.close(Duration::from_secs(5)).await;
+        }
         Ok(())
     }
 }
@@ -281,6 +311,7 @@ pub async fn bind_from_args(
         .snapshots(snapshots.clone())
         .health(health.clone());
     let mut management = None;
+    let mut gateway_metrics = None;
     if let Some(addr) = args.metrics_addr {
         let listener = metrics::bind(addr)
             .await
@@ -295,7 +326,20 @@ pub async fn bind_from_args(
             m.clone(),
             health,
         ))));
-        builder = builder.metrics(m);
+        builder = builder.metrics(m.clone());
+        gateway_metrics = Some(m);
+    }
+    let analytics = analytics_from_args(args);
+    if let Some(a) = &analytics {
+        builder = builder.observer(a.clone());
+        if let Some(m) = &gateway_metrics {
+            let a = Arc::downgrade(a);
+            m.add_section(Box::new(move |out| {
+                if let Some(a) = a.upgrade() {
+                    a.render_metrics(out);
+                }
+            }));
+        }
     }
     let bound = builder.bind().await?;
     if let Some(a) = bound.http_addr() {
@@ -306,7 +350,37 @@ pub async fn bind_from_args(
         println!("gateway listening on https://{a}");
         tracing::info!(addr = %a, "HTTPS listener");
     }
-    Ok(FlagGateway { bound, management })
+    Ok(FlagGateway {
+        bound,
+        management,
+        analytics,
+    })
+}
+
+/// The analytics pipeline the flags ask for: the JSON-lines file, else shipping to the
+/// followed control plane; `None` when off or when nothing would receive the events.
+fn analytics_from_args(args: &GatewayArgs) -> Option<Arc<Analytics>> {
+    if !args.analytics {
+        return None;
+    }
+    let sink: Box<dyn turnpike_analytics::Sink> = match (
+        &args.analytics_file,
+        &args.control_plane,
+        &args.gateway_token,
+    ) {
+        (Some(path), _, _) => Box::new(JsonLinesSink::new(path, args.analytics_format)),
+        (None, Some(cp), Some(token)) => {
+            Box::new(turnpike_analytics::ship::ShipSink::new(cp, token))
+        }
+        _ => return None,
+    };
+    let settings = PipelineSettings {
+        capacity: args.analytics_queue,
+        gateway: args.gateway_id.clone(),
+        ..PipelineSettings::default()
+    };
+    tracing::info!(queue = settings.capacity, "analytics on");
+    Some(Analytics::start(settings, sink))
 }
 
 /// The gateway's stop signals: the first SIGTERM drains ([`Stop::Drain`]: readiness

@@ -228,7 +228,13 @@ pub struct GatewayMetrics {
     swaps: Counter,
     version: Gauge,
     apis: Gauge,
+    /// Sections other parts of the process render at scrape time (the analytics
+    /// pipeline's counters), appended after the gateway's own.
+    sections: Mutex<Vec<Section>>,
 }
+
+/// Writes Prometheus text for one part of the process.
+pub type Section = Box<dyn Fn(&mut String) + Send + Sync>;
 
 fn meta() -> Metadata<'static> {
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()))
@@ -270,6 +276,7 @@ impl GatewayMetrics {
             swaps,
             version,
             apis,
+            sections: Mutex::new(Vec::new()),
         });
         m.refresh();
         m
@@ -408,7 +415,17 @@ impl GatewayMetrics {
         let _ = writeln!(out, "# TYPE {M_DURATION} histogram");
         all().for_each(|m| m.duration.render(&mut out, &m.labels));
         render_token_caches(&self.snapshots.load(), &mut out);
+        if let Ok(sections) = self.sections.lock() {
+            sections.iter().for_each(|s| s(&mut out));
+        }
         out
+    }
+
+    /// Adds a section rendered on every scrape (after the gateway's own metrics).
+    pub fn add_section(&self, s: Section) {
+        if let Ok(mut sections) = self.sections.lock() {
+            sections.push(s);
+        }
     }
 
     /// Copies the throttler's decision counters (striped atomics, kept across reloads)

@@ -61,7 +61,8 @@ pub async fn handle(
     let shared = &conn.shared;
     let observed =
         shared.access_log.is_some() || shared.metrics.is_some() || !shared.observers.is_empty();
-    let routed = normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts));
+    let routed =
+        normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts, observed));
     let mut resp = match routed {
         Ok(routed) => run(&conn, routed, parts, body, request_id.clone(), observed).await,
         Err(e) => unrouted(&conn, parts, e, request_id.clone(), observed),
@@ -76,6 +77,9 @@ struct Routed {
     api: Arc<CompiledApi>,
     target: UpstreamTarget,
     refuse: Option<Refuse>,
+    /// The resource's template, kept only when the request is observed.
+    resource: Option<Arc<str>>,
+    snapshot_version: u64,
 }
 
 /// A request routed to an API only to be refused there.
@@ -89,7 +93,11 @@ enum Refuse {
 }
 
 /// Routes on the snapshot loaded once.
-fn route(snapshots: &ArcSwap<Snapshot>, parts: &request::Parts) -> Result<Routed, GatewayError> {
+fn route(
+    snapshots: &ArcSwap<Snapshot>,
+    parts: &request::Parts,
+    observed: bool,
+) -> Result<Routed, GatewayError> {
     let snap = snapshots.load();
     let path = parts.uri.path();
     let host = parts
@@ -98,15 +106,25 @@ fn route(snapshots: &ArcSwap<Snapshot>, parts: &request::Parts) -> Result<Routed
         .and_then(|h| h.to_str().ok())
         .or_else(|| parts.uri.authority().map(|a| a.as_str()))
         .map(host_without_port);
-    let (api, upstream_path, refuse) = match snap.route(host, &parts.method, path) {
-        RouteResult::Matched { api, upstream_path } => (api, upstream_path, None),
+    let (api, upstream_path, refuse, resource) = match snap.route(host, &parts.method, path) {
+        RouteResult::Matched {
+            api,
+            upstream_path,
+            resource,
+        } => (api, upstream_path, None, Some(resource)),
         RouteResult::MethodNotAllowed {
             api,
             upstream_path,
             allow,
-        } => (api, upstream_path, Some(Refuse::Method(allow))),
+            resource,
+        } => (
+            api,
+            upstream_path,
+            Some(Refuse::Method(allow)),
+            Some(resource),
+        ),
         RouteResult::NotFoundIn { api, upstream_path } => {
-            (api, upstream_path, Some(Refuse::NotFound))
+            (api, upstream_path, Some(Refuse::NotFound), None)
         }
         RouteResult::NotFound => return Err(GatewayError::new(ErrorKind::NotFound)),
     };
@@ -120,6 +138,8 @@ fn route(snapshots: &ArcSwap<Snapshot>, parts: &request::Parts) -> Result<Routed
         api: api.clone(),
         target,
         refuse,
+        resource: resource.filter(|_| observed).cloned(),
+        snapshot_version: snap.version,
     })
 }
 
@@ -187,8 +207,12 @@ async fn run(
         api,
         target,
         refuse,
+        resource,
+        snapshot_version,
     } = routed;
-    let ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
+    let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
+    ctx.resource = resource;
+    ctx.snapshot_version = snapshot_version;
     if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
         // The fast path: nothing to tell at the end, the context stays on the stack.
         let mut ctx = ctx;
@@ -221,10 +245,11 @@ async fn exchange(
     let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
     let (mut rparts, mut rbody, mut upto, mut failed) = match sent {
         Ok(up) => {
+            let (p, b) = upstream_response(up);
             if let Some(m) = marks {
                 m.head = Some(Instant::now());
+                m.upstream_status = Some(p.status);
             }
-            let (p, b) = upstream_response(up);
             (p, b, chain.len(), None)
         }
         Err(Stop { at, answer }) => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::uri::PathAndQuery;
-use http::{HeaderValue, StatusCode, Uri};
+use http::{HeaderValue, Method, StatusCode, Uri};
 use turnpike_auth::Identity;
 
 use crate::error::ErrorKind;
@@ -29,6 +29,14 @@ pub struct RequestCtx {
     pub throttle: Option<turnpike_throttle::Decision>,
     /// What other policies learned, typed (a map allocated on first insert).
     pub ext: http::Extensions,
+    /// The matched resource's path template as written (`/pets/{id}`), set by the
+    /// gateway only when something observes the request (analytics).
+    pub resource: Option<Arc<str>>,
+    /// The version of the snapshot that routed the request (0 when none matched).
+    pub snapshot_version: u64,
+    /// The throttling policy that refused the request (its 429), for observers; set on
+    /// the refusal path only.
+    pub throttled_by: Option<Arc<str>>,
 }
 
 impl RequestCtx {
@@ -46,6 +54,9 @@ impl RequestCtx {
             auth: None,
             throttle: None,
             ext: http::Extensions::new(),
+            resource: None,
+            snapshot_version: 0,
+            throttled_by: None,
         }
     }
 
@@ -231,6 +242,21 @@ pub struct Completion {
     pub bytes_in: u64,
     /// Response body bytes sent to the client.
     pub bytes_out: u64,
+    /// The request's method.
+    pub method: Method,
+    /// The status the upstream answered with (`None` when no upstream answered).
+    pub upstream_status: Option<StatusCode>,
+    /// The API that routed the request (`None` when none matched).
+    pub api: Option<Arc<ApiLabel>>,
+}
+
+/// An API's names, built once per compile and shared by every observed request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ApiLabel {
+    pub name: Box<str>,
+    /// `/pets`: no trailing slash.
+    pub context: Box<str>,
+    pub version: Box<str>,
 }
 
 /// Put in a response's extensions by a response hook that needs the size of a body sent

@@ -21,7 +21,7 @@ pub mod log_limit;
 
 pub use chain::{Answer, Chain, Stop};
 pub use ctx::{
-    Anonymous, Authenticated, Completion, InvalidTarget, OnBodyEnd, RequestCtx, Timings,
+    Anonymous, ApiLabel, Authenticated, Completion, InvalidTarget, OnBodyEnd, RequestCtx, Timings,
     UpstreamTarget,
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};

@@ -127,6 +127,9 @@ fn done(status: u16) -> Completion {
         timings: Timings::default(),
         bytes_in: 0,
         bytes_out: 0,
+        method: http::Method::GET,
+        upstream_status: None,
+        api: None,
     }
 }
 

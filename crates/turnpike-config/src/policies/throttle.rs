@@ -95,7 +95,11 @@ impl Policy for ThrottlePolicy {
         };
         let decision = t.throttler.check(&facts, SystemClock.now());
         if !decision.allowed {
-            return Step::Done(Err(refusal(t, &decision)));
+            let e = refusal(t, &decision);
+            ctx.throttled_by = decision
+                .rule
+                .map(|id| Arc::from(t.throttler.policy_name(id)));
+            return Step::Done(Err(e));
         }
         if decision.rule.is_some() {
             ctx.throttle = Some(decision);

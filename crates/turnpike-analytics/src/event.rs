@@ -1,0 +1,324 @@
+//! The analytics event: what one request did, as the JSON-lines sink writes it and the
+//! control plane ingests it. [`Record`] is what the request path builds (reference
+//! counts and copies only, no string formatting); the background task turns it into an
+//! [`Event`].
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use http::{HeaderValue, Method};
+use serde::{Deserialize, Serialize};
+use turnpike_auth::{Identity, KeyType};
+use turnpike_policy::{ApiLabel, Blame, Completion, ErrorKind, RequestCtx};
+
+/// How a request ended, from the caller's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The upstream (or a policy's own answer) was sent; whatever its status.
+    Served,
+    /// Answered from a response cache (reserved: Turnpike has no response cache yet).
+    CacheHit,
+    /// A throttling policy refused it (429); `reason` names the policy.
+    Throttled,
+    /// No, a bad or an insufficient credential or subscription (401/403); `reason` is
+    /// the error table's code.
+    AuthFailed,
+    /// The API, the subscription or the origin is blocked (403).
+    Blocked,
+    /// No API or resource matched (404, 405).
+    NotFound,
+    /// Any other refusal of the client's request (400, 413, 408...).
+    Rejected,
+    /// The back end failed, timed out or answered garbage (502, 503, 504).
+    BackendError,
+    /// The gateway failed (500) or was shutting down (503).
+    GatewayError,
+    /// The client went away before the response ended (499).
+    ClientAborted,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 10] = [
+        Outcome::Served,
+        Outcome::CacheHit,
+        Outcome::Throttled,
+        Outcome::AuthFailed,
+        Outcome::Blocked,
+        Outcome::NotFound,
+        Outcome::Rejected,
+        Outcome::BackendError,
+        Outcome::GatewayError,
+        Outcome::ClientAborted,
+    ];
+
+    /// The name used in JSON and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Served => "served",
+            Outcome::CacheHit => "cache_hit",
+            Outcome::Throttled => "throttled",
+            Outcome::AuthFailed => "auth_failed",
+            Outcome::Blocked => "blocked",
+            Outcome::NotFound => "not_found",
+            Outcome::Rejected => "rejected",
+            Outcome::BackendError => "backend_error",
+            Outcome::GatewayError => "gateway_error",
+            Outcome::ClientAborted => "client_aborted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
+    /// The outcome of a request that ended with `error` (or none), `aborted` or not.
+    pub fn classify(error: Option<ErrorKind>, aborted: bool) -> Outcome {
+        use ErrorKind::*;
+        if aborted {
+            return Outcome::ClientAborted;
+        }
+        let Some(kind) = error else {
+            return Outcome::Served;
+        };
+        match kind {
+            Throttled => Outcome::Throttled,
+            MissingCredentials | MalformedCredentials | InvalidToken | ExpiredToken
+            | RevokedToken | InvalidApiKey | InvalidCredentials | NotSubscribed
+            | InsufficientScope => Outcome::AuthFailed,
+            ApiBlocked | ApiNotPublished | SubscriptionBlocked | SubscriptionOnHold
+            | CorsRejected => Outcome::Blocked,
+            NotFound | MethodNotAllowed => Outcome::NotFound,
+            other => match other.spec().blame {
+                Blame::Client => Outcome::Rejected,
+                Blame::Upstream => Outcome::BackendError,
+                Blame::Internal => Outcome::GatewayError,
+            },
+        }
+    }
+}
+
+/// The latency split in microseconds: `before + upstream + after == total`, always.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Request head to the upstream request being sent (routing, policies, auth, a
+    /// buffered body); the whole request when no upstream was called.
+    pub before_us: u64,
+    /// Sending to the upstream's response head (the back end's latency); 0 when none.
+    pub upstream_us: u64,
+    /// The upstream's response head to the last byte sent (response policies,
+    /// streaming).
+    pub after_us: u64,
+    pub total_us: u64,
+}
+
+impl Latency {
+    /// The gateway's own share: before + after.
+    pub fn gateway_us(&self) -> u64 {
+        self.before_us + self.after_us
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// One request, as written and shipped. Field names are Turnpike's; [`crate::wso2`]
+/// maps them to WSO2's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// When the request head arrived, Unix milliseconds.
+    pub time_ms: i64,
+    /// The same instant, RFC 3339 UTC (for log shippers).
+    pub time: String,
+    pub request_id: String,
+    /// The gateway's id (`--gateway-id`).
+    pub gateway: String,
+    pub outcome: Outcome,
+    /// Why, for the outcomes that have one: the error table's code, or for `throttled`
+    /// the throttling policy's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The error table's code when the gateway answered with an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// The matched resource's path template (`/pets/{id}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application_name: Option<String>,
+    /// The application's owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscriber: Option<String>,
+    /// `PRODUCTION` or `SANDBOX`, for authenticated calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_type: Option<String>,
+    /// The status sent to the client (499 when it went away).
+    pub status: u16,
+    /// The status the back end answered with, when it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_status: Option<u16>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub latency: Latency,
+    pub snapshot_version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ip: Option<String>,
+    /// The W3C trace id, when tracing is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+impl Event {
+    /// `2xx` .. `5xx` as 2 .. 5 (1 for 1xx, 4 for 499).
+    pub fn status_class(&self) -> u8 {
+        (self.status / 100).clamp(1, 5) as u8
+    }
+}
+
+/// What the request path hands the queue: copies and reference counts only.
+pub struct Record {
+    /// When the request completed.
+    pub(crate) end: SystemTime,
+    pub(crate) request_id: HeaderValue,
+    pub(crate) client: IpAddr,
+    pub(crate) api: Option<Arc<ApiLabel>>,
+    pub(crate) resource: Option<Arc<str>>,
+    pub(crate) method: Method,
+    pub(crate) identity: Option<Arc<Identity>>,
+    pub(crate) throttled_by: Option<Arc<str>>,
+    pub(crate) status: u16,
+    pub(crate) upstream_status: Option<u16>,
+    pub(crate) error: Option<ErrorKind>,
+    pub(crate) aborted: bool,
+    pub(crate) latency: Latency,
+    pub(crate) bytes_in: u64,
+    pub(crate) bytes_out: u64,
+    pub(crate) snapshot_version: u64,
+}
+
+impl Record {
+    /// Built in `on_complete`: no allocation.
+    pub fn new(ctx: &RequestCtx, done: &Completion) -> Record {
+        let t = &done.timings;
+        let before_us = micros(t.gateway_before);
+        let upstream_us = t.upstream.map_or(0, micros);
+        let after_us = micros(t.gateway_after);
+        Record {
+            end: SystemTime::now(),
+            request_id: ctx.request_id.clone(),
+            client: ctx.client.ip(),
+            api: done.api.clone(),
+            resource: ctx.resource.clone(),
+            method: done.method.clone(),
+            identity: ctx.identity().cloned(),
+            throttled_by: ctx.throttled_by.clone(),
+            status: done.status.as_u16(),
+            upstream_status: done.upstream_status.map(|s| s.as_u16()),
+            error: done.error,
+            aborted: done.aborted,
+            latency: Latency {
+                before_us,
+                upstream_us,
+                after_us,
+                total_us: before_us + upstream_us + after_us,
+            },
+            bytes_in: done.bytes_in,
+            bytes_out: done.bytes_out,
+            snapshot_version: ctx.snapshot_version,
+        }
+    }
+
+    /// The event, formatted off the request path.
+    pub fn into_event(self, gateway: &str) -> Event {
+        let end_ms = self
+            .end
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let time_ms = end_ms - (self.latency.total_us / 1000) as i64;
+        let outcome = Outcome::classify(self.error, self.aborted);
+        let error_code = self.error.map(|k| k.spec().code.to_string());
+        let reason = match outcome {
+            Outcome::Throttled => self
+                .throttled_by
+                .as_deref()
+                .map(str::to_string)
+                .or_else(|| error_code.clone()),
+            Outcome::Served | Outcome::CacheHit | Outcome::ClientAborted => None,
+            _ => error_code.clone(),
+        };
+        let principal = self.identity.as_deref().map(|i| &*i.principal);
+        Event {
+            time_ms,
+            time: crate::time::rfc3339_ms(time_ms),
+            request_id: String::from_utf8_lossy(self.request_id.as_bytes()).into_owned(),
+            gateway: gateway.to_string(),
+            outcome,
+            reason,
+            error_code,
+            api_name: self.api.as_ref().map(|a| a.name.to_string()),
+            api_context: self.api.as_ref().map(|a| a.context.to_string()),
+            api_version: self.api.as_ref().map(|a| a.version.to_string()),
+            resource: self.resource.as_deref().map(str::to_string),
+            method: self.method.as_str().to_string(),
+            application_id: principal.and_then(|p| p.application_id.clone()),
+            application_name: principal.and_then(|p| p.application_name.clone()),
+            subscriber: principal.and_then(|p| p.subscriber.clone()),
+            key_type: principal.map(|p| {
+                match p.key_type {
+                    KeyType::Production => "PRODUCTION",
+                    KeyType::Sandbox => "SANDBOX",
+                }
+                .to_string()
+            }),
+            status: self.status,
+            upstream_status: self.upstream_status,
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            latency: self.latency,
+            snapshot_version: self.snapshot_version,
+            client_ip: Some(self.client.to_string()),
+            trace_id: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_follow_the_error_table() {
+        use ErrorKind::*;
+        let cases = [
+            (None, false, Outcome::Served),
+            (Some(Throttled), false, Outcome::Throttled),
+            (Some(MissingCredentials), false, Outcome::AuthFailed),
+            (Some(InsufficientScope), false, Outcome::AuthFailed),
+            (Some(ApiBlocked), false, Outcome::Blocked),
+            (Some(NotFound), false, Outcome::NotFound),
+            (Some(BodyTooLarge), false, Outcome::Rejected),
+            (Some(UpstreamConnectFailed), false, Outcome::BackendError),
+            (Some(UpstreamResponseTimeout), false, Outcome::BackendError),
+            (Some(Internal), false, Outcome::GatewayError),
+            (Some(UpstreamReset), true, Outcome::ClientAborted),
+        ];
+        for (error, aborted, want) in cases {
+            assert_eq!(Outcome::classify(error, aborted), want, "{error:?}");
+        }
+        for o in Outcome::ALL {
+            assert_eq!(Outcome::parse(o.as_str()), Some(o));
+        }
+    }
+}

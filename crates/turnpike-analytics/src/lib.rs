@@ -1,0 +1,32 @@
+//! Analytics: one [`Event`] per request, built from what the gateway tells its
+//! observers (`turnpike_policy::RequestCtx` and `Completion`), and the way it leaves
+//! the gateway without ever slowing a request down.
+//!
+//! * [`event`]: the event, its outcome (served, throttled by which policy, auth failed
+//!   why, ...), and the latency split that adds up; [`wso2`] the same event under WSO2's
+//!   field names.
+//! * [`pipeline`]: the gateway observer ([`Analytics`]): a fixed-size lock-free ring
+//!   (drop-oldest, counted), a background task draining it in batches into a [`Sink`].
+//! * [`sink`]: JSON lines to a file (DB-less), [`ship`]: batches POSTed to the control
+//!   plane's ingest endpoint with the gateway token.
+//! * [`hist`] and [`rollup`]: per-minute rollups keyed by API, resource, application,
+//!   status class, outcome and gateway, with mergeable latency histograms, which the
+//!   store keeps and the control plane's analytics API reads.
+//!
+//! Nothing here runs unless a gateway is started with analytics on: without an observer
+//! the gateway does not even build the completion.
+
+pub mod event;
+pub mod hist;
+pub mod pipeline;
+pub mod rollup;
+pub mod ship;
+pub mod sink;
+pub mod time;
+pub mod wso2;
+
+pub use event::{Event, Latency, Outcome};
+pub use hist::Hist;
+pub use pipeline::{Analytics, PipelineSettings, Stats};
+pub use rollup::{Rollup, RollupKey};
+pub use sink::{EventFormat, JsonLinesSink, Sink, SinkError};

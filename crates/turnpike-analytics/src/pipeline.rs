@@ -1,0 +1,196 @@
+//! The gateway side: [`Analytics`] is an observer (`GatewayBuilder::observer`) whose
+//! `on_complete` pushes a [`Record`] into a fixed-size lock-free ring
+//! (`crossbeam_queue::ArrayQueue`, allocated once). When the ring is full the oldest
+//! record is dropped and counted: the newest traffic is the most useful, and a push
+//! never waits. One background task wakes every `flush` interval, turns records into
+//! events and hands them to the [`Sink`] in batches; a sink that stalls stalls only that
+//! task.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+use tokio::sync::Notify;
+use turnpike_policy::{Completion, Hooks, Policy, RequestCtx};
+
+use crate::event::Record;
+use crate::sink::Sink;
+
+/// The pipeline's sizes.
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    /// Records the ring holds (allocated at start).
+    pub capacity: usize,
+    /// Largest batch handed to the sink.
+    pub batch: usize,
+    /// How often the background task drains the ring.
+    pub flush: Duration,
+    /// The gateway's id, written into every event.
+    pub gateway: String,
+}
+
+impl Default for PipelineSettings {
+    fn default() -> Self {
+        PipelineSettings {
+            capacity: 16_384,
+            batch: 1_000,
+            flush: Duration::from_secs(1),
+            gateway: "gateway".into(),
+        }
+    }
+}
+
+/// What became of the events so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Taken by the sink.
+    pub written: u64,
+    /// Pushed out of the full ring (the oldest first).
+    pub dropped: u64,
+    /// In batches the sink refused.
+    pub failed: u64,
+    /// Waiting in the ring.
+    pub queued: u64,
+}
+
+struct Shared {
+    ring: ArrayQueue<Record>,
+    dropped: AtomicU64,
+    written: AtomicU64,
+    failed: AtomicU64,
+    stop: Notify,
+}
+
+/// The analytics observer of one gateway and its background task.
+pub struct Analytics {
+    shared: Arc<Shared>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Analytics {
+    /// Starts the background task draining into `sink` (inside a tokio runtime).
+    pub fn start(settings: PipelineSettings, sink: Box<dyn Sink>) -> Arc<Analytics> {
+        let shared = Arc::new(Shared {
+            ring: ArrayQueue::new(settings.capacity.max(1)),
+            dropped: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            stop: Notify::new(),
+        });
+        let task = tokio::spawn(drain(shared.clone(), settings, sink));
+        Arc::new(Analytics {
+            shared,
+            task: Mutex::new(Some(task)),
+        })
+    }
+
+    pub fn stats(&self) -> Stats {
+        let s = &self.shared;
+        Stats {
+            written: s.written.load(Ordering::Relaxed),
+            dropped: s.dropped.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+            queued: s.ring.len() as u64,
+        }
+    }
+
+    /// Drains what is queued into the sink, then stops the task (waiting at most
+    /// `within` for a stuck sink).
+    pub async fn close(&self, within: Duration) {
+        self.shared.stop.notify_one();
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(mut task) = task {
+            if tokio::time::timeout(within, &mut task).await.is_err() {
+                task.abort();
+            }
+        }
+    }
+
+    /// The pipeline's counters in Prometheus text format (the gateway's `/metrics`).
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let s = self.stats();
+        let _ = writeln!(
+            out,
+            "# HELP turnpike_analytics_events_total Analytics events by what became of them (dropped: pushed out of the full queue, oldest first)\n# TYPE turnpike_analytics_events_total counter"
+        );
+        for (result, n) in [
+            ("written", s.written),
+            ("dropped", s.dropped),
+            ("failed", s.failed),
+        ] {
+            let _ = writeln!(
+                out,
+                "turnpike_analytics_events_total{{result=\"{result}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP turnpike_analytics_queue_length Analytics events waiting to be written\n# TYPE turnpike_analytics_queue_length gauge\nturnpike_analytics_queue_length {}",
+            s.queued
+        );
+    }
+}
+
+impl Drop for Analytics {
+    fn drop(&mut self) {
+        self.shared.stop.notify_one();
+    }
+}
+
+impl Policy for Analytics {
+    fn name(&self) -> &'static str {
+        "analytics"
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::COMPLETE
+    }
+
+    fn on_complete(&self, ctx: &RequestCtx, done: &Completion) {
+        if self
+            .shared
+            .ring
+            .force_push(Record::new(ctx, done))
+            .is_some()
+        {
+            self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+async fn drain(shared: Arc<Shared>, settings: PipelineSettings, mut sink: Box<dyn Sink>) {
+    let max = settings.batch.max(1);
+    let mut batch = Vec::with_capacity(max.min(4_096));
+    loop {
+        let stopping = tokio::select! {
+            _ = tokio::time::sleep(settings.flush) => false,
+            _ = shared.stop.notified() => true,
+        };
+        loop {
+            batch.clear();
+            while batch.len() < max {
+                let Some(r) = shared.ring.pop() else { break };
+                batch.push(r.into_event(&settings.gateway));
+            }
+            if batch.is_empty() {
+                break;
+            }
+            let n = batch.len() as u64;
+            match sink.write(&batch).await {
+                Ok(()) => shared.written.fetch_add(n, Ordering::Relaxed),
+                Err(e) => {
+                    tracing::warn!(error = %e, events = n, "analytics: the sink refused a batch");
+                    shared.failed.fetch_add(n, Ordering::Relaxed)
+                }
+            };
+            if batch.len() < max {
+                break;
+            }
+        }
+        if stopping {
+            return;
+        }
+    }
+}

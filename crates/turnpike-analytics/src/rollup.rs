@@ -1,0 +1,152 @@
+//! Rollups: events summed per period (a minute when ingested; an hour or a day after
+//! compaction) and [`RollupKey`]. Every field merges by addition, histograms included,
+//! so any set of rollups merges into the rollup of all their events.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{Event, Outcome};
+use crate::hist::Hist;
+use crate::time::align;
+
+/// One minute.
+pub const MINUTE: i64 = 60;
+pub const HOUR: i64 = 3_600;
+pub const DAY: i64 = 86_400;
+
+/// What a rollup row is about. Empty strings stand for "none" (an unrouted request has
+/// no API; an open API no application).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+pub struct RollupKey {
+    pub gateway: String,
+    pub api_name: String,
+    pub api_context: String,
+    pub api_version: String,
+    pub resource: String,
+    pub method: String,
+    pub application_id: String,
+    pub application_name: String,
+    /// 1..5 for 1xx..5xx.
+    pub status_class: u8,
+    pub outcome: String,
+    /// The error code or the throttling policy (see [`Event::reason`]).
+    pub reason: String,
+}
+
+impl RollupKey {
+    pub fn of(e: &Event) -> RollupKey {
+        let s = |v: &Option<String>| v.clone().unwrap_or_default();
+        RollupKey {
+            gateway: e.gateway.clone(),
+            api_name: s(&e.api_name),
+            api_context: s(&e.api_context),
+            api_version: s(&e.api_version),
+            resource: s(&e.resource),
+            method: e.method.clone(),
+            application_id: s(&e.application_id),
+            application_name: s(&e.application_name),
+            status_class: e.status_class(),
+            outcome: e.outcome.as_str().to_string(),
+            reason: s(&e.reason),
+        }
+    }
+}
+
+/// Sums over the events of one key and period.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rollup {
+    pub requests: u64,
+    /// Answered with a status of 400 or more (499 included).
+    pub errors: u64,
+    pub throttled: u64,
+    pub cache_hits: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub total: Hist,
+    /// The gateway's share (before + after) per request.
+    pub gateway: Hist,
+    /// The back end's, for requests an upstream answered.
+    pub upstream: Hist,
+    pub before: Hist,
+    pub after: Hist,
+}
+
+impl Rollup {
+    pub fn add(&mut self, e: &Event) {
+        self.requests += 1;
+        self.errors += u64::from(e.status >= 400);
+        self.throttled += u64::from(e.outcome == Outcome::Throttled);
+        self.cache_hits += u64::from(e.outcome == Outcome::CacheHit);
+        self.bytes_in += e.bytes_in;
+        self.bytes_out += e.bytes_out;
+        let l = &e.latency;
+        self.total.record(l.total_us);
+        self.gateway.record(l.gateway_us());
+        if e.upstream_status.is_some() {
+            self.upstream.record(l.upstream_us);
+        }
+        self.before.record(l.before_us);
+        self.after.record(l.after_us);
+    }
+
+    pub fn merge(&mut self, o: &Rollup) {
+        self.requests += o.requests;
+        self.errors += o.errors;
+        self.throttled += o.throttled;
+        self.cache_hits += o.cache_hits;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.total.merge(&o.total);
+        self.gateway.merge(&o.gateway);
+        self.upstream.merge(&o.upstream);
+        self.before.merge(&o.before);
+        self.after.merge(&o.after);
+    }
+}
+
+/// A rollup row: the period's start (Unix seconds, a multiple of `period`), its length
+/// in seconds, the key and the sums.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub bucket: i64,
+    pub period: i64,
+    pub key: RollupKey,
+    pub sums: Rollup,
+}
+
+/// Rolls `events` up per `period` (by the request's start) and key.
+pub fn roll_up(events: &[Event], period: i64) -> Vec<Row> {
+    let mut by: HashMap<(i64, RollupKey), Rollup> = HashMap::new();
+    for e in events {
+        let bucket = align(e.time_ms.div_euclid(1000), period);
+        by.entry((bucket, RollupKey::of(e))).or_default().add(e);
+    }
+    into_rows(by, period)
+}
+
+/// Merges rows into rows of a longer `period` (compaction); rows of the same key and
+/// new bucket become one.
+pub fn compact(rows: &[Row], period: i64) -> Vec<Row> {
+    let mut by: HashMap<(i64, RollupKey), Rollup> = HashMap::new();
+    for r in rows {
+        by.entry((align(r.bucket, period), r.key.clone()))
+            .or_default()
+            .merge(&r.sums);
+    }
+    into_rows(by, period)
+}
+
+fn into_rows(by: HashMap<(i64, RollupKey), Rollup>, period: i64) -> Vec<Row> {
+    let mut rows: Vec<Row> = by
+        .into_iter()
+        .map(|((bucket, key), sums)| Row {
+            bucket,
+            period,
+            key,
+            sums,
+        })
+        .collect();
+    rows.sort_by(|a, b| (a.bucket, &a.key).cmp(&(b.bucket, &b.key)));
+    rows
+}

@@ -1,0 +1,58 @@
+//! Unix time helpers: RFC 3339 formatting (no calendar crate needed for UTC) and
+//! aligning to rollup periods.
+
+/// `2026-11-23T22:46:32.123Z` for Unix milliseconds (UTC; proleptic Gregorian).
+pub fn rfc3339_ms(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's `civil_from_days`: days since 1970-01-01 to (year, month, day).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// The start (Unix seconds) of the `period`-second bucket holding `secs`.
+pub fn align(secs: i64, period: i64) -> i64 {
+    secs - secs.rem_euclid(period.max(1))
+}
+
+/// Now, Unix seconds.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_utc() {
+        assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(1_795_473_992_123), "2026-11-23T22:46:32.123Z");
+        assert_eq!(rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(align(3_725, 3_600), 3_600);
+        assert_eq!(align(-1, 60), -60);
+    }
+}
