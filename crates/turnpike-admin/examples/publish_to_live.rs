@@ -61,6 +61,7 @@ async fn main() -> Result<(), BoxError> {
         gateway_token: Some("bench".into()),
         admin_password: Some("benchpassword".into()),
         public_url: None,
+        analytics: Default::default(),
     })
     .await?;
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));

@@ -260,6 +260,7 @@ async fn main() -> Result<(), BoxError> {
         gateway_token: Some(TOKEN.into()),
         admin_password: Some("scalepassword".into()),
         public_url: None,
+        analytics: Default::default(),
     })
     .await?;
     let app = turnpike_admin::router(cp.state.clone());

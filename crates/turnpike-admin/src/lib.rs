@@ -9,6 +9,8 @@
 //! [`router`] builds the app so tests call it without a socket; [`serve`] runs it.
 
 mod admin_api;
+pub mod analytics_api;
+mod analytics_report;
 mod api_body;
 mod api_index;
 pub mod apply;
@@ -157,7 +159,8 @@ pub fn router(state: AppState) -> Router {
             "/api/am/publisher/v1",
             publisher::routes()
                 .merge(keys_api::publisher_routes())
-                .merge(documents_api::publisher_routes()),
+                .merge(documents_api::publisher_routes())
+                .merge(analytics_api::publisher_routes()),
         )
         .nest(
             "/api/am/devportal/v1",
@@ -166,7 +169,8 @@ pub fn router(state: AppState) -> Router {
                 .merge(users_api::devportal_routes())
                 .merge(documents_api::devportal_routes())
                 .merge(try_it::routes())
-                .merge(portal_settings::devportal_routes()),
+                .merge(portal_settings::devportal_routes())
+                .merge(analytics_api::devportal_routes()),
         )
         .nest(
             "/api/am/admin/v1",
@@ -175,9 +179,13 @@ pub fn router(state: AppState) -> Router {
                 .merge(export::routes())
                 .merge(environments::admin_routes())
                 .merge(throttle_settings::admin_routes())
-                .merge(portal_settings::admin_routes()),
+                .merge(portal_settings::admin_routes())
+                .merge(analytics_api::admin_routes()),
         )
-        .nest("/api/am/gateway/v1", snapshot::routes())
+        .nest(
+            "/api/am/gateway/v1",
+            snapshot::routes().merge(analytics_api::gateway_routes()),
+        )
         .route("/api/am/openapi.json", get(openapi))
         .merge(ui::routes())
         .fallback(not_found)

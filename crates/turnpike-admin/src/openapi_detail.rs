@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-fn query(name: &str, required: bool, schema: Value, description: &str) -> Value {
+pub(crate) fn query(name: &str, required: bool, schema: Value, description: &str) -> Value {
     json!({"name": name, "in": "query", "required": required, "schema": schema, "description": description})
 }
 
@@ -52,6 +52,9 @@ pub fn query_params(id: &str) -> Vec<Value> {
     let s = json!({"type": "string"});
     match id {
         "listApis" | "listVisibleApis" => api_filters(),
+        "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => {
+            crate::analytics_api::query_params(id)
+        }
         "copyApi" => vec![
             query("apiId", true, s.clone(), "the API to copy"),
             query(
@@ -241,6 +244,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "listKeys" => (200, r("KeysList")),
         "deleteKeys" | "revokeApiKey" => (200, None),
         "listApiKeys" => (200, r("ApiKeyList")),
+        "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => (200, any.clone()),
+        "ingestAnalytics" => (202, any.clone()),
         "createApiKey" => (201, r("ApiKey")),
         "listSigningKeys" => (200, r("SigningKeys")),
         "rotateSigningKey" => (201, r("SigningKeys")),

@@ -608,6 +608,34 @@ pub const OPERATIONS: &[Operation] = &[
         "Long-poll the gateway snapshot (after, wait); gateway token",
         "gateway",
     ),
+    op(
+        "post",
+        "/api/am/gateway/v1/analytics",
+        "ingestAnalytics",
+        "A gateway's batch of analytics events ({events: [...]}, docs/analytics.md), rolled up per minute into the store; gateway token",
+        "gateway",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/analytics/{report}",
+        "getAnalytics",
+        "Analytics over all traffic: summary, traffic (over time), top (by api, application or resource), errors, throttling, latency (percentiles, gateway vs back end); filters apiContext+apiVersion, applicationId, gateway",
+        "apim:admin",
+    ),
+    op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/analytics/{report}",
+        "getApiAnalytics",
+        "Analytics of one API: summary, traffic, top (by application or resource), errors, throttling, latency",
+        "apim:api_view",
+    ),
+    op(
+        "get",
+        "/api/am/devportal/v1/applications/{applicationId}/analytics/{report}",
+        "getApplicationAnalytics",
+        "Analytics of one of the caller's applications: summary, traffic, top (by api or resource), errors, throttling, latency",
+        "apim:subscribe",
+    ),
 ];
 
 fn params(path: &str) -> Vec<Value> {
@@ -619,6 +647,7 @@ fn params(path: &str) -> Vec<Value> {
                     json!({"type": "string", "enum": ["subscription", "application", "advanced"]})
                 }
                 "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
+                "report" => json!({"type": "string", "enum": crate::analytics_api::REPORTS}),
                 _ => json!({"type": "string"}),
             };
             json!({"name": name, "in": "path", "required": true, "schema": schema})

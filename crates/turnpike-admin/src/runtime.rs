@@ -35,6 +35,9 @@ pub struct ControlPlaneArgs {
     /// where gateways introspect opaque tokens. Default `http://BIND:PORT` as bound.
     #[arg(long, env = "TURNPIKE_CP_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// How long analytics rollups are kept at each resolution (docs/analytics.md).
+    #[command(flatten)]
+    pub analytics: crate::analytics_api::RetentionArgs,
 }
 
 /// A running control plane.
@@ -47,12 +50,14 @@ pub struct Running {
     pub gateway_token: String,
     stop: oneshot::Sender<()>,
     join: tokio::task::JoinHandle<std::io::Result<()>>,
+    compaction: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
     /// Stops accepting, lets in-flight requests finish, closes the store.
     pub async fn stop(self) {
         self.state.begin_shutdown();
+        self.compaction.abort();
         let _ = self.stop.send(());
         let _ = self.join.await;
         self.state.store().close().await;
@@ -103,6 +108,8 @@ pub async fn start(
         .unwrap_or_else(|| format!("http://{addr}"));
     crate::security::enable(&state, &public_url).await?;
     let (stop, rx) = oneshot::channel::<()>();
+    let compaction =
+        crate::analytics_api::spawn_compaction(state.store().clone(), args.analytics.retention());
     let join = tokio::spawn(crate::serve(listener, state.clone(), async move {
         let _ = rx.await;
     }));
@@ -114,6 +121,7 @@ pub async fn start(
         gateway_token,
         stop,
         join,
+        compaction,
     })
 }
 

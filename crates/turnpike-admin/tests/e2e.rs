@@ -57,6 +57,7 @@ fn cp_args(db: &str, port: u16) -> ControlPlaneArgs {
         gateway_token: Some(support::TOKEN.into()),
         admin_password: Some("password1".into()),
         public_url: None,
+        analytics: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@
 //! version and appends to the change log before it commits, and subscribers of
 //! [`Store::watch_version`] learn the new version after the commit.
 
+mod analytics;
 mod apis;
 mod apps;
 mod bulk;
@@ -30,6 +31,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Executor, Transaction};
 use tokio::sync::{watch, Mutex, MutexGuard};
 
+pub use analytics::{AnalyticsRetention, Compacted, RollupFilter};
 pub use apis::ApiFilter;
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use documents::ApiDocument;

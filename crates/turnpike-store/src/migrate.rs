@@ -206,7 +206,49 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: OPTIONS,
         postgres: OPTIONS,
     },
+    Migration {
+        version: 8,
+        name: "analytics",
+        separator: ";",
+        sqlite: ANALYTICS,
+        postgres: ANALYTICS,
+    },
 ];
+
+/// Analytics rollups (`analytics.rs`): one row per period (60, 3600 or 86400 seconds),
+/// bucket start and key, with sums and latency histograms (`index:count,...` text).
+/// No primary key: rows of the same key add up when read, so ingest is insert-only.
+const ANALYTICS: &str = r#"
+CREATE TABLE analytics_rollups (
+  period BIGINT NOT NULL,
+  bucket BIGINT NOT NULL,
+  gateway TEXT NOT NULL,
+  api_name TEXT NOT NULL,
+  api_context TEXT NOT NULL,
+  api_version TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  method TEXT NOT NULL,
+  application_id TEXT NOT NULL,
+  application_name TEXT NOT NULL,
+  status_class BIGINT NOT NULL,
+  outcome TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  requests BIGINT NOT NULL,
+  errors BIGINT NOT NULL,
+  throttled BIGINT NOT NULL,
+  cache_hits BIGINT NOT NULL,
+  bytes_in BIGINT NOT NULL,
+  bytes_out BIGINT NOT NULL,
+  lat_total TEXT NOT NULL,
+  lat_gateway TEXT NOT NULL,
+  lat_upstream TEXT NOT NULL,
+  lat_before TEXT NOT NULL,
+  lat_after TEXT NOT NULL
+);
+CREATE INDEX analytics_rollups_time ON analytics_rollups (bucket, period);
+CREATE INDEX analytics_rollups_api ON analytics_rollups (api_context, api_version, bucket);
+CREATE INDEX analytics_rollups_app ON analytics_rollups (application_id, bucket)
+"#;
 
 /// What the declarative file can say beyond the first columns, as JSON objects: an API's
 /// gateway settings (host, load balancing, body limit, timeouts, its advanced policy) and

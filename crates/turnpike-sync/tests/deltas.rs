@@ -90,6 +90,7 @@ async fn control_plane(dir: &std::path::Path, bulk: &BulkSpec) -> Running {
         gateway_token: Some(TOKEN.into()),
         admin_password: Some("password1".into()),
         public_url: None,
+        analytics: Default::default(),
     })
     .await
     .expect("control plane");

@@ -142,6 +142,7 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         gateway_token: args.gateway.gateway_token.clone(),
         admin_password: args.admin_password.clone(),
         public_url: None,
+        analytics: Default::default(),
     })
     .await?;
     let cfg = FollowerConfig::new(
@@ -149,7 +150,11 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         cp.gateway_token.clone(),
         args.gateway.gateway_id.clone(),
     );
-    let following = follow_with(&args.gateway, cfg).await?;
+    // The gateway ships its analytics to this control plane, as a follower does.
+    let mut gateway_args = args.gateway.clone();
+    gateway_args.control_plane = Some(format!("http://{}", cp.addr));
+    gateway_args.gateway_token = Some(cp.gateway_token.clone());
+    let following = follow_with(&gateway_args, cfg).await?;
     // The Developer Portal's URLs are this gateway's (an admin's own environments win).
     turnpike_admin::environments::default_to(
         &cp.state,

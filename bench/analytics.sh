@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Analytics cost (issue 17): the same secured API (ES256 JWT validated locally + a
+# subscription check, one token: the verified-token cache is hot, as in security.sh's
+# jwt-1) through two gateways started from the same file, one with analytics on (every
+# request's event queued, formatted and appended to a JSON-lines file by the background
+# task, on the same core) and one with `--analytics off`. Alternating rounds in one run;
+# medians; the ratio is on/off throughput (target >= 0.97, i.e. <= 3 % cost).
+# Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo back end to core 0.
+#
+# Usage: [TURNPIKE_BIN=...] bench/analytics.sh [--duration 10] [--connections 100] [--rounds 3]
+# Needs: wrk, taskset, curl, python3 with cryptography (scripts/install-deps.sh installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=10; conns=100; rounds=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) duration=$2; shift 2;;
+    --connections) conns=$2; shift 2;;
+    --rounds) rounds=$2; shift 2;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+
+. bench/lib.sh
+
+echo_port=$(free_port); on_port=$(free_port); off_port=$(free_port); metrics_port=$(free_port)
+
+# A P-256 key, its public JWK and one token (ES256, 1 h), minted outside Turnpike.
+python3 - "$work" <<'PY'
+import base64, json, sys, time
+from cryptography.hazmat.primitives.asymmetric import ec, utils
+from cryptography.hazmat.primitives import hashes
+work = sys.argv[1]
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+key = ec.generate_private_key(ec.SECP256R1())
+pub = key.public_key().public_numbers()
+jwk = {"kty": "EC", "crv": "P-256", "alg": "ES256", "kid": "bench-1",
+       "x": b64(pub.x.to_bytes(32, "big")), "y": b64(pub.y.to_bytes(32, "big"))}
+open(f"{work}/jwk.json", "w").write(json.dumps(jwk))
+head = b64(json.dumps({"alg": "ES256", "kid": "bench-1", "typ": "JWT"}).encode())
+now = int(time.time())
+claims = {"iss": "https://idp.bench", "aud": "turnpike", "sub": "user-0", "iat": now,
+          "exp": now + 3600, "jti": "bench-0", "application": "app-0", "scope": "read"}
+inp = f"{head}.{b64(json.dumps(claims).encode())}"
+r, s = utils.decode_dss_signature(key.sign(inp.encode(), ec.ECDSA(hashes.SHA256())))
+open(f"{work}/one.txt", "w").write(f"{inp}.{b64(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}")
+PY
+
+cat >"$work/apis.yaml" <<YAML
+security:
+  issuers:
+    - issuer: https://idp.bench
+      audiences: [turnpike]
+      jwks: { "keys": [$(cat "$work/jwk.json")] }
+  subscriptions:
+    - { api: /secure/v1, application: app-0, state: ACTIVE, tier: Unlimited }
+apis:
+  - name: secure
+    context: /secure
+    version: v1
+    endpoints: ["http://127.0.0.1:$echo_port"]
+    auth: { oauth2: true }
+    resources:
+      - { path: "/*", methods: [GET, POST] }
+YAML
+
+taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
+pids+=($!)
+events="$work/events.jsonl"
+TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \
+  --http-port "$on_port" --https-port off --data-dir "$work/data-on" \
+  --analytics-file "$events" --metrics-addr "127.0.0.1:$metrics_port" >"$work/gw-on.log" 2>&1 &
+on_pid=$!; pids+=($on_pid)
+TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \
+  --http-port "$off_port" --https-port off --data-dir "$work/data-off" --analytics off \
+  >"$work/gw-off.log" 2>&1 &
+off_pid=$!; pids+=($off_pid)
+wait_port "$echo_port"; wait_port "$on_port"; wait_port "$off_port"
+
+cat >"$work/one.lua" <<LUA
+local f = io.open("$work/one.txt"); local t = f:read("*l"); f:close()
+wrk.headers["Authorization"] = "Bearer " .. t
+LUA
+
+for p in "$on_port" "$off_port"; do
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p/secure/v1/")
+  [ "$code" = 401 ] || { echo "secured API without a token answered $code" >&2; exit 1; }
+  code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$work/one.txt")" "http://127.0.0.1:$p/secure/v1/")
+  [ "$code" = 200 ] || { echo "secured API with the token answered $code" >&2; exit 1; }
+done
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us/,"",v); print v+0} else if (v ~ /ms$/) {sub(/ms/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s/,"",v); print v*1000000} else print v }'; }
+run_one() { # url gateway-pid -> "rps p50us p99us cpu_us_per_req non2xx"
+  local url=$1 pid=$2 before after reqs
+  before=$(cpu_ticks "$pid")
+  taskset -c 0 wrk -t1 -c"$conns" -d"${duration}s" --latency -s "$work/one.lua" "$url" >"$work/wrk.out" 2>&1
+  after=$(cpu_ticks "$pid")
+  reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
+  non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.out")
+  echo "$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out") \
+$(to_us "$(awk '$1=="50%" {print $2}' "$work/wrk.out")") \
+$(to_us "$(awk '$1=="99%" {print $2}' "$work/wrk.out")") \
+$(awk -v a="$after" -v b="$before" -v hz="$hz" -v n="${reqs:-0}" 'BEGIN{ if (n > 0) printf "%.1f", (a-b)/hz*1e6/n; else print "-" }') \
+${non2xx:-0}"
+}
+
+results="$work/results.txt"; : >"$results"
+for r in $(seq "$rounds"); do
+  # Alternate which goes first, so neither always runs on a warmer machine.
+  if [ $((r % 2)) = 1 ]; then order="off on"; else order="on off"; fi
+  for which in $order; do
+    if [ "$which" = on ]; then
+      echo "on $(run_one "http://127.0.0.1:$on_port/secure/v1/" "$on_pid")" >>"$results"
+    else
+      echo "off $(run_one "http://127.0.0.1:$off_port/secure/v1/" "$off_pid")" >>"$results"
+    fi
+  done
+  sleep 2 # the last second's events reach the file
+  lines=$(wc -l <"$events")
+  echo "round $r done ($lines events written)" >&2
+  : >"$events"
+done
+metrics=$(curl -s "http://127.0.0.1:$metrics_port/metrics" | grep '^turnpike_analytics_events_total')
+
+python3 - "$results" "$conns" "$duration" "$rounds" "$metrics" <<'PY'
+import sys, statistics as st
+path, conns, dur, rounds, metrics = sys.argv[1:]
+rows = {}
+for line in open(path):
+    name, rps, p50, p99, cpu, non2xx = line.split()
+    rows.setdefault(name, []).append((float(rps), float(p50), float(p99), None if cpu == '-' else float(cpu), int(non2xx)))
+med = lambda i, name: st.median([r[i] for r in rows[name] if r[i] is not None])
+print(f"\nsecured API (ES256 JWT + subscription), one gateway worker, {conns} connections, {dur}s x {rounds} alternating rounds, medians\n")
+print("| analytics | req/s | p50 | p99 | gateway CPU/req | non-2xx |")
+print("|---|---|---|---|---|---|")
+for name in ("off", "on"):
+    print(f"| {name} | {med(0, name):,.0f} | {med(1, name):.0f} us | {med(2, name):.0f} us | {med(3, name):.1f} us | {sum(r[4] for r in rows[name])} |")
+ratio = med(0, "on") / med(0, "off")
+rounds_ratio = [on[0] / off[0] for on, off in zip(rows["on"], rows["off"])]
+print(f"\non/off throughput: {ratio:.3f} (cost {100 * (1 - ratio):.1f} %; target >= 0.970); per round: {', '.join(f'{x:.3f}' for x in rounds_ratio)}")
+print(f"CPU per request on/off: {med(3, 'on') / med(3, 'off'):.3f}")
+print("pipeline counters (on):", "; ".join(l.replace('turnpike_analytics_events_total', '') for l in metrics.splitlines()))
+PY

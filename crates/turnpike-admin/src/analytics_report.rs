@@ -1,0 +1,218 @@
+//! The analytics reports, computed from rollup rows (`turnpike_analytics::rollup`):
+//! totals, traffic over time, top APIs / applications / resources, error and throttle
+//! breakdowns, latency percentiles split gateway vs back end. Pure functions: the
+//! handlers in `analytics_api.rs` read the rows and pick the report.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use turnpike_analytics::rollup::Row;
+use turnpike_analytics::time::{align, rfc3339_ms};
+use turnpike_analytics::{Hist, Rollup};
+
+/// The percentiles every latency block reports.
+const QUANTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)];
+
+fn merged<'a>(rows: impl Iterator<Item = &'a Row>) -> Rollup {
+    let mut all = Rollup::default();
+    rows.for_each(|r| all.merge(&r.sums));
+    all
+}
+
+fn counts(r: &Rollup) -> Value {
+    json!({
+        "requests": r.requests,
+        "errors": r.errors,
+        "throttled": r.throttled,
+        "cacheHits": r.cache_hits,
+        "bytesIn": r.bytes_in,
+        "bytesOut": r.bytes_out,
+    })
+}
+
+/// Percentiles in microseconds (the upper bound of the value's histogram bucket, at
+/// most 12.5 % above it) and how many requests they cover.
+fn percentiles(h: &Hist) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("count".into(), h.count().into());
+    for (name, q) in QUANTILES {
+        m.insert(format!("{name}Us"), h.percentile(q).into());
+    }
+    Value::Object(m)
+}
+
+/// Totals and latency over all rows.
+pub fn summary(rows: &[Row]) -> Value {
+    let all = merged(rows.iter());
+    json!({ "totals": counts(&all), "latency": latency_of(&all) })
+}
+
+fn latency_of(r: &Rollup) -> Value {
+    json!({
+        "total": percentiles(&r.total),
+        "gateway": percentiles(&r.gateway),
+        "backend": percentiles(&r.upstream),
+        "gatewayBeforeUpstream": percentiles(&r.before),
+        "gatewayAfterUpstream": percentiles(&r.after),
+    })
+}
+
+/// Latency percentiles, overall and per `interval`.
+pub fn latency(rows: &[Row], interval: i64) -> Value {
+    let all = merged(rows.iter());
+    let points: Vec<Value> = by_interval(rows, interval)
+        .into_iter()
+        .map(|(t, r)| {
+            json!({
+                "time": rfc3339_ms(t * 1000),
+                "timestamp": t,
+                "total": percentiles(&r.total),
+                "gateway": percentiles(&r.gateway),
+                "backend": percentiles(&r.upstream),
+            })
+        })
+        .collect();
+    let mut v = latency_of(&all);
+    if let Value::Object(m) = &mut v {
+        m.insert("interval".into(), interval.into());
+        m.insert("points".into(), points.into());
+    }
+    v
+}
+
+fn by_interval(rows: &[Row], interval: i64) -> BTreeMap<i64, Rollup> {
+    let mut by: BTreeMap<i64, Rollup> = BTreeMap::new();
+    for r in rows {
+        by.entry(align(r.bucket, interval))
+            .or_default()
+            .merge(&r.sums);
+    }
+    by
+}
+
+/// Requests, errors, throttled and bytes per `interval` (only intervals with traffic).
+pub fn traffic(rows: &[Row], interval: i64) -> Value {
+    let points: Vec<Value> = by_interval(rows, interval)
+        .into_iter()
+        .map(|(t, r)| {
+            let mut p = counts(&r);
+            if let Value::Object(m) = &mut p {
+                m.insert("time".into(), rfc3339_ms(t * 1000).into());
+                m.insert("timestamp".into(), t.into());
+            }
+            p
+        })
+        .collect();
+    json!({ "interval": interval, "points": points })
+}
+
+/// What `top` groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopBy {
+    Api,
+    Application,
+    Resource,
+}
+
+impl TopBy {
+    pub fn parse(s: &str) -> Option<TopBy> {
+        match s {
+            "api" => Some(TopBy::Api),
+            "application" => Some(TopBy::Application),
+            "resource" => Some(TopBy::Resource),
+            _ => None,
+        }
+    }
+}
+
+/// The `limit` busiest groups, by requests (ties by name), with counts and latency.
+pub fn top(rows: &[Row], by: TopBy, limit: usize) -> Value {
+    let mut groups: BTreeMap<Vec<String>, Rollup> = BTreeMap::new();
+    for r in rows {
+        let k = &r.key;
+        let key = match by {
+            TopBy::Api => vec![
+                k.api_name.clone(),
+                k.api_context.clone(),
+                k.api_version.clone(),
+            ],
+            TopBy::Application => vec![k.application_id.clone(), k.application_name.clone()],
+            TopBy::Resource => vec![
+                k.api_name.clone(),
+                k.api_context.clone(),
+                k.api_version.clone(),
+                k.method.clone(),
+                k.resource.clone(),
+            ],
+        };
+        groups.entry(key).or_default().merge(&r.sums);
+    }
+    let mut list: Vec<(Vec<String>, Rollup)> = groups.into_iter().collect();
+    list.sort_by(|a, b| b.1.requests.cmp(&a.1.requests).then_with(|| a.0.cmp(&b.0)));
+    let names: &[&str] = match by {
+        TopBy::Api => &["apiName", "apiContext", "apiVersion"],
+        TopBy::Application => &["applicationId", "applicationName"],
+        TopBy::Resource => &["apiName", "apiContext", "apiVersion", "method", "resource"],
+    };
+    let items: Vec<Value> = list
+        .into_iter()
+        .take(limit)
+        .map(|(key, r)| {
+            let mut v = counts(&r);
+            if let Value::Object(m) = &mut v {
+                for (n, k) in names.iter().zip(key) {
+                    m.insert((*n).into(), k.into());
+                }
+                m.insert("latency".into(), latency_of(&r));
+            }
+            v
+        })
+        .collect();
+    json!({ "list": items })
+}
+
+/// Requests that did not end `served` with a status below 400, by outcome, reason
+/// (error code) and status class.
+pub fn errors(rows: &[Row]) -> Value {
+    let mut by: BTreeMap<(String, String, u8), u64> = BTreeMap::new();
+    for r in rows {
+        let k = &r.key;
+        if k.outcome == "served" && k.status_class < 4 {
+            continue;
+        }
+        *by.entry((k.outcome.clone(), k.reason.clone(), k.status_class))
+            .or_default() += r.sums.requests;
+    }
+    let mut list: Vec<Value> = by
+        .into_iter()
+        .map(|((outcome, reason, class), n)| {
+            json!({ "outcome": outcome, "reason": reason, "statusClass": format!("{class}xx"), "requests": n })
+        })
+        .collect();
+    list.sort_by_key(|v| std::cmp::Reverse(v["requests"].as_u64().unwrap_or(0)));
+    json!({ "list": list })
+}
+
+/// Throttled requests by policy, API and application.
+pub fn throttling(rows: &[Row]) -> Value {
+    let mut by: BTreeMap<(String, String, String, String, String), u64> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.key.outcome == "throttled") {
+        let k = &r.key;
+        *by.entry((
+            k.reason.clone(),
+            k.api_context.clone(),
+            k.api_version.clone(),
+            k.application_id.clone(),
+            k.application_name.clone(),
+        ))
+        .or_default() += r.sums.requests;
+    }
+    let mut list: Vec<Value> = by
+        .into_iter()
+        .map(|((policy, ctx, ver, app, app_name), n)| {
+            json!({ "policy": policy, "apiContext": ctx, "apiVersion": ver, "applicationId": app, "applicationName": app_name, "requests": n })
+        })
+        .collect();
+    list.sort_by_key(|v| std::cmp::Reverse(v["requests"].as_u64().unwrap_or(0)));
+    json!({ "list": list })
+}

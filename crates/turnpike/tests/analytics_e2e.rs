@@ -1,0 +1,232 @@
+//! Analytics through the real binary: `turnpike up` ships its gateway's events to its
+//! own control plane, and the Admin and Publisher analytics APIs answer with them (plus
+//! the pipeline's counters on `/metrics`); a DB-less `turnpike gateway --analytics-file`
+//! writes one JSON line per request, here under WSO2's field names.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Proc, TempDir, BIN};
+
+const PASSWORD: &str = "analytics-e2e-admin-password";
+
+fn get_json(url: &str, auth: Option<&str>) -> (u16, Value) {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-o", "-", "-w", "\n%{http_code}", url]);
+    if let Some(a) = auth {
+        cmd.args(["-u", a]);
+    }
+    let out = cmd.output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (
+        code.trim().parse().unwrap_or(0),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+fn status(url: &str) -> u16 {
+    support::get(url).0
+}
+
+/// `turnpike up` on free ports; the lines it printed up to `Try:`.
+fn up(dir: &TempDir) -> (Proc, Vec<String>) {
+    let mut child = Command::new(BIN)
+        .args([
+            "up",
+            "--cp-port",
+            "0",
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+        ])
+        .args([
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--gateway-id",
+            "edge-1",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("TURNPIKE_ADMIN_PASSWORD", PASSWORD)
+        .env("TURNPIKE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn turnpike up");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = Vec::new();
+    loop {
+        let line = lines
+            .next()
+            .expect("`turnpike up` exited before it was up")
+            .expect("read stdout");
+        let done = line.starts_with("Try:");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    (Proc(child), seen)
+}
+
+fn after<'a>(lines: &'a [String], prefix: &str) -> &'a str {
+    lines
+        .iter()
+        .find_map(|l| l.trim_start().strip_prefix(prefix))
+        .map(|s| s.split_whitespace().next().unwrap_or(""))
+        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in {lines:#?}"))
+}
+
+#[test]
+fn up_records_analytics_that_the_rest_api_reports() {
+    let dir = TempDir::new();
+    let (_up, lines) = up(&dir);
+    let gw = after(&lines, "gateway:")
+        .trim_start_matches("http://")
+        .to_string();
+    let cp = after(&lines, "control plane:")
+        .trim_start_matches("http://")
+        .trim_end_matches("/api/am/openapi.json")
+        .to_string();
+    let admin = format!("admin:{PASSWORD}");
+    for _ in 0..5 {
+        assert_eq!(status(&format!("http://{gw}/demo/v1/hello")), 200);
+    }
+    for _ in 0..2 {
+        assert_eq!(status(&format!("http://{gw}/nowhere")), 404);
+    }
+    // The gateway ships once a second: poll the Admin API until all 7 arrived.
+    let summary = format!("http://{cp}/api/am/admin/v1/analytics/summary");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let totals = loop {
+        let (code, body) = get_json(&summary, Some(&admin));
+        assert_eq!(code, 200, "{body}");
+        if body["totals"]["requests"] == 7 || Instant::now() > deadline {
+            break body["totals"].clone();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(totals["requests"], 7, "{totals}");
+    assert_eq!(totals["errors"], 2, "{totals}");
+
+    let (_, top) = get_json(
+        &format!("http://{cp}/api/am/admin/v1/analytics/top?by=api"),
+        Some(&admin),
+    );
+    let demo = top["list"]
+        .as_array()
+        .and_then(|l| l.iter().find(|e| e["apiName"] == "Demo").cloned())
+        .unwrap_or_else(|| panic!("no Demo in {top}"));
+    assert_eq!(demo["requests"], 5, "{top}");
+    assert_eq!(demo["apiContext"], "/demo");
+    assert!(demo["latency"]["backend"]["count"] == 5, "{demo}");
+
+    let (_, errors) = get_json(
+        &format!("http://{cp}/api/am/admin/v1/analytics/errors"),
+        Some(&admin),
+    );
+    assert_eq!(errors["list"][0]["outcome"], "not_found", "{errors}");
+    assert_eq!(errors["list"][0]["requests"], 2, "{errors}");
+
+    // The Publisher's view of the demo API.
+    let (_, apis) = get_json(
+        &format!("http://{cp}/api/am/publisher/v1/apis?context=/demo"),
+        Some(&admin),
+    );
+    let id = apis["list"][0]["id"]
+        .as_str()
+        .expect("the demo API")
+        .to_string();
+    let (code, traffic) = get_json(
+        &format!("http://{cp}/api/am/publisher/v1/apis/{id}/analytics/traffic"),
+        Some(&admin),
+    );
+    assert_eq!(code, 200, "{traffic}");
+    let served: u64 = traffic["points"]
+        .as_array()
+        .map(|p| p.iter().filter_map(|x| x["requests"].as_u64()).sum())
+        .unwrap_or(0);
+    assert_eq!(served, 5, "{traffic}");
+
+    // The pipeline's counters on the gateway's /metrics.
+    let metrics = after(&lines, "gateway metrics on http://");
+    let (code, text) = support::get(&format!("http://{metrics}"));
+    assert_eq!(code, 200);
+    let written = text
+        .lines()
+        .find_map(|l| l.strip_prefix("turnpike_analytics_events_total{result=\"written\"} "))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert_eq!(written, Some(7), "{text}");
+    assert!(text.contains("turnpike_analytics_events_total{result=\"dropped\"} 0"));
+}
+
+#[test]
+fn a_db_less_gateway_writes_json_lines_under_wso2_names() {
+    let dir = TempDir::new();
+    let (_echo, echo) = support::start(&["echo", "--port", "0"], "echo listening on http://");
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "apis:\n  - name: pets\n    context: /pets\n    version: v1\n    \
+             endpoints: [\"http://{echo}\"]\n    resources: [ {{ path: \"/items/{{id}}\", methods: [GET] }} ]\n"
+        ),
+    )
+    .expect("write config");
+    let file = dir.path().join("events.jsonl");
+    let data = dir.path().join("data");
+    let (_gw, gw) = support::start(
+        &[
+            "gateway",
+            "--config",
+            cfg.to_str().expect("utf-8"),
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+            "--analytics-file",
+            file.to_str().expect("utf-8"),
+            "--analytics-format",
+            "wso2",
+        ],
+        "gateway listening on http://",
+    );
+    assert_eq!(status(&format!("http://{gw}/pets/v1/items/7?size=5")), 200);
+    assert_eq!(status(&format!("http://{gw}/pets/v1/other")), 404);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let events: Vec<Value> = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let events: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        if events.len() >= 2 || Instant::now() > deadline {
+            break events;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(events.len(), 2, "{events:#?}");
+    let ok = &events[0];
+    assert_eq!(ok["apiName"], "pets");
+    assert_eq!(ok["apiResourceTemplate"], "/items/{id}");
+    assert_eq!(ok["apiMethod"], "GET");
+    assert_eq!(ok["proxyResponseCode"], 200);
+    assert_eq!(ok["targetResponseCode"], 200);
+    assert_eq!(ok["responseSize"], 5);
+    assert_eq!(ok["eventType"], "response");
+    assert_eq!(ok["regionId"], "gateway");
+    let missing = &events[1];
+    assert_eq!(missing["proxyResponseCode"], 404);
+    assert_eq!(missing["eventType"], "fault");
+    assert_eq!(missing["errorMessage"], "not_found");
+}
