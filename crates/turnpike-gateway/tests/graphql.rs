@@ -5,7 +5,7 @@
 //! fragment bypass attempts (deep fragments, cycles, aliases x fragments), WSO2's worked
 //! example (35) with list against scalar arguments, and per-operation scopes on a query
 //! that mixes an allowed and a denied operation; an `auth: none` operation callable
-//! without a credential while the others need one.
+//! without a credential while the others need one; the caps before analysis.
 
 mod support;
 
@@ -482,4 +482,39 @@ async fn an_auth_none_operation_is_callable_without_a_credential_and_only_it() {
         .await
         .expect("send");
     assert_eq!(r.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn the_caps_hold_at_their_value_and_refuse_one_above() {
+    let up = graphql_echo().await;
+    let gw = gateway(&config(&[gql_api(
+        "sw",
+        up,
+        "      caps: { max_aliases: 2, max_root_fields: 3, max_directives: 1, max_bytes: 200 }\n",
+    )]))
+    .await;
+    // (query at the cap, query one above it)
+    let cases = [
+        (
+            "{ a: hero { name } b: hero { name } }",
+            "{ a: hero { name } b: hero { name } c: hero { name } }",
+        ),
+        (
+            "{ hero { name } droid(id: 1) { name } human(id: 1) { name } }",
+            "{ hero { name } droid(id: 1) { name } human(id: 1) { name } starship(id: 1) { name } }",
+        ),
+        (
+            "{ hero { name @include(if: true) } }",
+            "{ hero { name @include(if: true) id @skip(if: false) } }",
+        ),
+    ];
+    for (at, above) in cases {
+        let (status, v) = post(&gw, "/sw/v1/graphql", at).await;
+        assert_eq!(status, 200, "{at}: {v}");
+        let (status, v) = post(&gw, "/sw/v1/graphql", above).await;
+        assert_eq!((status, code(&v)), (400, "QUERY_TOO_LARGE"), "{above}: {v}");
+    }
+    let padded = format!("{{ hero {{ name }} }}{}", " ".repeat(200));
+    let (status, v) = post(&gw, "/sw/v1/graphql", &padded).await;
+    assert_eq!((status, code(&v)), (400, "QUERY_TOO_LARGE"), "{v}");
 }
