@@ -240,13 +240,26 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   for (const [path, heading, name] of [
     ['/admin/gateways', 'Gateways', '11-admin-gateways'],
     ['/admin/keys', 'Signing keys', '12-admin-signing-keys'],
-    ['/admin/dashboards', 'Dashboards', '13-admin-dashboards'],
   ]) {
     await admin.goto(path);
     await expect(admin.getByRole('heading', { name: heading })).toBeVisible();
     await shot(admin, name);
   }
-  await expect(admin.getByText('Not available yet')).toBeVisible();
+  // The dashboards show the traffic the try-it console and the API key sent (the gateway
+  // ships its events every second; the page asks again until they are rolled up).
+  await expect(async () => {
+    await admin.goto('/admin/dashboards');
+    await expect(admin.getByTestId('stat-Requests')).toHaveText(/^[1-9][\d,]*$/, { timeout: 3_000 });
+  }).toPass({ timeout: 30_000, intervals: [1000, 2000] });
+  await expect(admin.getByTestId('stat-Errors')).toHaveText(/^[1-9]/); // the 403s and the 401
+  const topApis = admin.getByRole('region', { name: 'Top apis' });
+  await expect(topApis.getByRole('cell', { name: /Pet Store/ })).toBeVisible();
+  await shot(admin, '13-admin-dashboards');
+  // The subscriber sees the usage of their own application.
+  await sub.getByRole('link', { name: 'Applications' }).click();
+  await sub.getByRole('link', { name: 'sam-app' }).click();
+  await expect(sub.getByTestId('stat-Requests')).toHaveText(/^[1-9]/);
+  await shot(sub, '14-devportal-application-usage');
 });
 
 test('a publisher imports a WSDL as a REST API and a GraphQL schema', async ({ browser }) => {

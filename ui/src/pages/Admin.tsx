@@ -1,9 +1,9 @@
 // The Admin console: tiers of every family, users and roles, all applications, the
 // gateways with their snapshot version and lag, signing keys (rotate), and where the
-// analytics dashboards will be once the control plane serves analytics.
+// analytics dashboards (traffic, errors, throttled, latency split, top APIs and
+// applications), the portal settings.
 import { useState } from 'react';
 import {
-  Alert,
   Badge,
   Button,
   Card,
@@ -22,6 +22,7 @@ import { admin, devportal, type Gateway, type SigningKey, type TierKind } from '
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading, StateBadge } from './common';
 import { Settings } from './AdminSettings';
+import { LazyDashboards } from './LazyDashboards';
 
 export const adminNav = [
   { href: '/admin', label: 'Tiers' },
@@ -44,7 +45,7 @@ export function AdminPage({ path }: { path: string }) {
     case '/admin/keys':
       return <Keys />;
     case '/admin/dashboards':
-      return <Dashboards />;
+      return <LazyDashboards scope={{ kind: 'admin' }} title="Dashboards" />;
     case '/admin/settings':
       return <Settings />;
     default:
@@ -380,15 +381,3 @@ function Keys() {
   );
 }
 
-function Dashboards() {
-  return (
-    <Stack maw={820}>
-      <Title order={2}>Dashboards</Title>
-      <Alert color="blue" title="Not available yet">
-        The control plane does not serve analytics yet (traffic, errors, throttled requests, latency, top APIs and
-        applications). The charts will appear here once it does. Until then, each gateway exposes Prometheus
-        metrics (<code>--metrics-addr</code>).
-      </Alert>
-    </Stack>
-  );
-}

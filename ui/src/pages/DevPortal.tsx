@@ -29,6 +29,7 @@ import { buildPath, operations, type Operation } from '../lib/openapi';
 import { Link, match, navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
 import { ApiKeys } from './ApiKeys';
+import { LazyDashboards } from './LazyDashboards';
 import { KeyLine } from './KeyLine';
 
 export const devportalNav = [
@@ -490,6 +491,7 @@ function AppPage({ id }: { id: string }) {
             <ErrorNote error={error} />
           </Card>
           <ApiKeys appId={id} />
+          <LazyDashboards scope={{ kind: 'application', applicationId: id }} title="Usage" />
           <Card withBorder>
             <Title order={4} mb="sm">
               Subscriptions

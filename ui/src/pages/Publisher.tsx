@@ -25,6 +25,7 @@ import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
+import { LazyDashboards } from './LazyDashboards';
 import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } from './PublisherPolicies';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
@@ -287,6 +288,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               <Tabs.Tab value="transformations">Transformations</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
+              <Tabs.Tab value="analytics">Analytics</Tabs.Tab>
             </Tabs.List>
             <Tabs.Panel value="overview" pt="md">
               <EditApi api={api.data} onSaved={api.reload} canEdit={canEdit} />
@@ -305,6 +307,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="lifecycle" pt="md">
               <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />
+            </Tabs.Panel>
+            <Tabs.Panel value="analytics" pt="md">
+              <LazyDashboards scope={{ kind: 'api', apiId: id }} title="Analytics" />
             </Tabs.Panel>
             <Tabs.Panel value="subscriptions" pt="md">
               <Subscriptions apiId={id} canBlock={user.scopes.includes('apim:subscription_block')} />
