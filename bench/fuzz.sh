@@ -8,6 +8,8 @@
 #   - the JWT path: crates/turnpike-auth/tests/fuzz_jwt.rs,
 #   - the SOAP pass-through's one-pass envelope scan against roxmltree:
 #     crates/turnpike-soap/tests/scan_vs_dom.rs,
+#   - the analytics histogram text read back from the store (`Hist::decode`):
+#     crates/turnpike-analytics/src/hist.rs,
 #   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs
 #     and timeouts.rs (slow heads and bodies, hyper's own refusals, chunked over limit).
 # A failure prints the seed (TURNPIKE_FUZZ_SEED=... replays it) and stops the run.
@@ -26,7 +28,7 @@ done
 
 # The ci-bench profile (optimised, no fat LTO): what CI builds the binary with.
 prof=(--profile ci-bench)
-cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap --no-run >/dev/null 2>&1
+cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap -p turnpike-analytics --no-run >/dev/null 2>&1
 end=$(( $(date +%s) + minutes * 60 ))
 rounds=0
 run() { # log-name command...
@@ -47,6 +49,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   run "$log" cargo test "${prof[@]}" -q -p turnpike-config --test fuzz
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_SCAN_CASES:-100000}" cargo test "${prof[@]}" -q \
     -p turnpike-soap --test scan_vs_dom
+  run "$log" env PROPTEST_CASES="${FUZZ_HIST_CASES:-100000}" cargo test "${prof[@]}" -q \
+    -p turnpike-analytics --lib hist
   rounds=$((rounds + 1))
 done
 echo "fuzz: $rounds rounds in $minutes min, no failure"

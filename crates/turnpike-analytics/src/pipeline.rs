@@ -2,7 +2,7 @@
 //! `on_complete` pushes a [`Record`] into a fixed-size lock-free ring
 //! (`crossbeam_queue::ArrayQueue`, allocated once). When the ring is full the oldest
 //! record is dropped and counted: the newest traffic is the most useful, and a push
-//! never waits. One background task wakes every `flush` interval, turns records into
+//! never waits. One background task wakes every `flush` interval (200 ms), turns records into
 //! events and hands them to the [`Sink`] in batches; a sink that stalls stalls only that
 //! task.
 
@@ -24,7 +24,8 @@ pub struct PipelineSettings {
     pub capacity: usize,
     /// Largest batch handed to the sink.
     pub batch: usize,
-    /// How often the background task drains the ring.
+    /// How often the background task drains the ring (at 200 ms, the default 16,384
+    /// events hold 80,000 requests a second without a drop).
     pub flush: Duration,
     /// The gateway's id, written into every event.
     pub gateway: String,
@@ -35,7 +36,7 @@ impl Default for PipelineSettings {
         PipelineSettings {
             capacity: 16_384,
             batch: 1_000,
-            flush: Duration::from_secs(1),
+            flush: Duration::from_millis(200),
             gateway: "gateway".into(),
         }
     }

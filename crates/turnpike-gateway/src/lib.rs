@@ -158,7 +158,7 @@ pub struct GatewayArgs {
     /// Analytics (docs/analytics.md): `on` ships one event per request to the control
     /// plane this gateway follows, and writes `--analytics-file` when given; `off`
     /// builds no event at all.
-    #[arg(long, env = "TURNPIKE_ANALYTICS", default_value = "on", value_parser = parse_on_off)]
+    #[arg(long, env = "TURNPIKE_ANALYTICS", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub analytics: bool,
     /// Write the analytics events to this file as JSON lines (DB-less gateways; with
     /// --control-plane the file replaces shipping).
@@ -467,4 +467,30 @@ pub async fn termination() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod analytics_flag_tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        gateway: super::GatewayArgs,
+    }
+
+    fn analytics(args: &[&str]) -> Result<bool, String> {
+        let argv = std::iter::once("gateway").chain(args.iter().copied());
+        Cli::try_parse_from(argv)
+            .map(|c| c.gateway.analytics)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn analytics_takes_on_or_off() {
+        assert_eq!(analytics(&[]), Ok(true));
+        assert_eq!(analytics(&["--analytics", "off"]), Ok(false));
+        assert_eq!(analytics(&["--analytics", "on"]), Ok(true));
+        assert!(analytics(&["--analytics", "maybe"]).is_err());
+    }
 }
