@@ -255,6 +255,12 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   const topApis = admin.getByRole('region', { name: 'Top apis' });
   await expect(topApis.getByRole('cell', { name: /Pet Store/ })).toBeVisible();
   await shot(admin, '13-admin-dashboards');
+  // The audit log names who made each change.
+  await admin.getByRole('link', { name: 'Audit log' }).click();
+  const audit = admin.getByRole('table', { name: 'Audit log' });
+  await expect(audit.getByRole('row', { name: /admin\s+create subscription tier Platinum/ })).toBeVisible();
+  await expect(audit.getByRole('row', { name: /pat\s+.*\/pets v1/ }).first()).toBeVisible();
+  await shot(admin, '15-admin-audit-log');
   // The subscriber sees the usage of their own application.
   await sub.getByRole('link', { name: 'Applications' }).click();
   await sub.getByRole('link', { name: 'sam-app' }).click();

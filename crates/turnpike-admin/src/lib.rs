@@ -14,6 +14,7 @@ mod analytics_report;
 mod api_body;
 mod api_index;
 pub mod apply;
+mod audit_api;
 mod auth;
 mod cors_body;
 mod delta;
@@ -180,6 +181,7 @@ pub fn router(state: AppState) -> Router {
                 .merge(environments::admin_routes())
                 .merge(throttle_settings::admin_routes())
                 .merge(portal_settings::admin_routes())
+                .merge(audit_api::admin_routes())
                 .merge(analytics_api::admin_routes()),
         )
         .nest(

@@ -55,6 +55,27 @@ pub fn query_params(id: &str) -> Vec<Value> {
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => {
             crate::analytics_api::query_params(id)
         }
+        "listAuditLog" => {
+            let secs = json!({"type": "integer", "minimum": 0});
+            let mut v = vec![
+                query("user", false, s.clone(), "changes made by this user"),
+                query(
+                    "q",
+                    false,
+                    s.clone(),
+                    "text in the action (case-insensitive)",
+                ),
+                query(
+                    "from",
+                    false,
+                    secs.clone(),
+                    "from this time on, Unix seconds",
+                ),
+                query("to", false, secs, "before this time, Unix seconds"),
+            ];
+            v.extend(page());
+            v
+        }
         "copyApi" => vec![
             query("apiId", true, s.clone(), "the API to copy"),
             query(
@@ -231,6 +252,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "createTier" => (201, r("Tier")),
         "getTier" | "updateTier" | "patchTier" => (200, r("Tier")),
         "listUsers" => (200, r("UserList")),
+        "listAuditLog" => (200, r("AuditLog")),
         "createUser" => (201, r("User")),
         "getUser" | "patchUser" => (200, r("User")),
         "selfSignup" => (201, r("User")),

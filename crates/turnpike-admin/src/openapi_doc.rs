@@ -358,6 +358,13 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/admin/v1/audit-log",
+        "listAuditLog",
+        "Every committed control-plane write, newest first: who (user), what (action), when, and the store version it made (user, q, from, to, limit, offset)",
+        "apim:admin",
+    ),
+    op(
+        "get",
         "/api/am/admin/v1/users",
         "listUsers",
         "List users",
@@ -660,7 +667,7 @@ fn error(description: &str) -> Value {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 25] = [
+const NEVER_404: [&str; 26] = [
     "getEnvironments",
     "setEnvironments",
     "getThrottlingSettings",
@@ -671,6 +678,7 @@ const NEVER_404: [&str; 25] = [
     "getDevportalSettings",
     "setDevportalSettings",
     "getPublicPortalSettings",
+    "listAuditLog",
     "listApis",
     "listVisibleApis",
     "createApi",

@@ -283,6 +283,14 @@ pub fn schemas() -> Value {
     }
     let part = json!({
         "UserList": list_of("User", false),
+        "AuditLog": list_of("AuditEntry", true),
+        "AuditEntry": {"type": "object", "required": ["version", "previousVersion", "timestamp", "time", "user", "action"], "properties": {
+            "version": {"type": "integer", "description": "the store version this change made"},
+            "previousVersion": {"type": "integer", "description": "the version before it"},
+            "timestamp": {"type": "integer", "description": "Unix milliseconds"},
+            "time": {"type": "string", "format": "date-time"},
+            "user": {"type": "string"},
+            "action": {"type": "string"}}},
         "SignUp": strict(&["name", "password"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "^[^:]+$"},
             "password": {"type": "string", "minLength": 8, "maxLength": 1000, "writeOnly": true}

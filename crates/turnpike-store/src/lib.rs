@@ -13,6 +13,7 @@
 mod analytics;
 mod apis;
 mod apps;
+mod audit;
 mod bulk;
 mod documents;
 mod km;
@@ -33,6 +34,7 @@ use tokio::sync::{watch, Mutex, MutexGuard};
 
 pub use analytics::{AnalyticsRetention, Compacted, RollupFilter};
 pub use apis::ApiFilter;
+pub use audit::{AuditEntry, AuditFilter};
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use documents::ApiDocument;
 pub use model::*;

@@ -297,6 +297,11 @@ export const admin = {
   async rotateKeys(): Promise<void> {
     must(await api.POST('/api/am/admin/v1/keys/rotate', {}));
   },
+  async auditLog(query: { user?: string; q?: string; limit: number; offset: number }): Promise<Listing<AuditEntry> & { pagination?: { total: number } }> {
+    return must(await api.GET('/api/am/admin/v1/audit-log', { params: { query } })) as Listing<AuditEntry> & {
+      pagination?: { total: number };
+    };
+  },
   async signupSettings(): Promise<SignupSettings> {
     return must(await api.GET('/api/am/admin/v1/settings/self-signup', {})) as SignupSettings;
   },
@@ -310,6 +315,15 @@ export const admin = {
     return must(await api.PUT('/api/am/admin/v1/settings/devportal', { body })) as DevportalSettings;
   },
 };
+
+export interface AuditEntry {
+  version: number;
+  previousVersion: number;
+  timestamp: number;
+  time: string;
+  user: string;
+  action: string;
+}
 
 export interface SignupSettings {
   enabled: boolean;

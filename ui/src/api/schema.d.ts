@@ -64,6 +64,26 @@ export interface paths {
         patch: operations["setApplicationStatus"];
         trace?: never;
     };
+    "/api/am/admin/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every committed control-plane write, newest first: who (user), what (action), when, and the store version it made (user, q, from, to, limit, offset)
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/admin/v1/export": {
         parameters: {
             query?: never;
@@ -1609,6 +1629,23 @@ export interface components {
             readonly status?: string;
             throttlingPolicy?: string;
         };
+        AuditEntry: {
+            action: string;
+            /** @description the version before it */
+            previousVersion: number;
+            /** Format: date-time */
+            time: string;
+            /** @description Unix milliseconds */
+            timestamp: number;
+            user: string;
+            /** @description the store version this change made */
+            version: number;
+        };
+        AuditLog: {
+            count: number;
+            list: components["schemas"]["AuditEntry"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /**
          * @example {
          *       "anonymousBrowsing": true
@@ -2446,6 +2483,66 @@ export interface operations {
             };
             /** @description not JSON */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description changes made by this user */
+                user?: string;
+                /** @description text in the action (case-insensitive) */
+                q?: string;
+                /** @description from this time on, Unix seconds */
+                from?: number;
+                /** @description before this time, Unix seconds */
+                to?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description items to skip */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLog"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,7 @@
 // The Admin console: tiers of every family, users and roles, all applications, the
 // gateways with their snapshot version and lag, signing keys (rotate), and where the
 // analytics dashboards (traffic, errors, throttled, latency split, top APIs and
-// applications), the portal settings.
+// applications), the audit log, the portal settings.
 import { useState } from 'react';
 import {
   Badge,
@@ -22,6 +22,7 @@ import { admin, devportal, type Gateway, type SigningKey, type TierKind } from '
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading, StateBadge } from './common';
 import { Settings } from './AdminSettings';
+import { AuditLog } from './AuditLog';
 import { LazyDashboards } from './LazyDashboards';
 
 export const adminNav = [
@@ -31,6 +32,7 @@ export const adminNav = [
   { href: '/admin/gateways', label: 'Gateways' },
   { href: '/admin/keys', label: 'Signing keys' },
   { href: '/admin/dashboards', label: 'Dashboards' },
+  { href: '/admin/audit', label: 'Audit log' },
   { href: '/admin/settings', label: 'Settings' },
 ];
 
@@ -48,6 +50,8 @@ export function AdminPage({ path }: { path: string }) {
       return <LazyDashboards scope={{ kind: 'admin' }} title="Dashboards" />;
     case '/admin/settings':
       return <Settings />;
+    case '/admin/audit':
+      return <AuditLog />;
     default:
       return <Tiers />;
   }
