@@ -10,16 +10,18 @@
 # in its own gateway process under callgrind (startup and warm-up cancel out).
 #
 # Usage: bench/callgrind.sh BIN [BIN...]    e.g. a build of an older commit and this one
-#        [--n1 500] [--n2 3000]
+#        [--n1 500] [--n2 3000] [--keep DIR]
+# --keep DIR keeps each run's callgrind.out (named BINNAME.API.N) for callgrind_annotate.
 # Needs: valgrind, python3 with cryptography (scripts/install-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-n1=500; n2=3000; bins=()
+n1=500; n2=3000; bins=(); keep=
 while [ $# -gt 0 ]; do
   case "$1" in
     --n1) n1=$2; shift 2;;
     --n2) n2=$2; shift 2;;
+    --keep) keep=$2; shift 2;;
     *) bins+=("$1"); shift;;
   esac
 done
@@ -117,6 +119,9 @@ count() { # bin path n -> Ir
   python3 "$work/client.py" "$port" "$path" "$n" "$(cat "$work/token.txt")"
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
   grep -m1 '^summary:' "$out" | awk '{print $2}'
+  if [ -n "$keep" ]; then
+    mkdir -p "$keep"; cp "$out" "$keep/$(basename "$bin").${path//\//_}.$n"
+  fi
 }
 
 printf '%-40s %-8s %s\n' binary api instructions/request

@@ -85,7 +85,9 @@ async fn forward_watched(
     if n == 0 {
         return Err(GatewayError::new(ErrorKind::NoEndpoint));
     }
-    fwd.apply(&mut parts.headers, &parts.uri);
+    // Written into the map only for hyper's client; the in-task client writes them while
+    // encoding the head.
+    let mut in_map = false;
     let first = if n == 1 || api.load_balancing == LoadBalancing::Failover {
         0
     } else {
@@ -110,6 +112,7 @@ async fn forward_watched(
                         base: &ep.base_path,
                         path: target.path(),
                         query: target.query(),
+                        forwarded: (!in_map).then_some(fwd),
                     };
                     let fut = h1::exchange(pool, conn, parts, body, path);
                     return match tokio::time::timeout(api.response_timeout, fut).await {
@@ -124,11 +127,18 @@ async fn forward_watched(
                 }
             }
         }
-        match pool.checkout(api.connect_timeout).await {
+        if !in_map {
+            fwd.apply(&mut parts.headers, &parts.uri);
+            in_map = true;
+        }
+        // hyper's client: its futures are boxed, so the in-task client's path above
+        // (and every future this one is part of) does not carry, and copy, their
+        // several kilobytes.
+        match Box::pin(pool.checkout(api.connect_timeout)).await {
             Ok(conn) => {
                 let pq = path_and_query(target, ep)?;
                 let req = build_request(parts, body, pq);
-                return send(pool, conn, req, api, watch)
+                return Box::pin(send(pool, conn, req, api, watch))
                     .await
                     .map(|(r, p)| Upstream::Hyper(r, p));
             }

@@ -349,22 +349,38 @@ impl EndpointPool {
         &self,
         connect_timeout: Duration,
     ) -> Result<Box<H1Conn>, GatewayError> {
+        if let Some(c) = self.idle_direct().await {
+            return Ok(c);
+        }
+        // Boxed: waiting for a slot and connecting are rare, and their futures would
+        // otherwise be part of (and copied with) every request's future.
+        Box::pin(self.open_direct(connect_timeout)).await
+    }
+
+    /// The most recently parked idle connection that is still open.
+    async fn idle_direct(&self) -> Option<Box<H1Conn>> {
+        loop {
+            let (_, mut c) = self
+                .direct
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop()?;
+            if c.is_alive().await {
+                return Some(c);
+            }
+        }
+    }
+
+    /// A new connection once a slot is free (or an idle one that came back meanwhile).
+    async fn open_direct(&self, connect_timeout: Duration) -> Result<Box<H1Conn>, GatewayError> {
         let deadline = tokio::time::Instant::now() + connect_timeout;
         loop {
-            loop {
-                let conn = self.direct.lock().unwrap_or_else(|p| p.into_inner()).pop();
-                match conn {
-                    Some((_, mut c)) => {
-                        if c.is_alive().await {
-                            return Ok(c);
-                        }
-                    }
-                    None => break,
-                }
-            }
             if let Some(slot) = self.slot(deadline).await? {
-                let mut c = Box::pin(self.connect_direct(connect_timeout)).await?;
+                let mut c = self.connect_direct(connect_timeout).await?;
                 c.hold(slot);
+                return Ok(c);
+            }
+            if let Some(c) = self.idle_direct().await {
                 return Ok(c);
             }
         }

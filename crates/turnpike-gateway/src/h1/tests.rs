@@ -12,6 +12,7 @@ fn up(path: &str) -> UpstreamPath<'_> {
         base: "",
         path,
         query: None,
+        forwarded: None,
     }
 }
 
@@ -21,6 +22,55 @@ fn fwd() -> crate::headers::Forwarded<'static> {
         client_ip: &IP,
         https: false,
     }
+}
+
+#[test]
+fn head_without_forwarded_headers_gets_all_three_like_the_map() {
+    let mut parts = http::Request::get("http://api.example/x")
+        .body(())
+        .expect("req")
+        .into_parts()
+        .0;
+    parts
+        .headers
+        .insert(HOST, HeaderValue::from_static("client.example"));
+    let f = fwd();
+    let path = UpstreamPath {
+        base: "",
+        path: "/x",
+        query: None,
+        forwarded: Some(&f),
+    };
+    let host = HeaderValue::from_static("up:80");
+    let mut direct = Vec::new();
+    encode_head(
+        &mut direct,
+        &parts,
+        &host,
+        &path,
+        &ReqFraming::None,
+        SizeHint::default(),
+    );
+    // The same request through the header map (hyper's client path), encoded without.
+    let mut mapped = parts.clone();
+    f.apply(&mut mapped.headers, &mapped.uri);
+    let path = UpstreamPath {
+        forwarded: None,
+        ..path
+    };
+    let mut via_map = Vec::new();
+    encode_head(
+        &mut via_map,
+        &mapped,
+        &host,
+        &path,
+        &ReqFraming::None,
+        SizeHint::default(),
+    );
+    assert_eq!(
+        String::from_utf8(direct).expect("utf8"),
+        String::from_utf8(via_map).expect("utf8")
+    );
 }
 
 #[test]
@@ -37,12 +87,13 @@ fn head_carries_forwarded_headers_like_the_header_map_rules() {
     parts
         .headers
         .insert(HOST, HeaderValue::from_static("client.example"));
-    fwd().apply(&mut parts.headers, &parts.uri);
+    let f = fwd();
     let mut out = Vec::new();
     let path = UpstreamPath {
         base: "/base",
         path: "/x",
         query: Some("a=1"),
+        forwarded: Some(&f),
     };
     let host = HeaderValue::from_static("up:80");
     encode_head(
