@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 
+# Disk: a cold CI machine may have little free space (the ci-bench build once failed with
+# "No space left on device" after the tests). Incremental caches are no use to a one-off
+# run and take gigabytes; free space is printed before each build so a failure says why.
+export CARGO_INCREMENTAL=0
+free_mib() { df -Pm "${1:-.}" | awk 'NR==2 {print $4}'; }
+echo "free disk: $(free_mib) MiB"
+
 echo "== fmt"; cargo fmt --all -- --check
 echo "== clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== tests"; cargo test --workspace --locked 2>&1 | tee target/test-output.txt
@@ -23,6 +30,13 @@ echo "== ui"
 # The bench kit end to end (issue 6): the quick plan against a release gateway, under
 # 3 minutes, leaving its report behind.
 echo "== bench quick plan"
+# The test executables (~90 MB each) are not needed past this point; when space is short
+# they go, so the optimised build below has room (a later run relinks them).
+if [ "$(free_mib target)" -lt 8192 ]; then
+  echo "free disk $(free_mib target) MiB < 8 GiB: removing target/debug before the optimised build"
+  rm -rf target/debug
+fi
+echo "free disk: $(free_mib target) MiB"
 # The ci-bench profile (Cargo.toml): optimised, without fat LTO, to keep CI short.
 cargo build --profile ci-bench --locked -p turnpike
 rm -rf target/bench-quick
