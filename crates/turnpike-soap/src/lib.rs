@@ -19,6 +19,7 @@ pub mod read;
 pub mod sample;
 pub mod scan;
 pub mod schema;
+pub mod tree;
 pub mod write;
 pub mod wsdl;
 pub mod xml;

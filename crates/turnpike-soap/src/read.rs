@@ -1,12 +1,14 @@
 //! SOAP -> JSON: reads a SOAP message and types every value by the schema: numbers and
 //! booleans as JSON numbers and booleans, repeating elements always as arrays (also when
 //! one item came), nil as null, attributes as properties. A SOAP Fault becomes a
-//! [`Fault`] value, for the caller to answer with an error.
+//! [`Fault`] value, for the caller to answer with an error. Messages are read through
+//! the light [`Tree`] (one checked pass, text borrowed); a Fault, the rare case, through
+//! the DOM.
 
-use roxmltree::Node;
 use serde_json::{Map, Number, Value};
 
 use crate::error::MapError;
+use crate::tree::{Node, Tree};
 use crate::write::attributes;
 use crate::wsdl::{Message, Operation, SoapVersion, Style};
 use crate::xml::{self, Limits, XSI_NS};
@@ -40,33 +42,29 @@ pub enum Reply {
 }
 
 /// The envelope's version and its `Body` element.
-pub fn envelope_body<'a, 'i>(
-    doc: &'a roxmltree::Document<'i>,
-) -> Result<(SoapVersion, Node<'a, 'i>), MapError> {
-    let env = doc.root_element();
+pub fn envelope_body<'t, 'a>(tree: &'t Tree<'a>) -> Result<(SoapVersion, Node<'t, 'a>), MapError> {
+    let env = tree.root();
     let version = env
-        .tag_name()
         .namespace()
         .and_then(SoapVersion::from_envelope_ns)
-        .filter(|_| env.tag_name().name() == "Envelope")
+        .filter(|_| env.name() == "Envelope")
         .ok_or_else(|| {
             MapError::NotEnvelope("the root is not a SOAP 1.1 or 1.2 Envelope".into())
         })?;
-    let body = xml::children_named(env, version.envelope_ns(), "Body")
-        .next()
+    let body = env
+        .elements()
+        .find(|e| e.is(version.envelope_ns(), "Body"))
         .ok_or_else(|| MapError::NotEnvelope("no Body".into()))?;
     Ok((version, body))
 }
 
 /// Reads the response to `op` from the envelope text `xml_text`.
 pub fn response_json(model: &TypeModel, op: &Operation, xml_text: &str) -> Result<Reply, MapError> {
-    let doc = xml::parse(xml_text, Limits::MESSAGES)?;
-    let (version, body) = envelope_body(&doc)?;
-    if let Some(first) = xml::elements(body).next() {
-        if first.tag_name().name() == "Fault"
-            && first.tag_name().namespace() == Some(version.envelope_ns())
-        {
-            return Ok(Reply::Fault(read_fault(version, first)));
+    let tree = Tree::parse(xml_text, Limits::MESSAGES)?;
+    let (version, body) = envelope_body(&tree)?;
+    if let Some(first) = body.elements().next() {
+        if first.is(version.envelope_ns(), "Fault") {
+            return fault(version, xml_text).map(Reply::Fault);
         }
     }
     let Some(message) = &op.output else {
@@ -75,7 +73,17 @@ pub fn response_json(model: &TypeModel, op: &Operation, xml_text: &str) -> Resul
     read_body(model, op, message, body).map(Reply::Data)
 }
 
-fn read_fault(version: SoapVersion, fault: Node<'_, '_>) -> Fault {
+/// The Fault of a response already checked by the tree's pass.
+fn fault(version: SoapVersion, xml_text: &str) -> Result<Fault, MapError> {
+    let doc = xml::parse(xml_text, Limits::MESSAGES)?;
+    let fault = xml::children_named(doc.root_element(), version.envelope_ns(), "Body")
+        .next()
+        .and_then(|b| xml::elements(b).next())
+        .ok_or_else(|| MapError::NotEnvelope("no Body".into()))?;
+    Ok(read_fault(version, fault))
+}
+
+fn read_fault(version: SoapVersion, fault: roxmltree::Node<'_, '_>) -> Fault {
     let child = |name: &str| xml::elements(fault).find(|c| c.tag_name().name() == name);
     let local = |s: String| s.rsplit(':').next().unwrap_or_default().trim().to_owned();
     let (code, reason, detail) = match version {
@@ -120,17 +128,18 @@ pub fn read_body(
 ) -> Result<Value, MapError> {
     let container = match op.style {
         Style::Document => body,
-        Style::Rpc => xml::elements(body)
+        Style::Rpc => body
+            .elements()
             .next()
             .ok_or_else(|| MapError::invalid("", "rpc response has no wrapper element"))?,
     };
-    let children: Vec<Node<'_, '_>> = xml::elements(container).collect();
+    let children: Vec<Node<'_, '_>> = container.elements().collect();
     match message.parts.as_slice() {
         [] => Ok(Value::Null),
         [part] => {
             let node = children
                 .iter()
-                .find(|c| c.tag_name().name() == part.element.name.local)
+                .find(|c| c.name() == part.element.name.local)
                 .ok_or_else(|| {
                     MapError::invalid(
                         "",
@@ -144,7 +153,7 @@ pub fn read_body(
             for part in parts {
                 if let Some(node) = children
                     .iter()
-                    .find(|c| c.tag_name().name() == part.element.name.local)
+                    .find(|c| c.name() == part.element.name.local)
                 {
                     obj.insert(
                         part.name.clone(),
@@ -164,14 +173,14 @@ fn read_element(
     path: &str,
 ) -> Result<Value, MapError> {
     if node
-        .attribute((XSI_NS, "nil"))
+        .attribute(Some(XSI_NS), "nil")
         .is_some_and(|v| v == "true" || v == "1")
     {
         return Ok(Value::Null);
     }
     match &e.ty {
-        Ty::Simple(s) => typed_text(s, xml::text_of(node), path),
-        Ty::Any => Ok(Value::String(xml::text_of(node))),
+        Ty::Simple(s) => typed(s, node.text(), path),
+        Ty::Any => Ok(Value::String(node.text().to_owned())),
         Ty::Complex(id) => read_complex(model, *id, node, path),
     }
 }
@@ -184,20 +193,17 @@ fn read_complex(
 ) -> Result<Value, MapError> {
     let mut obj = Map::new();
     for a in attributes(model, id) {
-        let v = match &a.name.ns {
-            Some(ns) => node.attribute((ns.as_str(), a.name.local.as_str())),
-            None => node.attribute(a.name.local.as_str()),
-        };
+        let v = node.attribute(a.name.ns.as_deref(), &a.name.local);
         if let Some(v) = v {
             obj.insert(a.key.clone(), typed(&a.ty, v, path)?);
         }
     }
     if let Some(t) = &model.get(id).text {
-        obj.insert(TEXT_KEY.to_owned(), typed(t, &xml::text_of(node), path)?);
+        obj.insert(TEXT_KEY.to_owned(), typed(t, node.text(), path)?);
     }
     let fields = model.fields(id);
-    for child in xml::elements(node) {
-        let name = child.tag_name().name();
+    for child in node.elements() {
+        let name = child.name();
         let Some(f) = fields.iter().find(|f| f.key == name) else {
             // Elements the schema does not declare (xs:any, newer back ends) are skipped.
             continue;
@@ -224,24 +230,6 @@ fn read_complex(
         }
     }
     Ok(Value::Object(obj))
-}
-
-/// [`typed`] for text already copied out of the document: a string keeps its buffer.
-fn typed_text(t: &SimpleType, text: String, path: &str) -> Result<Value, MapError> {
-    let converted = t.list
-        || matches!(
-            t.builtin,
-            Builtin::Boolean
-                | Builtin::Integer { .. }
-                | Builtin::Decimal
-                | Builtin::Float
-                | Builtin::Double
-        );
-    if converted {
-        typed(t, &text, path)
-    } else {
-        Ok(Value::String(text))
-    }
 }
 
 /// The JSON value of simple-typed text.

@@ -9,9 +9,10 @@
 
 use std::borrow::Cow;
 
-use memchr::{memchr, memchr2, memmem};
+use memchr::{memchr, memchr3, memmem};
 
 use crate::error::XmlError;
+use crate::tree::{self, Attr, Builder, Tree};
 use crate::xml::Limits;
 
 const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
@@ -40,39 +41,38 @@ pub fn scan<'a>(
     limits: Limits,
     body_ns: impl Fn(&str) -> Option<&'static str>,
 ) -> Result<Facts<'a>, XmlError> {
-    if text.len() > limits.max_bytes {
-        return Err(XmlError::TooLarge {
-            limit: limits.max_bytes,
-        });
-    }
-    check_chars(text.as_bytes())?;
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        limits,
-        nodes: 0,
-        stack: Vec::new(),
-        ns: Vec::new(),
-        facts: Facts::default(),
-        body_ns: None,
-        body_open: false,
-    };
-    if text.starts_with('\u{FEFF}') {
-        s.pos = 3;
-    }
+    let mut s = Scanner::new(text, limits, None)?;
     s.document(&body_ns)?;
     Ok(s.facts)
+}
+
+/// Checks `text` as [`scan`] does and builds its [`Tree`].
+pub(crate) fn build_tree(text: &str, limits: Limits) -> Result<Tree<'_>, XmlError> {
+    let mut s = Scanner::new(text, limits, Some(Builder::default()))?;
+    s.document(&|_: &str| None)?;
+    s.tree.take().unwrap_or_default().finish()
 }
 
 /// Characters XML 1.0 does not allow anywhere: C0 controls but tab, LF and CR, and
 /// U+FFFE / U+FFFF (surrogates cannot occur in a `str`).
 fn check_chars(b: &[u8]) -> Result<(), XmlError> {
-    // Branch-free within a chunk so the compiler vectorises it: this sees every byte.
-    let bad_byte = |c: u8| (c < 0x20) & (c != b'\t') & (c != b'\n') & (c != b'\r');
-    if b.chunks(64)
-        .any(|chunk| chunk.iter().fold(false, |acc, &c| acc | bad_byte(c)))
-    {
+    // Eight bytes at a time: a word with no byte below 0x20 (the common case) costs a
+    // handful of instructions; one with a tab or line end is looked at byte by byte.
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let bad_byte = |c: &u8| *c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r');
+    let words = b.chunks_exact(8);
+    let tail = words.remainder();
+    for word in words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let w = u64::from_le_bytes(w);
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        if below_space != 0 && word.iter().any(bad_byte) {
+            return Err(bad("a control character"));
+        }
+    }
+    if tail.iter().any(bad_byte) {
         return Err(bad("a control character"));
     }
     if memchr(0xEF, b).is_some()
@@ -98,6 +98,8 @@ struct Scanner<'a> {
     body_ns: Option<&'static str>,
     /// The open child of the root is the envelope's Body.
     body_open: bool,
+    /// Collects the element tree when one was asked for ([`build_tree`]).
+    tree: Option<Builder<'a>>,
 }
 
 fn is_space(c: u8) -> bool {
@@ -123,6 +125,29 @@ fn is_xml_char(c: u32) -> bool {
 }
 
 impl<'a> Scanner<'a> {
+    fn new(text: &'a str, limits: Limits, tree: Option<Builder<'a>>) -> Result<Self, XmlError> {
+        if text.len() > limits.max_bytes {
+            return Err(XmlError::TooLarge {
+                limit: limits.max_bytes,
+            });
+        }
+        check_chars(text.as_bytes())?;
+        Ok(Scanner {
+            text,
+            b: text.as_bytes(),
+            // A byte order mark is not part of the document.
+            pos: if text.starts_with('\u{FEFF}') { 3 } else { 0 },
+            limits,
+            nodes: 0,
+            stack: Vec::new(),
+            ns: Vec::new(),
+            facts: Facts::default(),
+            body_ns: None,
+            body_open: false,
+            tree,
+        })
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
@@ -310,19 +335,22 @@ impl<'a> Scanner<'a> {
     ) -> Result<(), XmlError> {
         self.start_tag(body_ns)?;
         while !self.stack.is_empty() {
-            let text_end =
-                memchr2(b'<', b'&', &self.b[self.pos..]).map_or(self.b.len(), |i| self.pos + i);
+            let text_end = self.text_end()?;
             if text_end > self.pos {
-                let t = &self.b[self.pos..text_end];
-                if memmem::find(t, b"]]>").is_some() {
-                    return Err(bad("']]>' in text"));
-                }
                 self.count_node()?;
+                if let Some(tree) = self.tree.as_mut() {
+                    tree.literal(&self.text[self.pos..text_end]);
+                }
                 self.pos = text_end;
             }
             match self.peek() {
                 None => return Err(bad("an unclosed element")),
-                Some(b'&') => self.reference().map(drop)?,
+                Some(b'&') => {
+                    let c = self.reference()?;
+                    if let Some(tree) = self.tree.as_mut() {
+                        tree.decoded(&c);
+                    }
+                }
                 _ if self.starts("</") => self.end_tag()?,
                 _ if self.starts("<!--") => self.comment()?,
                 _ if self.starts("<![CDATA[") => {
@@ -330,6 +358,9 @@ impl<'a> Scanner<'a> {
                     let start = self.pos + 9;
                     let end = memmem::find(&self.b[start..], b"]]>")
                         .ok_or_else(|| bad("an unclosed CDATA section"))?;
+                    if let Some(tree) = self.tree.as_mut() {
+                        tree.literal(&self.text[start..start + end]);
+                    }
                     self.pos = start + end + 3;
                 }
                 _ if self.starts("<?") => self.pi()?,
@@ -338,6 +369,23 @@ impl<'a> Scanner<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Where the text at `pos` ends (the next `<` or `&`); `]]>` in it is an error. One
+    /// memchr3 pass: a `]` is rare in text.
+    fn text_end(&self) -> Result<usize, XmlError> {
+        let mut from = self.pos;
+        while let Some(i) = memchr3(b'<', b'&', b']', &self.b[from..]) {
+            let at = from + i;
+            if self.b[at] != b']' {
+                return Ok(at);
+            }
+            if self.b[at..].starts_with(b"]]>") {
+                return Err(bad("']]>' in text"));
+            }
+            from = at + 1;
+        }
+        Ok(self.b.len())
     }
 
     /// `&...;`: a predefined entity or a character reference; returns the character(s).
@@ -389,6 +437,9 @@ impl<'a> Scanner<'a> {
             return Err(bad("an end tag that does not match"));
         }
         self.ns.truncate(ns_len);
+        if let Some(tree) = self.tree.as_mut() {
+            tree.end();
+        }
         Ok(())
     }
 
@@ -403,16 +454,16 @@ impl<'a> Scanner<'a> {
         let start = self.pos;
         let mut owned: Option<String> = None;
         loop {
-            let i = memchr::memchr3(q, b'<', b'&', &self.b[self.pos..])
+            let i = memchr3(q, b'<', b'&', &self.b[self.pos..])
                 .ok_or_else(|| bad("an unclosed attribute value"))?
                 + self.pos;
             if let Some(o) = owned.as_mut() {
-                o.push_str(&self.text[self.pos..i]);
+                o.push_str(&self.attr_literal(self.pos, i));
             }
             match self.b[i] {
                 b'<' => return Err(bad("'<' in an attribute value")),
                 b'&' => {
-                    let o = owned.get_or_insert_with(|| self.text[start..i].to_owned());
+                    let o = owned.get_or_insert_with(|| self.attr_literal(start, i).into_owned());
                     self.pos = i;
                     let r = self.reference()?;
                     o.push_str(&r);
@@ -421,10 +472,21 @@ impl<'a> Scanner<'a> {
                     self.pos = i + 1;
                     return Ok(match owned {
                         Some(o) => Cow::Owned(o),
-                        None => Cow::Borrowed(&self.text[start..i]),
+                        None => self.attr_literal(start, i),
                     });
                 }
             }
+        }
+    }
+
+    /// A literal run of an attribute value; normalised (XML 1.0 3.3.3) when a tree is
+    /// built, as-is for the pass-through's check.
+    fn attr_literal(&self, from: usize, to: usize) -> Cow<'a, str> {
+        let text = &self.text[from..to];
+        if self.tree.is_some() && memchr3(b'\t', b'\n', b'\r', text.as_bytes()).is_some() {
+            Cow::Owned(tree::normalize_attr_literal(text))
+        } else {
+            Cow::Borrowed(text)
         }
     }
 
@@ -436,7 +498,7 @@ impl<'a> Scanner<'a> {
         self.pos += 1;
         let name = self.name()?;
         let ns_len = self.ns.len();
-        let mut attrs: Vec<&'a str> = Vec::new();
+        let mut attrs: Vec<(&'a str, Cow<'a, str>)> = Vec::new();
         let empty = loop {
             let spaced = self.skip_space();
             match self.peek() {
@@ -459,22 +521,22 @@ impl<'a> Scanner<'a> {
             self.pos += 1;
             self.skip_space();
             let value = self.attr_value()?;
-            if attrs.contains(&attr) {
+            if attrs.iter().any(|(a, _)| *a == attr) {
                 return Err(bad("a duplicate attribute"));
             }
-            attrs.push(attr);
             if attr == "xmlns" {
-                self.declare("", value)?;
+                self.declare("", value.clone())?;
             } else if let Some(prefix) = attr.strip_prefix("xmlns:") {
                 split_qname(attr)?;
-                self.declare(prefix, value)?;
+                self.declare(prefix, value.clone())?;
             }
+            attrs.push((attr, value));
         };
         let (prefix, local) = split_qname(name)?;
         let ns = self.resolve(prefix, true)?;
         // Prefixed attributes: bound prefixes, and no two with one expanded name.
         let mut expanded: Vec<(Cow<'a, str>, &str)> = Vec::new();
-        for a in &attrs {
+        for (a, _) in &attrs {
             let (p, l) = split_qname(a)?;
             if p == Some("xmlns") || (p.is_none() && l == "xmlns") || p.is_none() {
                 continue;
@@ -491,6 +553,12 @@ impl<'a> Scanner<'a> {
                 limit: self.limits.max_depth,
             });
         }
+        if self.tree.is_some() {
+            let attrs = self.tree_attrs(attrs)?;
+            if let Some(tree) = self.tree.as_mut() {
+                tree.start(ns.clone(), local, attrs, empty);
+            }
+        }
         self.learn(ns, local, empty, body_ns);
         if empty {
             self.ns.truncate(ns_len);
@@ -498,6 +566,24 @@ impl<'a> Scanner<'a> {
             self.stack.push((name, ns_len));
         }
         Ok(())
+    }
+
+    /// The attributes of a start tag for the tree: namespace declarations left out,
+    /// prefixed names resolved.
+    fn tree_attrs(&self, attrs: Vec<(&'a str, Cow<'a, str>)>) -> Result<Vec<Attr<'a>>, XmlError> {
+        let mut out = Vec::with_capacity(attrs.len());
+        for (name, value) in attrs {
+            let (p, local) = split_qname(name)?;
+            if p == Some("xmlns") || (p.is_none() && local == "xmlns") {
+                continue;
+            }
+            let ns = match p {
+                Some(_) => self.resolve(p, false)?,
+                None => None,
+            };
+            out.push(Attr { ns, local, value });
+        }
+        Ok(out)
     }
 
     /// Records the root, the first `Body` child of the root, and that Body's first

@@ -205,13 +205,13 @@ impl std::fmt::Display for QName {
 pub fn escape_into(out: &mut String, text: &str) {
     // Runs of bytes that need nothing are copied whole (values are mostly plain text);
     // the others, and any 0xEF lead byte (U+FFFE, U+FFFF), go through `escape_chars`.
-    let plain = |b: u8| b >= 0x20 && !matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0xEF);
+    // A table lookup per byte: the closure's comparisons cost ~10 instructions a byte.
     let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
         let run = bytes[at..]
             .iter()
-            .position(|&b| !plain(b))
+            .position(|&b| !PLAIN[usize::from(b)])
             .unwrap_or(bytes.len() - at);
         out.push_str(&text[at..at + run]);
         at += run;
@@ -224,6 +224,17 @@ pub fn escape_into(out: &mut String, text: &str) {
         at += c.len_utf8();
     }
 }
+
+/// Bytes [`escape_into`] copies as they are.
+static PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 256 {
+        t[b] = !matches!(b as u8, b'&' | b'<' | b'>' | b'"' | b'\'' | 0xEF);
+        b += 1;
+    }
+    t
+};
 
 fn escape_chars(out: &mut String, c: char) {
     match c {

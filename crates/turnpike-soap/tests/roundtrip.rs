@@ -7,8 +7,9 @@ mod support;
 use proptest::prelude::*;
 use turnpike_soap::read::{envelope_body, read_body};
 use turnpike_soap::sample::{self, Rng};
+use turnpike_soap::tree::Tree;
 use turnpike_soap::write::write_body;
-use turnpike_soap::xml::{self, Limits};
+use turnpike_soap::xml::Limits;
 use turnpike_soap::{SoapVersion, Wsdl};
 
 fn wsdls() -> Vec<(String, Wsdl)> {
@@ -34,7 +35,7 @@ fn round_trip(name: &str, w: &Wsdl, seed: u64) -> usize {
                         "<s:Envelope xmlns:s=\"{}\"><s:Body>{body}</s:Body></s:Envelope>",
                         version.envelope_ns()
                     );
-                    let doc = xml::parse(&env, Limits::MESSAGES)
+                    let doc = Tree::parse(&env, Limits::MESSAGES)
                         .unwrap_or_else(|e| panic!("{name} {}: {e}\n{env}", op.name));
                     let (v, body_node) = envelope_body(&doc).expect("envelope");
                     assert_eq!(v, version);

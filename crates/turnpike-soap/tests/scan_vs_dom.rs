@@ -2,12 +2,14 @@
 //! parser every other path uses (`xml::parse`, roxmltree): over documents assembled from
 //! pieces of valid and broken XML, the scan accepts exactly what the parser accepts, and
 //! on envelopes it finds the same SOAP version and first Body element. (It is stricter
-//! in one place, as XML 1.0 asks: a character reference to a surrogate.)
+//! in one place, as XML 1.0 asks: a character reference to a surrogate.) The light tree
+//! SOAP-to-REST reads responses with (`tree::Tree`, built by the same scan) holds the
+//! same elements, attributes and text, normalised alike, as the DOM.
 
 use proptest::prelude::*;
 use turnpike_soap::envelope;
-use turnpike_soap::read::envelope_body;
 use turnpike_soap::scan;
+use turnpike_soap::tree::{self, Tree};
 use turnpike_soap::xml::{self, Limits};
 use turnpike_soap::SoapVersion;
 
@@ -37,6 +39,8 @@ const PIECES: &[&str] = &[
     "<",
     ">",
     "]]>",
+    "]",
+    "]]",
     "<!--c-->",
     "<!-- - -->",
     "<!--a--b-->",
@@ -70,6 +74,10 @@ const PIECES: &[&str] = &[
     "<b / >",
     "</a >",
     "<a\n>",
+    "<b x='a\tb\r\nc\rd\ne'/>",
+    "<b x='&#10;&#9; y'/>",
+    "a\r\nb\rc",
+    "<![CDATA[\r\n]]>",
     "<s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\">",
     "<s:Body>",
     "</s:Body>",
@@ -102,7 +110,13 @@ fn scanned(text: &str) -> Result<(), String> {
 /// The envelope facts as the DOM gives them.
 fn dom_facts(text: &str) -> Option<(SoapVersion, Option<(Option<String>, String)>)> {
     let doc = xml::parse(text, Limits::MESSAGES).ok()?;
-    let (v, body) = envelope_body(&doc).ok()?;
+    let env = doc.root_element();
+    let v = env
+        .tag_name()
+        .namespace()
+        .and_then(SoapVersion::from_envelope_ns)
+        .filter(|_| env.tag_name().name() == "Envelope")?;
+    let body = xml::children_named(env, v.envelope_ns(), "Body").next()?;
     let first = xml::elements(body).next().map(|e| {
         (
             e.tag_name().namespace().map(str::to_owned),
@@ -112,9 +126,65 @@ fn dom_facts(text: &str) -> Option<(SoapVersion, Option<(Option<String>, String)
     Some((v, first))
 }
 
+/// One element: namespace, local name, attributes (sorted), direct text.
+type Flat = (
+    Option<String>,
+    String,
+    Vec<(Option<String>, String, String)>,
+    String,
+);
+
+fn dom_elements(text: &str) -> Option<Vec<Flat>> {
+    let doc = xml::parse(text, Limits::MESSAGES).ok()?;
+    let own = |s: Option<&str>| s.map(str::to_owned);
+    Some(
+        doc.descendants()
+            .filter(|n| n.is_element())
+            .map(|n| {
+                let mut attrs: Vec<_> = n
+                    .attributes()
+                    .map(|a| {
+                        (
+                            own(a.namespace()),
+                            a.name().to_owned(),
+                            a.value().to_owned(),
+                        )
+                    })
+                    .collect();
+                attrs.sort();
+                let name = n.tag_name();
+                // roxmltree leaves a CR that ends a text run as it is; XML 1.0 (2.11)
+                // makes every line end a LF, as the tree does.
+                let text = xml::text_of(n).replace("\r\n", "\n").replace('\r', "\n");
+                (own(name.namespace()), name.name().to_owned(), attrs, text)
+            })
+            .collect(),
+    )
+}
+
+fn tree_elements(text: &str) -> Option<Vec<Flat>> {
+    fn walk(n: tree::Node<'_, '_>, out: &mut Vec<Flat>) {
+        let attrs = n.attributes_for_tests();
+        out.push((
+            n.namespace().map(str::to_owned),
+            n.name().to_owned(),
+            attrs,
+            n.text().to_owned(),
+        ));
+        for c in n.elements() {
+            walk(c, out);
+        }
+    }
+    let t = Tree::parse(text, Limits::MESSAGES).ok()?;
+    let mut out = Vec::new();
+    walk(t.root(), &mut out);
+    Some(out)
+}
+
 fn agree(text: &str) {
     let (d, s) = (dom(text), scanned(text));
     assert_eq!(s.is_ok(), d.is_ok(), "{text:?}: scan {s:?}, dom {d:?}");
+    assert_eq!(tree_elements(text), dom_elements(text), "{text:?}");
     let both = [SoapVersion::V11, SoapVersion::V12];
     let info = envelope::check(text, &both).ok();
     assert_eq!(
