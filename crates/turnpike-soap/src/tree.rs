@@ -133,7 +133,7 @@ impl<'a> Builder<'a> {
 
     /// Literal text of the open element (line ends normalised here).
     pub fn literal(&mut self, text: &'a str) {
-        if text.contains('\r') {
+        if memchr::memchr(b'\r', text.as_bytes()).is_some() {
             self.decoded(&normalize_line_ends(text));
         } else if let Some(el) = self.open_el() {
             if el.text.is_empty() {

@@ -209,10 +209,7 @@ pub fn escape_into(out: &mut String, text: &str) {
     let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
-        let run = bytes[at..]
-            .iter()
-            .position(|&b| !PLAIN[usize::from(b)])
-            .unwrap_or(bytes.len() - at);
+        let run = plain_run(&bytes[at..]);
         out.push_str(&text[at..at + run]);
         at += run;
         if at == bytes.len() {
@@ -223,6 +220,25 @@ pub fn escape_into(out: &mut String, text: &str) {
         escape_chars(out, c);
         at += c.len_utf8();
     }
+}
+
+/// How many leading bytes of `b` need no escaping: eight table lookups at a time, so
+/// plain text costs about two instructions a byte.
+fn plain_run(b: &[u8]) -> usize {
+    let mut at = 0;
+    for block in b.chunks_exact(8) {
+        if !block
+            .iter()
+            .fold(true, |all, &c| all & PLAIN[usize::from(c)])
+        {
+            break;
+        }
+        at += 8;
+    }
+    at + b[at..]
+        .iter()
+        .position(|&c| !PLAIN[usize::from(c)])
+        .unwrap_or(b.len() - at)
 }
 
 /// Bytes [`escape_into`] copies as they are.
