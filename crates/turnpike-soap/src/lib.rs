@@ -14,6 +14,7 @@ pub mod api;
 pub mod docs;
 pub mod envelope;
 pub mod error;
+pub mod json_out;
 pub mod policy;
 pub mod read;
 pub mod sample;

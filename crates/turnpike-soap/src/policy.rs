@@ -286,7 +286,7 @@ impl Policy for SoapRestPolicy {
             .map_err(|_| upstream_error("the SOAP response is not UTF-8".into()))?;
         match read::response_json(self.api.types(), op, text) {
             Ok(Reply::Data(v)) => {
-                *body = Bytes::from(v.to_string());
+                *body = Bytes::from(crate::json_out::to_string(&v));
                 resp.headers
                     .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 if resp.status.is_server_error() {

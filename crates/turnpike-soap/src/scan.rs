@@ -182,6 +182,19 @@ impl<'a> Scanner<'a> {
     fn name(&mut self) -> Result<&'a str, XmlError> {
         let start = self.pos;
         let rest = &self.text[start..];
+        // ASCII names (nearly all) without decoding characters.
+        let ascii = rest
+            .bytes()
+            .position(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'-' | b'.')))
+            .unwrap_or(rest.len());
+        let first_ok = rest
+            .bytes()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_' || c == b':');
+        if ascii > 0 && first_ok && rest.as_bytes().get(ascii).is_none_or(|c| c.is_ascii()) {
+            self.pos += ascii;
+            return Ok(&rest[..ascii]);
+        }
         let mut chars = rest.char_indices();
         match chars.next() {
             Some((_, c)) if is_name_start(c) => {}
