@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod cp;
+mod logging;
 mod mediation_try;
 
 #[global_allocator]
@@ -15,6 +16,16 @@ struct Cli {
     /// Log filter (tracing EnvFilter syntax), e.g. `info` or `turnpike_gateway=debug`.
     #[arg(long, global = true, env = "TURNPIKE_LOG", default_value = "info")]
     log: String,
+    /// Log line format on stderr: `text` (colour only on a terminal) or `json` (one
+    /// object per line).
+    #[arg(
+        long,
+        global = true,
+        env = "TURNPIKE_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -42,10 +53,7 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log)?)
-        .with_writer(std::io::stderr)
-        .init();
+    logging::init(&cli.log, cli.log_format)?;
     // One gateway worker: a current-thread runtime (no work stealing, no cross-thread
     // wake-ups), which is what a proxy pinned to one core wants.
     let workers = match &cli.command {
