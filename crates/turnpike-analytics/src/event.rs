@@ -205,6 +205,8 @@ pub struct Record {
     pub(crate) bytes_in: u64,
     pub(crate) bytes_out: u64,
     pub(crate) snapshot_version: u64,
+    /// The W3C trace id when the request is traced (no allocation: 16 bytes).
+    pub(crate) trace_id: Option<[u8; 16]>,
 }
 
 impl Record {
@@ -236,6 +238,7 @@ impl Record {
             bytes_in: done.bytes_in,
             bytes_out: done.bytes_out,
             snapshot_version: ctx.snapshot_version,
+            trace_id: ctx.trace.as_ref().map(|t| t.trace_id),
         }
     }
 
@@ -289,7 +292,13 @@ impl Record {
             latency: self.latency,
             snapshot_version: self.snapshot_version,
             client_ip: Some(self.client.to_string()),
-            trace_id: None,
+            trace_id: self.trace_id.map(|id| {
+                id.iter().fold(String::with_capacity(32), |mut s, b| {
+                    use std::fmt::Write as _;
+                    let _ = write!(s, "{b:02x}");
+                    s
+                })
+            }),
         }
     }
 }

@@ -9,8 +9,9 @@
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use turnpike_soap::tree::Tree;
-use turnpike_soap::xml::{escape_into, Limits};
+use quick_xml::events::Event;
+use quick_xml::name::{Namespace, ResolveResult};
+use quick_xml::NsReader;
 
 /// The service's WSDL as shipped.
 pub const WSDL: &str = include_str!("../../../bench/soap/echo.wsdl");
@@ -87,42 +88,103 @@ pub async fn respond(req: Request<hyper::body::Incoming>, version: u8) -> Respon
         Err(why) => return fault_response(version, true, &why),
     };
     if fault {
-        return fault_response(version, false, &payload);
+        return fault_response(version, false, payload);
     }
     let mut out = String::with_capacity(text.len() + 16);
     out.push_str("<s:Envelope xmlns:s=\"");
     out.push_str(if version == 11 { SOAP11_NS } else { SOAP12_NS });
     out.push_str("\"><s:Body><e:echoResponse xmlns:e=\"urn:tp:echo\"><e:p>");
-    escape_into(&mut out, &payload);
+    out.push_str(payload);
     out.push_str("</e:p></e:echoResponse></s:Body></s:Envelope>");
     soap_response(version, StatusCode::OK, out)
 }
 
-/// The text of `Envelope/Body/echo/p`, read through the gateway's light SOAP tree (one
-/// checked pass, DTDs refused, limits applied): a DOM parse here made the echo, not the
-/// gateway, the bottleneck of `bench/soap.sh` at 5 KB.
-fn echo_text(text: &str, version: u8) -> Result<String, String> {
-    let tree = Tree::parse(text, Limits::MESSAGES).map_err(|e| format!("not well-formed: {e}"))?;
+/// The content of `Envelope/Body/echo/p` as it was written (already escaped: it goes
+/// back out as it came), read with quick-xml's streaming reader (DTDs refused): a DOM
+/// parse here made the echo, not the gateway, the bottleneck of `bench/soap.sh` at 5 KB.
+fn echo_text(text: &str, version: u8) -> Result<&str, String> {
     let env_ns = if version == 11 { SOAP11_NS } else { SOAP12_NS };
-    let env = tree.root();
-    if !env.is(env_ns, "Envelope") {
-        return Err(format!(
-            "not a SOAP {}.{} Envelope",
-            version / 10,
-            version % 10
-        ));
+    let path = [
+        (env_ns, "Envelope"),
+        (env_ns, "Body"),
+        (NS, "echo"),
+        (NS, "p"),
+    ];
+    let not_envelope = || format!("not a SOAP {}.{} Envelope", version / 10, version % 10);
+    let mut r = NsReader::from_str(text);
+    // Open elements, and how many of them are the start of `path`.
+    let mut depth = 0usize;
+    let mut matched = 0usize;
+    let mut p_start = 0usize;
+    loop {
+        let (ns, ev) = r
+            .read_resolved_event()
+            .map_err(|e| format!("not well-formed: {e}"))?;
+        let bound = match ns {
+            ResolveResult::Bound(Namespace(n)) => Some(n),
+            _ => None,
+        };
+        match ev {
+            Event::DocType(_) => return Err("a DTD: refused".into()),
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let empty = matches!(ev, Event::Empty(_));
+                let next = path.get(matched).filter(|_| depth == matched);
+                let is_next = next.is_some_and(|(want_ns, want)| {
+                    bound == Some(*want_ns) && e.local_name().as_ref() == *want
+                });
+                if depth == 0 && !is_next {
+                    return Err(not_envelope());
+                }
+                if depth == 2 && matched == 2 && !is_next {
+                    return Err("the Body has no echo element".into());
+                }
+                if is_next {
+                    matched += 1;
+                    if matched == path.len() {
+                        if empty {
+                            return Ok("");
+                        }
+                        p_start = r.buffer_position() as usize;
+                    }
+                }
+                if !empty {
+                    depth += 1;
+                }
+            }
+            Event::End(_) => {
+                if matched == path.len() && depth == path.len() {
+                    let end = r.buffer_position() as usize;
+                    let close = text[..end].rfind("</").unwrap_or(end);
+                    return Ok(&text[p_start..close.max(p_start)]);
+                }
+                if matched == 3 && depth == 3 {
+                    return Err("echo has no p element".into());
+                }
+                depth = depth.saturating_sub(1);
+                matched = matched.min(depth);
+            }
+            Event::Eof => {
+                return Err(if matched == 0 {
+                    not_envelope()
+                } else {
+                    "the Body has no echo element".into()
+                })
+            }
+            _ => {}
+        }
     }
-    let op = env
-        .elements()
-        .find(|n| n.is(env_ns, "Body"))
-        .and_then(|b| b.elements().next())
-        .filter(|n| n.is(NS, "echo"))
-        .ok_or("the Body has no echo element")?;
-    let p = op
-        .elements()
-        .find(|n| n.is(NS, "p"))
-        .ok_or("echo has no p element")?;
-    Ok(p.text().to_owned())
+}
+
+/// Appends `text` escaped for element content.
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
 }
 
 fn fault_response(version: u8, client: bool, reason: &str) -> Response<Bytes> {
@@ -199,12 +261,27 @@ mod tests {
             let text = std::str::from_utf8(&env).expect("utf8");
             let start = text.find("<p>").expect("p") + 3;
             let end = text.find("</p>").expect("/p");
-            assert_eq!(echo_text(text, v).expect("echo"), text[start..end]);
+            assert_eq!(echo_text(text, v).expect("echo"), &text[start..end]);
             assert!(echo_text(text, if v == 11 { 12 } else { 11 }).is_err());
         }
         assert!(envelope_payload(12, 10).len() > 100);
         let dtd = "<!DOCTYPE a [<!ENTITY x \"y\">]><a>&x;</a>";
         assert!(echo_text(dtd, 11).is_err());
+        let env = |body: &str| {
+            format!("<?xml version=\"1.0\"?><S:Envelope xmlns:S=\"{SOAP12_NS}\"><S:Header/><S:Body>{body}</S:Body></S:Envelope>")
+        };
+        let prefixed = env(
+            "<t:echo xmlns:t=\"urn:tp:echo\"><!-- c --><t:p>a &amp; <![CDATA[<b>]]></t:p></t:echo>",
+        );
+        assert_eq!(echo_text(&prefixed, 12), Ok("a &amp; <![CDATA[<b>]]>"));
+        assert_eq!(
+            echo_text(&env("<echo xmlns=\"urn:tp:echo\"><p/></echo>"), 12),
+            Ok("")
+        );
+        assert!(echo_text(&env("<other xmlns=\"urn:tp:echo\"><p>x</p></other>"), 12).is_err());
+        assert!(echo_text(&env("<echo xmlns=\"urn:tp:echo\"><q>x</q></echo>"), 12).is_err());
+        assert!(echo_text(&env("<echo xmlns=\"urn:x\"><p>x</p></echo>"), 12).is_err());
+        assert!(echo_text(&env("<echo xmlns=\"urn:tp:echo\"><p>x</q></echo>"), 12).is_err());
     }
 
     #[test]

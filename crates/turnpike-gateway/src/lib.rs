@@ -38,6 +38,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use turnpike_analytics::{Analytics, EventFormat, JsonLinesSink, PipelineSettings};
 use turnpike_config::Snapshot;
+use turnpike_otel::{Tracer, TracerSettings};
 
 pub use access_log::AccessLogTarget;
 pub use error::{Blame, ErrorKind, GatewayError};
@@ -171,6 +172,14 @@ pub struct GatewayArgs {
     /// `/metrics`).
     #[arg(long, env = "TURNPIKE_ANALYTICS_QUEUE", default_value_t = 16_384)]
     pub analytics_queue: usize,
+    /// OpenTelemetry traces (docs/observability.md): the OTLP/HTTP collector's base URL
+    /// (`http://host:4318`); spans go to `{URL}/v1/traces`. Off when absent: then
+    /// `traceparent` passes through untouched.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the exported spans.
+    #[arg(long, env = "OTEL_SERVICE_NAME", default_value = "turnpike-gateway")]
+    pub otlp_service_name: String,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -279,6 +288,8 @@ pub struct FlagGateway {
     management: Option<AbortOnDrop>,
     /// The analytics pipeline, when on and something receives its events.
     pub analytics: Option<Arc<Analytics>>,
+    /// The trace exporter, when `--otlp-endpoint` is set.
+    pub tracer: Option<Arc<Tracer>>,
 }
 
 impl FlagGateway {
@@ -292,6 +303,9 @@ impl FlagGateway {
         drop(self.management);
         if let Some(a) = &self.analytics {
             a.close(Duration::from_secs(5)).await;
+        }
+        if let Some(t) = &self.tracer {
+            t.close(Duration::from_secs(5)).await;
         }
         Ok(())
     }
@@ -341,6 +355,26 @@ pub async fn bind_from_args(
             }));
         }
     }
+    let tracer = match &args.otlp_endpoint {
+        Some(endpoint) => {
+            let mut settings = TracerSettings::new(endpoint);
+            settings.service_name = args.otlp_service_name.clone();
+            settings.gateway_id = args.gateway_id.clone();
+            let t = Tracer::start(settings)?;
+            tracing::info!(endpoint = %endpoint, "OpenTelemetry traces on");
+            builder = builder.trace(true).observer(t.clone());
+            if let Some(m) = &gateway_metrics {
+                let t = Arc::downgrade(&t);
+                m.add_section(Box::new(move |out| {
+                    if let Some(t) = t.upgrade() {
+                        t.render_metrics(out);
+                    }
+                }));
+            }
+            Some(t)
+        }
+        None => None,
+    };
     let bound = builder.bind().await?;
     if let Some(a) = bound.http_addr() {
         println!("gateway listening on http://{a}");
@@ -354,6 +388,7 @@ pub async fn bind_from_args(
         bound,
         management,
         analytics,
+        tracer,
     })
 }
 

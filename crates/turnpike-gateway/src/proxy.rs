@@ -20,7 +20,7 @@ use http::uri::PathAndQuery;
 use http::{request, response, HeaderValue, Request, Response, Uri, Version};
 use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, RouteResult, Snapshot, DEFAULT_MAX_BODY_BYTES};
-use turnpike_policy::{Answer, Hooks, RequestCtx, Stop, UpstreamTarget};
+use turnpike_policy::{Answer, Hooks, RequestCtx, Stop, TraceContext, UpstreamTarget};
 
 use crate::access_log::AccessLog;
 use crate::body::{self, GatewayBody, OnBodyEnd, RequestBody};
@@ -41,6 +41,8 @@ pub struct Shared {
     pub observers: turnpike_policy::Chain,
     /// Longest wait for the next bytes of a request body (`--body-read-timeout`).
     pub body_read_timeout: std::time::Duration,
+    /// Requests are traced (`GatewayBuilder::trace`).
+    pub trace: bool,
 }
 
 /// Per-connection facts, computed once at accept.
@@ -59,8 +61,10 @@ pub async fn handle(
     let (mut parts, body) = req.into_parts();
     let request_id = headers::request_id(&mut parts.headers);
     let shared = &conn.shared;
-    let observed =
-        shared.access_log.is_some() || shared.metrics.is_some() || !shared.observers.is_empty();
+    let observed = shared.access_log.is_some()
+        || shared.metrics.is_some()
+        || !shared.observers.is_empty()
+        || shared.trace;
     let routed =
         normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts, observed));
     let mut resp = match routed {
@@ -186,7 +190,8 @@ fn unrouted(
     let mut resp = e.into_response(&request_id).map(GatewayBody::full);
     if observed {
         let target = UpstreamTarget::suffix(parts.uri.clone(), 0);
-        let ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
+        let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
+        ctx.trace = trace_context(conn, &parts);
         let mut f = Finisher::new(conn, None, ctx, &parts);
         f.responded(resp.status(), Some(kind));
         resp.body_mut().finish_with(f);
@@ -213,6 +218,7 @@ async fn run(
     let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
     ctx.resource = resource;
     ctx.snapshot_version = snapshot_version;
+    ctx.trace = trace_context(conn, &parts);
     if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
         // The fast path: nothing to tell at the end, the context stays on the stack.
         let mut ctx = ctx;
@@ -342,6 +348,9 @@ async fn request_side(
         m.sent = Some(Instant::now());
     }
     headers::strip_hop_by_hop(&mut parts.headers);
+    if let Some(t) = &ctx.trace {
+        parts.headers.insert(TRACEPARENT, t.upstream_traceparent());
+    }
     let fwd = headers::Forwarded {
         client_ip: &conn.client_ip,
         https: conn.https,
@@ -350,6 +359,18 @@ async fn request_side(
         .await
         .map_err(|e| stop(end, e))
 }
+
+/// The request's trace context when tracing is on (one branch otherwise).
+#[inline]
+fn trace_context(conn: &ConnCtx, parts: &request::Parts) -> Option<Box<TraceContext>> {
+    conn.shared.trace.then(|| {
+        Box::new(TraceContext::for_request(
+            parts.headers.get(turnpike_policy::trace::TRACEPARENT),
+        ))
+    })
+}
+
+const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 #[inline]
 fn stop(at: usize, e: GatewayError) -> Stop {

@@ -118,6 +118,7 @@ impl Gateway {
             metrics: None,
             observers: Vec::new(),
             health: None,
+            trace: false,
         }
     }
 }
@@ -138,9 +139,17 @@ pub struct GatewayBuilder {
     observers: Vec<Arc<dyn turnpike_policy::Policy>>,
     metrics: Option<Arc<GatewayMetrics>>,
     health: Option<Arc<Health>>,
+    trace: bool,
 }
 
 impl GatewayBuilder {
+    /// Traces every request (W3C trace context on `RequestCtx::trace`, `traceparent`
+    /// sent upstream); an observer exports the spans.
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
+        self
+    }
+
     /// Readiness shared with the management listener and the snapshot source (default:
     /// ready, as a snapshot handle given to the builder is assumed loaded).
     pub fn health(mut self, h: Arc<Health>) -> Self {
@@ -195,6 +204,7 @@ impl GatewayBuilder {
             metrics: self.metrics,
             observers: turnpike_policy::Chain::new(self.observers),
             body_read_timeout: s.body_read_timeout,
+            trace: self.trace,
         });
         crate::upstream::spawn_sweeper(Arc::downgrade(&shared));
         Ok(BoundGateway {

@@ -37,6 +37,9 @@ pub struct RequestCtx {
     /// The throttling policy that refused the request (its 429), for observers; set on
     /// the refusal path only.
     pub throttled_by: Option<Arc<str>>,
+    /// W3C trace context, when tracing is on (`--otlp-endpoint`): boxed so a gateway
+    /// without tracing carries one pointer.
+    pub trace: Option<Box<crate::trace::TraceContext>>,
 }
 
 impl RequestCtx {
@@ -57,6 +60,7 @@ impl RequestCtx {
             resource: None,
             snapshot_version: 0,
             throttled_by: None,
+            trace: None,
         }
     }
 

@@ -18,6 +18,7 @@ mod ctx;
 pub mod error;
 mod hook;
 pub mod log_limit;
+pub mod trace;
 
 pub use chain::{Answer, Chain, Stop};
 pub use ctx::{
@@ -26,3 +27,4 @@ pub use ctx::{
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, Policy, Step};
+pub use trace::TraceContext;
