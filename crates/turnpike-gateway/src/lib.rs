@@ -40,7 +40,7 @@ use turnpike_analytics::{Analytics, EventFormat, JsonLinesSink, PipelineSettings
 use turnpike_config::Snapshot;
 use turnpike_otel::{Tracer, TracerSettings};
 
-pub use access_log::AccessLogTarget;
+pub use access_log::{AccessLog, AccessLogTarget};
 pub use error::{Blame, ErrorKind, GatewayError};
 pub use health::Health;
 pub use metrics::GatewayMetrics;
@@ -376,6 +376,19 @@ pub async fn bind_from_args(
         None => None,
     };
     let bound = builder.bind().await?;
+    if let (Some(m), Some(log)) = (&gateway_metrics, bound.access_log()) {
+        let log = Arc::downgrade(&log);
+        m.add_section(Box::new(move |out| {
+            if let Some(log) = log.upgrade() {
+                use std::fmt::Write as _;
+                let _ = writeln!(
+                    out,
+                    "# HELP turnpike_access_log_dropped_total Access log lines dropped because the writer fell behind\n# TYPE turnpike_access_log_dropped_total counter\nturnpike_access_log_dropped_total {}",
+                    log.dropped()
+                );
+            }
+        }));
+    }
     if let Some(a) = bound.http_addr() {
         println!("gateway listening on http://{a}");
         tracing::info!(addr = %a, "HTTP listener");

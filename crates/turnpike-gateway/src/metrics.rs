@@ -415,6 +415,7 @@ impl GatewayMetrics {
         let _ = writeln!(out, "# TYPE {M_DURATION} histogram");
         all().for_each(|m| m.duration.render(&mut out, &m.labels));
         render_token_caches(&self.snapshots.load(), &mut out);
+        render_throttle_store(&self.snapshots.load(), &mut out);
         if let Ok(sections) = self.sections.lock() {
             sections.iter().for_each(|s| s(&mut out));
         }
@@ -458,6 +459,33 @@ impl GatewayMetrics {
             }
         }
     }
+}
+
+/// The throttle counter store's size and what it could not track (one store per
+/// gateway, kept across reloads), read at scrape time; absent when no API throttles.
+fn render_throttle_store(snap: &Snapshot, out: &mut String) {
+    let Some(store) = snap
+        .apis
+        .iter()
+        .find_map(|a| a.throttle.as_ref().map(|t| t.throttler.store().clone()))
+    else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "# HELP turnpike_throttle_counters Throttle counter slots held (one per key and window in use)\n# TYPE turnpike_throttle_counters gauge\nturnpike_throttle_counters {}",
+        store.len()
+    );
+    let _ = writeln!(
+        out,
+        "# HELP turnpike_throttle_untracked_total Requests admitted without a counter because the store was full\n# TYPE turnpike_throttle_untracked_total counter\nturnpike_throttle_untracked_total {}",
+        store.untracked_total()
+    );
+    let _ = writeln!(
+        out,
+        "# HELP turnpike_throttle_swept_total Counter slots removed once their windows had passed\n# TYPE turnpike_throttle_swept_total counter\nturnpike_throttle_swept_total {}",
+        store.swept_total()
+    );
 }
 
 /// The verified-token (JWT) and introspection caches' lookups and sizes, read at scrape

@@ -249,6 +249,11 @@ impl BoundGateway {
         self.http.as_ref().and_then(|l| l.local_addr().ok())
     }
 
+    /// The access log, when one is written (its drop counter, for metrics).
+    pub fn access_log(&self) -> Option<Arc<AccessLog>> {
+        self.shared.access_log.clone()
+    }
+
     pub fn https_addr(&self) -> Option<SocketAddr> {
         self.https.as_ref().and_then(|(l, _)| l.local_addr().ok())
     }

@@ -16,6 +16,7 @@ use support::{Proc, TempDir, BIN};
 
 /// Starts the gateway and returns it with (gateway address, metrics address).
 fn gateway(cfg: &str, data: &str) -> (Proc, String, String) {
+    let access_log = format!("{cfg}.access.log");
     let mut child = Command::new(BIN)
         .args([
             "gateway",
@@ -29,6 +30,8 @@ fn gateway(cfg: &str, data: &str) -> (Proc, String, String) {
             data,
             "--metrics-addr",
             "127.0.0.1:0",
+            "--access-log",
+            &access_log,
         ])
         .env("TURNPIKE_LOG", "warn")
         .stdout(Stdio::piped())
@@ -166,6 +169,14 @@ fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps
     assert_eq!(decisions("allowed"), Some(5.0));
     assert_eq!(decisions("throttled"), Some(2.0));
     assert_eq!(decisions("flagged"), Some(0.0));
+    // The counter store holds the FivePerMin window's slot; nothing went untracked.
+    assert!(
+        value(&text, "turnpike_throttle_counters").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert_eq!(value(&text, "turnpike_throttle_untracked_total"), Some(0.0));
+    assert!(value(&text, "turnpike_throttle_swept_total").is_some());
+    assert_eq!(value(&text, "turnpike_access_log_dropped_total"), Some(0.0));
     assert_eq!(
         value(
             &text,
