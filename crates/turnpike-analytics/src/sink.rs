@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use tokio::io::AsyncWriteExt;
-
 use crate::event::Event;
 
 /// A sink could not take a batch.
@@ -55,10 +53,12 @@ impl EventFormat {
 }
 
 /// Appends events to a file, one JSON object a line (the file is created if missing).
+/// Each batch's lines are written by one blocking `write_all` on tokio's blocking pool,
+/// the buffer handed over and back (tokio's `fs::File` would copy it first).
 pub struct JsonLinesSink {
     path: PathBuf,
     format: EventFormat,
-    file: Option<tokio::fs::File>,
+    file: Option<std::fs::File>,
     buf: Vec<u8>,
 }
 
@@ -76,30 +76,35 @@ impl JsonLinesSink {
 #[async_trait::async_trait]
 impl Sink for JsonLinesSink {
     async fn write(&mut self, batch: &[Event]) -> Result<(), SinkError> {
-        self.buf.clear();
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
         for e in batch {
-            self.format.write_line(e, &mut self.buf);
+            self.format.write_line(e, &mut buf);
         }
-        if self.file.is_none() {
-            let f = tokio::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)
-                .await?;
-            self.file = Some(f);
-        }
-        let Some(f) = self.file.as_mut() else {
-            return Ok(());
-        };
-        let written = async {
-            f.write_all(&self.buf).await?;
-            f.flush().await
-        }
-        .await;
-        if written.is_err() {
-            // Reopen next time (the file may have been rotated away).
-            self.file = None;
-        }
+        let file = self.file.take();
+        let path = self.path.clone();
+        let (file, buf, written) = tokio::task::spawn_blocking(move || {
+            use std::io::Write as _;
+            let file = match file {
+                Some(f) => Ok(f),
+                None => std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path),
+            };
+            match file {
+                Ok(mut f) => {
+                    let written = f.write_all(&buf);
+                    (Some(f), buf, written)
+                }
+                Err(e) => (None, buf, Err(e)),
+            }
+        })
+        .await
+        .map_err(|e| SinkError::Other(format!("analytics writer: {e}")))?;
+        self.buf = buf;
+        // On an error the file is reopened next time (it may have been rotated away).
+        self.file = file.filter(|_| written.is_ok());
         Ok(written?)
     }
 }
