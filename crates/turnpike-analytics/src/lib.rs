@@ -7,8 +7,8 @@
 //!   field names.
 //! * [`pipeline`]: the gateway observer ([`Analytics`]): a fixed-size lock-free ring
 //!   (drop-oldest, counted), a background task draining it in batches into a [`Sink`].
-//! * [`sink`]: JSON lines to a file (DB-less), [`ship`]: batches POSTed to the control
-//!   plane's ingest endpoint with the gateway token.
+//! * [`sink`]: JSON lines to a file (DB-less; [`json_line`] writes each event), [`ship`]:
+//!   batches POSTed to the control plane's ingest endpoint with the gateway token.
 //! * [`hist`] and [`rollup`]: per-minute rollups keyed by API, resource, application,
 //!   status class, outcome and gateway, with mergeable latency histograms, which the
 //!   store keeps and the control plane's analytics API reads.
@@ -18,6 +18,7 @@
 
 pub mod event;
 pub mod hist;
+pub mod json_line;
 pub mod pipeline;
 pub mod rollup;
 pub mod ship;

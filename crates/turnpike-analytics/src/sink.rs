@@ -43,7 +43,10 @@ impl EventFormat {
     /// Appends `e` as one JSON line.
     pub fn write_line(self, e: &Event, out: &mut Vec<u8>) {
         let written = match self {
-            EventFormat::Turnpike => serde_json::to_writer(&mut *out, e),
+            EventFormat::Turnpike => {
+                crate::json_line::write(e, out);
+                Ok(())
+            }
             EventFormat::Wso2 => serde_json::to_writer(&mut *out, &crate::wso2::event(e)),
         };
         if written.is_ok() {
