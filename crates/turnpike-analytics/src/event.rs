@@ -120,6 +120,30 @@ impl Latency {
     }
 }
 
+/// An address as text; IPv4 without `fmt` (its `Display` cost ~1,300 instructions per
+/// event).
+fn ip_text(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => {
+            let mut s = String::with_capacity(15);
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    s.push('.');
+                }
+                if octet >= 100 {
+                    s.push(char::from(b'0' + octet / 100));
+                }
+                if octet >= 10 {
+                    s.push(char::from(b'0' + octet / 10 % 10));
+                }
+                s.push(char::from(b'0' + octet % 10));
+            }
+            s
+        }
+        IpAddr::V6(_) => ip.to_string(),
+    }
+}
+
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
@@ -291,7 +315,7 @@ impl Record {
             bytes_out: self.bytes_out,
             latency: self.latency,
             snapshot_version: self.snapshot_version,
-            client_ip: Some(self.client.to_string()),
+            client_ip: Some(ip_text(self.client)),
             trace_id: self.trace_id.map(|id| {
                 id.iter().fold(String::with_capacity(32), |mut s, b| {
                     use std::fmt::Write as _;
@@ -306,6 +330,21 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_are_written_as_display_writes_them() {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.20.255.9",
+            "192.168.100.99",
+            "::1",
+            "fe80::1",
+        ] {
+            let ip: IpAddr = ip.parse().expect("an address");
+            assert_eq!(ip_text(ip), ip.to_string());
+        }
+    }
 
     #[test]
     fn outcomes_follow_the_error_table() {
