@@ -105,11 +105,24 @@ fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut from = 0;
-    for (i, &c) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Eight table lookups a step while the text needs no escaping.
+        if let Some(block) = bytes.get(i..i + 8) {
+            if block
+                .iter()
+                .fold(true, |all, &c| all & PLAIN[usize::from(c)])
+            {
+                i += 8;
+                continue;
+            }
+        }
+        let c = bytes[i];
+        i += 1;
         if PLAIN[usize::from(c)] {
             continue;
         }
-        out.extend_from_slice(&bytes[from..i]);
+        out.extend_from_slice(&bytes[from..i - 1]);
         match c {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -125,7 +138,7 @@ fn string(out: &mut Vec<u8>, s: &str) {
                 out.push(HEX[usize::from(c & 0xF)]);
             }
         }
-        from = i + 1;
+        from = i;
     }
     out.extend_from_slice(&bytes[from..]);
     out.push(b'"');

@@ -32,7 +32,8 @@ pub fn rfc3339_ms(ms: i64) -> String {
     put(14, 2, rem % 3600 / 60);
     put(17, 2, rem % 60);
     put(20, 3, millis);
-    b.iter().map(|&c| char::from(c)).collect()
+    // Digits, dashes, colons, a dot and letters: ASCII.
+    String::from_utf8_lossy(&b).into_owned()
 }
 
 /// Howard Hinnant's `civil_from_days`: days since 1970-01-01 to (year, month, day).
