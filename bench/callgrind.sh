@@ -3,6 +3,9 @@
 # load-independent measure for small differences (other processes on the box do not
 # change it). For each binary given and each API:
 #   open     an API without policies;
+#   limited  the open API with an API-level advanced policy and the Unauthenticated tier
+#            (per client IP), both far from their limits: two counters taken and the
+#            RateLimit headers written on every request (bench/throttle.sh's "limited");
 #   secured  ES256 JWT (one token, the verified-token cache hot) + subscription, whose
 #            tier has a quota far beyond the run (the counters and RateLimit headers work
 #            on every request) and an API-level advanced policy (a second counter).
@@ -73,6 +76,8 @@ throttling:
   subscription_tiers:
     - name: Huge
       quota: { requests: 1000000000000, per: minute }
+    - name: Unauthenticated
+      quota: { requests: 1000000000000, per: minute }
   advanced_policies:
     - name: High
       default_limit: { requests: 1000000000000, per: minute }
@@ -80,6 +85,13 @@ apis:
   - name: open
     context: /open
     version: v1
+    endpoints: ["http://127.0.0.1:$echo_port"]
+    resources:
+      - { path: "/*", methods: [GET] }
+  - name: limited
+    context: /limited
+    version: v1
+    throttling: High
     endpoints: ["http://127.0.0.1:$echo_port"]
     resources:
       - { path: "/*", methods: [GET] }
@@ -126,7 +138,7 @@ count() { # bin path n -> Ir
 
 printf '%-40s %-8s %s\n' binary api instructions/request
 for bin in "${bins[@]}"; do
-  for api in open secure; do
+  for api in open limited secure; do
     a=$(count "$bin" "/$api/v1/x" "$n1")
     b=$(count "$bin" "/$api/v1/x" "$n2")
     printf '%-40s %-8s %s\n' "$bin" "$api" $(( (b - a) / (n2 - n1) ))
