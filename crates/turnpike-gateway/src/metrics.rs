@@ -432,12 +432,7 @@ impl GatewayMetrics {
     /// Copies the throttler's decision counters (striped atomics, kept across reloads)
     /// into the recorder.
     fn record_throttle(&self) {
-        let snap = self.snapshots.load();
-        let Some(store) = snap
-            .apis
-            .iter()
-            .find_map(|a| a.throttle.as_ref().map(|t| t.throttler.store().clone()))
-        else {
+        let Some(store) = throttle_store(&self.snapshots.load()) else {
             return;
         };
         for (rule, stats) in store.stats() {
@@ -461,14 +456,18 @@ impl GatewayMetrics {
     }
 }
 
+/// The gateway's throttle counter store (shared by every API's throttler), if any API
+/// throttles.
+fn throttle_store(snap: &Snapshot) -> Option<Arc<turnpike_throttle::CounterStore>> {
+    snap.apis
+        .iter()
+        .find_map(|a| a.throttle.as_ref().map(|t| t.throttler.store().clone()))
+}
+
 /// The throttle counter store's size and what it could not track (one store per
 /// gateway, kept across reloads), read at scrape time; absent when no API throttles.
 fn render_throttle_store(snap: &Snapshot, out: &mut String) {
-    let Some(store) = snap
-        .apis
-        .iter()
-        .find_map(|a| a.throttle.as_ref().map(|t| t.throttler.store().clone()))
-    else {
+    let Some(store) = throttle_store(snap) else {
         return;
     };
     let _ = writeln!(

@@ -55,30 +55,13 @@ static PLAIN: [bool; 256] = {
     t
 };
 
-fn plain_run(b: &[u8]) -> usize {
-    let mut at = 0;
-    for block in b.chunks_exact(8) {
-        if !block
-            .iter()
-            .fold(true, |all, &c| all & PLAIN[usize::from(c)])
-        {
-            break;
-        }
-        at += 8;
-    }
-    at + b[at..]
-        .iter()
-        .position(|&c| !PLAIN[usize::from(c)])
-        .unwrap_or(b.len() - at)
-}
-
 fn write_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
-        let run = plain_run(&bytes[at..]);
+        let run = crate::xml::plain_run(&bytes[at..], &PLAIN);
         // Every byte that stops a run is ASCII, so `at` stays on a char boundary.
         out.push_str(&s[at..at + run]);
         at += run;
