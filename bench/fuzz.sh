@@ -9,7 +9,10 @@
 #   - the SOAP pass-through's one-pass envelope scan against roxmltree:
 #     crates/turnpike-soap/tests/scan_vs_dom.rs,
 #   - the analytics histogram text read back from the store (`Hist::decode`):
-#     crates/turnpike-analytics/src/hist.rs,
+#     crates/turnpike-analytics/src/hist.rs, and the event writer against serde_json:
+#     crates/turnpike-analytics/tests/json_line.rs,
+#   - the SOAP-to-REST JSON writer against serde_json: crates/turnpike-soap/tests/json_out.rs,
+#   - the W3C traceparent reader against the grammar: crates/turnpike-policy/tests/traceparent_fuzz.rs,
 #   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs
 #     and timeouts.rs (slow heads and bodies, hyper's own refusals, chunked over limit).
 # A failure prints the seed (TURNPIKE_FUZZ_SEED=... replays it) and stops the run.
@@ -28,7 +31,7 @@ done
 
 # The ci-bench profile (optimised, no fat LTO): what CI builds the binary with.
 prof=(--profile ci-bench)
-cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap -p turnpike-analytics --no-run >/dev/null 2>&1
+cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap -p turnpike-analytics -p turnpike-policy --no-run >/dev/null 2>&1
 end=$(( $(date +%s) + minutes * 60 ))
 rounds=0
 run() { # log-name command...
@@ -51,6 +54,12 @@ while [ "$(date +%s)" -lt "$end" ]; do
     -p turnpike-soap --test scan_vs_dom
   run "$log" env PROPTEST_CASES="${FUZZ_HIST_CASES:-100000}" cargo test "${prof[@]}" -q \
     -p turnpike-analytics --lib hist
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JSON_CASES:-50000}" cargo test "${prof[@]}" -q \
+    -p turnpike-analytics --test json_line
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JSON_CASES:-50000}" cargo test "${prof[@]}" -q \
+    -p turnpike-soap --test json_out
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_TRACE_CASES:-200000}" cargo test "${prof[@]}" -q \
+    -p turnpike-policy --test traceparent_fuzz
   rounds=$((rounds + 1))
 done
 echo "fuzz: $rounds rounds in $minutes min, no failure"
