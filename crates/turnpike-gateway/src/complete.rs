@@ -177,6 +177,11 @@ impl Finisher {
             .saturating_duration_since(self.marks.start);
         if let Some(m) = shared.metrics.as_deref() {
             m.observe(self.api.as_ref(), self.status, to_head, self.error);
+            if m.per_resource() {
+                if let (Some(api), Some(template)) = (&self.api, &self.ctx.resource) {
+                    m.observe_resource(api, template, self.status);
+                }
+            }
         }
         if let (Some(log), Some((method, uri))) = (shared.access_log.as_ref(), self.line.take()) {
             PendingRecord {

@@ -156,6 +156,11 @@ pub struct GatewayArgs {
     /// `127.0.0.1:9091` (port 0: any free port). Off when absent.
     #[arg(long, alias = "management-addr", env = "TURNPIKE_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
+    /// Also count requests per resource template
+    /// (`turnpike_http_resource_requests_total`): one series per template and status
+    /// class, so off by default.
+    #[arg(long, env = "TURNPIKE_METRICS_PER_RESOURCE")]
+    pub metrics_per_resource: bool,
     /// Analytics (docs/analytics.md): `on` ships one event per request to the control
     /// plane this gateway follows, and writes `--analytics-file` when given; `off`
     /// builds no event at all.
@@ -330,7 +335,7 @@ pub async fn bind_from_args(
         let listener = metrics::bind(addr)
             .await
             .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
-        let m = GatewayMetrics::new(snapshots);
+        let m = GatewayMetrics::with_options(snapshots, args.metrics_per_resource);
         if let Ok(a) = listener.local_addr() {
             println!("gateway metrics on http://{a}/metrics");
             tracing::info!(addr = %a, "metrics listener");

@@ -42,6 +42,9 @@ use crate::health::Health;
 
 /// Requests answered, by API, version and status class (`2xx`...).
 pub const M_REQUESTS: &str = "turnpike_http_requests_total";
+/// Requests answered, by API, version, resource template and status class (opt-in:
+/// `--metrics-per-resource`).
+pub const M_RESOURCE_REQUESTS: &str = "turnpike_http_resource_requests_total";
 /// Time from the request head to the response head, by API and version.
 pub const M_DURATION: &str = "turnpike_http_request_duration_seconds";
 /// Upstream failures (connect, timeout, reset, protocol), by API, version and kind.
@@ -138,9 +141,18 @@ impl DurationHistogram {
     }
 }
 
+/// One resource's requests by status class (`--metrics-per-resource`).
+struct ResourceMetrics {
+    template: Arc<str>,
+    requests: [AtomicU64; CLASSES.len()],
+}
+
 /// One API's series (kept across swaps by name and version while the API exists).
 pub struct ApiMetrics {
     requests: [AtomicU64; CLASSES.len()],
+    /// Per resource template, when asked for: added on a template's first request
+    /// (copy on write), read without a lock.
+    resources: ArcSwap<Vec<Arc<ResourceMetrics>>>,
     upstream_errors: [AtomicU64; UPSTREAM_KINDS.len()],
     duration: DurationHistogram,
     /// `api="..",version=".."`, escaped, for every line.
@@ -151,6 +163,7 @@ impl ApiMetrics {
     fn new(name: &str, version: &str) -> ApiMetrics {
         ApiMetrics {
             requests: Default::default(),
+            resources: ArcSwap::from_pointee(Vec::new()),
             upstream_errors: Default::default(),
             duration: DurationHistogram::default(),
             labels: format!("api=\"{}\",version=\"{}\"", escape(name), escape(version)),
@@ -164,6 +177,52 @@ impl ApiMetrics {
         self.duration.observe(elapsed);
         if let Some(i) = failed.and_then(upstream_index) {
             self.upstream_errors[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a request of `template` (pointer-equal to the router's, so a lookup is a
+    /// few pointer compares).
+    fn observe_resource(&self, template: &Arc<str>, status: StatusCode) {
+        let class = (status.as_u16() / 100).clamp(1, 5) as usize - 1;
+        let find = |v: &Vec<Arc<ResourceMetrics>>| {
+            v.iter()
+                .find(|r| Arc::ptr_eq(&r.template, template) || r.template == *template)
+                .cloned()
+        };
+        let r = match find(&self.resources.load()) {
+            Some(r) => r,
+            None => {
+                let fresh = Arc::new(ResourceMetrics {
+                    template: template.clone(),
+                    requests: Default::default(),
+                });
+                self.resources.rcu(|v| {
+                    let mut v = (**v).clone();
+                    if find(&v).is_none() {
+                        v.push(fresh.clone());
+                    }
+                    v
+                });
+                match find(&self.resources.load()) {
+                    Some(r) => r,
+                    None => return,
+                }
+            }
+        };
+        r.requests[class].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn render_resource_requests(&self, out: &mut String) {
+        for r in self.resources.load().iter() {
+            let template = escape(&r.template);
+            for (class, n) in CLASSES.iter().zip(&r.requests) {
+                let n = n.load(Ordering::Relaxed);
+                let _ = writeln!(
+                    out,
+                    "{M_RESOURCE_REQUESTS}{{{},resource=\"{template}\",class=\"{class}\"}} {n}",
+                    self.labels
+                );
+            }
         }
     }
 
@@ -231,6 +290,8 @@ pub struct GatewayMetrics {
     /// Sections other parts of the process render at scrape time (the analytics
     /// pipeline's counters), appended after the gateway's own.
     sections: Mutex<Vec<Section>>,
+    /// Requests are also counted per resource template (`--metrics-per-resource`).
+    per_resource: bool,
 }
 
 /// Writes Prometheus text for one part of the process.
@@ -249,6 +310,13 @@ fn escape(v: &str) -> String {
 impl GatewayMetrics {
     /// Metrics over the snapshots this gateway serves from.
     pub fn new(snapshots: Arc<ArcSwap<Snapshot>>) -> Arc<Self> {
+        Self::with_options(snapshots, false)
+    }
+
+    /// [`GatewayMetrics::new`], counting requests per resource template too when
+    /// `per_resource` (one series per template and status class: an opt-in, as the
+    /// number of series grows with the APIs' resources).
+    pub fn with_options(snapshots: Arc<ArcSwap<Snapshot>>, per_resource: bool) -> Arc<Self> {
         let recorder = PrometheusBuilder::new().build_recorder();
         let handle = recorder.handle();
         let describe = |name: &'static str, help: &'static str| {
@@ -277,9 +345,30 @@ impl GatewayMetrics {
             version,
             apis,
             sections: Mutex::new(Vec::new()),
+            per_resource,
         });
         m.refresh();
         m
+    }
+
+    /// Whether requests are counted per resource template.
+    #[inline]
+    pub fn per_resource(&self) -> bool {
+        self.per_resource
+    }
+
+    /// Counts one request of `api` under its resource `template` (only called when
+    /// [`GatewayMetrics::per_resource`]).
+    pub fn observe_resource(
+        &self,
+        api: &Arc<CompiledApi>,
+        template: &Arc<str>,
+        status: StatusCode,
+    ) {
+        let key = Arc::as_ptr(api) as usize;
+        if let Some(m) = self.table.load().by_ptr.get(&key) {
+            m.observe_resource(template, status);
+        }
     }
 
     /// Records one answered request: `api` is the routed API (`None`: no API matched),
@@ -402,6 +491,14 @@ impl GatewayMetrics {
         );
         let _ = writeln!(out, "# TYPE {M_REQUESTS} counter");
         all().for_each(|m| m.render_requests(&mut out));
+        if self.per_resource {
+            let _ = writeln!(
+                out,
+                "# HELP {M_RESOURCE_REQUESTS} Requests answered, by API, resource template and status class"
+            );
+            let _ = writeln!(out, "# TYPE {M_RESOURCE_REQUESTS} counter");
+            all().for_each(|m| m.render_resource_requests(&mut out));
+        }
         let _ = writeln!(
             out,
             "# HELP {M_UPSTREAM_ERRORS} Upstream failures, by API and kind"

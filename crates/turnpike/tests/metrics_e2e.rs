@@ -16,6 +16,10 @@ use support::{Proc, TempDir, BIN};
 
 /// Starts the gateway and returns it with (gateway address, metrics address).
 fn gateway(cfg: &str, data: &str) -> (Proc, String, String) {
+    gateway_with(cfg, data, &[])
+}
+
+fn gateway_with(cfg: &str, data: &str, extra: &[&str]) -> (Proc, String, String) {
     let access_log = format!("{cfg}.access.log");
     let mut child = Command::new(BIN)
         .args([
@@ -33,6 +37,7 @@ fn gateway(cfg: &str, data: &str) -> (Proc, String, String) {
             "--access-log",
             &access_log,
         ])
+        .args(extra)
         .env("TURNPIKE_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -177,6 +182,10 @@ fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps
     assert_eq!(value(&text, "turnpike_throttle_untracked_total"), Some(0.0));
     assert!(value(&text, "turnpike_throttle_swept_total").is_some());
     assert_eq!(value(&text, "turnpike_access_log_dropped_total"), Some(0.0));
+    assert!(
+        !text.contains("turnpike_http_resource_requests_total"),
+        "per-resource series are an opt-in"
+    );
     assert_eq!(
         value(
             &text,
@@ -318,5 +327,51 @@ fn scrape_shows_the_token_cache_lookups_size_and_budget() {
     assert_eq!(
         series("turnpike_token_cache_budget_bytes", "cache=\"jwt\""),
         Some(256.0 * 1024.0 * 1024.0)
+    );
+}
+
+#[test]
+fn per_resource_series_are_an_opt_in_counted_by_template() {
+    let dir = TempDir::new();
+    let (_echo, echo) = support::start(&["echo", "--port", "0"], "echo listening on http://");
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "apis:\n  - name: shop\n    context: /shop\n    version: v1\n    \
+             endpoints: [\"http://{echo}\"]\n    resources:\n      \
+             - {{ path: \"/items/{{id}}\", methods: [GET] }}\n      \
+             - {{ path: \"/orders\", methods: [GET] }}\n"
+        ),
+    )
+    .expect("write config");
+    let data = dir.path().join("data");
+    let (_gw, gw, metrics) = gateway_with(
+        cfg.to_str().expect("utf-8"),
+        data.to_str().expect("utf-8"),
+        &["--metrics-per-resource"],
+    );
+    for path in ["/items/1", "/items/2", "/items/3", "/orders"] {
+        assert_eq!(status(&format!("http://{gw}/shop/v1{path}")), 200);
+    }
+    assert_eq!(status(&format!("http://{gw}/shop/v1/nothing")), 404);
+    let text = scrape(&metrics);
+    let series = |resource: &str, class: &str| {
+        value(
+            &text,
+            &format!(
+                "turnpike_http_resource_requests_total{{api=\"shop\",version=\"v1\",resource=\"{resource}\",class=\"{class}\"}}"
+            ),
+        )
+    };
+    assert_eq!(series("/items/{id}", "2xx"), Some(3.0), "{text}");
+    assert_eq!(series("/items/{id}", "4xx"), Some(0.0));
+    assert_eq!(series("/orders", "2xx"), Some(1.0));
+    assert_eq!(
+        value(
+            &text,
+            "turnpike_http_requests_total{api=\"shop\",version=\"v1\",class=\"2xx\"}"
+        ),
+        Some(4.0)
     );
 }
