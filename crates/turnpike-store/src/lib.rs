@@ -200,7 +200,14 @@ impl Store {
     /// Starts the one write transaction of this process; waits for any other to finish.
     pub async fn begin_write(&self) -> Result<WriteTx<'_>, StoreError> {
         let guard = self.inner.writer.lock().await;
-        let tx = self.inner.pool.begin().await?;
+        // SQLite: take the write lock at BEGIN, where the busy timeout applies. A
+        // deferred BEGIN's first write must upgrade its lock and fails at once with
+        // "database is locked" while the connection of a just-dropped write transaction
+        // is still rolling back (sqlx rolls back on drop in the background).
+        let tx = match self.inner.backend {
+            Backend::Sqlite => self.inner.pool.begin_with("BEGIN IMMEDIATE").await?,
+            _ => self.inner.pool.begin().await?,
+        };
         Ok(WriteTx {
             store: self,
             tx,
