@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Analytics cost (issue 17): the same secured API (ES256 JWT validated locally + a
 # subscription check, one token: the verified-token cache is hot, as in security.sh's
-# jwt-1) through two gateways started from the same file, one with analytics on (every
-# request's event queued, formatted and appended to a JSON-lines file by the background
-# task, on the same core) and one with `--analytics off`. Alternating rounds in one run;
-# medians; the ratio is on/off throughput (target >= 0.97, i.e. <= 3 % cost).
-# Neither gateway has a metrics listener, so "off" pays nothing for observing requests
-# and the ratio is the whole cost of analytics (the completion, the event, its queueing,
-# formatting and writing). Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the
-# echo back end to core 0.
+# jwt-1) through three gateways started from the same file:
+#   off      `--analytics off`: no observer at all;
+#   rollups  analytics on as a gateway following a control plane runs it: each request's
+#            record queued and summed into per-minute rollups by the background task (on
+#            the same core), the rows written every second (`--analytics-format rollups`;
+#            shipping POSTs the same rows);
+#   events   one raw event per request, formatted and appended to a JSON-lines file.
+# Alternating rounds in one run; medians; the ratios are throughput against "off"
+# (target for rollups >= 0.97, i.e. <= 3 % cost). No gateway has a metrics listener, so
+# "off" pays nothing for observing requests and a ratio is the whole cost of analytics.
+# Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo back end to core 0.
 #
 # Usage: [TURNPIKE_BIN=...] bench/analytics.sh [--duration 10] [--connections 100] [--rounds 3]
 # Needs: wrk, taskset, curl, python3 with cryptography (scripts/install-deps.sh installs them).
@@ -27,7 +30,7 @@ done
 
 . bench/lib.sh
 
-echo_port=$(free_port); on_port=$(free_port); off_port=$(free_port)
+echo_port=$(free_port); on_port=$(free_port); off_port=$(free_port); roll_port=$(free_port)
 
 # A P-256 key, its public JWK and one token (ES256, 1 h), minted outside Turnpike.
 python3 - "$work" <<'PY'
@@ -70,23 +73,25 @@ YAML
 
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)
-events="$work/events.jsonl"
-TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \
-  --http-port "$on_port" --https-port off --data-dir "$work/data-on" \
-  --analytics-file "$events" >"$work/gw-on.log" 2>&1 &
-on_pid=$!; pids+=($on_pid)
-TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \
-  --http-port "$off_port" --https-port off --data-dir "$work/data-off" \
-  >"$work/gw-off.log" 2>&1 &
-off_pid=$!; pids+=($off_pid)
-wait_port "$echo_port"; wait_port "$on_port"; wait_port "$off_port"
+events="$work/events.jsonl"; rollups="$work/rollups.jsonl"
+start_gw() { # name port extra-flags...
+  local name=$1 port=$2; shift 2
+  TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \
+    --http-port "$port" --https-port off --data-dir "$work/data-$name" "$@" >"$work/gw-$name.log" 2>&1 &
+  pids+=($!)
+}
+start_gw events "$on_port" --analytics-file "$events"; events_pid=${pids[-1]}
+start_gw rollups "$roll_port" --analytics-file "$rollups" --analytics-format rollups --analytics-interval 1
+rollups_pid=${pids[-1]}
+start_gw off "$off_port" --analytics off; off_pid=${pids[-1]}
+wait_port "$echo_port"; wait_port "$on_port"; wait_port "$off_port"; wait_port "$roll_port"
 
 cat >"$work/one.lua" <<LUA
 local f = io.open("$work/one.txt"); local t = f:read("*l"); f:close()
 wrk.headers["Authorization"] = "Bearer " .. t
 LUA
 
-for p in "$on_port" "$off_port"; do
+for p in "$on_port" "$off_port" "$roll_port"; do
   code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p/secure/v1/")
   [ "$code" = 401 ] || { echo "secured API without a token answered $code" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$work/one.txt")" "http://127.0.0.1:$p/secure/v1/")
@@ -111,42 +116,47 @@ ${non2xx:-0} ${reqs:-0}"
 }
 
 results="$work/results.txt"; : >"$results"
+arms=(off rollups events)
 for r in $(seq "$rounds"); do
-  # Alternate which goes first, so neither always runs on a warmer machine.
-  if [ $((r % 2)) = 1 ]; then order="off on"; else order="on off"; fi
-  for which in $order; do
-    if [ "$which" = on ]; then
-      echo "on $(run_one "http://127.0.0.1:$on_port/secure/v1/" "$on_pid")" >>"$results"
-    else
-      echo "off $(run_one "http://127.0.0.1:$off_port/secure/v1/" "$off_pid")" >>"$results"
-    fi
+  # Rotate which goes first, so none always runs on a warmer machine.
+  order=("${arms[@]:$(( (r - 1) % 3 ))}" "${arms[@]:0:$(( (r - 1) % 3 ))}")
+  for which in "${order[@]}"; do
+    case $which in
+      off) echo "off $(run_one "http://127.0.0.1:$off_port/secure/v1/" "$off_pid")" >>"$results";;
+      rollups) echo "rollups $(run_one "http://127.0.0.1:$roll_port/secure/v1/" "$rollups_pid")" >>"$results";;
+      events) echo "events $(run_one "http://127.0.0.1:$on_port/secure/v1/" "$events_pid")" >>"$results";;
+    esac
   done
-  sleep 2 # the last second's events reach the file
-  echo "events $(wc -l <"$events")" >>"$results"
+  sleep 2 # the last second's events and rows reach their files
+  echo "written-events $(wc -l <"$events")" >>"$results"
+  echo "written-rollups $(python3 -c 'import json,sys; print(sum(json.loads(l)["requests"] for l in open(sys.argv[1])))' "$rollups") $(wc -l <"$rollups")" >>"$results"
   echo "round $r done" >&2
-  : >"$events"
+  : >"$events"; : >"$rollups"
 done
 
 python3 - "$results" "$conns" "$duration" "$rounds" <<'PY'
 import sys, statistics as st
 path, conns, dur, rounds = sys.argv[1:]
 rows = {}
-written = []
+written = {"written-events": [], "written-rollups": []}
 for line in open(path):
-    if line.startswith("events "):
-        written.append(int(line.split()[1])); continue
-    name, rps, p50, p99, cpu, non2xx, reqs = line.split()
+    parts = line.split()
+    if parts[0] in written:
+        written[parts[0]].append(parts[1:]); continue
+    name, rps, p50, p99, cpu, non2xx, reqs = parts
     rows.setdefault(name, []).append((float(rps), float(p50), float(p99), None if cpu == '-' else float(cpu), int(non2xx), int(reqs)))
 med = lambda i, name: st.median([r[i] for r in rows[name] if r[i] is not None])
-print(f"\nsecured API (ES256 JWT + subscription), one gateway worker, {conns} connections, {dur}s x {rounds} alternating rounds, medians\n")
-print("| analytics | req/s | p50 | p99 | gateway CPU/req | non-2xx |")
-print("|---|---|---|---|---|---|")
-for name in ("off", "on"):
-    print(f"| {name} | {med(0, name):,.0f} | {med(1, name):.0f} us | {med(2, name):.0f} us | {med(3, name):.1f} us | {sum(r[4] for r in rows[name])} |")
-ratio = med(0, "on") / med(0, "off")
-rounds_ratio = [on[0] / off[0] for on, off in zip(rows["on"], rows["off"])]
-print(f"\non/off throughput: {ratio:.3f} (cost {100 * (1 - ratio):.1f} %; target >= 0.970); per round: {', '.join(f'{x:.3f}' for x in rounds_ratio)}")
-print(f"CPU per request on/off: {med(3, 'on') / med(3, 'off'):.3f}")
-# Each round's file holds the events of the "on" run (and the 2 sanity requests once).
-print("events written / requests sent (on), per round:", ", ".join(f"{w}/{r[5]}" for w, r in zip(written, rows["on"])))
+print(f"\nsecured API (ES256 JWT + subscription), one gateway worker, {conns} connections, {dur}s x {rounds} rotating rounds, medians\n")
+print("| analytics | req/s | p50 | p99 | gateway CPU/req | non-2xx | vs off |")
+print("|---|---|---|---|---|---|---|")
+for name in ("off", "rollups", "events"):
+    print(f"| {name} | {med(0, name):,.0f} | {med(1, name):.0f} us | {med(2, name):.0f} us | {med(3, name):.1f} us | {sum(r[4] for r in rows[name])} | {med(0, name) / med(0, 'off'):.3f} |")
+for name in ("rollups", "events"):
+    ratio = med(0, name) / med(0, "off")
+    per = [a[0] / b[0] for a, b in zip(rows[name], rows["off"])]
+    target = "; target >= 0.970" if name == "rollups" else ""
+    print(f"\n{name}/off throughput: {ratio:.3f} (cost {100 * (1 - ratio):.1f} %{target}); per round: {', '.join(f'{x:.3f}' for x in per)}; CPU per request {med(3, name) / med(3, 'off'):.3f}x")
+# Each round's files hold that round's requests (and the 2 sanity requests once).
+print("\nevents written / requests sent, per round:", ", ".join(f"{w[0]}/{r[5]}" for w, r in zip(written["written-events"], rows["events"])))
+print("requests in rollup rows (rows) / requests sent, per round:", ", ".join(f"{w[0]} ({w[1]})/{r[5]}" for w, r in zip(written["written-rollups"], rows["rollups"])))
 PY

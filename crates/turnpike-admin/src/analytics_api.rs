@@ -145,11 +145,20 @@ async fn ingest(
     gateway_token(&s, &headers)?;
     let batch: Batch = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("analytics batch: {e}")))?;
-    let rows = roll_up(&batch.events, MINUTE);
+    for row in &batch.rollups {
+        row.check_minute().map_err(ApiError::bad_request)?;
+    }
+    let mut rows = roll_up(&batch.events, MINUTE);
+    let requests: u64 = batch.rollups.iter().map(|r| r.sums.requests).sum();
+    rows.extend(batch.rollups);
     s.inner.store.insert_rollups(&rows).await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({ "accepted": batch.events.len(), "rows": rows.len() })),
+        Json(json!({
+            "accepted": batch.events.len(),
+            "rollupRequests": requests,
+            "rows": rows.len(),
+        })),
     )
         .into_response())
 }

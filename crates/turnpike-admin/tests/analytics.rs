@@ -10,6 +10,7 @@ use http::{Method, StatusCode};
 use serde_json::{json, Value};
 use support::{control_plane, Cp, TOKEN};
 use turnpike_analytics::hist::{bucket_high, bucket_of, rank};
+use turnpike_analytics::rollup::{roll_up, MINUTE};
 use turnpike_analytics::{Event, Latency, Outcome};
 use turnpike_store::testing::TestDbs;
 use turnpike_store::AnalyticsRetention;
@@ -85,6 +86,21 @@ async fn ingest(cp: &Cp, events: &[Event], token: &str) -> StatusCode {
     .status
 }
 
+/// What a gateway ships: the events' minute rollups.
+async fn ingest_rollups(cp: &Cp, events: &[Event]) -> (StatusCode, Value) {
+    let rows = roll_up(events, MINUTE);
+    let r = cp
+        .call(
+            Method::POST,
+            "/api/am/gateway/v1/analytics",
+            None,
+            Some(json!({ "rollups": rows })),
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+        )
+        .await;
+    (r.status, r.json)
+}
+
 async fn app(cp: &Cp, user: &str, name: &str) -> String {
     let r = cp
         .post(
@@ -116,10 +132,37 @@ async fn reports_match_the_events(url: String) {
         ingest(&cp, &events[..40], TOKEN).await,
         StatusCode::ACCEPTED
     );
-    assert_eq!(
-        ingest(&cp, &events[40..], TOKEN).await,
-        StatusCode::ACCEPTED
-    );
+    // The rest as a gateway ships them: rollup rows it summed itself.
+    let (code, body) = ingest_rollups(&cp, &events[40..]).await;
+    assert_eq!(code, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["rollupRequests"], 50, "{body}");
+    let rows = roll_up(&events[40..42], MINUTE);
+    let mut hour = serde_json::to_value(&rows[0]).expect("row");
+    hour["period"] = json!(3600);
+    let mut lying = serde_json::to_value(&rows[0]).expect("row");
+    lying["requests"] = json!(1_000);
+    let mut odd = serde_json::to_value(&rows[0]).expect("row");
+    odd["bucket"] = json!(T0 + 7);
+    let mut bad_hist = serde_json::to_value(&rows[0]).expect("row");
+    bad_hist["lat_total"] = json!("9999:1");
+    for (what, row) in [
+        ("hour", hour),
+        ("lying", lying),
+        ("odd", odd),
+        ("hist", bad_hist),
+    ] {
+        let r = cp
+            .call(
+                Method::POST,
+                "/api/am/gateway/v1/analytics",
+                None,
+                Some(json!({ "rollups": [row] })),
+                &[("authorization", &format!("Bearer {TOKEN}"))],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{what}: {}", r.json);
+        assert_eq!(r.json["code"], "bad_request", "{what}: {}", r.json);
+    }
     let bad = cp
         .call(
             Method::POST,

@@ -206,7 +206,28 @@ pub struct Event {
 impl Event {
     /// `2xx` .. `5xx` as 2 .. 5 (1 for 1xx, 4 for 499).
     pub fn status_class(&self) -> u8 {
-        (self.status / 100).clamp(1, 5) as u8
+        status_class(self.status)
+    }
+}
+
+/// `2xx` .. `5xx` as 2 .. 5 (1 for 1xx, 4 for 499).
+pub fn status_class(status: u16) -> u8 {
+    (status / 100).clamp(1, 5) as u8
+}
+
+/// Why, for the outcomes that have one: the throttling policy's name (else the error
+/// code) for `throttled`; nothing for served, cache hits and aborts; the error table's
+/// code for the rest.
+pub(crate) fn reason(
+    outcome: Outcome,
+    error: Option<ErrorKind>,
+    throttled_by: Option<&str>,
+) -> Option<String> {
+    let code = || error.map(|k| k.spec().code.to_string());
+    match outcome {
+        Outcome::Throttled => throttled_by.map(str::to_string).or_else(code),
+        Outcome::Served | Outcome::CacheHit | Outcome::ClientAborted => None,
+        _ => code(),
     }
 }
 
@@ -266,25 +287,31 @@ impl Record {
         }
     }
 
-    /// The event, formatted off the request path.
-    pub fn into_event(self, gateway: &str) -> Event {
+    /// When the request started (its head arrived), Unix milliseconds.
+    pub(crate) fn start_ms(&self) -> i64 {
         let end_ms = self
             .end
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
-        let time_ms = end_ms - (self.latency.total_us / 1000) as i64;
-        let outcome = Outcome::classify(self.error, self.aborted);
+        end_ms - (self.latency.total_us / 1000) as i64
+    }
+
+    pub(crate) fn outcome(&self) -> Outcome {
+        Outcome::classify(self.error, self.aborted)
+    }
+
+    /// The event's `reason` (see [`Event::reason`]).
+    pub(crate) fn reason(&self, outcome: Outcome) -> Option<String> {
+        reason(outcome, self.error, self.throttled_by.as_deref())
+    }
+
+    /// The event, formatted off the request path.
+    pub fn into_event(self, gateway: &str) -> Event {
+        let time_ms = self.start_ms();
+        let outcome = self.outcome();
         let error_code = self.error.map(|k| k.spec().code.to_string());
-        let reason = match outcome {
-            Outcome::Throttled => self
-                .throttled_by
-                .as_deref()
-                .map(str::to_string)
-                .or_else(|| error_code.clone()),
-            Outcome::Served | Outcome::CacheHit | Outcome::ClientAborted => None,
-            _ => error_code.clone(),
-        };
+        let reason = self.reason(outcome);
         let principal = self.identity.as_deref().map(|i| &*i.principal);
         Event {
             time_ms,

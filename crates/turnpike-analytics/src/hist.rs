@@ -3,9 +3,8 @@
 //! (25 days; larger values land in the last bucket). Fixed buckets make merging a sum of
 //! counts, so a percentile over any window of rollups is the percentile of all its
 //! requests (to the bucket), which pre-computed percentiles cannot be. Sparse: a
-//! rollup holds only the buckets it saw, serialized as `index:count,...`.
-
-use std::collections::BTreeMap;
+//! rollup holds only the buckets it saw (a sorted vector: latencies cluster in a few
+//! buckets, so recording is a short binary search), serialized as `index:count,...`.
 
 /// Sub-buckets per power of two.
 const SUB: u64 = 8;
@@ -41,10 +40,10 @@ pub fn bucket_high(i: usize) -> u64 {
     bucket_low(i + 1) - 1
 }
 
-/// Counts per bucket.
+/// Counts per bucket: `(bucket, count)` pairs, ascending by bucket, no zero count.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hist {
-    counts: BTreeMap<u16, u64>,
+    counts: Vec<(u16, u64)>,
 }
 
 /// A serialized histogram that does not parse.
@@ -56,17 +55,27 @@ pub struct BadHist {
 
 impl Hist {
     pub fn record(&mut self, us: u64) {
-        *self.counts.entry(bucket_of(us) as u16).or_default() += 1;
+        self.add(bucket_of(us) as u16, 1);
+    }
+
+    fn add(&mut self, bucket: u16, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match self.counts.binary_search_by_key(&bucket, |&(b, _)| b) {
+            Ok(i) => self.counts[i].1 += n,
+            Err(i) => self.counts.insert(i, (bucket, n)),
+        }
     }
 
     pub fn merge(&mut self, other: &Hist) {
-        for (b, n) in &other.counts {
-            *self.counts.entry(*b).or_default() += n;
+        for &(b, n) in &other.counts {
+            self.add(b, n);
         }
     }
 
     pub fn count(&self) -> u64 {
-        self.counts.values().sum()
+        self.counts.iter().map(|&(_, n)| n).sum()
     }
 
     /// The value (upper bound of its bucket, µs) at or below which a fraction `q` of
@@ -79,16 +88,15 @@ impl Hist {
         }
         let rank = rank(q, n);
         let mut seen = 0;
-        for (b, c) in &self.counts {
+        for &(b, c) in &self.counts {
             seen += c;
             if seen >= rank {
-                return Some(bucket_high(usize::from(*b)));
+                return Some(bucket_high(usize::from(b)));
             }
         }
         self.counts
-            .keys()
             .last()
-            .map(|b| bucket_high(usize::from(*b)))
+            .map(|&(b, _)| bucket_high(usize::from(b)))
     }
 
     /// `index:count` pairs, comma-separated, ascending.
@@ -117,9 +125,23 @@ impl Hist {
             if usize::from(b) >= BUCKETS {
                 return Err(bad());
             }
-            *h.counts.entry(b).or_default() += n;
+            h.add(b, n);
         }
         Ok(h)
+    }
+}
+
+/// Written as its text (`index:count,...`), the form the store keeps.
+impl serde::Serialize for Hist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.encode())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Hist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Hist, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Hist::decode(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -156,12 +178,35 @@ mod tests {
         assert!(Hist::decode("1:x").is_err());
         assert!(Hist::decode("9999:1").is_err());
         assert_eq!(Hist::default().percentile(0.5), None);
+        let json = serde_json::to_string(&h).expect("json");
+        assert_eq!(serde_json::from_str::<Hist>(&json).expect("back"), h);
+        assert!(serde_json::from_str::<Hist>("\"9999:1\"").is_err());
     }
 
     proptest! {
         #[test]
         fn decode_never_panics(s in ".{0,64}") {
             let _ = Hist::decode(&s);
+        }
+
+        #[test]
+        fn recording_in_any_order_equals_sorted_counts(vs in proptest::collection::vec(0u64..1_000_000, 0..200)) {
+            let mut h = Hist::default();
+            let mut other = Hist::default();
+            for (i, v) in vs.iter().enumerate() {
+                h.record(*v);
+                if i % 2 == 0 { other.record(*v) }
+            }
+            let mut want: Vec<u16> = vs.iter().map(|v| bucket_of(*v) as u16).collect();
+            want.sort_unstable();
+            let expanded: Vec<u16> = h.counts.iter().flat_map(|&(b, n)| std::iter::repeat_n(b, n as usize)).collect();
+            prop_assert_eq!(expanded, want);
+            let mut merged = Hist::default();
+            merged.merge(&other);
+            for (i, v) in vs.iter().enumerate() {
+                if i % 2 == 1 { merged.record(*v) }
+            }
+            prop_assert_eq!(merged, h);
         }
 
         #[test]

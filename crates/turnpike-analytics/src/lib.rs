@@ -6,9 +6,11 @@
 //!   why, ...), and the latency split that adds up; [`wso2`] the same event under WSO2's
 //!   field names.
 //! * [`pipeline`]: the gateway observer ([`Analytics`]): a fixed-size lock-free ring
-//!   (drop-oldest, counted), a background task draining it in batches into a [`Sink`].
-//! * [`sink`]: JSON lines to a file (DB-less; [`json_line`] writes each event), [`ship`]:
-//!   batches POSTed to the control plane's ingest endpoint with the gateway token.
+//!   (drop-oldest, counted), a background task draining it into a [`Sink`]: events in
+//!   batches, or per-minute rollups summed in the gateway by [`aggregate`].
+//! * [`sink`]: JSON lines to a file (DB-less; [`json_line`] writes each event; or one
+//!   rollup row a line), [`ship`]: rollups POSTed to the control plane's ingest endpoint
+//!   with the gateway token.
 //! * [`hist`] and [`rollup`]: per-minute rollups keyed by API, resource, application,
 //!   status class, outcome and gateway, with mergeable latency histograms, which the
 //!   store keeps and the control plane's analytics API reads.
@@ -16,6 +18,7 @@
 //! Nothing here runs unless a gateway is started with analytics on: without an observer
 //! the gateway does not even build the completion.
 
+pub mod aggregate;
 pub mod event;
 pub mod hist;
 pub mod json_line;
@@ -30,4 +33,4 @@ pub use event::{Event, Latency, Outcome};
 pub use hist::Hist;
 pub use pipeline::{Analytics, PipelineSettings, Stats};
 pub use rollup::{Rollup, RollupKey};
-pub use sink::{EventFormat, JsonLinesSink, Sink, SinkError};
+pub use sink::{EventFormat, FileFormat, JsonLinesSink, Sink, SinkError, Takes};

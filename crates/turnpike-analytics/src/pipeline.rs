@@ -2,9 +2,11 @@
 //! `on_complete` pushes a [`Record`] into a fixed-size lock-free ring
 //! (`crossbeam_queue::ArrayQueue`, allocated once). When the ring is full the oldest
 //! record is dropped and counted: the newest traffic is the most useful, and a push
-//! never waits. One background task wakes every `flush` interval (200 ms), turns records into
-//! events and hands them to the [`Sink`] in batches; a sink that stalls stalls only that
-//! task.
+//! never waits. One background task wakes every `flush` interval (200 ms) and empties the
+//! ring: for a sink of events it turns records into events and hands them over in
+//! batches; for a sink of rollups ([`Takes::Rollups`]: shipping to the control plane,
+//! a rollups file) it folds them into per-minute sums ([`crate::aggregate`]) and hands
+//! the rows over every `ship_every`. A sink that stalls stalls only that task.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,8 +16,9 @@ use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 use turnpike_policy::{Completion, Hooks, Policy, RequestCtx};
 
+use crate::aggregate::Aggregator;
 use crate::event::Record;
-use crate::sink::Sink;
+use crate::sink::{Sink, Takes};
 
 /// The pipeline's sizes.
 #[derive(Debug, Clone)]
@@ -29,6 +32,8 @@ pub struct PipelineSettings {
     pub flush: Duration,
     /// The gateway's id, written into every event.
     pub gateway: String,
+    /// How often rollup rows go to a sink of rollups (and at shutdown).
+    pub ship_every: Duration,
 }
 
 impl Default for PipelineSettings {
@@ -38,6 +43,7 @@ impl Default for PipelineSettings {
             batch: 1_000,
             flush: Duration::from_millis(200),
             gateway: "gateway".into(),
+            ship_every: Duration::from_secs(10),
         }
     }
 }
@@ -45,7 +51,7 @@ impl Default for PipelineSettings {
 /// What became of the events so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Taken by the sink.
+    /// Taken by the sink (as events, or summed into rollup rows it took).
     pub written: u64,
     /// Pushed out of the full ring (the oldest first).
     pub dropped: u64,
@@ -79,7 +85,10 @@ impl Analytics {
             failed: AtomicU64::new(0),
             stop: Notify::new(),
         });
-        let task = tokio::spawn(drain(shared.clone(), settings, sink));
+        let task = match sink.takes() {
+            Takes::Events => tokio::spawn(drain(shared.clone(), settings, sink)),
+            Takes::Rollups => tokio::spawn(drain_rollups(shared.clone(), settings, sink)),
+        };
         Arc::new(Analytics {
             shared,
             task: Mutex::new(Some(task)),
@@ -188,6 +197,39 @@ async fn drain(shared: Arc<Shared>, settings: PipelineSettings, mut sink: Box<dy
             };
             if batch.len() < max {
                 break;
+            }
+        }
+        if stopping {
+            return;
+        }
+    }
+}
+
+/// The rollups drain: records folded into an [`Aggregator`] at every wake-up, its rows
+/// handed to the sink every `ship_every` and when stopping.
+async fn drain_rollups(shared: Arc<Shared>, settings: PipelineSettings, mut sink: Box<dyn Sink>) {
+    let mut agg = Aggregator::default();
+    let mut next_ship = tokio::time::Instant::now() + settings.ship_every;
+    loop {
+        let stopping = tokio::select! {
+            _ = tokio::time::sleep(settings.flush) => false,
+            _ = shared.stop.notified() => true,
+        };
+        while let Some(r) = shared.ring.pop() {
+            agg.add(r);
+        }
+        let now = tokio::time::Instant::now();
+        if stopping || now >= next_ship {
+            next_ship = now + settings.ship_every;
+            if agg.records() > 0 {
+                let (rows, n) = agg.take_rows(&settings.gateway);
+                match sink.write_rollups(&rows).await {
+                    Ok(()) => shared.written.fetch_add(n, Ordering::Relaxed),
+                    Err(e) => {
+                        tracing::warn!(error = %e, rows = rows.len(), requests = n, "analytics: the sink refused rollups");
+                        shared.failed.fetch_add(n, Ordering::Relaxed)
+                    }
+                };
             }
         }
         if stopping {

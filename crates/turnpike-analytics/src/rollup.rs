@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{Event, Outcome};
+use crate::event::{Event, Latency, Outcome};
 use crate::hist::Hist;
 use crate::time::align;
 
@@ -54,7 +54,7 @@ impl RollupKey {
 }
 
 /// Sums over the events of one key and period.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rollup {
     pub requests: u64,
     /// Answered with a status of 400 or more (499 included).
@@ -63,27 +63,45 @@ pub struct Rollup {
     pub cache_hits: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// In JSON the histograms are `lat_*`, as the store's columns.
+    #[serde(rename = "lat_total")]
     pub total: Hist,
     /// The gateway's share (before + after) per request.
+    #[serde(rename = "lat_gateway")]
     pub gateway: Hist,
     /// The back end's, for requests an upstream answered.
+    #[serde(rename = "lat_upstream")]
     pub upstream: Hist,
+    #[serde(rename = "lat_before")]
     pub before: Hist,
+    #[serde(rename = "lat_after")]
     pub after: Hist,
 }
 
 impl Rollup {
     pub fn add(&mut self, e: &Event) {
+        self.count(&Counted {
+            status: e.status,
+            outcome: e.outcome,
+            bytes_in: e.bytes_in,
+            bytes_out: e.bytes_out,
+            latency: e.latency,
+            upstream_answered: e.upstream_status.is_some(),
+        });
+    }
+
+    /// Adds one request.
+    pub fn count(&mut self, c: &Counted) {
         self.requests += 1;
-        self.errors += u64::from(e.status >= 400);
-        self.throttled += u64::from(e.outcome == Outcome::Throttled);
-        self.cache_hits += u64::from(e.outcome == Outcome::CacheHit);
-        self.bytes_in += e.bytes_in;
-        self.bytes_out += e.bytes_out;
-        let l = &e.latency;
+        self.errors += u64::from(c.status >= 400);
+        self.throttled += u64::from(c.outcome == Outcome::Throttled);
+        self.cache_hits += u64::from(c.outcome == Outcome::CacheHit);
+        self.bytes_in += c.bytes_in;
+        self.bytes_out += c.bytes_out;
+        let l = &c.latency;
         self.total.record(l.total_us);
         self.gateway.record(l.gateway_us());
-        if e.upstream_status.is_some() {
+        if c.upstream_answered {
             self.upstream.record(l.upstream_us);
         }
         self.before.record(l.before_us);
@@ -105,14 +123,66 @@ impl Rollup {
     }
 }
 
+/// What a rollup counts of one request (an [`Event`]'s or a queued record's).
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    pub status: u16,
+    pub outcome: Outcome,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub latency: Latency,
+    pub upstream_answered: bool,
+}
+
 /// A rollup row: the period's start (Unix seconds, a multiple of `period`), its length
-/// in seconds, the key and the sums.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// in seconds, the key and the sums. In JSON (a gateway's shipped batch, a rollups
+/// file's line) the key's and the sums' fields sit beside `bucket` and `period`, the
+/// histograms as their text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Row {
     pub bucket: i64,
     pub period: i64,
+    #[serde(flatten)]
     pub key: RollupKey,
+    #[serde(flatten)]
     pub sums: Rollup,
+}
+
+impl Row {
+    /// Whether a row received from elsewhere (a gateway's batch) is one the store may
+    /// keep: a minute row on a minute boundary whose histograms count its requests.
+    pub fn check_minute(&self) -> Result<(), String> {
+        if self.period != MINUTE || self.bucket.rem_euclid(MINUTE) != 0 {
+            return Err(format!(
+                "rollup row: period {} at {}: expected a minute row (period 60, bucket a multiple of 60)",
+                self.period, self.bucket
+            ));
+        }
+        let s = &self.sums;
+        let counts = [
+            s.total.count(),
+            s.gateway.count(),
+            s.before.count(),
+            s.after.count(),
+        ];
+        if counts.iter().any(|&c| c != s.requests) || s.upstream.count() > s.requests {
+            return Err(format!(
+                "rollup row: histograms count {counts:?} (upstream {}) for {} requests",
+                s.upstream.count(),
+                s.requests
+            ));
+        }
+        if s.errors > s.requests || s.throttled > s.requests || s.cache_hits > s.requests {
+            return Err("rollup row: more errors, throttled or cache hits than requests".into());
+        }
+        if !(1..=5).contains(&self.key.status_class) {
+            return Err(format!(
+                "rollup row: status class {} (expected 1..5)",
+                self.key.status_class
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Rolls `events` up per `period` (by the request's start) and key.
@@ -126,7 +196,8 @@ pub fn roll_up(events: &[Event], period: i64) -> Vec<Row> {
 }
 
 /// Merges rows into rows of a longer `period` (compaction); rows of the same key and
-/// new bucket become one.
+/// new bucket become one. With `period` equal to the rows' own, rows of the same key
+/// and bucket become one.
 pub fn compact(rows: &[Row], period: i64) -> Vec<Row> {
     let mut by: HashMap<(i64, RollupKey), Rollup> = HashMap::new();
     for r in rows {

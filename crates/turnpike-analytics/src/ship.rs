@@ -1,7 +1,8 @@
-//! Shipping to the control plane: each batch is POSTed as JSON to
-//! `{control plane}/api/am/gateway/v1/analytics` with the gateway token, where it is
-//! rolled up into the store. A failed POST is retried twice; then the batch counts as
-//! failed (the gateway keeps serving; the ring keeps the newest events meanwhile).
+//! Shipping to the control plane: the gateway's per-minute rollup rows are POSTed as
+//! JSON (`{"rollups":[...]}`) to `{control plane}/api/am/gateway/v1/analytics` with the
+//! gateway token every shipping interval, and added to the store's rows. The endpoint
+//! also takes raw events (`{"events":[...]}`), which it rolls up itself. A failed POST is
+//! retried twice; then the batch counts as failed (the gateway keeps serving).
 
 use std::time::Duration;
 
@@ -12,15 +13,19 @@ use hyper_util::rt::TokioExecutor;
 use serde::{Deserialize, Serialize};
 
 use crate::event::Event;
-use crate::sink::{Sink, SinkError};
+use crate::rollup::Row;
+use crate::sink::{Sink, SinkError, Takes};
 
 /// The ingest endpoint's path on the control plane.
 pub const INGEST_PATH: &str = "/api/am/gateway/v1/analytics";
 
-/// The body of one POST.
-#[derive(Debug, Serialize, Deserialize)]
+/// The body of one POST: events, rollup rows, or both.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Batch {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Event>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rollups: Vec<Row>,
 }
 
 /// POSTs batches to a control plane.
@@ -61,10 +66,44 @@ impl ShipSink {
             Err(SinkError::Other(format!("control plane answered {status}")))
         }
     }
+
+    /// POSTs `body`, trying three times.
+    async fn send(&self, body: Bytes) -> Result<(), SinkError> {
+        let mut last = None;
+        for attempt in 0..3u32 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
+            }
+            match self.post(body.clone()).await {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| SinkError::Other("not sent".into())))
+    }
 }
 
 #[async_trait::async_trait]
 impl Sink for ShipSink {
+    /// The store keeps rollups only: the gateway makes them.
+    fn takes(&self) -> Takes {
+        Takes::Rollups
+    }
+
+    async fn write_rollups(&mut self, rows: &[Row]) -> Result<(), SinkError> {
+        #[derive(Serialize)]
+        struct Rows<'a> {
+            rollups: &'a [Row],
+        }
+        // A few hundred bytes a row: 1,000 rows stay far below the endpoint's body limit.
+        for chunk in rows.chunks(1_000) {
+            let body = serde_json::to_vec(&Rows { rollups: chunk })
+                .map_err(|e| SinkError::Other(format!("rollups: {e}")))?;
+            self.send(Bytes::from(body)).await?;
+        }
+        Ok(())
+    }
+
     async fn write(&mut self, batch: &[Event]) -> Result<(), SinkError> {
         // `{"events":[...]}`, what serde_json writes for a `Batch`, each event by
         // `json_line`.
@@ -77,17 +116,6 @@ impl Sink for ShipSink {
             crate::json_line::write(e, &mut body);
         }
         body.extend_from_slice(b"]}");
-        let body = Bytes::from(body);
-        let mut last = None;
-        for attempt in 0..3u32 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
-            }
-            match self.post(body.clone()).await {
-                Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| SinkError::Other("not sent".into())))
+        self.send(Bytes::from(body)).await
     }
 }

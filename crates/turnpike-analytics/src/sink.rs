@@ -1,9 +1,11 @@
-//! Where batches of events go: the [`Sink`] interface the pipeline drains into, and the
-//! JSON-lines file sink (one event per line, for ELK, Loki or Fluent Bit).
+//! Where the pipeline's output goes: the [`Sink`] interface it drains into (batches of
+//! raw events, or per-minute rollup rows made in the gateway), and the JSON-lines file
+//! sink (one event or one row a line, for ELK, Loki or Fluent Bit).
 
 use std::path::PathBuf;
 
 use crate::event::Event;
+use crate::rollup::Row;
 
 /// A sink could not take a batch.
 #[derive(Debug, thiserror::Error)]
@@ -14,11 +16,67 @@ pub enum SinkError {
     Other(String),
 }
 
-/// Receives batches of events, in order, from one background task. A slow or stuck
-/// sink only makes the gateway's queue drop its oldest events.
+/// What a sink takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    /// One event per request ([`Sink::write`]).
+    Events,
+    /// Per-minute rollup rows, summed in the gateway ([`Sink::write_rollups`]): a
+    /// request costs a hash lookup instead of a formatted event.
+    Rollups,
+}
+
+/// Receives batches of events (or rollup rows), in order, from one background task. A
+/// slow or stuck sink only makes the gateway's queue drop its oldest events.
 #[async_trait::async_trait]
 pub trait Sink: Send + 'static {
+    /// What the pipeline should hand this sink.
+    fn takes(&self) -> Takes {
+        Takes::Events
+    }
+
     async fn write(&mut self, batch: &[Event]) -> Result<(), SinkError>;
+
+    /// Called instead of [`Sink::write`] when [`Sink::takes`] says rollups.
+    async fn write_rollups(&mut self, rows: &[Row]) -> Result<(), SinkError> {
+        let _ = rows;
+        Err(SinkError::Other(
+            "this sink takes events, not rollups".into(),
+        ))
+    }
+}
+
+/// What an analytics file holds (`--analytics-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFormat {
+    /// One event per request, with these field names.
+    Events(EventFormat),
+    /// One per-minute rollup row per key a line, written every shipping interval.
+    Rollups,
+}
+
+impl Default for FileFormat {
+    fn default() -> Self {
+        FileFormat::Events(EventFormat::Turnpike)
+    }
+}
+
+impl From<EventFormat> for FileFormat {
+    fn from(f: EventFormat) -> Self {
+        FileFormat::Events(f)
+    }
+}
+
+impl FileFormat {
+    /// `turnpike`, `wso2` (events) or `rollups`.
+    pub fn parse(s: &str) -> Result<FileFormat, String> {
+        match s {
+            "rollups" => Ok(FileFormat::Rollups),
+            other => EventFormat::parse(other)
+                .map(FileFormat::Events)
+                .map_err(|_| format!("`{other}`: expected turnpike, wso2 or rollups")),
+        }
+    }
 }
 
 /// Which field names a written event uses.
@@ -55,21 +113,22 @@ impl EventFormat {
     }
 }
 
-/// Appends events to a file, one JSON object a line (the file is created if missing).
-/// Each batch's lines are written by one blocking `write_all` on tokio's blocking pool,
-/// the buffer handed over and back (tokio's `fs::File` would copy it first).
+/// Appends events (or rollup rows) to a file, one JSON object a line (the file is
+/// created if missing). Each batch's lines are written by one blocking `write_all` on
+/// tokio's blocking pool, the buffer handed over and back (tokio's `fs::File` would copy
+/// it first).
 pub struct JsonLinesSink {
     path: PathBuf,
-    format: EventFormat,
+    format: FileFormat,
     file: Option<std::fs::File>,
     buf: Vec<u8>,
 }
 
 impl JsonLinesSink {
-    pub fn new(path: impl Into<PathBuf>, format: EventFormat) -> JsonLinesSink {
+    pub fn new(path: impl Into<PathBuf>, format: impl Into<FileFormat>) -> JsonLinesSink {
         JsonLinesSink {
             path: path.into(),
-            format,
+            format: format.into(),
             file: None,
             buf: Vec::new(),
         }
@@ -78,12 +137,39 @@ impl JsonLinesSink {
 
 #[async_trait::async_trait]
 impl Sink for JsonLinesSink {
+    fn takes(&self) -> Takes {
+        match self.format {
+            FileFormat::Events(_) => Takes::Events,
+            FileFormat::Rollups => Takes::Rollups,
+        }
+    }
+
     async fn write(&mut self, batch: &[Event]) -> Result<(), SinkError> {
+        let FileFormat::Events(format) = self.format else {
+            return Err(SinkError::Other("this file takes rollups".into()));
+        };
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         for e in batch {
-            self.format.write_line(e, &mut buf);
+            format.write_line(e, &mut buf);
         }
+        self.append(buf).await
+    }
+
+    async fn write_rollups(&mut self, rows: &[Row]) -> Result<(), SinkError> {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        for r in rows {
+            if serde_json::to_writer(&mut buf, r).is_ok() {
+                buf.push(b'\n');
+            }
+        }
+        self.append(buf).await
+    }
+}
+
+impl JsonLinesSink {
+    async fn append(&mut self, buf: Vec<u8>) -> Result<(), SinkError> {
         let file = self.file.take();
         let path = self.path.clone();
         let (file, buf, written) = tokio::task::spawn_blocking(move || {

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
+use turnpike_analytics::rollup::{compact, roll_up, Row, MINUTE};
 use turnpike_analytics::{
-    Analytics, Event, EventFormat, JsonLinesSink, Outcome, PipelineSettings, Sink, SinkError,
+    Analytics, Event, EventFormat, FileFormat, JsonLinesSink, Outcome, PipelineSettings, Sink,
+    SinkError,
 };
 use turnpike_config::Snapshot;
 use turnpike_gateway::{Gateway, GatewayHandle, ServerSettings};
@@ -55,6 +57,10 @@ struct Setup {
 }
 
 async fn start(analytics: Arc<Analytics>) -> Setup {
+    start_with(&[analytics]).await
+}
+
+async fn start_with(observers: &[Arc<Analytics>]) -> Setup {
     let echo = turnpike_bench::echo::spawn(Default::default())
         .await
         .expect("echo starts");
@@ -67,12 +73,11 @@ async fn start(analytics: Arc<Analytics>) -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut settings = ServerSettings::local(dir.path());
     settings.https_port = None;
-    let bound = Gateway::builder(settings)
-        .snapshots(Arc::new(ArcSwap::from_pointee(snap)))
-        .observer(analytics)
-        .bind()
-        .await
-        .expect("gateway binds");
+    let mut builder = Gateway::builder(settings).snapshots(Arc::new(ArcSwap::from_pointee(snap)));
+    for o in observers {
+        builder = builder.observer(o.clone());
+    }
+    let bound = builder.bind().await.expect("gateway binds");
     let http = bound.http_addr().expect("http");
     Setup {
         gw: bound.spawn(),
@@ -284,6 +289,7 @@ async fn a_stuck_sink_drops_the_oldest_and_never_holds_a_request() {
             batch: 4,
             flush: Duration::from_millis(5),
             gateway: "gw".into(),
+            ..PipelineSettings::default()
         },
         Box::new(Stuck),
     );
@@ -311,5 +317,89 @@ async fn a_stuck_sink_drops_the_oldest_and_never_holds_a_request() {
         )),
         "{text}"
     );
+    let _ = s.gw.shutdown().await;
+}
+
+/// The gateway's own rollups (summed in its background task, shipped in pieces every
+/// 30 ms) equal the rollups of its raw events: two observers on one gateway, one
+/// writing events, one writing rollup rows, over a mix of outcomes, applications,
+/// resources, methods and latencies.
+#[tokio::test]
+async fn rollups_made_in_the_gateway_equal_the_rollups_of_its_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events_file = dir.path().join("events.jsonl");
+    let rollups_file = dir.path().join("rollups.jsonl");
+    let settings = PipelineSettings {
+        flush: Duration::from_millis(10),
+        ship_every: Duration::from_millis(30),
+        gateway: "gw-roll".into(),
+        ..PipelineSettings::default()
+    };
+    let events = Analytics::start(
+        settings.clone(),
+        Box::new(JsonLinesSink::new(&events_file, EventFormat::Turnpike)),
+    );
+    let rollups = Analytics::start(
+        settings,
+        Box::new(JsonLinesSink::new(&rollups_file, FileFormat::Rollups)),
+    );
+    let s = start_with(&[events.clone(), rollups.clone()]).await;
+    let script: [(&str, &str, bool); 7] = [
+        ("GET", "/shop/v1/pets/1?delay_ms=3", true),
+        ("GET", "/shop/v1/pets/2", false),
+        ("POST", "/shop/v1/pets", true),
+        ("GET", "/nowhere", false),
+        ("GET", "/dead/v1/x", false),
+        ("DELETE", "/dead/v1/y", false),
+        ("GET", "/shop/v1/pets/9?size=100", true),
+    ];
+    let mut sent = 0;
+    for round in 0..6 {
+        for (method, path, key) in &script {
+            call(s.http, method, path, *key).await;
+            sent += 1;
+        }
+        if round % 2 == 0 {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    }
+    let evs = read_lines(&events_file, sent).await;
+    assert_eq!(evs.len(), sent);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let rows: Vec<Row> = loop {
+        let text = std::fs::read_to_string(&rollups_file).unwrap_or_default();
+        let rows: Vec<Row> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is a rollup row"))
+            .collect();
+        let n: u64 = rows.iter().map(|r| r.sums.requests).sum();
+        if n >= sent as u64 || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let pieces = rows.len();
+    let from_gateway = compact(&rows, MINUTE);
+    assert!(
+        pieces > from_gateway.len(),
+        "the rows came in several shipments ({pieces} rows, {} keys)",
+        from_gateway.len()
+    );
+    for r in &rows {
+        r.check_minute().expect("a valid minute row");
+    }
+    let from_events = compact(&roll_up(&evs, MINUTE), MINUTE);
+    assert_eq!(from_gateway, from_events);
+    // The mix reached several keys: outcomes, applications and resources apart.
+    let outcomes: std::collections::BTreeSet<&str> = from_gateway
+        .iter()
+        .map(|r| r.key.outcome.as_str())
+        .collect();
+    assert!(outcomes.len() >= 5, "{outcomes:?}");
+    assert!(from_gateway.iter().any(|r| r.key.application_id == "app-1"
+        && r.key.resource == "/pets/{id}"
+        && r.key.application_name == "Mobile"));
+    assert_eq!(rollups.stats().written, sent as u64);
+    assert_eq!(rollups.stats().dropped, 0);
     let _ = s.gw.shutdown().await;
 }

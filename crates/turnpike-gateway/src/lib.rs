@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use turnpike_analytics::{Analytics, EventFormat, JsonLinesSink, PipelineSettings};
+use turnpike_analytics::{Analytics, FileFormat, JsonLinesSink, PipelineSettings};
 use turnpike_config::Snapshot;
 use turnpike_otel::{Tracer, TracerSettings};
 
@@ -161,18 +161,25 @@ pub struct GatewayArgs {
     /// class, so off by default.
     #[arg(long, env = "TURNPIKE_METRICS_PER_RESOURCE")]
     pub metrics_per_resource: bool,
-    /// Analytics (docs/analytics.md): `on` ships one event per request to the control
-    /// plane this gateway follows, and writes `--analytics-file` when given; `off`
-    /// builds no event at all.
+    /// Analytics (docs/analytics.md): `on` sums requests into per-minute rollups and
+    /// ships them to the control plane this gateway follows every
+    /// `--analytics-interval`, or writes `--analytics-file` when given; `off` builds no
+    /// record at all.
     #[arg(long, env = "TURNPIKE_ANALYTICS", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub analytics: bool,
-    /// Write the analytics events to this file as JSON lines (DB-less gateways; with
+    /// Write analytics to this file as JSON lines (DB-less gateways; with
     /// --control-plane the file replaces shipping).
     #[arg(long, env = "TURNPIKE_ANALYTICS_FILE")]
     pub analytics_file: Option<PathBuf>,
-    /// Field names in the analytics file: `turnpike` or `wso2`.
-    #[arg(long, env = "TURNPIKE_ANALYTICS_FORMAT", default_value = "turnpike", value_parser = EventFormat::parse)]
-    pub analytics_format: EventFormat,
+    /// What the analytics file holds: one event per request with Turnpike's field names
+    /// (`turnpike`) or WSO2's (`wso2`), or per-minute rollup rows (`rollups`, written
+    /// every `--analytics-interval`; the cheapest).
+    #[arg(long, env = "TURNPIKE_ANALYTICS_FORMAT", default_value = "turnpike", value_parser = FileFormat::parse)]
+    pub analytics_format: FileFormat,
+    /// Seconds between two shipments of rollups (to the control plane or a rollups
+    /// file); rows of one minute shipped in several pieces add up.
+    #[arg(long, env = "TURNPIKE_ANALYTICS_INTERVAL", default_value = "10", value_parser = parse_interval)]
+    pub analytics_interval: Duration,
     /// Events the analytics queue holds; when full the oldest are dropped (counted in
     /// `/metrics`).
     #[arg(long, env = "TURNPIKE_ANALYTICS_QUEUE", default_value_t = 16_384)]
@@ -205,6 +212,15 @@ fn parse_port(s: &str) -> Result<Port, String> {
     s.parse::<u16>()
         .map(Some)
         .map_err(|_| format!("`{s}` is not a port (0-65535) or `off`"))
+}
+
+/// A shipping interval: 0.01 to 3600 seconds.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.01..=3600.0).contains(v))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{s}`: expected seconds between 0.01 and 3600"))
 }
 
 fn secs(name: &str, v: f64) -> Result<Duration, String> {
@@ -430,6 +446,7 @@ fn analytics_from_args(args: &GatewayArgs) -> Option<Arc<Analytics>> {
     let settings = PipelineSettings {
         capacity: args.analytics_queue,
         gateway: args.gateway_id.clone(),
+        ship_every: args.analytics_interval,
         ..PipelineSettings::default()
     };
     tracing::info!(queue = settings.capacity, "analytics on");
@@ -545,5 +562,37 @@ mod analytics_flag_tests {
         assert_eq!(analytics(&["--analytics", "off"]), Ok(false));
         assert_eq!(analytics(&["--analytics", "on"]), Ok(true));
         assert!(analytics(&["--analytics", "maybe"]).is_err());
+    }
+
+    fn parsed(args: &[&str]) -> Result<super::GatewayArgs, String> {
+        let argv = std::iter::once("gateway").chain(args.iter().copied());
+        Cli::try_parse_from(argv)
+            .map(|c| c.gateway)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn analytics_format_and_interval() {
+        use std::time::Duration;
+        use turnpike_analytics::{EventFormat, FileFormat};
+        let d = parsed(&[]).expect("defaults");
+        assert_eq!(
+            d.analytics_format,
+            FileFormat::Events(EventFormat::Turnpike)
+        );
+        assert_eq!(d.analytics_interval, Duration::from_secs(10));
+        let r = parsed(&[
+            "--analytics-format",
+            "rollups",
+            "--analytics-interval",
+            "0.5",
+        ])
+        .expect("rollups");
+        assert_eq!(r.analytics_format, FileFormat::Rollups);
+        assert_eq!(r.analytics_interval, Duration::from_millis(500));
+        for bad in ["0", "-1", "nan", "soon", "7200"] {
+            assert!(parsed(&["--analytics-interval", bad]).is_err(), "{bad}");
+        }
+        assert!(parsed(&["--analytics-format", "csv"]).is_err());
     }
 }

@@ -27,7 +27,7 @@ pub enum Blame {
 }
 
 /// Every way a request can fail. Add new kinds here and a row in [`ErrorKind::spec`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     NotFound,
     MethodNotAllowed,

@@ -50,6 +50,8 @@ fn up(dir: &TempDir) -> (Proc, Vec<String>) {
             "127.0.0.1:0",
             "--gateway-id",
             "edge-1",
+            "--analytics-interval",
+            "0.3",
             "--data-dir",
         ])
         .arg(dir.path())
@@ -103,7 +105,7 @@ fn up_records_analytics_that_the_rest_api_reports() {
     for _ in 0..2 {
         assert_eq!(status(&format!("http://{gw}/nowhere")), 404);
     }
-    // The gateway ships once a second: poll the Admin API until all 7 arrived.
+    // The gateway ships its rollups every 0.3 s: poll the Admin API until all 7 arrived.
     let summary = format!("http://{cp}/api/am/admin/v1/analytics/summary");
     let deadline = Instant::now() + Duration::from_secs(20);
     let totals = loop {
@@ -229,4 +231,83 @@ fn a_db_less_gateway_writes_json_lines_under_wso2_names() {
     assert_eq!(missing["proxyResponseCode"], 404);
     assert_eq!(missing["eventType"], "fault");
     assert_eq!(missing["errorMessage"], "not_found");
+}
+
+#[test]
+fn a_db_less_gateway_writes_rollup_rows() {
+    let dir = TempDir::new();
+    let (_echo, echo) = support::start(&["echo", "--port", "0"], "echo listening on http://");
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "apis:\n  - name: pets\n    context: /pets\n    version: v1\n    \
+             endpoints: [\"http://{echo}\"]\n    resources: [ {{ path: \"/items/{{id}}\", methods: [GET] }} ]\n"
+        ),
+    )
+    .expect("write config");
+    let file = dir.path().join("rollups.jsonl");
+    let data = dir.path().join("data");
+    let (_gw, gw) = support::start(
+        &[
+            "gateway",
+            "--config",
+            cfg.to_str().expect("utf-8"),
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+            "--gateway-id",
+            "edge-9",
+            "--analytics-file",
+            file.to_str().expect("utf-8"),
+            "--analytics-format",
+            "rollups",
+            "--analytics-interval",
+            "0.2",
+        ],
+        "gateway listening on http://",
+    );
+    for i in 0..3 {
+        assert_eq!(
+            status(&format!("http://{gw}/pets/v1/items/{i}?size=5")),
+            200
+        );
+    }
+    assert_eq!(status(&format!("http://{gw}/pets/v1/other")), 404);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let rows: Vec<Value> = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let rows: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let n: u64 = rows.iter().filter_map(|r| r["requests"].as_u64()).sum();
+        if n >= 4 || Instant::now() > deadline {
+            break rows;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let served: Vec<&Value> = rows.iter().filter(|r| r["outcome"] == "served").collect();
+    let served_n: u64 = served.iter().filter_map(|r| r["requests"].as_u64()).sum();
+    assert_eq!(served_n, 3, "{rows:#?}");
+    let row = served[0];
+    assert_eq!(row["period"], 60);
+    assert_eq!(row["gateway"], "edge-9");
+    assert_eq!(row["api_name"], "pets");
+    assert_eq!(row["resource"], "/items/{id}");
+    assert_eq!(row["status_class"], 2);
+    assert!(
+        row["lat_total"].as_str().is_some_and(|h| h.contains(':')),
+        "{row}"
+    );
+    let missing: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["outcome"] == "not_found")
+        .collect();
+    assert_eq!(missing.len(), 1, "{rows:#?}");
+    assert_eq!(missing[0]["reason"], "not_found");
+    assert_eq!(missing[0]["errors"], 1);
 }

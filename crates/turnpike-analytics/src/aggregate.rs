@@ -1,0 +1,154 @@
+//! Rollups made in the gateway: the background task folds each queued [`Record`] into
+//! per-minute sums (the store's [`Row`]s) instead of formatting an event, and hands the
+//! rows to the sink every shipping interval. A request then costs its record and a
+//! hash lookup; the rows shipped per interval are as many as the distinct keys seen,
+//! not the requests. Rows of the same key add up wherever they meet (a later interval,
+//! the store), so a minute shipped in several pieces sums to the same row.
+//!
+//! Keys are looked up without allocating: the application id by `&str`, the rest by
+//! the identity of the snapshot's shared labels (`Arc` pointers, kept alive by the
+//! entry that holds them) and small copies. Entries that differ only in what the
+//! final [`RollupKey`] does not tell apart (two snapshots' labels of one API) merge
+//! when the rows are made.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use foldhash::fast::RandomState;
+use http::Method;
+use turnpike_policy::{ApiLabel, ErrorKind};
+
+use crate::event::{status_class, Outcome, Record};
+use crate::rollup::{compact, Counted, Rollup, RollupKey, Row, MINUTE};
+use crate::time::align;
+
+/// A key's identity within one application, copies and pointers only.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Slot {
+    minute: i64,
+    api: usize,
+    resource: usize,
+    method: Method,
+    status_class: u8,
+    outcome: Outcome,
+    error: Option<ErrorKind>,
+    throttled_by: usize,
+}
+
+/// What a slot holds: the labels its pointers name, and the sums.
+struct Entry {
+    api: Option<Arc<ApiLabel>>,
+    resource: Option<Arc<str>>,
+    throttled_by: Option<Arc<str>>,
+    sums: Rollup,
+}
+
+/// One application's slots (the empty id: requests without an application).
+#[derive(Default)]
+struct App {
+    name: String,
+    slots: HashMap<Slot, Entry, RandomState>,
+}
+
+fn ptr<T: ?Sized>(a: &Option<Arc<T>>) -> usize {
+    a.as_ref()
+        .map_or(0, |a| Arc::as_ptr(a).cast::<u8>() as usize)
+}
+
+/// Records folded into per-minute sums, until [`Aggregator::take_rows`].
+#[derive(Default)]
+pub struct Aggregator {
+    apps: HashMap<String, App, RandomState>,
+    records: u64,
+}
+
+impl Aggregator {
+    /// Records folded in since the last [`Aggregator::take_rows`].
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    pub fn add(&mut self, r: Record) {
+        let outcome = r.outcome();
+        let principal = r.identity.as_deref().map(|i| &*i.principal);
+        let app_id = principal
+            .and_then(|p| p.application_id.as_deref())
+            .unwrap_or("");
+        let app = match self.apps.get_mut(app_id) {
+            Some(app) => app,
+            None => self.apps.entry(app_id.to_string()).or_insert_with(|| App {
+                name: principal
+                    .and_then(|p| p.application_name.clone())
+                    .unwrap_or_default(),
+                slots: HashMap::default(),
+            }),
+        };
+        let slot = Slot {
+            minute: align(r.start_ms().div_euclid(1000), MINUTE),
+            api: ptr(&r.api),
+            resource: ptr(&r.resource),
+            method: r.method.clone(),
+            status_class: status_class(r.status),
+            outcome,
+            error: r.error,
+            throttled_by: ptr(&r.throttled_by),
+        };
+        let counted = Counted {
+            status: r.status,
+            outcome,
+            bytes_in: r.bytes_in,
+            bytes_out: r.bytes_out,
+            latency: r.latency,
+            upstream_answered: r.upstream_status.is_some(),
+        };
+        app.slots
+            .entry(slot)
+            .or_insert_with(|| Entry {
+                api: r.api.clone(),
+                resource: r.resource.clone(),
+                throttled_by: r.throttled_by.clone(),
+                sums: Rollup::default(),
+            })
+            .sums
+            .count(&counted);
+        self.records += 1;
+    }
+
+    /// The minute rows of everything folded in since the last call, one per key and
+    /// minute, and how many records they sum; the aggregator is empty afterwards.
+    pub fn take_rows(&mut self, gateway: &str) -> (Vec<Row>, u64) {
+        let mut rows = Vec::new();
+        for (app_id, app) in self.apps.drain() {
+            for (slot, e) in app.slots {
+                let api = e.api.as_deref();
+                let text = |v: Option<&str>| v.unwrap_or_default().to_string();
+                let key = RollupKey {
+                    gateway: gateway.to_string(),
+                    api_name: text(api.map(|a| &*a.name)),
+                    api_context: text(api.map(|a| &*a.context)),
+                    api_version: text(api.map(|a| &*a.version)),
+                    resource: text(e.resource.as_deref()),
+                    method: slot.method.as_str().to_string(),
+                    application_id: app_id.clone(),
+                    application_name: app.name.clone(),
+                    status_class: slot.status_class,
+                    outcome: slot.outcome.as_str().to_string(),
+                    reason: crate::event::reason(
+                        slot.outcome,
+                        slot.error,
+                        e.throttled_by.as_deref(),
+                    )
+                    .unwrap_or_default(),
+                };
+                rows.push(Row {
+                    bucket: slot.minute,
+                    period: MINUTE,
+                    key,
+                    sums: e.sums,
+                });
+            }
+        }
+        let records = std::mem::take(&mut self.records);
+        (compact(&rows, MINUTE), records)
+    }
+}
