@@ -18,9 +18,8 @@ use foldhash::fast::RandomState;
 use http::Method;
 use turnpike_policy::{ApiLabel, ErrorKind};
 
-use crate::event::{status_class, Outcome, Record};
+use crate::event::{status_class, Outcome, Record, WallClock};
 use crate::rollup::{compact, Counted, Rollup, RollupKey, Row, MINUTE};
-use crate::time::align;
 
 /// A key's identity within one application, copies and pointers only.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -44,21 +43,27 @@ struct Entry {
 }
 
 /// One application's slots (the empty id: requests without an application).
-#[derive(Default)]
 struct App {
+    id: String,
     name: String,
-    slots: HashMap<Slot, Entry, RandomState>,
+    /// Index into [`Aggregator::entries`].
+    slots: HashMap<Slot, usize, RandomState>,
 }
 
 fn ptr<T: ?Sized>(a: &Option<Arc<T>>) -> usize {
-    a.as_ref()
-        .map_or(0, |a| Arc::as_ptr(a).cast::<u8>() as usize)
+    a.as_ref().map_or(0, |a| Arc::as_ptr(a).cast::<u8>() as usize)
 }
 
 /// Records folded into per-minute sums, until [`Aggregator::take_rows`].
 #[derive(Default)]
 pub struct Aggregator {
-    apps: HashMap<String, App, RandomState>,
+    /// Application id to index into `apps`.
+    by_app: HashMap<String, usize, RandomState>,
+    apps: Vec<App>,
+    entries: Vec<Entry>,
+    /// The last record's application, slot and entry: a run of requests of one key
+    /// (the common case) skips both lookups.
+    last: Option<(usize, Slot, usize)>,
     records: u64,
 }
 
@@ -68,23 +73,14 @@ impl Aggregator {
         self.records
     }
 
-    pub fn add(&mut self, r: Record) {
+    pub fn add(&mut self, r: &Record, clock: &WallClock) {
         let outcome = r.outcome();
         let principal = r.identity.as_deref().map(|i| &*i.principal);
         let app_id = principal
             .and_then(|p| p.application_id.as_deref())
             .unwrap_or("");
-        let app = match self.apps.get_mut(app_id) {
-            Some(app) => app,
-            None => self.apps.entry(app_id.to_string()).or_insert_with(|| App {
-                name: principal
-                    .and_then(|p| p.application_name.clone())
-                    .unwrap_or_default(),
-                slots: HashMap::default(),
-            }),
-        };
         let slot = Slot {
-            minute: align(r.start_ms().div_euclid(1000), MINUTE),
+            minute: clock.minute_of(r.start),
             api: ptr(&r.api),
             resource: ptr(&r.resource),
             method: r.method.clone(),
@@ -93,33 +89,76 @@ impl Aggregator {
             error: r.error,
             throttled_by: ptr(&r.throttled_by),
         };
-        let counted = Counted {
+        let entry = match &self.last {
+            Some((app, last_slot, entry))
+                if *last_slot == slot && self.apps[*app].id == app_id =>
+            {
+                *entry
+            }
+            _ => self.lookup(r, principal, app_id, slot),
+        };
+        self.entries[entry].sums.count(&Counted {
             status: r.status,
             outcome,
             bytes_in: r.bytes_in,
             bytes_out: r.bytes_out,
             latency: r.latency,
             upstream_answered: r.upstream_status.is_some(),
-        };
-        app.slots
-            .entry(slot)
-            .or_insert_with(|| Entry {
-                api: r.api.clone(),
-                resource: r.resource.clone(),
-                throttled_by: r.throttled_by.clone(),
-                sums: Rollup::default(),
-            })
-            .sums
-            .count(&counted);
+        });
         self.records += 1;
+    }
+
+    /// The entry of `slot` in the application `app_id`, made when new; remembered as
+    /// the last one.
+    fn lookup(
+        &mut self,
+        r: &Record,
+        principal: Option<&turnpike_auth::Principal>,
+        app_id: &str,
+        slot: Slot,
+    ) -> usize {
+        let app = match self.by_app.get(app_id) {
+            Some(&i) => i,
+            None => {
+                self.apps.push(App {
+                    id: app_id.to_string(),
+                    name: principal
+                        .and_then(|p| p.application_name.clone())
+                        .unwrap_or_default(),
+                    slots: HashMap::default(),
+                });
+                self.by_app.insert(app_id.to_string(), self.apps.len() - 1);
+                self.apps.len() - 1
+            }
+        };
+        let entries = &mut self.entries;
+        let entry = *self.apps[app]
+            .slots
+            .entry(slot.clone())
+            .or_insert_with(|| {
+                entries.push(Entry {
+                    api: r.api.clone(),
+                    resource: r.resource.clone(),
+                    throttled_by: r.throttled_by.clone(),
+                    sums: Rollup::default(),
+                });
+                entries.len() - 1
+            });
+        self.last = Some((app, slot, entry));
+        entry
     }
 
     /// The minute rows of everything folded in since the last call, one per key and
     /// minute, and how many records they sum; the aggregator is empty afterwards.
     pub fn take_rows(&mut self, gateway: &str) -> (Vec<Row>, u64) {
-        let mut rows = Vec::new();
-        for (app_id, app) in self.apps.drain() {
-            for (slot, e) in app.slots {
+        let mut entries: Vec<Option<Entry>> =
+            std::mem::take(&mut self.entries).into_iter().map(Some).collect();
+        let mut rows = Vec::with_capacity(entries.len());
+        for app in self.apps.drain(..) {
+            for (slot, i) in app.slots {
+                let Some(e) = entries.get_mut(i).and_then(Option::take) else {
+                    continue;
+                };
                 let api = e.api.as_deref();
                 let text = |v: Option<&str>| v.unwrap_or_default().to_string();
                 let key = RollupKey {
@@ -129,7 +168,7 @@ impl Aggregator {
                     api_version: text(api.map(|a| &*a.version)),
                     resource: text(e.resource.as_deref()),
                     method: slot.method.as_str().to_string(),
-                    application_id: app_id.clone(),
+                    application_id: app.id.clone(),
                     application_name: app.name.clone(),
                     status_class: slot.status_class,
                     outcome: slot.outcome.as_str().to_string(),
@@ -148,6 +187,8 @@ impl Aggregator {
                 });
             }
         }
+        self.by_app.clear();
+        self.last = None;
         let records = std::mem::take(&mut self.records);
         (compact(&rows, MINUTE), records)
     }

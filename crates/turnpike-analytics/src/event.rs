@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderValue, Method};
 use serde::{Deserialize, Serialize};
@@ -231,10 +231,60 @@ pub(crate) fn reason(
     }
 }
 
+/// Maps the monotonic instants records carry to Unix time: one wall-clock read per
+/// drain (re-anchored each time, so clock adjustments are followed), none per request.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock {
+    at: Instant,
+    unix_ms: i64,
+    /// The current minute: its start in Unix seconds and as instants `[from, to)`, so
+    /// most records find their minute by two comparisons.
+    minute: i64,
+    minute_from: Instant,
+    minute_to: Instant,
+}
+
+impl WallClock {
+    pub fn now() -> WallClock {
+        let unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let at = Instant::now();
+        let minute = crate::time::align(unix_ms.div_euclid(1000), 60);
+        let into = Duration::from_millis((unix_ms - minute * 1000).max(0) as u64);
+        let minute_from = at.checked_sub(into).unwrap_or(at);
+        WallClock {
+            at,
+            unix_ms,
+            minute,
+            minute_from,
+            minute_to: minute_from + Duration::from_secs(60),
+        }
+    }
+
+    /// The start of the minute `t` falls in, Unix seconds.
+    pub fn minute_of(&self, t: Instant) -> i64 {
+        if t >= self.minute_from && t < self.minute_to {
+            return self.minute;
+        }
+        crate::time::align(self.unix_ms(t).div_euclid(1000), 60)
+    }
+
+    /// `t` in Unix milliseconds.
+    pub fn unix_ms(&self, t: Instant) -> i64 {
+        match t.checked_duration_since(self.at) {
+            Some(after) => self.unix_ms + after.as_millis() as i64,
+            None => self.unix_ms - self.at.duration_since(t).as_millis() as i64,
+        }
+    }
+}
+
 /// What the request path hands the queue: copies and reference counts only.
 pub struct Record {
-    /// When the request completed.
-    pub(crate) end: SystemTime,
+    /// When the request head arrived (the gateway's clock read; no wall-clock read on
+    /// the request path: [`WallClock`] maps it).
+    pub(crate) start: Instant,
     pub(crate) request_id: HeaderValue,
     pub(crate) client: IpAddr,
     pub(crate) api: Option<Arc<ApiLabel>>,
@@ -262,7 +312,7 @@ impl Record {
         let upstream_us = t.upstream.map_or(0, micros);
         let after_us = micros(t.gateway_after);
         Record {
-            end: SystemTime::now(),
+            start: done.started,
             request_id: ctx.request_id.clone(),
             client: ctx.client.ip(),
             api: done.api.clone(),
@@ -288,13 +338,8 @@ impl Record {
     }
 
     /// When the request started (its head arrived), Unix milliseconds.
-    pub(crate) fn start_ms(&self) -> i64 {
-        let end_ms = self
-            .end
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
-        end_ms - (self.latency.total_us / 1000) as i64
+    pub(crate) fn start_ms(&self, clock: &WallClock) -> i64 {
+        clock.unix_ms(self.start)
     }
 
     pub(crate) fn outcome(&self) -> Outcome {
@@ -307,8 +352,8 @@ impl Record {
     }
 
     /// The event, formatted off the request path.
-    pub fn into_event(self, gateway: &str) -> Event {
-        let time_ms = self.start_ms();
+    pub fn into_event(self, gateway: &str, clock: &WallClock) -> Event {
+        let time_ms = self.start_ms(clock);
         let outcome = self.outcome();
         let error_code = self.error.map(|k| k.spec().code.to_string());
         let reason = self.reason(outcome);
@@ -370,6 +415,28 @@ mod tests {
         ] {
             let ip: IpAddr = ip.parse().expect("an address");
             assert_eq!(ip_text(ip), ip.to_string());
+        }
+    }
+
+    #[test]
+    fn the_wall_clock_maps_instants_and_minutes() {
+        let c = WallClock::now();
+        for offset_ms in [0i64, 1, 999, 59_999, 60_000, 61_234, 3_600_000] {
+            for t in [
+                c.at.checked_sub(Duration::from_millis(offset_ms as u64)),
+                c.at.checked_add(Duration::from_millis(offset_ms as u64)),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let ms = c.unix_ms(t);
+                assert!((ms - c.unix_ms).abs() == offset_ms, "{offset_ms}");
+                assert_eq!(
+                    c.minute_of(t),
+                    crate::time::align(ms.div_euclid(1000), 60),
+                    "{offset_ms}"
+                );
+            }
         }
     }
 

@@ -40,11 +40,23 @@ pub fn bucket_high(i: usize) -> u64 {
     bucket_low(i + 1) - 1
 }
 
-/// Counts per bucket: `(bucket, count)` pairs, ascending by bucket, no zero count.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Counts per bucket over the contiguous range of buckets seen: `counts[i]` is bucket
+/// `base + i`. Latencies of one key cluster in a few dozen buckets, so recording is an
+/// index and an increment, and the range stays small (2.5 KB at the very most).
+#[derive(Debug, Clone, Default)]
 pub struct Hist {
-    counts: Vec<(u16, u64)>,
+    base: u16,
+    counts: Vec<u64>,
 }
+
+impl PartialEq for Hist {
+    /// The same counts per bucket, however the ranges were grown.
+    fn eq(&self, other: &Hist) -> bool {
+        self.pairs().eq(other.pairs())
+    }
+}
+
+impl Eq for Hist {}
 
 /// A serialized histogram that does not parse.
 #[derive(Debug, thiserror::Error)]
@@ -54,28 +66,57 @@ pub struct BadHist {
 }
 
 impl Hist {
+    #[inline]
     pub fn record(&mut self, us: u64) {
         self.add(bucket_of(us) as u16, 1);
     }
 
+    #[inline]
     fn add(&mut self, bucket: u16, n: u64) {
+        if let Some(c) = self.counts.get_mut(usize::from(bucket.wrapping_sub(self.base))) {
+            *c += n;
+            return;
+        }
+        self.grow_add(bucket, n);
+    }
+
+    /// [`Hist::add`] outside the range so far.
+    fn grow_add(&mut self, bucket: u16, n: u64) {
         if n == 0 {
             return;
         }
-        match self.counts.binary_search_by_key(&bucket, |&(b, _)| b) {
-            Ok(i) => self.counts[i].1 += n,
-            Err(i) => self.counts.insert(i, (bucket, n)),
+        if self.counts.is_empty() {
+            self.base = bucket;
+        } else if bucket < self.base {
+            let grow = usize::from(self.base - bucket);
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = bucket;
         }
+        let i = usize::from(bucket - self.base);
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += n;
+    }
+
+    /// `(bucket, count)` for every bucket with a count, ascending.
+    pub fn pairs(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        let base = self.base;
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(move |(i, &n)| (base + i as u16, n))
     }
 
     pub fn merge(&mut self, other: &Hist) {
-        for &(b, n) in &other.counts {
+        for (b, n) in other.pairs() {
             self.add(b, n);
         }
     }
 
     pub fn count(&self) -> u64 {
-        self.counts.iter().map(|&(_, n)| n).sum()
+        self.counts.iter().sum()
     }
 
     /// The value (upper bound of its bucket, µs) at or below which a fraction `q` of
@@ -88,21 +129,21 @@ impl Hist {
         }
         let rank = rank(q, n);
         let mut seen = 0;
-        for &(b, c) in &self.counts {
+        let mut last = None;
+        for (b, c) in self.pairs() {
             seen += c;
+            last = Some(b);
             if seen >= rank {
                 return Some(bucket_high(usize::from(b)));
             }
         }
-        self.counts
-            .last()
-            .map(|&(b, _)| bucket_high(usize::from(b)))
+        last.map(|b| bucket_high(usize::from(b)))
     }
 
     /// `index:count` pairs, comma-separated, ascending.
     pub fn encode(&self) -> String {
         let mut out = String::with_capacity(self.counts.len() * 6);
-        for (i, (b, n)) in self.counts.iter().enumerate() {
+        for (i, (b, n)) in self.pairs().enumerate() {
             if i > 0 {
                 out.push(',');
             }
@@ -199,7 +240,7 @@ mod tests {
             }
             let mut want: Vec<u16> = vs.iter().map(|v| bucket_of(*v) as u16).collect();
             want.sort_unstable();
-            let expanded: Vec<u16> = h.counts.iter().flat_map(|&(b, n)| std::iter::repeat_n(b, n as usize)).collect();
+            let expanded: Vec<u16> = h.pairs().flat_map(|(b, n)| std::iter::repeat_n(b, n as usize)).collect();
             prop_assert_eq!(expanded, want);
             let mut merged = Hist::default();
             merged.merge(&other);

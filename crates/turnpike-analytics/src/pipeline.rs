@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use turnpike_policy::{Completion, Hooks, Policy, RequestCtx};
 
 use crate::aggregate::Aggregator;
-use crate::event::Record;
+use crate::event::{Record, WallClock};
 use crate::sink::{Sink, Takes};
 
 /// The pipeline's sizes.
@@ -178,11 +178,12 @@ async fn drain(shared: Arc<Shared>, settings: PipelineSettings, mut sink: Box<dy
             _ = tokio::time::sleep(settings.flush) => false,
             _ = shared.stop.notified() => true,
         };
+        let clock = WallClock::now();
         loop {
             batch.clear();
             while batch.len() < max {
                 let Some(r) = shared.ring.pop() else { break };
-                batch.push(r.into_event(&settings.gateway));
+                batch.push(r.into_event(&settings.gateway, &clock));
             }
             if batch.is_empty() {
                 break;
@@ -215,8 +216,9 @@ async fn drain_rollups(shared: Arc<Shared>, settings: PipelineSettings, mut sink
             _ = tokio::time::sleep(settings.flush) => false,
             _ = shared.stop.notified() => true,
         };
+        let clock = WallClock::now();
         while let Some(r) = shared.ring.pop() {
-            agg.add(r);
+            agg.add(&r, &clock);
         }
         let now = tokio::time::Instant::now();
         if stopping || now >= next_ship {

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::header::CONTENT_LENGTH;
 use http::{request, Method, StatusCode, Uri};
 use turnpike_config::CompiledApi;
 use turnpike_policy::{Completion, ErrorKind, RequestCtx, Timings};
@@ -79,17 +78,15 @@ pub(crate) struct Finisher {
 }
 
 impl Finisher {
+    /// `declared`: the request body's length when known before reading it (hyper's
+    /// exact size hint: `Content-Length`, or 0 without a body).
     pub(crate) fn new(
         conn: &Arc<ConnCtx>,
         api: Option<Arc<CompiledApi>>,
         ctx: RequestCtx,
         parts: &request::Parts,
+        declared: Option<u64>,
     ) -> Box<Finisher> {
-        let declared = parts
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
         let line = conn
             .shared
             .access_log
@@ -162,6 +159,7 @@ impl Finisher {
             method: self.method.clone(),
             upstream_status: self.marks.upstream_status,
             api: self.api.as_ref().map(|a| a.label.clone()),
+            started: self.marks.start,
         };
         if let Some(api) = &self.api {
             api.chain.complete(&self.ctx, &done);
@@ -170,11 +168,11 @@ impl Finisher {
         shared.observers.complete(&self.ctx, &done);
         // To the response head (the histogram's meaning), or the whole request when
         // no head was sent.
-        let to_head = self
-            .marks
-            .head
-            .unwrap_or(now)
-            .saturating_duration_since(self.marks.start);
+        let t = &done.timings;
+        let to_head = match t.upstream {
+            Some(upstream) => t.gateway_before + upstream,
+            None => t.gateway_before,
+        };
         if let Some(m) = shared.metrics.as_deref() {
             m.observe(self.api.as_ref(), self.status, to_head, self.error);
             if m.per_resource() {

@@ -24,7 +24,7 @@ use turnpike_policy::{Answer, Hooks, RequestCtx, Stop, TraceContext, UpstreamTar
 
 use crate::access_log::AccessLog;
 use crate::body::{self, GatewayBody, OnBodyEnd, RequestBody};
-use crate::complete::{Finisher, Marks};
+use crate::complete::{BytesIn, Finisher, Marks};
 use crate::error::{ErrorKind, GatewayError};
 use crate::forward::{forward, Upstream};
 use crate::headers::{self, X_REQUEST_ID};
@@ -192,7 +192,12 @@ fn unrouted(
         let target = UpstreamTarget::suffix(parts.uri.clone(), 0);
         let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
         ctx.trace = trace_context(conn, &parts);
-        let mut f = Finisher::new(conn, None, ctx, &parts);
+        let declared = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let mut f = Finisher::new(conn, None, ctx, &parts, declared);
         f.responded(resp.status(), Some(kind));
         resp.body_mut().finish_with(f);
     }
@@ -228,7 +233,8 @@ async fn run(
     }
     // Boxed with the context: if the client goes away before the response head, the
     // finisher's drop still reports the request (aborted).
-    let mut f = Finisher::new(conn, Some(api.clone()), ctx, &parts);
+    let declared = hyper::body::Body::size_hint(&body).exact();
+    let mut f = Finisher::new(conn, Some(api.clone()), ctx, &parts, declared);
     let (ctx, marks) = f.parts();
     let (mut resp, failed) = exchange(conn, &api, ctx, Some(marks), parts, body, refuse).await;
     f.responded(resp.status(), failed);
@@ -336,7 +342,9 @@ async fn request_side(
     } else {
         let mut b = RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout);
         if let Some(m) = marks.as_deref_mut() {
-            if !parts.headers.contains_key(CONTENT_LENGTH) {
+            // A body of unknown length (chunked) is counted as it streams; a declared
+            // one (or none) was noted when the finisher was made.
+            if !matches!(m.bytes_in, BytesIn::Declared(_)) {
                 let counter = Arc::new(AtomicU64::new(0));
                 m.bytes_in.streaming(counter.clone());
                 b.count_into(counter);

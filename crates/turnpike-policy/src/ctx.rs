@@ -252,6 +252,8 @@ pub struct Completion {
     pub upstream_status: Option<StatusCode>,
     /// The API that routed the request (`None` when none matched).
     pub api: Option<Arc<ApiLabel>>,
+    /// When the request head arrived (the instant the timings start at).
+    pub started: std::time::Instant,
 }
 
 /// An API's names, built once per compile and shared by every observed request.

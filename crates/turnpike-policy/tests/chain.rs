@@ -130,6 +130,7 @@ fn done(status: u16) -> Completion {
         method: http::Method::GET,
         upstream_status: None,
         api: None,
+        started: std::time::Instant::now(),
     }
 }
 
