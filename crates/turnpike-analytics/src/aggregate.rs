@@ -51,7 +51,8 @@ struct App {
 }
 
 fn ptr<T: ?Sized>(a: &Option<Arc<T>>) -> usize {
-    a.as_ref().map_or(0, |a| Arc::as_ptr(a).cast::<u8>() as usize)
+    a.as_ref()
+        .map_or(0, |a| Arc::as_ptr(a).cast::<u8>() as usize)
 }
 
 /// Records folded into per-minute sums, until [`Aggregator::take_rows`].
@@ -90,9 +91,7 @@ impl Aggregator {
             throttled_by: ptr(&r.throttled_by),
         };
         let entry = match &self.last {
-            Some((app, last_slot, entry))
-                if *last_slot == slot && self.apps[*app].id == app_id =>
-            {
+            Some((app, last_slot, entry)) if *last_slot == slot && self.apps[*app].id == app_id => {
                 *entry
             }
             _ => self.lookup(r, principal, app_id, slot),
@@ -132,18 +131,15 @@ impl Aggregator {
             }
         };
         let entries = &mut self.entries;
-        let entry = *self.apps[app]
-            .slots
-            .entry(slot.clone())
-            .or_insert_with(|| {
-                entries.push(Entry {
-                    api: r.api.clone(),
-                    resource: r.resource.clone(),
-                    throttled_by: r.throttled_by.clone(),
-                    sums: Rollup::default(),
-                });
-                entries.len() - 1
+        let entry = *self.apps[app].slots.entry(slot.clone()).or_insert_with(|| {
+            entries.push(Entry {
+                api: r.api.clone(),
+                resource: r.resource.clone(),
+                throttled_by: r.throttled_by.clone(),
+                sums: Rollup::default(),
             });
+            entries.len() - 1
+        });
         self.last = Some((app, slot, entry));
         entry
     }
@@ -151,8 +147,10 @@ impl Aggregator {
     /// The minute rows of everything folded in since the last call, one per key and
     /// minute, and how many records they sum; the aggregator is empty afterwards.
     pub fn take_rows(&mut self, gateway: &str) -> (Vec<Row>, u64) {
-        let mut entries: Vec<Option<Entry>> =
-            std::mem::take(&mut self.entries).into_iter().map(Some).collect();
+        let mut entries: Vec<Option<Entry>> = std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(Some)
+            .collect();
         let mut rows = Vec::with_capacity(entries.len());
         for app in self.apps.drain(..) {
             for (slot, i) in app.slots {

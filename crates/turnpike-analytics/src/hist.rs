@@ -73,7 +73,10 @@ impl Hist {
 
     #[inline]
     fn add(&mut self, bucket: u16, n: u64) {
-        if let Some(c) = self.counts.get_mut(usize::from(bucket.wrapping_sub(self.base))) {
+        if let Some(c) = self
+            .counts
+            .get_mut(usize::from(bucket.wrapping_sub(self.base)))
+        {
             *c += n;
             return;
         }
