@@ -51,6 +51,8 @@ pub struct ConnLimits {
     total: AtomicUsize,
     per_ip: [Mutex<HashMap<IpAddr, usize>>; SHARDS],
     refusing: AtomicUsize,
+    /// Open connections parked (idle, holding no buffers: `park.rs`).
+    parked: AtomicUsize,
 }
 
 /// A connection's place under the caps, given back when dropped.
@@ -69,7 +71,13 @@ impl ConnLimits {
             total: AtomicUsize::new(0),
             per_ip: std::array::from_fn(|_| Mutex::new(HashMap::new())),
             refusing: AtomicUsize::new(0),
+            parked: AtomicUsize::new(0),
         })
+    }
+
+    /// Open connections that are parked: idle, without hyper's buffers.
+    pub fn parked(&self) -> usize {
+        self.parked.load(Ordering::Relaxed)
     }
 
     /// Client connections open now.
@@ -123,6 +131,23 @@ impl ConnLimits {
             let _ = tokio::time::timeout(Duration::from_secs(2), answer(stream, why)).await;
             limits.refusing.fetch_sub(1, Ordering::AcqRel);
         });
+    }
+}
+
+impl ConnPermit {
+    /// Counts this connection as parked until the mark is dropped.
+    pub(crate) fn parked(&self) -> ParkedMark<'_> {
+        self.limits.parked.fetch_add(1, Ordering::Relaxed);
+        ParkedMark(&self.limits.parked)
+    }
+}
+
+/// A parked connection, counted (see [`ConnPermit::parked`]).
+pub(crate) struct ParkedMark<'a>(&'a AtomicUsize);
+
+impl Drop for ParkedMark<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -12,7 +12,8 @@
 //!   just closed, as HTTP allows).
 //! - [`Drain`] is the graceful shutdown of all connections (hyper-util's cannot watch
 //!   the driver above): a signal each connection turns into hyper's graceful shutdown,
-//!   and a wait until every connection ended.
+//!   and a wait until every connection ended. The same channel carries the park sweep
+//!   (`park.rs`), so a connection watches one thing, not two.
 
 use std::future::Future;
 use std::io;
@@ -30,28 +31,56 @@ use tokio::sync::watch;
 use crate::error::{json_body, ErrorKind};
 use crate::headers;
 
+/// What a connection is told: drain, or (a sweep) look whether you are idle.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Signal {
+    pub(crate) draining: bool,
+}
+
+/// A connection's receiving end of [`Drain`].
+pub(crate) type Watcher = watch::Receiver<Signal>;
+
+/// `true` when the signal that woke `watcher` (or a closed channel) means: drain.
+pub(crate) fn draining(woke: Result<(), watch::error::RecvError>, watcher: &mut Watcher) -> bool {
+    woke.is_err() || watcher.borrow_and_update().draining
+}
+
 /// The graceful shutdown of every client connection.
 pub(crate) struct Drain {
-    tx: watch::Sender<()>,
+    tx: watch::Sender<Signal>,
 }
 
 impl Drain {
     pub(crate) fn new() -> Drain {
         Drain {
-            tx: watch::channel(()).0,
+            tx: watch::channel(Signal::default()).0,
         }
     }
 
     /// Held by a connection until it ends; tells it when to shut down gracefully.
-    pub(crate) fn watcher(&self) -> watch::Receiver<()> {
+    pub(crate) fn watcher(&self) -> Watcher {
         self.tx.subscribe()
+    }
+
+    /// A sender of sweeps (wakes every connection; a drain still waits for them all).
+    pub(crate) fn sweeper(&self) -> Sweeper {
+        Sweeper(self.tx.clone())
     }
 
     /// Asks every connection to finish its request in flight and close, and waits until
     /// all have.
     pub(crate) async fn shutdown(self) {
-        let _ = self.tx.send(());
+        self.tx.send_modify(|s| s.draining = true);
         self.tx.closed().await;
+    }
+}
+
+/// Wakes every connection to look whether it is idle (see `park.rs`).
+pub(crate) struct Sweeper(watch::Sender<Signal>);
+
+impl Sweeper {
+    pub(crate) fn sweep(&self) {
+        self.0.send_modify(|_| {});
     }
 }
 
@@ -90,18 +119,15 @@ where
 /// Runs `conn` to its end; when `drain` signals, asks it to shut down gracefully and
 /// keeps running it (`drain` is held until the end, which is what [`Drain::shutdown`]
 /// waits for).
-pub(crate) async fn until_done<C: Graceful>(
-    conn: Pin<&mut C>,
-    drain: &mut watch::Receiver<()>,
-) -> C::Output {
+pub(crate) async fn until_done<C: Graceful>(conn: Pin<&mut C>, drain: &mut Watcher) -> C::Output {
     let mut conn = conn;
     let mut asked = false;
     loop {
         tokio::select! {
             out = conn.as_mut() => return out,
             r = drain.changed(), if !asked => {
-                asked = true;
-                if r.is_ok() {
+                if draining(r, drain) {
+                    asked = true;
                     conn.as_mut().begin_graceful();
                 }
             }
@@ -115,7 +141,7 @@ pub(crate) async fn serve_h1<T, S, B>(
     builder: &http1::Builder,
     io: T,
     service: S,
-    mut drain: watch::Receiver<()>,
+    mut drain: Watcher,
 ) -> hyper::Result<()>
 where
     T: AsyncRead + AsyncWrite + Unpin,
@@ -126,22 +152,42 @@ where
 {
     let mut conn = builder.serve_connection(TokioIo::new(JsonErrorsIo::new(io)), service);
     let result = until_done(Pin::new(&mut conn), &mut drain).await;
+    ended(result, conn).await
+}
+
+/// A connection hyper finished: a request head cut short by the header-read timeout
+/// gets `408 request_timeout` before the close.
+pub(crate) async fn ended<T, S, B>(
+    result: hyper::Result<()>,
+    conn: http1::Connection<TokioIo<JsonErrorsIo<T>>, S>,
+) -> hyper::Result<()>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+    S: HttpService<Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     match result {
         Err(e) if e.is_timeout() => {
             let parts = conn.into_parts();
             if !parts.read_buf.is_empty() {
-                let mut io = parts.io.into_inner();
-                let answer = error_answer(ErrorKind::RequestTimeout);
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
-                    io.write_all(&answer).await?;
-                    io.shutdown().await
-                })
-                .await;
+                answer_timeout(parts.io.into_inner()).await;
             }
             Err(e)
         }
         other => other,
     }
+}
+
+/// Writes `408 request_timeout` (a head that did not arrive in time) and closes.
+pub(crate) async fn answer_timeout<T: AsyncWrite + Unpin>(mut io: T) {
+    let answer = error_answer(ErrorKind::RequestTimeout);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+        io.write_all(&answer).await?;
+        io.shutdown().await
+    })
+    .await;
 }
 
 /// A whole HTTP/1.1 answer from the error table that closes the connection.
@@ -188,11 +234,19 @@ pub(crate) struct JsonErrorsIo<T> {
 }
 
 impl<T> JsonErrorsIo<T> {
-    fn new(inner: T) -> Self {
+    pub(crate) fn new(inner: T) -> Self {
         JsonErrorsIo {
             inner,
             pending: None,
         }
+    }
+
+    /// The socket back, with a replacement answer not yet written, if any.
+    pub(crate) fn into_parts(self) -> (T, Option<Bytes>) {
+        let rest = self
+            .pending
+            .map(|(bytes, done)| bytes.slice(done.min(bytes.len())..));
+        (self.inner, rest)
     }
 }
 

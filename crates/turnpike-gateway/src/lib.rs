@@ -22,6 +22,7 @@ pub mod health;
 mod idle;
 pub mod log_limit;
 pub mod metrics;
+mod park;
 mod proxy;
 pub mod reload;
 mod server;
@@ -108,6 +109,11 @@ pub struct GatewayArgs {
     /// Seconds an HTTP/2 connection may stay silent before it is closed.
     #[arg(long, env = "TURNPIKE_IDLE_TIMEOUT", default_value_t = 60.0)]
     pub idle_timeout: f64,
+    /// Seconds a plain HTTP/1.1 keep-alive connection must stay idle (no request in
+    /// flight, no bytes received) before it is parked: its buffers are freed until the
+    /// client sends again, so idle clients cost about a kilobyte each. 0: never parked.
+    #[arg(long, env = "TURNPIKE_PARK_IDLE_AFTER", default_value_t = 2.0)]
+    pub park_idle_after: f64,
     /// Seconds in-flight requests get to finish once accepting stopped.
     #[arg(long, env = "TURNPIKE_DRAIN_TIMEOUT", default_value_t = 30.0)]
     pub drain_timeout: f64,
@@ -251,6 +257,7 @@ impl GatewayArgs {
             header_read_timeout: secs("header-read-timeout", self.header_read_timeout)?,
             body_read_timeout: secs("body-read-timeout", self.body_read_timeout)?,
             idle_timeout: secs("idle-timeout", self.idle_timeout)?,
+            park_after: secs("park-idle-after", self.park_idle_after)?,
             drain_timeout: secs("drain-timeout", self.drain_timeout)?,
             drain_delay: secs("drain-delay", self.drain_delay)?,
             max_connections: self
@@ -397,6 +404,20 @@ pub async fn bind_from_args(
         None => None,
     };
     let bound = builder.bind().await?;
+    if let Some(m) = &gateway_metrics {
+        let conns = Arc::downgrade(&bound.connections());
+        m.add_section(Box::new(move |out| {
+            if let Some(c) = conns.upgrade() {
+                use std::fmt::Write as _;
+                let _ = writeln!(
+                    out,
+                    "# HELP turnpike_connections_open Client connections open\n# TYPE turnpike_connections_open gauge\nturnpike_connections_open {}\n# HELP turnpike_connections_parked Idle client connections parked (holding no buffers)\n# TYPE turnpike_connections_parked gauge\nturnpike_connections_parked {}",
+                    c.open(),
+                    c.parked()
+                );
+            }
+        }));
+    }
     if let (Some(m), Some(log)) = (&gateway_metrics, bound.access_log()) {
         let log = Arc::downgrade(&log);
         m.add_section(Box::new(move |out| {
@@ -515,7 +536,7 @@ impl SignalStream {
 }
 
 /// Stops a background task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

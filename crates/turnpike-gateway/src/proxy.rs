@@ -55,7 +55,7 @@ pub struct ConnCtx {
 
 /// The service of every connection.
 pub async fn handle(
-    conn: Arc<ConnCtx>,
+    conn: &Arc<ConnCtx>,
     req: Request<Incoming>,
 ) -> Result<Response<GatewayBody>, Infallible> {
     let (mut parts, body) = req.into_parts();
@@ -68,8 +68,8 @@ pub async fn handle(
     let routed =
         normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts, observed));
     let mut resp = match routed {
-        Ok(routed) => run(&conn, routed, parts, body, request_id.clone(), observed).await,
-        Err(e) => unrouted(&conn, parts, e, request_id.clone(), observed),
+        Ok(routed) => run(conn, routed, parts, body, request_id.clone(), observed).await,
+        Err(e) => unrouted(conn, parts, e, request_id.clone(), observed),
     };
     resp.headers_mut().insert(X_REQUEST_ID.clone(), request_id);
     Ok(resp)

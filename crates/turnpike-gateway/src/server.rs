@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use turnpike_config::Snapshot;
 
 use crate::access_log::{AccessLog, AccessLogTarget};
+use crate::body::GatewayBody;
 use crate::conn_limit::{ConnLimits, ConnPermit};
 use crate::h1_conn::{self, Drain};
 use crate::headers;
@@ -30,6 +31,7 @@ use crate::health::Health;
 use crate::idle::{watch_idle, ActivityIo};
 use crate::log_limit::LogLimit;
 use crate::metrics::GatewayMetrics;
+use crate::park::{self, HeldBody};
 use crate::proxy::{self, ConnCtx, Shared};
 use crate::tls::{self, TlsError, TlsSource};
 use crate::upstream::Upstreams;
@@ -69,6 +71,10 @@ pub struct ServerSettings {
     pub body_read_timeout: Duration,
     /// An HTTP/2 connection with no bytes in either direction for this long is closed.
     pub idle_timeout: Duration,
+    /// A plain HTTP/1.1 connection idle (no request in flight, no bytes received) for a
+    /// whole period of this length is parked: hyper's buffers are freed until the client
+    /// sends again (`park.rs`). Zero: never parked.
+    pub park_after: Duration,
     /// How long in-flight requests may take to finish once accepting stopped.
     pub drain_timeout: Duration,
     /// After a [`Stop::Drain`] shutdown: how long readiness fails while connections are
@@ -97,6 +103,7 @@ impl ServerSettings {
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
+            park_after: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(30),
             drain_delay: Duration::ZERO,
             max_connections: 10_000,
@@ -211,6 +218,7 @@ impl GatewayBuilder {
             http,
             https,
             shared,
+            caps: ConnLimits::new(s.max_connections, s.max_connections_per_ip),
             settings: s,
             health: self.health.unwrap_or_else(|| Health::new(true)),
         })
@@ -240,11 +248,17 @@ pub struct BoundGateway {
     http: Option<TcpListener>,
     https: Option<(TcpListener, tokio_rustls::TlsAcceptor)>,
     shared: Arc<Shared>,
+    caps: Arc<ConnLimits>,
     settings: ServerSettings,
     health: Arc<Health>,
 }
 
 impl BoundGateway {
+    /// The client connections' caps and counts (open, parked), for metrics.
+    pub fn connections(&self) -> Arc<ConnLimits> {
+        self.caps.clone()
+    }
+
     pub fn http_addr(&self) -> Option<SocketAddr> {
         self.http.as_ref().and_then(|l| l.local_addr().ok())
     }
@@ -294,10 +308,8 @@ impl BoundGateway {
         let graceful = Arc::new(Drain::new());
         let (stop_tx, stop_rx) = watch::channel(false);
         let limits = Arc::new(Protocols::new(&self.settings, self.health.clone()));
-        let caps = ConnLimits::new(
-            self.settings.max_connections,
-            self.settings.max_connections_per_ip,
-        );
+        let caps = self.caps.clone();
+        let _sweeps = sweep(&graceful, self.settings.park_after);
         let mut loops: Vec<JoinHandle<()>> = Vec::new();
         if let Some(l) = self.http {
             loops.push(tokio::spawn(accept_loop(
@@ -356,6 +368,7 @@ impl BoundGateway {
 
     /// Serves in a background task; the handle knows the addresses and stops it.
     pub fn spawn(self) -> GatewayHandle {
+        let connections = self.connections();
         let (tx, rx) = oneshot::channel::<()>();
         let http_addr = self.http_addr();
         let https_addr = self.https_addr();
@@ -369,6 +382,7 @@ impl BoundGateway {
             https_addr,
             snapshots,
             health,
+            connections,
             stop: Some(tx),
             join,
         }
@@ -381,6 +395,8 @@ pub struct GatewayHandle {
     pub https_addr: Option<SocketAddr>,
     pub snapshots: Arc<ArcSwap<Snapshot>>,
     pub health: Arc<Health>,
+    /// Client connections open and parked.
+    pub connections: Arc<ConnLimits>,
     stop: Option<oneshot::Sender<()>>,
     join: JoinHandle<Result<(), ServeError>>,
 }
@@ -406,6 +422,8 @@ struct Protocols {
     h2: http2::Builder<TokioExecutor>,
     handshake_timeout: Duration,
     idle_timeout: Duration,
+    /// Plain HTTP/1.1 connections are parked when idle (`park_after` not zero).
+    parking: bool,
     health: Arc<Health>,
 }
 
@@ -429,6 +447,7 @@ impl Protocols {
             h2,
             handshake_timeout: s.header_read_timeout,
             idle_timeout: s.idle_timeout,
+            parking: !s.park_after.is_zero(),
             health,
         }
     }
@@ -487,10 +506,21 @@ async fn accept_loop(
         match &tls {
             None => {
                 let health = protocols.health.clone();
+                // The service's and this task's references: more means a request (or
+                // its response body) in flight.
+                let probe = ctx.clone();
                 let svc = service_fn(move |req| serve_request(ctx.clone(), health.clone(), req));
                 tokio::spawn(async move {
-                    let _permit = permit;
-                    let served = h1_conn::serve_h1(&protocols.h1, stream, svc, watcher).await;
+                    let h1 = &protocols.h1;
+                    let served = if protocols.parking {
+                        let busy = || Arc::strong_count(&probe) > 2;
+                        let head_timeout = protocols.handshake_timeout;
+                        park::serve_parking(h1, stream, svc, watcher, busy, head_timeout, &permit)
+                            .await
+                    } else {
+                        h1_conn::serve_h1(h1, stream, svc, watcher).await
+                    };
+                    drop(permit);
                     if let Err(e) = served {
                         log_conn_error(&e, peer);
                     }
@@ -512,7 +542,7 @@ async fn serve_tls(
     acceptor: tokio_rustls::TlsAcceptor,
     ctx: Arc<ConnCtx>,
     protocols: Arc<Protocols>,
-    mut watcher: watch::Receiver<()>,
+    mut watcher: h1_conn::Watcher,
     _permit: ConnPermit,
 ) {
     let tls = match tokio::time::timeout(protocols.handshake_timeout, acceptor.accept(stream)).await
@@ -547,26 +577,46 @@ async fn serve_tls(
 /// The service of every connection: what HTTP forbids is refused first (`edge.rs`);
 /// while draining, each HTTP/1.x answer closes its connection, so a balancer's pooled
 /// connections leave this gateway before it stops accepting.
+/// The response body holds the connection's context until hyper is done with it (what
+/// the park sweep reads as "in flight").
 async fn serve_request(
     ctx: Arc<ConnCtx>,
     health: Arc<Health>,
     req: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Response<crate::body::GatewayBody>, std::convert::Infallible> {
+) -> Result<hyper::Response<HeldBody<GatewayBody, Arc<ConnCtx>>>, std::convert::Infallible> {
     if let Err(e) = crate::edge::check(&req) {
         let id = headers::next_request_id();
-        let mut resp = e.into_response(&id).map(crate::body::GatewayBody::full);
+        let mut resp = e.into_response(&id).map(GatewayBody::full);
         resp.headers_mut().insert(headers::X_REQUEST_ID.clone(), id);
-        return Ok(resp);
+        return Ok(resp.map(|b| HeldBody::new(b, ctx)));
     }
     let h1 = req.version() < http::Version::HTTP_2;
-    let mut resp = proxy::handle(ctx, req).await?;
+    let mut resp = proxy::handle(&ctx, req).await?;
     if h1 && health.is_draining() {
         resp.headers_mut().insert(
             http::header::CONNECTION,
             http::HeaderValue::from_static("close"),
         );
     }
-    Ok(resp)
+    Ok(resp.map(|b| HeldBody::new(b, ctx)))
+}
+
+/// Wakes every connection once per `every` to park the idle ones (none when zero);
+/// stops when dropped.
+fn sweep(drain: &Drain, every: Duration) -> Option<crate::AbortOnDrop> {
+    if every.is_zero() {
+        return None;
+    }
+    let sweeper = drain.sweeper();
+    Some(crate::AbortOnDrop(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            sweeper.sweep();
+        }
+    })))
 }
 
 fn log_conn_error(e: &hyper::Error, peer: SocketAddr) {

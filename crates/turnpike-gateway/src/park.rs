@@ -1,0 +1,294 @@
+//! Idle HTTP/1.1 connections that hold no buffers ("parked").
+//!
+//! hyper keeps, for every connection it serves, a read and a write buffer (8 KiB each)
+//! and its dispatcher's state for as long as the connection lives, idle or not: 10,000
+//! idle keep-alive clients held about 270 MiB. Here a plain-HTTP/1.1 connection that has
+//! had no request in flight, no bytes from the client and no write left waiting for a
+//! whole sweep period is parked: hyper's connection is taken apart
+//! (`Connection::into_parts`: the socket, the bytes read but not yet parsed, the service)
+//! and dropped, and the task waits for the socket to become readable holding nothing
+//! else. The next bytes start a new hyper connection, fed the unparsed bytes first. A new
+//! connection starts parked (nothing is allocated until its first bytes).
+//!
+//! - Busy connections are never parked (a read during the last period keeps one awake),
+//!   so a request pays no rebuild; the sweep is one tick per gateway on the channel the
+//!   drain already uses, so a request pays nothing for it either.
+//! - The wait for the next request keeps hyper's rule: a parked connection closes after
+//!   the header-read timeout; a request head cut short by a park keeps its deadline
+//!   across parks and gets `408 request_timeout` when it passes, as without parking.
+//! - A drain closes parked connections at once (they have nothing in flight).
+//!
+//! TLS connections are not parked: rustls keeps its own buffers and may hold decrypted
+//! bytes the socket's readiness would not announce.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::HttpService;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use crate::conn_limit::ConnPermit;
+use crate::h1_conn::{self, draining, JsonErrorsIo, Watcher};
+
+/// Serves one plain-TCP HTTP/1.1 connection until it ends or drains, parking it whenever
+/// a sweep finds it idle (see the module). `busy` says whether a request of this
+/// connection is in flight (its response body not yet dropped by hyper).
+pub(crate) async fn serve_parking<S, B>(
+    builder: &http1::Builder,
+    stream: TcpStream,
+    service: S,
+    mut drain: Watcher,
+    busy: impl Fn() -> bool,
+    head_timeout: Duration,
+    permit: &ConnPermit,
+) -> hyper::Result<()>
+where
+    S: HttpService<Incoming, ResBody = B> + Unpin,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let traffic = Arc::new(Traffic::default());
+    let mut io = WatchedIo {
+        stream,
+        unread: Bytes::new(),
+        traffic: traffic.clone(),
+    };
+    let mut service = service;
+    // A request head cut short by a park: when it began, and the writes then (a write
+    // since means that head was answered and the bytes now are a new one).
+    let mut head: Option<(Instant, u64)> = None;
+    loop {
+        let deadline = head.map_or_else(Instant::now, |(began, _)| began) + head_timeout;
+        let wake = {
+            let _parked = permit.parked();
+            wait_for_bytes(&io.stream, &mut drain, deadline).await
+        };
+        match wake {
+            Wake::Bytes => {}
+            Wake::Timeout if !io.unread.is_empty() => {
+                h1_conn::answer_timeout(io.stream).await;
+                return Ok(());
+            }
+            Wake::Timeout | Wake::Drain | Wake::Closed => return Ok(()),
+        }
+        let mut conn = builder.serve_connection(TokioIo::new(JsonErrorsIo::new(io)), service);
+        let mut reads = traffic.reads();
+        loop {
+            tokio::select! {
+                out = &mut conn => return h1_conn::ended(out, conn).await,
+                woke = drain.changed() => {
+                    if draining(woke, &mut drain) {
+                        Pin::new(&mut conn).graceful_shutdown();
+                        let out = (&mut conn).await;
+                        return h1_conn::ended(out, conn).await;
+                    }
+                    let now = traffic.reads();
+                    if now == reads && !busy() && !traffic.write_blocked() {
+                        break;
+                    }
+                    reads = now;
+                }
+            }
+        }
+        let parts = conn.into_parts();
+        let (mut watched, unwritten) = parts.io.into_inner().into_parts();
+        if let Some(answer) = unwritten {
+            // hyper's own error answer, being replaced, then a close: finish it.
+            let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                watched.stream.write_all(&answer).await?;
+                watched.stream.shutdown().await
+            })
+            .await;
+            return Ok(());
+        }
+        service = parts.service;
+        // Copied: hyper's bytes share its 8 KiB buffer, which is what parking frees.
+        watched.unread = match (parts.read_buf.is_empty(), watched.unread.is_empty()) {
+            (true, _) => watched.unread,
+            (false, true) => Bytes::copy_from_slice(&parts.read_buf),
+            (false, false) => [&parts.read_buf[..], &watched.unread[..]].concat().into(),
+        };
+        let writes = traffic.writes();
+        head = match head {
+            _ if watched.unread.is_empty() => None,
+            Some((began, w)) if w == writes => Some((began, w)),
+            _ => Some((Instant::now(), writes)),
+        };
+        io = watched;
+    }
+}
+
+enum Wake {
+    Bytes,
+    Drain,
+    Timeout,
+    Closed,
+}
+
+/// Waits, holding nothing, until the client sends, the gateway drains or `deadline`.
+async fn wait_for_bytes(stream: &TcpStream, drain: &mut Watcher, deadline: Instant) -> Wake {
+    let expiry = tokio::time::sleep_until(deadline);
+    tokio::pin!(expiry);
+    loop {
+        tokio::select! {
+            r = stream.readable() => return if r.is_ok() { Wake::Bytes } else { Wake::Closed },
+            woke = drain.changed() => {
+                if draining(woke, drain) {
+                    return Wake::Drain;
+                }
+            }
+            () = &mut expiry => return Wake::Timeout,
+        }
+    }
+}
+
+/// What the socket saw, for the sweep. Only the connection's task writes it.
+#[derive(Default)]
+struct Traffic {
+    /// Reads that returned (bytes or the end).
+    reads: AtomicU64,
+    /// Writes that went out (in part or whole).
+    writes: AtomicU64,
+    /// The last write could not go out: hyper holds bytes a park would lose.
+    write_blocked: AtomicBool,
+}
+
+impl Traffic {
+    fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    fn write_blocked(&self) -> bool {
+        self.write_blocked.load(Ordering::Relaxed)
+    }
+
+    fn read(&self) {
+        // One writer: a load and a store, no locked instruction.
+        self.reads.store(self.reads() + 1, Ordering::Relaxed);
+    }
+
+    fn wrote<T>(&self, r: &Poll<io::Result<T>>) {
+        self.write_blocked.store(r.is_pending(), Ordering::Relaxed);
+        if r.is_ready() {
+            self.writes.store(self.writes() + 1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The client socket as hyper sees it: bytes read before a park come first.
+struct WatchedIo {
+    stream: TcpStream,
+    unread: Bytes,
+    traffic: Arc<Traffic>,
+}
+
+impl AsyncRead for WatchedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if !this.unread.is_empty() {
+            let n = this.unread.len().min(buf.remaining());
+            buf.put_slice(&this.unread[..n]);
+            this.unread.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        let r = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if r.is_ready() {
+            this.traffic.read();
+        }
+        r
+    }
+}
+
+impl AsyncWrite for WatchedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.traffic.wrote(&r);
+        r
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.traffic.wrote(&r);
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = Pin::new(&mut self.stream).poll_shutdown(cx);
+        self.traffic.wrote(&r);
+        r
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that holds its connection's context until hyper drops it: the
+    /// sweep reads the context's reference count as "a request in flight".
+    pub(crate) struct HeldBody<B, H> {
+        #[pin]
+        body: B,
+        hold: H,
+    }
+}
+
+impl<B, H> HeldBody<B, H> {
+    pub(crate) fn new(body: B, hold: H) -> Self {
+        HeldBody { body, hold }
+    }
+}
+
+impl<B: http_body::Body, H> http_body::Body for HeldBody<B, H> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    #[inline]
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    #[inline]
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    #[inline]
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
