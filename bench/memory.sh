@@ -4,17 +4,21 @@
 # flight (HTTP/1.1, the back end answering after 60 s). Each phase's growth over the idle
 # RSS, per connection, is printed with the target (10,000 idle connections <= 64 MiB
 # above idle). Connections are opened by bench/idle_conns.py (one request each, then
-# held); every figure is resident memory read from /proc after the phase settles.
+# held); every figure is resident memory read from /proc after the phase settles
+# (two park periods and a second: idle HTTP/1.1 connections are parked, holding no
+# buffers, after --park-idle-after; the gateway's turnpike_connections_parked gauge is
+# printed with each phase; --park-idle-after 0 measures without parking).
 #
-# Usage: [TURNPIKE_BIN=...] bench/memory.sh [--connections 10000]
+# Usage: [TURNPIKE_BIN=...] bench/memory.sh [--connections 10000] [--park-idle-after 2]
 # Needs: python3, curl (scripts/install-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-n=10000
+n=10000; park=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --connections) n=$2; shift 2;;
+    --park-idle-after) park=$2; shift 2;;
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
@@ -31,7 +35,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-echo_port=$(free_port); http_port=$(free_port); https_port=$(free_port)
+echo_port=$(free_port); http_port=$(free_port); https_port=$(free_port); metrics_port=$(free_port)
+settle=$(awk -v p="$park" 'BEGIN{print 2*p+1}')
 cat >"$work/apis.yaml" <<YAML
 apis:
   - name: open
@@ -47,7 +52,8 @@ pids+=($!)
 # Timeouts long enough that no idle connection is closed while we count.
 TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 "$bin" gateway --config "$work/apis.yaml" \
   --http-port "$http_port" --https-port "$https_port" --data-dir "$work/data" \
-  --header-read-timeout 600 --idle-timeout 600 >"$work/gw.log" 2>&1 &
+  --header-read-timeout 600 --idle-timeout 600 --park-idle-after "$park" \
+  --metrics-addr "127.0.0.1:$metrics_port" >"$work/gw.log" 2>&1 &
 gw=$!; pids+=($gw)
 wait_port "$echo_port"; wait_port "$http_port"; wait_port "$https_port"
 for _ in $(seq 200); do curl -s -o /dev/null "http://127.0.0.1:$http_port/open/v1/"; done
@@ -63,12 +69,13 @@ phase() { # name, idle_conns.py args... -> "name conns rss_kib growth_kib per_co
   exec 4>"$fifo"
   for _ in $(seq 600); do grep -q '^open' "$work/$name.out" 2>/dev/null && break; sleep 0.5; done
   grep -q '^open' "$work/$name.out" || { echo "$name: connections never opened" >&2; cat "$work/$name.out" >&2; exit 1; }
-  sleep 2
+  sleep "$settle"
   local held; held=$(rss_kib "$gw")
+  local parked; parked=$(curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '$1=="turnpike_connections_parked"{print $2}')
   exec 4>&-   # EOF: the client closes everything
   wait "$py" || true
   sleep 2
-  echo "$name $n $base $held $(( held - base )) $(( (held - base) * 1024 / n ))"
+  echo "$name $n $base $held $(( held - base )) $(( (held - base) * 1024 / n )) ${parked:-?}"
 }
 
 idle=$(rss_kib "$gw")
@@ -82,12 +89,12 @@ after=$(rss_kib "$gw")
 echo
 echo "gateway (one worker, mimalloc) idle RSS $((idle / 1024)) MiB; after all phases $((after / 1024)) MiB"
 echo
-echo "| phase | connections | RSS before | RSS holding them | growth | per connection | target |"
-echo "|---|---|---|---|---|---|---|"
-while read -r name conns base held grow per; do
+echo "| phase | connections | parked | RSS before | RSS holding them | growth | per connection | target |"
+echo "|---|---|---|---|---|---|---|---|"
+while read -r name conns base held grow per parked; do
   target="—"
   case $name in *idle) target="10,000 idle <= 64 MiB: $(awk -v g="$grow" -v c="$conns" 'BEGIN{ print (g/1024*10000/c <= 64) ? "met" : "NOT met" }')";; esac
-  printf "| %s | %s | %.1f MiB | %.1f MiB | %.1f MiB | %s B | %s |\n" "$name" "$conns" \
+  printf "| %s | %s | %s | %.1f MiB | %.1f MiB | %.1f MiB | %s B | %s |\n" "$name" "$conns" "$parked" \
     "$(awk -v v="$base" 'BEGIN{print v/1024}')" "$(awk -v v="$held" 'BEGIN{print v/1024}')" \
     "$(awk -v v="$grow" 'BEGIN{print v/1024}')" "$per" "$target"
 done <"$work/results.txt"

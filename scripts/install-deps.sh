@@ -39,6 +39,9 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+# Every crate of Cargo.lock, all platforms' included: `cargo metadata --offline` (the
+# crate-layers test) resolves them all, and a build fetches only this platform's.
+(cd "$(dirname "$0")/.." && cargo fetch --locked >/dev/null)
 
 # The web portals (ui/): Node 20.19+ and the npm packages of ui/package-lock.json.
 # Reinstalled only when the lock file changed since the last install.

@@ -47,35 +47,47 @@ pub(crate) fn draining(woke: Result<(), watch::error::RecvError>, watcher: &mut 
 
 /// The graceful shutdown of every client connection.
 pub(crate) struct Drain {
-    tx: watch::Sender<Signal>,
+    /// Plain-HTTP connections: drains and park sweeps.
+    plain: watch::Sender<Signal>,
+    /// TLS connections: drains only (they are not parked; a sweep would only wake them).
+    tls: watch::Sender<Signal>,
 }
 
 impl Drain {
     pub(crate) fn new() -> Drain {
         Drain {
-            tx: watch::channel(Signal::default()).0,
+            plain: watch::channel(Signal::default()).0,
+            tls: watch::channel(Signal::default()).0,
         }
     }
 
-    /// Held by a connection until it ends; tells it when to shut down gracefully.
-    pub(crate) fn watcher(&self) -> Watcher {
-        self.tx.subscribe()
+    /// Held by a connection until it ends; tells it when to shut down gracefully (and,
+    /// for a plain-HTTP one, when to look whether it is idle).
+    pub(crate) fn watcher(&self, tls: bool) -> Watcher {
+        if tls {
+            self.tls.subscribe()
+        } else {
+            self.plain.subscribe()
+        }
     }
 
-    /// A sender of sweeps (wakes every connection; a drain still waits for them all).
+    /// A sender of sweeps to the plain-HTTP connections (a drain still waits for them).
     pub(crate) fn sweeper(&self) -> Sweeper {
-        Sweeper(self.tx.clone())
+        Sweeper(self.plain.clone())
     }
 
     /// Asks every connection to finish its request in flight and close, and waits until
     /// all have.
     pub(crate) async fn shutdown(self) {
-        self.tx.send_modify(|s| s.draining = true);
-        self.tx.closed().await;
+        for tx in [&self.plain, &self.tls] {
+            tx.send_modify(|s| s.draining = true);
+        }
+        self.plain.closed().await;
+        self.tls.closed().await;
     }
 }
 
-/// Wakes every connection to look whether it is idle (see `park.rs`).
+/// Wakes every plain-HTTP connection to look whether it is idle (see `park.rs`).
 pub(crate) struct Sweeper(watch::Sender<Signal>);
 
 impl Sweeper {

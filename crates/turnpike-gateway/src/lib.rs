@@ -45,6 +45,7 @@ pub use access_log::{AccessLog, AccessLogTarget};
 pub use error::{Blame, ErrorKind, GatewayError};
 pub use health::Health;
 pub use metrics::GatewayMetrics;
+pub use park::{memory_release_epoch, set_memory_release};
 pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings, Stop,
 };

@@ -23,7 +23,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -39,6 +39,35 @@ use tokio::time::Instant;
 
 use crate::conn_limit::ConnPermit;
 use crate::h1_conn::{self, draining, JsonErrorsIo, Watcher};
+
+/// Moves when connections were parked since the last sweep (their buffers freed): an
+/// allocator hands free pages back to the OS lazily, during later allocation work an
+/// idle gateway never does, so the binary returns them when the epoch moved (see
+/// [`set_memory_release`]).
+static RELEASE_EPOCH: AtomicU64 = AtomicU64::new(0);
+static RELEASE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// See [`RELEASE_EPOCH`]: a multi-threaded runtime's idle workers compare it with the
+/// last epoch they saw.
+pub fn memory_release_epoch() -> u64 {
+    RELEASE_EPOCH.load(Ordering::Relaxed)
+}
+
+/// What returns free memory to the OS (the allocator's collect), called by the sweep on
+/// its own thread when the epoch moves; the first setting stays.
+pub fn set_memory_release(release: fn()) {
+    let _ = RELEASE.set(release);
+}
+
+/// Called by the sweeper with the parked count now; `previous` keeps the last one.
+pub(crate) fn note_parked(now: usize, previous: &AtomicUsize) {
+    if now > previous.swap(now, Ordering::Relaxed) {
+        RELEASE_EPOCH.fetch_add(1, Ordering::Relaxed);
+        if let Some(release) = RELEASE.get() {
+            release();
+        }
+    }
+}
 
 /// Serves one plain-TCP HTTP/1.1 connection until it ends or drains, parking it whenever
 /// a sweep finds it idle (see the module). `busy` says whether a request of this

@@ -309,7 +309,7 @@ impl BoundGateway {
         let (stop_tx, stop_rx) = watch::channel(false);
         let limits = Arc::new(Protocols::new(&self.settings, self.health.clone()));
         let caps = self.caps.clone();
-        let _sweeps = sweep(&graceful, self.settings.park_after);
+        let _sweeps = sweep(&graceful, &caps, self.settings.park_after);
         let mut loops: Vec<JoinHandle<()>> = Vec::new();
         if let Some(l) = self.http {
             loops.push(tokio::spawn(accept_loop(
@@ -501,7 +501,7 @@ async fn accept_loop(
             client_ip: headers::ip_header(peer.ip()),
             https: tls.is_some(),
         });
-        let watcher = graceful.watcher();
+        let watcher = graceful.watcher(tls.is_some());
         let protocols = protocols.clone();
         match &tls {
             None => {
@@ -601,19 +601,23 @@ async fn serve_request(
     Ok(resp.map(|b| HeldBody::new(b, ctx)))
 }
 
-/// Wakes every connection once per `every` to park the idle ones (none when zero);
-/// stops when dropped.
-fn sweep(drain: &Drain, every: Duration) -> Option<crate::AbortOnDrop> {
+/// Wakes every connection once per `every` to park the idle ones (none when zero), and
+/// moves the memory release epoch when more are parked than at the last tick; stops
+/// when dropped.
+fn sweep(drain: &Drain, caps: &Arc<ConnLimits>, every: Duration) -> Option<crate::AbortOnDrop> {
     if every.is_zero() {
         return None;
     }
     let sweeper = drain.sweeper();
+    let caps = caps.clone();
     Some(crate::AbortOnDrop(tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
+        let parked = std::sync::atomic::AtomicUsize::new(0);
         loop {
             tick.tick().await;
+            park::note_parked(caps.parked(), &parked);
             sweeper.sweep();
         }
     })))

@@ -7,8 +7,20 @@ mod cp;
 mod logging;
 mod mediation_try;
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The global allocator (mimalloc) comes with turnpike-alloc.
+use turnpike_alloc as _;
+
+/// Called when a runtime thread goes idle: once per release epoch (the gateway moves it
+/// when idle connections were parked and their buffers freed), hands the thread's free
+/// pages back to the OS (see turnpike-alloc).
+fn return_freed_memory() {
+    use std::cell::Cell;
+    thread_local!(static SEEN: Cell<u64> = const { Cell::new(0) });
+    let epoch = turnpike_gateway::memory_release_epoch();
+    if SEEN.with(|s| s.replace(epoch)) != epoch {
+        turnpike_alloc::return_free_memory();
+    }
+}
 
 #[derive(Parser)]
 #[command(name = "turnpike", version, about = "Turnpike API manager")]
@@ -74,6 +86,12 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(n) = workers.filter(|n| *n > 1) {
         builder.worker_threads(n);
+    }
+    // Parked connections' freed memory goes back to the OS: from the sweep's thread, and
+    // on a multi-threaded runtime from every worker when it goes idle.
+    turnpike_gateway::set_memory_release(turnpike_alloc::return_free_memory);
+    if workers != Some(1) {
+        builder.on_thread_park(return_freed_memory);
     }
     let runtime = builder.enable_all().build()?;
     runtime
