@@ -615,10 +615,14 @@ fn sweep(drain: &Drain, caps: &Arc<ConnLimits>, every: Duration) -> Option<crate
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
         let parked = std::sync::atomic::AtomicUsize::new(0);
+        // After a sweep, the connections it woke get a moment to park before the count
+        // is read (and their freed memory returned).
+        let settle = (every / 4).min(Duration::from_millis(100));
         loop {
             tick.tick().await;
-            park::note_parked(caps.parked(), &parked);
             sweeper.sweep();
+            tokio::time::sleep(settle).await;
+            park::note_parked(caps.parked(), &parked);
         }
     })))
 }
