@@ -1,8 +1,9 @@
-//! Rollups made in the gateway: the background task folds each queued [`Record`] into
-//! per-minute sums (the store's [`Row`]s) instead of formatting an event, and hands the
-//! rows to the sink every shipping interval. A request then costs its record and a
-//! hash lookup; the rows shipped per interval are as many as the distinct keys seen,
-//! not the requests. Rows of the same key add up wherever they meet (a later interval,
+//! Rollups made in the gateway: each request's [`Facts`] are folded into per-minute
+//! sums (the store's [`Row`]s) instead of formatting an event, on the request path when
+//! the worker's aggregator is free and from a queued [`Record`] otherwise
+//! (`pipeline.rs`); the rows go to the sink every shipping interval. A request then costs
+//! a hash lookup (none for a run of one key); the rows shipped per interval are as many
+//! as the distinct keys seen, not the requests. Rows of the same key add up wherever they meet (a later interval,
 //! the store), so a minute shipped in several pieces sums to the same row.
 //!
 //! Keys are looked up without allocating: the application id by `&str`, the rest by
@@ -13,13 +14,54 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use foldhash::fast::RandomState;
 use http::Method;
-use turnpike_policy::{ApiLabel, ErrorKind};
+use turnpike_auth::Principal;
+use turnpike_policy::{ApiLabel, Completion, ErrorKind, RequestCtx};
 
-use crate::event::{status_class, Outcome, Record, WallClock};
+use crate::event::{status_class, Latency, Outcome, WallClock};
 use crate::rollup::{compact, Counted, Rollup, RollupKey, Row, MINUTE};
+
+/// What one request adds to the sums, borrowed (from the request itself, or from its
+/// queued record): nothing is cloned unless the request opens a new key.
+pub(crate) struct Facts<'a> {
+    pub(crate) start: Instant,
+    pub(crate) api: Option<&'a Arc<ApiLabel>>,
+    pub(crate) resource: Option<&'a Arc<str>>,
+    pub(crate) throttled_by: Option<&'a Arc<str>>,
+    pub(crate) principal: Option<&'a Principal>,
+    pub(crate) method: &'a Method,
+    pub(crate) status: u16,
+    pub(crate) error: Option<ErrorKind>,
+    pub(crate) aborted: bool,
+    pub(crate) latency: Latency,
+    pub(crate) bytes_in: u64,
+    pub(crate) bytes_out: u64,
+    pub(crate) upstream_answered: bool,
+}
+
+impl<'a> Facts<'a> {
+    /// Straight from the request, in `on_complete`.
+    pub(crate) fn of(ctx: &'a RequestCtx, done: &'a Completion<'a>) -> Facts<'a> {
+        Facts {
+            start: done.started,
+            api: done.api,
+            resource: ctx.resource.as_ref(),
+            throttled_by: ctx.throttled_by.as_ref(),
+            principal: ctx.identity().map(|i| &*i.principal),
+            method: &done.method,
+            status: done.status.as_u16(),
+            error: done.error,
+            aborted: done.aborted,
+            latency: Latency::of(&done.timings),
+            bytes_in: done.bytes_in,
+            bytes_out: done.bytes_out,
+            upstream_answered: done.upstream_status.is_some(),
+        }
+    }
+}
 
 /// A key's identity within one application, copies and pointers only.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -50,9 +92,8 @@ struct App {
     slots: HashMap<Slot, usize, RandomState>,
 }
 
-fn ptr<T: ?Sized>(a: &Option<Arc<T>>) -> usize {
-    a.as_ref()
-        .map_or(0, |a| Arc::as_ptr(a).cast::<u8>() as usize)
+fn ptr<T: ?Sized>(a: Option<&Arc<T>>) -> usize {
+    a.map_or(0, |a| Arc::as_ptr(a).cast::<u8>() as usize)
 }
 
 /// Records folded into per-minute sums, until [`Aggregator::take_rows`].
@@ -74,27 +115,27 @@ impl Aggregator {
         self.records
     }
 
-    pub fn add(&mut self, r: &Record, clock: &WallClock) {
-        let outcome = r.outcome();
-        let principal = r.identity.as_deref().map(|i| &*i.principal);
-        let app_id = principal
+    pub(crate) fn add(&mut self, r: &Facts<'_>, clock: &WallClock) {
+        let outcome = Outcome::classify(r.error, r.aborted);
+        let app_id = r
+            .principal
             .and_then(|p| p.application_id.as_deref())
             .unwrap_or("");
         let slot = Slot {
             minute: clock.minute_of(r.start),
-            api: ptr(&r.api),
-            resource: ptr(&r.resource),
+            api: ptr(r.api),
+            resource: ptr(r.resource),
             method: r.method.clone(),
             status_class: status_class(r.status),
             outcome,
             error: r.error,
-            throttled_by: ptr(&r.throttled_by),
+            throttled_by: ptr(r.throttled_by),
         };
         let entry = match &self.last {
             Some((app, last_slot, entry)) if *last_slot == slot && self.apps[*app].id == app_id => {
                 *entry
             }
-            _ => self.lookup(r, principal, app_id, slot),
+            _ => self.lookup(r, app_id, slot),
         };
         self.entries[entry].sums.count(&Counted {
             status: r.status,
@@ -102,26 +143,21 @@ impl Aggregator {
             bytes_in: r.bytes_in,
             bytes_out: r.bytes_out,
             latency: r.latency,
-            upstream_answered: r.upstream_status.is_some(),
+            upstream_answered: r.upstream_answered,
         });
         self.records += 1;
     }
 
     /// The entry of `slot` in the application `app_id`, made when new; remembered as
     /// the last one.
-    fn lookup(
-        &mut self,
-        r: &Record,
-        principal: Option<&turnpike_auth::Principal>,
-        app_id: &str,
-        slot: Slot,
-    ) -> usize {
+    fn lookup(&mut self, r: &Facts<'_>, app_id: &str, slot: Slot) -> usize {
         let app = match self.by_app.get(app_id) {
             Some(&i) => i,
             None => {
                 self.apps.push(App {
                     id: app_id.to_string(),
-                    name: principal
+                    name: r
+                        .principal
                         .and_then(|p| p.application_name.clone())
                         .unwrap_or_default(),
                     slots: HashMap::default(),
@@ -133,9 +169,9 @@ impl Aggregator {
         let entries = &mut self.entries;
         let entry = *self.apps[app].slots.entry(slot.clone()).or_insert_with(|| {
             entries.push(Entry {
-                api: r.api.clone(),
-                resource: r.resource.clone(),
-                throttled_by: r.throttled_by.clone(),
+                api: r.api.cloned(),
+                resource: r.resource.cloned(),
+                throttled_by: r.throttled_by.cloned(),
                 sums: Rollup::default(),
             });
             entries.len() - 1

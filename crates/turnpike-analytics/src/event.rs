@@ -114,6 +114,19 @@ pub struct Latency {
 }
 
 impl Latency {
+    /// The split of `t` in microseconds.
+    pub(crate) fn of(t: &turnpike_policy::Timings) -> Latency {
+        let before_us = micros(t.gateway_before);
+        let upstream_us = t.upstream.map_or(0, micros);
+        let after_us = micros(t.gateway_after);
+        Latency {
+            before_us,
+            upstream_us,
+            after_us,
+            total_us: before_us + upstream_us + after_us,
+        }
+    }
+
     /// The gateway's own share: before + after.
     pub fn gateway_us(&self) -> u64 {
         self.before_us + self.after_us
@@ -307,15 +320,11 @@ pub struct Record {
 impl Record {
     /// Built in `on_complete`: no allocation.
     pub fn new(ctx: &RequestCtx, done: &Completion) -> Record {
-        let t = &done.timings;
-        let before_us = micros(t.gateway_before);
-        let upstream_us = t.upstream.map_or(0, micros);
-        let after_us = micros(t.gateway_after);
         Record {
             start: done.started,
             request_id: ctx.request_id.clone(),
             client: ctx.client.ip(),
-            api: done.api.clone(),
+            api: done.api.cloned(),
             resource: ctx.resource.clone(),
             method: done.method.clone(),
             identity: ctx.identity().cloned(),
@@ -324,12 +333,7 @@ impl Record {
             upstream_status: done.upstream_status.map(|s| s.as_u16()),
             error: done.error,
             aborted: done.aborted,
-            latency: Latency {
-                before_us,
-                upstream_us,
-                after_us,
-                total_us: before_us + upstream_us + after_us,
-            },
+            latency: Latency::of(&done.timings),
             bytes_in: done.bytes_in,
             bytes_out: done.bytes_out,
             snapshot_version: ctx.snapshot_version,
@@ -340,6 +344,25 @@ impl Record {
     /// When the request started (its head arrived), Unix milliseconds.
     pub(crate) fn start_ms(&self, clock: &WallClock) -> i64 {
         clock.unix_ms(self.start)
+    }
+
+    /// What it adds to the rollups.
+    pub(crate) fn facts(&self) -> crate::aggregate::Facts<'_> {
+        crate::aggregate::Facts {
+            start: self.start,
+            api: self.api.as_ref(),
+            resource: self.resource.as_ref(),
+            throttled_by: self.throttled_by.as_ref(),
+            principal: self.identity.as_deref().map(|i| &*i.principal),
+            method: &self.method,
+            status: self.status,
+            error: self.error,
+            aborted: self.aborted,
+            latency: self.latency,
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            upstream_answered: self.upstream_status.is_some(),
+        }
     }
 
     pub(crate) fn outcome(&self) -> Outcome {

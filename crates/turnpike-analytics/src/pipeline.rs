@@ -4,11 +4,19 @@
 //! record is dropped and counted: the newest traffic is the most useful, and a push
 //! never waits. One background task wakes every `flush` interval (200 ms) and empties the
 //! ring: for a sink of events it turns records into events and hands them over in
-//! batches; for a sink of rollups ([`Takes::Rollups`]: shipping to the control plane,
-//! a rollups file) it folds them into per-minute sums ([`crate::aggregate`]) and hands
-//! the rows over every `ship_every`. A sink that stalls stalls only that task.
+//! batches. A sink that stalls stalls only that task.
+//!
+//! For a sink of rollups ([`Takes::Rollups`]: shipping to the control plane, a rollups
+//! file) a request is summed where it ends: each runtime thread has its own
+//! [`Aggregator`] (a shard; a thread takes one on first use), which `on_complete`
+//! *tries* to lock, and folds the request in (no record, no copy, no reference count
+//! unless the request opens a new key). When the shard is busy (the background task is
+//! taking its sums, or two threads share it) the request goes through the ring as a
+//! record instead: the request path never waits. Every `ship_every` the task swaps each
+//! shard's sums out, adds the ring's records, and hands the rows over.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +24,7 @@ use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 use turnpike_policy::{Completion, Hooks, Policy, RequestCtx};
 
-use crate::aggregate::Aggregator;
+use crate::aggregate::{Aggregator, Facts};
 use crate::event::{Record, WallClock};
 use crate::sink::{Sink, Takes};
 
@@ -63,10 +71,32 @@ pub struct Stats {
 
 struct Shared {
     ring: ArrayQueue<Record>,
+    /// Per-thread sums (rollups sinks only; empty for a sink of events).
+    shards: Box<[Mutex<Shard>]>,
     dropped: AtomicU64,
     written: AtomicU64,
     failed: AtomicU64,
     stop: Notify,
+}
+
+/// One thread's sums and the wall clock its requests' minutes are read with (renewed by
+/// the background task at every wake-up).
+struct Shard {
+    agg: Aggregator,
+    clock: WallClock,
+}
+
+/// The shard index of the calling thread: threads take indexes in turn on first use.
+fn shard_index(shards: usize) -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static MINE: Cell<usize> = const { Cell::new(usize::MAX) });
+    let mine = MINE.with(|m| {
+        if m.get() == usize::MAX {
+            m.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        m.get()
+    });
+    mine % shards
 }
 
 /// The analytics observer of one gateway and its background task.
@@ -78,8 +108,20 @@ pub struct Analytics {
 impl Analytics {
     /// Starts the background task draining into `sink` (inside a tokio runtime).
     pub fn start(settings: PipelineSettings, sink: Box<dyn Sink>) -> Arc<Analytics> {
+        let shards = match sink.takes() {
+            Takes::Events => 0,
+            Takes::Rollups => std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
+        };
         let shared = Arc::new(Shared {
             ring: ArrayQueue::new(settings.capacity.max(1)),
+            shards: (0..shards)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        agg: Aggregator::default(),
+                        clock: WallClock::now(),
+                    })
+                })
+                .collect(),
             dropped: AtomicU64::new(0),
             written: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -159,6 +201,14 @@ impl Policy for Analytics {
     }
 
     fn on_complete(&self, ctx: &RequestCtx, done: &Completion) {
+        let shards = &self.shared.shards;
+        if !shards.is_empty() {
+            if let Ok(mut shard) = shards[shard_index(shards.len())].try_lock() {
+                let Shard { agg, clock } = &mut *shard;
+                agg.add(&Facts::of(ctx, done), clock);
+                return;
+            }
+        }
         if self
             .shared
             .ring
@@ -218,13 +268,34 @@ async fn drain_rollups(shared: Arc<Shared>, settings: PipelineSettings, mut sink
         };
         let clock = WallClock::now();
         while let Some(r) = shared.ring.pop() {
-            agg.add(&r, &clock);
+            agg.add(&r.facts(), &clock);
         }
         let now = tokio::time::Instant::now();
-        if stopping || now >= next_ship {
+        let ship = stopping || now >= next_ship;
+        let mut taken = Vec::new();
+        for shard in shared.shards.iter() {
+            let mut s = shard.lock().unwrap_or_else(|p| p.into_inner());
+            s.clock = clock;
+            if ship && s.agg.records() > 0 {
+                taken.push(std::mem::take(&mut s.agg));
+            }
+        }
+        if ship {
             next_ship = now + settings.ship_every;
-            if agg.records() > 0 {
-                let (rows, n) = agg.take_rows(&settings.gateway);
+            let mut rows = Vec::new();
+            let mut n = 0;
+            for mut a in taken
+                .into_iter()
+                .chain(std::iter::once(std::mem::take(&mut agg)))
+            {
+                if a.records() > 0 {
+                    let (r, k) = a.take_rows(&settings.gateway);
+                    rows.extend(r);
+                    n += k;
+                }
+            }
+            if n > 0 {
+                let rows = crate::rollup::compact(&rows, crate::rollup::MINUTE);
                 match sink.write_rollups(&rows).await {
                     Ok(()) => shared.written.fetch_add(n, Ordering::Relaxed),
                     Err(e) => {
@@ -237,5 +308,76 @@ async fn drain_rollups(shared: Arc<Shared>, settings: PipelineSettings, mut sink
         if stopping {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex as StdMutex;
+
+    use http::{HeaderValue, Method, StatusCode, Uri};
+    use turnpike_policy::{Timings, UpstreamTarget};
+
+    use super::*;
+    use crate::rollup::Row;
+    use crate::sink::SinkError;
+
+    /// Keeps the rows it is handed.
+    struct Rows(Arc<StdMutex<Vec<Row>>>);
+
+    #[async_trait::async_trait]
+    impl Sink for Rows {
+        fn takes(&self) -> Takes {
+            Takes::Rollups
+        }
+        async fn write(&mut self, _: &[crate::event::Event]) -> Result<(), SinkError> {
+            Err(SinkError::Other("rows only".into()))
+        }
+        async fn write_rollups(&mut self, rows: &[Row]) -> Result<(), SinkError> {
+            if let Ok(mut all) = self.0.lock() {
+                all.extend_from_slice(rows);
+            }
+            Ok(())
+        }
+    }
+
+    fn request() -> RequestCtx {
+        let target = UpstreamTarget::suffix(Uri::from_static("/x"), 0);
+        RequestCtx::new(HeaderValue::from_static("1"), ([127, 0, 0, 1], 1).into(), false, target)
+    }
+
+    fn completion(status: u16) -> Completion<'static> {
+        Completion {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+            error: None,
+            aborted: false,
+            timings: Timings::default(),
+            bytes_in: 0,
+            bytes_out: 10,
+            method: Method::GET,
+            upstream_status: Some(StatusCode::OK),
+            api: None,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_shard_is_busy_goes_through_the_ring_and_is_counted() {
+        let rows = Arc::new(StdMutex::new(Vec::new()));
+        let a = Analytics::start(PipelineSettings::default(), Box::new(Rows(rows.clone())));
+        let ctx = request();
+        a.on_complete(&ctx, &completion(200)); // summed in this thread's shard
+        {
+            let _busy = a.shared.shards[shard_index(a.shared.shards.len())].lock();
+            a.on_complete(&ctx, &completion(200)); // the shard is held: queued instead
+            assert_eq!(a.stats().queued, 1, "the busy shard's request is queued");
+        }
+        a.on_complete(&ctx, &completion(200));
+        a.close(Duration::from_secs(5)).await;
+        let rows = rows.lock().map(|r| r.clone()).unwrap_or_default();
+        let requests: u64 = rows.iter().map(|r| r.sums.requests).sum();
+        assert_eq!(requests, 3, "{rows:?}");
+        assert_eq!(rows.len(), 1, "one key: the shard's and the ring's sums merge");
+        assert_eq!(a.stats().written, 3);
     }
 }

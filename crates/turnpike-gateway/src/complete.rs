@@ -160,7 +160,7 @@ impl Finisher {
             bytes_out,
             method: self.method.clone(),
             upstream_status: self.marks.upstream_status,
-            api: self.api.as_ref().map(|a| a.label.clone()),
+            api: self.api.as_ref().map(|a| &a.label),
             started: self.marks.start,
         };
         if let Some(api) = &self.api {

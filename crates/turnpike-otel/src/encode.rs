@@ -45,7 +45,7 @@ impl SpanRecord {
             method: done.method.clone(),
             status: done.status.as_u16(),
             upstream_status: done.upstream_status.map(|s| s.as_u16()),
-            api: done.api.clone(),
+            api: done.api.cloned(),
             route: ctx.resource.clone(),
             request_id: ctx.request_id.clone(),
             error: done.error.map(|k| k.spec().code),

@@ -234,7 +234,7 @@ impl Timings {
 
 /// How a request ended, as `on_complete` sees it.
 #[derive(Debug, Clone)]
-pub struct Completion {
+pub struct Completion<'a> {
     /// The status sent; 499 ("client closed request", as nginx logs it) when `aborted`.
     pub status: StatusCode,
     /// The error table's row when the gateway answered with an error.
@@ -250,8 +250,9 @@ pub struct Completion {
     pub method: Method,
     /// The status the upstream answered with (`None` when no upstream answered).
     pub upstream_status: Option<StatusCode>,
-    /// The API that routed the request (`None` when none matched).
-    pub api: Option<Arc<ApiLabel>>,
+    /// The API that routed the request (`None` when none matched); borrowed: an
+    /// observer that keeps it clones the `Arc`, one that does not pays nothing.
+    pub api: Option<&'a Arc<ApiLabel>>,
     /// When the request head arrived (the instant the timings start at).
     pub started: std::time::Instant,
 }

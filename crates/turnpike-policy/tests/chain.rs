@@ -119,7 +119,7 @@ fn taken(log: &Log) -> Vec<String> {
     std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
-fn done(status: u16) -> Completion {
+fn done(status: u16) -> Completion<'static> {
     Completion {
         status: StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
         error: None,
