@@ -343,7 +343,12 @@ mod tests {
 
     fn request() -> RequestCtx {
         let target = UpstreamTarget::suffix(Uri::from_static("/x"), 0);
-        RequestCtx::new(HeaderValue::from_static("1"), ([127, 0, 0, 1], 1).into(), false, target)
+        RequestCtx::new(
+            HeaderValue::from_static("1"),
+            ([127, 0, 0, 1], 1).into(),
+            false,
+            target,
+        )
     }
 
     fn completion(status: u16) -> Completion<'static> {
@@ -377,7 +382,11 @@ mod tests {
         let rows = rows.lock().map(|r| r.clone()).unwrap_or_default();
         let requests: u64 = rows.iter().map(|r| r.sums.requests).sum();
         assert_eq!(requests, 3, "{rows:?}");
-        assert_eq!(rows.len(), 1, "one key: the shard's and the ring's sums merge");
+        assert_eq!(
+            rows.len(),
+            1,
+            "one key: the shard's and the ring's sums merge"
+        );
         assert_eq!(a.stats().written, 3);
     }
 }
