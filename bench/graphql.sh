@@ -10,8 +10,12 @@
 #                  a `graphql:` section (the proxying alone: what (b) costs above it is
 #                  GraphQL's; on a box where other work shares the cores, (b)/(a) mostly
 #                  measures the extra hop's scheduling, (b)/(d) the GraphQL step),
+#   (e) direct-q3: query 3 straight to the back end: how much of (c)/(b) is the back end's
+#                  and the client's (query 3's answer is 27 KB, query 1's 790 B), which
+#                  (c)/(e) against (b)/(a) separates from the gateway's,
 # gateway pinned to core 1 (one worker), client and back end on core 0. Prints the medians
-# and the ratios b/a (target >= 0.8), c/b (target >= 0.7: WSO2 lost far more) and b/d.
+# and the ratios b/a (target >= 0.8), c/b (target >= 0.7: WSO2 lost far more), b/d, e/a
+# (the same ratio without the gateway) and c/e.
 #
 # Usage: bench/graphql.sh [--duration 10] [--users 100] [--rounds 3]
 # TURNPIKE_BIN=path skips the build. Needs taskset, python3.
@@ -77,17 +81,20 @@ gw="http://127.0.0.1:$gw_port/starwars/v1/graphql"
 plain="http://127.0.0.1:$gw_port/plain/v1/graphql"
 for r in $(seq "$rounds"); do
   run direct-q1 "$direct" 1; run gw-q1 "$gw" 1; run gw-q3 "$gw" 3; run plain-q1 "$plain" 1
-  echo "round $r: direct-q1 $(tail -1 "$work/direct-q1.rps") gw-q1 $(tail -1 "$work/gw-q1.rps") gw-q3 $(tail -1 "$work/gw-q3.rps") plain-q1 $(tail -1 "$work/plain-q1.rps") req/s"
+  run direct-q3 "$direct" 3
+  echo "round $r: direct-q1 $(tail -1 "$work/direct-q1.rps") gw-q1 $(tail -1 "$work/gw-q1.rps") gw-q3 $(tail -1 "$work/gw-q3.rps") plain-q1 $(tail -1 "$work/plain-q1.rps") direct-q3 $(tail -1 "$work/direct-q3.rps") req/s"
 done
 
 python3 - "$work" "$users" "$duration" "$rounds" <<'PY'
 import statistics, sys
 work, users, duration, rounds = sys.argv[1:]
-med = {n: statistics.median(float(x) for x in open(f"{work}/{n}.rps")) for n in ("direct-q1", "gw-q1", "gw-q3", "plain-q1")}
+med = {n: statistics.median(float(x) for x in open(f"{work}/{n}.rps")) for n in ("direct-q1", "gw-q1", "gw-q3", "plain-q1", "direct-q3")}
 print(f"GraphQL, {users} users, {duration}s x {rounds} rounds (medians, req/s):")
 for n, v in med.items():
     print(f"  {n:10} {v:10.0f}")
 print(f"  gateway Q1 / direct Q1: {med['gw-q1'] / med['direct-q1']:.2f}x (target >= 0.8)")
 print(f"  gateway Q3 / gateway Q1: {med['gw-q3'] / med['gw-q1']:.2f}x (target >= 0.7)")
 print(f"  gateway Q1 / plain proxy Q1: {med['gw-q1'] / med['plain-q1']:.2f}x (what the GraphQL step costs)")
+print(f"  direct Q3 / direct Q1: {med['direct-q3'] / med['direct-q1']:.2f}x (the same ratio without the gateway)")
+print(f"  gateway Q3 / direct Q3: {med['gw-q3'] / med['direct-q3']:.2f}x (against gateway Q1 / direct Q1 above)")
 PY
