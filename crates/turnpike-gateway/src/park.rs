@@ -321,3 +321,92 @@ impl<B: http_body::Body, H> http_body::Body for HeldBody<B, H> {
         self.body.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::Full;
+    use hyper::service::service_fn;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::{TcpListener, TcpSocket};
+
+    use super::*;
+    use crate::conn_limit::ConnLimits;
+    use crate::h1_conn::Drain;
+
+    const ANSWER: usize = 3_000_000;
+
+    /// An answer hyper has taken whole (its body dropped, so nothing is "in flight") but
+    /// cannot send while the client does not read: sweeps must not park the connection,
+    /// or the unsent bytes would be lost. Small socket buffers on both sides, so that
+    /// most of the answer waits in hyper's queue.
+    #[tokio::test]
+    async fn an_answer_waiting_to_be_sent_is_not_parked() {
+        let sock = TcpSocket::new_v4().expect("socket");
+        sock.set_send_buffer_size(4096).expect("sndbuf"); // inherited by accepted sockets
+        sock.bind("127.0.0.1:0".parse().expect("addr"))
+            .expect("bind");
+        let listener: TcpListener = sock.listen(16).expect("listen");
+        let addr = listener.local_addr().expect("addr");
+        let drain = Drain::new();
+        let watcher = drain.watcher(false);
+        let sweeper = drain.sweeper();
+        let caps = ConnLimits::new(16, 0);
+        let permit = caps.admit(addr.ip()).expect("permit");
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.expect("accept");
+            let svc = service_fn(|_req| async {
+                Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(vec![
+                    b'x';
+                    ANSWER
+                ]))))
+            });
+            let builder = http1::Builder::new();
+            // Never "busy": only the unsent bytes may keep the connection from a park.
+            let _ = serve_parking(
+                &builder,
+                stream,
+                svc,
+                watcher,
+                || false,
+                Duration::from_secs(30),
+                &permit,
+            )
+            .await;
+        });
+        let client = TcpSocket::new_v4().expect("socket");
+        client.set_recv_buffer_size(4096).expect("rcvbuf");
+        let mut s = client.connect(addr).await.expect("connect");
+        s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .expect("write");
+        // Read a little, then stop reading while sweeps go by.
+        let mut first = [0u8; 1024];
+        let n = s.read(&mut first).await.expect("read");
+        assert!(first[..n].starts_with(b"HTTP/1.1 200"));
+        for _ in 0..5 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            sweeper.sweep();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(caps.parked(), 0, "parked with an answer still to send");
+        let mut buf = vec![0u8; 64 * 1024];
+        let head_end = first[..n]
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(n, |i| i + 4);
+        let mut body = n - head_end;
+        while body < ANSWER {
+            let r = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await;
+            let Ok(Ok(k)) = r else { break };
+            if k == 0 {
+                break;
+            }
+            body += k;
+        }
+        assert_eq!(body, ANSWER, "the whole answer after the pause");
+        drop(s);
+        server.abort();
+    }
+}
