@@ -98,9 +98,7 @@ for p in "$on_port" "$off_port" "$roll_port"; do
   [ "$code" = 200 ] || { echo "secured API with the token answered $code" >&2; exit 1; }
 done
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
-to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us/,"",v); print v+0} else if (v ~ /ms$/) {sub(/ms/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s/,"",v); print v*1000000} else print v }'; }
 run_one() { # url gateway-pid -> "rps p50us p99us cpu_us_per_req non2xx requests"
   local url=$1 pid=$2 before after reqs
   before=$(cpu_ticks "$pid")

@@ -34,8 +34,6 @@ ncpu=$(nproc)
 proxy_cores() { seq -s, $((ncpu - $1)) $((ncpu - 1)); }
 load_cores() { if [ "$1" -ge "$ncpu" ]; then seq -s, 0 $((ncpu - 1)); else seq -s, 0 $((ncpu - $1 - 1)); fi; }
 count() { echo "$1" | tr ',' '\n' | wc -l; }
-cpu_ticks() { local t=0; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
-to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us$/,"",v); print v} else if (v ~ /ms$/) {sub(/ms$/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s$/,"",v); print v*1000000} else print v }'; }
 
 echo_port=$(free_port)
 cat >"$work/apis.yaml" <<YAML

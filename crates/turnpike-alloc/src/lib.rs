@@ -4,8 +4,9 @@
 //! mimalloc hands the pages it no longer uses back to the OS lazily, during later
 //! allocation work. A gateway that just parked thousands of idle connections (freeing
 //! their buffers) and then has nothing to do never does that work, so the freed memory
-//! would stay resident. The binary calls [`return_free_memory`] when a runtime thread
-//! goes idle, at most once per release epoch the gateway moves.
+//! would stay resident. The gateway's park sweep calls [`return_free_memory`] when it
+//! parked connections, and the binary's idle workers (multi-threaded runtime) once per
+//! release epoch the gateway moves.
 
 #![allow(unsafe_code)]
 

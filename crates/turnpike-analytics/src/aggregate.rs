@@ -1,10 +1,11 @@
-//! Rollups made in the gateway: each request's [`Facts`] are folded into per-minute
+//! Rollups made in the gateway: each request's facts (`Facts`) are folded into per-minute
 //! sums (the store's [`Row`]s) instead of formatting an event, on the request path when
-//! the worker's aggregator is free and from a queued [`Record`] otherwise
+//! the worker's aggregator is free and from a queued [`Record`](crate::event::Record) otherwise
 //! (`pipeline.rs`); the rows go to the sink every shipping interval. A request then costs
 //! a hash lookup (none for a run of one key); the rows shipped per interval are as many
-//! as the distinct keys seen, not the requests. Rows of the same key add up wherever they meet (a later interval,
-//! the store), so a minute shipped in several pieces sums to the same row.
+//! as the distinct keys seen, not the requests. Rows of the same key add up wherever
+//! they meet (a later interval, the store), so a minute shipped in several pieces sums
+//! to the same row.
 //!
 //! Keys are looked up without allocating: the application id by `&str`, the rest by
 //! the identity of the snapshot's shared labels (`Arc` pointers, kept alive by the

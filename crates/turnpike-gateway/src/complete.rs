@@ -79,9 +79,7 @@ pub(crate) struct Finisher {
 
 impl Finisher {
     /// `declared`: the request body's length when known before reading it (hyper's
-    /// exact size hint: `Content-Length`, or 0 without a body). Inlined: the context is
-    /// then moved once, into the box.
-    #[inline(always)]
+    /// exact size hint: `Content-Length`, or 0 without a body).
     pub(crate) fn new(
         conn: &Arc<ConnCtx>,
         api: Option<Arc<CompiledApi>>,
