@@ -44,10 +44,11 @@ pub(crate) enum Upstream {
 }
 
 /// Picks endpoints round robin, failing over to the next one when connecting fails.
+/// (One async level: every level a request's future nests is copied as it starts.)
 pub(crate) async fn forward(
     shared: &Shared,
     api: &CompiledApi,
-    parts: request::Parts,
+    mut parts: request::Parts,
     mut body: RequestBody,
     target: &UpstreamTarget,
     fwd: &headers::Forwarded<'_>,
@@ -55,32 +56,6 @@ pub(crate) async fn forward(
     // A body still arriving: how it ends decides who a timeout blames, and whether an
     // early upstream answer may pass (not when the body then broke its limit).
     let watch = (!body.is_end_stream()).then(|| body.watch());
-    forward_watched(shared, api, parts, body, target, fwd, watch.as_ref())
-        .await
-        .map_err(|e| blame_the_body(e, watch.as_ref()))
-}
-
-/// A response timeout while the client was still sending its body is the client's
-/// (408), not the upstream's (504).
-fn blame_the_body(e: GatewayError, watch: Option<&BodyWatch>) -> GatewayError {
-    let still_sending = watch.is_some_and(BodyWatch::waiting_for_client);
-    if e.kind == ErrorKind::UpstreamResponseTimeout && still_sending {
-        let mut e = GatewayError::with_source(ErrorKind::RequestTimeout, e);
-        e.detail = Some("the request body was not received in time".into());
-        return e;
-    }
-    e
-}
-
-async fn forward_watched(
-    shared: &Shared,
-    api: &CompiledApi,
-    mut parts: request::Parts,
-    body: RequestBody,
-    target: &UpstreamTarget,
-    fwd: &headers::Forwarded<'_>,
-    watch: Option<&BodyWatch>,
-) -> Result<Upstream, GatewayError> {
     let n = api.endpoints.len();
     if n == 0 {
         return Err(GatewayError::new(ErrorKind::NoEndpoint));
@@ -117,7 +92,10 @@ async fn forward_watched(
                     let fut = h1::exchange(pool, conn, parts, body, path);
                     return match tokio::time::timeout(api.response_timeout, fut).await {
                         Ok(r) => r.map(Upstream::Direct),
-                        Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
+                        Err(_) => Err(blame_the_body(
+                            GatewayError::new(ErrorKind::UpstreamResponseTimeout),
+                            watch.as_ref(),
+                        )),
                     };
                 }
                 Err(e) => {
@@ -138,9 +116,10 @@ async fn forward_watched(
             Ok(conn) => {
                 let pq = path_and_query(target, ep)?;
                 let req = build_request(parts, body, pq);
-                return Box::pin(send(pool, conn, req, api, watch))
+                return Box::pin(send(pool, conn, req, api, watch.as_ref()))
                     .await
-                    .map(|(r, p)| Upstream::Hyper(r, p));
+                    .map(|(r, p)| Upstream::Hyper(r, p))
+                    .map_err(|e| blame_the_body(e, watch.as_ref()));
             }
             Err(e) => {
                 endpoint_failed(api, ep, &e);
@@ -149,6 +128,18 @@ async fn forward_watched(
         }
     }
     Err(last_err)
+}
+
+/// A response timeout while the client was still sending its body is the client's
+/// (408), not the upstream's (504).
+fn blame_the_body(e: GatewayError, watch: Option<&BodyWatch>) -> GatewayError {
+    let still_sending = watch.is_some_and(BodyWatch::waiting_for_client);
+    if e.kind == ErrorKind::UpstreamResponseTimeout && still_sending {
+        let mut e = GatewayError::with_source(ErrorKind::RequestTimeout, e);
+        e.detail = Some("the request body was not received in time".into());
+        return e;
+    }
+    e
 }
 
 /// Logs a failed connect, at most once a second (the error table logs the request's

@@ -29,10 +29,13 @@ use crate::error::{ErrorKind, GatewayError};
 use crate::forward::{forward, Upstream};
 use crate::headers::{self, X_REQUEST_ID};
 use crate::metrics::GatewayMetrics;
+use crate::park::HeldBody;
 use crate::upstream::Upstreams;
 
 /// State shared by every connection of a gateway.
 pub struct Shared {
+    /// Draining: each HTTP/1.x answer then closes its connection.
+    pub health: Arc<crate::health::Health>,
     pub snapshots: Arc<ArcSwap<Snapshot>>,
     pub upstreams: Upstreams,
     pub access_log: Option<Arc<AccessLog>>,
@@ -53,11 +56,25 @@ pub struct ConnCtx {
     pub https: bool,
 }
 
-/// The service of every connection.
+/// The service of every connection: what HTTP forbids is refused first (`edge.rs`),
+/// then route, the API's chain and the upstream exchange. While draining, each
+/// HTTP/1.x answer closes its connection, so a balancer's pooled connections leave this
+/// gateway before it stops accepting. The response body holds the connection's context
+/// until hyper is done with it (what the park sweep reads as "in flight").
+///
+/// The steps before and after the exchange are plain functions: each async level a
+/// request's future nests is a copy of the whole future below it as it starts.
 pub async fn handle(
-    conn: &Arc<ConnCtx>,
+    conn: Arc<ConnCtx>,
     req: Request<Incoming>,
-) -> Result<Response<GatewayBody>, Infallible> {
+) -> Result<Response<HeldBody<GatewayBody, Arc<ConnCtx>>>, Infallible> {
+    if let Err(e) = crate::edge::check(&req) {
+        let id = headers::next_request_id();
+        let mut resp = e.into_response(&id).map(GatewayBody::full);
+        resp.headers_mut().insert(X_REQUEST_ID.clone(), id);
+        return Ok(resp.map(|b| HeldBody::new(b, conn)));
+    }
+    let h1 = req.version() < Version::HTTP_2;
     let (mut parts, body) = req.into_parts();
     let request_id = headers::request_id(&mut parts.headers);
     let shared = &conn.shared;
@@ -68,11 +85,52 @@ pub async fn handle(
     let routed =
         normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts, observed));
     let mut resp = match routed {
-        Ok(routed) => run(conn, routed, parts, body, request_id.clone(), observed).await,
-        Err(e) => unrouted(conn, parts, e, request_id.clone(), observed),
+        Ok(routed) => {
+            let Routed {
+                api,
+                target,
+                refuse,
+                resource,
+                snapshot_version,
+            } = routed;
+            let mut ctx = RequestCtx::new(request_id.clone(), conn.client, conn.https, target);
+            ctx.resource = resource;
+            ctx.snapshot_version = snapshot_version;
+            ctx.trace = trace_context(&conn, &parts);
+            // Without anything to tell at the end (the fast path) the context stays in
+            // this future; otherwise it is boxed in the finisher, whose drop still
+            // reports the request (aborted) if the client goes away before the head.
+            let mut finisher = None;
+            let mut bare = None;
+            let (ctx, marks) = if observed || api.chain.hooks().contains(Hooks::COMPLETE) {
+                let declared = hyper::body::Body::size_hint(&body).exact();
+                let f = finisher.insert(Finisher::new(
+                    &conn,
+                    Some(api.clone()),
+                    ctx,
+                    &parts,
+                    declared,
+                ));
+                let (ctx, marks) = f.parts();
+                (ctx, Some(marks))
+            } else {
+                (bare.insert(ctx), None)
+            };
+            let (mut resp, failed) = exchange(&conn, &api, ctx, marks, parts, body, refuse).await;
+            if let Some(mut f) = finisher {
+                f.responded(resp.status(), failed);
+                resp.body_mut().finish_with(f);
+            }
+            resp
+        }
+        Err(e) => unrouted(&conn, parts, e, request_id.clone(), observed),
     };
     resp.headers_mut().insert(X_REQUEST_ID.clone(), request_id);
-    Ok(resp)
+    if h1 && shared.health.is_draining() {
+        resp.headers_mut()
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    Ok(resp.map(|b| HeldBody::new(b, conn)))
 }
 
 /// The routing result: the API, where its upstream path is, and the refusal routing
@@ -201,44 +259,6 @@ fn unrouted(
         f.responded(resp.status(), Some(kind));
         resp.body_mut().finish_with(f);
     }
-    resp
-}
-
-/// A routed request: the chain around the upstream exchange.
-async fn run(
-    conn: &Arc<ConnCtx>,
-    routed: Routed,
-    parts: request::Parts,
-    body: Incoming,
-    request_id: HeaderValue,
-    observed: bool,
-) -> Response<GatewayBody> {
-    let Routed {
-        api,
-        target,
-        refuse,
-        resource,
-        snapshot_version,
-    } = routed;
-    let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
-    ctx.resource = resource;
-    ctx.snapshot_version = snapshot_version;
-    ctx.trace = trace_context(conn, &parts);
-    if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
-        // The fast path: nothing to tell at the end, the context stays on the stack.
-        let mut ctx = ctx;
-        return exchange(conn, &api, &mut ctx, None, parts, body, refuse)
-            .await
-            .0;
-    }
-    // Boxed with the context: if the client goes away before the response head, the
-    // finisher's drop still reports the request (aborted).
-    let declared = hyper::body::Body::size_hint(&body).exact();
-    let mut f = Finisher::new(conn, Some(api.clone()), ctx, &parts, declared);
-    let (ctx, marks) = f.parts();
-    let (mut resp, failed) = exchange(conn, &api, ctx, Some(marks), parts, body, refuse).await;
-    f.responded(resp.status(), failed);
-    resp.body_mut().finish_with(f);
     resp
 }
 

@@ -23,7 +23,6 @@ use tokio::task::JoinHandle;
 use turnpike_config::Snapshot;
 
 use crate::access_log::{AccessLog, AccessLogTarget};
-use crate::body::GatewayBody;
 use crate::conn_limit::{ConnLimits, ConnPermit};
 use crate::h1_conn::{self, Drain};
 use crate::headers;
@@ -31,7 +30,7 @@ use crate::health::Health;
 use crate::idle::{watch_idle, ActivityIo};
 use crate::log_limit::LogLimit;
 use crate::metrics::GatewayMetrics;
-use crate::park::{self, HeldBody};
+use crate::park;
 use crate::proxy::{self, ConnCtx, Shared};
 use crate::tls::{self, TlsError, TlsSource};
 use crate::upstream::Upstreams;
@@ -202,7 +201,9 @@ impl GatewayBuilder {
             Some(t) => Some(AccessLog::start(t.clone()).map_err(ServeError::AccessLog)?),
             None => None,
         };
+        let health = self.health.unwrap_or_else(|| Health::new(true));
         let shared = Arc::new(Shared {
+            health: health.clone(),
             snapshots: self
                 .snapshots
                 .unwrap_or_else(|| Arc::new(ArcSwap::from_pointee(Snapshot::default()))),
@@ -220,7 +221,7 @@ impl GatewayBuilder {
             shared,
             caps: ConnLimits::new(s.max_connections, s.max_connections_per_ip),
             settings: s,
-            health: self.health.unwrap_or_else(|| Health::new(true)),
+            health,
         })
     }
 
@@ -307,7 +308,7 @@ impl BoundGateway {
     ) -> Result<(), ServeError> {
         let graceful = Arc::new(Drain::new());
         let (stop_tx, stop_rx) = watch::channel(false);
-        let limits = Arc::new(Protocols::new(&self.settings, self.health.clone()));
+        let limits = Arc::new(Protocols::new(&self.settings));
         let caps = self.caps.clone();
         let _sweeps = sweep(&graceful, &caps, self.settings.park_after);
         let mut loops: Vec<JoinHandle<()>> = Vec::new();
@@ -424,11 +425,10 @@ struct Protocols {
     idle_timeout: Duration,
     /// Plain HTTP/1.1 connections are parked when idle (`park_after` not zero).
     parking: bool,
-    health: Arc<Health>,
 }
 
 impl Protocols {
-    fn new(s: &ServerSettings, health: Arc<Health>) -> Self {
+    fn new(s: &ServerSettings) -> Self {
         let mut h1 = http1::Builder::new();
         // half_close: a client that shuts its write side once it sent a whole request
         // (a chunked body, say) still gets its answer (found by tests/hostile.rs).
@@ -448,7 +448,6 @@ impl Protocols {
             handshake_timeout: s.header_read_timeout,
             idle_timeout: s.idle_timeout,
             parking: !s.park_after.is_zero(),
-            health,
         }
     }
 }
@@ -505,11 +504,10 @@ async fn accept_loop(
         let protocols = protocols.clone();
         match &tls {
             None => {
-                let health = protocols.health.clone();
                 // The service's and this task's references: more means a request (or
                 // its response body) in flight.
                 let probe = ctx.clone();
-                let svc = service_fn(move |req| serve_request(ctx.clone(), health.clone(), req));
+                let svc = service_fn(move |req| proxy::handle(ctx.clone(), req));
                 tokio::spawn(async move {
                     let h1 = &protocols.h1;
                     let served = if protocols.parking {
@@ -558,8 +556,7 @@ async fn serve_tls(
         }
     };
     let is_h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-    let health = protocols.health.clone();
-    let svc = service_fn(move |req| serve_request(ctx.clone(), health.clone(), req));
+    let svc = service_fn(move |req| proxy::handle(ctx.clone(), req));
     let result = if is_h2 {
         let (io, activity) = ActivityIo::new(tls);
         let conn = protocols.h2.serve_connection(TokioIo::new(io), svc);
@@ -572,33 +569,6 @@ async fn serve_tls(
     if let Err(e) = result {
         log_conn_error(&e, peer);
     }
-}
-
-/// The service of every connection: what HTTP forbids is refused first (`edge.rs`);
-/// while draining, each HTTP/1.x answer closes its connection, so a balancer's pooled
-/// connections leave this gateway before it stops accepting.
-/// The response body holds the connection's context until hyper is done with it (what
-/// the park sweep reads as "in flight").
-async fn serve_request(
-    ctx: Arc<ConnCtx>,
-    health: Arc<Health>,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Response<HeldBody<GatewayBody, Arc<ConnCtx>>>, std::convert::Infallible> {
-    if let Err(e) = crate::edge::check(&req) {
-        let id = headers::next_request_id();
-        let mut resp = e.into_response(&id).map(GatewayBody::full);
-        resp.headers_mut().insert(headers::X_REQUEST_ID.clone(), id);
-        return Ok(resp.map(|b| HeldBody::new(b, ctx)));
-    }
-    let h1 = req.version() < http::Version::HTTP_2;
-    let mut resp = proxy::handle(&ctx, req).await?;
-    if h1 && health.is_draining() {
-        resp.headers_mut().insert(
-            http::header::CONNECTION,
-            http::HeaderValue::from_static("close"),
-        );
-    }
-    Ok(resp.map(|b| HeldBody::new(b, ctx)))
 }
 
 /// Wakes every connection once per `every` to park the idle ones (none when zero), and
