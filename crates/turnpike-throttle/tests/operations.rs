@@ -27,32 +27,37 @@ fn each_operation_counts_on_its_own_and_a_refusal_debits_none() {
     let f = facts("/sw/v1");
     let both = [("query:hero", "Two"), ("query:droid", "Three")];
     for left in [1, 0] {
-        let d = t.check_operations(&f, &both, T0);
-        assert!(d.allowed);
+        let (d, refused) = t.check_operations(&f, &both, T0);
+        assert!(d.allowed && refused.is_none());
         assert_eq!(
             (d.limit, d.remaining),
             (2, left),
             "the least left is hero's"
         );
     }
-    let d = t.check_operations(&f, &both, T0);
+    let (d, refused) = t.check_operations(&f, &both, T0);
     assert!(!d.allowed, "hero's 2 per minute are spent");
+    assert_eq!(refused, Some(0));
     assert_eq!(t.policy_name(d.rule.expect("rule")), "Two");
     assert!(d.retry_after.is_some());
     // droid took 2 of 3: the refused request gave its take back, so one more passes.
     let droid = [("query:droid", "Three")];
-    assert!(t.check_operations(&f, &droid, T0).allowed);
-    assert!(!t.check_operations(&f, &droid, T0).allowed);
+    assert!(t.check_operations(&f, &droid, T0).0.allowed);
+    assert!(!t.check_operations(&f, &droid, T0).0.allowed);
     // Another API's operation of the same name has its own counter.
-    assert!(t.check_operations(&facts("/other/v1"), &droid, T0).allowed);
+    assert!(
+        t.check_operations(&facts("/other/v1"), &droid, T0)
+            .0
+            .allowed
+    );
     // The next window starts afresh.
     let later = UnixNanos::from_secs(1_704_067_200 + 60);
-    assert!(t.check_operations(&f, &both, later).allowed);
+    assert!(t.check_operations(&f, &both, later).0.allowed);
 }
 
 #[test]
 fn no_operations_means_no_limit() {
-    let d = throttler().check_operations(&facts("/sw/v1"), &[], T0);
+    let (d, _) = throttler().check_operations(&facts("/sw/v1"), &[], T0);
     assert!(d.allowed);
     assert_eq!(d.rule, None);
 }
