@@ -15,7 +15,7 @@ use http::{request, Response, StatusCode};
 use turnpike_model::graphql::{GraphqlSpec, OperationType};
 use turnpike_model::throttling::HeaderStyle;
 use turnpike_policy::RequestCtx;
-use turnpike_throttle::{Lookup, RequestFacts, SystemClock, Throttler};
+use turnpike_throttle::{Clock, Lookup, RequestFacts, SystemClock, Throttler};
 
 use crate::analysis::{OperationKind, RootField};
 use crate::error::{errors_body, ErrorCode, GraphqlError};
@@ -115,8 +115,9 @@ impl OperationThrottle {
             lookup: &lookup,
             ..RequestFacts::new(&self.api_id, ctx.client.ip())
         };
-        let now = turnpike_throttle::Clock::now(&SystemClock);
-        let (d, index) = self.throttler.check_operations(&facts, &called, now);
+        let (d, index) = self
+            .throttler
+            .check_operations(&facts, &called, SystemClock.now());
         if d.allowed {
             return None;
         }
