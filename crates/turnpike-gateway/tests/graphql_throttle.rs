@@ -3,8 +3,9 @@
 //! refused at its 4th call with 429, a GraphQL `errors[]` body and the RateLimit and
 //! Retry-After headers, while another operation of the same API still passes; a query
 //! mixing the throttled and an unthrottled operation is refused whole once over (and
-//! debits nothing of the other throttled operation it calls); an unknown policy name is
-//! a compile problem with its path.
+//! debits nothing of the other throttled operation it calls); with an API-level policy
+//! too, both count (the API's first, in the throttle step, then the operation's); an
+//! unknown policy name is a compile problem with its path.
 
 mod support;
 
@@ -147,6 +148,40 @@ async fn a_query_mixing_a_throttled_and_an_open_operation_is_refused_whole() {
             .0,
         429
     );
+}
+
+#[tokio::test]
+async fn an_api_level_policy_and_an_operations_policy_both_count() {
+    let up = graphql_echo().await;
+    // The API itself: 5 per minute (FivePerMin), hero 3 (ThreePerMin).
+    let yaml = file("swd", up, "Unlimited").replace(
+        "    graphql:\n",
+        "    throttling: FivePerMin\n    graphql:\n",
+    );
+    let gw = gateway(&yaml).await;
+    for _ in 0..3 {
+        assert_eq!(
+            status(&gw, "/swd/v1/graphql", "{ hero { name } }").await.0,
+            200
+        );
+    }
+    let (s, v) = status(&gw, "/swd/v1/graphql", "{ hero { name } }").await;
+    assert_eq!(
+        (s, v["errors"][0]["extensions"]["code"].as_str()),
+        (429, Some("THROTTLED")),
+        "{v}"
+    );
+    // The API-level count took that refused request too (it ran first): one droid left.
+    assert_eq!(
+        status(&gw, "/swd/v1/graphql", "{ droid(id: 1) { name } }")
+            .await
+            .0,
+        200
+    );
+    let (s, v) = status(&gw, "/swd/v1/graphql", "{ droid(id: 1) { name } }").await;
+    assert_eq!(s, 429, "{v}");
+    assert_eq!(v["code"], "throttled", "the gateway's table error: {v}");
+    assert_eq!(v["policy"], "FivePerMin", "{v}");
 }
 
 #[test]
