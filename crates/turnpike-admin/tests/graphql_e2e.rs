@@ -4,7 +4,8 @@
 //! per root field; once published and subscribed, the gateway forwards valid queries,
 //! answers invalid and too-deep ones with `errors[]` without forwarding them, and holds
 //! the per-operation scopes set through the API; the explain endpoint answers depth and
-//! cost.
+//! cost. An operation's throttling policy set through the API round-trips and is enforced
+//! by the gateway (429 with `errors[]` at the 4th call of a 3-per-minute operation).
 
 mod km_support;
 
@@ -180,4 +181,105 @@ async fn an_imported_schema_is_enforced_by_the_gateway_and_explained() {
         .await;
     assert_eq!(unknown.status, 400, "{}", unknown.json);
     assert_eq!(unknown.json["errors"][0]["field"], "query");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operations_throttling_set_through_the_api_is_enforced_by_the_gateway() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let backend = turnpike_bench::graphql_echo::GraphqlBackend::new(None).expect("backend");
+    let echo = turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
+        graphql: Some(Arc::new(backend)),
+        ..Default::default()
+    })
+    .await
+    .expect("echo");
+    let cp = control_plane(false).await;
+    let (_g, follower, gw) = gateway(cp.addr, dir.path()).await;
+    cp.ok(
+        Method::POST,
+        "/api/am/admin/v1/throttling/policies/advanced",
+        Auth::Basic("admin"),
+        Some(json!({"name": "ThreePerMin", "requestCount": 3, "unitSeconds": 60})),
+    )
+    .await;
+    let props = json!({
+        "name": "StarWars", "context": "/sw", "version": "v1",
+        "endpoints": [format!("http://{echo}/graphql")]
+    });
+    let created = import(&cp, SDL, props).await;
+    assert_eq!(created.status, 201, "{}", created.json);
+    let id = created.json["id"].as_str().expect("id").to_string();
+    let mut graphql = created.json["graphql"].clone();
+    let set = |graphql: &mut Value, policy: &str| {
+        for op in graphql["operations"].as_array_mut().expect("ops") {
+            if op["name"] == "hero" && op["type"] == "query" {
+                op["throttling"] = json!(policy);
+            }
+        }
+    };
+    set(&mut graphql, "NoSuchPolicy");
+    let unknown = cp
+        .call(
+            Method::PATCH,
+            &format!("{APIS}/{id}"),
+            Auth::Basic("pub"),
+            Some(json!({ "graphql": graphql })),
+        )
+        .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.json);
+    assert!(
+        unknown.json.to_string().contains("NoSuchPolicy"),
+        "{}",
+        unknown.json
+    );
+    set(&mut graphql, "ThreePerMin");
+    cp.ok(
+        Method::PATCH,
+        &format!("{APIS}/{id}"),
+        Auth::Basic("pub"),
+        Some(json!({ "graphql": graphql })),
+    )
+    .await;
+    let read = cp
+        .ok(
+            Method::GET,
+            &format!("{APIS}/{id}"),
+            Auth::Basic("pub"),
+            None,
+        )
+        .await;
+    let hero = read["graphql"]["operations"]
+        .as_array()
+        .and_then(|ops| ops.iter().find(|o| o["name"] == "hero").cloned())
+        .unwrap_or(Value::Null);
+    assert_eq!(hero["throttling"], "ThreePerMin", "round-trips: {read}");
+
+    cp.ok(
+        Method::POST,
+        &format!("{APIS}/change-lifecycle?apiId={id}&action=Publish"),
+        Auth::Basic("pub"),
+        None,
+    )
+    .await;
+    let (_, ck, cs) = cp.subscribed_app("sub", &id, json!({})).await;
+    let token = cp.app_token(&ck, &cs, None).await;
+    converge(&follower, cp.version().await, CONVERGE).await;
+
+    for i in 0..3 {
+        let ok = query(gw, &token, "{ hero { name } }").await;
+        assert_eq!(ok.status, 200, "call {i}: {}", ok.json);
+    }
+    let refused = query(gw, &token, "{ hero { name } }").await;
+    assert_eq!(refused.status, 429, "{}", refused.json);
+    assert_eq!(
+        refused.json["errors"][0]["extensions"]["code"], "THROTTLED",
+        "{}",
+        refused.json
+    );
+    let other = query(gw, &token, "{ droid(id: 1) { name } }").await;
+    assert_eq!(
+        other.status, 200,
+        "another operation passes: {}",
+        other.json
+    );
 }

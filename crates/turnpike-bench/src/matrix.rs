@@ -5,7 +5,10 @@
 //! gateway (sampling the gateway's RSS and CPU). Results go to `DIR/results.json` after every
 //! run, so an interrupted matrix still leaves a report; the report is written at the end.
 //! Against a remote deployment, `--echo-url` and `--gateway-url` replace the child processes
-//! (delays then travel as the echo's `?delay_ms=` control).
+//! (delays then travel as the echo's `?delay_ms=` control). A plan with the `graphql`
+//! scenario also gets `turnpike echo --graphql` and, in the gateway, a secured GRAPHQL API
+//! over it (`/starwars/v1`, the bundled Star Wars schema); its cells need the matrix's own
+//! echo and gateway.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -77,6 +80,9 @@ pub struct Cell {
     pub users: usize,
     pub size: usize,
     pub delay_ms: u64,
+    /// WSO2's query (1-3) of a GraphQL cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graphql_query: Option<u8>,
     /// Why the run did not happen.
     pub skipped: Option<String>,
     pub result: Option<RunResult>,
@@ -136,18 +142,16 @@ impl Drop for Proc {
     }
 }
 
-/// Starts `turnpike echo --port 0 --delay-ms D` and reads its address from stdout.
-async fn start_echo(exe: &Path, delay_ms: u64) -> Result<(Proc, String), BenchError> {
+/// Starts `turnpike echo --soap --port 0 --delay-ms D` (`--graphql` instead of `--soap`
+/// when `graphql`) and reads its address from stdout.
+async fn start_echo(
+    exe: &Path,
+    delay_ms: u64,
+    graphql: bool,
+) -> Result<(Proc, String), BenchError> {
+    let kind = if graphql { "--graphql" } else { "--soap" };
     let mut child = Command::new(exe)
-        .args([
-            "--log",
-            "warn",
-            "echo",
-            "--soap",
-            "--port",
-            "0",
-            "--delay-ms",
-        ])
+        .args(["--log", "warn", "echo", kind, "--port", "0", "--delay-ms"])
         .arg(delay_ms.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -196,8 +200,39 @@ pub const TRANSFORMATION_JQ: &str = "{data: {payload: .p, length: (.p | length)}
 /// service as a SOAP pass-through API and `/soaprest/v1` the same service published as
 /// REST (both from the WSDL `turnpike echo --soap` serves).
 pub fn gateway_config(echo_url: &str) -> String {
+    gateway_config_with(echo_url, None)
+}
+
+/// [`gateway_config`], plus, with `graphql_url` (a `turnpike echo --graphql`), the
+/// `graphql` scenario's API: `/starwars/v1`, secured like `/secured/v1` (the bench API
+/// key, an Unlimited subscription), the bundled Star Wars schema with the limits
+/// bench/graphql.sh uses (depth 15, complexity 5000: WSO2's three queries pass).
+pub fn gateway_config_with(echo_url: &str, graphql_url: Option<&str>) -> String {
     // A JSON string is a valid YAML double-quoted scalar: the WSDL goes inline.
     let wsdl = serde_json::Value::String(crate::echo_soap::WSDL.to_owned()).to_string();
+    let (graphql_sub, graphql_api) = match graphql_url {
+        Some(url) => {
+            let schema = serde_json::Value::String(crate::graphql_echo::STARWARS_SCHEMA.to_owned())
+                .to_string();
+            (
+                "\n    - { api: /starwars/v1, application: bench, state: ACTIVE, tier: Unlimited }",
+                format!(
+                    r#"  - name: starwars
+    context: /starwars
+    version: v1
+    endpoints: ["{url}"]
+    auth: {{ oauth2: false, api_key: true }}
+    resources:
+      - {{ path: "/*", methods: [GET, POST] }}
+    graphql:
+      limits: {{ max_depth: 15, max_complexity: 5000 }}
+      schema: {schema}
+"#
+                ),
+            )
+        }
+        None => ("", String::new()),
+    };
     format!(
         r#"# Written by `turnpike bench matrix`.
 security:
@@ -205,7 +240,7 @@ security:
     # SHA-256 of "{BENCH_API_KEY}"
     - {{ sha256: "28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef", application: bench, subscriber: bench }}
   subscriptions:
-    - {{ api: /secured/v1, application: bench, state: ACTIVE, tier: Unlimited }}
+    - {{ api: /secured/v1, application: bench, state: ACTIVE, tier: Unlimited }}{graphql_sub}
 apis:
   - name: echo
     context: /echo
@@ -237,7 +272,7 @@ apis:
     version: v1
     endpoints: ["{echo_url}/soap"]
     soap: {{ type: SOAP_TO_REST, port: Echo12, wsdl: {wsdl} }}
-"#
+{graphql_api}"#
     )
 }
 
@@ -256,6 +291,7 @@ fn scenario_base(echo_api: &str, scenario: Option<Scenario>) -> Option<String> {
         Some(Scenario::SecuredPassthrough) => sibling("/secured/v1"),
         Some(Scenario::SoapProxy) => sibling("/soap/v1"),
         Some(Scenario::SoapToRest) => sibling("/soaprest/v1/echo"),
+        Some(Scenario::Graphql) => sibling("/starwars/v1/graphql"),
         _ => Some(echo_api.to_owned()),
     }
 }
@@ -264,19 +300,21 @@ fn scenario_base(echo_api: &str, scenario: Option<Scenario>) -> Option<String> {
 fn is_secured(scenario: Option<Scenario>) -> bool {
     matches!(
         scenario,
-        Some(Scenario::Transformation | Scenario::SecuredPassthrough)
+        Some(Scenario::Transformation | Scenario::SecuredPassthrough | Scenario::Graphql)
     )
 }
 
-/// Starts `turnpike gateway` routing /echo/v1 to `echo_url`; waits until it answers.
+/// Starts `turnpike gateway` routing /echo/v1 to `echo_url` (and /starwars/v1 to
+/// `graphql_url`); waits until it answers.
 async fn start_gateway(
     exe: &Path,
     echo_url: &str,
+    graphql_url: Option<&str>,
     dir: &Path,
     tag: &str,
 ) -> Result<(Proc, String), String> {
     let config = dir.join(format!("gateway-{tag}.yaml"));
-    std::fs::write(&config, gateway_config(echo_url))
+    std::fs::write(&config, gateway_config_with(echo_url, graphql_url))
         .map_err(|e| format!("writing {}: {e}", config.display()))?;
     let log_path = dir.join(format!("gateway-{tag}.log"));
     let log = std::fs::File::create(&log_path)
@@ -418,30 +456,40 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
         let (_echo, echo_base, delay_in_query) = match &args.echo_url {
             Some(url) => (None, url.trim_end_matches('/').to_owned(), true),
             None => {
-                let (p, url) = start_echo(&exe, delay).await?;
+                let (p, url) = start_echo(&exe, delay, false).await?;
                 (Some(p), url, false)
             }
         };
-        let (_gw, gateway): (Option<Proc>, Result<(String, Option<u32>), String>) =
-            if args.no_gateway {
-                (None, Err("--no-gateway given".into()))
-            } else if let Some(url) = &args.gateway_url {
-                (
-                    None,
-                    Ok((url.trim_end_matches('/').to_owned(), args.gateway_pid)),
-                )
-            } else {
-                match start_gateway(&exe, &echo_base, &args.out, &format!("delay-{delay}")).await {
-                    Ok((p, base)) => {
-                        let pid = p.pid();
-                        (Some(p), Ok((base, pid)))
-                    }
-                    Err(e) => {
-                        eprintln!("gateway unavailable for delay {delay} ms: {e}");
-                        (None, Err(format!("gateway unavailable: {e}")))
-                    }
+        let wants_graphql = plan.scenarios.contains(&Scenario::Graphql);
+        let (_graphql_echo, graphql_base) = match (&args.echo_url, wants_graphql) {
+            (None, true) => {
+                let (p, url) = start_echo(&exe, delay, true).await?;
+                (Some(p), Some(format!("{url}/graphql")))
+            }
+            _ => (None, None),
+        };
+        let (_gw, gateway): (Option<Proc>, Result<(String, Option<u32>), String>) = if args
+            .no_gateway
+        {
+            (None, Err("--no-gateway given".into()))
+        } else if let Some(url) = &args.gateway_url {
+            (
+                None,
+                Ok((url.trim_end_matches('/').to_owned(), args.gateway_pid)),
+            )
+        } else {
+            let tag = format!("delay-{delay}");
+            match start_gateway(&exe, &echo_base, graphql_base.as_deref(), &args.out, &tag).await {
+                Ok((p, base)) => {
+                    let pid = p.pid();
+                    (Some(p), Ok((base, pid)))
                 }
-            };
+                Err(e) => {
+                    eprintln!("gateway unavailable for delay {delay} ms: {e}");
+                    (None, Err(format!("gateway unavailable: {e}")))
+                }
+            }
+        };
         results.gateway = match (&gateway, &args.gateway_url) {
             (Ok(_), Some(url)) => url.clone(),
             (Ok(_), None) => "started by the matrix".into(),
@@ -455,9 +503,16 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
                 users: key.users,
                 size: key.size,
                 delay_ms: key.delay_ms,
+                graphql_query: key.graphql_query,
                 skipped: None,
                 result: None,
             };
+            if let Some(why) = graphql_unreachable(&key, &args, graphql_base.is_some()) {
+                cell.skipped = Some(why.to_owned());
+                results.cells.push(cell);
+                done += 1;
+                continue;
+            }
             let (base, pid) = match (
                 key.target,
                 key.scenario.and_then(|s| s.skip_reason()),
@@ -468,7 +523,10 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
                     results.cells.push(cell);
                     continue;
                 }
-                (Via::Direct, None, _) => (echo_base.clone(), None),
+                (Via::Direct, None, _) => match (key.graphql_query, &graphql_base) {
+                    (Some(_), Some(g)) => (g.clone(), None),
+                    _ => (echo_base.clone(), None),
+                },
                 (Via::Gateway, None, Ok((base, pid))) => match scenario_base(base, key.scenario) {
                     Some(b) => (b, *pid),
                     None => {
@@ -487,10 +545,14 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
                     continue;
                 }
             };
-            let (url, soap) = soap_target(&base, &key, delay_in_query);
+            let (url, soap) = match key.graphql_query {
+                // WSO2's query N POSTed to the base URL itself.
+                Some(_) => (base.clone(), None),
+                None => soap_target(&base, &key, delay_in_query),
+            };
             let mut run_args = RunArgs::closed(url, key.users, duration, warmup);
             run_args.method = Some(
-                if soap.is_some() || key.method == "SOAP" {
+                if soap.is_some() || matches!(key.method, "SOAP" | "GRAPHQL") {
                     "POST"
                 } else {
                     key.method
@@ -498,7 +560,9 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
                 .to_owned(),
             );
             run_args.soap = soap;
-            run_args.size = (key.method != "GET").then_some(key.size);
+            run_args.graphql = key.graphql_query;
+            run_args.size =
+                (key.method != "GET" && key.graphql_query.is_none()).then_some(key.size);
             run_args.threads = args.threads;
             run_args.pid = pid;
             run_args.insecure = args.insecure;
@@ -507,12 +571,14 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
                 run_args.headers = vec![format!("apikey: {BENCH_API_KEY}")];
             }
             let label = format!(
-                "{} {} users={} size={} delay={}ms",
+                "{} {}{} users={} size={} delay={}ms",
                 match key.target {
                     Via::Direct => "direct",
                     Via::Gateway => "gateway",
                 },
                 key.scenario.map_or(key.method, |s| s.name()),
+                key.graphql_query
+                    .map_or(String::new(), |q| format!(" q{q}")),
                 key.users,
                 key.size,
                 key.delay_ms
@@ -545,7 +611,10 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
         }
     }
     save(&args.out, &results)?;
-    for line in transformation_ratios(&results) {
+    for line in transformation_ratios(&results)
+        .into_iter()
+        .chain(crate::report::graphql::ratio_lines(&results))
+    {
         eprintln!("{line}");
     }
     let slos = crate::report::parse_slos(&args.slo)?;
@@ -590,6 +659,19 @@ pub fn transformation_ratios(results: &MatrixResults) -> Vec<String> {
         .collect()
 }
 
+/// Why a GraphQL run cannot happen here: its back end is the matrix's own `turnpike echo
+/// --graphql`, which a remote echo or gateway does not know. `None` for other runs.
+fn graphql_unreachable(key: &RunKey, args: &MatrixArgs, have_echo: bool) -> Option<&'static str> {
+    key.graphql_query?;
+    if !have_echo {
+        return Some("the graphql scenario needs the matrix's own `turnpike echo --graphql` (not with --echo-url)");
+    }
+    if key.target == Via::Gateway && args.gateway_url.is_some() {
+        return Some("the graphql scenario needs the matrix's own gateway (its /starwars/v1 API), not --gateway-url");
+    }
+    None
+}
+
 fn save(dir: &Path, results: &MatrixResults) -> Result<(), BenchError> {
     let path = dir.join("results.json");
     let json = serde_json::to_string_pretty(results)
@@ -610,6 +692,7 @@ mod tests {
             users: 1,
             size: 50,
             delay_ms,
+            graphql_query: None,
         }
     }
 
@@ -673,8 +756,34 @@ mod tests {
             .as_str()
             .expect("inline wsdl");
         assert_eq!(wsdl, crate::echo_soap::WSDL);
+        assert_eq!(
+            scenario_base("http://g:1/echo/v1", Some(Scenario::Graphql)).as_deref(),
+            Some("http://g:1/starwars/v1/graphql")
+        );
+        assert!(is_secured(Some(Scenario::Graphql)));
         assert!(is_secured(Some(Scenario::Transformation)));
         assert!(!is_secured(Some(Scenario::Passthrough)));
+    }
+
+    #[test]
+    fn the_graphql_api_is_added_only_with_a_graphql_back_end() {
+        let plain = gateway_config("http://127.0.0.1:9000");
+        assert!(!plain.contains("/starwars"));
+        let c = gateway_config_with(
+            "http://127.0.0.1:9000",
+            Some("http://127.0.0.1:9001/graphql"),
+        );
+        let file: serde_yaml::Value = serde_yaml::from_str(&c).expect("yaml");
+        let api = &file["apis"][4];
+        assert_eq!(api["context"].as_str(), Some("/starwars"));
+        assert_eq!(
+            api["graphql"]["schema"].as_str(),
+            Some(crate::graphql_echo::STARWARS_SCHEMA)
+        );
+        assert_eq!(
+            file["security"]["subscriptions"][1]["api"].as_str(),
+            Some("/starwars/v1")
+        );
     }
 
     #[test]

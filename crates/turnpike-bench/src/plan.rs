@@ -1,6 +1,7 @@
-//! Matrix plans: scenarios x users x message sizes x back-end delays, with per-plan warm-up
-//! and duration. Plans are data (YAML under `bench/plans/`, the bundled ones compiled in);
-//! this module parses and checks them and lists their cells in run order.
+//! Matrix plans: scenarios x users x message sizes x back-end delays (x WSO2's GraphQL
+//! queries for the `graphql` scenario), with per-plan warm-up and duration. Plans are data
+//! (YAML under `bench/plans/`, the bundled ones compiled in); this module parses and checks
+//! them and lists their cells in run order.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::BenchError;
 
 /// The bundled plans, by name.
-pub const BUNDLED: [(&str, &str); 4] = [
+pub const BUNDLED: [(&str, &str); 5] = [
     ("quick", include_str!("../../../bench/plans/quick.yaml")),
     (
         "seed-2.6",
@@ -23,6 +24,7 @@ pub const BUNDLED: [(&str, &str); 4] = [
         "coldfusion",
         include_str!("../../../bench/plans/coldfusion.yaml"),
     ),
+    ("graphql", include_str!("../../../bench/plans/graphql.yaml")),
 ];
 
 /// What traffic a cell sends, and through what.
@@ -42,7 +44,9 @@ pub enum Scenario {
     /// resource without the rewrite (the seeds' "Echo API", which is secured too): the
     /// reference `transformation` is compared with.
     SecuredPassthrough,
-    /// GraphQL queries with operation analysis.
+    /// WSO2's Star Wars GraphQL queries (the plan's `graphql_queries`) through a secured
+    /// GRAPHQL API (schema analysis, depth and complexity limits) to `turnpike echo
+    /// --graphql`; its baseline is the same query sent straight to that back end.
     Graphql,
     /// SOAP 1.2 proxy.
     SoapProxy,
@@ -71,21 +75,21 @@ impl Scenario {
             | Scenario::Get
             | Scenario::Post
             | Scenario::Transformation
-            | Scenario::SecuredPassthrough => None,
-            Scenario::Graphql => Some(
-                "needs GraphQL APIs in the gateway and `turnpike echo --graphql`, not built yet",
-            ),
+            | Scenario::SecuredPassthrough
+            | Scenario::Graphql => None,
             Scenario::SoapProxy | Scenario::SoapToRest => None,
         }
     }
 
-    /// What the scenario sends, which also names its direct baseline: `GET`, `POST`, or
+    /// What the scenario sends, which also names its direct baseline: `GET`, `POST`,
     /// `SOAP` (a SOAP 1.2 envelope POSTed to the echo's SOAP service; SOAP-to-REST sends
-    /// JSON to the gateway, which calls the same service).
+    /// JSON to the gateway, which calls the same service) or `GRAPHQL` (WSO2's query N
+    /// POSTed to `turnpike echo --graphql`).
     pub fn method(self) -> &'static str {
         match self {
             Scenario::Get => "GET",
             Scenario::SoapProxy | Scenario::SoapToRest => "SOAP",
+            Scenario::Graphql => "GRAPHQL",
             _ => "POST",
         }
     }
@@ -106,6 +110,15 @@ pub struct Plan {
     /// e.g. `10s`, `500ms`.
     pub warmup: String,
     pub duration: String,
+    /// WSO2's GraphQL queries (1-3) the `graphql` scenario runs, each its own cell (and
+    /// baseline); `[1]` when left out. GraphQL cells run at the first size only (a query's
+    /// size is its own).
+    #[serde(default = "default_graphql_queries")]
+    pub graphql_queries: Vec<u8>,
+}
+
+fn default_graphql_queries() -> Vec<u8> {
+    vec![1]
 }
 
 impl Plan {
@@ -148,6 +161,14 @@ impl Plan {
                 errors.push(format!("{field}: {e}"));
             }
         }
+        if plan.graphql_queries.is_empty()
+            || plan.graphql_queries.iter().any(|q| !(1..=3).contains(q))
+        {
+            errors.push(
+                "graphql_queries: must be a non-empty list of 1, 2 or 3 (WSO2's queries)"
+                    .to_owned(),
+            );
+        }
         if matches!(plan.duration(), Ok(d) if d.is_zero()) {
             errors.push("duration: must be above 0".to_owned());
         }
@@ -167,20 +188,30 @@ impl Plan {
     }
 
     /// The runs of the plan for one back-end delay, in order: for each users level and size,
-    /// the direct baselines its scenarios need (once per method), then the scenarios.
+    /// the direct baselines its scenarios need (once per method, and per GraphQL query),
+    /// then the scenarios (`graphql` once per query, at the first size only).
     pub fn runs_for_delay(&self, delay_ms: u64) -> Vec<RunKey> {
         let mut out = Vec::new();
         for &users in &self.users {
-            for &size in &self.sizes {
-                let mut methods: Vec<&'static str> = self
+            for (i, &size) in self.sizes.iter().enumerate() {
+                let runs = |s: Scenario| -> Vec<Option<u8>> {
+                    match s {
+                        Scenario::Graphql if i > 0 => Vec::new(),
+                        Scenario::Graphql => {
+                            self.graphql_queries.iter().map(|q| Some(*q)).collect()
+                        }
+                        _ => vec![None],
+                    }
+                };
+                let mut methods: Vec<(&'static str, Option<u8>)> = self
                     .scenarios
                     .iter()
                     .filter(|s| s.skip_reason().is_none())
-                    .map(|s| s.method())
+                    .flat_map(|&s| runs(s).into_iter().map(move |q| (s.method(), q)))
                     .collect();
                 methods.sort_unstable();
                 methods.dedup();
-                for method in methods {
+                for (method, graphql_query) in methods {
                     out.push(RunKey {
                         target: Via::Direct,
                         scenario: None,
@@ -188,17 +219,21 @@ impl Plan {
                         users,
                         size,
                         delay_ms,
+                        graphql_query,
                     });
                 }
                 for &s in &self.scenarios {
-                    out.push(RunKey {
-                        target: Via::Gateway,
-                        scenario: Some(s),
-                        method: s.method(),
-                        users,
-                        size,
-                        delay_ms,
-                    });
+                    for graphql_query in runs(s) {
+                        out.push(RunKey {
+                            target: Via::Gateway,
+                            scenario: Some(s),
+                            method: s.method(),
+                            users,
+                            size,
+                            delay_ms,
+                            graphql_query,
+                        });
+                    }
                 }
             }
         }
@@ -232,6 +267,8 @@ pub struct RunKey {
     pub users: usize,
     pub size: usize,
     pub delay_ms: u64,
+    /// WSO2's query (1-3) of a GraphQL run.
+    pub graphql_query: Option<u8>,
 }
 
 #[cfg(test)]
@@ -273,9 +310,53 @@ mod tests {
             .filter(|r| r.target == Via::Direct)
             .map(|r| r.method)
             .collect();
-        assert_eq!(direct, vec!["GET", "POST"]);
-        assert_eq!(runs.len(), 2 + 4);
+        assert_eq!(direct, vec!["GET", "GRAPHQL", "POST"]);
+        assert_eq!(runs.len(), 3 + 4);
         assert!(runs.iter().all(|r| r.delay_ms == 30));
-        assert_eq!(p.runs().len(), 12);
+        assert_eq!(p.runs().len(), 14);
+    }
+
+    #[test]
+    fn graphql_queries_are_cells_with_their_baselines_at_the_first_size() {
+        let p = Plan::parse("name: x\nscenarios: [graphql, post]\nusers: [10]\nsizes: [50, 1024]\ndelays_ms: [0]\nwarmup: 1s\nduration: 1s\ngraphql_queries: [1, 3]\n")
+            .expect("plan");
+        assert_eq!(p.graphql_queries, vec![1, 3]);
+        let runs = p.runs_for_delay(0);
+        let gql: Vec<_> = runs
+            .iter()
+            .filter(|r| r.method == "GRAPHQL")
+            .map(|r| (r.target, r.graphql_query, r.size))
+            .collect();
+        assert_eq!(
+            gql,
+            vec![
+                (Via::Direct, Some(1), 50),
+                (Via::Direct, Some(3), 50),
+                (Via::Gateway, Some(1), 50),
+                (Via::Gateway, Some(3), 50),
+            ]
+        );
+        assert_eq!(
+            runs.len(),
+            4 + 2 * 2,
+            "post's baseline and cell at both sizes"
+        );
+        let defaulted = Plan::parse("name: x\nscenarios: [graphql]\nusers: [1]\nsizes: [1]\ndelays_ms: [0]\nwarmup: 1s\nduration: 1s\n")
+            .expect("plan");
+        assert_eq!(defaulted.graphql_queries, vec![1]);
+        let err = Plan::parse("name: x\nscenarios: [graphql]\nusers: [1]\nsizes: [1]\ndelays_ms: [0]\nwarmup: 1s\nduration: 1s\ngraphql_queries: [4]\n")
+            .expect_err("query 4");
+        assert!(err.contains("graphql_queries"), "{err}");
+    }
+
+    #[test]
+    fn the_bundled_graphql_plan_is_the_seeds_layout() {
+        let p = Plan::load("graphql").expect("graphql");
+        assert_eq!(p.scenarios, vec![Scenario::Graphql]);
+        assert_eq!(p.users, vec![50, 100, 200, 500, 1000]);
+        assert_eq!(p.graphql_queries, vec![1, 2, 3]);
+        assert_eq!(p.delays_ms, vec![0]);
+        // direct + gateway per query and users level
+        assert_eq!(p.runs().len(), 5 * 3 * 2);
     }
 }

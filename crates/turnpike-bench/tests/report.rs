@@ -49,6 +49,7 @@ fn cell(via: Via, scenario: Option<Scenario>, users: usize, ms: u64, rps: u64) -
         users,
         size: 50,
         delay_ms: 0,
+        graphql_query: None,
         skipped: None,
         result: Some(result(ms, rps)),
     }
@@ -233,4 +234,43 @@ fn charts_are_valid_svg_with_expected_series() {
     }
     let index = std::fs::read_to_string(dir.path().join("index.html")).expect("index");
     assert!(index.contains("charts/throughput-users-s50-d0.svg") && index.contains("<table>"));
+}
+
+#[test]
+fn graphql_cells_are_named_by_query_and_compared_with_query_1() {
+    let mut cells = Vec::new();
+    for (q, g, d) in [(1u8, 800, 1000), (3, 200, 400)] {
+        let gql = |via, scenario, rps| Cell {
+            method: "GRAPHQL".into(),
+            graphql_query: Some(q),
+            ..cell(via, scenario, 50, 5, rps)
+        };
+        cells.push(gql(Via::Direct, None, d));
+        cells.push(gql(Via::Gateway, Some(Scenario::Graphql), g));
+    }
+    let mut r = results();
+    r.cells = cells;
+    let rows = turnpike_bench::report::rows(&r);
+    let names: Vec<_> = rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "direct GRAPHQL q1",
+            "graphql q1",
+            "direct GRAPHQL q3",
+            "graphql q3"
+        ]
+    );
+    assert!(
+        rows[3].direct.is_some(),
+        "paired with its own query's baseline"
+    );
+    let md = turnpike_bench::report::graphql::section(&r.cells);
+    assert!(
+        md.contains("| query 3 | 50 | 0 | 200 | 400 | 0.50 | 0.25 | 0.40 |"),
+        "{md}"
+    );
+    let lines = turnpike_bench::report::graphql::ratio_lines(&r);
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].contains("= 0.25 (direct 0.40)"), "{lines:?}");
 }

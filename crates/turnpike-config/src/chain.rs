@@ -46,12 +46,19 @@ pub(crate) struct Declared {
     late: Vec<Arc<dyn Policy>>,
 }
 
-/// Validates and builds every API's `policies:` list (indexed like `file.apis`).
-pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<Declared> {
+/// Validates and builds every API's `policies:` list (indexed like `file.apis`);
+/// `operations`: each GraphQL API's operation throttling (indexed the same way).
+pub(crate) fn declared(
+    file: &GatewayFile,
+    operations: crate::throttling::OperationThrottles,
+    problems: &mut Vec<Problem>,
+) -> Vec<Declared> {
+    let mut operations = operations.into_iter();
     file.apis
         .iter()
         .enumerate()
         .map(|(i, api)| {
+            let throttle = operations.next().flatten();
             let mut d = Declared::default();
             let deprecated = api
                 .lifecycle
@@ -82,7 +89,7 @@ pub(crate) fn declared(file: &GatewayFile, problems: &mut Vec<Problem>) -> Vec<D
             }
             if let Some(g) = &api.graphql {
                 // A GRAPHQL API: its analysis runs late, on the admitted caller's body.
-                d.late.extend(graphql(i, api, g, problems));
+                d.late.extend(graphql(i, api, g, throttle, problems));
             }
             d
         })
@@ -118,19 +125,23 @@ fn build(
 
 /// Builds a GraphQL API's policy (its `graphql:` section); problems under
 /// `apis[i].graphql`. The analysis cache and cost quotas are process-wide, so a swap
-/// keeps them.
+/// keeps them (and so does the throttle store the operations' counters live in).
 fn graphql(
     i: usize,
     api: &turnpike_model::ApiSpec,
     spec: &turnpike_model::graphql::GraphqlSpec,
+    throttle: Option<turnpike_graphql::OperationThrottle>,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<dyn Policy>> {
     match turnpike_graphql::compile(spec, turnpike_graphql::AnalysisCache::shared()) {
-        Ok(compiled) => Some(Arc::new(turnpike_graphql::GraphqlPolicy::new(
-            compiled,
-            turnpike_graphql::CostQuotas::shared(),
-            &format!("{}/{}", api.context, api.version),
-        ))),
+        Ok(compiled) => Some(Arc::new(
+            turnpike_graphql::GraphqlPolicy::new(
+                compiled,
+                turnpike_graphql::CostQuotas::shared(),
+                &format!("{}/{}", api.context, api.version),
+            )
+            .with_operation_throttle(throttle),
+        )),
         Err(found) => {
             for (path, message) in found {
                 problems.push(Problem::new(format!("apis[{i}].graphql.{path}"), message));

@@ -115,9 +115,10 @@ fn compile_inner(
     let soap = soap::expand(&mut file, &mut problems);
     let (mut security, subscriptions) =
         security::compile(&file, runtime, reuse.clone(), &mut problems);
-    let mut throttling = throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
+    let (mut throttling, operations) =
+        throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
     let mut mediation = mediation::compile(&file, &mut problems);
-    let mut declared = chain::declared(&file, &mut problems);
+    let mut declared = chain::declared(&file, operations, &mut problems);
     chain::add_soap(&mut declared, soap);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {

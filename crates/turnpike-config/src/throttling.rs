@@ -1,9 +1,11 @@
 //! Compiles the file's `throttling:` section (laid over WSO2's default tiers) into one
 //! `Throttler` per snapshot, over the gateway's long-lived `CounterStore` (so a swap
-//! keeps every count), and each API's `throttling:` / resources' `throttling:` into
-//! [`ApiThrottle`]. Unknown policy and tier names, bad limits and conditions become
+//! keeps every count), each API's `throttling:` / resources' `throttling:` into
+//! [`ApiThrottle`], and a GraphQL API's `graphql.operations[].throttling` into its
+//! `turnpike_graphql::OperationThrottle` (same throttler and store). Unknown policy and tier names, bad limits and conditions become
 //! [`Problem`]s with document paths (`apis[0].throttling`,
-//! `throttling.advanced_policies[1]`, `security.subscriptions[2].tier`).
+//! `apis[0].graphql.operations[1].throttling`, `throttling.advanced_policies[1]`,
+//! `security.subscriptions[2].tier`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -73,25 +75,45 @@ impl std::fmt::Debug for ApiThrottle {
 fn wanted(file: &GatewayFile) -> bool {
     !file.throttling.is_empty()
         || !file.security.subscriptions.is_empty()
-        || file
-            .apis
-            .iter()
-            .any(|a| a.throttling.is_some() || a.resources.iter().any(|r| r.throttling.is_some()))
+        || file.apis.iter().any(|a| {
+            a.throttling.is_some()
+                || a.resources.iter().any(|r| r.throttling.is_some())
+                || graphql_throttled(a)
+        })
 }
+
+/// Whether one of a GraphQL API's operations names a throttling policy.
+fn graphql_throttled(api: &ApiSpec) -> bool {
+    api.graphql
+        .as_ref()
+        .is_some_and(|g| g.operations.iter().any(|o| o.throttling.is_some()))
+}
+
+/// Per API (indexed like `file.apis`): its GraphQL operations' policies, held by the
+/// GraphQL policy (`None` for an API without any).
+pub(crate) type OperationThrottles = Vec<Option<turnpike_graphql::OperationThrottle>>;
 
 /// Compiles the section and every API's references; `None` per API that is not
 /// throttled (then the request path pays one branch). An API is throttled when it or one
 /// of its resources names a policy, or when it is secured (its subscriptions carry tiers).
 /// `reused`: the subscription table kept from the previous snapshot (its tiers are
-/// checked instead of `file.security.subscriptions`).
+/// checked instead of `file.security.subscriptions`). Also returns each GraphQL API's
+/// operation policies (counted in the same throttler, by the GraphQL policy once its
+/// analysis knows the operations a request calls).
 pub(crate) fn compile(
     file: &GatewayFile,
     runtime: &crate::PolicyRuntime,
     reused: Option<&turnpike_auth::Subscriptions>,
     problems: &mut Vec<Problem>,
-) -> Vec<Option<Arc<ApiThrottle>>> {
+) -> (Vec<Option<Arc<ApiThrottle>>>, OperationThrottles) {
+    let none = || {
+        (
+            vec![None; file.apis.len()],
+            file.apis.iter().map(|_| None).collect(),
+        )
+    };
     if !wanted(file) && reused.is_none_or(|s| s.is_empty()) {
-        return vec![None; file.apis.len()];
+        return none();
     }
     let spec = file.throttling.clone().over_wso2_defaults();
     let throttler = match Throttler::build(&spec, runtime.throttle.clone()) {
@@ -100,7 +122,7 @@ pub(crate) fn compile(
             for p in e.problems {
                 problems.push(Problem::new(locate(&file.throttling, &p), p));
             }
-            return vec![None; file.apis.len()];
+            return none();
         }
     };
     check_references(file, &throttler, problems);
@@ -120,7 +142,17 @@ pub(crate) fn compile(
             .map(|a| (a.application.as_str().into(), a.tier.as_str().into()))
             .collect(),
     );
-    file.apis
+    let operations = file
+        .apis
+        .iter()
+        .map(|api| {
+            let g = api.graphql.as_ref()?;
+            let id = crate::security::api_id(&api.context, &api.version);
+            turnpike_graphql::OperationThrottle::new(g, throttler.clone(), &id, spec.headers)
+        })
+        .collect();
+    let apis = file
+        .apis
         .iter()
         .map(|api| {
             let secured = api.auth.as_ref().is_some_and(|a| !a.is_open());
@@ -140,7 +172,8 @@ pub(crate) fn compile(
                 })
             })
         })
-        .collect()
+        .collect();
+    (apis, operations)
 }
 
 /// The token claims the file's conditions and transformations read: the JWT validator
@@ -178,6 +211,13 @@ fn check_references(file: &GatewayFile, t: &Throttler, problems: &mut Vec<Proble
         for (j, r) in api.resources.iter().enumerate() {
             if let Some(p) = &r.throttling {
                 advanced(p, format!("apis[{i}].resources[{j}].throttling"), problems);
+            }
+        }
+        let operations = api.graphql.iter().flat_map(|g| &g.operations);
+        for (j, op) in operations.enumerate() {
+            if let Some(p) = &op.throttling {
+                let at = format!("apis[{i}].graphql.operations[{j}].throttling");
+                advanced(p, at, problems);
             }
         }
     }

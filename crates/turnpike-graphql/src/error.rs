@@ -34,6 +34,8 @@ pub enum ErrorCode {
     QuotaExceeded,
     /// A request without a credential calls an operation that is not `auth: none`.
     Unauthenticated,
+    /// An operation's throttling policy (`operations[].throttling`) is over its limit.
+    Throttled,
 }
 
 impl ErrorCode {
@@ -50,6 +52,7 @@ impl ErrorCode {
             ErrorCode::IntrospectionDisabled => "INTROSPECTION_DISABLED",
             ErrorCode::QuotaExceeded => "COST_QUOTA_EXCEEDED",
             ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::Throttled => "THROTTLED",
         }
     }
 }

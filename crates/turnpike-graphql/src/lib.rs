@@ -7,7 +7,9 @@
 //! fields it touches (field-level access), and an explain breakdown. Analyses are cached
 //! by schema version and query text, so a repeated query costs a lookup.
 //!
-//! [`compile`] turns an API's `graphql:` section (`turnpike-model`) into these parts.
+//! [`compile`] turns an API's `graphql:` section (`turnpike-model`) into these parts;
+//! [`OperationThrottle`] holds its operations' throttling policies to the snapshot's
+//! `turnpike_throttle::Throttler`.
 //!
 //! Owns no IO and no HTTP server: the gateway calls [`Analyzer::analyze`] from its
 //! request-body hook and maps [`GraphqlError`]s to a `{"errors": [...]}` body;
@@ -26,6 +28,7 @@ mod quota;
 mod request;
 mod schema;
 mod spec;
+mod throttle;
 
 pub use access::FieldAccess;
 pub use analysis::{Analysis, OperationKind, RootField};
@@ -39,3 +42,4 @@ pub use quota::{CostQuotas, OverQuota};
 pub use request::{location, GraphqlRequest};
 pub use schema::{CompiledSchema, FieldId, SchemaError};
 pub use spec::{compile, CompiledGraphql, CostQuota, SpecProblem, TierRule};
+pub use throttle::OperationThrottle;

@@ -5,7 +5,8 @@
 //! quota) and the caller's application's field access. Every refusal is answered with a
 //! GraphQL `{"errors": [...]}` body (with locations) and never forwarded: 400 for a bad or
 //! too costly query, 403 for a field, scope or introspection refusal, 405 for a mutation
-//! over GET, 429 with RateLimit headers when the cost quota is spent. A request with an
+//! over GET, 429 with RateLimit headers when the cost quota is spent or when a called
+//! operation's throttling policy is over its limit (`throttle.rs`). A request with an
 //! `x-graphql-explain` header is answered with the explain document instead of being
 //! forwarded. On a secured API, a request without a credential (marked `Anonymous` by
 //! the auth step) may call only the operations declared `auth: none` (401 otherwise).
@@ -24,6 +25,7 @@ use crate::error::{errors_body, ErrorCode, GraphqlError};
 use crate::quota::CostQuotas;
 use crate::request::GraphqlRequest;
 use crate::spec::CompiledGraphql;
+use crate::throttle::{OperationThrottle, ThrottledBy};
 
 /// Request header asking for the explain document instead of the upstream's answer.
 pub const EXPLAIN_HEADER: &str = "x-graphql-explain";
@@ -34,6 +36,8 @@ pub struct GraphqlPolicy {
     quotas: Arc<CostQuotas>,
     /// Prefix of this API's quota keys.
     api: Box<str>,
+    /// The operations' throttling policies; `None` when no operation has one.
+    throttle: Option<OperationThrottle>,
 }
 
 impl GraphqlPolicy {
@@ -42,7 +46,15 @@ impl GraphqlPolicy {
             g,
             quotas,
             api: api.into(),
+            throttle: None,
         }
+    }
+
+    /// Holds the API's operations to their throttling policies (`None`: no operation
+    /// has one, nothing is checked).
+    pub fn with_operation_throttle(mut self, throttle: Option<OperationThrottle>) -> Self {
+        self.throttle = throttle;
+        self
     }
 
     /// `None`: forward the request.
@@ -152,6 +164,13 @@ impl GraphqlPolicy {
                 return refuse(StatusCode::FORBIDDEN, &[e]);
             }
         }
+        // Operations' counters before the cost quota: a request refused here spends none
+        // of its cost budget.
+        if let Some(t) = &self.throttle {
+            if let Some(resp) = t.check(ctx, req, &analysis.root_fields, query) {
+                return Some(resp);
+            }
+        }
         if let Some(q) = tier.quota {
             let who = identity
                 .and_then(|i| i.application_id.as_deref())
@@ -183,7 +202,7 @@ fn status_of(errors: &[GraphqlError]) -> StatusCode {
         Some(ErrorCode::FieldNotAllowed | ErrorCode::IntrospectionDisabled) => {
             StatusCode::FORBIDDEN
         }
-        Some(ErrorCode::QuotaExceeded) => StatusCode::TOO_MANY_REQUESTS,
+        Some(ErrorCode::QuotaExceeded | ErrorCode::Throttled) => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::BAD_REQUEST,
     }
 }
@@ -213,7 +232,12 @@ impl Policy for GraphqlPolicy {
     ) -> Step<'a> {
         Step::Done(Ok(match self.check(ctx, req, body) {
             None => Flow::Continue,
-            Some(resp) => Flow::Respond(resp),
+            Some(mut resp) => {
+                if let Some(by) = resp.extensions_mut().remove::<ThrottledBy>() {
+                    ctx.throttled_by = Some(by.0);
+                }
+                Flow::Respond(resp)
+            }
         }))
     }
 }

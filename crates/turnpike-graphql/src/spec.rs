@@ -2,6 +2,8 @@
 //! ready parts: the analyzer (schema, caps, cost tables, introspection), the limits and
 //! field access of each tier and of the default, field access per application, and the
 //! scopes of each operation. Every problem is reported with its path below `graphql`.
+//! (Operations' throttling policies are compiled by [`crate::OperationThrottle`], whose
+//! names the caller checks against its throttler.)
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -122,12 +124,6 @@ pub fn compile(
         }
         if op.auth.is_some() {
             open_operations.push((kind, op.name.clone()));
-        }
-        if op.throttling.is_some() {
-            problems.push((
-                format!("{at}.throttling"),
-                "per-operation throttling is not supported yet: use the tier's cost_quota".into(),
-            ));
         }
         operations.insert((kind, op.name.clone()), op.scopes.clone());
     }

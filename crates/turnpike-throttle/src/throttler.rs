@@ -259,6 +259,35 @@ impl Throttler {
         self.decide(&steps[..n], refused, now)
     }
 
+    /// Decides a GraphQL request's operations at `now`: each `(key, policy)` (a stable
+    /// key within the API, e.g. `query:hero`, and its advanced policy) takes from its own
+    /// counter, keyed per API and operation as a resource's policy is keyed per API and
+    /// resource (same store, same cluster leases). If one refuses, what the others took is
+    /// given back, so a refused request debits none of them; the decision names the
+    /// refusing rule (when allowed, the one with the least left), and the index is the
+    /// refused operation's in `operations`.
+    pub fn check_operations(
+        &self,
+        f: &RequestFacts<'_>,
+        operations: &[(&str, &str)],
+        now: UnixNanos,
+    ) -> (Decision, Option<usize>) {
+        let now = now.as_nanos();
+        let api = f.api_id.as_bytes();
+        let mut steps = Vec::with_capacity(operations.len());
+        let mut refused = None;
+        for (i, (key, policy)) in operations.iter().enumerate() {
+            if let Some(s) = self.advanced_step(policy, f, now, b"O", &[api, key.as_bytes()]) {
+                steps.push(Some(s));
+                if !s.0.allowed {
+                    refused = Some(i);
+                    break;
+                }
+            }
+        }
+        (self.decide(&steps, refused.is_some(), now), refused)
+    }
+
     fn decide(&self, steps: &[Option<(Step, Option<Undo>)>], refused: bool, now: u64) -> Decision {
         let mut out = Decision::UNLIMITED;
         let mut best: Option<Step> = None;

@@ -1,10 +1,13 @@
 //! `turnpike bench report DIR`: turns a matrix's `results.json` into the seeds' summary
 //! table (markdown and CSV), the latency each gateway cell adds over its direct baseline,
 //! the linear fit of latency against users (r²), the capacity answer (most users under a
-//! latency objective, users level of peak throughput), SVG charts and an index.html.
-//! Reads files only: a report can be rebuilt at any time from the results.
+//! latency objective, users level of peak throughput), SVG charts and an index.html;
+//! GraphQL cells are named by their query (`graphql q3`, `direct GRAPHQL q3`) and get
+//! their own section (`graphql.rs`). Reads files only: a report can be rebuilt at any
+//! time from the results.
 
 mod charts;
+pub mod graphql;
 pub mod svg;
 
 use std::collections::BTreeMap;
@@ -128,14 +131,34 @@ impl Row {
     }
 }
 
+/// What a cell sends, as its baseline is keyed: the method, and a GraphQL cell's query
+/// (`GRAPHQL q3`).
+fn sends(c: &Cell) -> String {
+    match c.graphql_query {
+        Some(q) => format!("{} q{q}", c.method),
+        None => c.method.clone(),
+    }
+}
+
+/// A cell's name in the report: `passthrough`, `graphql q3`, `direct POST`,
+/// `direct GRAPHQL q3`.
+pub fn cell_name(c: &Cell) -> String {
+    match (c.via, c.scenario) {
+        (Via::Gateway, Some(s)) => match c.graphql_query {
+            Some(q) => format!("{} q{q}", s.name()),
+            None => s.name().to_owned(),
+        },
+        _ => format!("direct {}", sends(c)),
+    }
+}
+
 /// The measured rows, baselines paired with gateway cells.
 pub fn rows(results: &MatrixResults) -> Vec<Row> {
-    let direct_name = |c: &Cell| format!("direct {}", c.method);
     let mut baselines: BTreeMap<(String, usize, usize, u64), (f64, f64)> = BTreeMap::new();
     for c in &results.cells {
         if let (Via::Direct, Some(r)) = (c.via, &c.result) {
             baselines.insert(
-                (c.method.clone(), c.users, c.size, c.delay_ms),
+                (sends(c), c.users, c.size, c.delay_ms),
                 (r.summary.avg_ms, r.summary.p99_ms),
             );
         }
@@ -145,13 +168,10 @@ pub fn rows(results: &MatrixResults) -> Vec<Row> {
         .iter()
         .filter_map(|c| {
             let r = c.result.as_ref()?;
-            let name = match (c.via, c.scenario) {
-                (Via::Gateway, Some(s)) => s.name().to_owned(),
-                _ => direct_name(c),
-            };
+            let name = cell_name(c);
             let direct = match c.via {
                 Via::Gateway => baselines
-                    .get(&(c.method.clone(), c.users, c.size, c.delay_ms))
+                    .get(&(sends(c), c.users, c.size, c.delay_ms))
                     .copied(),
                 Via::Direct => None,
             };
@@ -246,7 +266,7 @@ pub fn csv(rows: &[Row]) -> String {
     out
 }
 
-fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut s = format!("| {} |\n|", header.join(" | "));
     for (i, _) in header.iter().enumerate() {
         s.push_str(if i == 0 { "---|" } else { "---:|" });
@@ -438,16 +458,11 @@ pub fn markdown(
         ],
         &caps,
     ));
+    s.push_str(&graphql::section(&results.cells));
     let skipped: BTreeMap<String, String> = results
         .cells
         .iter()
-        .filter_map(|c| {
-            Some((
-                c.scenario
-                    .map_or(format!("direct {}", c.method), |s| s.name().to_owned()),
-                c.skipped.clone()?,
-            ))
-        })
+        .filter_map(|c| Some((cell_name(c), c.skipped.clone()?)))
         .collect();
     if !skipped.is_empty() {
         s.push_str("\n## Skipped\n\n");
