@@ -28,7 +28,9 @@ pub mod reload;
 mod server;
 mod throttle_runtime;
 pub mod tls;
+mod upgrade;
 pub mod upstream;
+pub mod ws;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

@@ -18,6 +18,10 @@
 //!   across parks and gets `408 request_timeout` when it passes, as without parking.
 //! - A drain closes parked connections at once (they have nothing in flight).
 //!
+//! - An upgraded connection (a WebSocket) is never parked: while its `101` is on its
+//!   way the connection counts as busy, and once hyper lets the socket go the serve loop
+//!   ends in the relay (`upgrade.rs`), which parks nothing.
+//!
 //! TLS connections are not parked: rustls keeps its own buffers and may hold decrypted
 //! bytes the socket's readiness would not announce.
 
@@ -39,6 +43,7 @@ use tokio::time::Instant;
 
 use crate::conn_limit::ConnPermit;
 use crate::h1_conn::{self, draining, JsonErrorsIo, Watcher};
+use crate::upgrade::UpgradeSlot;
 
 /// Moves when connections were parked since the last sweep (their buffers freed): an
 /// allocator hands free pages back to the OS lazily, during later allocation work an
@@ -80,6 +85,7 @@ pub(crate) async fn serve_parking<S, B>(
     busy: impl Fn() -> bool,
     head_timeout: Duration,
     permit: &ConnPermit,
+    upgrade: &UpgradeSlot,
 ) -> hyper::Result<()>
 where
     S: HttpService<Incoming, ResBody = B> + Unpin,
@@ -115,12 +121,12 @@ where
         let mut reads = traffic.reads();
         loop {
             tokio::select! {
-                out = &mut conn => return h1_conn::ended(out, conn).await,
+                out = &mut conn => return h1_conn::ended(out, conn, upgrade, &drain).await,
                 woke = drain.changed() => {
                     if draining(woke, &mut drain) {
                         Pin::new(&mut conn).graceful_shutdown();
                         let out = (&mut conn).await;
-                        return h1_conn::ended(out, conn).await;
+                        return h1_conn::ended(out, conn, upgrade, &drain).await;
                     }
                     let now = traffic.reads();
                     if now == reads && !busy() && !traffic.write_blocked() {
@@ -372,6 +378,7 @@ mod tests {
                 || false,
                 Duration::from_secs(30),
                 &permit,
+                &UpgradeSlot::default(),
             )
             .await;
         });

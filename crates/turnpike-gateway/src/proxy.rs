@@ -51,6 +51,8 @@ pub struct ConnCtx {
     pub client: SocketAddr,
     pub client_ip: HeaderValue,
     pub https: bool,
+    /// A WebSocket upgrade on its way (`upgrade.rs`); empty otherwise.
+    pub(crate) upgrade: crate::upgrade::UpgradeSlot,
 }
 
 /// The service of every connection.
@@ -87,7 +89,7 @@ struct Routed {
 }
 
 /// A request routed to an API only to be refused there.
-enum Refuse {
+pub(crate) enum Refuse {
     /// A method the resource does not accept, with its `Allow` value (answered after
     /// the pre-route phase, which may answer a CORS preflight).
     Method(HeaderValue),
@@ -224,6 +226,9 @@ async fn run(
     ctx.resource = resource;
     ctx.snapshot_version = snapshot_version;
     ctx.trace = trace_context(conn, &parts);
+    if crate::upgrade::is_websocket(&parts) {
+        return upgrade(conn, api, ctx, parts, refuse, observed).await;
+    }
     if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
         // The fast path: nothing to tell at the end, the context stays on the stack.
         let mut ctx = ctx;
@@ -240,6 +245,32 @@ async fn run(
     f.responded(resp.status(), failed);
     resp.body_mut().finish_with(f);
     resp
+}
+
+/// A WebSocket upgrade request (`upgrade.rs`), reported like any request (its status is
+/// the `101` or the refusal). Cold and boxed: no other request carries its future.
+#[cold]
+fn upgrade(
+    conn: &Arc<ConnCtx>,
+    api: Arc<CompiledApi>,
+    mut ctx: RequestCtx,
+    parts: request::Parts,
+    refuse: Option<Refuse>,
+    observed: bool,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<GatewayBody>> + Send + '_>> {
+    Box::pin(async move {
+        if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
+            return crate::upgrade::exchange(conn, &api, &mut ctx, parts, refuse)
+                .await
+                .0;
+        }
+        let mut f = Finisher::new(conn, Some(api.clone()), ctx, &parts, Some(0));
+        let (ctx, _) = f.parts();
+        let (mut resp, failed) = crate::upgrade::exchange(conn, &api, ctx, parts, refuse).await;
+        f.responded(resp.status(), failed);
+        resp.body_mut().finish_with(f);
+        resp
+    })
 }
 
 /// Runs the request side, forwards, runs the response side. Returns the response and
@@ -404,7 +435,7 @@ fn upstream_response(up: Upstream) -> (response::Parts, GatewayBody) {
     (rparts, body)
 }
 
-fn answer_response(
+pub(crate) fn answer_response(
     answer: Answer,
     request_id: &HeaderValue,
 ) -> (response::Parts, GatewayBody, Option<ErrorKind>) {
@@ -421,7 +452,10 @@ fn answer_response(
     }
 }
 
-fn error_parts(e: GatewayError, request_id: &HeaderValue) -> (response::Parts, GatewayBody) {
+pub(crate) fn error_parts(
+    e: GatewayError,
+    request_id: &HeaderValue,
+) -> (response::Parts, GatewayBody) {
     let (p, b): (response::Parts, Bytes) = e.into_response(request_id).into_parts();
     (p, GatewayBody::full(b))
 }
