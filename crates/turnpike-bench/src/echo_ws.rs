@@ -106,14 +106,9 @@ type Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 /// Text and binary messages back as they came, until the client closes.
 async fn echo(mut ws: Ws) {
     while let Some(Ok(m)) = ws.next().await {
-        match m {
-            Message::Text(_) | Message::Binary(_) => {
-                if ws.send(m).await.is_err() {
-                    return;
-                }
-            }
-            Message::Close(_) => return,
-            _ => {}
+        let echoed = matches!(m, Message::Text(_) | Message::Binary(_));
+        if matches!(m, Message::Close(_)) || (echoed && ws.send(m).await.is_err()) {
+            return;
         }
     }
 }

@@ -74,6 +74,13 @@ pub(crate) fn note_parked(now: usize, previous: &AtomicUsize) {
     }
 }
 
+/// What a parking connection holds: its permit (counted as parked while parked) and its
+/// upgrade slot (a `101` on its way ends the loop in the relay).
+pub(crate) struct Held<'a> {
+    pub(crate) permit: &'a ConnPermit,
+    pub(crate) upgrade: &'a UpgradeSlot,
+}
+
 /// Serves one plain-TCP HTTP/1.1 connection until it ends or drains, parking it whenever
 /// a sweep finds it idle (see the module). `busy` says whether a request of this
 /// connection is in flight (its response body not yet dropped by hyper).
@@ -84,8 +91,7 @@ pub(crate) async fn serve_parking<S, B>(
     mut drain: Watcher,
     busy: impl Fn() -> bool,
     head_timeout: Duration,
-    permit: &ConnPermit,
-    upgrade: &UpgradeSlot,
+    conn: Held<'_>,
 ) -> hyper::Result<()>
 where
     S: HttpService<Incoming, ResBody = B> + Unpin,
@@ -93,6 +99,7 @@ where
     B: http_body::Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let Held { permit, upgrade } = conn;
     let traffic = Arc::new(Traffic::default());
     let mut io = WatchedIo {
         stream,
@@ -377,8 +384,10 @@ mod tests {
                 watcher,
                 || false,
                 Duration::from_secs(30),
-                &permit,
-                &UpgradeSlot::default(),
+                Held {
+                    permit: &permit,
+                    upgrade: &UpgradeSlot::default(),
+                },
             )
             .await;
         });

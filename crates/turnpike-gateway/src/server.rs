@@ -525,8 +525,10 @@ async fn accept_loop(
                             watcher,
                             busy,
                             head_timeout,
-                            &permit,
-                            upgrade,
+                            park::Held {
+                                permit: &permit,
+                                upgrade,
+                            },
                         )
                         .await
                     } else {
