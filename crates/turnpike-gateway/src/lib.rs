@@ -31,6 +31,7 @@ pub mod tls;
 mod upgrade;
 pub mod upstream;
 pub mod ws;
+mod ws_init;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

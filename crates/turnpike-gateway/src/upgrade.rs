@@ -211,12 +211,18 @@ async fn request_side(
             GatewayError::new(ErrorKind::MethodNotAllowed).with_header(http::header::ALLOW, allow);
         return Err(stop(e));
     }
-    chain.request_headers(ctx, &mut parts).await?;
+    if let Err(stop) = chain.request_headers(ctx, &mut parts).await {
+        return match crate::ws_init::defer(conn, api, ctx, parts, &stop) {
+            Some(resp) => Ok(Opened::Upgraded(resp)),
+            None => Err(stop),
+        };
+    }
     // The request body hooks do not run: an upgrade request has no body, and what the
     // socket then carries is checked message by message (the guard) when a policy
     // asks for it.
     let guard = chain.upgrade_guard(ctx);
-    let (resp, upstream, slot) = connect(conn, api, ctx, parts, guard.is_some())
+    let origin = Origin::of(conn);
+    let (resp, upstream, slot) = connect(&origin, api, ctx, parts, guard.is_some())
         .await
         .map_err(stop)?;
     let Some(upstream) = upstream else {
@@ -252,14 +258,40 @@ async fn request_side(
     Ok(Opened::Upgraded(out))
 }
 
+/// Leaves `job` in the connection's slot, for its serve loop to run after the `101`.
+pub(crate) fn leave(conn: &ConnCtx, job: RelayJob) {
+    conn.upgrade.put(job);
+}
+
 /// The upstream side of an upgraded connection.
 pub(crate) type UpstreamIo = TokioIo<hyper::upgrade::Upgraded>;
+
+/// Where an upgrade comes from: what the upstream request needs of the client
+/// connection (kept by a relay job, which must not hold the connection's context: the
+/// context holds the job).
+pub(crate) struct Origin {
+    pub(crate) shared: Arc<crate::proxy::Shared>,
+    pub(crate) client: std::net::SocketAddr,
+    pub(crate) client_ip: HeaderValue,
+    pub(crate) https: bool,
+}
+
+impl Origin {
+    pub(crate) fn of(conn: &ConnCtx) -> Origin {
+        Origin {
+            shared: conn.shared.clone(),
+            client: conn.client,
+            client_ip: conn.client_ip.clone(),
+            https: conn.https,
+        }
+    }
+}
 
 /// Opens a connection to the first endpoint that accepts one (in order, as failover
 /// does) and sends the upgrade request: the upstream's answer, and when it is a `101`
 /// the upgraded socket and the connection's slot in the endpoint's cap.
-async fn connect(
-    conn: &ConnCtx,
+pub(crate) async fn connect(
+    conn: &Origin,
     api: &CompiledApi,
     ctx: &RequestCtx,
     mut parts: request::Parts,

@@ -43,7 +43,7 @@ impl Default for Limits {
 }
 
 impl Limits {
-    fn config(&self) -> WebSocketConfig {
+    pub(crate) fn config(&self) -> WebSocketConfig {
         WebSocketConfig::default()
             .max_message_size(Some(self.max_message))
             .max_frame_size(Some(self.max_frame))
@@ -61,7 +61,7 @@ pub enum Subprotocol {
 }
 
 impl Subprotocol {
-    fn of(negotiated: Option<&HeaderValue>) -> Self {
+    pub(crate) fn of(negotiated: Option<&HeaderValue>) -> Self {
         match negotiated.map(HeaderValue::as_bytes) {
             Some(b"graphql-ws") => Subprotocol::Legacy,
             _ => Subprotocol::TransportWs,
@@ -125,7 +125,7 @@ pub fn error_message(protocol: Subprotocol, id: Value, errors: Value) -> String 
     .to_string()
 }
 
-fn close(code: CloseCode, reason: &'static str) -> Message {
+pub(crate) fn close(code: CloseCode, reason: &'static str) -> Message {
     Message::Close(Some(CloseFrame {
         code,
         reason: Utf8Bytes::from_static(reason),
@@ -140,13 +140,24 @@ pub(crate) async fn relay(
     guard: Box<dyn OperationGuard>,
     negotiated: Option<HeaderValue>,
     limits: Limits,
-    mut drain: Watcher,
+    drain: Watcher,
 ) {
     let protocol = Subprotocol::of(negotiated.as_ref());
     let client =
         WebSocketStream::from_raw_socket(client, Role::Server, Some(limits.config())).await;
     let upstream =
         WebSocketStream::from_raw_socket(upstream, Role::Client, Some(limits.config())).await;
+    relay_streams(client, upstream, guard, protocol, drain).await;
+}
+
+/// [`relay`] over sockets already framed.
+pub(crate) async fn relay_streams(
+    client: WebSocketStream<ClientIo>,
+    upstream: WebSocketStream<UpstreamIo>,
+    guard: Box<dyn OperationGuard>,
+    protocol: Subprotocol,
+    mut drain: Watcher,
+) {
     let (mut to_client, mut from_client) = client.split();
     let (mut to_upstream, mut from_upstream) = upstream.split();
     if drain.borrow().draining {

@@ -1,7 +1,8 @@
 //! WebSockets through a real gateway on 127.0.0.1:0 in front of the real `turnpike
 //! echo` (its `/ws` frame echo, and `--graphql` subscriptions in both subprotocols):
 //! byte pass-through on a plain API (also after park sweeps went by), an upstream's
-//! refusal relayed, a credential checked at the upgrade (401 JSON, nothing upgraded),
+//! refusal relayed, a credential checked at the upgrade (401 JSON, nothing upgraded), or
+//! carried by `connection_init` when the upgrade has none (4401 without a good one),
 //! subscriptions relayed message by message with each `subscribe` / `start` analysed
 //! (a scope the key lacks and an invalid query get an `error` for their id and are not
 //! forwarded; the socket stays open), hostile messages (malformed JSON: 4400; over the
@@ -141,11 +142,11 @@ async fn a_plain_api_relays_frames_both_ways_and_is_never_parked() {
 }
 
 #[tokio::test]
-async fn without_a_credential_the_upgrade_is_refused_with_the_tables_401() {
+async fn a_bad_or_missing_header_credential_is_refused_at_the_upgrade_with_the_tables_401() {
     let up = graphql_echo().await;
     let gw = gateway(&secured_gql(up, "read")).await;
     let proto = ("sec-websocket-protocol", "graphql-transport-ws");
-    match open(&gw, "/sw/v1/graphql", &[proto]).await {
+    match open(&gw, "/sw/v1/graphql", &[proto, ("apikey", "wrong")]).await {
         Err(WsError::Http(resp)) => {
             assert_eq!(resp.status(), 401);
             let body: Value =
@@ -155,10 +156,113 @@ async fn without_a_credential_the_upgrade_is_refused_with_the_tables_401() {
         }
         other => panic!("expected 401, got {other:?}"),
     }
-    match open(&gw, "/sw/v1/graphql", &[proto, ("apikey", "wrong")]).await {
-        Err(WsError::Http(resp)) => assert_eq!(resp.status(), 401),
+    // A plain API has no connection_init: no credential is the upgrade's 401.
+    let echo = echo().await;
+    let plain = api(
+        "e",
+        &[http(echo)],
+        "    auth: { oauth2: false, api_key: true }\n",
+    );
+    let yaml = format!(
+        "security:\n  api_keys:\n    - {{ sha256: \"{KEY_SHA}\", application: app-1, subscriber: alice, scopes: [read] }}\n  subscriptions:\n    - {{ api: /e/v1, application: app-1, state: ACTIVE, tier: Unlimited }}\n{}",
+        config(&[plain])
+    );
+    let gw = gateway(&yaml).await;
+    match open(&gw, "/e/v1/ws", &[]).await {
+        Err(WsError::Http(resp)) => {
+            assert_eq!(resp.status(), 401);
+            let body: Value =
+                serde_json::from_slice(resp.body().as_deref().unwrap_or_default()).expect("json");
+            assert_eq!(body["code"], "missing_credentials", "{body}");
+        }
         other => panic!("expected 401, got {other:?}"),
     }
+    let (mut ws, _) = open(&gw, "/e/v1/ws", &[("apikey", KEY)])
+        .await
+        .expect("upgraded with the key");
+    ws.send(Message::text("keyed")).await.expect("send");
+    assert_eq!(
+        ws.next().await.expect("open").expect("message"),
+        Message::text("keyed")
+    );
+}
+
+#[tokio::test]
+async fn without_a_header_credential_connection_init_carries_it() {
+    let up = graphql_echo().await;
+    let gw = gateway(&secured_gql(up, "read")).await;
+    let proto = [("sec-websocket-protocol", "graphql-transport-ws")];
+    // No credential anywhere: 4401.
+    let (mut ws, resp) = open(&gw, "/sw/v1/graphql", &proto).await.expect("upgraded");
+    assert_eq!(
+        resp.headers()["sec-websocket-protocol"],
+        "graphql-transport-ws"
+    );
+    send_json(&mut ws, json!({ "type": "connection_init", "payload": {} })).await;
+    assert_eq!(close_code(&mut ws).await, Some(CloseCode::Library(4401)));
+    // A bad one: 4401.
+    let (mut ws, _) = open(&gw, "/sw/v1/graphql", &proto).await.expect("upgraded");
+    send_json(
+        &mut ws,
+        json!({ "type": "connection_init", "payload": { "apikey": "wrong" } }),
+    )
+    .await;
+    assert_eq!(close_code(&mut ws).await, Some(CloseCode::Library(4401)));
+    // A subscribe before connection_init: 4401.
+    let (mut ws, _) = open(&gw, "/sw/v1/graphql", &proto).await.expect("upgraded");
+    send_json(
+        &mut ws,
+        json!({ "id": "1", "type": "subscribe", "payload": { "query": SUB } }),
+    )
+    .await;
+    assert_eq!(close_code(&mut ws).await, Some(CloseCode::Library(4401)));
+    // The key in the payload: admitted, and the subscription goes through.
+    let (mut ws, _) = open(&gw, "/sw/v1/graphql", &proto).await.expect("upgraded");
+    send_json(
+        &mut ws,
+        json!({ "type": "connection_init", "payload": { "apikey": KEY } }),
+    )
+    .await;
+    assert_eq!(next_json(&mut ws).await["type"], "connection_ack");
+    send_json(
+        &mut ws,
+        json!({ "id": "1", "type": "subscribe", "payload": { "query": SUB } }),
+    )
+    .await;
+    for n in 1..=3 {
+        let m = next_json(&mut ws).await;
+        assert_eq!(m["payload"]["data"]["reviewAdded"]["stars"], n, "{m}");
+    }
+    assert_eq!(next_json(&mut ws).await["type"], "complete");
+}
+
+#[tokio::test]
+async fn connection_init_credentials_are_held_to_the_operations_scopes() {
+    let up = graphql_echo().await;
+    let gw = gateway(&secured_gql(up, "admin")).await;
+    let proto = [("sec-websocket-protocol", "graphql-ws")];
+    let (mut ws, _) = open(&gw, "/sw/v1/graphql", &proto).await.expect("upgraded");
+    send_json(
+        &mut ws,
+        json!({ "type": "connection_init", "payload": { "apikey": KEY } }),
+    )
+    .await;
+    assert_eq!(next_json(&mut ws).await["type"], "connection_ack");
+    send_json(
+        &mut ws,
+        json!({ "id": "1", "type": "start", "payload": { "query": SUB } }),
+    )
+    .await;
+    let m = next_json(&mut ws).await;
+    assert_eq!(
+        (m["id"].as_str(), m["type"].as_str()),
+        (Some("1"), Some("error")),
+        "{m}"
+    );
+    assert_eq!(
+        m["payload"]["extensions"]["code"], "FIELD_NOT_ALLOWED",
+        "{m}"
+    );
 }
 
 #[tokio::test]
