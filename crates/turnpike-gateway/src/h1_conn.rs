@@ -190,6 +190,7 @@ where
     match result {
         Ok(()) => {
             if let Some(job) = upgrade.take() {
+                let _counted = upgrade.mark();
                 let parts = conn.into_parts();
                 let (io, _) = parts.io.into_inner().into_parts();
                 let client = ClientIo::new(Box::new(io), parts.read_buf);

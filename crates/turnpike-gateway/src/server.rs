@@ -500,7 +500,7 @@ async fn accept_loop(
             client: peer,
             client_ip: headers::ip_header(peer.ip()),
             https: tls.is_some(),
-            upgrade: Default::default(),
+            upgrade: crate::upgrade::UpgradeSlot::counted(caps.clone()),
         });
         let watcher = graceful.watcher(tls.is_some());
         let protocols = protocols.clone();

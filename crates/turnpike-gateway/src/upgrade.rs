@@ -37,6 +37,7 @@ use turnpike_config::CompiledApi;
 use turnpike_policy::{RequestCtx, Stop};
 
 use crate::body::GatewayBody;
+use crate::conn_limit::{ConnLimits, ParkedMark};
 use crate::error::{ErrorKind, GatewayError};
 use crate::h1_conn::{draining, Watcher};
 use crate::headers;
@@ -103,20 +104,37 @@ pub(crate) type RelayJob = Box<dyn FnOnce(ClientIo, Watcher) -> BoxFuture + Send
 /// A connection's upgrade in progress: set by the service with its `101`, taken by the
 /// connection's serve loop once hyper let the socket go. Empty for every other request.
 #[derive(Default)]
-pub(crate) struct UpgradeSlot(Mutex<Option<RelayJob>>);
+pub(crate) struct UpgradeSlot {
+    job: Mutex<Option<RelayJob>>,
+    /// Where the relay is counted (`turnpike_connections_upgraded`).
+    limits: Option<Arc<ConnLimits>>,
+}
 
 impl UpgradeSlot {
+    /// A slot whose relays are counted in `limits`.
+    pub(crate) fn counted(limits: Arc<ConnLimits>) -> Self {
+        UpgradeSlot {
+            job: Mutex::new(None),
+            limits: Some(limits),
+        }
+    }
+
     fn put(&self, job: RelayJob) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
+        *self.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
     }
 
     pub(crate) fn take(&self) -> Option<RelayJob> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.job.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// A `101` is on its way: the connection must not be parked.
     pub(crate) fn is_pending(&self) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        self.job.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    /// Counts the connection as upgraded while the mark lives.
+    pub(crate) fn mark(&self) -> Option<ParkedMark<'_>> {
+        self.limits.as_ref().map(|l| l.upgraded_mark())
     }
 }
 
@@ -369,22 +387,50 @@ fn keep_upgrade_headers(h: &mut http::HeaderMap, messages: bool) {
     }
 }
 
-/// Bytes both ways until either side closes, or the gateway drains (both sockets are
-/// then closed).
-async fn relay_bytes(mut client: ClientIo, mut upstream: UpstreamIo, mut drain: Watcher) {
+/// Once one direction of a byte relay ended (a close, an error), how long the other may
+/// still finish before both sockets are closed: a WebSocket is not used half-open.
+const HALF_CLOSED_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Bytes both ways until either side closes (the other direction then gets
+/// [`HALF_CLOSED_GRACE`] to finish), or the gateway drains (both sockets are then
+/// closed).
+async fn relay_bytes(client: ClientIo, upstream: UpstreamIo, mut drain: Watcher) {
+    use tokio::io::AsyncWriteExt;
     if drain.borrow().draining {
         return;
     }
-    let copy = tokio::io::copy_bidirectional(&mut client, &mut upstream);
-    tokio::pin!(copy);
+    let (mut cr, mut cw) = tokio::io::split(client);
+    let (mut ur, mut uw) = tokio::io::split(upstream);
+    let up = async {
+        let r = tokio::io::copy(&mut cr, &mut uw).await;
+        let _ = uw.shutdown().await;
+        r
+    };
+    let down = async {
+        let r = tokio::io::copy(&mut ur, &mut cw).await;
+        let _ = cw.shutdown().await;
+        r
+    };
+    tokio::pin!(up, down);
+    let both = async {
+        // The direction that ended is not polled again.
+        let (first, up_ended) = tokio::select! {
+            r = &mut up => (r, true),
+            r = &mut down => (r, false),
+        };
+        if let Err(e) = first {
+            tracing::debug!(error = %e, "websocket relay ended");
+        }
+        let _ = if up_ended {
+            tokio::time::timeout(HALF_CLOSED_GRACE, &mut down).await
+        } else {
+            tokio::time::timeout(HALF_CLOSED_GRACE, &mut up).await
+        };
+    };
+    tokio::pin!(both);
     loop {
         tokio::select! {
-            r = &mut copy => {
-                if let Err(e) = r {
-                    tracing::debug!(error = %e, "websocket relay ended");
-                }
-                return;
-            }
+            () = &mut both => return,
             woke = drain.changed() => {
                 if draining(woke, &mut drain) {
                     return;

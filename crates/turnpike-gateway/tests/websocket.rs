@@ -128,12 +128,24 @@ async fn a_plain_api_relays_frames_both_ways_and_is_never_parked() {
         "an upgraded socket parked"
     );
     assert_eq!(gw.handle.connections.open(), 1);
+    assert_eq!(gw.handle.connections.upgraded(), 1);
     ws.send(Message::binary(vec![1u8, 2, 3]))
         .await
         .expect("send");
     let m = ws.next().await.expect("open").expect("message");
     assert_eq!(m, Message::binary(vec![1u8, 2, 3]));
     ws.close(None).await.expect("close");
+    for _ in 0..100 {
+        if gw.handle.connections.upgraded() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        gw.handle.connections.upgraded(),
+        0,
+        "the relay ended with the close"
+    );
     // The back end refuses an upgrade elsewhere: its answer is relayed.
     match open(&gw, "/e/v1/elsewhere", &[]).await {
         Err(WsError::Http(resp)) => assert_eq!(resp.status(), 404),
