@@ -6,7 +6,8 @@
 //! subscriptions relayed message by message with each `subscribe` / `start` analysed
 //! (a scope the key lacks and an invalid query get an `error` for their id and are not
 //! forwarded; the socket stays open), hostile messages (malformed JSON: 4400; over the
-//! cap: 1009), and a drain that closes an open upgraded connection.
+//! cap: 1009), a drain that closes an open upgraded connection, and an upgrade over the
+//! HTTPS listener.
 
 mod support;
 
@@ -531,4 +532,43 @@ async fn a_drain_closes_a_graphql_socket_with_1001() {
     assert_eq!(close_code(&mut ws).await, Some(CloseCode::Away));
     let stopped = tokio::time::timeout(Duration::from_secs(10), stop).await;
     assert!(matches!(stopped, Ok(Ok(Ok(())))), "drained");
+}
+
+#[tokio::test]
+async fn a_websocket_over_the_https_listener_is_relayed() {
+    let up = echo().await;
+    let gw = gateway(&config(&[api("e", &[http(up)], "")])).await;
+    // The gateway's self-signed certificate, trusted as a root.
+    let pem = std::fs::read(gw.dir.path().join("tls").join("cert.pem")).expect("cert");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("a certificate")).expect("root");
+    }
+    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tcp = TcpStream::connect(gw.https).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .expect("TLS");
+    let req = format!("wss://localhost:{}/e/v1/ws", gw.https.port())
+        .into_client_request()
+        .expect("request");
+    let (mut ws, resp) = tokio_tungstenite::client_async(req, tls)
+        .await
+        .expect("upgraded");
+    assert_eq!(resp.status(), 101);
+    ws.send(Message::text("over tls")).await.expect("send");
+    assert_eq!(
+        ws.next().await.expect("open").expect("message"),
+        Message::text("over tls")
+    );
+    assert_eq!(gw.handle.connections.upgraded(), 1);
 }
