@@ -13,6 +13,8 @@
 #     crates/turnpike-analytics/tests/json_line.rs,
 #   - the SOAP-to-REST JSON writer against serde_json: crates/turnpike-soap/tests/json_out.rs,
 #   - the W3C traceparent reader against the grammar: crates/turnpike-policy/tests/traceparent_fuzz.rs,
+#   - the GraphQL-over-WebSocket message reader (`ws::decode`):
+#     crates/turnpike-gateway/tests/fuzz_ws_message.rs,
 #   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs
 #     and timeouts.rs (slow heads and bodies, hyper's own refusals, chunked over limit).
 # A failure prints the seed (TURNPIKE_FUZZ_SEED=... replays it) and stops the run.
@@ -60,6 +62,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
     -p turnpike-soap --test json_out
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_TRACE_CASES:-200000}" cargo test "${prof[@]}" -q \
     -p turnpike-policy --test traceparent_fuzz
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_WS_CASES:-100000}" cargo test "${prof[@]}" -q \
+    -p turnpike-gateway --test fuzz_ws_message
   rounds=$((rounds + 1))
 done
 echo "fuzz: $rounds rounds in $minutes min, no failure"

@@ -10,6 +10,9 @@
 //! - `size=N`: a bodiless request gets N bytes (capped at 64 MiB).
 //!
 //! Unparseable control values are answered with 400 and a plain-text reason.
+//!
+//! WebSockets (`echo_ws.rs`): frames echoed on any path ending in `/ws`; with
+//! `--graphql`, subscriptions over `graphql-transport-ws` and `graphql-ws`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -149,7 +152,9 @@ pub async fn serve(listener: TcpListener, cfg: EchoConfig) -> std::io::Result<()
         tokio::spawn(async move {
             let svc = service_fn(move |req| handle(req, state.clone()));
             // Client resets and closes are normal in load tests: nothing to report.
-            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+            let _ = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                .await;
         });
     }
 }
@@ -223,6 +228,10 @@ async fn handle(
     req: Request<Incoming>,
     state: Arc<State>,
 ) -> Result<Response<EchoBody>, Infallible> {
+    if crate::echo_ws::is_upgrade(&req) {
+        let resp = crate::echo_ws::upgrade(req, state.cfg.graphql.as_ref());
+        return Ok(resp.map(|b| Either::Right(Full::new(b))));
+    }
     let controls = match parse_controls(req.uri().query()) {
         Ok(c) => c,
         Err(msg) => {

@@ -5,6 +5,7 @@
 pub mod client;
 pub mod echo;
 pub mod echo_soap;
+pub mod echo_ws;
 pub mod graphql_echo;
 pub mod load;
 pub mod matrix;

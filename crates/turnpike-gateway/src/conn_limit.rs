@@ -53,6 +53,8 @@ pub struct ConnLimits {
     refusing: AtomicUsize,
     /// Open connections parked (idle, holding no buffers: `park.rs`).
     parked: AtomicUsize,
+    /// Open connections upgraded to a WebSocket (`upgrade.rs`).
+    upgraded: AtomicUsize,
 }
 
 /// A connection's place under the caps, given back when dropped.
@@ -72,7 +74,19 @@ impl ConnLimits {
             per_ip: std::array::from_fn(|_| Mutex::new(HashMap::new())),
             refusing: AtomicUsize::new(0),
             parked: AtomicUsize::new(0),
+            upgraded: AtomicUsize::new(0),
         })
+    }
+
+    /// Open connections upgraded to a WebSocket (relaying).
+    pub fn upgraded(&self) -> usize {
+        self.upgraded.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection as upgraded until the mark is dropped.
+    pub(crate) fn upgraded_mark(&self) -> ParkedMark<'_> {
+        self.upgraded.fetch_add(1, Ordering::Relaxed);
+        ParkedMark(&self.upgraded)
     }
 
     /// Open connections that are parked: idle, without hyper's buffers.
@@ -142,7 +156,7 @@ impl ConnPermit {
     }
 }
 
-/// A parked connection, counted (see [`ConnPermit::parked`]).
+/// A parked (or upgraded) connection, counted (see [`ConnPermit::parked`]).
 pub(crate) struct ParkedMark<'a>(&'a AtomicUsize);
 
 impl Drop for ParkedMark<'_> {

@@ -29,7 +29,10 @@ thread_local! {
 }
 
 /// The one allocation of the upstream request line (hyper's client).
-fn path_and_query(target: &UpstreamTarget, ep: &Endpoint) -> Result<PathAndQuery, GatewayError> {
+pub(crate) fn path_and_query(
+    target: &UpstreamTarget,
+    ep: &Endpoint,
+) -> Result<PathAndQuery, GatewayError> {
     let q = target.query().map_or(0, |q| q.len() + 1);
     let mut s = String::with_capacity(ep.base_path.len() + target.path().len() + q);
     target.write_to(&ep.base_path, &mut s);

@@ -30,6 +30,7 @@ use tokio::sync::watch;
 
 use crate::error::{json_body, ErrorKind};
 use crate::headers;
+use crate::upgrade::{ClientIo, UpgradeSlot};
 
 /// What a connection is told: drain, or (a sweep) look whether you are idle.
 #[derive(Debug, Clone, Copy, Default)]
@@ -154,9 +155,10 @@ pub(crate) async fn serve_h1<T, S, B>(
     io: T,
     service: S,
     mut drain: Watcher,
+    upgrade: &UpgradeSlot,
 ) -> hyper::Result<()>
 where
-    T: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     S: HttpService<Incoming, ResBody = B> + Unpin,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     B: http_body::Body + 'static,
@@ -164,23 +166,38 @@ where
 {
     let mut conn = builder.serve_connection(TokioIo::new(JsonErrorsIo::new(io)), service);
     let result = until_done(Pin::new(&mut conn), &mut drain).await;
-    ended(result, conn).await
+    ended(result, conn, upgrade, &drain).await
 }
 
 /// A connection hyper finished: a request head cut short by the header-read timeout
-/// gets `408 request_timeout` before the close.
+/// gets `408 request_timeout` before the close; a connection hyper let go after a `101`
+/// (the service left a relay job in `upgrade`) is taken apart, and the job runs on its
+/// socket (with the bytes hyper read past the head) until the relay ends or `drain`
+/// says so.
 pub(crate) async fn ended<T, S, B>(
     result: hyper::Result<()>,
     conn: http1::Connection<TokioIo<JsonErrorsIo<T>>, S>,
+    upgrade: &UpgradeSlot,
+    drain: &Watcher,
 ) -> hyper::Result<()>
 where
-    T: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     S: HttpService<Incoming, ResBody = B>,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     B: http_body::Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     match result {
+        Ok(()) => {
+            if let Some(job) = upgrade.take() {
+                let _counted = upgrade.mark();
+                let parts = conn.into_parts();
+                let (io, _) = parts.io.into_inner().into_parts();
+                let client = ClientIo::new(Box::new(io), parts.read_buf);
+                job(client, drain.clone()).await;
+            }
+            Ok(())
+        }
         Err(e) if e.is_timeout() => {
             let parts = conn.into_parts();
             if !parts.read_buf.is_empty() {

@@ -23,7 +23,7 @@ static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection"
 /// Longest client-chosen request id we keep; longer ones are replaced.
 const MAX_REQUEST_ID: usize = 128;
 
-fn is_hop_by_hop(name: &HeaderName) -> bool {
+pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
     name == CONNECTION
         || name == TRANSFER_ENCODING
         || name == KEEP_ALIVE

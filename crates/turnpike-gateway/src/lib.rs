@@ -28,7 +28,10 @@ pub mod reload;
 mod server;
 mod throttle_runtime;
 pub mod tls;
+mod upgrade;
 pub mod upstream;
+pub mod ws;
+mod ws_init;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -412,9 +415,10 @@ pub async fn bind_from_args(
                 use std::fmt::Write as _;
                 let _ = writeln!(
                     out,
-                    "# HELP turnpike_connections_open Client connections open\n# TYPE turnpike_connections_open gauge\nturnpike_connections_open {}\n# HELP turnpike_connections_parked Idle client connections parked (holding no buffers)\n# TYPE turnpike_connections_parked gauge\nturnpike_connections_parked {}",
+                    "# HELP turnpike_connections_open Client connections open\n# TYPE turnpike_connections_open gauge\nturnpike_connections_open {}\n# HELP turnpike_connections_parked Idle client connections parked (holding no buffers)\n# TYPE turnpike_connections_parked gauge\nturnpike_connections_parked {}\n# HELP turnpike_connections_upgraded Client connections upgraded to a WebSocket\n# TYPE turnpike_connections_upgraded gauge\nturnpike_connections_upgraded {}",
                     c.open(),
-                    c.parked()
+                    c.parked(),
+                    c.upgraded()
                 );
             }
         }));

@@ -18,6 +18,10 @@
 //!   across parks and gets `408 request_timeout` when it passes, as without parking.
 //! - A drain closes parked connections at once (they have nothing in flight).
 //!
+//! - An upgraded connection (a WebSocket) is never parked: while its `101` is on its
+//!   way the connection counts as busy, and once hyper lets the socket go the serve loop
+//!   ends in the relay (`upgrade.rs`), which parks nothing.
+//!
 //! TLS connections are not parked: rustls keeps its own buffers and may hold decrypted
 //! bytes the socket's readiness would not announce.
 
@@ -39,6 +43,7 @@ use tokio::time::Instant;
 
 use crate::conn_limit::ConnPermit;
 use crate::h1_conn::{self, draining, JsonErrorsIo, Watcher};
+use crate::upgrade::UpgradeSlot;
 
 /// Moves when connections were parked since the last sweep (their buffers freed): an
 /// allocator hands free pages back to the OS lazily, during later allocation work an
@@ -69,6 +74,13 @@ pub(crate) fn note_parked(now: usize, previous: &AtomicUsize) {
     }
 }
 
+/// What a parking connection holds: its permit (counted as parked while parked) and its
+/// upgrade slot (a `101` on its way ends the loop in the relay).
+pub(crate) struct Held<'a> {
+    pub(crate) permit: &'a ConnPermit,
+    pub(crate) upgrade: &'a UpgradeSlot,
+}
+
 /// Serves one plain-TCP HTTP/1.1 connection until it ends or drains, parking it whenever
 /// a sweep finds it idle (see the module). `busy` says whether a request of this
 /// connection is in flight (its response body not yet dropped by hyper).
@@ -79,7 +91,7 @@ pub(crate) async fn serve_parking<S, B>(
     mut drain: Watcher,
     busy: impl Fn() -> bool,
     head_timeout: Duration,
-    permit: &ConnPermit,
+    conn: Held<'_>,
 ) -> hyper::Result<()>
 where
     S: HttpService<Incoming, ResBody = B> + Unpin,
@@ -87,6 +99,7 @@ where
     B: http_body::Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let Held { permit, upgrade } = conn;
     let traffic = Arc::new(Traffic::default());
     let mut io = WatchedIo {
         stream,
@@ -115,12 +128,12 @@ where
         let mut reads = traffic.reads();
         loop {
             tokio::select! {
-                out = &mut conn => return h1_conn::ended(out, conn).await,
+                out = &mut conn => return h1_conn::ended(out, conn, upgrade, &drain).await,
                 woke = drain.changed() => {
                     if draining(woke, &mut drain) {
                         Pin::new(&mut conn).graceful_shutdown();
                         let out = (&mut conn).await;
-                        return h1_conn::ended(out, conn).await;
+                        return h1_conn::ended(out, conn, upgrade, &drain).await;
                     }
                     let now = traffic.reads();
                     if now == reads && !busy() && !traffic.write_blocked() {
@@ -371,7 +384,10 @@ mod tests {
                 watcher,
                 || false,
                 Duration::from_secs(30),
-                &permit,
+                Held {
+                    permit: &permit,
+                    upgrade: &UpgradeSlot::default(),
+                },
             )
             .await;
         });

@@ -54,6 +54,8 @@ pub struct ConnCtx {
     pub client: SocketAddr,
     pub client_ip: HeaderValue,
     pub https: bool,
+    /// A WebSocket upgrade on its way (`upgrade.rs`); empty otherwise.
+    pub(crate) upgrade: crate::upgrade::UpgradeSlot,
 }
 
 /// The service of every connection: what HTTP forbids is refused first (`edge.rs`),
@@ -84,7 +86,7 @@ pub async fn handle(
         || shared.trace;
     let routed =
         normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts, observed));
-    let mut resp = match routed {
+    let resp = match routed {
         Ok(routed) => {
             let Routed {
                 api,
@@ -97,6 +99,10 @@ pub async fn handle(
             ctx.resource = resource;
             ctx.snapshot_version = snapshot_version;
             ctx.trace = trace_context(&conn, &parts);
+            if crate::upgrade::is_websocket(&parts) {
+                let resp = upgrade(&conn, api, ctx, parts, refuse, observed).await;
+                return Ok(leaving(resp, request_id, h1, &conn));
+            }
             // Without anything to tell at the end (the fast path) the context stays in
             // this future; otherwise it is boxed in the finisher, whose drop still
             // reports the request (aborted) if the client goes away before the head.
@@ -125,12 +131,27 @@ pub async fn handle(
         }
         Err(e) => unrouted(&conn, parts, e, request_id.clone(), observed),
     };
+    Ok(leaving(resp, request_id, h1, &conn))
+}
+
+/// The response as it leaves: its request id, `Connection: close` on HTTP/1.x while
+/// draining (not on a `101`, whose connection goes on as a WebSocket), and the body
+/// holding the connection's context.
+fn leaving(
+    mut resp: Response<GatewayBody>,
+    request_id: HeaderValue,
+    h1: bool,
+    conn: &Arc<ConnCtx>,
+) -> Response<HeldBody<GatewayBody, Arc<ConnCtx>>> {
     resp.headers_mut().insert(X_REQUEST_ID.clone(), request_id);
-    if h1 && shared.health.is_draining() {
+    if h1
+        && conn.shared.health.is_draining()
+        && resp.status() != http::StatusCode::SWITCHING_PROTOCOLS
+    {
         resp.headers_mut()
             .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
-    Ok(resp.map(|b| HeldBody::new(b, conn)))
+    resp.map(|b| HeldBody::new(b, conn.clone()))
 }
 
 /// The routing result: the API, where its upstream path is, and the refusal routing
@@ -145,7 +166,7 @@ struct Routed {
 }
 
 /// A request routed to an API only to be refused there.
-enum Refuse {
+pub(crate) enum Refuse {
     /// A method the resource does not accept, with its `Allow` value (answered after
     /// the pre-route phase, which may answer a CORS preflight).
     Method(HeaderValue),
@@ -260,6 +281,32 @@ fn unrouted(
         resp.body_mut().finish_with(f);
     }
     resp
+}
+
+/// A WebSocket upgrade request (`upgrade.rs`), reported like any request (its status is
+/// the `101` or the refusal). Cold and boxed: no other request carries its future.
+#[cold]
+fn upgrade(
+    conn: &Arc<ConnCtx>,
+    api: Arc<CompiledApi>,
+    mut ctx: RequestCtx,
+    parts: request::Parts,
+    refuse: Option<Refuse>,
+    observed: bool,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<GatewayBody>> + Send + '_>> {
+    Box::pin(async move {
+        if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
+            return crate::upgrade::exchange(conn, &api, &mut ctx, parts, refuse)
+                .await
+                .0;
+        }
+        let mut f = Finisher::new(conn, Some(api.clone()), ctx, &parts, Some(0));
+        let (ctx, _) = f.parts();
+        let (mut resp, failed) = crate::upgrade::exchange(conn, &api, ctx, parts, refuse).await;
+        f.responded(resp.status(), failed);
+        resp.body_mut().finish_with(f);
+        resp
+    })
 }
 
 /// Runs the request side, forwards, runs the response side. Returns the response and
@@ -424,7 +471,7 @@ fn upstream_response(up: Upstream) -> (response::Parts, GatewayBody) {
     (rparts, body)
 }
 
-fn answer_response(
+pub(crate) fn answer_response(
     answer: Answer,
     request_id: &HeaderValue,
 ) -> (response::Parts, GatewayBody, Option<ErrorKind>) {
@@ -441,7 +488,10 @@ fn answer_response(
     }
 }
 
-fn error_parts(e: GatewayError, request_id: &HeaderValue) -> (response::Parts, GatewayBody) {
+pub(crate) fn error_parts(
+    e: GatewayError,
+    request_id: &HeaderValue,
+) -> (response::Parts, GatewayBody) {
     let (p, b): (response::Parts, Bytes) = e.into_response(request_id).into_parts();
     (p, GatewayBody::full(b))
 }

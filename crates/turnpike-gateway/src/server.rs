@@ -499,6 +499,7 @@ async fn accept_loop(
             client: peer,
             client_ip: headers::ip_header(peer.ip()),
             https: tls.is_some(),
+            upgrade: crate::upgrade::UpgradeSlot::counted(caps.clone()),
         });
         let watcher = graceful.watcher(tls.is_some());
         let protocols = protocols.clone();
@@ -510,13 +511,26 @@ async fn accept_loop(
                 let svc = service_fn(move |req| proxy::handle(ctx.clone(), req));
                 tokio::spawn(async move {
                     let h1 = &protocols.h1;
+                    let upgrade = &probe.upgrade;
                     let served = if protocols.parking {
-                        let busy = || Arc::strong_count(&probe) > 2;
+                        // A request in flight, or a `101` on its way: never parked.
+                        let busy = || Arc::strong_count(&probe) > 2 || upgrade.is_pending();
                         let head_timeout = protocols.handshake_timeout;
-                        park::serve_parking(h1, stream, svc, watcher, busy, head_timeout, &permit)
-                            .await
+                        park::serve_parking(
+                            h1,
+                            stream,
+                            svc,
+                            watcher,
+                            busy,
+                            head_timeout,
+                            park::Held {
+                                permit: &permit,
+                                upgrade,
+                            },
+                        )
+                        .await
                     } else {
-                        h1_conn::serve_h1(h1, stream, svc, watcher).await
+                        h1_conn::serve_h1(h1, stream, svc, watcher, upgrade).await
                     };
                     drop(permit);
                     if let Err(e) = served {
@@ -556,6 +570,7 @@ async fn serve_tls(
         }
     };
     let is_h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let conn = ctx.clone();
     let svc = service_fn(move |req| proxy::handle(ctx.clone(), req));
     let result = if is_h2 {
         let (io, activity) = ActivityIo::new(tls);
@@ -564,7 +579,7 @@ async fn serve_tls(
         let run = h1_conn::until_done(conn, &mut watcher);
         watch_idle(run, activity, protocols.idle_timeout).await
     } else {
-        h1_conn::serve_h1(&protocols.h1, tls, svc, watcher).await
+        h1_conn::serve_h1(&protocols.h1, tls, svc, watcher, &conn.upgrade).await
     };
     if let Err(e) = result {
         log_conn_error(&e, peer);

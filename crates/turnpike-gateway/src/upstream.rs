@@ -86,6 +86,8 @@ pub struct Upstreams {
     pools: ArcSwap<PoolMap>,
     create: Mutex<()>,
     tls: tokio_rustls::TlsConnector,
+    /// ALPN `http/1.1` only: WebSocket upgrades (`upgrade.rs`).
+    tls_h1: tokio_rustls::TlsConnector,
     max_per_endpoint: usize,
 }
 
@@ -116,8 +118,11 @@ impl Upstreams {
                 .with_root_certificates(rustls::RootCertStore::empty())
                 .with_no_client_auth()
         });
+        let mut h1_only = cfg.clone();
+        h1_only.alpn_protocols = vec![b"http/1.1".to_vec()];
         cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Upstreams {
+            tls_h1: tokio_rustls::TlsConnector::from(Arc::new(h1_only)),
             pools: ArcSwap::from_pointee(PoolMap::default()),
             create: Mutex::new(()),
             tls: tokio_rustls::TlsConnector::from(Arc::new(cfg)),
@@ -144,6 +149,7 @@ impl Upstreams {
             https,
             authority.clone(),
             self.tls.clone(),
+            self.tls_h1.clone(),
             self.max_per_endpoint,
         ));
         let mut next = PoolMap::clone(&current);
@@ -225,6 +231,7 @@ pub struct EndpointPool {
     epoch: AtomicU32,
     h2: Mutex<Option<http2::SendRequest<RequestBody>>>,
     tls: tokio_rustls::TlsConnector,
+    tls_h1: tokio_rustls::TlsConnector,
     /// One permit per connection that may be open; each connection holds one.
     slots: Arc<Semaphore>,
     /// Told when a connection comes back to an idle stack (a waiter can take it).
@@ -236,6 +243,7 @@ impl EndpointPool {
         https: bool,
         authority: Authority,
         tls: tokio_rustls::TlsConnector,
+        tls_h1: tokio_rustls::TlsConnector,
         max_connections: usize,
     ) -> Self {
         let host = HeaderValue::from_str(authority.as_str())
@@ -249,6 +257,7 @@ impl EndpointPool {
             epoch: AtomicU32::new(0),
             h2: Mutex::new(None),
             tls,
+            tls_h1,
             slots: Arc::new(Semaphore::new(max_connections)),
             returned: Notify::new(),
         }
@@ -473,6 +482,61 @@ impl EndpointPool {
                 format!("connect to {} timed out", self.authority),
             )),
         }
+    }
+
+    /// A new connection for a WebSocket upgrade (TCP and, for https, TLS with ALPN
+    /// `http/1.1`), never pooled: it holds its slot of the endpoint's cap until the
+    /// caller drops the permit.
+    pub(crate) async fn connect_raw(
+        &self,
+        connect_timeout: Duration,
+    ) -> Result<(Box<dyn crate::upgrade::Io>, OwnedSemaphorePermit), GatewayError> {
+        let deadline = tokio::time::Instant::now() + connect_timeout;
+        let slot = loop {
+            if let Some(slot) = self.slot(deadline).await? {
+                break slot;
+            }
+        };
+        let connect = async {
+            let tcp = self.tcp().await?;
+            if !self.https {
+                return Ok(Box::new(tcp) as Box<dyn crate::upgrade::Io>);
+            }
+            let tls = self
+                .tls_h1
+                .connect(self.server_name()?, tcp)
+                .await
+                .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
+            Ok(Box::new(tls) as Box<dyn crate::upgrade::Io>)
+        };
+        match tokio::time::timeout_at(deadline, connect).await {
+            Ok(r) => r.map(|io| (io, slot)),
+            Err(_) => Err(GatewayError::with_source(
+                ErrorKind::UpstreamConnectTimeout,
+                format!("connect to {} timed out", self.authority),
+            )),
+        }
+    }
+
+    async fn tcp(&self) -> Result<TcpStream, GatewayError> {
+        let port = self
+            .authority
+            .port_u16()
+            .unwrap_or(if self.https { 443 } else { 80 });
+        let host = self.authority.host();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let tcp = TcpStream::connect((host, port))
+            .await
+            .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
+        let _ = tcp.set_nodelay(true);
+        Ok(tcp)
+    }
+
+    fn server_name(&self) -> Result<rustls::pki_types::ServerName<'static>, GatewayError> {
+        let host = self.authority.host();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))
     }
 
     async fn connect(&self, slot: OwnedSemaphorePermit) -> Result<Conn, GatewayError> {

@@ -10,21 +10,27 @@
 //! `x-graphql-explain` header is answered with the explain document instead of being
 //! forwarded. On a secured API, a request without a credential (marked `Anonymous` by
 //! the auth step) may call only the operations declared `auth: none` (401 otherwise).
+//! The same checks hold each operation sent over a WebSocket of the API (subscriptions):
+//! [`Policy::upgrade_guard`] gives the gateway a guard carrying the upgrade's caller.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{request, HeaderValue, Method, Response, StatusCode};
-use turnpike_policy::{Anonymous, Flow, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::{
+    Anonymous, Authenticated, Flow, Hooks, OperationGuard, Policy, RequestCtx, Step,
+};
 
 use crate::analysis::OperationKind;
+use crate::analysis::RootField;
 use crate::config::Limits;
 use crate::error::{errors_body, ErrorCode, GraphqlError};
 use crate::quota::CostQuotas;
 use crate::request::GraphqlRequest;
-use crate::spec::CompiledGraphql;
+use crate::spec::{CompiledGraphql, CostQuota};
 use crate::throttle::{OperationThrottle, ThrottledBy};
 
 /// Request header asking for the explain document instead of the upstream's answer.
@@ -32,6 +38,10 @@ pub const EXPLAIN_HEADER: &str = "x-graphql-explain";
 
 /// The policy: one per GraphQL API per snapshot.
 pub struct GraphqlPolicy {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     g: CompiledGraphql,
     quotas: Arc<CostQuotas>,
     /// Prefix of this API's quota keys.
@@ -40,20 +50,53 @@ pub struct GraphqlPolicy {
     throttle: Option<OperationThrottle>,
 }
 
+/// Who is calling, as the request's context (or an upgrade request's) says.
+struct Caller<'a> {
+    anonymous: bool,
+    auth: Option<&'a Authenticated>,
+    client: IpAddr,
+}
+
+/// Why an operation is not forwarded.
+enum Refused {
+    Errors(StatusCode, Vec<GraphqlError>),
+    /// The cost quota is spent: the error, the quota and the seconds until its reset.
+    Quota(GraphqlError, CostQuota, u64),
+    /// A called operation's throttling policy is over its limit: the 429 (`throttle.rs`).
+    Throttled(Box<Response<Bytes>>),
+}
+
+/// Debits the called operations' throttling counters: the 429 when one is over.
+type OperationCheck<'a> = &'a dyn Fn(&[RootField], &str) -> Option<Response<Bytes>>;
+
 impl GraphqlPolicy {
     pub fn new(g: CompiledGraphql, quotas: Arc<CostQuotas>, api: &str) -> Self {
         GraphqlPolicy {
-            g,
-            quotas,
-            api: api.into(),
-            throttle: None,
+            inner: Arc::new(Inner {
+                g,
+                quotas,
+                api: api.into(),
+                throttle: None,
+            }),
         }
     }
 
     /// Holds the API's operations to their throttling policies (`None`: no operation
-    /// has one, nothing is checked).
+    /// has one, nothing is checked). Called as the policy is built, before any socket
+    /// guard shares its state.
     pub fn with_operation_throttle(mut self, throttle: Option<OperationThrottle>) -> Self {
-        self.throttle = throttle;
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.throttle = throttle,
+            None => {
+                let i = &self.inner;
+                self.inner = Arc::new(Inner {
+                    g: i.g.clone(),
+                    quotas: i.quotas.clone(),
+                    api: i.api.clone(),
+                    throttle,
+                });
+            }
+        }
         self
     }
 
@@ -73,6 +116,51 @@ impl GraphqlPolicy {
             Ok(r) => r,
             Err(e) => return refuse(StatusCode::BAD_REQUEST, &[e]),
         };
+        let caller = Caller {
+            anonymous: ctx.ext.get::<Anonymous>().is_some(),
+            auth: ctx.auth.as_ref(),
+            client: ctx.client.ip(),
+        };
+        let explain = req.headers.contains_key(EXPLAIN_HEADER);
+        let get = req.method == Method::GET;
+        let op_check;
+        let throttle: Option<OperationCheck<'_>> = match &self.inner.throttle {
+            Some(t) => {
+                op_check = move |roots: &[RootField], q: &str| t.check(ctx, req, roots, q);
+                Some(&op_check)
+            }
+            None => None,
+        };
+        match self.inner.hold(&caller, &gql, get, explain, throttle) {
+            Ok(None) => None,
+            Err(Refused::Throttled(resp)) => Some(*resp),
+            Ok(Some(doc)) => Some(answer(StatusCode::OK, doc)),
+            Err(Refused::Errors(status, errors)) => refuse(status, &errors),
+            Err(Refused::Quota(e, q, reset)) => {
+                let mut resp = answer(StatusCode::TOO_MANY_REQUESTS, errors_body(&[e], rid));
+                let h = resp.headers_mut();
+                h.insert(RETRY_AFTER, HeaderValue::from(reset));
+                h.insert("ratelimit-limit", HeaderValue::from(q.cost));
+                h.insert("ratelimit-remaining", HeaderValue::from(0u64));
+                h.insert("ratelimit-reset", HeaderValue::from(reset));
+                Some(resp)
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Analyses `gql` and holds it to the caller's scopes, tier and access. `Ok(None)`:
+    /// forward it; `Ok(Some(doc))`: the explain document (`explain`) to answer instead.
+    fn hold(
+        &self,
+        caller: &Caller<'_>,
+        gql: &GraphqlRequest,
+        get: bool,
+        explain: bool,
+        throttle: Option<OperationCheck<'_>>,
+    ) -> Result<Option<String>, Refused> {
+        let refuse = |status: StatusCode, e: GraphqlError| Err(Refused::Errors(status, vec![e]));
         let query = gql.query();
         let analysis = match self.g.analyzer.analyze(
             query,
@@ -80,16 +168,16 @@ impl GraphqlPolicy {
             gql.variables.as_ref(),
         ) {
             Ok(a) => a,
-            Err(errors) => return refuse(status_of(&errors), &errors),
+            Err(errors) => return Err(Refused::Errors(status_of(&errors), errors)),
         };
-        if req.method == Method::GET && analysis.kind != OperationKind::Query {
+        if get && analysis.kind != OperationKind::Query {
             let e = GraphqlError::new(
                 ErrorCode::BadRequest,
                 format!("a {} cannot be sent with GET", analysis.kind.as_str()),
             );
-            return refuse(StatusCode::METHOD_NOT_ALLOWED, &[e]);
+            return refuse(StatusCode::METHOD_NOT_ALLOWED, e);
         }
-        if ctx.ext.get::<Anonymous>().is_some() {
+        if caller.anonymous {
             let closed = analysis.root_fields.iter().find(|r| {
                 !self
                     .g
@@ -103,10 +191,10 @@ impl GraphqlPolicy {
                     format!("operation `{}` needs a credential", root.name),
                 )
                 .at(root.offset.map(|o| crate::request::location(query, o)));
-                return refuse(StatusCode::UNAUTHORIZED, &[e]);
+                return refuse(StatusCode::UNAUTHORIZED, e);
             }
         }
-        let identity = ctx.identity();
+        let identity = caller.auth.map(|a| &a.identity);
         let scopes: &[String] = identity.map_or(&[], |i| &i.scopes[..]);
         for root in &analysis.root_fields {
             let need = self
@@ -126,33 +214,30 @@ impl GraphqlPolicy {
                         ),
                     )
                     .at(root.offset.map(|o| crate::request::location(query, o)));
-                    return refuse(StatusCode::FORBIDDEN, &[e]);
+                    return refuse(StatusCode::FORBIDDEN, e);
                 }
             }
         }
-        let tier = self.g.tier(ctx.subscription_tier());
-        if req.headers.contains_key(EXPLAIN_HEADER) {
-            return Some(
-                match self.g.analyzer.explain(
-                    query,
-                    gql.operation_name.as_deref(),
-                    gql.variables.as_ref(),
-                    &tier.limits,
-                ) {
-                    Ok(e) => answer(
-                        StatusCode::OK,
-                        serde_json::to_string(&e).unwrap_or_default(),
-                    ),
-                    Err(errors) => answer(status_of(&errors), errors_body(&errors, rid)),
-                },
-            );
+        let tier = self
+            .g
+            .tier(caller.auth.and_then(|a| a.subscription_tier.as_deref()));
+        if explain {
+            return match self.g.analyzer.explain(
+                query,
+                gql.operation_name.as_deref(),
+                gql.variables.as_ref(),
+                &tier.limits,
+            ) {
+                Ok(e) => Ok(Some(serde_json::to_string(&e).unwrap_or_default())),
+                Err(errors) => Err(Refused::Errors(status_of(&errors), errors)),
+            };
         }
         if let Err(e) = self
             .g
             .analyzer
             .check(&analysis, query, &tier.limits, tier.access.as_ref())
         {
-            return refuse(status_of(std::slice::from_ref(&e)), &[e]);
+            return refuse(status_of(std::slice::from_ref(&e)), e);
         }
         let app = identity.and_then(|i| i.application_name.as_deref());
         if let Some(access) = app.and_then(|a| self.g.applications.get(a)) {
@@ -161,20 +246,18 @@ impl GraphqlPolicy {
                     .analyzer
                     .check(&analysis, query, &Limits::default(), Some(access))
             {
-                return refuse(StatusCode::FORBIDDEN, &[e]);
+                return refuse(StatusCode::FORBIDDEN, e);
             }
         }
         // Operations' counters before the cost quota: a request refused here spends none
         // of its cost budget.
-        if let Some(t) = &self.throttle {
-            if let Some(resp) = t.check(ctx, req, &analysis.root_fields, query) {
-                return Some(resp);
-            }
+        if let Some(resp) = throttle.and_then(|t| t(&analysis.root_fields, query)) {
+            return Err(Refused::Throttled(Box::new(resp)));
         }
         if let Some(q) = tier.quota {
             let who = identity
                 .and_then(|i| i.application_id.as_deref())
-                .map_or_else(|| ctx.client.ip().to_string(), str::to_owned);
+                .map_or_else(|| caller.client.to_string(), str::to_owned);
             let key = format!("{}\u{0}{who}", self.api);
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -184,16 +267,47 @@ impl GraphqlPolicy {
                     ErrorCode::QuotaExceeded,
                     format!("query complexity {} is over the tier's remaining cost quota of {} per {} s", analysis.complexity, q.cost, q.window_secs),
                 );
-                let mut resp = answer(StatusCode::TOO_MANY_REQUESTS, errors_body(&[e], rid));
-                let h = resp.headers_mut();
-                h.insert(RETRY_AFTER, HeaderValue::from(over.reset_secs));
-                h.insert("ratelimit-limit", HeaderValue::from(q.cost));
-                h.insert("ratelimit-remaining", HeaderValue::from(0u64));
-                h.insert("ratelimit-reset", HeaderValue::from(over.reset_secs));
-                return Some(resp);
+                return Err(Refused::Quota(e, q, over.reset_secs));
             }
         }
-        None
+        Ok(None)
+    }
+}
+
+/// The guard of one WebSocket of a GraphQL API (subscriptions, and queries or mutations
+/// sent over the socket): each operation is analysed and held to the upgrade request's
+/// caller exactly as an HTTP POST would be.
+struct SocketGuard {
+    inner: Arc<Inner>,
+    anonymous: bool,
+    auth: Option<Authenticated>,
+    client: IpAddr,
+}
+
+impl OperationGuard for SocketGuard {
+    fn check_operation(&self, payload: &[u8]) -> Result<(), serde_json::Value> {
+        let refused = |errors: &[GraphqlError]| {
+            serde_json::from_str::<serde_json::Value>(&errors_body(errors, None))
+                .map(|mut v| v["errors"].take())
+                .unwrap_or_default()
+        };
+        let gql = GraphqlRequest::from_json(payload).map_err(|e| refused(&[e]))?;
+        let caller = Caller {
+            anonymous: self.anonymous,
+            auth: self.auth.as_ref(),
+            client: self.client,
+        };
+        // Operations' throttling policies count HTTP requests; a socket's operations
+        // were admitted with its upgrade request.
+        match self.inner.hold(&caller, &gql, false, false, None) {
+            Ok(_) => Ok(()),
+            Err(Refused::Errors(_, errors)) => Err(refused(&errors)),
+            Err(Refused::Quota(e, _, _)) => Err(refused(&[e])),
+            Err(Refused::Throttled(_)) => Err(refused(&[GraphqlError::new(
+                ErrorCode::Throttled,
+                "operation throttled".to_owned(),
+            )])),
+        }
     }
 }
 
@@ -238,6 +352,15 @@ impl Policy for GraphqlPolicy {
                 }
                 Flow::Respond(resp)
             }
+        }))
+    }
+
+    fn upgrade_guard(&self, ctx: &RequestCtx) -> Option<Box<dyn OperationGuard>> {
+        Some(Box::new(SocketGuard {
+            inner: self.inner.clone(),
+            anonymous: ctx.ext.get::<Anonymous>().is_some(),
+            auth: ctx.auth.clone(),
+            client: ctx.client.ip(),
         }))
     }
 }

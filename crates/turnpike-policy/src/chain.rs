@@ -75,6 +75,12 @@ impl Chain {
         self.hooks
     }
 
+    /// The first guard a policy gives for a WebSocket upgraded after `ctx`'s request
+    /// side ran (see [`Policy::upgrade_guard`]); asked only on the upgrade path.
+    pub fn upgrade_guard(&self, ctx: &RequestCtx) -> Option<Box<dyn crate::OperationGuard>> {
+        self.policies.iter().find_map(|p| p.upgrade_guard(ctx))
+    }
+
     /// The policies' names, in order.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.policies.iter().map(|p| p.name())

@@ -171,4 +171,23 @@ pub trait Policy: Send + Sync + 'static {
     /// Once per request, whatever happened, after the last body byte went out (or the
     /// client went away). Must not block: queue work elsewhere.
     fn on_complete(&self, _ctx: &RequestCtx, _done: &Completion) {}
+
+    /// Called only for a request the gateway upgrades to a WebSocket, once its request
+    /// side ran (`ctx` holds the caller): a guard that checks each operation the client
+    /// then sends over the socket (a GraphQL API's subscriptions). `None` (the default):
+    /// the socket's bytes pass untouched. Never called on the HTTP path.
+    fn upgrade_guard(&self, _ctx: &RequestCtx) -> Option<Box<dyn OperationGuard>> {
+        None
+    }
+}
+
+/// Checks the operations sent over an upgraded connection (see
+/// [`Policy::upgrade_guard`]), with what the upgrade request's context said about the
+/// caller.
+pub trait OperationGuard: Send + Sync + 'static {
+    /// `payload`: one operation as JSON (`{"query", "operationName", "variables"}`, the
+    /// shape of a GraphQL POST body). `Err`: the refusal, a JSON array of GraphQL errors
+    /// (`[{"message", "extensions": {"code"}}]`), sent to the client instead of
+    /// forwarding the operation.
+    fn check_operation(&self, payload: &[u8]) -> Result<(), serde_json::Value>;
 }

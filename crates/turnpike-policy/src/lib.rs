@@ -26,5 +26,5 @@ pub use ctx::{
     UpstreamTarget,
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
-pub use hook::{Flow, HookResult, Hooks, Policy, Step};
+pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
 pub use trace::TraceContext;
