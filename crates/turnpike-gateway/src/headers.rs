@@ -23,16 +23,22 @@ static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection"
 /// Longest client-chosen request id we keep; longer ones are replaced.
 const MAX_REQUEST_ID: usize = 128;
 
+/// One length switch and a compare: the request and the response path test every
+/// header name with it.
+#[inline]
 pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
-    name == CONNECTION
-        || name == TRANSFER_ENCODING
-        || name == KEEP_ALIVE
-        || name == TE
-        || name == TRAILER
-        || name == UPGRADE
-        || name == PROXY_AUTHORIZATION
-        || name == PROXY_AUTHENTICATE
-        || name == PROXY_CONNECTION
+    matches!(
+        name.as_str(),
+        "connection"
+            | "transfer-encoding"
+            | "keep-alive"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "proxy-authorization"
+            | "proxy-authenticate"
+            | "proxy-connection"
+    )
 }
 
 /// Removes hop-by-hop headers and the headers named in `Connection`. One pass over the
