@@ -51,7 +51,7 @@ pub(crate) enum Upstream {
 pub(crate) async fn forward(
     shared: &Shared,
     api: &CompiledApi,
-    mut parts: request::Parts,
+    parts: &mut request::Parts,
     mut body: RequestBody,
     target: &UpstreamTarget,
     fwd: &headers::Forwarded<'_>,
@@ -156,14 +156,16 @@ fn endpoint_failed(api: &CompiledApi, ep: &Endpoint, e: &GatewayError) {
     }
 }
 
+/// The request for hyper's client; takes the headers out of `parts` (the request is
+/// sent once).
 fn build_request(
-    parts: request::Parts,
+    parts: &mut request::Parts,
     body: RequestBody,
     pq: PathAndQuery,
 ) -> Request<RequestBody> {
     let mut req = Request::new(body);
-    *req.method_mut() = parts.method;
-    *req.headers_mut() = parts.headers;
+    *req.method_mut() = parts.method.clone();
+    *req.headers_mut() = std::mem::take(&mut parts.headers);
     *req.uri_mut() = Uri::from(pq);
     req
 }

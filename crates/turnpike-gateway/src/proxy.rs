@@ -87,14 +87,13 @@ pub async fn handle(
     let routed =
         normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts, observed));
     let resp = match routed {
-        Ok(routed) => {
-            let Routed {
-                api,
-                target,
-                refuse,
-                resource,
-                snapshot_version,
-            } = routed;
+        Ok(Routed {
+            api,
+            target,
+            refuse,
+            resource,
+            snapshot_version,
+        }) => {
             let mut ctx = RequestCtx::new(request_id.clone(), conn.client, conn.https, target);
             ctx.resource = resource;
             ctx.snapshot_version = snapshot_version;
@@ -103,30 +102,21 @@ pub async fn handle(
                 let resp = upgrade(&conn, api, ctx, parts, refuse, observed).await;
                 return Ok(leaving(resp, request_id, h1, &conn));
             }
-            // Without anything to tell at the end (the fast path) the context stays in
-            // this future; otherwise it is boxed in the finisher, whose drop still
-            // reports the request (aborted) if the client goes away before the head.
-            let mut finisher = None;
-            let mut bare = None;
-            let (ctx, marks) = if observed || api.chain.hooks().contains(Hooks::COMPLETE) {
-                let declared = hyper::body::Body::size_hint(&body).exact();
-                let f = finisher.insert(Finisher::new(
-                    &conn,
-                    Some(api.clone()),
-                    ctx,
-                    &parts,
-                    declared,
-                ));
-                let (ctx, marks) = f.parts();
-                (ctx, Some(marks))
-            } else {
-                (bare.insert(ctx), None)
-            };
-            let (mut resp, failed) = exchange(&conn, &api, ctx, marks, parts, body, refuse).await;
-            if let Some(mut f) = finisher {
-                f.responded(resp.status(), failed);
-                resp.body_mut().finish_with(f);
+            if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
+                // The fast path: nothing to tell at the end, the context stays here.
+                let (resp, _) =
+                    exchange(&conn, &api, &mut ctx, None, &mut parts, body, refuse).await;
+                return Ok(leaving(resp, request_id, h1, &conn));
             }
+            // Boxed in the finisher with the context: if the client goes away before
+            // the response head, the finisher's drop still reports the request (aborted).
+            let declared = hyper::body::Body::size_hint(&body).exact();
+            let mut f = Finisher::new(&conn, Some(api.clone()), ctx, &parts, declared);
+            let (ctx, marks) = f.parts();
+            let (mut resp, failed) =
+                exchange(&conn, &api, ctx, Some(marks), &mut parts, body, refuse).await;
+            f.responded(resp.status(), failed);
+            resp.body_mut().finish_with(f);
             resp
         }
         Err(e) => unrouted(&conn, parts, e, request_id.clone(), observed),
@@ -316,7 +306,7 @@ async fn exchange(
     api: &CompiledApi,
     ctx: &mut RequestCtx,
     mut marks: Option<&mut Marks>,
-    parts: request::Parts,
+    parts: &mut request::Parts,
     body: Incoming,
     refuse: Option<Refuse>,
 ) -> (Response<GatewayBody>, Option<ErrorKind>) {
@@ -377,7 +367,7 @@ async fn request_side(
     api: &CompiledApi,
     ctx: &mut RequestCtx,
     mut marks: Option<&mut Marks>,
-    mut parts: request::Parts,
+    parts: &mut request::Parts,
     body: Incoming,
     refuse: Option<Refuse>,
 ) -> Result<Upstream, Stop> {
@@ -388,19 +378,19 @@ async fn request_side(
         e.detail = Some("no resource of this API serves this path".into());
         return Err(stop(end, e));
     }
-    chain.pre_route(ctx, &mut parts).await?;
+    chain.pre_route(ctx, parts).await?;
     if let Some(Refuse::Method(allow)) = refuse {
         let e = GatewayError::new(ErrorKind::MethodNotAllowed).with_header(ALLOW, allow);
         return Err(stop(end, e));
     }
-    chain.request_headers(ctx, &mut parts).await?;
+    chain.request_headers(ctx, parts).await?;
     let body = if chain.hooks().contains(Hooks::REQUEST_BODY) {
         let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         let timed = RequestBody::new(body, None, conn.shared.body_read_timeout);
         let mut bytes = body::collect(timed, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
             .await
             .map_err(|e| stop(end, e))?;
-        chain.request_body(ctx, &mut parts, &mut bytes).await?;
+        chain.request_body(ctx, parts, &mut bytes).await?;
         body::set_length(&mut parts.headers, bytes.len());
         if let Some(m) = marks.as_deref_mut() {
             m.bytes_in.buffered(bytes.len() as u64);

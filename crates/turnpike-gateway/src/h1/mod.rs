@@ -185,7 +185,7 @@ enum ReqFraming {
 pub async fn exchange(
     pool: Arc<EndpointPool>,
     mut conn: Box<H1Conn>,
-    parts: request::Parts,
+    parts: &request::Parts,
     mut body: RequestBody,
     path: UpstreamPath<'_>,
 ) -> Result<Response<DirectBody>, GatewayError> {
@@ -202,7 +202,7 @@ pub async fn exchange(
     out.clear();
     encode_head(
         &mut out,
-        &parts,
+        parts,
         &pool.host,
         &path,
         &framing,

@@ -141,7 +141,7 @@ async fn get(pool: &Arc<EndpointPool>, path: &str) -> (Response<DirectBody>, Byt
         .await
         .expect("connect");
     let (parts, ()) = http::Request::get(path).body(()).expect("req").into_parts();
-    let resp = exchange(pool.clone(), conn, parts, RequestBody::empty(), up(path))
+    let resp = exchange(pool.clone(), conn, &parts, RequestBody::empty(), up(path))
         .await
         .expect("exchange");
     let (head, body) = resp.into_parts();
@@ -231,7 +231,7 @@ async fn garbage_and_early_close_are_errors() {
             .await
             .expect("connect");
         let (parts, ()) = http::Request::get("/").body(()).expect("req").into_parts();
-        let e = exchange(pool.clone(), conn, parts, RequestBody::empty(), up("/"))
+        let e = exchange(pool.clone(), conn, &parts, RequestBody::empty(), up("/"))
             .await
             .err()
             .expect("an error");
