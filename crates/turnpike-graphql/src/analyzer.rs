@@ -8,6 +8,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use apollo_compiler::ast;
 use apollo_compiler::parser::Parser;
 use apollo_compiler::validation::{DiagnosticList, Valid};
 use apollo_compiler::ExecutableDocument;
@@ -19,6 +20,7 @@ use crate::caps::Caps;
 use crate::config::Limits;
 use crate::error::{ErrorCode, GraphqlError, Location};
 use crate::explain::Explain;
+use crate::fastparse;
 use crate::request::location;
 use crate::schema::CompiledSchema;
 
@@ -249,28 +251,45 @@ impl Analyzer {
         entry
     }
 
-    /// The cold path: caps, parse, validate, analyse without variables.
+    /// The cold path: caps, parse, validate, analyse without variables. The fast parser
+    /// builds the AST unless it declines the text; its spans carry exact offsets but not
+    /// this query's source text, so a document that fails validation is parsed again by
+    /// apollo-compiler for diagnostics with lines and columns (invalid queries are cached
+    /// too, so that costs once per text).
     fn prepare(
         &self,
         query: &str,
         operation_name: Option<&str>,
     ) -> Result<Prepared, Vec<GraphqlError>> {
         self.caps.check_bytes(query).map_err(|e| vec![e])?;
-        let mut parser = Parser::new()
-            .token_limit(self.caps.max_tokens)
-            .recursion_limit(self.caps.max_nesting);
-        let ast = parser
-            .parse_ast(query, "query.graphql")
-            .map_err(|e| diagnostics(&e.errors, true))?;
+        let (ast, fast) = match fastparse::parse(query, self.caps.max_tokens, self.caps.max_nesting)
+        {
+            Ok(ast) => (ast, true),
+            Err(_) => (self.parse(query)?, false),
+        };
         self.caps.check_document(&ast).map_err(|e| vec![e])?;
-        let doc = ast
-            .to_executable_validate(self.schema.schema())
-            .map_err(|e| diagnostics(&e.errors, false))?;
+        let doc = match ast.to_executable_validate(self.schema.schema()) {
+            Ok(doc) => doc,
+            Err(_) if fast => self
+                .parse(query)?
+                .to_executable_validate(self.schema.schema())
+                .map_err(|e| diagnostics(&e.errors, false))?,
+            Err(e) => return Err(diagnostics(&e.errors, false)),
+        };
         let analysis = self.walk(&doc, operation_name, None, query)?;
         Ok(Prepared {
             doc,
             analysis: Arc::new(analysis),
         })
+    }
+
+    /// apollo-compiler's own parse, with the caps as its limits.
+    fn parse(&self, query: &str) -> Result<ast::Document, Vec<GraphqlError>> {
+        Parser::new()
+            .token_limit(self.caps.max_tokens)
+            .recursion_limit(self.caps.max_nesting)
+            .parse_ast(query, "query.graphql")
+            .map_err(|e| diagnostics(&e.errors, true))
     }
 
     fn walk(

@@ -21,10 +21,14 @@ mod caps;
 mod config;
 mod error;
 mod explain;
+mod fastparse;
+#[cfg(test)]
+mod fastparse_fuzz;
 mod policy;
 mod quota;
 mod request;
 mod schema;
+mod spans;
 mod spec;
 
 pub use access::FieldAccess;
