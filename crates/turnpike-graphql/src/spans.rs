@@ -10,9 +10,9 @@
 //! turns them into line and column itself); a document that fails validation is parsed
 //! again by apollo-compiler for its diagnostics (see `analyzer.rs`).
 //!
-//! Tables are built once per power-of-two size class (4 KiB up), on first use, and
-//! checked offset by offset: if apollo-compiler ever reports them differently, the class
-//! is empty and the fast parser declines every query of that size.
+//! Tables (16 bytes an offset) are built once per power-of-two size class (4 to 64 KiB)
+//! on first use, and checked offset by offset: if apollo-compiler ever reports them
+//! differently, the class is empty and the fast parser declines every query of that size.
 
 use std::sync::OnceLock;
 
@@ -21,8 +21,9 @@ use apollo_compiler::parser::{Parser, SourceSpan};
 
 /// The smallest class holds offsets `0..=4096`.
 const MIN_CLASS_BITS: u32 = 12;
-/// The largest holds 1 MiB: longer queries take apollo-compiler's parser.
-const CLASSES: usize = 9;
+/// The largest holds 64 KiB (the default byte cap; building it takes apollo-compiler
+/// ~0.1 s once): longer queries take apollo-compiler's parser.
+const CLASSES: usize = 5;
 
 static TABLES: [OnceLock<Option<Box<[SourceSpan]>>>; CLASSES] =
     [const { OnceLock::new() }; CLASSES];
