@@ -160,6 +160,10 @@ impl Gen {
         self.0
     }
 
+    fn one_in(&mut self, n: u64) -> bool {
+        self.next().is_multiple_of(n)
+    }
+
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[(self.next() % items.len() as u64) as usize]
     }
@@ -248,12 +252,12 @@ impl Gen {
                 }
                 out.push('}');
             }
-            _ => out.push_str("7"),
+            _ => out.push('7'),
         }
     }
 
     fn arguments(&mut self, out: &mut String, constant: bool) {
-        if self.next() % 3 != 0 {
+        if !self.one_in(3) {
             return;
         }
         out.push('(');
@@ -271,7 +275,7 @@ impl Gen {
     }
 
     fn directives(&mut self, out: &mut String, constant: bool) {
-        while self.next() % 4 == 0 {
+        while self.one_in(4) {
             self.ws(out);
             out.push('@');
             out.push_str(self.pick(&["skip", "include", "cost", "x"]));
@@ -295,7 +299,7 @@ impl Gen {
                 }
                 1 if depth < 4 => {
                     out.push_str("...");
-                    if self.next() % 2 == 0 {
+                    if self.one_in(2) {
                         self.ws(out);
                         out.push_str("on ");
                         out.push_str(self.pick(&["Human", "Droid"]));
@@ -305,7 +309,7 @@ impl Gen {
                     self.selection_set(out, depth + 1);
                 }
                 _ => {
-                    if self.next() % 4 == 0 {
+                    if self.one_in(4) {
                         out.push_str(self.name());
                         self.ws(out);
                         out.push(':');
@@ -314,7 +318,7 @@ impl Gen {
                     out.push_str(self.name());
                     self.arguments(out, false);
                     self.directives(out, false);
-                    if depth < 4 && self.next() % 3 == 0 {
+                    if depth < 4 && self.one_in(3) {
                         self.ws(out);
                         self.selection_set(out, depth + 1);
                     }
@@ -326,14 +330,14 @@ impl Gen {
     }
 
     fn type_ref(&mut self, out: &mut String, depth: u32) {
-        if depth < 2 && self.next() % 3 == 0 {
+        if depth < 2 && self.one_in(3) {
             out.push('[');
             self.type_ref(out, depth + 1);
             out.push(']');
         } else {
             out.push_str(self.pick(&["Int", "String", "ID", "Episode"]));
         }
-        if self.next() % 2 == 0 {
+        if self.one_in(2) {
             out.push('!');
         }
     }
@@ -358,11 +362,11 @@ impl Gen {
                 }
                 _ => {
                     out.push_str(self.pick(&["query", "mutation", "subscription"]));
-                    if self.next() % 2 == 0 {
+                    if self.one_in(2) {
                         out.push(' ');
                         out.push_str(self.pick(&["Q", "op_2", "query"]));
                     }
-                    if self.next() % 2 == 0 {
+                    if self.one_in(2) {
                         self.ws(&mut out);
                         out.push('(');
                         for j in 0..1 + self.next() % 3 {
@@ -374,7 +378,7 @@ impl Gen {
                             out.push(':');
                             self.ws(&mut out);
                             self.type_ref(&mut out, 0);
-                            if self.next() % 3 == 0 {
+                            if self.one_in(3) {
                                 self.ws(&mut out);
                                 out.push('=');
                                 self.ws(&mut out);
