@@ -3,11 +3,11 @@
 //! apollo-compiler's validation to run on unchanged. It builds the AST apollo-compiler's
 //! own parse would (the same nodes, names, values and byte spans), and declines
 //! whatever it is not sure of, so that the caller parses that text with apollo-compiler
-//! instead: any syntax error, type system definitions, block strings, `\u` escapes
-//! outside the Basic Multilingual Plane's non-surrogates, non-ASCII outside strings and
-//! comments, and texts near the token or nesting caps (apollo-parser's limits then
-//! decide). Declining is always safe; accepting must agree with apollo-compiler, which
-//! `tests/fastparse.rs` checks differentially on generated documents.
+//! instead: any syntax error, type system definitions, block strings, `\u` escapes of
+//! surrogates or in braces, non-ASCII outside strings and comments, and texts near the
+//! token or nesting caps (apollo-parser's limits then decide). Declining is always safe; accepting must agree with apollo-compiler, which
+//! `fastparse_fuzz.rs` checks differentially. This file owns the grammar; `lex.rs` the
+//! tokens.
 
 use apollo_compiler::ast::{
     Argument, Definition, Directive, DirectiveList, Document, Field, FloatValue,
@@ -18,6 +18,8 @@ use apollo_compiler::parser::SourceSpan;
 use apollo_compiler::{Name, Node};
 
 use crate::spans::Spans;
+
+mod lex;
 
 /// Why the fast parser handed a text back to apollo-compiler's parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,14 +124,6 @@ struct FastParser<'s> {
     peeked: Option<Token>,
 }
 
-fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_'
-}
-
-fn is_name_continue(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
 impl<'s> FastParser<'s> {
     fn text(&self, t: Token) -> &'s str {
         self.src.get(t.start..t.end).unwrap_or("")
@@ -214,179 +208,6 @@ impl<'s> FastParser<'s> {
     fn name_of(&self, t: Token) -> Parsed<Name> {
         let span = self.spans.span(t.start, t.end).ok_or(Declined::TooLong)?;
         Ok(Name::new_unchecked(self.text(t)).with_location(span))
-    }
-
-    /// The next significant token; ignored tokens (whitespace, commas, comments) are
-    /// skipped and counted.
-    fn lex(&mut self) -> Parsed<Token> {
-        let b = self.bytes;
-        let mut ignored = 0;
-        let mut comma = false;
-        loop {
-            match b.get(self.pos) {
-                Some(b' ' | b'\t' | b'\n' | b'\r') => {
-                    self.pos += 1;
-                    ignored += 1;
-                }
-                Some(b',') => {
-                    self.pos += 1;
-                    ignored += 1;
-                    comma = true;
-                }
-                Some(b'#') => {
-                    while let Some(&c) = b.get(self.pos) {
-                        if c == b'\n' || c == b'\r' {
-                            break;
-                        }
-                        self.pos += 1;
-                    }
-                    ignored += 1;
-                }
-                _ => break,
-            }
-        }
-        self.count(ignored + 1)?;
-        let start = self.pos;
-        let Some(&c) = b.get(start) else {
-            return Ok(Token {
-                kind: Tok::Eof,
-                start,
-                end: start,
-                comma,
-            });
-        };
-        let kind = match c {
-            b'!' | b'$' | b'&' | b'(' | b')' | b':' | b'=' | b'@' | b'[' | b']' | b'{' | b'|'
-            | b'}' => {
-                self.pos += 1;
-                Tok::Punct(c)
-            }
-            b'.' => {
-                if b.get(start..start + 3) != Some(b"...") {
-                    return Err(Declined::Syntax);
-                }
-                self.pos += 3;
-                Tok::Spread
-            }
-            c if is_name_start(c) => {
-                self.pos += 1;
-                while b.get(self.pos).is_some_and(|&c| is_name_continue(c)) {
-                    self.pos += 1;
-                }
-                Tok::Name
-            }
-            b'-' | b'0'..=b'9' => self.number()?,
-            b'"' => self.string()?,
-            _ => return Err(Declined::Unsupported),
-        };
-        Ok(Token {
-            kind,
-            start,
-            end: self.pos,
-            comma,
-        })
-    }
-
-    fn digits(&mut self) -> usize {
-        let from = self.pos;
-        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_digit) {
-            self.pos += 1;
-        }
-        self.pos - from
-    }
-
-    fn number(&mut self) -> Parsed<Tok> {
-        let b = self.bytes;
-        if b.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
-        }
-        let first = b.get(self.pos).copied();
-        let n = self.digits();
-        if n == 0 || (first == Some(b'0') && n > 1) {
-            return Err(Declined::Syntax);
-        }
-        let mut kind = Tok::Int;
-        if b.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            if self.digits() == 0 {
-                return Err(Declined::Syntax);
-            }
-            kind = Tok::Float;
-        }
-        if matches!(b.get(self.pos), Some(b'e' | b'E')) {
-            self.pos += 1;
-            if matches!(b.get(self.pos), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if self.digits() == 0 {
-                return Err(Declined::Syntax);
-            }
-            kind = Tok::Float;
-        }
-        match b.get(self.pos) {
-            Some(&c) if c == b'.' || is_name_start(c) => Err(Declined::Syntax),
-            _ => Ok(kind),
-        }
-    }
-
-    /// A quoted string (block strings are declined); its value is decoded later.
-    fn string(&mut self) -> Parsed<Tok> {
-        let b = self.bytes;
-        if b.get(self.pos..self.pos + 3) == Some(b"\"\"\"") {
-            return Err(Declined::Unsupported);
-        }
-        self.pos += 1;
-        loop {
-            match b.get(self.pos) {
-                None | Some(b'\n' | b'\r') => return Err(Declined::Syntax),
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(Tok::Str);
-                }
-                Some(b'\\') => self.pos += 2,
-                Some(&c) if c < 0x20 && c != b'\t' => return Err(Declined::Unsupported),
-                Some(_) => self.pos += 1,
-            }
-        }
-    }
-
-    /// The value of a quoted string token, escapes resolved.
-    fn string_value(&self, t: Token) -> Parsed<String> {
-        let raw = self
-            .src
-            .get(t.start + 1..t.end - 1)
-            .ok_or(Declined::Syntax)?;
-        if !raw.contains('\\') {
-            return Ok(raw.to_owned());
-        }
-        let mut out = String::with_capacity(raw.len());
-        let mut chars = raw.chars();
-        while let Some(c) = chars.next() {
-            if c != '\\' {
-                out.push(c);
-                continue;
-            }
-            match chars.next() {
-                Some('"') => out.push('"'),
-                Some('\\') => out.push('\\'),
-                Some('/') => out.push('/'),
-                Some('b') => out.push('\u{8}'),
-                Some('f') => out.push('\u{c}'),
-                Some('n') => out.push('\n'),
-                Some('r') => out.push('\r'),
-                Some('t') => out.push('\t'),
-                Some('u') => {
-                    let hex: String = chars.by_ref().take(4).collect();
-                    if hex.len() != 4 || !hex.bytes().all(|h| h.is_ascii_hexdigit()) {
-                        return Err(Declined::Unsupported);
-                    }
-                    let code = u32::from_str_radix(&hex, 16).map_err(|_| Declined::Syntax)?;
-                    out.push(char::from_u32(code).ok_or(Declined::Unsupported)?);
-                }
-                _ => return Err(Declined::Syntax),
-            }
-        }
-        Ok(out)
     }
 
     fn operation(&mut self, operation_type: OperationType) -> Parsed<Definition> {
