@@ -1,6 +1,7 @@
 //! GraphQL for Turnpike's gateway: the schema compiled once per snapshot, the HTTP
 //! request shapes (POST JSON, POST `application/graphql`, GET), caps checked while
-//! parsing (bytes, tokens, nesting, aliases, root fields, directives), parse and
+//! parsing (bytes, tokens, nesting, aliases, root fields, directives), parse (a fast
+//! parser into apollo-compiler's AST, apollo-compiler's own for what it declines) and
 //! validation against the schema per the spec (apollo-compiler), and a fragment-aware
 //! static analysis: depth and complexity as WSO2 computes them, or cost from `@cost` /
 //! `@listSize` (IBM's cost spec), the root fields (operations) a query calls, the schema
