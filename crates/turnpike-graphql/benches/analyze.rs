@@ -4,6 +4,11 @@
 //! which every GraphQL gateway pays. The allocator is the gateway binary's (mimalloc):
 //! apollo-compiler's parse allocates a node per CST token, so measuring under the system
 //! allocator overstated the cold path.
+//!
+//! The cold path parses with turnpike's fast parser (`src/fastparse.rs`); `parts_parse`
+//! is apollo-compiler's own parse, which the analyzer keeps for texts the fast parser
+//! declines and for the diagnostics of invalid documents. `parts_validate` is the
+//! spec validation every cold analysis runs (the floor of the cold path).
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -88,11 +88,19 @@ impl Analysis {
     }
 }
 
-/// One response key at one level: the fields of every fragment that share it.
+/// One response key at one level: the fields of every fragment that share it, each
+/// with the type of the selection set it is in. Most keys have one field: it is kept
+/// inline, so only a merge allocates.
 struct Group<'a> {
     key: &'a Name,
-    items: Vec<&'a Node<Field>>,
-    parents: Vec<&'a Name>,
+    first: (&'a Node<Field>, &'a Name),
+    more: Vec<(&'a Node<Field>, &'a Name)>,
+}
+
+impl<'a> Group<'a> {
+    fn items(&self) -> impl Iterator<Item = (&'a Node<Field>, &'a Name)> + '_ {
+        std::iter::once(self.first).chain(self.more.iter().copied())
+    }
 }
 
 pub(crate) struct Walker<'a> {
@@ -107,6 +115,10 @@ pub(crate) struct Walker<'a> {
     variable_dependent: bool,
     breakdown: Option<Vec<BreakdownRow>>,
     path: Vec<String>,
+    /// Emptied child-group buffers, reused level by level instead of allocated per field.
+    spare: Vec<Vec<Group<'a>>>,
+    /// The fragment names being expanded (cycle guard), reused.
+    expanding: Vec<&'a Name>,
 }
 
 fn offset_of<T>(node: &Node<T>) -> Option<usize> {
@@ -141,6 +153,8 @@ impl<'a> Walker<'a> {
             variable_dependent: false,
             breakdown: breakdown.then(Vec::new),
             path: Vec::new(),
+            spare: Vec::new(),
+            expanding: Vec::new(),
         }
     }
 
@@ -155,7 +169,7 @@ impl<'a> Walker<'a> {
         };
         let cap = self.budget;
         let mut groups = Vec::new();
-        self.collect(&self.op.selection_set, &mut groups, &mut Vec::new(), cap)?;
+        self.collect(&self.op.selection_set, &mut groups, cap)?;
         let mut root_fields = Vec::with_capacity(groups.len());
         let (mut depth, mut complexity) = (0u32, 0u64);
         for g in &groups {
@@ -163,12 +177,12 @@ impl<'a> Walker<'a> {
             depth = depth.max(d);
             complexity = complexity.saturating_add(c);
             root_fields.push(RootField {
-                name: g.items[0].name.to_string(),
+                name: g.first.0.name.to_string(),
                 response_key: g.key.to_string(),
                 kind,
                 depth: d,
                 complexity: c,
-                offset: offset_of(g.items[0]),
+                offset: offset_of(g.first.0),
             });
         }
         if kind == OperationKind::Mutation && self.schema.model == CostModel::Directives {
@@ -195,7 +209,6 @@ impl<'a> Walker<'a> {
         &mut self,
         set: &'a SelectionSet,
         groups: &mut Vec<Group<'a>>,
-        fragments: &mut Vec<&'a Name>,
         cap: usize,
     ) -> Result<(), GraphqlError> {
         for sel in &set.selections {
@@ -207,28 +220,24 @@ impl<'a> Walker<'a> {
                         .ok_or_else(|| too_many_fields(cap))?;
                     let key = f.response_key();
                     match groups.iter_mut().find(|g| g.key == key) {
-                        Some(g) => {
-                            g.items.push(f);
-                            g.parents.push(&set.ty);
-                        }
+                        Some(g) => g.more.push((f, &set.ty)),
                         None => groups.push(Group {
                             key,
-                            items: vec![f],
-                            parents: vec![&set.ty],
+                            first: (f, &set.ty),
+                            more: Vec::new(),
                         }),
                     }
                 }
-                Selection::InlineFragment(i) => {
-                    self.collect(&i.selection_set, groups, fragments, cap)?
-                }
+                Selection::InlineFragment(i) => self.collect(&i.selection_set, groups, cap)?,
                 Selection::FragmentSpread(s) => {
-                    if fragments.contains(&&s.fragment_name) {
+                    if self.expanding.contains(&&s.fragment_name) {
                         continue; // a cycle: validation refuses it; never loop
                     }
                     if let Some(frag) = self.doc.fragments.get(&s.fragment_name) {
-                        fragments.push(&s.fragment_name);
-                        self.collect(&frag.selection_set, groups, fragments, cap)?;
-                        fragments.pop();
+                        self.expanding.push(&s.fragment_name);
+                        let done = self.collect(&frag.selection_set, groups, cap);
+                        self.expanding.pop();
+                        done?;
                     }
                 }
             }
@@ -245,7 +254,7 @@ impl<'a> Walker<'a> {
         cap: usize,
     ) -> Result<(u64, u32), GraphqlError> {
         let mut info: Option<&'a FieldInfo> = None;
-        for (f, parent) in g.items.iter().zip(&g.parents) {
+        for (f, parent) in g.items() {
             let name = f.name.as_str();
             if (name == "__schema" || name == "__type") && self.introspection.is_none() {
                 self.introspection = Some(offset_of(f));
@@ -255,14 +264,16 @@ impl<'a> Walker<'a> {
                 info = info.or_else(|| self.schema.info(id));
             }
         }
-        let mut children = Vec::new();
-        for f in &g.items {
-            self.collect(&f.selection_set, &mut children, &mut Vec::new(), cap)?;
+        let mut children = self.spare.pop().unwrap_or_default();
+        let expanding = std::mem::take(&mut self.expanding);
+        for (f, _) in g.items() {
+            self.collect(&f.selection_set, &mut children, cap)?;
         }
+        self.expanding = expanding;
         if self.breakdown.is_some() {
             self.path.push(g.key.to_string());
         }
-        let field = g.items[0];
+        let field = g.first.0;
         let (own, args, mult, sized) = match (self.schema.model, info) {
             (CostModel::Wso2, Some(i)) => (i.wso2_cost, 0, self.wso2_multiplier(field, i), 1),
             (CostModel::Wso2, None) => (1, 0, 1, 1),
@@ -273,7 +284,7 @@ impl<'a> Walker<'a> {
         let mut max_depth = depth;
         for c in &children {
             let by_parent = match info {
-                Some(i) if i.sized_fields.iter().any(|s| s == c.items[0].name.as_str()) => {
+                Some(i) if i.sized_fields.iter().any(|s| s == c.first.0.name.as_str()) => {
                     Some(sized)
                 }
                 _ => None,
@@ -282,6 +293,8 @@ impl<'a> Walker<'a> {
             child_sum = child_sum.saturating_add(cc);
             max_depth = max_depth.max(cd);
         }
+        children.clear();
+        self.spare.push(children);
         // A connection's slicing argument sizes its `sizedFields` instead of their own.
         let mult = sized_by_parent.unwrap_or(mult);
         let total = args.saturating_add(mult.saturating_mul(own.saturating_add(child_sum)));

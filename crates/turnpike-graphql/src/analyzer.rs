@@ -8,6 +8,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use apollo_compiler::ast;
 use apollo_compiler::parser::Parser;
 use apollo_compiler::validation::{DiagnosticList, Valid};
 use apollo_compiler::ExecutableDocument;
@@ -19,11 +20,16 @@ use crate::caps::Caps;
 use crate::config::Limits;
 use crate::error::{ErrorCode, GraphqlError, Location};
 use crate::explain::Explain;
+use crate::fastparse;
 use crate::request::location;
 use crate::schema::CompiledSchema;
 
 struct Prepared {
-    doc: Valid<ExecutableDocument>,
+    /// The validated document, kept only when the analysis depends on variables (it is
+    /// walked again for each request's). Keeping every one held ~40 KB per cached query
+    /// (Query 3) and made each cold analysis pay for freeing an evicted one; explain
+    /// validates again when it is absent.
+    doc: Option<Valid<ExecutableDocument>>,
     analysis: Arc<Analysis>,
 }
 
@@ -137,10 +143,9 @@ impl Analyzer {
     ) -> Result<Arc<Analysis>, Vec<GraphqlError>> {
         let entry = self.entry(query, operation_name);
         let prepared = entry.result.as_ref().map_err(Clone::clone)?;
-        let analysis = if prepared.analysis.variable_dependent && variables.is_some() {
-            Arc::new(self.walk(&prepared.doc, operation_name, variables, query)?)
-        } else {
-            prepared.analysis.clone()
+        let analysis = match (&prepared.doc, variables) {
+            (Some(doc), Some(_)) => Arc::new(self.walk(doc, operation_name, variables, query)?),
+            _ => prepared.analysis.clone(),
         };
         if !self.introspection {
             if let Some(offset) = analysis.introspection {
@@ -204,7 +209,15 @@ impl Analyzer {
     ) -> Result<Explain, Vec<GraphqlError>> {
         let entry = self.entry(query, operation_name);
         let prepared = entry.result.as_ref().map_err(Clone::clone)?;
-        let op = prepared.doc.operations.get(operation_name).map_err(|e| {
+        let revalidated;
+        let doc = match &prepared.doc {
+            Some(doc) => doc,
+            None => {
+                revalidated = self.validate(query)?;
+                &revalidated
+            }
+        };
+        let op = doc.operations.get(operation_name).map_err(|e| {
             vec![GraphqlError::new(
                 ErrorCode::OperationNotFound,
                 e.message().to_string(),
@@ -212,7 +225,7 @@ impl Analyzer {
         })?;
         let walker = Walker::new(
             &self.schema,
-            &prepared.doc,
+            doc,
             op,
             variables,
             self.caps.max_expanded_fields,
@@ -255,22 +268,44 @@ impl Analyzer {
         query: &str,
         operation_name: Option<&str>,
     ) -> Result<Prepared, Vec<GraphqlError>> {
-        self.caps.check_bytes(query).map_err(|e| vec![e])?;
-        let mut parser = Parser::new()
-            .token_limit(self.caps.max_tokens)
-            .recursion_limit(self.caps.max_nesting);
-        let ast = parser
-            .parse_ast(query, "query.graphql")
-            .map_err(|e| diagnostics(&e.errors, true))?;
-        self.caps.check_document(&ast).map_err(|e| vec![e])?;
-        let doc = ast
-            .to_executable_validate(self.schema.schema())
-            .map_err(|e| diagnostics(&e.errors, false))?;
+        let doc = self.validate(query)?;
         let analysis = self.walk(&doc, operation_name, None, query)?;
         Ok(Prepared {
-            doc,
+            doc: analysis.variable_dependent.then_some(doc),
             analysis: Arc::new(analysis),
         })
+    }
+
+    /// Caps, parse, validation. The fast parser builds the AST unless it declines the
+    /// text; its spans carry exact offsets but not this query's source text, so a
+    /// document that fails validation is parsed again by apollo-compiler for diagnostics
+    /// with lines and columns (invalid queries are cached too, so that costs once per
+    /// text).
+    fn validate(&self, query: &str) -> Result<Valid<ExecutableDocument>, Vec<GraphqlError>> {
+        self.caps.check_bytes(query).map_err(|e| vec![e])?;
+        let (ast, fast) = match fastparse::parse(query, self.caps.max_tokens, self.caps.max_nesting)
+        {
+            Ok(ast) => (ast, true),
+            Err(_) => (self.parse(query)?, false),
+        };
+        self.caps.check_document(&ast).map_err(|e| vec![e])?;
+        match ast.to_executable_validate(self.schema.schema()) {
+            Ok(doc) => Ok(doc),
+            Err(_) if fast => self
+                .parse(query)?
+                .to_executable_validate(self.schema.schema())
+                .map_err(|e| diagnostics(&e.errors, false)),
+            Err(e) => Err(diagnostics(&e.errors, false)),
+        }
+    }
+
+    /// apollo-compiler's own parse, with the caps as its limits.
+    fn parse(&self, query: &str) -> Result<ast::Document, Vec<GraphqlError>> {
+        Parser::new()
+            .token_limit(self.caps.max_tokens)
+            .recursion_limit(self.caps.max_nesting)
+            .parse_ast(query, "query.graphql")
+            .map_err(|e| diagnostics(&e.errors, true))
     }
 
     fn walk(

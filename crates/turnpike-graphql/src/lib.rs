@@ -1,6 +1,7 @@
 //! GraphQL for Turnpike's gateway: the schema compiled once per snapshot, the HTTP
 //! request shapes (POST JSON, POST `application/graphql`, GET), caps checked while
-//! parsing (bytes, tokens, nesting, aliases, root fields, directives), parse and
+//! parsing (bytes, tokens, nesting, aliases, root fields, directives), parse (a fast
+//! parser into apollo-compiler's AST, apollo-compiler's own for what it declines) and
 //! validation against the schema per the spec (apollo-compiler), and a fragment-aware
 //! static analysis: depth and complexity as WSO2 computes them, or cost from `@cost` /
 //! `@listSize` (IBM's cost spec), the root fields (operations) a query calls, the schema
@@ -23,10 +24,14 @@ mod caps;
 mod config;
 mod error;
 mod explain;
+mod fastparse;
+#[cfg(test)]
+mod fastparse_fuzz;
 mod policy;
 mod quota;
 mod request;
 mod schema;
+mod spans;
 mod spec;
 mod throttle;
 

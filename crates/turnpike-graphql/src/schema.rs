@@ -43,6 +43,11 @@ pub struct SchemaError {
     pub errors: Vec<GraphqlError>,
 }
 
+/// Type name -> field name -> id, looked up for every field of every cold analysis
+/// (foldhash: the keys are the schema's names, not the client's).
+type Ids =
+    HashMap<Name, HashMap<Name, FieldId, foldhash::fast::RandomState>, foldhash::fast::RandomState>;
+
 /// A validated schema plus its cost tables.
 #[derive(Debug)]
 pub struct CompiledSchema {
@@ -50,7 +55,7 @@ pub struct CompiledSchema {
     pub(crate) model: CostModel,
     pub(crate) default_list_size: u64,
     version: u64,
-    ids: HashMap<Name, HashMap<Name, FieldId>>,
+    ids: Ids,
     pub(crate) fields: Vec<FieldInfo>,
     /// Object type -> interfaces it implements (a denial on an object's field also
     /// covers the interface field through which the object can be selected).
@@ -86,7 +91,7 @@ impl CompiledSchema {
             .iter()
             .map(|(k, v)| (k.as_str(), v))
             .collect();
-        let mut ids: HashMap<Name, HashMap<Name, FieldId>> = HashMap::new();
+        let mut ids = Ids::default();
         let mut fields = Vec::new();
         let mut interfaces_of = HashMap::new();
         for (type_name, ty) in &schema.types {
@@ -291,7 +296,7 @@ impl CompiledSchema {
     }
 }
 
-fn lookup(ids: &HashMap<Name, HashMap<Name, FieldId>>, coordinate: &str) -> Option<FieldId> {
+fn lookup(ids: &Ids, coordinate: &str) -> Option<FieldId> {
     let (t, f) = coordinate.split_once('.')?;
     ids.get(t)?.get(f).copied()
 }
