@@ -239,6 +239,18 @@ struct WatchedIo {
     traffic: Arc<Traffic>,
 }
 
+/// Serves a read from `unread` (bytes read past what their first reader used, handed
+/// on with the socket) before the socket itself: whether it did.
+pub(crate) fn read_ahead(unread: &mut Bytes, buf: &mut ReadBuf<'_>) -> bool {
+    if unread.is_empty() {
+        return false;
+    }
+    let n = unread.len().min(buf.remaining());
+    buf.put_slice(&unread[..n]);
+    unread.advance(n);
+    true
+}
+
 impl AsyncRead for WatchedIo {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -246,10 +258,7 @@ impl AsyncRead for WatchedIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if !this.unread.is_empty() {
-            let n = this.unread.len().min(buf.remaining());
-            buf.put_slice(&this.unread[..n]);
-            this.unread.advance(n);
+        if read_ahead(&mut this.unread, buf) {
             return Poll::Ready(Ok(()));
         }
         let r = Pin::new(&mut this.stream).poll_read(cx, buf);

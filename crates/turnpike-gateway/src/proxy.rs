@@ -312,7 +312,7 @@ async fn exchange(
 ) -> (Response<GatewayBody>, Option<ErrorKind>) {
     let chain = &api.chain;
     let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
-    let (mut rparts, mut rbody, mut upto, mut failed) = match sent {
+    let (mut rparts, mut rbody, upto, mut failed) = match sent {
         Ok(up) => {
             let (p, b) = upstream_response(up);
             if let Some(m) = marks {
@@ -326,13 +326,7 @@ async fn exchange(
             (p, b, at, failed)
         }
     };
-    // Response hooks, back to front; an error raised there becomes the response and
-    // the hooks outside the one that raised it still see it.
-    while let Err((at, e)) = chain.response_headers(ctx, &mut rparts, upto) {
-        failed = Some(e.kind);
-        (rparts, rbody) = error_parts(e, &ctx.request_id);
-        upto = at;
-    }
+    let upto = response_hooks(chain, ctx, &mut rparts, &mut rbody, upto, &mut failed);
     if chain.wants_response_body(ctx, &rparts, upto) {
         let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         let result = match rbody.collect(limit).await {
@@ -359,6 +353,25 @@ async fn exchange(
         rbody.on_end(end);
     }
     (Response::from_parts(rparts, rbody), failed)
+}
+
+/// The response hooks, back to front; an error raised there becomes the response (and
+/// `failed`) and the hooks outside the one that raised it still see it. Returns how many
+/// policies' response sides ran.
+pub(crate) fn response_hooks(
+    chain: &turnpike_policy::Chain,
+    ctx: &mut RequestCtx,
+    rparts: &mut response::Parts,
+    rbody: &mut GatewayBody,
+    mut upto: usize,
+    failed: &mut Option<ErrorKind>,
+) -> usize {
+    while let Err((at, e)) = chain.response_headers(ctx, rparts, upto) {
+        *failed = Some(e.kind);
+        (*rparts, *rbody) = error_parts(e, &ctx.request_id);
+        upto = at;
+    }
+    upto
 }
 
 /// The owned-404 check, pre-route, the 405 check, request headers, request body, then the upstream.

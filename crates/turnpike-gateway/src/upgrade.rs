@@ -41,7 +41,7 @@ use crate::conn_limit::{ConnLimits, ParkedMark};
 use crate::error::{ErrorKind, GatewayError};
 use crate::h1_conn::{draining, Watcher};
 use crate::headers;
-use crate::proxy::{answer_response, error_parts, ConnCtx, Refuse};
+use crate::proxy::{answer_response, ConnCtx, Refuse};
 
 /// A socket of either side, boxed: upgrades are rare, and the relay is one code path
 /// for plain and TLS sockets, parked and unparked connections.
@@ -67,10 +67,7 @@ impl AsyncRead for ClientIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if !this.unread.is_empty() {
-            let n = this.unread.len().min(buf.remaining());
-            buf.put_slice(&this.unread[..n]);
-            this.unread.advance(n);
+        if crate::park::read_ahead(&mut this.unread, buf) {
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.io).poll_read(cx, buf)
@@ -178,7 +175,7 @@ pub(crate) async fn exchange(
     refuse: Option<Refuse>,
 ) -> (Response<GatewayBody>, Option<ErrorKind>) {
     let chain = &api.chain;
-    let (mut rparts, mut rbody, mut upto, mut failed) =
+    let (mut rparts, mut rbody, upto, mut failed) =
         match request_side(conn, api, ctx, parts, refuse).await {
             Ok(Opened::Upgraded(resp)) => return (resp, None),
             Ok(Opened::Refused(resp)) => {
@@ -192,11 +189,7 @@ pub(crate) async fn exchange(
                 (p, b, at, failed)
             }
         };
-    while let Err((at, e)) = chain.response_headers(ctx, &mut rparts, upto) {
-        failed = Some(e.kind);
-        (rparts, rbody) = error_parts(e, &ctx.request_id);
-        upto = at;
-    }
+    crate::proxy::response_hooks(chain, ctx, &mut rparts, &mut rbody, upto, &mut failed);
     (Response::from_parts(rparts, rbody), failed)
 }
 

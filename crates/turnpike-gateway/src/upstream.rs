@@ -540,16 +540,7 @@ impl EndpointPool {
     }
 
     async fn connect(&self, slot: OwnedSemaphorePermit) -> Result<Conn, GatewayError> {
-        let port = self
-            .authority
-            .port_u16()
-            .unwrap_or(if self.https { 443 } else { 80 });
-        let host = self.authority.host();
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let tcp = TcpStream::connect((host, port))
-            .await
-            .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
-        let _ = tcp.set_nodelay(true);
+        let tcp = self.tcp().await?;
         if !self.https {
             return self.handshake_h1(TokioIo::new(tcp), slot).await;
         }

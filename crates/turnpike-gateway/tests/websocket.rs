@@ -75,6 +75,23 @@ async fn open(
     tokio_tungstenite::client_async(req, tcp).await
 }
 
+/// A `graphql-transport-ws` socket on /sw/v1/graphql with the bench key, acknowledged.
+async fn acked(gw: &TestGateway) -> Ws {
+    let (mut ws, _) = open(
+        gw,
+        "/sw/v1/graphql",
+        &[
+            ("sec-websocket-protocol", "graphql-transport-ws"),
+            ("apikey", KEY),
+        ],
+    )
+    .await
+    .expect("upgraded");
+    send_json(&mut ws, json!({ "type": "connection_init" })).await;
+    assert_eq!(next_json(&mut ws).await["type"], "connection_ack");
+    ws
+}
+
 async fn next_json(ws: &mut Ws) -> Value {
     loop {
         let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
@@ -383,18 +400,7 @@ async fn refused_subscriptions_get_an_error_and_never_reach_the_back_end() {
     let up = graphql_echo().await;
     // reviewAdded needs `admin`; the key has only `read`.
     let gw = gateway(&secured_gql(up, "admin")).await;
-    let (mut ws, _) = open(
-        &gw,
-        "/sw/v1/graphql",
-        &[
-            ("sec-websocket-protocol", "graphql-transport-ws"),
-            ("apikey", KEY),
-        ],
-    )
-    .await
-    .expect("upgraded");
-    send_json(&mut ws, json!({ "type": "connection_init" })).await;
-    assert_eq!(next_json(&mut ws).await["type"], "connection_ack");
+    let mut ws = acked(&gw).await;
     send_json(
         &mut ws,
         json!({ "id": "s", "type": "subscribe", "payload": { "query": SUB } }),
@@ -515,18 +521,7 @@ async fn a_drain_closes_an_open_upgraded_connection() {
 async fn a_drain_closes_a_graphql_socket_with_1001() {
     let up = graphql_echo().await;
     let gw = gateway(&secured_gql(up, "read")).await;
-    let (mut ws, _) = open(
-        &gw,
-        "/sw/v1/graphql",
-        &[
-            ("sec-websocket-protocol", "graphql-transport-ws"),
-            ("apikey", KEY),
-        ],
-    )
-    .await
-    .expect("upgraded");
-    send_json(&mut ws, json!({ "type": "connection_init" })).await;
-    assert_eq!(next_json(&mut ws).await["type"], "connection_ack");
+    let mut ws = acked(&gw).await;
     let TestGateway { handle, .. } = gw;
     let stop = tokio::spawn(handle.shutdown());
     assert_eq!(close_code(&mut ws).await, Some(CloseCode::Away));
