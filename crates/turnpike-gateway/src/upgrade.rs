@@ -25,7 +25,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use http::header::{CONNECTION, HOST, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_PROTOCOL, UPGRADE};
 use http::{request, HeaderValue, Method, Request, Response, StatusCode, Version};
 use http_body_util::Empty;

@@ -544,8 +544,7 @@ impl EndpointPool {
         if !self.https {
             return self.handshake_h1(TokioIo::new(tcp), slot).await;
         }
-        let name = rustls::pki_types::ServerName::try_from(host.to_string())
-            .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
+        let name = self.server_name()?;
         let tls = self
             .tls
             .connect(name, tcp)
