@@ -2,6 +2,7 @@
 //! Owns load generation and its statistics; depends on no other Turnpike crate at run time
 //! (the matrix starts the `turnpike` binary as a process).
 
+pub mod bench_token;
 pub mod client;
 pub mod echo;
 pub mod echo_soap;

@@ -203,14 +203,24 @@ pub fn gateway_config(echo_url: &str) -> String {
     gateway_config_with(echo_url, None)
 }
 
-/// [`gateway_config`], plus, with `graphql_url` (a `turnpike echo --graphql`), the
-/// `graphql` scenario's API: `/starwars/v1`, secured like `/secured/v1` (the bench API
-/// key, an Unlimited subscription), the bundled Star Wars schema with the limits
-/// bench/graphql.sh uses (depth 15, complexity 5000: WSO2's three queries pass).
-pub fn gateway_config_with(echo_url: &str, graphql_url: Option<&str>) -> String {
+/// [`gateway_config`], plus, with `graphql` (a `turnpike echo --graphql` URL and the
+/// JWK of the bench issuer, [`crate::bench_token`]), the `graphql` scenario's API:
+/// `/starwars/v1`, secured with JWT as the seed's tests were (the bench issuer trusted,
+/// an Unlimited subscription for the bench application), the bundled Star Wars schema
+/// with the limits bench/graphql.sh uses (depth 15, complexity 5000: WSO2's three
+/// queries pass).
+pub fn gateway_config_with(echo_url: &str, graphql: Option<(&str, &serde_json::Value)>) -> String {
     // A JSON string is a valid YAML double-quoted scalar: the WSDL goes inline.
     let wsdl = serde_json::Value::String(crate::echo_soap::WSDL.to_owned()).to_string();
-    let (graphql_sub, graphql_api) = match graphql_url {
+    let issuers = match graphql {
+        Some((_, jwk)) => format!(
+            "\n  issuers:\n    - {{ issuer: \"{}\", audiences: [{}], jwks: {{ \"keys\": [{jwk}] }} }}",
+            crate::bench_token::ISSUER,
+            crate::bench_token::AUDIENCE,
+        ),
+        None => String::new(),
+    };
+    let (graphql_sub, graphql_api) = match graphql.map(|(url, _)| url) {
         Some(url) => {
             let schema = serde_json::Value::String(crate::graphql_echo::STARWARS_SCHEMA.to_owned())
                 .to_string();
@@ -221,7 +231,7 @@ pub fn gateway_config_with(echo_url: &str, graphql_url: Option<&str>) -> String 
     context: /starwars
     version: v1
     endpoints: ["{url}"]
-    auth: {{ oauth2: false, api_key: true }}
+    auth: {{ oauth2: true }}
     resources:
       - {{ path: "/*", methods: [GET, POST] }}
     graphql:
@@ -235,7 +245,7 @@ pub fn gateway_config_with(echo_url: &str, graphql_url: Option<&str>) -> String 
     };
     format!(
         r#"# Written by `turnpike bench matrix`.
-security:
+security:{issuers}
   api_keys:
     # SHA-256 of "{BENCH_API_KEY}"
     - {{ sha256: "28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef", application: bench, subscriber: bench }}
@@ -314,7 +324,12 @@ async fn start_gateway(
     tag: &str,
 ) -> Result<(Proc, String), String> {
     let config = dir.join(format!("gateway-{tag}.yaml"));
-    std::fs::write(&config, gateway_config_with(echo_url, graphql_url))
+    let issuer = match graphql_url {
+        Some(_) => Some(crate::bench_token::issuer().map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let graphql = graphql_url.zip(issuer.map(|i| &i.jwk));
+    std::fs::write(&config, gateway_config_with(echo_url, graphql))
         .map_err(|e| format!("writing {}: {e}", config.display()))?;
     let log_path = dir.join(format!("gateway-{tag}.log"));
     let log = std::fs::File::create(&log_path)
@@ -568,7 +583,14 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
             run_args.insecure = args.insecure;
             run_args.timeout = Duration::from_secs(60);
             if key.target == Via::Gateway && is_secured(key.scenario) {
-                run_args.headers = vec![format!("apikey: {BENCH_API_KEY}")];
+                // The GraphQL API takes the bench JWT (its issuer was made when the
+                // gateway started), the others the bench API key.
+                let credential = match key.scenario {
+                    Some(Scenario::Graphql) => crate::bench_token::issuer()
+                        .map_or_else(|e| format!("x-bench-token-error: {e}"), |i| i.header()),
+                    _ => format!("apikey: {BENCH_API_KEY}"),
+                };
+                run_args.headers = vec![credential];
             }
             let label = format!(
                 "{} {}{} users={} size={} delay={}ms",
@@ -769,9 +791,10 @@ mod tests {
     fn the_graphql_api_is_added_only_with_a_graphql_back_end() {
         let plain = gateway_config("http://127.0.0.1:9000");
         assert!(!plain.contains("/starwars"));
+        let jwk = serde_json::json!({"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"});
         let c = gateway_config_with(
             "http://127.0.0.1:9000",
-            Some("http://127.0.0.1:9001/graphql"),
+            Some(("http://127.0.0.1:9001/graphql", &jwk)),
         );
         let file: serde_yaml::Value = serde_yaml::from_str(&c).expect("yaml");
         let api = &file["apis"][4];
@@ -784,6 +807,10 @@ mod tests {
             file["security"]["subscriptions"][1]["api"].as_str(),
             Some("/starwars/v1")
         );
+        assert_eq!(api["auth"]["oauth2"].as_bool(), Some(true));
+        let issuer = &file["security"]["issuers"][0];
+        assert_eq!(issuer["issuer"].as_str(), Some(crate::bench_token::ISSUER));
+        assert_eq!(issuer["jwks"]["keys"][0]["crv"].as_str(), Some("P-256"));
     }
 
     #[test]
