@@ -134,14 +134,12 @@ fn graphql(
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<dyn Policy>> {
     match turnpike_graphql::compile(spec, turnpike_graphql::AnalysisCache::shared()) {
-        Ok(compiled) => Some(Arc::new(
-            turnpike_graphql::GraphqlPolicy::new(
-                compiled,
-                turnpike_graphql::CostQuotas::shared(),
-                &format!("{}/{}", api.context, api.version),
-            )
-            .with_operation_throttle(throttle),
-        )),
+        Ok(compiled) => Some(Arc::new(turnpike_graphql::GraphqlPolicy::new(
+            compiled,
+            turnpike_graphql::CostQuotas::shared(),
+            &format!("{}/{}", api.context, api.version),
+            throttle,
+        ))),
         Err(found) => {
             for (path, message) in found {
                 problems.push(Problem::new(format!("apis[{i}].graphql.{path}"), message));

@@ -10,23 +10,11 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 use support::*;
 
-const STARWARS: &str = include_str!("../../../bench/graphql/starwars/starwars-schema.graphql");
 const Q1: &str = include_str!("../../../bench/graphql/starwars/query1.oneline.graphql");
-
-async fn graphql_echo() -> SocketAddr {
-    let gql = turnpike_bench::graphql_echo::GraphqlBackend::new(None).expect("schema");
-    turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
-        graphql: Some(Arc::new(gql)),
-        ..Default::default()
-    })
-    .await
-    .expect("echo")
-}
 
 /// One GraphQL API `name` over the Star Wars schema with `extra` lines in its
 /// `graphql:` section (indented 6).

@@ -10,22 +10,9 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 use support::*;
-
-const STARWARS: &str = include_str!("../../../bench/graphql/starwars/starwars-schema.graphql");
-
-async fn graphql_echo() -> SocketAddr {
-    let gql = turnpike_bench::graphql_echo::GraphqlBackend::new(None).expect("schema");
-    turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
-        graphql: Some(Arc::new(gql)),
-        ..Default::default()
-    })
-    .await
-    .expect("echo")
-}
 
 /// A file with a `ThreePerMin` and a `FivePerMin` advanced policy and one GraphQL API
 /// `name` whose `hero` query counts on ThreePerMin and `droid` on `droid_policy`.

@@ -24,23 +24,12 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
-const STARWARS: &str = include_str!("../../../bench/graphql/starwars/starwars-schema.graphql");
 /// The key "turnpike-bench-key" (its SHA-256) with the scope `read`.
 const KEY_SHA: &str = "28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef";
 const KEY: &str = "turnpike-bench-key";
 const SUB: &str = "subscription { reviewAdded(episode: JEDI) { stars commentary } }";
 
 type Ws = WebSocketStream<TcpStream>;
-
-async fn graphql_echo() -> SocketAddr {
-    let gql = turnpike_bench::graphql_echo::GraphqlBackend::new(None).expect("schema");
-    turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
-        graphql: Some(Arc::new(gql)),
-        ..Default::default()
-    })
-    .await
-    .expect("echo")
-}
 
 /// A GraphQL API at /sw/v1 secured by the bench key; `reviewAdded` needs `scope`.
 fn secured_gql(upstream: SocketAddr, scope: &str) -> String {

@@ -70,34 +70,22 @@ enum Refused {
 type OperationCheck<'a> = &'a dyn Fn(&[RootField], &str) -> Option<Response<Bytes>>;
 
 impl GraphqlPolicy {
-    pub fn new(g: CompiledGraphql, quotas: Arc<CostQuotas>, api: &str) -> Self {
+    /// `throttle`: the API's operations' throttling policies (`None`: no operation has
+    /// one, nothing is checked).
+    pub fn new(
+        g: CompiledGraphql,
+        quotas: Arc<CostQuotas>,
+        api: &str,
+        throttle: Option<OperationThrottle>,
+    ) -> Self {
         GraphqlPolicy {
             inner: Arc::new(Inner {
                 g,
                 quotas,
                 api: api.into(),
-                throttle: None,
+                throttle,
             }),
         }
-    }
-
-    /// Holds the API's operations to their throttling policies (`None`: no operation
-    /// has one, nothing is checked). Called as the policy is built, before any socket
-    /// guard shares its state.
-    pub fn with_operation_throttle(mut self, throttle: Option<OperationThrottle>) -> Self {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => inner.throttle = throttle,
-            None => {
-                let i = &self.inner;
-                self.inner = Arc::new(Inner {
-                    g: i.g.clone(),
-                    quotas: i.quotas.clone(),
-                    api: i.api.clone(),
-                    throttle,
-                });
-            }
-        }
-        self
     }
 
     /// `None`: forward the request.

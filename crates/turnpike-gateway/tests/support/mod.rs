@@ -223,3 +223,18 @@ pub async fn json_of(resp: reqwest::Response) -> serde_json::Value {
     let text = resp.text().await.expect("body");
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
+
+/// The seed's Star Wars schema (what `turnpike echo --graphql` answers).
+pub const STARWARS: &str =
+    include_str!("../../../../bench/graphql/starwars/starwars-schema.graphql");
+
+/// `turnpike echo --graphql` in-process on 127.0.0.1:0: the Star Wars back end.
+pub async fn graphql_echo() -> SocketAddr {
+    let gql = turnpike_bench::graphql_echo::GraphqlBackend::new(None).expect("schema");
+    turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
+        graphql: Some(Arc::new(gql)),
+        ..Default::default()
+    })
+    .await
+    .expect("echo")
+}
