@@ -5,6 +5,12 @@
 //! query; a subscription gets [`EVENTS`] `next` / `data` messages shaped to its query
 //! (the `stars` of each event count 1, 2, 3), a query or mutation one, then `complete`;
 //! an invalid operation gets an `error` message.
+//!
+//! The echo keeps RFC 6455: a close frame is answered with a close frame carrying the
+//! same code (§5.5.1; tungstenite queues the reply, the next read sends it), and a
+//! client that breaks the protocol gets a close frame before the socket closes
+//! (§7.1.7): 1002 for a protocol error, 1007 for a text message that is not UTF-8, 1009
+//! for a message over the size cap.
 
 use std::sync::Arc;
 
@@ -15,8 +21,11 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::Role;
-use tokio_tungstenite::tungstenite::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::error::ProtocolError;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::graphql_echo::GraphqlBackend;
@@ -103,14 +112,74 @@ pub fn upgrade(
 
 type Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
-/// Text and binary messages back as they came, until the client closes.
+/// Text and binary messages back as they came, until the client closes (its close
+/// frame answered) or breaks the protocol (failed with a close frame).
 async fn echo(mut ws: Ws) {
-    while let Some(Ok(m)) = ws.next().await {
-        let echoed = matches!(m, Message::Text(_) | Message::Binary(_));
-        if matches!(m, Message::Close(_)) || (echoed && ws.send(m).await.is_err()) {
-            return;
+    loop {
+        match ws.next().await {
+            Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => {
+                if ws.send(m).await.is_err() {
+                    return;
+                }
+            }
+            // The server closes TCP first once the closing handshake is done (§7.1.1).
+            Some(Ok(Message::Close(_))) => {
+                if ws.flush().await.is_ok() {
+                    linger(ws.get_mut()).await;
+                }
+                return;
+            }
+            // Pings are answered by tungstenite.
+            Some(Ok(_)) => {}
+            Some(Err(e)) => {
+                if let Some(frame) = failure(&e) {
+                    fail(ws, frame).await;
+                }
+                return;
+            }
+            None => return,
         }
     }
+}
+
+/// The close frame that fails a connection whose client sent `e` (RFC 6455 §7.1.7), or
+/// `None` when the socket itself failed or ended.
+fn failure(e: &WsError) -> Option<Message> {
+    let (code, why) = match e {
+        WsError::Capacity(_) => (CloseCode::Size, "message too large"),
+        WsError::Utf8 => (CloseCode::Invalid, "a text message that is not UTF-8"),
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => return None,
+        WsError::Protocol(_) => (CloseCode::Protocol, "protocol error"),
+        _ => return None,
+    };
+    Some(Message::Close(Some(CloseFrame {
+        code,
+        reason: why.into(),
+    })))
+}
+
+/// Sends `frame`, then closes as [`linger`] does.
+async fn fail(mut ws: Ws, frame: Message) {
+    if ws.send(frame).await.is_ok() {
+        linger(ws.get_mut()).await;
+    }
+}
+
+/// Closes the sending side and reads what the client still sends (up to 1 s, 64 KiB)
+/// before the socket closes: unread bytes at close make the kernel send a reset, which
+/// can destroy the close frame before the client reads it.
+async fn linger(io: &mut TokioIo<hyper::upgrade::Upgraded>) {
+    let _ = io.shutdown().await;
+    let drain = async {
+        let (mut buf, mut left) = ([0u8; 4096], 64usize << 10);
+        while left > 0 {
+            match io.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), drain).await;
 }
 
 async fn serve_graphql(mut ws: Ws, g: &GraphqlBackend, legacy: bool) {

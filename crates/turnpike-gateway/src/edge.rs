@@ -4,9 +4,17 @@
 //! message that contains more than one Host header field"), more than one `Host` on any
 //! version, and `CONNECT` (a gateway is not a tunnel; an origin-form `CONNECT /path` is
 //! malformed besides). Answers come from the one error table; nothing reaches an upstream.
+//!
+//! Also refused here (docs/security.md, "HTTP conformance"): an HTTP/2 `host` header that
+//! names another host than `:authority` (RFC 9113 §8.3.1: malformed, 400); a transfer
+//! coding other than plain `chunked` (RFC 9112 §6.1: 501 `unsupported_transfer_coding`,
+//! since hyper decodes the chunked framing and the gateway would forward the rest as
+//! plain bytes the back end is not told about); `chunked` applied twice (400, RFC 9112
+//! §6.1 forbids it). Requests without these headers pay one header lookup each.
 
-use http::header::HOST;
-use http::{Method, Request, Version};
+use http::header::{HOST, TRANSFER_ENCODING};
+use http::uri::{Authority, Scheme};
+use http::{HeaderMap, Method, Request, Version};
 
 use crate::error::{ErrorKind, GatewayError};
 
@@ -29,6 +37,67 @@ pub(crate) fn check<B>(req: &Request<B>) -> Result<(), GatewayError> {
         let mut e = GatewayError::new(ErrorKind::BadRequest);
         e.detail = Some("CONNECT is not supported: this gateway is not a tunnel".into());
         return Err(e);
+    }
+    if req.version() == Version::HTTP_2 && hosts == 1 && host_differs(req) {
+        let mut e = GatewayError::new(ErrorKind::BadRequest);
+        e.detail = Some("the Host header names another host than :authority".into());
+        return Err(e);
+    }
+    if req.headers().contains_key(TRANSFER_ENCODING) {
+        return transfer_codings(req.headers());
+    }
+    Ok(())
+}
+
+/// Whether an HTTP/2 request's `host` header and `:authority` name different hosts,
+/// compared as RFC 9113 §8.3.1 asks: normalised per RFC 3986 §6.2 (host case-insensitive,
+/// a missing port is the scheme's). A `host` that is not an authority differs.
+#[cold]
+fn host_differs<B>(req: &Request<B>) -> bool {
+    let Some(authority) = req.uri().authority() else {
+        return false; // no :authority: the Host header is the only name
+    };
+    let Some(host) = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.parse::<Authority>().ok())
+    else {
+        return true;
+    };
+    let default = if req.uri().scheme() == Some(&Scheme::HTTP) {
+        80
+    } else {
+        443
+    };
+    !authority.host().eq_ignore_ascii_case(host.host())
+        || authority.port_u16().unwrap_or(default) != host.port_u16().unwrap_or(default)
+}
+
+/// The request's transfer codings: plain `chunked` once, or a refusal. hyper has already
+/// refused a list whose last coding is not `chunked`; what is left is `chunked` applied
+/// twice (400) or another coding before it, such as `gzip, chunked` (501). The lists
+/// are bounded by the head's size limit.
+#[cold]
+fn transfer_codings(headers: &HeaderMap) -> Result<(), GatewayError> {
+    let (mut chunked, mut other) = (0usize, false);
+    for value in headers.get_all(TRANSFER_ENCODING) {
+        for coding in value.as_bytes().split(|b| *b == b',') {
+            let coding = coding.trim_ascii();
+            if coding.eq_ignore_ascii_case(b"chunked") {
+                chunked += 1;
+            } else if !coding.is_empty() {
+                other = true;
+            }
+        }
+    }
+    if chunked > 1 {
+        let mut e = GatewayError::new(ErrorKind::BadRequest);
+        e.detail = Some("the chunked transfer coding is applied more than once".into());
+        return Err(e);
+    }
+    if other {
+        return Err(GatewayError::new(ErrorKind::UnsupportedTransferCoding));
     }
     Ok(())
 }
@@ -57,5 +126,49 @@ mod tests {
             .is_some_and(|d| d.contains("more than one")));
         assert!(detail(req(Version::HTTP_11, Method::CONNECT, &["a"]))
             .is_some_and(|d| d.contains("CONNECT")));
+    }
+
+    fn h2(uri: &str, host: &str) -> Result<(), ErrorKind> {
+        let r = Request::builder()
+            .uri(uri)
+            .version(Version::HTTP_2)
+            .header(HOST, host)
+            .body(())
+            .unwrap_or_default();
+        check(&r).map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn an_h2_host_must_name_the_authority() {
+        assert_eq!(h2("https://a.example/x", "a.example"), Ok(()));
+        assert_eq!(h2("https://a.example/x", "A.Example:443"), Ok(()));
+        assert_eq!(h2("http://a.example:80/x", "a.example"), Ok(()));
+        assert_eq!(h2("/x", "b.example"), Ok(()));
+        for host in ["b.example", "a.example:8443", "a.example.evil", "not a host"] {
+            assert_eq!(
+                h2("https://a.example/x", host),
+                Err(ErrorKind::BadRequest),
+                "{host}"
+            );
+        }
+    }
+
+    fn te(values: &[&str]) -> Result<(), ErrorKind> {
+        let mut b = Request::builder().uri("/x").header(HOST, "a");
+        for v in values {
+            b = b.header(TRANSFER_ENCODING, *v);
+        }
+        check(&b.body(()).unwrap_or_default()).map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn only_plain_chunked_is_a_transfer_coding() {
+        assert_eq!(te(&["chunked"]), Ok(()));
+        assert_eq!(te(&["Chunked "]), Ok(()));
+        assert_eq!(te(&["chunked, chunked"]), Err(ErrorKind::BadRequest));
+        assert_eq!(te(&["chunked", "chunked"]), Err(ErrorKind::BadRequest));
+        for v in [&["gzip, chunked"][..], &["gzip", "chunked"], &["identity, chunked"]] {
+            assert_eq!(te(v), Err(ErrorKind::UnsupportedTransferCoding), "{v:?}");
+        }
     }
 }

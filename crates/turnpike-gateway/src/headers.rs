@@ -81,13 +81,14 @@ pub struct Forwarded<'a> {
 
 impl Forwarded<'_> {
     /// Writes the `X-Forwarded-*` headers into the request's header map: the one place
-    /// they are written, for both upstream clients. The host is the client's `Host`, or
-    /// the authority of an absolute-form (HTTP/2) request URI.
+    /// they are written, for both upstream clients. The host is the one the request was
+    /// routed by: the authority of an absolute-form (or HTTP/2) request URI, else the
+    /// client's `Host`.
     pub fn apply(&self, headers: &mut HeaderMap, uri: &http::Uri) {
-        let host = headers.get(http::header::HOST).cloned().or_else(|| {
-            uri.authority()
-                .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-        });
+        let host = uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+            .or_else(|| headers.get(http::header::HOST).cloned());
         add_forwarded(headers, self.client_ip, self.https, host);
     }
 }

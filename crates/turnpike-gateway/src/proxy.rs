@@ -173,11 +173,14 @@ fn route(
 ) -> Result<Routed, GatewayError> {
     let snap = snapshots.load();
     let path = parts.uri.path();
+    // The target's authority first: an absolute-form target (RFC 9112 §3.2.2: the
+    // server MUST ignore Host then) or HTTP/2's `:authority` (a differing `host` was
+    // refused at the edge); the `Host` header otherwise.
     let host = parts
-        .headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .uri
+        .authority()
+        .map(|a| a.host())
+        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
         .map(host_without_port);
     let (api, upstream_path, refuse, resource) = match snap.route(host, &parts.method, path) {
         RouteResult::Matched {

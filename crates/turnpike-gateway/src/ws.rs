@@ -10,12 +10,17 @@
 //! Hostile input: a message over the cap closes the client with 1009; a text message
 //! that is not a JSON object, or a binary message, closes it with 4400 (as
 //! graphql-transport-ws says for an invalid message). A drain closes both sides with
-//! 1001.
+//! 1001. A frame that breaks RFC 6455 fails the connection as its §7.1.7 says, with a
+//! close frame before TCP closes ([`failure`], [`fail`]): 1002 for a protocol error (a
+//! reserved opcode or bit, an unmasked client frame, a fragmented control frame, ...),
+//! 1007 for a text message that is not UTF-8.
 
 use futures_util::{SinkExt, StreamExt};
 use http::HeaderValue;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
@@ -132,6 +137,49 @@ pub(crate) fn close(code: CloseCode, reason: &'static str) -> Message {
     }))
 }
 
+/// The close frame that fails a connection whose peer sent `e` (RFC 6455 §7.1.7), or
+/// `None` when the socket itself failed or ended and there is no one left to tell.
+pub(crate) fn failure(e: &WsError) -> Option<Message> {
+    let (code, why) = match e {
+        WsError::Capacity(_) => (CloseCode::Size, "message too large"),
+        WsError::Utf8 => (CloseCode::Invalid, "a text message that is not UTF-8"),
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => return None,
+        WsError::Protocol(_) => (CloseCode::Protocol, "protocol error"),
+        _ => return None,
+    };
+    Some(close(code, why))
+}
+
+/// How long a failed connection stays half-open after its close frame.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+/// Most bytes read and dropped while lingering.
+const LINGER_BYTES: usize = 64 << 10;
+
+/// Fails a WebSocket: sends `frame`, closes the sending side, then reads and drops what
+/// the peer still sends (for at most [`LINGER`] and [`LINGER_BYTES`]) before the socket
+/// closes. Closing with unread bytes would make the kernel send a reset, which can
+/// destroy the close frame before the peer reads it.
+pub(crate) async fn fail<S>(mut ws: WebSocketStream<S>, frame: Message)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if ws.send(frame).await.is_err() {
+        return;
+    }
+    let io = ws.get_mut();
+    let _ = io.shutdown().await;
+    let drain = async {
+        let (mut buf, mut left) = ([0u8; 4096], LINGER_BYTES);
+        while left > 0 {
+            match io.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
+}
+
 /// Relays messages between the client and the upstream until either closes, the client
 /// breaks the protocol or the gateway drains.
 pub(crate) async fn relay(
@@ -171,14 +219,12 @@ pub(crate) async fn relay_streams(
             m = from_client.next() => {
                 let m = match m {
                     Some(Ok(m)) => m,
-                    Some(Err(WsError::Capacity(_))) => {
-                        let _ = to_client.send(close(CloseCode::Size, "message too large")).await;
-                        let _ = to_upstream.send(close(CloseCode::Away, "client closed")).await;
-                        return;
-                    }
                     Some(Err(e)) => {
                         tracing::debug!(error = %e, "websocket client error");
                         let _ = to_upstream.send(close(CloseCode::Away, "client closed")).await;
+                        if let (Some(frame), Ok(ws)) = (failure(&e), to_client.reunite(from_client)) {
+                            fail(ws, frame).await;
+                        }
                         return;
                     }
                     None => {
@@ -254,7 +300,14 @@ pub(crate) async fn relay_streams(
                         let _ = to_upstream.send(close(CloseCode::Size, "message too large")).await;
                         return;
                     }
-                    Some(Err(_)) | None => {
+                    Some(Err(e)) => {
+                        if let Some(frame) = failure(&e) {
+                            let _ = to_upstream.send(frame).await;
+                        }
+                        let _ = to_client.send(close(CloseCode::Error, "upstream gone")).await;
+                        return;
+                    }
+                    None => {
                         let _ = to_client.send(close(CloseCode::Error, "upstream gone")).await;
                         return;
                     }

@@ -103,7 +103,9 @@ struct Pending {
 /// How a socket refused at `connection_init` closes.
 enum Refusal {
     Code(u16, &'static str),
-    Size,
+    /// The client broke the protocol (or the size cap): fail the connection with this
+    /// close frame (`ws::failure`).
+    Fail(Message),
     Gone,
 }
 
@@ -129,11 +131,15 @@ impl Pending {
                 let _ = ws.send(close(CloseCode::Library(code), why)).await;
                 return;
             }
-            Err(Refusal::Size) => {
-                let _ = ws.send(close(CloseCode::Size, "message too large")).await;
+            Err(Refusal::Fail(frame)) => {
+                ws::fail(ws, frame).await;
                 return;
             }
-            Err(Refusal::Gone) => return,
+            Err(Refusal::Gone) => {
+                // After the client's close frame: send tungstenite's queued reply.
+                let _ = ws.flush().await;
+                return;
+            }
         };
         let Some(guard) = self.api.chain.upgrade_guard(&ctx) else {
             return;
@@ -183,8 +189,8 @@ impl Pending {
     > {
         let text = match first {
             Some(Ok(Message::Text(t))) => t,
-            Some(Err(WsError::Capacity(_))) => return Err(Refusal::Size),
-            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Err(Refusal::Gone),
+            Some(Err(e)) => return Err(ws::failure(&e).map_or(Refusal::Gone, Refusal::Fail)),
+            Some(Ok(Message::Close(_))) | None => return Err(Refusal::Gone),
             Some(Ok(_)) => return Err(Refusal::Code(4400, "invalid message")),
         };
         let v: Value = serde_json::from_str(text.as_str())

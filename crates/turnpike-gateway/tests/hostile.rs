@@ -394,3 +394,95 @@ async fn http2_requests_are_framed_and_refused_like_http1() {
         rig.seen().len()
     );
 }
+
+/// RFC 9112 §6.1: hyper decodes the chunked framing of `gzip, chunked` and would leave
+/// the gzip coding to no one (the body went upstream as plain chunked bytes); a server
+/// answers 501 to a coding it does not understand. `chunked` applied twice is malformed.
+#[tokio::test]
+async fn a_transfer_coding_other_than_chunked_is_refused_before_the_back_end() {
+    let rig = Rig::new().await;
+    let body = "\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+    for (te, want, want_code) in [
+        ("gzip, chunked", 501, "unsupported_transfer_coding"),
+        ("deflate,chunked", 501, "unsupported_transfer_coding"),
+        ("chunked, chunked", 400, "bad_request"),
+    ] {
+        rig.forget();
+        let raw = format!("POST /h/v1/te HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: {te}{body}");
+        let answer = rig.raw(raw.as_bytes()).await;
+        assert_eq!(status(&answer), want, "{te}: {answer}");
+        assert_eq!(code(&answer), want_code, "{te}: {answer}");
+        assert!(rig.seen().is_empty(), "{te} reached the back end");
+    }
+    // The coding split over two header lines is the same list.
+    rig.forget();
+    let answer = rig
+        .raw(format!("POST /h/v1/te HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked{body}").as_bytes())
+        .await;
+    assert_eq!(status(&answer), 501, "{answer}");
+    assert!(rig.seen().is_empty());
+    // Plain chunked still arrives once, whole.
+    rig.forget();
+    let answer = rig
+        .raw(format!("POST /h/v1/te HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked{body}").as_bytes())
+        .await;
+    assert_eq!(status(&answer), 200, "{answer}");
+    assert_eq!(rig.seen().len(), 1);
+    assert_eq!(rig.seen()[0].body, b"abc");
+}
+
+/// RFC 9112 §3.2.2: with an absolute-form target the server MUST ignore `Host` and
+/// route by the target's authority.
+#[tokio::test]
+async fn an_absolute_form_target_routes_by_its_authority_not_the_host_header() {
+    let (up, seen) = recorder().await;
+    let gw = gateway(&config(&[api("t", &[http(up)], "    host: a.example\n")])).await;
+    let send = |raw: &'static [u8]| {
+        let addr = gw.http;
+        async move {
+            let mut s = TcpStream::connect(addr).await.expect("connect");
+            s.write_all(raw).await.expect("write");
+            let mut buf = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await;
+            String::from_utf8_lossy(&buf).into_owned()
+        }
+    };
+    let answer = send(
+        b"GET http://a.example/t/v1/x HTTP/1.1\r\nHost: b.example\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status(&answer), 200, "{answer}");
+    let answer = send(
+        b"GET http://b.example/t/v1/x HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status(&answer), 404, "{answer}");
+    let paths: Vec<String> = seen.lock().map(|l| l.iter().map(|s| s.path.clone()).collect()).unwrap_or_default();
+    assert_eq!(paths, ["/x"], "only the request for a.example arrives");
+}
+
+/// RFC 9113 §8.3.1: an HTTP/2 `host` that names another host than `:authority` is
+/// malformed: 400, and nothing is forwarded.
+#[tokio::test]
+async fn an_h2_host_header_that_differs_from_authority_is_refused() {
+    let rig = Rig::new().await;
+    let c = h2_client(&rig.gw);
+    let base = format!("https://localhost:{}", rig.gw.https.port());
+    let r = c
+        .get(format!("{base}/h/v1/x"))
+        .header("host", "other.example")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.version(), reqwest::Version::HTTP_2);
+    assert_eq!(r.status(), 400);
+    assert_eq!(error_body(r).await["code"], "bad_request");
+    assert!(rig.seen().is_empty(), "{:?}", rig.seen());
+    let r = c
+        .get(format!("{base}/h/v1/x"))
+        .header("host", format!("localhost:{}", rig.gw.https.port()))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+}

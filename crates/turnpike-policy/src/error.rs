@@ -91,6 +91,10 @@ pub enum ErrorKind {
     /// The body's content type is not what the API's transformation reads, and the
     /// transformation refuses other content.
     UnsupportedMediaType,
+    /// An HTTP/1.1 request body in a transfer coding other than plain `chunked` (RFC
+    /// 9112 §6.1: a server answers 501 to a coding it does not understand; forwarding
+    /// it as `chunked` would hand the back end bytes it is not told how to read).
+    UnsupportedTransferCoding,
 }
 
 /// One row of the table: status, stable code, default client message, blame, retryable.
@@ -405,6 +409,13 @@ impl ErrorKind {
                 Client,
                 false,
             ),
+            UnsupportedTransferCoding => row(
+                StatusCode::NOT_IMPLEMENTED,
+                "unsupported_transfer_coding",
+                "the only transfer coding accepted is chunked",
+                Client,
+                false,
+            ),
         }
     }
 }
@@ -589,6 +600,7 @@ mod tests {
         assert_eq!(ErrorKind::UpstreamReset.spec().status, 502);
         assert_eq!(ErrorKind::MediationFailed.spec().status, 500);
         assert_eq!(ErrorKind::UnsupportedMediaType.spec().status, 415);
+        assert_eq!(ErrorKind::UnsupportedTransferCoding.spec().status, 501);
     }
 
     #[test]

@@ -286,7 +286,7 @@ fn encode_head(
         if !saw_host {
             let client_host = parts.headers.get(HOST).map(HeaderValue::as_bytes);
             let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
-            if let Some(h) = client_host.or(authority) {
+            if let Some(h) = authority.or(client_host) {
                 out.extend_from_slice(b"x-forwarded-host: ");
                 out.extend_from_slice(h);
                 out.extend_from_slice(b"\r\n");
