@@ -144,7 +144,12 @@ mod tests {
         assert_eq!(h2("https://a.example/x", "A.Example:443"), Ok(()));
         assert_eq!(h2("http://a.example:80/x", "a.example"), Ok(()));
         assert_eq!(h2("/x", "b.example"), Ok(()));
-        for host in ["b.example", "a.example:8443", "a.example.evil", "not a host"] {
+        for host in [
+            "b.example",
+            "a.example:8443",
+            "a.example.evil",
+            "not a host",
+        ] {
             assert_eq!(
                 h2("https://a.example/x", host),
                 Err(ErrorKind::BadRequest),
@@ -167,7 +172,11 @@ mod tests {
         assert_eq!(te(&["Chunked "]), Ok(()));
         assert_eq!(te(&["chunked, chunked"]), Err(ErrorKind::BadRequest));
         assert_eq!(te(&["chunked", "chunked"]), Err(ErrorKind::BadRequest));
-        for v in [&["gzip, chunked"][..], &["gzip", "chunked"], &["identity, chunked"]] {
+        for v in [
+            &["gzip, chunked"][..],
+            &["gzip", "chunked"],
+            &["identity, chunked"],
+        ] {
             assert_eq!(te(v), Err(ErrorKind::UnsupportedTransferCoding), "{v:?}");
         }
     }

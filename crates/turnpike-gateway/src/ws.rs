@@ -18,9 +18,9 @@
 use futures_util::{SinkExt, StreamExt};
 use http::HeaderValue;
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::error::ProtocolError;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;

@@ -79,12 +79,19 @@ fn get(path: &str, extra: &[(&'static str, &'static str)]) -> Vec<(String, Strin
         (":authority".to_owned(), "localhost".to_owned()),
         (":path".to_owned(), path.to_owned()),
     ];
-    f.extend(extra.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())));
+    f.extend(
+        extra
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned())),
+    );
     f
 }
 
 async fn send_request<W: AsyncWrite + Unpin>(w: &mut W, stream: u32, fields: &[(String, String)]) {
-    let pairs: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
     // END_STREAM | END_HEADERS
     write_frame(w, 0x1, 0x5, stream, &hpack(&pairs)).await;
 }
@@ -111,7 +118,8 @@ async fn outcome<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, stream: u32) -> O
             if s.read_exact(&mut head).await.is_err() {
                 return Outcome::Closed;
             }
-            let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+            let len =
+                (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
             let (kind, flags) = (head[3], head[4]);
             let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
             let mut p = vec![0u8; len];
@@ -137,7 +145,9 @@ async fn outcome<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, stream: u32) -> O
             }
         }
     };
-    tokio::time::timeout(WAIT, read).await.expect("an answer in time")
+    tokio::time::timeout(WAIT, read)
+        .await
+        .expect("an answer in time")
 }
 
 async fn echo_gateway() -> TestGateway {
@@ -153,12 +163,36 @@ async fn a_malformed_h2_request_fails_its_stream_and_the_connection_serves_the_n
     let gw = echo_gateway().await;
     let mut c = h2_connect(&gw).await;
     let cases: Vec<(&str, Vec<(String, String)>, Outcome)> = vec![
-        ("host differs from :authority", get("/e/v1/x", &[("host", "other.example")]), Outcome::Status(400)),
-        ("connection header", get("/e/v1/x", &[("connection", "close")]), Outcome::Reset(1)),
-        ("transfer-encoding", get("/e/v1/x", &[("transfer-encoding", "chunked")]), Outcome::Reset(1)),
-        ("te other than trailers", get("/e/v1/x", &[("te", "gzip")]), Outcome::Reset(1)),
-        ("upgrade header", get("/e/v1/x", &[("upgrade", "h2c")]), Outcome::Reset(1)),
-        ("keep-alive header", get("/e/v1/x", &[("keep-alive", "5")]), Outcome::Reset(1)),
+        (
+            "host differs from :authority",
+            get("/e/v1/x", &[("host", "other.example")]),
+            Outcome::Status(400),
+        ),
+        (
+            "connection header",
+            get("/e/v1/x", &[("connection", "close")]),
+            Outcome::Reset(1),
+        ),
+        (
+            "transfer-encoding",
+            get("/e/v1/x", &[("transfer-encoding", "chunked")]),
+            Outcome::Reset(1),
+        ),
+        (
+            "te other than trailers",
+            get("/e/v1/x", &[("te", "gzip")]),
+            Outcome::Reset(1),
+        ),
+        (
+            "upgrade header",
+            get("/e/v1/x", &[("upgrade", "h2c")]),
+            Outcome::Reset(1),
+        ),
+        (
+            "keep-alive header",
+            get("/e/v1/x", &[("keep-alive", "5")]),
+            Outcome::Reset(1),
+        ),
         (
             "pseudo-header after a field",
             vec![
@@ -182,7 +216,10 @@ async fn a_malformed_h2_request_fails_its_stream_and_the_connection_serves_the_n
             // h2 0.4 builds a request without a path when there is no :authority
             // either; the gateway refuses it on its stream.
             "no :path nor :authority",
-            vec![(":method".into(), "GET".into()), (":scheme".into(), "https".into())],
+            vec![
+                (":method".into(), "GET".into()),
+                (":scheme".into(), "https".into()),
+            ],
             Outcome::Status(400),
         ),
     ];
@@ -191,11 +228,20 @@ async fn a_malformed_h2_request_fails_its_stream_and_the_connection_serves_the_n
         send_request(&mut c, stream, &fields).await;
         assert_eq!(outcome(&mut c, stream).await, want, "{name}");
         send_request(&mut c, stream + 2, &get("/e/v1/after", &[])).await;
-        assert_eq!(outcome(&mut c, stream + 2).await, Outcome::Status(200), "after {name}");
+        assert_eq!(
+            outcome(&mut c, stream + 2).await,
+            Outcome::Status(200),
+            "after {name}"
+        );
         stream += 4;
     }
     // The same host, named with its default port and in another case: not malformed.
-    send_request(&mut c, stream, &get("/e/v1/x", &[("host", "LocalHost:443")])).await;
+    send_request(
+        &mut c,
+        stream,
+        &get("/e/v1/x", &[("host", "LocalHost:443")]),
+    )
+    .await;
     assert_eq!(outcome(&mut c, stream).await, Outcome::Status(200));
 }
 
@@ -229,8 +275,15 @@ async fn ws_open(addr: SocketAddr, path: &str, headers: &str) -> TcpStream {
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         let mut b = [0u8; 1];
-        let n = tokio::time::timeout(WAIT, s.read(&mut b)).await.expect("head in time");
-        assert_eq!(n.expect("read"), 1, "closed before the head: {:?}", String::from_utf8_lossy(&head));
+        let n = tokio::time::timeout(WAIT, s.read(&mut b))
+            .await
+            .expect("head in time");
+        assert_eq!(
+            n.expect("read"),
+            1,
+            "closed before the head: {:?}",
+            String::from_utf8_lossy(&head)
+        );
         head.push(b[0]);
     }
     let head = String::from_utf8_lossy(&head);
@@ -270,11 +323,16 @@ async fn close_then_eof(s: &mut TcpStream) -> Option<u16> {
             let mut p = vec![0u8; usize::try_from(len).ok()?];
             s.read_exact(&mut p).await.ok()?;
             if h[0] & 0x0f == 0x8 {
-                return Some(p.get(..2).map_or(1005, |c| u16::from_be_bytes([c[0], c[1]])));
+                return Some(
+                    p.get(..2)
+                        .map_or(1005, |c| u16::from_be_bytes([c[0], c[1]])),
+                );
             }
         }
     };
-    let code = tokio::time::timeout(WAIT, read).await.expect("closed in time");
+    let code = tokio::time::timeout(WAIT, read)
+        .await
+        .expect("closed in time");
     let mut rest = Vec::new();
     let eof = tokio::time::timeout(WAIT, s.read_to_end(&mut rest)).await;
     assert!(eof.is_ok(), "TCP stayed open after the close frame");
@@ -340,7 +398,9 @@ async fn a_bad_frame_before_connection_init_gets_a_close_frame() {
     let api = api(
         "sw",
         &[format!("http://{}/graphql", graphql_echo().await)],
-        &format!("    auth: {{ oauth2: false, api_key: true }}\n    graphql:\n      schema: |\n{schema}"),
+        &format!(
+            "    auth: {{ oauth2: false, api_key: true }}\n    graphql:\n      schema: |\n{schema}"
+        ),
     );
     let yaml = format!(
         "security:\n  api_keys:\n    - {{ sha256: \"{}\", application: app-1, subscriber: alice }}\n{}",

@@ -424,7 +424,10 @@ async fn a_transfer_coding_other_than_chunked_is_refused_before_the_back_end() {
     // Plain chunked still arrives once, whole.
     rig.forget();
     let answer = rig
-        .raw(format!("POST /h/v1/te HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked{body}").as_bytes())
+        .raw(
+            format!("POST /h/v1/te HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked{body}")
+                .as_bytes(),
+        )
         .await;
     assert_eq!(status(&answer), 200, "{answer}");
     assert_eq!(rig.seen().len(), 1);
@@ -457,7 +460,10 @@ async fn an_absolute_form_target_routes_by_its_authority_not_the_host_header() {
     )
     .await;
     assert_eq!(status(&answer), 404, "{answer}");
-    let paths: Vec<String> = seen.lock().map(|l| l.iter().map(|s| s.path.clone()).collect()).unwrap_or_default();
+    let paths: Vec<String> = seen
+        .lock()
+        .map(|l| l.iter().map(|s| s.path.clone()).collect())
+        .unwrap_or_default();
     assert_eq!(paths, ["/x"], "only the request for a.example arrives");
 }
 
