@@ -118,10 +118,7 @@ fn head_carries_forwarded_headers_like_the_header_map_rules() {
     assert!(!head.contains("x-forwarded-proto: http\r\n"), "{head}");
     // The host the request was routed by: an absolute-form target's, not `Host`
     // (RFC 9112 §3.2.2).
-    assert!(
-        head.contains("x-forwarded-host: api.example\r\n"),
-        "{head}"
-    );
+    assert!(head.contains("x-forwarded-host: api.example\r\n"), "{head}");
     assert!(head.ends_with("content-length: 0\r\n\r\n") || head.ends_with("\r\n\r\n"));
 }
 
