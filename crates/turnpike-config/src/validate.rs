@@ -203,7 +203,8 @@ fn check_lower_case(
     problems: &mut Vec<Problem>,
 ) {
     let upper = |s: &str| s.bytes().any(|b| b.is_ascii_uppercase());
-    let why = "with paths.case_insensitive, requests are matched in lower case; write this in lower case";
+    let why =
+        "with paths.case_insensitive, requests are matched in lower case; write this in lower case";
     for (field, value) in [("context", &spec.context), ("version", &spec.version)] {
         if upper(value) {
             problems.push(Problem::new(format!("apis[{index}].{field}"), why));

@@ -32,7 +32,11 @@ fn normal_form_holds(input: &str, out: &str, strip: bool) {
     } else {
         normalise_path(out)
     };
-    assert_eq!(again.as_deref(), Ok(out), "{input:?} -> {out:?} is not a fixed point");
+    assert_eq!(
+        again.as_deref(),
+        Ok(out),
+        "{input:?} -> {out:?} is not a fixed point"
+    );
     assert!(out.starts_with('/'), "{input:?} -> {out:?}");
     assert!(!out.contains("//"), "{input:?} -> {out:?}");
     assert!(!out.contains(';'), "{input:?} -> {out:?}");
@@ -41,7 +45,10 @@ fn normal_form_holds(input: &str, out: &str, strip: bool) {
     for seg in out.split('/').skip(1) {
         assert!(seg != "." && seg != "..", "{input:?} -> {out:?}");
         assert!(!seg.ends_with('.'), "{input:?} -> {out:?}");
-        assert!(!seg.ends_with("%20") && !seg.starts_with("%20"), "{input:?} -> {out:?}");
+        assert!(
+            !seg.ends_with("%20") && !seg.starts_with("%20"),
+            "{input:?} -> {out:?}"
+        );
     }
     let upper = out.to_ascii_uppercase();
     for bad in ["%2E", "%2F", "%5C", "%3B", "%00", "%09"] {
@@ -107,10 +114,42 @@ proptest! {
 
 /// Pieces of paths that lenient back ends read as `admin` or as a separator.
 const PIECES: &[&str] = &[
-    "/", "/", "/", "admin", "Admin", "ADMIN", "x", "public", ";", ";jsessionid=x", ";a=b;c=d",
-    ".", "..", "%2e", "%2E%2e", "%20", "%09", "\t", "%252f", "%252F", "%252e%252e", "%2561",
-    "%C0%AF", "%E0%80%AF", "%C0%AE", "%EF%BD%81", "ａｄｍｉｎ", "%EF%BC%8F", "%E2%88%95",
-    "ı", "adm%C4%B1n", "%E2%84%AA", "%3B", "%3b", "%25", "dmin",
+    "/",
+    "/",
+    "/",
+    "admin",
+    "Admin",
+    "ADMIN",
+    "x",
+    "public",
+    ";",
+    ";jsessionid=x",
+    ";a=b;c=d",
+    ".",
+    "..",
+    "%2e",
+    "%2E%2e",
+    "%20",
+    "%09",
+    "\t",
+    "%252f",
+    "%252F",
+    "%252e%252e",
+    "%2561",
+    "%C0%AF",
+    "%E0%80%AF",
+    "%C0%AE",
+    "%EF%BD%81",
+    "ａｄｍｉｎ",
+    "%EF%BC%8F",
+    "%E2%88%95",
+    "ı",
+    "adm%C4%B1n",
+    "%E2%84%AA",
+    "%3B",
+    "%3b",
+    "%25",
+    "dmin",
 ];
 
 const FILE: &str = r#"
@@ -207,14 +246,26 @@ fn the_issues_forms_are_refused_or_judged_as_admin() {
         );
         match normalise_path(form) {
             Err(_) => {}
-            Ok(out) => assert_eq!(resource(&snap, &format!("/t/v1{out}")), "/admin/*", "{form}"),
+            Ok(out) => assert_eq!(
+                resource(&snap, &format!("/t/v1{out}")),
+                "/admin/*",
+                "{form}"
+            ),
         }
     }
     // Opted in, the parameters go and the admin rules apply; any case is admin.
-    for form in ["/admin;jsessionid=x/users", "/Admin/users", "/ADMIN;a=b;c=d/x"] {
+    for form in [
+        "/admin;jsessionid=x/users",
+        "/Admin/users",
+        "/ADMIN;a=b;c=d/x",
+    ] {
         let out = normalise_path_stripping_parameters(form).expect(form);
         let out = fold_case(&out).expect(form);
-        assert_eq!(resource(&snap, &format!("/c/v1{out}")), "/admin/*", "{form}");
+        assert_eq!(
+            resource(&snap, &format!("/c/v1{out}")),
+            "/admin/*",
+            "{form}"
+        );
     }
     assert_eq!(fold_case("/adm%C4%B1n/users"), Err(PathError::Lookalike));
 }

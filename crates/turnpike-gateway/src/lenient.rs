@@ -10,7 +10,8 @@ use std::borrow::Cow;
 
 use http::request;
 use turnpike_config::{
-    fold_case, normalise_path_stripping_parameters, MatrixParameters, PathError, PathsSpec, Snapshot,
+    fold_case, normalise_path_stripping_parameters, MatrixParameters, PathError, PathsSpec,
+    Snapshot,
 };
 
 use crate::error::{ErrorKind, GatewayError};

@@ -300,9 +300,14 @@ async fn path_forms_back_ends_disagree_on_are_invalid_paths() {
         assert!(rig.seen().is_empty(), "{name}: reached the back end");
     }
     // A space inside a segment and an encoded '%' before text are data, not refused.
-    let answer = rig.raw(b"GET /h/v1/a%20b/50%25off HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").await;
+    let answer = rig
+        .raw(b"GET /h/v1/a%20b/50%25off HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .await;
     assert_eq!(status(&answer), 200, "{answer}");
-    assert_eq!(rig.seen().first().map(|s| s.path.as_str()), Some("/a%20b/50%25off"));
+    assert_eq!(
+        rig.seen().first().map(|s| s.path.as_str()),
+        Some("/a%20b/50%25off")
+    );
 }
 
 #[tokio::test]

@@ -297,11 +297,7 @@ const ADMIN_FORMS: &[&str] = &[
 ];
 
 /// Only a case-insensitive back end reads these as `/admin`.
-const CASE_FORMS: &[&str] = &[
-    "/Admin/users",
-    "/ADMIN;a=b/users",
-    "/adm%C4%B1n/users",
-];
+const CASE_FORMS: &[&str] = &["/Admin/users", "/ADMIN;a=b/users", "/adm%C4%B1n/users"];
 
 /// Issue 25 item 1 through the real binary: behind an API with a scoped `/admin/*` and an
 /// open `/*`, a servlet-like back end (parameters stripped, trailing dots and spaces
@@ -340,7 +336,9 @@ fn path_parameters_and_lenient_forms_cannot_reach_a_servlets_admin() {
         );
     };
     for (api, base, fold) in [("/tc/v1", "servlet", false), ("/lax/v1", "iis", true)] {
-        let forms = ADMIN_FORMS.iter().chain(if fold { CASE_FORMS } else { &[] });
+        let forms = ADMIN_FORMS
+            .iter()
+            .chain(if fold { CASE_FORMS } else { &[] });
         for form in forms {
             let backend_path = format!("/{base}{form}");
             assert!(
@@ -365,7 +363,10 @@ fn path_parameters_and_lenient_forms_cannot_reach_a_servlets_admin() {
     );
     // Nothing reached the admin servlet without the key.
     let before = seen.lock().expect("log").clone();
-    assert!(before.iter().all(|l| l.starts_with("DEFAULT")), "{before:?}");
+    assert!(
+        before.iter().all(|l| l.starts_with("DEFAULT")),
+        "{before:?}"
+    );
 
     // The opted-in API judges and forwards the stripped, lower-case path.
     for (path, forwarded) in [

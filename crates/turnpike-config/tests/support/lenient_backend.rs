@@ -20,7 +20,9 @@ pub fn lenient_view(raw: &str, fold_case: bool) -> String {
         for piece in text.split(['/', '\\']) {
             // Some frameworks strip parameters after decoding (`%3B` is `;` to them).
             let piece = piece.split(';').next().unwrap_or("");
-            let trimmed = piece.trim_end_matches(['.', ' ', '\t']).trim_start_matches(' ');
+            let trimmed = piece
+                .trim_end_matches(['.', ' ', '\t'])
+                .trim_start_matches(' ');
             match piece {
                 "" | "." => {}
                 ".." => {
