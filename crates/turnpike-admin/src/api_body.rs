@@ -408,3 +408,29 @@ mod endpoint_port_tests {
         assert!(check_endpoint("https://example.com").is_none());
     }
 }
+
+#[cfg(test)]
+mod paths_tests {
+    use super::paths_value;
+    use serde_json::json;
+
+    #[test]
+    fn path_options_are_checked_and_defaults_store_nothing() {
+        let strip = json!({"matrix_parameters": "strip", "case_insensitive": true});
+        assert_eq!(paths_value(&strip), Ok(Some(strip.clone())));
+        assert_eq!(paths_value(&json!(null)), Ok(None));
+        assert_eq!(
+            paths_value(&json!({"matrix_parameters": "refuse"})),
+            Ok(None)
+        );
+        for bad in [
+            json!({"matrix_parameters": "keep"}),
+            json!({"case_insensitive": "yes"}),
+            json!({"matrixParameters": "strip"}),
+            json!("strip"),
+        ] {
+            let e = paths_value(&bad).err().unwrap_or_default();
+            assert!(e.contains("matrix_parameters: refuse|strip"), "{bad}: {e}");
+        }
+    }
+}
