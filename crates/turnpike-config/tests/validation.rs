@@ -445,12 +445,12 @@ fn path_options_and_unreachable_templates_are_checked() {
     assert!(Snapshot::from_yaml(&ci("path: \"/*\"", "path: \"/admin/{Id}\""), "ok.yaml").is_ok());
     refused_at(
         &api_with("path: \"/*\"", "path: \"/admin;x/*\""),
-        "7:15",
+        "7:17",
         "can never match",
     );
     refused_at(
         &api_with("path: \"/*\"", "path: \"/admin./*\""),
-        "7:15",
+        "7:17",
         "can never match",
     );
     refused_at(
