@@ -142,7 +142,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
 /// An API's gateway settings: (REST field, the declarative file's field). `graphql` and
 /// `mediation` are sections in the file's own shape, stored as given and checked by
 /// compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 8] = [
+pub const OPTION_FIELDS: [(&str, &str); 9] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -151,6 +151,7 @@ pub const OPTION_FIELDS: [(&str, &str); 8] = [
     ("graphql", "graphql"),
     ("mediation", "mediation"),
     ("deprecation", "deprecation"),
+    ("paths", "paths"),
 ];
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
@@ -170,6 +171,22 @@ fn mediation_field(f: &mut Fields<'_>) -> Option<Value> {
             );
             None
         }
+    }
+}
+
+/// The API's request-path options, in the file's shape (docs/security.md, "Request
+/// paths"): `{matrix_parameters: refuse|strip, case_insensitive: bool}`. `None` when
+/// `null` or the defaults (nothing to store).
+fn paths_value(v: &Value) -> Result<Option<Value>, String> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    match serde_json::from_value::<turnpike_model::PathsSpec>(v.clone()) {
+        Ok(p) if p.is_default() => Ok(None),
+        Ok(_) => Ok(Some(v.clone())),
+        Err(e) => Err(format!(
+            "must be {{matrix_parameters: refuse|strip, case_insensitive: true|false}}: {e}"
+        )),
     }
 }
 
@@ -193,6 +210,17 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
             }
             Some(_) if array => f.err(field, "must be a list of policies, as in the file"),
             Some(_) => f.err(field, "must be an object, as in the file's section"),
+        }
+    }
+    if let Some(v) = f.value("paths") {
+        match paths_value(v) {
+            Ok(None) => {
+                out.remove("paths");
+            }
+            Ok(Some(v)) => {
+                out.insert("paths".to_string(), v);
+            }
+            Err(e) => f.err("paths", e),
         }
     }
     let mut put = |k: &str, v: Value| {
@@ -378,5 +406,31 @@ mod endpoint_port_tests {
         assert!(check_endpoint("http://127.0.0.1:0/x").is_some());
         assert!(check_endpoint("http://127.0.0.1:65535/x").is_none());
         assert!(check_endpoint("https://example.com").is_none());
+    }
+}
+
+#[cfg(test)]
+mod paths_tests {
+    use super::paths_value;
+    use serde_json::json;
+
+    #[test]
+    fn path_options_are_checked_and_defaults_store_nothing() {
+        let strip = json!({"matrix_parameters": "strip", "case_insensitive": true});
+        assert_eq!(paths_value(&strip), Ok(Some(strip.clone())));
+        assert_eq!(paths_value(&json!(null)), Ok(None));
+        assert_eq!(
+            paths_value(&json!({"matrix_parameters": "refuse"})),
+            Ok(None)
+        );
+        for bad in [
+            json!({"matrix_parameters": "keep"}),
+            json!({"case_insensitive": "yes"}),
+            json!({"matrixParameters": "strip"}),
+            json!("strip"),
+        ] {
+            let e = paths_value(&bad).err().unwrap_or_default();
+            assert!(e.contains("matrix_parameters: refuse|strip"), "{bad}: {e}");
+        }
     }
 }

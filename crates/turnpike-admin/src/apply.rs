@@ -145,6 +145,14 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         ("apiThrottlingPolicy", json!(spec.throttling)),
         ("graphql", json!(spec.graphql)),
         ("mediation", json!(spec.mediation)),
+        (
+            "paths",
+            if spec.paths.is_default() {
+                Value::Null
+            } else {
+                json!(spec.paths)
+            },
+        ),
     ];
     for (k, v) in options {
         if !v.is_null() {

@@ -65,6 +65,9 @@ fn api_props() -> Value {
             "accessControlExposeHeaders": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
             "accessControlAllowCredentials": {"type": "boolean"},
             "accessControlMaxAge": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "example": "10m"}}},
+        "paths": {"type": "object", "additionalProperties": false, "description": "how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted", "properties": {
+            "matrix_parameters": {"type": "string", "enum": ["refuse", "strip"], "default": "refuse", "description": "refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path"},
+            "case_insensitive": {"type": "boolean", "default": false, "description": "templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case"}}},
         "tags": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 100}}
     });
     if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {

@@ -3,7 +3,7 @@
 //! managers): a file using every field of examples/gateway.yaml (tiers with a burst, the
 //! unauthenticated tier and header style, a GraphQL section, a mediation section,
 //! bandwidth and billing, an advanced policy with conditional groups named by an API and
-//! a resource, host, load balancing, body limit, timeouts, scopes, an `auth: none`
+//! a resource, host, load balancing, body limit, timeouts, path options, scopes, an `auth: none`
 //! resource, `auth:` of an API, `mediation:` of an API and of a resource) is applied to
 //! the first; its export is applied to the
 //! second; both export the same file and gateways receive the same APIs and policies.
@@ -73,6 +73,7 @@ apis:
     context: /pets
     version: v1
     endpoints: ["http://10.0.0.7:8080"]
+    paths: { matrix_parameters: strip, case_insensitive: true }
     resources:
       - { path: "/*", methods: [GET] }
     mediation:
@@ -224,6 +225,10 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     );
     let pets_v1 = &exported["apis"][1];
     assert_eq!(pets_v1["mediation"]["request"]["body"]["jq"], "{order: .}");
+    assert_eq!(
+        pets_v1["paths"],
+        json!({"matrix_parameters": "strip", "case_insensitive": true})
+    );
     let pets = &exported["apis"][2];
     assert_eq!(pets["version"], "v2", "{exported}");
     for (field, want) in [

@@ -12,7 +12,8 @@
 //!
 //! Modules: `format` (YAML in), `spans` (line/column of each node), `validate` (values),
 //! `size`/`duration`/`endpoint`/`host`/`methods`/`template` (one kind of value each),
-//! `router` (the index), `path` (the request-path normaliser run before routing),
+//! `router` (the index), `path` (the request-path normaliser run before routing) and
+//! `path_chars` (its checks beyond ASCII, and case folding),
 //! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
 //! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
 
@@ -26,6 +27,7 @@ mod host;
 mod mediation;
 mod methods;
 mod path;
+mod path_chars;
 mod policies;
 mod router;
 mod runtime;
@@ -47,14 +49,14 @@ pub use error::{ConfigError, Location, Problem, Problems};
 pub use mediation::{
     ApiMediation, Sample as MediationSample, Selected as SelectedMediation, Tried as MediationTried,
 };
-pub use path::{normalise_path, PathError};
+pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
 pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;
 pub use snapshot::{CompiledApi, RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
-pub use turnpike_model::{GatewayFile, LoadBalancing};
+pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};
 pub use turnpike_policy::Chain;
 
 /// Validates and compiles a file that arrives as data. Problems name document paths

@@ -43,6 +43,8 @@ pub struct CompiledApi {
     pub chain: turnpike_policy::Chain,
     /// Name, context and version, shared with observers (analytics) without copying.
     pub label: Arc<turnpike_policy::ApiLabel>,
+    /// How lenient the API is about request paths (`;` parameters, letter case).
+    pub paths: turnpike_model::PathsSpec,
 }
 
 /// What the router says about a request.
@@ -74,6 +76,18 @@ pub enum RouteResult<'a> {
     NotFound,
 }
 
+impl<'a> RouteResult<'a> {
+    /// The API the request went to, if any.
+    pub fn api(&self) -> Option<&'a Arc<CompiledApi>> {
+        match self {
+            RouteResult::Matched { api, .. }
+            | RouteResult::MethodNotAllowed { api, .. }
+            | RouteResult::NotFoundIn { api, .. } => Some(api),
+            RouteResult::NotFound => None,
+        }
+    }
+}
+
 /// Immutable, versioned view that a gateway serves from.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -82,6 +96,8 @@ pub struct Snapshot {
     router: Router,
     /// The compiled subscription table, when the file has a security section.
     subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
+    /// Some API matches paths case-insensitively (see [`Snapshot::folds_case`]).
+    folds_case: bool,
 }
 
 impl Snapshot {
@@ -124,12 +140,21 @@ impl Snapshot {
         router: Router,
         subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
     ) -> Snapshot {
+        let folds_case = apis.iter().any(|a| a.paths.case_insensitive);
         Snapshot {
             version,
             apis,
             router,
             subscriptions,
+            folds_case,
         }
+    }
+
+    /// Whether some API matches paths in any letter case (`paths.case_insensitive`): only
+    /// then does a gateway look at a path's case before routing.
+    #[inline]
+    pub fn folds_case(&self) -> bool {
+        self.folds_case
     }
 
     /// The compiled subscription table (for [`crate::compile_reusing`]).

@@ -66,6 +66,15 @@ impl Template {
         Ok(Template { segments, wildcard })
     }
 
+    /// Whether a literal segment holds an ASCII upper-case letter (a case-insensitive
+    /// API matches lower-cased paths, so such a literal could never match there).
+    pub(crate) fn has_upper_case(&self) -> bool {
+        self.segments.iter().any(|s| match s {
+            Segment::Literal(l) => l.bytes().any(|b| b.is_ascii_uppercase()),
+            Segment::Param => false,
+        })
+    }
+
     /// The routes that serve this template below `prefix` (which has no trailing '/').
     pub(crate) fn routes(&self, prefix: &str) -> Vec<RouteSpec> {
         let mut base = prefix.to_owned();
@@ -120,6 +129,16 @@ fn check_literal(text: &str, part: &str) -> Result<(), String> {
     }
     if part == "." || part == ".." {
         return Err(format!("path template {text:?} has a {part:?} segment"));
+    }
+    if part.contains(';') {
+        return Err(format!(
+            "in {text:?}, a ';' can never match: the gateway refuses (or, with paths.matrix_parameters: strip, removes) ';' parameters in request paths"
+        ));
+    }
+    if part.ends_with('.') {
+        return Err(format!(
+            "in {text:?}, a segment ending in '.' can never match: the gateway refuses such request paths"
+        ));
     }
     match part.chars().find(|c| !is_path_char(*c)) {
         None => Ok(()),
@@ -190,5 +209,7 @@ mod tests {
         assert!(e("/a b").contains("not allowed"));
         assert!(e("/a?b").contains("not allowed"));
         assert!(e("/../x").contains("\"..\""));
+        assert!(e("/admin;x").contains("never match"));
+        assert!(e("/admin./x").contains("never match"));
     }
 }

@@ -110,6 +110,9 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         DEFAULT_RESPONSE_TIMEOUT,
     );
     let resources = check_resources(index, &spec, problems);
+    if spec.paths.case_insensitive {
+        check_lower_case(index, &spec, &resources, problems);
+    }
     let owns_unmatched = spec
         .soap
         .as_ref()
@@ -140,6 +143,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             mediation: None,
             chain: turnpike_policy::Chain::default(),
             label,
+            paths: spec.paths,
         },
         host,
         index,
@@ -188,6 +192,27 @@ fn check_resources(
         }
     }
     out
+}
+
+/// A case-insensitive API is routed on the lower-cased path, so what it declares must be
+/// lower case to be reachable.
+fn check_lower_case(
+    index: usize,
+    spec: &ApiSpec,
+    resources: &[CheckedResource],
+    problems: &mut Vec<Problem>,
+) {
+    let upper = |s: &str| s.bytes().any(|b| b.is_ascii_uppercase());
+    let why =
+        "with paths.case_insensitive, requests are matched in lower case; write this in lower case";
+    for (field, value) in [("context", &spec.context), ("version", &spec.version)] {
+        if upper(value) {
+            problems.push(Problem::new(format!("apis[{index}].{field}"), why));
+        }
+    }
+    for r in resources.iter().filter(|r| r.template.has_upper_case()) {
+        problems.push(Problem::new(r.origin.clone(), why));
+    }
 }
 
 fn check_context(context: &str) -> Result<(), String> {

@@ -423,3 +423,42 @@ fn deep_nesting_is_refused_before_parsing() {
         "nests deeper than 64 levels",
     );
 }
+
+/// `paths:` (issue 25 item 1): a case-insensitive API is matched in lower case, so what it
+/// declares must be lower case; templates that no accepted path can match are refused;
+/// unknown values are refused.
+#[test]
+fn path_options_and_unreachable_templates_are_checked() {
+    let ci = |field: &str, with: &str| {
+        api_with(field, with).replacen(
+            "    version: v1\n",
+            "    version: v1\n    paths: { case_insensitive: true }\n",
+            1,
+        )
+    };
+    let p = problems(&ci("context: /echo", "context: /Echo"));
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(p[0].contains("write this in lower case"), "{p:#?}");
+    let p = problems(&ci("path: \"/*\"", "path: \"/Admin/*\""));
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(p[0].contains("write this in lower case"), "{p:#?}");
+    assert!(Snapshot::from_yaml(&ci("path: \"/*\"", "path: \"/admin/{Id}\""), "ok.yaml").is_ok());
+    refused_at(
+        &api_with("path: \"/*\"", "path: \"/admin;x/*\""),
+        "7:17",
+        "can never match",
+    );
+    refused_at(
+        &api_with("path: \"/*\"", "path: \"/admin./*\""),
+        "7:17",
+        "can never match",
+    );
+    refused_at(
+        &api_with(
+            "    version: v1\n",
+            "    version: v1\n    paths: { matrix_parameters: keep }\n",
+        ),
+        "5:33",
+        "unknown variant `keep`",
+    );
+}

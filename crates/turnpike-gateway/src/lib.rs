@@ -20,6 +20,7 @@ mod h1_conn;
 pub mod headers;
 pub mod health;
 mod idle;
+mod lenient;
 pub mod log_limit;
 pub mod metrics;
 mod park;

@@ -84,8 +84,8 @@ pub async fn handle(
         || shared.metrics.is_some()
         || !shared.observers.is_empty()
         || shared.trace;
-    let routed =
-        normalise_uri(&mut parts).and_then(|()| route(&shared.snapshots, &parts, observed));
+    let routed = normalise_uri(&mut parts)
+        .and_then(|lenient| route(&shared.snapshots, &mut parts, observed, lenient));
     let resp = match routed {
         Ok(Routed {
             api,
@@ -165,23 +165,24 @@ pub(crate) enum Refuse {
     NotFound,
 }
 
-/// Routes on the snapshot loaded once.
+/// Routes on the snapshot loaded once. A path that only some APIs accept as it is
+/// (`;` parameters, letter case: `lenient.rs`) is settled first, against the same
+/// snapshot, into the one path everything after sees.
 fn route(
     snapshots: &ArcSwap<Snapshot>,
-    parts: &request::Parts,
+    parts: &mut request::Parts,
     observed: bool,
+    lenient: Lenient,
 ) -> Result<Routed, GatewayError> {
     let snap = snapshots.load();
+    if lenient == Lenient::Parameters
+        || (snap.folds_case() && crate::lenient::may_fold(parts.uri.path()))
+    {
+        crate::lenient::settle_path(&snap, parts, lenient)?;
+    }
+    let parts = &*parts;
     let path = parts.uri.path();
-    // The target's authority first: an absolute-form target (RFC 9112 §3.2.2: the
-    // server MUST ignore Host then) or HTTP/2's `:authority` (a differing `host` was
-    // refused at the edge); the `Host` header otherwise.
-    let host = parts
-        .uri
-        .authority()
-        .map(|a| a.host())
-        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
-        .map(host_without_port);
+    let host = request_host(parts);
     let (api, upstream_path, refuse, resource) = match snap.route(host, &parts.method, path) {
         RouteResult::Matched {
             api,
@@ -219,16 +220,45 @@ fn route(
     })
 }
 
+/// The host a request is routed by, without its port.
+pub(crate) fn request_host(parts: &request::Parts) -> Option<&str> {
+    // The target's authority first: an absolute-form target (RFC 9112 §3.2.2: the
+    // server MUST ignore Host then) or HTTP/2's `:authority` (a differing `host` was
+    // refused at the edge); the `Host` header otherwise.
+    parts
+        .uri
+        .authority()
+        .map(|a| a.host())
+        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
+        .map(host_without_port)
+}
+
+/// What the normaliser left for the matched API to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lenient {
+    /// Nothing: the path is in its normal form.
+    No,
+    /// The path has `;` parameters: refused unless the API it routes to strips them.
+    Parameters,
+}
+
 /// Replaces the request's path by its normal form (`turnpike_config::normalise_path`)
 /// before anything looks at it, so routing, auth, throttling conditions and the upstream
 /// request all see the same path; refuses the forms the normaliser refuses.
-fn normalise_uri(parts: &mut request::Parts) -> Result<(), GatewayError> {
+fn normalise_uri(parts: &mut request::Parts) -> Result<Lenient, GatewayError> {
     let normal = match turnpike_config::normalise_path(parts.uri.path()) {
-        Ok(std::borrow::Cow::Borrowed(_)) => return Ok(()),
+        Ok(std::borrow::Cow::Borrowed(_)) => return Ok(Lenient::No),
         Ok(std::borrow::Cow::Owned(p)) => p,
+        Err(turnpike_config::PathError::Parameters) => return Ok(Lenient::Parameters),
         Err(e) => return Err(GatewayError::with_source(ErrorKind::InvalidPath, e)),
     };
-    let mut pq = normal;
+    set_path(parts, normal)?;
+    Ok(Lenient::No)
+}
+
+/// Replaces the request's path, keeping its query.
+pub(crate) fn set_path(parts: &mut request::Parts, path: String) -> Result<(), GatewayError> {
+    let mut pq = path;
     if let Some(q) = parts.uri.query() {
         pq.push('?');
         pq.push_str(q);

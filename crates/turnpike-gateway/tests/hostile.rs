@@ -259,6 +259,57 @@ async fn refusals_of_our_own_carry_the_json_error() {
     }
 }
 
+/// Path forms that back ends read as another path (issue 25 item 1): `;` parameters,
+/// trailing dots and spaces, double encoding, overlong and fullwidth UTF-8, control
+/// characters. Each is 400 `invalid_path` on an API with the default `paths:`, and
+/// nothing reaches the back end.
+#[tokio::test]
+async fn path_forms_back_ends_disagree_on_are_invalid_paths() {
+    let rig = Rig::new().await;
+    for path in [
+        &b"/h/v1/admin;/x"[..],
+        b"/h/v1/admin;jsessionid=x/x",
+        b"/h/v1/admin;a=b;c=d/x",
+        b"/h/v1/x;v=1",
+        b"/h/v1/admin%3Bx/x",
+        b"/h/v1/admin./x",
+        b"/h/v1/admin%2E/x",
+        b"/h/v1/admin%20/x",
+        b"/h/v1/admin%09/x",
+        b"/h/v1/a%0D%0Ab",
+        b"/h/v1/x%252f..%252fadmin",
+        b"/h/v1/x/%252e%252e/admin",
+        b"/h/v1/x%C0%AF..%C0%AFadmin",
+        b"/h/v1/x%E0%80%AF",
+        b"/h/v1/%C3",
+        b"/h/v1/%EF%BD%81dmin",
+        "/h/v1/ａｄｍｉｎ".as_bytes(),
+        b"/h/v1/a%E2%88%95b",
+    ] {
+        rig.forget();
+        let name = String::from_utf8_lossy(path);
+        let mut raw = b"GET ".to_vec();
+        raw.extend_from_slice(path);
+        raw.extend_from_slice(b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+        let answer = rig.raw(&raw).await;
+        assert_eq!(
+            (status(&answer), code(&answer).as_str()),
+            (400, "invalid_path"),
+            "{name}: {answer}"
+        );
+        assert!(rig.seen().is_empty(), "{name}: reached the back end");
+    }
+    // A space inside a segment and an encoded '%' before text are data, not refused.
+    let answer = rig
+        .raw(b"GET /h/v1/a%20b/50%25off HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .await;
+    assert_eq!(status(&answer), 200, "{answer}");
+    assert_eq!(
+        rig.seen().first().map(|s| s.path.as_str()),
+        Some("/a%20b/50%25off")
+    );
+}
+
 #[tokio::test]
 async fn smuggling_shapes_deliver_at_most_what_the_client_framed() {
     let rig = Rig::new().await;

@@ -97,6 +97,42 @@ pub struct ApiSpec {
     /// A SOAP service (pass-through or published as REST) and its WSDL (see [`soap`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soap: Option<soap::SoapSpec>,
+    /// How lenient this API is about request paths (`;` parameters, letter case); the
+    /// strict default refuses `;` and matches templates case-sensitively.
+    #[serde(default, skip_serializing_if = "PathsSpec::is_default")]
+    pub paths: PathsSpec,
+}
+
+/// Per-API request-path options (docs/security.md, "Request paths").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathsSpec {
+    /// What a `;` in a path segment (`/admin;jsessionid=x/users`) does.
+    #[serde(default)]
+    pub matrix_parameters: MatrixParameters,
+    /// Templates match in any ASCII letter case (`/Admin/x` is `/admin/x`), for back
+    /// ends that ignore case (IIS); the path is forwarded in lower case.
+    #[serde(default)]
+    pub case_insensitive: bool,
+}
+
+impl PathsSpec {
+    pub fn is_default(&self) -> bool {
+        *self == PathsSpec::default()
+    }
+}
+
+/// What the gateway does with `;` parameters in path segments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatrixParameters {
+    /// 400 `invalid_path` (servlet containers strip them, so `/admin;x` would reach a
+    /// servlet that the gateway's rules never judged).
+    #[default]
+    Refuse,
+    /// Removed from every segment before routing; the upstream gets the path without
+    /// them, the same path routing and authorisation judged.
+    Strip,
 }
 
 /// A resource: a path template and the methods it accepts.

@@ -158,7 +158,7 @@ impl ErrorKind {
             InvalidPath => row(
                 StatusCode::BAD_REQUEST,
                 "invalid_path",
-                "the request path is not accepted (an encoded slash or backslash, '..' above the root, a broken escape, or a dot segment with parameters)",
+                "the request path is not accepted (a ';', an encoded slash, backslash or ';', '..' above the root, a segment ending in '.' or a space, a control character, a double-encoded, broken, overlong or fullwidth escape)",
                 Client,
                 false,
             ),
