@@ -202,6 +202,25 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   }).toPass({ timeout: 30_000, intervals: [500, 1000] });
   const bad = await sub.request.get(`${process.env.TP_GATEWAY}/pets/v1/pets`, { headers: { apikey: 'tpk_wrong' } });
   expect(bad.status()).toBe(401);
+
+  // Request handling: a ';' path parameter is refused until the publisher chooses to strip
+  // it; then the gateway routes and forwards the stripped path.
+  const matrixPath = `${process.env.TP_GATEWAY}/pets/v1/pets;jsessionid=x`;
+  const refused = await sub.request.get(matrixPath, { headers: { apikey } });
+  expect(refused.status()).toBe(400);
+  expect((await refused.json()).code).toBe('invalid_path');
+  await pub.getByRole('link', { name: 'Pet Store' }).click();
+  await pub.getByRole('tab', { name: 'Request handling' }).click();
+  await pub.getByText('Strip before routing', { exact: true }).click();
+  await pub.getByRole('button', { name: 'Save request handling', exact: true }).click();
+  await expect(pub.getByText('Saved.')).toBeVisible();
+  await shot(pub, '07c-publisher-request-handling');
+  await expect(async () => {
+    const r = await sub.request.get(matrixPath, { headers: { apikey } });
+    expect(r.status()).toBe(200);
+  }).toPass({ timeout: 30_000, intervals: [500, 1000] });
+  await pub.goto('/publisher');
+
   await sub.goto('/devportal');
   await sub.getByRole('link', { name: /Pet Store/ }).click();
   await choose(sub, tryIt, 'Application', 'sam-app');

@@ -1,6 +1,6 @@
 // The Publisher portal: APIs (list and search; create from scratch or from an OpenAPI
-// file, a WSDL or a GraphQL schema), an API's page (edit; resources, CORS and
-// transformations; lifecycle actions; subscriptions with block/unblock).
+// file, a WSDL or a GraphQL schema), an API's page (edit; resources, CORS,
+// transformations and request handling; lifecycle actions; subscriptions with block/unblock).
 import { useState } from 'react';
 import {
   Anchor,
@@ -27,6 +27,7 @@ import { Link, match, navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
 import { LazyDashboards } from './LazyDashboards';
 import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } from './PublisherPolicies';
+import { RequestHandlingEditor } from './PublisherRequestHandling';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
 
@@ -286,6 +287,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               <Tabs.Tab value="security">Security</Tabs.Tab>
               <Tabs.Tab value="cors">CORS</Tabs.Tab>
               <Tabs.Tab value="transformations">Transformations</Tabs.Tab>
+              <Tabs.Tab value="requests">Request handling</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
               <Tabs.Tab value="analytics">Analytics</Tabs.Tab>
@@ -304,6 +306,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="transformations" pt="md">
               <TransformationsEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="requests" pt="md">
+              <RequestHandlingEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="lifecycle" pt="md">
               <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />
