@@ -48,6 +48,8 @@ pub enum BodyError {
 /// buffered (a body policy ran).
 pub struct RequestBody {
     inner: ReqInner,
+    /// Bytes already read from `inner` (request buffering), sent before the rest.
+    head: Option<Bytes>,
     limit: u64,
     seen: u64,
     /// Shared with `on_complete` when the body streams without a Content-Length.
@@ -147,6 +149,7 @@ impl RequestBody {
     pub fn new(inner: Incoming, limit: Option<u64>, read_timeout: Duration) -> Self {
         RequestBody {
             inner: ReqInner::Stream(inner),
+            head: None,
             limit: limit.unwrap_or(u64::MAX),
             seen: 0,
             counter: None,
@@ -175,6 +178,7 @@ impl RequestBody {
     pub fn full(b: Bytes) -> Self {
         RequestBody {
             inner: ReqInner::Full((!b.is_empty()).then_some(b)),
+            head: None,
             limit: u64::MAX,
             seen: 0,
             counter: None,
@@ -182,6 +186,13 @@ impl RequestBody {
             clock: None,
             watch: None,
         }
+    }
+
+    /// This body with `head` (bytes already read from it, counted against its limit)
+    /// sent first: a buffered start, then the rest as it streams.
+    pub fn with_head(mut self, head: Bytes) -> Self {
+        self.head = (!head.is_empty()).then_some(head);
+        self
     }
 
     /// Counts the bytes that stream through into `counter`.
@@ -199,6 +210,9 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = self.get_mut();
+        if let Some(head) = this.head.take() {
+            return Poll::Ready(Some(Ok(Frame::data(head))));
+        }
         let inner = match &mut this.inner {
             ReqInner::Full(b) => return Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
             ReqInner::Stream(s) => s,
@@ -256,17 +270,30 @@ impl Body for RequestBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.inner {
-            ReqInner::Stream(s) => s.is_end_stream(),
-            ReqInner::Full(b) => b.is_none(),
-        }
+        self.head.is_none()
+            && match &self.inner {
+                ReqInner::Stream(s) => s.is_end_stream(),
+                ReqInner::Full(b) => b.is_none(),
+            }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.inner {
+        let rest = match &self.inner {
             ReqInner::Stream(s) => s.size_hint(),
             ReqInner::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+        };
+        let Some(head) = &self.head else {
+            return rest;
+        };
+        // hyper counts a streamed body's remaining length down as it reads: the head
+        // plus what is left is the whole.
+        let n = head.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(rest.lower().saturating_add(n));
+        if let Some(upper) = rest.upper() {
+            hint.set_upper(upper.saturating_add(n));
         }
+        hint
     }
 }
 

@@ -25,6 +25,7 @@ pub mod metrics;
 mod park;
 mod proxy;
 pub mod reload;
+mod request_buffer;
 mod server;
 mod throttle_runtime;
 pub mod tls;
@@ -141,6 +142,12 @@ pub struct GatewayArgs {
     /// `503 upstream_busy`. 0: no cap.
     #[arg(long, env = "TURNPIKE_MAX_UPSTREAM_CONNECTIONS", default_value_t = upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)]
     pub max_upstream_connections: usize,
+    /// Peers whose forwarding headers are believed: a comma-separated list of addresses
+    /// and CIDR blocks (`10.0.0.0/8,2001:db8::/32`), e.g. the balancer in front of the
+    /// gateway. From any other peer, `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are
+    /// dropped and `X-Forwarded-For` starts at the peer. Empty (default): nobody.
+    #[arg(long, env = "TURNPIKE_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: String,
     /// Access log: a file path (appended) or `-` for stdout. Off when absent.
     #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
     pub access_log: Option<String>,
@@ -270,6 +277,8 @@ impl GatewayArgs {
             max_connections_per_ip: self.max_connections_per_ip,
             max_upstream_connections: self.max_upstream_connections,
             access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
+            trusted_proxies: headers::TrustedProxies::parse(&self.trusted_proxies)
+                .map_err(|e| format!("--trusted-proxies: {e}"))?,
         })
     }
 }

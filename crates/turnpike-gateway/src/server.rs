@@ -86,6 +86,9 @@ pub struct ServerSettings {
     /// Connections open to one upstream endpoint (idle and busy); 0 for no cap.
     pub max_upstream_connections: usize,
     pub access_log: Option<AccessLogTarget>,
+    /// Peers whose forwarding headers (`X-Forwarded-*`, `Forwarded`, `X-Real-IP`) are
+    /// kept; from anyone else they are dropped (`headers::strip_request`).
+    pub trusted_proxies: crate::headers::TrustedProxies,
 }
 
 impl ServerSettings {
@@ -109,6 +112,7 @@ impl ServerSettings {
             max_connections_per_ip: 0,
             max_upstream_connections: crate::upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT,
             access_log: None,
+            trusted_proxies: crate::headers::TrustedProxies::default(),
         }
     }
 }
@@ -212,6 +216,7 @@ impl GatewayBuilder {
             metrics: self.metrics,
             observers: turnpike_policy::Chain::new(self.observers),
             body_read_timeout: s.body_read_timeout,
+            trusted_proxies: s.trusted_proxies.clone(),
             trace: self.trace,
         });
         crate::upstream::spawn_sweeper(Arc::downgrade(&shared));
@@ -498,6 +503,7 @@ async fn accept_loop(
             shared: shared.clone(),
             client: peer,
             client_ip: headers::ip_header(peer.ip()),
+            trusted_proxy: shared.trusted_proxies.contains(peer.ip()),
             https: tls.is_some(),
             upgrade: crate::upgrade::UpgradeSlot::counted(caps.clone()),
         });
