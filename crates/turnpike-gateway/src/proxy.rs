@@ -414,7 +414,7 @@ async fn request_side(
         }
         RequestBody::full(bytes)
     } else {
-        let mut b = match api.request_buffering.filter(|_| !body.is_end_stream()) {
+        let mut b = match api.request_buffering.filter(|_| !http_body::Body::is_end_stream(&body)) {
             // Before any upstream connection: a slow body holds none (request_buffer.rs).
             // Boxed: a request without a body does not carry this future.
             Some(rb) => {

@@ -31,7 +31,7 @@ pub(crate) async fn buffer(
 ) -> Result<RequestBody, GatewayError> {
     let mut body = RequestBody::new(incoming, limit, read_timeout);
     let read = read_up_to(&mut body, rb.size);
-    let read = match tokio::time::timeout(rb.timeout, read).await {
+    let (read, ended) = match tokio::time::timeout(rb.timeout, read).await {
         Ok(r) => r?,
         Err(_) => {
             let mut e = GatewayError::new(ErrorKind::RequestTimeout);
@@ -39,7 +39,7 @@ pub(crate) async fn buffer(
             return Err(e);
         }
     };
-    if body.is_end_stream() {
+    if ended || body.is_end_stream() {
         if !headers.contains_key(CONTENT_LENGTH) {
             body::set_length(headers, read.len());
         }
@@ -48,15 +48,18 @@ pub(crate) async fn buffer(
     Ok(body.with_head(read))
 }
 
-/// Frames of `body` until its end or `size` bytes. One frame (the common case) is kept
+/// Frames of `body` until its end or `size` bytes, and whether the end was seen (a
+/// chunked body says so only by its last poll). One frame (the common case) is kept
 /// without a copy.
-async fn read_up_to(body: &mut RequestBody, size: u64) -> Result<Bytes, GatewayError> {
+async fn read_up_to(body: &mut RequestBody, size: u64) -> Result<(Bytes, bool), GatewayError> {
     let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();
     let mut have = 0u64;
+    let mut ended = false;
     while have < size {
         let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
         else {
+            ended = true;
             break;
         };
         let frame = frame.map_err(refusal)?;
@@ -73,7 +76,7 @@ async fn read_up_to(body: &mut RequestBody, size: u64) -> Result<Bytes, GatewayE
             None => buf.extend_from_slice(&data),
         }
     }
-    Ok(first.unwrap_or_else(|| buf.freeze()))
+    Ok((first.unwrap_or_else(|| buf.freeze()), ended))
 }
 
 fn refusal(e: BodyError) -> GatewayError {
