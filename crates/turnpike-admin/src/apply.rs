@@ -145,6 +145,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         ("apiThrottlingPolicy", json!(spec.throttling)),
         ("graphql", json!(spec.graphql)),
         ("mediation", json!(spec.mediation)),
+        ("requestBuffering", json!(spec.request_buffering)),
     ];
     for (k, v) in options {
         if !v.is_null() {
