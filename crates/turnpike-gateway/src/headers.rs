@@ -29,45 +29,38 @@ const MAX_REQUEST_ID: usize = 128;
 /// header name with it.
 #[inline]
 pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection"
-            | "transfer-encoding"
-            | "keep-alive"
-            | "te"
-            | "trailer"
-            | "upgrade"
-            | "proxy-authorization"
-            | "proxy-authenticate"
-            | "proxy-connection"
-    )
+    kind(name) == Kind::HopByHop
 }
 
-/// Headers through which a client would speak for a proxy: where the request came from
-/// (`X-Forwarded-*`, RFC 7239 `Forwarded`, `X-Real-IP`), believed by back ends and
-/// frameworks (Spring's `ForwardedHeaderFilter`, Express's `trust proxy`, servlet
-/// containers' `RemoteIpValve`) for redirects, links, "is it HTTPS" and IP allow-lists.
-/// Kept only from a trusted proxy ([`TrustedProxies`]).
-#[inline]
-fn is_forwarding(name: &str) -> bool {
-    matches!(
-        name,
-        "x-forwarded-for"
-            | "x-forwarded-host"
-            | "x-forwarded-proto"
-            | "x-forwarded-port"
-            | "x-forwarded-prefix"
-            | "x-forwarded-ssl"
-            | "forwarded"
-            | "x-real-ip"
-    )
+/// What a request header is to [`strip_request`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    EndToEnd,
+    HopByHop,
+    /// With which IIS-style and Symfony/Zend back ends route on another URL than the
+    /// request line's, past the gateway's resource rules: never forwarded, from anyone.
+    UrlOverride,
+    /// Through which a client would speak for a proxy: where the request came from
+    /// (`X-Forwarded-*`, RFC 7239 `Forwarded`, `X-Real-IP`), believed by back ends and
+    /// frameworks (Spring's `ForwardedHeaderFilter`, Express's `trust proxy`, servlet
+    /// containers' `RemoteIpValve`) for redirects, links, "is it HTTPS" and IP
+    /// allow-lists. Kept only from a trusted proxy ([`TrustedProxies`]).
+    Forwarding,
 }
 
-/// Headers with which IIS-style and Symfony/Zend back ends route on another URL than the
-/// request line's, past the gateway's resource rules: never forwarded, from anyone.
+/// One match (a length switch, then one compare) per header name.
 #[inline]
-fn is_url_override(name: &str) -> bool {
-    matches!(name, "x-original-url" | "x-rewrite-url")
+fn kind(name: &HeaderName) -> Kind {
+    match name.as_str() {
+        "connection" | "transfer-encoding" | "keep-alive" | "te" | "trailer" | "upgrade"
+        | "proxy-authorization" | "proxy-authenticate" | "proxy-connection" => Kind::HopByHop,
+        "x-original-url" | "x-rewrite-url" => Kind::UrlOverride,
+        "x-forwarded-for" | "x-forwarded-host" | "x-forwarded-proto" | "x-forwarded-port"
+        | "x-forwarded-prefix" | "x-forwarded-ssl" | "forwarded" | "x-real-ip" => {
+            Kind::Forwarding
+        }
+        _ => Kind::EndToEnd,
+    }
 }
 
 /// Strips what the client may not tell the upstream, in one pass over the names when
@@ -79,9 +72,12 @@ fn is_url_override(name: &str) -> bool {
 pub fn strip_request(headers: &mut HeaderMap, trusted_peer: bool) {
     let (mut hop, mut spoofable) = (false, false);
     for name in headers.keys() {
-        let n = name.as_str();
-        hop |= is_hop_by_hop(name);
-        spoofable |= is_url_override(n) || (!trusted_peer && is_forwarding(n));
+        match kind(name) {
+            Kind::EndToEnd => {}
+            Kind::HopByHop => hop = true,
+            Kind::UrlOverride => spoofable = true,
+            Kind::Forwarding => spoofable |= !trusted_peer,
+        }
     }
     if hop {
         strip_hop_by_hop(headers);

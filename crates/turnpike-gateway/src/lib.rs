@@ -146,8 +146,8 @@ pub struct GatewayArgs {
     /// and CIDR blocks (`10.0.0.0/8,2001:db8::/32`), e.g. the balancer in front of the
     /// gateway. From any other peer, `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are
     /// dropped and `X-Forwarded-For` starts at the peer. Empty (default): nobody.
-    #[arg(long, env = "TURNPIKE_TRUSTED_PROXIES", default_value = "")]
-    pub trusted_proxies: String,
+    #[arg(long, env = "TURNPIKE_TRUSTED_PROXIES", default_value = "", value_parser = headers::TrustedProxies::parse)]
+    pub trusted_proxies: headers::TrustedProxies,
     /// Access log: a file path (appended) or `-` for stdout. Off when absent.
     #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
     pub access_log: Option<String>,
@@ -277,8 +277,7 @@ impl GatewayArgs {
             max_connections_per_ip: self.max_connections_per_ip,
             max_upstream_connections: self.max_upstream_connections,
             access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
-            trusted_proxies: headers::TrustedProxies::parse(&self.trusted_proxies)
-                .map_err(|e| format!("--trusted-proxies: {e}"))?,
+            trusted_proxies: self.trusted_proxies.clone(),
         })
     }
 }
@@ -629,5 +628,18 @@ mod analytics_flag_tests {
             assert!(parsed(&["--analytics-interval", bad]).is_err(), "{bad}");
         }
         assert!(parsed(&["--analytics-format", "csv"]).is_err());
+    }
+
+    #[test]
+    fn trusted_proxies_are_a_list_of_blocks_checked_at_start() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().expect("ip");
+        assert!(parsed(&[]).expect("defaults").trusted_proxies.is_empty());
+        let t = parsed(&["--trusted-proxies", "10.0.0.0/8,2001:db8::/32"])
+            .expect("list")
+            .trusted_proxies;
+        assert!(t.contains(ip("10.1.2.3")) && t.contains(ip("2001:db8::7")));
+        assert!(!t.contains(ip("127.0.0.1")));
+        let bad = parsed(&["--trusted-proxies", "10.0.0.0/40"]).err();
+        assert!(bad.is_some_and(|e| e.contains("--trusted-proxies")));
     }
 }
