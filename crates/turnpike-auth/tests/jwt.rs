@@ -492,9 +492,15 @@ fn time_claims_are_numeric_dates_and_malformed_ones_are_refused() {
     // Fractional dates are dates: a fractional exp used to be refused as malformed.
     let id = jwt
         .validator
-        .validate(&token(serde_json::json!({"exp": t + 600.5, "iat": t - 0.25, "nbf": t - 10.5})))
+        .validate(&token(
+            serde_json::json!({"exp": t + 600.5, "iat": t - 0.25, "nbf": t - 10.5}),
+        ))
         .expect("fractional exp, iat and nbf in the past are valid");
-    assert_eq!(id.expires_at, Some((t + 600.5).ceil() as u64), "exp rounded up");
+    assert_eq!(
+        id.expires_at,
+        Some((t + 600.5).ceil() as u64),
+        "exp rounded up"
+    );
     // A fractional nbf in the future (beyond the 30 s leeway) refuses the token: it used
     // to be ignored unless it was an unsigned integer.
     for nbf in [t + 3600.5, t + 120.0 + 0.001] {

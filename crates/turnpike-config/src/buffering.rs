@@ -90,7 +90,11 @@ pub(crate) fn check(
 mod tests {
     use super::*;
 
-    fn spec(enabled: Option<bool>, size: Option<&str>, timeout: Option<&str>) -> RequestBufferingSpec {
+    fn spec(
+        enabled: Option<bool>,
+        size: Option<&str>,
+        timeout: Option<&str>,
+    ) -> RequestBufferingSpec {
         RequestBufferingSpec {
             enabled,
             size: size.map(Into::into),
@@ -108,7 +112,10 @@ mod tests {
         let s = spec(None, Some("256KiB"), Some("5s"));
         let c = check(0, Some(&s), None, &mut p).expect("on");
         assert_eq!((c.size, c.timeout), (256 << 10, Duration::from_secs(5)));
-        assert_eq!(check(0, Some(&spec(Some(false), None, None)), None, &mut p), None);
+        assert_eq!(
+            check(0, Some(&spec(Some(false), None, None)), None, &mut p),
+            None
+        );
         assert!(p.is_empty(), "{p:?}");
     }
 
@@ -125,7 +132,11 @@ mod tests {
             let mut p = Vec::new();
             assert_eq!(check(3, Some(&s), None, &mut p), None, "{s:?}");
             assert_eq!(p.len(), 1, "{s:?}");
-            assert!(p[0].path.starts_with("apis[3].request_buffering."), "{:?}", p[0]);
+            assert!(
+                p[0].path.starts_with("apis[3].request_buffering."),
+                "{:?}",
+                p[0]
+            );
         }
     }
 }

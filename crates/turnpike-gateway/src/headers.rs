@@ -52,13 +52,18 @@ enum Kind {
 #[inline]
 fn kind(name: &HeaderName) -> Kind {
     match name.as_str() {
-        "connection" | "transfer-encoding" | "keep-alive" | "te" | "trailer" | "upgrade"
-        | "proxy-authorization" | "proxy-authenticate" | "proxy-connection" => Kind::HopByHop,
+        "connection"
+        | "transfer-encoding"
+        | "keep-alive"
+        | "te"
+        | "trailer"
+        | "upgrade"
+        | "proxy-authorization"
+        | "proxy-authenticate"
+        | "proxy-connection" => Kind::HopByHop,
         "x-original-url" | "x-rewrite-url" => Kind::UrlOverride,
         "x-forwarded-for" | "x-forwarded-host" | "x-forwarded-proto" | "x-forwarded-port"
-        | "x-forwarded-prefix" | "x-forwarded-ssl" | "forwarded" | "x-real-ip" => {
-            Kind::Forwarding
-        }
+        | "x-forwarded-prefix" | "x-forwarded-ssl" | "forwarded" | "x-real-ip" => Kind::Forwarding,
         _ => Kind::EndToEnd,
     }
 }

@@ -414,15 +414,24 @@ async fn request_side(
         }
         RequestBody::full(bytes)
     } else {
-        let mut b = match api.request_buffering.filter(|_| !http_body::Body::is_end_stream(&body)) {
+        let mut b = match api
+            .request_buffering
+            .filter(|_| !http_body::Body::is_end_stream(&body))
+        {
             // Before any upstream connection: a slow body holds none (request_buffer.rs).
             // Boxed: a request without a body does not carry this future.
             Some(rb) => {
                 let read_timeout = conn.shared.body_read_timeout;
                 let h = &mut parts.headers;
-                Box::pin(crate::request_buffer::buffer(body, rb, api.max_body_bytes, read_timeout, h))
-                    .await
-                    .map_err(|e| stop(end, e))?
+                Box::pin(crate::request_buffer::buffer(
+                    body,
+                    rb,
+                    api.max_body_bytes,
+                    read_timeout,
+                    h,
+                ))
+                .await
+                .map_err(|e| stop(end, e))?
             }
             None => RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
         };

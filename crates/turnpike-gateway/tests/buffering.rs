@@ -70,7 +70,10 @@ async fn twenty_slow_posts_hold_no_back_end_connection_while_buffered() {
     for t in slow {
         let answer = t.await.expect("task");
         assert_eq!(status(&answer), 200, "{answer}");
-        assert!(answer.ends_with("\r\n\r\n20"), "the whole body arrived: {answer}");
+        assert!(
+            answer.ends_with("\r\n\r\n20"),
+            "the whole body arrived: {answer}"
+        );
     }
     assert!((1..=20).contains(&up.accepted()), "{}", up.accepted());
 
@@ -135,7 +138,12 @@ async fn a_body_past_the_buffer_size_streams_its_rest_and_a_chunked_one_gets_a_l
     };
     // 100 KiB, declared and chunked: the first KiB buffered, the rest streamed.
     for body in [reqwest::Body::from(vec![b'y'; 100 * 1024]), chunks(25)] {
-        let r = c.post(gw.url("/b/v1/x")).body(body).send().await.expect("send");
+        let r = c
+            .post(gw.url("/b/v1/x"))
+            .body(body)
+            .send()
+            .await
+            .expect("send");
         assert_eq!(r.status(), 200);
         assert_eq!(json_of(r).await["body_len"], 100 * 1024);
     }
@@ -143,7 +151,9 @@ async fn a_body_past_the_buffer_size_streams_its_rest_and_a_chunked_one_gets_a_l
     let small: Vec<Result<&'static [u8], std::io::Error>> = vec![Ok(b"he"), Ok(b"llo")];
     let r = c
         .post(gw.url("/b/v1/x"))
-        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(small)))
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            small,
+        )))
         .send()
         .await
         .expect("send");

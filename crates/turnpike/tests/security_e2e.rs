@@ -458,7 +458,10 @@ fn numeric_dates_and_what_a_client_may_not_forward() {
     let r = call(&url("/shop/v1/pets"), &[&with("exp", json!(t + 600.5))]);
     assert_eq!(r.code, 200, "a fractional exp is a date: {}", r.body);
     for (name, header) in [
-        ("fractional nbf in the future", with("nbf", json!(t + 3600.5))),
+        (
+            "fractional nbf in the future",
+            with("nbf", json!(t + 3600.5)),
+        ),
         ("nbf as a string", with("nbf", json!("2099-01-01"))),
         ("huge exp", with("exp", json!(1e300))),
         ("iat as a string", with("iat", json!("yesterday"))),
