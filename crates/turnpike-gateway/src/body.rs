@@ -50,6 +50,8 @@ pub struct RequestBody {
     inner: ReqInner,
     /// Bytes already read from `inner` (request buffering), sent before the rest.
     head: Option<Bytes>,
+    /// The share of the request-buffering budget the buffered bytes hold.
+    reserved: Option<Reserved>,
     limit: u64,
     seen: u64,
     /// Shared with `on_complete` when the body streams without a Content-Length.
@@ -150,6 +152,7 @@ impl RequestBody {
         RequestBody {
             inner: ReqInner::Stream(inner),
             head: None,
+            reserved: None,
             limit: limit.unwrap_or(u64::MAX),
             seen: 0,
             counter: None,
@@ -179,6 +182,7 @@ impl RequestBody {
         RequestBody {
             inner: ReqInner::Full((!b.is_empty()).then_some(b)),
             head: None,
+            reserved: None,
             limit: u64::MAX,
             seen: 0,
             counter: None,
@@ -192,6 +196,12 @@ impl RequestBody {
     /// sent first: a buffered start, then the rest as it streams.
     pub fn with_head(mut self, head: Bytes) -> Self {
         self.head = (!head.is_empty()).then_some(head);
+        self
+    }
+
+    /// Holds `reserved` until this body is dropped (sent, or abandoned).
+    pub(crate) fn holding(mut self, reserved: Reserved) -> Self {
+        self.reserved = Some(reserved);
         self
     }
 
@@ -302,6 +312,61 @@ impl Drop for RequestBody {
     /// end learns it will not come.
     fn drop(&mut self) {
         self.ended(BodyEndState::Broken);
+    }
+}
+
+/// What all buffered request bodies may hold at once (`--request-buffer-mib`); past it,
+/// request buffering stops reading and a body streams as it arrives.
+#[derive(Debug)]
+pub struct BufferBudget {
+    used: AtomicU64,
+    limit: u64,
+}
+
+impl BufferBudget {
+    pub fn new(limit: u64) -> Self {
+        BufferBudget {
+            used: AtomicU64::new(0),
+            limit,
+        }
+    }
+
+    /// Bytes the buffered bodies hold now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Whether another read may be buffered. The read's bytes are counted after it, so
+    /// the budget is exceeded by at most one read per body being buffered.
+    pub(crate) fn has_room(&self) -> bool {
+        self.used() < self.limit
+    }
+}
+
+/// Bytes of a [`BufferBudget`] one body holds, given back when it is dropped.
+pub(crate) struct Reserved {
+    budget: Arc<BufferBudget>,
+    n: u64,
+}
+
+impl Reserved {
+    pub(crate) fn new(budget: Arc<BufferBudget>) -> Self {
+        Reserved { budget, n: 0 }
+    }
+
+    pub(crate) fn budget(&self) -> &BufferBudget {
+        &self.budget
+    }
+
+    pub(crate) fn add(&mut self, n: u64) {
+        self.budget.used.fetch_add(n, Ordering::Relaxed);
+        self.n += n;
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.n, Ordering::Relaxed);
     }
 }
 

@@ -148,6 +148,10 @@ pub struct GatewayArgs {
     /// dropped and `X-Forwarded-For` starts at the peer. Empty (default): nobody.
     #[arg(long, env = "TURNPIKE_TRUSTED_PROXIES", default_value = "", value_parser = headers::TrustedProxies::parse)]
     pub trusted_proxies: headers::TrustedProxies,
+    /// MiB that all request bodies being buffered (an API's `request_buffering`) may hold
+    /// at once; past it, a body streams to the upstream as it arrives instead.
+    #[arg(long, env = "TURNPIKE_REQUEST_BUFFER_MIB", default_value_t = server::DEFAULT_REQUEST_BUFFER_MIB)]
+    pub request_buffer_mib: u64,
     /// Access log: a file path (appended) or `-` for stdout. Off when absent.
     #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
     pub access_log: Option<String>,
@@ -278,6 +282,7 @@ impl GatewayArgs {
             max_upstream_connections: self.max_upstream_connections,
             access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
             trusted_proxies: self.trusted_proxies.clone(),
+            request_buffer_bytes: self.request_buffer_mib.saturating_mul(1 << 20),
         })
     }
 }

@@ -44,6 +44,8 @@ pub struct Shared {
     pub observers: turnpike_policy::Chain,
     /// Longest wait for the next bytes of a request body (`--body-read-timeout`).
     pub body_read_timeout: std::time::Duration,
+    /// What buffered request bodies hold at once (`--request-buffer-mib`).
+    pub buffer_budget: Arc<crate::body::BufferBudget>,
     /// `--trusted-proxies`: read once per connection, at accept.
     pub trusted_proxies: crate::headers::TrustedProxies,
     /// Requests are traced (`GatewayBuilder::trace`).
@@ -428,6 +430,7 @@ async fn request_side(
                     rb,
                     api.max_body_bytes,
                     read_timeout,
+                    &conn.shared.buffer_budget,
                     h,
                 ))
                 .await

@@ -4,9 +4,12 @@
 //! connection of the back end's. The whole body read: it goes as one buffer with its
 //! `Content-Length`. A larger one: the bytes read go first and the rest streams as it
 //! arrives, as without buffering. Not sent within the buffering timeout, or stalled past
-//! the body-read timeout: 408, and no upstream connection was ever opened.
+//! the body-read timeout: 408, and no upstream connection was ever opened. What all
+//! buffers hold at once is capped (`--request-buffer-mib`, [`BufferBudget`]): past it a
+//! body streams as it arrives, as it did before buffering existed.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -16,21 +19,24 @@ use http_body::Body;
 use hyper::body::Incoming;
 use turnpike_config::RequestBuffering;
 
-use crate::body::{self, BodyError, RequestBody};
+use crate::body::{self, BodyError, BufferBudget, RequestBody, Reserved};
 use crate::error::{ErrorKind, GatewayError};
 
 /// Reads up to `rb.size` bytes of `incoming` (at most `limit` in all, each next bytes
-/// within `read_timeout`, all of them within `rb.timeout`). Fixes `headers`' framing when
-/// the whole body was read without a `Content-Length` (chunked).
+/// within `read_timeout`, all of them within `rb.timeout`), while the gateway-wide
+/// `budget` has room. Fixes `headers`' framing when the whole body was read without a
+/// `Content-Length` (chunked).
 pub(crate) async fn buffer(
     incoming: Incoming,
     rb: RequestBuffering,
     limit: Option<u64>,
     read_timeout: Duration,
+    budget: &Arc<BufferBudget>,
     headers: &mut HeaderMap,
 ) -> Result<RequestBody, GatewayError> {
     let mut body = RequestBody::new(incoming, limit, read_timeout);
-    let read = read_up_to(&mut body, rb.size);
+    let mut reserved = Reserved::new(budget.clone());
+    let read = read_up_to(&mut body, rb.size, &mut reserved);
     let (read, ended) = match tokio::time::timeout(rb.timeout, read).await {
         Ok(r) => r?,
         Err(_) => {
@@ -43,20 +49,24 @@ pub(crate) async fn buffer(
         if !headers.contains_key(CONTENT_LENGTH) {
             body::set_length(headers, read.len());
         }
-        return Ok(RequestBody::full(read));
+        return Ok(RequestBody::full(read).holding(reserved));
     }
-    Ok(body.with_head(read))
+    Ok(body.with_head(read).holding(reserved))
 }
 
-/// Frames of `body` until its end or `size` bytes, and whether the end was seen (a
-/// chunked body says so only by its last poll). One frame (the common case) is kept
-/// without a copy.
-async fn read_up_to(body: &mut RequestBody, size: u64) -> Result<(Bytes, bool), GatewayError> {
+/// Frames of `body` until its end, `size` bytes, or the budget's end, and whether the
+/// end was seen (a chunked body says so only by its last poll). One frame (the common
+/// case) is kept without a copy.
+async fn read_up_to(
+    body: &mut RequestBody,
+    size: u64,
+    reserved: &mut Reserved,
+) -> Result<(Bytes, bool), GatewayError> {
     let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();
     let mut have = 0u64;
     let mut ended = false;
-    while have < size {
+    while have < size && reserved.budget().has_room() {
         let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
         else {
             ended = true;
@@ -67,6 +77,7 @@ async fn read_up_to(body: &mut RequestBody, size: u64) -> Result<(Bytes, bool), 
             continue; // request trailers are not forwarded
         };
         have += data.len() as u64;
+        reserved.add(data.len() as u64);
         match first.take() {
             None if buf.is_empty() => first = Some(data),
             Some(f) => {

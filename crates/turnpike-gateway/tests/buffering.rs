@@ -162,3 +162,23 @@ async fn a_body_past_the_buffer_size_streams_its_rest_and_a_chunked_one_gets_a_l
     assert_eq!(v["headers"]["content-length"], "5", "{v}");
     assert!(v["headers"].get("transfer-encoding").is_none(), "{v}");
 }
+
+#[tokio::test]
+async fn past_the_gateways_buffer_budget_a_body_streams_as_before() {
+    let up = counting().await;
+    // 100 bytes for all buffers together: a 300-byte slow body outgrows it.
+    let gw = gateway_with(&config(&[api("b", &[http(up.addr)], "")]), |s| {
+        s.request_buffer_bytes = 100;
+    })
+    .await;
+    let slow = tokio::spawn(slow_post(gw.http, "/b/v1/x", 300, Duration::from_millis(5)));
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(
+        up.active(),
+        1,
+        "the body streams to the back end once the budget is spent"
+    );
+    let answer = slow.await.expect("task");
+    assert_eq!(status(&answer), 200, "{answer}");
+    assert!(answer.ends_with("\r\n\r\n300"), "{answer}");
+}
