@@ -139,10 +139,10 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
     ok.then_some(out)
 }
 
-/// An API's gateway settings: (REST field, the declarative file's field). `graphql` and
-/// `mediation` are sections in the file's own shape, stored as given and checked by
-/// compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 9] = [
+/// An API's gateway settings: (REST field, the declarative file's field). `graphql`,
+/// `mediation` and `requestBuffering` are sections in the file's own shape, stored as
+/// given and checked by compiling them.
+pub const OPTION_FIELDS: [(&str, &str); 10] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -152,10 +152,15 @@ pub const OPTION_FIELDS: [(&str, &str); 9] = [
     ("mediation", "mediation"),
     ("deprecation", "deprecation"),
     ("paths", "paths"),
+    ("requestBuffering", "request_buffering"),
 ];
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
-const SECTION_FIELDS: [(&str, bool); 2] = [("graphql", false), ("mediation", false)];
+const SECTION_FIELDS: [(&str, bool); 3] = [
+    ("graphql", false),
+    ("mediation", false),
+    ("requestBuffering", false),
+];
 
 /// A resource's `mediation` object (the file's, docs/mediation.md): checked for shape
 /// here, for meaning by compiling (`crate::publisher::check_compiles` names each bad field, such

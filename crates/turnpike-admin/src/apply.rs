@@ -153,6 +153,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
                 json!(spec.paths)
             },
         ),
+        ("requestBuffering", json!(spec.request_buffering)),
     ];
     for (k, v) in options {
         if !v.is_null() {

@@ -53,6 +53,10 @@ fn api_props() -> Value {
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
         "mediation": r("Mediation"),
+        "requestBuffering": {"type": "object", "additionalProperties": false, "description": "read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md)", "properties": {
+            "enabled": {"type": "boolean"},
+            "size": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "maxLength": 30}], "example": "1MiB"},
+            "timeout": {"type": "string", "maxLength": 30, "example": "30s"}}},
         "deprecation": {"type": "object", "additionalProperties": false, "description": "dates a DEPRECATED API's responses announce (Deprecation, Sunset and Link headers); RFC 3339 dates", "properties": {
             "since": {"type": "string", "maxLength": 30, "example": "2026-06-30"},
             "sunset": {"type": "string", "maxLength": 30, "example": "2026-12-31T00:00:00Z"},

@@ -3,7 +3,8 @@
 //! managers): a file using every field of examples/gateway.yaml (tiers with a burst, the
 //! unauthenticated tier and header style, a GraphQL section, a mediation section,
 //! bandwidth and billing, an advanced policy with conditional groups named by an API and
-//! a resource, host, load balancing, body limit, timeouts, path options, scopes, an `auth: none`
+//! a resource, host, load balancing, body limit, request buffering, timeouts, path options,
+//! scopes, an `auth: none`
 //! resource, `auth:` of an API, `mediation:` of an API and of a resource) is applied to
 //! the first; its export is applied to the
 //! second; both export the same file and gateways receive the same APIs and policies.
@@ -50,6 +51,7 @@ apis:
     endpoints: ["http://10.0.0.5:8080/backend", "http://10.0.0.6:8080/backend"]
     load_balancing: failover
     max_body_size: 10MiB
+    request_buffering: { size: 256KiB, timeout: 20s }
     timeouts: { connect: 5s, response: 60s }
     throttling: PetsPolicy
     auth: { oauth2: true, api_key: true, subscription: false }
@@ -236,6 +238,10 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
         ("load_balancing", json!("failover")),
         ("max_body_size", json!("10MiB")),
         ("timeouts", json!({"connect": "5s", "response": "60s"})),
+        (
+            "request_buffering",
+            json!({"size": "256KiB", "timeout": "20s"}),
+        ),
         ("throttling", json!("PetsPolicy")),
         (
             "auth",

@@ -326,7 +326,7 @@ impl ClaimMapping {
         Identity {
             kind,
             subject: string(claims, &self.subject).unwrap_or_default().into(),
-            expires_at: lookup(claims, "exp").and_then(Value::as_u64),
+            expires_at: lookup(claims, "exp").and_then(crate::numeric_date::seconds),
             token_id: string(claims, "jti").map(String::into_boxed_str),
             principal: principals.intern(principal),
         }

@@ -216,7 +216,7 @@ impl Introspector {
         })?;
         let claims: Value = serde_json::from_slice(&bytes).map_err(|_| AuthError::Unavailable)?;
         let now = self.clock.now();
-        let exp = claims.get("exp").and_then(Value::as_u64);
+        let exp = claims.get("exp").and_then(crate::numeric_date::seconds);
         let active = claims.get("active").and_then(Value::as_bool) == Some(true);
         if !active || exp.is_some_and(|e| e <= now) {
             self.negative.insert(key, (), now + self.negative_ttl);

@@ -2,7 +2,8 @@
 //! (from the snapshot's JWKS, or fetched in the background from a JWKS URL), each key
 //! pinned to one algorithm: a token whose header names another algorithm (`none`, or
 //! HS256 "signed" with the public key) is refused before any crypto. [`JwtValidator`]
-//! checks signature (`crate::jws`), `exp`/`nbf` (with a small leeway), `iss` and `aud`,
+//! checks signature (`crate::jws`), `exp`/`nbf` (RFC 7519 NumericDates, integer or
+//! fractional, with a small leeway; `iat` only for its form), `iss` and `aud`,
 //! then caches the identity until the token's `exp`; the revocation list and the key's
 //! presence are re-checked on every cache hit. Concurrent first uses of one token verify
 //! it once (single-flight on the cache slot).
@@ -20,6 +21,7 @@ use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
+use crate::numeric_date;
 
 /// One verification key with its pinned algorithm, decoded once.
 #[derive(Clone)]
@@ -382,30 +384,36 @@ impl JwtValidator {
         }
         jws.verify(&vk.key)?;
         // Signed by a trusted key: now the claims mean something.
-        let exp = match claims.get("exp") {
-            None => return Err(MISSING_CLAIM),
-            Some(v) => v
-                .as_u64()
-                .ok_or(AuthError::InvalidToken("malformed token"))?,
-        };
+        let exp = self.check_times(&claims)?;
         if !issuer.audiences.is_empty() {
             audience_ok(&claims, &issuer.audiences)?;
         }
-        let now = self.clock.now();
-        if exp.saturating_add(self.leeway) <= now {
-            return Err(AuthError::Expired);
-        }
-        if let Some(nbf) = claims.get("nbf").and_then(Value::as_u64) {
-            if nbf > now.saturating_add(self.leeway) {
-                return Err(AuthError::InvalidToken("the token is not valid yet"));
-            }
-        }
-        Ok(issuer.mapping.identity(
+        let mut id = issuer.mapping.identity(
             CredentialKind::Jwt,
             &claims,
             Some(kid.to_owned()),
             self.kept.get(),
             &self.principals,
-        ))
+        );
+        id.expires_at = Some(exp);
+        Ok(id)
+    }
+
+    /// `exp` (required), `nbf` and `iat` as NumericDates (RFC 7519 §2: integer or
+    /// fractional); any of them present but malformed refuses the token. Returns `exp`
+    /// in whole seconds, rounded up.
+    fn check_times(&self, claims: &Value) -> Result<u64, AuthError> {
+        let exp = numeric_date::claim(claims, "exp")?.ok_or(MISSING_CLAIM)?;
+        let nbf = numeric_date::claim(claims, "nbf")?;
+        // Read only for its form: an issuer whose clock runs ahead is `nbf`'s concern.
+        numeric_date::claim(claims, "iat")?;
+        let now = self.clock.now();
+        if exp.saturating_add(self.leeway) <= now {
+            return Err(AuthError::Expired);
+        }
+        if nbf.is_some_and(|nbf| nbf > now.saturating_add(self.leeway)) {
+            return Err(AuthError::InvalidToken("the token is not valid yet"));
+        }
+        Ok(exp)
     }
 }

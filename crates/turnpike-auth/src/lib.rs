@@ -21,6 +21,7 @@ mod introspect;
 mod jwks_fetch;
 mod jws;
 mod jwt;
+mod numeric_date;
 mod spec;
 
 pub use apikey::{hash_api_key, ApiKeyRecord, ApiKeyValidator};

@@ -438,6 +438,14 @@ fn own_issuer() -> (ring::signature::Ed25519KeyPair, Jwt) {
 fn signed(pair: &ring::signature::Ed25519KeyPair, header: serde_json::Value) -> String {
     let claims =
         serde_json::json!({"iss": "https://crit.test", "sub": "alice", "exp": now() + 600});
+    signed_claims(pair, header, &claims)
+}
+
+fn signed_claims(
+    pair: &ring::signature::Ed25519KeyPair,
+    header: serde_json::Value,
+    claims: &serde_json::Value,
+) -> String {
     let input = format!(
         "{}.{}",
         URL_SAFE_NO_PAD.encode(header.to_string()),
@@ -464,4 +472,74 @@ fn a_token_with_a_critical_extension_is_refused() {
         matches!(jwt.validator.validate(&crit), Err(AuthError::InvalidToken(m)) if m.contains("critical")),
         "a correctly signed token with crit was accepted"
     );
+}
+
+/// `exp`, `nbf` and `iat` are RFC 7519 NumericDates: JSON numbers, integer or not. Each
+/// token below is correctly signed by a trusted key; only its time claims differ.
+#[test]
+fn time_claims_are_numeric_dates_and_malformed_ones_are_refused() {
+    let (pair, jwt) = own_issuer();
+    let header = serde_json::json!({"alg": "EdDSA", "kid": "k1"});
+    let t = now() as f64;
+    let token = |extra: serde_json::Value| {
+        let mut claims = serde_json::json!({"iss": "https://crit.test", "sub": "alice",
+            "exp": t + 600.0});
+        for (k, v) in extra.as_object().expect("object") {
+            claims[k] = v.clone();
+        }
+        signed_claims(&pair, header.clone(), &claims)
+    };
+    // Fractional dates are dates: a fractional exp used to be refused as malformed.
+    let id = jwt
+        .validator
+        .validate(&token(
+            serde_json::json!({"exp": t + 600.5, "iat": t - 0.25, "nbf": t - 10.5}),
+        ))
+        .expect("fractional exp, iat and nbf in the past are valid");
+    assert_eq!(
+        id.expires_at,
+        Some((t + 600.5).ceil() as u64),
+        "exp rounded up"
+    );
+    // A fractional nbf in the future (beyond the 30 s leeway) refuses the token: it used
+    // to be ignored unless it was an unsigned integer.
+    for nbf in [t + 3600.5, t + 120.0 + 0.001] {
+        assert_eq!(
+            jwt.validator
+                .validate(&token(serde_json::json!({ "nbf": nbf })))
+                .err(),
+            Some(AuthError::InvalidToken("the token is not valid yet")),
+            "nbf {nbf}"
+        );
+    }
+    let fractional_past_exp = token(serde_json::json!({"exp": t - 3600.5}));
+    assert_eq!(
+        jwt.validator.validate(&fractional_past_exp).err(),
+        Some(AuthError::Expired)
+    );
+    // Present but not a NumericDate: refused, whichever claim it is.
+    let malformed = [
+        serde_json::json!({"nbf": "2099-01-01T00:00:00Z"}),
+        serde_json::json!({"nbf": format!("{}", t + 3600.0)}),
+        serde_json::json!({"nbf": true}),
+        serde_json::json!({"nbf": null}),
+        serde_json::json!({"nbf": -1}),
+        serde_json::json!({"nbf": [t + 3600.0]}),
+        serde_json::json!({"exp": u64::MAX}),
+        serde_json::json!({"exp": 1e300}),
+        serde_json::json!({"exp": format!("{}", t + 600.0)}),
+        serde_json::json!({"exp": null}),
+        serde_json::json!({"iat": "yesterday"}),
+        serde_json::json!({"iat": -5.5}),
+        serde_json::json!({"iat": {"seconds": 1}}),
+    ];
+    for extra in malformed {
+        let err = jwt.validator.validate(&token(extra.clone())).err();
+        assert!(
+            matches!(err, Some(AuthError::InvalidToken(m)) if m.contains("NumericDate")),
+            "{extra}: {err:?}"
+        );
+        assert_eq!(err.map(|e| e.code()), Some("invalid_token"));
+    }
+    assert_eq!(jwt.cache.len(), 1, "only the valid token is cached");
 }

@@ -17,6 +17,7 @@
 //! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
 //! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
 
+mod buffering;
 mod chain;
 mod depth;
 mod duration;
@@ -42,6 +43,10 @@ mod validate;
 
 use std::sync::Arc;
 
+pub use buffering::{
+    RequestBuffering, DEFAULT_REQUEST_BUFFER_BYTES, DEFAULT_REQUEST_BUFFER_TIMEOUT,
+    MAX_REQUEST_BUFFER_BYTES,
+};
 pub use depth::{check_depth, TooDeep, MAX_DEPTH};
 pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;

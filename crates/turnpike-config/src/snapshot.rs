@@ -29,6 +29,8 @@ pub struct CompiledApi {
     pub load_balancing: LoadBalancing,
     /// Largest request body accepted; `None` for no limit.
     pub max_body_bytes: Option<u64>,
+    /// Read the body (up to a size) before connecting upstream; `None`: stream it.
+    pub request_buffering: Option<crate::buffering::RequestBuffering>,
     pub connect_timeout: Duration,
     /// Time allowed from sending the request to the upstream's response headers.
     pub response_timeout: Duration,

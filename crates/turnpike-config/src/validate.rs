@@ -96,6 +96,13 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             None
         }),
     };
+    let request_buffering = crate::buffering::check(
+        index,
+        spec.request_buffering.as_ref(),
+        max_body_bytes,
+        problems,
+    );
+    let mut fail = |path: String, msg: String| problems.push(Problem::new(path, msg));
     let mut timeout = |q: &Option<turnpike_model::Quantity>, name: &str, default| match q {
         None => default,
         Some(q) => parse_duration(q).unwrap_or_else(|e| {
@@ -136,6 +143,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             endpoints,
             load_balancing: spec.load_balancing,
             max_body_bytes,
+            request_buffering,
             connect_timeout,
             response_timeout,
             security: None,

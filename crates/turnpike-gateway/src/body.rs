@@ -48,6 +48,10 @@ pub enum BodyError {
 /// buffered (a body policy ran).
 pub struct RequestBody {
     inner: ReqInner,
+    /// Bytes already read from `inner` (request buffering), sent before the rest.
+    head: Option<Bytes>,
+    /// The share of the request-buffering budget the buffered bytes hold.
+    reserved: Option<Reserved>,
     limit: u64,
     seen: u64,
     /// Shared with `on_complete` when the body streams without a Content-Length.
@@ -147,6 +151,8 @@ impl RequestBody {
     pub fn new(inner: Incoming, limit: Option<u64>, read_timeout: Duration) -> Self {
         RequestBody {
             inner: ReqInner::Stream(inner),
+            head: None,
+            reserved: None,
             limit: limit.unwrap_or(u64::MAX),
             seen: 0,
             counter: None,
@@ -175,6 +181,8 @@ impl RequestBody {
     pub fn full(b: Bytes) -> Self {
         RequestBody {
             inner: ReqInner::Full((!b.is_empty()).then_some(b)),
+            head: None,
+            reserved: None,
             limit: u64::MAX,
             seen: 0,
             counter: None,
@@ -182,6 +190,19 @@ impl RequestBody {
             clock: None,
             watch: None,
         }
+    }
+
+    /// This body with `head` (bytes already read from it, counted against its limit)
+    /// sent first: a buffered start, then the rest as it streams.
+    pub fn with_head(mut self, head: Bytes) -> Self {
+        self.head = (!head.is_empty()).then_some(head);
+        self
+    }
+
+    /// Holds `reserved` until this body is dropped (sent, or abandoned).
+    pub(crate) fn holding(mut self, reserved: Reserved) -> Self {
+        self.reserved = Some(reserved);
+        self
     }
 
     /// Counts the bytes that stream through into `counter`.
@@ -199,6 +220,9 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = self.get_mut();
+        if let Some(head) = this.head.take() {
+            return Poll::Ready(Some(Ok(Frame::data(head))));
+        }
         let inner = match &mut this.inner {
             ReqInner::Full(b) => return Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
             ReqInner::Stream(s) => s,
@@ -256,17 +280,30 @@ impl Body for RequestBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.inner {
-            ReqInner::Stream(s) => s.is_end_stream(),
-            ReqInner::Full(b) => b.is_none(),
-        }
+        self.head.is_none()
+            && match &self.inner {
+                ReqInner::Stream(s) => s.is_end_stream(),
+                ReqInner::Full(b) => b.is_none(),
+            }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.inner {
+        let rest = match &self.inner {
             ReqInner::Stream(s) => s.size_hint(),
             ReqInner::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+        };
+        let Some(head) = &self.head else {
+            return rest;
+        };
+        // hyper counts a streamed body's remaining length down as it reads: the head
+        // plus what is left is the whole.
+        let n = head.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(rest.lower().saturating_add(n));
+        if let Some(upper) = rest.upper() {
+            hint.set_upper(upper.saturating_add(n));
         }
+        hint
     }
 }
 
@@ -275,6 +312,61 @@ impl Drop for RequestBody {
     /// end learns it will not come.
     fn drop(&mut self) {
         self.ended(BodyEndState::Broken);
+    }
+}
+
+/// What all buffered request bodies may hold at once (`--request-buffer-mib`); past it,
+/// request buffering stops reading and a body streams as it arrives.
+#[derive(Debug)]
+pub struct BufferBudget {
+    used: AtomicU64,
+    limit: u64,
+}
+
+impl BufferBudget {
+    pub fn new(limit: u64) -> Self {
+        BufferBudget {
+            used: AtomicU64::new(0),
+            limit,
+        }
+    }
+
+    /// Bytes the buffered bodies hold now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Whether another read may be buffered. The read's bytes are counted after it, so
+    /// the budget is exceeded by at most one read per body being buffered.
+    pub(crate) fn has_room(&self) -> bool {
+        self.used() < self.limit
+    }
+}
+
+/// Bytes of a [`BufferBudget`] one body holds, given back when it is dropped.
+pub(crate) struct Reserved {
+    budget: Arc<BufferBudget>,
+    n: u64,
+}
+
+impl Reserved {
+    pub(crate) fn new(budget: Arc<BufferBudget>) -> Self {
+        Reserved { budget, n: 0 }
+    }
+
+    pub(crate) fn budget(&self) -> &BufferBudget {
+        &self.budget
+    }
+
+    pub(crate) fn add(&mut self, n: u64) {
+        self.budget.used.fetch_add(n, Ordering::Relaxed);
+        self.n += n;
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.n, Ordering::Relaxed);
     }
 }
 

@@ -1,5 +1,7 @@
 //! Header rules of the proxy: hop-by-hop removal (RFC 9110 §7.6.1) in both directions,
-//! `X-Forwarded-For/-Proto/-Host`, and request ids. Request ids are a per-process random
+//! what a client may not tell the upstream (forwarding headers from a peer that is not a
+//! trusted proxy, URL overrides: [`strip_request`]), `X-Forwarded-For/-Proto/-Host`, and
+//! request ids. Request ids are a per-process random
 //! prefix and a per-thread block of a global counter, hex-formatted on the stack: no
 //! allocation beyond the header value itself and no contended atomic per request.
 
@@ -27,18 +29,128 @@ const MAX_REQUEST_ID: usize = 128;
 /// header name with it.
 #[inline]
 pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
+    kind(name) == Kind::HopByHop
+}
+
+/// What a request header is to [`strip_request`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    EndToEnd,
+    HopByHop,
+    /// With which IIS-style and Symfony/Zend back ends route on another URL than the
+    /// request line's, past the gateway's resource rules: never forwarded, from anyone.
+    UrlOverride,
+    /// Through which a client would speak for a proxy: where the request came from
+    /// (`X-Forwarded-*`, RFC 7239 `Forwarded`, `X-Real-IP`), believed by back ends and
+    /// frameworks (Spring's `ForwardedHeaderFilter`, Express's `trust proxy`, servlet
+    /// containers' `RemoteIpValve`) for redirects, links, "is it HTTPS" and IP
+    /// allow-lists. Kept only from a trusted proxy ([`TrustedProxies`]).
+    Forwarding,
+}
+
+/// One match (a length switch, then one compare) per header name.
+#[inline]
+fn kind(name: &HeaderName) -> Kind {
+    match name.as_str() {
         "connection"
-            | "transfer-encoding"
-            | "keep-alive"
-            | "te"
-            | "trailer"
-            | "upgrade"
-            | "proxy-authorization"
-            | "proxy-authenticate"
-            | "proxy-connection"
-    )
+        | "transfer-encoding"
+        | "keep-alive"
+        | "te"
+        | "trailer"
+        | "upgrade"
+        | "proxy-authorization"
+        | "proxy-authenticate"
+        | "proxy-connection" => Kind::HopByHop,
+        "x-original-url" | "x-rewrite-url" => Kind::UrlOverride,
+        "x-forwarded-for" | "x-forwarded-host" | "x-forwarded-proto" | "x-forwarded-port"
+        | "x-forwarded-prefix" | "x-forwarded-ssl" | "forwarded" | "x-real-ip" => Kind::Forwarding,
+        _ => Kind::EndToEnd,
+    }
+}
+
+/// Strips what the client may not tell the upstream, in one pass over the names when
+/// none is present (the common case: no allocation, no removal): hop-by-hop headers and
+/// those named in `Connection`, the URL overrides, and the forwarding headers unless the
+/// peer is a trusted proxy. An untrusted client's `X-Forwarded-For` goes too, so the
+/// upstream's list starts at the peer the gateway saw: the one address it can vouch for
+/// (a back end reading the leftmost entry would otherwise take a forged one).
+pub fn strip_request(headers: &mut HeaderMap, trusted_peer: bool) {
+    let (mut hop, mut spoofable) = (false, false);
+    for name in headers.keys() {
+        match kind(name) {
+            Kind::EndToEnd => {}
+            Kind::HopByHop => hop = true,
+            Kind::UrlOverride => spoofable = true,
+            Kind::Forwarding => spoofable |= !trusted_peer,
+        }
+    }
+    if hop {
+        strip_hop_by_hop(headers);
+    }
+    if spoofable {
+        strip_spoofable(headers, trusted_peer);
+    }
+}
+
+#[cold]
+fn strip_spoofable(headers: &mut HeaderMap, trusted_peer: bool) {
+    for n in ["x-original-url", "x-rewrite-url"] {
+        headers.remove(n);
+    }
+    if !trusted_peer {
+        for n in [
+            "x-forwarded-for",
+            "x-forwarded-host",
+            "x-forwarded-proto",
+            "x-forwarded-port",
+            "x-forwarded-prefix",
+            "x-forwarded-ssl",
+            "forwarded",
+            "x-real-ip",
+        ] {
+            headers.remove(n);
+        }
+    }
+}
+
+/// Most entries in `--trusted-proxies` (a balancer fleet fits in a few CIDR blocks).
+pub const MAX_TRUSTED_PROXIES: usize = 256;
+
+/// The peers whose forwarding headers are kept (`--trusted-proxies`): addresses and CIDR
+/// blocks, checked once per connection at accept.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(Box<[turnpike_throttle::IpRange]>);
+
+impl TrustedProxies {
+    /// Parses a comma-separated list of addresses, CIDR blocks and ranges, as throttling
+    /// conditions take them (`10.0.0.0/8, 192.168.1.7, 2001:db8::/32`); empty: nobody is
+    /// trusted.
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let entries: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        if entries.len() > MAX_TRUSTED_PROXIES {
+            return Err(format!(
+                "{} entries: at most {MAX_TRUSTED_PROXIES} (use CIDR blocks)",
+                entries.len()
+            ));
+        }
+        let ranges = entries
+            .into_iter()
+            .map(turnpike_throttle::IpRange::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TrustedProxies(ranges.into()))
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        self.0.iter().any(|r| r.contains(ip))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Removes hop-by-hop headers and the headers named in `Connection`. One pass over the
@@ -72,7 +184,10 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// What the `X-Forwarded-*` headers say about this hop.
+/// What the `X-Forwarded-*` headers say about this hop. The client's own forwarding
+/// headers are gone by now unless its peer is a trusted proxy ([`strip_request`]), so
+/// the rules below (append to a list, keep a proxy's proto and host) apply only to what
+/// a trusted proxy sent.
 pub struct Forwarded<'a> {
     /// The connection's peer address, formatted once per connection.
     pub client_ip: &'a HeaderValue,
@@ -225,6 +340,60 @@ mod tests {
         let b = next_request_id();
         assert_ne!(a, b);
         assert_eq!(a.len(), 21);
+    }
+
+    fn map(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn forwarding_headers_go_unless_the_peer_is_trusted_url_overrides_always() {
+        let sent = [
+            ("x-forwarded-for", "6.6.6.6"),
+            ("x-forwarded-host", "evil.example"),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-port", "443"),
+            ("x-forwarded-prefix", "/admin"),
+            ("forwarded", "for=6.6.6.6;host=evil.example"),
+            ("x-real-ip", "6.6.6.6"),
+            ("x-original-url", "/admin"),
+            ("x-rewrite-url", "/admin"),
+            ("connection", "close"),
+            ("x-kept", "1"),
+        ];
+        let mut h = map(&sent);
+        strip_request(&mut h, false);
+        assert_eq!(h.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["x-kept"]);
+        let mut h = map(&sent);
+        strip_request(&mut h, true);
+        assert_eq!(h.len(), 8, "{h:?}");
+        for gone in ["x-original-url", "x-rewrite-url", "connection"] {
+            assert!(!h.contains_key(gone), "{gone}");
+        }
+        // Nothing to strip: nothing changes.
+        let mut h = map(&[("accept", "*/*"), ("x-kept", "1")]);
+        strip_request(&mut h, false);
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn trusted_proxies_parse_addresses_and_blocks_with_a_cap() {
+        let t = TrustedProxies::parse("10.0.0.0/8, 192.168.1.7,2001:db8::/32,").expect("list");
+        assert!(t.contains("10.9.8.7".parse().expect("ip")));
+        assert!(t.contains("::ffff:192.168.1.7".parse().expect("ip")));
+        assert!(t.contains("2001:db8::1".parse().expect("ip")));
+        assert!(!t.contains("192.168.1.8".parse().expect("ip")));
+        assert!(TrustedProxies::parse("").expect("empty").is_empty());
+        assert!(TrustedProxies::parse("10.0.0.0/33").is_err());
+        let range = TrustedProxies::parse("10.0.0.1-10.0.0.9").expect("range");
+        assert!(range.contains("10.0.0.5".parse().expect("ip")));
+        assert!(TrustedProxies::parse("proxy.example").is_err());
+        let many = vec!["10.0.0.1"; MAX_TRUSTED_PROXIES + 1].join(",");
+        assert!(TrustedProxies::parse(&many).is_err());
     }
 
     #[test]

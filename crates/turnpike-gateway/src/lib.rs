@@ -26,6 +26,7 @@ pub mod metrics;
 mod park;
 mod proxy;
 pub mod reload;
+mod request_buffer;
 mod server;
 mod throttle_runtime;
 pub mod tls;
@@ -142,6 +143,16 @@ pub struct GatewayArgs {
     /// `503 upstream_busy`. 0: no cap.
     #[arg(long, env = "TURNPIKE_MAX_UPSTREAM_CONNECTIONS", default_value_t = upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)]
     pub max_upstream_connections: usize,
+    /// Peers whose forwarding headers are believed: a comma-separated list of addresses
+    /// and CIDR blocks (`10.0.0.0/8,2001:db8::/32`), e.g. the balancer in front of the
+    /// gateway. From any other peer, `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are
+    /// dropped and `X-Forwarded-For` starts at the peer. Empty (default): nobody.
+    #[arg(long, env = "TURNPIKE_TRUSTED_PROXIES", default_value = "", value_parser = headers::TrustedProxies::parse)]
+    pub trusted_proxies: headers::TrustedProxies,
+    /// MiB that all request bodies being buffered (an API's `request_buffering`) may hold
+    /// at once; past it, a body streams to the upstream as it arrives instead.
+    #[arg(long, env = "TURNPIKE_REQUEST_BUFFER_MIB", default_value_t = server::DEFAULT_REQUEST_BUFFER_MIB)]
+    pub request_buffer_mib: u64,
     /// Access log: a file path (appended) or `-` for stdout. Off when absent.
     #[arg(long, env = "TURNPIKE_ACCESS_LOG")]
     pub access_log: Option<String>,
@@ -271,6 +282,8 @@ impl GatewayArgs {
             max_connections_per_ip: self.max_connections_per_ip,
             max_upstream_connections: self.max_upstream_connections,
             access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
+            trusted_proxies: self.trusted_proxies.clone(),
+            request_buffer_bytes: self.request_buffer_mib.saturating_mul(1 << 20),
         })
     }
 }
@@ -621,5 +634,18 @@ mod analytics_flag_tests {
             assert!(parsed(&["--analytics-interval", bad]).is_err(), "{bad}");
         }
         assert!(parsed(&["--analytics-format", "csv"]).is_err());
+    }
+
+    #[test]
+    fn trusted_proxies_are_a_list_of_blocks_checked_at_start() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().expect("ip");
+        assert!(parsed(&[]).expect("defaults").trusted_proxies.is_empty());
+        let t = parsed(&["--trusted-proxies", "10.0.0.0/8,2001:db8::/32"])
+            .expect("list")
+            .trusted_proxies;
+        assert!(t.contains(ip("10.1.2.3")) && t.contains(ip("2001:db8::7")));
+        assert!(!t.contains(ip("127.0.0.1")));
+        let bad = parsed(&["--trusted-proxies", "10.0.0.0/40"]).err();
+        assert!(bad.is_some_and(|e| e.contains("--trusted-proxies")));
     }
 }

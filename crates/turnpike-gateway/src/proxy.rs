@@ -44,6 +44,10 @@ pub struct Shared {
     pub observers: turnpike_policy::Chain,
     /// Longest wait for the next bytes of a request body (`--body-read-timeout`).
     pub body_read_timeout: std::time::Duration,
+    /// What buffered request bodies hold at once (`--request-buffer-mib`).
+    pub buffer_budget: Arc<crate::body::BufferBudget>,
+    /// `--trusted-proxies`: read once per connection, at accept.
+    pub trusted_proxies: crate::headers::TrustedProxies,
     /// Requests are traced (`GatewayBuilder::trace`).
     pub trace: bool,
 }
@@ -53,6 +57,8 @@ pub struct ConnCtx {
     pub shared: Arc<Shared>,
     pub client: SocketAddr,
     pub client_ip: HeaderValue,
+    /// The peer is in `--trusted-proxies`: its forwarding headers are kept.
+    pub trusted_proxy: bool,
     pub https: bool,
     /// A WebSocket upgrade on its way (`upgrade.rs`); empty otherwise.
     pub(crate) upgrade: crate::upgrade::UpgradeSlot,
@@ -443,14 +449,41 @@ async fn request_side(
         }
         RequestBody::full(bytes)
     } else {
-        let mut b = RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout);
+        let mut b = match api
+            .request_buffering
+            .filter(|_| !http_body::Body::is_end_stream(&body))
+        {
+            // Before any upstream connection: a slow body holds none (request_buffer.rs).
+            // Boxed: a request without a body does not carry this future.
+            Some(rb) => {
+                let read_timeout = conn.shared.body_read_timeout;
+                let h = &mut parts.headers;
+                Box::pin(crate::request_buffer::buffer(
+                    body,
+                    rb,
+                    api.max_body_bytes,
+                    read_timeout,
+                    &conn.shared.buffer_budget,
+                    h,
+                ))
+                .await
+                .map_err(|e| stop(end, e))?
+            }
+            None => RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
+        };
         if let Some(m) = marks.as_deref_mut() {
             // A body of unknown length (chunked) is counted as it streams; a declared
             // one (or none) was noted when the finisher was made.
             if !matches!(m.bytes_in, BytesIn::Declared(_)) {
-                let counter = Arc::new(AtomicU64::new(0));
-                m.bytes_in.streaming(counter.clone());
-                b.count_into(counter);
+                match http_body::Body::size_hint(&b).exact() {
+                    // Read whole by request buffering.
+                    Some(n) => m.bytes_in.buffered(n),
+                    None => {
+                        let counter = Arc::new(AtomicU64::new(0));
+                        m.bytes_in.streaming(counter.clone());
+                        b.count_into(counter);
+                    }
+                }
             }
         }
         b
@@ -458,7 +491,7 @@ async fn request_side(
     if let Some(m) = marks {
         m.sent = Some(Instant::now());
     }
-    headers::strip_hop_by_hop(&mut parts.headers);
+    headers::strip_request(&mut parts.headers, conn.trusted_proxy);
     if let Some(t) = &ctx.trace {
         parts.headers.insert(TRACEPARENT, t.upstream_traceparent());
     }

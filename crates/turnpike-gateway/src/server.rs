@@ -86,7 +86,16 @@ pub struct ServerSettings {
     /// Connections open to one upstream endpoint (idle and busy); 0 for no cap.
     pub max_upstream_connections: usize,
     pub access_log: Option<AccessLogTarget>,
+    /// Peers whose forwarding headers (`X-Forwarded-*`, `Forwarded`, `X-Real-IP`) are
+    /// kept; from anyone else they are dropped (`headers::strip_request`).
+    pub trusted_proxies: crate::headers::TrustedProxies,
+    /// What all buffered request bodies may hold at once (APIs' `request_buffering`);
+    /// past it, a body streams as it arrives.
+    pub request_buffer_bytes: u64,
 }
+
+/// Default of `--request-buffer-mib`.
+pub const DEFAULT_REQUEST_BUFFER_MIB: u64 = 256;
 
 impl ServerSettings {
     /// Loopback, free ports for both listeners, a self-signed certificate in `data_dir`.
@@ -109,6 +118,8 @@ impl ServerSettings {
             max_connections_per_ip: 0,
             max_upstream_connections: crate::upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT,
             access_log: None,
+            trusted_proxies: crate::headers::TrustedProxies::default(),
+            request_buffer_bytes: DEFAULT_REQUEST_BUFFER_MIB << 20,
         }
     }
 }
@@ -212,6 +223,8 @@ impl GatewayBuilder {
             metrics: self.metrics,
             observers: turnpike_policy::Chain::new(self.observers),
             body_read_timeout: s.body_read_timeout,
+            trusted_proxies: s.trusted_proxies.clone(),
+            buffer_budget: Arc::new(crate::body::BufferBudget::new(s.request_buffer_bytes)),
             trace: self.trace,
         });
         crate::upstream::spawn_sweeper(Arc::downgrade(&shared));
@@ -498,6 +511,7 @@ async fn accept_loop(
             shared: shared.clone(),
             client: peer,
             client_ip: headers::ip_header(peer.ip()),
+            trusted_proxy: shared.trusted_proxies.contains(peer.ip()),
             https: tls.is_some(),
             upgrade: crate::upgrade::UpgradeSlot::counted(caps.clone()),
         });

@@ -284,6 +284,7 @@ pub(crate) struct Origin {
     pub(crate) shared: Arc<crate::proxy::Shared>,
     pub(crate) client: std::net::SocketAddr,
     pub(crate) client_ip: HeaderValue,
+    pub(crate) trusted_proxy: bool,
     pub(crate) https: bool,
 }
 
@@ -293,6 +294,7 @@ impl Origin {
             shared: conn.shared.clone(),
             client: conn.client,
             client_ip: conn.client_ip.clone(),
+            trusted_proxy: conn.trusted_proxy,
             https: conn.https,
         }
     }
@@ -308,7 +310,7 @@ pub(crate) async fn connect(
     mut parts: request::Parts,
     messages: bool,
 ) -> Result<(Response<Incoming>, Option<UpstreamIo>, OwnedSemaphorePermit), GatewayError> {
-    keep_upgrade_headers(&mut parts.headers, messages);
+    keep_upgrade_headers(&mut parts.headers, messages, conn.trusted_proxy);
     let fwd = headers::Forwarded {
         client_ip: &conn.client_ip,
         https: conn.https,
@@ -371,8 +373,8 @@ pub(crate) async fn connect(
 /// The hop-by-hop headers go, except the upgrade's own: `Connection: Upgrade`,
 /// `Upgrade: websocket` (the `Sec-WebSocket-*` ones are end-to-end and stay). A relay
 /// that reads messages offers no extension (it does not inflate compressed frames).
-fn keep_upgrade_headers(h: &mut http::HeaderMap, messages: bool) {
-    headers::strip_hop_by_hop(h);
+fn keep_upgrade_headers(h: &mut http::HeaderMap, messages: bool, trusted_proxy: bool) {
+    headers::strip_request(h, trusted_proxy);
     h.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
     h.insert(UPGRADE, HeaderValue::from_static("websocket"));
     if messages {

@@ -75,7 +75,12 @@ async fn a_body_trickling_past_the_response_timeout_is_the_clients_408() {
     let up = inspect("up").await;
     // Each byte comes well within the body-read timeout, but the whole body takes
     // longer than the API's response timeout: the client is slow, not the upstream.
-    let gw = timed_gateway("    timeouts: { response: 600ms }\n", up).await;
+    // (Streamed: a buffered body never reaches the upstream exchange, buffering.rs.)
+    let gw = timed_gateway(
+        "    timeouts: { response: 600ms }\n    request_buffering: { enabled: false }\n",
+        up,
+    )
+    .await;
     let mut s = TcpStream::connect(gw.http).await.expect("connect");
     s.write_all(b"POST /t/v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 12\r\n\r\n")
         .await
@@ -172,7 +177,12 @@ async fn answers_early() -> SocketAddr {
 #[tokio::test]
 async fn a_chunked_body_over_the_limit_is_a_413_even_when_the_upstream_answered_early() {
     let up = answers_early().await;
-    let gw = timed_gateway("    max_body_size: 1KiB\n", up).await;
+    // Streamed, so the upstream can answer before the body's end.
+    let gw = timed_gateway(
+        "    max_body_size: 1KiB\n    request_buffering: { enabled: false }\n",
+        up,
+    )
+    .await;
     let mut s = TcpStream::connect(gw.http).await.expect("connect");
     s.write_all(b"POST /t/v1/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
         .await

@@ -67,6 +67,11 @@ pub struct ApiSpec {
     /// Largest request body accepted: a byte count or a size such as `"10MiB"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_body_size: Option<Quantity>,
+    /// Read the request body at the gateway before connecting upstream (nginx's
+    /// `proxy_request_buffering`), so a slow client holds no upstream connection. On
+    /// when omitted (see [`RequestBufferingSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_buffering: Option<RequestBufferingSpec>,
     #[serde(default)]
     pub timeouts: TimeoutSpec,
     #[serde(default)]
@@ -165,6 +170,24 @@ pub struct TimeoutSpec {
     pub connect: Option<Quantity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Quantity>,
+}
+
+/// Request buffering as written (`request_buffering: { size: 256KiB, timeout: 20s }`,
+/// or `{ enabled: false }` for an API whose clients stream a body the back end answers
+/// while it still arrives).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestBufferingSpec {
+    /// `false` streams every body straight through, as it arrives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Bytes read before connecting (1 MiB, and never more than `max_body_size`, when
+    /// omitted); the rest of a larger body then streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Quantity>,
+    /// Time the client gets to send those bytes (30 s when omitted); later: 408.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Quantity>,
 }
 
 /// How a request picks one of several endpoints.

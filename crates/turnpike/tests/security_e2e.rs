@@ -420,3 +420,89 @@ fn bad_security_spec_is_refused_with_its_line() {
     assert!(text.contains("line 3"), "{text}");
     assert!(text.contains("security.api_keys[0].sha256"), "{text}");
 }
+
+/// Issue 25 items 9 and 10 through the real binary: time claims are NumericDates
+/// (fractional ones read, malformed ones refused); what a client may not tell the back
+/// end (a back-end JWT on an open resource, forwarding headers from a peer outside
+/// `--trusted-proxies`, URL overrides) never reaches it.
+#[test]
+fn numeric_dates_and_what_a_client_may_not_forward() {
+    let dir = TempDir::new();
+    let upstream = header_echo();
+    let key = key();
+    let cfg = dir.path().join("secured.yaml");
+    write_config(&cfg, &key, &upstream, &password_hash("s3cret"));
+    let (_gw, gw) = start(
+        &[
+            "gateway",
+            "--config",
+            cfg.to_str().expect("utf-8 path"),
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--trusted-proxies",
+            "10.0.0.0/8",
+            "--data-dir",
+            dir.path().join("data").to_str().expect("utf-8 path"),
+        ],
+        "gateway listening on http://",
+    );
+    let url = |p: &str| format!("http://{gw}{p}");
+    let t = now() as f64;
+    let with = |field: &str, v: Value| {
+        let mut c = claims("app-1", "pets:read");
+        c[field] = v;
+        bearer(&es256(&key, &c))
+    };
+    let r = call(&url("/shop/v1/pets"), &[&with("exp", json!(t + 600.5))]);
+    assert_eq!(r.code, 200, "a fractional exp is a date: {}", r.body);
+    for (name, header) in [
+        (
+            "fractional nbf in the future",
+            with("nbf", json!(t + 3600.5)),
+        ),
+        ("nbf as a string", with("nbf", json!("2099-01-01"))),
+        ("huge exp", with("exp", json!(1e300))),
+        ("iat as a string", with("iat", json!("yesterday"))),
+    ] {
+        let r = call(&url("/shop/v1/pets"), &[&header]);
+        assert_eq!(
+            (r.code, r.json_code().as_str()),
+            (401, "invalid_token"),
+            "{name}: {}",
+            r.body
+        );
+    }
+
+    // An open resource of an API with a back-end JWT: the client's own never passes.
+    let r = call(
+        &url("/shop/v1/health"),
+        &["X-JWT-Assertion: eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."],
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert!(
+        !r.body.to_ascii_lowercase().contains("x-jwt-assertion"),
+        "{}",
+        r.body
+    );
+    // The loopback peer is no trusted proxy: its forwarding headers go, the list is
+    // the peer alone; URL overrides go from anyone.
+    let r = call(
+        &url("/free/v1/anything"),
+        &[
+            "X-Forwarded-For: 6.6.6.6",
+            "X-Forwarded-Host: evil.example",
+            "X-Real-IP: 6.6.6.6",
+            "Forwarded: for=6.6.6.6",
+            "X-Original-URL: /admin",
+            "X-Rewrite-URL: /admin",
+        ],
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    let seen = r.body.to_ascii_lowercase();
+    assert!(seen.contains("x-forwarded-for: 127.0.0.1\n"), "{seen}");
+    for gone in ["6.6.6.6", "evil.example", "x-original-url", "x-rewrite-url"] {
+        assert!(!seen.contains(gone), "{gone} reached the back end: {seen}");
+    }
+}

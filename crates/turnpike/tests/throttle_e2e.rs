@@ -415,6 +415,7 @@ fn bandwidth_quota_charges_response_bytes() {
          resources: [ {{ path: \"/*\", methods: [GET] }} ]\n  \
          - name: stream\n    context: /stream\n    version: v1\n    \
          throttling: ThreeKBPerMin\n    endpoints: [\"http://{echo}\"]\n    \
+         request_buffering: {{ enabled: false }}\n    \
          resources: [ {{ path: \"/*\", methods: [POST] }} ]\n"
     );
     let cfg = dir.path().join("apis.yaml");

@@ -1,7 +1,8 @@
 //! The auth policy: the resource's `auth: none`, the credential (JWT, opaque token,
 //! API key, HTTP Basic through `turnpike-auth`), the subscription, the resource's
 //! scopes; then the credential is stripped (an API key sent in the query leaves the
-//! upstream query) and the back-end JWT added. What it learns goes into
+//! upstream query) and the back-end JWT added. A client's own header of the back-end
+//! JWT's name is dropped from every request, signed or not (open resources too). What it learns goes into
 //! [`RequestCtx::auth`] for the policies after it (throttling, analytics).
 //!
 //! An API with open operations (GraphQL `auth: none`) lets a request with no credential
@@ -43,6 +44,12 @@ impl Policy for AuthPolicy {
         let Some(authn) = &self.sec.authenticator else {
             return Step::CONTINUE;
         };
+        if let Some(signer) = &self.sec.backend_jwt {
+            // The back end trusts this header as the gateway's word: whatever a client
+            // sent under its name goes, on open resources and anonymous operations too.
+            // A signed request gets the gateway's own value in `admit`.
+            req.headers.remove(signer.header_name());
+        }
         let scopes = match self.sec.resource_rule(&req.method, ctx.upstream.path()) {
             Some(ResourceRule::Open) => return Step::CONTINUE,
             Some(ResourceRule::Scopes(s)) => Some(s),

@@ -238,3 +238,59 @@ pub async fn graphql_echo() -> SocketAddr {
     .await
     .expect("echo")
 }
+
+/// A back end that counts the connections it accepted and the requests it is reading
+/// (head received, not yet answered), and answers each request with the number of body
+/// bytes it read.
+pub struct Counting {
+    pub addr: SocketAddr,
+    pub accepted: Arc<std::sync::atomic::AtomicUsize>,
+    pub active: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Counting {
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    pub fn active(&self) -> usize {
+        self.active.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+pub async fn counting() -> Counting {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (count, busy) = (accepted.clone(), active.clone());
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let busy = busy.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<Incoming>| {
+                    let busy = busy.clone();
+                    async move {
+                        busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let n = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes().len())
+                            .unwrap_or(0);
+                        busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n.to_string()))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    Counting {
+        addr,
+        accepted,
+        active,
+    }
+}

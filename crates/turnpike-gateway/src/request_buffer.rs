@@ -1,0 +1,100 @@
+//! Request buffering (an API's `request_buffering`, `turnpike_config::RequestBuffering`):
+//! the body is read up to the API's buffer size before an upstream connection is taken,
+//! so a client that sends slowly holds this task and at most that many bytes, never a
+//! connection of the back end's. The whole body read: it goes as one buffer with its
+//! `Content-Length`. A larger one: the bytes read go first and the rest streams as it
+//! arrives, as without buffering. Not sent within the buffering timeout, or stalled past
+//! the body-read timeout: 408, and no upstream connection was ever opened. What all
+//! buffers hold at once is capped (`--request-buffer-mib`, [`BufferBudget`]): past it a
+//! body streams as it arrives, as it did before buffering existed.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_LENGTH;
+use http::HeaderMap;
+use http_body::Body;
+use hyper::body::Incoming;
+use turnpike_config::RequestBuffering;
+
+use crate::body::{self, BodyError, BufferBudget, RequestBody, Reserved};
+use crate::error::{ErrorKind, GatewayError};
+
+/// Reads up to `rb.size` bytes of `incoming` (at most `limit` in all, each next bytes
+/// within `read_timeout`, all of them within `rb.timeout`), while the gateway-wide
+/// `budget` has room. Fixes `headers`' framing when the whole body was read without a
+/// `Content-Length` (chunked).
+pub(crate) async fn buffer(
+    incoming: Incoming,
+    rb: RequestBuffering,
+    limit: Option<u64>,
+    read_timeout: Duration,
+    budget: &Arc<BufferBudget>,
+    headers: &mut HeaderMap,
+) -> Result<RequestBody, GatewayError> {
+    let mut body = RequestBody::new(incoming, limit, read_timeout);
+    let mut reserved = Reserved::new(budget.clone());
+    let read = read_up_to(&mut body, rb.size, &mut reserved);
+    let (read, ended) = match tokio::time::timeout(rb.timeout, read).await {
+        Ok(r) => r?,
+        Err(_) => {
+            let mut e = GatewayError::new(ErrorKind::RequestTimeout);
+            e.detail = Some("the request body was not received in time".into());
+            return Err(e);
+        }
+    };
+    if ended || body.is_end_stream() {
+        if !headers.contains_key(CONTENT_LENGTH) {
+            body::set_length(headers, read.len());
+        }
+        return Ok(RequestBody::full(read).holding(reserved));
+    }
+    Ok(body.with_head(read).holding(reserved))
+}
+
+/// Frames of `body` until its end, `size` bytes, or the budget's end, and whether the
+/// end was seen (a chunked body says so only by its last poll). One frame (the common
+/// case) is kept without a copy.
+async fn read_up_to(
+    body: &mut RequestBody,
+    size: u64,
+    reserved: &mut Reserved,
+) -> Result<(Bytes, bool), GatewayError> {
+    let mut first: Option<Bytes> = None;
+    let mut buf = BytesMut::new();
+    let mut have = 0u64;
+    let mut ended = false;
+    while have < size && reserved.budget().has_room() {
+        let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
+        else {
+            ended = true;
+            break;
+        };
+        let frame = frame.map_err(refusal)?;
+        let Ok(data) = frame.into_data() else {
+            continue; // request trailers are not forwarded
+        };
+        have += data.len() as u64;
+        reserved.add(data.len() as u64);
+        match first.take() {
+            None if buf.is_empty() => first = Some(data),
+            Some(f) => {
+                buf.extend_from_slice(&f);
+                buf.extend_from_slice(&data);
+            }
+            None => buf.extend_from_slice(&data),
+        }
+    }
+    Ok((first.unwrap_or_else(|| buf.freeze()), ended))
+}
+
+fn refusal(e: BodyError) -> GatewayError {
+    let kind = match e {
+        BodyError::TooLarge { .. } => ErrorKind::BodyTooLarge,
+        BodyError::ReadTimeout { .. } => ErrorKind::RequestTimeout,
+        BodyError::Hyper(_) => ErrorKind::BadRequest,
+    };
+    GatewayError::with_source(kind, e)
+}
