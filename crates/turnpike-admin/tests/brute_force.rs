@@ -164,7 +164,7 @@ async fn failures_count_across_basic_the_token_endpoint_and_the_login_form() {
         password_grant(&cp, ATTACKER, "pub", PASSWORD).await.status,
         429
     );
-    assert_eq!(login_form(&cp, OWNER, "pub", PASSWORD).await.status, 302);
+    assert_eq!(login_form(&cp, OWNER, "pub", PASSWORD).await.status, 303);
     // And the other way round: login-form and token failures lock Basic.
     for n in 0..5 {
         assert_eq!(login_form(&cp, ATTACKER, "sub", &format!("g{n}")).await.status, 401);
