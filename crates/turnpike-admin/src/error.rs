@@ -203,7 +203,9 @@ impl IntoResponse for ApiError {
         let mut resp = (self.status, axum::Json(body)).into_response();
         match self.code {
             "store_full" => resp.extensions_mut().insert(StoreOutage(Outage::Full)),
-            "store_unavailable" => resp.extensions_mut().insert(StoreOutage(Outage::Unavailable)),
+            "store_unavailable" => resp
+                .extensions_mut()
+                .insert(StoreOutage(Outage::Unavailable)),
             _ => None,
         };
         let h = resp.headers_mut();

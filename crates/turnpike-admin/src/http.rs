@@ -249,7 +249,10 @@ const RMW_ATTEMPTS: usize = 8;
 /// the client's 412; without one, a concurrent write moved the revision between this
 /// read and this write, and the attempt reruns on the fresh record, so both changes
 /// stay (two PATCHes of different fields sent at once both land).
-pub async fn read_modify_write<T, F, Fut>(if_match: Option<i64>, mut attempt: F) -> Result<T, ApiError>
+pub async fn read_modify_write<T, F, Fut>(
+    if_match: Option<i64>,
+    mut attempt: F,
+) -> Result<T, ApiError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, ApiError>>,

@@ -133,7 +133,11 @@ async fn basic_guessing_locks_the_guessing_address_but_not_the_owner() {
     let clock = cp.clock.clone().expect("manual clock");
     let mut statuses = Vec::new();
     for n in 0..400 {
-        statuses.push(basic(&cp, ATTACKER, "admin", &format!("guess-{n}")).await.status);
+        statuses.push(
+            basic(&cp, ATTACKER, "admin", &format!("guess-{n}"))
+                .await
+                .status,
+        );
     }
     assert!(statuses[..9].iter().all(|s| *s == 401), "{statuses:?}");
     assert!(statuses[9..].iter().all(|s| *s == 429), "{statuses:?}");
@@ -155,7 +159,10 @@ async fn failures_count_across_basic_the_token_endpoint_and_the_login_form() {
     let cp = control_plane(true).await;
     // Basic failures lock the login form and the password grant.
     for n in 0..9 {
-        assert_eq!(basic(&cp, ATTACKER, "pub", &format!("g{n}")).await.status, 401);
+        assert_eq!(
+            basic(&cp, ATTACKER, "pub", &format!("g{n}")).await.status,
+            401
+        );
     }
     let tenth = login_form(&cp, ATTACKER, "pub", "g9").await;
     assert_eq!(tenth.status, 429, "{}", tenth.body);
@@ -167,7 +174,12 @@ async fn failures_count_across_basic_the_token_endpoint_and_the_login_form() {
     assert_eq!(login_form(&cp, OWNER, "pub", PASSWORD).await.status, 303);
     // And the other way round: login-form and token failures lock Basic.
     for n in 0..5 {
-        assert_eq!(login_form(&cp, ATTACKER, "sub", &format!("g{n}")).await.status, 401);
+        assert_eq!(
+            login_form(&cp, ATTACKER, "sub", &format!("g{n}"))
+                .await
+                .status,
+            401
+        );
     }
     for n in 5..9 {
         let r = password_grant(&cp, ATTACKER, "sub", &format!("g{n}")).await;

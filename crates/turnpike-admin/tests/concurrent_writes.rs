@@ -41,10 +41,17 @@ async fn both_patches_land(cp: &Cp) {
             lost.push(round);
         }
     }
-    assert!(lost.is_empty(), "changes lost in rounds {lost:?} of {ROUNDS}");
+    assert!(
+        lost.is_empty(),
+        "changes lost in rounds {lost:?} of {ROUNDS}"
+    );
     // A client's If-Match is still a precondition, not retried away.
     let stale = cp
-        .put_if_match(&path, &format!("\"{}-1\"", &id[..8]), json!({"description": "stale"}))
+        .put_if_match(
+            &path,
+            &format!("\"{}-1\"", &id[..8]),
+            json!({"description": "stale"}),
+        )
         .await;
     assert_eq!(stale.status, 412, "{}", stale.json);
 }

@@ -58,11 +58,20 @@ async fn a_full_disk_answers_503_and_writes_recover_when_space_is_back() {
     let ready = cp.call(Method::GET, "/ready", Auth::None, None).await;
     assert_outage(&ready, "store_full");
     let reads = cp
-        .call(Method::GET, "/api/am/publisher/v1/apis", Auth::Basic("pub"), None)
+        .call(
+            Method::GET,
+            "/api/am/publisher/v1/apis",
+            Auth::Basic("pub"),
+            None,
+        )
         .await;
     assert_eq!(reads.status, 200, "reads keep working: {}", reads.json);
 
-    cp.state.store().cap_pages_for_tests(None).await.expect("uncap");
+    cp.state
+        .store()
+        .cap_pages_for_tests(None)
+        .await
+        .expect("uncap");
     for n in 13..=24 {
         let r = create(&cp, n).await;
         assert_eq!(r.status, 201, "write {n} after space came back: {}", r.json);
@@ -79,14 +88,21 @@ async fn postgres_down_fails_fast_with_503_and_recovers_without_a_restart() {
     };
     assert_eq!(create(&cp, 0).await.status, 201);
     assert_eq!(
-        cp.call(Method::GET, "/ready", Auth::None, None).await.status,
+        cp.call(Method::GET, "/ready", Auth::None, None)
+            .await
+            .status,
         200
     );
     server.stop();
 
     let started = Instant::now();
     let r = cp
-        .call(Method::GET, "/api/am/publisher/v1/apis", Auth::Basic("pub"), None)
+        .call(
+            Method::GET,
+            "/api/am/publisher/v1/apis",
+            Auth::Basic("pub"),
+            None,
+        )
         .await;
     let took = started.elapsed();
     assert_outage(&r, "store_unavailable");
@@ -94,7 +110,10 @@ async fn postgres_down_fails_fast_with_503_and_recovers_without_a_restart() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
     let started = Instant::now();
     assert_outage(&create(&cp, 1).await, "store_unavailable");
-    eprintln!("REST write with PostgreSQL down answered 503 in {:?}", started.elapsed());
+    eprintln!(
+        "REST write with PostgreSQL down answered 503 in {:?}",
+        started.elapsed()
+    );
     // What lives in memory is still served.
     for path in ["/oauth2/jwks", "/.well-known/openid-configuration"] {
         let r = cp.call(Method::GET, path, Auth::None, None).await;
@@ -112,16 +131,27 @@ async fn postgres_down_fails_fast_with_503_and_recovers_without_a_restart() {
         if r.status == 201 {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "no recovery: {}", r.json);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no recovery: {}",
+            r.json
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     eprintln!("recovered {:?} after PostgreSQL started", started.elapsed());
     let r = cp
-        .call(Method::GET, "/api/am/publisher/v1/apis", Auth::Basic("pub"), None)
+        .call(
+            Method::GET,
+            "/api/am/publisher/v1/apis",
+            Auth::Basic("pub"),
+            None,
+        )
         .await;
     assert_eq!(r.status, 200);
     assert_eq!(
-        cp.call(Method::GET, "/ready", Auth::None, None).await.status,
+        cp.call(Method::GET, "/ready", Auth::None, None)
+            .await
+            .status,
         200
     );
 }

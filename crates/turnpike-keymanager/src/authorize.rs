@@ -535,7 +535,12 @@ impl KeyManager {
             |u| u.password_hash.clone(),
         );
         let ok = self
-            .check_secret(&crate::user_account(username), ip, password.to_owned(), hash)
+            .check_secret(
+                &crate::user_account(username),
+                ip,
+                password.to_owned(),
+                hash,
+            )
             .await?;
         Ok(ok && user.is_some())
     }

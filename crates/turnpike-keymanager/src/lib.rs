@@ -41,8 +41,8 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::OAuthError;
 pub use keys::{Jwk, Jwks, KeyError};
 pub use limiter::{user_account, BruteForcePolicy, PasswordGuard};
-pub use peer::PeerIp;
 pub use memory::MemoryStore;
+pub use peer::PeerIp;
 pub use secret::{hash_secret, hash_secret_for_tests, random_token, token_hash, verify_secret};
 pub use store::{
     ClientRecord, ClientStore, Grant, GrantType, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,

@@ -130,7 +130,13 @@ impl PasswordGuard {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn trusted(&self, map: &HashMap<Key, Entry>, account: &str, ip: Option<IpAddr>, now: u64) -> bool {
+    fn trusted(
+        &self,
+        map: &HashMap<Key, Entry>,
+        account: &str,
+        ip: Option<IpAddr>,
+        now: u64,
+    ) -> bool {
         let key = Key {
             kind: Kind::Trusted,
             account: account.into(),
