@@ -66,7 +66,7 @@ async fn put_settings(
     let current = tx
         .setting(KEY)
         .await?
-        .map_or(true, |c| c["anonymousBrowsing"] == true);
+        .is_none_or(|c| c["anonymousBrowsing"] == true);
     let value = json!({ "anonymousBrowsing": anonymous.unwrap_or(current) });
     tx.set_setting(KEY, &value).await?;
     tx.commit(&caller.name, "developer portal settings").await?;
