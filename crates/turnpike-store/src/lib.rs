@@ -94,7 +94,8 @@ struct Inner {
     version: watch::Sender<u64>,
     password: PasswordParams,
     /// SQLite's `max_page_count` for new connections, 0 for none: tests simulate a full
-    /// disk with it (`outage.rs`).
+    /// disk with it (`outage.rs`); only the test harness sets it.
+    #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
     page_cap: Arc<std::sync::atomic::AtomicU64>,
 }
 
