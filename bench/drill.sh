@@ -226,13 +226,14 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=4m tmpfs "$work/tiny" 2>/dev/n
     --database "sqlite://$work/tiny/cp.db" --port "$tiny_port" --gateway-token "$token" \
     >"$work/tiny-cp.log" 2>&1 &
   pid[tiny]=$!; wait_port "$tiny_port"
+  wait_status "http://127.0.0.1:$tiny_port/ready" 200  # its first key written before the disk fills
   filler=$(head -c 9000 /dev/zero | tr '\0' x)
   post_api() { # n
     curl -s -o /dev/null -w '%{http_code}' -u "admin:$password" -H 'content-type: application/json' \
       -d "{\"name\":\"f$1\",\"context\":\"/f$1\",\"version\":\"v1\",\"endpoints\":[\"http://127.0.0.1:9\"],\"description\":\"$filler\"}" \
-      "http://127.0.0.1:$tiny_port/api/am/publisher/v1/apis"
+      "http://127.0.0.1:$tiny_port/api/am/publisher/v1/apis" || true
   }
-  tiny_ready() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$tiny_port/ready"; }
+  tiny_ready() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$tiny_port/ready" || true; }
   dd if=/dev/zero of="$work/tiny/fill" bs=64k >/dev/null 2>&1 || true
   full=""; for i in $(seq 1 8); do full="$full $(post_api "$i")"; done
   ready_full=$(tiny_ready)
