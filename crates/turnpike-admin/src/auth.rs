@@ -220,10 +220,11 @@ async fn bearer(state: &AppState, token: &str) -> Result<Caller, ApiError> {
         .map_err(|e| match e {
             VerifyError::Rejected(why) => ApiError::invalid_token(&why.to_string()),
             VerifyError::Store(e) => {
-                // The revocation list lives in the store: failing to read it is (almost
-                // always) the database being down, which the caller should retry.
                 tracing::error!(error = %e, "control plane: checking a token's revocation");
-                ApiError::store_outage(turnpike_store::Outage::Unavailable)
+                match e.unavailable {
+                    true => ApiError::store_outage(turnpike_store::Outage::Unavailable),
+                    false => ApiError::internal(),
+                }
             }
         })?;
     let name = claims

@@ -114,6 +114,26 @@ async fn postgres_down_fails_fast_with_503_and_recovers_without_a_restart() {
         "REST write with PostgreSQL down answered 503 in {:?}",
         started.elapsed()
     );
+    // The token endpoint says the same in OAuth2 terms.
+    let started = Instant::now();
+    let token = cp
+        .token_form(
+            &[
+                ("grant_type", "password"),
+                ("client_id", "turnpike-cli"),
+                ("username", "pub"),
+                ("password", km_support::PASSWORD),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(token.status, 503, "{}", token.json);
+    assert_eq!(token.json["error"], "temporarily_unavailable");
+    assert_eq!(token.headers["retry-after"], "5");
+    eprintln!(
+        "password grant with PostgreSQL down answered 503 in {:?}",
+        started.elapsed()
+    );
     // What lives in memory is still served.
     for path in ["/oauth2/jwks", "/.well-known/openid-configuration"] {
         let r = cp.call(Method::GET, path, Auth::None, None).await;

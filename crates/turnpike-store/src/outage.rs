@@ -55,7 +55,7 @@ impl StoreError {
     }
 }
 
-fn outage_of(e: &sqlx::Error) -> Option<Outage> {
+pub(crate) fn outage_of(e: &sqlx::Error) -> Option<Outage> {
     use sqlx::Error as E;
     match e {
         E::PoolTimedOut
