@@ -14,8 +14,13 @@
 #                         back from the snapshot it saved on disk); control plane started
 #   redis lost            redis-server kill -9, then started again (fail-open: the API is
 #                         throttled, its quota shared through Redis)
-#   postgres lost         PostgreSQL stopped (immediate), then started again
+#   postgres lost         PostgreSQL stopped (immediate), then started again; meanwhile one
+#                         REST call, JWKS and the control plane's /ready are timed (a fast
+#                         503 store_unavailable, JWKS 200), and again once it is back
 #   reload storm          20 publishes (an API added and removed) during the load
+#   full disk             (root only, not under load) a second control plane on SQLite in
+#                         a 4 MiB tmpfs: the disk filled, API writes (503 store_full), its
+#                         /ready, the space freed, writes again (201 without a restart)
 #
 # Usage: bench/drill.sh [--rate 400] [--phase 12]
 # Needs: haproxy, redis-server, postgresql, python3, curl (scripts/install-deps.sh);
@@ -47,6 +52,7 @@ cleanup() {
   for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   pg_ctl_ stop -m immediate >/dev/null 2>&1 || true
   wait 2>/dev/null || true
+  umount "$work/tiny" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -193,10 +199,47 @@ kill -9 "${pid[redis]}"; wait "${pid[redis]}" 2>/dev/null || true
 sleep 4; start_redis
 load_end "redis lost"
 
+cp_probe() { # label: what the control plane answers now
+  local rest jwks ready
+  rest=$(curl -s -o /dev/null -w '%{http_code} in %{time_total} s' -u "admin:$password" \
+    "http://127.0.0.1:$cp_port/api/am/publisher/v1/apis")
+  jwks=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$cp_port/oauth2/jwks")
+  ready=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$cp_port/ready")
+  echo "  control plane, $1: REST $rest, JWKS $jwks, /ready $ready"
+}
 load_start "postgres lost"; sleep 2
-pg_ctl_ stop -m immediate >/dev/null; sleep 3; pg_ctl_ start >/dev/null
+pg_ctl_ stop -m immediate >/dev/null
+cp_probe "postgres down"  # about 3 s: the pool's acquire timeout
+pg_ctl_ start >/dev/null
 load_end "postgres lost"
+cp_probe "postgres back"
 
 load_start "reload storm"
 for i in $(seq 20); do apply $((i % 2)); sleep 0.3; done
 load_end "reload storm"
+
+# Full disk: needs root to mount a tmpfs; skipped otherwise.
+mkdir -p "$work/tiny"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=4m tmpfs "$work/tiny" 2>/dev/null; then
+  tiny_port=$(free_port)
+  TURNPIKE_ADMIN_PASSWORD=$password TURNPIKE_LOG=error "$bin" control-plane \
+    --database "sqlite://$work/tiny/cp.db" --port "$tiny_port" --gateway-token "$token" \
+    >"$work/tiny-cp.log" 2>&1 &
+  pid[tiny]=$!; wait_port "$tiny_port"
+  wait_status "http://127.0.0.1:$tiny_port/ready" 200  # its first key written before the disk fills
+  filler=$(head -c 9000 /dev/zero | tr '\0' x)
+  post_api() { # n
+    curl -s -o /dev/null -w '%{http_code}' -u "admin:$password" -H 'content-type: application/json' \
+      -d "{\"name\":\"f$1\",\"context\":\"/f$1\",\"version\":\"v1\",\"endpoints\":[\"http://127.0.0.1:9\"],\"description\":\"$filler\"}" \
+      "http://127.0.0.1:$tiny_port/api/am/publisher/v1/apis" || true
+  }
+  tiny_ready() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$tiny_port/ready" || true; }
+  dd if=/dev/zero of="$work/tiny/fill" bs=64k >/dev/null 2>&1 || true
+  full=""; for i in $(seq 1 8); do full="$full $(post_api "$i")"; done
+  ready_full=$(tiny_ready)
+  rm -f "$work/tiny/fill"
+  back=""; for i in $(seq 9 16); do back="$back $(post_api "$i")"; done
+  echo "full disk (SQLite)     writes while full:$full; /ready $ready_full; after freeing:$back; /ready $(tiny_ready)"
+else
+  echo "full disk (SQLite)     skipped: needs root to mount a tmpfs"
+fi

@@ -14,7 +14,9 @@ use turnpike_store::{Tier, TierKind};
 
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult};
-use crate::http::{body_etag, if_match, json_with_etag, revision_etag, with_etag, JsonBody};
+use crate::http::{
+    body_etag, if_match, json_with_etag, read_modify_write, revision_etag, with_etag, JsonBody,
+};
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -192,11 +194,16 @@ async fn update_tier(
     JsonBody(mut v): JsonBody,
 ) -> ApiResult<Response> {
     crate::wso2_aliases::tier(&mut v);
-    let expected = if_match(&headers, &name)?;
+    let if_match = if_match(&headers, &name)?;
     let family = kind(&k)?;
-    let current = s.inner.store.get_tier(family, &name).await?;
-    let t = tier_body(&v, family, Some(&name), Some(&current))?;
-    store_tier(&s, &caller.name, t, expected).await
+    let (s, caller, name, v) = (&s, &caller, &name, &v);
+    read_modify_write(if_match, move || async move {
+        let current = s.inner.store.get_tier(family, name).await?;
+        let expected = if_match.or(Some(current.revision));
+        let t = tier_body(v, family, Some(name), Some(&current))?;
+        store_tier(s, &caller.name, t, expected).await
+    })
+    .await
 }
 
 /// A JSON Merge Patch of a tier (`null` restores a default: `requestCount: null` makes
@@ -209,13 +216,18 @@ async fn patch_tier(
     JsonBody(mut patch): JsonBody,
 ) -> ApiResult<Response> {
     crate::wso2_aliases::tier(&mut patch);
-    let expected = if_match(&headers, &name)?;
+    let if_match = if_match(&headers, &name)?;
     let family = kind(&k)?;
-    let current = s.inner.store.get_tier(family, &name).await?;
-    let mut body = serde_json::to_value(&current).map_err(|_| ApiError::internal())?;
-    crate::merge::merge_patch(&mut body, &patch);
-    let t = tier_body(&body, family, Some(&name), None)?;
-    store_tier(&s, &caller.name, t, expected).await
+    let (s, caller, name, patch) = (&s, &caller, &name, &patch);
+    read_modify_write(if_match, move || async move {
+        let current = s.inner.store.get_tier(family, name).await?;
+        let expected = if_match.or(Some(current.revision));
+        let mut body = serde_json::to_value(&current).map_err(|_| ApiError::internal())?;
+        crate::merge::merge_patch(&mut body, patch);
+        let t = tier_body(&body, family, Some(name), None)?;
+        store_tier(s, &caller.name, t, expected).await
+    })
+    .await
 }
 
 async fn store_tier(

@@ -9,11 +9,13 @@
 //! handler reads its body.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use axum::extract::FromRequestParts;
 use base64::Engine;
 use http::request::Parts;
+use turnpike_keymanager::{user_account, PeerIp};
 
 use crate::error::ApiError;
 use crate::scopes::{self, Scope};
@@ -108,27 +110,62 @@ impl FromRequestParts<AppState> for Caller {
                 return bearer(state, token.trim()).await;
             }
         }
-        if let Some(c) = state.inner.auth_cache.get(header) {
-            return Ok(c);
-        }
-        let (user, pass) = parse_basic(header).ok_or_else(ApiError::unauthorized)?;
-        let roles = state
-            .inner
-            .store
-            .verify_password(&user, &pass)
-            .await?
-            .ok_or_else(ApiError::unauthorized)?;
-        let caller = Caller {
-            name: user,
-            roles,
-            scopes: None,
-        };
-        state
-            .inner
-            .auth_cache
-            .put(header.to_string(), caller.clone());
-        Ok(caller)
+        basic(state, header, PeerIp::of(&parts.extensions).0).await
     }
+}
+
+/// HTTP Basic under the brute-force guard the key manager shares: a locked account is
+/// refused (429) before the cache or argon2 is consulted, and each failure counts toward
+/// the login form's and the token endpoint's limits too.
+async fn basic(state: &AppState, header: &str, ip: Option<IpAddr>) -> Result<Caller, ApiError> {
+    let (user, pass) = parse_basic(header).ok_or_else(ApiError::unauthorized)?;
+    let account = user_account(&user);
+    state
+        .inner
+        .guard
+        .check(&account, ip)
+        .map_err(ApiError::too_many_attempts)?;
+    if let Some(c) = state.inner.auth_cache.get(header) {
+        return Ok(c);
+    }
+    let roles = guarded_password(state, &user, &pass, ip)
+        .await?
+        .ok_or_else(ApiError::unauthorized)?;
+    let caller = Caller {
+        name: user,
+        roles,
+        scopes: None,
+    };
+    state
+        .inner
+        .auth_cache
+        .put(header.to_string(), caller.clone());
+    Ok(caller)
+}
+
+/// Checks a user's password under the brute-force guard: the user's roles, `None` when
+/// wrong, 429 when the account is (or just became) locked for `ip`. No argon2 runs while
+/// locked.
+pub(crate) async fn guarded_password(
+    state: &AppState,
+    user: &str,
+    password: &str,
+    ip: Option<IpAddr>,
+) -> Result<Option<Vec<String>>, ApiError> {
+    let account = user_account(user);
+    let guard = &state.inner.guard;
+    guard
+        .check(&account, ip)
+        .map_err(ApiError::too_many_attempts)?;
+    let Some(roles) = state.inner.store.verify_password(user, password).await? else {
+        tracing::info!(account = ?account, ip = ?ip, "failed authentication");
+        return match guard.failure(&account, ip) {
+            Some(retry_after) => Err(ApiError::too_many_attempts(retry_after)),
+            None => Ok(None),
+        };
+    };
+    guard.success(&account, ip);
+    Ok(Some(roles))
 }
 
 /// Extractors that authenticate the caller *and* check one scope before the handler
@@ -184,7 +221,10 @@ async fn bearer(state: &AppState, token: &str) -> Result<Caller, ApiError> {
             VerifyError::Rejected(why) => ApiError::invalid_token(&why.to_string()),
             VerifyError::Store(e) => {
                 tracing::error!(error = %e, "control plane: checking a token's revocation");
-                ApiError::internal()
+                match e.unavailable {
+                    true => ApiError::store_outage(turnpike_store::Outage::Unavailable),
+                    false => ApiError::internal(),
+                }
             }
         })?;
     let name = claims

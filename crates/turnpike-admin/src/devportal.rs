@@ -17,7 +17,7 @@ use turnpike_store::{Api, Application, LifecycleState};
 
 use crate::auth::{Caller, Portal};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::{if_match, read, written, JsonBody, Paged};
+use crate::http::{if_match, read, read_modify_write, written, JsonBody, Paged};
 use crate::portal_settings::PortalReader;
 use crate::validate::Fields;
 use crate::AppState;
@@ -288,8 +288,14 @@ async fn update_app(
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let fields = app_fields(&v, Some(&app))?;
-    store_app(&s, &caller, &app, &headers, fields).await
+    let if_match = if_match(&headers, &app.id)?;
+    let (s, caller, id, v) = (&s, &caller, &app.id, &v);
+    read_modify_write(if_match, move || async move {
+        let app = s.inner.store.get_application(id).await?;
+        let fields = app_fields(v, Some(&app))?;
+        store_app(s, caller, &app, if_match, fields).await
+    })
+    .await
 }
 
 /// `PATCH`: a JSON Merge Patch of the application (`null` restores a default).
@@ -299,29 +305,37 @@ async fn patch_app(
     headers: HeaderMap,
     JsonBody(patch): JsonBody,
 ) -> ApiResult<Response> {
-    let mut body = serde_json::to_value(&app).map_err(|_| ApiError::internal())?;
-    if patch
-        .get("status")
-        .is_some_and(|st| Some(st) != body.get("status"))
-    {
-        return Err(ApiError::invalid(vec![FieldError {
-            field: "status".into(),
-            message: "is read-only here (admins disable applications)".into(),
-        }]));
-    }
-    crate::merge::merge_patch(&mut body, &patch);
-    let fields = app_fields(&body, None)?;
-    store_app(&s, &caller, &app, &headers, fields).await
+    let if_match = if_match(&headers, &app.id)?;
+    let (s, caller, id, patch) = (&s, &caller, &app.id, &patch);
+    read_modify_write(if_match, move || async move {
+        let app = s.inner.store.get_application(id).await?;
+        let mut body = serde_json::to_value(&app).map_err(|_| ApiError::internal())?;
+        if patch
+            .get("status")
+            .is_some_and(|st| Some(st) != body.get("status"))
+        {
+            return Err(ApiError::invalid(vec![FieldError {
+                field: "status".into(),
+                message: "is read-only here (admins disable applications)".into(),
+            }]));
+        }
+        crate::merge::merge_patch(&mut body, patch);
+        let fields = app_fields(&body, None)?;
+        store_app(s, caller, &app, if_match, fields).await
+    })
+    .await
 }
 
+/// Stores the fields if the application is still at `if_match` (or, without one, at the
+/// revision `app` was read at).
 async fn store_app(
     s: &AppState,
     caller: &Caller,
     app: &Application,
-    headers: &HeaderMap,
+    if_match: Option<i64>,
     (name, tier, desc): (String, String, String),
 ) -> ApiResult<Response> {
-    let expected = if_match(headers, &app.id)?;
+    let expected = if_match.or(Some(app.revision));
     let mut tx = s.inner.store.begin_write().await?;
     let app = tx
         .update_application(&app.id, &name, &tier, &desc, expected)

@@ -93,9 +93,11 @@ async fn update(
     Path((id, doc)): Path<(String, String)>,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let current = s.inner.store.api_document(&id, &doc).await?;
-    let (name, summary, content) = fields(&v, Some(&current))?;
+    // Read inside the write transaction (under the writer lock): fields the body leaves
+    // out keep their values even when another update runs at the same time.
     let mut tx = s.inner.store.begin_write().await?;
+    let current = tx.document(&id, &doc).await?;
+    let (name, summary, content) = fields(&v, Some(&current))?;
     let d = tx
         .update_api_document(&id, &doc, &name, &summary, &content)
         .await?;

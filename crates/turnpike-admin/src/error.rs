@@ -5,7 +5,7 @@
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Serialize;
-use turnpike_store::StoreError;
+use turnpike_store::{Outage, StoreError};
 
 /// One invalid field.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -23,7 +23,17 @@ pub struct ApiError {
     pub errors: Vec<FieldError>,
     /// A `WWW-Authenticate` value; a 401 without one gets the Basic and Bearer challenges.
     pub challenge: Option<String>,
+    /// Seconds for `Retry-After` (429 and 503).
+    pub retry_after: Option<u64>,
 }
+
+/// Marks a response that failed because the store could not serve (`crate::ready`
+/// counts it against readiness).
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOutage(pub Outage);
+
+/// How long a client should wait after a store outage before retrying.
+const OUTAGE_RETRY_AFTER: u64 = 5;
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
@@ -33,6 +43,7 @@ impl ApiError {
             message: message.into(),
             errors: Vec::new(),
             challenge: None,
+            retry_after: None,
         }
     }
 
@@ -48,6 +59,7 @@ impl ApiError {
             message: format!("{n} invalid field(s)"),
             errors,
             challenge: None,
+            retry_after: None,
         }
     }
 
@@ -102,6 +114,36 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "conflict", message)
     }
 
+    /// Too many failed password checks for this account from this address (the
+    /// brute-force guard): nothing is checked until `retry_after` seconds have passed.
+    pub fn too_many_attempts(retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_attempts",
+            "too many failed sign-in attempts; retry later",
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// The store cannot serve now (503 with `Retry-After`): its disk is full, or the
+    /// database is down, unreachable or read-only.
+    pub fn store_outage(outage: Outage) -> Self {
+        let (code, message) = match outage {
+            Outage::Full => (
+                "store_full",
+                "the control plane's database is out of space; reads still work, writes resume once space is freed",
+            ),
+            Outage::Unavailable => (
+                "store_unavailable",
+                "the control plane's database is unavailable; retry shortly",
+            ),
+        };
+        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message);
+        e.retry_after = Some(OUTAGE_RETRY_AFTER);
+        e
+    }
+
     pub fn internal() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -121,10 +163,16 @@ impl From<StoreError> for ApiError {
                 "precondition_failed",
                 "the resource changed since it was read: fetch it again (new ETag) and retry",
             ),
-            other => {
-                tracing::error!(error = %other, "control plane: store error");
-                ApiError::internal()
-            }
+            other => match other.outage() {
+                Some(outage) => {
+                    tracing::error!(error = %other, "control plane: store outage");
+                    ApiError::store_outage(outage)
+                }
+                None => {
+                    tracing::error!(error = %other, "control plane: store error");
+                    ApiError::internal()
+                }
+            },
         }
     }
 }
@@ -153,7 +201,17 @@ impl IntoResponse for ApiError {
             errors: &self.errors,
         };
         let mut resp = (self.status, axum::Json(body)).into_response();
+        match self.code {
+            "store_full" => resp.extensions_mut().insert(StoreOutage(Outage::Full)),
+            "store_unavailable" => resp
+                .extensions_mut()
+                .insert(StoreOutage(Outage::Unavailable)),
+            _ => None,
+        };
         let h = resp.headers_mut();
+        if let Some(secs) = self.retry_after {
+            h.insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+        }
         match self.challenge.as_deref().map(http::HeaderValue::from_str) {
             Some(Ok(v)) => {
                 h.insert(http::header::WWW_AUTHENTICATE, v);

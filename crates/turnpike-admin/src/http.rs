@@ -239,3 +239,31 @@ impl Paged {
 pub fn all<T: Serialize>(items: &[T]) -> Response {
     axum::Json(serde_json::json!({"count": items.len(), "list": items})).into_response()
 }
+
+/// Most runs of a read-modify-write that keeps losing the race to concurrent writers.
+const RMW_ATTEMPTS: usize = 8;
+
+/// A read-modify-write without lost updates (a revision compare-and-swap). `attempt`
+/// reads the record, applies the change and writes it only if the revision is still
+/// `if_match.unwrap_or(the revision it read)`. With the client's If-Match a mismatch is
+/// the client's 412; without one, a concurrent write moved the revision between this
+/// read and this write, and the attempt reruns on the fresh record, so both changes
+/// stay (two PATCHes of different fields sent at once both land).
+pub async fn read_modify_write<T, F, Fut>(
+    if_match: Option<i64>,
+    mut attempt: F,
+) -> Result<T, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    for _ in 0..RMW_ATTEMPTS {
+        match attempt().await {
+            Err(e) if if_match.is_none() && e.status == StatusCode::PRECONDITION_FAILED => {}
+            other => return other,
+        }
+    }
+    Err(ApiError::conflict(
+        "the resource kept changing while this change was applied; retry",
+    ))
+}

@@ -205,13 +205,11 @@ async fn update_keys(
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
     let kt = key_type(&kt)?;
-    let clients = s.inner.store.oauth_clients(&app.id).await?;
-    let current = clients
-        .iter()
-        .find(|c| c.key_type == kt)
-        .ok_or_else(|| ApiError::not_found(format!("{kt} keys")))?;
-    let input = client_settings(&v, kt.clone(), Some(current))?;
+    // Read inside the write transaction (under the writer lock): settings the body
+    // leaves out keep their values even when another update runs at the same time.
     let mut tx = s.inner.store.begin_write().await?;
+    let current = tx.oauth_client_of(&app.id, &kt).await?;
+    let input = client_settings(&v, kt.clone(), Some(&current))?;
     let c = tx.update_oauth_client(&app.id, &input).await?;
     tx.commit(&caller.name, &format!("update {kt} keys of {}", app.id))
         .await?;

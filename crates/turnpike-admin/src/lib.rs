@@ -37,6 +37,7 @@ mod openapi_import;
 mod openapi_schemas;
 mod portal_settings;
 mod publisher;
+mod ready;
 pub mod runtime;
 pub mod scopes;
 pub mod security;
@@ -56,6 +57,7 @@ use std::time::Duration;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
+use turnpike_keymanager::{BruteForcePolicy, Clock, PasswordGuard, SystemClock};
 use turnpike_store::Store;
 
 pub use admin_api::create_user_with;
@@ -92,6 +94,10 @@ struct Inner {
     store: Store,
     config: AdminConfig,
     auth_cache: auth::AuthCache,
+    /// Brute-force limits of every password check: HTTP Basic here, and the key
+    /// manager's login form, password grant and client secrets (it shares this one).
+    guard: Arc<PasswordGuard>,
+    readiness: ready::Readiness,
     gateways: snapshot::Gateways,
     snapshots: snapshot::Cache,
     /// The key manager, once [`security::enable`] ran.
@@ -106,11 +112,20 @@ impl AppState {
     /// Must run inside a tokio runtime: it starts a task that timestamps each committed
     /// version (for convergence times).
     pub fn new(store: Store, config: AdminConfig) -> AppState {
+        Self::with_clock(store, config, Arc::new(SystemClock))
+    }
+
+    /// [`AppState::new`] whose brute-force limits read `clock` (tests step it; pass the
+    /// same clock to [`security::enable_with_clock`]).
+    pub fn with_clock(store: Store, config: AdminConfig, clock: Arc<dyn Clock>) -> AppState {
+        let guard = Arc::new(PasswordGuard::new(BruteForcePolicy::default(), clock));
         let state = AppState {
             inner: Arc::new(Inner {
                 store,
                 config,
                 auth_cache: auth::AuthCache::default(),
+                guard,
+                readiness: ready::Readiness::default(),
                 gateways: snapshot::Gateways::default(),
                 snapshots: snapshot::Cache::default(),
                 security: std::sync::OnceLock::new(),
@@ -189,14 +204,16 @@ pub fn router(state: AppState) -> Router {
             snapshot::routes().merge(analytics_api::gateway_routes()),
         )
         .route("/api/am/openapi.json", get(openapi))
+        .merge(ready::routes())
         .merge(ui::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(state);
-    match km {
+        .with_state(state.clone());
+    let app = match km {
         Some(km) => app.merge(km),
         None => app,
-    }
+    };
+    app.layer(axum::middleware::from_fn_with_state(state, ready::observe))
 }
 
 /// Serves the app on `listener` until `shutdown` resolves.
@@ -205,7 +222,9 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    // The peer address keys the brute-force limits (`turnpike_keymanager::PeerIp`).
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -57,15 +57,17 @@ async fn put_settings(
     Admin(caller): Admin,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let current = settings(&s).await?;
     let mut f = Fields::new(&v, "");
-    let anonymous = f
-        .boolean("anonymousBrowsing")
-        .unwrap_or(current["anonymousBrowsing"] == true);
+    let anonymous = f.boolean("anonymousBrowsing");
     f.finish_unknown();
     f.into_result()?;
-    let value = json!({ "anonymousBrowsing": anonymous });
+    // Read inside the write transaction, so a concurrent change is not undone.
     let mut tx = s.inner.store.begin_write().await?;
+    let current = tx
+        .setting(KEY)
+        .await?
+        .is_none_or(|c| c["anonymousBrowsing"] == true);
+    let value = json!({ "anonymousBrowsing": anonymous.unwrap_or(current) });
     tx.set_setting(KEY, &value).await?;
     tx.commit(&caller.name, "developer portal settings").await?;
     Ok(axum::Json(value).into_response())

@@ -17,7 +17,7 @@ use turnpike_store::{
 use crate::api_body::parse_api;
 use crate::auth::{ApiCreator, ApiPublisher, ApiViewer, Caller, SubscriptionBlocker};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::{if_match, read, written, JsonBody, Paged};
+use crate::http::{if_match, read, read_modify_write, written, JsonBody, Paged};
 use crate::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -256,9 +256,14 @@ async fn update_api(
     headers: HeaderMap,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let expected = if_match(&headers, &id)?;
-    let current = s.inner.store.get_api(&id).await?;
-    store_update(&s, &caller, current, expected, &v).await
+    let if_match = if_match(&headers, &id)?;
+    let (s, caller, id, v) = (&s, &caller, &id, &v);
+    read_modify_write(if_match, move || async move {
+        let current = s.inner.store.get_api(id).await?;
+        let expected = if_match.or(Some(current.revision));
+        store_update(s, caller, current, expected, v).await
+    })
+    .await
 }
 
 /// `PATCH`: a JSON Merge Patch (RFC 7396) of the API's JSON (`null` removes a field,
@@ -270,8 +275,24 @@ async fn patch_api(
     headers: HeaderMap,
     JsonBody(patch): JsonBody,
 ) -> ApiResult<Response> {
-    let expected = if_match(&headers, &id)?;
-    let current = s.inner.store.get_api(&id).await?;
+    let if_match = if_match(&headers, &id)?;
+    let (s, caller, id, patch) = (&s, &caller, &id, &patch);
+    read_modify_write(if_match, move || async move {
+        let current = s.inner.store.get_api(id).await?;
+        let expected = if_match.or(Some(current.revision));
+        patch_once(s, caller, current, expected, patch).await
+    })
+    .await
+}
+
+/// Applies `patch` to `current` and stores it if the API is still at `expected`.
+async fn patch_once(
+    s: &AppState,
+    caller: &Caller,
+    current: turnpike_store::Api,
+    expected: Option<i64>,
+    patch: &Value,
+) -> ApiResult<Response> {
     let mut body = serde_json::to_value(&current).map_err(|_| ApiError::internal())?;
     // A patch that changes a read-only field is refused, not ignored.
     let read_only: Vec<FieldError> = crate::api_body::READ_ONLY
@@ -285,9 +306,9 @@ async fn patch_api(
     if !read_only.is_empty() {
         return Err(ApiError::invalid(read_only));
     }
-    crate::merge::merge_patch(&mut body, &patch);
+    crate::merge::merge_patch(&mut body, patch);
     // Fields the patch removed go back to their defaults, not to the current values.
-    store_update_with(&s, &caller, current, expected, &body, None).await
+    store_update_with(s, caller, current, expected, &body, None).await
 }
 
 async fn store_update(

@@ -168,7 +168,7 @@ pub async fn enable_with_clock(
         client_id: UI_CLIENT_ID.into(),
         redirect_uris: ui_redirect_uris(&public_url),
     }];
-    let km = KeyManager::new(
+    let km = KeyManager::with_guard(
         config,
         Stores {
             clients: Arc::new(Clients {
@@ -181,6 +181,7 @@ pub async fn enable_with_clock(
             keys: shared,
         },
         clock,
+        state.inner.guard.clone(),
     )
     .await?;
     state

@@ -16,6 +16,7 @@ use axum::routing::{get, post, put};
 use axum::Router;
 use http::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
+use turnpike_keymanager::PeerIp;
 use turnpike_store::{AccountStatus, WriteTx};
 
 use crate::auth::{Admin, Portal};
@@ -67,14 +68,18 @@ async fn put_signup_settings(
     Admin(caller): Admin,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
-    let current = signup_settings(&s).await?;
     let mut f = Fields::new(&v, "");
-    let enabled = f.boolean("enabled").unwrap_or(current["enabled"] == true);
-    let approval = f.boolean("approval").unwrap_or(current["approval"] == true);
+    let enabled = f.boolean("enabled");
+    let approval = f.boolean("approval");
     f.finish_unknown();
     f.into_result()?;
-    let value = json!({"enabled": enabled, "approval": approval});
+    // Read inside the write transaction: a concurrent PUT of the other field stays.
     let mut tx = s.inner.store.begin_write().await?;
+    let current = tx.setting(SIGNUP).await?.unwrap_or(Value::Null);
+    let value = json!({
+        "enabled": enabled.unwrap_or(current["enabled"] == true),
+        "approval": approval.unwrap_or(current["approval"] == true),
+    });
     tx.set_setting(SIGNUP, &value).await?;
     tx.commit(&caller.name, "self sign-up settings").await?;
     Ok(axum::Json(value).into_response())
@@ -304,6 +309,7 @@ async fn reset_password(
 async fn change_password(
     State(s): State<AppState>,
     Portal(caller): Portal,
+    PeerIp(ip): PeerIp,
     JsonBody(v): JsonBody,
 ) -> ApiResult<Response> {
     let mut f = Fields::new(&v, "");
@@ -312,10 +318,8 @@ async fn change_password(
     f.finish_unknown();
     f.into_result()?;
     let current = current.unwrap_or_default();
-    let ok = s
-        .inner
-        .store
-        .verify_password(&caller.name, &current)
+    // A stolen token must not become a way to guess the password.
+    let ok = crate::auth::guarded_password(&s, &caller.name, &current, ip)
         .await?
         .is_some();
     if !ok {

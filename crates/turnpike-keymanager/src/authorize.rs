@@ -420,6 +420,7 @@ pub(crate) async fn authorize_get(
 /// `POST /oauth2/authorize`: the login form.
 pub(crate) async fn authorize_post(
     State(km): State<KeyManager>,
+    crate::PeerIp(ip): crate::PeerIp,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -450,7 +451,7 @@ pub(crate) async fn authorize_post(
             Some("Enter your username and password."),
         );
     };
-    match km.check_user_password(username, password).await {
+    match km.check_user_password(username, password, ip).await {
         Ok(true) => {}
         Ok(false) => {
             return km.login_page(
@@ -459,12 +460,16 @@ pub(crate) async fn authorize_post(
                 Some("Wrong username or password."),
             )
         }
-        Err(OAuthError::TooManyAttempts { .. }) => {
-            return km.login_page(
+        Err(OAuthError::TooManyAttempts { retry_after }) => {
+            let mut page = km.login_page(
                 &req,
                 StatusCode::TOO_MANY_REQUESTS,
-                Some("Too many failed attempts. Try again in a minute."),
-            )
+                Some("Too many failed attempts. Try again later."),
+            );
+            if let Ok(v) = HeaderValue::from_str(&retry_after.to_string()) {
+                page.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return page;
         }
         Err(e) => return e.into_response(),
     }
@@ -522,6 +527,7 @@ impl KeyManager {
         &self,
         username: &str,
         password: &str,
+        ip: Option<std::net::IpAddr>,
     ) -> Result<bool, OAuthError> {
         let user = self.inner.stores.clients.user(username).await?;
         let hash = user.as_ref().map_or_else(
@@ -529,7 +535,12 @@ impl KeyManager {
             |u| u.password_hash.clone(),
         );
         let ok = self
-            .check_secret(&format!("user:{username}"), password.to_owned(), hash)
+            .check_secret(
+                &crate::user_account(username),
+                ip,
+                password.to_owned(),
+                hash,
+            )
             .await?;
         Ok(ok && user.is_some())
     }

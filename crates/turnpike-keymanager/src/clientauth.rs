@@ -4,6 +4,7 @@
 //! using both is `invalid_request`). Failures count toward the brute-force limiter.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::OnceLock;
 
 use axum::http::{header, HeaderMap};
@@ -117,6 +118,7 @@ impl KeyManager {
         &self,
         headers: &HeaderMap,
         form: &Form,
+        ip: Option<IpAddr>,
     ) -> Result<ClientRecord, OAuthError> {
         let p = presented(headers, form)?;
         let public = self.inner.config.public_clients.contains(&p.client_id);
@@ -135,30 +137,33 @@ impl KeyManager {
         let hash = client
             .as_ref()
             .map_or_else(|| dummy_hash().to_owned(), |c| c.secret_hash.clone());
-        match self.check_secret(&p.client_id, secret, hash).await? {
+        let account = format!("client:{}", p.client_id);
+        match self.check_secret(&account, ip, secret, hash).await? {
             true => client.ok_or(OAuthError::InvalidClient),
             false => Err(OAuthError::InvalidClient),
         }
     }
 
-    /// Verifies a secret under the limiter key `key`: `Ok(false)` when wrong, an error
-    /// when the key is (or just became) locked out.
+    /// Verifies a secret of `account` presented from `ip` under the brute-force guard:
+    /// `Ok(false)` when wrong, an error when the account is (or just became) locked for
+    /// that address.
     pub(crate) async fn check_secret(
         &self,
-        key: &str,
+        account: &str,
+        ip: Option<IpAddr>,
         secret: String,
         hash: String,
     ) -> Result<bool, OAuthError> {
-        let now = self.inner.clock.now();
-        if let Err(retry_after) = self.inner.limiter.check(key, now) {
+        let guard = &self.inner.guard;
+        if let Err(retry_after) = guard.check(account, ip) {
             return Err(OAuthError::TooManyAttempts { retry_after });
         }
         if verify_secret_blocking(secret, hash).await {
-            self.inner.limiter.success(key);
+            guard.success(account, ip);
             return Ok(true);
         }
-        tracing::info!(key = ?key, "failed authentication");
-        match self.inner.limiter.failure(key, self.inner.clock.now()) {
+        tracing::info!(account = ?account, ip = ?ip, "failed authentication");
+        match guard.failure(account, ip) {
             Some(retry_after) => Err(OAuthError::TooManyAttempts { retry_after }),
             None => Ok(false),
         }

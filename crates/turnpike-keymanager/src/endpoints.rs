@@ -15,7 +15,7 @@ use crate::error::{no_store, OAuthError};
 use crate::secret::token_hash;
 use crate::store::{ClientRecord, Grant};
 use crate::token::{revoked, AccessClaims};
-use crate::KeyManager;
+use crate::{KeyManager, PeerIp};
 
 fn ok_json<T: Serialize>(body: T) -> Response {
     let mut resp = Json(body).into_response();
@@ -25,15 +25,16 @@ fn ok_json<T: Serialize>(body: T) -> Response {
 
 pub(crate) async fn token(
     State(km): State<KeyManager>,
+    PeerIp(ip): PeerIp,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
     let form = Form::parse(&headers, &body)?;
-    let client = km.authenticate_client(&headers, &form).await?;
+    let client = km.authenticate_client(&headers, &form, ip).await?;
     let resp = if form.get("grant_type") == Some("authorization_code") {
         km.exchange_code(&client, &form).await?
     } else {
-        km.grant(&client, &form).await?
+        km.grant(&client, &form, ip).await?
     };
     Ok(ok_json(resp))
 }
@@ -120,11 +121,12 @@ fn opaque_claims(iss: &str, client: &ClientRecord, o: crate::store::OpaqueRecord
 /// refused with `unauthorized_client`. Revoking a refresh token revokes its family.
 pub(crate) async fn revoke(
     State(km): State<KeyManager>,
+    PeerIp(ip): PeerIp,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
     let form = Form::parse(&headers, &body)?;
-    let client = km.authenticate_client(&headers, &form).await?;
+    let client = km.authenticate_client(&headers, &form, ip).await?;
     let token = form
         .get("token")
         .ok_or(OAuthError::InvalidRequest("token is required"))?;
@@ -164,11 +166,12 @@ struct Introspection {
 /// gateways) see any token, others only their own. Revoked or expired is `active: false`.
 pub(crate) async fn introspect(
     State(km): State<KeyManager>,
+    PeerIp(ip): PeerIp,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
     let form = Form::parse(&headers, &body)?;
-    let caller = km.authenticate_client(&headers, &form).await?;
+    let caller = km.authenticate_client(&headers, &form, ip).await?;
     let token = form
         .get("token")
         .ok_or(OAuthError::InvalidRequest("token is required"))?;

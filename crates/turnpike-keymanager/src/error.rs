@@ -27,6 +27,9 @@ pub enum OAuthError {
     InvalidScope(String),
     #[error("unsupported_token_type")]
     UnsupportedTokenType,
+    /// The store is down or full: 503 `temporarily_unavailable` with `Retry-After`.
+    #[error("temporarily_unavailable: {0}")]
+    Unavailable(String),
     /// A store or signing failure: logged with its cause, answered as `server_error`.
     #[error("server_error: {0}")]
     Server(String),
@@ -52,6 +55,7 @@ impl OAuthError {
             Self::InvalidScope(_) => ("invalid_scope", StatusCode::BAD_REQUEST),
             Self::UnsupportedTokenType => ("unsupported_token_type", StatusCode::BAD_REQUEST),
             Self::Server(_) => ("server_error", StatusCode::INTERNAL_SERVER_ERROR),
+            Self::Unavailable(_) => ("temporarily_unavailable", StatusCode::SERVICE_UNAVAILABLE),
         }
     }
 
@@ -70,13 +74,19 @@ impl OAuthError {
             }
             Self::UnsupportedTokenType => None,
             Self::Server(_) => Some("internal error"),
+            Self::Unavailable(_) => {
+                Some("the authorization server's store is unavailable; retry shortly")
+            }
         }
     }
 }
 
 impl From<crate::store::StoreError> for OAuthError {
     fn from(e: crate::store::StoreError) -> Self {
-        Self::Server(e.to_string())
+        match e.unavailable {
+            true => Self::Unavailable(e.to_string()),
+            false => Self::Server(e.to_string()),
+        }
     }
 }
 
@@ -95,7 +105,7 @@ pub(crate) fn no_store(resp: &mut Response) {
 
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
-        if let Self::Server(detail) = &self {
+        if let Self::Server(detail) | Self::Unavailable(detail) = &self {
             tracing::error!(error = %detail, "oauth2 endpoint failed");
         }
         let (code, status) = self.code_and_status();
@@ -116,6 +126,10 @@ impl IntoResponse for OAuthError {
                 if let Ok(v) = HeaderValue::from_str(&retry_after.to_string()) {
                     resp.headers_mut().insert(header::RETRY_AFTER, v);
                 }
+            }
+            Self::Unavailable(_) => {
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
             _ => {}
         }

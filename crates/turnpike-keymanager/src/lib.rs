@@ -19,6 +19,7 @@ mod keys;
 mod limiter;
 mod login_page;
 mod memory;
+mod peer;
 mod secret;
 mod store;
 mod token;
@@ -39,7 +40,9 @@ pub const PORTAL_CLIENT_ID: &str = "turnpike-ui";
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::OAuthError;
 pub use keys::{Jwk, Jwks, KeyError};
+pub use limiter::{user_account, BruteForcePolicy, PasswordGuard};
 pub use memory::MemoryStore;
+pub use peer::PeerIp;
 pub use secret::{hash_secret, hash_secret_for_tests, random_token, token_hash, verify_secret};
 pub use store::{
     ClientRecord, ClientStore, Grant, GrantType, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,
@@ -49,7 +52,6 @@ pub use token::AccessClaims;
 pub use verify::{KeyInfo, TokenRejection, VerifyError};
 
 use keys::KeyRing;
-use limiter::FailureLimiter;
 
 /// Server settings. Per-application lifetimes live on [`ClientRecord`].
 #[derive(Debug, Clone)]
@@ -62,11 +64,9 @@ pub struct KeyManagerConfig {
     /// Caps any application's access-token lifetime; also how long a retired signing key
     /// stays in the JWKS.
     pub max_access_ttl: Duration,
-    /// Failed client (or user) authentications allowed per `failure_window`...
-    pub max_failures: u32,
-    pub failure_window: Duration,
-    /// ...before the id is locked for this long (429 with `Retry-After`).
-    pub lockout: Duration,
+    /// Brute-force limits on client secrets and user passwords (by account and client
+    /// address, `limiter.rs`); ignored by [`KeyManager::with_guard`], whose guard has its own.
+    pub brute_force: BruteForcePolicy,
     /// Client ids that authenticate with `client_id` alone (RFC 6749 §2.1 public clients,
     /// e.g. a command-line tool that cannot keep a secret). Give them only the password
     /// and refresh_token grants: the user's password is the credential.
@@ -85,9 +85,7 @@ impl KeyManagerConfig {
             audience: vec!["turnpike".into()],
             signing_alg: SigningAlg::ES256,
             max_access_ttl: Duration::from_secs(24 * 3600),
-            max_failures: 10,
-            failure_window: Duration::from_secs(60),
-            lockout: Duration::from_secs(60),
+            brute_force: BruteForcePolicy::default(),
             public_clients: Vec::new(),
             authorize_clients: Vec::new(),
             session_ttl: Duration::from_secs(8 * 3600),
@@ -124,7 +122,8 @@ pub(crate) struct Inner {
     pub(crate) stores: Stores,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) keys: KeyRing,
-    pub(crate) limiter: FailureLimiter,
+    /// Shared with the control plane's HTTP Basic check: one count per account.
+    pub(crate) guard: Arc<PasswordGuard>,
     /// Bumped after every revocation: the control plane publishes a snapshot on change.
     pub(crate) revocations: tokio::sync::watch::Sender<u64>,
     /// Authorization codes and login sessions (`authorize.rs`).
@@ -144,19 +143,29 @@ impl KeyManager {
         stores: Stores,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, StartError> {
+        let guard = Arc::new(PasswordGuard::new(
+            config.brute_force.clone(),
+            clock.clone(),
+        ));
+        Self::with_guard(config, stores, clock, guard).await
+    }
+
+    /// [`KeyManager::new`] counting failed authentications in `guard`, which the caller
+    /// shares with its other password checks (the control plane's HTTP Basic).
+    pub async fn with_guard(
+        config: KeyManagerConfig,
+        stores: Stores,
+        clock: Arc<dyn Clock>,
+        guard: Arc<PasswordGuard>,
+    ) -> Result<Self, StartError> {
         let keys = KeyRing::open(stores.keys.as_ref(), config.signing_alg, clock.now()).await?;
-        let limiter = FailureLimiter::new(
-            config.max_failures,
-            config.failure_window.as_secs(),
-            config.lockout.as_secs(),
-        );
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 stores,
                 clock,
                 keys,
-                limiter,
+                guard,
                 revocations: tokio::sync::watch::channel(0).0,
                 browser: authorize::BrowserState::default(),
             }),

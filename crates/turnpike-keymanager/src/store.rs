@@ -11,10 +11,32 @@ use serde::{Deserialize, Serialize};
 
 use crate::secret::TokenHash;
 
-/// A store failure. The key manager answers 500 `server_error` and logs the source.
+/// A store failure. The key manager answers 500 `server_error` and logs the source, or
+/// 503 `temporarily_unavailable` with `Retry-After` when the store is down or full
+/// ([`StoreError::unavailable`]): a caller should retry.
 #[derive(Debug, thiserror::Error)]
-#[error("store: {0}")]
-pub struct StoreError(pub String);
+#[error("store: {message}")]
+pub struct StoreError {
+    pub message: String,
+    /// The database is down, unreachable, read-only or full.
+    pub unavailable: bool,
+}
+
+impl StoreError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            unavailable: false,
+        }
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            unavailable: true,
+        }
+    }
+}
 
 /// The OAuth2 grants an application may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -90,6 +90,7 @@ impl KeyManager {
         &self,
         client: &ClientRecord,
         form: &Form,
+        ip: Option<std::net::IpAddr>,
     ) -> Result<TokenResponse, OAuthError> {
         let grant_type = form
             .get("grant_type")
@@ -106,7 +107,7 @@ impl KeyManager {
                 };
                 self.issue(client, grant, None).await
             }
-            Some(GrantType::Password) => self.password(client, form).await,
+            Some(GrantType::Password) => self.password(client, form, ip).await,
             Some(GrantType::RefreshToken) => self.refresh(client, form).await,
             None => Err(OAuthError::UnsupportedGrantType),
         }
@@ -116,6 +117,7 @@ impl KeyManager {
         &self,
         client: &ClientRecord,
         form: &Form,
+        ip: Option<std::net::IpAddr>,
     ) -> Result<TokenResponse, OAuthError> {
         allowed(client, GrantType::Password)?;
         let (Some(username), Some(password)) = (form.get("username"), form.get("password")) else {
@@ -129,8 +131,10 @@ impl KeyManager {
             || crate::clientauth::dummy_hash().to_owned(),
             |u| u.password_hash.clone(),
         );
-        let key = format!("user:{username}");
-        let ok = self.check_secret(&key, password.to_owned(), hash).await?;
+        let account = crate::user_account(username);
+        let ok = self
+            .check_secret(&account, ip, password.to_owned(), hash)
+            .await?;
         let Some(user) = user.filter(|_| ok) else {
             return Err(OAuthError::InvalidGrant(
                 "invalid resource owner credentials",

@@ -92,7 +92,9 @@ impl WriteTx<'_> {
         self.document(api_id, &id).await
     }
 
-    async fn document(&mut self, api_id: &str, id: &str) -> Result<ApiDocument, StoreError> {
+    /// A document as this transaction sees it (a read-modify-write reads here, under the
+    /// writer lock, so no concurrent change is lost).
+    pub async fn document(&mut self, api_id: &str, id: &str) -> Result<ApiDocument, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {COLS} FROM api_documents WHERE api_id = $1 AND id = $2"
         ))

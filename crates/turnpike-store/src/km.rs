@@ -16,12 +16,26 @@ use turnpike_keymanager::{
 };
 
 use crate::oauth::{decode_client, join_words, split_words};
-use crate::Store;
+use crate::{Store, StoreError};
 
 type TokenHash = [u8; 32];
 
-fn err(e: impl std::fmt::Display) -> KmError {
-    KmError(e.to_string())
+/// A key-manager store error; a database outage (down, full, read-only) is marked so
+/// the endpoints answer 503 rather than 500.
+fn err(e: impl std::fmt::Display + 'static) -> KmError {
+    let any = &e as &dyn std::any::Any;
+    let outage = match (
+        any.downcast_ref::<sqlx::Error>(),
+        any.downcast_ref::<StoreError>(),
+    ) {
+        (Some(db), _) => crate::outage::outage_of(db).is_some(),
+        (_, Some(store)) => store.outage().is_some(),
+        _ => false,
+    };
+    match outage {
+        true => KmError::unavailable(e.to_string()),
+        false => KmError::new(e.to_string()),
+    }
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

@@ -20,6 +20,7 @@ mod km;
 mod migrate;
 pub mod model;
 mod oauth;
+mod outage;
 mod settings;
 mod snapshot_reads;
 mod tiers;
@@ -39,6 +40,7 @@ pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use documents::ApiDocument;
 pub use model::*;
 pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};
+pub use outage::{Outage, StoreOptions};
 pub use snapshot_reads::SubscriptionRow;
 pub use users::{PasswordParams, ROLES};
 
@@ -91,6 +93,10 @@ struct Inner {
     writer: Mutex<()>,
     version: watch::Sender<u64>,
     password: PasswordParams,
+    /// SQLite's `max_page_count` for new connections, 0 for none: tests simulate a full
+    /// disk with it (`outage.rs`); only the test harness sets it.
+    #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
+    page_cap: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -118,6 +124,18 @@ impl Store {
 
     /// As [`Store::open`], with explicit password-hashing cost (tests use a cheap one).
     pub async fn open_with(url: &str, password: PasswordParams) -> Result<Store, StoreError> {
+        Self::open_with_options(
+            url,
+            StoreOptions {
+                password,
+                ..StoreOptions::default()
+            },
+        )
+        .await
+    }
+
+    /// As [`Store::open`], with every option.
+    pub async fn open_with_options(url: &str, options: StoreOptions) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
             let sep = if path.contains('?') { '&' } else { '?' };
@@ -133,21 +151,32 @@ impl Store {
             return Err(StoreError::BadUrl(url.to_string()));
         };
         let opts = AnyConnectOptions::from_str(&url)?;
+        let page_cap = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let cap = page_cap.clone();
         let pool = AnyPoolOptions::new()
             .max_connections(match backend {
                 Backend::Sqlite => 4,
                 Backend::Postgres => 8,
             })
+            // A database that is down fails a request in seconds (503), not after
+            // sqlx's default 30 s.
+            .acquire_timeout(options.acquire_timeout)
             .after_connect(move |conn, _meta| {
+                let cap = cap.load(std::sync::atomic::Ordering::Relaxed);
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
                         conn.execute("PRAGMA foreign_keys = ON").await?;
                         conn.execute("PRAGMA busy_timeout = 5000").await?;
                         conn.execute("PRAGMA synchronous = NORMAL").await?;
+                        if cap > 0 {
+                            conn.execute(&*format!("PRAGMA max_page_count = {cap}"))
+                                .await?;
+                        }
                     }
                     Ok(())
                 })
             })
+            .after_release(|conn, _meta| Box::pin(outage::reusable(conn)))
             .connect_with(opts)
             .await?;
         if backend == Backend::Sqlite {
@@ -163,7 +192,8 @@ impl Store {
                 backend,
                 writer: Mutex::new(()),
                 version,
-                password,
+                password: options.password,
+                page_cap,
             }),
         };
         let v = store.current_version().await?;
@@ -200,18 +230,23 @@ impl Store {
     /// Starts the one write transaction of this process; waits for any other to finish.
     pub async fn begin_write(&self) -> Result<WriteTx<'_>, StoreError> {
         let guard = self.inner.writer.lock().await;
-        // SQLite: take the write lock at BEGIN, where the busy timeout applies. A
-        // deferred BEGIN's first write must upgrade its lock and fails at once with
-        // "database is locked" while the connection of a just-dropped write transaction
-        // is still rolling back (sqlx rolls back on drop in the background).
-        let tx = match self.inner.backend {
-            Backend::Sqlite => self.inner.pool.begin_with("BEGIN IMMEDIATE").await?,
-            _ => self.inner.pool.begin().await?,
-        };
+        let tx = self.begin_locked().await?;
         Ok(WriteTx {
             store: self,
             tx,
             _guard: guard,
+        })
+    }
+
+    /// A transaction for a caller holding the writer lock.
+    async fn begin_locked(&self) -> Result<Transaction<'static, Any>, StoreError> {
+        // SQLite: take the write lock at BEGIN, where the busy timeout applies. A
+        // deferred BEGIN's first write must upgrade its lock and fails at once with
+        // "database is locked" while the connection of a just-dropped write transaction
+        // is still rolling back (sqlx rolls back on drop in the background).
+        Ok(match self.inner.backend {
+            Backend::Sqlite => self.inner.pool.begin_with("BEGIN IMMEDIATE").await?,
+            _ => self.inner.pool.begin().await?,
         })
     }
 

@@ -272,6 +272,24 @@ impl WriteTx<'_> {
         decode_client(&row)
     }
 
+    /// The application's client of `key_type` as this transaction sees it (for a
+    /// read-modify-write under the writer lock).
+    pub async fn oauth_client_of(
+        &mut self,
+        application_id: &str,
+        key_type: &str,
+    ) -> Result<OAuthClient, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {CLIENT_COLS} FROM oauth_clients WHERE application_id = $1 AND key_type = $2"
+        ))
+        .bind(application_id)
+        .bind(key_type)
+        .fetch_optional(self.conn())
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("{key_type} keys")))?;
+        decode_client(&row)
+    }
+
     /// Changes the application's client of `key_type` in place (same client id and
     /// secret): grant types, scopes, token format, lifetimes, callback URL.
     pub async fn update_oauth_client(

@@ -15,6 +15,16 @@ impl Store {
 }
 
 impl WriteTx<'_> {
+    /// The setting `key` as this transaction sees it (for a read-modify-write under the
+    /// writer lock).
+    pub async fn setting(&mut self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let text: Option<String> = sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+            .bind(key)
+            .fetch_optional(self.conn())
+            .await?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
     /// Sets (replaces) the setting `key`.
     pub async fn set_setting(
         &mut self,

@@ -170,13 +170,19 @@ impl PgServer {
                 "--no-sync".as_ref(),
             ],
         );
+        server.pg_ctl_start();
+        server
+    }
+
+    fn pg_ctl_start(&self) {
+        let data = self.data_dir();
         let opts = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
-            server.port,
-            server.dir.path().join("sock").display()
+            self.port,
+            self.dir.path().join("sock").display()
         );
-        let log = server.dir.path().join("log");
-        server.run_tool(
+        let log = self.dir.path().join("log");
+        self.run_tool(
             "pg_ctl",
             &[
                 "-D".as_ref(),
@@ -191,7 +197,27 @@ impl PgServer {
                 "start".as_ref(),
             ],
         );
-        server
+    }
+
+    /// Stops the server as an outage would (fast mode: clients are disconnected).
+    pub fn stop(&self) {
+        let data = self.data_dir();
+        self.run_tool(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
+    }
+
+    /// Starts a stopped server again: same port, same data.
+    pub fn start_again(&self) {
+        self.pg_ctl_start();
     }
 
     fn run_tool(&self, tool: &str, args: &[&std::ffi::OsStr]) {

@@ -32,7 +32,8 @@ pub struct Cp {
     pub addr: SocketAddr,
     pub state: AppState,
     pub clock: Option<Arc<ManualClock>>,
-    _dbs: TestDbs,
+    /// The databases' source (the PostgreSQL server, for outage tests).
+    pub dbs: TestDbs,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -61,13 +62,19 @@ async fn control_plane_on(dbs: TestDbs, manual_clock: bool) -> Cp {
     let store = Store::open_with(&url, PasswordParams::insecure_fast())
         .await
         .expect("store");
-    let state = AppState::new(
+    let manual = manual_clock.then(|| Arc::new(ManualClock::new(SystemClock.now())));
+    let clock: Arc<dyn Clock> = match &manual {
+        Some(m) => m.clone(),
+        None => Arc::new(SystemClock),
+    };
+    let state = AppState::with_clock(
         store,
         AdminConfig {
             gateway_token: GW_TOKEN.into(),
             long_poll: std::time::Duration::from_secs(5),
             body_limit: 64 * 1024,
         },
+        clock.clone(),
     );
     for (name, role) in [
         ("admin", "admin"),
@@ -83,11 +90,6 @@ async fn control_plane_on(dbs: TestDbs, manual_clock: bool) -> Cp {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let manual = manual_clock.then(|| Arc::new(ManualClock::new(SystemClock.now())));
-    let clock: Arc<dyn Clock> = match &manual {
-        Some(m) => m.clone(),
-        None => Arc::new(SystemClock),
-    };
     turnpike_admin::security::enable_with_clock(&state, &format!("http://{addr}"), clock)
         .await
         .expect("key manager");
@@ -99,7 +101,7 @@ async fn control_plane_on(dbs: TestDbs, manual_clock: bool) -> Cp {
         addr,
         state,
         clock: manual,
-        _dbs: dbs,
+        dbs,
         stop: Some(stop),
     }
 }
