@@ -93,6 +93,9 @@ struct Inner {
     writer: Mutex<()>,
     version: watch::Sender<u64>,
     password: PasswordParams,
+    /// A hash of no one's password with `password`'s cost, verified for unknown users so
+    /// that they take as long as known ones (no user enumeration by timing).
+    dummy_hash: tokio::sync::OnceCell<String>,
     /// SQLite's `max_page_count` for new connections, 0 for none: tests simulate a full
     /// disk with it (`outage.rs`); only the test harness sets it.
     #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
@@ -193,6 +196,7 @@ impl Store {
                 writer: Mutex::new(()),
                 version,
                 password: options.password,
+                dummy_hash: tokio::sync::OnceCell::new(),
                 page_cap,
             }),
         };

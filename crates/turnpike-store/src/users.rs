@@ -59,8 +59,10 @@ impl Store {
                 .bind(name)
                 .fetch_optional(self.pool())
                 .await?;
-        let Some(row) = row else { return Ok(None) };
-        let hash: String = row.try_get("password_hash")?;
+        let (known, hash) = match row {
+            Some(row) => (true, row.try_get::<String, _>("password_hash")?),
+            None => (false, self.dummy_hash().await?.to_owned()),
+        };
         let params = self.password_params().clone();
         let password = password.to_string();
         // argon2 is CPU-bound for tens of milliseconds: keep it off the async workers.
@@ -75,10 +77,19 @@ impl Store {
         })
         .await
         .unwrap_or(false);
-        if !ok {
+        if !ok || !known {
             return Ok(None);
         }
         Ok(Some(self.user(name).await?.roles))
+    }
+
+    /// The hash an unknown user's password is checked against (made once per store).
+    async fn dummy_hash(&self) -> Result<&str, StoreError> {
+        self.inner
+            .dummy_hash
+            .get_or_try_init(|| self.hash_password("turnpike: no such user"))
+            .await
+            .map(String::as_str)
     }
 
     pub async fn user(&self, name: &str) -> Result<User, StoreError> {
@@ -290,5 +301,25 @@ impl WriteTx<'_> {
             return Err(StoreError::NotFound(format!("user {name}")));
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "test-support"))]
+mod tests {
+    use crate::testing::TestDbs;
+    use crate::{PasswordParams, Store};
+
+    /// An unknown user's password goes through argon2 as a known user's does (against
+    /// the store's dummy hash), so the answer's timing does not say who exists.
+    #[tokio::test]
+    async fn an_unknown_user_is_checked_against_a_hash_too() {
+        let dbs = TestDbs::sqlite();
+        let store = Store::open_with(&dbs.fresh_url().await, PasswordParams::insecure_fast())
+            .await
+            .expect("open");
+        assert!(!store.inner.dummy_hash.initialized());
+        assert_eq!(store.verify_password("nobody", "x").await.expect("verify"), None);
+        let dummy = store.inner.dummy_hash.get().expect("the dummy hash was made and used");
+        assert!(dummy.starts_with("$argon2id$"), "{dummy}");
     }
 }
