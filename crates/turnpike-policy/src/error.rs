@@ -91,6 +91,13 @@ pub enum ErrorKind {
     /// The body's content type is not what the API's transformation reads, and the
     /// transformation refuses other content.
     UnsupportedMediaType,
+    /// No snapshot loaded yet (a follower that has not reached its control plane and has
+    /// none saved on disk): answered instead of 404, with `Retry-After`, so a missing
+    /// configuration is never mistaken for a deleted API.
+    NotReady,
+    /// The snapshot is older than `--max-snapshot-age` (the control plane unreachable
+    /// meanwhile): it can no longer vouch that a credential is still good.
+    SnapshotStale,
 }
 
 /// One row of the table: status, stable code, default client message, blame, retryable.
@@ -404,6 +411,20 @@ impl ErrorKind {
                 "this API does not accept a body of this content type",
                 Client,
                 false,
+            ),
+            NotReady => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                "the gateway has no configuration yet; retry shortly",
+                Blame::Internal,
+                true,
+            ),
+            SnapshotStale => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "snapshot_stale",
+                "the gateway cannot reach its control plane to vouch for credentials; retry later",
+                Blame::Internal,
+                true,
             ),
         }
     }
