@@ -154,7 +154,10 @@ impl Spool {
         self.entries.make_contiguous().sort_by_key(|e| e.seq);
         self.bytes = self.entries.iter().map(|e| e.len).sum();
         if !self.entries.is_empty() {
-            tracing::info!(shipments = self.entries.len(), "analytics: shipments left by the previous run will be sent");
+            tracing::info!(
+                shipments = self.entries.len(),
+                "analytics: shipments left by the previous run will be sent"
+            );
         }
         self.update_gauges();
     }
@@ -265,7 +268,9 @@ impl Spool {
         self.stats
             .waiting_requests
             .store(requests, Ordering::Relaxed);
-        self.stats.waiting_bytes.store(self.bytes, Ordering::Relaxed);
+        self.stats
+            .waiting_bytes
+            .store(self.bytes, Ordering::Relaxed);
     }
 }
 

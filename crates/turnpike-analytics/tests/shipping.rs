@@ -81,7 +81,10 @@ impl ControlPlane {
             .iter()
             .map(|r| r["api_name"].as_str().unwrap_or("").to_owned())
             .collect();
-        let requests = rows.iter().map(|r| r["requests"].as_u64().unwrap_or(0)).sum();
+        let requests = rows
+            .iter()
+            .map(|r| r["requests"].as_u64().unwrap_or(0))
+            .sum();
         (names, requests)
     }
 }
@@ -111,7 +114,9 @@ async fn shipments_made_during_an_outage_all_arrive_in_order_once_it_answers() {
     let mut sink = ShipSink::new(&cp.url, "t");
     let stats = sink.spool_stats();
     for i in 0..20 {
-        sink.write_rollups(&[row(i)]).await.expect("kept, not failed");
+        sink.write_rollups(&[row(i)])
+            .await
+            .expect("kept, not failed");
     }
     assert_eq!(cp.received().0.len(), 0, "the control plane is down");
     assert_eq!(stats.waiting_requests.load(Ordering::Relaxed), 210);
@@ -155,7 +160,10 @@ async fn on_disk_the_backlog_survives_a_gateway_restart() {
 
     cp.up.store(true, Ordering::SeqCst);
     let mut again = ShipSink::new(&cp.url, "t").with_spool(settings);
-    assert_eq!(again.spool_stats().waiting_requests.load(Ordering::Relaxed), 15);
+    assert_eq!(
+        again.spool_stats().waiting_requests.load(Ordering::Relaxed),
+        15
+    );
     again.flush().await.expect("sent");
     assert_eq!(cp.received().0, names(0..5));
     let left = std::fs::read_dir(dir.path().join("analytics-spool"))

@@ -187,7 +187,8 @@ async fn a_file_caught_half_written_is_not_loaded_until_it_settles() {
             tokio::time::sleep(Duration::from_millis(120)).await;
             f.write_all(b"# still writing\n").expect("piece");
         }
-        f.write_all(format!("{b}{c}").as_bytes()).expect("last piece");
+        f.write_all(format!("{b}{c}").as_bytes())
+            .expect("last piece");
     });
     let client = client();
     let mut wrong = 0;
@@ -205,7 +206,10 @@ async fn a_file_caught_half_written_is_not_loaded_until_it_settles() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     watcher.abort();
-    assert_eq!(wrong, 0, "the half-written file was loaded: /b/v1 answered non-200");
+    assert_eq!(
+        wrong, 0,
+        "the half-written file was loaded: /b/v1 answered non-200"
+    );
 }
 
 #[tokio::test]

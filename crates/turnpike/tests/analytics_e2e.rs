@@ -323,7 +323,15 @@ fn analytics_made_while_the_control_plane_is_down_arrive_once_it_is_back() {
     let db = format!("sqlite://{}", dir.path().join("turnpike.db").display());
     let control_plane = |port: &str| {
         support::start_env(
-            &["control-plane", "--database", &db, "--port", port, "--gateway-token", TOKEN],
+            &[
+                "control-plane",
+                "--database",
+                &db,
+                "--port",
+                port,
+                "--gateway-token",
+                TOKEN,
+            ],
             &[("TURNPIKE_ADMIN_PASSWORD", PASSWORD)],
             "control plane listening on http://",
         )
@@ -333,9 +341,21 @@ fn analytics_made_while_the_control_plane_is_down_arrive_once_it_is_back() {
     let data = dir.path().join("gw");
     let (_gw, found) = support::start_printing(
         &[
-            "gateway", "--control-plane", &format!("http://{cp}"), "--gateway-token", TOKEN,
-            "--http-port", "0", "--https-port", "off", "--metrics-addr", "127.0.0.1:0",
-            "--analytics-interval", "0.3", "--data-dir", data.to_str().expect("utf-8 path"),
+            "gateway",
+            "--control-plane",
+            &format!("http://{cp}"),
+            "--gateway-token",
+            TOKEN,
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--analytics-interval",
+            "0.3",
+            "--data-dir",
+            data.to_str().expect("utf-8 path"),
         ],
         &[],
         &["gateway metrics on http://", "gateway listening on http://"],
@@ -350,13 +370,22 @@ fn analytics_made_while_the_control_plane_is_down_arrive_once_it_is_back() {
     std::fs::write(&file, yaml).expect("write apis file");
     let out = Command::new(BIN)
         .args(["apply", "-f", file.to_str().expect("utf-8 path")])
-        .args(["--control-plane", &format!("http://{cp}"), "--user", "admin"])
+        .args([
+            "--control-plane",
+            &format!("http://{cp}"),
+            "--user",
+            "admin",
+        ])
         .env("TURNPIKE_PASSWORD", PASSWORD)
         .env("TURNPIKE_LOG", "warn")
         .output()
         .expect("run turnpike apply");
     assert!(out.status.success(), "apply failed: {out:?}");
-    support::wait_for_status(&format!("http://{gw}/kept/v1/x"), 200, Duration::from_secs(15));
+    support::wait_for_status(
+        &format!("http://{gw}/kept/v1/x"),
+        200,
+        Duration::from_secs(15),
+    );
 
     let requests = |cp: &str| {
         let url = format!("http://{cp}/api/am/admin/v1/analytics/summary");

@@ -207,7 +207,11 @@ fn a_restarted_follower_answers_its_very_first_request_from_the_saved_snapshot()
         ));
     }
     apply_yaml(&dir.path().join("apis.yaml"), &cp, &yaml);
-    wait_for_status(&format!("http://{gw}/a149/v1/x"), 200, Duration::from_secs(30));
+    wait_for_status(
+        &format!("http://{gw}/a149/v1/x"),
+        200,
+        Duration::from_secs(30),
+    );
     wait_until("the snapshot saved on disk", || {
         std::fs::read_to_string(data.join("snapshot.json")).is_ok_and(|t| t.contains("/a149"))
     });
@@ -231,7 +235,11 @@ fn a_restarted_follower_answers_its_very_first_request_from_the_saved_snapshot()
     let statuses = hammer.join().expect("hammer");
     assert_eq!(statuses.len(), 200, "the restarted gateway never answered");
     let wrong: Vec<_> = statuses.iter().filter(|s| **s != 200).collect();
-    assert!(wrong.is_empty(), "{} of 200 answers not 200: {wrong:?}", wrong.len());
+    assert!(
+        wrong.is_empty(),
+        "{} of 200 answers not 200: {wrong:?}",
+        wrong.len()
+    );
 }
 
 /// Past `--max-snapshot-age` without word from the control plane, the snapshot cannot
@@ -255,20 +263,44 @@ fn past_the_maximum_snapshot_age_credentials_are_refused_and_open_resources_serv
          - {{ path: \"/*\", methods: [GET] }}\n"
     );
     apply_yaml(&dir.path().join("apis.yaml"), &cp, &yaml);
-    wait_for_status(&format!("http://{gw}/open/v1/x"), 200, Duration::from_secs(15));
-    wait_for_status(&format!("http://{gw}/locked/v1/x"), 401, Duration::from_secs(15));
+    wait_for_status(
+        &format!("http://{gw}/open/v1/x"),
+        200,
+        Duration::from_secs(15),
+    );
+    wait_for_status(
+        &format!("http://{gw}/locked/v1/x"),
+        401,
+        Duration::from_secs(15),
+    );
     // Fresh for longer than the age: the long-poll confirms it meanwhile.
     std::thread::sleep(Duration::from_secs(5));
-    assert_eq!(get(&format!("http://{gw}/locked/v1/x")).0, 401, "still fresh");
+    assert_eq!(
+        get(&format!("http://{gw}/locked/v1/x")).0,
+        401,
+        "still fresh"
+    );
 
     let cp_port = cp.rsplit(':').next().expect("port").to_owned();
     drop(cp_proc);
-    wait_for_status(&format!("http://{gw}/locked/v1/x"), 503, Duration::from_secs(15));
+    wait_for_status(
+        &format!("http://{gw}/locked/v1/x"),
+        503,
+        Duration::from_secs(15),
+    );
     let (_, body) = get(&format!("http://{gw}/locked/v1/x"));
     assert!(body.contains("\"code\":\"snapshot_stale\""), "{body}");
-    assert_eq!(get(&format!("http://{gw}/locked/v1/health")).0, 200, "open resource");
+    assert_eq!(
+        get(&format!("http://{gw}/locked/v1/health")).0,
+        200,
+        "open resource"
+    );
     assert_eq!(get(&format!("http://{gw}/open/v1/x")).0, 200, "open API");
 
     let (_cp, _) = control_plane(dir.path(), &cp_port);
-    wait_for_status(&format!("http://{gw}/locked/v1/x"), 401, Duration::from_secs(15));
+    wait_for_status(
+        &format!("http://{gw}/locked/v1/x"),
+        401,
+        Duration::from_secs(15),
+    );
 }
