@@ -365,7 +365,7 @@ fn analytics_made_while_the_control_plane_is_down_arrive_once_it_is_back() {
     let yaml = format!(
         "apis:\n  - name: kept\n    context: /kept\n    version: v1\n    \
          endpoints: [\"http://{echo}\"]\n    resources:\n      \
-         - {{ path: \"/*\", methods: [GET] }}\n"
+         - {{ path: \"/*\", methods: [GET, POST] }}\n"
     );
     std::fs::write(&file, yaml).expect("write apis file");
     let out = Command::new(BIN)

@@ -203,7 +203,7 @@ fn a_restarted_follower_answers_its_very_first_request_from_the_saved_snapshot()
         yaml.push_str(&format!(
             "  - name: a{i}\n    context: /a{i}\n    version: v1\n    \
              endpoints: [\"http://{echo}\"]\n    resources:\n      \
-             - {{ path: \"/*\", methods: [GET] }}\n"
+             - {{ path: \"/*\", methods: [GET, POST] }}\n"
         ));
     }
     apply_yaml(&dir.path().join("apis.yaml"), &cp, &yaml);
@@ -256,11 +256,11 @@ fn past_the_maximum_snapshot_age_credentials_are_refused_and_open_resources_serv
     let yaml = format!(
         "apis:\n  - name: open\n    context: /open\n    version: v1\n    \
          endpoints: [\"http://{echo}\"]\n    resources:\n      \
-         - {{ path: \"/*\", methods: [GET] }}\n  \
+         - {{ path: \"/*\", methods: [GET, POST] }}\n  \
          - name: locked\n    context: /locked\n    version: v1\n    \
          endpoints: [\"http://{echo}\"]\n    auth: {{ api_key: true }}\n    \
          resources:\n      - {{ path: \"/health\", methods: [GET], auth: none }}\n      \
-         - {{ path: \"/*\", methods: [GET] }}\n"
+         - {{ path: \"/*\", methods: [GET, POST] }}\n"
     );
     apply_yaml(&dir.path().join("apis.yaml"), &cp, &yaml);
     wait_for_status(
