@@ -102,7 +102,8 @@ start_gw() { # name
   TURNPIKE_LOG=warn "$bin" gateway --control-plane "http://127.0.0.1:$cp_port" \
     --gateway-token "$token" --gateway-id "$1" --http-port "${gw_port[$1]}" --https-port off \
     --metrics-addr "127.0.0.1:${mgmt_port[$1]}" --data-dir "$work/$1" \
-    --redis "redis://127.0.0.1:$redis_port/" --drain-delay 3 >>"$work/$1.log" 2>&1 &
+    --redis "redis://127.0.0.1:$redis_port/" --drain-delay 3 \
+    --max-connections-per-ip 0 >>"$work/$1.log" 2>&1 &  # behind HAProxy: one address
   pid[$1]=$!; wait_port "${gw_port[$1]}"
 }
 for g in gw1 gw2 gw3; do start_gw "$g"; done

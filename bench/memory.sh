@@ -67,6 +67,7 @@ start_gateway() { # -> sets gw
     --http-port "$http_port" --https-port "$https_port" --data-dir "$work/data" \
     --header-read-timeout 600 --idle-timeout 600 --park-idle-after "$park" \
     --metrics-addr "127.0.0.1:$metrics_port" --max-upstream-connections 0 \
+    --max-connections-per-ip 0 \
     >>"$work/gw.log" 2>&1 &
   gw=$!; pids+=($gw)
   wait_port "$http_port"; wait_port "$https_port"

@@ -10,7 +10,8 @@
 //!   batches, or per-minute rollups summed in the gateway by [`aggregate`].
 //! * [`sink`]: JSON lines to a file (DB-less; [`json_line`] writes each event; or one
 //!   rollup row a line), [`ship`]: rollups POSTed to the control plane's ingest endpoint
-//!   with the gateway token.
+//!   with the gateway token; [`spool`] keeps what it could not ship, bounded, until the
+//!   control plane answers again.
 //! * [`hist`] and [`rollup`]: per-minute rollups keyed by API, resource, application,
 //!   status class, outcome and gateway, with mergeable latency histograms, which the
 //!   store keeps and the control plane's analytics API reads.
@@ -26,6 +27,7 @@ pub mod pipeline;
 pub mod rollup;
 pub mod ship;
 pub mod sink;
+pub mod spool;
 pub mod time;
 pub mod wso2;
 
@@ -34,3 +36,4 @@ pub use hist::Hist;
 pub use pipeline::{Analytics, PipelineSettings, Stats};
 pub use rollup::{Rollup, RollupKey};
 pub use sink::{EventFormat, FileFormat, JsonLinesSink, Sink, SinkError, Takes};
+pub use spool::{SpoolSettings, SpoolStats};

@@ -77,6 +77,8 @@ struct Shared {
     written: AtomicU64,
     failed: AtomicU64,
     stop: Notify,
+    /// The sink's backlog while its destination is away (shipping only).
+    spool: Option<Arc<crate::spool::SpoolStats>>,
 }
 
 /// One thread's sums and the wall clock its requests' minutes are read with (renewed by
@@ -126,6 +128,7 @@ impl Analytics {
             written: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             stop: Notify::new(),
+            spool: sink.spool_stats(),
         });
         let task = match sink.takes() {
             Takes::Events => tokio::spawn(drain(shared.clone(), settings, sink)),
@@ -182,6 +185,9 @@ impl Analytics {
             "# HELP turnpike_analytics_queue_length Analytics events waiting to be written\n# TYPE turnpike_analytics_queue_length gauge\nturnpike_analytics_queue_length {}",
             s.queued
         );
+        if let Some(spool) = &self.shared.spool {
+            spool.render_metrics(out);
+        }
     }
 }
 
@@ -294,7 +300,12 @@ async fn drain_rollups(shared: Arc<Shared>, settings: PipelineSettings, mut sink
                     n += k;
                 }
             }
-            if n > 0 {
+            if n == 0 {
+                // Nothing new: a backlog (the control plane was away) still goes out.
+                if let Err(e) = sink.flush().await {
+                    tracing::debug!(error = %e, "analytics: backlog not sent yet");
+                }
+            } else {
                 let rows = crate::rollup::compact(&rows, crate::rollup::MINUTE);
                 match sink.write_rollups(&rows).await {
                     Ok(()) => shared.written.fetch_add(n, Ordering::Relaxed),

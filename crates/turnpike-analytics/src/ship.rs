@@ -1,8 +1,10 @@
 //! Shipping to the control plane: the gateway's per-minute rollup rows are POSTed as
 //! JSON (`{"rollups":[...]}`) to `{control plane}/api/am/gateway/v1/analytics` with the
 //! gateway token every shipping interval, and added to the store's rows. The endpoint
-//! also takes raw events (`{"events":[...]}`), which it rolls up itself. A failed POST is
-//! retried twice; then the batch counts as failed (the gateway keeps serving).
+//! also takes raw events (`{"events":[...]}`), which it rolls up itself. A shipment whose
+//! POST fails waits in the [`Spool`] (bounded in age and bytes, on disk under the data
+//! dir when one is given) and is sent, oldest first, when the control plane answers
+//! again: at the next shipping interval, before anything newer, so the order holds.
 
 use std::time::Duration;
 
@@ -12,9 +14,12 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use crate::event::Event;
 use crate::rollup::Row;
 use crate::sink::{Sink, SinkError, Takes};
+use crate::spool::{Spool, SpoolSettings, SpoolStats};
 
 /// The ingest endpoint's path on the control plane.
 pub const INGEST_PATH: &str = "/api/am/gateway/v1/analytics";
@@ -34,6 +39,7 @@ pub struct ShipSink {
     token: String,
     client: Client<HttpConnector, Full<Bytes>>,
     timeout: Duration,
+    spool: Spool,
 }
 
 impl ShipSink {
@@ -44,7 +50,21 @@ impl ShipSink {
             token: token.to_string(),
             client: Client::builder(TokioExecutor::new()).build_http(),
             timeout: Duration::from_secs(10),
+            spool: Spool::open(SpoolSettings::default()),
         }
+    }
+
+    /// Where and how long shipments wait while the control plane is unreachable
+    /// (default: in memory, 10 minutes, 64 MiB). A directory's leftovers from a previous
+    /// run are sent first.
+    pub fn with_spool(mut self, settings: SpoolSettings) -> ShipSink {
+        self.spool = Spool::open(settings);
+        self
+    }
+
+    /// What the spool holds and dropped.
+    pub fn spool_stats(&self) -> Arc<SpoolStats> {
+        self.spool.stats()
     }
 
     async fn post(&self, body: Bytes) -> Result<(), SinkError> {
@@ -67,19 +87,36 @@ impl ShipSink {
         }
     }
 
-    /// POSTs `body`, trying three times.
-    async fn send(&self, body: Bytes) -> Result<(), SinkError> {
-        let mut last = None;
-        for attempt in 0..3u32 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
-            }
+    /// Ships `body` (summing `requests`): straight away when nothing waits, else behind
+    /// what waits. Not delivered now, it waits in the spool: only the spool's bounds
+    /// drop analytics, so this never fails.
+    async fn send(&mut self, body: Bytes, requests: u64) -> Result<(), SinkError> {
+        if self.spool.is_empty() {
             match self.post(body.clone()).await {
                 Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, requests, "analytics: control plane unreachable; shipments wait in the spool");
+                }
+            }
+            self.spool.push(body, requests).await;
+            return Ok(());
+        }
+        self.spool.push(body, requests).await;
+        let _ = self.flush_spool().await;
+        Ok(())
+    }
+
+    /// Sends what waits, oldest first, until the control plane fails again.
+    async fn flush_spool(&mut self) -> Result<(), SinkError> {
+        self.spool.expire().await;
+        while let Some(body) = self.spool.front().await {
+            self.post(body).await?;
+            self.spool.delivered().await;
+            if self.spool.is_empty() {
+                tracing::info!("analytics: the spooled shipments reached the control plane");
             }
         }
-        Err(last.unwrap_or_else(|| SinkError::Other("not sent".into())))
+        Ok(())
     }
 }
 
@@ -88,6 +125,17 @@ impl Sink for ShipSink {
     /// The store keeps rollups only: the gateway makes them.
     fn takes(&self) -> Takes {
         Takes::Rollups
+    }
+
+    fn spool_stats(&self) -> Option<Arc<SpoolStats>> {
+        Some(self.spool.stats())
+    }
+
+    async fn flush(&mut self) -> Result<(), SinkError> {
+        if self.spool.is_empty() {
+            return Ok(());
+        }
+        self.flush_spool().await
     }
 
     async fn write_rollups(&mut self, rows: &[Row]) -> Result<(), SinkError> {
@@ -99,7 +147,8 @@ impl Sink for ShipSink {
         for chunk in rows.chunks(1_000) {
             let body = serde_json::to_vec(&Rows { rollups: chunk })
                 .map_err(|e| SinkError::Other(format!("rollups: {e}")))?;
-            self.send(Bytes::from(body)).await?;
+            let requests = chunk.iter().map(|r| r.sums.requests).sum();
+            self.send(Bytes::from(body), requests).await?;
         }
         Ok(())
     }
@@ -116,6 +165,6 @@ impl Sink for ShipSink {
             crate::json_line::write(e, &mut body);
         }
         body.extend_from_slice(b"]}");
-        self.send(Bytes::from(body)).await
+        self.send(Bytes::from(body), batch.len() as u64).await
     }
 }

@@ -37,6 +37,17 @@ pub trait Sink: Send + 'static {
 
     async fn write(&mut self, batch: &[Event]) -> Result<(), SinkError>;
 
+    /// Called at every shipping interval with nothing new to write (and at shutdown): a
+    /// sink holding a backlog (the control plane's spool) sends it.
+    async fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    /// What the sink keeps waiting and dropped, for `/metrics` (shipping only).
+    fn spool_stats(&self) -> Option<std::sync::Arc<crate::spool::SpoolStats>> {
+        None
+    }
+
     /// Called instead of [`Sink::write`] when [`Sink::takes`] says rollups.
     async fn write_rollups(&mut self, rows: &[Row]) -> Result<(), SinkError> {
         let _ = rows;

@@ -1,17 +1,27 @@
 //! Client connection caps, applied at accept: one for the whole gateway (below the
 //! file-descriptor limit, so `accept` never fails for lack of descriptors and upstream
-//! connections still find some) and one per client IP (off by default: behind a balancer
-//! every connection comes from the balancer). A connection over a cap gets a clear answer
+//! connections still find some) and one per client IP (by default a quarter of the
+//! global cap, so one address cannot lock everyone out; behind a balancer every
+//! connection comes from the balancer, which is why it can be raised or turned off). A connection over a cap gets a clear answer
 //! on the plain-HTTP port, a JSON `503 too_many_connections` or
 //! `429 too_many_client_connections` from the error table with `Connection: close`, and
 //! is closed; on the TLS port it is closed before the handshake (answering would cost a
 //! handshake). A connection holds its [`ConnPermit`] until it ends. Also raises the
 //! process's open-file limit to its hard limit at start.
+//!
+//! A refusal must stay cheap however many arrive: the answer is a static buffer written
+//! by one non-blocking `write` on the accept loop (a new connection's send buffer is
+//! empty, so it always fits), then the write side is shut. Only then does a small task
+//! linger, at most [`LINGER`], reading what the client sent until it closes, because
+//! closing a socket with unread bytes resets it and a reset can destroy the answer
+//! before the client read it. Past [`MAX_LINGERING`] lingering refusals the answer is
+//! still written, what already arrived is read, and the socket is closed at once.
 
 use std::collections::HashMap;
+use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,8 +31,11 @@ use crate::error::{json_body, ErrorKind};
 
 /// Per-IP counts are sharded so that accepts on many cores rarely meet on one lock.
 const SHARDS: usize = 32;
-/// Refusals being written at once; past this a refused connection is just closed.
-const MAX_REFUSING: usize = 256;
+/// Refused connections lingering at once (a few hundred bytes each); past this a
+/// refused connection gets its answer and is closed without lingering.
+pub const MAX_LINGERING: usize = 16_384;
+/// Longest a refused connection lingers (finishing its answer, waiting for the close).
+pub const LINGER: Duration = Duration::from_secs(1);
 
 /// Which cap refused a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,17 +147,38 @@ impl ConnLimits {
         })
     }
 
-    /// Answers a refused plain-HTTP connection and closes it, off the accept loop.
+    /// Answers a refused plain-HTTP connection and closes it: the answer is written here
+    /// (one non-blocking `write` of a static buffer), the lingering happens off the
+    /// accept loop, bounded in count and time.
     pub fn refuse_http(self: &Arc<Self>, stream: TcpStream, why: Refusal) {
-        if self.refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
+        let Ok(socket) = stream.into_std() else {
+            return;
+        };
+        let answer = refusal_static(why);
+        // Non-blocking (tokio's socket): never waits; a new socket takes it whole.
+        let sent = (&socket).write(answer).unwrap_or(0);
+        if sent == answer.len() {
+            let _ = socket.shutdown(std::net::Shutdown::Write);
+        }
+        if self.refusing.fetch_add(1, Ordering::AcqRel) >= MAX_LINGERING {
             self.refusing.fetch_sub(1, Ordering::AcqRel);
+            discard_arrived(&socket);
             return; // dropped: closed at once
         }
+        let Ok(stream) = TcpStream::from_std(socket) else {
+            self.refusing.fetch_sub(1, Ordering::AcqRel);
+            return;
+        };
         let limits = self.clone();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(2), answer(stream, why)).await;
+            let _ = tokio::time::timeout(LINGER, linger(stream, &answer[sent..])).await;
             limits.refusing.fetch_sub(1, Ordering::AcqRel);
         });
+    }
+
+    /// Refused connections lingering now.
+    pub fn lingering(&self) -> usize {
+        self.refusing.load(Ordering::Relaxed)
     }
 }
 
@@ -200,19 +234,42 @@ pub fn refusal_response(why: Refusal) -> Vec<u8> {
     out
 }
 
-/// Writes the refusal, then reads (and drops) what the client sent until it closes or a
-/// second passes, so that closing does not reset the connection before the client read
-/// the answer.
-async fn answer(mut stream: TcpStream, why: Refusal) {
-    if stream.write_all(&refusal_response(why)).await.is_err() {
-        return;
+/// The answer of each refusal, built once from the table.
+fn refusal_static(why: Refusal) -> &'static [u8] {
+    static TOTAL: OnceLock<Vec<u8>> = OnceLock::new();
+    static PER_IP: OnceLock<Vec<u8>> = OnceLock::new();
+    let cell = match why {
+        Refusal::Total => &TOTAL,
+        Refusal::PerIp => &PER_IP,
+    };
+    cell.get_or_init(|| refusal_response(why))
+}
+
+/// Finishes a refusal whose first `write` did not take it whole, shuts the write side,
+/// then reads (and drops) what the client sent until it closes, so that closing does
+/// not reset the connection before the client read the answer. Holds a small buffer:
+/// thousands of these may wait at once.
+async fn linger(mut stream: TcpStream, rest: &[u8]) {
+    if !rest.is_empty() {
+        if stream.write_all(rest).await.is_err() {
+            return;
+        }
+        let _ = stream.shutdown().await;
     }
-    let _ = stream.shutdown().await;
-    let mut sink = [0u8; 4096];
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
-    })
-    .await;
+    let mut sink = [0u8; 256];
+    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+}
+
+/// Reads (without waiting) what the client already sent, so that the close that follows
+/// sends a FIN behind the answer rather than a reset.
+fn discard_arrived(mut socket: &std::net::TcpStream) {
+    let mut sink = [0u8; 1024];
+    for _ in 0..16 {
+        match socket.read(&mut sink) {
+            Ok(n) if n > 0 => continue,
+            _ => return,
+        }
+    }
 }
 
 /// Raises the soft open-file limit to the hard one (where the OS allows) and returns the
@@ -249,6 +306,13 @@ pub fn default_max_connections(fd_limit: Option<u64>) -> usize {
         Some(n) => usize::try_from(n / 2).unwrap_or(usize::MAX).max(64),
         None => 10_000,
     }
+}
+
+/// The default per-IP cap: a quarter of the global cap (at least 16, at most the
+/// global cap), so that one address (10,000 idle connections from one host, say) cannot
+/// lock every other client out, while a few balancer addresses in front still fit.
+pub fn default_max_connections_per_ip(max_total: usize) -> usize {
+    (max_total / 4).max(16).min(max_total.max(1))
 }
 
 #[cfg(test)]
@@ -289,6 +353,13 @@ mod tests {
         assert_eq!(v["code"], "too_many_connections");
         let per_ip = String::from_utf8(refusal_response(Refusal::PerIp)).expect("ascii");
         assert!(per_ip.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
+    }
+
+    #[test]
+    fn the_default_per_ip_cap_is_a_quarter_of_the_global_one() {
+        assert_eq!(default_max_connections_per_ip(10_000), 2_500);
+        assert_eq!(default_max_connections_per_ip(64), 16);
+        assert_eq!(default_max_connections_per_ip(8), 8);
     }
 
     #[test]

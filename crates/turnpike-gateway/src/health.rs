@@ -3,9 +3,16 @@
 //! loaded (from the file, from the control plane, or from the copy saved on disk) and the
 //! gateway is not draining. A balancer or Kubernetes sends traffic only to a ready
 //! gateway; it restarts only one that is not live.
+//!
+//! Two more facts the request path reads here, each one atomic load on a cold path: with
+//! no snapshot loaded an unrouted request answers `503 not_ready` rather than 404 (a
+//! missing configuration is not a deleted API), and once the snapshot is stale (older
+//! than `--max-snapshot-age` without word from the control plane) a credential is
+//! refused with `503 snapshot_stale`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 /// Why a gateway is not ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +44,7 @@ impl NotReady {
 pub struct Health {
     loaded: AtomicBool,
     draining: AtomicBool,
+    stale: AtomicBool,
 }
 
 impl Health {
@@ -45,12 +53,30 @@ impl Health {
         Arc::new(Health {
             loaded: AtomicBool::new(loaded),
             draining: AtomicBool::new(false),
+            stale: AtomicBool::new(false),
         })
     }
 
     /// A snapshot is being served.
     pub fn set_loaded(&self) {
         self.loaded.store(true, Ordering::Release);
+    }
+
+    /// Whether a snapshot is being served.
+    #[inline]
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.load(Ordering::Acquire)
+    }
+
+    /// The snapshot served is older than the maximum snapshot age (or fresh again).
+    pub fn set_stale(&self, stale: bool) {
+        self.stale.store(stale, Ordering::Release);
+    }
+
+    /// The snapshot can no longer vouch for credentials (see [`Health::set_stale`]).
+    #[inline]
+    pub fn is_stale(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
     }
 
     /// Shutdown began: readiness fails from now on.
@@ -67,12 +93,41 @@ impl Health {
     pub fn ready(&self) -> Result<(), NotReady> {
         if self.is_draining() {
             Err(NotReady::Draining)
-        } else if !self.loaded.load(Ordering::Acquire) {
+        } else if !self.is_loaded() {
             Err(NotReady::NoSnapshot)
         } else {
             Ok(())
         }
     }
+}
+
+/// Marks `health` stale while the snapshot is older than `max_age`, as `confirmed_at`
+/// (when the snapshot source last confirmed it current; `None`: nothing served yet)
+/// says; checked a few times per `max_age`, at least once a second. Runs until aborted.
+pub fn watch_age(
+    health: Arc<Health>,
+    max_age: Duration,
+    confirmed_at: impl Fn() -> Option<SystemTime> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let every = (max_age / 8).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let age = confirmed_at().map(|t| t.elapsed().unwrap_or_default());
+            let stale = age.is_some_and(|a| a > max_age);
+            if stale != health.is_stale() {
+                if stale {
+                    tracing::warn!(?age, ?max_age, "snapshot older than --max-snapshot-age: \
+                        credentials are refused (503 snapshot_stale) until the control plane answers");
+                } else {
+                    tracing::info!("snapshot confirmed again: credentials accepted");
+                }
+                health.set_stale(stale);
+            }
+        }
+    })
 }
 
 #[cfg(test)]

@@ -79,6 +79,13 @@ pub struct GatewayArgs {
     /// The control plane's gateway token (printed by `turnpike control-plane`).
     #[arg(long, env = "TURNPIKE_GATEWAY_TOKEN", hide_env_values = true)]
     pub gateway_token: Option<String>,
+    /// With --control-plane: seconds a snapshot may go without the control plane
+    /// confirming it current (a long-poll answered) before credentials are refused with
+    /// `503 snapshot_stale` (open resources are still served): bounds how long an
+    /// application, key or subscription revoked during an outage still gets in. The
+    /// long-poll then waits at most a quarter of it. 0: no bound.
+    #[arg(long, env = "TURNPIKE_MAX_SNAPSHOT_AGE", default_value_t = 86_400.0)]
+    pub max_snapshot_age: f64,
     /// Name shown in the control plane's gateway list.
     #[arg(long, env = "TURNPIKE_GATEWAY_ID", default_value = "gateway")]
     pub gateway_id: String,
@@ -134,10 +141,11 @@ pub struct GatewayArgs {
     #[arg(long, env = "TURNPIKE_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
     /// Client connections held at once per client IP; more get
-    /// `429 too_many_client_connections`. 0 (default): no cap (behind a balancer every
-    /// connection comes from the balancer's address).
-    #[arg(long, env = "TURNPIKE_MAX_CONNECTIONS_PER_IP", default_value_t = 0)]
-    pub max_connections_per_ip: usize,
+    /// `429 too_many_client_connections`. Default: a quarter of --max-connections, so
+    /// that one address cannot take every place; 0: no cap (behind a balancer every
+    /// connection comes from the balancer's few addresses: raise it or set 0 there).
+    #[arg(long, env = "TURNPIKE_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
     /// Connections open to one upstream endpoint at once (idle and busy); past it a
     /// request waits for one to be free, up to the API's connect timeout, then gets
     /// `503 upstream_busy`. 0: no cap.
@@ -202,6 +210,15 @@ pub struct GatewayArgs {
     /// file); rows of one minute shipped in several pieces add up.
     #[arg(long, env = "TURNPIKE_ANALYTICS_INTERVAL", default_value = "10", value_parser = parse_interval)]
     pub analytics_interval: Duration,
+    /// While the control plane is unreachable, seconds a shipment of analytics waits
+    /// (in `DATA_DIR/analytics-spool/`, sent oldest first when it answers); older ones
+    /// are dropped, counted in `/metrics` (`turnpike_analytics_spool_dropped_total`).
+    #[arg(long, env = "TURNPIKE_ANALYTICS_BUFFER_AGE", default_value = "600", value_parser = parse_secs)]
+    pub analytics_buffer_age: Duration,
+    /// Bytes of analytics shipments kept while the control plane is unreachable; past
+    /// it the oldest are dropped (counted).
+    #[arg(long, env = "TURNPIKE_ANALYTICS_BUFFER_BYTES", default_value_t = 64 << 20)]
+    pub analytics_buffer_bytes: u64,
     /// Events the analytics queue holds; when full the oldest are dropped (counted in
     /// `/metrics`).
     #[arg(long, env = "TURNPIKE_ANALYTICS_QUEUE", default_value_t = 16_384)]
@@ -245,11 +262,25 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("`{s}`: expected seconds between 0.01 and 3600"))
 }
 
+/// Seconds, non-negative.
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .and_then(|v| Duration::try_from_secs_f64(v).ok())
+        .ok_or_else(|| format!("`{s}`: expected a number of seconds"))
+}
+
 fn secs(name: &str, v: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(v).map_err(|_| format!("--{name}: `{v}` is not a duration"))
 }
 
 impl GatewayArgs {
+    /// `--max-snapshot-age`: `None` when 0 (no bound).
+    pub fn max_snapshot_age(&self) -> Result<Option<Duration>, String> {
+        let age = secs("max-snapshot-age", self.max_snapshot_age)?;
+        Ok(Some(age).filter(|a| !a.is_zero()))
+    }
+
     /// The transport settings these flags describe.
     /// Raises the open-file limit as a side effect (once, at start).
     pub fn settings(&self) -> Result<ServerSettings, String> {
@@ -264,6 +295,9 @@ impl GatewayArgs {
             },
             _ => return Err("--tls-cert and --tls-key must be given together".into()),
         };
+        let max_connections = self
+            .max_connections
+            .unwrap_or_else(|| conn_limit::default_max_connections(fd_limit));
         Ok(ServerSettings {
             bind: self.bind,
             http_port: self.http_port,
@@ -276,10 +310,10 @@ impl GatewayArgs {
             park_after: secs("park-idle-after", self.park_idle_after)?,
             drain_timeout: secs("drain-timeout", self.drain_timeout)?,
             drain_delay: secs("drain-delay", self.drain_delay)?,
-            max_connections: self
-                .max_connections
-                .unwrap_or_else(|| conn_limit::default_max_connections(fd_limit)),
-            max_connections_per_ip: self.max_connections_per_ip,
+            max_connections,
+            max_connections_per_ip: self
+                .max_connections_per_ip
+                .unwrap_or_else(|| conn_limit::default_max_connections_per_ip(max_connections)),
             max_upstream_connections: self.max_upstream_connections,
             access_log: self.access_log.as_deref().map(AccessLogTarget::parse),
             trusted_proxies: self.trusted_proxies.clone(),
@@ -479,7 +513,12 @@ fn analytics_from_args(args: &GatewayArgs) -> Option<Arc<Analytics>> {
     ) {
         (Some(path), _, _) => Box::new(JsonLinesSink::new(path, args.analytics_format)),
         (None, Some(cp), Some(token)) => {
-            Box::new(turnpike_analytics::ship::ShipSink::new(cp, token))
+            let spool = turnpike_analytics::SpoolSettings {
+                max_age: args.analytics_buffer_age,
+                max_bytes: args.analytics_buffer_bytes,
+                dir: Some(args.data_dir.join("analytics-spool")),
+            };
+            Box::new(turnpike_analytics::ship::ShipSink::new(cp, token).with_spool(spool))
         }
         _ => return None,
     };
@@ -609,6 +648,23 @@ mod analytics_flag_tests {
         Cli::try_parse_from(argv)
             .map(|c| c.gateway)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_per_ip_connection_cap_is_on_by_default_and_can_be_turned_off() {
+        let caps = |args: &[&str]| {
+            let s = parsed(args).expect("flags").settings().expect("settings");
+            (s.max_connections, s.max_connections_per_ip)
+        };
+        assert_eq!(caps(&["--max-connections", "10000"]), (10_000, 2_500));
+        assert_eq!(
+            caps(&["--max-connections", "100", "--max-connections-per-ip", "0"]),
+            (100, 0)
+        );
+        assert_eq!(
+            caps(&["--max-connections", "100", "--max-connections-per-ip", "7"]),
+            (100, 7)
+        );
     }
 
     #[test]

@@ -294,6 +294,7 @@ fn unrouted(
     request_id: HeaderValue,
     observed: bool,
 ) -> Response<GatewayBody> {
+    let e = not_ready_or(e, &conn.shared.health);
     let kind = e.kind;
     let mut resp = e.into_response(&request_id).map(GatewayBody::full);
     if observed {
@@ -310,6 +311,16 @@ fn unrouted(
         resp.body_mut().finish_with(f);
     }
     resp
+}
+
+/// Without a snapshot yet, "no API matches" would read as a deleted API (a balancer's
+/// TCP check already sends traffic): say `503 not_ready` with `Retry-After` instead.
+fn not_ready_or(e: GatewayError, health: &crate::health::Health) -> GatewayError {
+    if e.kind != ErrorKind::NotFound || health.is_loaded() {
+        return e;
+    }
+    GatewayError::new(ErrorKind::NotReady)
+        .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("1"))
 }
 
 /// A WebSocket upgrade request (`upgrade.rs`), reported like any request (its status is
@@ -435,6 +446,9 @@ async fn request_side(
         let e = GatewayError::new(ErrorKind::MethodNotAllowed).with_header(ALLOW, allow);
         return Err(stop(end, e));
     }
+    if conn.shared.health.is_stale() {
+        stale_refusal(api, ctx, parts).map_err(|e| stop(end, e))?;
+    }
     chain.request_headers(ctx, parts).await?;
     let body = if chain.hooks().contains(Hooks::REQUEST_BODY) {
         let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
@@ -517,6 +531,31 @@ fn trace_context(conn: &ConnCtx, parts: &request::Parts) -> Option<Box<TraceCont
 const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 #[inline]
+/// A stale snapshot (`--max-snapshot-age` passed without word from the control plane)
+/// may still hold an application, key or subscription revoked since: a resource that
+/// takes credentials is refused `503 snapshot_stale`; an open one (`auth: none`, or an
+/// API without security) is still served. Cold: runs only while stale.
+#[cold]
+fn stale_refusal(
+    api: &CompiledApi,
+    ctx: &RequestCtx,
+    parts: &request::Parts,
+) -> Result<(), GatewayError> {
+    let Some(sec) = api.security.as_deref() else {
+        return Ok(());
+    };
+    if sec.authenticator.is_none()
+        || matches!(
+            sec.resource_rule(&parts.method, ctx.upstream.path()),
+            Some(turnpike_config::ResourceRule::Open)
+        )
+    {
+        return Ok(());
+    }
+    Err(GatewayError::new(ErrorKind::SnapshotStale)
+        .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("30")))
+}
+
 fn stop(at: usize, e: GatewayError) -> Stop {
     Stop {
         at,

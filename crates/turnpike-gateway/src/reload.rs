@@ -4,6 +4,13 @@
 //! is refused with its errors logged, and the current snapshot keeps serving. So is a file
 //! with no API at all (a truncated or half-written file would otherwise answer 404 to
 //! everything) unless the operator asked for it with `--allow-empty`.
+//!
+//! A change is loaded only once the file has settled: its length and mtime unchanged for
+//! [`SETTLE`]. A file written in place in several pieces can be valid at every piece
+//! boundary (the first APIs, not yet the last): loading such a moment answers 404 for
+//! the APIs still to come. Waiting for quiet catches writers that pause less than
+//! `SETTLE`; writing a new file and renaming it over the old one (atomic) catches all,
+//! and is what docs/operations.md asks for.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +21,10 @@ use turnpike_config::{ConfigError, PolicyRuntime, Snapshot};
 
 /// How often the file's metadata is checked.
 pub const POLL: Duration = Duration::from_secs(1);
+/// How long a changed file's length and mtime must stay the same before it is loaded.
+pub const SETTLE: Duration = Duration::from_millis(250);
+/// A file still changing after this many settle periods is left for the next poll.
+const MAX_SETTLE_ROUNDS: u32 = 40;
 
 /// Whether a file that declares no API may replace the running snapshot on reload.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -70,6 +81,23 @@ fn fingerprint(path: &Path) -> Option<(SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
+/// Waits until `path`'s length and mtime stay as they are for [`SETTLE`], and returns
+/// that fingerprint; `None` if it kept changing for [`MAX_SETTLE_ROUNDS`] periods.
+async fn settle(
+    path: &Path,
+    mut seen: Option<(SystemTime, u64)>,
+) -> Option<Option<(SystemTime, u64)>> {
+    for _ in 0..MAX_SETTLE_ROUNDS {
+        tokio::time::sleep(SETTLE).await;
+        let again = fingerprint(path);
+        if again == seen {
+            return Some(seen);
+        }
+        seen = again;
+    }
+    None
+}
+
 /// Watches `path` (poll + SIGHUP) until the task is aborted.
 pub fn spawn_watcher(
     path: PathBuf,
@@ -92,7 +120,12 @@ pub fn spawn_watcher(
                 if forced {
                     tracing::info!("SIGHUP: reloading the config");
                 }
-                last = now;
+                let Some(settled) = settle(&path, now).await else {
+                    tracing::warn!(file = %path.display(), "config file still changing; \
+                        not loaded yet (write a new file and rename it over the old one)");
+                    continue;
+                };
+                last = settled;
                 let _ = reload(&path, &snapshots, &runtime, empty).await;
             }
         }

@@ -156,6 +156,62 @@ async fn an_empty_or_api_less_file_is_refused_on_reload_unless_allowed() {
     assert_eq!(r.status(), 404);
 }
 
+/// A config file rewritten in place in pieces is valid at a piece boundary with only
+/// its first API: the watcher must wait for the file to settle, never swap in that
+/// moment (which would answer 404 for the second API).
+#[tokio::test]
+async fn a_file_caught_half_written_is_not_loaded_until_it_settles() {
+    let up = echo().await;
+    let (a, b, c) = (
+        api("a", &[http(up)], ""),
+        api("b", &[http(up)], ""),
+        api("c", &[http(up)], ""),
+    );
+    let gw = gateway(&config(&[a.clone(), b.clone()])).await;
+    let file = gw.dir.path().join("apis.yaml");
+    std::fs::write(&file, config(&[a.clone(), b.clone()])).expect("write");
+    let watcher = turnpike_gateway::reload::spawn_watcher(
+        file.clone(),
+        gw.snapshots().clone(),
+        Default::default(),
+        Default::default(),
+    );
+    // Let the watcher take its first fingerprint.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let writer = tokio::spawn(async move {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(&file).expect("truncate");
+        f.write_all(config(&[a]).as_bytes()).expect("first piece");
+        // Valid with one API for 1.8 s (longer than a poll), never quiet for 250 ms.
+        for _ in 0..15 {
+            tokio::time::sleep(Duration::from_millis(120)).await;
+            f.write_all(b"# still writing\n").expect("piece");
+        }
+        f.write_all(format!("{b}{c}").as_bytes())
+            .expect("last piece");
+    });
+    let client = client();
+    let mut wrong = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let b = client.get(gw.url("/b/v1/x")).send().await.expect("send");
+        if b.status() != 200 {
+            wrong += 1;
+        }
+        let c = client.get(gw.url("/c/v1/x")).send().await.expect("send");
+        if c.status() == 200 && writer.is_finished() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the finished file never loaded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    watcher.abort();
+    assert_eq!(
+        wrong, 0,
+        "the half-written file was loaded: /b/v1 answered non-200"
+    );
+}
+
 #[tokio::test]
 async fn graceful_drain_finishes_in_flight_and_refuses_new_connections() {
     let mut hold = holding().await;

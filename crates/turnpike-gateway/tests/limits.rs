@@ -74,6 +74,48 @@ async fn past_the_global_cap_a_connection_gets_503_and_a_freed_place_is_reused()
     }
 }
 
+/// The outside test opened 20,000 connections past the cap: only the first 256 refusals
+/// at a time were answered, the rest closed or reset. Every refusal gets its 503, even
+/// while a thousand refused clients keep their sockets open.
+#[tokio::test]
+async fn every_connection_past_the_cap_gets_the_503_not_only_the_first_256() {
+    const REFUSED: usize = 1_000;
+    turnpike_gateway::conn_limit::raise_fd_limit();
+    let up = echo().await;
+    let gw = gateway_with(&config(&[api("c", &[http(up)], "")]), |s| {
+        s.max_connections = 1;
+    })
+    .await;
+    let _held = held(gw.http, "/c/v1/a").await;
+    let mut clients = Vec::with_capacity(REFUSED);
+    for _ in 0..REFUSED {
+        let addr = gw.http;
+        clients.push(tokio::spawn(async move {
+            let mut s = TcpStream::connect(addr).await.expect("connect");
+            let _ = s
+                .write_all(b"GET /c/v1/x HTTP/1.1\r\nHost: t\r\n\r\n")
+                .await;
+            let mut buf = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await;
+            // Kept open until every client read: the refused sockets all wait at once.
+            (s, String::from_utf8_lossy(&buf).into_owned())
+        }));
+    }
+    let mut answered = 0;
+    let mut sockets = Vec::with_capacity(REFUSED);
+    let mut other = None;
+    for c in clients {
+        let (s, answer) = c.await.expect("client task");
+        sockets.push(s);
+        if answer.starts_with("HTTP/1.1 503") && body_code(&answer) == "too_many_connections" {
+            answered += 1;
+        } else {
+            other.get_or_insert(answer);
+        }
+    }
+    assert_eq!(answered, REFUSED, "first other answer: {other:?}");
+}
+
 #[tokio::test]
 async fn past_the_per_ip_cap_a_connection_gets_429() {
     let up = echo().await;

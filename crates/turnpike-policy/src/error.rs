@@ -95,6 +95,13 @@ pub enum ErrorKind {
     /// 9112 §6.1: a server answers 501 to a coding it does not understand; forwarding
     /// it as `chunked` would hand the back end bytes it is not told how to read).
     UnsupportedTransferCoding,
+    /// No snapshot loaded yet (a follower that has not reached its control plane and has
+    /// none saved on disk): answered instead of 404, with `Retry-After`, so a missing
+    /// configuration is never mistaken for a deleted API.
+    NotReady,
+    /// The snapshot is older than `--max-snapshot-age` (the control plane unreachable
+    /// meanwhile): it can no longer vouch that a credential is still good.
+    SnapshotStale,
 }
 
 /// One row of the table: status, stable code, default client message, blame, retryable.
@@ -415,6 +422,20 @@ impl ErrorKind {
                 "the only transfer coding accepted is chunked",
                 Client,
                 false,
+            ),
+            NotReady => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                "the gateway has no configuration yet; retry shortly",
+                Blame::Internal,
+                true,
+            ),
+            SnapshotStale => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "snapshot_stale",
+                "the gateway cannot reach its control plane to vouch for credentials; retry later",
+                Blame::Internal,
+                true,
             ),
         }
     }

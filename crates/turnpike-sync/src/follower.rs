@@ -8,12 +8,21 @@
 //! also kept on disk (`saved.rs`), and a follower that starts serves the saved one (hash
 //! checked again) before its first poll: a gateway restarted while the control plane is
 //! down keeps its APIs. [`FollowerHandle::ready`] turns true once a snapshot is served
-//! (restored, or received) or the control plane confirmed there is nothing newer.
+//! (restored, or received) or the control plane confirmed there is nothing newer;
+//! [`FollowerHandle::restored`] resolves once the saved copy was tried, so the gateway
+//! opens its listeners only then (a request must never meet an empty gateway that is
+//! about to load its APIs).
+//!
+//! [`FollowerHandle::confirmed`] is when the control plane last said the served
+//! snapshot is current (a `304` or a new version installed): the snapshot's age, which
+//! bounds how long a credential revoked meanwhile can still get in
+//! (`--max-snapshot-age`). A restored snapshot is as old as the saved file's mtime,
+//! which each confirmation refreshes (at most every [`TOUCH_EVERY`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -96,10 +105,30 @@ pub struct Stats {
     pub restored: AtomicU64,
 }
 
+/// When the control plane last confirmed the served snapshot as current (shared with
+/// whoever watches the snapshot's age).
+#[derive(Debug, Clone)]
+pub struct Confirmed(Arc<AtomicU64>);
+
+impl Confirmed {
+    /// `None` before any confirmation (and nothing restored).
+    pub fn at(&self) -> Option<SystemTime> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(UNIX_EPOCH + Duration::from_millis(ms)),
+        }
+    }
+}
+
+/// How often a confirmation refreshes the saved file's mtime (its age after a restart).
+pub const TOUCH_EVERY: Duration = Duration::from_secs(30);
+
 /// A running follower. Dropping it does not stop it; call [`FollowerHandle::stop`].
 pub struct FollowerHandle {
     served: watch::Receiver<u64>,
     ready: watch::Receiver<bool>,
+    restored: watch::Receiver<bool>,
+    confirmed: Arc<AtomicU64>,
     stats: Arc<Stats>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -119,6 +148,17 @@ impl FollowerHandle {
 
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Resolves once the saved snapshot was tried (served, or found missing or unusable).
+    pub async fn restored(&self) {
+        let mut rx = self.restored.clone();
+        let _ = rx.wait_for(|done| *done).await;
+    }
+
+    /// When the control plane last confirmed the served snapshot as current.
+    pub fn confirmed(&self) -> Confirmed {
+        Confirmed(self.confirmed.clone())
     }
 
     /// Waits until the served version is at least `v`.
@@ -148,6 +188,11 @@ struct Follower {
     snapshots: Arc<ArcSwap<Snapshot>>,
     served_tx: watch::Sender<u64>,
     ready_tx: watch::Sender<bool>,
+    restored_tx: watch::Sender<bool>,
+    /// Unix milliseconds of the last confirmation (0: none).
+    confirmed: Arc<AtomicU64>,
+    /// When the saved file's mtime was last refreshed.
+    touched: Option<Instant>,
     stats: Arc<Stats>,
     /// Writes verified snapshots to [`FollowerConfig::saved_snapshot`].
     saver: Option<Saver>,
@@ -161,6 +206,8 @@ struct Follower {
 pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> FollowerHandle {
     let (served_tx, served) = watch::channel(0);
     let (ready_tx, ready) = watch::channel(false);
+    let (restored_tx, restored) = watch::channel(false);
+    let confirmed = Arc::new(AtomicU64::new(0));
     let stats = Arc::new(Stats::default());
     let saver = cfg.saved_snapshot.clone().map(Saver::spawn);
     let mut follower = Follower {
@@ -169,6 +216,9 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
         snapshots,
         served_tx,
         ready_tx,
+        restored_tx,
+        confirmed: confirmed.clone(),
+        touched: None,
         stats: stats.clone(),
         saver,
         cursor: 0,
@@ -179,6 +229,8 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
     FollowerHandle {
         served,
         ready,
+        restored,
+        confirmed,
         stats,
         task,
     }
@@ -197,6 +249,7 @@ struct Installed {
 impl Follower {
     async fn run(&mut self) {
         self.restore().await;
+        self.restored_tx.send_replace(true);
         let mut backoff = Duration::from_millis(50);
         let mut was_down = false;
         loop {
@@ -205,6 +258,7 @@ impl Follower {
                     backoff = Duration::from_millis(50);
                     self.ready_tx
                         .send_if_modified(|r| !std::mem::replace(r, true));
+                    self.confirm();
                 }
                 Ok(Poll::New {
                     version,
@@ -216,8 +270,11 @@ impl Follower {
                     self.stats
                         .last_body_bytes
                         .store(body.len() as u64, Ordering::Relaxed);
-                    if let Err(e) = self.install(version, body, hash, delta).await {
-                        tracing::error!(error = %e, "sync: keeping the previous snapshot");
+                    match self.install(version, body, hash, delta).await {
+                        Ok(()) => self.confirm(),
+                        Err(e) => {
+                            tracing::error!(error = %e, "sync: keeping the previous snapshot")
+                        }
                     }
                 }
                 Err(e) => {
@@ -237,6 +294,21 @@ impl Follower {
         }
     }
 
+    /// The control plane says the served snapshot is current: its age restarts, here and
+    /// (every [`TOUCH_EVERY`]) in the saved file's mtime, which a restart reads back.
+    fn confirm(&mut self) {
+        let now = SystemTime::now();
+        self.confirmed.store(unix_ms(now), Ordering::Relaxed);
+        let Some(path) = self.cfg.saved_snapshot.clone() else {
+            return;
+        };
+        if self.touched.is_some_and(|t| t.elapsed() < TOUCH_EVERY) {
+            return;
+        }
+        self.touched = Some(Instant::now());
+        tokio::task::spawn_blocking(move || touch(&path, now));
+    }
+
     /// Serves the saved snapshot, if there is one and its hash holds: the control plane
     /// may be down, and an empty gateway answers 404 to everything.
     async fn restore(&mut self) {
@@ -246,12 +318,13 @@ impl Follower {
         let runtime = self.cfg.runtime.clone();
         let job = tokio::task::spawn_blocking(move || {
             let restored = saved::load(&path)?;
+            let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
             Ok::<_, saved::SavedError>(restored.map(|r| {
                 let compiled = turnpike_config::compile_with(r.file, r.version, &runtime);
-                (r.version, r.hash, r.parts, compiled)
+                (r.version, r.hash, r.parts, (compiled, mtime))
             }))
         });
-        let (version, hash, parts, compiled) = match job.await {
+        let (version, hash, parts, (compiled, mtime)) = match job.await {
             Ok(Ok(Some(r))) => r,
             Ok(Ok(None)) => return,
             Ok(Err(e)) => {
@@ -276,6 +349,10 @@ impl Follower {
         self.parts = Some(parts);
         self.served_hash = hash;
         self.stats.restored.fetch_add(1, Ordering::Relaxed);
+        // As old as the last confirmation before the restart (the file's mtime).
+        if let Some(t) = mtime {
+            self.confirmed.store(unix_ms(t), Ordering::Relaxed);
+        }
         self.served_tx.send_replace(version);
         self.ready_tx.send_replace(true);
         tracing::info!(
@@ -421,6 +498,24 @@ impl Follower {
                 self.cursor = version;
                 Err(e)
             }
+        }
+    }
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Sets the saved file's mtime to `at` (when it exists: nothing may be saved yet).
+fn touch(path: &Path, at: SystemTime) {
+    let touched = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(at));
+    if let Err(e) = touched {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::debug!(error = %e, "sync: cannot refresh the saved snapshot's time");
         }
     }
 }

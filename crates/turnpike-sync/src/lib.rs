@@ -20,7 +20,7 @@ mod follower;
 mod saved;
 
 #[cfg(feature = "follower")]
-pub use follower::{spawn, FollowerConfig, FollowerHandle, Stats, SyncError};
+pub use follower::{spawn, Confirmed, FollowerConfig, FollowerHandle, Stats, SyncError};
 #[cfg(feature = "follower")]
 pub use saved::SavedError;
 

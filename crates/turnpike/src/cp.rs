@@ -93,20 +93,53 @@ struct Following {
     gateway: turnpike_gateway::FlagGateway,
     follower: turnpike_sync::FollowerHandle,
     _throttling: turnpike_gateway::ThrottleTasks,
+    /// Marks the snapshot stale past `--max-snapshot-age` (aborted on drop).
+    _age: Option<AbortOnDrop>,
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The long-poll's wait under a maximum snapshot age: a quarter of it (whole seconds, 1
+/// to 30), so that a healthy follower confirms its snapshot several times per age.
+fn long_poll_wait(max_age: std::time::Duration) -> std::time::Duration {
+    std::time::Duration::from_secs((max_age / 4).as_secs().clamp(1, 30))
 }
 
 /// The gateway of `gateway --control-plane` and of `up`: one policy runtime for the
 /// process (throttle counters survive every snapshot and, with --redis, are the ones the
 /// cluster shares), the follower swapping snapshots (and saving the last good one in the
-/// data dir), `/ready` failing until it serves one, the listeners the flags describe.
+/// data dir), `/ready` failing until it serves one, the listeners the flags describe,
+/// opened only once the saved snapshot is served (or known missing), and credentials
+/// refused once the snapshot is older than `--max-snapshot-age`.
 async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Following, BoxError> {
+    let max_age = args.max_snapshot_age()?;
     let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
     let throttling = turnpike_gateway::start_throttling(args, &runtime)?;
     cfg.runtime = runtime;
     cfg.saved_snapshot = Some(args.data_dir.join("snapshot.json"));
+    if let Some(age) = max_age {
+        cfg.wait = cfg.wait.min(long_poll_wait(age));
+    }
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
     let follower = turnpike_sync::spawn(cfg, snapshots.clone());
-    let health = turnpike_gateway::Health::new(false);
+    // Before any listener opens: a restarted gateway's first request must meet its
+    // saved APIs, not an empty router (404 "no API matches").
+    follower.restored().await;
+    let health = turnpike_gateway::Health::new(*follower.ready().borrow());
+    let age = max_age.map(|max| {
+        let confirmed = follower.confirmed();
+        AbortOnDrop(turnpike_gateway::health::watch_age(
+            health.clone(),
+            max,
+            move || confirmed.at(),
+        ))
+    });
     let mut ready = follower.ready();
     let loaded = health.clone();
     tokio::spawn(async move {
@@ -119,6 +152,7 @@ async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Foll
             gateway,
             follower,
             _throttling: throttling,
+            _age: age,
         }),
         Err(e) => {
             follower.stop();
