@@ -532,6 +532,17 @@ mod tests {
     }
 
     #[test]
+    fn many_differently_named_children_group_in_order() {
+        let xml = format!(
+            "<r>{}<c0>again</c0></r>",
+            (0..40).map(|i| format!("<c{i}>{i}</c{i}>")).collect::<String>()
+        );
+        let json = to_json(&xml, &[]).expect("reads");
+        assert!(json.starts_with(r#"{"r":{"c0":["0","again"],"c1":"1","c2":"2""#), "{json}");
+        assert!(json.ends_with(r#""c39":"39"}}"#), "{json}");
+    }
+
+    #[test]
     fn json_to_xml_arrays_and_types() {
         assert_eq!(
             to_xml(r#"{"r":{"a":[1,2],"b":true,"c":null,"d":[],"e":"<&>"}}"#).as_deref(),
@@ -562,5 +573,17 @@ mod tests {
         assert_eq!(to_json(&deep, &[]), Err(XmlError::TooDeep(64)));
         let wide = format!("<a>{}</a>", "<b/>".repeat(200_000));
         assert_eq!(to_json(&wide, &[]), Err(XmlError::TooManyNodes(100_000)));
+        let bomb: String = (0..64_000).map(|i| format!(" a{i}='{i}'")).collect();
+        assert_eq!(
+            to_json(&format!("<a{bomb}/>"), &[]),
+            Err(XmlError::OverLimit(
+                turnpike_xml::XmlError::TooManyAttributes { limit: 256 }
+            ))
+        );
+        let dup: String = (0..20).map(|i| format!(" a{i}=''")).collect();
+        assert!(matches!(
+            to_json(&format!("<a{dup} a3=''/>"), &[]),
+            Err(XmlError::Syntax(_))
+        ));
     }
 }
