@@ -43,3 +43,41 @@ where
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_runtime_the_work_runs_inline() {
+        let here = std::thread::current().id();
+        let ran_on = futures_lite_block_on(offload(move || std::thread::current().id()));
+        assert_eq!(ran_on, here);
+    }
+
+    /// Polls a future that never waits (no runtime needed).
+    fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+        use std::task::{Context, Poll, Waker};
+        let mut f = std::pin::pin!(f);
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_single_worker_keeps_serving_while_offloaded_work_blocks() {
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let job = tokio::spawn(offload(move || {
+            let _ = blocked.recv();
+            7
+        }));
+        // The one worker runs other tasks while the job is blocked on its thread.
+        let other = tokio::spawn(async { 1 }).await.expect("runs");
+        assert_eq!(other, 1);
+        release.send(()).expect("the job waits");
+        assert_eq!(job.await.expect("job"), 7);
+    }
+}

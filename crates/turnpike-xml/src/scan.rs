@@ -487,8 +487,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// Reads the attributes of a start tag into `self.raw`, up to `>` or `/>`;
-    /// returns whether the tag was empty and how many namespaces it declared.
-    fn attributes(&mut self) -> Result<(bool, usize), XmlError> {
+    /// returns whether the tag was empty.
+    fn attributes(&mut self) -> Result<bool, XmlError> {
         self.raw.clear();
         let mut decls = 0;
         loop {
@@ -496,11 +496,11 @@ impl<'a> Scanner<'a> {
             match self.peek() {
                 Some(b'>') => {
                     self.pos += 1;
-                    return Ok((false, decls));
+                    return Ok(false);
                 }
                 Some(b'/') if self.starts("/>") => {
                     self.pos += 2;
-                    return Ok((true, decls));
+                    return Ok(true);
                 }
                 _ if !spaced => return Err(bad("no space between attributes")),
                 _ => {}
@@ -535,7 +535,7 @@ impl<'a> Scanner<'a> {
         self.pos += 1;
         let name = self.name()?;
         let mark = self.ns.len();
-        let (empty, _) = self.attributes()?;
+        let empty = self.attributes()?;
         self.names.clear();
         self.names.extend(self.raw.iter().map(|(a, _)| *a));
         if names::has_duplicate(&self.names, &mut self.scratch_names) {

@@ -171,7 +171,7 @@ impl Policy for MediationPolicy {
             status: None,
         };
         let out = b.run(body, &inputs);
-        finish_request(t, out, req, body).into()
+        Step::Done(finish_request(t, out, req, body).map(|()| Flow::Continue))
     }
 
     fn on_response_headers(
