@@ -483,8 +483,16 @@ async fn the_attribute_bomb_is_refused_as_a_problem_and_large_xml_still_converts
     assert!(bomb.len() > 690_000);
     for (what, body, says) in [
         ("bomb", bomb, "more than 256 attributes"),
-        ("257", format!("<order{}/>", attrs(257)), "more than 256 attributes"),
-        ("duplicate", format!("<order{} a9=\"x\"/>", attrs(30)), "duplicate attribute"),
+        (
+            "257",
+            format!("<order{}/>", attrs(257)),
+            "more than 256 attributes",
+        ),
+        (
+            "duplicate",
+            format!("<order{} a9=\"x\"/>", attrs(30)),
+            "duplicate attribute",
+        ),
     ] {
         let r = c
             .post(gw.url("/x/v1/x"))
@@ -500,7 +508,10 @@ async fn the_attribute_bomb_is_refused_as_a_problem_and_large_xml_still_converts
         assert!(message.contains(says), "{what}: {e}");
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(hold.arrivals.try_recv().is_err(), "nothing reached the upstream");
+    assert!(
+        hold.arrivals.try_recv().is_err(),
+        "nothing reached the upstream"
+    );
 
     // A body above the offload threshold is converted off the workers, the same way.
     let seen = echo().await;

@@ -398,7 +398,11 @@ async fn the_attribute_bomb_is_refused_as_a_fault_and_large_envelopes_still_pass
     for (what, body, says) in [
         ("bomb", bomb, "more than 256 attributes"),
         ("257", attribute_bomb(257), "more than 256 attributes"),
-        ("duplicate", envelope(12, &format!("<e:x{dup} a7=''/>")), "duplicate attribute"),
+        (
+            "duplicate",
+            envelope(12, &format!("<e:x{dup} a7=''/>")),
+            "duplicate attribute",
+        ),
     ] {
         let r = post(body).await.expect("send");
         assert_eq!(r.status(), 400, "{what}");
@@ -412,12 +416,18 @@ async fn the_attribute_bomb_is_refused_as_a_fault_and_large_envelopes_still_pass
     // At the cap, and a large envelope (read off the runtime's workers), go through.
     let r = post(attribute_bomb(256)).await.expect("send");
     assert_eq!(r.status(), 200);
-    let r = post(envelope(12, &"x".repeat(300_000))).await.expect("send");
+    let r = post(envelope(12, &"x".repeat(300_000)))
+        .await
+        .expect("send");
     assert_eq!(r.status(), 200);
     let r = post(envelope(12, &format!("{}<", "x".repeat(300_000))))
         .await
         .expect("send");
-    assert_eq!(r.status(), 400, "a large malformed envelope is refused as well");
+    assert_eq!(
+        r.status(),
+        400,
+        "a large malformed envelope is refused as well"
+    );
     assert_eq!(hits.load(Ordering::SeqCst), 2);
 }
 

@@ -214,7 +214,10 @@ fn attribute_keys(node: Node<'_, '_>) -> Vec<(String, Val)> {
         attrs.push((key, str_val(&d.uri)));
     }
     for a in node.attributes() {
-        attrs.push((format!("@{}", qualified(a.prefix, a.local)), str_val(&a.value)));
+        attrs.push((
+            format!("@{}", qualified(a.prefix, a.local)),
+            str_val(&a.value),
+        ));
     }
     attrs
 }
@@ -535,10 +538,15 @@ mod tests {
     fn many_differently_named_children_group_in_order() {
         let xml = format!(
             "<r>{}<c0>again</c0></r>",
-            (0..40).map(|i| format!("<c{i}>{i}</c{i}>")).collect::<String>()
+            (0..40)
+                .map(|i| format!("<c{i}>{i}</c{i}>"))
+                .collect::<String>()
         );
         let json = to_json(&xml, &[]).expect("reads");
-        assert!(json.starts_with(r#"{"r":{"c0":["0","again"],"c1":"1","c2":"2""#), "{json}");
+        assert!(
+            json.starts_with(r#"{"r":{"c0":["0","again"],"c1":"1","c2":"2""#),
+            "{json}"
+        );
         assert!(json.ends_with(r#""c39":"39"}}"#), "{json}");
     }
 

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use turnpike_soap::envelope;
 use turnpike_soap::scan;
 use turnpike_soap::tree::{self, Tree};
-use turnpike_soap::xml::Limits;
 use turnpike_soap::xml;
+use turnpike_soap::xml::Limits;
 use turnpike_soap::SoapVersion;
 
 const PIECES: &[&str] = &[
@@ -107,9 +107,7 @@ fn raw_dom(text: &str) -> Result<roxmltree::Document<'_>, String> {
 }
 
 fn dom(text: &str) -> Result<(), String> {
-    raw_dom(text)
-        .map(drop)
-        .map_err(|e| e.to_string())
+    raw_dom(text).map(drop).map_err(|e| e.to_string())
 }
 
 fn scanned(text: &str) -> Result<(), String> {

@@ -48,7 +48,11 @@ fn time(what: &str, doc: &str, l: Limits) {
         per_mib(best[0]),
         per_mib(best[1]),
         per_mib(best[2]),
-        if ok.iter().all(|o| *o) { "read" } else { "refused" }
+        if ok.iter().all(|o| *o) {
+            "read"
+        } else {
+            "refused"
+        }
     );
 }
 
@@ -79,8 +83,16 @@ fn main() {
     );
     let long = "n".repeat(500);
     let long_names = format!("<i{}/>", attrs(256, |i| format!("{long}{i:03}")));
-    time("256 attributes with 503-byte names", &fill("<r>", &long_names, "</r>"), l);
-    time("references in text", &fill("<r>", "&amp;&#x41;&lt;", "</r>"), l);
+    time(
+        "256 attributes with 503-byte names",
+        &fill("<r>", &long_names, "</r>"),
+        l,
+    );
+    time(
+        "references in text",
+        &fill("<r>", "&amp;&#x41;&lt;", "</r>"),
+        l,
+    );
     let bomb = format!("<a{}/>", attrs(64_000, |i| format!("a{i}")));
     let t = Instant::now();
     let refused = turnpike_xml::check(&bomb, l, &mut Nothing).is_err();

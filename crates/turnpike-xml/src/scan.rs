@@ -73,7 +73,11 @@ pub struct Nothing;
 impl Visitor<'_> for Nothing {}
 
 /// Checks `text` under `limits`, telling `visitor` what it found.
-pub fn check<'a>(text: &'a str, limits: Limits, visitor: &mut impl Visitor<'a>) -> Result<(), XmlError> {
+pub fn check<'a>(
+    text: &'a str,
+    limits: Limits,
+    visitor: &mut impl Visitor<'a>,
+) -> Result<(), XmlError> {
     let mut s = Scanner::new(text, limits, visitor.wants_content())?;
     s.document(visitor)
 }
@@ -164,18 +168,19 @@ impl<'a> Scanner<'a> {
             .bytes()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_' || c == b':');
-        let end = if ascii > 0 && first_ok && rest.as_bytes().get(ascii).is_none_or(|c| c.is_ascii()) {
-            ascii
-        } else {
-            let mut chars = rest.char_indices();
-            match chars.next() {
-                Some((_, c)) if is_name_start(c) => {}
-                _ => return Err(bad("a name expected")),
-            }
-            chars
-                .find(|(_, c)| !is_name_char(*c))
-                .map_or(rest.len(), |(i, _)| i)
-        };
+        let end =
+            if ascii > 0 && first_ok && rest.as_bytes().get(ascii).is_none_or(|c| c.is_ascii()) {
+                ascii
+            } else {
+                let mut chars = rest.char_indices();
+                match chars.next() {
+                    Some((_, c)) if is_name_start(c) => {}
+                    _ => return Err(bad("a name expected")),
+                }
+                chars
+                    .find(|(_, c)| !is_name_char(*c))
+                    .map_or(rest.len(), |(i, _)| i)
+            };
         if end > self.limits.max_name_len {
             return Err(XmlError::NameTooLong {
                 limit: self.limits.max_name_len,
@@ -541,6 +546,34 @@ impl<'a> Scanner<'a> {
         if names::has_duplicate(&self.names, &mut self.scratch_names) {
             return Err(bad("a duplicate attribute"));
         }
+        let decls = self.declare_namespaces()?;
+        let (prefix, local) = split_qname(name)?;
+        let ns = self.ns.resolve(prefix, true)?;
+        let attrs = self.resolve_attributes()?;
+        if self.stack.len() >= self.limits.max_depth {
+            return Err(XmlError::TooDeep {
+                limit: self.limits.max_depth,
+            });
+        }
+        let tag = StartTag {
+            depth: self.stack.len(),
+            prefix,
+            local,
+            ns: self.ns.uri(ns),
+            empty,
+        };
+        v.start(tag, attrs, decls);
+        if empty {
+            self.ns.truncate(mark);
+        } else {
+            self.stack.push((name, mark));
+        }
+        Ok(())
+    }
+
+    /// Binds the namespaces the current start tag declares; returns them when content
+    /// is wanted.
+    fn declare_namespaces(&mut self) -> Result<Vec<NsDecl<'a>>, XmlError> {
         let mut decls = Vec::new();
         for i in 0..self.raw.len() {
             let (attr, value) = (self.raw[i].0, self.raw[i].1.clone());
@@ -569,28 +602,7 @@ impl<'a> Scanner<'a> {
                 });
             }
         }
-        let (prefix, local) = split_qname(name)?;
-        let ns = self.ns.resolve(prefix, true)?;
-        let attrs = self.resolve_attributes()?;
-        if self.stack.len() >= self.limits.max_depth {
-            return Err(XmlError::TooDeep {
-                limit: self.limits.max_depth,
-            });
-        }
-        let tag = StartTag {
-            depth: self.stack.len(),
-            prefix,
-            local,
-            ns: self.ns.uri(ns),
-            empty,
-        };
-        v.start(tag, attrs, decls);
-        if empty {
-            self.ns.truncate(mark);
-        } else {
-            self.stack.push((name, mark));
-        }
-        Ok(())
+        Ok(decls)
     }
 
     /// Prefixed attributes: bound prefixes, and no two with one expanded name (URIs

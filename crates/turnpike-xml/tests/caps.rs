@@ -24,7 +24,10 @@ fn the_attribute_bomb_is_refused_by_every_entry_point() {
     assert!(bomb.len() > 690_000, "the issue's size: {}", bomb.len());
     let want = XmlError::TooManyAttributes { limit: 256 };
     assert_eq!(check(&bomb, Limits::MESSAGES).err(), Some(want.clone()));
-    assert_eq!(Tree::parse(&bomb, Limits::MESSAGES).err(), Some(want.clone()));
+    assert_eq!(
+        Tree::parse(&bomb, Limits::MESSAGES).err(),
+        Some(want.clone())
+    );
     assert_eq!(dom::parse(&bomb, Limits::MESSAGES).err(), Some(want));
     assert!(check(&bomb, Limits::DEFINITIONS).is_err());
 }
