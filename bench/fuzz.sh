@@ -8,6 +8,8 @@
 #   - the JWT path: crates/turnpike-auth/tests/fuzz_jwt.rs,
 #   - the SOAP pass-through's one-pass envelope scan against roxmltree:
 #     crates/turnpike-soap/tests/scan_vs_dom.rs,
+#   - the one XML reader (check, tree and DOM agree; caps monotone; duplicate attributes
+#     found exactly): crates/turnpike-xml/tests/fuzz.rs,
 #   - the analytics histogram text read back from the store (`Hist::decode`):
 #     crates/turnpike-analytics/src/hist.rs, and the event writer against serde_json:
 #     crates/turnpike-analytics/tests/json_line.rs,
@@ -35,7 +37,7 @@ done
 
 # The ci-bench profile (optimised, no fat LTO): what CI builds the binary with.
 prof=(--profile ci-bench)
-cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap -p turnpike-analytics -p turnpike-policy -p turnpike-graphql --no-run >/dev/null 2>&1
+cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap -p turnpike-xml -p turnpike-analytics -p turnpike-policy -p turnpike-graphql --no-run >/dev/null 2>&1
 end=$(( $(date +%s) + minutes * 60 ))
 rounds=0
 run() { # log-name command...
@@ -56,6 +58,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   run "$log" cargo test "${prof[@]}" -q -p turnpike-config --test fuzz
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_SCAN_CASES:-100000}" cargo test "${prof[@]}" -q \
     -p turnpike-soap --test scan_vs_dom
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_XML_CASES:-100000}" cargo test "${prof[@]}" -q \
+    -p turnpike-xml --test fuzz
   run "$log" env PROPTEST_CASES="${FUZZ_HIST_CASES:-100000}" cargo test "${prof[@]}" -q \
     -p turnpike-analytics --lib hist
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JSON_CASES:-50000}" cargo test "${prof[@]}" -q \

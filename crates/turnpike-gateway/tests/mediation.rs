@@ -469,6 +469,82 @@ async fn a_failing_response_program_is_a_500_and_upstream_errors_stay_the_gatewa
 }
 
 #[tokio::test]
+async fn the_attribute_bomb_is_refused_as_a_problem_and_large_xml_still_converts() {
+    let mut hold = holding().await;
+    let yaml = config(&[mediated(
+        "x",
+        hold.addr,
+        "      request:\n        body: { input: xml, output: json }\n",
+    )]);
+    let gw = gateway(&yaml).await;
+    let c = client();
+    let attrs = |n: usize| -> String { (0..n).map(|i| format!(" a{i}=\"{i}\"")).collect() };
+    let bomb = format!("<order{}/>", attrs(64_000));
+    assert!(bomb.len() > 690_000);
+    for (what, body, says) in [
+        ("bomb", bomb, "more than 256 attributes"),
+        (
+            "257",
+            format!("<order{}/>", attrs(257)),
+            "more than 256 attributes",
+        ),
+        (
+            "duplicate",
+            format!("<order{} a9=\"x\"/>", attrs(30)),
+            "duplicate attribute",
+        ),
+    ] {
+        let r = c
+            .post(gw.url("/x/v1/x"))
+            .header("content-type", "application/xml")
+            .body(body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 400, "{what}");
+        let e = error_body(r).await;
+        assert_eq!(e["code"], "bad_request", "{what}");
+        let message = e["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{what}: {e}");
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        hold.arrivals.try_recv().is_err(),
+        "nothing reached the upstream"
+    );
+
+    // A body above the offload threshold is converted off the workers, the same way.
+    let seen = echo().await;
+    gw.swap(&config(&[mediated(
+        "x",
+        seen,
+        "      request:\n        body: { input: xml, output: json }\n",
+    )]));
+    let items: String = (0..20_000).map(|i| format!("<item>{i}</item>")).collect();
+    let r = c
+        .post(gw.url("/x/v1/x"))
+        .header("content-type", "application/xml")
+        .body(format!("<order id=\"7\"{}>{items}</order>", attrs(255)))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let v = json_of(r).await;
+    assert_eq!(v["order"]["@id"], "7");
+    assert_eq!(v["order"]["@a254"], "254");
+    assert_eq!(v["order"]["item"].as_array().map(Vec::len), Some(20_000));
+    assert_eq!(v["order"]["item"][19_999], "19999");
+    let r = c
+        .post(gw.url("/x/v1/x"))
+        .header("content-type", "application/xml")
+        .body(format!("<order>{items}<order>"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 400, "a large malformed body is refused as well");
+}
+
+#[tokio::test]
 async fn hostile_xml_is_refused_before_the_upstream() {
     let mut hold = holding().await;
     let yaml = config(&[mediated(

@@ -1,6 +1,7 @@
 //! SOAP APIs end to end over real sockets, against the bench kit's SOAP echo service
 //! (`turnpike echo --soap`, SOAP 1.1 and 1.2): pass-through with envelope checks,
-//! `?wsdl`, gateway errors as SOAP Faults, hostile XML refused with nothing forwarded;
+//! `?wsdl`, gateway errors as SOAP Faults, hostile XML (entities, depth, the attribute
+//! bomb, duplicate attributes) refused with nothing forwarded;
 //! SOAP-to-REST calls in both SOAP versions, bad JSON, and back-end Faults as errors.
 
 mod support;
@@ -360,6 +361,74 @@ async fn hostile_xml_is_refused_and_nothing_is_forwarded() {
         0,
         "nothing reached the upstream"
     );
+}
+
+/// One element with `n` attributes inside an echo envelope (issue 25: 64,000 of them,
+/// 693 KB, cost the gateway 7-9 s of CPU in a quadratic duplicate check).
+fn attribute_bomb(n: usize) -> String {
+    let attrs: String = (0..n).map(|i| format!(" a{i}=\"{i}\"")).collect();
+    envelope(12, &format!("<e:x{attrs}/>"))
+}
+
+#[tokio::test]
+async fn the_attribute_bomb_is_refused_as_a_fault_and_large_envelopes_still_pass() {
+    let (up, hits) = counting().await;
+    let gw = gateway(&format!(
+        "apis:\n{}",
+        soap_api(
+            "soap",
+            &format!("http://{up}"),
+            "SOAP",
+            "Echo12",
+            ECHO_WSDL,
+            "    max_body_size: 2MiB\n"
+        )
+    ))
+    .await;
+    let c = client();
+    let post = |body: String| {
+        c.post(gw.url("/soap/v1"))
+            .header("content-type", content_type(12))
+            .body(body)
+            .send()
+    };
+    let bomb = attribute_bomb(64_000);
+    assert!(bomb.len() > 690_000);
+    let dup: String = (0..40).map(|i| format!(" a{i}=''")).collect();
+    for (what, body, says) in [
+        ("bomb", bomb, "more than 256 attributes"),
+        ("257", attribute_bomb(257), "more than 256 attributes"),
+        (
+            "duplicate",
+            envelope(12, &format!("<e:x{dup} a7=''/>")),
+            "duplicate attribute",
+        ),
+    ] {
+        let r = post(body).await.expect("send");
+        assert_eq!(r.status(), 400, "{what}");
+        let text = r.text().await.expect("text");
+        assert!(
+            text.contains("soapenv:Sender") && text.contains(says),
+            "{what}: {text}"
+        );
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was forwarded");
+    // At the cap, and a large envelope (read off the runtime's workers), go through.
+    let r = post(attribute_bomb(256)).await.expect("send");
+    assert_eq!(r.status(), 200);
+    let r = post(envelope(12, &"x".repeat(300_000)))
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let r = post(envelope(12, &format!("{}<", "x".repeat(300_000))))
+        .await
+        .expect("send");
+    assert_eq!(
+        r.status(),
+        400,
+        "a large malformed envelope is refused as well"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
-//! XML: a hardened reader and the JSON <-> XML convention.
+//! XML: reading through the product's one hardened XML reader (`turnpike-xml`), and the
+//! JSON <-> XML convention.
 //!
-//! Reading ([`parse_document`]) refuses any DTD (so no entity expansion and no external
-//! entity can happen), refuses undeclared entities, and bounds the number of nodes and the
-//! element depth; the roxmltree parser it wraps builds its tree without recursion, and the
-//! depth is checked without recursion too.
+//! Reading ([`xml_to_json_bytes`], [`parse_document`]) refuses any DTD (so no entity
+//! expansion and no external entity can happen), refuses undeclared entities, and caps
+//! the nodes, the element depth ([`XmlLimits`]), the attributes and namespace
+//! declarations per element, names and values (the reader's request-path caps,
+//! `turnpike_xml::Limits::MESSAGES`), all in one linear pass without recursion.
 //!
 //! The convention (docs/mediation.md):
 //! - an element becomes a key named as written (`soap:Body`); the document is an object
@@ -19,14 +21,17 @@
 //! - writing reverses this: arrays become repeated elements, `null` an empty element,
 //!   numbers and booleans their JSON text.
 
-use jaq_json::Val;
+use std::collections::HashMap;
 
-/// Bounds on what the reader accepts.
+use jaq_json::Val;
+use turnpike_xml::tree::{Node, Tree};
+
+/// Bounds on what the reader accepts, beyond the reader's own per-element caps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct XmlLimits {
     /// Deepest element nesting.
     pub max_depth: usize,
-    /// Most nodes (elements, attributes, text, comments...) in one document.
+    /// Most nodes (elements, text, comments...) in one document.
     pub max_nodes: u32,
 }
 
@@ -35,6 +40,19 @@ impl Default for XmlLimits {
         XmlLimits {
             max_depth: 64,
             max_nodes: 100_000,
+        }
+    }
+}
+
+impl XmlLimits {
+    /// The reader's caps: the request path's, with this depth and node count.
+    fn reader(&self) -> turnpike_xml::Limits {
+        turnpike_xml::Limits {
+            max_depth: self.max_depth,
+            max_nodes: self.max_nodes,
+            // The body step's `max_input` bounds the size before the reader runs.
+            max_bytes: usize::MAX,
+            ..turnpike_xml::Limits::MESSAGES
         }
     }
 }
@@ -48,6 +66,10 @@ pub enum XmlError {
     TooDeep(usize),
     #[error("more than {0} nodes")]
     TooManyNodes(u32),
+    /// Another cap of the reader (attributes or namespaces per element, name or value
+    /// length).
+    #[error("{0}")]
+    OverLimit(turnpike_xml::XmlError),
     #[error("the body is not UTF-8")]
     NotUtf8,
     #[error("{0}")]
@@ -65,88 +87,25 @@ pub enum XmlError {
     TooLarge(usize),
 }
 
-/// Parses `text` with DTDs off and the node and depth limits of `limits`.
+impl From<turnpike_xml::XmlError> for XmlError {
+    fn from(e: turnpike_xml::XmlError) -> Self {
+        use turnpike_xml::XmlError as R;
+        match e {
+            R::Dtd => XmlError::Dtd,
+            R::TooDeep { limit } => XmlError::TooDeep(limit),
+            R::TooManyNodes { limit } => XmlError::TooManyNodes(limit),
+            R::Malformed(m) => XmlError::Syntax(m),
+            other => XmlError::OverLimit(other),
+        }
+    }
+}
+
+/// Parses `text` into a DOM (for configuration: WSO2 mediators) under `limits`.
 pub fn parse_document<'a>(
     text: &'a str,
     limits: &XmlLimits,
 ) -> Result<roxmltree::Document<'a>, XmlError> {
-    // roxmltree's tokenizer recurses once per nesting level: bound the depth (and
-    // refuse DTDs) with a flat scan first, so a 10,000-deep document never reaches it.
-    prescan(text.as_bytes(), limits.max_depth)?;
-    let options = roxmltree::ParsingOptions {
-        allow_dtd: false,
-        nodes_limit: limits.max_nodes,
-    };
-    let doc = roxmltree::Document::parse_with_options(text, options).map_err(|e| match e {
-        roxmltree::Error::DtdDetected => XmlError::Dtd,
-        roxmltree::Error::NodesLimitReached => XmlError::TooManyNodes(limits.max_nodes),
-        other => XmlError::Syntax(other.to_string()),
-    })?;
-    Ok(doc)
-}
-
-/// One pass over the markup without recursion: element depth and declarations. Malformed
-/// markup is left for the parser to report.
-fn prescan(bytes: &[u8], max_depth: usize) -> Result<(), XmlError> {
-    let find = |from: usize, needle: &[u8]| {
-        bytes
-            .get(from..)
-            .and_then(|rest| rest.windows(needle.len()).position(|w| w == needle))
-            .map(|p| from + p + needle.len())
-    };
-    let mut depth = 0usize;
-    let mut i = 0;
-    while let Some(lt) = bytes
-        .get(i..)
-        .and_then(|r| r.iter().position(|&b| b == b'<'))
-    {
-        let at = i + lt;
-        let rest = &bytes[at..];
-        let next = if rest.starts_with(b"<!--") {
-            find(at + 4, b"-->")
-        } else if rest.starts_with(b"<![CDATA[") {
-            find(at + 9, b"]]>")
-        } else if rest.starts_with(b"<!") {
-            return Err(XmlError::Dtd);
-        } else if rest.starts_with(b"<?") {
-            find(at + 2, b"?>")
-        } else if rest.starts_with(b"</") {
-            depth = depth.saturating_sub(1);
-            find(at + 2, b">")
-        } else {
-            let mut quote = None;
-            let mut end = None;
-            for (j, &b) in rest.iter().enumerate().skip(1) {
-                match (quote, b) {
-                    (Some(q), b) if b == q => quote = None,
-                    (Some(_), _) => {}
-                    (None, b'"' | b'\'') => quote = Some(b),
-                    (None, b'>') => {
-                        end = Some(j);
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-            match end {
-                Some(j) => {
-                    if rest[j - 1] != b'/' {
-                        depth += 1;
-                        if depth > max_depth {
-                            return Err(XmlError::TooDeep(max_depth));
-                        }
-                    }
-                    Some(at + j + 1)
-                }
-                None => None,
-            }
-        };
-        match next {
-            Some(n) => i = n,
-            None => break,
-        }
-    }
-    Ok(())
+    Ok(turnpike_xml::dom::parse(text, limits.reader())?)
 }
 
 /// Element paths that always read as arrays: `/Envelope/Body/order/item` (local names
@@ -217,11 +176,11 @@ pub(crate) fn xml_to_val(
     limits: &XmlLimits,
 ) -> Result<Val, XmlError> {
     let text = std::str::from_utf8(body).map_err(|_| XmlError::NotUtf8)?;
-    let doc = parse_document(text, limits)?;
-    let root = doc.root_element();
+    let tree = Tree::parse(text, limits.reader())?;
+    let root = tree.root();
     let mut path = Vec::new();
     let value = element_value(root, &mut path, arrays);
-    Ok(obj([(qualified_name(root), value)]))
+    Ok(obj([(qualified(root.prefix(), root.name()), value)]))
 }
 
 fn str_val(s: &str) -> Val {
@@ -232,71 +191,99 @@ fn obj(pairs: impl IntoIterator<Item = (String, Val)>) -> Val {
     Val::obj(pairs.into_iter().map(|(k, v)| (str_val(&k), v)).collect())
 }
 
-fn qualified_name(n: roxmltree::Node<'_, '_>) -> String {
-    let local = n.tag_name().name();
-    match n.tag_name().namespace().and_then(|ns| n.lookup_prefix(ns)) {
-        Some(prefix) if !prefix.is_empty() => format!("{prefix}:{local}"),
+/// A name as written: `prefix:local` or `local`.
+fn qualified(prefix: Option<&str>, local: &str) -> String {
+    match prefix {
+        Some(p) if !p.is_empty() => format!("{p}:{local}"),
         _ => local.to_owned(),
     }
 }
 
-/// Depth is bounded by [`parse_document`], so this recursion is too.
-fn element_value<'a>(
-    node: roxmltree::Node<'a, '_>,
-    path: &mut Vec<&'a str>,
-    arrays: &ArrayPaths,
-) -> Val {
-    let mut attrs: Vec<(String, Val)> = Vec::new();
-    let parent_ns: Vec<_> = node
-        .parent_element()
-        .map(|p| p.namespaces().collect())
-        .unwrap_or_default();
-    for ns in node.namespaces() {
-        if ns.name() == Some("xml") || parent_ns.contains(&ns) {
+/// The `@` keys of an element: the namespace declarations it adds to its parent's
+/// (the `xml` prefix is implied), then its attributes.
+fn attribute_keys(node: Node<'_, '_>) -> Vec<(String, Val)> {
+    let mut attrs = Vec::new();
+    for d in node.declarations() {
+        if d.prefix == Some("xml") || d.repeats_parent {
             continue;
         }
-        let key = match ns.name() {
+        let key = match d.prefix {
             Some(p) => format!("@xmlns:{p}"),
             None => "@xmlns".to_owned(),
         };
-        attrs.push((key, str_val(ns.uri())));
+        attrs.push((key, str_val(&d.uri)));
     }
     for a in node.attributes() {
-        let name = match a.namespace().and_then(|ns| node.lookup_prefix(ns)) {
-            Some(p) if !p.is_empty() => format!("@{p}:{}", a.name()),
-            _ => format!("@{}", a.name()),
-        };
-        attrs.push((name, str_val(a.value())));
+        attrs.push((
+            format!("@{}", qualified(a.prefix, a.local)),
+            str_val(&a.value),
+        ));
     }
-    let mut text = String::new();
-    let mut children: Vec<(String, &'a str, Vec<Val>)> = Vec::new();
-    path.push(node.tag_name().name());
-    for c in node.children() {
-        if c.is_text() {
-            text.push_str(c.text().unwrap_or(""));
-        } else if c.is_element() {
-            let key = qualified_name(c);
-            let v = element_value(c, path, arrays);
-            match children.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, _, vs)) => vs.push(v),
-                None => children.push((key, c.tag_name().name(), vec![v])),
-            }
+    attrs
+}
+
+/// Child elements grouped by name in document order. A few names are looked up in a
+/// list; past [`Children::INDEX_ABOVE`] through a hash index, so an element with
+/// 100,000 differently named children costs n, not n².
+#[derive(Default)]
+struct Children<'a> {
+    groups: Vec<(String, &'a str, Vec<Val>)>,
+    index: Option<HashMap<String, usize>>,
+}
+
+impl<'a> Children<'a> {
+    const INDEX_ABOVE: usize = 16;
+
+    fn push(&mut self, key: String, local: &'a str, v: Val) {
+        let at = match &self.index {
+            Some(ix) => ix.get(&key).copied(),
+            None => self.groups.iter().position(|(k, _, _)| *k == key),
+        };
+        if let Some(i) = at {
+            self.groups[i].2.push(v);
+            return;
         }
+        if let Some(ix) = &mut self.index {
+            ix.insert(key.clone(), self.groups.len());
+        } else if self.groups.len() == Self::INDEX_ABOVE {
+            let mut ix: HashMap<String, usize> = self
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _, _))| (k.clone(), i))
+                .collect();
+            ix.insert(key.clone(), self.groups.len());
+            self.index = Some(ix);
+        }
+        self.groups.push((key, local, vec![v]));
+    }
+}
+
+/// Depth is bounded by the reader's cap, so this recursion is too.
+fn element_value<'a>(node: Node<'_, 'a>, path: &mut Vec<&'a str>, arrays: &ArrayPaths) -> Val {
+    let attrs = attribute_keys(node);
+    let mut children = Children::default();
+    path.push(node.name());
+    for c in node.elements() {
+        let v = element_value(c, path, arrays);
+        children.push(qualified(c.prefix(), c.name()), c.name(), v);
     }
     path.pop();
+    let children = children.groups;
+    let text = node.text();
     if attrs.is_empty() && children.is_empty() {
-        path.push(node.tag_name().name());
+        path.push(node.name());
         let declared = arrays.declared_children(path).next().is_some();
         path.pop();
         if !declared {
-            return str_val(&text);
+            return str_val(text);
         }
     }
     let mut map: Vec<(String, Val)> = attrs;
     if !text.trim().is_empty() {
-        map.push(("#text".to_owned(), str_val(&text)));
+        map.push(("#text".to_owned(), str_val(text)));
     }
-    path.push(node.tag_name().name());
+    path.push(node.name());
     for (key, local, mut vs) in children {
         let v = if vs.len() > 1 || arrays.is_array(path, local) {
             vs.into_iter().collect()
@@ -548,6 +535,22 @@ mod tests {
     }
 
     #[test]
+    fn many_differently_named_children_group_in_order() {
+        let xml = format!(
+            "<r>{}<c0>again</c0></r>",
+            (0..40)
+                .map(|i| format!("<c{i}>{i}</c{i}>"))
+                .collect::<String>()
+        );
+        let json = to_json(&xml, &[]).expect("reads");
+        assert!(
+            json.starts_with(r#"{"r":{"c0":["0","again"],"c1":"1","c2":"2""#),
+            "{json}"
+        );
+        assert!(json.ends_with(r#""c39":"39"}}"#), "{json}");
+    }
+
+    #[test]
     fn json_to_xml_arrays_and_types() {
         assert_eq!(
             to_xml(r#"{"r":{"a":[1,2],"b":true,"c":null,"d":[],"e":"<&>"}}"#).as_deref(),
@@ -578,5 +581,17 @@ mod tests {
         assert_eq!(to_json(&deep, &[]), Err(XmlError::TooDeep(64)));
         let wide = format!("<a>{}</a>", "<b/>".repeat(200_000));
         assert_eq!(to_json(&wide, &[]), Err(XmlError::TooManyNodes(100_000)));
+        let bomb: String = (0..64_000).map(|i| format!(" a{i}='{i}'")).collect();
+        assert_eq!(
+            to_json(&format!("<a{bomb}/>"), &[]),
+            Err(XmlError::OverLimit(
+                turnpike_xml::XmlError::TooManyAttributes { limit: 256 }
+            ))
+        );
+        let dup: String = (0..20).map(|i| format!(" a{i}=''")).collect();
+        assert!(matches!(
+            to_json(&format!("<a{dup} a3=''/>"), &[]),
+            Err(XmlError::Syntax(_))
+        ));
     }
 }

@@ -18,6 +18,7 @@ mod ctx;
 pub mod error;
 mod hook;
 pub mod log_limit;
+pub mod offload;
 pub mod trace;
 
 pub use chain::{Answer, Chain, Stop};

@@ -2,20 +2,8 @@
 
 use serde::Serialize;
 
-/// Why a document could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum XmlError {
-    #[error("document is larger than {limit} bytes")]
-    TooLarge { limit: usize },
-    #[error("document has more than {limit} nodes")]
-    TooManyNodes { limit: u32 },
-    #[error("document is nested deeper than {limit} elements")]
-    TooDeep { limit: usize },
-    #[error("document type declarations (DTD, entities) are not accepted")]
-    Dtd,
-    #[error("not well-formed XML: {0}")]
-    Malformed(String),
-}
+/// Why a document could not be read: the one XML reader's error.
+pub use turnpike_xml::XmlError;
 
 /// Why a WSDL could not be imported at all. Constructs that can be skipped are reported
 /// as [`Problem`]s instead.

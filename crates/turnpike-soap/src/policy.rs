@@ -18,6 +18,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http::{request, response, HeaderName, HeaderValue, Method, Response, StatusCode};
 use serde_json::{Map, Value};
+use turnpike_policy::offload::{offload, OFFLOAD_ABOVE};
 use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
 
 use crate::api::SoapApi;
@@ -131,10 +132,15 @@ impl Policy for SoapProxyPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
-        // A policy's response hooks do not see its own refusal: answer the Fault here.
-        Step::Done(Ok(match self.check(ctx, req, body) {
-            Ok(()) => Flow::Continue,
-            Err(e) => Flow::Respond(self.fault_response(ctx, e)),
+        if body.len() <= OFFLOAD_ABOVE {
+            let checked = read_envelope(body, &self.api.versions);
+            return Step::Done(Ok(self.answer(ctx, req, checked)));
+        }
+        // A large envelope is read off the runtime's workers (docs/soap.md).
+        let (text, api) = (body.clone(), self.api.clone());
+        Step::Pending(Box::pin(async move {
+            let checked = offload(move || read_envelope(&text, &api.versions)).await;
+            Ok(self.answer(ctx, req, checked))
         }))
     }
 
@@ -225,22 +231,33 @@ impl SoapProxyPolicy {
         resp
     }
 
-    fn check(
+    /// The answer to a request whose envelope was read: go on when it names an
+    /// operation, else the refusal as a Fault. (A policy's response hooks do not see
+    /// its own refusal: the Fault is made here.)
+    fn answer(
         &self,
         ctx: &mut RequestCtx,
         req: &request::Parts,
-        body: &[u8],
+        checked: Result<envelope::EnvelopeInfo, GatewayError>,
+    ) -> Flow {
+        match checked.and_then(|info| self.find_operation(ctx, req, &info)) {
+            Ok(()) => Flow::Continue,
+            Err(e) => Flow::Respond(self.fault_response(ctx, e)),
+        }
+    }
+
+    fn find_operation(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &request::Parts,
+        info: &envelope::EnvelopeInfo,
     ) -> Result<(), GatewayError> {
-        let text = std::str::from_utf8(body)
-            .map_err(|_| bad_request("the SOAP envelope is not UTF-8".into()))?;
-        let info =
-            envelope::check(text, &self.api.versions).map_err(|e| bad_request(e.to_string()))?;
         ctx.ext.insert(SoapCall {
             version: info.version,
         });
         let header = |h: &HeaderName| req.headers.get(h).and_then(|v| v.to_str().ok());
         let action = envelope::request_action(header(&SOAP_ACTION), header(&CONTENT_TYPE));
-        envelope::find_operation(self.api.port(), action, &info).ok_or_else(|| {
+        envelope::find_operation(self.api.port(), action, info).ok_or_else(|| {
             bad_request(format!(
                 "no operation of this API matches the SOAP action {:?} or the body's first element",
                 action.unwrap_or_default()
@@ -248,6 +265,17 @@ impl SoapProxyPolicy {
         })?;
         Ok(())
     }
+}
+
+/// The checks of a request envelope (UTF-8, well-formed under the reader's caps, a SOAP
+/// version the binding speaks, a Body).
+fn read_envelope(
+    body: &[u8],
+    versions: &[SoapVersion],
+) -> Result<envelope::EnvelopeInfo, GatewayError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| bad_request("the SOAP envelope is not UTF-8".into()))?;
+    envelope::check(text, versions).map_err(|e| bad_request(e.to_string()))
 }
 
 impl Policy for SoapRestPolicy {

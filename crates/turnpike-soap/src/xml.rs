@@ -1,9 +1,9 @@
-//! Hardened XML reading and writing helpers shared by the WSDL importer and the envelope
-//! code: one parse entry point with a size limit, a node limit, a nesting-depth limit and
-//! DTDs refused (so no entity expansion and no external entities), plus text escaping
-//! for the XML this crate writes.
+//! XML helpers shared by the WSDL importer and the envelope code: the DOM entry point
+//! (the product's one hardened reader, `turnpike-xml`, checks every document under its
+//! caps before roxmltree sees it), navigation helpers, and text escaping for the XML this
+//! crate writes.
 
-use roxmltree::{Document, Node, ParsingOptions};
+use roxmltree::{Document, Node};
 
 use crate::error::XmlError;
 
@@ -12,127 +12,13 @@ pub const XSD_NS: &str = "http://www.w3.org/2001/XMLSchema";
 /// Namespace of XML Schema instances (`xsi:nil`, `xsi:type`).
 pub const XSI_NS: &str = "http://www.w3.org/2001/XMLSchema-instance";
 
-/// Limits applied to every document this crate reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Largest input in bytes.
-    pub max_bytes: usize,
-    /// Most nodes (elements, attributes' parents, text, comments) in one document.
-    pub max_nodes: u32,
-    /// Deepest element nesting.
-    pub max_depth: usize,
-}
+/// The caps of the one XML reader: `Limits::DEFINITIONS` for WSDL and XSD files,
+/// `Limits::MESSAGES` for SOAP messages on the request path.
+pub use turnpike_xml::Limits;
 
-impl Limits {
-    /// Limits for WSDL and XSD files (an import, not the hot path).
-    pub const DEFINITIONS: Limits = Limits {
-        max_bytes: 8 << 20,
-        max_nodes: 1_000_000,
-        max_depth: 256,
-    };
-    /// Limits for SOAP messages on the request path.
-    pub const MESSAGES: Limits = Limits {
-        max_bytes: 16 << 20,
-        max_nodes: 2_000_000,
-        max_depth: 128,
-    };
-}
-
-/// Parses `text` under `limits`. A DOCTYPE (hence any entity declaration) is refused.
+/// Parses `text` under `limits` (DTDs refused, every count capped) into a DOM.
 pub fn parse(text: &str, limits: Limits) -> Result<Document<'_>, XmlError> {
-    if text.len() > limits.max_bytes {
-        return Err(XmlError::TooLarge {
-            limit: limits.max_bytes,
-        });
-    }
-    // roxmltree recurses per nesting level: refuse deep documents before it sees them.
-    if nesting_depth(text.as_bytes(), limits.max_depth) > limits.max_depth {
-        return Err(XmlError::TooDeep {
-            limit: limits.max_depth,
-        });
-    }
-    let opts = ParsingOptions {
-        allow_dtd: false,
-        nodes_limit: limits.max_nodes,
-    };
-    let doc = Document::parse_with_options(text, opts).map_err(|e| match e {
-        roxmltree::Error::DtdDetected => XmlError::Dtd,
-        roxmltree::Error::NodesLimitReached => XmlError::TooManyNodes {
-            limit: limits.max_nodes,
-        },
-        other => XmlError::Malformed(other.to_string()),
-    })?;
-    check_depth(&doc, limits.max_depth)?;
-    Ok(doc)
-}
-
-/// The deepest element nesting of `text`, counted up to just past `stop`: one pass over
-/// the bytes that skips comments, CDATA, processing instructions, declarations and
-/// quoted attribute values. Malformed input gets some answer; the parser judges it.
-fn nesting_depth(text: &[u8], stop: usize) -> usize {
-    let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
-    let find = |from: usize, pat: &[u8]| {
-        text.get(from..)
-            .and_then(|rest| memchr::memmem::find(rest, pat))
-            .map_or(text.len(), |p| from + p + pat.len())
-    };
-    // Text between tags is skipped with memchr: on the request path this scan sees
-    // every byte of every envelope.
-    while let Some(at) = text.get(i..).and_then(|rest| memchr::memchr(b'<', rest)) {
-        i += at;
-        let rest = &text[i..];
-        if rest.starts_with(b"<!--") {
-            i = find(i + 4, b"-->");
-        } else if rest.starts_with(b"<![CDATA[") {
-            i = find(i + 9, b"]]>");
-        } else if rest.starts_with(b"<?") {
-            i = find(i + 2, b"?>");
-        } else if rest.starts_with(b"<!") {
-            i = find(i + 2, b">");
-        } else if rest.starts_with(b"</") {
-            depth = depth.saturating_sub(1);
-            i = find(i + 2, b">");
-        } else {
-            // A start tag: find its end outside quoted values.
-            let mut j = i + 1;
-            let mut quote = None;
-            while j < text.len() {
-                match (quote, text[j]) {
-                    (None, q @ (b'"' | b'\'')) => quote = Some(q),
-                    (Some(q), c) if c == q => quote = None,
-                    (None, b'>') => break,
-                    _ => {}
-                }
-                j += 1;
-            }
-            if text.get(j.wrapping_sub(1)) != Some(&b'/') {
-                depth += 1;
-                max = max.max(depth);
-                if max > stop {
-                    return max;
-                }
-            }
-            i = j + 1;
-        }
-    }
-    max
-}
-
-/// Refuses documents nested deeper than `max`, in one pass without recursion (so the
-/// code that walks the tree recursively afterwards is bounded too).
-fn check_depth(doc: &Document<'_>, max: usize) -> Result<(), XmlError> {
-    let mut depth = vec![0u16; doc.descendants().count().max(1)];
-    for node in doc.root().descendants() {
-        let Some(parent) = node.parent() else {
-            continue;
-        };
-        let d = depth[parent.id().get_usize()].saturating_add(1);
-        if usize::from(d) > max {
-            return Err(XmlError::TooDeep { limit: max });
-        }
-        depth[node.id().get_usize()] = d;
-    }
-    Ok(())
+    turnpike_xml::dom::parse(text, limits)
 }
 
 /// Child elements of `node`.
@@ -298,6 +184,7 @@ mod tests {
             max_bytes: 10,
             max_nodes: 3,
             max_depth: 10,
+            ..Limits::MESSAGES
         };
         assert!(matches!(
             parse("<a><b/><c/><d/></a>", small),
@@ -311,19 +198,6 @@ mod tests {
             parse("<a><b/><c/><d/></a>", few),
             Err(XmlError::TooManyNodes { .. })
         ));
-    }
-
-    #[test]
-    fn the_depth_scan_skips_what_is_not_an_element() {
-        assert_eq!(
-            nesting_depth(b"<a><b/><c x='/>' y=\">\"><d></d></c></a>", 99),
-            3
-        );
-        assert_eq!(
-            nesting_depth(b"<a><!-- <b><c> --><![CDATA[<x><y>]]><?p <q>?></a>", 99),
-            1
-        );
-        assert_eq!(nesting_depth("<a>".repeat(10).as_bytes(), 3), 4);
     }
 
     #[test]

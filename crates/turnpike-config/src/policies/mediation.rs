@@ -20,9 +20,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderValue, Method};
+use turnpike_auth::Identity;
 use turnpike_mediation::spec::BodyAction;
 use turnpike_mediation::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
-use turnpike_policy::{ErrorKind, GatewayError, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::offload::{offload, OFFLOAD_ABOVE};
+use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
 
 use crate::mediation::ApiMediation;
 
@@ -151,25 +153,25 @@ impl Policy for MediationPolicy {
             }
             BodyAction::Transform => {}
         }
-        let claims = claims(ctx);
+        if body.len() > OFFLOAD_ABOVE {
+            if let Some(job) = self.request_job(ctx, req, body) {
+                return Step::Pending(Box::pin(async move {
+                    let (t, out) = offload(move || job.run()).await;
+                    finish_request(&t, out, req, body).map(|()| Flow::Continue)
+                }));
+            }
+        }
+        let claims = claims(ctx.identity().map(|i| &**i));
         let inputs = Inputs {
             path_params: &params,
             query: ctx.upstream.query(),
             headers: Some(&req.headers),
-            caller: caller(ctx, &claims),
+            caller: caller(ctx.identity().map(|i| &**i), &claims),
             method: req.method.as_str(),
             status: None,
         };
-        match b.run(body, &inputs) {
-            Ok(out) => {
-                *body = Bytes::from(out);
-                if let Some(ct) = b.output_content_type() {
-                    req.headers.insert(CONTENT_TYPE, ct.clone());
-                }
-                Step::CONTINUE
-            }
-            Err(kind) => failed(t, &kind, true).into(),
-        }
+        let out = b.run(body, &inputs);
+        Step::Done(finish_request(t, out, req, body).map(|()| Flow::Continue))
     }
 
     fn on_response_headers(
@@ -210,13 +212,13 @@ impl Policy for MediationPolicy {
             }
             BodyAction::Transform => {}
         }
-        let claims = claims(ctx);
+        let claims = claims(ctx.identity().map(|i| &**i));
         let method = ctx.ext.get::<RequestMethod>().map_or("", |m| m.0.as_str());
         let inputs = Inputs {
             path_params: &params,
             query: ctx.upstream.query(),
             headers: Some(&resp.headers),
-            caller: caller(ctx, &claims),
+            caller: caller(ctx.identity().map(|i| &**i), &claims),
             method,
             status: Some(resp.status.as_u16()),
         };
@@ -227,6 +229,81 @@ impl Policy for MediationPolicy {
         }
         Ok(())
     }
+}
+
+/// A request body step with everything it reads owned, to run off the runtime's
+/// workers: a large body is read there (docs/mediation.md), so a hostile XML or JSON
+/// body cannot hold a worker that serves other connections.
+struct RequestJob {
+    t: Arc<Transform>,
+    body: Bytes,
+    params: Vec<(Box<str>, Box<str>)>,
+    query: Option<String>,
+    headers: HeaderMap,
+    method: Method,
+    identity: Option<Arc<Identity>>,
+}
+
+impl RequestJob {
+    fn run(self) -> (Arc<Transform>, Result<Vec<u8>, MediationErrorKind>) {
+        let Some(b) = &self.t.body else {
+            return (self.t, Ok(self.body.to_vec()));
+        };
+        let params: Vec<(&str, &str)> = self.params.iter().map(|(k, v)| (&**k, &**v)).collect();
+        let claims = claims(self.identity.as_deref());
+        let inputs = Inputs {
+            path_params: &params,
+            query: self.query.as_deref(),
+            headers: Some(&self.headers),
+            caller: caller(self.identity.as_deref(), &claims),
+            method: self.method.as_str(),
+            status: None,
+        };
+        let out = b.run(&self.body, &inputs);
+        (self.t, out)
+    }
+}
+
+impl MediationPolicy {
+    /// The request's transform as an owned job (None when it has no body step).
+    fn request_job(
+        &self,
+        ctx: &RequestCtx,
+        req: &request::Parts,
+        body: &Bytes,
+    ) -> Option<RequestJob> {
+        let (t, params) = if self.m.has_resource_transforms() {
+            let c = ctx.ext.get::<Chosen>()?;
+            (c.request.clone()?, c.params.clone())
+        } else {
+            (self.m.request.clone()?, Vec::new())
+        };
+        Some(RequestJob {
+            t,
+            body: body.clone(),
+            params,
+            query: ctx.upstream.query().map(str::to_owned),
+            headers: req.headers.clone(),
+            method: req.method.clone(),
+            identity: ctx.identity().cloned(),
+        })
+    }
+}
+
+/// The body step's output replaces the request body (and its content type), or its
+/// failure becomes the error table's row.
+fn finish_request(
+    t: &Transform,
+    out: Result<Vec<u8>, MediationErrorKind>,
+    req: &mut request::Parts,
+    body: &mut Bytes,
+) -> Result<(), GatewayError> {
+    let out = out.map_err(|kind| failed(t, &kind, true))?;
+    *body = Bytes::from(out);
+    if let Some(ct) = t.body.as_ref().and_then(|b| b.output_content_type()) {
+        req.headers.insert(CONTENT_TYPE, ct.clone());
+    }
+    Ok(())
 }
 
 /// Headers, query, path; then a `Content-Length` above the body step's `max_input` is
@@ -303,14 +380,17 @@ fn content_type(headers: &HeaderMap) -> String {
 }
 
 /// The kept claims of the caller's token (empty without one: no allocation).
-fn claims(ctx: &RequestCtx) -> Vec<(&str, &str)> {
-    ctx.identity()
+fn claims(identity: Option<&Identity>) -> Vec<(&str, &str)> {
+    identity
         .map(|id| id.claims.iter().collect())
         .unwrap_or_default()
 }
 
-fn caller<'c>(ctx: &'c RequestCtx, claims: &'c [(&'c str, &'c str)]) -> Option<Caller<'c>> {
-    ctx.identity().map(|id| Caller {
+fn caller<'c>(
+    identity: Option<&'c Identity>,
+    claims: &'c [(&'c str, &'c str)],
+) -> Option<Caller<'c>> {
+    identity.map(|id| Caller {
         app: id.application_id.as_deref(),
         app_name: id.application_name.as_deref(),
         subscriber: id.subscriber.as_deref(),
