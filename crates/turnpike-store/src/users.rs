@@ -318,8 +318,15 @@ mod tests {
             .await
             .expect("open");
         assert!(!store.inner.dummy_hash.initialized());
-        assert_eq!(store.verify_password("nobody", "x").await.expect("verify"), None);
-        let dummy = store.inner.dummy_hash.get().expect("the dummy hash was made and used");
+        assert_eq!(
+            store.verify_password("nobody", "x").await.expect("verify"),
+            None
+        );
+        let dummy = store
+            .inner
+            .dummy_hash
+            .get()
+            .expect("the dummy hash was made and used");
         assert!(dummy.starts_with("$argon2id$"), "{dummy}");
     }
 }

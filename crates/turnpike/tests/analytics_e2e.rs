@@ -185,23 +185,15 @@ fn a_db_less_gateway_writes_json_lines_under_wso2_names() {
     .expect("write config");
     let file = dir.path().join("events.jsonl");
     let data = dir.path().join("data");
-    let (_gw, gw) = support::start(
+    let (_gw, gw) = support::start_file_gateway(
+        &cfg,
+        &data,
         &[
-            "gateway",
-            "--config",
-            cfg.to_str().expect("utf-8"),
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            data.to_str().expect("utf-8"),
             "--analytics-file",
             file.to_str().expect("utf-8"),
             "--analytics-format",
             "wso2",
         ],
-        "gateway listening on http://",
     );
     assert_eq!(status(&format!("http://{gw}/pets/v1/items/7?size=5")), 200);
     assert_eq!(status(&format!("http://{gw}/pets/v1/other")), 404);
@@ -248,17 +240,10 @@ fn a_db_less_gateway_writes_rollup_rows() {
     .expect("write config");
     let file = dir.path().join("rollups.jsonl");
     let data = dir.path().join("data");
-    let (_gw, gw) = support::start(
+    let (_gw, gw) = support::start_file_gateway(
+        &cfg,
+        &data,
         &[
-            "gateway",
-            "--config",
-            cfg.to_str().expect("utf-8"),
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            data.to_str().expect("utf-8"),
             "--gateway-id",
             "edge-9",
             "--analytics-file",
@@ -268,7 +253,6 @@ fn a_db_less_gateway_writes_rollup_rows() {
             "--analytics-interval",
             "0.2",
         ],
-        "gateway listening on http://",
     );
     for i in 0..3 {
         assert_eq!(

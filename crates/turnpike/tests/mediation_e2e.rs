@@ -18,7 +18,7 @@ use base64::Engine;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
-use support::{start, start_env, wait_for_status, TempDir, BIN};
+use support::{start, start_env, start_file_gateway, wait_for_status, TempDir, BIN};
 
 const ISS: &str = "https://idp.test";
 const TOKEN: &str = "mediation-e2e-gateway-token";
@@ -97,20 +97,7 @@ apis:
     );
     let cfg = dir.path().join("gateway.yaml");
     std::fs::write(&cfg, yaml).expect("write config");
-    let (_gw, gw) = start(
-        &[
-            "gateway",
-            "--config",
-            cfg.to_str().expect("utf-8 path"),
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            dir.path().join("data").to_str().expect("utf-8 path"),
-        ],
-        "gateway listening on http://",
-    );
+    let (_gw, gw) = start_file_gateway(&cfg, &dir.path().join("data"), &[]);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

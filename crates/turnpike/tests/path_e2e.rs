@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{start, TempDir};
+use support::{start_file_gateway, TempDir};
 
 const API_KEY: &str = "read-only-key-77";
 
@@ -129,20 +129,7 @@ fn dot_segments_and_encoded_separators_cannot_bypass_routing_or_auth() {
     let (upstream, seen) = recording_upstream();
     let cfg = dir.path().join("paths.yaml");
     write_config(&cfg, &upstream);
-    let (_gw, gw) = start(
-        &[
-            "gateway",
-            "--config",
-            cfg.to_str().expect("utf-8 path"),
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            dir.path().join("data").to_str().expect("utf-8 path"),
-        ],
-        "gateway listening on http://",
-    );
+    let (_gw, gw) = start_file_gateway(&cfg, &dir.path().join("data"), &[]);
 
     // The open resource works, and the back end gets the endpoint's base path.
     assert_eq!(
@@ -312,20 +299,7 @@ fn path_parameters_and_lenient_forms_cannot_reach_a_servlets_admin() {
     let (upstream, seen) = upstream(servlet);
     let cfg = dir.path().join("servlet.yaml");
     write_servlet_config(&cfg, &upstream);
-    let (_gw, gw) = start(
-        &[
-            "gateway",
-            "--config",
-            cfg.to_str().expect("utf-8 path"),
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            dir.path().join("data").to_str().expect("utf-8 path"),
-        ],
-        "gateway listening on http://",
-    );
+    let (_gw, gw) = start_file_gateway(&cfg, &dir.path().join("data"), &[]);
 
     let refused_or_admin = |path: &str| {
         let (status, code) = get_with(&gw, path, None);

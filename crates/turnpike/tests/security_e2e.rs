@@ -17,7 +17,7 @@ use base64::Engine;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
-use support::{start, TempDir};
+use support::{start_file_gateway, TempDir};
 
 const ISS: &str = "https://idp.test";
 const AUD: &str = "turnpike";
@@ -223,20 +223,7 @@ fn secured_gateway_checks_every_credential_kind() {
     let key = key();
     let cfg = dir.path().join("secured.yaml");
     write_config(&cfg, &key, &upstream, &password_hash("s3cret"));
-    let (_gw, gw) = start(
-        &[
-            "gateway",
-            "--config",
-            cfg.to_str().expect("utf-8 path"),
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            dir.path().join("data").to_str().expect("utf-8 path"),
-        ],
-        "gateway listening on http://",
-    );
+    let (_gw, gw) = start_file_gateway(&cfg, &dir.path().join("data"), &[]);
     let url = |p: &str| format!("http://{gw}{p}");
 
     // A valid token passes; the upstream sees no Authorization, but a back-end JWT.
@@ -432,21 +419,10 @@ fn numeric_dates_and_what_a_client_may_not_forward() {
     let key = key();
     let cfg = dir.path().join("secured.yaml");
     write_config(&cfg, &key, &upstream, &password_hash("s3cret"));
-    let (_gw, gw) = start(
-        &[
-            "gateway",
-            "--config",
-            cfg.to_str().expect("utf-8 path"),
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--trusted-proxies",
-            "10.0.0.0/8",
-            "--data-dir",
-            dir.path().join("data").to_str().expect("utf-8 path"),
-        ],
-        "gateway listening on http://",
+    let (_gw, gw) = start_file_gateway(
+        &cfg,
+        &dir.path().join("data"),
+        &["--trusted-proxies", "10.0.0.0/8"],
     );
     let url = |p: &str| format!("http://{gw}{p}");
     let t = now() as f64;

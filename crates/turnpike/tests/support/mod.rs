@@ -144,3 +144,21 @@ pub fn get(url: &str) -> (u16, String) {
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
     (code.trim().parse().unwrap_or(0), body.to_owned())
 }
+
+/// Starts a DB-less `turnpike gateway` on `cfg` (plain HTTP on a free port, no HTTPS,
+/// state under `data_dir`), with `extra` flags; returns it and its address.
+pub fn start_file_gateway(cfg: &Path, data_dir: &Path, extra: &[&str]) -> (Proc, String) {
+    let mut args = vec![
+        "gateway",
+        "--config",
+        cfg.to_str().expect("utf-8 path"),
+        "--http-port",
+        "0",
+        "--https-port",
+        "off",
+        "--data-dir",
+        data_dir.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    start(&args, "gateway listening on http://")
+}
