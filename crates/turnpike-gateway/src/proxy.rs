@@ -530,7 +530,6 @@ fn trace_context(conn: &ConnCtx, parts: &request::Parts) -> Option<Box<TraceCont
 
 const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
-#[inline]
 /// A stale snapshot (`--max-snapshot-age` passed without word from the control plane)
 /// may still hold an application, key or subscription revoked since: a resource that
 /// takes credentials is refused `503 snapshot_stale`; an open one (`auth: none`, or an
@@ -556,6 +555,7 @@ fn stale_refusal(
         .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("30")))
 }
 
+#[inline]
 fn stop(at: usize, e: GatewayError) -> Stop {
     Stop {
         at,
