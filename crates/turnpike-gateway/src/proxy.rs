@@ -469,20 +469,9 @@ async fn request_side(
         {
             // Before any upstream connection: a slow body holds none (request_buffer.rs).
             // Boxed: a request without a body does not carry this future.
-            Some(rb) => {
-                let read_timeout = conn.shared.body_read_timeout;
-                let h = &mut parts.headers;
-                Box::pin(crate::request_buffer::buffer(
-                    body,
-                    rb,
-                    api.max_body_bytes,
-                    read_timeout,
-                    &conn.shared.buffer_budget,
-                    h,
-                ))
+            Some(rb) => crate::request_buffer::boxed(body, rb, api, conn, &mut parts.headers)
                 .await
-                .map_err(|e| stop(end, e))?
-            }
+                .map_err(|e| stop(end, e))?,
             None => RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
         };
         if let Some(m) = marks.as_deref_mut() {
