@@ -29,7 +29,7 @@ type Resource = Api['resources'][number];
 const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
 
 /** Save state shared by the editors: error text and a "Saved." note. */
-function useSave(id: string, onSaved: () => void) {
+export function useSave(id: string, onSaved: () => void) {
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   const save = async (patch: Record<string, unknown>) => {

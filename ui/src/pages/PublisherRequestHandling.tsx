@@ -6,10 +6,8 @@
 // by compiling the API.
 import { useState } from 'react';
 import { Button, Card, Group, SegmentedControl, Stack, Switch, Text, TextInput } from '@mantine/core';
-import { publisher } from '../api/calls';
 import type { Api } from '../api/types';
-import { errorText } from '../lib/load';
-import { ErrorNote } from './common';
+import { useSave } from './PublisherPolicies';
 
 interface Paths {
   matrix_parameters?: 'refuse' | 'strip';
@@ -38,25 +36,16 @@ export function RequestHandlingEditor({ api, onSaved, canEdit }: { api: Api; onS
   const [buffering, setBuffering] = useState(start.requestBuffering?.enabled ?? true);
   const [size, setSize] = useState(String(start.requestBuffering?.size ?? ''));
   const [timeout, setTimeout_] = useState(String(start.requestBuffering?.timeout ?? ''));
-  const [error, setError] = useState<string | null>(null);
-  const [saved, setSaved] = useState(false);
+  const { save, note } = useSave(api.id, onSaved);
 
-  const submit = async () => {
-    setError(null);
-    setSaved(false);
+  const submit = () => {
     const paths: Paths = { matrix_parameters: matrix, case_insensitive: anyCase };
     const requestBuffering: RequestBuffering = { enabled: buffering };
     const s = quantity(size);
     const t = quantity(timeout);
     if (s !== undefined) requestBuffering.size = s;
     if (t !== undefined) requestBuffering.timeout = t;
-    try {
-      await publisher.patch(api.id, { paths, requestBuffering });
-      setSaved(true);
-      onSaved();
-    } catch (e) {
-      setError(errorText(e));
-    }
+    void save({ paths, requestBuffering });
   };
 
   return (
@@ -64,7 +53,7 @@ export function RequestHandlingEditor({ api, onSaved, canEdit }: { api: Api; onS
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          void submit();
+          submit();
         }}
       >
         <Stack>
@@ -106,8 +95,7 @@ export function RequestHandlingEditor({ api, onSaved, canEdit }: { api: Api; onS
           />
           <TextInput label="Buffer size" description="Bytes read before connecting, e.g. 256KiB (default 1MiB)" value={size} onChange={(e) => setSize(e.currentTarget.value)} disabled={!canEdit || !buffering} />
           <TextInput label="Body timeout" description="Time the client gets to send them, e.g. 20s (default 30s); later: 408" value={timeout} onChange={(e) => setTimeout_(e.currentTarget.value)} disabled={!canEdit || !buffering} />
-          <ErrorNote error={error} />
-          {saved && <Text c="green">Saved.</Text>}
+          {note}
           {canEdit && (
             <Group justify="flex-end">
               <Button type="submit">Save request handling</Button>
