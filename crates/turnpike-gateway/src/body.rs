@@ -382,8 +382,7 @@ where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut buf = BytesMut::new();
-    let mut first: Option<Bytes> = None;
+    let mut got = Gathered::default();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         let frame = frame.map_err(|e| {
             let e: BoxError = e.into();
@@ -397,24 +396,43 @@ where
         let Ok(data) = frame.into_data() else {
             continue; // trailers are not kept
         };
-        let have = first.as_ref().map_or(0, Bytes::len) + buf.len();
-        if (have + data.len()) as u64 > limit {
+        if (got.len() + data.len()) as u64 > limit {
             return Err(GatewayError::with_source(
                 too_large,
                 format!("body exceeds the limit of {limit} bytes"),
             ));
         }
-        // One frame (the common case) is kept without a copy.
-        match first.take() {
-            None if buf.is_empty() => first = Some(data),
+        got.push(data);
+    }
+    Ok(got.finish())
+}
+
+/// Frames gathered into one buffer; one frame (the common case) is kept without a copy.
+#[derive(Default)]
+pub(crate) struct Gathered {
+    first: Option<Bytes>,
+    buf: BytesMut,
+}
+
+impl Gathered {
+    pub(crate) fn len(&self) -> usize {
+        self.first.as_ref().map_or(0, Bytes::len) + self.buf.len()
+    }
+
+    pub(crate) fn push(&mut self, data: Bytes) {
+        match self.first.take() {
+            None if self.buf.is_empty() => self.first = Some(data),
             Some(f) => {
-                buf.extend_from_slice(&f);
-                buf.extend_from_slice(&data);
+                self.buf.extend_from_slice(&f);
+                self.buf.extend_from_slice(&data);
             }
-            None => buf.extend_from_slice(&data),
+            None => self.buf.extend_from_slice(&data),
         }
     }
-    Ok(first.unwrap_or_else(|| buf.freeze()))
+
+    pub(crate) fn finish(self) -> Bytes {
+        self.first.unwrap_or_else(|| self.buf.freeze())
+    }
 }
 
 /// After a body was replaced by one of `len` bytes: `Content-Length: len`, no

@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::header::CONTENT_LENGTH;
 use http::HeaderMap;
 use http_body::Body;
@@ -86,8 +86,7 @@ async fn read_up_to(
     size: u64,
     reserved: &mut Reserved,
 ) -> Result<(Bytes, bool), GatewayError> {
-    let mut first: Option<Bytes> = None;
-    let mut buf = BytesMut::new();
+    let mut got = body::Gathered::default();
     let mut have = 0u64;
     let mut ended = false;
     while have < size && reserved.budget().has_room() {
@@ -102,16 +101,9 @@ async fn read_up_to(
         };
         have += data.len() as u64;
         reserved.add(data.len() as u64);
-        match first.take() {
-            None if buf.is_empty() => first = Some(data),
-            Some(f) => {
-                buf.extend_from_slice(&f);
-                buf.extend_from_slice(&data);
-            }
-            None => buf.extend_from_slice(&data),
-        }
+        got.push(data);
     }
-    Ok((first.unwrap_or_else(|| buf.freeze()), ended))
+    Ok((got.finish(), ended))
 }
 
 fn refusal(e: BodyError) -> GatewayError {
