@@ -25,39 +25,8 @@
 
 use std::borrow::Cow;
 
-pub use crate::path_chars::fold_case;
-use crate::path_chars::{check_unicode, HEX_UPPER};
-
-/// Why a request path is refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
-    #[error("the path must start with '/'")]
-    NotAbsolute,
-    #[error("a '..' segment climbs above the root")]
-    AboveRoot,
-    #[error("an encoded '/' or '\\' (%2F, %5C) or a raw '\\' is not accepted in a path")]
-    EncodedSeparator,
-    #[error("an encoded NUL (%00) is not accepted in a path")]
-    EncodedNul,
-    #[error("a '%' is not followed by two hexadecimal digits")]
-    BrokenEscape,
-    #[error("a '.' or '..' segment with ';' parameters is not accepted")]
-    DotSegmentWithParameters,
-    #[error("a ';' (path parameters) is not accepted in a path by this API")]
-    Parameters,
-    #[error("an encoded ';' (%3B) is not accepted in a path")]
-    EncodedSemicolon,
-    #[error("a control character or space is not accepted in a path")]
-    ControlCharacter,
-    #[error("a path segment may not end in '.' or begin or end with a space")]
-    TrailingDotOrSpace,
-    #[error("a double-encoded escape (%25 followed by hex digits) is not accepted in a path")]
-    DoubleEncoded,
-    #[error("the escapes of a path segment are not valid UTF-8 (overlong or truncated)")]
-    InvalidUtf8,
-    #[error("a character that some servers read as an ASCII one (fullwidth forms, dot and slash look-alikes) is not accepted in a path")]
-    Lookalike,
-}
+use crate::path_chars::{check_unicode, hex, HEX_UPPER};
+pub use crate::path_chars::{fold_case, PathError};
 
 /// Normalises a request path (without its query), refusing `;` parameters. Borrowed
 /// when nothing changes.
@@ -204,15 +173,6 @@ fn check_name(name: &str) -> Result<(), PathError> {
         return Err(PathError::DoubleEncoded);
     }
     Ok(())
-}
-
-pub(crate) fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
 }
 
 fn is_unreserved(b: u8) -> bool {

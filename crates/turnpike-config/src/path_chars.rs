@@ -1,5 +1,7 @@
-//! What the path normaliser (`path`) checks about characters beyond ASCII, and the
-//! letter-case folding of a case-insensitive API's paths. Both run only on paths that
+//! What the path normaliser (`path`) checks about characters beyond ASCII, the
+//! letter-case folding of a case-insensitive API's paths, and the refusals' type
+//! ([`PathError`], re-exported by `path`) with the hex-digit rule both use: `path` uses
+//! this module, never the reverse. Both run only on paths that
 //! hold a byte above 0x7F (raw or escaped) or, for folding, an upper-case letter, so a
 //! plain ASCII path pays nothing here.
 //!
@@ -13,9 +15,47 @@
 
 use std::borrow::Cow;
 
-use crate::path::{hex, PathError};
-
 pub(crate) const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+/// Why a request path is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("the path must start with '/'")]
+    NotAbsolute,
+    #[error("a '..' segment climbs above the root")]
+    AboveRoot,
+    #[error("an encoded '/' or '\\' (%2F, %5C) or a raw '\\' is not accepted in a path")]
+    EncodedSeparator,
+    #[error("an encoded NUL (%00) is not accepted in a path")]
+    EncodedNul,
+    #[error("a '%' is not followed by two hexadecimal digits")]
+    BrokenEscape,
+    #[error("a '.' or '..' segment with ';' parameters is not accepted")]
+    DotSegmentWithParameters,
+    #[error("a ';' (path parameters) is not accepted in a path by this API")]
+    Parameters,
+    #[error("an encoded ';' (%3B) is not accepted in a path")]
+    EncodedSemicolon,
+    #[error("a control character or space is not accepted in a path")]
+    ControlCharacter,
+    #[error("a path segment may not end in '.' or begin or end with a space")]
+    TrailingDotOrSpace,
+    #[error("a double-encoded escape (%25 followed by hex digits) is not accepted in a path")]
+    DoubleEncoded,
+    #[error("the escapes of a path segment are not valid UTF-8 (overlong or truncated)")]
+    InvalidUtf8,
+    #[error("a character that some servers read as an ASCII one (fullwidth forms, dot and slash look-alikes) is not accepted in a path")]
+    Lookalike,
+}
+
+pub(crate) fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
 
 /// Checks a segment in the normaliser's output form (ASCII, `%XX` escapes, raw UTF-8)
 /// whose escapes include a byte above 0x7F or that holds raw non-ASCII text: the decoded
