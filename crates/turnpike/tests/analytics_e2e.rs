@@ -351,20 +351,7 @@ fn analytics_made_while_the_control_plane_is_down_arrive_once_it_is_back() {
          endpoints: [\"http://{echo}\"]\n    resources:\n      \
          - {{ path: \"/*\", methods: [GET, POST] }}\n"
     );
-    std::fs::write(&file, yaml).expect("write apis file");
-    let out = Command::new(BIN)
-        .args(["apply", "-f", file.to_str().expect("utf-8 path")])
-        .args([
-            "--control-plane",
-            &format!("http://{cp}"),
-            "--user",
-            "admin",
-        ])
-        .env("TURNPIKE_PASSWORD", PASSWORD)
-        .env("TURNPIKE_LOG", "warn")
-        .output()
-        .expect("run turnpike apply");
-    assert!(out.status.success(), "apply failed: {out:?}");
+    support::apply_yaml(&file, &yaml, &cp, PASSWORD);
     support::wait_for_status(
         &format!("http://{gw}/kept/v1/x"),
         200,

@@ -9,10 +9,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{get, start, start_env, start_printing, wait_for_status, Proc, TempDir, BIN};
+use support::{get, start, start_env, start_printing, wait_for_status, Proc, TempDir};
 
 const TOKEN: &str = "restore-gateway-token";
 const PASSWORD: &str = "restore-admin-password";
@@ -77,20 +76,7 @@ fn apply(file: &Path, cp: &str, echo: &str) {
 }
 
 fn apply_yaml(file: &Path, cp: &str, yaml: &str) {
-    std::fs::write(file, yaml).expect("write apis file");
-    let out = Command::new(BIN)
-        .args(["apply", "-f", file.to_str().expect("utf-8 path")])
-        .args([
-            "--control-plane",
-            &format!("http://{cp}"),
-            "--user",
-            "admin",
-        ])
-        .env("TURNPIKE_PASSWORD", PASSWORD)
-        .env("TURNPIKE_LOG", "warn")
-        .output()
-        .expect("run turnpike apply");
-    assert!(out.status.success(), "apply failed: {out:?}");
+    support::apply_yaml(file, yaml, cp, PASSWORD);
 }
 
 fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {

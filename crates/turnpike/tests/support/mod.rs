@@ -162,3 +162,22 @@ pub fn start_file_gateway(cfg: &Path, data_dir: &Path, extra: &[&str]) -> (Proc,
     args.extend_from_slice(extra);
     start(&args, "gateway listening on http://")
 }
+
+/// Writes `yaml` to `file` and reconciles it into the control plane at `cp`
+/// (`turnpike apply`, signed in as `admin` with `password`).
+pub fn apply_yaml(file: &Path, yaml: &str, cp: &str, password: &str) {
+    std::fs::write(file, yaml).expect("write apis file");
+    let out = Command::new(BIN)
+        .args(["apply", "-f", file.to_str().expect("utf-8 path")])
+        .args([
+            "--control-plane",
+            &format!("http://{cp}"),
+            "--user",
+            "admin",
+        ])
+        .env("TURNPIKE_PASSWORD", password)
+        .env("TURNPIKE_LOG", "warn")
+        .output()
+        .expect("run turnpike apply");
+    assert!(out.status.success(), "apply failed: {out:?}");
+}
