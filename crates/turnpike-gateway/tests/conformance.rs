@@ -10,7 +10,6 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use support::*;
@@ -23,25 +22,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// A TLS connection to the gateway's HTTPS listener that negotiated `h2`.
 async fn h2_connect(gw: &TestGateway) -> tokio_rustls::client::TlsStream<TcpStream> {
-    let pem = std::fs::read(gw.dir.path().join("tls").join("cert.pem")).expect("cert");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("a certificate")).expect("root");
-    }
-    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"h2".to_vec()];
-    let tcp = TcpStream::connect(gw.https).await.expect("connect");
-    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
-        .connect(name, tcp)
-        .await
-        .expect("TLS");
+    let mut tls = tls_connect(gw, b"h2").await;
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         .await

@@ -12,7 +12,6 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -522,26 +521,7 @@ async fn a_drain_closes_a_graphql_socket_with_1001() {
 async fn a_websocket_over_the_https_listener_is_relayed() {
     let up = echo().await;
     let gw = gateway(&config(&[api("e", &[http(up)], "")])).await;
-    // The gateway's self-signed certificate, trusted as a root.
-    let pem = std::fs::read(gw.dir.path().join("tls").join("cert.pem")).expect("cert");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("a certificate")).expect("root");
-    }
-    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let tcp = TcpStream::connect(gw.https).await.expect("connect");
-    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
-        .connect(name, tcp)
-        .await
-        .expect("TLS");
+    let tls = tls_connect(&gw, b"http/1.1").await;
     let req = format!("wss://localhost:{}/e/v1/ws", gw.https.port())
         .into_client_request()
         .expect("request");

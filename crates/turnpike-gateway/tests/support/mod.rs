@@ -294,3 +294,32 @@ pub async fn counting() -> Counting {
         active,
     }
 }
+
+/// A TLS connection to the gateway's HTTPS listener, trusting its self-signed
+/// certificate and offering `alpn`.
+pub async fn tls_connect(
+    gw: &TestGateway,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let pem = std::fs::read(gw.dir.path().join("tls").join("cert.pem")).expect("cert");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("a certificate")).expect("root");
+    }
+    let mut cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    cfg.alpn_protocols = vec![alpn.to_vec()];
+    let tcp = tokio::net::TcpStream::connect(gw.https)
+        .await
+        .expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .expect("TLS")
+}
