@@ -51,6 +51,7 @@ pub(crate) struct Declared {
 pub(crate) fn declared(
     file: &GatewayFile,
     operations: crate::throttling::OperationThrottles,
+    runtime: &turnpike_policy::Runtime,
     problems: &mut Vec<Problem>,
 ) -> Vec<Declared> {
     let mut operations = operations.into_iter();
@@ -89,7 +90,8 @@ pub(crate) fn declared(
             }
             if let Some(g) = &api.graphql {
                 // A GRAPHQL API: its analysis runs late, on the admitted caller's body.
-                d.late.extend(graphql(i, api, g, throttle, problems));
+                d.late
+                    .extend(graphql(i, api, g, throttle, runtime, problems));
             }
             d
         })
@@ -124,19 +126,21 @@ fn build(
 }
 
 /// Builds a GraphQL API's policy (its `graphql:` section); problems under
-/// `apis[i].graphql`. The analysis cache and cost quotas are process-wide, so a swap
-/// keeps them (and so does the throttle store the operations' counters live in).
+/// `apis[i].graphql`. The analysis cache and cost quotas live in the gateway's runtime,
+/// so a swap keeps them (and so does the throttle store the operations' counters live in).
 fn graphql(
     i: usize,
     api: &turnpike_model::ApiSpec,
     spec: &turnpike_model::graphql::GraphqlSpec,
     throttle: Option<turnpike_graphql::OperationThrottle>,
+    runtime: &turnpike_policy::Runtime,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<dyn Policy>> {
-    match turnpike_graphql::compile(spec, turnpike_graphql::AnalysisCache::shared()) {
+    let cache = runtime.get_or_init(turnpike_graphql::AnalysisCache::default);
+    match turnpike_graphql::compile(spec, (*cache).clone()) {
         Ok(compiled) => Some(Arc::new(turnpike_graphql::GraphqlPolicy::new(
             compiled,
-            turnpike_graphql::CostQuotas::shared(),
+            runtime.get_or_init(turnpike_graphql::CostQuotas::default),
             &format!("{}/{}", api.context, api.version),
             throttle,
         ))),
@@ -156,6 +160,7 @@ pub(crate) fn assemble(
     throttling: Option<&Arc<ApiThrottle>>,
     mediation: Option<&Arc<ApiMediation>>,
     max_body_bytes: Option<u64>,
+    runtime: &turnpike_policy::Runtime,
 ) -> Chain {
     let mut chain = declared.edge;
     if let Some(block) = security.and_then(|s| s.lifecycle) {
@@ -171,7 +176,10 @@ pub(crate) fn assemble(
         chain.push(Arc::new(throttle::ThrottlePolicy { t: t.clone() }));
     }
     if let Some(m) = mediation {
-        chain.push(Arc::new(mediation::MediationPolicy::new(m.clone())));
+        chain.push(Arc::new(mediation::MediationPolicy::new(
+            m.clone(),
+            runtime.offload().clone(),
+        )));
     }
     chain.extend(declared.late);
     Chain::new(chain)

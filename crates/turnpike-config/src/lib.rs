@@ -11,7 +11,8 @@
 //! - [`compile`]`(GatewayFile, version)` for files that arrive as data (control plane).
 //!
 //! Modules: `format` (YAML in), `spans` (line/column of each node), `validate` (values),
-//! `size`/`duration`/`endpoint`/`host`/`methods`/`template` (one kind of value each),
+//! `endpoint`/`host` (one kind of value each; durations, sizes, methods and path templates are
+//! `turnpike_policy::spec`),
 //! `router` (the index), `path` (the request-path normaliser run before routing) and
 //! `path_chars` (its checks beyond ASCII, and case folding),
 //! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
@@ -20,24 +21,20 @@
 mod buffering;
 mod chain;
 mod depth;
-mod duration;
 mod endpoint;
 mod error;
 mod format;
 mod host;
 mod mediation;
-mod methods;
 mod path;
 mod path_chars;
 mod policies;
 mod router;
 mod runtime;
 mod security;
-mod size;
 mod snapshot;
 mod soap;
 mod spans;
-mod template;
 mod throttling;
 mod validate;
 
@@ -48,7 +45,6 @@ pub use buffering::{
     MAX_REQUEST_BUFFER_BYTES,
 };
 pub use depth::{check_depth, TooDeep, MAX_DEPTH};
-pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
 pub use mediation::{
@@ -57,11 +53,12 @@ pub use mediation::{
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
 pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
-pub use size::DEFAULT_MAX_BODY_BYTES;
 pub use snapshot::{CompiledApi, RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};
+pub use turnpike_policy::spec::duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
+pub use turnpike_policy::spec::size::DEFAULT_MAX_BODY_BYTES;
 pub use turnpike_policy::Chain;
 
 /// Validates and compiles a file that arrives as data. Problems name document paths
@@ -119,13 +116,13 @@ fn compile_inner(
 ) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
     // First: a SOAP API's resources come from its WSDL when it lists none.
-    let soap = soap::expand(&mut file, &mut problems);
+    let soap = soap::expand(&mut file, runtime.kernel(), &mut problems);
     let (mut security, subscriptions) =
         security::compile(&file, runtime, reuse.clone(), &mut problems);
     let (mut throttling, operations) =
         throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
     let mut mediation = mediation::compile(&file, &mut problems);
-    let mut declared = chain::declared(&file, operations, &mut problems);
+    let mut declared = chain::declared(&file, operations, runtime.kernel(), &mut problems);
     chain::add_soap(&mut declared, soap);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {
@@ -141,6 +138,7 @@ fn compile_inner(
             c.api.throttle.as_ref(),
             c.api.mediation.as_ref(),
             c.api.max_body_bytes,
+            runtime.kernel(),
         );
     }
     let router = router::Router::build(&checked, &mut problems);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use turnpike_model::soap::SoapApiType;
 use turnpike_model::{GatewayFile, ResourceSpec};
-use turnpike_policy::Policy;
+use turnpike_policy::{Policy, Runtime};
 use turnpike_soap::api::SoapApi;
 use turnpike_soap::policy::{SoapProxyPolicy, SoapRestPolicy};
 
@@ -26,6 +26,7 @@ pub(crate) enum SoapStage {
 /// resources a SOAP API leaves out.
 pub(crate) fn expand(
     file: &mut GatewayFile,
+    runtime: &Runtime,
     problems: &mut Vec<Problem>,
 ) -> Vec<Option<SoapStage>> {
     file.apis
@@ -55,7 +56,10 @@ pub(crate) fn expand(
             }
             let compiled = Arc::new(compiled);
             Some(match spec.api_type {
-                SoapApiType::Soap => SoapStage::Edge(Arc::new(SoapProxyPolicy { api: compiled })),
+                SoapApiType::Soap => SoapStage::Edge(Arc::new(SoapProxyPolicy {
+                    api: compiled,
+                    offload: runtime.offload().clone(),
+                })),
                 SoapApiType::SoapToRest => SoapStage::Late(Arc::new(SoapRestPolicy { api: compiled })),
             })
         })

@@ -1,19 +1,19 @@
-//! CPU-heavy work of a policy (reading a large XML body) run off the runtime's workers,
-//! so one hostile request cannot delay every other connection a worker serves. The
-//! offloaded work runs on tokio's blocking pool under a process-wide budget (half the
-//! cores, at least one): past it, requests wait their turn asynchronously, holding no
-//! worker, and the other half of the CPU stays with the workers. A body below
-//! [`OFFLOAD_ABOVE`] is read inline: its bounded cost (the XML reader's caps make it
-//! linear) is below the hand-off's.
+//! The gateway's [`Offload`]: CPU-heavy policy work (reading a large XML body) runs on
+//! tokio's blocking pool under a process-wide budget (half the cores, at least one):
+//! past it, requests wait their turn asynchronously, holding no worker, and the other
+//! half of the CPU stays with the workers. Registered in the policy runtime every
+//! serving gateway compiles with ([`policy_runtime`]); mediation and SOAP take it from
+//! there when their policies are built.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::Semaphore;
+use turnpike_config::PolicyRuntime;
+use turnpike_policy::offload::{Job, Offload, Ran};
 
-/// Bodies larger than this (bytes) are parsed off the workers.
-pub const OFFLOAD_ABOVE: usize = 64 << 10;
-
-/// The process-wide budget: the CPU is one resource, whichever API a request is for.
+/// The process-wide budget: the CPU is one resource, whichever API or runtime a
+/// request is for.
 fn budget() -> &'static Semaphore {
     static BUDGET: OnceLock<Semaphore> = OnceLock::new();
     BUDGET.get_or_init(|| {
@@ -22,62 +22,77 @@ fn budget() -> &'static Semaphore {
     })
 }
 
-/// Runs `work` on the blocking pool within the budget (inline outside a runtime, as in
-/// a unit test). A panic in `work` is resumed here, as if it had run inline.
-pub async fn offload<T, F>(work: F) -> T
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    if tokio::runtime::Handle::try_current().is_err() {
-        return work();
+/// Runs jobs on the blocking pool within the budget (inline outside a tokio runtime,
+/// as in a unit test). A panic in a job is resumed in the request, as if it had run
+/// inline.
+#[derive(Debug, Default)]
+pub struct TokioOffload {
+    /// Jobs handed to the blocking pool (tests read it to see the work left the workers).
+    offloaded: AtomicU64,
+}
+
+impl TokioOffload {
+    /// How many jobs went to the blocking pool.
+    pub fn offloaded(&self) -> u64 {
+        self.offloaded.load(Ordering::Relaxed)
     }
-    // The semaphore is never closed, so acquiring only waits.
-    let _permit = budget().acquire().await;
-    match tokio::task::spawn_blocking(work).await {
-        Ok(out) => out,
-        // Cancelled only when the runtime shuts down, which drops this future too.
-        Err(e) => std::panic::resume_unwind(
-            e.try_into_panic()
-                .unwrap_or_else(|_| Box::new("offloaded work cancelled")),
-        ),
+}
+
+impl Offload for TokioOffload {
+    fn run(&self, job: Job) -> Ran {
+        if tokio::runtime::Handle::try_current().is_err() {
+            job();
+            return Box::pin(std::future::ready(()));
+        }
+        self.offloaded.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async move {
+            // The semaphore is never closed, so acquiring only waits.
+            let _permit = budget().acquire().await;
+            if let Err(e) = tokio::task::spawn_blocking(job).await {
+                // Cancelled only when the runtime shuts down, which drops this future too.
+                std::panic::resume_unwind(
+                    e.try_into_panic()
+                        .unwrap_or_else(|_| Box::new("offloaded work cancelled")),
+                );
+            }
+        })
     }
+}
+
+/// The policy runtime of a serving gateway: fresh caches and counters, CPU-heavy work
+/// on the blocking pool.
+pub fn policy_runtime() -> PolicyRuntime {
+    PolicyRuntime::with_offload(Arc::new(TokioOffload::default()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn outside_a_runtime_the_work_runs_inline() {
-        let here = std::thread::current().id();
-        let ran_on = futures_lite_block_on(offload(move || std::thread::current().id()));
-        assert_eq!(ran_on, here);
-    }
-
-    /// Polls a future that never waits (no runtime needed).
-    fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
-        use std::task::{Context, Poll, Waker};
-        let mut f = std::pin::pin!(f);
-        let mut cx = Context::from_waker(Waker::noop());
-        loop {
-            if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
-                return out;
-            }
-        }
-    }
+    use turnpike_policy::offload::offload;
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_single_worker_keeps_serving_while_offloaded_work_blocks() {
         let (release, blocked) = std::sync::mpsc::channel::<()>();
-        let job = tokio::spawn(offload(move || {
-            let _ = blocked.recv();
-            7
-        }));
+        let to: Arc<dyn Offload> = Arc::new(TokioOffload::default());
+        let job = tokio::spawn(async move {
+            offload(&to, move || {
+                let _ = blocked.recv();
+                7
+            })
+            .await
+        });
         // The one worker runs other tasks while the job is blocked on its thread.
         let other = tokio::spawn(async { 1 }).await.expect("runs");
         assert_eq!(other, 1);
         release.send(()).expect("the job waits");
         assert_eq!(job.await.expect("job"), 7);
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_the_job_is_resumed_in_the_caller() {
+        let to: Arc<dyn Offload> = Arc::new(TokioOffload::default());
+        let caller = tokio::spawn(async move { offload(&to, || panic!("boom")).await });
+        let err = caller.await.expect_err("the caller panicked");
+        assert!(err.is_panic());
     }
 }

@@ -11,14 +11,23 @@
 //! - [`GatewayError`] and its one table ([`ErrorKind::spec`]): every refusal of every
 //!   policy leaves as `{"code","message","request_id"}` with the table's status.
 //!
+//! - [`PolicyKind`]: how a kind builds its policy from its spec ([`BuildCx`], [`Stage`]),
+//!   with long-lived state from the gateway's [`Runtime`] and CPU-heavy work sent through
+//!   its [`Offload`]; [`Problem`]s report a bad spec; [`spec`] holds the values specs
+//!   are made of (durations, sizes, method sets, path templates).
+//!
 //! Must not depend on the gateway, the config compiler, a store or any IO.
 
 mod chain;
 mod ctx;
 pub mod error;
 mod hook;
+mod kind;
 pub mod log_limit;
 pub mod offload;
+pub mod problem;
+mod runtime;
+pub mod spec;
 pub mod trace;
 
 pub use chain::{Answer, Chain, Stop};
@@ -28,4 +37,8 @@ pub use ctx::{
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
+pub use kind::{BuildCx, PolicyKind, Scratch, Stage};
+pub use offload::{Inline, Offload};
+pub use problem::{Location, Problem, Problems};
+pub use runtime::Runtime;
 pub use trace::TraceContext;

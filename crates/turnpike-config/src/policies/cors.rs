@@ -17,8 +17,8 @@ use http::{request, response, HeaderMap, HeaderName, HeaderValue, Method, Respon
 use turnpike_model::policy::CorsSpec;
 use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
 
-use crate::duration::parse_duration;
 use crate::error::Problem;
+use turnpike_policy::spec::duration::parse_duration;
 
 const DEFAULT_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE";
 const DEFAULT_HEADERS: &str = "authorization, content-type, apikey";

@@ -23,7 +23,7 @@ use http::{request, response, HeaderMap, HeaderValue, Method};
 use turnpike_auth::Identity;
 use turnpike_mediation::spec::BodyAction;
 use turnpike_mediation::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
-use turnpike_policy::offload::{offload, OFFLOAD_ABOVE};
+use turnpike_policy::offload::{offload, Offload, OFFLOAD_ABOVE};
 use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
 
 use crate::mediation::ApiMediation;
@@ -34,6 +34,8 @@ pub(crate) struct MediationPolicy {
     hooks: Hooks,
     /// Some response program reads `$method` (the response side has no request head).
     response_reads_method: bool,
+    /// Where a large body is transformed (the gateway's runtime's offload).
+    offload: Arc<dyn Offload>,
 }
 
 /// What the request head selected, kept for the later hooks when the API has
@@ -51,7 +53,7 @@ struct Chosen {
 struct RequestMethod(Method);
 
 impl MediationPolicy {
-    pub(crate) fn new(m: Arc<ApiMediation>) -> MediationPolicy {
+    pub(crate) fn new(m: Arc<ApiMediation>, offload: Arc<dyn Offload>) -> MediationPolicy {
         let mut hooks = Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS;
         if m.has_request_body() {
             hooks = hooks | Hooks::REQUEST_BODY;
@@ -64,6 +66,7 @@ impl MediationPolicy {
             m,
             hooks,
             response_reads_method,
+            offload,
         }
     }
 
@@ -156,7 +159,7 @@ impl Policy for MediationPolicy {
         if body.len() > OFFLOAD_ABOVE {
             if let Some(job) = self.request_job(ctx, req, body) {
                 return Step::Pending(Box::pin(async move {
-                    let (t, out) = offload(move || job.run()).await;
+                    let (t, out) = offload(&self.offload, move || job.run()).await;
                     finish_request(&t, out, req, body).map(|()| Flow::Continue)
                 }));
             }
