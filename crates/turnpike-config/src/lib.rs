@@ -22,6 +22,7 @@ mod buffering;
 mod chain;
 mod depth;
 mod endpoint;
+mod entries;
 mod error;
 mod format;
 mod host;
@@ -39,6 +40,10 @@ mod throttling;
 mod validate;
 
 use std::sync::Arc;
+
+use policies::auth::Secured;
+use policies::mediation::Mediated;
+use policies::throttle::Throttled;
 
 pub use buffering::{
     RequestBuffering, DEFAULT_REQUEST_BUFFER_BYTES, DEFAULT_REQUEST_BUFFER_TIMEOUT,
@@ -115,31 +120,22 @@ fn compile_inner(
     reuse: Option<Arc<turnpike_auth::Subscriptions>>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
-    // First: a SOAP API's resources come from its WSDL when it lists none.
-    let soap = soap::expand(&mut file, runtime.kernel(), &mut problems);
-    let (mut security, subscriptions) =
-        security::compile(&file, runtime, reuse.clone(), &mut problems);
-    let (mut throttling, operations) =
-        throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
-    let mut mediation = mediation::compile(&file, &mut problems);
-    let mut declared = chain::declared(&file, operations, runtime.kernel(), &mut problems);
-    chain::add_soap(&mut declared, soap);
+    let mut scratch = turnpike_policy::Scratch::default();
+    let subscriptions = chain::prepare(&mut file, runtime, reuse, &mut scratch, &mut problems);
+    let mut chains = chain::build_all(&file, runtime.kernel(), &mut scratch, &mut problems);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {
-        c.api.security = security.get_mut(c.index).and_then(Option::take);
-        c.api.throttle = throttling.get_mut(c.index).and_then(Option::take);
-        c.api.mediation = mediation.get_mut(c.index).and_then(Option::take);
-        c.api.chain = chain::assemble(
-            declared
-                .get_mut(c.index)
-                .map(std::mem::take)
-                .unwrap_or_default(),
-            c.api.security.as_ref(),
-            c.api.throttle.as_ref(),
-            c.api.mediation.as_ref(),
-            c.api.max_body_bytes,
-            runtime.kernel(),
-        );
+        c.api.chain = chains
+            .get_mut(c.index)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        // Still read by metrics and the mediation try-it (until they ask the runtime).
+        c.api.security = scratch
+            .get::<Secured>()
+            .and_then(|s| s.of(c.index))
+            .cloned();
+        c.api.throttle = nth(scratch.get::<Throttled>().map(|t| &t.0), c.index);
+        c.api.mediation = nth(scratch.get::<Mediated>().map(|m| &m.0), c.index);
     }
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {
@@ -147,4 +143,9 @@ fn compile_inner(
     }
     let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
     Ok(Snapshot::assemble(version, apis, router, subscriptions))
+}
+
+/// API `i`'s entry of a per-API list prepared for the file.
+fn nth<T>(list: Option<&Vec<Option<Arc<T>>>>, i: usize) -> Option<Arc<T>> {
+    list?.get(i)?.clone()
 }

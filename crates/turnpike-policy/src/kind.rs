@@ -56,6 +56,9 @@ pub trait PolicyKind {
 /// What a build sees: where the spec is in the document, where problems go, the
 /// gateway's long-lived [`Runtime`], the whole file, and the per-file scratch.
 pub struct BuildCx<'a> {
+    /// The index in `file.apis` of the API being built (to find what a file-wide
+    /// preparation left for it in `scratch`).
+    pub api: usize,
     /// The spec's document path (`apis[1].auth`); problems name paths below it.
     pub at: String,
     pub problems: &'a mut Vec<Problem>,
@@ -161,6 +164,7 @@ mod tests {
         let mut built = Vec::new();
         for (i, word) in ["bad", "good", "bad"].into_iter().enumerate() {
             let mut cx = BuildCx {
+                api: i,
                 at: format!("apis[{i}]"),
                 problems: &mut problems,
                 runtime: &runtime,

@@ -24,7 +24,9 @@ use turnpike_auth::Identity;
 use turnpike_mediation::spec::BodyAction;
 use turnpike_mediation::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
 use turnpike_policy::offload::{offload, Offload, OFFLOAD_ABOVE};
-use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::{
+    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
 
 use crate::mediation::ApiMediation;
 
@@ -454,4 +456,27 @@ fn failed(t: &Transform, kind: &MediationErrorKind, request: bool) -> GatewayErr
     e.detail = Some(Cow::Owned(detail));
     e.fields.push(("policy", t.name.to_string().into()));
     e
+}
+
+/// Every API's compiled `mediation:` (indexed like `file.apis`), prepared once per file.
+pub(crate) struct Mediated(pub(crate) Vec<Option<Arc<ApiMediation>>>);
+
+/// The mediation kind: the API's and its resources' `mediation:` (problems reported
+/// where they are compiled, `mediation::compile`); large bodies go to the runtime's
+/// offload.
+pub(crate) struct Mediation;
+
+impl PolicyKind for Mediation {
+    const NAME: &'static str = "mediation";
+    type Spec = ();
+
+    fn stage(_: &()) -> Stage {
+        Stage::Transform
+    }
+
+    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let m = cx.scratch.get::<Mediated>()?.0.get(cx.api)?.as_ref()?;
+        let offload = cx.runtime.offload().clone();
+        Some(Arc::new(MediationPolicy::new(m.clone(), offload)))
+    }
 }
