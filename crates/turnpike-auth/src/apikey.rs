@@ -9,7 +9,7 @@ use subtle::ConstantTimeEq;
 use crate::cache::{PrefixMap, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType, Principal};
+use turnpike_policy::{CredentialKind, Identity, KeyType, Principal};
 
 /// One API key as the snapshot carries it (never the key itself).
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
-use crate::identity::Identity;
+use turnpike_policy::Identity;
 
 /// Back-end JWT failure (key setup or signing); the gateway answers 500.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType, Principal};
+use turnpike_policy::{CredentialKind, Identity, KeyType, Principal};
 
 /// A user the snapshot allows to call with HTTP Basic.
 #[derive(Debug, Clone)]

@@ -21,8 +21,9 @@ use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::{FetchError, HttpClient};
-use crate::identity::{ClaimMapping, CredentialKind, Identity, Principals};
+use crate::identity::{ClaimMapping, Principals};
 use crate::jwt::Revocations;
+use turnpike_policy::{CredentialKind, Identity};
 
 /// Introspection settings.
 #[derive(Debug, Clone)]

@@ -19,9 +19,10 @@ use serde_json::Value;
 use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
+use crate::identity::{ClaimMapping, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
 use crate::numeric_date;
+use turnpike_policy::{CredentialKind, Identity, KeptClaims};
 
 /// One verification key with its pinned algorithm, decoded once.
 #[derive(Clone)]

@@ -23,10 +23,11 @@ use crate::cache::TokenCache;
 use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::HttpClient;
-use crate::identity::{ClaimMapping, Identity, KeyType};
+use crate::identity::ClaimMapping;
 use crate::introspect::{IntrospectionConfig, Introspector};
 use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
 use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};
+use turnpike_policy::{Identity, KeyType};
 
 /// One invalid field: where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
