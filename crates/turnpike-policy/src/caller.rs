@@ -101,16 +101,19 @@ impl KeptClaims {
         }
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
 
     /// Identifies this name set; the [`Claims::set`] of what was extracted for it.
+    #[inline]
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// The kept names, sorted and unique (dotted names reach nested claims).
+    #[inline]
     pub fn names(&self) -> &[Box<str>] {
         &self.names
     }
@@ -140,6 +143,7 @@ impl Claims {
     }
 
     /// Every kept claim, `(name, value as text)`.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.values.iter().map(|(n, v)| (&**n, &**v))
     }

@@ -147,8 +147,17 @@ fn crates_depend_only_as_the_architecture_allows() {
     // The pipeline kernel stays a kernel: the validators and the throttler depend on it,
     // never the other way round, and no IO client comes in through it.
     let kernel = &rules["turnpike-policy"];
-    for f in ["turnpike-auth", "turnpike-throttle", "turnpike-config", "redis", "hyper"] {
-        assert!(kernel.contains(f), "the turnpike-policy row must forbid {f}");
+    for f in [
+        "turnpike-auth",
+        "turnpike-throttle",
+        "turnpike-config",
+        "redis",
+        "hyper",
+    ] {
+        assert!(
+            kernel.contains(f),
+            "the turnpike-policy row must forbid {f}"
+        );
     }
 }
 
