@@ -82,7 +82,7 @@ impl Charges {
     }
 
     /// Records that the quota `rule` counting under `key` admitted the request; past
-    /// [`MAX_CHARGES`] it is ignored (no request meets more quota levels). Only the
+    /// the fourth it is ignored (no request meets more quota levels). Only the
     /// throttler's check records charges.
     #[doc(hidden)]
     #[inline]
