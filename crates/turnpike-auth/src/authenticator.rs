@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use http::header::{HeaderName, AUTHORIZATION};
 use http::request::Parts;
+use turnpike_policy::http::query_param;
+use turnpike_policy::Identity;
 
 use crate::apikey::ApiKeyValidator;
 use crate::basic::{decode_basic, BasicValidator};
@@ -16,8 +18,6 @@ use crate::cache::TokenKey;
 use crate::error::AuthError;
 use crate::introspect::Introspector;
 use crate::jwt::{JwtValidator, Revocations};
-use turnpike_policy::http::query_param;
-use turnpike_policy::Identity;
 
 /// Where an API key is read from.
 #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
+use turnpike_policy::{Identity, KeyType};
 
 use crate::error::AuthError;
-use turnpike_policy::{Identity, KeyType};
 
 /// A subscription's state, as the control plane records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

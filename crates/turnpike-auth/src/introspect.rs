@@ -15,6 +15,7 @@ use http::{header, HeaderValue, Method, Request, Uri};
 use http_body_util::Full;
 use serde_json::Value;
 use tokio::sync::OnceCell;
+use turnpike_policy::{CredentialKind, Identity};
 
 use crate::cache::CacheStats;
 use crate::cache::{TokenCache, TokenKey};
@@ -23,7 +24,6 @@ use crate::error::AuthError;
 use crate::http_client::{FetchError, HttpClient};
 use crate::identity::{ClaimMapping, Principals};
 use crate::jwt::Revocations;
-use turnpike_policy::{CredentialKind, Identity};
 
 /// Introspection settings.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 use serde_json::Value;
+use turnpike_policy::{CredentialKind, Identity, KeptClaims};
 
 use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
 use crate::clock::Clock;
@@ -22,7 +23,6 @@ use crate::error::AuthError;
 use crate::identity::{ClaimMapping, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
 use crate::numeric_date;
-use turnpike_policy::{CredentialKind, Identity, KeptClaims};
 
 /// One verification key with its pinned algorithm, decoded once.
 #[derive(Clone)]

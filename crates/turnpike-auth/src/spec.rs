@@ -14,6 +14,8 @@ pub use turnpike_model::security::{
     SecuritySpec, SubscriptionSpec,
 };
 
+use turnpike_policy::{Identity, KeyType};
+
 use crate::apikey::{ApiKeyRecord, ApiKeyValidator};
 use crate::authenticator::{ApiKeyLocation, Authenticator};
 use crate::authz::{Subscription, SubscriptionState, Subscriptions};
@@ -27,7 +29,6 @@ use crate::identity::ClaimMapping;
 use crate::introspect::{IntrospectionConfig, Introspector};
 use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
 use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};
-use turnpike_policy::{Identity, KeyType};
 
 /// One invalid field: where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,13 +7,13 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use http::HeaderValue;
+use turnpike_policy::RuleId;
 
 use crate::ip::IpRange;
 use crate::stats::RuleStats;
 use crate::store::{CounterStore, KeyHash};
 use crate::throttler::Throttler;
 use turnpike_model::throttling::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
-use turnpike_policy::RuleId;
 
 /// Every problem found in a spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
