@@ -6,31 +6,41 @@
 //!   headers, response body, on complete) with no-op defaults, declared in [`Hooks`];
 //!   request hooks answer with a [`Step`] (ready now, or a boxed future on the slow path);
 //! - [`RequestCtx`]: the per-request context (caller, throttle decision, the upstream
-//!   path and query a policy may rewrite, typed extensions);
+//!   path and query a policy may rewrite, typed extensions), and the plain types it
+//!   carries: the caller ([`Identity`]) and the throttle [`Decision`];
 //! - [`Chain`]: the ordered policies of one API and the order they run in;
 //! - [`GatewayError`] and its one table ([`ErrorKind::spec`]): every refusal of every
-//!   policy leaves as `{"code","message","request_id"}` with the table's status.
+//!   policy leaves as `{"code","message","request_id"}` with the table's status;
+//! - [`http`]: one meaning of the small HTTP rules every layer reads (`Content-Length`,
+//!   query parameters).
 //!
 //! - [`PolicyKind`]: how a kind builds its policy from its spec ([`BuildCx`], [`Stage`]),
 //!   with long-lived state from the gateway's [`Runtime`] and CPU-heavy work sent through
 //!   its [`Offload`]; [`Problem`]s report a bad spec; [`spec`] holds the values specs
 //!   are made of (durations, sizes, method sets, path templates).
 //!
-//! Must not depend on the gateway, the config compiler, a store or any IO.
+//! Must not depend on the gateway, the config compiler, a store, the validators or the
+//! throttler, or any IO: of the workspace, only `turnpike-model`.
 
+mod caller;
 mod chain;
+mod counter;
 mod ctx;
 pub mod error;
 mod hook;
+pub mod http;
 mod kind;
 pub mod log_limit;
 pub mod offload;
 pub mod problem;
+mod quota;
 mod runtime;
 pub mod spec;
 pub mod trace;
 
+pub use caller::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};
 pub use chain::{Answer, Chain, Stop};
+pub use counter::StripedCounter;
 pub use ctx::{
     Anonymous, ApiLabel, Authenticated, Completion, InvalidTarget, OnBodyEnd, RequestCtx, Timings,
     UpstreamTarget,
@@ -40,5 +50,6 @@ pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
 pub use kind::{BuildCx, PolicyKind, Scratch, Stage};
 pub use offload::{Inline, Offload};
 pub use problem::{Location, Problem, Problems};
+pub use quota::{Charges, Decision, RuleId};
 pub use runtime::Runtime;
 pub use trace::TraceContext;
