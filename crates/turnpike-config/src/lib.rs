@@ -17,6 +17,7 @@
 //! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
 //! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
 
+mod api;
 mod buffering;
 mod chain;
 mod depth;
@@ -56,9 +57,10 @@ pub use mediation::{
 };
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
-pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
+pub use security::{ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;
-pub use snapshot::{CompiledApi, RouteResult, Snapshot};
+pub use api::CompiledApi;
+pub use snapshot::{RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};

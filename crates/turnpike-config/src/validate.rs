@@ -13,7 +13,7 @@ use crate::error::Problem;
 use crate::host::HostPattern;
 use crate::methods::MethodSet;
 use crate::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
-use crate::snapshot::CompiledApi;
+use crate::api::CompiledApi;
 use crate::template::{is_path_char, Template};
 
 /// An API that passed validation, with what the router needs to index it.
