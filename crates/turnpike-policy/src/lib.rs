@@ -8,6 +8,8 @@
 //! - [`RequestCtx`]: the per-request context (caller, throttle decision, the upstream
 //!   path and query a policy may rewrite, typed extensions);
 //! - [`Chain`]: the ordered policies of one API and the order they run in;
+//! - [`Observer`]: the gateway's listeners to every completed exchange (analytics,
+//!   traces), apart from any API's chain;
 //! - [`GatewayError`] and its one table ([`ErrorKind::spec`]): every refusal of every
 //!   policy leaves as `{"code","message","request_id"}` with the table's status.
 //!
@@ -18,6 +20,7 @@ mod ctx;
 pub mod error;
 mod hook;
 pub mod log_limit;
+mod observer;
 pub mod offload;
 pub mod trace;
 
@@ -28,4 +31,5 @@ pub use ctx::{
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
+pub use observer::Observer;
 pub use trace::TraceContext;
