@@ -8,32 +8,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use crate::error::AuthError;
 use crate::identity::{Identity, KeyType};
-
-/// A subscription's state, as the control plane records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubscriptionState {
-    Active,
-    Blocked,
-    /// Sandbox keys still work; production keys are refused.
-    ProdOnlyBlocked,
-    /// Awaiting approval.
-    OnHold,
-    Rejected,
-}
-
-impl SubscriptionState {
-    /// Parses the control plane's spelling (`ACTIVE`, `PROD_ONLY_BLOCKED`, ...).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.to_ascii_uppercase().as_str() {
-            "ACTIVE" | "UNBLOCKED" => Some(Self::Active),
-            "BLOCKED" => Some(Self::Blocked),
-            "PROD_ONLY_BLOCKED" => Some(Self::ProdOnlyBlocked),
-            "ON_HOLD" => Some(Self::OnHold),
-            "REJECTED" => Some(Self::Rejected),
-            _ => None,
-        }
-    }
-}
+pub use turnpike_model::SubscriptionState;
 
 /// One subscription as the snapshot carries it.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::cache::{TokenCache, TokenKey};
-use crate::clock::Clock;
+use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::identity::{CredentialKind, Identity, KeyType, Principal};
 
@@ -125,7 +125,7 @@ impl BasicValidator {
             Err(AuthError::InvalidBasic)
         };
         self.verified
-            .insert(key, result.clone(), self.clock.now() + self.ttl);
+            .insert(key, result.clone(), self.clock.now_secs() + self.ttl);
         result
     }
 }
@@ -133,7 +133,7 @@ impl BasicValidator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use turnpike_model::clock::ManualClock;
     use argon2::password_hash::{PasswordHasher, SaltString};
     use argon2::{Algorithm, Params, Version};
 
@@ -149,7 +149,7 @@ mod tests {
 
     #[tokio::test]
     async fn verifies_caches_and_refuses() {
-        let clock = Arc::new(ManualClock::new(0));
+        let clock = Arc::new(ManualClock::at_secs(0));
         let cache = Arc::new(TokenCache::new(1 << 20, clock.clone()));
         let user = BasicUser {
             username: "bob".into(),

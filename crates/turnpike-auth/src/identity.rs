@@ -6,6 +6,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use serde_json::Value;
+use turnpike_model::fnv::{fnv64_extend, FNV_OFFSET};
 
 use crate::cache::CacheWeight;
 
@@ -159,10 +160,8 @@ impl KeptClaims {
         v.sort();
         v.dedup();
         // FNV-1a over the sorted names; never 0 for a non-empty set.
-        let id = v.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, n| {
-            n.bytes()
-                .chain(std::iter::once(0xff))
-                .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+        let id = v.iter().fold(FNV_OFFSET, |h, n| {
+            fnv64_extend(fnv64_extend(h, n.as_bytes()), &[0xff])
         });
         KeptClaims {
             id: if v.is_empty() { 0 } else { id.max(1) },

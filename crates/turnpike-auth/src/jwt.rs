@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
-use crate::clock::Clock;
+use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
@@ -407,7 +407,7 @@ impl JwtValidator {
         let nbf = numeric_date::claim(claims, "nbf")?;
         // Read only for its form: an issuer whose clock runs ahead is `nbf`'s concern.
         numeric_date::claim(claims, "iat")?;
-        let now = self.clock.now();
+        let now = self.clock.now_secs();
         if exp.saturating_add(self.leeway) <= now {
             return Err(AuthError::Expired);
         }

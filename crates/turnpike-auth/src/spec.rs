@@ -20,7 +20,7 @@ use crate::authz::{Subscription, SubscriptionState, Subscriptions};
 use crate::backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 use crate::basic::{BasicUser, BasicValidator};
 use crate::cache::TokenCache;
-use crate::clock::Clock;
+use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::HttpClient;
 use crate::identity::{ClaimMapping, Identity, KeyType};
