@@ -7,9 +7,9 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use crate::cache::{PrefixMap, TokenKey};
-use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::identity::{CredentialKind, Identity, KeyType, Principal};
+use turnpike_model::clock::Clock;
 
 /// One API key as the snapshot carries it (never the key itself).
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde::Serialize;
 
 use crate::cache::{TokenCache, TokenKey};
-use turnpike_model::clock::Clock;
 use crate::identity::Identity;
+use turnpike_model::clock::Clock;
 
 /// Back-end JWT failure (key setup or signing); the gateway answers 500.
 #[derive(Debug, thiserror::Error)]

@@ -14,9 +14,9 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::cache::{TokenCache, TokenKey};
-use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::identity::{CredentialKind, Identity, KeyType, Principal};
+use turnpike_model::clock::Clock;
 
 /// A user the snapshot allows to call with HTTP Basic.
 #[derive(Debug, Clone)]
@@ -133,9 +133,9 @@ impl BasicValidator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use turnpike_model::clock::ManualClock;
     use argon2::password_hash::{PasswordHasher, SaltString};
     use argon2::{Algorithm, Params, Version};
+    use turnpike_model::clock::ManualClock;
 
     fn cheap_hash(pw: &str) -> String {
         let a = Argon2::new(

@@ -18,11 +18,11 @@ use tokio::sync::OnceCell;
 
 use crate::cache::CacheStats;
 use crate::cache::{TokenCache, TokenKey};
-use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::{FetchError, HttpClient};
 use crate::identity::{ClaimMapping, CredentialKind, Identity, Principals};
 use crate::jwt::Revocations;
+use turnpike_model::clock::Clock;
 
 /// Introspection settings.
 #[derive(Debug, Clone)]

@@ -17,11 +17,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
-use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
 use crate::numeric_date;
+use turnpike_model::clock::Clock;
 
 /// One verification key with its pinned algorithm, decoded once.
 #[derive(Clone)]

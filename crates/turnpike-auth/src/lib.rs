@@ -29,7 +29,6 @@ pub use authz::{ScopeRequirement, Subscription, SubscriptionState, Subscriptions
 pub use backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 pub use basic::{BasicUser, BasicValidator};
 pub use cache::{CacheStats, CacheWeight, Guard, Lookup, TokenCache, TokenKey, ENTRY_OVERHEAD};
-pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use error::AuthError;
 pub use http_client::{FetchError, HttpClient};
 pub use identity::{
@@ -43,4 +42,5 @@ pub use spec::{
     IntrospectionSpec, IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
     DEFAULT_TOKEN_CACHE_BYTES,
 };
+pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use turnpike_model::security::ResourceAuth;

@@ -20,13 +20,13 @@ use crate::authz::{Subscription, SubscriptionState, Subscriptions};
 use crate::backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 use crate::basic::{BasicUser, BasicValidator};
 use crate::cache::TokenCache;
-use turnpike_model::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::HttpClient;
 use crate::identity::{ClaimMapping, Identity, KeyType};
 use crate::introspect::{IntrospectionConfig, Introspector};
 use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
 use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};
+use turnpike_model::clock::Clock;
 
 /// One invalid field: where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -44,6 +44,7 @@ mod validate;
 
 use std::sync::Arc;
 
+pub use api::CompiledApi;
 pub use buffering::{
     RequestBuffering, DEFAULT_REQUEST_BUFFER_BYTES, DEFAULT_REQUEST_BUFFER_TIMEOUT,
     MAX_REQUEST_BUFFER_BYTES,
@@ -59,7 +60,6 @@ pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, P
 pub use runtime::PolicyRuntime;
 pub use security::{ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;
-pub use api::CompiledApi;
 pub use snapshot::{RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;

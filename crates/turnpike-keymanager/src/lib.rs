@@ -36,7 +36,6 @@ pub use authorize::{s256_challenge, AuthorizeClient};
 /// The client id of the web portals (the control plane registers it): its login page
 /// links to the portals' sign-up page.
 pub const PORTAL_CLIENT_ID: &str = "turnpike-ui";
-pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use error::OAuthError;
 pub use keys::{Jwk, Jwks, KeyError};
 pub use limiter::{user_account, BruteForcePolicy, PasswordGuard};
@@ -48,6 +47,7 @@ pub use store::{
     RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore, UserRecord,
 };
 pub use token::AccessClaims;
+pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use verify::{KeyInfo, TokenRejection, VerifyError};
 
 use keys::KeyRing;
@@ -157,7 +157,8 @@ impl KeyManager {
         clock: Arc<dyn Clock>,
         guard: Arc<PasswordGuard>,
     ) -> Result<Self, StartError> {
-        let keys = KeyRing::open(stores.keys.as_ref(), config.signing_alg, clock.now_secs()).await?;
+        let keys =
+            KeyRing::open(stores.keys.as_ref(), config.signing_alg, clock.now_secs()).await?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config,

@@ -54,8 +54,8 @@ mod tests {
 
     #[test]
     fn published_vectors() {
-        // From the FNV reference test suite (fnv-1a 64).
-        assert_eq!(fnv64(b""), 0xcbf2_9ce4_8422_2325);
+        // From the FNV reference test suite (fnv-1a 64); the last two pin the basis too.
+        assert_eq!(fnv64(b""), FNV_OFFSET);
         assert_eq!(fnv64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv64(b"foobar"), 0x8594_4171_f739_67e8);
     }

@@ -288,7 +288,10 @@ mod tests {
             SubscriptionState::parse("prod_only_blocked"),
             Some(SubscriptionState::ProdOnlyBlocked)
         );
-        assert_eq!(SubscriptionState::parse("Unblocked"), Some(SubscriptionState::Active));
+        assert_eq!(
+            SubscriptionState::parse("Unblocked"),
+            Some(SubscriptionState::Active)
+        );
         assert_eq!(SubscriptionState::parse("PAUSED"), None);
     }
 

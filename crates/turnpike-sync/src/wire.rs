@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use turnpike_model::security::{SecuritySpec, SubscriptionSpec};
 use turnpike_model::fnv::{fnv64, fnv64_extend, FNV_OFFSET};
+use turnpike_model::security::{SecuritySpec, SubscriptionSpec};
 use turnpike_model::{api_id, ApiSpec, GatewayFile};
 
 /// Subscription buckets per snapshot. Fixed: a different count on the two ends means a

@@ -19,7 +19,6 @@ mod stats;
 mod store;
 mod throttler;
 
-pub use turnpike_model::clock::{Clock, ManualClock, SystemClock, UnixNanos};
 pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};
 pub use compile::{BuildError, RuleId};
 pub use facts::{Lookup, NoLookup, RequestFacts};
@@ -28,6 +27,7 @@ pub use ip::IpRange;
 pub use stats::{RuleStats, StripedCounter};
 pub use store::{CounterStore, StoreConfig};
 pub use throttler::{Charges, Decision, Throttler};
+pub use turnpike_model::clock::{Clock, ManualClock, SystemClock, UnixNanos};
 /// The policy data lives in `turnpike-model` (the file format); re-exported here.
 pub use turnpike_model::throttling::{
     AdvancedPolicy, ApplicationThrottle, ApplicationTier, BurstLimit, BurstUnit, Condition,
