@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
+use turnpike_model::clock::Clock;
+use turnpike_policy::{CredentialKind, Identity, KeyType, Principal};
 
 use crate::cache::{PrefixMap, TokenKey};
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType, Principal};
-use turnpike_model::clock::Clock;
 
 /// One API key as the snapshot carries it (never the key itself).
 #[derive(Debug, Clone)]

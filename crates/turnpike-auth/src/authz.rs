@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
+pub use turnpike_model::SubscriptionState;
+use turnpike_policy::{Identity, KeyType};
 
 use crate::error::AuthError;
-use crate::identity::{Identity, KeyType};
-pub use turnpike_model::SubscriptionState;
 
 /// One subscription as the snapshot carries it.
 #[derive(Debug, Clone)]
@@ -129,7 +129,7 @@ impl ScopeRequirement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::CredentialKind;
+    use turnpike_policy::CredentialKind;
 
     fn id(app: Option<&str>, key_type: KeyType, scopes: &[&str]) -> Identity {
         Identity {
@@ -137,7 +137,7 @@ mod tests {
             subject: "s".into(),
             expires_at: None,
             token_id: None,
-            principal: std::sync::Arc::new(crate::identity::Principal {
+            principal: std::sync::Arc::new(turnpike_policy::Principal {
                 application_id: app.map(str::to_owned),
                 scopes: scopes.iter().map(|s| s.to_string()).collect(),
                 key_type,

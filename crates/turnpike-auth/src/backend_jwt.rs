@@ -12,10 +12,10 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde::Serialize;
+use turnpike_model::clock::Clock;
+use turnpike_policy::Identity;
 
 use crate::cache::{TokenCache, TokenKey};
-use crate::identity::Identity;
-use turnpike_model::clock::Clock;
 
 /// Back-end JWT failure (key setup or signing); the gateway answers 500.
 #[derive(Debug, thiserror::Error)]

@@ -15,13 +15,14 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 use serde_json::Value;
+use turnpike_model::clock::Clock;
+use turnpike_policy::{CredentialKind, Identity, KeptClaims};
 
 use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
 use crate::error::AuthError;
-use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
+use crate::identity::{ClaimMapping, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
 use crate::numeric_date;
-use turnpike_model::clock::Clock;
 
 /// One verification key with its pinned algorithm, decoded once.
 #[derive(Clone)]

@@ -14,6 +14,9 @@ pub use turnpike_model::security::{
     SecuritySpec, SubscriptionSpec,
 };
 
+use turnpike_model::clock::Clock;
+use turnpike_policy::{Identity, KeyType};
+
 use crate::apikey::{ApiKeyRecord, ApiKeyValidator};
 use crate::authenticator::{ApiKeyLocation, Authenticator};
 use crate::authz::{Subscription, SubscriptionState, Subscriptions};
@@ -22,11 +25,10 @@ use crate::basic::{BasicUser, BasicValidator};
 use crate::cache::TokenCache;
 use crate::error::AuthError;
 use crate::http_client::HttpClient;
-use crate::identity::{ClaimMapping, Identity, KeyType};
+use crate::identity::ClaimMapping;
 use crate::introspect::{IntrospectionConfig, Introspector};
 use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
 use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};
-use turnpike_model::clock::Clock;
 
 /// One invalid field: where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -30,10 +30,10 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+use turnpike_model::clock::Clock;
 
 use crate::counter;
 use crate::store::{CounterStore, Slot};
-use turnpike_model::clock::Clock;
 
 /// What a node does with its quotas while Redis is unreachable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
