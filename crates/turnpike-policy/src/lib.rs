@@ -9,6 +9,8 @@
 //!   path and query a policy may rewrite, typed extensions), and the plain types it
 //!   carries: the caller ([`Identity`]) and the throttle [`Decision`];
 //! - [`Chain`]: the ordered policies of one API and the order they run in;
+//! - [`Observer`]: the gateway's listeners to every completed exchange (analytics,
+//!   traces), apart from any API's chain;
 //! - [`GatewayError`] and its one table ([`ErrorKind::spec`]): every refusal of every
 //!   policy leaves as `{"code","message","request_id"}` with the table's status;
 //! - [`http`]: one meaning of the small HTTP rules every layer reads (`Content-Length`,
@@ -25,6 +27,7 @@ pub mod error;
 mod hook;
 pub mod http;
 pub mod log_limit;
+mod observer;
 pub mod offload;
 mod quota;
 pub mod trace;
@@ -38,5 +41,6 @@ pub use ctx::{
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
+pub use observer::Observer;
 pub use quota::{Charges, Decision, RuleId};
 pub use trace::TraceContext;
