@@ -18,6 +18,7 @@
 //! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
 //! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
 
+mod api;
 mod buffering;
 mod chain;
 mod depth;
@@ -45,6 +46,7 @@ use policies::auth::Secured;
 use policies::mediation::Mediated;
 use policies::throttle::Throttled;
 
+pub use api::CompiledApi;
 pub use buffering::{
     RequestBuffering, DEFAULT_REQUEST_BUFFER_BYTES, DEFAULT_REQUEST_BUFFER_TIMEOUT,
     MAX_REQUEST_BUFFER_BYTES,
@@ -57,8 +59,8 @@ pub use mediation::{
 };
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
-pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
-pub use snapshot::{CompiledApi, RouteResult, Snapshot};
+pub use security::{ApiSecurity, LifecycleBlock, ResourceRule};
+pub use snapshot::{RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};

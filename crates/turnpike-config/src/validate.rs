@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use turnpike_model::{ApiSpec, GatewayFile, FORMAT_VERSION};
 
+use crate::api::CompiledApi;
 use crate::endpoint::Endpoint;
 use crate::error::Problem;
 use crate::host::HostPattern;
-use crate::snapshot::CompiledApi;
 use turnpike_policy::spec::duration::{
     parse_duration, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
 };

@@ -59,8 +59,8 @@ pub use server::{
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
 pub use turnpike_policy::{
-    Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
-    UpstreamTarget,
+    Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx, Step,
+    Timings, UpstreamTarget,
 };
 
 /// Command-line arguments of `turnpike gateway`.

@@ -9,6 +9,8 @@
 //!   path and query a policy may rewrite, typed extensions), and the plain types it
 //!   carries: the caller ([`Identity`]) and the throttle [`Decision`];
 //! - [`Chain`]: the ordered policies of one API and the order they run in;
+//! - [`Observer`]: the gateway's listeners to every completed exchange (analytics,
+//!   traces), apart from any API's chain;
 //! - [`GatewayError`] and its one table ([`ErrorKind::spec`]): every refusal of every
 //!   policy leaves as `{"code","message","request_id"}` with the table's status;
 //! - [`http`]: one meaning of the small HTTP rules every layer reads (`Content-Length`,
@@ -31,6 +33,7 @@ mod hook;
 pub mod http;
 mod kind;
 pub mod log_limit;
+mod observer;
 pub mod offload;
 pub mod problem;
 mod quota;
@@ -48,6 +51,7 @@ pub use ctx::{
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
 pub use kind::{BuildCx, PolicyKind, Scratch, Stage};
+pub use observer::Observer;
 pub use offload::{Inline, Offload};
 pub use problem::{Location, Problem, Problems};
 pub use quota::{Charges, Decision, RuleId};
