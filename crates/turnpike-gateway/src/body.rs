@@ -5,7 +5,7 @@
 //! either a generated or buffered body or the upstream's body, which hands its HTTP/1.1
 //! connection back to the pool at end of stream. When someone must know how the body
 //! ended (bytes sent, client gone: `on_complete`, the access log, metrics, bandwidth
-//! quotas), a [`BodyEnd`] and/or an [`OnBodyEnd`] ride along and are told once.
+//! quotas), a [`BodyEnd`] rides along and is told once.
 //! [`set_length`] is the one place that fixes `Content-Length`/`Transfer-Encoding` after
 //! a body was replaced, for both upstream clients and the client side. A streamed
 //! request body that stalls longer than the body-read timeout fails with
@@ -26,7 +26,6 @@ use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
-pub use turnpike_policy::OnBodyEnd;
 
 use crate::error::{ErrorKind, GatewayError};
 use crate::h1::DirectBody;
@@ -462,15 +461,11 @@ pub trait BodyEnd: Send {
 /// What must hear about the end of a body, boxed only when something does.
 struct Tail {
     bytes: u64,
-    meter: Option<OnBodyEnd>,
     end: Option<Box<dyn BodyEnd>>,
 }
 
 impl Tail {
     fn finish(&mut self, how: Ending) {
-        if let Some(OnBodyEnd(f)) = self.meter.take() {
-            f(self.bytes);
-        }
         if let Some(mut e) = self.end.take() {
             e.end(self.bytes, how);
         }
@@ -553,16 +548,9 @@ impl GatewayBody {
         self.tail.get_or_insert_with(|| {
             Box::new(Tail {
                 bytes: 0,
-                meter: None,
                 end: None,
             })
         })
-    }
-
-    /// Calls `end` once with the bytes sent to the client, when the body ends (or is
-    /// dropped early, with what was sent).
-    pub fn on_end(&mut self, end: OnBodyEnd) {
-        self.tail().meter = Some(end);
     }
 
     /// Hands `end` the body's fate: called once when the last byte went out, or when

@@ -23,7 +23,7 @@ use turnpike_config::{CompiledApi, RouteResult, Snapshot, DEFAULT_MAX_BODY_BYTES
 use turnpike_policy::{Answer, Hooks, RequestCtx, Stop, TraceContext, UpstreamTarget};
 
 use crate::access_log::AccessLog;
-use crate::body::{self, GatewayBody, OnBodyEnd, RequestBody};
+use crate::body::{self, GatewayBody, RequestBody};
 use crate::complete::{BytesIn, Finisher, Marks};
 use crate::error::{ErrorKind, GatewayError};
 use crate::forward::{forward, Upstream};
@@ -398,9 +398,6 @@ async fn exchange(
                 b
             }
         };
-    }
-    if let Some(end) = rparts.extensions.remove::<OnBodyEnd>() {
-        rbody.on_end(end);
     }
     (Response::from_parts(rparts, rbody), failed)
 }

@@ -3,26 +3,42 @@
 //! request, the client IP, asks the snapshot's `Throttler` (lock-free counters that
 //! outlive reloads, no Redis round trip), and either refuses with the error table's 429
 //! (`Retry-After`, the rate-limit headers, and the `policy` and `retry_after` fields) or
-//! lets the request through and adds the rate-limit headers to the response.
+//! lets the request through and adds the rate-limit headers to the response. A bandwidth
+//! quota also counts the response: the bytes sent are charged when the exchange
+//! completes (`on_complete`), a hook only an API whose throttler has one asks for.
+//!
+//! `build.rs` compiles the file's `throttling:` section once per file ([`prepare`]).
+
+mod build;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use http::header::CONTENT_LENGTH;
 use http::{request, response, HeaderMap};
-use turnpike_auth::Claims;
+use turnpike_model::clock::Clock;
+use turnpike_policy::http::{content_length, query_param};
 use turnpike_policy::{
-    Authenticated, BuildCx, ErrorKind, GatewayError, Hooks, OnBodyEnd, Policy, PolicyKind,
-    RequestCtx, Stage, Step,
+    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Policy,
+    PolicyKind, RequestCtx, Stage, Step,
 };
-use turnpike_throttle::{Clock, Decision, Lookup, RequestFacts, SystemClock, Throttler};
 
-use crate::throttling::ApiThrottle;
+pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
 
-/// The throttle step of a throttled API's chain. Counters live in the process's
-/// `CounterStore` (`PolicyRuntime.throttle`), the compiled policies in `ApiThrottle`.
-pub(crate) struct ThrottlePolicy {
-    pub(crate) t: Arc<ApiThrottle>,
+use crate::{Decision, Lookup, RequestFacts};
+
+/// The throttle step of a throttled API's chain. Counters live in the runtime's
+/// `CounterStore` ([`counters`]), the compiled policies in `ApiThrottle`.
+pub struct ThrottlePolicy {
+    t: Arc<ApiThrottle>,
+    clock: Arc<dyn Clock>,
+    hooks: Hooks,
+}
+
+impl ThrottlePolicy {
+    /// What the policy compiled for its API (its throttler, ids and resource policies).
+    pub fn api(&self) -> &ApiThrottle {
+        &self.t
+    }
 }
 
 /// Headers, the raw query string and the token claims the snapshot's conditions read
@@ -38,11 +54,8 @@ impl Lookup for RequestLookup<'_> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    fn query(&self, name: &str) -> Option<&str> {
-        self.query?.split('&').find_map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (k == name).then_some(v)
-        })
+    fn query(&self, name: &str) -> Option<Cow<'_, str>> {
+        query_param(self.query?, name)
     }
 
     fn claim(&self, name: &str) -> Option<&str> {
@@ -56,7 +69,7 @@ impl Policy for ThrottlePolicy {
     }
 
     fn hooks(&self) -> Hooks {
-        Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS
+        self.hooks
     }
 
     fn on_request_headers<'a>(
@@ -73,12 +86,8 @@ impl Policy for ThrottlePolicy {
             query: req.uri.query(),
             claims: identity.map(|i| &i.claims),
         };
-        let bytes = req
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        // A bad or conflicting length is refused before the chain runs.
+        let bytes = content_length(&req.headers).ok().flatten().unwrap_or(0);
         let facts = RequestFacts {
             api_id: &t.api_id,
             resource: resource.map(|r| &*r.key),
@@ -94,7 +103,7 @@ impl Policy for ThrottlePolicy {
             bytes,
             lookup: &lookup,
         };
-        let decision = t.throttler.check(&facts, SystemClock.now());
+        let decision = t.throttler.check(&facts, self.clock.now());
         if !decision.allowed {
             let e = refusal(t, &decision);
             ctx.throttled_by = decision
@@ -116,31 +125,17 @@ impl Policy for ThrottlePolicy {
         if let Some(d) = ctx.throttle.as_ref() {
             let t = &*self.t;
             t.throttler.write_headers(d, t.headers, &mut resp.headers);
-            if !d.charges.is_empty() {
-                charge_response(&t.throttler, d, resp);
-            }
         }
         Ok(())
     }
-}
 
-/// Bandwidth quotas count responses too (as WSO2 does): the response's `Content-Length`
-/// is charged when its head arrives, so the caller's next request over the quota is
-/// refused; a response without one (chunked) is charged the bytes sent when its body
-/// ends.
-fn charge_response(throttler: &Arc<Throttler>, d: &Decision, resp: &mut response::Parts) {
-    let len = resp
-        .headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match len {
-        Some(n) => throttler.charge_bytes(&d.charges, n, SystemClock.now()),
-        None => {
-            let (throttler, charges) = (throttler.clone(), d.charges);
-            resp.extensions.insert(OnBodyEnd(Arc::new(move |n| {
-                throttler.charge_bytes(&charges, n, SystemClock.now());
-            })));
+    /// Bandwidth quotas count responses too (as WSO2 does): the bytes sent are charged
+    /// when the exchange completes, so the caller's next request over the quota is
+    /// refused.
+    fn on_complete(&self, ctx: &RequestCtx, done: &Completion) {
+        if let Some(d) = ctx.throttle.as_ref().filter(|d| !d.charges.is_empty()) {
+            let now = self.clock.now();
+            self.t.throttler.charge_bytes(&d.charges, done.bytes_out, now);
         }
     }
 }
@@ -155,7 +150,7 @@ fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
     let mut e = GatewayError::new(ErrorKind::Throttled);
     let mut h = HeaderMap::new();
     throttler.write_headers(d, t.headers, &mut h);
-    let retry_after = turnpike_throttle::retry_after_secs(d);
+    let retry_after = crate::retry_after_secs(d);
     e.headers = Some(Box::new(h));
     e.detail = Some(Cow::Owned(throttler.message(d)));
     let policy = d.rule.map_or("", |id| throttler.policy_name(id));
@@ -164,12 +159,9 @@ fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
     e
 }
 
-/// Every API's compiled throttling (indexed like `file.apis`), prepared once per file.
-pub(crate) struct Throttled(pub(crate) Vec<Option<Arc<ApiThrottle>>>);
-
 /// The throttle kind: `throttling:` of the API and its resources (problems reported
-/// where the file's section is compiled, `throttling::compile`).
-pub(crate) struct Throttle;
+/// where the file's section is compiled, [`prepare`]).
+pub struct Throttle;
 
 impl PolicyKind for Throttle {
     const NAME: &'static str = "throttle";
@@ -180,8 +172,17 @@ impl PolicyKind for Throttle {
     }
 
     fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
-        let t = cx.scratch.get::<Throttled>()?.0.get(cx.api)?.as_ref()?;
-        Some(Arc::new(ThrottlePolicy { t: t.clone() }))
+        let t = cx.scratch.get::<Throttled>()?.api(cx.api)?;
+        let mut hooks = Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS;
+        // Only a bandwidth quota needs the bytes sent: other APIs pay nothing at the end.
+        if t.throttler.has_bandwidth_quota() {
+            hooks = hooks | Hooks::COMPLETE;
+        }
+        Some(Arc::new(ThrottlePolicy {
+            t: t.clone(),
+            clock: cx.runtime.clock().clone(),
+            hooks,
+        }))
     }
 }
 
@@ -197,8 +198,23 @@ mod tests {
             query: Some("a=1&plan=gold&plan=x&flag"),
             claims: None,
         };
-        assert_eq!(l.query("plan"), Some("gold"));
-        assert_eq!(l.query("flag"), Some(""));
+        assert_eq!(l.query("plan").as_deref(), Some("gold"));
+        assert_eq!(l.query("flag").as_deref(), Some(""));
         assert_eq!(l.query("missing"), None);
+    }
+
+    /// One meaning of a query value: conditions compare it decoded (the raw
+    /// `gold%20plan` or `gold+plan` never equals the `gold plan` a policy names).
+    #[test]
+    fn query_lookup_decodes_the_value() {
+        let h = HeaderMap::new();
+        for query in ["plan=gold%20plan", "plan=gold+plan", "pl%61n=gold+plan"] {
+            let l = RequestLookup {
+                headers: &h,
+                query: Some(query),
+                claims: None,
+            };
+            assert_eq!(l.query("plan").as_deref(), Some("gold plan"), "{query}");
+        }
     }
 }
