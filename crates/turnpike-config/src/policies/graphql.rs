@@ -24,7 +24,9 @@ impl PolicyKind for Graphql {
     }
 
     fn build(spec: &GraphqlSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
-        let throttle = operation_throttle(spec, cx);
+        let api = cx.file.apis.get(cx.api)?;
+        let id = turnpike_model::api_id(&api.context, &api.version);
+        let throttle = operation_throttle(spec, &id, cx);
         let cache = cx.runtime.get_or_init(AnalysisCache::default);
         let compiled = match turnpike_graphql::compile(spec, (*cache).clone()) {
             Ok(c) => c,
@@ -36,11 +38,10 @@ impl PolicyKind for Graphql {
                 return None;
             }
         };
-        let api = cx.file.apis.get(cx.api)?;
         Some(Arc::new(GraphqlPolicy::new(
             compiled,
             cx.runtime.get_or_init(CostQuotas::default),
-            &format!("{}/{}", api.context, api.version),
+            &id,
             throttle,
         )))
     }
@@ -49,15 +50,13 @@ impl PolicyKind for Graphql {
 /// The API's operations' throttling, counted in the throttler the file's `throttling:`
 /// section compiled into the scratch (none when the section asks for nothing or has
 /// problems).
-fn operation_throttle(spec: &GraphqlSpec, cx: &BuildCx<'_>) -> Option<OperationThrottle> {
+fn operation_throttle(spec: &GraphqlSpec, id: &str, cx: &BuildCx<'_>) -> Option<OperationThrottle> {
     let throttled = cx.scratch.get::<Throttled>()?;
-    let api = cx.file.apis.get(cx.api)?;
-    let id = turnpike_model::api_id(&api.context, &api.version);
     OperationThrottle::new(
         spec,
         throttled.throttler.clone()?,
         cx.runtime.clock().clone(),
-        &id,
+        id,
         throttled.headers,
     )
 }
