@@ -189,6 +189,39 @@ impl PolicyKind for Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use turnpike_model::GatewayFile;
+    use turnpike_policy::{Runtime, Scratch};
+
+    /// The hooks of the throttle policy built for a file whose one API names `policy`.
+    fn hooks_of(policy: &str) -> Hooks {
+        let yaml = format!(
+            "throttling:\n  advanced_policies:\n    - name: Bytes\n      \
+             default_limit: {{ bytes: 3000, per: minute }}\n\
+             apis:\n  - name: a\n    context: /a\n    version: v1\n    \
+             throttling: {policy}\n    endpoints: [\"http://127.0.0.1:9\"]\n"
+        );
+        let file: GatewayFile = serde_yaml::from_str(&yaml).expect("the file parses");
+        let (runtime, mut scratch, mut problems) = (Runtime::default(), Scratch::default(), vec![]);
+        prepare(&file, &runtime, None, &mut scratch, &mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut cx = BuildCx {
+            api: 0,
+            at: "apis[0].throttling".into(),
+            problems: &mut problems,
+            runtime: &runtime,
+            file: &file,
+            scratch: &mut scratch,
+        };
+        Throttle::build(&(), &mut cx).expect("throttled").hooks()
+    }
+
+    #[test]
+    fn only_a_bandwidth_quota_asks_for_the_end_of_the_exchange() {
+        assert!(hooks_of("Bytes").contains(Hooks::COMPLETE));
+        let requests = hooks_of("10KPerMin");
+        assert!(!requests.contains(Hooks::COMPLETE));
+        assert!(requests.contains(Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS));
+    }
 
     #[test]
     fn query_lookup_finds_the_first_pair() {
