@@ -192,13 +192,13 @@ mod tests {
     use turnpike_model::GatewayFile;
     use turnpike_policy::{Runtime, Scratch};
 
-    /// The hooks of the throttle policy built for a file whose one API names `policy`.
-    fn hooks_of(policy: &str) -> Hooks {
+    /// The hooks of the throttle policy of a file whose one policy has `limit`.
+    fn hooks_of(limit: &str) -> Hooks {
         let yaml = format!(
-            "throttling:\n  advanced_policies:\n    - name: Bytes\n      \
-             default_limit: {{ bytes: 3000, per: minute }}\n\
+            "throttling:\n  advanced_policies:\n    - name: Mine\n      \
+             default_limit: {{ {limit}: 3000, per: minute }}\n\
              apis:\n  - name: a\n    context: /a\n    version: v1\n    \
-             throttling: {policy}\n    endpoints: [\"http://127.0.0.1:9\"]\n"
+             throttling: Mine\n    endpoints: [\"http://127.0.0.1:9\"]\n"
         );
         let file: GatewayFile = serde_yaml::from_str(&yaml).expect("the file parses");
         let (runtime, mut scratch, mut problems) = (Runtime::default(), Scratch::default(), vec![]);
@@ -217,8 +217,8 @@ mod tests {
 
     #[test]
     fn only_a_bandwidth_quota_asks_for_the_end_of_the_exchange() {
-        assert!(hooks_of("Bytes").contains(Hooks::COMPLETE));
-        let requests = hooks_of("10KPerMin");
+        assert!(hooks_of("bytes").contains(Hooks::COMPLETE));
+        let requests = hooks_of("requests");
         assert!(!requests.contains(Hooks::COMPLETE));
         assert!(requests.contains(Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS));
     }
