@@ -46,7 +46,10 @@ const SECTION: &str = "throttling:
 
 /// API `i`'s compiled throttling, read from its chain.
 fn throttle(snap: &Snapshot, i: usize) -> Option<&ApiThrottle> {
-    snap.apis[i].chain.find::<ThrottlePolicy>().map(ThrottlePolicy::api)
+    snap.apis[i]
+        .chain
+        .find::<ThrottlePolicy>()
+        .map(ThrottlePolicy::api)
 }
 
 #[test]

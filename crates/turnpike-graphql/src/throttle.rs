@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{request, Response, StatusCode};
+use turnpike_model::clock::Clock;
 use turnpike_model::graphql::{GraphqlSpec, OperationType};
 use turnpike_model::throttling::HeaderStyle;
-use turnpike_model::clock::Clock;
 use turnpike_policy::http::query_param;
 use turnpike_policy::RequestCtx;
 use turnpike_throttle::{Lookup, RequestFacts, Throttler};

@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
+use turnpike_graphql::OperationThrottle;
 use turnpike_graphql::{AnalysisCache, CostQuotas, GraphqlPolicy};
 use turnpike_model::graphql::GraphqlSpec;
-use turnpike_graphql::OperationThrottle;
 use turnpike_policy::{BuildCx, Policy, PolicyKind, Problem, Stage};
 use turnpike_throttle::policy::Throttled;
 

@@ -134,7 +134,13 @@ pub fn prepare(
         apis: vec![None; file.apis.len()],
     };
     if wanted(file) || reused_tiers.as_ref().is_some_and(|t| !t.is_empty()) {
-        compile(file, runtime, reused_tiers.unwrap_or_default(), &mut out, problems);
+        compile(
+            file,
+            runtime,
+            reused_tiers.unwrap_or_default(),
+            &mut out,
+            problems,
+        );
     }
     scratch.insert(out);
 }

@@ -18,8 +18,8 @@ use http::{request, response, HeaderMap};
 use turnpike_model::clock::Clock;
 use turnpike_policy::http::{content_length, query_param};
 use turnpike_policy::{
-    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Policy,
-    PolicyKind, RequestCtx, Stage, Step,
+    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Policy, PolicyKind,
+    RequestCtx, Stage, Step,
 };
 
 pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
@@ -86,7 +86,7 @@ impl Policy for ThrottlePolicy {
             query: req.uri.query(),
             claims: identity.map(|i| &i.claims),
         };
-        // A bad or conflicting length is refused before the chain runs.
+        // No usable length (absent, bad or conflicting) charges nothing on the way in.
         let bytes = content_length(&req.headers).ok().flatten().unwrap_or(0);
         let facts = RequestFacts {
             api_id: &t.api_id,
@@ -135,7 +135,9 @@ impl Policy for ThrottlePolicy {
     fn on_complete(&self, ctx: &RequestCtx, done: &Completion) {
         if let Some(d) = ctx.throttle.as_ref().filter(|d| !d.charges.is_empty()) {
             let now = self.clock.now();
-            self.t.throttler.charge_bytes(&d.charges, done.bytes_out, now);
+            self.t
+                .throttler
+                .charge_bytes(&d.charges, done.bytes_out, now);
         }
     }
 }
