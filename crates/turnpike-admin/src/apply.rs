@@ -104,7 +104,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         "endpoints": spec.endpoints,
         "resources": spec.resources.iter().map(|r| {
             let methods: Vec<String> = if r.methods.iter().any(|m| m == "*") {
-                crate::api_body::METHODS.iter().map(|m| m.to_string()).collect()
+                crate::service::api_body::METHODS.iter().map(|m| m.to_string()).collect()
             } else {
                 r.methods.iter().map(|m| m.to_ascii_uppercase()).collect()
             };
@@ -161,7 +161,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         }
     }
     if let Some(cors) = spec.policies.iter().find_map(|p| p.cors.as_ref()) {
-        body[crate::cors_body::FIELD] = crate::cors_body::from_spec(cors);
+        body[crate::service::cors_body::FIELD] = crate::service::cors_body::from_spec(cors);
     }
     body
 }
@@ -184,16 +184,22 @@ fn soap_import(soap: &turnpike_model::soap::SoapSpec, want: &Value) -> Value {
 /// leaves out must be absent from `current` too).
 fn differs(current: &Value, want: &Value) -> bool {
     let mut keys: Vec<&str> = vec!["name", "isDefaultVersion", "endpoints", "resources"];
-    keys.extend(crate::api_body::OPTION_FIELDS.iter().map(|(k, _)| *k));
-    keys.push(crate::cors_body::FIELD);
+    keys.extend(
+        crate::service::api_body::OPTION_FIELDS
+            .iter()
+            .map(|(k, _)| *k),
+    );
+    keys.push(crate::service::cors_body::FIELD);
     keys.iter().any(|k| current.get(*k) != want.get(*k))
 }
 
 /// A merge patch of `want` that also clears the gateway settings the file leaves out.
 fn replacing(want: &Value) -> Value {
     let mut body = want.clone();
-    let settings = crate::api_body::OPTION_FIELDS.iter().map(|(k, _)| *k);
-    for k in settings.chain([crate::cors_body::FIELD]) {
+    let settings = crate::service::api_body::OPTION_FIELDS
+        .iter()
+        .map(|(k, _)| *k);
+    for k in settings.chain([crate::service::cors_body::FIELD]) {
         if body.get(k).is_none() {
             body[k] = Value::Null;
         }

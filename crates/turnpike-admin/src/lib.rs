@@ -8,48 +8,24 @@
 //!
 //! [`router`] builds the app so tests call it without a socket; [`serve`] runs it.
 
-mod admin_api;
-pub mod analytics_api;
 mod analytics_report;
-mod api_body;
-mod api_index;
 pub mod apply;
-mod audit_api;
 mod auth;
-mod cors_body;
-mod delta;
-mod devportal;
-mod documents_api;
-pub mod environments;
 pub mod error;
-mod export;
-mod graphql_api;
 mod http;
 mod import;
-mod keys_api;
 pub mod login;
-mod mediation_try;
 mod merge;
 mod multipart;
-mod openapi_detail;
-mod openapi_doc;
-mod openapi_import;
-mod openapi_schemas;
-mod portal_settings;
-mod publisher;
-mod ready;
+mod openapi;
+mod rest;
 pub mod runtime;
 pub mod scopes;
 pub mod security;
+mod service;
 pub mod snapshot;
-mod subs_index;
-mod throttle_settings;
-mod try_it;
 pub mod ui;
-mod users_api;
 mod validate;
-mod wsdl_import;
-mod wso2_aliases;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,8 +36,9 @@ use axum::Router;
 use turnpike_keymanager::{BruteForcePolicy, Clock, PasswordGuard, SystemClock};
 use turnpike_store::Store;
 
-pub use admin_api::create_user_with;
-pub use openapi_doc::{document as openapi_document, Operation, OPERATIONS};
+pub use openapi::doc::{document as openapi_document, Operation, OPERATIONS};
+pub use rest::admin::create_user_with;
+pub use rest::{analytics as analytics_api, environments};
 
 /// Control-plane settings.
 #[derive(Debug, Clone)]
@@ -97,7 +74,7 @@ struct Inner {
     /// Brute-force limits of every password check: HTTP Basic here, and the key
     /// manager's login form, password grant and client secrets (it shares this one).
     guard: Arc<PasswordGuard>,
-    readiness: ready::Readiness,
+    readiness: rest::ready::Readiness,
     gateways: snapshot::Gateways,
     snapshots: snapshot::Cache,
     /// The key manager, once [`security::enable`] ran.
@@ -125,7 +102,7 @@ impl AppState {
                 config,
                 auth_cache: auth::AuthCache::default(),
                 guard,
-                readiness: ready::Readiness::default(),
+                readiness: rest::ready::Readiness::default(),
                 gateways: snapshot::Gateways::default(),
                 snapshots: snapshot::Cache::default(),
                 security: std::sync::OnceLock::new(),
@@ -162,7 +139,7 @@ async fn not_found() -> error::ApiError {
 }
 
 async fn openapi() -> axum::Json<serde_json::Value> {
-    axum::Json(openapi_doc::document())
+    axum::Json(openapi::doc::document())
 }
 
 /// The whole control-plane app (with the key manager's `/oauth2/*` routes once
@@ -173,38 +150,38 @@ pub fn router(state: AppState) -> Router {
     let app = Router::new()
         .nest(
             "/api/am/publisher/v1",
-            publisher::routes()
-                .merge(keys_api::publisher_routes())
-                .merge(documents_api::publisher_routes())
-                .merge(analytics_api::publisher_routes()),
+            rest::publisher::routes()
+                .merge(rest::keys::publisher_routes())
+                .merge(rest::documents::publisher_routes())
+                .merge(rest::analytics::publisher_routes()),
         )
         .nest(
             "/api/am/devportal/v1",
-            devportal::routes()
-                .merge(keys_api::devportal_routes())
-                .merge(users_api::devportal_routes())
-                .merge(documents_api::devportal_routes())
-                .merge(try_it::routes())
-                .merge(portal_settings::devportal_routes())
-                .merge(analytics_api::devportal_routes()),
+            rest::devportal::routes()
+                .merge(rest::keys::devportal_routes())
+                .merge(rest::users::devportal_routes())
+                .merge(rest::documents::devportal_routes())
+                .merge(rest::try_it::routes())
+                .merge(rest::portal_settings::devportal_routes())
+                .merge(rest::analytics::devportal_routes()),
         )
         .nest(
             "/api/am/admin/v1",
-            admin_api::routes()
-                .merge(users_api::admin_routes())
-                .merge(export::routes())
-                .merge(environments::admin_routes())
-                .merge(throttle_settings::admin_routes())
-                .merge(portal_settings::admin_routes())
-                .merge(audit_api::admin_routes())
-                .merge(analytics_api::admin_routes()),
+            rest::admin::routes()
+                .merge(rest::users::admin_routes())
+                .merge(rest::export::routes())
+                .merge(rest::environments::admin_routes())
+                .merge(rest::throttle_settings::admin_routes())
+                .merge(rest::portal_settings::admin_routes())
+                .merge(rest::audit::admin_routes())
+                .merge(rest::analytics::admin_routes()),
         )
         .nest(
             "/api/am/gateway/v1",
-            snapshot::routes().merge(analytics_api::gateway_routes()),
+            snapshot::routes().merge(rest::analytics::gateway_routes()),
         )
         .route("/api/am/openapi.json", get(openapi))
-        .merge(ready::routes())
+        .merge(rest::ready::routes())
         .merge(ui::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
@@ -213,7 +190,10 @@ pub fn router(state: AppState) -> Router {
         Some(km) => app.merge(km),
         None => app,
     };
-    app.layer(axum::middleware::from_fn_with_state(state, ready::observe))
+    app.layer(axum::middleware::from_fn_with_state(
+        state,
+        rest::ready::observe,
+    ))
 }
 
 /// Serves the app on `listener` until `shutdown` resolves.

@@ -4,7 +4,7 @@
 //! the gateways' own introspection client (`turnpike-gateway`, whose secret is the gateway
 //! token), and turns every revocation into a snapshot version bump. [`spec`] builds the
 //! snapshot's `security:` section (each API's `auth:`, OAuth2 and a subscription unless
-//! the publisher set otherwise as in WSO2, is made by `crate::api_index`).
+//! the publisher set otherwise as in WSO2, is made by `crate::snapshot::index`).
 //!
 //! Tokens for the REST APIs themselves come from the built-in public client
 //! [`CLI_CLIENT_ID`] (password grant, as `apictl login` does against WSO2): audience
@@ -291,7 +291,7 @@ pub async fn spec(
         }],
         api_keys,
         basic_users: Vec::new(),
-        // Subscriptions travel in buckets (`crate::subs_index`), not through here.
+        // Subscriptions travel in buckets (`crate::snapshot::subs`), not through here.
         subscriptions: Vec::new(),
         revoked,
         revoked_applications: store.unusable_applications().await?,
@@ -342,7 +342,7 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
     if api.resources.is_empty() {
         return vec![ResourceSpec {
             path: "/*".into(),
-            methods: crate::api_body::METHODS.map(String::from).to_vec(),
+            methods: crate::service::api_body::METHODS.map(String::from).to_vec(),
             scopes: Vec::new(),
             auth: None,
             throttling: None,

@@ -654,7 +654,7 @@ fn params(path: &str) -> Vec<Value> {
                     json!({"type": "string", "enum": ["subscription", "application", "advanced"]})
                 }
                 "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
-                "report" => json!({"type": "string", "enum": crate::analytics_api::REPORTS}),
+                "report" => json!({"type": "string", "enum": crate::rest::analytics::REPORTS}),
                 _ => json!({"type": "string"}),
             };
             json!({"name": name, "in": "path", "required": true, "schema": schema})
@@ -698,7 +698,7 @@ const NEVER_404: [&str; 26] = [
 
 /// Every status an operation answers, with its body.
 fn responses(op: &Operation, has_query: bool) -> Value {
-    let (ok, schema) = crate::openapi_detail::success(op.id);
+    let (ok, schema) = crate::openapi::detail::success(op.id);
     let mut out = Map::new();
     let ok_body = match (op.id, schema) {
         ("exportEnvironment", _) => json!({"description": "the declarative file", "content": {
@@ -720,7 +720,7 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     out.insert(ok.to_string(), ok_body);
     // The try operations take a free-form JSON body (no schema component) and refuse
     // other media types as every JSON operation does.
-    let body = crate::openapi_detail::request_body(op.id).is_some()
+    let body = crate::openapi::detail::request_body(op.id).is_some()
         || matches!(op.id, "tryApiMediation" | "tryIt");
     let write = op.method != "get";
     let mut add = |status: u16, what: &str| {
@@ -753,14 +753,14 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     if write && op.id != "changeOwnPassword" && op.id != "resetUserPassword" {
         add(409, "conflicts with the current state");
     }
-    if crate::openapi_detail::takes_if_match(op.id) {
+    if crate::openapi::detail::takes_if_match(op.id) {
         add(412, "If-Match names an older revision");
     }
     if body {
         add(413, "body over the limit (2 MiB)");
         add(415, "not JSON");
     }
-    if crate::openapi_detail::sends_etag(op.id) {
+    if crate::openapi::detail::sends_etag(op.id) {
         out.insert(
             "304".into(),
             json!({"description": "If-None-Match already has it"}),
@@ -801,14 +801,14 @@ pub fn document() -> Value {
             ),
         };
         let mut parameters = params(path);
-        let query = crate::openapi_detail::query_params(id);
+        let query = crate::openapi::detail::query_params(id);
         let has_query = !query.is_empty();
         parameters.extend(query);
-        if crate::openapi_detail::takes_if_match(id) {
+        if crate::openapi::detail::takes_if_match(id) {
             parameters.push(json!({"name": "If-Match", "in": "header", "required": false,
                 "schema": {"type": "string"}, "description": "the ETag last read; 412 when the record changed since"}));
         }
-        if crate::openapi_detail::sends_etag(id) {
+        if crate::openapi::detail::sends_etag(id) {
             parameters.push(json!({"name": "If-None-Match", "in": "header", "required": false,
                 "schema": {"type": "string"}, "description": "an ETag; 304 when it is still current"}));
         }
@@ -821,7 +821,7 @@ pub fn document() -> Value {
             "responses": responses(op, has_query),
         });
         if let (Some((schema, required)), Some(o)) = (
-            crate::openapi_detail::request_body(id),
+            crate::openapi::detail::request_body(id),
             op_json.as_object_mut(),
         ) {
             let schema = json!({"$ref": format!("#/components/schemas/{schema}")});
@@ -879,7 +879,7 @@ pub fn document() -> Value {
                     "flows": {"password": {"tokenUrl": "/oauth2/token", "refreshUrl": "/oauth2/token", "scopes": scopes}}},
                 "gatewayToken": {"type": "http", "scheme": "bearer"}
             },
-            "schemas": crate::openapi_schemas::schemas()
+            "schemas": crate::openapi::schemas::schemas()
         }
     })
 }

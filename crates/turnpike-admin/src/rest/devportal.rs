@@ -18,7 +18,7 @@ use turnpike_store::{Api, Application, LifecycleState};
 use crate::auth::{Caller, Portal};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::{if_match, read, read_modify_write, written, JsonBody, Paged};
-use crate::portal_settings::PortalReader;
+use crate::rest::portal_settings::PortalReader;
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -53,7 +53,7 @@ async fn list_apis(
     pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let mut filter = crate::publisher::filter_from(&pg.q)?;
+    let mut filter = crate::rest::publisher::filter_from(&pg.q)?;
     let visible = [
         LifecycleState::Published,
         LifecycleState::Prototyped,
@@ -79,7 +79,7 @@ async fn list_apis(
             .list_apis(&filter, pg.limit, pg.offset)
             .await?
     };
-    let envs = crate::environments::list(&s).await?;
+    let envs = crate::rest::environments::list(&s).await?;
     let page = turnpike_store::Page {
         total: apis.total,
         items: apis.items.iter().map(|a| portal_json(&envs, a)).collect(),
@@ -95,18 +95,18 @@ fn portal_json(envs: &serde_json::Value, api: &Api) -> serde_json::Value {
     let mut v = serde_json::to_value(api).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("endpoints");
-        for (field, _) in crate::api_body::OPTION_FIELDS {
+        for (field, _) in crate::service::api_body::OPTION_FIELDS {
             if field != "deprecation" && field != "graphql" {
                 o.remove(field);
             }
         }
-        o.remove(crate::cors_body::FIELD);
+        o.remove(crate::service::cors_body::FIELD);
         if let Some(g) = o.get_mut("graphql").and_then(|g| g.as_object_mut()) {
             g.retain(|k, _| matches!(k.as_str(), "schema" | "operations" | "limits" | "tiers"));
         }
         o.insert(
             "endpointURLs".into(),
-            crate::environments::endpoint_urls(envs, api),
+            crate::rest::environments::endpoint_urls(envs, api),
         );
     }
     v
@@ -119,7 +119,7 @@ async fn get_api(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let api = visible_api(&s, &id).await?;
-    let envs = crate::environments::list(&s).await?;
+    let envs = crate::rest::environments::list(&s).await?;
     let body = portal_json(&envs, &api);
     Ok(crate::http::json_with_etag(
         &headers,
@@ -134,10 +134,10 @@ async fn definition(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let api = visible_api(&s, &id).await?;
-    let envs = crate::environments::list(&s).await?;
-    Ok(crate::publisher::definition_with_servers(
+    let envs = crate::rest::environments::list(&s).await?;
+    Ok(crate::rest::publisher::definition_with_servers(
         &api,
-        crate::environments::servers(&envs, &api),
+        crate::rest::environments::servers(&envs, &api),
     ))
 }
 

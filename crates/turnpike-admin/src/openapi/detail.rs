@@ -1,6 +1,6 @@
 //! What each operation of the document takes and returns, by operation id: query and
 //! header parameters, the request body's schema, the success status and body. The error
-//! statuses an operation can answer follow from these (`crate::openapi_doc`).
+//! statuses an operation can answer follow from these (`crate::openapi::doc`).
 
 use serde_json::{json, Value};
 
@@ -53,7 +53,7 @@ pub fn query_params(id: &str) -> Vec<Value> {
     match id {
         "listApis" | "listVisibleApis" => api_filters(),
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => {
-            crate::analytics_api::query_params(id)
+            crate::rest::analytics::query_params(id)
         }
         "listAuditLog" => {
             let secs = json!({"type": "integer", "minimum": 0});

@@ -25,7 +25,7 @@ use turnpike_graphql::{AnalysisCache, CompiledSchema, CostConfig};
 use crate::auth::{ApiCreator, ApiViewer};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::JsonBody;
-use crate::import::RawBody;
+use crate::import::source::RawBody;
 use crate::AppState;
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
@@ -50,16 +50,16 @@ fn read_schema(
     if mime == "application/graphql" {
         let sdl = String::from_utf8(body.to_vec())
             .map_err(|_| invalid("file", "the schema is not UTF-8"))?;
-        return Ok((sdl, crate::import::query_props(q)?));
+        return Ok((sdl, crate::import::source::query_props(q)?));
     }
-    let (source, props) = crate::import::read_request(ctype, body, q)?;
+    let (source, props) = crate::import::source::read_request(ctype, body, q)?;
     match source {
-        crate::import::Source::Inline(Value::String(sdl)) => Ok((sdl, props)),
-        crate::import::Source::Inline(_) => Err(invalid(
+        crate::import::source::Source::Inline(Value::String(sdl)) => Ok((sdl, props)),
+        crate::import::source::Source::Inline(_) => Err(invalid(
             "definition",
             "must be the schema's SDL as a string",
         )),
-        crate::import::Source::Url(_) => Err(invalid(
+        crate::import::source::Source::Url(_) => Err(invalid(
             "url",
             "send the schema itself (file or definition); URLs are for OpenAPI imports",
         )),
@@ -113,7 +113,7 @@ pub(crate) async fn import_graphql_schema(
     let (sdl, props) = read_schema(ctype, &body, &q)?;
     let schema = schema_problems(&sdl)?;
     let mut props = props.unwrap_or_else(|| json!({}));
-    crate::import::wso2_aliases(&mut props);
+    crate::import::source::wso2_aliases(&mut props);
     let Some(obj) = props.as_object_mut() else {
         return Err(invalid("additionalProperties", "must be a JSON object"));
     };
@@ -134,8 +134,8 @@ pub(crate) async fn import_graphql_schema(
         }
     }
     obj.insert("graphql".into(), section);
-    let input = crate::publisher::validated(&s, &props, None).await?;
-    crate::publisher::insert_api(&s, &caller, &input, "import").await
+    let input = crate::rest::publisher::validated(&s, &props, None).await?;
+    crate::rest::publisher::insert_api(&s, &caller, &input, "import").await
 }
 
 #[derive(Debug, Deserialize)]

@@ -115,8 +115,8 @@ pub fn from_spec(spec: &CorsSpec) -> Value {
     v
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -163,7 +163,7 @@ const SECTION_FIELDS: [(&str, bool); 3] = [
 ];
 
 /// A resource's `mediation` object (the file's, docs/mediation.md): checked for shape
-/// here, for meaning by compiling (`crate::publisher::check_compiles` names each bad field, such
+/// here, for meaning by compiling (`crate::rest::publisher::check_compiles` names each bad field, such
 /// as `mediation.request.body.jq` with the program's line and column).
 fn mediation_field(f: &mut Fields<'_>) -> Option<Value> {
     let v = f.value("mediation")?;
@@ -196,7 +196,7 @@ fn paths_value(v: &Value) -> Result<Option<Value>, String> {
 }
 
 /// A number or a short text with a unit (`10MiB`, `5s`): checked for shape here, for
-/// meaning by compiling (`crate::publisher::check_compiles`).
+/// meaning by compiling (`crate::rest::publisher::check_compiles`).
 fn quantity_ok(v: &Value) -> bool {
     v.as_u64().is_some() || v.as_str().is_some_and(|s| !s.is_empty() && s.len() <= 30)
 }
@@ -288,8 +288,8 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
         }
         f.errors.append(&mut d.errors);
     }
-    if let Some(cors) = crate::cors_body::check(f) {
-        put(crate::cors_body::FIELD, cors);
+    if let Some(cors) = crate::service::cors_body::check(f) {
+        put(crate::service::cors_body::FIELD, cors);
     }
     if let Some(tags) = f.strings("tags", 50, |t| {
         (t.is_empty() || t.chars().count() > 100 || t.chars().any(char::is_control))

@@ -32,7 +32,7 @@ pub fn devportal_routes() -> Router<AppState> {
 }
 
 async fn public_settings(State(s): State<AppState>) -> ApiResult<Response> {
-    let signup = crate::users_api::signup_settings(&s).await?;
+    let signup = crate::rest::users::signup_settings(&s).await?;
     Ok(axum::Json(json!({
         "anonymousBrowsing": settings(&s).await?["anonymousBrowsing"] == true,
         "selfSignup": signup["enabled"] == true,

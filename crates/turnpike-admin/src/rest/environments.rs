@@ -86,7 +86,8 @@ async fn put_envs(
                 } else {
                     "https://"
                 };
-                if crate::api_body::check_endpoint(&u).is_some() || !u.starts_with(scheme) {
+                if crate::service::api_body::check_endpoint(&u).is_some() || !u.starts_with(scheme)
+                {
                     ef.err(k, format!("must be a {scheme} URL without a query"));
                 }
                 env[k] = json!(u.trim_end_matches('/'));

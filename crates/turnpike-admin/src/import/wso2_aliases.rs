@@ -111,8 +111,8 @@ pub(crate) fn user(v: &mut Value) {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

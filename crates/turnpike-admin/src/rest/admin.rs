@@ -159,7 +159,7 @@ async fn create_tier(
     Path(k): Path<String>,
     JsonBody(mut v): JsonBody,
 ) -> ApiResult<Response> {
-    crate::wso2_aliases::tier(&mut v);
+    crate::import::wso2_aliases::tier(&mut v);
     let t = tier_body(&v, kind(&k)?, None, None)?;
     let mut tx = s.inner.store.begin_write().await?;
     let t = tx.create_tier(&t).await?;
@@ -193,7 +193,7 @@ async fn update_tier(
     headers: HeaderMap,
     JsonBody(mut v): JsonBody,
 ) -> ApiResult<Response> {
-    crate::wso2_aliases::tier(&mut v);
+    crate::import::wso2_aliases::tier(&mut v);
     let if_match = if_match(&headers, &name)?;
     let family = kind(&k)?;
     let (s, caller, name, v) = (&s, &caller, &name, &v);
@@ -215,7 +215,7 @@ async fn patch_tier(
     headers: HeaderMap,
     JsonBody(mut patch): JsonBody,
 ) -> ApiResult<Response> {
-    crate::wso2_aliases::tier(&mut patch);
+    crate::import::wso2_aliases::tier(&mut patch);
     let if_match = if_match(&headers, &name)?;
     let family = kind(&k)?;
     let (s, caller, name, patch) = (&s, &caller, &name, &patch);

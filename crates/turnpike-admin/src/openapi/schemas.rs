@@ -39,7 +39,7 @@ fn api_props() -> Value {
         "context": {"type": "string", "maxLength": 200, "pattern": "^/[A-Za-z0-9/_.~-]+$"},
         "version": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,30}$"},
         "isDefaultVersion": {"type": "boolean"},
-        "type": {"type": "string", "enum": crate::api_body::API_TYPES},
+        "type": {"type": "string", "enum": crate::service::api_body::API_TYPES},
         "description": {"type": "string", "maxLength": 10000},
         "endpoints": {"type": "array", "maxItems": 50, "items": {"type": "string", "format": "uri"}},
         "resources": {"type": "array", "items": r("Resource")},
@@ -121,7 +121,7 @@ pub fn schemas() -> Value {
             "additionalProperties": false,
             "properties": {
                 "path": {"type": "string", "description": "template under /{context}/{version}: /pets, /pets/{id}, /pets/*"},
-                "methods": {"type": "array", "items": {"type": "string", "enum": crate::api_body::METHODS}},
+                "methods": {"type": "array", "items": {"type": "string", "enum": crate::service::api_body::METHODS}},
                 "scopes": {"type": "array", "maxItems": 50, "description": "a caller's token needs any one of them (secured APIs only)",
                     "items": {"type": "string", "pattern": "^[!#-\\[\\]-~]{1,100}$"}},
                 "auth": {"type": "string", "enum": ["none"], "description": "open although the API is secured"},
@@ -205,7 +205,7 @@ pub fn schemas() -> Value {
             "service": {"type": "string"}, "port": {"type": "string", "description": "the port (hence SOAP version) to use; default the first SOAP port"},
             "getOperations": {"type": "array", "items": {"type": "string"}, "description": "SOAP_TO_REST operations called with GET"},
             "additionalProperties": {"type": "object", "description": "API fields (context is required)"}
-        }), json!({"wsdl": include_str!("../../../bench/soap/echo.wsdl"), "type": "SOAP_TO_REST", "port": "Echo12",
+        }), json!({"wsdl": include_str!("../../../../bench/soap/echo.wsdl"), "type": "SOAP_TO_REST", "port": "Echo12",
             "additionalProperties": {"context": "/echo-soap"}})),
         "ApiSecurity": {
             "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",

@@ -88,7 +88,7 @@ async fn put_signup_settings(
 /// `POST /api/am/devportal/v1/self-signup` without credentials: a new subscriber
 /// (`{"name", "password"}`), `ACTIVE` or, with approval on, `PENDING`.
 async fn self_signup(State(s): State<AppState>, JsonBody(mut v): JsonBody) -> ApiResult<Response> {
-    crate::wso2_aliases::user(&mut v);
+    crate::import::wso2_aliases::user(&mut v);
     let settings = signup_settings(&s).await?;
     if settings["enabled"] != true {
         return Err(ApiError::new(
@@ -173,7 +173,7 @@ async fn create_user(
     Admin(caller): Admin,
     JsonBody(mut v): JsonBody,
 ) -> ApiResult<Response> {
-    crate::wso2_aliases::user(&mut v);
+    crate::import::wso2_aliases::user(&mut v);
     let mut f = Fields::new(&v, "");
     f.ignore(&["status", "createdTime"]);
     let name = user_name_field(&mut f);

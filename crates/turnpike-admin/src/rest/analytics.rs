@@ -26,8 +26,8 @@ use turnpike_store::RollupFilter;
 
 use crate::analytics_report::{self as report, TopBy};
 use crate::auth::{constant_time_eq, Admin, ApiViewer};
-use crate::devportal::OwnApp;
 use crate::error::{ApiError, ApiResult};
+use crate::rest::devportal::OwnApp;
 use crate::AppState;
 
 /// The reports every analytics path serves.
@@ -42,7 +42,7 @@ pub const REPORTS: [&str; 6] = [
 
 /// The reports' query parameters, for the OpenAPI document.
 pub fn query_params(id: &str) -> Vec<Value> {
-    use crate::openapi_detail::query;
+    use crate::openapi::detail::query;
     let int = json!({"type": "integer"});
     let s = json!({"type": "string"});
     let mut out = vec![

@@ -139,7 +139,7 @@ pub(crate) fn entry_spec(
         "resources": crate::security::resource_specs(api),
     });
     if let Some(obj) = value.as_object_mut() {
-        for (rest, file) in crate::api_body::OPTION_FIELDS {
+        for (rest, file) in crate::service::api_body::OPTION_FIELDS {
             if let Some(v) = api.options.get(rest) {
                 obj.insert(file.into(), v.clone());
             }
@@ -157,12 +157,13 @@ pub(crate) fn entry_spec(
             }
             obj.insert("deprecation".into(), d);
         }
-        let cors = api.options.get(crate::cors_body::FIELD);
-        if let Some(entry) = cors.and_then(crate::cors_body::policy) {
+        let cors = api.options.get(crate::service::cors_body::FIELD);
+        if let Some(entry) = cors.and_then(crate::service::cors_body::policy) {
             obj.insert("policies".into(), json!([entry]));
         }
     }
-    if let (Some(soap), Some(obj)) = (crate::wsdl_import::stored_spec(api), value.as_object_mut()) {
+    if let (Some(soap), Some(obj)) = (crate::import::wsdl::stored_spec(api), value.as_object_mut())
+    {
         obj.insert("soap".into(), json!(soap));
     }
     if secured {
@@ -204,8 +205,8 @@ fn utc_second(ms: i64) -> String {
     )
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use turnpike_store::LifecycleState;

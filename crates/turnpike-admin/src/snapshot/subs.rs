@@ -212,8 +212,8 @@ fn sub(sid: &Arc<str>, row: &Row) -> Sub {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -26,7 +26,7 @@ use turnpike_store::{ApiInput, Resource};
 use crate::auth::{ApiCreator, ApiViewer};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::with_etag;
-use crate::import::RawBody;
+use crate::import::source::RawBody;
 use crate::AppState;
 
 /// Largest WSDL + imported files accepted, in bytes.
@@ -266,7 +266,7 @@ fn defaults(api: &SoapApi, spec: &SoapSpec, definition: String) -> ApiInput {
     };
     let endpoints = [&port.address]
         .into_iter()
-        .filter(|a| crate::api_body::check_endpoint(a).is_none())
+        .filter(|a| crate::service::api_body::check_endpoint(a).is_none())
         .cloned()
         .collect();
     ApiInput {
@@ -339,7 +339,7 @@ pub(crate) async fn import_wsdl(
         }
     };
     if let Some(url) = v.get("url").and_then(Value::as_str).map(str::to_owned) {
-        let text = crate::import::fetch(&url, s.inner.config.body_limit).await?;
+        let text = crate::import::source::fetch(&url, s.inner.config.body_limit).await?;
         if let Some(obj) = v.as_object_mut() {
             obj.remove("url");
             obj.insert("wsdl".into(), text);
@@ -361,7 +361,7 @@ pub(crate) async fn import_wsdl(
     let definition =
         serde_json::to_string(&spec).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let d = defaults(&api, &spec, definition.clone());
-    let mut input = crate::publisher::validated(&s, &props, Some(&d)).await?;
+    let mut input = crate::rest::publisher::validated(&s, &props, Some(&d)).await?;
     input.api_type = d.api_type;
     input.definition = Some(definition);
     let mut tx = s.inner.store.begin_write().await?;

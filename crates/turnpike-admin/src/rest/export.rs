@@ -36,10 +36,11 @@ pub async fn file(s: &AppState) -> ApiResult<GatewayFile> {
             true => store.api_security(&api.id).await?,
             false => None,
         };
-        let spec = crate::api_index::entry_spec(&api, secured, auth.as_deref()).map_err(|e| {
-            tracing::error!(error = %e, "control plane: export");
-            ApiError::internal()
-        })?;
+        let spec =
+            crate::snapshot::index::entry_spec(&api, secured, auth.as_deref()).map_err(|e| {
+                tracing::error!(error = %e, "control plane: export");
+                ApiError::internal()
+            })?;
         apis.push(spec);
     }
     apis.sort_by(|a, b| (&a.context, &a.version).cmp(&(&b.context, &b.version)));

@@ -17,9 +17,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 
-use crate::devportal::OwnApp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::JsonBody;
+use crate::rest::devportal::OwnApp;
 use crate::validate::Fields;
 use crate::AppState;
 

@@ -253,13 +253,13 @@ pub(crate) async fn import_openapi(
         Source::Inline(d) => d,
         Source::Url(u) => fetch(&u, s.inner.config.body_limit).await?,
     };
-    let mut defaults = crate::openapi_import::import(&definition)?;
+    let mut defaults = crate::import::openapi::import(&definition)?;
     let mut props = props.unwrap_or_else(|| json!({}));
     wso2_aliases(&mut props);
     if props.get("context").is_none() {
         return Err(invalid("additionalProperties.context", "is required"));
     }
     defaults.context = String::new();
-    let input = crate::publisher::validated(&s, &props, Some(&defaults)).await?;
-    crate::publisher::insert_api(&s, &caller, &input, "import").await
+    let input = crate::rest::publisher::validated(&s, &props, Some(&defaults)).await?;
+    crate::rest::publisher::insert_api(&s, &caller, &input, "import").await
 }

@@ -6,8 +6,8 @@
 use serde_json::Value;
 use turnpike_store::{ApiInput, Resource};
 
-use crate::api_body::{check_endpoint, check_resource_path, METHODS};
 use crate::error::{ApiError, FieldError};
+use crate::service::api_body::{check_endpoint, check_resource_path, METHODS};
 use crate::validate::check_scope;
 
 fn field(field: &str, message: impl Into<String>) -> FieldError {

@@ -17,9 +17,9 @@ use turnpike_model::security::ApiAuthSpec;
 use turnpike_store::{ApiKey, OAuthClient, OAuthClientInput};
 
 use crate::auth::{ApiCreator, ApiViewer};
-use crate::devportal::OwnApp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{all, JsonBody};
+use crate::rest::devportal::OwnApp;
 use crate::validate::{check_scope, Fields};
 use crate::AppState;
 
@@ -152,7 +152,7 @@ fn client_settings(
     let callback = f.string("callbackUrl", false, 2000);
     if callback
         .as_deref()
-        .is_some_and(|u| crate::api_body::check_endpoint(u).is_some())
+        .is_some_and(|u| crate::service::api_body::check_endpoint(u).is_some())
     {
         f.err("callbackUrl", "must be an absolute http:// or https:// URL");
     }

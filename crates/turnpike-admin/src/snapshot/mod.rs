@@ -11,6 +11,10 @@
 //! subscriptions reread only when that counter moved (`subs_index.rs`), and the whole
 //! file is serialized only when some gateway asks for it whole.
 
+pub(crate) mod delta;
+pub(crate) mod index;
+pub(crate) mod subs;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,10 +34,10 @@ use turnpike_model::throttling::{
 use turnpike_store::Store;
 use turnpike_sync::wire::{hash_hex, Manifest, Parts};
 
-use crate::api_index::ApiIndex;
 use crate::auth::constant_time_eq;
 use crate::error::{ApiError, ApiResult};
-use crate::subs_index::{Reread, SubsIndex};
+use crate::snapshot::index::ApiIndex;
+use crate::snapshot::subs::{Reread, SubsIndex};
 use crate::AppState;
 
 pub const VERSION_HEADER: &str = "x-turnpike-version";
@@ -297,7 +301,7 @@ pub(crate) async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiEr
         .filter(|(_, tier)| spec.application_tiers.iter().any(|t| &t.name == tier))
         .map(|(application, tier)| ApplicationThrottle { application, tier })
         .collect();
-    crate::throttle_settings::apply_to(store, &mut spec).await?;
+    crate::rest::throttle_settings::apply_to(store, &mut spec).await?;
     Ok(spec)
 }
 
@@ -424,7 +428,7 @@ impl Gateways {
 #[derive(Default)]
 pub struct Cache {
     last: tokio::sync::Mutex<Last>,
-    deltas: crate::delta::Deltas,
+    deltas: crate::snapshot::delta::Deltas,
     /// How long the last build took.
     last_build_ms: AtomicU64,
 }

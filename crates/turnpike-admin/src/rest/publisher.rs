@@ -14,22 +14,25 @@ use turnpike_store::{
     ApiFilter, ApiInput, LifecycleAction, LifecycleState, SubscriptionState, TierKind,
 };
 
-use crate::api_body::parse_api;
 use crate::auth::{ApiCreator, ApiPublisher, ApiViewer, Caller, SubscriptionBlocker};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::{if_match, read, read_modify_write, written, JsonBody, Paged};
+use crate::service::api_body::parse_api;
 use crate::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/apis", get(list_apis).post(create_api))
-        .route("/apis/import-openapi", post(crate::import::import_openapi))
+        .route(
+            "/apis/import-openapi",
+            post(crate::import::source::import_openapi),
+        )
         .route(
             "/apis/import-graphql-schema",
-            post(crate::graphql_api::import_graphql_schema),
+            post(crate::import::graphql::import_graphql_schema),
         )
-        .route("/apis/import-wsdl", post(crate::wsdl_import::import_wsdl))
-        .route("/apis/{id}/wsdl", get(crate::wsdl_import::wsdl_of))
+        .route("/apis/import-wsdl", post(crate::import::wsdl::import_wsdl))
+        .route("/apis/{id}/wsdl", get(crate::import::wsdl::wsdl_of))
         .route("/apis/copy-api", post(copy_api))
         .route("/apis/change-lifecycle", post(change_lifecycle))
         .route(
@@ -43,11 +46,11 @@ pub fn routes() -> Router<AppState> {
         .route("/apis/{id}/swagger", get(definition))
         .route(
             "/apis/{id}/mediation/try",
-            post(crate::mediation_try::try_mediation),
+            post(crate::rest::mediation_try::try_mediation),
         )
         .route(
             "/apis/{id}/graphql/explain",
-            post(crate::graphql_api::explain),
+            post(crate::import::graphql::explain),
         )
         .route("/subscriptions", get(list_subscriptions))
         .route(
@@ -124,7 +127,7 @@ pub(crate) async fn check_compiles(
         created_time: 0,
         last_updated_time: 0,
     };
-    let mut spec = match crate::api_index::entry_spec(&api, false, None) {
+    let mut spec = match crate::snapshot::index::entry_spec(&api, false, None) {
         Ok(s) => s,
         Err(e) => {
             return Ok(vec![FieldError {
@@ -163,13 +166,13 @@ fn rest_field(path: &str) -> String {
     let Some(rest) = path.strip_prefix("apis[0].") else {
         return path.to_string();
     };
-    for (api_field, file_field) in crate::api_body::OPTION_FIELDS {
+    for (api_field, file_field) in crate::service::api_body::OPTION_FIELDS {
         if rest == file_field || rest.starts_with(&format!("{file_field}.")) {
             return rest.replacen(file_field, api_field, 1);
         }
     }
     if let Some(field) = rest.strip_prefix("policies[0].cors") {
-        return crate::cors_body::rest_field(field);
+        return crate::service::cors_body::rest_field(field);
     }
     match rest.strip_suffix(".throttling") {
         Some(res) if res.starts_with("resources[") => format!("{res}.throttlingPolicy"),
@@ -295,7 +298,7 @@ async fn patch_once(
 ) -> ApiResult<Response> {
     let mut body = serde_json::to_value(&current).map_err(|_| ApiError::internal())?;
     // A patch that changes a read-only field is refused, not ignored.
-    let read_only: Vec<FieldError> = crate::api_body::READ_ONLY
+    let read_only: Vec<FieldError> = crate::service::api_body::READ_ONLY
         .iter()
         .filter(|ro| patch.get(**ro).is_some_and(|p| Some(p) != body.get(**ro)))
         .map(|ro| FieldError {
@@ -318,7 +321,7 @@ async fn store_update(
     expected: Option<i64>,
     v: &Value,
 ) -> ApiResult<Response> {
-    let defaults = crate::api_body::input_of(&current);
+    let defaults = crate::service::api_body::input_of(&current);
     store_update_with(s, caller, current, expected, v, Some(&defaults)).await
 }
 
@@ -488,7 +491,7 @@ async fn lifecycle_state(
 }
 
 pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
-    if let Some(doc) = crate::wsdl_import::openapi_of(api) {
+    if let Some(doc) = crate::import::wsdl::openapi_of(api) {
         return axum::Json(doc).into_response();
     }
     match &api.definition {
@@ -500,7 +503,7 @@ pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
             )
                 .into_response(),
         },
-        None => axum::Json(crate::openapi_import::generate(api)).into_response(),
+        None => axum::Json(crate::import::openapi::generate(api)).into_response(),
     }
 }
 
@@ -508,8 +511,8 @@ pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
 pub(crate) fn definition_with_servers(api: &turnpike_store::Api, servers: Value) -> Response {
     let mut doc = match &api.definition {
         Some(text) => serde_yaml::from_str::<Value>(text)
-            .unwrap_or_else(|_| crate::openapi_import::generate(api)),
-        None => crate::openapi_import::generate(api),
+            .unwrap_or_else(|_| crate::import::openapi::generate(api)),
+        None => crate::import::openapi::generate(api),
     };
     if let Some(o) = doc.as_object_mut() {
         o.insert("servers".into(), servers);
