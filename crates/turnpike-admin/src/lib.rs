@@ -2,7 +2,7 @@
 //! (`/api/am/devportal/v1`) and Admin (`/api/am/admin/v1`) REST APIs over the store, the
 //! gateway snapshot long-poll (`/api/am/gateway/v1/snapshot`), and the OpenAPI 3 document
 //! of all of them (`/api/am/openapi.json`); the web portals' files at `/` (`ui.rs`) and
-//! their try-it relay (`try_it.rs`). HTTP Basic or bearer tokens from the built-in
+//! their try-it relay (`rest/try_it.rs`). HTTP Basic or bearer tokens from the built-in
 //! key manager (scopes `apim:*`, `scopes.rs`), roles admin, publisher, subscriber.
 //! Depends on the store and the file format, never on the gateway.
 //!
@@ -31,12 +31,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
 use axum::Router;
 use turnpike_keymanager::{BruteForcePolicy, Clock, PasswordGuard, SystemClock};
 use turnpike_store::Store;
 
-pub use openapi::doc::{document as openapi_document, Operation, OPERATIONS};
+pub use openapi::doc::document as openapi_document;
+pub use openapi::operations::{Operation, OPERATIONS};
 pub use rest::admin::create_user_with;
 pub use rest::{analytics as analytics_api, environments};
 
@@ -138,49 +138,12 @@ async fn not_found() -> error::ApiError {
     error::ApiError::not_found("resource")
 }
 
-async fn openapi() -> axum::Json<serde_json::Value> {
-    axum::Json(openapi::doc::document())
-}
-
 /// The whole control-plane app (with the key manager's `/oauth2/*` routes once
 /// [`security::enable`] ran).
 pub fn router(state: AppState) -> Router {
     let limit = state.inner.config.body_limit;
     let km = state.inner.security.get().map(|s| s.km.router());
-    let app = Router::new()
-        .nest(
-            "/api/am/publisher/v1",
-            rest::publisher::routes()
-                .merge(rest::keys::publisher_routes())
-                .merge(rest::documents::publisher_routes())
-                .merge(rest::analytics::publisher_routes()),
-        )
-        .nest(
-            "/api/am/devportal/v1",
-            rest::devportal::routes()
-                .merge(rest::keys::devportal_routes())
-                .merge(rest::users::devportal_routes())
-                .merge(rest::documents::devportal_routes())
-                .merge(rest::try_it::routes())
-                .merge(rest::portal_settings::devportal_routes())
-                .merge(rest::analytics::devportal_routes()),
-        )
-        .nest(
-            "/api/am/admin/v1",
-            rest::admin::routes()
-                .merge(rest::users::admin_routes())
-                .merge(rest::export::routes())
-                .merge(rest::environments::admin_routes())
-                .merge(rest::throttle_settings::admin_routes())
-                .merge(rest::portal_settings::admin_routes())
-                .merge(rest::audit::admin_routes())
-                .merge(rest::analytics::admin_routes()),
-        )
-        .nest(
-            "/api/am/gateway/v1",
-            snapshot::routes().merge(rest::analytics::gateway_routes()),
-        )
-        .route("/api/am/openapi.json", get(openapi))
+    let app = rest::routes()
         .merge(rest::ready::routes())
         .merge(ui::routes())
         .fallback(not_found)

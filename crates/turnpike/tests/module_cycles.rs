@@ -13,20 +13,6 @@ use std::path::{Path, PathBuf};
 /// The cycles that exist, by crate (file paths below `src/`).
 const ALLOWED: &[(&str, &[&str])] = &[
     (
-        "turnpike-admin",
-        &[
-            "import/graphql.rs",
-            "import/source.rs",
-            "import/wsdl.rs",
-            "rest/publisher.rs",
-            "rest/throttle_settings.rs",
-            "snapshot/delta.rs",
-            "snapshot/index.rs",
-            "snapshot/mod.rs",
-        ],
-    ),
-    ("turnpike-admin", &["openapi/detail.rs", "rest/analytics.rs"]),
-    (
         "turnpike-analytics",
         &["aggregate.rs", "event.rs", "rollup.rs"],
     ),

@@ -17,6 +17,8 @@ use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -27,6 +29,13 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::JsonBody;
 use crate::import::source::RawBody;
 use crate::AppState;
+
+/// The GraphQL import and the operation explainer of a GraphQL API.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/apis/import-graphql-schema", post(import_graphql_schema))
+        .route("/apis/{id}/graphql/explain", post(explain))
+}
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
     ApiError::invalid(vec![FieldError {
@@ -113,7 +122,7 @@ pub(crate) async fn import_graphql_schema(
     let (sdl, props) = read_schema(ctype, &body, &q)?;
     let schema = schema_problems(&sdl)?;
     let mut props = props.unwrap_or_else(|| json!({}));
-    crate::import::source::wso2_aliases(&mut props);
+    crate::import::wso2_aliases::endpoint_config(&mut props);
     let Some(obj) = props.as_object_mut() else {
         return Err(invalid("additionalProperties", "must be a JSON object"));
     };
@@ -134,8 +143,8 @@ pub(crate) async fn import_graphql_schema(
         }
     }
     obj.insert("graphql".into(), section);
-    let input = crate::rest::publisher::validated(&s, &props, None).await?;
-    crate::rest::publisher::insert_api(&s, &caller, &input, "import").await
+    let input = crate::service::api::validated(&s, &props, None).await?;
+    crate::service::api::insert_api(&s, &caller, &input, "import").await
 }
 
 #[derive(Debug, Deserialize)]

@@ -6,3 +6,15 @@ pub(crate) mod openapi;
 pub(crate) mod source;
 pub(crate) mod wsdl;
 pub(crate) mod wso2_aliases;
+
+use axum::Router;
+
+use crate::AppState;
+
+/// Every import's routes (under the Publisher API).
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .merge(openapi::routes())
+        .merge(graphql::routes())
+        .merge(wsdl::routes())
+}

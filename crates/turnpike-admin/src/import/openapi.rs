@@ -3,12 +3,27 @@
 //! `servers[].url`, resources from the paths: the operations of a path that need the same
 //! scopes (their `security` requirements, else the document's) share one resource.
 
-use serde_json::Value;
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use http::HeaderMap;
+use serde_json::{json, Value};
 use turnpike_store::{ApiInput, Resource};
 
-use crate::error::{ApiError, FieldError};
+use crate::auth::ApiCreator;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::import::source::{fetch, invalid, read_request, RawBody, Source};
+use crate::service::api::{insert_api, validated};
 use crate::service::api_body::{check_endpoint, check_resource_path, METHODS};
 use crate::validate::check_scope;
+use crate::AppState;
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route("/apis/import-openapi", post(import_openapi))
+}
 
 fn field(field: &str, message: impl Into<String>) -> FieldError {
     FieldError {
@@ -202,4 +217,33 @@ pub fn generate(api: &turnpike_store::Api) -> Value {
         );
     }
     doc
+}
+
+/// `POST /apis/import-openapi`: the document and the API's fields in any form
+/// `crate::import::source` reads; the document gives the defaults the fields override.
+pub(crate) async fn import_openapi(
+    State(s): State<AppState>,
+    ApiCreator(caller): ApiCreator,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    RawBody(body): RawBody,
+) -> ApiResult<Response> {
+    let ctype = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let (source, props) = read_request(ctype, &body, &q)?;
+    let definition = match source {
+        Source::Inline(d) => d,
+        Source::Url(u) => fetch(&u, s.inner.config.body_limit).await?,
+    };
+    let mut defaults = import(&definition)?;
+    let mut props = props.unwrap_or_else(|| json!({}));
+    crate::import::wso2_aliases::endpoint_config(&mut props);
+    if props.get("context").is_none() {
+        return Err(invalid("additionalProperties.context", "is required"));
+    }
+    defaults.context = String::new();
+    let input = validated(&s, &props, Some(&defaults)).await?;
+    insert_api(&s, &caller, &input, "import").await
 }

@@ -1,4 +1,5 @@
-//! `POST /api/am/publisher/v1/apis/import-openapi` in every form WSO2 clients send it:
+//! The request of an import (`POST /apis/import-openapi`, and the parts the WSDL and GraphQL
+//! imports share) in every form WSO2 clients send it:
 //!
 //! - `multipart/form-data` with a `file` (or `inlineAPIDefinition`) part, or a `url`
 //!   part, and an `additionalProperties` part (the API's fields as JSON), as WSO2's
@@ -15,13 +16,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::extract::{FromRequest, Query, Request, State};
-use axum::response::Response;
+use axum::extract::{FromRequest, Request};
 use bytes::Bytes;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::auth::ApiCreator;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::AppState;
 
@@ -49,7 +48,7 @@ impl FromRequest<AppState> for RawBody {
     }
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
+pub(crate) fn invalid(field: &str, message: impl Into<String>) -> ApiError {
     ApiError::invalid(vec![FieldError {
         field: field.into(),
         message: message.into(),
@@ -177,29 +176,6 @@ pub(crate) fn query_props(q: &HashMap<String, String>) -> ApiResult<Option<Value
     Ok((!props.is_empty()).then_some(Value::Object(props)))
 }
 
-/// WSO2's `endpointConfig` as `endpoints`.
-pub(crate) fn wso2_aliases(props: &mut Value) {
-    let Some(obj) = props.as_object_mut() else {
-        return;
-    };
-    let Some(cfg) = obj.remove("endpointConfig") else {
-        return;
-    };
-    if obj.contains_key("endpoints") {
-        return;
-    }
-    let urls: Vec<Value> = ["production_endpoints", "sandbox_endpoints"]
-        .iter()
-        .flat_map(|k| match cfg.get(*k) {
-            Some(Value::Array(a)) => a.iter().filter_map(|e| e.get("url").cloned()).collect(),
-            Some(e) => e.get("url").cloned().into_iter().collect(),
-            None => Vec::new(),
-        })
-        .take(1)
-        .collect();
-    obj.insert("endpoints".into(), Value::Array(urls));
-}
-
 pub(crate) async fn fetch(url: &str, limit: usize) -> ApiResult<Value> {
     let bad = |m: String| invalid("url", m);
     let uri: http::Uri = url
@@ -235,31 +211,4 @@ pub(crate) async fn fetch(url: &str, limit: usize) -> ApiResult<Value> {
     String::from_utf8(bytes.to_vec())
         .map(Value::String)
         .map_err(|_| bad("the document is not UTF-8".into()))
-}
-
-pub(crate) async fn import_openapi(
-    State(s): State<AppState>,
-    ApiCreator(caller): ApiCreator,
-    Query(q): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-    RawBody(body): RawBody,
-) -> ApiResult<Response> {
-    let ctype = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let (source, props) = read_request(ctype, &body, &q)?;
-    let definition = match source {
-        Source::Inline(d) => d,
-        Source::Url(u) => fetch(&u, s.inner.config.body_limit).await?,
-    };
-    let mut defaults = crate::import::openapi::import(&definition)?;
-    let mut props = props.unwrap_or_else(|| json!({}));
-    wso2_aliases(&mut props);
-    if props.get("context").is_none() {
-        return Err(invalid("additionalProperties.context", "is required"));
-    }
-    defaults.context = String::new();
-    let input = crate::rest::publisher::validated(&s, &props, Some(&defaults)).await?;
-    crate::rest::publisher::insert_api(&s, &caller, &input, "import").await
 }

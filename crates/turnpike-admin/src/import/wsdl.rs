@@ -11,12 +11,14 @@
 //! The answer is the created API plus `soap`: the port used, its operations (action,
 //! REST resource) and every construct that could not be mapped (operation, subject, why).
 //! The API's definition stores the `soap:` section of the declarative format as JSON;
-//! the snapshot builder copies it into the API's file entry (`api_index.rs`).
+//! the snapshot builder copies it into the API's file entry (`snapshot/index.rs`).
 
 use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
 use http::{HeaderMap, StatusCode};
 use serde_json::{json, Map, Value};
 use turnpike_model::soap::{SoapApiType, SoapSpec};
@@ -28,6 +30,13 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::with_etag;
 use crate::import::source::RawBody;
 use crate::AppState;
+
+/// The WSDL import and the WSDL a SOAP API was imported from.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/apis/import-wsdl", post(import_wsdl))
+        .route("/apis/{id}/wsdl", get(wsdl_of))
+}
 
 /// Largest WSDL + imported files accepted, in bytes.
 const MAX_TOTAL: usize = 8 << 20;
@@ -361,7 +370,7 @@ pub(crate) async fn import_wsdl(
     let definition =
         serde_json::to_string(&spec).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let d = defaults(&api, &spec, definition.clone());
-    let mut input = crate::rest::publisher::validated(&s, &props, Some(&d)).await?;
+    let mut input = crate::service::api::validated(&s, &props, Some(&d)).await?;
     input.api_type = d.api_type;
     input.definition = Some(definition);
     let mut tx = s.inner.store.begin_write().await?;
@@ -380,14 +389,6 @@ pub(crate) async fn import_wsdl(
     Ok(with_etag(StatusCode::CREATED, created.etag(), &out))
 }
 
-/// The stored `soap:` section of a SOAP API, if it is one.
-pub(crate) fn stored_spec(api: &turnpike_store::Api) -> Option<SoapSpec> {
-    if !matches!(api.api_type.as_str(), "SOAP" | "SOAP_TO_REST") {
-        return None;
-    }
-    serde_json::from_str(api.definition.as_deref()?).ok()
-}
-
 /// `GET /apis/{id}/wsdl`: the WSDL a SOAP API was imported from.
 pub(crate) async fn wsdl_of(
     State(s): State<AppState>,
@@ -395,7 +396,8 @@ pub(crate) async fn wsdl_of(
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> ApiResult<Response> {
     let api = s.inner.store.get_api(&id).await?;
-    let spec = stored_spec(&api).ok_or_else(|| ApiError::not_found("this API has no WSDL"))?;
+    let spec = crate::service::api_body::stored_spec(&api)
+        .ok_or_else(|| ApiError::not_found("this API has no WSDL"))?;
     Ok((
         [(http::header::CONTENT_TYPE, "text/xml; charset=utf-8")],
         spec.wsdl,
@@ -405,7 +407,8 @@ pub(crate) async fn wsdl_of(
 
 /// The OpenAPI document of a SOAP-to-REST API, generated from its WSDL.
 pub(crate) fn openapi_of(api: &turnpike_store::Api) -> Option<Value> {
-    let spec = stored_spec(api).filter(|s| s.api_type == SoapApiType::SoapToRest)?;
+    let spec = crate::service::api_body::stored_spec(api)
+        .filter(|s| s.api_type == SoapApiType::SoapToRest)?;
     let (compiled, _) = SoapApi::compile(&spec).ok()?;
     Some(compiled.openapi(&api.name, &api.version))
 }

@@ -111,6 +111,29 @@ pub(crate) fn user(v: &mut Value) {
     }
 }
 
+/// WSO2's `endpointConfig` as `endpoints`.
+pub(crate) fn endpoint_config(props: &mut Value) {
+    let Some(obj) = props.as_object_mut() else {
+        return;
+    };
+    let Some(cfg) = obj.remove("endpointConfig") else {
+        return;
+    };
+    if obj.contains_key("endpoints") {
+        return;
+    }
+    let urls: Vec<Value> = ["production_endpoints", "sandbox_endpoints"]
+        .iter()
+        .flat_map(|k| match cfg.get(*k) {
+            Some(Value::Array(a)) => a.iter().filter_map(|e| e.get("url").cloned()).collect(),
+            Some(e) => e.get("url").cloned().into_iter().collect(),
+            None => Vec::new(),
+        })
+        .take(1)
+        .collect();
+    obj.insert("endpoints".into(), Value::Array(urls));
+}
+
 #[allow(clippy::unwrap_used)]
 #[cfg(test)]
 mod tests {

@@ -47,13 +47,70 @@ fn api_filters() -> Vec<Value> {
     v
 }
 
+/// The reports' query parameters, for the OpenAPI document.
+fn analytics_query_params(id: &str) -> Vec<Value> {
+    let int = json!({"type": "integer"});
+    let s = json!({"type": "string"});
+    let mut out = vec![
+        query("from", false, int.clone(), "window start, Unix seconds (default: to - 24 h)"),
+        query("to", false, int.clone(), "window end (exclusive), Unix seconds (default: now)"),
+        query(
+            "interval",
+            false,
+            json!({"type": "integer", "minimum": 60}),
+            "traffic and latency: seconds per point (default 60 up to 6 h, 3600 up to 14 days, else 86400)",
+        ),
+        query(
+            "by",
+            false,
+            json!({"type": "string", "enum": ["api", "application", "resource"], "default": "api"}),
+            "top: what to group by",
+        ),
+        query(
+            "limit",
+            false,
+            json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
+            "top: how many",
+        ),
+    ];
+    if id != "getApplicationAnalytics" {
+        out.push(query(
+            "applicationId",
+            false,
+            s.clone(),
+            "only this application",
+        ));
+    }
+    if id == "getAnalytics" {
+        out.push(query(
+            "apiContext",
+            false,
+            s.clone(),
+            "only this API (with apiVersion)",
+        ));
+        out.push(query(
+            "apiVersion",
+            false,
+            s.clone(),
+            "only this API (with apiContext)",
+        ));
+        out.push(query(
+            "gateway",
+            false,
+            s,
+            "only this gateway (its --gateway-id)",
+        ));
+    }
+    out
+}
+
 /// Query parameters of an operation.
 pub fn query_params(id: &str) -> Vec<Value> {
     let s = json!({"type": "string"});
     match id {
         "listApis" | "listVisibleApis" => api_filters(),
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => {
-            crate::rest::analytics::query_params(id)
+            analytics_query_params(id)
         }
         "listAuditLog" => {
             let secs = json!({"type": "integer", "minimum": 0});

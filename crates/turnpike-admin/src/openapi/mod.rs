@@ -2,4 +2,5 @@
 
 pub(crate) mod detail;
 pub(crate) mod doc;
+pub(crate) mod operations;
 pub(crate) mod schemas;

@@ -1,5 +1,5 @@
 //! `/api/am/admin/v1`: throttling tiers (subscription, application, advanced) (users and
-//! applications: `users_api.rs`), the gateways that follow this control plane, and the key manager's
+//! applications: `users.rs`), the gateways that follow this control plane, and the key manager's
 //! signing keys (list, rotate). Admin role (`apim:admin` for bearer tokens).
 
 use std::collections::HashMap;

@@ -44,7 +44,7 @@ pub async fn file(s: &AppState) -> ApiResult<GatewayFile> {
         apis.push(spec);
     }
     apis.sort_by(|a, b| (&a.context, &a.version).cmp(&(&b.context, &b.version)));
-    let mut throttling = crate::snapshot::throttling_spec(store).await?;
+    let mut throttling = crate::snapshot::throttling::throttling_spec(store).await?;
     throttling.applications.clear();
     Ok(GatewayFile {
         format_version: Some(1),

@@ -2,7 +2,7 @@
 //! `throttling.unauthenticated_tier` and `throttling.headers`: `GET` / `PUT
 //! /api/am/admin/v1/settings/throttling` with `{"unauthenticatedTier": "Bronze" | null,
 //! "rateLimitHeaders": "ietf" | "legacy" | "both" | "none"}`. Every snapshot carries them
-//! (`crate::snapshot::throttling_spec`), `export` writes them and `apply` sets them.
+//! (`crate::snapshot::throttling`), `export` writes them and `apply` sets them.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -15,10 +15,9 @@ use turnpike_store::Store;
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::JsonBody;
+use crate::snapshot::throttling::{apply_to, throttling_spec, SETTINGS_KEY};
 use crate::validate::Fields;
 use crate::AppState;
-
-const KEY: &str = "throttling";
 
 pub fn admin_routes() -> Router<AppState> {
     Router::new().route("/settings/throttling", get(get_settings).put(put_settings))
@@ -36,18 +35,6 @@ async fn current(store: &Store) -> ApiResult<Value> {
         "unauthenticatedTier": spec.unauthenticated_tier,
         "rateLimitHeaders": style_name(spec.headers),
     }))
-}
-
-/// Fills `spec`'s unauthenticated tier and header style from the stored settings.
-pub(crate) async fn apply_to(store: &Store, spec: &mut ThrottleSpec) -> ApiResult<()> {
-    let Some(v) = store.setting(KEY).await? else {
-        return Ok(());
-    };
-    spec.unauthenticated_tier = v["unauthenticatedTier"].as_str().map(str::to_string);
-    if let Ok(h) = serde_json::from_value::<HeaderStyle>(v["rateLimitHeaders"].clone()) {
-        spec.headers = h;
-    }
-    Ok(())
 }
 
 async fn get_settings(State(s): State<AppState>, _c: Admin) -> ApiResult<Response> {
@@ -78,7 +65,7 @@ async fn put_settings(
     f.into_result()?;
     // The tier must be one the gateways know: checked by compiling the throttling
     // section as it would be sent.
-    let mut spec = crate::snapshot::throttling_spec(&s.inner.store).await?;
+    let mut spec = throttling_spec(&s.inner.store).await?;
     spec.unauthenticated_tier = tier.clone();
     spec.headers = headers;
     let file = turnpike_model::GatewayFile {
@@ -102,7 +89,7 @@ async fn put_settings(
     }
     let value = json!({"unauthenticatedTier": tier, "rateLimitHeaders": style_name(headers)});
     let mut tx = s.inner.store.begin_write().await?;
-    tx.set_setting(KEY, &value).await?;
+    tx.set_setting(SETTINGS_KEY, &value).await?;
     tx.commit(&caller.name, "throttling settings").await?;
     Ok(axum::Json(value).into_response())
 }

@@ -163,7 +163,7 @@ const SECTION_FIELDS: [(&str, bool); 3] = [
 ];
 
 /// A resource's `mediation` object (the file's, docs/mediation.md): checked for shape
-/// here, for meaning by compiling (`crate::rest::publisher::check_compiles` names each bad field, such
+/// here, for meaning by compiling (`crate::service::api::check_compiles` names each bad field, such
 /// as `mediation.request.body.jq` with the program's line and column).
 fn mediation_field(f: &mut Fields<'_>) -> Option<Value> {
     let v = f.value("mediation")?;
@@ -196,7 +196,7 @@ fn paths_value(v: &Value) -> Result<Option<Value>, String> {
 }
 
 /// A number or a short text with a unit (`10MiB`, `5s`): checked for shape here, for
-/// meaning by compiling (`crate::rest::publisher::check_compiles`).
+/// meaning by compiling (`crate::service::api::check_compiles`).
 fn quantity_ok(v: &Value) -> bool {
     v.as_u64().is_some() || v.as_str().is_some_and(|s| !s.is_empty() && s.len() <= 30)
 }
@@ -399,6 +399,14 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
         _ => None,
     };
     (input, f)
+}
+
+/// The stored `soap:` section of a SOAP API, if it is one.
+pub(crate) fn stored_spec(api: &turnpike_store::Api) -> Option<turnpike_model::soap::SoapSpec> {
+    if !matches!(api.api_type.as_str(), "SOAP" | "SOAP_TO_REST") {
+        return None;
+    }
+    serde_json::from_str(api.definition.as_deref()?).ok()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use turnpike_sync::wire::{hash_hex, Manifest};
 
-use crate::snapshot::Built;
+use crate::snapshot::build::Built;
 
 /// Versions a gateway may be behind and still get a delta.
 pub const HISTORY: usize = 64;

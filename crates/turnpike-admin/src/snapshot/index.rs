@@ -162,8 +162,10 @@ pub(crate) fn entry_spec(
             obj.insert("policies".into(), json!([entry]));
         }
     }
-    if let (Some(soap), Some(obj)) = (crate::import::wsdl::stored_spec(api), value.as_object_mut())
-    {
+    if let (Some(soap), Some(obj)) = (
+        crate::service::api_body::stored_spec(api),
+        value.as_object_mut(),
+    ) {
         obj.insert("soap".into(), json!(soap));
     }
     if secured {
