@@ -9,12 +9,10 @@
 //! [`router`] builds the app so tests call it without a socket; [`serve`] runs it.
 
 mod analytics_report;
-pub mod apply;
 mod auth;
 pub mod error;
 mod http;
 mod import;
-pub mod login;
 mod merge;
 mod multipart;
 mod openapi;

@@ -11,13 +11,14 @@ use axum::routing::post;
 use axum::Router;
 use http::HeaderMap;
 use serde_json::{json, Value};
+use turnpike_model::rest::METHODS;
 use turnpike_store::{ApiInput, Resource};
 
 use crate::auth::ApiCreator;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::import::source::{fetch, invalid, read_request, RawBody, Source};
 use crate::service::api::{insert_api, validated};
-use crate::service::api_body::{check_endpoint, check_resource_path, METHODS};
+use crate::service::api_body::{check_endpoint, check_resource_path};
 use crate::validate::check_scope;
 use crate::AppState;
 

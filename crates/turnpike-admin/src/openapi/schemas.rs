@@ -121,7 +121,7 @@ pub fn schemas() -> Value {
             "additionalProperties": false,
             "properties": {
                 "path": {"type": "string", "description": "template under /{context}/{version}: /pets, /pets/{id}, /pets/*"},
-                "methods": {"type": "array", "items": {"type": "string", "enum": crate::service::api_body::METHODS}},
+                "methods": {"type": "array", "items": {"type": "string", "enum": turnpike_model::rest::METHODS}},
                 "scopes": {"type": "array", "maxItems": 50, "description": "a caller's token needs any one of them (secured APIs only)",
                     "items": {"type": "string", "pattern": "^[!#-\\[\\]-~]{1,100}$"}},
                 "auth": {"type": "string", "enum": ["none"], "description": "open although the API is secured"},

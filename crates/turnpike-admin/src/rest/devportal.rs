@@ -95,12 +95,12 @@ fn portal_json(envs: &serde_json::Value, api: &Api) -> serde_json::Value {
     let mut v = serde_json::to_value(api).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("endpoints");
-        for (field, _) in crate::service::api_body::OPTION_FIELDS {
+        for (field, _) in turnpike_model::rest::OPTION_FIELDS {
             if field != "deprecation" && field != "graphql" {
                 o.remove(field);
             }
         }
-        o.remove(crate::service::cors_body::FIELD);
+        o.remove(turnpike_model::rest::cors::FIELD);
         if let Some(g) = o.get_mut("graphql").and_then(|g| g.as_object_mut()) {
             g.retain(|k, _| matches!(k.as_str(), "schema" | "operations" | "limits" | "tiers"));
         }

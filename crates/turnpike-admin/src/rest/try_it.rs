@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
+use turnpike_model::rest::METHODS;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::JsonBody;
@@ -28,7 +29,6 @@ const TOKEN_TTL: Duration = Duration::from_secs(60);
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest response body relayed back.
 const MAX_BODY: usize = 1024 * 1024;
-const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 /// Headers the caller may not set: the relay owns them.
 const RESERVED: [&str; 7] = [
     "authorization",

@@ -117,7 +117,7 @@ fn rest_field(path: &str) -> String {
     let Some(rest) = path.strip_prefix("apis[0].") else {
         return path.to_string();
     };
-    for (api_field, file_field) in crate::service::api_body::OPTION_FIELDS {
+    for (api_field, file_field) in turnpike_model::rest::OPTION_FIELDS {
         if rest == file_field || rest.starts_with(&format!("{file_field}.")) {
             return rest.replacen(file_field, api_field, 1);
         }

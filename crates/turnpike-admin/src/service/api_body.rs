@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
+use turnpike_model::rest::METHODS;
 use turnpike_store::{ApiInput, Resource};
 
 use crate::validate::{check_scope, Fields};
 
-pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 pub const API_TYPES: [&str; 4] = ["HTTP", "GRAPHQL", "SOAP", "SOAP_TO_REST"];
 
 fn check_context(s: &str) -> Option<String> {
@@ -138,22 +138,6 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
     }
     ok.then_some(out)
 }
-
-/// An API's gateway settings: (REST field, the declarative file's field). `graphql`,
-/// `mediation` and `requestBuffering` are sections in the file's own shape, stored as
-/// given and checked by compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 10] = [
-    ("host", "host"),
-    ("loadBalancing", "load_balancing"),
-    ("maxBodySize", "max_body_size"),
-    ("timeouts", "timeouts"),
-    ("apiThrottlingPolicy", "throttling"),
-    ("graphql", "graphql"),
-    ("mediation", "mediation"),
-    ("deprecation", "deprecation"),
-    ("paths", "paths"),
-    ("requestBuffering", "request_buffering"),
-];
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
 const SECTION_FIELDS: [(&str, bool); 3] = [
@@ -289,7 +273,7 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
         f.errors.append(&mut d.errors);
     }
     if let Some(cors) = crate::service::cors_body::check(f) {
-        put(crate::service::cors_body::FIELD, cors);
+        put(turnpike_model::rest::cors::FIELD, cors);
     }
     if let Some(tags) = f.strings("tags", 50, |t| {
         (t.is_empty() || t.chars().count() > 100 || t.chars().any(char::is_control))

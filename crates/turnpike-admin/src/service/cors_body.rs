@@ -6,12 +6,9 @@
 //! the API, as for every gateway setting.
 
 use serde_json::{json, Map, Value};
-use turnpike_model::policy::CorsSpec;
+use turnpike_model::rest::cors::FIELD;
 
 use crate::validate::Fields;
-
-/// The REST field.
-pub const FIELD: &str = "corsConfiguration";
 
 const LIST_FIELDS: [(&str, &str); 4] = [
     ("accessControlAllowOrigins", "allow_origins"),
@@ -90,35 +87,12 @@ pub fn rest_field(rest: &str) -> String {
     FIELD.to_string()
 }
 
-/// The REST `corsConfiguration` of a file's `cors` policy (`turnpike apply`).
-pub fn from_spec(spec: &CorsSpec) -> Value {
-    let mut v = json!({
-        "corsConfigurationEnabled": true,
-        "accessControlAllowOrigins": spec.allow_origins,
-    });
-    let lists = [
-        ("accessControlAllowMethods", &spec.allow_methods),
-        ("accessControlAllowHeaders", &spec.allow_headers),
-        ("accessControlExposeHeaders", &spec.expose_headers),
-    ];
-    for (k, list) in lists {
-        if !list.is_empty() {
-            v[k] = json!(list);
-        }
-    }
-    if spec.allow_credentials {
-        v["accessControlAllowCredentials"] = json!(true);
-    }
-    if let Some(age) = &spec.max_age {
-        v["accessControlMaxAge"] = json!(age);
-    }
-    v
-}
-
 #[allow(clippy::unwrap_used)]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use turnpike_model::policy::CorsSpec;
+    use turnpike_model::rest::cors::from_spec;
 
     #[test]
     fn rest_and_file_forms_map_both_ways() {

@@ -139,7 +139,7 @@ pub(crate) fn entry_spec(
         "resources": crate::security::resource_specs(api),
     });
     if let Some(obj) = value.as_object_mut() {
-        for (rest, file) in crate::service::api_body::OPTION_FIELDS {
+        for (rest, file) in turnpike_model::rest::OPTION_FIELDS {
             if let Some(v) = api.options.get(rest) {
                 obj.insert(file.into(), v.clone());
             }
@@ -157,7 +157,7 @@ pub(crate) fn entry_spec(
             }
             obj.insert("deprecation".into(), d);
         }
-        let cors = api.options.get(crate::service::cors_body::FIELD);
+        let cors = api.options.get(turnpike_model::rest::cors::FIELD);
         if let Some(entry) = cors.and_then(crate::service::cors_body::policy) {
             obj.insert("policies".into(), json!([entry]));
         }

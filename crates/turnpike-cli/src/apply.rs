@@ -104,7 +104,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         "endpoints": spec.endpoints,
         "resources": spec.resources.iter().map(|r| {
             let methods: Vec<String> = if r.methods.iter().any(|m| m == "*") {
-                crate::service::api_body::METHODS.iter().map(|m| m.to_string()).collect()
+                turnpike_model::rest::METHODS.iter().map(|m| m.to_string()).collect()
             } else {
                 r.methods.iter().map(|m| m.to_ascii_uppercase()).collect()
             };
@@ -161,7 +161,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         }
     }
     if let Some(cors) = spec.policies.iter().find_map(|p| p.cors.as_ref()) {
-        body[crate::service::cors_body::FIELD] = crate::service::cors_body::from_spec(cors);
+        body[turnpike_model::rest::cors::FIELD] = turnpike_model::rest::cors::from_spec(cors);
     }
     body
 }
@@ -184,22 +184,16 @@ fn soap_import(soap: &turnpike_model::soap::SoapSpec, want: &Value) -> Value {
 /// leaves out must be absent from `current` too).
 fn differs(current: &Value, want: &Value) -> bool {
     let mut keys: Vec<&str> = vec!["name", "isDefaultVersion", "endpoints", "resources"];
-    keys.extend(
-        crate::service::api_body::OPTION_FIELDS
-            .iter()
-            .map(|(k, _)| *k),
-    );
-    keys.push(crate::service::cors_body::FIELD);
+    keys.extend(turnpike_model::rest::OPTION_FIELDS.iter().map(|(k, _)| *k));
+    keys.push(turnpike_model::rest::cors::FIELD);
     keys.iter().any(|k| current.get(*k) != want.get(*k))
 }
 
 /// A merge patch of `want` that also clears the gateway settings the file leaves out.
 fn replacing(want: &Value) -> Value {
     let mut body = want.clone();
-    let settings = crate::service::api_body::OPTION_FIELDS
-        .iter()
-        .map(|(k, _)| *k);
-    for k in settings.chain([crate::service::cors_body::FIELD]) {
+    let settings = turnpike_model::rest::OPTION_FIELDS.iter().map(|(k, _)| *k);
+    for k in settings.chain([turnpike_model::rest::cors::FIELD]) {
         if body.get(k).is_none() {
             body[k] = Value::Null;
         }

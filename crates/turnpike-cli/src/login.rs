@@ -10,7 +10,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-use crate::security::CLI_CLIENT_ID;
+use turnpike_model::rest::CLI_CLIENT_ID;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
