@@ -10,7 +10,7 @@
 
 mod analytics_report;
 mod auth;
-pub mod error;
+mod error;
 mod http;
 mod import;
 mod merge;
@@ -21,7 +21,7 @@ pub mod runtime;
 pub mod scopes;
 pub mod security;
 mod service;
-pub mod snapshot;
+mod snapshot;
 pub mod ui;
 mod validate;
 
@@ -33,10 +33,10 @@ use axum::Router;
 use turnpike_keymanager::{BruteForcePolicy, Clock, PasswordGuard, SystemClock};
 use turnpike_store::Store;
 
-pub use openapi::doc::document as openapi_document;
+pub use error::ApiError;
 pub use openapi::operations::{Operation, OPERATIONS};
 pub use rest::admin::create_user_with;
-pub use rest::{analytics as analytics_api, environments};
+pub use rest::environments;
 
 /// Control-plane settings.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //! store, the gateways' own compile) is `crate::service`'s, imports are `crate::import`'s.
 
 pub mod admin;
-pub mod analytics;
+pub(crate) mod analytics;
 pub(crate) mod audit;
 pub(crate) mod devportal;
 pub(crate) mod documents;
