@@ -15,7 +15,7 @@ use crate::service::api_body::parse_api;
 use crate::AppState;
 
 /// Field errors for offered tiers that are not subscription tiers.
-pub(crate) async fn check_tiers(state: &AppState, tiers: &[String]) -> ApiResult<Vec<FieldError>> {
+async fn check_tiers(state: &AppState, tiers: &[String]) -> ApiResult<Vec<FieldError>> {
     let known = state.inner.store.list_tiers(TierKind::Subscription).await?;
     Ok(tiers
         .iter()
@@ -28,6 +28,8 @@ pub(crate) async fn check_tiers(state: &AppState, tiers: &[String]) -> ApiResult
         .collect())
 }
 
+/// The API `v` describes (fields it leaves out from `defaults`), with every field, tier
+/// and compile error at once.
 pub(crate) async fn validated(
     state: &AppState,
     v: &Value,
@@ -49,10 +51,7 @@ pub(crate) async fn validated(
 /// What the gateways' own compile finds wrong in an API (body sizes, timeouts, hosts,
 /// resource templates, advanced policies by name), as field errors: the control plane
 /// refuses what every gateway would refuse.
-pub(crate) async fn check_compiles(
-    state: &AppState,
-    input: &ApiInput,
-) -> ApiResult<Vec<FieldError>> {
+async fn check_compiles(state: &AppState, input: &ApiInput) -> ApiResult<Vec<FieldError>> {
     let api = turnpike_store::Api {
         id: String::new(),
         name: input.name.clone(),
@@ -174,6 +173,8 @@ pub(crate) async fn patch_once(
     store_update_with(s, caller, current, expected, &body, None).await
 }
 
+/// `PUT`'s write: `v` over `current` (fields `v` leaves out keep their current values),
+/// stored if the API is still at `expected`.
 pub(crate) async fn store_update(
     s: &AppState,
     caller: &Caller,
@@ -185,6 +186,8 @@ pub(crate) async fn store_update(
     store_update_with(s, caller, current, expected, v, Some(&defaults)).await
 }
 
+/// Validates `v` against `defaults`, refuses a changed context or version or scopes on an
+/// unsecured API, and stores it if the API is still at `expected`.
 async fn store_update_with(
     s: &AppState,
     caller: &Caller,
