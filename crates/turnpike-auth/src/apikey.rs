@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
+use turnpike_policy::{CredentialKind, Identity, KeyType, Principal};
 
 use crate::cache::{PrefixMap, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType, Principal};
 
 /// One API key as the snapshot carries it (never the key itself).
 #[derive(Debug, Clone)]

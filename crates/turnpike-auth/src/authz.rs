@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
+use turnpike_policy::{Identity, KeyType};
 
 use crate::error::AuthError;
-use crate::identity::{Identity, KeyType};
 
 /// A subscription's state, as the control plane records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +154,7 @@ impl ScopeRequirement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::CredentialKind;
+    use turnpike_policy::CredentialKind;
 
     fn id(app: Option<&str>, key_type: KeyType, scopes: &[&str]) -> Identity {
         Identity {
@@ -162,7 +162,7 @@ mod tests {
             subject: "s".into(),
             expires_at: None,
             token_id: None,
-            principal: std::sync::Arc::new(crate::identity::Principal {
+            principal: std::sync::Arc::new(turnpike_policy::Principal {
                 application_id: app.map(str::to_owned),
                 scopes: scopes.iter().map(|s| s.to_string()).collect(),
                 key_type,

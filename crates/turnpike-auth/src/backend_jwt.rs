@@ -12,10 +12,10 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde::Serialize;
+use turnpike_policy::Identity;
 
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
-use crate::identity::Identity;
 
 /// Back-end JWT failure (key setup or signing); the gateway answers 500.
 #[derive(Debug, thiserror::Error)]

@@ -12,11 +12,11 @@ use argon2::Argon2;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use sha2::{Digest, Sha256};
+use turnpike_policy::{CredentialKind, Identity, KeyType, Principal};
 
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType, Principal};
 
 /// A user the snapshot allows to call with HTTP Basic.
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use quick_cache::sync::{GuardResult, PlaceholderGuard};
 use quick_cache::Weighter;
 use sha2::{Digest, Sha256};
-use turnpike_throttle::StripedCounter;
+use turnpike_policy::StripedCounter;
 
 use crate::clock::Clock;
 

@@ -15,13 +15,14 @@ use http::{header, HeaderValue, Method, Request, Uri};
 use http_body_util::Full;
 use serde_json::Value;
 use tokio::sync::OnceCell;
+use turnpike_policy::{CredentialKind, Identity};
 
 use crate::cache::CacheStats;
 use crate::cache::{TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::{FetchError, HttpClient};
-use crate::identity::{ClaimMapping, CredentialKind, Identity, Principals};
+use crate::identity::{ClaimMapping, Principals};
 use crate::jwt::Revocations;
 
 /// Introspection settings.

@@ -15,11 +15,12 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 use serde_json::Value;
+use turnpike_policy::{CredentialKind, Identity, KeptClaims};
 
 use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
 use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
+use crate::identity::{ClaimMapping, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
 use crate::numeric_date;
 

@@ -33,9 +33,7 @@ pub use cache::{CacheStats, CacheWeight, Guard, Lookup, TokenCache, TokenKey, EN
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::AuthError;
 pub use http_client::{FetchError, HttpClient};
-pub use identity::{
-    ClaimMapping, Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal, Principals,
-};
+pub use identity::{ClaimMapping, Principals};
 pub use introspect::{IntrospectionConfig, Introspector};
 pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
@@ -45,3 +43,6 @@ pub use spec::{
     DEFAULT_TOKEN_CACHE_BYTES,
 };
 pub use turnpike_model::security::ResourceAuth;
+/// The caller's types moved to turnpike-policy (the request context names them); kept
+/// here until their users import them from there.
+pub use turnpike_policy::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};

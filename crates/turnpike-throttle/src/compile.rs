@@ -7,6 +7,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use http::HeaderValue;
+use turnpike_policy::RuleId;
 
 use crate::ip::IpRange;
 use crate::stats::RuleStats;
@@ -48,10 +49,6 @@ impl Hasher for NameHasher {
         (self.0 ^ (self.0 >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9)
     }
 }
-
-/// Index of a rule in its `Throttler`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RuleId(pub(crate) u32);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RuleKind {
@@ -184,7 +181,7 @@ impl Builder {
             HeaderValue::from_str(&format!("\"policy\";q={limit};w={window_secs}"))
                 .unwrap_or(HeaderValue::from_static("\"policy\""))
         });
-        let id = RuleId(self.rules.len() as u32);
+        let id = RuleId::new(self.rules.len() as u32);
         self.rules.push(Rule {
             policy: policy.into(),
             stats: store.stats_for(&label),
@@ -236,8 +233,8 @@ fn rate_order(rules: &[Rule], a: RuleId, b: RuleId) -> std::cmp::Ordering {
         RuleKind::Quota { bytes, unit_ns } => (bytes, r.limit, unit_ns),
         RuleKind::Burst { t_ns } => (false, r.limit, t_ns),
     };
-    let (ab, an, au) = key(&rules[a.0 as usize]);
-    let (bb, bn, bu) = key(&rules[b.0 as usize]);
+    let (ab, an, au) = key(&rules[a.index()]);
+    let (bb, bn, bu) = key(&rules[b.index()]);
     // an/au < bn/bu  <=>  an*bu < bn*au
     ab.cmp(&bb)
         .then((u128::from(an) * u128::from(bu)).cmp(&(u128::from(bn) * u128::from(au))))
