@@ -5,35 +5,10 @@
 use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
+pub use turnpike_model::SubscriptionState;
 use turnpike_policy::{Identity, KeyType};
 
 use crate::error::AuthError;
-
-/// A subscription's state, as the control plane records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubscriptionState {
-    Active,
-    Blocked,
-    /// Sandbox keys still work; production keys are refused.
-    ProdOnlyBlocked,
-    /// Awaiting approval.
-    OnHold,
-    Rejected,
-}
-
-impl SubscriptionState {
-    /// Parses the control plane's spelling (`ACTIVE`, `PROD_ONLY_BLOCKED`, ...).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.to_ascii_uppercase().as_str() {
-            "ACTIVE" | "UNBLOCKED" => Some(Self::Active),
-            "BLOCKED" => Some(Self::Blocked),
-            "PROD_ONLY_BLOCKED" => Some(Self::ProdOnlyBlocked),
-            "ON_HOLD" => Some(Self::OnHold),
-            "REJECTED" => Some(Self::Rejected),
-            _ => None,
-        }
-    }
-}
 
 /// One subscription as the snapshot carries it.
 #[derive(Debug, Clone)]

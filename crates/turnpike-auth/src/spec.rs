@@ -14,6 +14,7 @@ pub use turnpike_model::security::{
     SecuritySpec, SubscriptionSpec,
 };
 
+use turnpike_model::clock::Clock;
 use turnpike_policy::{Identity, KeyType};
 
 use crate::apikey::{ApiKeyRecord, ApiKeyValidator};
@@ -22,7 +23,6 @@ use crate::authz::{Subscription, SubscriptionState, Subscriptions};
 use crate::backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 use crate::basic::{BasicUser, BasicValidator};
 use crate::cache::TokenCache;
-use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::HttpClient;
 use crate::identity::ClaimMapping;

@@ -23,6 +23,7 @@ mod idle;
 mod lenient;
 pub mod log_limit;
 pub mod metrics;
+mod offload;
 mod park;
 mod proxy;
 pub mod reload;
@@ -50,6 +51,7 @@ pub use access_log::{AccessLog, AccessLogTarget};
 pub use error::{Blame, ErrorKind, GatewayError};
 pub use health::Health;
 pub use metrics::GatewayMetrics;
+pub use offload::{policy_runtime, TokioOffload};
 pub use park::{memory_release_epoch, set_memory_release};
 pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings, Stop,
@@ -57,8 +59,8 @@ pub use server::{
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
 pub use turnpike_policy::{
-    Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
-    UpstreamTarget,
+    Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx, Step,
+    Timings, UpstreamTarget,
 };
 
 /// Command-line arguments of `turnpike gateway`.
@@ -329,7 +331,7 @@ pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Se
     let config = args.config.clone().ok_or(
         "`turnpike gateway` needs --config FILE (DB-less) or --control-plane URL --gateway-token T",
     )?;
-    let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
+    let runtime = Arc::new(policy_runtime());
     let _throttling = start_throttling(&args, &runtime)?;
     let snapshot = Snapshot::load_with(&config, &runtime)?;
     tracing::info!(file = %config.display(), apis = snapshot.apis.len(), "config loaded");

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use turnpike_model::fnv::{fnv64_extend, FNV_OFFSET};
+
 /// How the caller authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CredentialKind {
@@ -88,12 +90,9 @@ impl KeptClaims {
         let mut v: Vec<Box<str>> = names.into_iter().map(|n| n.as_ref().into()).collect();
         v.sort();
         v.dedup();
-        // FNV: one copy lands in turnpike-model (engineer m).
         // FNV-1a over the sorted names; never 0 for a non-empty set.
-        let id = v.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, n| {
-            n.bytes()
-                .chain(std::iter::once(0xff))
-                .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+        let id = v.iter().fold(FNV_OFFSET, |h, n| {
+            fnv64_extend(fnv64_extend(h, n.as_bytes()), &[0xff])
         });
         KeptClaims {
             id: if v.is_empty() { 0 } else { id.max(1) },

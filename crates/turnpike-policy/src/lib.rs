@@ -9,10 +9,17 @@
 //!   path and query a policy may rewrite, typed extensions), and the plain types it
 //!   carries: the caller ([`Identity`]) and the throttle [`Decision`];
 //! - [`Chain`]: the ordered policies of one API and the order they run in;
+//! - [`Observer`]: the gateway's listeners to every completed exchange (analytics,
+//!   traces), apart from any API's chain;
 //! - [`GatewayError`] and its one table ([`ErrorKind::spec`]): every refusal of every
 //!   policy leaves as `{"code","message","request_id"}` with the table's status;
 //! - [`http`]: one meaning of the small HTTP rules every layer reads (`Content-Length`,
 //!   query parameters).
+//!
+//! - [`PolicyKind`]: how a kind builds its policy from its spec ([`BuildCx`], [`Stage`]),
+//!   with long-lived state from the gateway's [`Runtime`] and CPU-heavy work sent through
+//!   its [`Offload`]; [`Problem`]s report a bad spec; [`spec`] holds the values specs
+//!   are made of (durations, sizes, method sets, path templates).
 //!
 //! Must not depend on the gateway, the config compiler, a store, the validators or the
 //! throttler, or any IO: of the workspace, only `turnpike-model`.
@@ -24,9 +31,14 @@ mod ctx;
 pub mod error;
 mod hook;
 pub mod http;
+mod kind;
 pub mod log_limit;
+mod observer;
 pub mod offload;
+pub mod problem;
 mod quota;
+mod runtime;
+pub mod spec;
 pub mod trace;
 
 pub use caller::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};
@@ -38,5 +50,10 @@ pub use ctx::{
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
+pub use kind::{BuildCx, PolicyKind, Scratch, Stage};
+pub use observer::Observer;
+pub use offload::{Inline, Offload};
+pub use problem::{Location, Problem, Problems};
 pub use quota::{Charges, Decision, RuleId};
+pub use runtime::Runtime;
 pub use trace::TraceContext;

@@ -7,13 +7,14 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use http::HeaderValue;
+use turnpike_model::fnv::{fnv64_extend, FNV_OFFSET};
+use turnpike_model::throttling::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
 use turnpike_policy::RuleId;
 
 use crate::ip::IpRange;
 use crate::stats::RuleStats;
 use crate::store::{CounterStore, KeyHash};
 use crate::throttler::Throttler;
-use turnpike_model::throttling::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
 
 /// Every problem found in a spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,16 +33,13 @@ pub(crate) struct NameHasher(u64);
 
 impl Default for NameHasher {
     fn default() -> Self {
-        NameHasher(0xcbf2_9ce4_8422_2325)
+        NameHasher(FNV_OFFSET)
     }
 }
 
 impl Hasher for NameHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
+        self.0 = fnv64_extend(self.0, bytes);
     }
 
     fn finish(&self) -> u64 {

@@ -9,7 +9,6 @@
 //! It depends only on `turnpike-model` (the policy data); see docs/throttling.md for the model,
 //! the accuracy of each algorithm and the cluster's over-admission bound.
 
-mod clock;
 mod cluster;
 mod compile;
 mod counter;
@@ -20,7 +19,6 @@ mod stats;
 mod store;
 mod throttler;
 
-pub use clock::{Clock, ManualClock, SystemClock, UnixNanos};
 pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};
 pub use compile::BuildError;
 pub use facts::{Lookup, NoLookup, RequestFacts};
@@ -29,6 +27,7 @@ pub use ip::IpRange;
 pub use stats::RuleStats;
 pub use store::{CounterStore, StoreConfig};
 pub use throttler::Throttler;
+pub use turnpike_model::clock::{Clock, ManualClock, SystemClock, UnixNanos};
 /// The policy data lives in `turnpike-model` (the file format); re-exported here.
 pub use turnpike_model::throttling::{
     AdvancedPolicy, ApplicationThrottle, ApplicationTier, BurstLimit, BurstUnit, Condition,
