@@ -13,20 +13,6 @@ use std::path::{Path, PathBuf};
 /// The cycles that exist, by crate (file paths below `src/`).
 const ALLOWED: &[(&str, &[&str])] = &[
     (
-        "turnpike-admin",
-        &[
-            "api_index.rs",
-            "delta.rs",
-            "graphql_api.rs",
-            "import.rs",
-            "publisher.rs",
-            "snapshot.rs",
-            "throttle_settings.rs",
-            "wsdl_import.rs",
-        ],
-    ),
-    ("turnpike-admin", &["analytics_api.rs", "openapi_detail.rs"]),
-    (
         "turnpike-analytics",
         &["aggregate.rs", "event.rs", "rollup.rs"],
     ),
