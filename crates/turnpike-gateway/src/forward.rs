@@ -7,7 +7,6 @@ use std::cell::Cell;
 use std::error::Error as _;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::header::HOST;
 use http::uri::{PathAndQuery, Scheme};
 use http::{request, Request, Response, Uri, Version};
@@ -17,27 +16,15 @@ use turnpike_config::{CompiledApi, Endpoint, LoadBalancing};
 use turnpike_policy::UpstreamTarget;
 
 use crate::body::{BodyEndState, BodyError, BodyWatch, Pooled, RequestBody};
+use crate::conn::Shared;
 use crate::error::{ErrorKind, GatewayError};
 use crate::h1::{self, DirectBody};
 use crate::headers;
 use crate::log_limit::LogLimit;
-use crate::proxy::Shared;
 use crate::upstream::{Conn, EndpointPool};
 
 thread_local! {
     static ROUND_ROBIN: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The one allocation of the upstream request line (hyper's client).
-pub(crate) fn path_and_query(
-    target: &UpstreamTarget,
-    ep: &Endpoint,
-) -> Result<PathAndQuery, GatewayError> {
-    let q = target.query().map_or(0, |q| q.len() + 1);
-    let mut s = String::with_capacity(ep.base_path.len() + target.path().len() + q);
-    target.write_to(&ep.base_path, &mut s);
-    PathAndQuery::from_maybe_shared(Bytes::from(s))
-        .map_err(|e| GatewayError::with_source(ErrorKind::BadRequest, e))
 }
 
 /// An upstream response: from hyper's client (HTTPS) or the in-task client (HTTP).
@@ -117,7 +104,7 @@ pub(crate) async fn forward(
         // several kilobytes.
         match Box::pin(pool.checkout(api.connect_timeout)).await {
             Ok(conn) => {
-                let pq = path_and_query(target, ep)?;
+                let pq = headers::path_and_query(target, ep)?;
                 let req = build_request(parts, body, pq);
                 return Box::pin(send(pool, conn, req, api, watch.as_ref()))
                     .await

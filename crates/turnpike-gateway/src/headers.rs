@@ -10,10 +10,17 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderName, HeaderValue, CONNECTION, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION, TE,
-    TRAILER, TRANSFER_ENCODING, UPGRADE,
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, HOST, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION,
+    TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
 };
+use http::request;
+use http::uri::PathAndQuery;
+use turnpike_config::Endpoint;
+use turnpike_policy::UpstreamTarget;
+
+use crate::error::{ErrorKind, GatewayError};
 
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
@@ -317,6 +324,38 @@ pub fn next_request_id() -> HeaderValue {
     HeaderValue::from_bytes(&buf).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
 
+/// The one allocation of the upstream request line (hyper's client).
+pub(crate) fn path_and_query(
+    target: &UpstreamTarget,
+    ep: &Endpoint,
+) -> Result<PathAndQuery, GatewayError> {
+    let q = target.query().map_or(0, |q| q.len() + 1);
+    let mut s = String::with_capacity(ep.base_path.len() + target.path().len() + q);
+    target.write_to(&ep.base_path, &mut s);
+    PathAndQuery::from_maybe_shared(Bytes::from(s))
+        .map_err(|e| GatewayError::with_source(ErrorKind::BadRequest, e))
+}
+
+/// The host a request is routed by, without its port.
+pub(crate) fn request_host(parts: &request::Parts) -> Option<&str> {
+    // The target's authority first: an absolute-form target (RFC 9112 §3.2.2: the
+    // server MUST ignore Host then) or HTTP/2's `:authority` (a differing `host` was
+    // refused at the edge); the `Host` header otherwise.
+    parts
+        .uri
+        .authority()
+        .map(|a| a.host())
+        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
+        .map(host_without_port)
+}
+
+fn host_without_port(h: &str) -> &str {
+    if let Some(rest) = h.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    h.split(':').next().unwrap_or(h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,5 +444,12 @@ mod tests {
         assert_eq!(h[&X_FORWARDED_FOR], "10.0.0.1, 127.0.0.1");
         assert_eq!(h[&X_FORWARDED_PROTO], "https");
         assert_eq!(h[&X_FORWARDED_HOST], "api.example");
+    }
+
+    #[test]
+    fn strips_ports() {
+        assert_eq!(host_without_port("a.example:8080"), "a.example");
+        assert_eq!(host_without_port("a.example"), "a.example");
+        assert_eq!(host_without_port("[::1]:80"), "::1");
     }
 }

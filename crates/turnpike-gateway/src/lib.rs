@@ -9,9 +9,12 @@
 //!   is also how tests start a gateway on `127.0.0.1:0` and learn its addresses.
 
 pub mod access_log;
+mod answer;
 pub mod body;
 mod complete;
+mod conn;
 pub mod conn_limit;
+mod drain;
 mod edge;
 pub mod error;
 mod forward;
@@ -20,6 +23,7 @@ mod h1_conn;
 pub mod headers;
 pub mod health;
 mod idle;
+mod io;
 mod lenient;
 pub mod log_limit;
 pub mod metrics;

@@ -33,7 +33,7 @@ pub(crate) fn boxed<'a>(
     incoming: Incoming,
     rb: RequestBuffering,
     api: &turnpike_config::CompiledApi,
-    conn: &'a crate::proxy::ConnCtx,
+    conn: &'a crate::conn::ConnCtx,
     headers: &'a mut HeaderMap,
 ) -> Pin<Box<dyn Future<Output = Result<RequestBody, GatewayError>> + Send + 'a>> {
     Box::pin(buffer(

@@ -23,15 +23,17 @@ use tokio::task::JoinHandle;
 use turnpike_config::Snapshot;
 
 use crate::access_log::{AccessLog, AccessLogTarget};
+use crate::conn::{ConnCtx, Shared};
 use crate::conn_limit::{ConnLimits, ConnPermit};
-use crate::h1_conn::{self, Drain};
+use crate::drain::{self, Drain};
+use crate::h1_conn;
 use crate::headers;
 use crate::health::Health;
 use crate::idle::{watch_idle, ActivityIo};
 use crate::log_limit::LogLimit;
 use crate::metrics::GatewayMetrics;
 use crate::park;
-use crate::proxy::{self, ConnCtx, Shared};
+use crate::proxy;
 use crate::tls::{self, TlsError, TlsSource};
 use crate::upstream::Upstreams;
 
@@ -227,7 +229,7 @@ impl GatewayBuilder {
             buffer_budget: Arc::new(crate::body::BufferBudget::new(s.request_buffer_bytes)),
             trace: self.trace,
         });
-        crate::upstream::spawn_sweeper(Arc::downgrade(&shared));
+        crate::conn::spawn_sweeper(Arc::downgrade(&shared));
         Ok(BoundGateway {
             http,
             https,
@@ -513,7 +515,7 @@ async fn accept_loop(
             client_ip: headers::ip_header(peer.ip()),
             trusted_proxy: shared.trusted_proxies.contains(peer.ip()),
             https: tls.is_some(),
-            upgrade: crate::upgrade::UpgradeSlot::counted(caps.clone()),
+            upgrade: crate::io::UpgradeSlot::counted(caps.clone()),
         });
         let watcher = graceful.watcher(tls.is_some());
         let protocols = protocols.clone();
@@ -568,7 +570,7 @@ async fn serve_tls(
     acceptor: tokio_rustls::TlsAcceptor,
     ctx: Arc<ConnCtx>,
     protocols: Arc<Protocols>,
-    mut watcher: h1_conn::Watcher,
+    mut watcher: drain::Watcher,
     _permit: ConnPermit,
 ) {
     let tls = match tokio::time::timeout(protocols.handshake_timeout, acceptor.accept(stream)).await
@@ -590,7 +592,7 @@ async fn serve_tls(
         let (io, activity) = ActivityIo::new(tls);
         let conn = protocols.h2.serve_connection(TokioIo::new(io), svc);
         tokio::pin!(conn);
-        let run = h1_conn::until_done(conn, &mut watcher);
+        let run = drain::until_done(conn, &mut watcher);
         watch_idle(run, activity, protocols.idle_timeout).await
     } else {
         h1_conn::serve_h1(&protocols.h1, tls, svc, watcher, &conn.upgrade).await

@@ -19,11 +19,7 @@
 //! message-level relay (`ws.rs`); any other API a byte relay
 //! (`tokio::io::copy_bidirectional`) until either side closes or the gateway drains.
 
-use std::future::Future;
-use std::io;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{CONNECTION, HOST, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_PROTOCOL, UPGRADE};
@@ -31,109 +27,17 @@ use http::{request, HeaderValue, Method, Request, Response, StatusCode, Version}
 use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::OwnedSemaphorePermit;
 use turnpike_config::CompiledApi;
 use turnpike_policy::{RequestCtx, Stop};
 
+use crate::answer::{answer_response, response_hooks, Refuse};
 use crate::body::GatewayBody;
-use crate::conn_limit::{ConnLimits, ParkedMark};
+use crate::conn::{ConnCtx, Shared};
+use crate::drain::{draining, Watcher};
 use crate::error::{ErrorKind, GatewayError};
-use crate::h1_conn::{draining, Watcher};
 use crate::headers;
-use crate::proxy::{answer_response, ConnCtx, Refuse};
-
-/// A socket of either side, boxed: upgrades are rare, and the relay is one code path
-/// for plain and TLS sockets, parked and unparked connections.
-pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
-
-/// The client's socket after the `101`, with the bytes hyper had read past the head.
-pub(crate) struct ClientIo {
-    io: Box<dyn Io>,
-    unread: Bytes,
-}
-
-impl ClientIo {
-    pub(crate) fn new(io: Box<dyn Io>, unread: Bytes) -> Self {
-        ClientIo { io, unread }
-    }
-}
-
-impl AsyncRead for ClientIo {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        if crate::park::read_ahead(&mut this.unread, buf) {
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut this.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for ClientIo {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// What runs on an upgraded connection: given the client's socket and the drain
-/// watcher, relays until either side closes or the gateway drains.
-pub(crate) type RelayJob = Box<dyn FnOnce(ClientIo, Watcher) -> BoxFuture + Send>;
-
-/// A connection's upgrade in progress: set by the service with its `101`, taken by the
-/// connection's serve loop once hyper let the socket go. Empty for every other request.
-#[derive(Default)]
-pub(crate) struct UpgradeSlot {
-    job: Mutex<Option<RelayJob>>,
-    /// Where the relay is counted (`turnpike_connections_upgraded`).
-    limits: Option<Arc<ConnLimits>>,
-}
-
-impl UpgradeSlot {
-    /// A slot whose relays are counted in `limits`.
-    pub(crate) fn counted(limits: Arc<ConnLimits>) -> Self {
-        UpgradeSlot {
-            job: Mutex::new(None),
-            limits: Some(limits),
-        }
-    }
-
-    fn put(&self, job: RelayJob) {
-        *self.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
-    }
-
-    pub(crate) fn take(&self) -> Option<RelayJob> {
-        self.job.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    /// A `101` is on its way: the connection must not be parked.
-    pub(crate) fn is_pending(&self) -> bool {
-        self.job.lock().unwrap_or_else(|p| p.into_inner()).is_some()
-    }
-
-    /// Counts the connection as upgraded while the mark lives.
-    pub(crate) fn mark(&self) -> Option<ParkedMark<'_>> {
-        self.limits.as_ref().map(|l| l.upgraded_mark())
-    }
-}
+use crate::io::{ClientIo, RelayJob, UpstreamIo};
 
 /// Whether hyper saw an upgrade request (its `OnUpgrade` extension: a null check on an
 /// empty extension map for every other request) and it asks for a WebSocket over
@@ -189,7 +93,7 @@ pub(crate) async fn exchange(
                 (p, b, at, failed)
             }
         };
-    crate::proxy::response_hooks(chain, ctx, &mut rparts, &mut rbody, upto, &mut failed);
+    response_hooks(chain, ctx, &mut rparts, &mut rbody, upto, &mut failed);
     (Response::from_parts(rparts, rbody), failed)
 }
 
@@ -274,14 +178,11 @@ pub(crate) fn leave(conn: &ConnCtx, job: RelayJob) {
     conn.upgrade.put(job);
 }
 
-/// The upstream side of an upgraded connection.
-pub(crate) type UpstreamIo = TokioIo<hyper::upgrade::Upgraded>;
-
 /// Where an upgrade comes from: what the upstream request needs of the client
 /// connection (kept by a relay job, which must not hold the connection's context: the
 /// context holds the job).
 pub(crate) struct Origin {
-    pub(crate) shared: Arc<crate::proxy::Shared>,
+    pub(crate) shared: Arc<Shared>,
     pub(crate) client: std::net::SocketAddr,
     pub(crate) client_ip: HeaderValue,
     pub(crate) trusted_proxy: bool,
@@ -333,7 +234,7 @@ pub(crate) async fn connect(
                 continue;
             }
         };
-        let pq = crate::forward::path_and_query(&ctx.upstream, ep)?;
+        let pq = headers::path_and_query(&ctx.upstream, ep)?;
         let mut req = Request::new(Empty::<Bytes>::new());
         *req.method_mut() = Method::GET;
         *req.uri_mut() = http::Uri::from(pq);

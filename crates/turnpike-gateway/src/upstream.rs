@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
@@ -189,7 +189,7 @@ impl Upstreams {
 }
 
 /// The endpoints the snapshot's APIs name.
-fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey> {
+pub(crate) fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey> {
     snapshot
         .apis
         .iter()
@@ -197,25 +197,6 @@ fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey> {
         .map(|ep| (ep.scheme == http::uri::Scheme::HTTPS, ep.authority.clone()))
         .collect()
 }
-
-/// Runs [`Upstreams::sweep`] against the current snapshot every [`SWEEP_EVERY`] until the
-/// gateway's shared state is gone.
-pub(crate) fn spawn_sweeper(shared: Weak<crate::proxy::Shared>) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SWEEP_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let Some(shared) = shared.upgrade() else {
-                return;
-            };
-            let live = live_keys(&shared.snapshots.load());
-            shared.upstreams.sweep(&live);
-        }
-    });
-}
-
 /// Connections to one upstream endpoint.
 pub struct EndpointPool {
     https: bool,
@@ -490,7 +471,7 @@ impl EndpointPool {
     pub(crate) async fn connect_raw(
         &self,
         connect_timeout: Duration,
-    ) -> Result<(Box<dyn crate::upgrade::Io>, OwnedSemaphorePermit), GatewayError> {
+    ) -> Result<(Box<dyn crate::io::Io>, OwnedSemaphorePermit), GatewayError> {
         let deadline = tokio::time::Instant::now() + connect_timeout;
         let slot = loop {
             if let Some(slot) = self.slot(deadline).await? {
@@ -500,14 +481,14 @@ impl EndpointPool {
         let connect = async {
             let tcp = self.tcp().await?;
             if !self.https {
-                return Ok(Box::new(tcp) as Box<dyn crate::upgrade::Io>);
+                return Ok(Box::new(tcp) as Box<dyn crate::io::Io>);
             }
             let tls = self
                 .tls_h1
                 .connect(self.server_name()?, tcp)
                 .await
                 .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
-            Ok(Box::new(tls) as Box<dyn crate::upgrade::Io>)
+            Ok(Box::new(tls) as Box<dyn crate::io::Io>)
         };
         match tokio::time::timeout_at(deadline, connect).await {
             Ok(r) => r.map(|io| (io, slot)),

@@ -30,10 +30,11 @@ use turnpike_config::CompiledApi;
 use turnpike_policy::{Answer, RequestCtx, Stop};
 
 use crate::body::GatewayBody;
+use crate::conn::ConnCtx;
+use crate::drain::{draining, Watcher};
 use crate::error::ErrorKind;
-use crate::h1_conn::{draining, Watcher};
-use crate::proxy::ConnCtx;
-use crate::upgrade::{self, ClientIo, Origin, RelayJob};
+use crate::io::{ClientIo, RelayJob};
+use crate::upgrade::{self, Origin};
 use crate::ws::{self, close, Limits, Subprotocol};
 
 /// Longest wait for `connection_init` on a socket whose credential it carries.
