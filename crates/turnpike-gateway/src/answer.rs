@@ -9,12 +9,12 @@ use bytes::Bytes;
 use http::{response, HeaderValue, Response, Version};
 use turnpike_policy::{Answer, RequestCtx, Stop};
 
-use crate::body::GatewayBody;
 use crate::conn::ConnCtx;
 use crate::error::{ErrorKind, GatewayError};
-use crate::forward::Upstream;
 use crate::headers::{self, X_REQUEST_ID};
 use crate::park::HeldBody;
+use crate::response_body::GatewayBody;
+use crate::upstream::forward::Upstream;
 
 /// A request routed to an API only to be refused there.
 pub(crate) enum Refuse {

@@ -12,7 +12,7 @@ use turnpike_config::Snapshot;
 
 use crate::access_log::AccessLog;
 use crate::metrics::GatewayMetrics;
-use crate::upstream::{live_keys, Upstreams, SWEEP_EVERY};
+use crate::upstream::pool::{live_keys, Upstreams, SWEEP_EVERY};
 
 /// State shared by every connection of a gateway.
 pub struct Shared {
@@ -27,7 +27,7 @@ pub struct Shared {
     /// Longest wait for the next bytes of a request body (`--body-read-timeout`).
     pub body_read_timeout: std::time::Duration,
     /// What buffered request bodies hold at once (`--request-buffer-mib`).
-    pub buffer_budget: Arc<crate::body::BufferBudget>,
+    pub buffer_budget: Arc<crate::client_body::BufferBudget>,
     /// `--trusted-proxies`: read once per connection, at accept.
     pub trusted_proxies: crate::headers::TrustedProxies,
     /// Requests are traced (`GatewayBuilder::trace`).
@@ -42,7 +42,7 @@ pub struct ConnCtx {
     /// The peer is in `--trusted-proxies`: its forwarding headers are kept.
     pub trusted_proxy: bool,
     pub https: bool,
-    /// A WebSocket upgrade on its way (`upgrade.rs`); empty otherwise.
+    /// A WebSocket upgrade on its way (`upgrade/`); empty otherwise.
     pub(crate) upgrade: crate::io::UpgradeSlot,
 }
 

@@ -66,7 +66,7 @@ pub struct ConnLimits {
     refusing: AtomicUsize,
     /// Open connections parked (idle, holding no buffers: `park.rs`).
     parked: AtomicUsize,
-    /// Open connections upgraded to a WebSocket (`upgrade.rs`).
+    /// Open connections upgraded to a WebSocket (`upgrade/`).
     upgraded: AtomicUsize,
 }
 

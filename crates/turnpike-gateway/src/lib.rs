@@ -10,15 +10,13 @@
 
 pub mod access_log;
 mod answer;
-pub mod body;
+mod client_body;
 mod complete;
 mod conn;
 pub mod conn_limit;
 mod drain;
 mod edge;
 pub mod error;
-mod forward;
-pub mod h1;
 mod h1_conn;
 pub mod headers;
 pub mod health;
@@ -31,13 +29,12 @@ mod park;
 mod proxy;
 pub mod reload;
 mod request_buffer;
+mod response_body;
 mod server;
 mod throttle_runtime;
 pub mod tls;
 mod upgrade;
 pub mod upstream;
-pub mod ws;
-mod ws_init;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -64,6 +61,7 @@ pub use turnpike_policy::{
     Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
     UpstreamTarget,
 };
+pub use upgrade::ws;
 
 /// Command-line arguments of `turnpike gateway`.
 #[derive(Debug, Clone, clap::Args)]
@@ -153,7 +151,7 @@ pub struct GatewayArgs {
     /// Connections open to one upstream endpoint at once (idle and busy); past it a
     /// request waits for one to be free, up to the API's connect timeout, then gets
     /// `503 upstream_busy`. 0: no cap.
-    #[arg(long, env = "TURNPIKE_MAX_UPSTREAM_CONNECTIONS", default_value_t = upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)]
+    #[arg(long, env = "TURNPIKE_MAX_UPSTREAM_CONNECTIONS", default_value_t = upstream::pool::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)]
     pub max_upstream_connections: usize,
     /// Peers whose forwarding headers are believed: a comma-separated list of addresses
     /// and CIDR blocks (`10.0.0.0/8,2001:db8::/32`), e.g. the balancer in front of the

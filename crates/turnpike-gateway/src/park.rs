@@ -20,7 +20,7 @@
 //!
 //! - An upgraded connection (a WebSocket) is never parked: while its `101` is on its
 //!   way the connection counts as busy, and once hyper lets the socket go the serve loop
-//!   ends in the relay (`upgrade.rs`), which parks nothing.
+//!   ends in the relay (`upgrade/`), which parks nothing.
 //!
 //! TLS connections are not parked: rustls keeps its own buffers and may hold decrypted
 //! bytes the socket's readiness would not announce.

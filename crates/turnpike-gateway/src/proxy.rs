@@ -1,6 +1,6 @@
 //! The request path: load the snapshot once, route, run the API's chain (compiled into
 //! its `CompiledApi`: pre-route, request headers, request body), forward
-//! (`forward.rs`), run the response side (response headers, response body, reverse
+//! (`upstream/forward.rs`), run the response side (response headers, response body, reverse
 //! order), and hand `on_complete`, metrics and the access log to the response body
 //! (`complete.rs`) so they run once the last byte went out, whatever happened. Every
 //! failure becomes the error table's JSON response and passes the response hooks too.
@@ -22,14 +22,15 @@ use turnpike_policy::{Hooks, RequestCtx, Stop, TraceContext, UpstreamTarget};
 use crate::answer::{
     answer_response, error_parts, leaving, response_hooks, stop, upstream_response, Refuse,
 };
-use crate::body::{self, GatewayBody, OnBodyEnd, RequestBody};
+use crate::client_body::RequestBody;
 use crate::complete::{BytesIn, Finisher, Marks};
 use crate::conn::ConnCtx;
 use crate::error::{ErrorKind, GatewayError};
-use crate::forward::{forward, Upstream};
 use crate::headers::{self, request_host, X_REQUEST_ID};
 use crate::lenient::{normalise_uri, Lenient};
 use crate::park::HeldBody;
+use crate::response_body::{self as body, GatewayBody, OnBodyEnd};
+use crate::upstream::forward::{forward, Upstream};
 
 /// The service of every connection: what HTTP forbids is refused first (`edge.rs`),
 /// then route, the API's chain and the upstream exchange. While draining, each
@@ -200,7 +201,7 @@ fn not_ready_or(e: GatewayError, health: &crate::health::Health) -> GatewayError
         .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("1"))
 }
 
-/// A WebSocket upgrade request (`upgrade.rs`), reported like any request (its status is
+/// A WebSocket upgrade request (`upgrade/`), reported like any request (its status is
 /// the `101` or the refusal). Cold and boxed: no other request carries its future.
 #[cold]
 fn upgrade(

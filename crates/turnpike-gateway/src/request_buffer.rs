@@ -20,8 +20,9 @@ use http_body::Body;
 use hyper::body::Incoming;
 use turnpike_config::RequestBuffering;
 
-use crate::body::{self, BodyError, BufferBudget, RequestBody, Reserved};
+use crate::client_body::{BodyError, BufferBudget, RequestBody, Reserved};
 use crate::error::{ErrorKind, GatewayError};
+use crate::response_body::{self as body};
 
 /// [`buffer`] for `api`'s request, boxed and built out of line: the request path's
 /// future holds one pointer for it, and its code stays small enough to be folded into

@@ -35,7 +35,7 @@ use crate::metrics::GatewayMetrics;
 use crate::park;
 use crate::proxy;
 use crate::tls::{self, TlsError, TlsSource};
-use crate::upstream::Upstreams;
+use crate::upstream::pool::Upstreams;
 
 /// Why a gateway could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -118,7 +118,7 @@ impl ServerSettings {
             drain_delay: Duration::ZERO,
             max_connections: 10_000,
             max_connections_per_ip: 0,
-            max_upstream_connections: crate::upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT,
+            max_upstream_connections: crate::upstream::pool::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT,
             access_log: None,
             trusted_proxies: crate::headers::TrustedProxies::default(),
             request_buffer_bytes: DEFAULT_REQUEST_BUFFER_MIB << 20,
@@ -226,7 +226,9 @@ impl GatewayBuilder {
             observers: turnpike_policy::Chain::new(self.observers),
             body_read_timeout: s.body_read_timeout,
             trusted_proxies: s.trusted_proxies.clone(),
-            buffer_budget: Arc::new(crate::body::BufferBudget::new(s.request_buffer_bytes)),
+            buffer_budget: Arc::new(crate::client_body::BufferBudget::new(
+                s.request_buffer_bytes,
+            )),
             trace: self.trace,
         });
         crate::conn::spawn_sweeper(Arc::downgrade(&shared));

@@ -10,8 +10,11 @@ use std::task::{ready, Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use super::{H1Conn, MAX_LINE};
-use crate::upstream::EndpointPool;
+use super::conn::H1Conn;
+use crate::upstream::pool::EndpointPool;
+
+/// Largest chunk-size or trailer line.
+const MAX_LINE: usize = 4 * 1024;
 
 /// Where the response body stands.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -8,7 +8,7 @@
 //! header, and the API's request headers hooks run again on the upgrade request with
 //! them (auth, subscription, throttling): a refusal closes with 4401 (no or a bad
 //! credential) or 4403 (anything else: no subscription, throttled, ...). Admitted, the
-//! upgrade goes to the upstream as `upgrade.rs` sends any, `connection_init` follows,
+//! upgrade goes to the upstream as `upgrade/relay.rs` sends any, `connection_init` follows,
 //! and the message relay (`ws.rs`) takes over.
 
 use std::sync::Arc;
@@ -29,13 +29,13 @@ use tokio_tungstenite::WebSocketStream;
 use turnpike_config::CompiledApi;
 use turnpike_policy::{Answer, RequestCtx, Stop};
 
-use crate::body::GatewayBody;
+use super::relay::{self, Origin};
+use super::ws::{self, close, Limits, Subprotocol};
 use crate::conn::ConnCtx;
 use crate::drain::{draining, Watcher};
 use crate::error::ErrorKind;
 use crate::io::{ClientIo, RelayJob};
-use crate::upgrade::{self, Origin};
-use crate::ws::{self, close, Limits, Subprotocol};
+use crate::response_body::GatewayBody;
 
 /// Longest wait for `connection_init` on a socket whose credential it carries.
 pub(crate) const INIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -87,7 +87,7 @@ pub(crate) fn defer(
         protocol,
     };
     let job: RelayJob = Box::new(move |client, drain| Box::pin(pending.run(client, drain)));
-    upgrade::leave(conn, job);
+    relay::leave(conn, job);
     Some(out)
 }
 
@@ -148,7 +148,7 @@ impl Pending {
         parts
             .headers
             .insert(SEC_WEBSOCKET_PROTOCOL, self.protocol.clone());
-        let opened = upgrade::connect(&self.origin, &self.api, &ctx, parts, true).await;
+        let opened = relay::connect(&self.origin, &self.api, &ctx, parts, true).await;
         let (resp, up, _slot) = match opened {
             Ok((resp, Some(up), slot)) => (resp, up, slot),
             Ok(_) | Err(_) => {

@@ -2,7 +2,7 @@
 //! snapshot so a config swap does not drop warm connections. HTTP/1.1 connections are a
 //! LIFO stack of idle senders (a push/pop under an uncontended lock, no hashing beyond
 //! one short FNV over the authority, no task spawned per request: a sender goes back to
-//! the stack when the response body ends, see `body::UpstreamBody`). HTTPS endpoints
+//! the stack when the response body ends, see `upstream::body::UpstreamBody`). HTTPS endpoints
 //! negotiate HTTP/2 by ALPN and then share one multiplexed connection.
 //!
 //! A sweeper ([`spawn_sweeper`], one task per gateway, every [`SWEEP_EVERY`]) drops the
@@ -31,9 +31,9 @@ use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 
-use crate::body::RequestBody;
+use super::h1::conn::{self as h1, H1Conn};
+use crate::client_body::RequestBody;
 use crate::error::{ErrorKind, GatewayError};
-use crate::h1::{self, H1Conn};
 
 /// Most idle HTTP/1.1 connections kept per endpoint.
 const MAX_IDLE_PER_ENDPOINT: usize = 512;
@@ -86,7 +86,7 @@ pub struct Upstreams {
     pools: ArcSwap<PoolMap>,
     create: Mutex<()>,
     tls: tokio_rustls::TlsConnector,
-    /// ALPN `http/1.1` only: WebSocket upgrades (`upgrade.rs`).
+    /// ALPN `http/1.1` only: WebSocket upgrades (`upgrade/`).
     tls_h1: tokio_rustls::TlsConnector,
     max_per_endpoint: usize,
 }
@@ -179,10 +179,12 @@ impl Upstreams {
     }
 
     /// How many endpoint pools exist.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.pools.load().len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -205,7 +207,7 @@ pub struct EndpointPool {
     pub host: HeaderValue,
     /// Idle connections with the sweep epoch they were parked in.
     idle: Mutex<Vec<(u32, http1::SendRequest<RequestBody>)>>,
-    /// Idle plain-HTTP connections of the in-task client (`h1.rs`), kept boxed: they
+    /// Idle plain-HTTP connections of the in-task client (`h1/`), kept boxed: they
     /// move between this stack and response bodies without reallocating.
     direct: Mutex<Vec<(u32, Box<H1Conn>)>>,
     /// Sweeps seen (see [`Upstreams::sweep`]).
@@ -291,7 +293,7 @@ impl EndpointPool {
         }
     }
 
-    /// Returns a finished plain-HTTP connection (see `h1::DirectBody`) to its stack.
+    /// Returns a finished plain-HTTP connection (see `h1::body::DirectBody`) to its stack.
     pub fn put_back_direct(&self, conn: Box<H1Conn>) {
         let epoch = self.epoch.load(Ordering::Relaxed);
         let mut idle = self.direct.lock().unwrap_or_else(|p| p.into_inner());
@@ -328,6 +330,7 @@ impl EndpointPool {
     }
 
     /// Idle connections parked (both clients).
+    #[cfg(test)]
     pub fn idle_len(&self) -> usize {
         let h1 = self.idle.lock().unwrap_or_else(|p| p.into_inner()).len();
         h1 + self.direct.lock().unwrap_or_else(|p| p.into_inner()).len()

@@ -3,9 +3,9 @@
 use super::*;
 use http_body_util::BodyExt;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
-use crate::upstream::Upstreams;
+use crate::upstream::pool::Upstreams;
 
 fn up(path: &str) -> UpstreamPath<'_> {
     UpstreamPath {

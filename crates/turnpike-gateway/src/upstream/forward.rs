@@ -15,13 +15,15 @@ use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, Endpoint, LoadBalancing};
 use turnpike_policy::UpstreamTarget;
 
-use crate::body::{BodyEndState, BodyError, BodyWatch, Pooled, RequestBody};
+use super::body::Pooled;
+use super::h1::body::DirectBody;
+use super::h1::exchange as h1;
+use super::pool::{Conn, EndpointPool};
+use crate::client_body::{BodyEndState, BodyError, BodyWatch, RequestBody};
 use crate::conn::Shared;
 use crate::error::{ErrorKind, GatewayError};
-use crate::h1::{self, DirectBody};
 use crate::headers;
 use crate::log_limit::LogLimit;
-use crate::upstream::{Conn, EndpointPool};
 
 thread_local! {
     static ROUND_ROBIN: Cell<usize> = const { Cell::new(0) };
