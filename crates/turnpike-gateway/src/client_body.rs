@@ -21,7 +21,7 @@ use hyper::body::Incoming;
 
 /// Why a body stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     #[error("request body exceeds the limit of {limit} bytes")]
     TooLarge { limit: u64 },
     #[error("no request body bytes received for {after:?}")]
@@ -33,7 +33,7 @@ pub enum BodyError {
 /// The client's request body on its way upstream: streamed with the API's size limit
 /// enforced (a Content-Length above the limit is refused before this exists), or
 /// buffered (a body policy ran).
-pub struct RequestBody {
+pub(crate) struct RequestBody {
     inner: ReqInner,
     /// Bytes already read from `inner` (request buffering), sent before the rest.
     head: Option<Bytes>,
@@ -53,7 +53,7 @@ pub struct RequestBody {
 /// How a streamed request body ended, shared between the body (wherever hyper polls
 /// it) and the forwarder.
 #[derive(Clone, Default)]
-pub struct BodyWatch(Arc<WatchInner>);
+pub(crate) struct BodyWatch(Arc<WatchInner>);
 
 #[derive(Default)]
 struct WatchInner {
@@ -66,7 +66,7 @@ struct WatchInner {
 
 /// A state of a [`BodyWatch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyEndState {
+pub(crate) enum BodyEndState {
     Streaming,
     Done,
     TooLarge,
@@ -77,7 +77,7 @@ pub enum BodyEndState {
 impl BodyWatch {
     /// The body had not ended, and was waiting for the client's next bytes: a timeout
     /// now is the client's, not the upstream's (which may just not be reading).
-    pub fn waiting_for_client(&self) -> bool {
+    pub(crate) fn waiting_for_client(&self) -> bool {
         !matches!(self.state(), BodyEndState::Done | BodyEndState::TooLarge)
             && self.0.awaiting_client.load(Ordering::Acquire)
     }
@@ -86,7 +86,7 @@ impl BodyWatch {
         self.0.awaiting_client.store(yes, Ordering::Release);
     }
 
-    pub fn state(&self) -> BodyEndState {
+    pub(crate) fn state(&self) -> BodyEndState {
         match self.0.state.load(Ordering::Acquire) {
             0 => BodyEndState::Streaming,
             1 => BodyEndState::Done,
@@ -115,7 +115,7 @@ impl BodyWatch {
     }
 
     /// Waits until the body ended, however it did.
-    pub async fn ended(&self) -> BodyEndState {
+    pub(crate) async fn ended(&self) -> BodyEndState {
         loop {
             let notified = self.0.changed.notified();
             let s = self.state();
@@ -135,7 +135,7 @@ enum ReqInner {
 impl RequestBody {
     /// A streamed body: at most `limit` bytes, the next bytes within `read_timeout`
     /// (zero: no limit).
-    pub fn new(inner: Incoming, limit: Option<u64>, read_timeout: Duration) -> Self {
+    pub(crate) fn new(inner: Incoming, limit: Option<u64>, read_timeout: Duration) -> Self {
         RequestBody {
             inner: ReqInner::Stream(inner),
             head: None,
@@ -150,7 +150,7 @@ impl RequestBody {
     }
 
     /// A handle telling how this body ends (made once, for a body still streaming).
-    pub fn watch(&mut self) -> BodyWatch {
+    pub(crate) fn watch(&mut self) -> BodyWatch {
         self.watch.get_or_insert_with(BodyWatch::default).clone()
     }
 
@@ -161,12 +161,12 @@ impl RequestBody {
     }
 
     #[cfg(test)]
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         Self::full(Bytes::new())
     }
 
     /// A buffered body (its headers fixed with [`set_length`]).
-    pub fn full(b: Bytes) -> Self {
+    pub(crate) fn full(b: Bytes) -> Self {
         RequestBody {
             inner: ReqInner::Full((!b.is_empty()).then_some(b)),
             head: None,
@@ -182,7 +182,7 @@ impl RequestBody {
 
     /// This body with `head` (bytes already read from it, counted against its limit)
     /// sent first: a buffered start, then the rest as it streams.
-    pub fn with_head(mut self, head: Bytes) -> Self {
+    pub(crate) fn with_head(mut self, head: Bytes) -> Self {
         self.head = (!head.is_empty()).then_some(head);
         self
     }
@@ -194,7 +194,7 @@ impl RequestBody {
     }
 
     /// Counts the bytes that stream through into `counter`.
-    pub fn count_into(&mut self, counter: Arc<AtomicU64>) {
+    pub(crate) fn count_into(&mut self, counter: Arc<AtomicU64>) {
         self.counter = Some(counter);
     }
 }
@@ -306,13 +306,13 @@ impl Drop for RequestBody {
 /// What all buffered request bodies may hold at once (`--request-buffer-mib`); past it,
 /// request buffering stops reading and a body streams as it arrives.
 #[derive(Debug)]
-pub struct BufferBudget {
+pub(crate) struct BufferBudget {
     used: AtomicU64,
     limit: u64,
 }
 
 impl BufferBudget {
-    pub fn new(limit: u64) -> Self {
+    pub(crate) fn new(limit: u64) -> Self {
         BufferBudget {
             used: AtomicU64::new(0),
             limit,
@@ -320,7 +320,7 @@ impl BufferBudget {
     }
 
     /// Bytes the buffered bodies hold now.
-    pub fn used(&self) -> u64 {
+    pub(crate) fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
     }
 

@@ -15,7 +15,7 @@ use crate::metrics::GatewayMetrics;
 use crate::upstream::pool::{live_keys, Upstreams, SWEEP_EVERY};
 
 /// State shared by every connection of a gateway.
-pub struct Shared {
+pub(crate) struct Shared {
     /// Draining: each HTTP/1.x answer then closes its connection.
     pub health: Arc<crate::health::Health>,
     pub snapshots: Arc<ArcSwap<Snapshot>>,
@@ -35,7 +35,7 @@ pub struct Shared {
 }
 
 /// Per-connection facts, computed once at accept.
-pub struct ConnCtx {
+pub(crate) struct ConnCtx {
     pub shared: Arc<Shared>,
     pub client: SocketAddr,
     pub client_ip: HeaderValue,

@@ -22,10 +22,10 @@ use turnpike_policy::UpstreamTarget;
 
 use crate::error::{ErrorKind, GatewayError};
 
-pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-pub static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
-pub static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-pub static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+pub(crate) static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub(crate) static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+pub(crate) static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+pub(crate) static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
 
@@ -81,7 +81,7 @@ fn kind(name: &HeaderName) -> Kind {
 /// peer is a trusted proxy. An untrusted client's `X-Forwarded-For` goes too, so the
 /// upstream's list starts at the peer the gateway saw: the one address it can vouch for
 /// (a back end reading the leftmost entry would otherwise take a forged one).
-pub fn strip_request(headers: &mut HeaderMap, trusted_peer: bool) {
+pub(crate) fn strip_request(headers: &mut HeaderMap, trusted_peer: bool) {
     let (mut hop, mut spoofable) = (false, false);
     for name in headers.keys() {
         match kind(name) {
@@ -121,7 +121,7 @@ fn strip_spoofable(headers: &mut HeaderMap, trusted_peer: bool) {
 }
 
 /// Most entries in `--trusted-proxies` (a balancer fleet fits in a few CIDR blocks).
-pub const MAX_TRUSTED_PROXIES: usize = 256;
+pub(crate) const MAX_TRUSTED_PROXIES: usize = 256;
 
 /// The peers whose forwarding headers are kept (`--trusted-proxies`): addresses and CIDR
 /// blocks, checked once per connection at accept.
@@ -162,7 +162,7 @@ impl TrustedProxies {
 
 /// Removes hop-by-hop headers and the headers named in `Connection`. One pass over the
 /// names when there are none (the common case).
-pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     if !headers.keys().any(is_hop_by_hop) {
         return;
     }
@@ -195,7 +195,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// headers are gone by now unless its peer is a trusted proxy ([`strip_request`]), so
 /// the rules below (append to a list, keep a proxy's proto and host) apply only to what
 /// a trusted proxy sent.
-pub struct Forwarded<'a> {
+pub(crate) struct Forwarded<'a> {
     /// The connection's peer address, formatted once per connection.
     pub client_ip: &'a HeaderValue,
     pub https: bool,
@@ -206,7 +206,7 @@ impl Forwarded<'_> {
     /// they are written, for both upstream clients. The host is the one the request was
     /// routed by: the authority of an absolute-form (or HTTP/2) request URI, else the
     /// client's `Host`.
-    pub fn apply(&self, headers: &mut HeaderMap, uri: &http::Uri) {
+    pub(crate) fn apply(&self, headers: &mut HeaderMap, uri: &http::Uri) {
         let host = uri
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
@@ -218,7 +218,7 @@ impl Forwarded<'_> {
 /// Adds `X-Forwarded-For` (appended to an existing list), and `X-Forwarded-Proto` and
 /// `X-Forwarded-Host` unless an earlier proxy set them. `client_ip` is the connection's
 /// peer address, formatted once per connection.
-pub fn add_forwarded(
+pub(crate) fn add_forwarded(
     headers: &mut HeaderMap,
     client_ip: &HeaderValue,
     https: bool,
@@ -250,7 +250,7 @@ pub fn add_forwarded(
 }
 
 /// The peer address as a header value (computed once per connection).
-pub fn ip_header(ip: IpAddr) -> HeaderValue {
+pub(crate) fn ip_header(ip: IpAddr) -> HeaderValue {
     let ip = match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
@@ -260,7 +260,7 @@ pub fn ip_header(ip: IpAddr) -> HeaderValue {
 
 /// The request's id: the client's `X-Request-ID` if it is sane, else a new one (which is
 /// then also inserted into `headers` so the upstream sees it).
-pub fn request_id(headers: &mut HeaderMap) -> HeaderValue {
+pub(crate) fn request_id(headers: &mut HeaderMap) -> HeaderValue {
     if let Some(v) = headers.get(&X_REQUEST_ID) {
         if !v.is_empty() && v.len() <= MAX_REQUEST_ID {
             return v.clone();
@@ -307,7 +307,7 @@ fn hex(out: &mut [u8], mut v: u64, digits: usize) {
 }
 
 /// `xxxxxxxx-cccccccccccc`: 8 hex of process prefix, 12 hex of counter.
-pub fn next_request_id() -> HeaderValue {
+pub(crate) fn next_request_id() -> HeaderValue {
     let n = LOCAL.with(|c| {
         let (mut next, mut end) = c.get();
         if next == end {

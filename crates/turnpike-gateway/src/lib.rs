@@ -8,23 +8,25 @@
 //!   (`Gateway::builder(settings).snapshots(handle).bind().await?.serve(shutdown)`), which
 //!   is also how tests start a gateway on `127.0.0.1:0` and learn its addresses.
 
-pub mod access_log;
+#![warn(unreachable_pub)]
+
+mod access_log;
 mod answer;
 mod client_body;
 mod complete;
 mod conn;
-pub mod conn_limit;
+mod conn_limit;
 mod drain;
 mod edge;
-pub mod error;
+mod error;
 mod h1_conn;
-pub mod headers;
+mod headers;
 pub mod health;
 mod idle;
 mod io;
 mod lenient;
-pub mod log_limit;
-pub mod metrics;
+mod log_limit;
+mod metrics;
 mod park;
 mod proxy;
 pub mod reload;
@@ -32,9 +34,9 @@ mod request_buffer;
 mod response_body;
 mod server;
 mod throttle_runtime;
-pub mod tls;
+mod tls;
 mod upgrade;
-pub mod upstream;
+mod upstream;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -48,7 +50,8 @@ use turnpike_config::Snapshot;
 use turnpike_otel::{Tracer, TracerSettings};
 
 pub use access_log::{AccessLog, AccessLogTarget};
-pub use error::{Blame, ErrorKind, GatewayError};
+pub use conn_limit::raise_fd_limit;
+pub use headers::TrustedProxies;
 pub use health::Health;
 pub use metrics::GatewayMetrics;
 pub use park::{memory_release_epoch, set_memory_release};
@@ -57,6 +60,7 @@ pub use server::{
 };
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
+pub use turnpike_policy::error::{Blame, ErrorKind, GatewayError};
 pub use turnpike_policy::{
     Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
     UpstreamTarget,

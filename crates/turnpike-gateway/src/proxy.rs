@@ -40,7 +40,7 @@ use crate::upstream::forward::{forward, Upstream};
 ///
 /// The steps before and after the exchange are plain functions: each async level a
 /// request's future nests is a copy of the whole future below it as it starts.
-pub async fn handle(
+pub(crate) async fn handle(
     conn: Arc<ConnCtx>,
     req: Request<Incoming>,
 ) -> Result<Response<HeldBody<GatewayBody, Arc<ConnCtx>>>, Infallible> {

@@ -15,7 +15,7 @@ use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
-pub use turnpike_policy::OnBodyEnd;
+pub(crate) use turnpike_policy::OnBodyEnd;
 
 use crate::client_body::BodyError;
 use crate::error::{ErrorKind, GatewayError};
@@ -24,7 +24,7 @@ use crate::upstream::h1::body::DirectBody;
 
 /// Reads a whole body of at most `limit` bytes. `too_large` names the error when it is
 /// bigger, `broken` when it fails.
-pub async fn collect<B>(
+pub(crate) async fn collect<B>(
     mut body: B,
     limit: u64,
     too_large: ErrorKind,
@@ -89,14 +89,14 @@ impl Gathered {
 
 /// After a body was replaced by one of `len` bytes: `Content-Length: len`, no
 /// `Transfer-Encoding`. The one place framing headers are rewritten.
-pub fn set_length(headers: &mut HeaderMap, len: usize) {
+pub(crate) fn set_length(headers: &mut HeaderMap, len: usize) {
     headers.remove(TRANSFER_ENCODING);
     headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
 }
 
 /// How a client-bound body ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// The last byte went out.
     Complete,
     /// Dropped before its end: the client went away (hyper stops polling a body whose
@@ -107,7 +107,7 @@ pub enum Ending {
 }
 
 /// Told once how a client-bound body ended, with the bytes sent.
-pub trait BodyEnd: Send {
+pub(crate) trait BodyEnd: Send {
     fn end(&mut self, bytes_out: u64, how: Ending);
 }
 
@@ -130,7 +130,7 @@ impl Tail {
 }
 
 /// The error a client-bound body can end with.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 enum Inner {
     Full(Option<Bytes>),
@@ -142,13 +142,13 @@ enum Inner {
 }
 
 /// What the client receives.
-pub struct GatewayBody {
+pub(crate) struct GatewayBody {
     inner: Inner,
     tail: Option<Box<Tail>>,
 }
 
 impl GatewayBody {
-    pub fn full(b: Bytes) -> Self {
+    pub(crate) fn full(b: Bytes) -> Self {
         GatewayBody {
             // An empty body is ended from the start (hyper then never polls it).
             inner: Inner::Full((!b.is_empty()).then_some(b)),
@@ -156,14 +156,14 @@ impl GatewayBody {
         }
     }
 
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         GatewayBody {
             inner: Inner::Full(None),
             tail: None,
         }
     }
 
-    pub fn upstream(inner: Incoming, pooled: Option<Pooled>) -> Self {
+    pub(crate) fn upstream(inner: Incoming, pooled: Option<Pooled>) -> Self {
         let mut b = UpstreamBody { inner, pooled };
         if b.inner.is_end_stream() {
             b.release();
@@ -174,7 +174,7 @@ impl GatewayBody {
         }
     }
 
-    pub fn direct(inner: DirectBody) -> Self {
+    pub(crate) fn direct(inner: DirectBody) -> Self {
         GatewayBody {
             inner: Inner::Direct(inner),
             tail: None,
@@ -193,18 +193,18 @@ impl GatewayBody {
 
     /// Calls `end` once with the bytes sent to the client, when the body ends (or is
     /// dropped early, with what was sent).
-    pub fn on_end(&mut self, end: OnBodyEnd) {
+    pub(crate) fn on_end(&mut self, end: OnBodyEnd) {
         self.tail().meter = Some(end);
     }
 
     /// Hands `end` the body's fate: called once when the last byte went out, or when
     /// the body is dropped before (client gone).
-    pub fn finish_with(&mut self, end: Box<dyn BodyEnd>) {
+    pub(crate) fn finish_with(&mut self, end: Box<dyn BodyEnd>) {
         self.tail().end = Some(end);
     }
 
     /// Reads the whole body (for a response body policy), at most `limit` bytes.
-    pub async fn collect(mut self, limit: u64) -> Result<Bytes, GatewayError> {
+    pub(crate) async fn collect(mut self, limit: u64) -> Result<Bytes, GatewayError> {
         let too_large = ErrorKind::UpstreamBodyTooLarge;
         let broken = ErrorKind::UpstreamReset;
         match std::mem::replace(&mut self.inner, Inner::Full(None)) {

@@ -97,7 +97,7 @@ pub struct ServerSettings {
 }
 
 /// Default of `--request-buffer-mib`.
-pub const DEFAULT_REQUEST_BUFFER_MIB: u64 = 256;
+pub(crate) const DEFAULT_REQUEST_BUFFER_MIB: u64 = 256;
 
 impl ServerSettings {
     /// Loopback, free ports for both listeners, a self-signed certificate in `data_dir`.

@@ -446,7 +446,6 @@ impl GatewayError {
         self.kind.spec().blame
     }
 
-
     /// The table's stable code of this error (also the metrics' `code` label).
     pub fn code(&self) -> &'static str {
         self.kind.spec().code

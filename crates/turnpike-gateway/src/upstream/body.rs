@@ -10,7 +10,7 @@ use crate::client_body::RequestBody;
 use crate::upstream::pool::EndpointPool;
 
 /// An HTTP/1.1 upstream connection to return to its pool once the response ends.
-pub struct Pooled {
+pub(crate) struct Pooled {
     pub sender: http1::SendRequest<RequestBody>,
     pub pool: Arc<EndpointPool>,
 }

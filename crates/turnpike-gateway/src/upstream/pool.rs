@@ -39,16 +39,16 @@ use crate::error::{ErrorKind, GatewayError};
 const MAX_IDLE_PER_ENDPOINT: usize = 512;
 
 /// How often the sweeper runs; an idle connection is closed at the second sweep it sees.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(30);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 /// A pool's key: https, and the endpoint's authority.
-pub type PoolKey = (bool, Authority);
+pub(crate) type PoolKey = (bool, Authority);
 
 /// Default of the most connections open to one endpoint (`--max-upstream-connections`).
-pub const DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT: usize = 1024;
+pub(crate) const DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT: usize = 1024;
 
 /// A connection ready to carry one request.
-pub enum Conn {
+pub(crate) enum Conn {
     H1 {
         sender: http1::SendRequest<RequestBody>,
         /// Came from the idle stack: may have been closed by the upstream meanwhile.
@@ -59,7 +59,7 @@ pub enum Conn {
 
 /// FNV-1a: the pool key is a short authority; SipHash would be the bigger cost.
 #[derive(Default)]
-pub struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Hasher for Fnv {
     fn finish(&self) -> u64 {
@@ -82,7 +82,7 @@ impl Hasher for Fnv {
 type PoolMap = HashMap<PoolKey, Arc<EndpointPool>, BuildHasherDefault<Fnv>>;
 
 /// All endpoint pools of a gateway.
-pub struct Upstreams {
+pub(crate) struct Upstreams {
     pools: ArcSwap<PoolMap>,
     create: Mutex<()>,
     tls: tokio_rustls::TlsConnector,
@@ -98,12 +98,12 @@ impl Default for Upstreams {
 }
 
 impl Upstreams {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_max_connections(DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)
     }
 
     /// Pools holding at most `max_per_endpoint` connections each (0: no cap).
-    pub fn with_max_connections(max_per_endpoint: usize) -> Self {
+    pub(crate) fn with_max_connections(max_per_endpoint: usize) -> Self {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
@@ -135,7 +135,7 @@ impl Upstreams {
     }
 
     /// The pool of an endpoint, created on first use.
-    pub fn pool(&self, https: bool, authority: &Authority) -> Arc<EndpointPool> {
+    pub(crate) fn pool(&self, https: bool, authority: &Authority) -> Arc<EndpointPool> {
         let key = (https, authority.clone());
         if let Some(p) = self.pools.load().get(&key) {
             return p.clone();
@@ -161,7 +161,7 @@ impl Upstreams {
     /// Drops the pools whose key `live` lacks (their idle connections close; requests
     /// still holding one finish on it), then closes in the others the idle connections
     /// parked before the previous sweep.
-    pub fn sweep(&self, live: &HashSet<PoolKey>) {
+    pub(crate) fn sweep(&self, live: &HashSet<PoolKey>) {
         let current = self.pools.load_full();
         if current.keys().any(|k| !live.contains(k)) {
             let _guard = self.create.lock().unwrap_or_else(|p| p.into_inner());
@@ -180,12 +180,12 @@ impl Upstreams {
 
     /// How many endpoint pools exist.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.pools.load().len()
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
@@ -200,7 +200,7 @@ pub(crate) fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey
         .collect()
 }
 /// Connections to one upstream endpoint.
-pub struct EndpointPool {
+pub(crate) struct EndpointPool {
     https: bool,
     authority: Authority,
     /// The Host header sent upstream (the endpoint's authority, like nginx's default).
@@ -271,16 +271,16 @@ impl EndpointPool {
         }
     }
 
-    pub fn is_https(&self) -> bool {
+    pub(crate) fn is_https(&self) -> bool {
         self.https
     }
 
-    pub fn authority(&self) -> &Authority {
+    pub(crate) fn authority(&self) -> &Authority {
         &self.authority
     }
 
     /// Returns a finished HTTP/1.1 connection to the idle stack.
-    pub fn put_back(&self, sender: http1::SendRequest<RequestBody>) {
+    pub(crate) fn put_back(&self, sender: http1::SendRequest<RequestBody>) {
         if sender.is_closed() {
             return;
         }
@@ -294,7 +294,7 @@ impl EndpointPool {
     }
 
     /// Returns a finished plain-HTTP connection (see `h1::body::DirectBody`) to its stack.
-    pub fn put_back_direct(&self, conn: Box<H1Conn>) {
+    pub(crate) fn put_back_direct(&self, conn: Box<H1Conn>) {
         let epoch = self.epoch.load(Ordering::Relaxed);
         let mut idle = self.direct.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
@@ -331,14 +331,14 @@ impl EndpointPool {
 
     /// Idle connections parked (both clients).
     #[cfg(test)]
-    pub fn idle_len(&self) -> usize {
+    pub(crate) fn idle_len(&self) -> usize {
         let h1 = self.idle.lock().unwrap_or_else(|p| p.into_inner()).len();
         h1 + self.direct.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// A plain-HTTP connection for the in-task client: the most recently used idle one
     /// that is still open, else a new one within `connect_timeout`.
-    pub async fn checkout_direct(
+    pub(crate) async fn checkout_direct(
         &self,
         connect_timeout: Duration,
     ) -> Result<Box<H1Conn>, GatewayError> {
@@ -402,7 +402,7 @@ impl EndpointPool {
     }
 
     /// A connection: an idle one if any is alive, the shared HTTP/2 one, or a new one.
-    pub async fn checkout(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
+    pub(crate) async fn checkout(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
         let deadline = tokio::time::Instant::now() + connect_timeout;
         loop {
             if let Some(c) = self.checkout_idle().await {
@@ -442,7 +442,10 @@ impl EndpointPool {
 
     /// Opens a new connection within `connect_timeout` (TCP and, for https, TLS), once
     /// a connection slot is free.
-    pub async fn connect_new(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
+    pub(crate) async fn connect_new(
+        &self,
+        connect_timeout: Duration,
+    ) -> Result<Conn, GatewayError> {
         let deadline = tokio::time::Instant::now() + connect_timeout;
         loop {
             if let Some(slot) = self.slot(deadline).await? {

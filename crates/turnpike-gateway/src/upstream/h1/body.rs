@@ -18,7 +18,7 @@ const MAX_LINE: usize = 4 * 1024;
 
 /// Where the response body stands.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BodyFraming {
+pub(crate) enum BodyFraming {
     /// This many bytes remain.
     Length(u64),
     Chunked(Chunk),
@@ -28,7 +28,7 @@ pub enum BodyFraming {
 
 /// Chunked decoding state.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Chunk {
+pub(crate) enum Chunk {
     Size,
     Data(u64),
     DataEnd,
@@ -37,7 +37,7 @@ pub enum Chunk {
 }
 
 /// The upstream's response body, read from the connection by the client's task.
-pub struct DirectBody {
+pub(crate) struct DirectBody {
     pub(super) conn: Option<Box<H1Conn>>,
     pub(super) pool: Option<Arc<EndpointPool>>,
     pub(super) framing: BodyFraming,

@@ -16,7 +16,7 @@ const READ_BUF: usize = 16 * 1024;
 pub(super) const MAX_HEAD: usize = 64 * 1024;
 
 /// A pooled plain-TCP upstream connection and its read buffer.
-pub struct H1Conn {
+pub(crate) struct H1Conn {
     pub(super) io: TcpStream,
     /// The request head being written (kept for the next request on this connection).
     pub(super) wbuf: Vec<u8>,
@@ -30,7 +30,7 @@ pub struct H1Conn {
 impl H1Conn {
     /// Boxed once per connection, so moving it in and out of the pool and the response
     /// body stays cheap.
-    pub fn new(io: TcpStream) -> Box<Self> {
+    pub(crate) fn new(io: TcpStream) -> Box<Self> {
         Box::new(H1Conn {
             io,
             wbuf: Vec::with_capacity(512),
@@ -42,7 +42,7 @@ impl H1Conn {
     }
 
     /// Holds one of the endpoint's connection slots for as long as this lives.
-    pub fn hold(&mut self, slot: tokio::sync::OwnedSemaphorePermit) {
+    pub(crate) fn hold(&mut self, slot: tokio::sync::OwnedSemaphorePermit) {
         self.slot = Some(slot);
     }
 
@@ -81,7 +81,7 @@ impl H1Conn {
 
     /// Whether an idle connection is still usable: no bytes and no end of stream are
     /// waiting on it. Costs no syscall when the socket has no new readiness.
-    pub async fn is_alive(&mut self) -> bool {
+    pub(crate) async fn is_alive(&mut self) -> bool {
         if self.start != self.end {
             return false;
         }
@@ -98,7 +98,7 @@ impl H1Conn {
 }
 
 /// Opens a new plain-TCP connection (the caller bounds it with the connect timeout).
-pub async fn connect(host: &str, port: u16) -> io::Result<Box<H1Conn>> {
+pub(crate) async fn connect(host: &str, port: u16) -> io::Result<Box<H1Conn>> {
     let tcp = TcpStream::connect((host, port)).await?;
     let _ = tcp.set_nodelay(true);
     Ok(H1Conn::new(tcp))

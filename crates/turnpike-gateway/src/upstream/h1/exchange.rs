@@ -25,11 +25,11 @@ const MAX_HEADERS: usize = 100;
 /// reads the response, which cannot deadlock against an upstream that answers while
 /// still reading only when the body fits in the sockets' buffers; bigger and chunked
 /// bodies go through hyper's full-duplex client.
-pub const MAX_DIRECT_BODY: u64 = 16 * 1024;
+pub(crate) const MAX_DIRECT_BODY: u64 = 16 * 1024;
 
 /// Whether this request can use the in-task client: no body, or a declared one of at
 /// most [`MAX_DIRECT_BODY`] bytes.
-pub fn fits(headers: &HeaderMap, body: &RequestBody) -> bool {
+pub(crate) fn fits(headers: &HeaderMap, body: &RequestBody) -> bool {
     match headers.get(CONTENT_LENGTH) {
         Some(v) => std::str::from_utf8(v.as_bytes())
             .ok()
@@ -65,7 +65,7 @@ impl From<Failure> for GatewayError {
 /// The upstream request line's path, written as is: the endpoint's base path, the
 /// request path below the API's context, and the query. All three come from an already
 /// validated URI or the compiled endpoint.
-pub struct UpstreamPath<'a> {
+pub(crate) struct UpstreamPath<'a> {
     pub base: &'a str,
     pub path: &'a str,
     pub query: Option<&'a str>,
@@ -84,7 +84,7 @@ enum ReqFraming {
 
 /// Sends the request on `conn` and reads the response head. On success the response's
 /// body owns the connection and returns it to `pool` when it ends cleanly.
-pub async fn exchange(
+pub(crate) async fn exchange(
     pool: Arc<EndpointPool>,
     mut conn: Box<H1Conn>,
     parts: &request::Parts,
