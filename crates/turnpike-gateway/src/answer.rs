@@ -13,7 +13,7 @@ use crate::conn::ConnCtx;
 use crate::error::{ErrorKind, GatewayError};
 use crate::headers::{self, X_REQUEST_ID};
 use crate::park::HeldBody;
-use crate::response_body::GatewayBody;
+use crate::response_body::ResponseBody;
 use crate::upstream::forward::Upstream;
 
 /// A request routed to an API only to be refused there.
@@ -31,11 +31,11 @@ pub(crate) enum Refuse {
 /// holding the connection's context.
 #[inline]
 pub(crate) fn leaving(
-    mut resp: Response<GatewayBody>,
+    mut resp: Response<ResponseBody>,
     request_id: HeaderValue,
     h1: bool,
     conn: &Arc<ConnCtx>,
-) -> Response<HeldBody<GatewayBody, Arc<ConnCtx>>> {
+) -> Response<HeldBody<ResponseBody, Arc<ConnCtx>>> {
     resp.headers_mut().insert(X_REQUEST_ID.clone(), request_id);
     if h1
         && conn.shared.health.is_draining()
@@ -55,7 +55,7 @@ pub(crate) fn response_hooks(
     chain: &turnpike_policy::Chain,
     ctx: &mut RequestCtx,
     rparts: &mut response::Parts,
-    rbody: &mut GatewayBody,
+    rbody: &mut ResponseBody,
     mut upto: usize,
     failed: &mut Option<ErrorKind>,
 ) -> usize {
@@ -75,15 +75,15 @@ pub(crate) fn stop(at: usize, e: GatewayError) -> Stop {
     }
 }
 
-pub(crate) fn upstream_response(up: Upstream) -> (response::Parts, GatewayBody) {
+pub(crate) fn upstream_response(up: Upstream) -> (response::Parts, ResponseBody) {
     let (mut rparts, body) = match up {
         Upstream::Hyper(resp, pooled) => {
             let (rparts, rbody) = resp.into_parts();
-            (rparts, GatewayBody::upstream(rbody, pooled))
+            (rparts, ResponseBody::upstream(rbody, pooled))
         }
         Upstream::Direct(resp) => {
             let (rparts, rbody) = resp.into_parts();
-            (rparts, GatewayBody::direct(rbody))
+            (rparts, ResponseBody::direct(rbody))
         }
     };
     headers::strip_hop_by_hop(&mut rparts.headers);
@@ -95,11 +95,11 @@ pub(crate) fn upstream_response(up: Upstream) -> (response::Parts, GatewayBody) 
 pub(crate) fn answer_response(
     answer: Answer,
     request_id: &HeaderValue,
-) -> (response::Parts, GatewayBody, Option<ErrorKind>) {
+) -> (response::Parts, ResponseBody, Option<ErrorKind>) {
     match answer {
         Answer::Respond(r) => {
             let (p, b) = (*r).into_parts();
-            (p, GatewayBody::full(b), None)
+            (p, ResponseBody::full(b), None)
         }
         Answer::Error(e) => {
             let kind = e.kind;
@@ -112,7 +112,7 @@ pub(crate) fn answer_response(
 pub(crate) fn error_parts(
     e: GatewayError,
     request_id: &HeaderValue,
-) -> (response::Parts, GatewayBody) {
+) -> (response::Parts, ResponseBody) {
     let (p, b): (response::Parts, Bytes) = e.into_response(request_id).into_parts();
-    (p, GatewayBody::full(b))
+    (p, ResponseBody::full(b))
 }

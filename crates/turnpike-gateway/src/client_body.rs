@@ -1,5 +1,5 @@
 //! The request body as it comes from the client. Bodies stream frame by frame unless a
-//! policy of the API asked for the whole body (`response_body::collect`): [`RequestBody`]
+//! policy of the API asked for the whole body (`response_body::collect`): [`ClientBody`]
 //! counts bytes against the API's limit while it streams to the upstream (or carries a
 //! buffered, possibly rewritten, body). A streamed request body that stalls longer than
 //! the body-read timeout fails with [`BodyError::ReadTimeout`] (408); [`BodyWatch`]
@@ -33,7 +33,7 @@ pub(crate) enum BodyError {
 /// The client's request body on its way upstream: streamed with the API's size limit
 /// enforced (a Content-Length above the limit is refused before this exists), or
 /// buffered (a body policy ran).
-pub(crate) struct RequestBody {
+pub(crate) struct ClientBody {
     inner: ReqInner,
     /// Bytes already read from `inner` (request buffering), sent before the rest.
     head: Option<Bytes>,
@@ -132,11 +132,11 @@ enum ReqInner {
     Full(Option<Bytes>),
 }
 
-impl RequestBody {
+impl ClientBody {
     /// A streamed body: at most `limit` bytes, the next bytes within `read_timeout`
     /// (zero: no limit).
     pub(crate) fn new(inner: Incoming, limit: Option<u64>, read_timeout: Duration) -> Self {
-        RequestBody {
+        ClientBody {
             inner: ReqInner::Stream(inner),
             head: None,
             reserved: None,
@@ -167,7 +167,7 @@ impl RequestBody {
 
     /// A buffered body (its headers fixed with [`set_length`]).
     pub(crate) fn full(b: Bytes) -> Self {
-        RequestBody {
+        ClientBody {
             inner: ReqInner::Full((!b.is_empty()).then_some(b)),
             head: None,
             reserved: None,
@@ -199,7 +199,7 @@ impl RequestBody {
     }
 }
 
-impl Body for RequestBody {
+impl Body for ClientBody {
     type Data = Bytes;
     type Error = BodyError;
 
@@ -295,7 +295,7 @@ impl Body for RequestBody {
     }
 }
 
-impl Drop for RequestBody {
+impl Drop for ClientBody {
     /// Dropped before its end (the upstream stopped reading it): whoever waits for the
     /// end learns it will not come.
     fn drop(&mut self) {

@@ -22,14 +22,14 @@ use turnpike_policy::{Hooks, RequestCtx, Stop, TraceContext, UpstreamTarget};
 use crate::answer::{
     answer_response, error_parts, leaving, response_hooks, stop, upstream_response, Refuse,
 };
-use crate::client_body::RequestBody;
+use crate::client_body::ClientBody;
 use crate::complete::{BytesIn, Finisher, Marks};
 use crate::conn::ConnCtx;
 use crate::error::{ErrorKind, GatewayError};
 use crate::headers::{self, request_host, X_REQUEST_ID};
 use crate::lenient::{normalise_uri, Lenient};
 use crate::park::HeldBody;
-use crate::response_body::{self as body, GatewayBody, OnBodyEnd};
+use crate::response_body::{self as body, OnBodyEnd, ResponseBody};
 use crate::upstream::forward::{forward, Upstream};
 
 /// The service of every connection: what HTTP forbids is refused first (`edge.rs`),
@@ -43,10 +43,10 @@ use crate::upstream::forward::{forward, Upstream};
 pub(crate) async fn handle(
     conn: Arc<ConnCtx>,
     req: Request<Incoming>,
-) -> Result<Response<HeldBody<GatewayBody, Arc<ConnCtx>>>, Infallible> {
+) -> Result<Response<HeldBody<ResponseBody, Arc<ConnCtx>>>, Infallible> {
     if let Err(e) = crate::edge::check(&req) {
         let id = headers::next_request_id();
-        let mut resp = e.into_response(&id).map(GatewayBody::full);
+        let mut resp = e.into_response(&id).map(ResponseBody::full);
         resp.headers_mut().insert(X_REQUEST_ID.clone(), id);
         return Ok(resp.map(|b| HeldBody::new(b, conn)));
     }
@@ -171,10 +171,10 @@ fn unrouted(
     e: GatewayError,
     request_id: HeaderValue,
     observed: bool,
-) -> Response<GatewayBody> {
+) -> Response<ResponseBody> {
     let e = not_ready_or(e, &conn.shared.health);
     let kind = e.kind;
-    let mut resp = e.into_response(&request_id).map(GatewayBody::full);
+    let mut resp = e.into_response(&request_id).map(ResponseBody::full);
     if observed {
         let target = UpstreamTarget::suffix(parts.uri.clone(), 0);
         let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
@@ -211,7 +211,7 @@ fn upgrade(
     parts: request::Parts,
     refuse: Option<Refuse>,
     observed: bool,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<GatewayBody>> + Send + '_>> {
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<ResponseBody>> + Send + '_>> {
     Box::pin(async move {
         if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
             return crate::upgrade::exchange(conn, &api, &mut ctx, parts, refuse)
@@ -237,7 +237,7 @@ async fn exchange(
     parts: &mut request::Parts,
     body: Incoming,
     refuse: Option<Refuse>,
-) -> (Response<GatewayBody>, Option<ErrorKind>) {
+) -> (Response<ResponseBody>, Option<ErrorKind>) {
     let chain = &api.chain;
     let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
     let (mut rparts, mut rbody, upto, mut failed) = match sent {
@@ -267,7 +267,7 @@ async fn exchange(
         rbody = match result {
             Ok(bytes) => {
                 body::set_length(&mut rparts.headers, bytes.len());
-                GatewayBody::full(bytes)
+                ResponseBody::full(bytes)
             }
             Err(e) => {
                 failed = Some(e.kind);
@@ -311,7 +311,7 @@ async fn request_side(
     chain.request_headers(ctx, parts).await?;
     let body = if chain.hooks().contains(Hooks::REQUEST_BODY) {
         let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let timed = RequestBody::new(body, None, conn.shared.body_read_timeout);
+        let timed = ClientBody::new(body, None, conn.shared.body_read_timeout);
         let mut bytes = body::collect(timed, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
             .await
             .map_err(|e| stop(end, e))?;
@@ -320,7 +320,7 @@ async fn request_side(
         if let Some(m) = marks.as_deref_mut() {
             m.bytes_in.buffered(bytes.len() as u64);
         }
-        RequestBody::full(bytes)
+        ClientBody::full(bytes)
     } else {
         let mut b = match api
             .request_buffering
@@ -331,7 +331,7 @@ async fn request_side(
             Some(rb) => crate::request_buffer::boxed(body, rb, api, conn, &mut parts.headers)
                 .await
                 .map_err(|e| stop(end, e))?,
-            None => RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
+            None => ClientBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
         };
         if let Some(m) = marks.as_deref_mut() {
             // A body of unknown length (chunked) is counted as it streams; a declared

@@ -1,4 +1,4 @@
-//! What the client receives: [`GatewayBody`], a generated or buffered body or the
+//! What the client receives: [`ResponseBody`], a generated or buffered body or the
 //! upstream's (which hands its HTTP/1.1 connection back to the pool at end of stream,
 //! `upstream/body.rs`). When someone must know how the body ended (bytes sent, client
 //! gone: `on_complete`, the access log, metrics, bandwidth quotas), a [`BodyEnd`] and/or
@@ -142,14 +142,14 @@ enum Inner {
 }
 
 /// What the client receives.
-pub(crate) struct GatewayBody {
+pub(crate) struct ResponseBody {
     inner: Inner,
     tail: Option<Box<Tail>>,
 }
 
-impl GatewayBody {
+impl ResponseBody {
     pub(crate) fn full(b: Bytes) -> Self {
-        GatewayBody {
+        ResponseBody {
             // An empty body is ended from the start (hyper then never polls it).
             inner: Inner::Full((!b.is_empty()).then_some(b)),
             tail: None,
@@ -157,7 +157,7 @@ impl GatewayBody {
     }
 
     pub(crate) fn empty() -> Self {
-        GatewayBody {
+        ResponseBody {
             inner: Inner::Full(None),
             tail: None,
         }
@@ -168,14 +168,14 @@ impl GatewayBody {
         if b.inner.is_end_stream() {
             b.release();
         }
-        GatewayBody {
+        ResponseBody {
             inner: Inner::Upstream(b),
             tail: None,
         }
     }
 
     pub(crate) fn direct(inner: DirectBody) -> Self {
-        GatewayBody {
+        ResponseBody {
             inner: Inner::Direct(inner),
             tail: None,
         }
@@ -221,7 +221,7 @@ impl GatewayBody {
     }
 }
 
-impl Drop for GatewayBody {
+impl Drop for ResponseBody {
     fn drop(&mut self) {
         if let Some(t) = self.tail.as_mut() {
             if self.inner.is_end_stream() {
@@ -243,7 +243,7 @@ impl Inner {
     }
 }
 
-impl Body for GatewayBody {
+impl Body for ResponseBody {
     type Data = Bytes;
     type Error = BoxError;
 

@@ -35,7 +35,7 @@ use crate::conn::ConnCtx;
 use crate::drain::{draining, Watcher};
 use crate::error::ErrorKind;
 use crate::io::{ClientIo, RelayJob};
-use crate::response_body::GatewayBody;
+use crate::response_body::ResponseBody;
 
 /// Longest wait for `connection_init` on a socket whose credential it carries.
 pub(crate) const INIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,7 +51,7 @@ pub(crate) fn defer(
     ctx: &RequestCtx,
     parts: request::Parts,
     stop: &Stop,
-) -> Option<Response<GatewayBody>> {
+) -> Option<Response<ResponseBody>> {
     let missing =
         matches!(&stop.answer, Answer::Error(e) if e.kind == ErrorKind::MissingCredentials);
     if !missing || api.chain.upgrade_guard(ctx).is_none() {
@@ -70,7 +70,7 @@ pub(crate) fn defer(
     let chosen = ["graphql-transport-ws", "graphql-ws"]
         .into_iter()
         .find(|p| offered(p))?;
-    let mut out = Response::new(GatewayBody::empty());
+    let mut out = Response::new(ResponseBody::empty());
     *out.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = out.headers_mut();
     h.insert(CONNECTION, HeaderValue::from_static("upgrade"));

@@ -37,7 +37,7 @@ use crate::drain::Watcher;
 use crate::error::{ErrorKind, GatewayError};
 use crate::headers;
 use crate::io::{ClientIo, RelayJob};
-use crate::response_body::GatewayBody;
+use crate::response_body::ResponseBody;
 use relay::{connect, relay_bytes, Origin};
 
 /// Whether hyper saw an upgrade request (its `OnUpgrade` extension: a null check on an
@@ -78,7 +78,7 @@ pub(crate) async fn exchange(
     ctx: &mut RequestCtx,
     parts: request::Parts,
     refuse: Option<Refuse>,
-) -> (Response<GatewayBody>, Option<ErrorKind>) {
+) -> (Response<ResponseBody>, Option<ErrorKind>) {
     let chain = &api.chain;
     let (mut rparts, mut rbody, upto, mut failed) =
         match request_side(conn, api, ctx, parts, refuse).await {
@@ -87,7 +87,7 @@ pub(crate) async fn exchange(
                 let (mut p, b) = resp.into_parts();
                 headers::strip_hop_by_hop(&mut p.headers);
                 p.version = Version::HTTP_11;
-                (p, GatewayBody::upstream(b, None), chain.len(), None)
+                (p, ResponseBody::upstream(b, None), chain.len(), None)
             }
             Err(Stop { at, answer }) => {
                 let (p, b, failed) = answer_response(answer, &ctx.request_id);
@@ -100,7 +100,7 @@ pub(crate) async fn exchange(
 
 enum Opened {
     /// The `101` for the client; the relay job is in the connection's slot.
-    Upgraded(Response<GatewayBody>),
+    Upgraded(Response<ResponseBody>),
     /// The upstream's answer other than `101`.
     Refused(Response<Incoming>),
 }
@@ -145,7 +145,7 @@ async fn request_side(
         return Ok(Opened::Refused(resp));
     };
     let (rparts, _) = resp.into_parts();
-    let mut out = Response::new(GatewayBody::empty());
+    let mut out = Response::new(ResponseBody::empty());
     *out.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     for (name, value) in &rparts.headers {
         let n = name.as_str();

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
 
-use crate::client_body::RequestBody;
+use crate::client_body::ClientBody;
 use crate::upstream::pool::EndpointPool;
 
 /// An HTTP/1.1 upstream connection to return to its pool once the response ends.
 pub(crate) struct Pooled {
-    pub sender: http1::SendRequest<RequestBody>,
+    pub sender: http1::SendRequest<ClientBody>,
     pub pool: Arc<EndpointPool>,
 }
 

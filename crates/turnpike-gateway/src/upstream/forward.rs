@@ -19,7 +19,7 @@ use super::body::Pooled;
 use super::h1::body::DirectBody;
 use super::h1::exchange as h1;
 use super::pool::{Conn, EndpointPool};
-use crate::client_body::{BodyEndState, BodyError, BodyWatch, RequestBody};
+use crate::client_body::{BodyEndState, BodyError, BodyWatch, ClientBody};
 use crate::conn::Shared;
 use crate::error::{ErrorKind, GatewayError};
 use crate::headers;
@@ -41,7 +41,7 @@ pub(crate) async fn forward(
     shared: &Shared,
     api: &CompiledApi,
     parts: &mut request::Parts,
-    mut body: RequestBody,
+    mut body: ClientBody,
     target: &UpstreamTarget,
     fwd: &headers::Forwarded<'_>,
 ) -> Result<Upstream, GatewayError> {
@@ -149,9 +149,9 @@ fn endpoint_failed(api: &CompiledApi, ep: &Endpoint, e: &GatewayError) {
 /// sent once).
 fn build_request(
     parts: &mut request::Parts,
-    body: RequestBody,
+    body: ClientBody,
     pq: PathAndQuery,
-) -> Request<RequestBody> {
+) -> Request<ClientBody> {
     let mut req = Request::new(body);
     *req.method_mut() = parts.method.clone();
     *req.headers_mut() = std::mem::take(&mut parts.headers);
@@ -160,7 +160,7 @@ fn build_request(
 }
 
 /// Sets the URI form and headers the connection's protocol wants.
-fn prepare(req: &mut Request<RequestBody>, pool: &EndpointPool, h2: bool) {
+fn prepare(req: &mut Request<ClientBody>, pool: &EndpointPool, h2: bool) {
     if h2 {
         *req.version_mut() = Version::HTTP_2;
         req.headers_mut().remove(HOST);
@@ -190,7 +190,7 @@ fn prepare(req: &mut Request<RequestBody>, pool: &EndpointPool, h2: bool) {
 async fn send(
     pool: Arc<EndpointPool>,
     conn: Conn,
-    mut req: Request<RequestBody>,
+    mut req: Request<ClientBody>,
     api: &CompiledApi,
     watch: Option<&BodyWatch>,
 ) -> Result<(Response<Incoming>, Option<Pooled>), GatewayError> {

@@ -32,7 +32,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 
 use super::h1::conn::{self as h1, H1Conn};
-use crate::client_body::RequestBody;
+use crate::client_body::ClientBody;
 use crate::error::{ErrorKind, GatewayError};
 
 /// Most idle HTTP/1.1 connections kept per endpoint.
@@ -50,11 +50,11 @@ pub(crate) const DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT: usize = 1024;
 /// A connection ready to carry one request.
 pub(crate) enum Conn {
     H1 {
-        sender: http1::SendRequest<RequestBody>,
+        sender: http1::SendRequest<ClientBody>,
         /// Came from the idle stack: may have been closed by the upstream meanwhile.
         reused: bool,
     },
-    H2(http2::SendRequest<RequestBody>),
+    H2(http2::SendRequest<ClientBody>),
 }
 
 /// FNV-1a: the pool key is a short authority; SipHash would be the bigger cost.
@@ -206,13 +206,13 @@ pub(crate) struct EndpointPool {
     /// The Host header sent upstream (the endpoint's authority, like nginx's default).
     pub host: HeaderValue,
     /// Idle connections with the sweep epoch they were parked in.
-    idle: Mutex<Vec<(u32, http1::SendRequest<RequestBody>)>>,
+    idle: Mutex<Vec<(u32, http1::SendRequest<ClientBody>)>>,
     /// Idle plain-HTTP connections of the in-task client (`h1/`), kept boxed: they
     /// move between this stack and response bodies without reallocating.
     direct: Mutex<Vec<(u32, Box<H1Conn>)>>,
     /// Sweeps seen (see [`Upstreams::sweep`]).
     epoch: AtomicU32,
-    h2: Mutex<Option<http2::SendRequest<RequestBody>>>,
+    h2: Mutex<Option<http2::SendRequest<ClientBody>>>,
     tls: tokio_rustls::TlsConnector,
     tls_h1: tokio_rustls::TlsConnector,
     /// One permit per connection that may be open; each connection holds one.
@@ -280,7 +280,7 @@ impl EndpointPool {
     }
 
     /// Returns a finished HTTP/1.1 connection to the idle stack.
-    pub(crate) fn put_back(&self, sender: http1::SendRequest<RequestBody>) {
+    pub(crate) fn put_back(&self, sender: http1::SendRequest<ClientBody>) {
         if sender.is_closed() {
             return;
         }
@@ -396,7 +396,7 @@ impl EndpointPool {
         }
     }
 
-    fn pop_idle(&self) -> Option<http1::SendRequest<RequestBody>> {
+    fn pop_idle(&self) -> Option<http1::SendRequest<ClientBody>> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         idle.map(|(_, sender)| sender)
     }

@@ -15,7 +15,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::body::{BodyFraming, Chunk, DirectBody};
 use super::conn::{H1Conn, MAX_HEAD};
-use crate::client_body::{BodyError, RequestBody};
+use crate::client_body::{BodyError, ClientBody};
 use crate::error::{ErrorKind, GatewayError};
 use crate::upstream::pool::EndpointPool;
 
@@ -29,7 +29,7 @@ pub(crate) const MAX_DIRECT_BODY: u64 = 16 * 1024;
 
 /// Whether this request can use the in-task client: no body, or a declared one of at
 /// most [`MAX_DIRECT_BODY`] bytes.
-pub(crate) fn fits(headers: &HeaderMap, body: &RequestBody) -> bool {
+pub(crate) fn fits(headers: &HeaderMap, body: &ClientBody) -> bool {
     match headers.get(CONTENT_LENGTH) {
         Some(v) => std::str::from_utf8(v.as_bytes())
             .ok()
@@ -88,7 +88,7 @@ pub(crate) async fn exchange(
     pool: Arc<EndpointPool>,
     mut conn: Box<H1Conn>,
     parts: &request::Parts,
-    mut body: RequestBody,
+    mut body: ClientBody,
     path: UpstreamPath<'_>,
 ) -> Result<Response<DirectBody>, GatewayError> {
     let head_only = parts.method == Method::HEAD;
@@ -212,7 +212,7 @@ fn encode_head(
 async fn write_request(
     conn: &mut H1Conn,
     out: &mut Vec<u8>,
-    body: &mut RequestBody,
+    body: &mut ClientBody,
     framing: ReqFraming,
 ) -> Result<(), Failure> {
     let chunked = matches!(framing, ReqFraming::Chunked) && body.size_hint().exact().is_none();
