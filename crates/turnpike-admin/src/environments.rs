@@ -108,7 +108,7 @@ async fn put_envs(
 /// WSO2's `endpointURLs` of an API: per environment, its URLs at the gateway (and the
 /// version-less ones for the default version).
 pub fn endpoint_urls(envs: &Value, api: &Api) -> Value {
-    let path = format!("{}/{}", api.context, api.version);
+    let path = turnpike_model::api_id(&api.context, &api.version);
     let urls = |suffix: &str, env: &Value| {
         let mut u = json!({});
         for (k, field) in [("http", "httpUrl"), ("https", "httpsUrl")] {

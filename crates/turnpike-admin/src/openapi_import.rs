@@ -185,7 +185,7 @@ pub fn generate(api: &turnpike_store::Api) -> Value {
     let mut doc = serde_json::json!({
         "openapi": "3.0.3",
         "info": {"title": api.name, "version": api.version, "description": api.description},
-        "servers": [{"url": format!("{}/{}", api.context, api.version)}],
+        "servers": [{"url": turnpike_model::api_id(&api.context, &api.version)}],
         "paths": paths,
     });
     let scopes: serde_json::Map<String, Value> = api

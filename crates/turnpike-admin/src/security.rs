@@ -239,11 +239,6 @@ pub async fn rotate_signing_key(state: &AppState, who: &str) -> Result<Vec<KeyIn
     Ok(sec.km.keys())
 }
 
-/// The snapshot API id of an API (`{context}/{version}`), what subscriptions are keyed by.
-pub fn api_id(context: &str, version: &str) -> String {
-    format!("{context}/{version}")
-}
-
 /// The snapshot's `security:` section without its subscriptions (the snapshot builder
 /// adds those from its index).
 pub async fn spec(

@@ -230,7 +230,10 @@ async fn expired_revoked_tampered_and_foreign_tokens_get_401() {
     // Expired: the key manager's clock moves past the one-hour lifetime.
     let token = cp.bearer("pub", None).await;
     assert_eq!(get(token.clone()).await.status, 200);
-    cp.clock.as_ref().expect("manual clock").advance(3601);
+    cp.clock
+        .as_ref()
+        .expect("manual clock")
+        .advance(std::time::Duration::from_secs(3601));
     assert_invalid_token(&get(token).await, "expired", "expired");
 
     // Revoked (RFC 7009, by the public client that holds it).

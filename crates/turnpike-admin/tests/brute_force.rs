@@ -150,7 +150,7 @@ async fn basic_guessing_locks_the_guessing_address_but_not_the_owner() {
     // The owner, from another address, gets in meanwhile.
     assert_eq!(basic(&cp, OWNER, "admin", PASSWORD).await.status, 200);
     // The lock ends.
-    clock.advance(61);
+    clock.advance(std::time::Duration::from_secs(61));
     assert_eq!(basic(&cp, ATTACKER, "admin", PASSWORD).await.status, 200);
 }
 

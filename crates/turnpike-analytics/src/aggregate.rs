@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use foldhash::fast::RandomState;
 use http::Method;
-use turnpike_auth::Principal;
+use turnpike_policy::Principal;
 use turnpike_policy::{ApiLabel, Completion, ErrorKind, RequestCtx};
 
 use crate::event::{status_class, Latency, Outcome, WallClock};

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderValue, Method};
 use serde::{Deserialize, Serialize};
-use turnpike_auth::{Identity, KeyType};
 use turnpike_policy::{ApiLabel, Blame, Completion, ErrorKind, RequestCtx};
+use turnpike_policy::{Identity, KeyType};
 
 /// How a request ended, from the caller's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
-use turnpike_policy::{Completion, Hooks, Policy, RequestCtx};
+use turnpike_policy::{Completion, Observer, RequestCtx};
 
 use crate::aggregate::{Aggregator, Facts};
 use crate::event::{Record, WallClock};
@@ -197,13 +197,9 @@ impl Drop for Analytics {
     }
 }
 
-impl Policy for Analytics {
+impl Observer for Analytics {
     fn name(&self) -> &'static str {
         "analytics"
-    }
-
-    fn hooks(&self) -> Hooks {
-        Hooks::COMPLETE
     }
 
     fn on_complete(&self, ctx: &RequestCtx, done: &Completion) {

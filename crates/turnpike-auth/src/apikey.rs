@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
+use turnpike_model::clock::Clock;
+use turnpike_policy::{CredentialKind, Identity, KeyType, Principal};
 
 use crate::cache::{PrefixMap, TokenKey};
-use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType, Principal};
 
 /// One API key as the snapshot carries it (never the key itself).
 #[derive(Debug, Clone)]
@@ -70,7 +70,7 @@ impl ApiKeyValidator {
             .by_prefix
             .get(&digest.prefix())
             .ok_or(AuthError::InvalidApiKey)?;
-        let now = self.clock.now();
+        let now = self.clock.now_secs();
         for (record, identity) in candidates {
             if bool::from(record.hash.ct_eq(&digest.0)) {
                 if record.expires_at.is_some_and(|e| e <= now) {
@@ -86,7 +86,7 @@ impl ApiKeyValidator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use turnpike_model::clock::ManualClock;
 
     fn record(key: &str, exp: Option<u64>) -> ApiKeyRecord {
         ApiKeyRecord {
@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn accepts_known_keys_and_refuses_others_and_expired() {
-        let clock = Arc::new(ManualClock::new(100));
+        let clock = Arc::new(ManualClock::at_secs(100));
         let v = ApiKeyValidator::new([record("k1", None), record("k2", Some(50))], clock);
         assert_eq!(
             v.validate("k1").unwrap().application_id.as_deref(),

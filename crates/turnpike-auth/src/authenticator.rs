@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use http::header::{HeaderName, AUTHORIZATION};
 use http::request::Parts;
+use turnpike_policy::http::query_param;
+use turnpike_policy::Identity;
 
 use crate::apikey::ApiKeyValidator;
 use crate::basic::{decode_basic, BasicValidator};
 use crate::cache::TokenKey;
 use crate::error::AuthError;
-use crate::identity::Identity;
 use crate::introspect::Introspector;
 use crate::jwt::{JwtValidator, Revocations};
 
@@ -63,13 +64,6 @@ fn is_b64token(t: &str) -> bool {
         && body
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
-}
-
-fn query_param<'a>(parts: &'a Parts, name: &str) -> Option<std::borrow::Cow<'a, str>> {
-    let q = parts.uri.query()?;
-    form_urlencoded::parse(q.as_bytes())
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v)
 }
 
 impl Authenticator {
@@ -128,7 +122,10 @@ impl Authenticator {
             let presented = match from_header {
                 Some(Ok(v)) => Some(v),
                 Some(Err(_)) => return Check::Done(Err(AuthError::InvalidApiKey)),
-                None => loc.query.as_deref().and_then(|q| query_param(parts, q)),
+                None => loc
+                    .query
+                    .as_deref()
+                    .and_then(|name| query_param(parts.uri.query()?, name)),
             };
             if let Some(k) = presented.filter(|k| !k.is_empty()) {
                 return Check::Done(keys.validate(&k));

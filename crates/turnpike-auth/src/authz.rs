@@ -5,35 +5,10 @@
 use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
+pub use turnpike_model::SubscriptionState;
+use turnpike_policy::{Identity, KeyType};
 
 use crate::error::AuthError;
-use crate::identity::{Identity, KeyType};
-
-/// A subscription's state, as the control plane records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubscriptionState {
-    Active,
-    Blocked,
-    /// Sandbox keys still work; production keys are refused.
-    ProdOnlyBlocked,
-    /// Awaiting approval.
-    OnHold,
-    Rejected,
-}
-
-impl SubscriptionState {
-    /// Parses the control plane's spelling (`ACTIVE`, `PROD_ONLY_BLOCKED`, ...).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.to_ascii_uppercase().as_str() {
-            "ACTIVE" | "UNBLOCKED" => Some(Self::Active),
-            "BLOCKED" => Some(Self::Blocked),
-            "PROD_ONLY_BLOCKED" => Some(Self::ProdOnlyBlocked),
-            "ON_HOLD" => Some(Self::OnHold),
-            "REJECTED" => Some(Self::Rejected),
-            _ => None,
-        }
-    }
-}
 
 /// One subscription as the snapshot carries it.
 #[derive(Debug, Clone)]
@@ -154,7 +129,7 @@ impl ScopeRequirement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::CredentialKind;
+    use turnpike_policy::CredentialKind;
 
     fn id(app: Option<&str>, key_type: KeyType, scopes: &[&str]) -> Identity {
         Identity {
@@ -162,7 +137,7 @@ mod tests {
             subject: "s".into(),
             expires_at: None,
             token_id: None,
-            principal: std::sync::Arc::new(crate::identity::Principal {
+            principal: std::sync::Arc::new(turnpike_policy::Principal {
                 application_id: app.map(str::to_owned),
                 scopes: scopes.iter().map(|s| s.to_string()).collect(),
                 key_type,

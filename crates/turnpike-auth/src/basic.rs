@@ -12,11 +12,11 @@ use argon2::Argon2;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use sha2::{Digest, Sha256};
+use turnpike_model::clock::Clock;
+use turnpike_policy::{CredentialKind, Identity, KeyType, Principal};
 
 use crate::cache::{TokenCache, TokenKey};
-use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{CredentialKind, Identity, KeyType, Principal};
 
 /// A user the snapshot allows to call with HTTP Basic.
 #[derive(Debug, Clone)]
@@ -125,7 +125,7 @@ impl BasicValidator {
             Err(AuthError::InvalidBasic)
         };
         self.verified
-            .insert(key, result.clone(), self.clock.now() + self.ttl);
+            .insert(key, result.clone(), self.clock.now_secs() + self.ttl);
         result
     }
 }
@@ -133,9 +133,9 @@ impl BasicValidator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
     use argon2::password_hash::{PasswordHasher, SaltString};
     use argon2::{Algorithm, Params, Version};
+    use turnpike_model::clock::ManualClock;
 
     fn cheap_hash(pw: &str) -> String {
         let a = Argon2::new(
@@ -149,7 +149,7 @@ mod tests {
 
     #[tokio::test]
     async fn verifies_caches_and_refuses() {
-        let clock = Arc::new(ManualClock::new(0));
+        let clock = Arc::new(ManualClock::at_secs(0));
         let cache = Arc::new(TokenCache::new(1 << 20, clock.clone()));
         let user = BasicUser {
             username: "bob".into(),

@@ -24,9 +24,9 @@ use std::sync::Arc;
 use quick_cache::sync::{GuardResult, PlaceholderGuard};
 use quick_cache::Weighter;
 use sha2::{Digest, Sha256};
-use turnpike_throttle::StripedCounter;
+use turnpike_policy::StripedCounter;
 
-use crate::clock::Clock;
+use turnpike_model::clock::Clock;
 
 /// SHA-256 of a credential: the key of every cache here.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -203,7 +203,7 @@ impl<V: Clone + CacheWeight> Guard<'_, V> {
     /// Fills the key (until `expires_at`, Unix seconds) and wakes the waiters. A value
     /// already expired is not stored: dropping the guard lets a waiter compute its own.
     pub fn insert(self, cache: &TokenCache<V>, value: V, expires_at: u64) {
-        if expires_at > cache.clock.now() {
+        if expires_at > cache.clock.now_secs() {
             let _ = self.inner.insert(Entry::new(value, expires_at));
         }
     }
@@ -263,7 +263,7 @@ impl<V: Clone + CacheWeight> TokenCache<V> {
     pub fn get(&self, key: &TokenKey) -> Option<V> {
         let key = Short::of(key);
         match self.inner.get(&key) {
-            Some(e) if u64::from(e.expires_at) > self.clock.now() => {
+            Some(e) if u64::from(e.expires_at) > self.clock.now_secs() => {
                 self.hits.add(1);
                 Some(e.value)
             }
@@ -287,7 +287,7 @@ impl<V: Clone + CacheWeight> TokenCache<V> {
         let key = Short::of(key);
         loop {
             match self.inner.get_value_or_guard(&key, None) {
-                GuardResult::Value(e) if u64::from(e.expires_at) > self.clock.now() => {
+                GuardResult::Value(e) if u64::from(e.expires_at) > self.clock.now_secs() => {
                     return Lookup::Hit(e.value);
                 }
                 GuardResult::Value(_) => {
@@ -302,7 +302,7 @@ impl<V: Clone + CacheWeight> TokenCache<V> {
 
     /// Inserts until `expires_at` (Unix seconds). Already expired values are not stored.
     pub fn insert(&self, key: TokenKey, value: V, expires_at: u64) {
-        if expires_at <= self.clock.now() {
+        if expires_at <= self.clock.now_secs() {
             return;
         }
         self.inner
@@ -341,18 +341,18 @@ impl<V: Clone + CacheWeight> TokenCache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use turnpike_model::clock::ManualClock;
 
     #[test]
     fn entries_expire_at_their_own_time() {
-        let clock = Arc::new(ManualClock::new(1000));
+        let clock = Arc::new(ManualClock::at_secs(1000));
         let cache = TokenCache::<u64Value>::new(1 << 20, clock.clone());
         cache.insert(TokenKey::of("a"), u64Value(1), 1010);
         cache.insert(TokenKey::of("b"), u64Value(2), 1100);
         cache.insert(TokenKey::of("c"), u64Value(3), 999);
         assert_eq!(cache.get(&TokenKey::of("a")), Some(u64Value(1)));
         assert_eq!(cache.get(&TokenKey::of("c")), None);
-        clock.set(1010);
+        clock.set(turnpike_model::clock::UnixNanos::from_secs(1010));
         assert_eq!(cache.get(&TokenKey::of("a")), None);
         assert_eq!(cache.get(&TokenKey::of("b")), Some(u64Value(2)));
         let s = cache.stats();
@@ -374,7 +374,7 @@ mod tests {
 
     #[test]
     fn weight_stays_within_the_budget() {
-        let clock = Arc::new(ManualClock::new(0));
+        let clock = Arc::new(ManualClock::at_secs(0));
         let budget = 1000 * ENTRY_OVERHEAD as u64;
         let cache = TokenCache::new(budget, clock);
         for i in 0..100_000u64 {
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn a_scan_of_one_off_keys_does_not_flush_keys_in_use() {
-        let clock = Arc::new(ManualClock::new(0));
+        let clock = Arc::new(ManualClock::at_secs(0));
         let cache = TokenCache::new(1000 * ENTRY_OVERHEAD as u64, clock);
         let hot: Vec<TokenKey> = (0..200).map(|i| TokenKey::of(&format!("hot{i}"))).collect();
         for k in &hot {
@@ -412,7 +412,7 @@ mod tests {
     #[test]
     fn concurrent_first_uses_compute_once() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let clock = Arc::new(ManualClock::new(0));
+        let clock = Arc::new(ManualClock::at_secs(0));
         let cache = Arc::new(TokenCache::new(1 << 20, clock));
         let computed = Arc::new(AtomicUsize::new(0));
         let key = TokenKey::of("shared");

@@ -1,90 +1,30 @@
-//! [`Identity`]: who is calling, as every credential kind resolves it. Authentication puts
-//! an `Arc<Identity>` in the request context; authorisation, throttling, analytics and
-//! the back-end JWT read it.
+//! Building an [`Identity`] (the type lives in turnpike-policy, which the request
+//! context names): claims mapped to identity fields, the [`Principals`] interner, kept
+//! claims extracted, and the cache weight of a cached identity.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use turnpike_policy::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};
+
 use crate::cache::CacheWeight;
 
-/// How the caller authenticated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CredentialKind {
-    Jwt,
-    Opaque,
-    ApiKey,
-    Basic,
-}
-
-/// Production or sandbox keys (a `PROD_ONLY_BLOCKED` subscription refuses production).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum KeyType {
-    #[default]
-    Production,
-    Sandbox,
-}
-
-/// The authenticated caller: what is particular to one credential, and the
-/// [`Principal`] (application, subscriber, scopes...) that many credentials share.
-/// Principal fields read through `Deref` (`identity.application_id`), so a cached
-/// token costs its own bytes and a pointer, not a copy of its application's strings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Identity {
-    pub kind: CredentialKind,
-    /// `sub` (user or client), the API key's owner, or the basic-auth username.
-    pub subject: Box<str>,
-    /// `exp` (Unix seconds), when the credential carries one.
-    pub expires_at: Option<u64>,
-    /// `jti`: what revocation lists name.
-    pub token_id: Option<Box<str>>,
-    pub principal: Arc<Principal>,
-}
-
-/// What the tokens of one application (and user) have in common; interned by the
-/// validators ([`Principals`]) so that a million cached tokens of a few thousand
-/// applications hold each of these once.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct Principal {
-    pub issuer: Option<String>,
-    pub client_id: Option<String>,
-    /// What subscriptions are keyed by.
-    pub application_id: Option<String>,
-    pub application_name: Option<String>,
-    pub subscriber: Option<String>,
-    pub scopes: Vec<String>,
-    pub key_type: KeyType,
-    /// `kid` of the verifying key, re-checked (with the issuer) on cache hits.
-    pub key_id: Option<String>,
-    /// The token claims that compiled conditions read (see [`KeptClaims`]).
-    pub claims: Claims,
-}
-
-impl std::ops::Deref for Identity {
-    type Target = Principal;
-    #[inline]
-    fn deref(&self) -> &Principal {
-        &self.principal
-    }
-}
-
-impl Principal {
-    /// Heap bytes this principal owns (its strings and vectors), for cache weights.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
-        std::mem::size_of::<Principal>()
-            + 16
-            + opt(&self.issuer)
-            + opt(&self.client_id)
-            + opt(&self.application_id)
-            + opt(&self.application_name)
-            + opt(&self.subscriber)
-            + opt(&self.key_id)
-            + self.scopes.capacity() * std::mem::size_of::<String>()
-            + self.scopes.iter().map(String::capacity).sum::<usize>()
-            + self.claims.heap_bytes()
-    }
+/// Heap bytes a principal owns (its strings and vectors), for cache weights.
+fn principal_heap_bytes(p: &Principal) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
+    std::mem::size_of::<Principal>()
+        + 16
+        + opt(&p.issuer)
+        + opt(&p.client_id)
+        + opt(&p.application_id)
+        + opt(&p.application_name)
+        + opt(&p.subscriber)
+        + opt(&p.key_id)
+        + p.scopes.capacity() * std::mem::size_of::<String>()
+        + p.scopes.iter().map(String::capacity).sum::<usize>()
+        + p.claims.heap_bytes()
 }
 
 impl CacheWeight for Arc<Identity> {
@@ -101,7 +41,7 @@ impl CacheWeight for Arc<Identity> {
         own + if shared {
             0
         } else {
-            self.principal.heap_bytes()
+            principal_heap_bytes(&self.principal)
         }
     }
 }
@@ -142,105 +82,22 @@ impl Default for Principals {
     }
 }
 
-/// The claim names worth keeping from a verified token: those some compiled condition
-/// reads (advanced throttling policies' `claim` conditions), fixed per snapshot. Only
-/// these are extracted, once per token at verification, and cached with the identity.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct KeptClaims {
-    /// Identifies the name set (0: none), so a cached identity extracted for another
-    /// set is verified again.
-    id: u64,
-    names: Box<[Box<str>]>,
-}
-
-impl KeptClaims {
-    pub fn new<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Self {
-        let mut v: Vec<Box<str>> = names.into_iter().map(|n| n.as_ref().into()).collect();
-        v.sort();
-        v.dedup();
-        // FNV-1a over the sorted names; never 0 for a non-empty set.
-        let id = v.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, n| {
-            n.bytes()
-                .chain(std::iter::once(0xff))
-                .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-        });
-        KeptClaims {
-            id: if v.is_empty() { 0 } else { id.max(1) },
-            names: v.into(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-
-    pub(crate) fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// The kept claims of `claims`, as text (strings as they are; numbers and booleans
-    /// printed; arrays and objects as compact JSON). Dotted names reach nested claims.
-    pub(crate) fn extract(&self, claims: &Value) -> Claims {
-        let values = self
-            .names
-            .iter()
-            .filter_map(|n| {
-                let v = match lookup(claims, n)? {
-                    Value::String(s) => s.as_str().into(),
-                    Value::Null => return None,
-                    other => other.to_string().into(),
-                };
-                Some((n.clone(), v))
-            })
-            .collect();
-        Claims {
-            set: self.id,
-            values,
-        }
-    }
-}
-
-/// Claims of a token kept for conditions, by name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct Claims {
-    set: u64,
-    values: Vec<(Box<str>, Box<str>)>,
-}
-
-impl Claims {
-    /// A kept claim's value as text.
-    #[inline]
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(n, _)| **n == *name)
-            .map(|(_, v)| &**v)
-    }
-
-    /// Every kept claim, `(name, value as text)`.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.values.iter().map(|(n, v)| (&**n, &**v))
-    }
-
-    /// The [`KeptClaims`] set these were extracted for.
-    pub(crate) fn set(&self) -> u64 {
-        self.set
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.values.capacity() * std::mem::size_of::<(Box<str>, Box<str>)>()
-            + self
-                .values
-                .iter()
-                .map(|(n, v)| n.len() + v.len())
-                .sum::<usize>()
-    }
-}
-
-impl Identity {
-    pub fn has_scope(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|s| s == scope)
-    }
+/// The kept claims of `claims`, as text (strings as they are; numbers and booleans
+/// printed; arrays and objects as compact JSON). Dotted names reach nested claims.
+pub(crate) fn extract(kept: &KeptClaims, claims: &Value) -> Claims {
+    let values = kept
+        .names()
+        .iter()
+        .filter_map(|n| {
+            let v = match lookup(claims, n)? {
+                Value::String(s) => s.as_str().into(),
+                Value::Null => return None,
+                other => other.to_string().into(),
+            };
+            Some((n.clone(), v))
+        })
+        .collect();
+    Claims::new(kept.id(), values)
 }
 
 /// Where in the claims each identity field is found. Defaults match Turnpike's key
@@ -320,7 +177,7 @@ impl ClaimMapping {
             key_id,
             claims: kept
                 .filter(|k| !k.is_empty())
-                .map(|k| k.extract(claims))
+                .map(|k| extract(k, claims))
                 .unwrap_or_default(),
         };
         Identity {
@@ -344,7 +201,7 @@ mod tests {
             "org": { "unit": "sales" }, "none": null, "big": "not kept"
         });
         let kept = KeptClaims::new(["tier", "age", "vip", "org.unit", "none", "missing"]);
-        let c = kept.extract(&claims);
+        let c = extract(&kept, &claims);
         assert_eq!(c.get("tier"), Some("gold"));
         assert_eq!(c.get("age"), Some("42"));
         assert_eq!(c.get("vip"), Some("true"));

@@ -15,13 +15,14 @@ use http::{header, HeaderValue, Method, Request, Uri};
 use http_body_util::Full;
 use serde_json::Value;
 use tokio::sync::OnceCell;
+use turnpike_model::clock::Clock;
+use turnpike_policy::{CredentialKind, Identity};
 
 use crate::cache::CacheStats;
 use crate::cache::{TokenCache, TokenKey};
-use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::{FetchError, HttpClient};
-use crate::identity::{ClaimMapping, CredentialKind, Identity, Principals};
+use crate::identity::{ClaimMapping, Principals};
 use crate::jwt::Revocations;
 
 /// Introspection settings.
@@ -215,7 +216,7 @@ impl Introspector {
             AuthError::Unavailable
         })?;
         let claims: Value = serde_json::from_slice(&bytes).map_err(|_| AuthError::Unavailable)?;
-        let now = self.clock.now();
+        let now = self.clock.now_secs();
         let exp = claims.get("exp").and_then(crate::numeric_date::seconds);
         let active = claims.get("active").and_then(Value::as_bool) == Some(true);
         if !active || exp.is_some_and(|e| e <= now) {

@@ -15,11 +15,12 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 use serde_json::Value;
+use turnpike_model::clock::Clock;
+use turnpike_policy::{CredentialKind, Identity, KeptClaims};
 
 use crate::cache::{CacheStats, Lookup, TokenCache, TokenKey};
-use crate::clock::Clock;
 use crate::error::AuthError;
-use crate::identity::{ClaimMapping, CredentialKind, Identity, KeptClaims, Principals};
+use crate::identity::{ClaimMapping, Principals};
 use crate::jws::{Compact, Verifier, HEADER_MAX};
 use crate::numeric_date;
 
@@ -407,7 +408,7 @@ impl JwtValidator {
         let nbf = numeric_date::claim(claims, "nbf")?;
         // Read only for its form: an issuer whose clock runs ahead is `nbf`'s concern.
         numeric_date::claim(claims, "iat")?;
-        let now = self.clock.now();
+        let now = self.clock.now_secs();
         if exp.saturating_add(self.leeway) <= now {
             return Err(AuthError::Expired);
         }

@@ -13,7 +13,6 @@ mod authz;
 mod backend_jwt;
 mod basic;
 mod cache;
-mod clock;
 mod error;
 mod http_client;
 mod identity;
@@ -30,12 +29,9 @@ pub use authz::{ScopeRequirement, Subscription, SubscriptionState, Subscriptions
 pub use backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 pub use basic::{BasicUser, BasicValidator};
 pub use cache::{CacheStats, CacheWeight, Guard, Lookup, TokenCache, TokenKey, ENTRY_OVERHEAD};
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::AuthError;
 pub use http_client::{FetchError, HttpClient};
-pub use identity::{
-    ClaimMapping, Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal, Principals,
-};
+pub use identity::{ClaimMapping, Principals};
 pub use introspect::{IntrospectionConfig, Introspector};
 pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
@@ -44,4 +40,8 @@ pub use spec::{
     IntrospectionSpec, IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
     DEFAULT_TOKEN_CACHE_BYTES,
 };
+pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use turnpike_model::security::ResourceAuth;
+/// The caller's types moved to turnpike-policy (the request context names them); kept
+/// here until their users import them from there.
+pub use turnpike_policy::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};

@@ -14,16 +14,18 @@ pub use turnpike_model::security::{
     SecuritySpec, SubscriptionSpec,
 };
 
+use turnpike_model::clock::Clock;
+use turnpike_policy::{Identity, KeyType};
+
 use crate::apikey::{ApiKeyRecord, ApiKeyValidator};
 use crate::authenticator::{ApiKeyLocation, Authenticator};
 use crate::authz::{Subscription, SubscriptionState, Subscriptions};
 use crate::backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 use crate::basic::{BasicUser, BasicValidator};
 use crate::cache::TokenCache;
-use crate::clock::Clock;
 use crate::error::AuthError;
 use crate::http_client::HttpClient;
-use crate::identity::{ClaimMapping, Identity, KeyType};
+use crate::identity::ClaimMapping;
 use crate::introspect::{IntrospectionConfig, Introspector};
 use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
 use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};

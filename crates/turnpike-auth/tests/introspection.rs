@@ -193,19 +193,19 @@ async fn inactive_tokens_are_negatively_cached() {
 async fn cache_entries_never_outlive_the_token_or_fifteen_minutes() {
     let start = now();
     let (url, calls, _gate) = start_mock(start, true).await;
-    let clock = Arc::new(ManualClock::new(start));
+    let clock = Arc::new(ManualClock::at_secs(start));
     let intro = introspector(&url, clock.clone());
     let revocations = Revocations::default();
     intro.validate("short", &revocations).await.expect("active");
     intro.validate("long", &revocations).await.expect("active");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
-    clock.advance(6);
+    clock.advance(std::time::Duration::from_secs(6));
     assert!(
         intro.peek("short", &revocations).is_none(),
         "expired with the token"
     );
     assert!(intro.peek("long", &revocations).is_some());
-    clock.advance(15 * 60);
+    clock.advance(std::time::Duration::from_secs(15 * 60));
     assert!(
         intro.peek("long", &revocations).is_none(),
         "15-minute default TTL"

@@ -97,9 +97,11 @@ async fn rs256_tokens_validate_and_es256_pinning_holds() {
 async fn expired_and_not_yet_valid_tokens_are_refused() {
     let km = start_km().await;
     let jwt = jwt_validator(vec![km.issuer(&[]).await]);
-    km.clock.set(now() - 3600);
+    km.clock
+        .set(turnpike_model::clock::UnixNanos::from_secs(now() - 3600));
     let expired = km.token("app1", None).await;
-    km.clock.set(now() + 3600);
+    km.clock
+        .set(turnpike_model::clock::UnixNanos::from_secs(now() + 3600));
     let future = km.token("app1", None).await;
     assert_eq!(
         jwt.validator.validate(&expired).err(),

@@ -64,7 +64,7 @@ fn identity(i: u64, principals: &Principals) -> Arc<Identity> {
 #[test]
 fn a_million_tokens_fit_the_default_budget() {
     const N: u64 = 1_000_000;
-    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(1_000_000_000));
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::at_secs(1_000_000_000));
     let principals = Principals::default();
     let before = rss();
     let cache: TokenCache<Arc<Identity>> = TokenCache::new(DEFAULT_TOKEN_CACHE_BYTES, clock);

@@ -4,6 +4,8 @@
 //! right shape, each API and each top-level section is deserialised on its own so that
 //! every broken one is reported (serde stops at the first error inside one of them).
 
+use std::path::Path;
+
 use serde::Deserialize;
 use turnpike_model::GatewayFile;
 
@@ -131,4 +133,36 @@ fn shape_problems(text: &str) -> Vec<Problem> {
     }
     out.sort_by_key(|p| p.location.map(|l| (l.line, l.column)));
     out
+}
+
+/// Loading a snapshot from YAML lives with the YAML reader, so the snapshot does not
+/// import the format that builds it.
+impl Snapshot {
+    /// Reads, validates and compiles a YAML file (version 1).
+    pub fn load(path: &Path) -> Result<Snapshot, ConfigError> {
+        Self::load_with(path, &crate::PolicyRuntime::new())
+    }
+
+    /// [`Snapshot::load`] against a gateway's long-lived policy runtime.
+    pub fn load_with(path: &Path, runtime: &crate::PolicyRuntime) -> Result<Snapshot, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_yaml_with(&text, &path.display().to_string(), runtime)
+    }
+
+    /// Validates and compiles YAML text; `source_name` names it in errors.
+    pub fn from_yaml(text: &str, source_name: &str) -> Result<Snapshot, ConfigError> {
+        Self::from_yaml_with(text, source_name, &crate::PolicyRuntime::new())
+    }
+
+    /// [`Snapshot::from_yaml`] against a gateway's long-lived policy runtime.
+    pub fn from_yaml_with(
+        text: &str,
+        source_name: &str,
+        runtime: &crate::PolicyRuntime,
+    ) -> Result<Snapshot, ConfigError> {
+        from_yaml(text, source_name, 1, runtime)
+    }
 }

@@ -17,6 +17,7 @@
 //! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
 //! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
 
+mod api;
 mod buffering;
 mod chain;
 mod depth;
@@ -43,6 +44,7 @@ mod validate;
 
 use std::sync::Arc;
 
+pub use api::CompiledApi;
 pub use buffering::{
     RequestBuffering, DEFAULT_REQUEST_BUFFER_BYTES, DEFAULT_REQUEST_BUFFER_TIMEOUT,
     MAX_REQUEST_BUFFER_BYTES,
@@ -56,9 +58,9 @@ pub use mediation::{
 };
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
-pub use security::{api_id, ApiSecurity, LifecycleBlock, ResourceRule};
+pub use security::{ApiSecurity, LifecycleBlock, ResourceRule};
 pub use size::DEFAULT_MAX_BODY_BYTES;
-pub use snapshot::{CompiledApi, RouteResult, Snapshot};
+pub use snapshot::{RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};

@@ -137,7 +137,7 @@ impl Router {
         let mut plans: BTreeMap<Option<&HostPattern>, Plan> = BTreeMap::new();
         for (slot, c) in apis.iter().enumerate() {
             let plan = plans.entry(c.host.as_ref()).or_default();
-            let versioned = format!("{}/{}", c.api.context, c.api.version);
+            let versioned = turnpike_model::api_id(&c.api.context, &c.api.version);
             let mut prefixes = vec![versioned];
             if c.api.default_version {
                 prefixes.push(c.api.context.clone());

@@ -14,7 +14,7 @@ use turnpike_auth::{
     ScopeRequirement, Subscription, Subscriptions,
 };
 use turnpike_model::security::{ApiAuthSpec, ResourceAuth};
-use turnpike_model::{ApiSpec, GatewayFile};
+use turnpike_model::{api_id, ApiSpec, GatewayFile};
 
 use crate::duration::parse_duration;
 use crate::error::Problem;
@@ -96,11 +96,6 @@ impl std::fmt::Debug for ApiSecurity {
             .field("lifecycle", &self.lifecycle)
             .finish_non_exhaustive()
     }
-}
-
-/// The API id subscriptions name.
-pub fn api_id(context: &str, version: &str) -> String {
-    format!("{context}/{version}")
 }
 
 /// Compiles the security section and every API's rules; `None` per API that needs

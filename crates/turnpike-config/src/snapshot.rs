@@ -1,53 +1,14 @@
 //! The compiled snapshot a gateway serves from: the APIs, ready to proxy to, and the
 //! router over them. Immutable once built; a reload builds a new one.
 
-use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http::{HeaderValue, Method};
-use turnpike_model::{GatewayFile, LoadBalancing};
+use turnpike_model::GatewayFile;
 
-use crate::endpoint::Endpoint;
+use crate::api::CompiledApi;
 use crate::error::{ConfigError, Problems};
 use crate::router::{Lookup, Router};
-
-/// An API ready to serve.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct CompiledApi {
-    pub name: String,
-    /// `/pets`: no trailing slash.
-    pub context: String,
-    pub version: String,
-    /// Also served at `/{context}/...`.
-    pub default_version: bool,
-    /// The host pattern this API is limited to, lower case (`*.example.com` kept as
-    /// written); `None` for any host.
-    pub host: Option<String>,
-    pub endpoints: Vec<Endpoint>,
-    pub load_balancing: LoadBalancing,
-    /// Largest request body accepted; `None` for no limit.
-    pub max_body_bytes: Option<u64>,
-    /// Read the body (up to a size) before connecting upstream; `None`: stream it.
-    pub request_buffering: Option<crate::buffering::RequestBuffering>,
-    pub connect_timeout: Duration,
-    /// Time allowed from sending the request to the upstream's response headers.
-    pub response_timeout: Duration,
-    /// Authentication and authorisation; `None` for an open, published API.
-    pub security: Option<Arc<crate::security::ApiSecurity>>,
-    /// Throttling; `None` when the API is not throttled.
-    pub throttle: Option<Arc<crate::throttling::ApiThrottle>>,
-    /// Request/response transformations; `None` when the API has none.
-    pub mediation: Option<Arc<crate::mediation::ApiMediation>>,
-    /// What runs for every request of this API, in order (`crate::chain`): lifecycle,
-    /// body limit, auth, throttle and the API's `policies:`.
-    pub chain: turnpike_policy::Chain,
-    /// Name, context and version, shared with observers (analytics) without copying.
-    pub label: Arc<turnpike_policy::ApiLabel>,
-    /// How lenient the API is about request paths (`;` parameters, letter case).
-    pub paths: turnpike_model::PathsSpec,
-}
 
 /// What the router says about a request.
 #[derive(Debug)]
@@ -103,34 +64,6 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Reads, validates and compiles a YAML file (version 1).
-    pub fn load(path: &Path) -> Result<Snapshot, ConfigError> {
-        Self::load_with(path, &crate::PolicyRuntime::new())
-    }
-
-    /// [`Snapshot::load`] against a gateway's long-lived policy runtime.
-    pub fn load_with(path: &Path, runtime: &crate::PolicyRuntime) -> Result<Snapshot, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::from_yaml_with(&text, &path.display().to_string(), runtime)
-    }
-
-    /// Validates and compiles YAML text; `source_name` names it in errors.
-    pub fn from_yaml(text: &str, source_name: &str) -> Result<Snapshot, ConfigError> {
-        Self::from_yaml_with(text, source_name, &crate::PolicyRuntime::new())
-    }
-
-    /// [`Snapshot::from_yaml`] against a gateway's long-lived policy runtime.
-    pub fn from_yaml_with(
-        text: &str,
-        source_name: &str,
-        runtime: &crate::PolicyRuntime,
-    ) -> Result<Snapshot, ConfigError> {
-        crate::format::from_yaml(text, source_name, 1, runtime)
-    }
-
     /// Compiles a file already in memory (e.g. shipped as JSON by the control plane).
     pub fn compile(file: GatewayFile, version: u64) -> Result<Snapshot, ConfigError> {
         crate::compile(file, version)

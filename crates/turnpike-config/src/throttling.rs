@@ -147,7 +147,7 @@ pub(crate) fn compile(
         .iter()
         .map(|api| {
             let g = api.graphql.as_ref()?;
-            let id = crate::security::api_id(&api.context, &api.version);
+            let id = turnpike_model::api_id(&api.context, &api.version);
             turnpike_graphql::OperationThrottle::new(g, throttler.clone(), &id, spec.headers)
         })
         .collect();
@@ -160,7 +160,7 @@ pub(crate) fn compile(
             (secured || resources || api.throttling.is_some()).then(|| {
                 Arc::new(ApiThrottle {
                     throttler: throttler.clone(),
-                    api_id: crate::security::api_id(&api.context, &api.version).into(),
+                    api_id: turnpike_model::api_id(&api.context, &api.version).into(),
                     api_policy: api
                         .throttling
                         .as_deref()

@@ -165,7 +165,10 @@ impl Finisher {
             api.chain.complete(&self.ctx, &done);
         }
         let shared = &self.conn.shared;
-        shared.observers.complete(&self.ctx, &done);
+        // Last registered first, the order the observers ran in as a policy chain.
+        for o in shared.observers.iter().rev() {
+            o.on_complete(&self.ctx, &done);
+        }
         // To the response head (the histogram's meaning), or the whole request when
         // no head was sent.
         let t = &done.timings;

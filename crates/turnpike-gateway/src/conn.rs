@@ -23,7 +23,7 @@ pub(crate) struct Shared {
     pub access_log: Option<Arc<AccessLog>>,
     pub metrics: Option<Arc<GatewayMetrics>>,
     /// Process-wide `on_complete` listeners (`GatewayBuilder::observer`).
-    pub observers: turnpike_policy::Chain,
+    pub observers: Box<[Arc<dyn turnpike_policy::Observer>]>,
     /// Longest wait for the next bytes of a request body (`--body-read-timeout`).
     pub body_read_timeout: std::time::Duration,
     /// What buffered request bodies hold at once (`--request-buffer-mib`).

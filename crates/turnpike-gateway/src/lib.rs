@@ -62,8 +62,8 @@ pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
 pub use turnpike_policy::error::{Blame, ErrorKind, GatewayError};
 pub use turnpike_policy::{
-    Answer, Authenticated, Chain, Completion, Flow, Hooks, Policy, RequestCtx, Step, Timings,
-    UpstreamTarget,
+    Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx, Step,
+    Timings, UpstreamTarget,
 };
 pub use upgrade::ws;
 

@@ -155,7 +155,7 @@ pub enum Stop {
 pub struct GatewayBuilder {
     settings: ServerSettings,
     snapshots: Option<Arc<ArcSwap<Snapshot>>>,
-    observers: Vec<Arc<dyn turnpike_policy::Policy>>,
+    observers: Vec<Arc<dyn turnpike_policy::Observer>>,
     metrics: Option<Arc<GatewayMetrics>>,
     health: Option<Arc<Health>>,
     trace: bool,
@@ -182,10 +182,10 @@ impl GatewayBuilder {
         self
     }
 
-    /// Tells `p.on_complete` about every request, routed or not (analytics sinks);
-    /// its other hooks are not called: what runs per API is the snapshot's chain.
-    pub fn observer(mut self, p: Arc<dyn turnpike_policy::Policy>) -> Self {
-        self.observers.push(p);
+    /// Tells `o.on_complete` about every request, routed or not (analytics, traces);
+    /// what runs per API is the snapshot's chain.
+    pub fn observer(mut self, o: Arc<dyn turnpike_policy::Observer>) -> Self {
+        self.observers.push(o);
         self
     }
 
@@ -223,7 +223,7 @@ impl GatewayBuilder {
             upstreams: Upstreams::with_max_connections(s.max_upstream_connections),
             access_log,
             metrics: self.metrics,
-            observers: turnpike_policy::Chain::new(self.observers),
+            observers: self.observers.into(),
             body_read_timeout: s.body_read_timeout,
             trusted_proxies: s.trusted_proxies.clone(),
             buffer_budget: Arc::new(crate::client_body::BufferBudget::new(

@@ -17,14 +17,28 @@ use http::{request, response};
 use support::*;
 use turnpike_config::Snapshot;
 use turnpike_gateway::{
-    Completion, ErrorKind, Flow, Gateway, GatewayError, Hooks, Policy, RequestCtx, ServerSettings,
-    Step,
+    Completion, ErrorKind, Flow, Gateway, GatewayError, Hooks, Observer, Policy, RequestCtx,
+    ServerSettings, Step,
 };
 
 type Seen = Arc<Mutex<Vec<(u16, bool, Option<ErrorKind>, u64)>>>;
 
-/// Records each completion: status, aborted, error row, bytes out.
+/// Records each completion: status, aborted, error row, bytes out; in an API's chain
+/// (a policy) or for the whole gateway (an observer).
 struct Recorder(Seen);
+
+impl Recorder {
+    fn record(&self, done: &Completion) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push((
+                done.status.as_u16(),
+                done.aborted,
+                done.error,
+                done.bytes_out,
+            ));
+        }
+    }
+}
 
 impl Policy for Recorder {
     fn name(&self) -> &'static str {
@@ -34,14 +48,16 @@ impl Policy for Recorder {
         Hooks::COMPLETE
     }
     fn on_complete(&self, _ctx: &RequestCtx, done: &Completion) {
-        if let Ok(mut v) = self.0.lock() {
-            v.push((
-                done.status.as_u16(),
-                done.aborted,
-                done.error,
-                done.bytes_out,
-            ));
-        }
+        self.record(done);
+    }
+}
+
+impl Observer for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn on_complete(&self, _ctx: &RequestCtx, done: &Completion) {
+        self.record(done);
     }
 }
 
@@ -72,7 +88,7 @@ impl Policy for Deny {
 async fn gateway_with_policies(
     yaml: &str,
     extra: Vec<Arc<dyn Policy>>,
-    observer: Option<Arc<dyn Policy>>,
+    observer: Option<Arc<dyn Observer>>,
 ) -> (TestGateway, Arc<ArcSwap<Snapshot>>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");

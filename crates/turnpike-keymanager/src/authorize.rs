@@ -164,7 +164,7 @@ impl KeyManager {
 
     fn session_user(&self, headers: &HeaderMap) -> Option<String> {
         let sid = cookie(headers, SESSION_COOKIE)?;
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.now_secs();
         let sessions = self.inner.browser.sessions.lock().ok()?;
         sessions
             .get(&token_hash(&sid))
@@ -173,7 +173,7 @@ impl KeyManager {
     }
 
     fn open_session(&self, username: &str) -> Result<String, OAuthError> {
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.now_secs();
         let sid = random_token();
         let mut sessions = self.inner.browser.sessions.lock().map_err(poisoned)?;
         if sessions.len() >= MAX_SESSIONS {
@@ -193,7 +193,7 @@ impl KeyManager {
     }
 
     fn issue_code(&self, req: &AuthRequest, username: &str) -> Result<String, OAuthError> {
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.now_secs();
         let code = random_token();
         let mut codes = self.inner.browser.codes.lock().map_err(poisoned)?;
         if codes.len() >= MAX_CODES {
@@ -273,7 +273,7 @@ impl KeyManager {
             .ok_or(OAuthError::InvalidGrant(
                 "unknown or used authorization code",
             ))?;
-        if record.expires_at <= self.inner.clock.now() {
+        if record.expires_at <= self.inner.clock.now_secs() {
             return Err(OAuthError::InvalidGrant("authorization code expired"));
         }
         if record.client_id != client.client_id {

@@ -62,12 +62,12 @@ impl KeyManager {
         // Expiry is checked against the injected clock below, not jsonwebtoken's.
         v.validate_exp = false;
         let data = jsonwebtoken::decode::<AccessClaims>(token, &key, &v).ok()?;
-        (data.claims.exp > self.inner.clock.now()).then_some(data.claims)
+        (data.claims.exp > self.inner.clock.now_secs()).then_some(data.claims)
     }
 
     async fn find(&self, token: &str, hint: Option<&str>) -> Result<Option<Found>, OAuthError> {
         let tokens = &self.inner.stores.tokens;
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.now_secs();
         if token.contains('.') {
             return Ok(self
                 .verify_own_jwt(token)

@@ -12,7 +12,6 @@
 
 mod authorize;
 mod clientauth;
-mod clock;
 mod endpoints;
 mod error;
 mod keys;
@@ -37,7 +36,6 @@ pub use authorize::{s256_challenge, AuthorizeClient};
 /// The client id of the web portals (the control plane registers it): its login page
 /// links to the portals' sign-up page.
 pub const PORTAL_CLIENT_ID: &str = "turnpike-ui";
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::OAuthError;
 pub use keys::{Jwk, Jwks, KeyError};
 pub use limiter::{user_account, BruteForcePolicy, PasswordGuard};
@@ -49,6 +47,7 @@ pub use store::{
     RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore, UserRecord,
 };
 pub use token::AccessClaims;
+pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use verify::{KeyInfo, TokenRejection, VerifyError};
 
 use keys::KeyRing;
@@ -158,7 +157,8 @@ impl KeyManager {
         clock: Arc<dyn Clock>,
         guard: Arc<PasswordGuard>,
     ) -> Result<Self, StartError> {
-        let keys = KeyRing::open(stores.keys.as_ref(), config.signing_alg, clock.now()).await?;
+        let keys =
+            KeyRing::open(stores.keys.as_ref(), config.signing_alg, clock.now_secs()).await?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -200,7 +200,7 @@ impl KeyManager {
     /// Starts signing with a new key; the old one stays published until its tokens expire.
     /// Returns the new `kid`.
     pub async fn rotate_keys(&self) -> Result<String, KeyError> {
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.now_secs();
         let store = self.inner.stores.keys.as_ref();
         self.inner
             .keys
@@ -214,7 +214,7 @@ impl KeyManager {
         self.inner
             .stores
             .tokens
-            .revoked_since(self.inner.clock.now())
+            .revoked_since(self.inner.clock.now_secs())
             .await
     }
 

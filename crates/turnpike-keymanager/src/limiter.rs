@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::clock::Clock;
+use turnpike_model::clock::Clock;
 
 /// The limits. Counts are failures within `window`.
 #[derive(Debug, Clone)]
@@ -151,7 +151,7 @@ impl PasswordGuard {
     /// `Err(retry_after_secs)` while `account` may not be tried from `ip`. Call it before
     /// any hashing.
     pub fn check(&self, account: &str, ip: Option<IpAddr>) -> Result<(), u64> {
-        let now = self.clock.now();
+        let now = self.clock.now_secs();
         let map = self.lock();
         let mut wait = 0;
         for key in keys(account, ip) {
@@ -170,7 +170,7 @@ impl PasswordGuard {
 
     /// Counts a failed check; `Some(retry_after)` if it locked `account` for `ip`.
     pub fn failure(&self, account: &str, ip: Option<IpAddr>) -> Option<u64> {
-        let now = self.clock.now();
+        let now = self.clock.now_secs();
         let mut map = self.lock();
         let trusted = self.trusted(&map, account, ip, now);
         let mut locked = None;
@@ -190,7 +190,7 @@ impl PasswordGuard {
     /// (the address and account counts stay: signing in to one's own account must not
     /// reset a count an attacker runs up against others).
     pub fn success(&self, account: &str, ip: Option<IpAddr>) {
-        let now = self.clock.now();
+        let now = self.clock.now_secs();
         let mut map = self.lock();
         let [pair, ..] = keys(account, ip);
         map.remove(&pair);
@@ -279,10 +279,10 @@ impl PasswordGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use turnpike_model::clock::ManualClock;
 
     fn guard(policy: BruteForcePolicy) -> (PasswordGuard, Arc<ManualClock>) {
-        let clock = Arc::new(ManualClock::new(1_000));
+        let clock = Arc::new(ManualClock::at_secs(1_000));
         (PasswordGuard::new(policy, clock.clone()), clock)
     }
 
@@ -305,11 +305,11 @@ mod tests {
         assert!(g.failure("user:a", ip(1)).is_none());
         assert!(g.failure("user:a", ip(1)).is_none());
         assert_eq!(g.failure("user:a", ip(1)), Some(60));
-        clock.advance(8);
+        clock.advance(std::time::Duration::from_secs(8));
         assert_eq!(g.check("user:a", ip(1)), Err(52));
         assert!(g.check("user:a", ip(2)).is_ok());
         assert!(g.check("user:b", ip(1)).is_ok());
-        clock.advance(53);
+        clock.advance(std::time::Duration::from_secs(53));
         assert!(g.check("user:a", ip(1)).is_ok());
     }
 
@@ -342,7 +342,7 @@ mod tests {
         for _ in 0..6 {
             let lock = (0..3).find_map(|_| g.failure("user:a", ip(1)));
             locks.push(lock.unwrap_or(0));
-            clock.advance(lock.unwrap_or(0));
+            clock.advance(std::time::Duration::from_secs(lock.unwrap_or(0)));
         }
         assert_eq!(locks, [60, 120, 240, 480, 900, 900]);
     }
@@ -352,7 +352,7 @@ mod tests {
         let (g, clock) = guard(small());
         assert!(g.failure("user:a", ip(1)).is_none());
         assert!(g.failure("user:a", ip(1)).is_none());
-        clock.advance(61);
+        clock.advance(std::time::Duration::from_secs(61));
         assert!(g.failure("user:a", ip(1)).is_none());
         assert!(g.check("user:a", ip(1)).is_ok());
     }

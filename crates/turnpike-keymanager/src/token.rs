@@ -197,7 +197,7 @@ impl KeyManager {
                 "refresh token was issued to another client",
             ));
         }
-        if record.expires_at <= self.inner.clock.now() {
+        if record.expires_at <= self.inner.clock.now_secs() {
             return Err(OAuthError::InvalidGrant("refresh token expired"));
         }
         let scopes = resolve_scopes(form.get("scope"), &record.grant.scopes)?;
@@ -252,7 +252,7 @@ impl KeyManager {
         refresh: Option<(String, Grant)>,
     ) -> Result<TokenResponse, OAuthError> {
         let cfg = &self.inner.config;
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.now_secs();
         let ttl = client
             .access_token_ttl
             .min(cfg.max_access_ttl)

@@ -66,7 +66,7 @@ impl KeyManager {
         if !claims.aud.iter().any(|a| a == audience) {
             return Err(TokenRejection::WrongAudience.into());
         }
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.now_secs();
         if claims.exp <= now {
             return Err(TokenRejection::Expired.into());
         }

@@ -234,7 +234,7 @@ async fn a_wrong_verifier_or_an_expired_code_gets_no_token() {
         let out = login(&auth_url, "alice-pw", false).await;
         let code = query(&out.location.expect("redirect"), "code").expect("code");
         let presented = if expire {
-            km.clock.advance(61);
+            km.clock.advance(std::time::Duration::from_secs(61));
             verifier
         } else {
             PkceCodeVerifier::new("x".repeat(64))

@@ -422,7 +422,7 @@ async fn brute_force_locks_the_client_id_then_unlocks() {
     // Locked: even the right secret is refused, and other clients are unaffected.
     assert_eq!(attempt(SECRET).await.0, 429);
     km.client_credentials("app2").await;
-    km.clock.advance(61);
+    km.clock.advance(std::time::Duration::from_secs(61));
     assert_eq!(attempt(SECRET).await.0, 200);
 }
 
@@ -441,7 +441,7 @@ async fn rotation_keeps_old_keys_in_the_jwks() {
     assert_eq!(split(new).0["kid"], new_kid.as_str());
     assert_ne!(split(old).0["kid"], new_kid.as_str());
     // Once the old key's tokens have all expired, the next rotation drops it.
-    km.clock.advance(25 * 3600);
+    km.clock.advance(std::time::Duration::from_secs(25 * 3600));
     km.km.rotate_keys().await.expect("rotate");
     assert_eq!(km.km.jwks().keys.len(), 2);
 }
@@ -498,7 +498,7 @@ async fn expired_tokens_introspect_as_inactive() {
             .await;
         assert_eq!(info["active"], true);
     }
-    km.clock.advance(601);
+    km.clock.advance(std::time::Duration::from_secs(601));
     for t in [&jwt, &opaque] {
         let token = t["access_token"].as_str().expect("at");
         let (_, _, info) = km

@@ -176,7 +176,7 @@ async fn verify_checks_signature_audience_time_and_revocation() {
         .verify_access_token(&fresh, "mgmt")
         .await
         .expect("valid");
-    km.clock.advance(601);
+    km.clock.advance(std::time::Duration::from_secs(601));
     assert_eq!(
         rejection(km.km.verify_access_token(&fresh, "mgmt").await),
         TokenRejection::Expired

@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod clock;
+pub mod fnv;
 pub mod graphql;
 pub mod mediation;
 pub mod policy;
@@ -17,6 +19,13 @@ pub mod soap;
 pub mod throttling;
 
 pub use quantity::Quantity;
+pub use security::SubscriptionState;
+
+/// The id an API version is known by (`{context}/{version}`, e.g. `/pizza/v1`): what
+/// subscriptions, sync deltas and throttle counters name it by.
+pub fn api_id(context: &str, version: &str) -> String {
+    format!("{context}/{version}")
+}
 
 /// The only file format version this crate reads.
 pub const FORMAT_VERSION: u32 = 1;

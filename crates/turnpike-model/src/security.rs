@@ -72,6 +72,54 @@ pub struct SubscriptionSpec {
     pub tier: String,
 }
 
+/// A subscription's state, as the control plane records it.
+///
+/// Serialized in the control plane's spelling (`ACTIVE`, `PROD_ONLY_BLOCKED`, ...), which
+/// is what [`as_str`](Self::as_str) writes to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SubscriptionState {
+    Active,
+    Blocked,
+    /// Sandbox keys still work; production keys are refused.
+    ProdOnlyBlocked,
+    /// Awaiting approval.
+    OnHold,
+    Rejected,
+}
+
+impl SubscriptionState {
+    pub const ALL: [SubscriptionState; 5] = [
+        Self::Active,
+        Self::Blocked,
+        Self::ProdOnlyBlocked,
+        Self::OnHold,
+        Self::Rejected,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "ACTIVE",
+            Self::Blocked => "BLOCKED",
+            Self::ProdOnlyBlocked => "PROD_ONLY_BLOCKED",
+            Self::OnHold => "ON_HOLD",
+            Self::Rejected => "REJECTED",
+        }
+    }
+
+    /// Parses a state in any letter case; `UNBLOCKED` (WSO2's name for a state an admin
+    /// unblocked) is `Active`. Lenient because hand-written files carry these states;
+    /// every spelling [`as_str`](Self::as_str) writes parses back to itself.
+    pub fn parse(s: &str) -> Option<Self> {
+        if s.eq_ignore_ascii_case("UNBLOCKED") {
+            return Some(Self::Active);
+        }
+        Self::ALL
+            .into_iter()
+            .find(|st| st.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
 /// The gateway's own client for RFC 7662 introspection of opaque tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -228,6 +276,24 @@ pub enum ResourceAuth {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subscription_states_round_trip_and_parse_leniently() {
+        for st in SubscriptionState::ALL {
+            assert_eq!(SubscriptionState::parse(st.as_str()), Some(st));
+            let json = serde_json::to_string(&st).unwrap();
+            assert_eq!(json, format!("\"{}\"", st.as_str()));
+        }
+        assert_eq!(
+            SubscriptionState::parse("prod_only_blocked"),
+            Some(SubscriptionState::ProdOnlyBlocked)
+        );
+        assert_eq!(
+            SubscriptionState::parse("Unblocked"),
+            Some(SubscriptionState::Active)
+        );
+        assert_eq!(SubscriptionState::parse("PAUSED"), None);
+    }
 
     #[test]
     fn auth_none_or_map() {

@@ -13,7 +13,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use prost::Message;
 use tokio::sync::Notify;
-use turnpike_policy::{Completion, Hooks, Policy, RequestCtx};
+use turnpike_policy::{Completion, Observer, RequestCtx};
 
 use crate::encode::{export_request, SpanRecord};
 
@@ -141,13 +141,9 @@ impl Drop for Tracer {
     }
 }
 
-impl Policy for Tracer {
+impl Observer for Tracer {
     fn name(&self) -> &'static str {
         "opentelemetry"
-    }
-
-    fn hooks(&self) -> Hooks {
-        Hooks::COMPLETE
     }
 
     fn on_complete(&self, ctx: &RequestCtx, done: &Completion) {

@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::caller::Identity;
 use http::uri::PathAndQuery;
 use http::{HeaderValue, Method, StatusCode, Uri};
-use turnpike_auth::Identity;
 
 use crate::error::ErrorKind;
 
@@ -26,7 +26,7 @@ pub struct RequestCtx {
     pub auth: Option<Authenticated>,
     /// The throttle step's decision when a limit applied (its response hook writes the
     /// rate-limit headers from it). A field, not `ext`: no allocation on the hot path.
-    pub throttle: Option<turnpike_throttle::Decision>,
+    pub throttle: Option<crate::quota::Decision>,
     /// What other policies learned, typed (a map allocated on first insert).
     pub ext: http::Extensions,
     /// The matched resource's path template as written (`/pets/{id}`), set by the

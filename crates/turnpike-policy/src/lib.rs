@@ -6,26 +6,41 @@
 //!   headers, response body, on complete) with no-op defaults, declared in [`Hooks`];
 //!   request hooks answer with a [`Step`] (ready now, or a boxed future on the slow path);
 //! - [`RequestCtx`]: the per-request context (caller, throttle decision, the upstream
-//!   path and query a policy may rewrite, typed extensions);
+//!   path and query a policy may rewrite, typed extensions), and the plain types it
+//!   carries: the caller ([`Identity`]) and the throttle [`Decision`];
 //! - [`Chain`]: the ordered policies of one API and the order they run in;
+//! - [`Observer`]: the gateway's listeners to every completed exchange (analytics,
+//!   traces), apart from any API's chain;
 //! - [`GatewayError`] and its one table ([`ErrorKind::spec`]): every refusal of every
-//!   policy leaves as `{"code","message","request_id"}` with the table's status.
+//!   policy leaves as `{"code","message","request_id"}` with the table's status;
+//! - [`http`]: one meaning of the small HTTP rules every layer reads (`Content-Length`,
+//!   query parameters).
 //!
-//! Must not depend on the gateway, the config compiler, a store or any IO.
+//! Must not depend on the gateway, the config compiler, a store, the validators or the
+//! throttler, or any IO: of the workspace, only `turnpike-model`.
 
+mod caller;
 mod chain;
+mod counter;
 mod ctx;
 pub mod error;
 mod hook;
+pub mod http;
 pub mod log_limit;
+mod observer;
 pub mod offload;
+mod quota;
 pub mod trace;
 
+pub use caller::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};
 pub use chain::{Answer, Chain, Stop};
+pub use counter::StripedCounter;
 pub use ctx::{
     Anonymous, ApiLabel, Authenticated, Completion, InvalidTarget, OnBodyEnd, RequestCtx, Timings,
     UpstreamTarget,
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
+pub use observer::Observer;
+pub use quota::{Charges, Decision, RuleId};
 pub use trace::TraceContext;

@@ -2,6 +2,7 @@
 //! machine (WSO2's default transition table). Pure data and rules, no SQL.
 
 use serde::{Deserialize, Serialize};
+pub use turnpike_model::SubscriptionState;
 
 /// An API's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -261,41 +262,6 @@ pub struct Application {
     pub status: AccountStatus,
     pub revision: i64,
     pub created_time: i64,
-}
-
-/// A subscription's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum SubscriptionState {
-    Active,
-    Blocked,
-    ProdOnlyBlocked,
-    OnHold,
-    Rejected,
-}
-
-impl SubscriptionState {
-    pub const ALL: [SubscriptionState; 5] = [
-        Self::Active,
-        Self::Blocked,
-        Self::ProdOnlyBlocked,
-        Self::OnHold,
-        Self::Rejected,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "ACTIVE",
-            Self::Blocked => "BLOCKED",
-            Self::ProdOnlyBlocked => "PROD_ONLY_BLOCKED",
-            Self::OnHold => "ON_HOLD",
-            Self::Rejected => "REJECTED",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|st| st.as_str() == s)
-    }
 }
 
 /// An application's subscription to an API version at a tier.

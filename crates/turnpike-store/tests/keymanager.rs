@@ -216,7 +216,7 @@ async fn opaque_and_revocations(url: String) {
 }
 
 async fn signing_keys_survive_restart(url: String) {
-    let clock = Arc::new(ManualClock::new(1_700_000_000));
+    let clock = Arc::new(ManualClock::at_secs(1_700_000_000));
     let start = |s: Store| {
         let clock = clock.clone();
         async move {

@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use turnpike_model::fnv::{fnv64, fnv64_extend, FNV_OFFSET};
 use turnpike_model::security::{SecuritySpec, SubscriptionSpec};
-use turnpike_model::{ApiSpec, GatewayFile};
+use turnpike_model::{api_id, ApiSpec, GatewayFile};
 
 /// Subscription buckets per snapshot. Fixed: a different count on the two ends means a
 /// full snapshot.
@@ -41,36 +42,8 @@ pub enum WireError {
     Json(#[from] serde_json::Error),
 }
 
-/// FNV-1a 64: stable across processes and builds (unlike `DefaultHasher`).
-#[derive(Clone, Copy)]
-pub struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    pub fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    pub fn finish(self) -> u64 {
-        self.0
-    }
-}
-
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h = Fnv::default();
-    h.write(bytes);
-    h.finish()
-}
-
 fn hash_of<T: Serialize>(v: &T) -> Result<u64, WireError> {
-    Ok(fnv(&serde_json::to_vec(v)?))
+    Ok(fnv64(&serde_json::to_vec(v)?))
 }
 
 /// The hash as it travels in `x-turnpike-hash`.
@@ -78,18 +51,10 @@ pub fn hash_hex(h: u64) -> String {
     format!("{h:016x}")
 }
 
-/// The id deltas name an API by.
-pub fn api_id(api: &ApiSpec) -> String {
-    format!("{}/{}", api.context, api.version)
-}
-
 /// The bucket of a subscription.
 pub fn bucket_of(s: &SubscriptionSpec) -> u32 {
-    let mut h = Fnv::default();
-    h.write(s.api.as_bytes());
-    h.write(&[0]);
-    h.write(s.application.as_bytes());
-    (h.finish() % u64::from(BUCKETS)) as u32
+    let h = fnv64_extend(fnv64(s.api.as_bytes()), &[0]);
+    (fnv64_extend(h, s.application.as_bytes()) % u64::from(BUCKETS)) as u32
 }
 
 /// A subscription held compactly: API ids, application ids, states and tiers repeat
@@ -152,11 +117,8 @@ impl Interner {
 
 /// The bucket of a compact subscription (same as [`bucket_of`]).
 pub fn bucket_of_sub(s: &Sub) -> u32 {
-    let mut h = Fnv::default();
-    h.write(s.api.as_bytes());
-    h.write(&[0]);
-    h.write(s.application.as_bytes());
-    (h.finish() % u64::from(BUCKETS)) as u32
+    let h = fnv64_extend(fnv64(s.api.as_bytes()), &[0]);
+    (fnv64_extend(h, s.application.as_bytes()) % u64::from(BUCKETS)) as u32
 }
 
 /// The order inside a bucket: by API, then application. Both ends keep it (a control
@@ -239,7 +201,7 @@ impl Delta {
 /// One API's part: its id and hash.
 pub fn api_part(spec: ApiSpec) -> Result<(String, (ApiSpec, u64)), WireError> {
     let h = hash_of(&spec)?;
-    Ok((api_id(&spec), (spec, h)))
+    Ok((api_id(&spec.context, &spec.version), (spec, h)))
 }
 
 /// The API parts of a list of entries; ids must be unique.
@@ -349,22 +311,21 @@ impl Parts {
 
     /// The structural hash: sections, then APIs (by id), then buckets.
     pub fn hash(&self) -> u64 {
-        let mut h = Fnv::default();
+        let mut h = FNV_OFFSET;
         for (name, (_, sh)) in &self.sections {
-            h.write(name.as_bytes());
-            h.write(&[0]);
-            h.write(&sh.to_le_bytes());
+            h = fnv64_extend(h, name.as_bytes());
+            h = fnv64_extend(h, &[0]);
+            h = fnv64_extend(h, &sh.to_le_bytes());
         }
-        h.write(b"\0apis\0");
+        h = fnv64_extend(h, b"\0apis\0");
         for (id, (_, ah)) in &self.apis {
-            h.write(id.as_bytes());
-            h.write(&[0]);
-            h.write(&ah.to_le_bytes());
+            h = fnv64_extend(h, id.as_bytes());
+            h = fnv64_extend(h, &[0]);
+            h = fnv64_extend(h, &ah.to_le_bytes());
         }
-        for b in &self.buckets {
-            h.write(&b.hash.to_le_bytes());
-        }
-        h.finish()
+        self.buckets
+            .iter()
+            .fold(h, |h, b| fnv64_extend(h, &b.hash.to_le_bytes()))
     }
 
     pub fn manifest(&self, version: u64) -> Manifest {
@@ -393,11 +354,9 @@ impl Parts {
     /// A fingerprint of the subscriptions alone (the bucket hashes): equal values, equal
     /// subscriptions, so a follower can keep the table it compiled.
     pub fn subscriptions_hash(&self) -> u64 {
-        let mut h = Fnv::default();
-        for b in &self.buckets {
-            h.write(&b.hash.to_le_bytes());
-        }
-        h.finish()
+        self.buckets
+            .iter()
+            .fold(FNV_OFFSET, |h, b| fnv64_extend(h, &b.hash.to_le_bytes()))
     }
 
     /// The file again (APIs in id order, subscriptions in bucket order).
@@ -515,7 +474,7 @@ impl Parts {
         }
         for a in delta.apis {
             let h = hash_of(&a)?;
-            self.apis.insert(api_id(&a), (a, h));
+            self.apis.insert(api_id(&a.context, &a.version), (a, h));
         }
         let mut strings = Interner::default();
         for (i, subs) in delta.subscriptions {

@@ -30,8 +30,8 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+use turnpike_model::clock::Clock;
 
-use crate::clock::Clock;
 use crate::counter;
 use crate::store::{CounterStore, Slot};
 
@@ -435,6 +435,6 @@ impl Cluster {
 }
 
 fn default_node_id() -> String {
-    let nanos = crate::clock::SystemClock.now().as_nanos();
+    let nanos = turnpike_model::clock::SystemClock.now().as_nanos();
     format!("{:x}-{:x}", std::process::id(), nanos & 0xffff_ffff)
 }

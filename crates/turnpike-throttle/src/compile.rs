@@ -7,12 +7,14 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use http::HeaderValue;
+use turnpike_model::fnv::{fnv64_extend, FNV_OFFSET};
+use turnpike_model::throttling::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
+use turnpike_policy::RuleId;
 
 use crate::ip::IpRange;
 use crate::stats::RuleStats;
 use crate::store::{CounterStore, KeyHash};
 use crate::throttler::Throttler;
-use turnpike_model::throttling::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
 
 /// Every problem found in a spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,16 +33,13 @@ pub(crate) struct NameHasher(u64);
 
 impl Default for NameHasher {
     fn default() -> Self {
-        NameHasher(0xcbf2_9ce4_8422_2325)
+        NameHasher(FNV_OFFSET)
     }
 }
 
 impl Hasher for NameHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
+        self.0 = fnv64_extend(self.0, bytes);
     }
 
     fn finish(&self) -> u64 {
@@ -48,10 +47,6 @@ impl Hasher for NameHasher {
         (self.0 ^ (self.0 >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9)
     }
 }
-
-/// Index of a rule in its `Throttler`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RuleId(pub(crate) u32);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RuleKind {
@@ -184,7 +179,7 @@ impl Builder {
             HeaderValue::from_str(&format!("\"policy\";q={limit};w={window_secs}"))
                 .unwrap_or(HeaderValue::from_static("\"policy\""))
         });
-        let id = RuleId(self.rules.len() as u32);
+        let id = RuleId::new(self.rules.len() as u32);
         self.rules.push(Rule {
             policy: policy.into(),
             stats: store.stats_for(&label),
@@ -236,8 +231,8 @@ fn rate_order(rules: &[Rule], a: RuleId, b: RuleId) -> std::cmp::Ordering {
         RuleKind::Quota { bytes, unit_ns } => (bytes, r.limit, unit_ns),
         RuleKind::Burst { t_ns } => (false, r.limit, t_ns),
     };
-    let (ab, an, au) = key(&rules[a.0 as usize]);
-    let (bb, bn, bu) = key(&rules[b.0 as usize]);
+    let (ab, an, au) = key(&rules[a.index()]);
+    let (bb, bn, bu) = key(&rules[b.index()]);
     // an/au < bn/bu  <=>  an*bu < bn*au
     ab.cmp(&bb)
         .then((u128::from(an) * u128::from(bu)).cmp(&(u128::from(bn) * u128::from(au))))

@@ -9,7 +9,9 @@ use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use http::HeaderMap;
 use turnpike_model::throttling::HeaderStyle;
 
-use crate::throttler::{Decision, Throttler};
+use turnpike_policy::Decision;
+
+use crate::throttler::Throttler;
 
 pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 pub static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");

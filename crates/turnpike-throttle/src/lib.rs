@@ -9,7 +9,6 @@
 //! It depends only on `turnpike-model` (the policy data); see docs/throttling.md for the model,
 //! the accuracy of each algorithm and the cluster's over-admission bound.
 
-mod clock;
 mod cluster;
 mod compile;
 mod counter;
@@ -20,18 +19,21 @@ mod stats;
 mod store;
 mod throttler;
 
-pub use clock::{Clock, ManualClock, SystemClock, UnixNanos};
 pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};
-pub use compile::{BuildError, RuleId};
+pub use compile::BuildError;
 pub use facts::{Lookup, NoLookup, RequestFacts};
 pub use headers::retry_after_secs;
 pub use ip::IpRange;
-pub use stats::{RuleStats, StripedCounter};
+pub use stats::RuleStats;
 pub use store::{CounterStore, StoreConfig};
-pub use throttler::{Charges, Decision, Throttler};
+pub use throttler::Throttler;
+pub use turnpike_model::clock::{Clock, ManualClock, SystemClock, UnixNanos};
 /// The policy data lives in `turnpike-model` (the file format); re-exported here.
 pub use turnpike_model::throttling::{
     AdvancedPolicy, ApplicationThrottle, ApplicationTier, BurstLimit, BurstUnit, Condition,
     ConditionGroup, HeaderStyle, Limit, SubscriptionTier, ThrottleSpec, TimeUnit, UNAUTHENTICATED,
     UNLIMITED,
 };
+/// The decision's types moved to turnpike-policy (the request context carries them);
+/// kept here until their users import them from there.
+pub use turnpike_policy::{Charges, Decision, RuleId, StripedCounter};

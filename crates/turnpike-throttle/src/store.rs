@@ -12,6 +12,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use turnpike_model::fnv::{fnv64_extend, FNV_OFFSET};
+
 use crate::cluster::ClusterLink;
 use crate::counter;
 use crate::stats::RuleStats;
@@ -258,16 +260,12 @@ pub(crate) struct KeyHash(u64);
 
 impl KeyHash {
     pub(crate) const fn new() -> Self {
-        KeyHash(0xcbf2_9ce4_8422_2325)
+        KeyHash(FNV_OFFSET)
     }
 
     #[must_use]
-    pub(crate) fn part(mut self, bytes: &[u8]) -> Self {
-        for b in bytes.iter().chain(std::iter::once(&0xff)) {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-        self
+    pub(crate) fn part(self, bytes: &[u8]) -> Self {
+        KeyHash(fnv64_extend(fnv64_extend(self.0, bytes), &[0xff]))
     }
 
     #[must_use]

@@ -10,79 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::compile::{AdvancedC, CondC, NameMap, Rule, RuleId, RuleKind, SubTierC};
+use turnpike_policy::{Charges, Decision, RuleId};
+
+use crate::compile::{AdvancedC, CondC, NameMap, Rule, RuleKind, SubTierC};
 use crate::counter;
 use crate::facts::RequestFacts;
 use crate::store::{CounterStore, KeyHash, SlotKind};
 use crate::UnixNanos;
-
-/// The outcome of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decision {
-    pub allowed: bool,
-    /// A billing (non-stopping) quota was exceeded: the request passes, flagged.
-    pub flagged: bool,
-    /// The rule that refused the request or, when allowed, the one with the least left;
-    /// `None` when no limit applies (Unlimited everywhere).
-    pub rule: Option<RuleId>,
-    pub limit: u64,
-    pub remaining: u64,
-    /// Until the binding rule's window ends (quota) or its bucket is full again (burst).
-    pub reset: Duration,
-    /// When refused: how long until a retry can pass.
-    pub retry_after: Option<Duration>,
-    /// The bandwidth quotas that admitted the request: charge the response's bytes to
-    /// them with [`Throttler::charge_bytes`] (empty when no bandwidth quota applies).
-    pub charges: Charges,
-}
-
-/// At most this many bandwidth quotas apply to one request (resource, API, subscription,
-/// application).
-const MAX_CHARGES: usize = 4;
-
-/// The bandwidth quotas (counter key and rule) that admitted one request, so that the
-/// bytes of its response can be charged to them later. Plain data: `Copy`, no allocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Charges {
-    n: u8,
-    items: [(u64, u32); MAX_CHARGES],
-}
-
-impl Charges {
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
-    fn push(&mut self, key: u64, rule: RuleId) {
-        if let Some(slot) = self.items.get_mut(self.n as usize) {
-            *slot = (key, rule.0);
-            self.n += 1;
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u64, RuleId)> + '_ {
-        self.items[..self.n as usize]
-            .iter()
-            .map(|&(k, r)| (k, RuleId(r)))
-    }
-}
-
-impl Decision {
-    const UNLIMITED: Decision = Decision {
-        allowed: true,
-        flagged: false,
-        rule: None,
-        limit: u64::MAX,
-        remaining: u64::MAX,
-        reset: Duration::ZERO,
-        retry_after: None,
-        charges: Charges {
-            n: 0,
-            items: [(0, 0); MAX_CHARGES],
-        },
-    };
-}
 
 /// What one rule said.
 #[derive(Clone, Copy)]
@@ -175,16 +109,16 @@ impl Throttler {
 
     /// The policy name users know (`Gold`, `10KPerMin`) of a rule.
     pub fn policy_name(&self, rule: RuleId) -> &str {
-        self.rules.get(rule.0 as usize).map_or("", |r| &r.policy)
+        self.rules.get(rule.index()).map_or("", |r| &r.policy)
     }
 
     /// The rule's unique label (`sub:Gold/burst`, `adv:10KPerMin/group:ip`), as in metrics.
     pub fn rule_label(&self, rule: RuleId) -> &str {
-        self.rules.get(rule.0 as usize).map_or("", |r| &r.label)
+        self.rules.get(rule.index()).map_or("", |r| &r.label)
     }
 
     pub(crate) fn rule(&self, id: RuleId) -> Option<&Rule> {
-        self.rules.get(id.0 as usize)
+        self.rules.get(id.index())
     }
 
     /// Decides one request at `now`, taking from every counter that applies.

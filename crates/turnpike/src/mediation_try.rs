@@ -44,7 +44,7 @@ pub fn run(args: TryArgs) -> anyhow::Result<()> {
     let api = snap
         .apis
         .iter()
-        .find(|a| args.api == a.name || args.api == format!("{}/{}", a.context, a.version))
+        .find(|a| args.api == a.name || args.api == turnpike_model::api_id(&a.context, &a.version))
         .ok_or_else(|| anyhow!("no API {:?} in {}", args.api, args.config.display()))?;
     let Some(m) = &api.mediation else {
         return Err(anyhow!("API {:?} has no mediation", args.api));

@@ -144,6 +144,21 @@ fn crates_depend_only_as_the_architecture_allows() {
     // The rules say something: the leaf crates are kept free of IO and of the others.
     assert!(rules["turnpike-model"].contains("tokio"));
     assert!(rules["turnpike-gateway"].contains("turnpike-store"));
+    // The pipeline kernel stays a kernel: the validators and the throttler depend on it,
+    // never the other way round, and no IO client comes in through it.
+    let kernel = &rules["turnpike-policy"];
+    for f in [
+        "turnpike-auth",
+        "turnpike-throttle",
+        "turnpike-config",
+        "redis",
+        "hyper",
+    ] {
+        assert!(
+            kernel.contains(f),
+            "the turnpike-policy row must forbid {f}"
+        );
+    }
 }
 
 #[test]

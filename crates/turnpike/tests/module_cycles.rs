@@ -34,11 +34,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "turnpike-bench",
         &["matrix.rs", "report/graphql.rs", "report/mod.rs"],
     ),
-    ("turnpike-config", &["security.rs", "throttling.rs"]),
-    (
-        "turnpike-config",
-        &["format.rs", "router.rs", "snapshot.rs", "validate.rs"],
-    ),
     ("turnpike-graphql", &["analysis.rs", "explain.rs"]),
     (
         "turnpike-keymanager",

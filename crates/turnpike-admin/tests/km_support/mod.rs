@@ -62,7 +62,7 @@ async fn control_plane_on(dbs: TestDbs, manual_clock: bool) -> Cp {
     let store = Store::open_with(&url, PasswordParams::insecure_fast())
         .await
         .expect("store");
-    let manual = manual_clock.then(|| Arc::new(ManualClock::new(SystemClock.now())));
+    let manual = manual_clock.then(|| Arc::new(ManualClock::at_secs(SystemClock.now_secs())));
     let clock: Arc<dyn Clock> = match &manual {
         Some(m) => m.clone(),
         None => Arc::new(SystemClock),

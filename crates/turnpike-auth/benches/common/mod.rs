@@ -84,7 +84,7 @@ pub fn signers() -> Vec<Signer> {
 impl Signer {
     /// Token `i`: distinct `sub` and `jti`, one of 100 applications.
     pub fn token(&self, i: u64) -> String {
-        let now = SystemClock.now();
+        let now = SystemClock.now_secs();
         let claims = serde_json::json!({
             "iss": ISSUER, "sub": format!("user-{i}"), "aud": ["turnpike"], "exp": now + 3600,
             "iat": now, "nbf": now, "jti": format!("{i:016x}"), "scope": "read write",

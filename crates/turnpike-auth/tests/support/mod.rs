@@ -17,7 +17,7 @@ pub struct Km {
 }
 
 pub fn now() -> u64 {
-    SystemClock.now()
+    SystemClock.now_secs()
 }
 
 fn client(id: &str, format: km::TokenFormat, can_introspect: bool) -> km::ClientRecord {
@@ -46,7 +46,7 @@ pub async fn start_km_with(alg: km::SigningAlg) -> Km {
     store.add_client(client("app1", km::TokenFormat::Jwt, false));
     store.add_client(client("opaque1", km::TokenFormat::Opaque, false));
     store.add_client(client("gateway", km::TokenFormat::Jwt, true));
-    let clock = Arc::new(km::ManualClock::new(now()));
+    let clock = Arc::new(km::ManualClock::at_secs(now()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

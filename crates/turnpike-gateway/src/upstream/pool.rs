@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,6 +30,7 @@ use http::HeaderValue;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
+use turnpike_model::fnv::FnvHasher;
 
 use super::h1::conn::{self as h1, H1Conn};
 use crate::client_body::ClientBody;
@@ -58,28 +59,7 @@ pub(crate) enum Conn {
 }
 
 /// FNV-1a: the pool key is a short authority; SipHash would be the bigger cost.
-#[derive(Default)]
-pub(crate) struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type PoolMap = HashMap<PoolKey, Arc<EndpointPool>, BuildHasherDefault<Fnv>>;
+type PoolMap = HashMap<PoolKey, Arc<EndpointPool>, BuildHasherDefault<FnvHasher>>;
 
 /// All endpoint pools of a gateway.
 pub(crate) struct Upstreams {

@@ -19,7 +19,7 @@ pub struct Km {
 }
 
 pub fn now() -> u64 {
-    SystemClock.now()
+    SystemClock.now_secs()
 }
 
 pub fn client(id: &str, format: TokenFormat, can_introspect: bool) -> ClientRecord {
@@ -57,7 +57,7 @@ pub async fn start_with(config: KeyManagerConfig) -> Km {
         password_hash: hash_secret_for_tests("alice-pw").expect("hash"),
         scopes: Some(vec!["read".into()]),
     });
-    let clock = Arc::new(ManualClock::new(now()));
+    let clock = Arc::new(ManualClock::at_secs(now()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

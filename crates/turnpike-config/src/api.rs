@@ -1,0 +1,46 @@
+//! One compiled API: what the router hands a request to. Its own module so validation,
+//! the router and the snapshot can all name it without importing each other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use turnpike_model::LoadBalancing;
+
+use crate::endpoint::Endpoint;
+
+/// An API ready to serve.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CompiledApi {
+    pub name: String,
+    /// `/pets`: no trailing slash.
+    pub context: String,
+    pub version: String,
+    /// Also served at `/{context}/...`.
+    pub default_version: bool,
+    /// The host pattern this API is limited to, lower case (`*.example.com` kept as
+    /// written); `None` for any host.
+    pub host: Option<String>,
+    pub endpoints: Vec<Endpoint>,
+    pub load_balancing: LoadBalancing,
+    /// Largest request body accepted; `None` for no limit.
+    pub max_body_bytes: Option<u64>,
+    /// Read the body (up to a size) before connecting upstream; `None`: stream it.
+    pub request_buffering: Option<crate::buffering::RequestBuffering>,
+    pub connect_timeout: Duration,
+    /// Time allowed from sending the request to the upstream's response headers.
+    pub response_timeout: Duration,
+    /// Authentication and authorisation; `None` for an open, published API.
+    pub security: Option<Arc<crate::security::ApiSecurity>>,
+    /// Throttling; `None` when the API is not throttled.
+    pub throttle: Option<Arc<crate::throttling::ApiThrottle>>,
+    /// Request/response transformations; `None` when the API has none.
+    pub mediation: Option<Arc<crate::mediation::ApiMediation>>,
+    /// What runs for every request of this API, in order (`crate::chain`): lifecycle,
+    /// body limit, auth, throttle and the API's `policies:`.
+    pub chain: turnpike_policy::Chain,
+    /// Name, context and version, shared with observers (analytics) without copying.
+    pub label: Arc<turnpike_policy::ApiLabel>,
+    /// How lenient the API is about request paths (`;` parameters, letter case).
+    pub paths: turnpike_model::PathsSpec,
+}
