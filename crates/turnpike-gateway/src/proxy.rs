@@ -13,10 +13,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
-use http::header::{ALLOW, CONTENT_LENGTH};
+use http::header::ALLOW;
 use http::{request, HeaderValue, Request, Response, Version};
 use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, RouteResult, Snapshot, DEFAULT_MAX_BODY_BYTES};
+use turnpike_policy::http::content_length;
 use turnpike_policy::{Hooks, RequestCtx, Stop, TraceContext, UpstreamTarget};
 
 use crate::answer::{
@@ -179,11 +180,7 @@ fn unrouted(
         let target = UpstreamTarget::suffix(parts.uri.clone(), 0);
         let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
         ctx.trace = trace_context(conn, &parts);
-        let declared = parts
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let declared = content_length(&parts.headers).ok().flatten();
         let mut f = Finisher::new(conn, None, ctx, &parts, declared);
         f.responded(resp.status(), Some(kind));
         resp.body_mut().finish_with(f);

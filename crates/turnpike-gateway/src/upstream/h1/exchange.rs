@@ -12,6 +12,7 @@ use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::{request, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
 use http_body::{Body, SizeHint};
 use tokio::io::AsyncWriteExt;
+use turnpike_policy::http::content_length;
 
 use super::body::{BodyFraming, Chunk, DirectBody};
 use super::conn::{H1Conn, MAX_HEAD};
@@ -30,12 +31,11 @@ pub(crate) const MAX_DIRECT_BODY: u64 = 16 * 1024;
 /// Whether this request can use the in-task client: no body, or a declared one of at
 /// most [`MAX_DIRECT_BODY`] bytes.
 pub(crate) fn fits(headers: &HeaderMap, body: &ClientBody) -> bool {
-    match headers.get(CONTENT_LENGTH) {
-        Some(v) => std::str::from_utf8(v.as_bytes())
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .is_some_and(|n| n <= MAX_DIRECT_BODY),
-        None => body.is_end_stream(),
+    match content_length(headers) {
+        Ok(Some(n)) => n <= MAX_DIRECT_BODY,
+        Ok(None) => body.is_end_stream(),
+        // hyper's server refused such a head already; hyper's client is the safe side.
+        Err(_) => false,
     }
 }
 
@@ -358,21 +358,9 @@ fn body_framing(
             BodyFraming::Eof
         });
     }
-    let mut len = None;
-    for v in headers.get_all(CONTENT_LENGTH) {
-        for part in v.as_bytes().split(|b| *b == b',') {
-            let n = std::str::from_utf8(part.trim_ascii())
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| Failure::Protocol("bad upstream content-length".into()))?;
-            if len.is_some_and(|l| l != n) {
-                return Err(Failure::Protocol(
-                    "conflicting upstream content-length".into(),
-                ));
-            }
-            len = Some(n);
-        }
-    }
+    // Not digits, or a list of differing values: where the body ends is unknown.
+    let len = content_length(headers)
+        .map_err(|_| Failure::Protocol("bad or conflicting upstream content-length".into()))?;
     Ok(len.map_or(BodyFraming::Eof, BodyFraming::Length))
 }
 
