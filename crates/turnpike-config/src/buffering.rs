@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use turnpike_model::RequestBufferingSpec;
 
-use crate::duration::parse_duration;
 use crate::error::Problem;
-use crate::size::parse_size;
+use turnpike_policy::spec::duration::parse_duration;
+use turnpike_policy::spec::size::parse_size;
 
 /// Bytes buffered when the API does not say (and its body limit is larger).
 pub const DEFAULT_REQUEST_BUFFER_BYTES: u64 = 1 << 20;

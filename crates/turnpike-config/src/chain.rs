@@ -1,178 +1,120 @@
-//! Assembles each API's policy chain into its [`CompiledApi`](crate::CompiledApi): the
-//! one place that decides what runs for an API, in every mode (file, control plane,
-//! `turnpike up`). The order:
+//! The one registry of policy kinds: builds each API's chain for its
+//! [`CompiledApi`](crate::CompiledApi) from the entries `crate::entries` desugars its
+//! sections into, in every mode (file, control plane, `turnpike up`). One arm per kind
+//! calls its [`PolicyKind`] build; the chain is then sorted, stably, by each kind's
+//! [`Stage`]:
 //!
-//! 1. a SOAP pass-through API's envelope/Fault policy (`soap:`), deprecation headers (a
-//!    `DEPRECATED` API, or `deprecation:` dates), then the edge kinds of the API's
-//!    `policies:` list (CORS), as written;
-//! 2. lifecycle (a blocked or unpublished API refuses everything);
-//! 3. body limit (`Content-Length` above `max_body_size`: 413);
-//! 4. auth (credential, subscription, scopes);
-//! 5. throttle;
-//! 6. mediation (the API's `mediation:` transformations: last on the request, first
-//!    on the response);
-//! 7. a SOAP-to-REST API's mapper (`soap:`; mediation sees the REST JSON on both
-//!    sides), then the other kinds of the `policies:` list, as written.
+//! 1. a SOAP pass-through API's envelope/Fault policy (`Envelope`);
+//! 2. deprecation headers, then the edge kinds of the `policies:` list (CORS), as
+//!    written (`Edge`);
+//! 3. lifecycle (`Admission`), body limit (`Limits`), auth (`Auth`), throttle
+//!    (`Throttle`);
+//! 4. mediation (`Transform`: last on the request, first on the response);
+//! 5. a SOAP-to-REST API's mapper (`Mapper`; mediation sees the REST JSON on both
+//!    sides), then GraphQL (`Late`).
 //!
-//! Adding a kind: a field of `turnpike_model::policy::PolicySpec`, an arm in
-//! [`build`] calling the kind's build function (validate into `problems`, return the
-//! `Policy`), and the `Policy` implementation (docs/ARCHITECTURE.md).
+//! The file-wide sections are compiled first, in this order, each reporting its own
+//! problems ([`prepare`]): `soap:` (it fills in the resources routing needs),
+//! `security:`, `throttling:`, `mediation:`. Then each API's entries are built in
+//! document order. Adding a kind: docs/ARCHITECTURE.md, "Adding a policy kind".
 
 use std::sync::Arc;
 
+use turnpike_auth::Subscriptions;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
-use turnpike_policy::{Chain, Policy};
+use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
 
-use crate::error::Problem;
-use crate::mediation::ApiMediation;
-use crate::policies::{auth, body_limit, cors, deprecation, lifecycle, mediation, throttle};
-use crate::security::ApiSecurity;
-use crate::throttling::ApiThrottle;
+use crate::entries::{entries, EntrySpec};
+use crate::policies::auth::{Auth, Secured};
+use crate::policies::body_limit::BodyLimit;
+use crate::policies::cors::Cors;
+use crate::policies::deprecation::Deprecation;
+use crate::policies::graphql::{Graphql, Operations};
+use crate::policies::lifecycle::Lifecycle;
+use crate::policies::mediation::{Mediated, Mediation};
+use crate::policies::throttle::{Throttle, Throttled};
+use crate::soap::Soap;
+use crate::{mediation, security, soap, throttling, PolicyRuntime};
 
-/// Where a kind of the `policies:` list runs.
-enum Stage {
-    /// Before lifecycle and auth: sees (and may answer) unauthenticated requests.
-    Edge,
-    /// After auth and throttling: sees only admitted requests.
-    #[allow(dead_code, reason = "the kinds that run late (mediation) come next")]
-    Late,
+/// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
+/// reporting its problems; the subscription table for the snapshot. `reuse`: an
+/// already compiled subscription table to keep.
+pub(crate) fn prepare(
+    file: &mut GatewayFile,
+    runtime: &PolicyRuntime,
+    reuse: Option<Arc<Subscriptions>>,
+    scratch: &mut Scratch,
+    problems: &mut Vec<Problem>,
+) -> Option<Arc<Subscriptions>> {
+    scratch.insert(soap::expand(file, problems));
+    let (secured, subscriptions) = security::compile(file, runtime, reuse.clone(), problems);
+    scratch.insert(Secured(secured));
+    let (throttled, operations) = throttling::compile(file, runtime, reuse.as_deref(), problems);
+    scratch.insert(Throttled(throttled));
+    scratch.insert(Operations(operations));
+    scratch.insert(Mediated(mediation::compile(file, problems)));
+    subscriptions
 }
 
-/// The `policies:` list of one API, built and split by stage.
-#[derive(Default)]
-pub(crate) struct Declared {
-    edge: Vec<Arc<dyn Policy>>,
-    late: Vec<Arc<dyn Policy>>,
-}
-
-/// Validates and builds every API's `policies:` list (indexed like `file.apis`);
-/// `operations`: each GraphQL API's operation throttling (indexed the same way).
-pub(crate) fn declared(
+/// Every API's chain (indexed like `file.apis`).
+pub(crate) fn build_all(
     file: &GatewayFile,
-    operations: crate::throttling::OperationThrottles,
+    runtime: &Runtime,
+    scratch: &mut Scratch,
     problems: &mut Vec<Problem>,
-) -> Vec<Declared> {
-    let mut operations = operations.into_iter();
-    file.apis
-        .iter()
-        .enumerate()
-        .map(|(i, api)| {
-            let throttle = operations.next().flatten();
-            let mut d = Declared::default();
-            let deprecated = api
-                .lifecycle
-                .as_deref()
-                .is_some_and(|l| l.eq_ignore_ascii_case("DEPRECATED"));
-            let at = format!("apis[{i}].deprecation");
-            let spec = api.deprecation.as_ref();
-            if let Some(p) = deprecation::build(&at, deprecated, spec, problems) {
-                d.edge.push(p);
-            }
-            for (j, spec) in api.policies.iter().enumerate() {
-                let at = format!("apis[{i}].policies[{j}]");
-                if spec.kinds().len() != 1 {
-                    problems.push(Problem::new(
-                        at,
-                        format!(
-                            "an entry names exactly one policy kind (found {:?})",
-                            spec.kinds()
-                        ),
-                    ));
-                    continue;
-                }
-                match build(&at, spec, problems) {
-                    Some((Stage::Edge, p)) => d.edge.push(p),
-                    Some((Stage::Late, p)) => d.late.push(p),
-                    None => {}
-                }
-            }
-            if let Some(g) = &api.graphql {
-                // A GRAPHQL API: its analysis runs late, on the admitted caller's body.
-                d.late.extend(graphql(i, api, g, throttle, problems));
-            }
-            d
-        })
-        .collect()
-}
-
-/// Places each API's `soap:` policy (indexed like `declared`) first in its stage: a
-/// pass-through's at the edge, so auth's and throttling's refusals become Faults; a
-/// SOAP-to-REST mapper after throttling, on admitted requests only.
-pub(crate) fn add_soap(declared: &mut [Declared], soap: Vec<Option<crate::soap::SoapStage>>) {
-    for (d, stage) in declared.iter_mut().zip(soap) {
-        match stage {
-            Some(crate::soap::SoapStage::Edge(p)) => d.edge.insert(0, p),
-            Some(crate::soap::SoapStage::Late(p)) => d.late.insert(0, p),
-            None => {}
+) -> Vec<Chain> {
+    let mut chains = Vec::with_capacity(file.apis.len());
+    for (i, api) in file.apis.iter().enumerate() {
+        let mut built = Vec::new();
+        for entry in entries(i, api) {
+            let mut cx = BuildCx {
+                api: i,
+                at: entry.at,
+                problems,
+                runtime,
+                file,
+                scratch,
+            };
+            built.extend(build_entry(&entry.spec, &mut cx));
         }
+        // Stable: kinds of one stage keep their document order.
+        built.sort_by_key(|(stage, _)| *stage);
+        chains.push(Chain::new(built.into_iter().map(|(_, p)| p).collect()));
+    }
+    chains
+}
+
+/// THE registration point: one arm per kind.
+fn build_entry(spec: &EntrySpec<'_>, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc<dyn Policy>)> {
+    match spec {
+        EntrySpec::Soap(s) => build::<Soap>(s, cx),
+        EntrySpec::Deprecation(api) => build::<Deprecation>(api, cx),
+        EntrySpec::Declared(p) => declared(p, cx),
+        EntrySpec::Lifecycle => build::<Lifecycle>(&(), cx),
+        EntrySpec::BodyLimit(q) => build::<BodyLimit>(q, cx),
+        EntrySpec::Auth => build::<Auth>(&(), cx),
+        EntrySpec::Throttle => build::<Throttle>(&(), cx),
+        EntrySpec::Mediation => build::<Mediation>(&(), cx),
+        EntrySpec::Graphql(g) => build::<Graphql>(g, cx),
     }
 }
 
-/// Builds the one kind an entry names, with the stage it runs in. THE registration
-/// point: a new kind is one arm here.
-fn build(
-    at: &str,
-    spec: &PolicySpec,
-    problems: &mut Vec<Problem>,
-) -> Option<(Stage, Arc<dyn Policy>)> {
-    if let Some(c) = &spec.cors {
-        let p = cors::build(&format!("{at}.cors"), c, problems)?;
-        return Some((Stage::Edge, p));
+/// An entry of the `policies:` list: exactly one kind, under `….{kind}`.
+fn declared(spec: &PolicySpec, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc<dyn Policy>)> {
+    if spec.kinds().len() != 1 {
+        let message = format!(
+            "an entry names exactly one policy kind (found {:?})",
+            spec.kinds()
+        );
+        cx.problem("", message);
+        return None;
     }
-    None
+    let cors = spec.cors.as_ref()?;
+    cx.at = format!("{}.{}", cx.at, Cors::NAME);
+    build::<Cors>(cors, cx)
 }
 
-/// Builds a GraphQL API's policy (its `graphql:` section); problems under
-/// `apis[i].graphql`. The analysis cache and cost quotas are process-wide, so a swap
-/// keeps them (and so does the throttle store the operations' counters live in).
-fn graphql(
-    i: usize,
-    api: &turnpike_model::ApiSpec,
-    spec: &turnpike_model::graphql::GraphqlSpec,
-    throttle: Option<turnpike_graphql::OperationThrottle>,
-    problems: &mut Vec<Problem>,
-) -> Option<Arc<dyn Policy>> {
-    match turnpike_graphql::compile(spec, turnpike_graphql::AnalysisCache::shared()) {
-        Ok(compiled) => Some(Arc::new(turnpike_graphql::GraphqlPolicy::new(
-            compiled,
-            turnpike_graphql::CostQuotas::shared(),
-            &format!("{}/{}", api.context, api.version),
-            throttle,
-        ))),
-        Err(found) => {
-            for (path, message) in found {
-                problems.push(Problem::new(format!("apis[{i}].graphql.{path}"), message));
-            }
-            None
-        }
-    }
-}
-
-/// The API's chain from its compiled parts.
-pub(crate) fn assemble(
-    declared: Declared,
-    security: Option<&Arc<ApiSecurity>>,
-    throttling: Option<&Arc<ApiThrottle>>,
-    mediation: Option<&Arc<ApiMediation>>,
-    max_body_bytes: Option<u64>,
-) -> Chain {
-    let mut chain = declared.edge;
-    if let Some(block) = security.and_then(|s| s.lifecycle) {
-        chain.push(Arc::new(lifecycle::LifecyclePolicy { block }));
-    }
-    if let Some(limit) = max_body_bytes {
-        chain.push(Arc::new(body_limit::BodyLimitPolicy { limit }));
-    }
-    if let Some(sec) = security.filter(|s| s.authenticator.is_some()) {
-        chain.push(Arc::new(auth::AuthPolicy { sec: sec.clone() }));
-    }
-    if let Some(t) = throttling {
-        chain.push(Arc::new(throttle::ThrottlePolicy { t: t.clone() }));
-    }
-    if let Some(m) = mediation {
-        chain.push(Arc::new(mediation::MediationPolicy::new(m.clone())));
-    }
-    chain.extend(declared.late);
-    Chain::new(chain)
+fn build<K: PolicyKind>(spec: &K::Spec, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc<dyn Policy>)> {
+    K::build(spec, cx).map(|p| (K::stage(spec), p))
 }

@@ -11,7 +11,8 @@
 //! - [`compile`]`(GatewayFile, version)` for files that arrive as data (control plane).
 //!
 //! Modules: `format` (YAML in), `spans` (line/column of each node), `validate` (values),
-//! `size`/`duration`/`endpoint`/`host`/`methods`/`template` (one kind of value each),
+//! `endpoint`/`host` (one kind of value each; durations, sizes, methods and path templates are
+//! `turnpike_policy::spec`),
 //! `router` (the index), `path` (the request-path normaliser run before routing) and
 //! `path_chars` (its checks beyond ASCII, and case folding),
 //! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
@@ -21,28 +22,29 @@ mod api;
 mod buffering;
 mod chain;
 mod depth;
-mod duration;
 mod endpoint;
+mod entries;
 mod error;
 mod format;
 mod host;
 mod mediation;
-mod methods;
 mod path;
 mod path_chars;
 mod policies;
 mod router;
 mod runtime;
 mod security;
-mod size;
 mod snapshot;
 mod soap;
 mod spans;
-mod template;
 mod throttling;
 mod validate;
 
 use std::sync::Arc;
+
+use policies::auth::Secured;
+use policies::mediation::Mediated;
+use policies::throttle::Throttled;
 
 pub use api::CompiledApi;
 pub use buffering::{
@@ -50,7 +52,6 @@ pub use buffering::{
     MAX_REQUEST_BUFFER_BYTES,
 };
 pub use depth::{check_depth, TooDeep, MAX_DEPTH};
-pub use duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
 pub use mediation::{
@@ -59,11 +60,12 @@ pub use mediation::{
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
 pub use security::{ApiSecurity, LifecycleBlock, ResourceRule};
-pub use size::DEFAULT_MAX_BODY_BYTES;
 pub use snapshot::{RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};
+pub use turnpike_policy::spec::duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
+pub use turnpike_policy::spec::size::DEFAULT_MAX_BODY_BYTES;
 pub use turnpike_policy::Chain;
 
 /// Validates and compiles a file that arrives as data. Problems name document paths
@@ -120,30 +122,22 @@ fn compile_inner(
     reuse: Option<Arc<turnpike_auth::Subscriptions>>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
-    // First: a SOAP API's resources come from its WSDL when it lists none.
-    let soap = soap::expand(&mut file, &mut problems);
-    let (mut security, subscriptions) =
-        security::compile(&file, runtime, reuse.clone(), &mut problems);
-    let (mut throttling, operations) =
-        throttling::compile(&file, runtime, reuse.as_deref(), &mut problems);
-    let mut mediation = mediation::compile(&file, &mut problems);
-    let mut declared = chain::declared(&file, operations, &mut problems);
-    chain::add_soap(&mut declared, soap);
+    let mut scratch = turnpike_policy::Scratch::default();
+    let subscriptions = chain::prepare(&mut file, runtime, reuse, &mut scratch, &mut problems);
+    let mut chains = chain::build_all(&file, runtime.kernel(), &mut scratch, &mut problems);
     let mut checked = validate::check_file(file, &mut problems);
     for c in &mut checked {
-        c.api.security = security.get_mut(c.index).and_then(Option::take);
-        c.api.throttle = throttling.get_mut(c.index).and_then(Option::take);
-        c.api.mediation = mediation.get_mut(c.index).and_then(Option::take);
-        c.api.chain = chain::assemble(
-            declared
-                .get_mut(c.index)
-                .map(std::mem::take)
-                .unwrap_or_default(),
-            c.api.security.as_ref(),
-            c.api.throttle.as_ref(),
-            c.api.mediation.as_ref(),
-            c.api.max_body_bytes,
-        );
+        c.api.chain = chains
+            .get_mut(c.index)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        // Still read by metrics and the mediation try-it (until they ask the runtime).
+        c.api.security = scratch
+            .get::<Secured>()
+            .and_then(|s| s.of(c.index))
+            .cloned();
+        c.api.throttle = nth(scratch.get::<Throttled>().map(|t| &t.0), c.index);
+        c.api.mediation = nth(scratch.get::<Mediated>().map(|m| &m.0), c.index);
     }
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {
@@ -151,4 +145,9 @@ fn compile_inner(
     }
     let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
     Ok(Snapshot::assemble(version, apis, router, subscriptions))
+}
+
+/// API `i`'s entry of a per-API list prepared for the file.
+fn nth<T>(list: Option<&Vec<Option<Arc<T>>>>, i: usize) -> Option<Arc<T>> {
+    list?.get(i)?.clone()
 }

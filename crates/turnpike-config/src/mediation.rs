@@ -12,11 +12,11 @@ use turnpike_mediation::Transform;
 use turnpike_model::mediation::{MediationSpec, TransformSpec};
 use turnpike_model::{ApiSpec, GatewayFile};
 
-use crate::duration::parse_duration;
 use crate::error::Problem;
-use crate::methods::MethodSet;
-use crate::size::parse_size;
-use crate::template::Template;
+use turnpike_policy::spec::duration::parse_duration;
+use turnpike_policy::spec::methods::MethodSet;
+use turnpike_policy::spec::size::parse_size;
+use turnpike_policy::spec::template::Template;
 
 /// One API's compiled transforms.
 pub struct ApiMediation {

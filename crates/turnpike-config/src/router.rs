@@ -15,8 +15,8 @@ use http::{HeaderValue, Method};
 
 use crate::error::Problem;
 use crate::host::{normalise, HostPattern, MAX_HOST};
-use crate::methods::MethodSet;
 use crate::validate::Checked;
+use turnpike_policy::spec::methods::MethodSet;
 
 /// What one route in a tree leads to.
 #[derive(Debug, Clone)]

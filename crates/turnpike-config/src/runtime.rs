@@ -1,25 +1,41 @@
 //! Long-lived policy state that compiled snapshots share and that outlives every swap:
-//! the security caches (verified tokens, introspection, remote JWKS) and the throttle
-//! counters. A reload compiles against the same runtime, so a swap neither empties a
-//! token cache nor resets a quota. One per gateway process.
+//! the security caches (verified tokens, introspection, remote JWKS), the throttle
+//! counters, and the kernel [`Runtime`] (every other kind's state by type, and where
+//! CPU-heavy work runs). A reload compiles against the same runtime, so a swap neither
+//! empties a token cache nor resets a quota. One per gateway process.
 
 use std::sync::Arc;
+
+use turnpike_policy::{Inline, Offload, Runtime};
 
 /// Shared by every snapshot a gateway compiles.
 pub struct PolicyRuntime {
     pub auth: Arc<turnpike_auth::AuthRuntime>,
     pub throttle: Arc<turnpike_throttle::CounterStore>,
+    kernel: Runtime,
 }
 
 impl PolicyRuntime {
-    /// Fresh caches and counters on the system clock.
+    /// Fresh caches and counters on the system clock; CPU-heavy work runs inline (tests
+    /// and tools; a serving gateway passes its offload to [`with_offload`](Self::with_offload)).
     pub fn new() -> Self {
+        Self::with_offload(Arc::new(Inline))
+    }
+
+    /// Fresh caches and counters whose policies send CPU-heavy work to `offload`.
+    pub fn with_offload(offload: Arc<dyn Offload>) -> Self {
         PolicyRuntime {
             auth: Arc::new(turnpike_auth::AuthRuntime::new(Arc::new(
                 turnpike_auth::SystemClock,
             ))),
             throttle: turnpike_throttle::CounterStore::new(Default::default()),
+            kernel: Runtime::new(offload),
         }
+    }
+
+    /// The kernel runtime every kind's build reads (its offload, its state by type).
+    pub fn kernel(&self) -> &Runtime {
+        &self.kernel
     }
 }
 

@@ -16,10 +16,10 @@ use turnpike_auth::{
 use turnpike_model::security::{ApiAuthSpec, ResourceAuth};
 use turnpike_model::{api_id, ApiSpec, GatewayFile};
 
-use crate::duration::parse_duration;
 use crate::error::Problem;
-use crate::methods::MethodSet;
-use crate::template::Template;
+use turnpike_policy::spec::duration::parse_duration;
+use turnpike_policy::spec::methods::MethodSet;
+use turnpike_policy::spec::template::Template;
 
 /// Why an API refuses every call whatever the credential (its lifecycle state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

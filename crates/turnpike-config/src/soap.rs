@@ -6,29 +6,53 @@
 
 use std::sync::Arc;
 
-use turnpike_model::soap::SoapApiType;
+use turnpike_model::soap::{SoapApiType, SoapSpec};
 use turnpike_model::{GatewayFile, ResourceSpec};
-use turnpike_policy::Policy;
+use turnpike_policy::{BuildCx, Policy, PolicyKind, Stage};
 use turnpike_soap::api::SoapApi;
 use turnpike_soap::policy::{SoapProxyPolicy, SoapRestPolicy};
 
 use crate::error::Problem;
 
-/// Where an API's SOAP policy runs.
-pub(crate) enum SoapStage {
-    /// Pass-through: at the edge, so auth's and throttling's refusals become Faults.
-    Edge(Arc<dyn Policy>),
-    /// SOAP-to-REST: after auth and throttling, on admitted requests only.
-    Late(Arc<dyn Policy>),
+/// Every API's compiled `soap:` section (indexed like `file.apis`), prepared once per
+/// file before the chains are built.
+pub(crate) struct SoapApis(pub(crate) Vec<Option<Arc<SoapApi>>>);
+
+/// The SOAP kind: a pass-through's envelope and Faults first in the chain (so auth's
+/// and throttling's refusals become Faults), a SOAP-to-REST mapper after mediation's
+/// request side (on admitted requests only; mediation sees the REST JSON). Its WSDL is
+/// compiled, and its problems reported, by [`expand`].
+pub(crate) struct Soap;
+
+impl PolicyKind for Soap {
+    const NAME: &'static str = "soap";
+    type Spec = SoapSpec;
+
+    fn stage(spec: &SoapSpec) -> Stage {
+        match spec.api_type {
+            SoapApiType::Soap => Stage::Envelope,
+            SoapApiType::SoapToRest => Stage::Mapper,
+        }
+    }
+
+    fn build(spec: &SoapSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let api = cx.scratch.get::<SoapApis>()?.0.get(cx.api)?.clone()?;
+        Some(match spec.api_type {
+            SoapApiType::Soap => Arc::new(SoapProxyPolicy {
+                api,
+                offload: cx.runtime.offload().clone(),
+            }),
+            SoapApiType::SoapToRest => Arc::new(SoapRestPolicy { api }),
+        })
+    }
 }
 
 /// Compiles every API's `soap:` section (indexed like `file.apis`) and fills in the
-/// resources a SOAP API leaves out.
-pub(crate) fn expand(
-    file: &mut GatewayFile,
-    problems: &mut Vec<Problem>,
-) -> Vec<Option<SoapStage>> {
-    file.apis
+/// resources a SOAP API leaves out: the first step of a compile, since routing needs
+/// the resources.
+pub(crate) fn expand(file: &mut GatewayFile, problems: &mut Vec<Problem>) -> SoapApis {
+    let apis = file
+        .apis
         .iter_mut()
         .enumerate()
         .map(|(i, api)| {
@@ -53,13 +77,10 @@ pub(crate) fn expand(
                         .collect(),
                 };
             }
-            let compiled = Arc::new(compiled);
-            Some(match spec.api_type {
-                SoapApiType::Soap => SoapStage::Edge(Arc::new(SoapProxyPolicy { api: compiled })),
-                SoapApiType::SoapToRest => SoapStage::Late(Arc::new(SoapRestPolicy { api: compiled })),
-            })
+            Some(Arc::new(compiled))
         })
-        .collect()
+        .collect();
+    SoapApis(apis)
 }
 
 fn resource(path: &str, methods: &[&str]) -> ResourceSpec {

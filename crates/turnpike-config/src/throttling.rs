@@ -16,8 +16,8 @@ use turnpike_model::{ApiSpec, GatewayFile};
 use turnpike_throttle::Throttler;
 
 use crate::error::Problem;
-use crate::methods::MethodSet;
-use crate::template::Template;
+use turnpike_policy::spec::methods::MethodSet;
+use turnpike_policy::spec::template::Template;
 
 /// What the throttle policy needs for one API: compiled once per snapshot.
 pub struct ApiThrottle {

@@ -8,13 +8,15 @@ use std::sync::Arc;
 use turnpike_model::{ApiSpec, GatewayFile, FORMAT_VERSION};
 
 use crate::api::CompiledApi;
-use crate::duration::{parse_duration, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 use crate::endpoint::Endpoint;
 use crate::error::Problem;
 use crate::host::HostPattern;
-use crate::methods::MethodSet;
-use crate::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
-use crate::template::{is_path_char, Template};
+use turnpike_policy::spec::duration::{
+    parse_duration, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
+};
+use turnpike_policy::spec::methods::MethodSet;
+use turnpike_policy::spec::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
+use turnpike_policy::spec::template::{is_path_char, Template};
 
 /// An API that passed validation, with what the router needs to index it.
 pub(crate) struct Checked {

@@ -27,6 +27,7 @@ mod io;
 mod lenient;
 mod log_limit;
 mod metrics;
+mod offload;
 mod park;
 mod proxy;
 pub mod reload;
@@ -54,6 +55,7 @@ pub use conn_limit::raise_fd_limit;
 pub use headers::TrustedProxies;
 pub use health::Health;
 pub use metrics::GatewayMetrics;
+pub use offload::{policy_runtime, TokioOffload};
 pub use park::{memory_release_epoch, set_memory_release};
 pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings, Stop,
@@ -335,7 +337,7 @@ pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Se
     let config = args.config.clone().ok_or(
         "`turnpike gateway` needs --config FILE (DB-less) or --control-plane URL --gateway-token T",
     )?;
-    let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
+    let runtime = Arc::new(policy_runtime());
     let _throttling = start_throttling(&args, &runtime)?;
     let snapshot = Snapshot::load_with(&config, &runtime)?;
     tracing::info!(file = %config.display(), apis = snapshot.apis.len(), "config loaded");

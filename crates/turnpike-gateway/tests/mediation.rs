@@ -666,3 +666,44 @@ async fn the_bench_transformation_scenario_rewrites_on_the_secured_api() {
     let r = send("/secured/v1/mediation", None).await.expect("send");
     assert_eq!(r.status(), 401);
 }
+
+/// A serving gateway's runtime hands a large body's transform to the blocking pool: the
+/// mediation policy took the runtime's offload when it was built.
+#[tokio::test]
+async fn a_large_body_is_transformed_off_the_workers() {
+    let seen = echo().await;
+    let offload = std::sync::Arc::new(turnpike_gateway::TokioOffload::default());
+    let runtime = turnpike_config::PolicyRuntime::with_offload(offload.clone());
+    let yaml = config(&[mediated(
+        "x",
+        seen,
+        "      request:\n        body: { input: xml, output: json }\n",
+    )]);
+    let snap = turnpike_config::Snapshot::from_yaml_with(&yaml, "test", &runtime).expect("valid");
+    let gw = gateway_serving(snap, |_| {}).await;
+    let c = client();
+    let small = c
+        .post(gw.url("/x/v1/x"))
+        .header("content-type", "application/xml")
+        .body("<order id=\"7\"/>")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(small.status(), 200);
+    assert_eq!(offload.offloaded(), 0, "a small body is read inline");
+    let items: String = (0..20_000).map(|i| format!("<item>{i}</item>")).collect();
+    let r = c
+        .post(gw.url("/x/v1/x"))
+        .header("content-type", "application/xml")
+        .body(format!("<order id=\"7\">{items}</order>"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    assert_eq!(json_of(r).await["order"]["@id"], "7");
+    assert_eq!(
+        offload.offloaded(),
+        1,
+        "the large body went to the blocking pool"
+    );
+}

@@ -76,10 +76,10 @@ impl AnalysisCache {
         }
     }
 
-    /// The process-wide cache (10,000 analyses), kept across snapshot swaps.
-    pub fn shared() -> AnalysisCache {
-        static SHARED: std::sync::OnceLock<AnalysisCache> = std::sync::OnceLock::new();
-        SHARED.get_or_init(AnalysisCache::default).clone()
+    /// Whether `self` and `other` are handles of one cache (a gateway keeps one per
+    /// policy runtime, across snapshot swaps).
+    pub fn is_same(&self, other: &AnalysisCache) -> bool {
+        Arc::ptr_eq(&self.stats, &other.stats)
     }
 
     pub fn stats(&self) -> CacheStats {

@@ -88,6 +88,16 @@ impl GraphqlPolicy {
         }
     }
 
+    /// The cost budgets this API's quotas debit (one set per policy runtime).
+    pub fn quotas(&self) -> &Arc<CostQuotas> {
+        &self.inner.quotas
+    }
+
+    /// Where this API's analyses are cached (one cache per policy runtime).
+    pub fn analysis_cache(&self) -> &crate::AnalysisCache {
+        self.inner.g.analyzer.cache()
+    }
+
     /// `None`: forward the request.
     fn check(
         &self,

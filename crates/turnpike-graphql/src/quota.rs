@@ -4,7 +4,7 @@
 //! snapshots, so a swap does not reset a budget ([`CostQuotas::shared`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::spec::CostQuota;
 
@@ -28,14 +28,6 @@ pub struct CostQuotas {
 }
 
 impl CostQuotas {
-    /// The process-wide budgets.
-    pub fn shared() -> Arc<CostQuotas> {
-        static SHARED: OnceLock<Arc<CostQuotas>> = OnceLock::new();
-        SHARED
-            .get_or_init(|| Arc::new(CostQuotas::default()))
-            .clone()
-    }
-
     /// Debits `cost` from `key`'s budget at `now` (UNIX seconds): the budget left, or
     /// the refusal (a refused query debits nothing).
     pub fn debit(

@@ -86,6 +86,14 @@ impl Chain {
         self.policies.iter().map(|p| p.name())
     }
 
+    /// The first policy of type `T` (tests and tools that read a compiled kind's data;
+    /// never called per request).
+    pub fn find<T: Policy>(&self) -> Option<&T> {
+        self.policies
+            .iter()
+            .find_map(|p| (&**p as &dyn std::any::Any).downcast_ref::<T>())
+    }
+
     /// Runs `pre_route` front to back.
     pub async fn pre_route(
         &self,

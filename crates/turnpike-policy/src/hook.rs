@@ -108,7 +108,7 @@ impl std::ops::BitOr for Hooks {
 ///    policies whose request side ran (also on error responses and on a `Respond`);
 /// 6. [`on_complete`](Policy::on_complete), once, for every outcome, when the response
 ///    body has ended or the client went away.
-pub trait Policy: Send + Sync + 'static {
+pub trait Policy: std::any::Any + Send + Sync {
     /// Stable name for logs and metrics.
     fn name(&self) -> &'static str;
 

@@ -16,6 +16,11 @@
 //! - [`http`]: one meaning of the small HTTP rules every layer reads (`Content-Length`,
 //!   query parameters).
 //!
+//! - [`PolicyKind`]: how a kind builds its policy from its spec ([`BuildCx`], [`Stage`]),
+//!   with long-lived state from the gateway's [`Runtime`] and CPU-heavy work sent through
+//!   its [`Offload`]; [`Problem`]s report a bad spec; [`spec`] holds the values specs
+//!   are made of (durations, sizes, method sets, path templates).
+//!
 //! Must not depend on the gateway, the config compiler, a store, the validators or the
 //! throttler, or any IO: of the workspace, only `turnpike-model`.
 
@@ -26,10 +31,14 @@ mod ctx;
 pub mod error;
 mod hook;
 pub mod http;
+mod kind;
 pub mod log_limit;
 mod observer;
 pub mod offload;
+pub mod problem;
 mod quota;
+mod runtime;
+pub mod spec;
 pub mod trace;
 
 pub use caller::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};
@@ -41,6 +50,10 @@ pub use ctx::{
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
 pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
+pub use kind::{BuildCx, PolicyKind, Scratch, Stage};
 pub use observer::Observer;
+pub use offload::{Inline, Offload};
+pub use problem::{Location, Problem, Problems};
 pub use quota::{Charges, Decision, RuleId};
+pub use runtime::Runtime;
 pub use trace::TraceContext;

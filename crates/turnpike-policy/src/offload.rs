@@ -1,46 +1,59 @@
-//! CPU-heavy work of a policy (reading a large XML body) run off the runtime's workers,
-//! so one hostile request cannot delay every other connection a worker serves. The
-//! offloaded work runs on tokio's blocking pool under a process-wide budget (half the
-//! cores, at least one): past it, requests wait their turn asynchronously, holding no
-//! worker, and the other half of the CPU stays with the workers. A body below
-//! [`OFFLOAD_ABOVE`] is read inline: its bounded cost (the XML reader's caps make it
-//! linear) is below the hand-off's.
+//! CPU-heavy work of a policy (reading a large XML body) handed to whoever runs the
+//! gateway, so one hostile request cannot delay every other connection a worker serves.
+//! The kernel names the trait only: the gateway registers its tokio implementation (the
+//! blocking pool under a CPU budget) in the [`Runtime`](crate::Runtime) it compiles
+//! with; tests and tools use [`Inline`]. A policy takes its `Arc<dyn Offload>` from the
+//! runtime when it is built, never from a static.
 
-use std::sync::OnceLock;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::Semaphore;
-
-/// Bodies larger than this (bytes) are parsed off the workers.
+/// Bodies larger than this (bytes) are parsed off the workers; below it the bounded
+/// cost of reading inline (the XML reader's caps make it linear) is below the hand-off's.
 pub const OFFLOAD_ABOVE: usize = 64 << 10;
 
-/// The process-wide budget: the CPU is one resource, whichever API a request is for.
-fn budget() -> &'static Semaphore {
-    static BUDGET: OnceLock<Semaphore> = OnceLock::new();
-    BUDGET.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Semaphore::new((cores / 2).max(1))
-    })
+/// One piece of work to run off the workers.
+pub type Job = Box<dyn FnOnce() + Send>;
+
+/// Resolves once the job has run (resuming its panic, if it panicked).
+pub type Ran = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs CPU-heavy jobs somewhere that does not hold up the request workers.
+pub trait Offload: Send + Sync {
+    fn run(&self, job: Job) -> Ran;
 }
 
-/// Runs `work` on the blocking pool within the budget (inline outside a runtime, as in
-/// a unit test). A panic in `work` is resumed here, as if it had run inline.
-pub async fn offload<T, F>(work: F) -> T
+/// Runs each job on the calling thread, at once (tests, tools, `Snapshot::from_yaml`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Inline;
+
+impl Offload for Inline {
+    fn run(&self, job: Job) -> Ran {
+        job();
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// Runs `work` through `to` and gives back its result.
+pub async fn offload<T, F>(to: &Arc<dyn Offload>, work: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return work();
-    }
-    // The semaphore is never closed, so acquiring only waits.
-    let _permit = budget().acquire().await;
-    match tokio::task::spawn_blocking(work).await {
-        Ok(out) => out,
-        // Cancelled only when the runtime shuts down, which drops this future too.
-        Err(e) => std::panic::resume_unwind(
-            e.try_into_panic()
-                .unwrap_or_else(|_| Box::new("offloaded work cancelled")),
-        ),
+    let slot = Arc::new(Mutex::new(None));
+    let out = slot.clone();
+    to.run(Box::new(move || {
+        let value = work();
+        *out.lock().unwrap_or_else(PoisonError::into_inner) = Some(value);
+    }))
+    .await;
+    let value = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+    match value {
+        Some(v) => v,
+        // `run` resolves after the job ran or resumes its panic: an implementation
+        // that resolves without running it is a bug in that implementation.
+        None => panic!("an Offload resolved without running its job"),
     }
 }
 
@@ -49,14 +62,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn outside_a_runtime_the_work_runs_inline() {
+    fn inline_runs_the_work_on_the_calling_thread() {
         let here = std::thread::current().id();
-        let ran_on = futures_lite_block_on(offload(move || std::thread::current().id()));
+        let to: Arc<dyn Offload> = Arc::new(Inline);
+        let ran_on = block_on(offload(&to, move || std::thread::current().id()));
         assert_eq!(ran_on, here);
     }
 
     /// Polls a future that never waits (no runtime needed).
-    fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+    fn block_on<F: Future>(f: F) -> F::Output {
         use std::task::{Context, Poll, Waker};
         let mut f = std::pin::pin!(f);
         let mut cx = Context::from_waker(Waker::noop());
@@ -65,19 +79,5 @@ mod tests {
                 return out;
             }
         }
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_single_worker_keeps_serving_while_offloaded_work_blocks() {
-        let (release, blocked) = std::sync::mpsc::channel::<()>();
-        let job = tokio::spawn(offload(move || {
-            let _ = blocked.recv();
-            7
-        }));
-        // The one worker runs other tasks while the job is blocked on its thread.
-        let other = tokio::spawn(async { 1 }).await.expect("runs");
-        assert_eq!(other, 1);
-        release.send(()).expect("the job waits");
-        assert_eq!(job.await.expect("job"), 7);
     }
 }

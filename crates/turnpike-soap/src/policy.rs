@@ -18,7 +18,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http::{request, response, HeaderName, HeaderValue, Method, Response, StatusCode};
 use serde_json::{Map, Value};
-use turnpike_policy::offload::{offload, OFFLOAD_ABOVE};
+use turnpike_policy::offload::{offload, Offload, OFFLOAD_ABOVE};
 use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
 
 use crate::api::SoapApi;
@@ -42,6 +42,8 @@ struct ToFault;
 /// SOAP pass-through.
 pub struct SoapProxyPolicy {
     pub api: Arc<SoapApi>,
+    /// Where a large envelope is read (the gateway's runtime's offload).
+    pub offload: Arc<dyn Offload>,
 }
 
 /// SOAP-to-REST.
@@ -139,7 +141,7 @@ impl Policy for SoapProxyPolicy {
         // A large envelope is read off the runtime's workers (docs/soap.md).
         let (text, api) = (body.clone(), self.api.clone());
         Step::Pending(Box::pin(async move {
-            let checked = offload(move || read_envelope(&text, &api.versions)).await;
+            let checked = offload(&self.offload, move || read_envelope(&text, &api.versions)).await;
             Ok(self.answer(ctx, req, checked))
         }))
     }

@@ -119,7 +119,7 @@ fn long_poll_wait(max_age: std::time::Duration) -> std::time::Duration {
 /// refused once the snapshot is older than `--max-snapshot-age`.
 async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Following, BoxError> {
     let max_age = args.max_snapshot_age()?;
-    let runtime = Arc::new(turnpike_config::PolicyRuntime::new());
+    let runtime = Arc::new(turnpike_gateway::policy_runtime());
     let throttling = turnpike_gateway::start_throttling(args, &runtime)?;
     cfg.runtime = runtime;
     cfg.saved_snapshot = Some(args.data_dir.join("snapshot.json"));

@@ -20,8 +20,8 @@ use http::header::WWW_AUTHENTICATE;
 use http::request::Parts;
 use turnpike_auth::{strip_credentials, AuthError, Check, Identity, ScopeRequirement};
 use turnpike_policy::{
-    Anonymous, Authenticated, ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx,
-    Step,
+    Anonymous, Authenticated, BuildCx, ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy,
+    PolicyKind, RequestCtx, Stage, Step,
 };
 
 use crate::security::{ApiSecurity, ResourceRule};
@@ -173,6 +173,35 @@ fn without_param(query: &str, name: &str) -> Option<String> {
             .extend_pairs(kept)
             .finish(),
     )
+}
+
+/// Every API's compiled `security:` view (indexed like `file.apis`), prepared once per
+/// file; lifecycle reads it too.
+pub(crate) struct Secured(pub(crate) Vec<Option<Arc<ApiSecurity>>>);
+
+impl Secured {
+    pub(crate) fn of(&self, api: usize) -> Option<&Arc<ApiSecurity>> {
+        self.0.get(api).and_then(Option::as_ref)
+    }
+}
+
+/// The auth kind: `auth:` with the file's `security:` (problems reported where the
+/// section is compiled, `security::compile`).
+pub(crate) struct Auth;
+
+impl PolicyKind for Auth {
+    const NAME: &'static str = "auth";
+    type Spec = ();
+
+    fn stage(_: &()) -> Stage {
+        Stage::Auth
+    }
+
+    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let sec = cx.scratch.get::<Secured>()?.of(cx.api)?;
+        sec.authenticator.as_ref()?;
+        Some(Arc::new(AuthPolicy { sec: sec.clone() }))
+    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,15 @@
 //! without `Content-Length` (chunked) is counted against the same limit while it streams
 //! (the gateway's request body) or while it is buffered for a body policy.
 
+use std::sync::Arc;
+
 use http::header::CONTENT_LENGTH;
 use http::request;
-use turnpike_policy::{ErrorKind, GatewayError, Hooks, Policy, RequestCtx, Step};
+use turnpike_model::Quantity;
+use turnpike_policy::spec::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
+use turnpike_policy::{
+    BuildCx, ErrorKind, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
 
 pub(crate) struct BodyLimitPolicy {
     pub(crate) limit: u64,
@@ -35,5 +41,26 @@ impl Policy for BodyLimitPolicy {
             return GatewayError::new(ErrorKind::BodyTooLarge).into();
         }
         Step::CONTINUE
+    }
+}
+
+/// The body limit kind: `max_body_size` (10 MB when absent; `0`, no limit). A bad
+/// value is reported by validation, which reads the same field for request buffering.
+pub(crate) struct BodyLimit;
+
+impl PolicyKind for BodyLimit {
+    const NAME: &'static str = "body_limit";
+    type Spec = Option<Quantity>;
+
+    fn stage(_: &Option<Quantity>) -> Stage {
+        Stage::Limits
+    }
+
+    fn build(spec: &Option<Quantity>, _: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let limit = match spec {
+            None => DEFAULT_MAX_BODY_BYTES,
+            Some(q) => parse_size(q).ok().flatten()?,
+        };
+        Some(Arc::new(BodyLimitPolicy { limit }))
     }
 }

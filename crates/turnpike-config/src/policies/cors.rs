@@ -15,10 +15,12 @@ use http::header::{
 };
 use http::{request, response, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use turnpike_model::policy::CorsSpec;
-use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::{
+    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
 
-use crate::duration::parse_duration;
 use crate::error::Problem;
+use turnpike_policy::spec::duration::parse_duration;
 
 const DEFAULT_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE";
 const DEFAULT_HEADERS: &str = "authorization, content-type, apikey";
@@ -307,5 +309,21 @@ impl Policy for CorsPolicy {
             }
         }
         Ok(())
+    }
+}
+
+/// The CORS kind (an entry of the `policies:` list).
+pub(crate) struct Cors;
+
+impl PolicyKind for Cors {
+    const NAME: &'static str = "cors";
+    type Spec = CorsSpec;
+
+    fn stage(_: &CorsSpec) -> Stage {
+        Stage::Edge
+    }
+
+    fn build(spec: &CorsSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        Some(build(&cx.at, spec, cx.problems)?)
     }
 }

@@ -9,7 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use http::header::{HeaderName, HeaderValue, LINK};
 use http::response;
 use turnpike_model::policy::DeprecationSpec;
-use turnpike_policy::{GatewayError, Hooks, Policy, RequestCtx};
+use turnpike_model::ApiSpec;
+use turnpike_policy::{BuildCx, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage};
 
 use crate::error::Problem;
 
@@ -164,6 +165,32 @@ pub(crate) fn http_date(secs: i64) -> String {
         sod % 3600 / 60,
         sod % 60
     )
+}
+
+/// The deprecation kind: a `DEPRECATED` lifecycle or `deprecation:` dates, read from
+/// the API.
+pub(crate) struct Deprecation;
+
+impl PolicyKind for Deprecation {
+    const NAME: &'static str = "deprecation";
+    type Spec = ApiSpec;
+
+    fn stage(_: &ApiSpec) -> Stage {
+        Stage::Edge
+    }
+
+    fn build(api: &ApiSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let deprecated = api
+            .lifecycle
+            .as_deref()
+            .is_some_and(|l| l.eq_ignore_ascii_case("DEPRECATED"));
+        Some(build(
+            &cx.at,
+            deprecated,
+            api.deprecation.as_ref(),
+            cx.problems,
+        )?)
+    }
 }
 
 #[cfg(test)]

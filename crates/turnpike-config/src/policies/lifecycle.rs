@@ -2,8 +2,14 @@
 //! `RETIRED` one 403 `api_not_published`, before authentication (whatever the
 //! credential).
 
+use std::sync::Arc;
+
 use http::request;
-use turnpike_policy::{ErrorKind, GatewayError, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::{
+    BuildCx, ErrorKind, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
+
+use crate::policies::auth::Secured;
 
 use crate::security::LifecycleBlock;
 
@@ -30,5 +36,23 @@ impl Policy for LifecyclePolicy {
             LifecycleBlock::NotPublished => ErrorKind::ApiNotPublished,
         })
         .into()
+    }
+}
+
+/// The lifecycle kind: the API's `lifecycle:`, as the file's `security:` compile read it
+/// (its problems are reported there).
+pub(crate) struct Lifecycle;
+
+impl PolicyKind for Lifecycle {
+    const NAME: &'static str = "lifecycle";
+    type Spec = ();
+
+    fn stage(_: &()) -> Stage {
+        Stage::Admission
+    }
+
+    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let block = cx.scratch.get::<Secured>()?.of(cx.api)?.lifecycle?;
+        Some(Arc::new(LifecyclePolicy { block }))
     }
 }

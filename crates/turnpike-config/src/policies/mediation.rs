@@ -23,8 +23,10 @@ use http::{request, response, HeaderMap, HeaderValue, Method};
 use turnpike_auth::Identity;
 use turnpike_mediation::spec::BodyAction;
 use turnpike_mediation::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
-use turnpike_policy::offload::{offload, OFFLOAD_ABOVE};
-use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::offload::{offload, Offload, OFFLOAD_ABOVE};
+use turnpike_policy::{
+    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
 
 use crate::mediation::ApiMediation;
 
@@ -34,6 +36,8 @@ pub(crate) struct MediationPolicy {
     hooks: Hooks,
     /// Some response program reads `$method` (the response side has no request head).
     response_reads_method: bool,
+    /// Where a large body is transformed (the gateway's runtime's offload).
+    offload: Arc<dyn Offload>,
 }
 
 /// What the request head selected, kept for the later hooks when the API has
@@ -51,7 +55,7 @@ struct Chosen {
 struct RequestMethod(Method);
 
 impl MediationPolicy {
-    pub(crate) fn new(m: Arc<ApiMediation>) -> MediationPolicy {
+    pub(crate) fn new(m: Arc<ApiMediation>, offload: Arc<dyn Offload>) -> MediationPolicy {
         let mut hooks = Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS;
         if m.has_request_body() {
             hooks = hooks | Hooks::REQUEST_BODY;
@@ -64,6 +68,7 @@ impl MediationPolicy {
             m,
             hooks,
             response_reads_method,
+            offload,
         }
     }
 
@@ -156,7 +161,7 @@ impl Policy for MediationPolicy {
         if body.len() > OFFLOAD_ABOVE {
             if let Some(job) = self.request_job(ctx, req, body) {
                 return Step::Pending(Box::pin(async move {
-                    let (t, out) = offload(move || job.run()).await;
+                    let (t, out) = offload(&self.offload, move || job.run()).await;
                     finish_request(&t, out, req, body).map(|()| Flow::Continue)
                 }));
             }
@@ -451,4 +456,27 @@ fn failed(t: &Transform, kind: &MediationErrorKind, request: bool) -> GatewayErr
     e.detail = Some(Cow::Owned(detail));
     e.fields.push(("policy", t.name.to_string().into()));
     e
+}
+
+/// Every API's compiled `mediation:` (indexed like `file.apis`), prepared once per file.
+pub(crate) struct Mediated(pub(crate) Vec<Option<Arc<ApiMediation>>>);
+
+/// The mediation kind: the API's and its resources' `mediation:` (problems reported
+/// where they are compiled, `mediation::compile`); large bodies go to the runtime's
+/// offload.
+pub(crate) struct Mediation;
+
+impl PolicyKind for Mediation {
+    const NAME: &'static str = "mediation";
+    type Spec = ();
+
+    fn stage(_: &()) -> Stage {
+        Stage::Transform
+    }
+
+    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let m = cx.scratch.get::<Mediated>()?.0.get(cx.api)?.as_ref()?;
+        let offload = cx.runtime.offload().clone();
+        Some(Arc::new(MediationPolicy::new(m.clone(), offload)))
+    }
 }

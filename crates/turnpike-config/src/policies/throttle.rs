@@ -12,7 +12,8 @@ use http::header::CONTENT_LENGTH;
 use http::{request, response, HeaderMap};
 use turnpike_auth::Claims;
 use turnpike_policy::{
-    Authenticated, ErrorKind, GatewayError, Hooks, OnBodyEnd, Policy, RequestCtx, Step,
+    Authenticated, BuildCx, ErrorKind, GatewayError, Hooks, OnBodyEnd, Policy, PolicyKind,
+    RequestCtx, Stage, Step,
 };
 use turnpike_throttle::{Clock, Decision, Lookup, RequestFacts, SystemClock, Throttler};
 
@@ -161,6 +162,27 @@ fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
     e.fields.push(("policy", policy.into()));
     e.fields.push(("retry_after", retry_after.into()));
     e
+}
+
+/// Every API's compiled throttling (indexed like `file.apis`), prepared once per file.
+pub(crate) struct Throttled(pub(crate) Vec<Option<Arc<ApiThrottle>>>);
+
+/// The throttle kind: `throttling:` of the API and its resources (problems reported
+/// where the file's section is compiled, `throttling::compile`).
+pub(crate) struct Throttle;
+
+impl PolicyKind for Throttle {
+    const NAME: &'static str = "throttle";
+    type Spec = ();
+
+    fn stage(_: &()) -> Stage {
+        Stage::Throttle
+    }
+
+    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let t = cx.scratch.get::<Throttled>()?.0.get(cx.api)?.as_ref()?;
+        Some(Arc::new(ThrottlePolicy { t: t.clone() }))
+    }
 }
 
 #[cfg(test)]

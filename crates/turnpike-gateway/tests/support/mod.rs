@@ -48,10 +48,18 @@ pub async fn gateway(yaml: &str) -> TestGateway {
 }
 
 pub async fn gateway_with(yaml: &str, tweak: impl FnOnce(&mut ServerSettings)) -> TestGateway {
+    let snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");
+    gateway_serving(snap, tweak).await
+}
+
+/// A gateway serving `snap` (compiled by the caller, e.g. on a runtime of its own).
+pub async fn gateway_serving(
+    snap: Snapshot,
+    tweak: impl FnOnce(&mut ServerSettings),
+) -> TestGateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut settings = ServerSettings::local(dir.path());
     tweak(&mut settings);
-    let snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");
     let bound = Gateway::builder(settings)
         .snapshots(Arc::new(ArcSwap::from_pointee(snap)))
         .bind()

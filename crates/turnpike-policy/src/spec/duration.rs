@@ -14,7 +14,7 @@ const MAX: Duration = Duration::from_secs(24 * 3600);
 
 const UNITS: [(&str, u64); 4] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000)];
 
-pub(crate) fn parse_duration(q: &Quantity) -> Result<Duration, String> {
+pub fn parse_duration(q: &Quantity) -> Result<Duration, String> {
     let hint = "write a whole number with a unit: \"250ms\", \"5s\", \"2m\", \"1h\"";
     let text = match q {
         Quantity::Number(n) => return Err(format!("{n} has no unit; {hint}")),

@@ -18,12 +18,12 @@ const ANY: u16 = 1 << 15;
 
 /// A set of methods, or any method at all (`"*"`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct MethodSet(u16);
+pub struct MethodSet(u16);
 
 impl MethodSet {
     /// Parses a method name as written in a file. `GET` brings `HEAD` along, as every
     /// HTTP server does.
-    pub(crate) fn parse(name: &str) -> Result<MethodSet, String> {
+    pub fn parse(name: &str) -> Result<MethodSet, String> {
         if name == "*" {
             return Ok(MethodSet(ANY));
         }
@@ -47,17 +47,17 @@ impl MethodSet {
         ))
     }
 
-    pub(crate) fn union(self, other: MethodSet) -> MethodSet {
+    pub fn union(self, other: MethodSet) -> MethodSet {
         MethodSet(self.0 | other.0)
     }
 
     /// Methods named in both, ignoring the `HEAD` that `GET` implies.
-    pub(crate) fn overlaps(self, other: MethodSet) -> bool {
+    pub fn overlaps(self, other: MethodSet) -> bool {
         self.0 & other.0 & !(1 << 1) != 0 || (self.0 | other.0) & ANY != 0
     }
 
     #[inline]
-    pub(crate) fn contains(self, method: &Method) -> bool {
+    pub fn contains(self, method: &Method) -> bool {
         if self.0 & ANY != 0 {
             return true;
         }
@@ -68,7 +68,7 @@ impl MethodSet {
     }
 
     /// The `Allow` header value: the methods in a fixed order.
-    pub(crate) fn allow_header(self) -> HeaderValue {
+    pub fn allow_header(self) -> HeaderValue {
         if self.0 & ANY != 0 {
             return HeaderValue::from_static("*");
         }

@@ -18,7 +18,7 @@ const UNITS: [(&str, u64); 7] = [
 ];
 
 /// `Ok(None)` means no limit.
-pub(crate) fn parse_size(q: &Quantity) -> Result<Option<u64>, String> {
+pub fn parse_size(q: &Quantity) -> Result<Option<u64>, String> {
     let text = match q {
         Quantity::Number(n) => return Ok(Some(*n)),
         Quantity::Text(t) => t.trim(),

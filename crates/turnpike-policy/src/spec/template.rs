@@ -11,7 +11,7 @@ enum Segment {
 
 /// A parsed, valid path template.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Template {
+pub struct Template {
     segments: Vec<Segment>,
     /// Ends in `/*`: matches the prefix itself and everything below it.
     wildcard: bool,
@@ -21,7 +21,7 @@ pub(crate) struct Template {
 /// others are conveniences (the bare prefix of `/pets/*` is `/pets`) that give way when
 /// an explicit route claims the same path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RouteSpec {
+pub struct RouteSpec {
     pub route: String,
     pub explicit: bool,
 }
@@ -29,7 +29,7 @@ pub(crate) struct RouteSpec {
 const HINT: &str = "expected a path such as \"/pets\", \"/pets/{id}\", \"/pets/*\" or \"/*\"";
 
 impl Template {
-    pub(crate) fn parse(text: &str) -> Result<Template, String> {
+    pub fn parse(text: &str) -> Result<Template, String> {
         let Some(body) = text.strip_prefix('/') else {
             return Err(format!(
                 "path template {text:?} must start with '/'; {HINT}"
@@ -68,7 +68,7 @@ impl Template {
 
     /// Whether a literal segment holds an ASCII upper-case letter (a case-insensitive
     /// API matches lower-cased paths, so such a literal could never match there).
-    pub(crate) fn has_upper_case(&self) -> bool {
+    pub fn has_upper_case(&self) -> bool {
         self.segments.iter().any(|s| match s {
             Segment::Literal(l) => l.bytes().any(|b| b.is_ascii_uppercase()),
             Segment::Param => false,
@@ -76,7 +76,7 @@ impl Template {
     }
 
     /// The routes that serve this template below `prefix` (which has no trailing '/').
-    pub(crate) fn routes(&self, prefix: &str) -> Vec<RouteSpec> {
+    pub fn routes(&self, prefix: &str) -> Vec<RouteSpec> {
         let mut base = prefix.to_owned();
         let mut n = 0;
         for s in &self.segments {
@@ -155,7 +155,7 @@ fn check_literal(text: &str, part: &str) -> Result<(), String> {
 }
 
 /// RFC 3986 `pchar` (unreserved, sub-delims, ':', '@', and '%' of an escape).
-pub(crate) fn is_path_char(c: char) -> bool {
+pub fn is_path_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~!$&'()+,;=:@%".contains(c)
 }
 

@@ -1,0 +1,55 @@
+//! The GraphQL kind: a `graphql:` API's analysis (depth, complexity, cost, field
+//! access, operation scopes and throttling) on the admitted caller's body. Its analysis
+//! cache and cost quotas are runtime state, so a swap keeps them and two gateways in
+//! one process share neither; its operations' throttling policies were compiled with
+//! the file's `throttling:` section (in the same throttle store). The glue stays in
+//! config: the throttle and graphql crates must not depend on each other.
+
+use std::sync::Arc;
+
+use turnpike_graphql::{AnalysisCache, CostQuotas, GraphqlPolicy};
+use turnpike_model::graphql::GraphqlSpec;
+use turnpike_policy::{BuildCx, Policy, PolicyKind, Problem, Stage};
+
+use crate::throttling::OperationThrottles;
+
+/// Every GraphQL API's operation throttling (indexed like `file.apis`), prepared with
+/// the file's `throttling:` section; each build takes its API's.
+pub(crate) struct Operations(pub(crate) OperationThrottles);
+
+pub(crate) struct Graphql;
+
+impl PolicyKind for Graphql {
+    const NAME: &'static str = "graphql";
+    type Spec = GraphqlSpec;
+
+    fn stage(_: &GraphqlSpec) -> Stage {
+        Stage::Late
+    }
+
+    fn build(spec: &GraphqlSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let throttle = cx
+            .scratch
+            .get_mut::<Operations>()
+            .and_then(|o| o.0.get_mut(cx.api))
+            .and_then(Option::take);
+        let cache = cx.runtime.get_or_init(AnalysisCache::default);
+        let compiled = match turnpike_graphql::compile(spec, (*cache).clone()) {
+            Ok(c) => c,
+            Err(found) => {
+                for (path, message) in found {
+                    let at = format!("{}.{path}", cx.at);
+                    cx.problems.push(Problem::new(at, message));
+                }
+                return None;
+            }
+        };
+        let api = cx.file.apis.get(cx.api)?;
+        Some(Arc::new(GraphqlPolicy::new(
+            compiled,
+            cx.runtime.get_or_init(CostQuotas::default),
+            &format!("{}/{}", api.context, api.version),
+            throttle,
+        )))
+    }
+}
