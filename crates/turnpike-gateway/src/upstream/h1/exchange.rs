@@ -1,139 +1,41 @@
-//! The plain-HTTP/1.1 upstream exchange, run inside the request's own task. hyper's
-//! client connection runs as a separate task fed through channels (request mpsc,
-//! response oneshot, body channel), which costs several task wake-ups and moves per
-//! request; here the request future writes the head (and body) straight to the pooled
-//! socket, parses the response head with `httparse`, and the response body reads the
-//! same socket from the client connection's task, handing it back to the pool at the end.
-//! HTTPS upstreams (TLS, HTTP/2 by ALPN) keep using hyper's client (`upstream.rs`).
+//! One request and its response head over a pooled [`H1Conn`]: the head (and a small
+//! body) written straight to the socket, the response head parsed with `httparse`, and
+//! the response body left owning the connection (`body.rs`).
 
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::{request, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
 use http_body::{Body, SizeHint};
-use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::io::AsyncWriteExt;
+use turnpike_policy::http::content_length;
 
-use crate::body::{BodyError, RequestBody};
+use super::body::{BodyFraming, Chunk, DirectBody};
+use super::conn::{H1Conn, MAX_HEAD};
+use crate::client_body::{BodyError, ClientBody};
 use crate::error::{ErrorKind, GatewayError};
-use crate::upstream::EndpointPool;
+use crate::upstream::pool::EndpointPool;
 
-mod body;
-#[cfg(test)]
-mod tests;
-
-pub use body::{BodyFraming, Chunk, DirectBody};
-
-/// Read buffer of a connection (allocated once per connection, zeroed once).
-const READ_BUF: usize = 16 * 1024;
-/// Largest upstream response head accepted (hyper's client allows about as much).
-const MAX_HEAD: usize = 64 * 1024;
 /// Most headers in an upstream response (hyper's default).
 const MAX_HEADERS: usize = 100;
-/// Largest chunk-size or trailer line.
-const MAX_LINE: usize = 4 * 1024;
 /// Largest request body sent by this client. It writes the whole request before it
 /// reads the response, which cannot deadlock against an upstream that answers while
 /// still reading only when the body fits in the sockets' buffers; bigger and chunked
 /// bodies go through hyper's full-duplex client.
-pub const MAX_DIRECT_BODY: u64 = 16 * 1024;
+pub(crate) const MAX_DIRECT_BODY: u64 = 16 * 1024;
 
 /// Whether this request can use the in-task client: no body, or a declared one of at
 /// most [`MAX_DIRECT_BODY`] bytes.
-pub fn fits(headers: &HeaderMap, body: &RequestBody) -> bool {
-    match headers.get(CONTENT_LENGTH) {
-        Some(v) => std::str::from_utf8(v.as_bytes())
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .is_some_and(|n| n <= MAX_DIRECT_BODY),
-        None => body.is_end_stream(),
-    }
-}
-
-/// A pooled plain-TCP upstream connection and its read buffer.
-pub struct H1Conn {
-    io: TcpStream,
-    /// The request head being written (kept for the next request on this connection).
-    wbuf: Vec<u8>,
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    /// The endpoint's connection slot this connection holds (freed when it closes).
-    slot: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl H1Conn {
-    /// Boxed once per connection, so moving it in and out of the pool and the response
-    /// body stays cheap.
-    pub fn new(io: TcpStream) -> Box<Self> {
-        Box::new(H1Conn {
-            io,
-            wbuf: Vec::with_capacity(512),
-            buf: vec![0; READ_BUF],
-            start: 0,
-            end: 0,
-            slot: None,
-        })
-    }
-
-    /// Holds one of the endpoint's connection slots for as long as this lives.
-    pub fn hold(&mut self, slot: tokio::sync::OwnedSemaphorePermit) {
-        self.slot = Some(slot);
-    }
-
-    fn pending(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
-    }
-
-    /// Reads more bytes after what is pending; `Ok(0)` is end of stream.
-    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.start > 0 && self.end == self.buf.len() {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.end == self.buf.len() {
-            let grown = (self.buf.len() * 2).min(MAX_HEAD + READ_BUF);
-            if grown == self.buf.len() {
-                return Poll::Ready(Err(io::Error::other("upstream response head too large")));
-            }
-            self.buf.resize(grown, 0);
-        }
-        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
-        ready!(Pin::new(&mut self.io).poll_read(cx, &mut rb))?;
-        let n = rb.filled().len();
-        self.end += n;
-        Poll::Ready(Ok(n))
-    }
-
-    /// Whether an idle connection is still usable: no bytes and no end of stream are
-    /// waiting on it. Costs no syscall when the socket has no new readiness.
-    pub async fn is_alive(&mut self) -> bool {
-        if self.start != self.end {
-            return false;
-        }
-        poll_fn(|cx| {
-            let mut probe = [0u8; 1];
-            let mut rb = ReadBuf::new(&mut probe);
-            match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
-                Poll::Pending => Poll::Ready(true),
-                Poll::Ready(_) => Poll::Ready(false),
-            }
-        })
-        .await
+pub(crate) fn fits(headers: &HeaderMap, body: &ClientBody) -> bool {
+    match content_length(headers) {
+        Ok(Some(n)) => n <= MAX_DIRECT_BODY,
+        Ok(None) => body.is_end_stream(),
+        // hyper's server refused such a head already; hyper's client is the safe side.
+        Err(_) => false,
     }
 }
 
@@ -163,7 +65,7 @@ impl From<Failure> for GatewayError {
 /// The upstream request line's path, written as is: the endpoint's base path, the
 /// request path below the API's context, and the query. All three come from an already
 /// validated URI or the compiled endpoint.
-pub struct UpstreamPath<'a> {
+pub(crate) struct UpstreamPath<'a> {
     pub base: &'a str,
     pub path: &'a str,
     pub query: Option<&'a str>,
@@ -182,11 +84,11 @@ enum ReqFraming {
 
 /// Sends the request on `conn` and reads the response head. On success the response's
 /// body owns the connection and returns it to `pool` when it ends cleanly.
-pub async fn exchange(
+pub(crate) async fn exchange(
     pool: Arc<EndpointPool>,
     mut conn: Box<H1Conn>,
     parts: &request::Parts,
-    mut body: RequestBody,
+    mut body: ClientBody,
     path: UpstreamPath<'_>,
 ) -> Result<Response<DirectBody>, GatewayError> {
     let head_only = parts.method == Method::HEAD;
@@ -310,7 +212,7 @@ fn encode_head(
 async fn write_request(
     conn: &mut H1Conn,
     out: &mut Vec<u8>,
-    body: &mut RequestBody,
+    body: &mut ClientBody,
     framing: ReqFraming,
 ) -> Result<(), Failure> {
     let chunked = matches!(framing, ReqFraming::Chunked) && body.size_hint().exact().is_none();
@@ -456,21 +358,9 @@ fn body_framing(
             BodyFraming::Eof
         });
     }
-    let mut len = None;
-    for v in headers.get_all(CONTENT_LENGTH) {
-        for part in v.as_bytes().split(|b| *b == b',') {
-            let n = std::str::from_utf8(part.trim_ascii())
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| Failure::Protocol("bad upstream content-length".into()))?;
-            if len.is_some_and(|l| l != n) {
-                return Err(Failure::Protocol(
-                    "conflicting upstream content-length".into(),
-                ));
-            }
-            len = Some(n);
-        }
-    }
+    // Not digits, or a list of differing values: where the body ends is unknown.
+    let len = content_length(headers)
+        .map_err(|_| Failure::Protocol("bad or conflicting upstream content-length".into()))?;
     Ok(len.map_or(BodyFraming::Eof, BodyFraming::Length))
 }
 
@@ -489,9 +379,5 @@ fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
     }
 }
 
-/// Opens a new plain-TCP connection (the caller bounds it with the connect timeout).
-pub async fn connect(host: &str, port: u16) -> io::Result<Box<H1Conn>> {
-    let tcp = TcpStream::connect((host, port)).await?;
-    let _ = tcp.set_nodelay(true);
-    Ok(H1Conn::new(tcp))
-}
+#[cfg(test)]
+mod tests;

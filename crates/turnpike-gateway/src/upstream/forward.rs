@@ -7,7 +7,6 @@ use std::cell::Cell;
 use std::error::Error as _;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::header::HOST;
 use http::uri::{PathAndQuery, Scheme};
 use http::{request, Request, Response, Uri, Version};
@@ -16,28 +15,18 @@ use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, Endpoint, LoadBalancing};
 use turnpike_policy::UpstreamTarget;
 
-use crate::body::{BodyEndState, BodyError, BodyWatch, Pooled, RequestBody};
+use super::body::Pooled;
+use super::h1::body::DirectBody;
+use super::h1::exchange as h1;
+use super::pool::{Conn, EndpointPool};
+use crate::client_body::{BodyEndState, BodyError, BodyWatch, ClientBody};
+use crate::conn::Shared;
 use crate::error::{ErrorKind, GatewayError};
-use crate::h1::{self, DirectBody};
 use crate::headers;
 use crate::log_limit::LogLimit;
-use crate::proxy::Shared;
-use crate::upstream::{Conn, EndpointPool};
 
 thread_local! {
     static ROUND_ROBIN: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The one allocation of the upstream request line (hyper's client).
-pub(crate) fn path_and_query(
-    target: &UpstreamTarget,
-    ep: &Endpoint,
-) -> Result<PathAndQuery, GatewayError> {
-    let q = target.query().map_or(0, |q| q.len() + 1);
-    let mut s = String::with_capacity(ep.base_path.len() + target.path().len() + q);
-    target.write_to(&ep.base_path, &mut s);
-    PathAndQuery::from_maybe_shared(Bytes::from(s))
-        .map_err(|e| GatewayError::with_source(ErrorKind::BadRequest, e))
 }
 
 /// An upstream response: from hyper's client (HTTPS) or the in-task client (HTTP).
@@ -52,7 +41,7 @@ pub(crate) async fn forward(
     shared: &Shared,
     api: &CompiledApi,
     parts: &mut request::Parts,
-    mut body: RequestBody,
+    mut body: ClientBody,
     target: &UpstreamTarget,
     fwd: &headers::Forwarded<'_>,
 ) -> Result<Upstream, GatewayError> {
@@ -117,7 +106,7 @@ pub(crate) async fn forward(
         // several kilobytes.
         match Box::pin(pool.checkout(api.connect_timeout)).await {
             Ok(conn) => {
-                let pq = path_and_query(target, ep)?;
+                let pq = headers::path_and_query(target, ep)?;
                 let req = build_request(parts, body, pq);
                 return Box::pin(send(pool, conn, req, api, watch.as_ref()))
                     .await
@@ -160,9 +149,9 @@ fn endpoint_failed(api: &CompiledApi, ep: &Endpoint, e: &GatewayError) {
 /// sent once).
 fn build_request(
     parts: &mut request::Parts,
-    body: RequestBody,
+    body: ClientBody,
     pq: PathAndQuery,
-) -> Request<RequestBody> {
+) -> Request<ClientBody> {
     let mut req = Request::new(body);
     *req.method_mut() = parts.method.clone();
     *req.headers_mut() = std::mem::take(&mut parts.headers);
@@ -171,7 +160,7 @@ fn build_request(
 }
 
 /// Sets the URI form and headers the connection's protocol wants.
-fn prepare(req: &mut Request<RequestBody>, pool: &EndpointPool, h2: bool) {
+fn prepare(req: &mut Request<ClientBody>, pool: &EndpointPool, h2: bool) {
     if h2 {
         *req.version_mut() = Version::HTTP_2;
         req.headers_mut().remove(HOST);
@@ -201,7 +190,7 @@ fn prepare(req: &mut Request<RequestBody>, pool: &EndpointPool, h2: bool) {
 async fn send(
     pool: Arc<EndpointPool>,
     conn: Conn,
-    mut req: Request<RequestBody>,
+    mut req: Request<ClientBody>,
     api: &CompiledApi,
     watch: Option<&BodyWatch>,
 ) -> Result<(Response<Incoming>, Option<Pooled>), GatewayError> {

@@ -3,9 +3,9 @@
 use super::*;
 use http_body_util::BodyExt;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
-use crate::upstream::Upstreams;
+use crate::upstream::pool::Upstreams;
 
 fn up(path: &str) -> UpstreamPath<'_> {
     UpstreamPath {
@@ -140,7 +140,7 @@ async fn get(pool: &Arc<EndpointPool>, path: &str) -> (Response<DirectBody>, Byt
         .await
         .expect("connect");
     let (parts, ()) = http::Request::get(path).body(()).expect("req").into_parts();
-    let resp = exchange(pool.clone(), conn, &parts, RequestBody::empty(), up(path))
+    let resp = exchange(pool.clone(), conn, &parts, ClientBody::empty(), up(path))
         .await
         .expect("exchange");
     let (head, body) = resp.into_parts();
@@ -230,7 +230,7 @@ async fn garbage_and_early_close_are_errors() {
             .await
             .expect("connect");
         let (parts, ()) = http::Request::get("/").body(()).expect("req").into_parts();
-        let e = exchange(pool.clone(), conn, &parts, RequestBody::empty(), up("/"))
+        let e = exchange(pool.clone(), conn, &parts, ClientBody::empty(), up("/"))
             .await
             .err()
             .expect("an error");

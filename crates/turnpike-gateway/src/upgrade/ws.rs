@@ -26,8 +26,8 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 use turnpike_policy::OperationGuard;
 
-use crate::h1_conn::{draining, Watcher};
-use crate::upgrade::{ClientIo, UpstreamIo};
+use crate::drain::{draining, Watcher};
+use crate::io::{ClientIo, UpstreamIo};
 
 /// Size caps of the message-level relay (both directions).
 #[derive(Debug, Clone, Copy)]

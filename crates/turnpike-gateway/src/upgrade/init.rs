@@ -8,7 +8,7 @@
 //! header, and the API's request headers hooks run again on the upgrade request with
 //! them (auth, subscription, throttling): a refusal closes with 4401 (no or a bad
 //! credential) or 4403 (anything else: no subscription, throttled, ...). Admitted, the
-//! upgrade goes to the upstream as `upgrade.rs` sends any, `connection_init` follows,
+//! upgrade goes to the upstream as `upgrade/relay.rs` sends any, `connection_init` follows,
 //! and the message relay (`ws.rs`) takes over.
 
 use std::sync::Arc;
@@ -29,12 +29,13 @@ use tokio_tungstenite::WebSocketStream;
 use turnpike_config::CompiledApi;
 use turnpike_policy::{Answer, RequestCtx, Stop};
 
-use crate::body::GatewayBody;
+use super::relay::{self, Origin};
+use super::ws::{self, close, Limits, Subprotocol};
+use crate::conn::ConnCtx;
+use crate::drain::{draining, Watcher};
 use crate::error::ErrorKind;
-use crate::h1_conn::{draining, Watcher};
-use crate::proxy::ConnCtx;
-use crate::upgrade::{self, ClientIo, Origin, RelayJob};
-use crate::ws::{self, close, Limits, Subprotocol};
+use crate::io::{ClientIo, RelayJob};
+use crate::response_body::ResponseBody;
 
 /// Longest wait for `connection_init` on a socket whose credential it carries.
 pub(crate) const INIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,7 +51,7 @@ pub(crate) fn defer(
     ctx: &RequestCtx,
     parts: request::Parts,
     stop: &Stop,
-) -> Option<Response<GatewayBody>> {
+) -> Option<Response<ResponseBody>> {
     let missing =
         matches!(&stop.answer, Answer::Error(e) if e.kind == ErrorKind::MissingCredentials);
     if !missing || api.chain.upgrade_guard(ctx).is_none() {
@@ -69,7 +70,7 @@ pub(crate) fn defer(
     let chosen = ["graphql-transport-ws", "graphql-ws"]
         .into_iter()
         .find(|p| offered(p))?;
-    let mut out = Response::new(GatewayBody::empty());
+    let mut out = Response::new(ResponseBody::empty());
     *out.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = out.headers_mut();
     h.insert(CONNECTION, HeaderValue::from_static("upgrade"));
@@ -86,7 +87,7 @@ pub(crate) fn defer(
         protocol,
     };
     let job: RelayJob = Box::new(move |client, drain| Box::pin(pending.run(client, drain)));
-    upgrade::leave(conn, job);
+    relay::leave(conn, job);
     Some(out)
 }
 
@@ -147,7 +148,7 @@ impl Pending {
         parts
             .headers
             .insert(SEC_WEBSOCKET_PROTOCOL, self.protocol.clone());
-        let opened = upgrade::connect(&self.origin, &self.api, &ctx, parts, true).await;
+        let opened = relay::connect(&self.origin, &self.api, &ctx, parts, true).await;
         let (resp, up, _slot) = match opened {
             Ok((resp, Some(up), slot)) => (resp, up, slot),
             Ok(_) | Err(_) => {

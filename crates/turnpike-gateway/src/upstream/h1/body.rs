@@ -10,12 +10,15 @@ use std::task::{ready, Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use super::{H1Conn, MAX_LINE};
-use crate::upstream::EndpointPool;
+use super::conn::H1Conn;
+use crate::upstream::pool::EndpointPool;
+
+/// Largest chunk-size or trailer line.
+const MAX_LINE: usize = 4 * 1024;
 
 /// Where the response body stands.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BodyFraming {
+pub(crate) enum BodyFraming {
     /// This many bytes remain.
     Length(u64),
     Chunked(Chunk),
@@ -25,7 +28,7 @@ pub enum BodyFraming {
 
 /// Chunked decoding state.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Chunk {
+pub(crate) enum Chunk {
     Size,
     Data(u64),
     DataEnd,
@@ -34,7 +37,7 @@ pub enum Chunk {
 }
 
 /// The upstream's response body, read from the connection by the client's task.
-pub struct DirectBody {
+pub(crate) struct DirectBody {
     pub(super) conn: Option<Box<H1Conn>>,
     pub(super) pool: Option<Arc<EndpointPool>>,
     pub(super) framing: BodyFraming,

@@ -2,7 +2,7 @@
 //! snapshot so a config swap does not drop warm connections. HTTP/1.1 connections are a
 //! LIFO stack of idle senders (a push/pop under an uncontended lock, no hashing beyond
 //! one short FNV over the authority, no task spawned per request: a sender goes back to
-//! the stack when the response body ends, see `body::UpstreamBody`). HTTPS endpoints
+//! the stack when the response body ends, see `upstream::body::UpstreamBody`). HTTPS endpoints
 //! negotiate HTTP/2 by ALPN and then share one multiplexed connection.
 //!
 //! A sweeper ([`spawn_sweeper`], one task per gateway, every [`SWEEP_EVERY`]) drops the
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
@@ -32,41 +32,41 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use turnpike_model::fnv::FnvHasher;
 
-use crate::body::RequestBody;
+use super::h1::conn::{self as h1, H1Conn};
+use crate::client_body::ClientBody;
 use crate::error::{ErrorKind, GatewayError};
-use crate::h1::{self, H1Conn};
 
 /// Most idle HTTP/1.1 connections kept per endpoint.
 const MAX_IDLE_PER_ENDPOINT: usize = 512;
 
 /// How often the sweeper runs; an idle connection is closed at the second sweep it sees.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(30);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 /// A pool's key: https, and the endpoint's authority.
-pub type PoolKey = (bool, Authority);
+pub(crate) type PoolKey = (bool, Authority);
 
 /// Default of the most connections open to one endpoint (`--max-upstream-connections`).
-pub const DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT: usize = 1024;
+pub(crate) const DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT: usize = 1024;
 
 /// A connection ready to carry one request.
-pub enum Conn {
+pub(crate) enum Conn {
     H1 {
-        sender: http1::SendRequest<RequestBody>,
+        sender: http1::SendRequest<ClientBody>,
         /// Came from the idle stack: may have been closed by the upstream meanwhile.
         reused: bool,
     },
-    H2(http2::SendRequest<RequestBody>),
+    H2(http2::SendRequest<ClientBody>),
 }
 
 /// FNV-1a: the pool key is a short authority; SipHash would be the bigger cost.
 type PoolMap = HashMap<PoolKey, Arc<EndpointPool>, BuildHasherDefault<FnvHasher>>;
 
 /// All endpoint pools of a gateway.
-pub struct Upstreams {
+pub(crate) struct Upstreams {
     pools: ArcSwap<PoolMap>,
     create: Mutex<()>,
     tls: tokio_rustls::TlsConnector,
-    /// ALPN `http/1.1` only: WebSocket upgrades (`upgrade.rs`).
+    /// ALPN `http/1.1` only: WebSocket upgrades (`upgrade/`).
     tls_h1: tokio_rustls::TlsConnector,
     max_per_endpoint: usize,
 }
@@ -78,12 +78,12 @@ impl Default for Upstreams {
 }
 
 impl Upstreams {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_max_connections(DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)
     }
 
     /// Pools holding at most `max_per_endpoint` connections each (0: no cap).
-    pub fn with_max_connections(max_per_endpoint: usize) -> Self {
+    pub(crate) fn with_max_connections(max_per_endpoint: usize) -> Self {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
@@ -115,7 +115,7 @@ impl Upstreams {
     }
 
     /// The pool of an endpoint, created on first use.
-    pub fn pool(&self, https: bool, authority: &Authority) -> Arc<EndpointPool> {
+    pub(crate) fn pool(&self, https: bool, authority: &Authority) -> Arc<EndpointPool> {
         let key = (https, authority.clone());
         if let Some(p) = self.pools.load().get(&key) {
             return p.clone();
@@ -141,7 +141,7 @@ impl Upstreams {
     /// Drops the pools whose key `live` lacks (their idle connections close; requests
     /// still holding one finish on it), then closes in the others the idle connections
     /// parked before the previous sweep.
-    pub fn sweep(&self, live: &HashSet<PoolKey>) {
+    pub(crate) fn sweep(&self, live: &HashSet<PoolKey>) {
         let current = self.pools.load_full();
         if current.keys().any(|k| !live.contains(k)) {
             let _guard = self.create.lock().unwrap_or_else(|p| p.into_inner());
@@ -159,17 +159,19 @@ impl Upstreams {
     }
 
     /// How many endpoint pools exist.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.pools.load().len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
 /// The endpoints the snapshot's APIs name.
-fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey> {
+pub(crate) fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey> {
     snapshot
         .apis
         .iter()
@@ -177,39 +179,20 @@ fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey> {
         .map(|ep| (ep.scheme == http::uri::Scheme::HTTPS, ep.authority.clone()))
         .collect()
 }
-
-/// Runs [`Upstreams::sweep`] against the current snapshot every [`SWEEP_EVERY`] until the
-/// gateway's shared state is gone.
-pub(crate) fn spawn_sweeper(shared: Weak<crate::proxy::Shared>) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SWEEP_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let Some(shared) = shared.upgrade() else {
-                return;
-            };
-            let live = live_keys(&shared.snapshots.load());
-            shared.upstreams.sweep(&live);
-        }
-    });
-}
-
 /// Connections to one upstream endpoint.
-pub struct EndpointPool {
+pub(crate) struct EndpointPool {
     https: bool,
     authority: Authority,
     /// The Host header sent upstream (the endpoint's authority, like nginx's default).
     pub host: HeaderValue,
     /// Idle connections with the sweep epoch they were parked in.
-    idle: Mutex<Vec<(u32, http1::SendRequest<RequestBody>)>>,
-    /// Idle plain-HTTP connections of the in-task client (`h1.rs`), kept boxed: they
+    idle: Mutex<Vec<(u32, http1::SendRequest<ClientBody>)>>,
+    /// Idle plain-HTTP connections of the in-task client (`h1/`), kept boxed: they
     /// move between this stack and response bodies without reallocating.
     direct: Mutex<Vec<(u32, Box<H1Conn>)>>,
     /// Sweeps seen (see [`Upstreams::sweep`]).
     epoch: AtomicU32,
-    h2: Mutex<Option<http2::SendRequest<RequestBody>>>,
+    h2: Mutex<Option<http2::SendRequest<ClientBody>>>,
     tls: tokio_rustls::TlsConnector,
     tls_h1: tokio_rustls::TlsConnector,
     /// One permit per connection that may be open; each connection holds one.
@@ -268,16 +251,16 @@ impl EndpointPool {
         }
     }
 
-    pub fn is_https(&self) -> bool {
+    pub(crate) fn is_https(&self) -> bool {
         self.https
     }
 
-    pub fn authority(&self) -> &Authority {
+    pub(crate) fn authority(&self) -> &Authority {
         &self.authority
     }
 
     /// Returns a finished HTTP/1.1 connection to the idle stack.
-    pub fn put_back(&self, sender: http1::SendRequest<RequestBody>) {
+    pub(crate) fn put_back(&self, sender: http1::SendRequest<ClientBody>) {
         if sender.is_closed() {
             return;
         }
@@ -290,8 +273,8 @@ impl EndpointPool {
         }
     }
 
-    /// Returns a finished plain-HTTP connection (see `h1::DirectBody`) to its stack.
-    pub fn put_back_direct(&self, conn: Box<H1Conn>) {
+    /// Returns a finished plain-HTTP connection (see `h1::body::DirectBody`) to its stack.
+    pub(crate) fn put_back_direct(&self, conn: Box<H1Conn>) {
         let epoch = self.epoch.load(Ordering::Relaxed);
         let mut idle = self.direct.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
@@ -327,14 +310,15 @@ impl EndpointPool {
     }
 
     /// Idle connections parked (both clients).
-    pub fn idle_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn idle_len(&self) -> usize {
         let h1 = self.idle.lock().unwrap_or_else(|p| p.into_inner()).len();
         h1 + self.direct.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// A plain-HTTP connection for the in-task client: the most recently used idle one
     /// that is still open, else a new one within `connect_timeout`.
-    pub async fn checkout_direct(
+    pub(crate) async fn checkout_direct(
         &self,
         connect_timeout: Duration,
     ) -> Result<Box<H1Conn>, GatewayError> {
@@ -392,13 +376,13 @@ impl EndpointPool {
         }
     }
 
-    fn pop_idle(&self) -> Option<http1::SendRequest<RequestBody>> {
+    fn pop_idle(&self) -> Option<http1::SendRequest<ClientBody>> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         idle.map(|(_, sender)| sender)
     }
 
     /// A connection: an idle one if any is alive, the shared HTTP/2 one, or a new one.
-    pub async fn checkout(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
+    pub(crate) async fn checkout(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
         let deadline = tokio::time::Instant::now() + connect_timeout;
         loop {
             if let Some(c) = self.checkout_idle().await {
@@ -438,7 +422,10 @@ impl EndpointPool {
 
     /// Opens a new connection within `connect_timeout` (TCP and, for https, TLS), once
     /// a connection slot is free.
-    pub async fn connect_new(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
+    pub(crate) async fn connect_new(
+        &self,
+        connect_timeout: Duration,
+    ) -> Result<Conn, GatewayError> {
         let deadline = tokio::time::Instant::now() + connect_timeout;
         loop {
             if let Some(slot) = self.slot(deadline).await? {
@@ -470,7 +457,7 @@ impl EndpointPool {
     pub(crate) async fn connect_raw(
         &self,
         connect_timeout: Duration,
-    ) -> Result<(Box<dyn crate::upgrade::Io>, OwnedSemaphorePermit), GatewayError> {
+    ) -> Result<(Box<dyn crate::io::Io>, OwnedSemaphorePermit), GatewayError> {
         let deadline = tokio::time::Instant::now() + connect_timeout;
         let slot = loop {
             if let Some(slot) = self.slot(deadline).await? {
@@ -480,14 +467,14 @@ impl EndpointPool {
         let connect = async {
             let tcp = self.tcp().await?;
             if !self.https {
-                return Ok(Box::new(tcp) as Box<dyn crate::upgrade::Io>);
+                return Ok(Box::new(tcp) as Box<dyn crate::io::Io>);
             }
             let tls = self
                 .tls_h1
                 .connect(self.server_name()?, tcp)
                 .await
                 .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
-            Ok(Box::new(tls) as Box<dyn crate::upgrade::Io>)
+            Ok(Box::new(tls) as Box<dyn crate::io::Io>)
         };
         match tokio::time::timeout_at(deadline, connect).await {
             Ok(r) => r.map(|io| (io, slot)),
