@@ -21,6 +21,7 @@ mod jwks_fetch;
 mod jws;
 mod jwt;
 mod numeric_date;
+pub mod policy;
 mod spec;
 
 pub use apikey::{hash_api_key, ApiKeyRecord, ApiKeyValidator};
@@ -37,8 +38,7 @@ pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
 pub use spec::{
     ApiAuthSpec, ApiKeySpec, AuthRuntime, BackendJwtSpec, BasicUserSpec, CompiledSecurity,
-    IntrospectionSpec, IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
-    DEFAULT_TOKEN_CACHE_BYTES,
+    IntrospectionSpec, IssuerSpec, SecuritySpec, SubscriptionSpec, DEFAULT_TOKEN_CACHE_BYTES,
 };
 pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use turnpike_model::security::ResourceAuth;

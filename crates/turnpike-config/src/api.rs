@@ -30,8 +30,6 @@ pub struct CompiledApi {
     pub connect_timeout: Duration,
     /// Time allowed from sending the request to the upstream's response headers.
     pub response_timeout: Duration,
-    /// Authentication and authorisation; `None` for an open, published API.
-    pub security: Option<Arc<crate::security::ApiSecurity>>,
     /// Throttling; `None` when the API is not throttled.
     pub throttle: Option<Arc<crate::throttling::ApiThrottle>>,
     /// Request/response transformations; `None` when the API has none.

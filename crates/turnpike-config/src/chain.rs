@@ -20,13 +20,13 @@
 
 use std::sync::Arc;
 
+use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
 
 use crate::entries::{entries, EntrySpec};
-use crate::policies::auth::{Auth, Secured};
 use crate::policies::body_limit::BodyLimit;
 use crate::policies::cors::Cors;
 use crate::policies::deprecation::Deprecation;
@@ -35,7 +35,7 @@ use crate::policies::lifecycle::Lifecycle;
 use crate::policies::mediation::{Mediated, Mediation};
 use crate::policies::throttle::{Throttle, Throttled};
 use crate::soap::Soap;
-use crate::{mediation, security, soap, throttling, PolicyRuntime};
+use crate::{mediation, soap, throttling, PolicyRuntime};
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
@@ -48,8 +48,14 @@ pub(crate) fn prepare(
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
     scratch.insert(soap::expand(file, problems));
-    let (secured, subscriptions) = security::compile(file, runtime, reuse.clone(), problems);
-    scratch.insert(Secured(secured));
+    let subscriptions = turnpike_auth::policy::prepare(
+        file,
+        &runtime.auth,
+        reuse.clone(),
+        || throttling::claim_names(file),
+        scratch,
+        problems,
+    );
     let (throttled, operations) = throttling::compile(file, runtime, reuse.as_deref(), problems);
     scratch.insert(Throttled(throttled));
     scratch.insert(Operations(operations));

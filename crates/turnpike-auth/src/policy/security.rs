@@ -1,7 +1,7 @@
 //! Compiles the file's `security:` section and each API's `auth:`, resource `scopes:`
 //! and resource `auth: none` into [`ApiSecurity`], once per snapshot, against the
-//! gateway's long-lived [`crate::PolicyRuntime`] (token caches survive the swap). Spec
-//! errors become [`Problem`]s with document paths (`security.issuers[0].jwks`,
+//! gateway's long-lived [`AuthRuntime`] (token caches survive the swap). Spec errors
+//! become [`Problem`]s with document paths (`security.issuers[0].jwks`,
 //! `apis[2].auth.api_key_header`), so a file's problems get lines and columns.
 
 use std::collections::BTreeMap;
@@ -9,17 +9,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Method;
-use turnpike_auth::{
-    ApiKeyLocation, Authenticator, BackendJwtConfig, BackendJwtSigner, CompiledSecurity,
-    ScopeRequirement, Subscription, Subscriptions,
-};
 use turnpike_model::security::{ApiAuthSpec, ResourceAuth};
 use turnpike_model::{api_id, ApiSpec, GatewayFile};
-
-use crate::error::Problem;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::template::Template;
+use turnpike_policy::{KeptClaims, Problem, Scratch};
+
+use super::Secured;
+use crate::authenticator::{ApiKeyLocation, Authenticator};
+use crate::authz::{ScopeRequirement, Subscription, Subscriptions};
+use crate::backend_jwt::{BackendJwtConfig, BackendJwtSigner};
+use crate::error::AuthError;
+use crate::spec::{AuthRuntime, CompiledSecurity};
 
 /// Why an API refuses every call whatever the credential (its lifecycle state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +81,8 @@ impl ApiSecurity {
     #[inline]
     pub fn subscription(
         &self,
-        identity: &turnpike_auth::Identity,
-    ) -> Result<Option<&Subscription>, turnpike_auth::AuthError> {
+        identity: &turnpike_policy::Identity,
+    ) -> Result<Option<&Subscription>, AuthError> {
         match &self.subscriptions {
             Some(s) => s.check(identity, &self.api_id).map(Some),
             None => Ok(None),
@@ -98,13 +100,33 @@ impl std::fmt::Debug for ApiSecurity {
     }
 }
 
+/// Compiles the file's `security:` section and every API's rules into `scratch`
+/// ([`Secured`], which the auth and lifecycle builds read), reporting their problems;
+/// returns the compiled subscription table (`reuse` itself when given, so a
+/// control-plane follower keeps its table). `kept_claims`: the token claims later
+/// policies read (throttle conditions, mediation), asked for only when JWTs are
+/// verified.
+pub fn prepare(
+    file: &GatewayFile,
+    runtime: &AuthRuntime,
+    reuse: Option<Arc<Subscriptions>>,
+    kept_claims: impl FnOnce() -> KeptClaims,
+    scratch: &mut Scratch,
+    problems: &mut Vec<Problem>,
+) -> Option<Arc<Subscriptions>> {
+    let (secured, subscriptions) = compile(file, runtime, reuse, kept_claims, problems);
+    scratch.insert(Secured(secured));
+    subscriptions
+}
+
 /// Compiles the security section and every API's rules; `None` per API that needs
 /// nothing (open, published, no resource rules): such APIs cost one branch per request.
 /// Also returns the compiled subscription table: `reuse` itself when given.
-pub(crate) fn compile(
+fn compile(
     file: &GatewayFile,
-    runtime: &crate::PolicyRuntime,
+    runtime: &AuthRuntime,
     reuse: Option<Arc<Subscriptions>>,
+    kept_claims: impl FnOnce() -> KeptClaims,
     problems: &mut Vec<Problem>,
 ) -> (Vec<Option<Arc<ApiSecurity>>>, Option<Arc<Subscriptions>>) {
     let secured = file
@@ -113,10 +135,10 @@ pub(crate) fn compile(
         .any(|a| a.auth.as_ref().is_some_and(|s| !s.is_open()));
     let reused = reuse.as_ref().is_some_and(|s| !s.is_empty());
     let compiled = if secured || reused || !file.security.is_empty() {
-        match runtime.auth.compile_reusing(&file.security, reuse) {
+        match runtime.compile_reusing(&file.security, reuse) {
             Ok(c) => {
                 if let Some(jwt) = &c.jwt {
-                    jwt.keep_claims(crate::throttling::claim_names(file));
+                    jwt.keep_claims(kept_claims());
                 }
                 Some(c)
             }
@@ -159,7 +181,7 @@ fn compile_api(
     i: usize,
     api: &ApiSpec,
     compiled: Option<&CompiledSecurity>,
-    runtime: &crate::PolicyRuntime,
+    runtime: &AuthRuntime,
     problems: &mut Vec<Problem>,
 ) -> Option<ApiSecurity> {
     let lifecycle = lifecycle(i, api, problems);
@@ -241,7 +263,7 @@ fn check_credential_sources(
 fn backend_jwt(
     i: usize,
     spec: &ApiAuthSpec,
-    runtime: &crate::PolicyRuntime,
+    runtime: &AuthRuntime,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<BackendJwtSigner>> {
     let b = spec.backend_jwt.as_ref()?;
@@ -263,7 +285,7 @@ fn backend_jwt(
             Err(e) => problems.push(Problem::new(at("ttl"), e)),
         }
     }
-    match runtime.auth.backend_signer(cfg) {
+    match runtime.backend_signer(cfg) {
         Ok(s) => Some(s),
         Err(e) => {
             problems.push(Problem::new(at("header"), e.to_string()));
