@@ -3,7 +3,9 @@
 //! verified tokens, opaque tokens introspected with a bounded cache, a negative cache and
 //! single-flight, API keys (SHA-256 at rest), HTTP Basic (argon2, verified credentials
 //! cached briefly); then authorisation (subscription state, resource scopes) and an
-//! optional back-end JWT. Must not depend on the store, the admin API or the gateway.
+//! optional back-end JWT. [`policy`] is the auth kind of an API's chain (built from the
+//! file's `security:` and the API's `auth:`). Must not depend on the store, the admin API,
+//! the config compiler or the gateway.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 

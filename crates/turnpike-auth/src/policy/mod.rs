@@ -31,7 +31,7 @@ use crate::error::AuthError;
 
 mod security;
 
-pub use security::{prepare, ApiSecurity, LifecycleBlock, ResourceRule};
+pub use security::{prepare, ApiSecurity, LifecycleBlock, ResourceRule, Secured};
 
 /// Authenticates and authorises each request of a secured API.
 pub struct AuthPolicy {
@@ -187,18 +187,6 @@ fn without_param(query: &str, name: &str) -> Option<String> {
             .extend_pairs(kept)
             .finish(),
     )
-}
-
-/// Every API's compiled `security:` view (indexed like `file.apis`), prepared once per
-/// file by [`prepare`] into the build's scratch; the lifecycle kind reads its
-/// [`ApiSecurity::lifecycle`] too.
-pub struct Secured(Vec<Option<Arc<ApiSecurity>>>);
-
-impl Secured {
-    /// API `api`'s compiled view; `None` when it needs nothing.
-    pub fn of(&self, api: usize) -> Option<&Arc<ApiSecurity>> {
-        self.0.get(api).and_then(Option::as_ref)
-    }
 }
 
 /// The auth kind: `auth:` with the file's `security:` (problems reported where the

@@ -16,12 +16,23 @@ use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::template::Template;
 use turnpike_policy::{KeptClaims, Problem, Scratch};
 
-use super::Secured;
 use crate::authenticator::{ApiKeyLocation, Authenticator};
 use crate::authz::{ScopeRequirement, Subscription, Subscriptions};
 use crate::backend_jwt::{BackendJwtConfig, BackendJwtSigner};
 use crate::error::AuthError;
 use crate::spec::{AuthRuntime, CompiledSecurity};
+
+/// Every API's compiled `security:` view (indexed like `file.apis`), prepared once per
+/// file by [`prepare`] into the build's scratch; the lifecycle kind reads its
+/// [`ApiSecurity::lifecycle`] too.
+pub struct Secured(Vec<Option<Arc<ApiSecurity>>>);
+
+impl Secured {
+    /// API `api`'s compiled view; `None` when it needs nothing.
+    pub fn of(&self, api: usize) -> Option<&Arc<ApiSecurity>> {
+        self.0.get(api).and_then(Option::as_ref)
+    }
+}
 
 /// Why an API refuses every call whatever the credential (its lifecycle state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,4 +335,82 @@ fn resource_rules(api: &ApiSpec) -> ResourceRules {
         let _ = tree.insert(route, rules);
     }
     ResourceRules { tree }
+}
+
+#[cfg(test)]
+mod tests {
+    use turnpike_model::clock::SystemClock;
+    use turnpike_policy::{BuildCx, PolicyKind, Runtime};
+
+    use super::*;
+    use crate::policy::{Auth, AuthPolicy};
+
+    fn api(name: &str, extra: serde_json::Value) -> serde_json::Value {
+        let mut a = serde_json::json!({
+            "name": name, "context": format!("/{name}"), "version": "v1",
+            "endpoints": ["http://127.0.0.1:1"],
+        });
+        if let (Some(a), Some(extra)) = (a.as_object_mut(), extra.as_object()) {
+            a.extend(extra.clone());
+        }
+        a
+    }
+
+    /// Three APIs: a bad API-key header, an OAuth2-only API with no issuer and a short
+    /// back-end JWT ttl, a blocked open API.
+    fn file() -> GatewayFile {
+        serde_json::from_value(serde_json::json!({ "apis": [
+            api("one", serde_json::json!({ "auth": { "api_key": true, "api_key_header": "bad header" } })),
+            api("two", serde_json::json!({ "auth": { "backend_jwt": { "ttl": "5s" } } })),
+            api("three", serde_json::json!({ "lifecycle": "BLOCKED" })),
+        ]}))
+        .expect("file")
+    }
+
+    #[test]
+    fn prepare_names_each_problem_in_document_order() {
+        let (mut scratch, mut problems) = (Scratch::default(), Vec::new());
+        let runtime = AuthRuntime::new(Arc::new(SystemClock));
+        let kept = || KeptClaims::new(Vec::<Box<str>>::new());
+        prepare(&file(), &runtime, None, kept, &mut scratch, &mut problems);
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "apis[0].auth.api_key_header",
+                "apis[1].auth",
+                "apis[1].auth.backend_jwt.ttl"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_a_secured_api_gets_the_auth_policy() {
+        let (mut scratch, mut problems) = (Scratch::default(), Vec::new());
+        let (auth, kernel) = (AuthRuntime::new(Arc::new(SystemClock)), Runtime::default());
+        let file = file();
+        let kept = || KeptClaims::new(Vec::<Box<str>>::new());
+        prepare(&file, &auth, None, kept, &mut scratch, &mut problems);
+        let lifecycle = |api: usize| scratch.get::<Secured>()?.of(api)?.lifecycle;
+        assert_eq!(lifecycle(2), Some(LifecycleBlock::Blocked));
+        assert_eq!(lifecycle(1), None);
+        let built: Vec<bool> = (0..3)
+            .map(|api| {
+                let mut cx = BuildCx {
+                    api,
+                    at: format!("apis[{api}].auth"),
+                    problems: &mut problems,
+                    runtime: &kernel,
+                    file: &file,
+                    scratch: &mut scratch,
+                };
+                Auth::build(&(), &mut cx).is_some_and(|p| {
+                    let p: &dyn std::any::Any = &*p;
+                    p.downcast_ref::<AuthPolicy>()
+                        .is_some_and(|a| a.security().api_id == "/two/v1")
+                })
+            })
+            .collect();
+        assert_eq!(built, [false, true, false]);
+    }
 }
