@@ -20,6 +20,7 @@
 
 use std::sync::Arc;
 
+use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
@@ -27,7 +28,6 @@ use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scra
 use turnpike_throttle::policy::Throttle;
 
 use crate::entries::{entries, EntrySpec};
-use crate::policies::auth::{Auth, Secured};
 use crate::policies::body_limit::BodyLimit;
 use crate::policies::cors::Cors;
 use crate::policies::deprecation::Deprecation;
@@ -35,7 +35,7 @@ use crate::policies::graphql::Graphql;
 use crate::policies::lifecycle::Lifecycle;
 use crate::policies::mediation::{Mediated, Mediation};
 use crate::soap::Soap;
-use crate::{mediation, security, soap, PolicyRuntime};
+use crate::{mediation, soap, PolicyRuntime};
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
@@ -48,8 +48,20 @@ pub(crate) fn prepare(
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
     scratch.insert(soap::expand(file, problems));
-    let (secured, subscriptions) = security::compile(file, runtime, reuse.clone(), problems);
-    scratch.insert(Secured(secured));
+    let subscriptions = turnpike_auth::policy::prepare(
+        file,
+        &runtime.auth,
+        reuse.clone(),
+        || {
+            // The throttling conditions' and mediation's claims.
+            turnpike_auth::KeptClaims::new(
+                turnpike_throttle::policy::condition_claims(file)
+                    .chain(mediation::claim_names(file)),
+            )
+        },
+        scratch,
+        problems,
+    );
     let reused_tiers = reuse.as_deref().map(|s| s.tiers().collect());
     turnpike_throttle::policy::prepare(file, runtime.kernel(), reused_tiers, scratch, problems);
     scratch.insert(Mediated(mediation::compile(file, problems)));

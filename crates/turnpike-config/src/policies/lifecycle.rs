@@ -5,13 +5,10 @@
 use std::sync::Arc;
 
 use http::request;
+use turnpike_auth::policy::{LifecycleBlock, Secured};
 use turnpike_policy::{
     BuildCx, ErrorKind, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
-
-use crate::policies::auth::Secured;
-
-use crate::security::LifecycleBlock;
 
 pub(crate) struct LifecyclePolicy {
     pub(crate) block: LifecycleBlock,
