@@ -34,8 +34,6 @@ pub struct CompiledApi {
     pub security: Option<Arc<crate::security::ApiSecurity>>,
     /// Throttling; `None` when the API is not throttled.
     pub throttle: Option<Arc<crate::throttling::ApiThrottle>>,
-    /// Request/response transformations; `None` when the API has none.
-    pub mediation: Option<Arc<crate::mediation::ApiMediation>>,
     /// What runs for every request of this API, in order (`crate::chain`): lifecycle,
     /// body limit, auth, throttle and the API's `policies:`.
     pub chain: turnpike_policy::Chain,

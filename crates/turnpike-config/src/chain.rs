@@ -21,6 +21,7 @@
 use std::sync::Arc;
 
 use turnpike_auth::Subscriptions;
+use turnpike_mediation::policy::Mediation;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
@@ -32,10 +33,9 @@ use crate::policies::cors::Cors;
 use crate::policies::deprecation::Deprecation;
 use crate::policies::graphql::{Graphql, Operations};
 use crate::policies::lifecycle::Lifecycle;
-use crate::policies::mediation::{Mediated, Mediation};
 use crate::policies::throttle::{Throttle, Throttled};
 use crate::soap::Soap;
-use crate::{mediation, security, soap, throttling, PolicyRuntime};
+use crate::{security, soap, throttling, PolicyRuntime};
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
@@ -53,7 +53,7 @@ pub(crate) fn prepare(
     let (throttled, operations) = throttling::compile(file, runtime, reuse.as_deref(), problems);
     scratch.insert(Throttled(throttled));
     scratch.insert(Operations(operations));
-    scratch.insert(Mediated(mediation::compile(file, problems)));
+    turnpike_mediation::policy::prepare(file, scratch, problems);
     subscriptions
 }
 

@@ -27,7 +27,6 @@ mod entries;
 mod error;
 mod format;
 mod host;
-mod mediation;
 mod path;
 mod path_chars;
 mod policies;
@@ -43,7 +42,6 @@ mod validate;
 use std::sync::Arc;
 
 use policies::auth::Secured;
-use policies::mediation::Mediated;
 use policies::throttle::Throttled;
 
 pub use api::CompiledApi;
@@ -54,15 +52,16 @@ pub use buffering::{
 pub use depth::{check_depth, TooDeep, MAX_DEPTH};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
-pub use mediation::{
-    ApiMediation, Sample as MediationSample, Selected as SelectedMediation, Tried as MediationTried,
-};
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
 pub use security::{ApiSecurity, LifecycleBlock, ResourceRule};
 pub use snapshot::{RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
+pub use turnpike_mediation::policy::{
+    ApiMediation, MediationPolicy, Sample as MediationSample, Selected as SelectedMediation,
+    Tried as MediationTried,
+};
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};
 pub use turnpike_policy::spec::duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use turnpike_policy::spec::size::DEFAULT_MAX_BODY_BYTES;
@@ -137,7 +136,6 @@ fn compile_inner(
             .and_then(|s| s.of(c.index))
             .cloned();
         c.api.throttle = nth(scratch.get::<Throttled>().map(|t| &t.0), c.index);
-        c.api.mediation = nth(scratch.get::<Mediated>().map(|m| &m.0), c.index);
     }
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {

@@ -191,7 +191,7 @@ pub(crate) fn claim_names(file: &GatewayFile) -> turnpike_auth::KeptClaims {
             Condition::Claim { name, .. } => Some(Box::<str>::from(name.as_str())),
             _ => None,
         });
-    turnpike_auth::KeptClaims::new(conditions.chain(crate::mediation::claim_names(file)))
+    turnpike_auth::KeptClaims::new(conditions.chain(turnpike_mediation::policy::claim_names(file)))
 }
 
 /// Every name the file uses must be a declared (or default) policy of the right kind.

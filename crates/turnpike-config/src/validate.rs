@@ -150,7 +150,6 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             response_timeout,
             security: None,
             throttle: None,
-            mediation: None,
             chain: turnpike_policy::Chain::default(),
             label,
             paths: spec.paths,

@@ -17,6 +17,7 @@ pub mod jq;
 mod json;
 pub mod ops;
 pub mod payload_factory;
+pub mod policy;
 pub mod spec;
 pub mod xml;
 
