@@ -21,21 +21,21 @@
 use std::sync::Arc;
 
 use turnpike_auth::Subscriptions;
+use turnpike_graphql::{Graphql, Operations};
 use turnpike_mediation::policy::Mediation;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
+use turnpike_soap::policy::Soap;
 
 use crate::entries::{entries, EntrySpec};
 use crate::policies::auth::{Auth, Secured};
 use crate::policies::body_limit::BodyLimit;
 use crate::policies::cors::Cors;
 use crate::policies::deprecation::Deprecation;
-use crate::policies::graphql::{Graphql, Operations};
 use crate::policies::lifecycle::Lifecycle;
 use crate::policies::throttle::{Throttle, Throttled};
-use crate::soap::Soap;
-use crate::{security, soap, throttling, PolicyRuntime};
+use crate::{security, throttling, PolicyRuntime};
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
@@ -47,7 +47,7 @@ pub(crate) fn prepare(
     scratch: &mut Scratch,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
-    scratch.insert(soap::expand(file, problems));
+    scratch.insert(turnpike_soap::policy::expand(file, problems));
     let (secured, subscriptions) = security::compile(file, runtime, reuse.clone(), problems);
     scratch.insert(Secured(secured));
     let (throttled, operations) = throttling::compile(file, runtime, reuse.as_deref(), problems);

@@ -34,7 +34,6 @@ mod router;
 mod runtime;
 mod security;
 mod snapshot;
-mod soap;
 mod spans;
 mod throttling;
 mod validate;

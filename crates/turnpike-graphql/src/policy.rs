@@ -20,12 +20,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{request, HeaderValue, Method, Response, StatusCode};
+use turnpike_model::graphql::GraphqlSpec;
 use turnpike_policy::{
-    Anonymous, Authenticated, Flow, Hooks, OperationGuard, Policy, RequestCtx, Step,
+    Anonymous, Authenticated, BuildCx, Flow, Hooks, OperationGuard, Policy, PolicyKind, Problem,
+    RequestCtx, Stage, Step,
 };
 
 use crate::analysis::OperationKind;
 use crate::analysis::RootField;
+use crate::analyzer::AnalysisCache;
 use crate::config::Limits;
 use crate::error::{errors_body, ErrorCode, GraphqlError};
 use crate::quota::CostQuotas;
@@ -360,5 +363,51 @@ impl Policy for GraphqlPolicy {
             auth: ctx.auth.clone(),
             client: ctx.client.ip(),
         }))
+    }
+}
+
+/// Every GraphQL API's operation throttling (indexed like `file.apis`), prepared with
+/// the file's `throttling:` section (config compiles it: the throttle and graphql
+/// crates do not depend on each other's specs); each build takes its API's.
+pub struct Operations(pub Vec<Option<OperationThrottle>>);
+
+/// The GraphQL kind: a `graphql:` API's analysis (depth, complexity, cost, field
+/// access, operation scopes and throttling) on the admitted caller's body. Its analysis
+/// cache and cost quotas are runtime state, so a swap keeps them and two gateways in
+/// one process share neither.
+pub struct Graphql;
+
+impl PolicyKind for Graphql {
+    const NAME: &'static str = "graphql";
+    type Spec = GraphqlSpec;
+
+    fn stage(_: &GraphqlSpec) -> Stage {
+        Stage::Late
+    }
+
+    fn build(spec: &GraphqlSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let throttle = cx
+            .scratch
+            .get_mut::<Operations>()
+            .and_then(|o| o.0.get_mut(cx.api))
+            .and_then(Option::take);
+        let cache = cx.runtime.get_or_init(AnalysisCache::default);
+        let compiled = match crate::spec::compile(spec, (*cache).clone()) {
+            Ok(c) => c,
+            Err(found) => {
+                for p in found {
+                    let at = format!("{}.{}", cx.at, p.path);
+                    cx.problems.push(Problem::new(at, p.message));
+                }
+                return None;
+            }
+        };
+        let api = cx.file.apis.get(cx.api)?;
+        Some(Arc::new(GraphqlPolicy::new(
+            compiled,
+            cx.runtime.get_or_init(CostQuotas::default),
+            &format!("{}/{}", api.context, api.version),
+            throttle,
+        )))
     }
 }

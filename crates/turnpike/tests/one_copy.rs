@@ -70,7 +70,7 @@ const RULES: &[Rule] = &[
             .map(|p| text.matches(p).count())
             .sum()
         },
-        ceiling: 4,
+        ceiling: 2,
     },
 ];
 

@@ -8,6 +8,5 @@ pub(crate) mod auth;
 pub(crate) mod body_limit;
 pub(crate) mod cors;
 pub(crate) mod deprecation;
-pub(crate) mod graphql;
 pub(crate) mod lifecycle;
 pub(crate) mod throttle;
