@@ -1,6 +1,5 @@
-//! The mediation kind: runs an API's (or its resource's) transformations
-//! ([`select`] compiled them, this crate runs them) on the request
-//! after auth and throttling, and on the upstream's response. Header, query and path
+//! The mediation kind: runs an API's (or its resource's) transformations (`select.rs`
+//! compiled them and picks them per request) on the request after auth and throttling, and on the upstream's response. Header, query and path
 //! operations run on the request head; a body step runs on the whole buffered body,
 //! which the gateway reads only for APIs that have one (the policy declares the body
 //! hooks only then; an API without `mediation:` has no such policy at all).
@@ -30,7 +29,7 @@ use turnpike_policy::{
 use crate::spec::BodyAction;
 use crate::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
 
-pub mod select;
+mod select;
 
 pub use select::{claim_names, ApiMediation, Sample, Selected, Tried};
 
