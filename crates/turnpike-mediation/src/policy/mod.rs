@@ -493,3 +493,69 @@ impl PolicyKind for Mediation {
         Some(Arc::new(MediationPolicy::new(m.clone(), offload)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use turnpike_model::mediation::{FieldOps, MediationSpec, TransformSpec};
+    use turnpike_model::ApiSpec;
+    use turnpike_policy::Runtime;
+
+    use super::*;
+
+    fn api(set: &str) -> ApiSpec {
+        let headers = FieldOps {
+            set: [(set.to_owned(), "1".to_owned())].into(),
+            ..FieldOps::default()
+        };
+        let request = TransformSpec {
+            headers: Some(headers),
+            ..TransformSpec::default()
+        };
+        ApiSpec {
+            mediation: Some(MediationSpec {
+                request: Some(request),
+                response: None,
+            }),
+            ..ApiSpec::default()
+        }
+    }
+
+    /// Builds every API of `file` as config's chain does: prepare once, then each API.
+    fn build_all(file: &GatewayFile) -> (Vec<Option<Arc<dyn Policy>>>, Vec<Problem>) {
+        let (runtime, mut scratch, mut problems) =
+            (Runtime::default(), Scratch::default(), Vec::new());
+        prepare(file, &mut scratch, &mut problems);
+        let built = (0..file.apis.len())
+            .map(|i| {
+                let mut cx = BuildCx {
+                    api: i,
+                    at: format!("apis[{i}].mediation"),
+                    problems: &mut problems,
+                    runtime: &runtime,
+                    file,
+                    scratch: &mut scratch,
+                };
+                Mediation::build(&(), &mut cx)
+            })
+            .collect();
+        (built, problems)
+    }
+
+    #[test]
+    fn apis_without_mediation_get_no_policy_and_problems_name_their_field() {
+        // A problem fails the whole compile, so what API 2's policy holds is never served.
+        let file = GatewayFile {
+            apis: vec![api("x-a"), ApiSpec::default(), api("content-length")],
+            ..GatewayFile::default()
+        };
+        let (built, problems) = build_all(&file);
+        let names: Vec<Option<&str>> = built.iter().map(|p| p.as_ref().map(|p| p.name())).collect();
+        assert_eq!(names, [Some("mediation"), None, Some("mediation")]);
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["apis[2].mediation.request.headers.set.content-length"]
+        );
+        assert_eq!(Mediation::stage(&()), Stage::Transform);
+    }
+}
