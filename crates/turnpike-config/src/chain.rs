@@ -22,20 +22,20 @@ use std::sync::Arc;
 
 use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
+use turnpike_graphql::Graphql;
+use turnpike_mediation::policy::Mediation;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
+use turnpike_soap::policy::Soap;
 use turnpike_throttle::policy::Throttle;
 
 use crate::entries::{entries, EntrySpec};
 use crate::policies::body_limit::BodyLimit;
 use crate::policies::cors::Cors;
 use crate::policies::deprecation::Deprecation;
-use crate::policies::graphql::Graphql;
 use crate::policies::lifecycle::Lifecycle;
-use crate::policies::mediation::{Mediated, Mediation};
-use crate::soap::Soap;
-use crate::{mediation, soap, PolicyRuntime};
+use crate::PolicyRuntime;
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
@@ -47,7 +47,7 @@ pub(crate) fn prepare(
     scratch: &mut Scratch,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
-    scratch.insert(soap::expand(file, problems));
+    scratch.insert(turnpike_soap::policy::expand(file, problems));
     let subscriptions = turnpike_auth::policy::prepare(
         file,
         &runtime.auth,
@@ -56,7 +56,7 @@ pub(crate) fn prepare(
             // The throttling conditions' and mediation's claims.
             turnpike_auth::KeptClaims::new(
                 turnpike_throttle::policy::condition_claims(file)
-                    .chain(mediation::claim_names(file)),
+                    .chain(turnpike_mediation::policy::claim_names(file)),
             )
         },
         scratch,
@@ -64,7 +64,7 @@ pub(crate) fn prepare(
     );
     let reused_tiers = reuse.as_deref().map(|s| s.tiers().collect());
     turnpike_throttle::policy::prepare(file, runtime.kernel(), reused_tiers, scratch, problems);
-    scratch.insert(Mediated(mediation::compile(file, problems)));
+    turnpike_mediation::policy::prepare(file, scratch, problems);
     subscriptions
 }
 

@@ -27,20 +27,16 @@ mod entries;
 mod error;
 mod format;
 mod host;
-mod mediation;
 mod path;
 mod path_chars;
 mod policies;
 mod router;
 mod runtime;
 mod snapshot;
-mod soap;
 mod spans;
 mod validate;
 
 use std::sync::Arc;
-
-use policies::mediation::Mediated;
 
 pub use api::CompiledApi;
 pub use buffering::{
@@ -50,13 +46,14 @@ pub use buffering::{
 pub use depth::{check_depth, TooDeep, MAX_DEPTH};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
-pub use mediation::{
-    ApiMediation, Sample as MediationSample, Selected as SelectedMediation, Tried as MediationTried,
-};
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
 pub use snapshot::{RouteResult, Snapshot};
 pub use turnpike_auth::Subscriptions;
+pub use turnpike_mediation::policy::{
+    ApiMediation, MediationPolicy, Sample as MediationSample, Selected as SelectedMediation,
+    Tried as MediationTried,
+};
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};
 pub use turnpike_policy::spec::duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 pub use turnpike_policy::spec::size::DEFAULT_MAX_BODY_BYTES;
@@ -125,7 +122,6 @@ fn compile_inner(
             .get_mut(c.index)
             .map(std::mem::take)
             .unwrap_or_default();
-        c.api.mediation = nth(scratch.get::<Mediated>().map(|m| &m.0), c.index);
     }
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {
@@ -133,9 +129,4 @@ fn compile_inner(
     }
     let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
     Ok(Snapshot::assemble(version, apis, router, subscriptions))
-}
-
-/// API `i`'s entry of a per-API list prepared for the file.
-fn nth<T>(list: Option<&Vec<Option<Arc<T>>>>, i: usize) -> Option<Arc<T>> {
-    list?.get(i)?.clone()
 }

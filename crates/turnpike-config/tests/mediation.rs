@@ -2,7 +2,16 @@
 //! their path parameters; every bad field is named with its line and column.
 
 use http::Method;
-use turnpike_config::{ConfigError, Location, Snapshot};
+use turnpike_config::{
+    ApiMediation, CompiledApi, ConfigError, Location, MediationPolicy, Snapshot,
+};
+
+/// The API's compiled transforms, as its chain's mediation policy holds them.
+fn mediation(api: &CompiledApi) -> Option<&ApiMediation> {
+    api.chain
+        .find::<MediationPolicy>()
+        .map(MediationPolicy::mediation)
+}
 
 const GOOD: &str = r#"apis:
   - name: shop
@@ -28,7 +37,7 @@ const GOOD: &str = r#"apis:
 fn resource_transforms_replace_the_apis_and_see_path_parameters() {
     let snap = Snapshot::from_yaml(GOOD, "good.yaml").expect("compiles");
     let api = &snap.apis[0];
-    let m = api.mediation.as_ref().expect("mediation compiled");
+    let m = mediation(api).expect("mediation compiled");
     let sel = m.select(&Method::POST, "/orders/7/items/x%20y");
     let req = sel.request.expect("a request transform");
     assert_eq!(&*req.name, "rewrite-items");
@@ -48,7 +57,7 @@ fn apis_without_mediation_carry_none() {
         .to_owned()
         + "    resources:\n      - { path: \"/*\", methods: [GET] }\n";
     let snap = Snapshot::from_yaml(&yaml, "plain.yaml").expect("compiles");
-    assert!(snap.apis[0].mediation.is_none());
+    assert!(mediation(&snap.apis[0]).is_none());
     assert!(
         snap.apis[0].chain.names().all(|n| n != "mediation"),
         "an API without mediation has no mediation step"
@@ -132,7 +141,7 @@ fn every_bad_field_is_named_at_once() {
 #[test]
 fn try_run_applies_a_transform_to_a_sample() {
     let snap = Snapshot::from_yaml(GOOD, "good.yaml").expect("compiles");
-    let m = snap.apis[0].mediation.as_ref().expect("mediation");
+    let m = mediation(&snap.apis[0]).expect("mediation");
     let mut headers = http::HeaderMap::new();
     headers.insert(
         "content-type",

@@ -20,12 +20,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{request, HeaderValue, Method, Response, StatusCode};
+use turnpike_model::graphql::GraphqlSpec;
 use turnpike_policy::{
-    Anonymous, Authenticated, Flow, Hooks, OperationGuard, Policy, RequestCtx, Step,
+    Anonymous, Authenticated, BuildCx, Flow, Hooks, OperationGuard, Policy, PolicyKind, Problem,
+    RequestCtx, Stage, Step,
 };
 
 use crate::analysis::OperationKind;
 use crate::analysis::RootField;
+use crate::analyzer::AnalysisCache;
 use crate::config::Limits;
 use crate::error::{errors_body, ErrorCode, GraphqlError};
 use crate::quota::CostQuotas;
@@ -361,4 +364,56 @@ impl Policy for GraphqlPolicy {
             client: ctx.client.ip(),
         }))
     }
+}
+
+/// The GraphQL kind: a `graphql:` API's analysis (depth, complexity, cost, field
+/// access, operation scopes and throttling) on the admitted caller's body. Its analysis
+/// cache and cost quotas are runtime state, so a swap keeps them and two gateways in
+/// one process share neither.
+pub struct Graphql;
+
+impl PolicyKind for Graphql {
+    const NAME: &'static str = "graphql";
+    type Spec = GraphqlSpec;
+
+    fn stage(_: &GraphqlSpec) -> Stage {
+        Stage::Late
+    }
+
+    fn build(spec: &GraphqlSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let api = cx.file.apis.get(cx.api)?;
+        let id = turnpike_model::api_id(&api.context, &api.version);
+        let throttle = operation_throttle(spec, &id, cx);
+        let cache = cx.runtime.get_or_init(AnalysisCache::default);
+        let compiled = match crate::spec::compile(spec, (*cache).clone()) {
+            Ok(c) => c,
+            Err(found) => {
+                for p in found {
+                    let at = format!("{}.{}", cx.at, p.path);
+                    cx.problems.push(Problem::new(at, p.message));
+                }
+                return None;
+            }
+        };
+        Some(Arc::new(GraphqlPolicy::new(
+            compiled,
+            cx.runtime.get_or_init(CostQuotas::default),
+            &id,
+            throttle,
+        )))
+    }
+}
+
+/// The API's operations' throttling, counted in the throttler the file's `throttling:`
+/// section compiled into the scratch (none when the section asks for nothing or has
+/// problems).
+fn operation_throttle(spec: &GraphqlSpec, id: &str, cx: &BuildCx<'_>) -> Option<OperationThrottle> {
+    let throttled = cx.scratch.get::<turnpike_throttle::policy::Throttled>()?;
+    OperationThrottle::new(
+        spec,
+        throttled.throttler.clone()?,
+        cx.runtime.clock().clone(),
+        id,
+        throttled.headers,
+    )
 }

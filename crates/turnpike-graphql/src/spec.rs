@@ -11,6 +11,7 @@ use std::sync::Arc;
 use turnpike_model::graphql::{
     CostModelSpec, FieldAccessSpec, GraphqlSpec, OperationType, TierLimitsSpec,
 };
+use turnpike_policy::Problem;
 
 use crate::access::FieldAccess;
 use crate::analysis::OperationKind;
@@ -55,14 +56,8 @@ impl CompiledGraphql {
     }
 }
 
-/// A problem at `path` (below `graphql`).
-pub type SpecProblem = (String, String);
-
 /// Validates and compiles `spec`; analyses go to `cache`.
-pub fn compile(
-    spec: &GraphqlSpec,
-    cache: AnalysisCache,
-) -> Result<CompiledGraphql, Vec<SpecProblem>> {
+pub fn compile(spec: &GraphqlSpec, cache: AnalysisCache) -> Result<CompiledGraphql, Vec<Problem>> {
     let mut problems = Vec::new();
     let cost = cost_config(spec);
     let schema = match CompiledSchema::compile(&spec.schema, &cost) {
@@ -76,7 +71,7 @@ pub fn compile(
                 } else {
                     "schema"
                 };
-                problems.push((field.to_owned(), err.to_string()));
+                problems.push(Problem::new(field.to_owned(), err.to_string()));
             }
             return Err(problems);
         }
@@ -117,7 +112,7 @@ pub fn compile(
         };
         let at = format!("operations[{i}]");
         if !schema.operations(kind_name).contains(&op.name) {
-            problems.push((
+            problems.push(Problem::new(
                 format!("{at}.name"),
                 format!("the schema has no {kind_name} operation `{}`", op.name),
             ));
@@ -182,14 +177,14 @@ fn tier_rule(
     schema: &CompiledSchema,
     at: &str,
     t: &TierLimitsSpec,
-    problems: &mut Vec<SpecProblem>,
+    problems: &mut Vec<Problem>,
 ) -> TierRule {
     let quota = t.cost_quota.and_then(|q| {
         let every = u64::from(q.every.unwrap_or(1));
         if q.cost == 0 || every == 0 {
-            problems.push((
+            problems.push(Problem::new(
                 format!("{at}.cost_quota"),
-                "cost and every must be above 0".into(),
+                "cost and every must be above 0",
             ));
             return None;
         }
@@ -212,7 +207,7 @@ fn access(
     schema: &CompiledSchema,
     at: &str,
     a: &FieldAccessSpec,
-    problems: &mut Vec<SpecProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<FieldAccess> {
     if a.is_empty() {
         return None;
@@ -229,7 +224,7 @@ fn access(
         Ok(f) => Some(f),
         Err(e) => {
             for err in e.errors {
-                problems.push((at.to_owned(), err.message));
+                problems.push(Problem::new(at.to_owned(), err.message));
             }
             None
         }

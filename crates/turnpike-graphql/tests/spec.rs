@@ -40,7 +40,7 @@ fn every_problem_is_named_with_its_path() {
         "tiers:\n  Gold: { cost_quota: { cost: 0, per: minute }, fields: { deny: [Human.wings] } }\noperations:\n  - { name: destroyPlanet, type: mutation }\n  - { name: hero, auth: none, throttling: 10KPerMin }\n",
     );
     let problems = compile(&s, AnalysisCache::new(10)).unwrap_err();
-    let paths: Vec<&str> = problems.iter().map(|(p, _)| p.as_str()).collect();
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
     for want in [
         "tiers.Gold.cost_quota",
         "tiers.Gold.fields",
@@ -59,6 +59,6 @@ fn an_invalid_schema_is_a_schema_problem() {
     let mut s = spec("");
     s.schema = "type Query { a: Missing }".into();
     let problems = compile(&s, AnalysisCache::new(10)).unwrap_err();
-    assert_eq!(problems[0].0, "schema");
-    assert!(problems[0].1.contains("Missing"), "{problems:?}");
+    assert_eq!(problems[0].path, "schema");
+    assert!(problems[0].message.contains("Missing"), "{problems:?}");
 }

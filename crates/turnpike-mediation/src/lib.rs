@@ -7,7 +7,9 @@
 //!   limits) ([`xml`]);
 //! - a converter from WSO2 PayloadFactory mediators to jq ([`payload_factory`]);
 //! - compiling a [`turnpike_model::mediation::TransformSpec`] into a ready
-//!   [`Transform`] ([`spec`]).
+//!   [`Transform`] ([`spec`]);
+//! - the `mediation` policy kind: each API's and resource's transforms compiled once per
+//!   file, picked per request and run as a chain step ([`policy`]).
 //!
 //! Must not depend on the gateway, the config crate, a store or any IO: the gateway feeds
 //! it bytes and request facts, and gets bytes or a typed [`MediationError`] back.
@@ -17,6 +19,7 @@ pub mod jq;
 mod json;
 pub mod ops;
 pub mod payload_factory;
+pub mod policy;
 pub mod spec;
 pub mod xml;
 

@@ -5,6 +5,7 @@
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use turnpike_model::mediation::FieldOps;
+use turnpike_policy::Problem;
 
 /// Headers a transformation must not change: the gateway frames messages with them.
 const MANAGED: [&str; 8] = [
@@ -28,18 +29,21 @@ pub struct HeaderOps {
     append: Vec<(HeaderName, HeaderValue)>,
 }
 
-/// A compile problem: the field (relative, e.g. `set.x-a`) and what is wrong.
-pub type FieldProblem = (String, String);
-
-fn header_name(field: String, name: &str, problems: &mut Vec<FieldProblem>) -> Option<HeaderName> {
+fn header_name(field: String, name: &str, problems: &mut Vec<Problem>) -> Option<HeaderName> {
     match HeaderName::from_bytes(name.as_bytes()) {
         Ok(n) if MANAGED.contains(&n.as_str()) => {
-            problems.push((field, format!("header {name:?} is managed by the gateway")));
+            problems.push(Problem::new(
+                field,
+                format!("header {name:?} is managed by the gateway"),
+            ));
             None
         }
         Ok(n) => Some(n),
         Err(_) => {
-            problems.push((field, format!("{name:?} is not a valid header name")));
+            problems.push(Problem::new(
+                field,
+                format!("{name:?} is not a valid header name"),
+            ));
             None
         }
     }
@@ -48,7 +52,7 @@ fn header_name(field: String, name: &str, problems: &mut Vec<FieldProblem>) -> O
 fn header_pairs(
     op: &str,
     map: &std::collections::BTreeMap<String, String>,
-    problems: &mut Vec<FieldProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Vec<(HeaderName, HeaderValue)> {
     map.iter()
         .filter_map(|(k, v)| {
@@ -56,7 +60,7 @@ fn header_pairs(
             match HeaderValue::from_str(v) {
                 Ok(v) => Some((name, v)),
                 Err(_) => {
-                    problems.push((
+                    problems.push(Problem::new(
                         format!("{op}.{k}"),
                         format!("{v:?} is not a valid header value"),
                     ));
@@ -68,7 +72,7 @@ fn header_pairs(
 }
 
 impl HeaderOps {
-    pub fn compile(spec: &FieldOps, problems: &mut Vec<FieldProblem>) -> HeaderOps {
+    pub fn compile(spec: &FieldOps, problems: &mut Vec<Problem>) -> HeaderOps {
         let remove = spec
             .remove
             .iter()
@@ -140,10 +144,13 @@ pub struct QueryOps {
 }
 
 impl QueryOps {
-    pub fn compile(spec: &FieldOps, problems: &mut Vec<FieldProblem>) -> QueryOps {
+    pub fn compile(spec: &FieldOps, problems: &mut Vec<Problem>) -> QueryOps {
         let mut check = |field: String, name: &str| {
             if name.is_empty() {
-                problems.push((field, "a query parameter needs a name".to_owned()));
+                problems.push(Problem::new(
+                    field,
+                    "a query parameter needs a name".to_owned(),
+                ));
             }
         };
         for (i, n) in spec.remove.iter().enumerate() {
@@ -347,7 +354,7 @@ mod tests {
         };
         let mut problems = Vec::new();
         HeaderOps::compile(&spec, &mut problems);
-        let fields: Vec<_> = problems.iter().map(|(f, _)| f.as_str()).collect();
+        let fields: Vec<_> = problems.iter().map(|p| p.path.as_str()).collect();
         assert_eq!(fields, ["set.bad name", "set.content-length", "set.x-ok"]);
     }
 

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use http::HeaderValue;
 use turnpike_model::mediation::{BodyFormat, OtherContent, TransformSpec};
+use turnpike_policy::Problem;
 
 use crate::error::MediationErrorKind;
 use crate::jq::{Inputs, JqProgram, Limits};
-use crate::ops::{FieldProblem, HeaderOps, PathRewrite, QueryOps};
+use crate::ops::{HeaderOps, PathRewrite, QueryOps};
 use crate::xml::{ArrayPaths, XmlLimits};
 use crate::{json, payload_factory, xml};
 
@@ -75,33 +76,42 @@ pub struct BodyTransform {
 pub fn compile_transform(
     spec: &TransformSpec,
     cx: &Context<'_>,
-) -> Result<Transform, Vec<FieldProblem>> {
+) -> Result<Transform, Vec<Problem>> {
     let mut problems = Vec::new();
     let headers = spec.headers.as_ref().map(|h| {
         let mut p = Vec::new();
         let ops = HeaderOps::compile(h, &mut p);
-        problems.extend(p.into_iter().map(|(f, m)| (format!("headers.{f}"), m)));
+        problems.extend(
+            p.into_iter()
+                .map(|f| Problem::new(format!("headers.{}", f.path), f.message)),
+        );
         ops
     });
     let query = spec.query.as_ref().map(|q| {
         if cx.side == Side::Response {
-            problems.push((
+            problems.push(Problem::new(
                 "query".to_owned(),
                 "a response has no query parameters".to_owned(),
             ));
         }
         let mut p = Vec::new();
         let ops = QueryOps::compile(q, &mut p);
-        problems.extend(p.into_iter().map(|(f, m)| (format!("query.{f}"), m)));
+        problems.extend(
+            p.into_iter()
+                .map(|f| Problem::new(format!("query.{}", f.path), f.message)),
+        );
         ops
     });
     let path = spec.path.as_ref().and_then(|p| {
         if cx.side == Side::Response {
-            problems.push(("path".to_owned(), "a response has no path".to_owned()));
+            problems.push(Problem::new(
+                "path".to_owned(),
+                "a response has no path".to_owned(),
+            ));
             return None;
         }
         PathRewrite::compile(p, cx.path_params)
-            .map_err(|m| problems.push(("path".to_owned(), m)))
+            .map_err(|m| problems.push(Problem::new("path".to_owned(), m)))
             .ok()
     });
     let body = spec
@@ -123,11 +133,11 @@ pub fn compile_transform(
 fn compile_body(
     b: &turnpike_model::mediation::BodySpec,
     cx: &Context<'_>,
-    problems: &mut Vec<FieldProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<BodyTransform> {
     let code = match (&b.jq, &b.payload_factory) {
         (Some(_), Some(_)) => {
-            problems.push((
+            problems.push(Problem::new(
                 "body".to_owned(),
                 "give either jq or payload_factory, not both".to_owned(),
             ));
@@ -138,7 +148,7 @@ fn compile_body(
             Ok(c) => Some((c.jq, "body.payload_factory")),
             Err(list) => {
                 for why in list {
-                    problems.push(("body.payload_factory".to_owned(), why));
+                    problems.push(Problem::new("body.payload_factory".to_owned(), why));
                 }
                 None
             }
@@ -147,29 +157,29 @@ fn compile_body(
     };
     let program = code.and_then(|(code, field)| {
         JqProgram::compile(&code)
-            .map_err(|e| problems.push((field.to_owned(), e.to_string())))
+            .map_err(|e| problems.push(Problem::new(field.to_owned(), e.to_string())))
             .ok()
     });
     let arrays = ArrayPaths::new(&b.xml_arrays)
-        .map_err(|m| problems.push(("body.xml_arrays".to_owned(), m)))
+        .map_err(|m| problems.push(Problem::new("body.xml_arrays".to_owned(), m)))
         .unwrap_or_default();
     let input = b.input.unwrap_or(BodyFormat::Json);
     let output = b.output.unwrap_or(input);
     if let Some(root) = &b.xml_root {
         if output != BodyFormat::Xml {
-            problems.push((
+            problems.push(Problem::new(
                 "body.xml_root".to_owned(),
                 "only used when the output is xml".to_owned(),
             ));
         } else if xml::val_to_xml(&jaq_json::Val::Null, Some(root), 1 << 10).is_err() {
-            problems.push((
+            problems.push(Problem::new(
                 "body.xml_root".to_owned(),
                 format!("{root:?} is not an XML name"),
             ));
         }
     }
     if !b.xml_arrays.is_empty() && input != BodyFormat::Xml {
-        problems.push((
+        problems.push(Problem::new(
             "body.xml_arrays".to_owned(),
             "only used when the input is xml".to_owned(),
         ));

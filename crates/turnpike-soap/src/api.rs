@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use turnpike_model::soap::{SoapApiType, SoapSpec};
 
 use crate::docs::Documents;
-use crate::error::{ImportError, Problem};
+use crate::error::{ImportError, ImportFinding};
 use crate::wsdl::{import, Operation, Port, SoapVersion, Wsdl};
 use crate::xsd::model::TypeModel;
 
@@ -37,7 +37,7 @@ pub struct SoapApi {
 impl SoapApi {
     /// Imports the WSDL of `spec` and picks its port. The problems are what could not be
     /// mapped (for the publisher; the API still works for the rest).
-    pub fn compile(spec: &SoapSpec) -> Result<(SoapApi, Vec<Problem>), ImportError> {
+    pub fn compile(spec: &SoapSpec) -> Result<(SoapApi, Vec<ImportFinding>), ImportError> {
         let mut docs = Documents::default();
         for (name, text) in &spec.files {
             docs.insert(name, text.as_str());
@@ -71,7 +71,7 @@ impl SoapApi {
         let mut problems = wsdl.problems.clone();
         for name in &spec.get_operations {
             if !chosen.operations.iter().any(|o| &o.name == name) {
-                problems.push(Problem {
+                problems.push(ImportFinding {
                     operation: Some(name.clone()),
                     subject: "get_operations".into(),
                     why: "no such operation in the chosen port: ignored".into(),

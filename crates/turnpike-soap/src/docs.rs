@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use roxmltree::{Document, Node};
 
-use crate::error::{ImportError, Problem};
+use crate::error::{ImportError, ImportFinding};
 use crate::xml::{self, Limits, XSD_NS};
 
 /// Namespace of WSDL 1.1.
@@ -97,7 +97,7 @@ pub(crate) struct Parsed<'i> {
 pub(crate) fn load<'i>(
     set: &'i Documents,
     root: &str,
-    problems: &mut Vec<Problem>,
+    problems: &mut Vec<ImportFinding>,
 ) -> Result<Vec<Parsed<'i>>, ImportError> {
     let mut out: Vec<Parsed<'i>> = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -120,7 +120,7 @@ pub(crate) fn load<'i>(
         for (location, include_tns) in references(&doc) {
             match set.resolve(&name, &location) {
                 Some(target) => next.push((target, include_tns)),
-                None => problems.push(Problem {
+                None => problems.push(ImportFinding {
                     operation: None,
                     subject: location.clone(),
                     why: format!(

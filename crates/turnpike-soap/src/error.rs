@@ -6,7 +6,7 @@ use serde::Serialize;
 pub use turnpike_xml::XmlError;
 
 /// Why a WSDL could not be imported at all. Constructs that can be skipped are reported
-/// as [`Problem`]s instead.
+/// as [`ImportFinding`]s instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImportError {
     #[error("{file}: {source}")]
@@ -24,9 +24,10 @@ pub enum ImportError {
 }
 
 /// Something the importer could not map, named so a publisher can act on it: never
-/// silently dropped.
+/// silently dropped. A finding of the import API's JSON report, not a problem with the
+/// file (those are `turnpike_policy::Problem`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
+pub struct ImportFinding {
     /// The operation concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operation: Option<String>,

@@ -28,6 +28,6 @@ pub mod xsd;
 pub mod zip;
 
 pub use docs::Documents;
-pub use error::{ImportError, MapError, Problem, XmlError};
+pub use error::{ImportError, ImportFinding, MapError, XmlError};
 pub use read::{Fault, Reply};
 pub use wsdl::{import, Operation, Port, SoapVersion, Style, Wsdl};

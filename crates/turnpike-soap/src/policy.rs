@@ -11,6 +11,9 @@
 //!   (or the query of a GET operation) of `/{operation}` becomes the SOAP request, the
 //!   SOAP response becomes JSON typed by the schema, a Fault becomes an error of the
 //!   gateway's table with the fault code and string.
+//!
+//! [`Soap`] is the kind that builds either; [`expand`] compiles the file's `soap:`
+//! sections first, since routing needs the resources it fills in.
 
 use std::sync::Arc;
 
@@ -18,8 +21,13 @@ use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http::{request, response, HeaderName, HeaderValue, Method, Response, StatusCode};
 use serde_json::{Map, Value};
+use turnpike_model::soap::{SoapApiType, SoapSpec};
+use turnpike_model::{GatewayFile, ResourceSpec};
 use turnpike_policy::offload::{offload, Offload, OFFLOAD_ABOVE};
-use turnpike_policy::{ErrorKind, Flow, GatewayError, Hooks, Policy, RequestCtx, Step};
+use turnpike_policy::{
+    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, Problem, RequestCtx, Stage,
+    Step,
+};
 
 use crate::api::SoapApi;
 use crate::envelope::{self, Blame};
@@ -433,4 +441,83 @@ fn query_json(query: Option<&str>) -> Value {
         }
     }
     Value::Object(obj)
+}
+
+/// Every API's compiled `soap:` section (indexed like `file.apis`), prepared once per
+/// file by [`expand`] before the chains are built.
+pub struct SoapApis(Vec<Option<Arc<SoapApi>>>);
+
+/// The SOAP kind: a pass-through's envelope and Faults first in the chain (so auth's
+/// and throttling's refusals become Faults), a SOAP-to-REST mapper after mediation's
+/// request side (on admitted requests only; mediation sees the REST JSON). Its WSDL is
+/// compiled, and its problems reported, by [`expand`].
+pub struct Soap;
+
+impl PolicyKind for Soap {
+    const NAME: &'static str = "soap";
+    type Spec = SoapSpec;
+
+    fn stage(spec: &SoapSpec) -> Stage {
+        match spec.api_type {
+            SoapApiType::Soap => Stage::Envelope,
+            SoapApiType::SoapToRest => Stage::Mapper,
+        }
+    }
+
+    fn build(spec: &SoapSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let api = cx.scratch.get::<SoapApis>()?.0.get(cx.api)?.clone()?;
+        Some(match spec.api_type {
+            SoapApiType::Soap => Arc::new(SoapProxyPolicy {
+                api,
+                offload: cx.runtime.offload().clone(),
+            }),
+            SoapApiType::SoapToRest => Arc::new(SoapRestPolicy { api }),
+        })
+    }
+}
+
+/// Compiles every API's `soap:` section (a WSDL that does not import or names a port it
+/// lacks is a problem at `apis[i].soap`) and fills in the resources a SOAP API leaves
+/// out (`POST /*` and `GET /*` for pass-through, one per operation for SOAP-to-REST):
+/// the first step of a compile, since routing needs the resources. What the WSDL has
+/// that cannot be mapped is logged (the import API reports it to the publisher).
+pub fn expand(file: &mut GatewayFile, problems: &mut Vec<Problem>) -> SoapApis {
+    let apis = file
+        .apis
+        .iter_mut()
+        .enumerate()
+        .map(|(i, api)| {
+            let spec = api.soap.as_ref()?;
+            let (compiled, unmapped) = match SoapApi::compile(spec) {
+                Ok(c) => c,
+                Err(e) => {
+                    problems.push(Problem::new(format!("apis[{i}].soap"), e.to_string()));
+                    return None;
+                }
+            };
+            for p in &unmapped {
+                tracing::debug!(api = %api.name, operation = ?p.operation, subject = %p.subject, why = %p.why, "WSDL construct not mapped");
+            }
+            if api.resources.is_empty() {
+                api.resources = match spec.api_type {
+                    SoapApiType::Soap => vec![resource("/*", &["POST", "GET"])],
+                    SoapApiType::SoapToRest => compiled
+                        .rest_resources()
+                        .into_iter()
+                        .map(|(path, method)| resource(&path, &[method]))
+                        .collect(),
+                };
+            }
+            Some(Arc::new(compiled))
+        })
+        .collect();
+    SoapApis(apis)
+}
+
+fn resource(path: &str, methods: &[&str]) -> ResourceSpec {
+    ResourceSpec {
+        path: path.to_owned(),
+        methods: methods.iter().map(|m| (*m).to_owned()).collect(),
+        ..ResourceSpec::default()
+    }
 }

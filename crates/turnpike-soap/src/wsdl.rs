@@ -1,7 +1,7 @@
 //! WSDL 1.1 import: services, ports, SOAP 1.1 and 1.2 bindings (document and rpc style,
 //! literal use), operations with their `soapAction`, and the message parts resolved into
 //! the XSD [`TypeModel`]. Non-SOAP bindings and what cannot be mapped are listed as
-//! [`Problem`]s.
+//! [`ImportFinding`]s.
 
 use std::collections::HashMap;
 
@@ -9,7 +9,7 @@ use roxmltree::Node;
 use serde::Serialize;
 
 use crate::docs::{self, Documents, Parsed, WSDL_NS};
-use crate::error::{ImportError, Problem};
+use crate::error::{ImportError, ImportFinding};
 use crate::xml::{self, QName};
 use crate::xsd::index::Index;
 use crate::xsd::link::Linker;
@@ -68,7 +68,7 @@ pub struct Wsdl {
     pub target_namespace: Option<String>,
     pub ports: Vec<Port>,
     pub types: TypeModel,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<ImportFinding>,
 }
 
 /// A SOAP port of a service.
@@ -233,14 +233,14 @@ fn import_port(
     linker: &mut Linker<'_, '_, '_>,
     service: &str,
     port: Node<'_, '_>,
-    problems: &mut Vec<Problem>,
+    problems: &mut Vec<ImportFinding>,
 ) -> Option<Port> {
     let port_name = port.attribute("name").unwrap_or_default().to_owned();
     let binding_q = port
         .attribute("binding")
         .and_then(|b| QName::resolve(port, b))?;
-    let note = |problems: &mut Vec<Problem>, why: String| {
-        problems.push(Problem {
+    let note = |problems: &mut Vec<ImportFinding>, why: String| {
+        problems.push(ImportFinding {
             operation: None,
             subject: format!("port {service}/{port_name}"),
             why,
@@ -295,7 +295,7 @@ fn import_port(
         linker.operation = Some(name.to_owned());
         match import_operation(defs, linker, bop, port_type, default_style) {
             Ok(op) => operations.push(op),
-            Err(why) => problems.push(Problem {
+            Err(why) => problems.push(ImportFinding {
                 operation: Some(name.to_owned()),
                 subject: format!("binding {}", binding_q.local),
                 why,

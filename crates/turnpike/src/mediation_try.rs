@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Context};
-use turnpike_config::{MediationSample, Snapshot};
+use turnpike_config::{MediationPolicy, MediationSample, Snapshot};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct TryArgs {
@@ -46,7 +46,8 @@ pub fn run(args: TryArgs) -> anyhow::Result<()> {
         .iter()
         .find(|a| args.api == a.name || args.api == turnpike_model::api_id(&a.context, &a.version))
         .ok_or_else(|| anyhow!("no API {:?} in {}", args.api, args.config.display()))?;
-    let Some(m) = &api.mediation else {
+    let found = api.chain.find::<MediationPolicy>();
+    let Some(m) = found.map(MediationPolicy::mediation) else {
         return Err(anyhow!("API {:?} has no mediation", args.api));
     };
     let (path, query) = match args.path.split_once('?') {

@@ -69,7 +69,7 @@ const RULES: &[Rule] = &[
             .map(|p| text.matches(p).count())
             .sum()
         },
-        ceiling: 3,
+        ceiling: 0,
     },
 ];
 

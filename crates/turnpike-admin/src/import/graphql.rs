@@ -178,9 +178,9 @@ pub(crate) async fn explain(
     let compiled = turnpike_graphql::compile(&spec, AnalysisCache::new(16)).map_err(|p| {
         ApiError::invalid(
             p.into_iter()
-                .map(|(path, message)| FieldError {
-                    field: format!("graphql.{path}"),
-                    message,
+                .map(|p| FieldError {
+                    field: format!("graphql.{}", p.path),
+                    message: p.message,
                 })
                 .collect(),
         )

@@ -298,7 +298,7 @@ fn defaults(api: &SoapApi, spec: &SoapSpec, definition: String) -> ApiInput {
 }
 
 /// What the answer says about the import.
-pub(crate) fn report(api: &SoapApi, problems: &[turnpike_soap::Problem]) -> Value {
+pub(crate) fn report(api: &SoapApi, problems: &[turnpike_soap::ImportFinding]) -> Value {
     let port = api.port();
     let ops: Vec<Value> = port
         .operations

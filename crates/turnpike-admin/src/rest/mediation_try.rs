@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use turnpike_config::MediationPolicy;
 use turnpike_model::mediation::MediationSpec;
 use turnpike_model::{ApiSpec, GatewayFile, ResourceSpec};
 
@@ -113,7 +114,11 @@ pub(crate) async fn try_mediation(
         }
         Err(e) => return Err(ApiError::bad_request(e.to_string())),
     };
-    let Some(m) = snap.apis.first().and_then(|a| a.mediation.clone()) else {
+    let policy = snap
+        .apis
+        .first()
+        .and_then(|a| a.chain.find::<MediationPolicy>());
+    let Some(m) = policy.map(MediationPolicy::mediation) else {
         return Err(ApiError::bad_request("give a mediation to try"));
     };
     let mut headers = http::HeaderMap::new();

@@ -1,7 +1,7 @@
 //! Resolves XSD declarations into the [`TypeModel`]: named complex types are built once
 //! (their arena index is reserved before their content, so recursion terminates), group
 //! and attribute-group references are inlined, element and attribute references point at
-//! their global declarations. Whatever cannot be mapped becomes a [`Problem`].
+//! their global declarations. Whatever cannot be mapped becomes a [`ImportFinding`].
 
 use std::collections::HashMap;
 
@@ -9,7 +9,7 @@ use roxmltree::Node;
 
 use super::index::{Index, SchemaInfo};
 use super::model::*;
-use crate::error::Problem;
+use crate::error::ImportFinding;
 use crate::xml::{self, QName, XSD_NS};
 
 /// Namespace of SOAP 1.1 encoding (`soapenc:Array`, `soapenc:string`).
@@ -24,7 +24,7 @@ pub(crate) struct Linker<'x, 'a, 'i> {
     named: HashMap<QName, ComplexId>,
     element_types: HashMap<QName, ComplexId>,
     simple_named: HashMap<QName, SimpleType>,
-    problems: Vec<Problem>,
+    problems: Vec<ImportFinding>,
     /// The operation being imported, named in problems.
     pub operation: Option<String>,
     /// Names of the declarations being linked, innermost last (the problem's subject).
@@ -62,7 +62,7 @@ impl<'x, 'a, 'i> Linker<'x, 'a, 'i> {
             .last()
             .cloned()
             .unwrap_or_else(|| "schema".into());
-        self.problems.push(Problem {
+        self.problems.push(ImportFinding {
             operation: self.operation.clone(),
             subject,
             why: why.into(),
@@ -536,7 +536,7 @@ impl<'x, 'a, 'i> Linker<'x, 'a, 'i> {
 
     /// Computes every type's flattened fields and attribute keys; returns the model and
     /// the problems met.
-    pub fn finish(mut self) -> (TypeModel, Vec<Problem>) {
+    pub fn finish(mut self) -> (TypeModel, Vec<ImportFinding>) {
         let n = self.model.complex.len();
         for id in 0..n {
             let mut fields = Vec::new();
@@ -552,7 +552,7 @@ impl<'x, 'a, 'i> Linker<'x, 'a, 'i> {
                                     || "an anonymous type".to_owned(),
                                     |q| format!("type {}", q.local),
                                 );
-                            self.problems.push(Problem {
+                            self.problems.push(ImportFinding {
                                 operation: None,
                                 subject,
                                 why: format!(

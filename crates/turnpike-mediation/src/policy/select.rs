@@ -1,4 +1,4 @@
-//! Glues each API's `mediation:` (and its resources') to `turnpike-mediation`: resolves
+//! Compiles each API's `mediation:` (and its resources') into [`Transform`]s: resolves
 //! sizes and durations with the file's units, names each policy, hands the resource's
 //! path parameter names to the path rewrite, and indexes resource-level transforms by
 //! path so the gateway finds them (and the path parameters) with one tree lookup.
@@ -7,16 +7,16 @@
 use std::sync::Arc;
 
 use http::Method;
-use turnpike_mediation::spec::{compile_transform, Context, Side};
-use turnpike_mediation::Transform;
 use turnpike_model::mediation::{MediationSpec, TransformSpec};
 use turnpike_model::{ApiSpec, GatewayFile};
-
-use crate::error::Problem;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::size::parse_size;
 use turnpike_policy::spec::template::Template;
+use turnpike_policy::Problem;
+
+use crate::spec::{compile_transform, Context, Side};
+use crate::Transform;
 
 /// One API's compiled transforms.
 pub struct ApiMediation {
@@ -296,8 +296,8 @@ fn compile_one(
         Ok(t) if problems.len() == before => Some(t),
         Ok(_) => None,
         Err(list) => {
-            for (field, message) in list {
-                problems.push(Problem::new(format!("{at}.{field}"), message));
+            for p in list {
+                problems.push(Problem::new(format!("{at}.{}", p.path), p.message));
             }
             None
         }
@@ -305,7 +305,7 @@ fn compile_one(
 }
 
 /// The token claims the file's jq programs name (`$identity.claims.tier`).
-pub(crate) fn claim_names(file: &GatewayFile) -> Vec<Box<str>> {
+pub fn claim_names(file: &GatewayFile) -> Vec<Box<str>> {
     let specs = file.apis.iter().flat_map(|a| {
         a.mediation
             .iter()
@@ -314,7 +314,7 @@ pub(crate) fn claim_names(file: &GatewayFile) -> Vec<Box<str>> {
     specs
         .flat_map(|m| m.request.iter().chain(m.response.iter()))
         .filter_map(|t| t.body.as_ref()?.jq.as_deref())
-        .flat_map(turnpike_mediation::jq::claim_names)
+        .flat_map(crate::jq::claim_names)
         .collect()
 }
 
@@ -353,10 +353,7 @@ pub struct Tried {
 impl ApiMediation {
     /// Runs the request side (or, with `sample.status`, the response side) on a sample,
     /// as the gateway would, without deploying anything.
-    pub fn try_run(
-        &self,
-        sample: Sample,
-    ) -> Result<Tried, (String, turnpike_mediation::MediationErrorKind)> {
+    pub fn try_run(&self, sample: Sample) -> Result<Tried, (String, crate::MediationErrorKind)> {
         let sel = self.select(&sample.method, &sample.path);
         let t = if sample.status.is_some() {
             sel.response
@@ -383,7 +380,7 @@ impl ApiMediation {
             out.path = p.apply(&sel.params);
         }
         if let Some(b) = &t.body {
-            use turnpike_mediation::spec::BodyAction;
+            use crate::spec::BodyAction;
             let ct = out.headers.get(http::header::CONTENT_TYPE).cloned();
             match b.action(ct.as_ref(), out.body.is_empty()) {
                 BodyAction::Pass => {}
@@ -393,11 +390,11 @@ impl ApiMediation {
                         .unwrap_or_default();
                     return Err((
                         t.name.to_string(),
-                        turnpike_mediation::MediationErrorKind::UnsupportedContentType(ct),
+                        crate::MediationErrorKind::UnsupportedContentType(ct),
                     ));
                 }
                 BodyAction::Transform => {
-                    let inputs = turnpike_mediation::Inputs {
+                    let inputs = crate::Inputs {
                         path_params: &sel.params,
                         query: sample.query.as_deref(),
                         headers: Some(&out.headers),

@@ -1,6 +1,5 @@
-//! The mediation policy: runs an API's (or its resource's) transformations
-//! (`crate::mediation` compiled them, `turnpike-mediation` runs them) on the request
-//! after auth and throttling, and on the upstream's response. Header, query and path
+//! The mediation kind: runs an API's (or its resource's) transformations (`select.rs`
+//! compiled them and picks them per request) on the request after auth and throttling, and on the upstream's response. Header, query and path
 //! operations run on the request head; a body step runs on the whole buffered body,
 //! which the gateway reads only for APIs that have one (the policy declares the body
 //! hooks only then; an API without `mediation:` has no such policy at all).
@@ -20,18 +19,22 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderValue, Method};
-use turnpike_auth::Identity;
-use turnpike_mediation::spec::BodyAction;
-use turnpike_mediation::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
+use turnpike_model::GatewayFile;
 use turnpike_policy::offload::{offload, Offload, OFFLOAD_ABOVE};
 use turnpike_policy::{
-    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Identity, Policy, PolicyKind, Problem,
+    RequestCtx, Scratch, Stage, Step,
 };
 
-use crate::mediation::ApiMediation;
+use crate::spec::BodyAction;
+use crate::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
+
+mod select;
+
+pub use select::{claim_names, ApiMediation, Sample, Selected, Tried};
 
 /// One API's transformations, as a chain step.
-pub(crate) struct MediationPolicy {
+pub struct MediationPolicy {
     m: Arc<ApiMediation>,
     hooks: Hooks,
     /// Some response program reads `$method` (the response side has no request head).
@@ -55,7 +58,7 @@ struct Chosen {
 struct RequestMethod(Method);
 
 impl MediationPolicy {
-    pub(crate) fn new(m: Arc<ApiMediation>, offload: Arc<dyn Offload>) -> MediationPolicy {
+    fn new(m: Arc<ApiMediation>, offload: Arc<dyn Offload>) -> MediationPolicy {
         let mut hooks = Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS;
         if m.has_request_body() {
             hooks = hooks | Hooks::REQUEST_BODY;
@@ -70,6 +73,11 @@ impl MediationPolicy {
             response_reads_method,
             offload,
         }
+    }
+
+    /// The API's compiled transforms (what the admin's try-it runs a sample through).
+    pub fn mediation(&self) -> &ApiMediation {
+        &self.m
     }
 
     /// The transform of one direction for this request, and its path parameters.
@@ -459,12 +467,17 @@ fn failed(t: &Transform, kind: &MediationErrorKind, request: bool) -> GatewayErr
 }
 
 /// Every API's compiled `mediation:` (indexed like `file.apis`), prepared once per file.
-pub(crate) struct Mediated(pub(crate) Vec<Option<Arc<ApiMediation>>>);
+struct Mediated(Vec<Option<Arc<ApiMediation>>>);
+
+/// Compiles every API's `mediation:` once per file into `scratch` (what [`Mediation`]'s
+/// builds read), reporting its problems under `apis[i]....mediation`.
+pub fn prepare(file: &GatewayFile, scratch: &mut Scratch, problems: &mut Vec<Problem>) {
+    scratch.insert(Mediated(select::compile(file, problems)));
+}
 
 /// The mediation kind: the API's and its resources' `mediation:` (problems reported
-/// where they are compiled, `mediation::compile`); large bodies go to the runtime's
-/// offload.
-pub(crate) struct Mediation;
+/// where they are compiled, [`prepare`]); large bodies go to the runtime's offload.
+pub struct Mediation;
 
 impl PolicyKind for Mediation {
     const NAME: &'static str = "mediation";
@@ -478,5 +491,71 @@ impl PolicyKind for Mediation {
         let m = cx.scratch.get::<Mediated>()?.0.get(cx.api)?.as_ref()?;
         let offload = cx.runtime.offload().clone();
         Some(Arc::new(MediationPolicy::new(m.clone(), offload)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use turnpike_model::mediation::{FieldOps, MediationSpec, TransformSpec};
+    use turnpike_model::ApiSpec;
+    use turnpike_policy::Runtime;
+
+    use super::*;
+
+    fn api(set: &str) -> ApiSpec {
+        let headers = FieldOps {
+            set: [(set.to_owned(), "1".to_owned())].into(),
+            ..FieldOps::default()
+        };
+        let request = TransformSpec {
+            headers: Some(headers),
+            ..TransformSpec::default()
+        };
+        ApiSpec {
+            mediation: Some(MediationSpec {
+                request: Some(request),
+                response: None,
+            }),
+            ..ApiSpec::default()
+        }
+    }
+
+    /// Builds every API of `file` as config's chain does: prepare once, then each API.
+    fn build_all(file: &GatewayFile) -> (Vec<Option<Arc<dyn Policy>>>, Vec<Problem>) {
+        let (runtime, mut scratch, mut problems) =
+            (Runtime::default(), Scratch::default(), Vec::new());
+        prepare(file, &mut scratch, &mut problems);
+        let built = (0..file.apis.len())
+            .map(|i| {
+                let mut cx = BuildCx {
+                    api: i,
+                    at: format!("apis[{i}].mediation"),
+                    problems: &mut problems,
+                    runtime: &runtime,
+                    file,
+                    scratch: &mut scratch,
+                };
+                Mediation::build(&(), &mut cx)
+            })
+            .collect();
+        (built, problems)
+    }
+
+    #[test]
+    fn apis_without_mediation_get_no_policy_and_problems_name_their_field() {
+        // A problem fails the whole compile, so what API 2's policy holds is never served.
+        let file = GatewayFile {
+            apis: vec![api("x-a"), ApiSpec::default(), api("content-length")],
+            ..GatewayFile::default()
+        };
+        let (built, problems) = build_all(&file);
+        let names: Vec<Option<&str>> = built.iter().map(|p| p.as_ref().map(|p| p.name())).collect();
+        assert_eq!(names, [Some("mediation"), None, Some("mediation")]);
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["apis[2].mediation.request.headers.set.content-length"]
+        );
+        assert_eq!(Mediation::stage(&()), Stage::Transform);
     }
 }
