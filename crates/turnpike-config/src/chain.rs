@@ -14,24 +14,21 @@
 //!    sides), then GraphQL (`Late`).
 //!
 //! The file-wide sections are compiled first, in this order, each reporting its own
-//! problems ([`prepare`]): `soap:` (it fills in the resources routing needs),
-//! `security:`, `throttling:`, `mediation:`. Then each API's entries are built in
+//! problems ([`prepare`]): `soap:` (it fills in the resources routing needs), each
+//! API's `lifecycle:`, `security:`, `throttling:`, `mediation:`. Then each API's entries are built in
 //! document order. Adding a kind: docs/ARCHITECTURE.md, "Adding a policy kind".
 
 use std::sync::Arc;
 
 use turnpike_auth::Subscriptions;
+use turnpike_edge::{BodyLimit, Cors, Deprecation, Lifecycle};
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
 
 use crate::entries::{entries, EntrySpec};
 use crate::policies::auth::{Auth, Secured};
-use crate::policies::body_limit::BodyLimit;
-use crate::policies::cors::Cors;
-use crate::policies::deprecation::Deprecation;
 use crate::policies::graphql::{Graphql, Operations};
-use crate::policies::lifecycle::Lifecycle;
 use crate::policies::mediation::{Mediated, Mediation};
 use crate::policies::throttle::{Throttle, Throttled};
 use crate::soap::Soap;
@@ -48,6 +45,7 @@ pub(crate) fn prepare(
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
     scratch.insert(soap::expand(file, problems));
+    turnpike_edge::lifecycle::prepare(file, scratch, problems);
     let (secured, subscriptions) = security::compile(file, runtime, reuse.clone(), problems);
     scratch.insert(Secured(secured));
     let (throttled, operations) = throttling::compile(file, runtime, reuse.as_deref(), problems);

@@ -59,7 +59,7 @@ pub use mediation::{
 };
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
-pub use security::{ApiSecurity, LifecycleBlock, ResourceRule};
+pub use security::{ApiSecurity, ResourceRule};
 pub use snapshot::{RouteResult, Snapshot};
 pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;

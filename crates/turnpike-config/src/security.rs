@@ -21,27 +21,17 @@ use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::template::Template;
 
-/// Why an API refuses every call whatever the credential (its lifecycle state).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LifecycleBlock {
-    /// `BLOCKED`: temporarily closed by an administrator.
-    Blocked,
-    /// `CREATED` or `RETIRED`: not (or no longer) published.
-    NotPublished,
-}
-
 /// What a request must show to one API: compiled once per snapshot.
 pub struct ApiSecurity {
     /// Stable id that subscriptions name: `{context}/{version}`.
     pub api_id: String,
-    /// `None` when the API is open (it may still be blocked by its lifecycle).
+    /// `None` when the API is open.
     pub authenticator: Option<Authenticator>,
     /// `None` when no subscription is required.
     pub subscriptions: Option<Arc<Subscriptions>>,
     /// Where the API key is read from (to strip it before the upstream).
     pub api_key_location: Option<ApiKeyLocation>,
     pub backend_jwt: Option<Arc<BackendJwtSigner>>,
-    pub lifecycle: Option<LifecycleBlock>,
     resources: Option<ResourceRules>,
     /// Some operation of the API (a GraphQL `auth: none` operation) is open: a request
     /// without any credential goes on, marked [`turnpike_policy::Anonymous`].
@@ -93,7 +83,6 @@ impl std::fmt::Debug for ApiSecurity {
         f.debug_struct("ApiSecurity")
             .field("api_id", &self.api_id)
             .field("secured", &self.authenticator.is_some())
-            .field("lifecycle", &self.lifecycle)
             .finish_non_exhaustive()
     }
 }
@@ -139,22 +128,6 @@ pub(crate) fn compile(
     (apis, compiled.map(|c| c.subscriptions))
 }
 
-fn lifecycle(i: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Option<LifecycleBlock> {
-    let state = api.lifecycle.as_deref()?;
-    match state.to_ascii_uppercase().as_str() {
-        "PUBLISHED" | "PROTOTYPED" | "DEPRECATED" => None,
-        "BLOCKED" => Some(LifecycleBlock::Blocked),
-        "CREATED" | "RETIRED" => Some(LifecycleBlock::NotPublished),
-        _ => {
-            problems.push(Problem::new(
-                format!("apis[{i}].lifecycle"),
-                "expected one of PUBLISHED, PROTOTYPED, DEPRECATED, BLOCKED, CREATED, RETIRED",
-            ));
-            None
-        }
-    }
-}
-
 fn compile_api(
     i: usize,
     api: &ApiSpec,
@@ -162,7 +135,6 @@ fn compile_api(
     runtime: &crate::PolicyRuntime,
     problems: &mut Vec<Problem>,
 ) -> Option<ApiSecurity> {
-    let lifecycle = lifecycle(i, api, problems);
     let spec = api.auth.as_ref().filter(|a| !a.is_open());
     let has_rules = api
         .resources
@@ -182,16 +154,7 @@ fn compile_api(
                 ));
             }
         }
-        return lifecycle.map(|l| ApiSecurity {
-            api_id: api_id(&api.context, &api.version),
-            authenticator: None,
-            subscriptions: None,
-            api_key_location: None,
-            backend_jwt: None,
-            lifecycle: Some(l),
-            resources: None,
-            anonymous_operations: false,
-        });
+        return None;
     }
     let spec = spec?;
     let compiled = compiled?;
@@ -213,7 +176,6 @@ fn compile_api(
         authenticator: Some(authenticator),
         subscriptions: spec.subscription.then(|| compiled.subscriptions.clone()),
         backend_jwt,
-        lifecycle,
         resources: has_rules.then(|| resource_rules(api)),
         anonymous_operations: api
             .graphql

@@ -8,6 +8,8 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use turnpike_model::clock::{Clock, SystemClock};
+
 use crate::offload::{Inline, Offload};
 
 type Entries = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
@@ -15,6 +17,7 @@ type Entries = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 /// One per gateway process (or per test): what the policies it compiles keep using.
 pub struct Runtime {
     offload: Arc<dyn Offload>,
+    clock: Arc<dyn Clock>,
     state: Mutex<Entries>,
 }
 
@@ -23,8 +26,21 @@ impl Runtime {
     pub fn new(offload: Arc<dyn Offload>) -> Runtime {
         Runtime {
             offload,
+            clock: Arc::new(SystemClock),
             state: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// This runtime reading time from `clock` (tests move a `ManualClock`).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Runtime {
+        self.clock = clock;
+        self
+    }
+
+    /// Where policies read the time.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// Where policies send CPU-heavy work.

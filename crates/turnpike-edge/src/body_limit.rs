@@ -5,16 +5,23 @@
 
 use std::sync::Arc;
 
-use http::header::CONTENT_LENGTH;
 use http::request;
 use turnpike_model::Quantity;
+use turnpike_policy::http::content_length;
 use turnpike_policy::spec::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
 use turnpike_policy::{
     BuildCx, ErrorKind, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
-pub(crate) struct BodyLimitPolicy {
-    pub(crate) limit: u64,
+pub struct BodyLimitPolicy {
+    limit: u64,
+}
+
+impl BodyLimitPolicy {
+    /// The largest body accepted, in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
 }
 
 impl Policy for BodyLimitPolicy {
@@ -32,11 +39,8 @@ impl Policy for BodyLimitPolicy {
         _ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        let declared = req
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        // A malformed length is the gateway's to refuse (400) before any policy runs.
+        let declared = content_length(&req.headers).ok().flatten();
         if declared.is_some_and(|n| n > self.limit) {
             return GatewayError::new(ErrorKind::BodyTooLarge).into();
         }
@@ -46,7 +50,7 @@ impl Policy for BodyLimitPolicy {
 
 /// The body limit kind: `max_body_size` (10 MB when absent; `0`, no limit). A bad
 /// value is reported by validation, which reads the same field for request buffering.
-pub(crate) struct BodyLimit;
+pub struct BodyLimit;
 
 impl PolicyKind for BodyLimit {
     const NAME: &'static str = "body_limit";

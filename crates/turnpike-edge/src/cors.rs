@@ -15,17 +15,16 @@ use http::header::{
 };
 use http::{request, response, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use turnpike_model::policy::CorsSpec;
-use turnpike_policy::{
-    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
-};
-
-use crate::error::Problem;
 use turnpike_policy::spec::duration::parse_duration;
+use turnpike_policy::{
+    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, Problem, RequestCtx,
+    Stage, Step,
+};
 
 const DEFAULT_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE";
 const DEFAULT_HEADERS: &str = "authorization, content-type, apikey";
 
-pub(crate) struct CorsPolicy {
+pub struct CorsPolicy {
     /// `None`: any origin.
     origins: Option<Vec<HeaderValue>>,
     methods: Vec<Method>,
@@ -43,7 +42,7 @@ pub(crate) struct CorsPolicy {
 struct AllowedOrigin(HeaderValue);
 
 /// Validates a `cors` entry (problems under `at`) and builds the policy.
-pub(crate) fn build(
+fn build(
     at: &str,
     spec: &CorsSpec,
     problems: &mut Vec<Problem>,
@@ -313,7 +312,7 @@ impl Policy for CorsPolicy {
 }
 
 /// The CORS kind (an entry of the `policies:` list).
-pub(crate) struct Cors;
+pub struct Cors;
 
 impl PolicyKind for Cors {
     const NAME: &'static str = "cors";

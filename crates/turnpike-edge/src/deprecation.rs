@@ -4,20 +4,19 @@
 //! `Link: <url>; rel="deprecation"`. The header values are built once per snapshot.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::header::{HeaderName, HeaderValue, LINK};
 use http::response;
 use turnpike_model::policy::DeprecationSpec;
 use turnpike_model::ApiSpec;
-use turnpike_policy::{BuildCx, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage};
-
-use crate::error::Problem;
+use turnpike_policy::{
+    BuildCx, GatewayError, Hooks, Policy, PolicyKind, Problem, RequestCtx, Stage,
+};
 
 static DEPRECATION: HeaderName = HeaderName::from_static("deprecation");
 static SUNSET: HeaderName = HeaderName::from_static("sunset");
 
-pub(crate) struct DeprecationPolicy {
+pub struct DeprecationPolicy {
     headers: Vec<(HeaderName, HeaderValue)>,
 }
 
@@ -43,11 +42,13 @@ impl Policy for DeprecationPolicy {
 }
 
 /// The policy of an API whose lifecycle is `deprecated` or that has `deprecation:`
-/// dates (checked into `problems`, under `at` = `apis[i].deprecation`).
-pub(crate) fn build(
+/// dates (checked into `problems`, under `at` = `apis[i].deprecation`). Without a
+/// `since`, the API is deprecated from `now` (Unix seconds), the snapshot's compile.
+fn build(
     at: &str,
     deprecated: bool,
     spec: Option<&DeprecationSpec>,
+    now: u64,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<DeprecationPolicy>> {
     if !deprecated && spec.is_none() {
@@ -67,10 +68,7 @@ pub(crate) fn build(
     let since = date("since", spec.and_then(|s| s.since.as_ref()));
     let sunset = date("sunset", spec.and_then(|s| s.sunset.as_ref()));
     let mut headers = Vec::new();
-    let since = since.or_else(|| {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
-        i64::try_from(now.as_secs()).ok()
-    });
+    let since = since.or_else(|| i64::try_from(now).ok());
     if let Some(v) = since.and_then(|s| HeaderValue::from_str(&format!("@{s}")).ok()) {
         headers.push((DEPRECATION.clone(), v));
     }
@@ -92,7 +90,7 @@ pub(crate) fn build(
 }
 
 /// `2026-06-30` or `2026-06-30T12:00:00Z` (UTC) as Unix seconds.
-pub(crate) fn parse_date(s: &str) -> Option<i64> {
+fn parse_date(s: &str) -> Option<i64> {
     let (day, time) = match s.split_once(['T', 't']) {
         Some((d, t)) => (d, Some(t.strip_suffix(['Z', 'z'])?)),
         None => (s, None),
@@ -142,7 +140,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP-date of RFC 9110.
-pub(crate) fn http_date(secs: i64) -> String {
+fn http_date(secs: i64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -169,7 +167,7 @@ pub(crate) fn http_date(secs: i64) -> String {
 
 /// The deprecation kind: a `DEPRECATED` lifecycle or `deprecation:` dates, read from
 /// the API.
-pub(crate) struct Deprecation;
+pub struct Deprecation;
 
 impl PolicyKind for Deprecation {
     const NAME: &'static str = "deprecation";
@@ -188,6 +186,7 @@ impl PolicyKind for Deprecation {
             &cx.at,
             deprecated,
             api.deprecation.as_ref(),
+            cx.runtime.clock().now_secs(),
             cx.problems,
         )?)
     }
