@@ -68,3 +68,48 @@ impl PolicyKind for BodyLimit {
         Some(Arc::new(BodyLimitPolicy { limit }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http::Method;
+    use turnpike_model::GatewayFile;
+    use turnpike_policy::{ErrorKind, Runtime, Scratch};
+
+    use super::*;
+    use crate::testing::{build, ctx, refused, request};
+
+    fn limit(spec: Option<Quantity>) -> Option<Arc<dyn Policy>> {
+        let (rt, file) = (Runtime::default(), GatewayFile::default());
+        let at = "apis[0].max_body_size";
+        build::<BodyLimit>(&spec, at, &file, &rt, &mut Scratch::default()).0
+    }
+
+    fn verdict(policy: &dyn Policy, length: &'static str) -> Option<ErrorKind> {
+        let mut req = request(Method::POST, &[("content-length", length)]);
+        refused(policy.on_request_headers(&mut ctx(), &mut req))
+    }
+
+    #[test]
+    fn a_declared_length_over_the_limit_is_refused_before_the_body() {
+        let Some(p) = limit(Some(Quantity::from("1KiB"))) else {
+            panic!("no policy")
+        };
+        assert_eq!(verdict(&*p, "1024"), None);
+        assert_eq!(verdict(&*p, "1025"), Some(ErrorKind::BodyTooLarge));
+        assert_eq!(verdict(&*p, "1025, 1025"), Some(ErrorKind::BodyTooLarge));
+        // Not one length: the gateway refuses it before any policy; not ours to judge.
+        assert_eq!(verdict(&*p, "1025, 7"), None);
+        let mut chunked = request(Method::POST, &[]);
+        assert_eq!(
+            refused(p.on_request_headers(&mut ctx(), &mut chunked)),
+            None
+        );
+    }
+
+    #[test]
+    fn an_absent_size_is_the_default_and_a_bad_one_builds_nothing() {
+        let default = limit(None).map(|p| verdict(&*p, "10485761"));
+        assert_eq!(default, Some(Some(ErrorKind::BodyTooLarge)));
+        assert!(limit(Some(Quantity::from("lots"))).is_none());
+    }
+}

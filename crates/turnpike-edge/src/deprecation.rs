@@ -194,8 +194,81 @@ impl PolicyKind for Deprecation {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Arc;
+
     use proptest::prelude::*;
+    use turnpike_model::clock::ManualClock;
+    use turnpike_model::GatewayFile;
+    use turnpike_policy::{Runtime, Scratch};
+
+    use super::*;
+    use crate::testing::{build, ctx, response};
+
+    /// The headers API `api`'s policy writes, built on a clock at `now`, and the
+    /// problems' paths.
+    fn headers(api: &ApiSpec, now: u64) -> (Vec<(String, String)>, Vec<String>) {
+        let rt = Runtime::default().with_clock(Arc::new(ManualClock::at_secs(now)));
+        let file = GatewayFile::default();
+        let at = "apis[0].deprecation";
+        let (built, problems) = build::<Deprecation>(api, at, &file, &rt, &mut Scratch::default());
+        let mut resp = response();
+        if let Some(p) = built {
+            assert!(p.on_response_headers(&mut ctx(), &mut resp).is_ok());
+        }
+        let written = resp
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("?").to_string()))
+            .collect();
+        (written, problems)
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_deprecated_api_without_dates_is_deprecated_from_the_clock() {
+        let api = ApiSpec {
+            lifecycle: Some("deprecated".into()),
+            ..ApiSpec::default()
+        };
+        assert_eq!(
+            headers(&api, 1_700_000_000),
+            (pairs(&[("deprecation", "@1700000000")]), vec![])
+        );
+        assert_eq!(headers(&ApiSpec::default(), 1), (vec![], vec![]));
+    }
+
+    #[test]
+    fn dates_and_link_become_headers_and_bad_ones_problems() {
+        let spec = |link: &str| DeprecationSpec {
+            since: Some("1994-11-06T08:49:37Z".into()),
+            sunset: Some("2026-06-30".into()),
+            link: Some(link.into()),
+        };
+        let api = ApiSpec {
+            deprecation: Some(spec("https://example.com/d")),
+            ..ApiSpec::default()
+        };
+        let expected = pairs(&[
+            ("deprecation", "@784111777"),
+            ("sunset", "Tue, 30 Jun 2026 00:00:00 GMT"),
+            ("link", "<https://example.com/d>; rel=\"deprecation\""),
+        ]);
+        assert_eq!(headers(&api, 5), (expected, vec![]));
+        let bad = ApiSpec {
+            deprecation: Some(DeprecationSpec {
+                sunset: Some("June".into()),
+                ..spec("ftp://x")
+            }),
+            ..ApiSpec::default()
+        };
+        let paths = ["apis[0].deprecation.sunset", "apis[0].deprecation.link"];
+        assert_eq!(headers(&bad, 5).1, paths);
+    }
 
     #[test]
     fn dates_parse_and_format_as_http_dates() {

@@ -16,3 +16,6 @@ pub use body_limit::{BodyLimit, BodyLimitPolicy};
 pub use cors::{Cors, CorsPolicy};
 pub use deprecation::{Deprecation, DeprecationPolicy};
 pub use lifecycle::{Lifecycle, LifecycleBlock, LifecyclePolicy};
+
+#[cfg(test)]
+mod testing;

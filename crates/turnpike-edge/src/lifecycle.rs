@@ -103,3 +103,74 @@ impl PolicyKind for Lifecycle {
         Some(Arc::new(LifecyclePolicy { block }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use turnpike_model::ApiSpec;
+    use turnpike_policy::Runtime;
+
+    use super::*;
+    use crate::testing::{build, ctx, refused, request};
+
+    fn file(states: &[Option<&str>]) -> GatewayFile {
+        let apis = states
+            .iter()
+            .map(|s| ApiSpec {
+                lifecycle: s.map(str::to_string),
+                ..ApiSpec::default()
+            })
+            .collect();
+        GatewayFile {
+            apis,
+            ..GatewayFile::default()
+        }
+    }
+
+    #[test]
+    fn each_state_reads_as_its_block_and_an_unknown_one_is_a_problem() {
+        let f = file(&[
+            None,
+            Some("published"),
+            Some("DEPRECATED"),
+            Some("Blocked"),
+            Some("CREATED"),
+            Some("RETIRED"),
+            Some("gone"),
+        ]);
+        let (mut scratch, mut problems) = (Scratch::default(), Vec::new());
+        prepare(&f, &mut scratch, &mut problems);
+        let blocks = scratch.get::<Lifecycles>().map(|l| l.0.clone());
+        use LifecycleBlock::{Blocked, NotPublished};
+        let expected = [None, None, None, Some(Blocked), Some(NotPublished)];
+        assert_eq!(
+            blocks,
+            Some([&expected[..], &[Some(NotPublished), None]].concat())
+        );
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["apis[6].lifecycle"]);
+    }
+
+    #[test]
+    fn a_blocked_api_refuses_every_request_and_an_open_one_has_no_policy() {
+        let rt = Runtime::default();
+        for (state, kind) in [
+            ("BLOCKED", Some(ErrorKind::ApiBlocked)),
+            ("RETIRED", Some(ErrorKind::ApiNotPublished)),
+            ("PUBLISHED", None),
+        ] {
+            let f = file(&[Some(state)]);
+            let mut scratch = Scratch::default();
+            prepare(&f, &mut scratch, &mut Vec::new());
+            let (built, problems) =
+                build::<Lifecycle>(&(), "apis[0].lifecycle", &f, &rt, &mut scratch);
+            assert!(problems.is_empty());
+            let Some(policy) = built else {
+                assert_eq!(kind, None, "{state}");
+                continue;
+            };
+            let mut req = request(http::Method::GET, &[("authorization", "Bearer x")]);
+            let got = refused(policy.on_request_headers(&mut ctx(), &mut req));
+            assert_eq!(got, kind, "{state}");
+        }
+    }
+}
