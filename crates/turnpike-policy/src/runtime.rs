@@ -31,14 +31,13 @@ impl Runtime {
         }
     }
 
-    /// This runtime reading time from `clock` (tests move a `ManualClock`).
-    #[must_use]
+    /// The same runtime on `clock` (tests drive time by hand).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Runtime {
         self.clock = clock;
         self
     }
 
-    /// Where policies read the time.
+    /// The time every policy reads (the system clock unless [`with_clock`](Self::with_clock)).
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
