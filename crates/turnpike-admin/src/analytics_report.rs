@@ -1,7 +1,7 @@
 //! The analytics reports, computed from rollup rows (`turnpike_analytics::rollup`):
 //! totals, traffic over time, top APIs / applications / resources, error and throttle
 //! breakdowns, latency percentiles split gateway vs back end. Pure functions: the
-//! handlers in `analytics_api.rs` read the rows and pick the report.
+//! handlers in `rest/analytics.rs` read the rows and pick the report.
 
 use std::collections::BTreeMap;
 

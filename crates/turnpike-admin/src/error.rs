@@ -27,7 +27,7 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
 }
 
-/// Marks a response that failed because the store could not serve (`crate::ready`
+/// Marks a response that failed because the store could not serve (`crate::rest::ready`
 /// counts it against readiness).
 #[derive(Debug, Clone, Copy)]
 pub struct StoreOutage(pub Outage);

@@ -2,66 +2,41 @@
 //! (`/api/am/devportal/v1`) and Admin (`/api/am/admin/v1`) REST APIs over the store, the
 //! gateway snapshot long-poll (`/api/am/gateway/v1/snapshot`), and the OpenAPI 3 document
 //! of all of them (`/api/am/openapi.json`); the web portals' files at `/` (`ui.rs`) and
-//! their try-it relay (`try_it.rs`). HTTP Basic or bearer tokens from the built-in
+//! their try-it relay (`rest/try_it.rs`). HTTP Basic or bearer tokens from the built-in
 //! key manager (scopes `apim:*`, `scopes.rs`), roles admin, publisher, subscriber.
 //! Depends on the store and the file format, never on the gateway.
 //!
 //! [`router`] builds the app so tests call it without a socket; [`serve`] runs it.
 
-mod admin_api;
-pub mod analytics_api;
 mod analytics_report;
-mod api_body;
-mod api_index;
-pub mod apply;
-mod audit_api;
 mod auth;
-mod cors_body;
-mod delta;
-mod devportal;
-mod documents_api;
-pub mod environments;
-pub mod error;
-mod export;
-mod graphql_api;
+mod error;
 mod http;
 mod import;
-mod keys_api;
-pub mod login;
-mod mediation_try;
 mod merge;
 mod multipart;
-mod openapi_detail;
-mod openapi_doc;
-mod openapi_import;
-mod openapi_schemas;
-mod portal_settings;
-mod publisher;
-mod ready;
+mod openapi;
+mod rest;
 pub mod runtime;
 pub mod scopes;
 pub mod security;
-pub mod snapshot;
-mod subs_index;
-mod throttle_settings;
-mod try_it;
+mod service;
+mod snapshot;
 pub mod ui;
-mod users_api;
 mod validate;
-mod wsdl_import;
-mod wso2_aliases;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
 use axum::Router;
 use turnpike_keymanager::{BruteForcePolicy, Clock, PasswordGuard, SystemClock};
 use turnpike_store::Store;
 
-pub use admin_api::create_user_with;
-pub use openapi_doc::{document as openapi_document, Operation, OPERATIONS};
+pub use error::ApiError;
+pub use openapi::operations::{Operation, OPERATIONS};
+pub use rest::admin::create_user_with;
+pub use rest::environments;
 
 /// Control-plane settings.
 #[derive(Debug, Clone)]
@@ -97,7 +72,7 @@ struct Inner {
     /// Brute-force limits of every password check: HTTP Basic here, and the key
     /// manager's login form, password grant and client secrets (it shares this one).
     guard: Arc<PasswordGuard>,
-    readiness: ready::Readiness,
+    readiness: rest::ready::Readiness,
     gateways: snapshot::Gateways,
     snapshots: snapshot::Cache,
     /// The key manager, once [`security::enable`] ran.
@@ -125,7 +100,7 @@ impl AppState {
                 config,
                 auth_cache: auth::AuthCache::default(),
                 guard,
-                readiness: ready::Readiness::default(),
+                readiness: rest::ready::Readiness::default(),
                 gateways: snapshot::Gateways::default(),
                 snapshots: snapshot::Cache::default(),
                 security: std::sync::OnceLock::new(),
@@ -161,50 +136,13 @@ async fn not_found() -> error::ApiError {
     error::ApiError::not_found("resource")
 }
 
-async fn openapi() -> axum::Json<serde_json::Value> {
-    axum::Json(openapi_doc::document())
-}
-
 /// The whole control-plane app (with the key manager's `/oauth2/*` routes once
 /// [`security::enable`] ran).
 pub fn router(state: AppState) -> Router {
     let limit = state.inner.config.body_limit;
     let km = state.inner.security.get().map(|s| s.km.router());
-    let app = Router::new()
-        .nest(
-            "/api/am/publisher/v1",
-            publisher::routes()
-                .merge(keys_api::publisher_routes())
-                .merge(documents_api::publisher_routes())
-                .merge(analytics_api::publisher_routes()),
-        )
-        .nest(
-            "/api/am/devportal/v1",
-            devportal::routes()
-                .merge(keys_api::devportal_routes())
-                .merge(users_api::devportal_routes())
-                .merge(documents_api::devportal_routes())
-                .merge(try_it::routes())
-                .merge(portal_settings::devportal_routes())
-                .merge(analytics_api::devportal_routes()),
-        )
-        .nest(
-            "/api/am/admin/v1",
-            admin_api::routes()
-                .merge(users_api::admin_routes())
-                .merge(export::routes())
-                .merge(environments::admin_routes())
-                .merge(throttle_settings::admin_routes())
-                .merge(portal_settings::admin_routes())
-                .merge(audit_api::admin_routes())
-                .merge(analytics_api::admin_routes()),
-        )
-        .nest(
-            "/api/am/gateway/v1",
-            snapshot::routes().merge(analytics_api::gateway_routes()),
-        )
-        .route("/api/am/openapi.json", get(openapi))
-        .merge(ready::routes())
+    let app = rest::routes()
+        .merge(rest::ready::routes())
         .merge(ui::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
@@ -213,7 +151,10 @@ pub fn router(state: AppState) -> Router {
         Some(km) => app.merge(km),
         None => app,
     };
-    app.layer(axum::middleware::from_fn_with_state(state, ready::observe))
+    app.layer(axum::middleware::from_fn_with_state(
+        state,
+        rest::ready::observe,
+    ))
 }
 
 /// Serves the app on `listener` until `shutdown` resolves.

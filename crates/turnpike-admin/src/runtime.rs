@@ -37,7 +37,7 @@ pub struct ControlPlaneArgs {
     pub public_url: Option<String>,
     /// How long analytics rollups are kept at each resolution (docs/analytics.md).
     #[command(flatten)]
-    pub analytics: crate::analytics_api::RetentionArgs,
+    pub analytics: crate::rest::analytics::RetentionArgs,
 }
 
 /// A running control plane.
@@ -109,7 +109,7 @@ pub async fn start(
     crate::security::enable(&state, &public_url).await?;
     let (stop, rx) = oneshot::channel::<()>();
     let compaction =
-        crate::analytics_api::spawn_compaction(state.store().clone(), args.analytics.retention());
+        crate::rest::analytics::spawn_compaction(state.store().clone(), args.analytics.retention());
     let join = tokio::spawn(crate::serve(listener, state.clone(), async move {
         let _ = rx.await;
     }));

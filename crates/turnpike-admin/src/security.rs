@@ -4,7 +4,7 @@
 //! the gateways' own introspection client (`turnpike-gateway`, whose secret is the gateway
 //! token), and turns every revocation into a snapshot version bump. [`spec`] builds the
 //! snapshot's `security:` section (each API's `auth:`, OAuth2 and a subscription unless
-//! the publisher set otherwise as in WSO2, is made by `crate::api_index`).
+//! the publisher set otherwise as in WSO2, is made by `crate::snapshot::index`).
 //!
 //! Tokens for the REST APIs themselves come from the built-in public client
 //! [`CLI_CLIENT_ID`] (password grant, as `apictl login` does against WSO2): audience
@@ -21,6 +21,7 @@ use turnpike_keymanager::{
     AuthorizeClient, ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager,
     KeyManagerConfig, StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
 };
+use turnpike_model::rest::CLI_CLIENT_ID;
 use turnpike_model::security::{
     ApiAuthSpec, ApiKeySpec, IntrospectionSpec, IssuerSpec, SecuritySpec,
 };
@@ -33,10 +34,6 @@ use crate::AppState;
 
 /// The client id gateways introspect opaque tokens with; its secret is the gateway token.
 pub const GATEWAY_CLIENT_ID: &str = "turnpike-gateway";
-
-/// The built-in public client for REST-API tokens (password and refresh_token grants,
-/// no secret: the user's password is the credential).
-pub const CLI_CLIENT_ID: &str = "turnpike-cli";
 
 /// The built-in public client of the web portals: authorization code with PKCE (the
 /// login page), refresh_token; REST-API tokens like [`CLI_CLIENT_ID`]'s.
@@ -286,7 +283,7 @@ pub async fn spec(
         }],
         api_keys,
         basic_users: Vec::new(),
-        // Subscriptions travel in buckets (`crate::subs_index`), not through here.
+        // Subscriptions travel in buckets (`crate::snapshot::subs`), not through here.
         subscriptions: Vec::new(),
         revoked,
         revoked_applications: store.unusable_applications().await?,
@@ -337,7 +334,7 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
     if api.resources.is_empty() {
         return vec![ResourceSpec {
             path: "/*".into(),
-            methods: crate::api_body::METHODS.map(String::from).to_vec(),
+            methods: turnpike_model::rest::METHODS.map(String::from).to_vec(),
             scopes: Vec::new(),
             auth: None,
             throttling: None,

@@ -4,7 +4,7 @@
 //! Hashed assets under `/assets/` are cached for a year, `index.html` never. Where the
 //! directory comes from: `--ui-dir`, else `ui/dist` under the working directory or
 //! beside the binary's repository checkout; without one, `/` says how to build it.
-//! Also holds the URL of the gateway the try-it relay (`crate::try_it`) calls.
+//! Also holds the URL of the gateway the try-it relay (`crate::rest::try_it`) calls.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;

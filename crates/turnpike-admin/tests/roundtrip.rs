@@ -14,8 +14,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use turnpike_admin::apply::{reconcile, ApplyArgs};
 use turnpike_admin::{AdminConfig, AppState};
+use turnpike_cli::apply::{reconcile, ApplyArgs};
 use turnpike_store::testing::TestDbs;
 use turnpike_store::{PasswordParams, Store};
 

@@ -391,7 +391,7 @@ async fn apply_with_a_token_sets_resource_scopes() {
         let base = format!("http://{}", cp.addr);
         async move {
             std::fs::write(&file, yaml).expect("write");
-            turnpike_admin::apply::run(turnpike_admin::apply::ApplyArgs {
+            turnpike_cli::apply::run(turnpike_cli::apply::ApplyArgs {
                 file,
                 control_plane: base,
                 user: String::new(),

@@ -46,7 +46,7 @@ pub struct AccessLog {
 }
 
 /// A request's log line before it is written.
-pub struct PendingRecord {
+pub(crate) struct PendingRecord {
     pub start: Instant,
     pub request_id: HeaderValue,
     pub client: SocketAddr,
@@ -60,7 +60,7 @@ pub struct PendingRecord {
 
 impl PendingRecord {
     /// Queues the record; never blocks.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         let sink = self.sink.clone();
         if sink.tx.try_send(self).is_err() {
             sink.dropped.fetch_add(1, Ordering::Relaxed);

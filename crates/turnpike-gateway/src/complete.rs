@@ -13,8 +13,8 @@ use turnpike_config::CompiledApi;
 use turnpike_policy::{Completion, ErrorKind, RequestCtx, Timings};
 
 use crate::access_log::PendingRecord;
-use crate::body::{BodyEnd, Ending};
-use crate::proxy::ConnCtx;
+use crate::conn::ConnCtx;
+use crate::response_body::{BodyEnd, Ending};
 
 /// "Client closed request" (nginx's 499): the client left before the response ended.
 fn client_gone() -> StatusCode {

@@ -33,9 +33,9 @@ use crate::error::{json_body, ErrorKind};
 const SHARDS: usize = 32;
 /// Refused connections lingering at once (a few hundred bytes each); past this a
 /// refused connection gets its answer and is closed without lingering.
-pub const MAX_LINGERING: usize = 16_384;
+pub(crate) const MAX_LINGERING: usize = 16_384;
 /// Longest a refused connection lingers (finishing its answer, waiting for the close).
-pub const LINGER: Duration = Duration::from_secs(1);
+pub(crate) const LINGER: Duration = Duration::from_secs(1);
 
 /// Which cap refused a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,7 @@ pub struct ConnLimits {
     refusing: AtomicUsize,
     /// Open connections parked (idle, holding no buffers: `park.rs`).
     parked: AtomicUsize,
-    /// Open connections upgraded to a WebSocket (`upgrade.rs`).
+    /// Open connections upgraded to a WebSocket (`upgrade/`).
     upgraded: AtomicUsize,
 }
 
@@ -219,7 +219,7 @@ impl Drop for ConnPermit {
 }
 
 /// The HTTP/1.1 answer of a refused connection, from the error table.
-pub fn refusal_response(why: Refusal) -> Vec<u8> {
+pub(crate) fn refusal_response(why: Refusal) -> Vec<u8> {
     let spec = why.kind().spec();
     let body = json_body(spec.code, spec.message, b"");
     let mut out = format!(
@@ -301,7 +301,7 @@ pub fn raise_fd_limit() -> Option<u64> {
 
 /// The default global cap: half the open-file limit (each proxied request may hold an
 /// upstream connection too), at least 64; 10,000 where the limit is unknown.
-pub fn default_max_connections(fd_limit: Option<u64>) -> usize {
+pub(crate) fn default_max_connections(fd_limit: Option<u64>) -> usize {
     match fd_limit {
         Some(n) => usize::try_from(n / 2).unwrap_or(usize::MAX).max(64),
         None => 10_000,
@@ -311,7 +311,7 @@ pub fn default_max_connections(fd_limit: Option<u64>) -> usize {
 /// The default per-IP cap: a quarter of the global cap (at least 16, at most the
 /// global cap), so that one address (10,000 idle connections from one host, say) cannot
 /// lock every other client out, while a few balancer addresses in front still fit.
-pub fn default_max_connections_per_ip(max_total: usize) -> usize {
+pub(crate) fn default_max_connections_per_ip(max_total: usize) -> usize {
     (max_total / 4).max(16).min(max_total.max(1))
 }
 

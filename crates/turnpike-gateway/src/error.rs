@@ -2,4 +2,4 @@
 //! ([`ErrorKind::spec`]) in `turnpike-policy`, so a policy of any crate refuses a request
 //! the way the gateway does. Re-exported here for the gateway's modules and users.
 
-pub use turnpike_policy::error::{json_body, Blame, ErrorKind, GatewayError, KindSpec};
+pub(crate) use turnpike_policy::error::{json_body, ErrorKind, GatewayError};

@@ -10,15 +10,22 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderName, HeaderValue, CONNECTION, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION, TE,
-    TRAILER, TRANSFER_ENCODING, UPGRADE,
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, HOST, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION,
+    TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
 };
+use http::request;
+use http::uri::PathAndQuery;
+use turnpike_config::Endpoint;
+use turnpike_policy::UpstreamTarget;
 
-pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-pub static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
-pub static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-pub static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+use crate::error::{ErrorKind, GatewayError};
+
+pub(crate) static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub(crate) static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+pub(crate) static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+pub(crate) static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
 
@@ -74,7 +81,7 @@ fn kind(name: &HeaderName) -> Kind {
 /// peer is a trusted proxy. An untrusted client's `X-Forwarded-For` goes too, so the
 /// upstream's list starts at the peer the gateway saw: the one address it can vouch for
 /// (a back end reading the leftmost entry would otherwise take a forged one).
-pub fn strip_request(headers: &mut HeaderMap, trusted_peer: bool) {
+pub(crate) fn strip_request(headers: &mut HeaderMap, trusted_peer: bool) {
     let (mut hop, mut spoofable) = (false, false);
     for name in headers.keys() {
         match kind(name) {
@@ -114,7 +121,7 @@ fn strip_spoofable(headers: &mut HeaderMap, trusted_peer: bool) {
 }
 
 /// Most entries in `--trusted-proxies` (a balancer fleet fits in a few CIDR blocks).
-pub const MAX_TRUSTED_PROXIES: usize = 256;
+pub(crate) const MAX_TRUSTED_PROXIES: usize = 256;
 
 /// The peers whose forwarding headers are kept (`--trusted-proxies`): addresses and CIDR
 /// blocks, checked once per connection at accept.
@@ -155,7 +162,7 @@ impl TrustedProxies {
 
 /// Removes hop-by-hop headers and the headers named in `Connection`. One pass over the
 /// names when there are none (the common case).
-pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     if !headers.keys().any(is_hop_by_hop) {
         return;
     }
@@ -188,7 +195,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// headers are gone by now unless its peer is a trusted proxy ([`strip_request`]), so
 /// the rules below (append to a list, keep a proxy's proto and host) apply only to what
 /// a trusted proxy sent.
-pub struct Forwarded<'a> {
+pub(crate) struct Forwarded<'a> {
     /// The connection's peer address, formatted once per connection.
     pub client_ip: &'a HeaderValue,
     pub https: bool,
@@ -199,7 +206,7 @@ impl Forwarded<'_> {
     /// they are written, for both upstream clients. The host is the one the request was
     /// routed by: the authority of an absolute-form (or HTTP/2) request URI, else the
     /// client's `Host`.
-    pub fn apply(&self, headers: &mut HeaderMap, uri: &http::Uri) {
+    pub(crate) fn apply(&self, headers: &mut HeaderMap, uri: &http::Uri) {
         let host = uri
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
@@ -211,7 +218,7 @@ impl Forwarded<'_> {
 /// Adds `X-Forwarded-For` (appended to an existing list), and `X-Forwarded-Proto` and
 /// `X-Forwarded-Host` unless an earlier proxy set them. `client_ip` is the connection's
 /// peer address, formatted once per connection.
-pub fn add_forwarded(
+pub(crate) fn add_forwarded(
     headers: &mut HeaderMap,
     client_ip: &HeaderValue,
     https: bool,
@@ -243,7 +250,7 @@ pub fn add_forwarded(
 }
 
 /// The peer address as a header value (computed once per connection).
-pub fn ip_header(ip: IpAddr) -> HeaderValue {
+pub(crate) fn ip_header(ip: IpAddr) -> HeaderValue {
     let ip = match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
@@ -253,7 +260,7 @@ pub fn ip_header(ip: IpAddr) -> HeaderValue {
 
 /// The request's id: the client's `X-Request-ID` if it is sane, else a new one (which is
 /// then also inserted into `headers` so the upstream sees it).
-pub fn request_id(headers: &mut HeaderMap) -> HeaderValue {
+pub(crate) fn request_id(headers: &mut HeaderMap) -> HeaderValue {
     if let Some(v) = headers.get(&X_REQUEST_ID) {
         if !v.is_empty() && v.len() <= MAX_REQUEST_ID {
             return v.clone();
@@ -300,7 +307,7 @@ fn hex(out: &mut [u8], mut v: u64, digits: usize) {
 }
 
 /// `xxxxxxxx-cccccccccccc`: 8 hex of process prefix, 12 hex of counter.
-pub fn next_request_id() -> HeaderValue {
+pub(crate) fn next_request_id() -> HeaderValue {
     let n = LOCAL.with(|c| {
         let (mut next, mut end) = c.get();
         if next == end {
@@ -315,6 +322,38 @@ pub fn next_request_id() -> HeaderValue {
     buf[8] = b'-';
     hex(&mut buf[9..], n, 12);
     HeaderValue::from_bytes(&buf).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+}
+
+/// The one allocation of the upstream request line (hyper's client).
+pub(crate) fn path_and_query(
+    target: &UpstreamTarget,
+    ep: &Endpoint,
+) -> Result<PathAndQuery, GatewayError> {
+    let q = target.query().map_or(0, |q| q.len() + 1);
+    let mut s = String::with_capacity(ep.base_path.len() + target.path().len() + q);
+    target.write_to(&ep.base_path, &mut s);
+    PathAndQuery::from_maybe_shared(Bytes::from(s))
+        .map_err(|e| GatewayError::with_source(ErrorKind::BadRequest, e))
+}
+
+/// The host a request is routed by, without its port.
+pub(crate) fn request_host(parts: &request::Parts) -> Option<&str> {
+    // The target's authority first: an absolute-form target (RFC 9112 §3.2.2: the
+    // server MUST ignore Host then) or HTTP/2's `:authority` (a differing `host` was
+    // refused at the edge); the `Host` header otherwise.
+    parts
+        .uri
+        .authority()
+        .map(|a| a.host())
+        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
+        .map(host_without_port)
+}
+
+fn host_without_port(h: &str) -> &str {
+    if let Some(rest) = h.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    h.split(':').next().unwrap_or(h)
 }
 
 #[cfg(test)]
@@ -405,5 +444,12 @@ mod tests {
         assert_eq!(h[&X_FORWARDED_FOR], "10.0.0.1, 127.0.0.1");
         assert_eq!(h[&X_FORWARDED_PROTO], "https");
         assert_eq!(h[&X_FORWARDED_HOST], "api.example");
+    }
+
+    #[test]
+    fn strips_ports() {
+        assert_eq!(host_without_port("a.example:8080"), "a.example");
+        assert_eq!(host_without_port("a.example"), "a.example");
+        assert_eq!(host_without_port("[::1]:80"), "::1");
     }
 }

@@ -22,7 +22,7 @@ pin_project_lite::pin_project! {
 }
 
 impl<T> ActivityIo<T> {
-    pub fn new(inner: T) -> (Self, Arc<AtomicU64>) {
+    pub(crate) fn new(inner: T) -> (Self, Arc<AtomicU64>) {
         let activity = Arc::new(AtomicU64::new(0));
         (
             ActivityIo {
@@ -91,7 +91,11 @@ impl<T: AsyncWrite> AsyncWrite for ActivityIo<T> {
 
 /// Runs `conn` until it ends or nothing moved on it for a whole `idle` period (then the
 /// connection is dropped, which closes it).
-pub async fn watch_idle<F, E>(conn: F, activity: Arc<AtomicU64>, idle: Duration) -> Result<(), E>
+pub(crate) async fn watch_idle<F, E>(
+    conn: F,
+    activity: Arc<AtomicU64>,
+    idle: Duration,
+) -> Result<(), E>
 where
     F: Future<Output = Result<(), E>>,
 {

@@ -8,14 +8,17 @@
 
 use std::borrow::Cow;
 
+use bytes::Bytes;
 use http::request;
+use http::uri::PathAndQuery;
+use http::Uri;
 use turnpike_config::{
     fold_case, normalise_path_stripping_parameters, MatrixParameters, PathError, PathsSpec,
     Snapshot,
 };
 
 use crate::error::{ErrorKind, GatewayError};
-use crate::proxy::{request_host, set_path, Lenient};
+use crate::headers::request_host;
 
 /// Whether a path could change when lower-cased or be refused by [`fold_case`]: it has
 /// an upper-case letter or anything beyond ASCII (raw or escaped).
@@ -77,4 +80,44 @@ fn trial(
     path: &str,
 ) -> Option<PathsSpec> {
     snap.route(host, &parts.method, path).api().map(|a| a.paths)
+}
+
+/// What the normaliser left for the matched API to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lenient {
+    /// Nothing: the path is in its normal form.
+    No,
+    /// The path has `;` parameters: refused unless the API it routes to strips them.
+    Parameters,
+}
+
+/// Replaces the request's path by its normal form (`turnpike_config::normalise_path`)
+/// before anything looks at it, so routing, auth, throttling conditions and the upstream
+/// request all see the same path; refuses the forms the normaliser refuses.
+pub(crate) fn normalise_uri(parts: &mut request::Parts) -> Result<Lenient, GatewayError> {
+    let normal = match turnpike_config::normalise_path(parts.uri.path()) {
+        Ok(std::borrow::Cow::Borrowed(_)) => return Ok(Lenient::No),
+        Ok(std::borrow::Cow::Owned(p)) => p,
+        Err(turnpike_config::PathError::Parameters) => return Ok(Lenient::Parameters),
+        Err(e) => return Err(GatewayError::with_source(ErrorKind::InvalidPath, e)),
+    };
+    set_path(parts, normal)?;
+    Ok(Lenient::No)
+}
+
+/// Replaces the request's path, keeping its query.
+pub(crate) fn set_path(parts: &mut request::Parts, path: String) -> Result<(), GatewayError> {
+    let mut pq = path;
+    if let Some(q) = parts.uri.query() {
+        pq.push('?');
+        pq.push_str(q);
+    }
+    let mut uri = std::mem::take(&mut parts.uri).into_parts();
+    uri.path_and_query = Some(
+        PathAndQuery::from_maybe_shared(Bytes::from(pq))
+            .map_err(|e| GatewayError::with_source(ErrorKind::InvalidPath, e))?,
+    );
+    parts.uri =
+        Uri::from_parts(uri).map_err(|e| GatewayError::with_source(ErrorKind::InvalidPath, e))?;
+    Ok(())
 }

@@ -8,33 +8,36 @@
 //!   (`Gateway::builder(settings).snapshots(handle).bind().await?.serve(shutdown)`), which
 //!   is also how tests start a gateway on `127.0.0.1:0` and learn its addresses.
 
-pub mod access_log;
-pub mod body;
+#![warn(unreachable_pub)]
+
+mod access_log;
+mod answer;
+mod client_body;
 mod complete;
-pub mod conn_limit;
+mod conn;
+mod conn_limit;
+mod drain;
 mod edge;
-pub mod error;
-mod forward;
-pub mod h1;
+mod error;
 mod h1_conn;
-pub mod headers;
+mod headers;
 pub mod health;
 mod idle;
+mod io;
 mod lenient;
-pub mod log_limit;
-pub mod metrics;
+mod log_limit;
+mod metrics;
 mod offload;
 mod park;
 mod proxy;
 pub mod reload;
 mod request_buffer;
+mod response_body;
 mod server;
 mod throttle_runtime;
-pub mod tls;
+mod tls;
 mod upgrade;
-pub mod upstream;
-pub mod ws;
-mod ws_init;
+mod upstream;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -48,7 +51,8 @@ use turnpike_config::Snapshot;
 use turnpike_otel::{Tracer, TracerSettings};
 
 pub use access_log::{AccessLog, AccessLogTarget};
-pub use error::{Blame, ErrorKind, GatewayError};
+pub use conn_limit::raise_fd_limit;
+pub use headers::TrustedProxies;
 pub use health::Health;
 pub use metrics::GatewayMetrics;
 pub use offload::{policy_runtime, TokioOffload};
@@ -58,10 +62,12 @@ pub use server::{
 };
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use tls::TlsSource;
+pub use turnpike_policy::error::{Blame, ErrorKind, GatewayError};
 pub use turnpike_policy::{
     Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx, Step,
     Timings, UpstreamTarget,
 };
+pub use upgrade::ws;
 
 /// Command-line arguments of `turnpike gateway`.
 #[derive(Debug, Clone, clap::Args)]
@@ -151,7 +157,7 @@ pub struct GatewayArgs {
     /// Connections open to one upstream endpoint at once (idle and busy); past it a
     /// request waits for one to be free, up to the API's connect timeout, then gets
     /// `503 upstream_busy`. 0: no cap.
-    #[arg(long, env = "TURNPIKE_MAX_UPSTREAM_CONNECTIONS", default_value_t = upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)]
+    #[arg(long, env = "TURNPIKE_MAX_UPSTREAM_CONNECTIONS", default_value_t = upstream::pool::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT)]
     pub max_upstream_connections: usize,
     /// Peers whose forwarding headers are believed: a comma-separated list of addresses
     /// and CIDR blocks (`10.0.0.0/8,2001:db8::/32`), e.g. the balancer in front of the

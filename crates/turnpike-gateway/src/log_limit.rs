@@ -2,4 +2,4 @@
 //! reached): the limiter lives in `turnpike-policy` so the error table's own log lines
 //! use it too; re-exported here for the gateway's modules.
 
-pub use turnpike_policy::log_limit::LogLimit;
+pub(crate) use turnpike_policy::log_limit::LogLimit;

@@ -41,32 +41,32 @@ use crate::error::ErrorKind;
 use crate::health::Health;
 
 /// Requests answered, by API, version and status class (`2xx`...).
-pub const M_REQUESTS: &str = "turnpike_http_requests_total";
+pub(crate) const M_REQUESTS: &str = "turnpike_http_requests_total";
 /// Requests answered, by API, version, resource template and status class (opt-in:
 /// `--metrics-per-resource`).
-pub const M_RESOURCE_REQUESTS: &str = "turnpike_http_resource_requests_total";
+pub(crate) const M_RESOURCE_REQUESTS: &str = "turnpike_http_resource_requests_total";
 /// Time from the request head to the response head, by API and version.
-pub const M_DURATION: &str = "turnpike_http_request_duration_seconds";
+pub(crate) const M_DURATION: &str = "turnpike_http_request_duration_seconds";
 /// Upstream failures (connect, timeout, reset, protocol), by API, version and kind.
-pub const M_UPSTREAM_ERRORS: &str = "turnpike_upstream_errors_total";
+pub(crate) const M_UPSTREAM_ERRORS: &str = "turnpike_upstream_errors_total";
 /// The version of the snapshot being served.
-pub const M_SNAPSHOT_VERSION: &str = "turnpike_snapshot_version";
+pub(crate) const M_SNAPSHOT_VERSION: &str = "turnpike_snapshot_version";
 /// Snapshot swaps seen (file reloads, control-plane pushes).
-pub const M_SNAPSHOT_SWAPS: &str = "turnpike_snapshot_swaps_total";
+pub(crate) const M_SNAPSHOT_SWAPS: &str = "turnpike_snapshot_swaps_total";
 /// APIs in the snapshot being served.
-pub const M_APIS: &str = "turnpike_apis";
+pub(crate) const M_APIS: &str = "turnpike_apis";
 /// Throttle decisions by policy, rule and decision (`allowed|throttled|flagged`).
-pub const M_THROTTLE: &str = "turnpike_throttle_decisions_total";
+pub(crate) const M_THROTTLE: &str = "turnpike_throttle_decisions_total";
 /// Token cache lookups by cache (`jwt|introspection`) and result (`hit|miss`).
-pub const M_TOKEN_CACHE_LOOKUPS: &str = "turnpike_token_cache_lookups_total";
+pub(crate) const M_TOKEN_CACHE_LOOKUPS: &str = "turnpike_token_cache_lookups_total";
 /// Hits over lookups since start, by cache.
-pub const M_TOKEN_CACHE_HIT_RATIO: &str = "turnpike_token_cache_hit_ratio";
+pub(crate) const M_TOKEN_CACHE_HIT_RATIO: &str = "turnpike_token_cache_hit_ratio";
 /// Tokens held, by cache.
-pub const M_TOKEN_CACHE_ENTRIES: &str = "turnpike_token_cache_entries";
+pub(crate) const M_TOKEN_CACHE_ENTRIES: &str = "turnpike_token_cache_entries";
 /// Bytes held (entries weighed as in docs/security.md), by cache.
-pub const M_TOKEN_CACHE_BYTES: &str = "turnpike_token_cache_bytes";
+pub(crate) const M_TOKEN_CACHE_BYTES: &str = "turnpike_token_cache_bytes";
 /// The byte budget, by cache.
-pub const M_TOKEN_CACHE_BUDGET: &str = "turnpike_token_cache_budget_bytes";
+pub(crate) const M_TOKEN_CACHE_BUDGET: &str = "turnpike_token_cache_budget_bytes";
 
 /// Upper bounds of the duration histogram's buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -148,7 +148,7 @@ struct ResourceMetrics {
 }
 
 /// One API's series (kept across swaps by name and version while the API exists).
-pub struct ApiMetrics {
+pub(crate) struct ApiMetrics {
     requests: [AtomicU64; CLASSES.len()],
     /// Per resource template, when asked for: added on a template's first request
     /// (copy on write), read without a lock.
@@ -295,7 +295,7 @@ pub struct GatewayMetrics {
 }
 
 /// Writes Prometheus text for one part of the process.
-pub type Section = Box<dyn Fn(&mut String) + Send + Sync>;
+pub(crate) type Section = Box<dyn Fn(&mut String) + Send + Sync>;
 
 fn meta() -> Metadata<'static> {
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()))
@@ -659,13 +659,17 @@ fn policy_of(rule: &str) -> &str {
 }
 
 /// Binds the management listener.
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
 /// Serves `GET /metrics`, `GET /health` (liveness) and `GET /ready` (readiness, from
 /// `health`) on `listener` until the task is aborted.
-pub async fn serve(listener: TcpListener, metrics: Arc<GatewayMetrics>, health: Arc<Health>) {
+pub(crate) async fn serve(
+    listener: TcpListener,
+    metrics: Arc<GatewayMetrics>,
+    health: Arc<Health>,
+) {
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(a) => a,

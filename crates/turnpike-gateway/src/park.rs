@@ -20,30 +20,30 @@
 //!
 //! - An upgraded connection (a WebSocket) is never parked: while its `101` is on its
 //!   way the connection counts as busy, and once hyper lets the socket go the serve loop
-//!   ends in the relay (`upgrade.rs`), which parks nothing.
+//!   ends in the relay (`upgrade/`), which parks nothing.
 //!
 //! TLS connections are not parked: rustls keeps its own buffers and may hold decrypted
 //! bytes the socket's readiness would not announce.
 
-use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::HttpService;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::conn_limit::ConnPermit;
-use crate::h1_conn::{self, draining, JsonErrorsIo, Watcher};
-use crate::upgrade::UpgradeSlot;
+use crate::drain::{draining, Watcher};
+use crate::h1_conn;
+use crate::io::{JsonErrorsIo, Traffic, UpgradeSlot, WatchedIo};
 
 /// Moves when connections were parked since the last sweep (their buffers freed): an
 /// allocator hands free pages back to the OS lazily, during later allocation work an
@@ -195,116 +195,6 @@ async fn wait_for_bytes(stream: &TcpStream, drain: &mut Watcher, deadline: Insta
     }
 }
 
-/// What the socket saw, for the sweep. Only the connection's task writes it.
-#[derive(Default)]
-struct Traffic {
-    /// Reads that returned (bytes or the end).
-    reads: AtomicU64,
-    /// Writes that went out (in part or whole).
-    writes: AtomicU64,
-    /// The last write could not go out: hyper holds bytes a park would lose.
-    write_blocked: AtomicBool,
-}
-
-impl Traffic {
-    fn reads(&self) -> u64 {
-        self.reads.load(Ordering::Relaxed)
-    }
-
-    fn writes(&self) -> u64 {
-        self.writes.load(Ordering::Relaxed)
-    }
-
-    fn write_blocked(&self) -> bool {
-        self.write_blocked.load(Ordering::Relaxed)
-    }
-
-    fn read(&self) {
-        // One writer: a load and a store, no locked instruction.
-        self.reads.store(self.reads() + 1, Ordering::Relaxed);
-    }
-
-    fn wrote<T>(&self, r: &Poll<io::Result<T>>) {
-        self.write_blocked.store(r.is_pending(), Ordering::Relaxed);
-        if r.is_ready() {
-            self.writes.store(self.writes() + 1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// The client socket as hyper sees it: bytes read before a park come first.
-struct WatchedIo {
-    stream: TcpStream,
-    unread: Bytes,
-    traffic: Arc<Traffic>,
-}
-
-/// Serves a read from `unread` (bytes read past what their first reader used, handed
-/// on with the socket) before the socket itself: whether it did.
-pub(crate) fn read_ahead(unread: &mut Bytes, buf: &mut ReadBuf<'_>) -> bool {
-    if unread.is_empty() {
-        return false;
-    }
-    let n = unread.len().min(buf.remaining());
-    buf.put_slice(&unread[..n]);
-    unread.advance(n);
-    true
-}
-
-impl AsyncRead for WatchedIo {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        if read_ahead(&mut this.unread, buf) {
-            return Poll::Ready(Ok(()));
-        }
-        let r = Pin::new(&mut this.stream).poll_read(cx, buf);
-        if r.is_ready() {
-            this.traffic.read();
-        }
-        r
-    }
-}
-
-impl AsyncWrite for WatchedIo {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.stream).poll_write(cx, buf);
-        self.traffic.wrote(&r);
-        r
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
-        self.traffic.wrote(&r);
-        r
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let r = Pin::new(&mut self.stream).poll_shutdown(cx);
-        self.traffic.wrote(&r);
-        r
-    }
-}
-
 pin_project_lite::pin_project! {
     /// A response body that holds its connection's context until hyper drops it: the
     /// sweep reads the context's reference count as "a request in flight".
@@ -355,7 +245,7 @@ mod tests {
 
     use super::*;
     use crate::conn_limit::ConnLimits;
-    use crate::h1_conn::Drain;
+    use crate::drain::Drain;
 
     const ANSWER: usize = 3_000_000;
 

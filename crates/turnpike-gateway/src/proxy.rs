@@ -1,6 +1,6 @@
 //! The request path: load the snapshot once, route, run the API's chain (compiled into
 //! its `CompiledApi`: pre-route, request headers, request body), forward
-//! (`forward.rs`), run the response side (response headers, response body, reverse
+//! (`upstream/forward.rs`), run the response side (response headers, response body, reverse
 //! order), and hand `on_complete`, metrics and the access log to the response body
 //! (`complete.rs`) so they run once the last byte went out, whatever happened. Every
 //! failure becomes the error table's JSON response and passes the response hooks too.
@@ -8,61 +8,30 @@
 //! beyond what the API's policies and the gateway's options ask for.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
-use bytes::Bytes;
-use http::header::{ALLOW, CONTENT_LENGTH, HOST};
-use http::uri::PathAndQuery;
-use http::{request, response, HeaderValue, Request, Response, Uri, Version};
+use http::header::ALLOW;
+use http::{request, HeaderValue, Request, Response, Version};
 use hyper::body::Incoming;
 use turnpike_config::{CompiledApi, RouteResult, Snapshot, DEFAULT_MAX_BODY_BYTES};
-use turnpike_policy::{Answer, Hooks, RequestCtx, Stop, TraceContext, UpstreamTarget};
+use turnpike_policy::http::content_length;
+use turnpike_policy::{Hooks, RequestCtx, Stop, TraceContext, UpstreamTarget};
 
-use crate::access_log::AccessLog;
-use crate::body::{self, GatewayBody, OnBodyEnd, RequestBody};
+use crate::answer::{
+    answer_response, error_parts, leaving, response_hooks, stop, upstream_response, Refuse,
+};
+use crate::client_body::ClientBody;
 use crate::complete::{BytesIn, Finisher, Marks};
+use crate::conn::ConnCtx;
 use crate::error::{ErrorKind, GatewayError};
-use crate::forward::{forward, Upstream};
-use crate::headers::{self, X_REQUEST_ID};
-use crate::metrics::GatewayMetrics;
+use crate::headers::{self, request_host, X_REQUEST_ID};
+use crate::lenient::{normalise_uri, Lenient};
 use crate::park::HeldBody;
-use crate::upstream::Upstreams;
-
-/// State shared by every connection of a gateway.
-pub struct Shared {
-    /// Draining: each HTTP/1.x answer then closes its connection.
-    pub health: Arc<crate::health::Health>,
-    pub snapshots: Arc<ArcSwap<Snapshot>>,
-    pub upstreams: Upstreams,
-    pub access_log: Option<Arc<AccessLog>>,
-    pub metrics: Option<Arc<GatewayMetrics>>,
-    /// Process-wide `on_complete` listeners (`GatewayBuilder::observer`).
-    pub observers: Box<[Arc<dyn turnpike_policy::Observer>]>,
-    /// Longest wait for the next bytes of a request body (`--body-read-timeout`).
-    pub body_read_timeout: std::time::Duration,
-    /// What buffered request bodies hold at once (`--request-buffer-mib`).
-    pub buffer_budget: Arc<crate::body::BufferBudget>,
-    /// `--trusted-proxies`: read once per connection, at accept.
-    pub trusted_proxies: crate::headers::TrustedProxies,
-    /// Requests are traced (`GatewayBuilder::trace`).
-    pub trace: bool,
-}
-
-/// Per-connection facts, computed once at accept.
-pub struct ConnCtx {
-    pub shared: Arc<Shared>,
-    pub client: SocketAddr,
-    pub client_ip: HeaderValue,
-    /// The peer is in `--trusted-proxies`: its forwarding headers are kept.
-    pub trusted_proxy: bool,
-    pub https: bool,
-    /// A WebSocket upgrade on its way (`upgrade.rs`); empty otherwise.
-    pub(crate) upgrade: crate::upgrade::UpgradeSlot,
-}
+use crate::response_body::{self as body, OnBodyEnd, ResponseBody};
+use crate::upstream::forward::{forward, Upstream};
 
 /// The service of every connection: what HTTP forbids is refused first (`edge.rs`),
 /// then route, the API's chain and the upstream exchange. While draining, each
@@ -72,13 +41,13 @@ pub struct ConnCtx {
 ///
 /// The steps before and after the exchange are plain functions: each async level a
 /// request's future nests is a copy of the whole future below it as it starts.
-pub async fn handle(
+pub(crate) async fn handle(
     conn: Arc<ConnCtx>,
     req: Request<Incoming>,
-) -> Result<Response<HeldBody<GatewayBody, Arc<ConnCtx>>>, Infallible> {
+) -> Result<Response<HeldBody<ResponseBody, Arc<ConnCtx>>>, Infallible> {
     if let Err(e) = crate::edge::check(&req) {
         let id = headers::next_request_id();
-        let mut resp = e.into_response(&id).map(GatewayBody::full);
+        let mut resp = e.into_response(&id).map(ResponseBody::full);
         resp.headers_mut().insert(X_REQUEST_ID.clone(), id);
         return Ok(resp.map(|b| HeldBody::new(b, conn)));
     }
@@ -130,26 +99,6 @@ pub async fn handle(
     Ok(leaving(resp, request_id, h1, &conn))
 }
 
-/// The response as it leaves: its request id, `Connection: close` on HTTP/1.x while
-/// draining (not on a `101`, whose connection goes on as a WebSocket), and the body
-/// holding the connection's context.
-fn leaving(
-    mut resp: Response<GatewayBody>,
-    request_id: HeaderValue,
-    h1: bool,
-    conn: &Arc<ConnCtx>,
-) -> Response<HeldBody<GatewayBody, Arc<ConnCtx>>> {
-    resp.headers_mut().insert(X_REQUEST_ID.clone(), request_id);
-    if h1
-        && conn.shared.health.is_draining()
-        && resp.status() != http::StatusCode::SWITCHING_PROTOCOLS
-    {
-        resp.headers_mut()
-            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    resp.map(|b| HeldBody::new(b, conn.clone()))
-}
-
 /// The routing result: the API, where its upstream path is, and the refusal routing
 /// already decided (answered through the API's chain).
 struct Routed {
@@ -159,16 +108,6 @@ struct Routed {
     /// The resource's template, kept only when the request is observed.
     resource: Option<Arc<str>>,
     snapshot_version: u64,
-}
-
-/// A request routed to an API only to be refused there.
-pub(crate) enum Refuse {
-    /// A method the resource does not accept, with its `Allow` value (answered after
-    /// the pre-route phase, which may answer a CORS preflight).
-    Method(HeaderValue),
-    /// No resource of the API serves the path, which the API owns (its errors have a
-    /// format of their own, e.g. SOAP Faults): 404 before any request hook.
-    NotFound,
 }
 
 /// Routes on the snapshot loaded once. A path that only some APIs accept as it is
@@ -226,66 +165,6 @@ fn route(
     })
 }
 
-/// The host a request is routed by, without its port.
-pub(crate) fn request_host(parts: &request::Parts) -> Option<&str> {
-    // The target's authority first: an absolute-form target (RFC 9112 §3.2.2: the
-    // server MUST ignore Host then) or HTTP/2's `:authority` (a differing `host` was
-    // refused at the edge); the `Host` header otherwise.
-    parts
-        .uri
-        .authority()
-        .map(|a| a.host())
-        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
-        .map(host_without_port)
-}
-
-/// What the normaliser left for the matched API to decide.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lenient {
-    /// Nothing: the path is in its normal form.
-    No,
-    /// The path has `;` parameters: refused unless the API it routes to strips them.
-    Parameters,
-}
-
-/// Replaces the request's path by its normal form (`turnpike_config::normalise_path`)
-/// before anything looks at it, so routing, auth, throttling conditions and the upstream
-/// request all see the same path; refuses the forms the normaliser refuses.
-fn normalise_uri(parts: &mut request::Parts) -> Result<Lenient, GatewayError> {
-    let normal = match turnpike_config::normalise_path(parts.uri.path()) {
-        Ok(std::borrow::Cow::Borrowed(_)) => return Ok(Lenient::No),
-        Ok(std::borrow::Cow::Owned(p)) => p,
-        Err(turnpike_config::PathError::Parameters) => return Ok(Lenient::Parameters),
-        Err(e) => return Err(GatewayError::with_source(ErrorKind::InvalidPath, e)),
-    };
-    set_path(parts, normal)?;
-    Ok(Lenient::No)
-}
-
-/// Replaces the request's path, keeping its query.
-pub(crate) fn set_path(parts: &mut request::Parts, path: String) -> Result<(), GatewayError> {
-    let mut pq = path;
-    if let Some(q) = parts.uri.query() {
-        pq.push('?');
-        pq.push_str(q);
-    }
-    let mut uri = std::mem::take(&mut parts.uri).into_parts();
-    uri.path_and_query = Some(
-        PathAndQuery::from_maybe_shared(Bytes::from(pq))
-            .map_err(|e| GatewayError::with_source(ErrorKind::InvalidPath, e))?,
-    );
-    parts.uri =
-        Uri::from_parts(uri).map_err(|e| GatewayError::with_source(ErrorKind::InvalidPath, e))?;
-    Ok(())
-}
-
-fn host_without_port(h: &str) -> &str {
-    if let Some(rest) = h.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    h.split(':').next().unwrap_or(h)
-}
-
 /// No API: the error, observed by metrics and the access log only.
 fn unrouted(
     conn: &Arc<ConnCtx>,
@@ -293,19 +172,15 @@ fn unrouted(
     e: GatewayError,
     request_id: HeaderValue,
     observed: bool,
-) -> Response<GatewayBody> {
+) -> Response<ResponseBody> {
     let e = not_ready_or(e, &conn.shared.health);
     let kind = e.kind;
-    let mut resp = e.into_response(&request_id).map(GatewayBody::full);
+    let mut resp = e.into_response(&request_id).map(ResponseBody::full);
     if observed {
         let target = UpstreamTarget::suffix(parts.uri.clone(), 0);
         let mut ctx = RequestCtx::new(request_id, conn.client, conn.https, target);
         ctx.trace = trace_context(conn, &parts);
-        let declared = parts
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let declared = content_length(&parts.headers).ok().flatten();
         let mut f = Finisher::new(conn, None, ctx, &parts, declared);
         f.responded(resp.status(), Some(kind));
         resp.body_mut().finish_with(f);
@@ -323,7 +198,7 @@ fn not_ready_or(e: GatewayError, health: &crate::health::Health) -> GatewayError
         .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("1"))
 }
 
-/// A WebSocket upgrade request (`upgrade.rs`), reported like any request (its status is
+/// A WebSocket upgrade request (`upgrade/`), reported like any request (its status is
 /// the `101` or the refusal). Cold and boxed: no other request carries its future.
 #[cold]
 fn upgrade(
@@ -333,7 +208,7 @@ fn upgrade(
     parts: request::Parts,
     refuse: Option<Refuse>,
     observed: bool,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<GatewayBody>> + Send + '_>> {
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<ResponseBody>> + Send + '_>> {
     Box::pin(async move {
         if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
             return crate::upgrade::exchange(conn, &api, &mut ctx, parts, refuse)
@@ -359,7 +234,7 @@ async fn exchange(
     parts: &mut request::Parts,
     body: Incoming,
     refuse: Option<Refuse>,
-) -> (Response<GatewayBody>, Option<ErrorKind>) {
+) -> (Response<ResponseBody>, Option<ErrorKind>) {
     let chain = &api.chain;
     let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
     let (mut rparts, mut rbody, upto, mut failed) = match sent {
@@ -389,7 +264,7 @@ async fn exchange(
         rbody = match result {
             Ok(bytes) => {
                 body::set_length(&mut rparts.headers, bytes.len());
-                GatewayBody::full(bytes)
+                ResponseBody::full(bytes)
             }
             Err(e) => {
                 failed = Some(e.kind);
@@ -403,25 +278,6 @@ async fn exchange(
         rbody.on_end(end);
     }
     (Response::from_parts(rparts, rbody), failed)
-}
-
-/// The response hooks, back to front; an error raised there becomes the response (and
-/// `failed`) and the hooks outside the one that raised it still see it. Returns how many
-/// policies' response sides ran.
-pub(crate) fn response_hooks(
-    chain: &turnpike_policy::Chain,
-    ctx: &mut RequestCtx,
-    rparts: &mut response::Parts,
-    rbody: &mut GatewayBody,
-    mut upto: usize,
-    failed: &mut Option<ErrorKind>,
-) -> usize {
-    while let Err((at, e)) = chain.response_headers(ctx, rparts, upto) {
-        *failed = Some(e.kind);
-        (*rparts, *rbody) = error_parts(e, &ctx.request_id);
-        upto = at;
-    }
-    upto
 }
 
 /// The owned-404 check, pre-route, the 405 check, request headers, request body, then the upstream.
@@ -452,7 +308,7 @@ async fn request_side(
     chain.request_headers(ctx, parts).await?;
     let body = if chain.hooks().contains(Hooks::REQUEST_BODY) {
         let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let timed = RequestBody::new(body, None, conn.shared.body_read_timeout);
+        let timed = ClientBody::new(body, None, conn.shared.body_read_timeout);
         let mut bytes = body::collect(timed, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
             .await
             .map_err(|e| stop(end, e))?;
@@ -461,7 +317,7 @@ async fn request_side(
         if let Some(m) = marks.as_deref_mut() {
             m.bytes_in.buffered(bytes.len() as u64);
         }
-        RequestBody::full(bytes)
+        ClientBody::full(bytes)
     } else {
         let mut b = match api
             .request_buffering
@@ -472,7 +328,7 @@ async fn request_side(
             Some(rb) => crate::request_buffer::boxed(body, rb, api, conn, &mut parts.headers)
                 .await
                 .map_err(|e| stop(end, e))?,
-            None => RequestBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
+            None => ClientBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
         };
         if let Some(m) = marks.as_deref_mut() {
             // A body of unknown length (chunked) is counted as it streams; a declared
@@ -542,65 +398,4 @@ fn stale_refusal(
     }
     Err(GatewayError::new(ErrorKind::SnapshotStale)
         .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("30")))
-}
-
-#[inline]
-fn stop(at: usize, e: GatewayError) -> Stop {
-    Stop {
-        at,
-        answer: Answer::Error(e),
-    }
-}
-
-fn upstream_response(up: Upstream) -> (response::Parts, GatewayBody) {
-    let (mut rparts, body) = match up {
-        Upstream::Hyper(resp, pooled) => {
-            let (rparts, rbody) = resp.into_parts();
-            (rparts, GatewayBody::upstream(rbody, pooled))
-        }
-        Upstream::Direct(resp) => {
-            let (rparts, rbody) = resp.into_parts();
-            (rparts, GatewayBody::direct(rbody))
-        }
-    };
-    headers::strip_hop_by_hop(&mut rparts.headers);
-    rparts.version = Version::HTTP_11;
-    (rparts, body)
-}
-
-pub(crate) fn answer_response(
-    answer: Answer,
-    request_id: &HeaderValue,
-) -> (response::Parts, GatewayBody, Option<ErrorKind>) {
-    match answer {
-        Answer::Respond(r) => {
-            let (p, b) = (*r).into_parts();
-            (p, GatewayBody::full(b), None)
-        }
-        Answer::Error(e) => {
-            let kind = e.kind;
-            let (p, b) = error_parts(e, request_id);
-            (p, b, Some(kind))
-        }
-    }
-}
-
-pub(crate) fn error_parts(
-    e: GatewayError,
-    request_id: &HeaderValue,
-) -> (response::Parts, GatewayBody) {
-    let (p, b): (response::Parts, Bytes) = e.into_response(request_id).into_parts();
-    (p, GatewayBody::full(b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strips_ports() {
-        assert_eq!(host_without_port("a.example:8080"), "a.example");
-        assert_eq!(host_without_port("a.example"), "a.example");
-        assert_eq!(host_without_port("[::1]:80"), "::1");
-    }
 }

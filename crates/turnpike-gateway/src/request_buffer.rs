@@ -20,8 +20,9 @@ use http_body::Body;
 use hyper::body::Incoming;
 use turnpike_config::RequestBuffering;
 
-use crate::body::{self, BodyError, BufferBudget, RequestBody, Reserved};
+use crate::client_body::{BodyError, BufferBudget, ClientBody, Reserved};
 use crate::error::{ErrorKind, GatewayError};
+use crate::response_body::{self as body};
 
 /// [`buffer`] for `api`'s request, boxed and built out of line: the request path's
 /// future holds one pointer for it, and its code stays small enough to be folded into
@@ -33,9 +34,9 @@ pub(crate) fn boxed<'a>(
     incoming: Incoming,
     rb: RequestBuffering,
     api: &turnpike_config::CompiledApi,
-    conn: &'a crate::proxy::ConnCtx,
+    conn: &'a crate::conn::ConnCtx,
     headers: &'a mut HeaderMap,
-) -> Pin<Box<dyn Future<Output = Result<RequestBody, GatewayError>> + Send + 'a>> {
+) -> Pin<Box<dyn Future<Output = Result<ClientBody, GatewayError>> + Send + 'a>> {
     Box::pin(buffer(
         incoming,
         rb,
@@ -57,8 +58,8 @@ pub(crate) async fn buffer(
     read_timeout: Duration,
     budget: &Arc<BufferBudget>,
     headers: &mut HeaderMap,
-) -> Result<RequestBody, GatewayError> {
-    let mut body = RequestBody::new(incoming, limit, read_timeout);
+) -> Result<ClientBody, GatewayError> {
+    let mut body = ClientBody::new(incoming, limit, read_timeout);
     let mut reserved = Reserved::new(budget.clone());
     let read = read_up_to(&mut body, rb.size, &mut reserved);
     let (read, ended) = match tokio::time::timeout(rb.timeout, read).await {
@@ -73,7 +74,7 @@ pub(crate) async fn buffer(
         if !headers.contains_key(CONTENT_LENGTH) {
             body::set_length(headers, read.len());
         }
-        return Ok(RequestBody::full(read).holding(reserved));
+        return Ok(ClientBody::full(read).holding(reserved));
     }
     Ok(body.with_head(read).holding(reserved))
 }
@@ -82,7 +83,7 @@ pub(crate) async fn buffer(
 /// end was seen (a chunked body says so only by its last poll). One frame (the common
 /// case) is kept without a copy.
 async fn read_up_to(
-    body: &mut RequestBody,
+    body: &mut ClientBody,
     size: u64,
     reserved: &mut Reserved,
 ) -> Result<(Bytes, bool), GatewayError> {

@@ -23,17 +23,19 @@ use tokio::task::JoinHandle;
 use turnpike_config::Snapshot;
 
 use crate::access_log::{AccessLog, AccessLogTarget};
+use crate::conn::{ConnCtx, Shared};
 use crate::conn_limit::{ConnLimits, ConnPermit};
-use crate::h1_conn::{self, Drain};
+use crate::drain::{self, Drain};
+use crate::h1_conn;
 use crate::headers;
 use crate::health::Health;
 use crate::idle::{watch_idle, ActivityIo};
 use crate::log_limit::LogLimit;
 use crate::metrics::GatewayMetrics;
 use crate::park;
-use crate::proxy::{self, ConnCtx, Shared};
+use crate::proxy;
 use crate::tls::{self, TlsError, TlsSource};
-use crate::upstream::Upstreams;
+use crate::upstream::pool::Upstreams;
 
 /// Why a gateway could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +97,7 @@ pub struct ServerSettings {
 }
 
 /// Default of `--request-buffer-mib`.
-pub const DEFAULT_REQUEST_BUFFER_MIB: u64 = 256;
+pub(crate) const DEFAULT_REQUEST_BUFFER_MIB: u64 = 256;
 
 impl ServerSettings {
     /// Loopback, free ports for both listeners, a self-signed certificate in `data_dir`.
@@ -116,7 +118,7 @@ impl ServerSettings {
             drain_delay: Duration::ZERO,
             max_connections: 10_000,
             max_connections_per_ip: 0,
-            max_upstream_connections: crate::upstream::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT,
+            max_upstream_connections: crate::upstream::pool::DEFAULT_MAX_CONNECTIONS_PER_ENDPOINT,
             access_log: None,
             trusted_proxies: crate::headers::TrustedProxies::default(),
             request_buffer_bytes: DEFAULT_REQUEST_BUFFER_MIB << 20,
@@ -224,10 +226,12 @@ impl GatewayBuilder {
             observers: self.observers.into(),
             body_read_timeout: s.body_read_timeout,
             trusted_proxies: s.trusted_proxies.clone(),
-            buffer_budget: Arc::new(crate::body::BufferBudget::new(s.request_buffer_bytes)),
+            buffer_budget: Arc::new(crate::client_body::BufferBudget::new(
+                s.request_buffer_bytes,
+            )),
             trace: self.trace,
         });
-        crate::upstream::spawn_sweeper(Arc::downgrade(&shared));
+        crate::conn::spawn_sweeper(Arc::downgrade(&shared));
         Ok(BoundGateway {
             http,
             https,
@@ -513,7 +517,7 @@ async fn accept_loop(
             client_ip: headers::ip_header(peer.ip()),
             trusted_proxy: shared.trusted_proxies.contains(peer.ip()),
             https: tls.is_some(),
-            upgrade: crate::upgrade::UpgradeSlot::counted(caps.clone()),
+            upgrade: crate::io::UpgradeSlot::counted(caps.clone()),
         });
         let watcher = graceful.watcher(tls.is_some());
         let protocols = protocols.clone();
@@ -568,7 +572,7 @@ async fn serve_tls(
     acceptor: tokio_rustls::TlsAcceptor,
     ctx: Arc<ConnCtx>,
     protocols: Arc<Protocols>,
-    mut watcher: h1_conn::Watcher,
+    mut watcher: drain::Watcher,
     _permit: ConnPermit,
 ) {
     let tls = match tokio::time::timeout(protocols.handshake_timeout, acceptor.accept(stream)).await
@@ -590,7 +594,7 @@ async fn serve_tls(
         let (io, activity) = ActivityIo::new(tls);
         let conn = protocols.h2.serve_connection(TokioIo::new(io), svc);
         tokio::pin!(conn);
-        let run = h1_conn::until_done(conn, &mut watcher);
+        let run = drain::until_done(conn, &mut watcher);
         watch_idle(run, activity, protocols.idle_timeout).await
     } else {
         h1_conn::serve_h1(&protocols.h1, tls, svc, watcher, &conn.upgrade).await

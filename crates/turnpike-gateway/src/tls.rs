@@ -58,7 +58,7 @@ impl TlsSource {
 }
 
 /// Builds the server config, generating the self-signed pair if needed.
-pub fn server_config(src: &TlsSource) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+pub(crate) fn server_config(src: &TlsSource) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let (cert, key) = match src {
         TlsSource::Files { cert, key } => (cert.clone(), key.clone()),
         TlsSource::SelfSigned { data_dir } => ensure_self_signed(data_dir)?,

@@ -354,7 +354,7 @@ async fn a_bad_frame_through_the_byte_relay_gets_a_close_frame() {
     each_bad_frame_fails_with_a_close_frame(gw.http, "/e/v1/ws", "").await;
 }
 
-/// An open GraphQL API: its sockets go through the message relay (`ws.rs`).
+/// An open GraphQL API: its sockets go through the message relay (`upgrade/ws.rs`).
 fn open_gql(upstream: SocketAddr) -> String {
     let schema: String = STARWARS.lines().map(|l| format!("        {l}\n")).collect();
     config(&[api(
@@ -372,7 +372,7 @@ async fn a_bad_frame_through_the_message_relay_gets_a_close_frame() {
 }
 
 /// A secured GraphQL API upgraded without a credential: the gateway holds the socket
-/// itself until `connection_init` (`ws_init.rs`), and fails a bad first frame too.
+/// itself until `connection_init` (`upgrade/init.rs`), and fails a bad first frame too.
 #[tokio::test]
 async fn a_bad_frame_before_connection_init_gets_a_close_frame() {
     let schema: String = STARWARS.lines().map(|l| format!("        {l}\n")).collect();

@@ -77,8 +77,7 @@ async fn a_trusted_proxys_forwarding_headers_are_kept_url_overrides_are_not() {
     let yaml = config(&[api("f", &[http(up)], "")]);
     let gw = gateway_with(&yaml, |s| {
         s.trusted_proxies =
-            turnpike_gateway::headers::TrustedProxies::parse("10.0.0.0/8, 127.0.0.1/32")
-                .expect("list");
+            turnpike_gateway::TrustedProxies::parse("10.0.0.0/8, 127.0.0.1/32").expect("list");
     })
     .await;
     for h in seen_by_backend(&gw).await {

@@ -80,7 +80,7 @@ async fn past_the_global_cap_a_connection_gets_503_and_a_freed_place_is_reused()
 #[tokio::test]
 async fn every_connection_past_the_cap_gets_the_503_not_only_the_first_256() {
     const REFUSED: usize = 1_000;
-    turnpike_gateway::conn_limit::raise_fd_limit();
+    turnpike_gateway::raise_fd_limit();
     let up = echo().await;
     let gw = gateway_with(&config(&[api("c", &[http(up)], "")]), |s| {
         s.max_connections = 1;

@@ -14,6 +14,7 @@ pub mod graphql;
 pub mod mediation;
 pub mod policy;
 mod quantity;
+pub mod rest;
 pub mod security;
 pub mod soap;
 pub mod throttling;

@@ -15,7 +15,7 @@ use http::{HeaderMap, Response, StatusCode};
 
 use crate::log_limit::LogLimit;
 
-/// Who caused an error: decides the log level and whether a retry could help.
+/// Who caused an error: decides the log level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blame {
     /// The client sent something we refuse (4xx).
@@ -53,7 +53,6 @@ pub enum ErrorKind {
     SoapFaultClient,
     /// A SOAP back end answered a SOAP-to-REST call with any other Fault.
     SoapFaultServer,
-    ShuttingDown,
     /// The gateway holds its maximum of client connections (`--max-connections`).
     TooManyConnections,
     /// This client IP holds its maximum (`--max-connections-per-ip`).
@@ -104,13 +103,12 @@ pub enum ErrorKind {
     SnapshotStale,
 }
 
-/// One row of the table: status, stable code, default client message, blame, retryable.
+/// One row of the table: status, stable code, default client message, blame.
 pub struct KindSpec {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: &'static str,
     pub blame: Blame,
-    pub retryable: bool,
 }
 
 impl ErrorKind {
@@ -123,14 +121,12 @@ impl ErrorKind {
             code: &'static str,
             message: &'static str,
             blame: Blame,
-            retryable: bool,
         ) -> KindSpec {
             KindSpec {
                 status,
                 code,
                 message,
                 blame,
-                retryable,
             }
         }
         match self {
@@ -139,175 +135,144 @@ impl ErrorKind {
                 "not_found",
                 "no API matches this request",
                 Client,
-                false,
             ),
             MethodNotAllowed => row(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method_not_allowed",
                 "the resource does not accept this method",
                 Client,
-                false,
             ),
             BodyTooLarge => row(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "body_too_large",
                 "the request body exceeds this API's limit",
                 Client,
-                false,
             ),
             BadRequest => row(
                 StatusCode::BAD_REQUEST,
                 "bad_request",
                 "the request is malformed",
                 Client,
-                false,
             ),
             InvalidPath => row(
                 StatusCode::BAD_REQUEST,
                 "invalid_path",
                 "the request path is not accepted (a ';', an encoded slash, backslash or ';', '..' above the root, a segment ending in '.' or a space, a control character, a double-encoded, broken, overlong or fullwidth escape)",
                 Client,
-                false,
             ),
             UpstreamConnectTimeout => row(
                 StatusCode::GATEWAY_TIMEOUT,
                 "upstream_connect_timeout",
                 "connecting to the upstream timed out",
                 Upstream,
-                true,
             ),
             UpstreamResponseTimeout => row(
                 StatusCode::GATEWAY_TIMEOUT,
                 "upstream_timeout",
                 "the upstream did not answer in time",
                 Upstream,
-                false,
             ),
             UpstreamConnectFailed => row(
                 StatusCode::BAD_GATEWAY,
                 "upstream_unavailable",
                 "the upstream refused the connection",
                 Upstream,
-                true,
             ),
             UpstreamReset => row(
                 StatusCode::BAD_GATEWAY,
                 "upstream_reset",
                 "the upstream closed the connection",
                 Upstream,
-                false,
             ),
             UpstreamProtocol => row(
                 StatusCode::BAD_GATEWAY,
                 "upstream_protocol_error",
                 "the upstream sent an invalid response",
                 Upstream,
-                false,
             ),
             NoEndpoint => row(
                 StatusCode::BAD_GATEWAY,
                 "no_endpoint",
                 "the API has no usable endpoint",
                 Blame::Internal,
-                false,
             ),
             Throttled => row(
                 StatusCode::TOO_MANY_REQUESTS,
                 "throttled",
                 "a throttling policy refused the request",
                 Client,
-                true,
             ),
             UpstreamBodyTooLarge => row(
                 StatusCode::BAD_GATEWAY,
                 "upstream_body_too_large",
                 "the upstream's response body exceeds this API's limit",
                 Upstream,
-                false,
             ),
             CorsRejected => row(
                 StatusCode::FORBIDDEN,
                 "cors_rejected",
                 "this cross-origin request is not allowed",
                 Client,
-                false,
             ),
             SoapFaultClient => row(
                 StatusCode::BAD_REQUEST,
                 "soap_fault_client",
                 "the SOAP service refused the request",
                 Client,
-                false,
             ),
             SoapFaultServer => row(
                 StatusCode::BAD_GATEWAY,
                 "soap_fault_server",
                 "the SOAP service failed",
                 Upstream,
-                false,
-            ),
-            ShuttingDown => row(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
-                "the gateway is shutting down",
-                Blame::Internal,
-                true,
             ),
             TooManyConnections => row(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too_many_connections",
                 "the gateway holds its maximum of connections; retry shortly",
                 Blame::Internal,
-                true,
             ),
             TooManyClientConnections => row(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_client_connections",
                 "this client holds its maximum of connections; reuse one or close some",
                 Client,
-                true,
             ),
             Internal => row(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal_error",
                 "internal gateway error",
                 Blame::Internal,
-                false,
             ),
             RequestTimeout => row(
                 StatusCode::REQUEST_TIMEOUT,
                 "request_timeout",
                 "the request was not received in time",
                 Client,
-                true,
             ),
             HeadersTooLarge => row(
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "headers_too_large",
                 "the request head is larger than this gateway accepts",
                 Client,
-                false,
             ),
             UriTooLong => row(
                 StatusCode::URI_TOO_LONG,
                 "uri_too_long",
                 "the request target is longer than this gateway accepts",
                 Client,
-                false,
             ),
             UpstreamBusy => row(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "upstream_busy",
                 "the upstream's connection limit is reached; retry shortly",
                 Upstream,
-                true,
             ),
             MissingCredentials => row(
                 StatusCode::UNAUTHORIZED,
                 "missing_credentials",
                 "this API requires credentials",
                 Client,
-                false,
             ),
             // 401 rather than RFC 6750's 400: a client that sends a broken header
             // should be told to authenticate, and gets the challenge with it.
@@ -316,126 +281,108 @@ impl ErrorKind {
                 "malformed_credentials",
                 "the Authorization header is malformed",
                 Client,
-                false,
             ),
             InvalidToken => row(
                 StatusCode::UNAUTHORIZED,
                 "invalid_token",
                 "the access token is not valid",
                 Client,
-                false,
             ),
             ExpiredToken => row(
                 StatusCode::UNAUTHORIZED,
                 "expired_token",
                 "the access token has expired",
                 Client,
-                false,
             ),
             RevokedToken => row(
                 StatusCode::UNAUTHORIZED,
                 "revoked_token",
                 "the access token has been revoked",
                 Client,
-                false,
             ),
             InvalidApiKey => row(
                 StatusCode::UNAUTHORIZED,
                 "invalid_api_key",
                 "the API key is not valid",
                 Client,
-                false,
             ),
             InvalidCredentials => row(
                 StatusCode::UNAUTHORIZED,
                 "invalid_credentials",
                 "invalid username or password",
                 Client,
-                false,
             ),
             AuthUnavailable => row(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "auth_unavailable",
                 "token validation is temporarily unavailable",
                 Blame::Internal,
-                true,
             ),
             NotSubscribed => row(
                 StatusCode::FORBIDDEN,
                 "not_subscribed",
                 "the application is not subscribed to this API",
                 Client,
-                false,
             ),
             SubscriptionBlocked => row(
                 StatusCode::FORBIDDEN,
                 "subscription_blocked",
                 "the subscription to this API is blocked",
                 Client,
-                false,
             ),
             SubscriptionOnHold => row(
                 StatusCode::FORBIDDEN,
                 "subscription_on_hold",
                 "the subscription to this API is on hold",
                 Client,
-                false,
             ),
             InsufficientScope => row(
                 StatusCode::FORBIDDEN,
                 "insufficient_scope",
                 "the credential lacks a scope this resource requires",
                 Client,
-                false,
             ),
             ApiBlocked => row(
                 StatusCode::FORBIDDEN,
                 "api_blocked",
                 "this API is blocked",
                 Client,
-                false,
             ),
             ApiNotPublished => row(
                 StatusCode::FORBIDDEN,
                 "api_not_published",
                 "this API is not published",
                 Client,
-                false,
             ),
             MediationFailed => row(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "mediation_failed",
                 "a transformation of this API failed",
                 Blame::Internal,
-                false,
             ),
             UnsupportedMediaType => row(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
                 "this API does not accept a body of this content type",
                 Client,
-                false,
             ),
             UnsupportedTransferCoding => row(
                 StatusCode::NOT_IMPLEMENTED,
                 "unsupported_transfer_coding",
                 "the only transfer coding accepted is chunked",
                 Client,
-                false,
             ),
             NotReady => row(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_ready",
                 "the gateway has no configuration yet; retry shortly",
                 Blame::Internal,
-                true,
             ),
             SnapshotStale => row(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "snapshot_stale",
                 "the gateway cannot reach its control plane to vouch for credentials; retry later",
                 Blame::Internal,
-                true,
             ),
         }
     }
@@ -497,10 +444,6 @@ impl GatewayError {
 
     pub fn blame(&self) -> Blame {
         self.kind.spec().blame
-    }
-
-    pub fn retryable(&self) -> bool {
-        self.kind.spec().retryable
     }
 
     /// The table's stable code of this error (also the metrics' `code` label).

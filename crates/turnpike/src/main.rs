@@ -56,9 +56,9 @@ enum Command {
     /// All in one process: control plane, gateway and an echo demo API (SQLite in ./data).
     Up(cp::UpArgs),
     /// Reconcile a declarative API file against a control plane.
-    Apply(turnpike_admin::apply::ApplyArgs),
+    Apply(turnpike_cli::apply::ApplyArgs),
     /// Print a REST-API bearer token (password grant, client turnpike-cli).
-    Login(turnpike_admin::login::LoginArgs),
+    Login(turnpike_cli::login::LoginArgs),
     /// Run an API's transformation from a file on a sample, without deploying it.
     MediationTry(mediation_try::TryArgs),
 }
@@ -103,8 +103,8 @@ fn main() -> anyhow::Result<()> {
                 Command::Bench(args) => turnpike_bench::run(args).await,
                 Command::ControlPlane(args) => cp::control_plane(args).await,
                 Command::Up(args) => cp::up(args).await,
-                Command::Apply(args) => turnpike_admin::apply::run(args).await,
-                Command::Login(args) => turnpike_admin::login::run(args).await,
+                Command::Apply(args) => turnpike_cli::apply::run(args).await,
+                Command::Login(args) => turnpike_cli::login::run(args).await,
                 Command::MediationTry(args) => mediation_try::run(args).map_err(Into::into),
             }
         })

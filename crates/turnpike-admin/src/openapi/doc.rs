@@ -1,0 +1,246 @@
+//! The OpenAPI 3 document of the control plane's own REST APIs, served at
+//! `/api/am/openapi.json`, built from the operation table (`operations.rs`) and what each
+//! operation takes and returns (`detail.rs`, `schemas.rs`).
+
+use serde_json::{json, Map, Value};
+
+use crate::openapi::operations::{Operation, OPERATIONS};
+
+fn params(path: &str) -> Vec<Value> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            let schema = match name {
+                "kind" => {
+                    json!({"type": "string", "enum": ["subscription", "application", "advanced"]})
+                }
+                "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
+                "report" => json!({"type": "string", "enum": crate::rest::analytics::REPORTS}),
+                _ => json!({"type": "string"}),
+            };
+            json!({"name": name, "in": "path", "required": true, "schema": schema})
+        })
+        .collect()
+}
+
+fn error(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+}
+
+/// Operations that take no id (in the path or the query), so never answer 404.
+const NEVER_404: [&str; 26] = [
+    "getEnvironments",
+    "setEnvironments",
+    "getThrottlingSettings",
+    "setThrottlingSettings",
+    "selfSignup",
+    "getSelfSignupSettings",
+    "setSelfSignupSettings",
+    "getDevportalSettings",
+    "setDevportalSettings",
+    "getPublicPortalSettings",
+    "listAuditLog",
+    "listApis",
+    "listVisibleApis",
+    "createApi",
+    "importOpenApi",
+    "importGraphqlSchema",
+    "importWsdl",
+    "listApplications",
+    "createApplication",
+    "listUsers",
+    "createUser",
+    "listGateways",
+    "listAllApplications",
+    "exportEnvironment",
+    "changeOwnPassword",
+    "getSnapshot",
+];
+
+/// Every status an operation answers, with its body.
+fn responses(op: &Operation, has_query: bool) -> Value {
+    let (ok, schema) = crate::openapi::detail::success(op.id);
+    let mut out = Map::new();
+    let ok_body = match (op.id, schema) {
+        ("exportEnvironment", _) => json!({"description": "the declarative file", "content": {
+            "application/yaml": {"schema": {"type": "object", "description": "the file as YAML"}},
+            "application/json": {"schema": {"type": "object"}}}}),
+        ("getApiWsdl", _) => json!({"description": "the WSDL", "content": {
+            "text/xml": {"schema": {"type": "string"}}}}),
+        ("getVisibleApiDocumentContent", _) => json!({"description": "the markdown", "content": {
+            "text/markdown": {"schema": {"type": "string"}}}}),
+        ("getApiDefinition" | "getVisibleApiDefinition", Some(s)) => {
+            json!({"description": "the definition (YAML when it was imported as YAML)", "content": {
+            "application/json": {"schema": s}, "application/yaml": {"schema": {"type": "object", "description": "the document as YAML"}}}})
+        }
+        (_, Some(s)) => {
+            json!({"description": "success", "content": {"application/json": {"schema": s}}})
+        }
+        (_, None) => json!({"description": "success, no body"}),
+    };
+    out.insert(ok.to_string(), ok_body);
+    // The try operations take a free-form JSON body (no schema component) and refuse
+    // other media types as every JSON operation does.
+    let body = crate::openapi::detail::request_body(op.id).is_some()
+        || matches!(op.id, "tryApiMediation" | "tryIt");
+    let write = op.method != "get";
+    let mut add = |status: u16, what: &str| {
+        out.insert(status.to_string(), error(what));
+    };
+    if op.scope == "gateway" {
+        add(401, "not the gateway token");
+        add(503, "the control plane is stopping");
+        out.insert(
+            "304".into(),
+            json!({"description": "no newer version within the long-poll"}),
+        );
+        return Value::Object(out);
+    }
+    if body || has_query {
+        add(400, "invalid fields, all of them listed in errors[]");
+    }
+    if op.id == "selfSignup" {
+        add(403, "self sign-up is off");
+    } else if op.scope != "none" {
+        add(
+            401,
+            "no or bad credentials (WWW-Authenticate: Basic and Bearer)",
+        );
+        add(403, "the caller's roles or token scopes do not allow it");
+    }
+    if !NEVER_404.contains(&op.id) {
+        add(404, "not found (or not the caller's)");
+    }
+    if write && op.id != "changeOwnPassword" && op.id != "resetUserPassword" {
+        add(409, "conflicts with the current state");
+    }
+    if crate::openapi::detail::takes_if_match(op.id) {
+        add(412, "If-Match names an older revision");
+    }
+    if body {
+        add(413, "body over the limit (2 MiB)");
+        add(415, "not JSON");
+    }
+    if crate::openapi::detail::sends_etag(op.id) {
+        out.insert(
+            "304".into(),
+            json!({"description": "If-None-Match already has it"}),
+        );
+    }
+    Value::Object(out)
+}
+
+/// The document.
+pub fn document() -> Value {
+    let mut paths: Map<String, Value> = Map::new();
+    for op in OPERATIONS {
+        let Operation {
+            method,
+            path,
+            id,
+            summary,
+            scope,
+        } = *op;
+        let (security, description) = match crate::scopes::Scope::parse(scope) {
+            Some(s) => (
+                json!([{"basic": []}, {"bearer": [scope]}]),
+                format!(
+                    "Bearer tokens need the {scope} scope; HTTP Basic callers need the {} role.",
+                    s.role().unwrap_or("any")
+                ),
+            ),
+            None if scope == "none" => (json!([]), "No credentials.".to_string()),
+            None if scope == "catalogue" => (
+                json!([{}, {"basic": []}, {"bearer": ["apim:subscribe"]}]),
+                "No credentials while anonymous browsing is on (/api/am/admin/v1/settings/devportal); \
+                 otherwise bearer tokens need the apim:subscribe scope."
+                    .to_string(),
+            ),
+            None => (
+                json!([{"gatewayToken": []}]),
+                "Gateways only (the gateway token).".to_string(),
+            ),
+        };
+        let mut parameters = params(path);
+        let query = crate::openapi::detail::query_params(id);
+        let has_query = !query.is_empty();
+        parameters.extend(query);
+        if crate::openapi::detail::takes_if_match(id) {
+            parameters.push(json!({"name": "If-Match", "in": "header", "required": false,
+                "schema": {"type": "string"}, "description": "the ETag last read; 412 when the record changed since"}));
+        }
+        if crate::openapi::detail::sends_etag(id) {
+            parameters.push(json!({"name": "If-None-Match", "in": "header", "required": false,
+                "schema": {"type": "string"}, "description": "an ETag; 304 when it is still current"}));
+        }
+        let mut op_json = json!({
+            "operationId": id,
+            "summary": summary,
+            "description": description,
+            "parameters": parameters,
+            "security": security,
+            "responses": responses(op, has_query),
+        });
+        if let (Some((schema, required)), Some(o)) = (
+            crate::openapi::detail::request_body(id),
+            op_json.as_object_mut(),
+        ) {
+            let schema = json!({"$ref": format!("#/components/schemas/{schema}")});
+            let mut content = json!({"application/json": {"schema": schema}});
+            if method == "patch" {
+                content["application/merge-patch+json"] = json!({"schema": schema});
+            }
+            if id == "importOpenApi" {
+                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
+                    "file": {"type": "string", "format": "binary", "description": "the document, JSON or YAML"},
+                    "inlineAPIDefinition": {"type": "string"},
+                    "url": {"type": "string", "format": "uri"},
+                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
+                content["application/yaml"] =
+                    json!({"schema": {"type": "string", "description": "the bare document"}});
+            }
+            if id == "importGraphqlSchema" {
+                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
+                    "file": {"type": "string", "format": "binary", "description": "the schema (SDL)"},
+                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
+                content["application/graphql"] =
+                    json!({"schema": {"type": "string", "description": "the bare schema (SDL)"}});
+            }
+            o.insert(
+                "requestBody".into(),
+                json!({"required": required, "content": content}),
+            );
+        }
+        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
+        if let Some(obj) = entry.as_object_mut() {
+            obj.insert(method.to_string(), op_json);
+        }
+    }
+    let scopes: Map<String, Value> = crate::scopes::Scope::ALL
+        .iter()
+        .map(|s| {
+            (
+                s.as_str().to_string(),
+                json!(format!("role: {}", s.role().unwrap_or("any"))),
+            )
+        })
+        .collect();
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Turnpike control plane",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Publisher, DevPortal, Admin and gateway-sync REST APIs."
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "basic": {"type": "http", "scheme": "basic"},
+                "bearer": {"type": "oauth2", "description": "Password grant with the public client turnpike-cli; audience turnpike-control-plane",
+                    "flows": {"password": {"tokenUrl": "/oauth2/token", "refreshUrl": "/oauth2/token", "scopes": scopes}}},
+                "gatewayToken": {"type": "http", "scheme": "bearer"}
+            },
+            "schemas": crate::openapi::schemas::schemas()
+        }
+    })
+}

@@ -1,0 +1,383 @@
+//! The component schemas of the OpenAPI document: request bodies (with examples, and
+//! `additionalProperties: false` wherever the server refuses unknown fields) and
+//! response bodies (their required fields; responses may gain fields).
+
+use serde_json::{json, Value};
+
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn list_of(item: &str, paged: bool) -> Value {
+    let mut props = json!({
+        "count": {"type": "integer"},
+        "list": {"type": "array", "items": r(item)},
+    });
+    let mut required = vec!["count", "list"];
+    if paged {
+        props["pagination"] = r("Pagination");
+        required.push("pagination");
+    }
+    json!({"type": "object", "required": required, "properties": props})
+}
+
+/// Fields a client may echo back from a GET; the server ignores them on write.
+fn read_only_props() -> Value {
+    json!({
+        "id": {"type": "string", "readOnly": true},
+        "lifecycleStatus": {"type": "string", "readOnly": true},
+        "provider": {"type": "string", "readOnly": true},
+        "revision": {"type": "integer", "readOnly": true},
+        "createdTime": {"type": "integer", "readOnly": true},
+        "lastUpdatedTime": {"type": "integer", "readOnly": true}
+    })
+}
+
+fn api_props() -> Value {
+    let mut p = json!({
+        "name": {"type": "string", "minLength": 1, "maxLength": 100},
+        "context": {"type": "string", "maxLength": 200, "pattern": "^/[A-Za-z0-9/_.~-]+$"},
+        "version": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,30}$"},
+        "isDefaultVersion": {"type": "boolean"},
+        "type": {"type": "string", "enum": crate::service::api_body::API_TYPES},
+        "description": {"type": "string", "maxLength": 10000},
+        "endpoints": {"type": "array", "maxItems": 50, "items": {"type": "string", "format": "uri"}},
+        "resources": {"type": "array", "items": r("Resource")},
+        "policies": {"type": "array", "maxItems": 50, "items": {"type": "string"}, "description": "subscription tiers offered"},
+        "host": {"type": "string", "maxLength": 253, "description": "serve only for this Host (or *.example.com)"},
+        "loadBalancing": {"type": "string", "enum": ["round_robin", "failover"]},
+        "maxBodySize": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "description": "bytes, or a size such as 10MiB"},
+        "timeouts": {"type": "object", "additionalProperties": false, "properties": {
+            "connect": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "5s"},
+            "response": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s"}}},
+        "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
+        "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
+        "mediation": r("Mediation"),
+        "requestBuffering": {"type": "object", "additionalProperties": false, "description": "read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md)", "properties": {
+            "enabled": {"type": "boolean"},
+            "size": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "maxLength": 30}], "example": "1MiB"},
+            "timeout": {"type": "string", "maxLength": 30, "example": "30s"}}},
+        "deprecation": {"type": "object", "additionalProperties": false, "description": "dates a DEPRECATED API's responses announce (Deprecation, Sunset and Link headers); RFC 3339 dates", "properties": {
+            "since": {"type": "string", "maxLength": 30, "example": "2026-06-30"},
+            "sunset": {"type": "string", "maxLength": 30, "example": "2026-12-31T00:00:00Z"},
+            "link": {"type": "string", "maxLength": 2000, "format": "uri"}}},
+        "corsConfiguration": {"type": "object", "additionalProperties": false, "description": "CORS at the gateway (docs/policies.md): preflights answered before auth", "properties": {
+            "corsConfigurationEnabled": {"type": "boolean"},
+            "accessControlAllowOrigins": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "example": ["https://app.example"]},
+            "accessControlAllowMethods": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessControlAllowHeaders": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessControlExposeHeaders": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessControlAllowCredentials": {"type": "boolean"},
+            "accessControlMaxAge": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "example": "10m"}}},
+        "paths": {"type": "object", "additionalProperties": false, "description": "how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted", "properties": {
+            "matrix_parameters": {"type": "string", "enum": ["refuse", "strip"], "default": "refuse", "description": "refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path"},
+            "case_insensitive": {"type": "boolean", "default": false, "description": "templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case"}}},
+        "tags": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 100}}
+    });
+    if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {
+        for (k, v) in ro {
+            o.insert(k.clone(), v.clone());
+        }
+    }
+    p
+}
+
+fn api_example() -> Value {
+    json!({"name": "Pets", "context": "/pets", "version": "v1", "isDefaultVersion": true,
+        "endpoints": ["http://127.0.0.1:8080"],
+        "resources": [{"path": "/pets", "methods": ["GET", "POST"]}, {"path": "/health", "methods": ["GET"], "auth": "none"}],
+        "policies": ["Gold", "Unlimited"]})
+}
+
+fn tier_props() -> Value {
+    json!({
+        "name": {"type": "string", "minLength": 1, "maxLength": 100},
+        "description": {"type": "string", "maxLength": 1000},
+        "requestCount": {"type": "integer", "minimum": 1, "nullable": true, "description": "requests per unitSeconds; neither this nor dataAmount: unlimited"},
+        "dataAmount": {"type": "integer", "minimum": 1, "description": "bytes per unitSeconds (a bandwidth tier)"},
+        "unitSeconds": {"type": "integer", "minimum": 1, "maximum": 31622400},
+        "burst": {"type": "object", "additionalProperties": false, "required": ["requests", "per"], "properties": {
+            "requests": {"type": "integer", "minimum": 0}, "per": {"type": "string", "enum": ["second", "minute"]}},
+            "description": "subscription tiers: a spike limit on top of the quota"},
+        "stopOnQuota": {"type": "boolean", "description": "subscription tiers: false makes a billing tier (over-quota requests pass)"},
+        "conditionalGroups": {"type": "array", "items": {"type": "object"}, "description": "advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}})"},
+        "kind": {"type": "string", "readOnly": true},
+        "revision": {"type": "integer", "readOnly": true}
+    })
+}
+
+fn strict(required: &[&str], props: Value, example: Value) -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props, "example": example})
+}
+
+/// Every schema the operations name.
+pub fn schemas() -> Value {
+    let tier_example = json!({"name": "Platinum", "requestCount": 20000, "unitSeconds": 60, "burst": {"requests": 500, "per": "second"}});
+    let mut all = serde_json::Map::new();
+    let part = json!({
+        "Resource": {
+            "type": "object",
+            "required": ["path", "methods"],
+            "additionalProperties": false,
+            "properties": {
+                "path": {"type": "string", "description": "template under /{context}/{version}: /pets, /pets/{id}, /pets/*"},
+                "methods": {"type": "array", "items": {"type": "string", "enum": turnpike_model::rest::METHODS}},
+                "scopes": {"type": "array", "maxItems": 50, "description": "a caller's token needs any one of them (secured APIs only)",
+                    "items": {"type": "string", "pattern": "^[!#-\\[\\]-~]{1,100}$"}},
+                "auth": {"type": "string", "enum": ["none"], "description": "open although the API is secured"},
+                "throttlingPolicy": {"type": "string", "description": "the resource's advanced policy"},
+                "mediation": r("Mediation")
+            }
+        },
+        "Mediation": {"type": "object", "additionalProperties": false,
+            "description": "request and response transformations (headers, query, path, a jq program on the body), as the declarative file's mediation: (docs/mediation.md); a resource's direction replaces the API's",
+            "properties": {"request": {"type": "object"}, "response": {"type": "object"}},
+            "example": {"request": {"headers": {"set": {"x-source": "gateway"}}, "body": {"jq": "{order: .}"}}}},
+        "Api": strict(&["name", "context", "version"], api_props(), api_example()),
+        "ApiUpdate": {"type": "object", "additionalProperties": false, "properties": api_props(),
+            "description": "PUT: fields left out keep their values. PATCH: a JSON Merge Patch (null restores a default).",
+            "example": {"endpoints": ["http://127.0.0.1:8081"], "isDefaultVersion": false}},
+        "ApiRecord": {"type": "object", "required": ["id", "name", "context", "version", "isDefaultVersion", "lifecycleStatus", "type", "endpoints", "resources", "policies", "provider", "revision"], "properties": api_props()},
+        "PortalApi": {"type": "object", "required": ["id", "name", "context", "version", "endpointURLs"], "properties": {
+            "id": {"type": "string"}, "name": {"type": "string"}, "context": {"type": "string"}, "version": {"type": "string"},
+            "endpointURLs": {"type": "array", "items": {"type": "object", "required": ["environmentName", "URLs"], "properties": {
+                "environmentName": {"type": "string"},
+                "URLs": {"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}},
+                "defaultVersionURLs": {"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}}}}}}},
+        "PortalApiList": list_of("PortalApi", true),
+        "DocumentInput": strict(&["name"], json!({
+            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "summary": {"type": "string", "maxLength": 1000},
+            "content": {"type": "string", "maxLength": 1000000, "description": "markdown"},
+            "id": {"type": "string", "readOnly": true}, "apiId": {"type": "string", "readOnly": true},
+            "revision": {"type": "integer", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }), json!({"name": "Getting started", "summary": "Your first call", "content": "# Getting started\n\n`curl https://gw/pets/v1/pets`"})),
+        "DocumentUpdate": {"type": "object", "additionalProperties": false, "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "summary": {"type": "string"}, "content": {"type": "string"},
+            "id": {"type": "string", "readOnly": true}, "apiId": {"type": "string", "readOnly": true},
+            "revision": {"type": "integer", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }, "example": {"summary": "Your first call, step by step"}},
+        "Document": {"type": "object", "required": ["id", "apiId", "name", "summary", "content", "revision"], "properties": {
+            "id": {"type": "string"}, "apiId": {"type": "string"}, "name": {"type": "string"}, "summary": {"type": "string"},
+            "content": {"type": "string"}, "revision": {"type": "integer"}, "createdTime": {"type": "integer"}}},
+        "DocumentList": list_of("Document", false),
+        "Environments": strict(&["environments"], json!({
+            "environments": {"type": "array", "items": {"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
+                "name": {"type": "string"}, "httpUrl": {"type": "string", "format": "uri"}, "httpsUrl": {"type": "string", "format": "uri"}}}}
+        }), json!({"environments": [{"name": "Production", "httpUrl": "http://gw.example.com", "httpsUrl": "https://gw.example.com"}]})),
+        "ThrottlingSettings": strict(&[], json!({
+            "unauthenticatedTier": {"type": "string", "nullable": true, "description": "subscription tier applied per client IP to requests without an application (Unauthenticated when null)"},
+            "rateLimitHeaders": {"type": "string", "enum": ["ietf", "legacy", "both", "none"]}
+        }), json!({"unauthenticatedTier": "Bronze", "rateLimitHeaders": "both"})),
+        "Pagination": {"type": "object", "required": ["offset", "limit", "total"], "properties": {
+            "offset": {"type": "integer"}, "limit": {"type": "integer"}, "total": {"type": "integer"}}},
+        "ApiList": list_of("ApiRecord", true)
+    });
+    if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    let part = json!({
+        "LifecycleState": {"type": "object", "required": ["state", "availableTransitions"], "properties": {
+            "state": {"type": "string"}, "availableTransitions": {"type": "array", "items": {"type": "string"}}}},
+        "ImportOpenApi": strict(&[], json!({
+            "definition": {"description": "an OpenAPI 3 document (object, or YAML/JSON text)"},
+            "url": {"type": "string", "format": "uri", "description": "where to fetch the document instead (http or https)"},
+            "additionalProperties": {"type": "object", "description": "API fields (context is required; WSO2's endpointConfig is read as endpoints)"}
+        }), json!({"definition": {"openapi": "3.0.3", "info": {"title": "Pets", "version": "v1"}, "paths": {"/pets": {"get": {}}}},
+            "additionalProperties": {"context": "/pets"}})),
+        "ImportGraphqlSchema": strict(&["definition"], json!({
+            "definition": {"type": "string", "description": "the schema in SDL"},
+            "additionalProperties": {"type": "object", "description": "API fields (context is required); a graphql object adds limits, tiers... to the imported schema"}
+        }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
+        "GraphqlExplainInput": strict(&["query"], json!({
+            "query": {"type": "string"},
+            "operationName": {"type": "string"},
+            "variables": {"type": "object"},
+            "tier": {"type": "string", "description": "a tier of the API's graphql.tiers (the default limits otherwise)"}
+        }), json!({"query": "{ hero { name friends { name } } }"})),
+        "ImportWsdl": strict(&[], json!({
+            "wsdl": {"type": "string", "description": "the WSDL 1.1 text (or, with zip, the root WSDL's path in it)"},
+            "files": {"type": "object", "additionalProperties": {"type": "string"}, "description": "the files the WSDL imports, by the relative path it names them with"},
+            "zip": {"type": "string", "format": "byte", "description": "a base64 zip holding the WSDL and its XSDs"},
+            "url": {"type": "string", "format": "uri", "description": "where to fetch the WSDL instead (http or https)"},
+            "type": {"type": "string", "enum": ["SOAP", "SOAP_TO_REST"], "description": "pass-through (default) or REST resources per operation"},
+            "service": {"type": "string"}, "port": {"type": "string", "description": "the port (hence SOAP version) to use; default the first SOAP port"},
+            "getOperations": {"type": "array", "items": {"type": "string"}, "description": "SOAP_TO_REST operations called with GET"},
+            "additionalProperties": {"type": "object", "description": "API fields (context is required)"}
+        }), json!({"wsdl": include_str!("../../../../bench/soap/echo.wsdl"), "type": "SOAP_TO_REST", "port": "Echo12",
+            "additionalProperties": {"context": "/echo-soap"}})),
+        "ApiSecurity": {
+            "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",
+            "nullable": true,
+            "oneOf": [
+                {"type": "string", "enum": ["none"]},
+                {"type": "object", "additionalProperties": false, "properties": {
+                    "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
+                    "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
+                    "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
+                    "backend_jwt": {"type": "object"}}}
+            ],
+            "example": {"oauth2": true, "api_key": true, "api_key_query": "apikey"}
+        },
+        "ApplicationInput": strict(&["name"], json!({
+            "name": {"type": "string", "minLength": 1, "maxLength": 100},
+            "throttlingPolicy": {"type": "string", "description": "an application tier (Unlimited when left out)"},
+            "description": {"type": "string", "maxLength": 10000},
+            "id": {"type": "string", "readOnly": true}, "owner": {"type": "string", "readOnly": true},
+            "status": {"type": "string", "readOnly": true},
+            "revision": {"type": "integer", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }), json!({"name": "shop", "throttlingPolicy": "50PerMin"})),
+        "ApplicationUpdate": {"type": "object", "additionalProperties": false, "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 100},
+            "throttlingPolicy": {"type": "string"}, "description": {"type": "string"},
+            "id": {"type": "string", "readOnly": true}, "owner": {"type": "string", "readOnly": true},
+            "status": {"type": "string", "readOnly": true},
+            "revision": {"type": "integer", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }, "example": {"description": "the shop's back office"}},
+        "Application": {"type": "object", "required": ["id", "name", "owner", "throttlingPolicy", "status", "revision"], "properties": {
+            "id": {"type": "string"}, "name": {"type": "string"}, "owner": {"type": "string"},
+            "throttlingPolicy": {"type": "string"}, "description": {"type": "string"},
+            "status": {"type": "string", "enum": ["ACTIVE", "DISABLED"]},
+            "revision": {"type": "integer"}, "createdTime": {"type": "integer"}}}
+    });
+    if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    let part = json!({
+        "ApplicationList": list_of("Application", true),
+        "ApplicationStatus": strict(&["status"], json!({"status": {"type": "string", "enum": ["ACTIVE", "DISABLED"]}}), json!({"status": "DISABLED"})),
+        "SubscriptionInput": strict(&["applicationId", "apiId", "throttlingPolicy"], json!({
+            "applicationId": {"type": "string"}, "apiId": {"type": "string"},
+            "throttlingPolicy": {"type": "string", "description": "a tier the API offers"},
+            "id": {"type": "string", "readOnly": true}, "status": {"type": "string", "readOnly": true},
+            "revision": {"type": "integer", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }), json!({"applicationId": "…", "apiId": "…", "throttlingPolicy": "Gold"})),
+        "Subscription": {"type": "object", "required": ["id", "applicationId", "apiId", "throttlingPolicy", "status", "revision"], "properties": {
+            "id": {"type": "string"}, "applicationId": {"type": "string"}, "apiId": {"type": "string"},
+            "throttlingPolicy": {"type": "string"},
+            "status": {"type": "string", "enum": ["ACTIVE", "BLOCKED", "PROD_ONLY_BLOCKED", "ON_HOLD", "REJECTED"]},
+            "revision": {"type": "integer"}, "createdTime": {"type": "integer"}}},
+        "SubscriptionList": list_of("Subscription", true),
+        "TierInput": strict(&["name"], tier_props(), tier_example)
+    });
+    if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    let part = json!({
+        "TierUpdate": {"type": "object", "additionalProperties": false, "properties": tier_props(),
+            "description": "PUT: fields left out keep their values. PATCH: a JSON Merge Patch.",
+            "example": {"requestCount": 30000}},
+        "Tier": {"type": "object", "required": ["kind", "name", "description", "requestCount", "unitSeconds", "revision"], "properties": tier_props()},
+        "TierList": list_of("Tier", false),
+        "UserInput": strict(&["name", "password", "roles"], json!({
+            "name": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "^[^:]+$"},
+            "password": {"type": "string", "minLength": 8, "maxLength": 1000, "writeOnly": true},
+            "roles": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "string", "enum": turnpike_store::ROLES}},
+            "status": {"type": "string", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }), json!({"name": "carol", "password": "correct horse", "roles": ["subscriber"]})),
+        "UserPatch": strict(&[], json!({
+            "roles": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "string", "enum": turnpike_store::ROLES}},
+            "status": {"type": "string", "enum": ["ACTIVE", "DISABLED"]},
+            "name": {"type": "string", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }), json!({"roles": ["publisher"], "status": "ACTIVE"})),
+        "User": {"type": "object", "required": ["name", "roles", "status", "createdTime"], "properties": {
+            "name": {"type": "string"}, "roles": {"type": "array", "items": {"type": "string"}},
+            "status": {"type": "string", "enum": ["ACTIVE", "DISABLED", "PENDING"]}, "createdTime": {"type": "integer"}}}
+    });
+    if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    let part = json!({
+        "UserList": list_of("User", false),
+        "AuditLog": list_of("AuditEntry", true),
+        "AuditEntry": {"type": "object", "required": ["version", "previousVersion", "timestamp", "time", "user", "action"], "properties": {
+            "version": {"type": "integer", "description": "the store version this change made"},
+            "previousVersion": {"type": "integer", "description": "the version before it"},
+            "timestamp": {"type": "integer", "description": "Unix milliseconds"},
+            "time": {"type": "string", "format": "date-time"},
+            "user": {"type": "string"},
+            "action": {"type": "string"}}},
+        "SignUp": strict(&["name", "password"], json!({
+            "name": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "^[^:]+$"},
+            "password": {"type": "string", "minLength": 8, "maxLength": 1000, "writeOnly": true}
+        }), json!({"name": "dave", "password": "correct horse"})),
+        "SelfSignupSettings": strict(&[], json!({
+            "enabled": {"type": "boolean"}, "approval": {"type": "boolean"}
+        }), json!({"enabled": true, "approval": true})),
+        "DevportalSettings": strict(&[], json!({
+            "anonymousBrowsing": {"type": "boolean"}
+        }), json!({"anonymousBrowsing": true})),
+        "PublicPortalSettings": strict(&["anonymousBrowsing", "selfSignup"], json!({
+            "anonymousBrowsing": {"type": "boolean"}, "selfSignup": {"type": "boolean"}
+        }), json!({"anonymousBrowsing": true, "selfSignup": false})),
+        "PasswordReset": strict(&["password"], json!({"password": {"type": "string", "minLength": 8, "maxLength": 1000, "writeOnly": true}}), json!({"password": "a new password"})),
+        "PasswordChange": strict(&["currentPassword", "newPassword"], json!({
+            "currentPassword": {"type": "string", "writeOnly": true},
+            "newPassword": {"type": "string", "minLength": 8, "maxLength": 1000, "writeOnly": true}
+        }), json!({"currentPassword": "the old one", "newPassword": "a new password"})),
+        "GatewayList": {"type": "object", "required": ["controlPlaneVersion", "count", "list"], "properties": {
+            "controlPlaneVersion": {"type": "integer"}, "count": {"type": "integer"},
+            "list": {"type": "array", "items": {"type": "object"}}}},
+        "KeysInput": strict(&[], json!({
+            "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},
+            "grantTypes": {"type": "array", "items": {"type": "string", "enum": ["client_credentials", "password", "refresh_token"]}},
+            "tokenType": {"type": "string", "enum": ["JWT", "OPAQUE"]},
+            "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessTokenTtl": {"type": "integer", "minimum": 1, "maximum": 86400},
+            "refreshTokenTtl": {"type": "integer", "minimum": 1, "maximum": 7776000},
+            "callbackUrl": {"type": "string", "format": "uri"}
+        }), json!({"keyType": "PRODUCTION", "grantTypes": ["client_credentials"], "tokenType": "JWT"})),
+        "KeysUpdate": strict(&[], json!({
+            "grantTypes": {"type": "array", "items": {"type": "string", "enum": ["client_credentials", "password", "refresh_token"]}},
+            "tokenType": {"type": "string", "enum": ["JWT", "OPAQUE"]},
+            "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "accessTokenTtl": {"type": "integer", "minimum": 1, "maximum": 86400},
+            "refreshTokenTtl": {"type": "integer", "minimum": 1, "maximum": 7776000},
+            "callbackUrl": {"type": "string", "format": "uri"},
+            "keyType": {"type": "string", "readOnly": true}, "consumerKey": {"type": "string", "readOnly": true},
+            "consumerSecret": {"type": "string", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
+        }), json!({"scopes": ["pets:read", "pets:write"], "callbackUrl": "https://shop.example.com/callback"})),
+        "Keys": {"type": "object", "required": ["consumerKey", "keyType", "tokenType", "grantTypes", "scopes"], "properties": {
+            "consumerKey": {"type": "string"}, "consumerSecret": {"type": "string", "description": "shown once"},
+            "keyType": {"type": "string"}, "tokenType": {"type": "string"},
+            "grantTypes": {"type": "array", "items": {"type": "string"}}, "scopes": {"type": "array", "items": {"type": "string"}},
+            "accessTokenTtl": {"type": "integer"}, "refreshTokenTtl": {"type": "integer"}, "createdTime": {"type": "integer"},
+            "callbackUrl": {"type": "string", "nullable": true}}}
+    });
+    if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    let part = json!({
+        "KeysList": list_of("Keys", false),
+        "ApiKeyInput": strict(&[], json!({
+            "name": {"type": "string", "maxLength": 100},
+            "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},
+            "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+            "validityPeriod": {"type": "integer", "minimum": 1, "description": "seconds; never expires when left out"}
+        }), json!({"name": "ci", "validityPeriod": 86400})),
+        "ApiKey": {"type": "object", "required": ["id", "name", "keyType", "scopes"], "properties": {
+            "id": {"type": "string"}, "name": {"type": "string"}, "keyType": {"type": "string"},
+            "scopes": {"type": "array", "items": {"type": "string"}}, "createdTime": {"type": "integer"},
+            "expiresAt": {"type": "integer", "nullable": true}, "apikey": {"type": "string", "description": "shown once"}}},
+        "ApiKeyList": list_of("ApiKey", false),
+        "SigningKeys": {"type": "object", "required": ["count", "list"], "properties": {
+            "activeKid": {"type": "string", "nullable": true}, "count": {"type": "integer"},
+            "list": {"type": "array", "items": {"type": "object"}}}},
+        "Error": {
+            "type": "object",
+            "required": ["code", "message", "request_id"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "request_id": {"type": "string"},
+                "errors": {"type": "array", "items": {"type": "object", "required": ["field", "message"], "properties": {
+                    "field": {"type": "string"}, "message": {"type": "string"}}}}
+            }
+        }
+    });
+    if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    Value::Object(all)
+}

@@ -1,0 +1,6 @@
+//! What the routes and the importers call to change an API: the REST body read into
+//! the store's input, validated (fields, tiers, the gateways' own compile), stored.
+
+pub(crate) mod api;
+pub(crate) mod api_body;
+pub(crate) mod cors_body;

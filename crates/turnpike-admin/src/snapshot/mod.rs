@@ -1,0 +1,258 @@
+//! Snapshot distribution: compiles the live APIs into the declarative file format
+//! (`turnpike_model::GatewayFile`, sent as JSON: DB-less and control-plane gateways run the
+//! same compile code; with the key manager it carries `security:` and each API's `auth:`,
+//! see `security.rs`), serves it by long-poll with the version as cursor
+//! (`GET /api/am/gateway/v1/snapshot?after=V`), authenticated by the gateway token, and
+//! records what each gateway reports it serves and how long the last change took to reach it.
+//! A gateway that already holds a recent version (and says so with
+//! `x-turnpike-accept-delta`) gets only what changed (`delta.rs`, `turnpike_sync::wire`).
+//! A build (`build.rs`) reads the APIs' revisions, the sections and the subscription counter; API rows
+//! are refetched only when their revision or security moved (`index.rs`), a million
+//! subscriptions reread only when that counter moved (`subs.rs`), and the whole
+//! file is serialized only when some gateway asks for it whole.
+
+pub(crate) mod build;
+pub(crate) mod delta;
+pub(crate) mod index;
+pub(crate) mod subs;
+pub(crate) mod throttling;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde::Serialize;
+
+use crate::auth::constant_time_eq;
+use crate::error::{ApiError, ApiResult};
+use crate::snapshot::build::{build, Built, Indexes};
+use crate::AppState;
+
+pub const VERSION_HEADER: &str = "x-turnpike-version";
+pub const HASH_HEADER: &str = "x-turnpike-hash";
+pub const GATEWAY_HEADER: &str = "x-turnpike-gateway";
+pub const SERVING_HEADER: &str = "x-turnpike-serving";
+pub const SERVING_HASH_HEADER: &str = "x-turnpike-serving-hash";
+
+/// What one gateway last told us.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayStatus {
+    pub id: String,
+    pub serving_version: u64,
+    pub serving_hash: String,
+    pub last_seen_ms_ago: u64,
+    /// Time from the commit of `serving_version` to the gateway reporting it, when this
+    /// control plane saw the commit.
+    pub last_convergence_ms: Option<u64>,
+    pub up_to_date: bool,
+    #[serde(skip)]
+    last_seen: Option<Instant>,
+}
+
+/// Gateways and commit times.
+#[derive(Default)]
+pub struct Gateways {
+    gateways: Mutex<HashMap<String, GatewayStatus>>,
+    commits: Mutex<BTreeMap<u64, Instant>>,
+}
+
+impl Gateways {
+    pub fn committed(&self, version: u64) {
+        if let Ok(mut c) = self.commits.lock() {
+            c.insert(version, Instant::now());
+            while c.len() > 10_000 {
+                c.pop_first();
+            }
+        }
+    }
+
+    fn report(&self, id: &str, version: u64, hash: &str) {
+        let commit_at = self
+            .commits
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&version).copied());
+        let Ok(mut g) = self.gateways.lock() else {
+            return;
+        };
+        let entry = g.entry(id.to_string()).or_insert_with(|| GatewayStatus {
+            id: id.to_string(),
+            serving_version: 0,
+            serving_hash: String::new(),
+            last_seen_ms_ago: 0,
+            last_convergence_ms: None,
+            up_to_date: false,
+            last_seen: None,
+        });
+        if version != entry.serving_version {
+            entry.last_convergence_ms = commit_at.map(|t| t.elapsed().as_millis() as u64);
+        }
+        entry.serving_version = version;
+        entry.serving_hash = hash.to_string();
+        entry.last_seen = Some(Instant::now());
+    }
+
+    pub fn list(&self, current: u64) -> Vec<GatewayStatus> {
+        let Ok(g) = self.gateways.lock() else {
+            return Vec::new();
+        };
+        let mut out: Vec<GatewayStatus> = g
+            .values()
+            .map(|s| {
+                let mut s = s.clone();
+                s.last_seen_ms_ago = s
+                    .last_seen
+                    .map(|t| t.elapsed().as_millis() as u64)
+                    .unwrap_or(0);
+                s.up_to_date = s.serving_version >= current;
+                s
+            })
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out
+    }
+}
+
+/// The last built snapshot, reused until the version moves, and the subscription index
+/// builds update.
+#[derive(Default)]
+pub struct Cache {
+    last: tokio::sync::Mutex<Last>,
+    deltas: crate::snapshot::delta::Deltas,
+    /// How long the last build took.
+    last_build_ms: AtomicU64,
+}
+
+#[derive(Default)]
+struct Last {
+    built: Option<Arc<Built>>,
+    indexes: Indexes,
+}
+
+impl Cache {
+    async fn get(&self, s: &AppState, at_least: u64) -> Result<Arc<Built>, ApiError> {
+        let mut last = self.last.lock().await;
+        if let Some(b) = last.built.as_ref().filter(|b| b.version >= at_least) {
+            return Ok(b.clone());
+        }
+        // One change is often several commits (create, secure, publish): when a build is
+        // slow, wait a tenth of it (at most 250 ms) so one build takes them all.
+        let pause = self.last_build_ms.load(Ordering::Relaxed) / 10;
+        if pause > 0 {
+            tokio::time::sleep(Duration::from_millis(pause.min(250))).await;
+        }
+        let security = s
+            .inner
+            .security
+            .get()
+            .map(|sec| (sec, s.inner.config.gateway_token.as_str()));
+        let started = Instant::now();
+        let b = Arc::new(build(&s.inner.store, security, &mut last.indexes).await?);
+        self.last_build_ms
+            .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.deltas.built(&b);
+        last.built = Some(b.clone());
+        Ok(b)
+    }
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/snapshot", get(snapshot))
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn snapshot(
+    State(s): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let token = header(&headers, "authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(ApiError::unauthorized)?;
+    let expected = s.inner.config.gateway_token.as_bytes();
+    if expected.is_empty() || !constant_time_eq(token.trim().as_bytes(), expected) {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "bad gateway token",
+        ));
+    }
+    let after = match q.get("after") {
+        None => 0,
+        Some(a) => a
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad_request("after must be a version number"))?,
+    };
+    let wait = q
+        .get("wait")
+        .and_then(|w| w.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(s.inner.config.long_poll)
+        .min(s.inner.config.long_poll);
+    if let Some(id) = header(&headers, GATEWAY_HEADER) {
+        let serving = header(&headers, SERVING_HEADER)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(after);
+        let hash = header(&headers, SERVING_HASH_HEADER).unwrap_or("");
+        s.inner
+            .gateways
+            .report(&id.chars().take(100).collect::<String>(), serving, hash);
+    }
+    let mut rx = s.inner.store.watch_version();
+    let current = *rx.borrow_and_update();
+    // A cursor from the future (another database, a restore) gets a full resync.
+    if current == after {
+        let mut closing = s.inner.closing.subscribe();
+        let waited = tokio::select! {
+            w = tokio::time::timeout(wait, rx.wait_for(|v| *v > after)) => matches!(w, Ok(Ok(_))),
+            _ = closing.wait_for(|c| *c) => {
+                return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the control plane is stopping; retry"));
+            }
+        };
+        if !waited {
+            let v = HeaderValue::from(current);
+            return Ok((StatusCode::NOT_MODIFIED, [(VERSION_HEADER, v)]).into_response());
+        }
+    }
+    let latest = *rx.borrow();
+    let built = s.inner.snapshots.get(&s, latest).await?;
+    let hash = HeaderValue::from_str(&built.hash).unwrap_or(HeaderValue::from_static(""));
+    let delta = header(&headers, turnpike_sync::ACCEPT_DELTA_HEADER)
+        .zip(header(&headers, SERVING_HEADER).and_then(|v| v.parse::<u64>().ok()))
+        .zip(header(&headers, SERVING_HASH_HEADER))
+        .and_then(|((_, base), base_hash)| s.inner.snapshots.deltas.delta(&built, base, base_hash));
+    let (kind, body) = match delta {
+        Some(d) => ("delta", d),
+        None => ("full", built.full_body().await?),
+    };
+    Ok((
+        StatusCode::OK,
+        [
+            (
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                http::header::HeaderName::from_static(VERSION_HEADER),
+                HeaderValue::from(built.version),
+            ),
+            (http::header::HeaderName::from_static(HASH_HEADER), hash),
+            (
+                http::header::HeaderName::from_static(turnpike_sync::KIND_HEADER),
+                HeaderValue::from_static(kind),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
