@@ -32,8 +32,6 @@ pub struct CompiledApi {
     pub response_timeout: Duration,
     /// Authentication and authorisation; `None` for an open, published API.
     pub security: Option<Arc<crate::security::ApiSecurity>>,
-    /// Throttling; `None` when the API is not throttled.
-    pub throttle: Option<Arc<crate::throttling::ApiThrottle>>,
     /// Request/response transformations; `None` when the API has none.
     pub mediation: Option<Arc<crate::mediation::ApiMediation>>,
     /// What runs for every request of this API, in order (`crate::chain`): lifecycle,

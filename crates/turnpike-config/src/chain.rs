@@ -25,14 +25,14 @@ use turnpike_edge::{BodyLimit, Cors, Deprecation, Lifecycle};
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
+use turnpike_throttle::policy::Throttle;
 
 use crate::entries::{entries, EntrySpec};
 use crate::policies::auth::{Auth, Secured};
-use crate::policies::graphql::{Graphql, Operations};
+use crate::policies::graphql::Graphql;
 use crate::policies::mediation::{Mediated, Mediation};
-use crate::policies::throttle::{Throttle, Throttled};
 use crate::soap::Soap;
-use crate::{mediation, security, soap, throttling, PolicyRuntime};
+use crate::{mediation, security, soap, PolicyRuntime};
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
@@ -48,9 +48,8 @@ pub(crate) fn prepare(
     turnpike_edge::lifecycle::prepare(file, scratch, problems);
     let (secured, subscriptions) = security::compile(file, runtime, reuse.clone(), problems);
     scratch.insert(Secured(secured));
-    let (throttled, operations) = throttling::compile(file, runtime, reuse.as_deref(), problems);
-    scratch.insert(Throttled(throttled));
-    scratch.insert(Operations(operations));
+    let reused_tiers = reuse.as_deref().map(|s| s.tiers().collect());
+    turnpike_throttle::policy::prepare(file, runtime.kernel(), reused_tiers, scratch, problems);
     scratch.insert(Mediated(mediation::compile(file, problems)));
     subscriptions
 }

@@ -37,14 +37,12 @@ mod security;
 mod snapshot;
 mod soap;
 mod spans;
-mod throttling;
 mod validate;
 
 use std::sync::Arc;
 
 use policies::auth::Secured;
 use policies::mediation::Mediated;
-use policies::throttle::Throttled;
 
 pub use api::CompiledApi;
 pub use buffering::{
@@ -61,7 +59,6 @@ pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, P
 pub use runtime::PolicyRuntime;
 pub use security::{ApiSecurity, ResourceRule};
 pub use snapshot::{RouteResult, Snapshot};
-pub use throttling::{ApiThrottle, ResourcePolicy};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};
 pub use turnpike_policy::spec::duration::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
@@ -136,7 +133,6 @@ fn compile_inner(
             .get::<Secured>()
             .and_then(|s| s.of(c.index))
             .cloned();
-        c.api.throttle = nth(scratch.get::<Throttled>().map(|t| &t.0), c.index);
         c.api.mediation = nth(scratch.get::<Mediated>().map(|m| &m.0), c.index);
     }
     let router = router::Router::build(&checked, &mut problems);

@@ -24,12 +24,14 @@ impl PolicyRuntime {
 
     /// Fresh caches and counters whose policies send CPU-heavy work to `offload`.
     pub fn with_offload(offload: Arc<dyn Offload>) -> Self {
+        let kernel = Runtime::new(offload);
         PolicyRuntime {
             auth: Arc::new(turnpike_auth::AuthRuntime::new(Arc::new(
                 turnpike_auth::SystemClock,
             ))),
-            throttle: turnpike_throttle::CounterStore::new(Default::default()),
-            kernel: Runtime::new(offload),
+            // The same store the throttle kind builds on (kept in the kernel runtime).
+            throttle: turnpike_throttle::policy::counters(&kernel),
+            kernel,
         }
     }
 

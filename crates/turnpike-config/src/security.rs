@@ -105,7 +105,10 @@ pub(crate) fn compile(
         match runtime.auth.compile_reusing(&file.security, reuse) {
             Ok(c) => {
                 if let Some(jwt) = &c.jwt {
-                    jwt.keep_claims(crate::throttling::claim_names(file));
+                    // The throttling conditions' and mediation's claims.
+                    let claims = turnpike_throttle::policy::condition_claims(file)
+                        .chain(crate::mediation::claim_names(file));
+                    jwt.keep_claims(turnpike_auth::KeptClaims::new(claims));
                 }
                 Some(c)
             }

@@ -149,7 +149,6 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             connect_timeout,
             response_timeout,
             security: None,
-            throttle: None,
             mediation: None,
             chain: turnpike_policy::Chain::default(),
             label,

@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use http::Method;
 use turnpike_config::{ConfigError, PolicyRuntime, Snapshot};
+use turnpike_throttle::policy::{ApiThrottle, ThrottlePolicy};
 use turnpike_throttle::{RequestFacts, UnixNanos};
 
 fn compile(yaml: &str, rt: &PolicyRuntime) -> Result<Snapshot, ConfigError> {
@@ -43,11 +44,19 @@ const SECTION: &str = "throttling:
       default_limit: { requests: 2, per: minute }
 ";
 
+/// API `i`'s compiled throttling, read from its chain.
+fn throttle(snap: &Snapshot, i: usize) -> Option<&ApiThrottle> {
+    snap.apis[i]
+        .chain
+        .find::<ThrottlePolicy>()
+        .map(ThrottlePolicy::api)
+}
+
 #[test]
 fn defaults_by_name_and_only_referencing_apis_are_throttled() {
     let snap = compile(&format!("{SECTION}{APIS}"), &PolicyRuntime::new()).expect("valid");
-    assert!(snap.apis[0].throttle.is_none(), "an open API pays nothing");
-    let t = snap.apis[1].throttle.as_ref().expect("throttled");
+    assert!(throttle(&snap, 0).is_none(), "an open API pays nothing");
+    let t = throttle(&snap, 1).expect("throttled");
     assert_eq!(&*t.api_id, "/limited/v1");
     assert_eq!(t.api_policy.as_deref(), Some("10KPerMin"));
     let r = t
@@ -96,7 +105,7 @@ fn counters_survive_a_recompile_on_the_same_runtime() {
     let now = UnixNanos::from_secs(1_000_020);
     let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let take = |snap: &Snapshot| {
-        let t = snap.apis[1].throttle.as_ref().expect("throttled");
+        let t = throttle(snap, 1).expect("throttled");
         let f = RequestFacts {
             resource: Some("/orders/{id}"),
             resource_policy: Some("Tiny"),

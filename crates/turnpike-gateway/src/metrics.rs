@@ -36,6 +36,7 @@ use metrics::{Counter, Gauge, Key, Label, Level, Metadata, Recorder};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
 use tokio::net::TcpListener;
 use turnpike_config::{CompiledApi, Snapshot};
+use turnpike_throttle::policy::ThrottlePolicy;
 
 use crate::error::ErrorKind;
 use crate::health::Health;
@@ -558,7 +559,8 @@ impl GatewayMetrics {
 fn throttle_store(snap: &Snapshot) -> Option<Arc<turnpike_throttle::CounterStore>> {
     snap.apis
         .iter()
-        .find_map(|a| a.throttle.as_ref().map(|t| t.throttler.store().clone()))
+        .find_map(|a| a.chain.find::<ThrottlePolicy>())
+        .map(|t| t.api().throttler.store().clone())
 }
 
 /// The throttle counter store's size and what it could not track (one store per

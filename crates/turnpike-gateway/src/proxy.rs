@@ -30,7 +30,7 @@ use crate::error::{ErrorKind, GatewayError};
 use crate::headers::{self, request_host, X_REQUEST_ID};
 use crate::lenient::{normalise_uri, Lenient};
 use crate::park::HeldBody;
-use crate::response_body::{self as body, OnBodyEnd, ResponseBody};
+use crate::response_body::{self as body, ResponseBody};
 use crate::upstream::forward::{forward, Upstream};
 
 /// The service of every connection: what HTTP forbids is refused first (`edge.rs`),
@@ -273,9 +273,6 @@ async fn exchange(
                 b
             }
         };
-    }
-    if let Some(end) = rparts.extensions.remove::<OnBodyEnd>() {
-        rbody.on_end(end);
     }
     (Response::from_parts(rparts, rbody), failed)
 }

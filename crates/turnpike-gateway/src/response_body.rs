@@ -1,8 +1,8 @@
 //! What the client receives: [`ResponseBody`], a generated or buffered body or the
 //! upstream's (which hands its HTTP/1.1 connection back to the pool at end of stream,
 //! `upstream/body.rs`). When someone must know how the body ended (bytes sent, client
-//! gone: `on_complete`, the access log, metrics, bandwidth quotas), a [`BodyEnd`] and/or
-//! an [`OnBodyEnd`] ride along and are told once. [`collect`] reads a whole body (either
+//! gone: `on_complete`, the access log, metrics, bandwidth quotas), a [`BodyEnd`] rides
+//! along and is told once. [`collect`] reads a whole body (either
 //! side) for a policy that asked for it; [`set_length`] is the one place that fixes
 //! `Content-Length`/`Transfer-Encoding` after a body was replaced, for both upstream
 //! clients and the client side.
@@ -15,7 +15,6 @@ use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
-pub(crate) use turnpike_policy::OnBodyEnd;
 
 use crate::client_body::BodyError;
 use crate::error::{ErrorKind, GatewayError};
@@ -114,15 +113,11 @@ pub(crate) trait BodyEnd: Send {
 /// What must hear about the end of a body, boxed only when something does.
 struct Tail {
     bytes: u64,
-    meter: Option<OnBodyEnd>,
     end: Option<Box<dyn BodyEnd>>,
 }
 
 impl Tail {
     fn finish(&mut self, how: Ending) {
-        if let Some(OnBodyEnd(f)) = self.meter.take() {
-            f(self.bytes);
-        }
         if let Some(mut e) = self.end.take() {
             e.end(self.bytes, how);
         }
@@ -185,16 +180,9 @@ impl ResponseBody {
         self.tail.get_or_insert_with(|| {
             Box::new(Tail {
                 bytes: 0,
-                meter: None,
                 end: None,
             })
         })
-    }
-
-    /// Calls `end` once with the bytes sent to the client, when the body ends (or is
-    /// dropped early, with what was sent).
-    pub(crate) fn on_end(&mut self, end: OnBodyEnd) {
-        self.tail().meter = Some(end);
     }
 
     /// Hands `end` the body's fate: called once when the last byte went out, or when

@@ -8,14 +8,17 @@
 //! `errors[]` body (`extensions.code` `THROTTLED`) and the throttler's RateLimit and
 //! `Retry-After` headers; the other operations' takes are given back.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{request, Response, StatusCode};
+use turnpike_model::clock::Clock;
 use turnpike_model::graphql::{GraphqlSpec, OperationType};
 use turnpike_model::throttling::HeaderStyle;
+use turnpike_policy::http::query_param;
 use turnpike_policy::RequestCtx;
-use turnpike_throttle::{Clock, Lookup, RequestFacts, SystemClock, Throttler};
+use turnpike_throttle::{Lookup, RequestFacts, Throttler};
 
 use crate::analysis::{OperationKind, RootField};
 use crate::error::{errors_body, ErrorCode, GraphqlError};
@@ -31,9 +34,10 @@ struct Throttled {
 }
 
 /// The operations of one API that carry a policy, and where they count.
-#[derive(Debug)]
 pub struct OperationThrottle {
     throttler: Arc<Throttler>,
+    /// The runtime's clock (tests drive it by hand).
+    clock: Arc<dyn Clock>,
     api_id: Box<str>,
     headers: HeaderStyle,
     operations: Vec<Throttled>,
@@ -43,12 +47,22 @@ pub struct OperationThrottle {
 #[derive(Debug, Clone)]
 pub(crate) struct ThrottledBy(pub(crate) Arc<str>);
 
+impl std::fmt::Debug for OperationThrottle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperationThrottle")
+            .field("api_id", &self.api_id)
+            .field("operations", &self.operations)
+            .finish_non_exhaustive()
+    }
+}
+
 impl OperationThrottle {
     /// `None` when no operation of `spec` names a policy (other than `Unlimited`): such an
     /// API pays nothing. Policy names are checked by the caller (it knows the throttler).
     pub fn new(
         spec: &GraphqlSpec,
         throttler: Arc<Throttler>,
+        clock: Arc<dyn Clock>,
         api_id: &str,
         headers: HeaderStyle,
     ) -> Option<Self> {
@@ -75,6 +89,7 @@ impl OperationThrottle {
             .collect();
         (!operations.is_empty()).then(|| OperationThrottle {
             throttler,
+            clock,
             api_id: api_id.into(),
             headers,
             operations,
@@ -117,7 +132,7 @@ impl OperationThrottle {
         };
         let (d, index) = self
             .throttler
-            .check_operations(&facts, &called, SystemClock.now());
+            .check_operations(&facts, &called, self.clock.now());
         if d.allowed {
             return None;
         }
@@ -156,11 +171,8 @@ impl Lookup for OpLookup<'_> {
         self.req.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    fn query(&self, name: &str) -> Option<&str> {
-        self.req.uri.query()?.split('&').find_map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (k == name).then_some(v)
-        })
+    fn query(&self, name: &str) -> Option<Cow<'_, str>> {
+        query_param(self.req.uri.query()?, name)
     }
 
     fn claim(&self, name: &str) -> Option<&str> {

@@ -265,9 +265,3 @@ pub struct ApiLabel {
     pub context: Box<str>,
     pub version: Box<str>,
 }
-
-/// Put in a response's extensions by a response hook that needs the size of a body sent
-/// without `Content-Length` (bandwidth quotas): the gateway calls it once with the bytes
-/// sent, when the body ends or the client goes away. Costs nothing when absent.
-#[derive(Clone)]
-pub struct OnBodyEnd(pub Arc<dyn Fn(u64) + Send + Sync>);

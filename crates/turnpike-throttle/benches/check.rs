@@ -21,7 +21,7 @@ fn throttler() -> Throttler {
     spec.advanced_policies
         .push(AdvancedPolicy::per_minute("Huge", u64::MAX >> 30));
     Throttler::build(&spec, CounterStore::new(StoreConfig::default()))
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
 fn hot() -> RequestFacts<'static> {

@@ -9,19 +9,12 @@ use std::sync::Arc;
 use http::HeaderValue;
 use turnpike_model::fnv::{fnv64_extend, FNV_OFFSET};
 use turnpike_model::throttling::{BurstUnit, Condition, Limit, ThrottleSpec, UNAUTHENTICATED};
-use turnpike_policy::RuleId;
+use turnpike_policy::{Problem, RuleId};
 
 use crate::ip::IpRange;
 use crate::stats::RuleStats;
 use crate::store::{CounterStore, KeyHash};
 use crate::throttler::Throttler;
-
-/// Every problem found in a spec.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid throttling policies: {}", .problems.join("; "))]
-pub struct BuildError {
-    pub problems: Vec<String>,
-}
 
 /// Policy names to compiled policies. Names come from the configuration, never from a
 /// client, so a fast non-keyed hash (FNV-1a with a multiply finaliser) is safe here and
@@ -239,8 +232,9 @@ fn rate_order(rules: &[Rule], a: RuleId, b: RuleId) -> std::cmp::Ordering {
 }
 
 impl Throttler {
-    /// Validates and compiles `spec` over `store` (keep one store for the process).
-    pub fn build(spec: &ThrottleSpec, store: Arc<CounterStore>) -> Result<Self, BuildError> {
+    /// Validates and compiles `spec` over `store` (keep one store for the process); every
+    /// problem found is at `throttling`, its message naming the tier or policy.
+    pub fn build(spec: &ThrottleSpec, store: Arc<CounterStore>) -> Result<Self, Vec<Problem>> {
         let mut b = Builder::default();
         check_names(
             "subscription tier",
@@ -376,9 +370,9 @@ impl Throttler {
             ));
         }
         if !b.problems.is_empty() {
-            return Err(BuildError {
-                problems: b.problems,
-            });
+            // The caller, which has the file's own lists, names the entry at fault.
+            let at = |m: String| Problem::new("throttling", m);
+            return Err(b.problems.into_iter().map(at).collect());
         }
         Ok(Throttler::from_parts(
             store,

@@ -1,8 +1,9 @@
 //! What the throttler needs to know about a request, borrowed from the gateway's
 //! per-request context: ids (from the route and the identity), the client address, and a
 //! small lookup trait for headers, query parameters and token claims, so a check copies
-//! and allocates nothing.
+//! nothing and allocates only to decode an escaped query value.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Header, query-parameter and claim lookups for conditional groups. Every method has a
@@ -12,8 +13,9 @@ pub trait Lookup {
     fn header(&self, _name: &str) -> Option<&str> {
         None
     }
-    /// A query parameter by name (first occurrence, decoded).
-    fn query(&self, _name: &str) -> Option<&str> {
+    /// A query parameter by name (first occurrence, decoded: `%20` and `+` are spaces,
+    /// as `turnpike_policy::http::query_param` reads them).
+    fn query(&self, _name: &str) -> Option<Cow<'_, str>> {
         None
     }
     /// A claim of the caller's token, as a string.

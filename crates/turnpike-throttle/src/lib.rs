@@ -5,9 +5,11 @@
 //! leased from Redis by a background task (no Redis round trip on the request path).
 //!
 //! Counters live in a `CounterStore` that outlives snapshots, keyed by stable ids, so a
-//! configuration swap never resets a quota. Time comes from an injectable `Clock`.
-//! It depends only on `turnpike-model` (the policy data); see docs/throttling.md for the model,
-//! the accuracy of each algorithm and the cluster's over-admission bound.
+//! configuration swap never resets a quota. Time comes from an injectable `Clock`. The
+//! throttle policy kind (`policy`: `impl PolicyKind` and `impl Policy`) is here too. It
+//! depends only on `turnpike-model` (the policy data) and `turnpike-policy` (the kernel);
+//! see docs/throttling.md for the model, the accuracy of each algorithm and the
+//! cluster's over-admission bound.
 
 mod cluster;
 mod compile;
@@ -15,12 +17,12 @@ mod counter;
 mod facts;
 mod headers;
 mod ip;
+pub mod policy;
 mod stats;
 mod store;
 mod throttler;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};
-pub use compile::BuildError;
 pub use facts::{Lookup, NoLookup, RequestFacts};
 pub use headers::retry_after_secs;
 pub use ip::IpRange;

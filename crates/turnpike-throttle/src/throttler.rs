@@ -101,6 +101,12 @@ impl Throttler {
         self.advanced.contains_key(name)
     }
 
+    /// Whether some quota counts bytes (then responses must be charged).
+    pub fn has_bandwidth_quota(&self) -> bool {
+        let bytes = |r: &Rule| matches!(r.kind, RuleKind::Quota { bytes: true, .. });
+        self.rules.iter().any(bytes)
+    }
+
     /// Checks that named a tier or policy this throttler does not know (they pass
     /// unlimited at that level; config validation should make this impossible).
     pub fn unknown_policy_total(&self) -> u64 {
@@ -419,7 +425,7 @@ fn cond_matches(c: &CondC, f: &RequestFacts<'_>) -> bool {
     match c {
         CondC::Ip(r) => r.contains(f.client_ip),
         CondC::Header(n, m) => m.matches(f.lookup.header(n)),
-        CondC::Query(n, m) => m.matches(f.lookup.query(n)),
+        CondC::Query(n, m) => m.matches(f.lookup.query(n).as_deref()),
         CondC::Claim(n, m) => m.matches(f.lookup.claim(n)),
     }
 }

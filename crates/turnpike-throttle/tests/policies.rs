@@ -1,5 +1,6 @@
 //! Each policy kind and condition, told as small stories over a hand-driven clock.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -51,8 +52,8 @@ impl Lookup for Map {
     fn header(&self, n: &str) -> Option<&str> {
         self.0.get(n).copied()
     }
-    fn query(&self, n: &str) -> Option<&str> {
-        self.1.get(n).copied()
+    fn query(&self, n: &str) -> Option<Cow<'_, str>> {
+        self.1.get(n).copied().map(Cow::Borrowed)
     }
     fn claim(&self, n: &str) -> Option<&str> {
         self.1.get(n).copied()
@@ -588,7 +589,7 @@ unauthenticated_tier: Nobody
     let spec: ThrottleSpec = serde_yaml::from_str(bad).expect("yaml");
     let err =
         Throttler::build(&spec, CounterStore::new(StoreConfig::default())).expect_err("invalid");
-    assert_eq!(err.problems.len(), 6, "{:?}", err.problems);
+    assert_eq!(err.len(), 6, "{:?}", err);
 }
 
 #[test]

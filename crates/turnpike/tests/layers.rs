@@ -189,7 +189,6 @@ const POLICIES_LEFT_IN_CONFIG: &[&str] = &[
     "policies/auth.rs",
     "policies/graphql.rs",
     "policies/mediation.rs",
-    "policies/throttle.rs",
     "soap.rs",
 ];
 

@@ -7,15 +7,11 @@
 
 use std::sync::Arc;
 
+use turnpike_graphql::OperationThrottle;
 use turnpike_graphql::{AnalysisCache, CostQuotas, GraphqlPolicy};
 use turnpike_model::graphql::GraphqlSpec;
 use turnpike_policy::{BuildCx, Policy, PolicyKind, Problem, Stage};
-
-use crate::throttling::OperationThrottles;
-
-/// Every GraphQL API's operation throttling (indexed like `file.apis`), prepared with
-/// the file's `throttling:` section; each build takes its API's.
-pub(crate) struct Operations(pub(crate) OperationThrottles);
+use turnpike_throttle::policy::Throttled;
 
 pub(crate) struct Graphql;
 
@@ -28,11 +24,9 @@ impl PolicyKind for Graphql {
     }
 
     fn build(spec: &GraphqlSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
-        let throttle = cx
-            .scratch
-            .get_mut::<Operations>()
-            .and_then(|o| o.0.get_mut(cx.api))
-            .and_then(Option::take);
+        let api = cx.file.apis.get(cx.api)?;
+        let id = turnpike_model::api_id(&api.context, &api.version);
+        let throttle = operation_throttle(spec, &id, cx);
         let cache = cx.runtime.get_or_init(AnalysisCache::default);
         let compiled = match turnpike_graphql::compile(spec, (*cache).clone()) {
             Ok(c) => c,
@@ -44,12 +38,25 @@ impl PolicyKind for Graphql {
                 return None;
             }
         };
-        let api = cx.file.apis.get(cx.api)?;
         Some(Arc::new(GraphqlPolicy::new(
             compiled,
             cx.runtime.get_or_init(CostQuotas::default),
-            &format!("{}/{}", api.context, api.version),
+            &id,
             throttle,
         )))
     }
+}
+
+/// The API's operations' throttling, counted in the throttler the file's `throttling:`
+/// section compiled into the scratch (none when the section asks for nothing or has
+/// problems).
+fn operation_throttle(spec: &GraphqlSpec, id: &str, cx: &BuildCx<'_>) -> Option<OperationThrottle> {
+    let throttled = cx.scratch.get::<Throttled>()?;
+    OperationThrottle::new(
+        spec,
+        throttled.throttler.clone()?,
+        cx.runtime.clock().clone(),
+        id,
+        throttled.headers,
+    )
 }

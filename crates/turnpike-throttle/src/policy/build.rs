@@ -1,23 +1,23 @@
 //! Compiles the file's `throttling:` section (laid over WSO2's default tiers) into one
-//! `Throttler` per snapshot, over the gateway's long-lived `CounterStore` (so a swap
-//! keeps every count), each API's `throttling:` / resources' `throttling:` into
-//! [`ApiThrottle`], and a GraphQL API's `graphql.operations[].throttling` into its
-//! `turnpike_graphql::OperationThrottle` (same throttler and store). Unknown policy and tier names, bad limits and conditions become
-//! [`Problem`]s with document paths (`apis[0].throttling`,
-//! `apis[0].graphql.operations[1].throttling`, `throttling.advanced_policies[1]`,
-//! `security.subscriptions[2].tier`).
+//! `Throttler` per snapshot, over the runtime's long-lived `CounterStore` (so a swap
+//! keeps every count), and each API's `throttling:` / resources' `throttling:` into
+//! [`ApiThrottle`]. The throttler is left in the scratch ([`Throttled`]) for the GraphQL
+//! kind, which counts its `graphql.operations[].throttling` in it. Unknown policy and
+//! tier names, bad limits and conditions become [`Problem`]s with document paths
+//! (`apis[0].throttling`, `apis[0].graphql.operations[1].throttling`,
+//! `throttling.advanced_policies[1]`, `security.subscriptions[2].tier`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use http::Method;
-use turnpike_model::throttling::{HeaderStyle, ThrottleSpec};
+use turnpike_model::throttling::{Condition, HeaderStyle, ThrottleSpec};
 use turnpike_model::{ApiSpec, GatewayFile};
-use turnpike_throttle::Throttler;
-
-use crate::error::Problem;
 use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::template::Template;
+use turnpike_policy::{Problem, Runtime, Scratch};
+
+use crate::{CounterStore, Throttler, UNLIMITED};
 
 /// What the throttle policy needs for one API: compiled once per snapshot.
 pub struct ApiThrottle {
@@ -89,51 +89,87 @@ fn graphql_throttled(api: &ApiSpec) -> bool {
         .is_some_and(|g| g.operations.iter().any(|o| o.throttling.is_some()))
 }
 
-/// Per API (indexed like `file.apis`): its GraphQL operations' policies, held by the
-/// GraphQL policy (`None` for an API without any).
-pub(crate) type OperationThrottles = Vec<Option<turnpike_graphql::OperationThrottle>>;
+/// What [`prepare`] leaves in the scratch: the file's throttler (`None` when nothing
+/// asks for throttling or the section has problems) and each API's compiled throttling
+/// (indexed like `file.apis`).
+pub struct Throttled {
+    /// The snapshot's throttler, which GraphQL operations count in too.
+    pub throttler: Option<Arc<Throttler>>,
+    /// The rate-limit header style of the section.
+    pub headers: HeaderStyle,
+    apis: Vec<Option<Arc<ApiThrottle>>>,
+}
 
-/// Compiles the section and every API's references; `None` per API that is not
-/// throttled (then the request path pays one branch). An API is throttled when it or one
-/// of its resources names a policy, or when it is secured (its subscriptions carry tiers).
-/// `reused`: the subscription table kept from the previous snapshot (its tiers are
-/// checked instead of `file.security.subscriptions`). Also returns each GraphQL API's
-/// operation policies (counted in the same throttler, by the GraphQL policy once its
-/// analysis knows the operations a request calls).
-pub(crate) fn compile(
-    file: &GatewayFile,
-    runtime: &crate::PolicyRuntime,
-    reused: Option<&turnpike_auth::Subscriptions>,
-    problems: &mut Vec<Problem>,
-) -> (Vec<Option<Arc<ApiThrottle>>>, OperationThrottles) {
-    let none = || {
-        (
-            vec![None; file.apis.len()],
-            file.apis.iter().map(|_| None).collect(),
-        )
-    };
-    if !wanted(file) && reused.is_none_or(|s| s.is_empty()) {
-        return none();
+impl Throttled {
+    /// API `i`'s throttling, if it is throttled.
+    pub fn api(&self, i: usize) -> Option<&Arc<ApiThrottle>> {
+        self.apis.get(i)?.as_ref()
     }
+}
+
+/// The process's counter store, kept in the runtime so every snapshot compiled on it
+/// (and the gateway's sweep and cluster sync) counts in the same one.
+pub fn counters(runtime: &Runtime) -> Arc<CounterStore> {
+    struct Counters(Arc<CounterStore>);
+    let init = || Counters(CounterStore::new(Default::default()));
+    runtime.get_or_init(init).0.clone()
+}
+
+/// Compiles the section and every API's references into `scratch` ([`Throttled`]); an
+/// API that is not throttled gets `None` (then the request path pays one branch). An
+/// API is throttled when it or one of its resources names a policy, or when it is
+/// secured (its subscriptions carry tiers). `reused_tiers`: the tiers of the
+/// subscription table kept from the previous snapshot (checked instead of
+/// `file.security.subscriptions`).
+pub fn prepare(
+    file: &GatewayFile,
+    runtime: &Runtime,
+    reused_tiers: Option<Vec<&str>>,
+    scratch: &mut Scratch,
+    problems: &mut Vec<Problem>,
+) {
+    let mut out = Throttled {
+        throttler: None,
+        headers: HeaderStyle::default(),
+        apis: vec![None; file.apis.len()],
+    };
+    if wanted(file) || reused_tiers.as_ref().is_some_and(|t| !t.is_empty()) {
+        compile(
+            file,
+            runtime,
+            reused_tiers.unwrap_or_default(),
+            &mut out,
+            problems,
+        );
+    }
+    scratch.insert(out);
+}
+
+fn compile(
+    file: &GatewayFile,
+    runtime: &Runtime,
+    reused_tiers: Vec<&str>,
+    out: &mut Throttled,
+    problems: &mut Vec<Problem>,
+) {
     let spec = file.throttling.clone().over_wso2_defaults();
-    let throttler = match Throttler::build(&spec, runtime.throttle.clone()) {
+    let throttler = match Throttler::build(&spec, counters(runtime)) {
         Ok(t) => Arc::new(t),
-        Err(e) => {
-            for p in e.problems {
-                problems.push(Problem::new(locate(&file.throttling, &p), p));
+        Err(found) => {
+            for p in found {
+                let at = locate(&file.throttling, &p.message);
+                problems.push(Problem::new(at, p.message));
             }
-            return none();
+            return;
         }
     };
     check_references(file, &throttler, problems);
-    if let Some(subs) = reused {
-        for tier in subs.tiers() {
-            if !throttler.has_subscription_tier(tier) {
-                problems.push(Problem::new(
-                    "security.subscriptions",
-                    format!("no subscription tier named {tier:?} (declare it under throttling.subscription_tiers, or use Gold, Silver, Bronze or Unlimited)"),
-                ));
-            }
+    for tier in reused_tiers {
+        if !throttler.has_subscription_tier(tier) {
+            problems.push(Problem::new(
+                "security.subscriptions",
+                format!("no subscription tier named {tier:?} (declare it under throttling.subscription_tiers, or use Gold, Silver, Bronze or Unlimited)"),
+            ));
         }
     }
     let application_tiers: Arc<HashMap<Box<str>, Box<str>>> = Arc::new(
@@ -142,47 +178,34 @@ pub(crate) fn compile(
             .map(|a| (a.application.as_str().into(), a.tier.as_str().into()))
             .collect(),
     );
-    let operations = file
-        .apis
-        .iter()
-        .map(|api| {
-            let g = api.graphql.as_ref()?;
-            let id = turnpike_model::api_id(&api.context, &api.version);
-            turnpike_graphql::OperationThrottle::new(g, throttler.clone(), &id, spec.headers)
-        })
-        .collect();
-    let apis = file
-        .apis
-        .iter()
-        .map(|api| {
-            let secured = api.auth.as_ref().is_some_and(|a| !a.is_open());
-            let resources = api.resources.iter().any(|r| r.throttling.is_some());
-            (secured || resources || api.throttling.is_some()).then(|| {
-                Arc::new(ApiThrottle {
-                    throttler: throttler.clone(),
-                    api_id: turnpike_model::api_id(&api.context, &api.version).into(),
-                    api_policy: api
-                        .throttling
-                        .as_deref()
-                        .filter(|p| *p != turnpike_throttle::UNLIMITED)
-                        .map(Into::into),
-                    application_tiers: application_tiers.clone(),
-                    headers: spec.headers,
-                    resources: resources.then(|| resource_policies(api)),
-                })
+    let api_throttle = |api: &ApiSpec| {
+        let secured = api.auth.as_ref().is_some_and(|a| !a.is_open());
+        let resources = api.resources.iter().any(|r| r.throttling.is_some());
+        (secured || resources || api.throttling.is_some()).then(|| {
+            Arc::new(ApiThrottle {
+                throttler: throttler.clone(),
+                api_id: turnpike_model::api_id(&api.context, &api.version).into(),
+                api_policy: api
+                    .throttling
+                    .as_deref()
+                    .filter(|p| *p != UNLIMITED)
+                    .map(Into::into),
+                application_tiers: application_tiers.clone(),
+                headers: spec.headers,
+                resources: resources.then(|| resource_policies(api)),
             })
         })
-        .collect();
-    (apis, operations)
+    };
+    out.apis = file.apis.iter().map(api_throttle).collect();
+    out.headers = spec.headers;
+    out.throttler = Some(throttler);
 }
 
-/// The token claims the file's conditions and transformations read: the JWT validator
-/// keeps exactly these in each verified token's identity, so a `claim` condition is a
-/// lookup in a short list.
-pub(crate) fn claim_names(file: &GatewayFile) -> turnpike_auth::KeptClaims {
-    use turnpike_model::throttling::Condition;
-    let conditions = file
-        .throttling
+/// The token claims the file's throttling conditions read (the JWT validator keeps
+/// these, with mediation's, in each verified token's identity, so a `claim` condition
+/// is a lookup in a short list).
+pub fn condition_claims(file: &GatewayFile) -> impl Iterator<Item = Box<str>> + '_ {
+    file.throttling
         .advanced_policies
         .iter()
         .flat_map(|p| &p.groups)
@@ -190,8 +213,7 @@ pub(crate) fn claim_names(file: &GatewayFile) -> turnpike_auth::KeptClaims {
         .filter_map(|c| match c {
             Condition::Claim { name, .. } => Some(Box::<str>::from(name.as_str())),
             _ => None,
-        });
-    turnpike_auth::KeptClaims::new(conditions.chain(crate::mediation::claim_names(file)))
+        })
 }
 
 /// Every name the file uses must be a declared (or default) policy of the right kind.
@@ -279,7 +301,7 @@ fn resource_policies(api: &ApiSpec) -> matchit::Router<Vec<ResourcePolicy>> {
         let Some(policy) = r.throttling.as_deref() else {
             continue;
         };
-        if policy == turnpike_throttle::UNLIMITED {
+        if policy == UNLIMITED {
             continue;
         }
         // Bad templates and methods are reported by validation.
