@@ -3,7 +3,9 @@
 //! verified tokens, opaque tokens introspected with a bounded cache, a negative cache and
 //! single-flight, API keys (SHA-256 at rest), HTTP Basic (argon2, verified credentials
 //! cached briefly); then authorisation (subscription state, resource scopes) and an
-//! optional back-end JWT. Must not depend on the store, the admin API or the gateway.
+//! optional back-end JWT. [`policy`] is the auth kind of an API's chain (built from the
+//! file's `security:` and the API's `auth:`). Must not depend on the store, the admin API,
+//! the config compiler or the gateway.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -21,6 +23,7 @@ mod jwks_fetch;
 mod jws;
 mod jwt;
 mod numeric_date;
+pub mod policy;
 mod spec;
 
 pub use apikey::{hash_api_key, ApiKeyRecord, ApiKeyValidator};
@@ -37,8 +40,7 @@ pub use jwks_fetch::{spawn_jwks_refresh, JwksSource};
 pub use jwt::{JwksError, JwtValidator, KeySet, Revocations, TrustedIssuer, VerifyKey};
 pub use spec::{
     ApiAuthSpec, ApiKeySpec, AuthRuntime, BackendJwtSpec, BasicUserSpec, CompiledSecurity,
-    IntrospectionSpec, IssuerSpec, SecuritySpec, SpecError, SubscriptionSpec,
-    DEFAULT_TOKEN_CACHE_BYTES,
+    IntrospectionSpec, IssuerSpec, SecuritySpec, SubscriptionSpec, DEFAULT_TOKEN_CACHE_BYTES,
 };
 pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use turnpike_model::security::ResourceAuth;

@@ -15,7 +15,7 @@ pub use turnpike_model::security::{
 };
 
 use turnpike_model::clock::Clock;
-use turnpike_policy::{Identity, KeyType};
+use turnpike_policy::{Identity, KeyType, Problem};
 
 use crate::apikey::{ApiKeyRecord, ApiKeyValidator};
 use crate::authenticator::{ApiKeyLocation, Authenticator};
@@ -30,25 +30,15 @@ use crate::introspect::{IntrospectionConfig, Introspector};
 use crate::jwks_fetch::{spawn_jwks_refresh, JwksSource};
 use crate::jwt::{JwtValidator, KeySet, Revocations, TrustedIssuer};
 
-/// One invalid field: where and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct SpecError {
-    pub path: String,
-    pub message: String,
-}
-
-fn err(errors: &mut Vec<SpecError>, path: String, message: impl Into<String>) {
-    errors.push(SpecError {
-        path,
-        message: message.into(),
-    });
+/// Records one invalid field: its path inside the section (`issuers[0].jwks`) and why.
+fn err(errors: &mut Vec<Problem>, path: String, message: impl Into<String>) {
+    errors.push(Problem::new(path, message));
 }
 
 fn mapping(
     claims: &HashMap<String, String>,
     path: &str,
-    errors: &mut Vec<SpecError>,
+    errors: &mut Vec<Problem>,
 ) -> ClaimMapping {
     let mut m = ClaimMapping::default();
     for (field, claim) in claims {
@@ -170,7 +160,7 @@ impl AuthRuntime {
 
     /// Compiles a spec, or lists every problem in it. Must run inside a tokio runtime
     /// when the spec names JWKS URLs (their refreshers are spawned here).
-    pub fn compile(&self, spec: &SecuritySpec) -> Result<CompiledSecurity, Vec<SpecError>> {
+    pub fn compile(&self, spec: &SecuritySpec) -> Result<CompiledSecurity, Vec<Problem>> {
         self.compile_reusing(spec, None)
     }
 
@@ -181,7 +171,7 @@ impl AuthRuntime {
         &self,
         spec: &SecuritySpec,
         subscriptions: Option<Arc<Subscriptions>>,
-    ) -> Result<CompiledSecurity, Vec<SpecError>> {
+    ) -> Result<CompiledSecurity, Vec<Problem>> {
         let mut errors = Vec::new();
         let issuers = self.issuers(spec, &mut errors);
         let introspector = self.introspector(spec, &mut errors);
@@ -276,7 +266,7 @@ impl AuthRuntime {
         })
     }
 
-    fn issuers(&self, spec: &SecuritySpec, errors: &mut Vec<SpecError>) -> Vec<Arc<TrustedIssuer>> {
+    fn issuers(&self, spec: &SecuritySpec, errors: &mut Vec<Problem>) -> Vec<Arc<TrustedIssuer>> {
         let mut out = Vec::new();
         for (i, is) in spec.issuers.iter().enumerate() {
             let path = format!("issuers[{i}]");
@@ -336,7 +326,7 @@ impl AuthRuntime {
     fn introspector(
         &self,
         spec: &SecuritySpec,
-        errors: &mut Vec<SpecError>,
+        errors: &mut Vec<Problem>,
     ) -> Option<Arc<Introspector>> {
         let is = spec.introspection.as_ref()?;
         let uri = match is.endpoint.parse::<http::Uri>() {
@@ -369,13 +359,11 @@ impl AuthRuntime {
 
 impl CompiledSecurity {
     /// The authenticator for one API.
-    pub fn authenticator(&self, api: &ApiAuthSpec) -> Result<Authenticator, SpecError> {
+    pub fn authenticator(&self, api: &ApiAuthSpec) -> Result<Authenticator, Problem> {
         let header = match &api.api_key_header {
             Some(h) => Some(
-                http::HeaderName::from_bytes(h.as_bytes()).map_err(|_| SpecError {
-                    path: "api_key_header".into(),
-                    message: "not a valid header name".into(),
-                })?,
+                http::HeaderName::from_bytes(h.as_bytes())
+                    .map_err(|_| Problem::new("api_key_header", "not a valid header name"))?,
             ),
             None => ApiKeyLocation::default().header,
         };

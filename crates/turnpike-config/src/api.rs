@@ -30,8 +30,6 @@ pub struct CompiledApi {
     pub connect_timeout: Duration,
     /// Time allowed from sending the request to the upstream's response headers.
     pub response_timeout: Duration,
-    /// Authentication and authorisation; `None` for an open, published API.
-    pub security: Option<Arc<crate::security::ApiSecurity>>,
     /// Request/response transformations; `None` when the API has none.
     pub mediation: Option<Arc<crate::mediation::ApiMediation>>,
     /// What runs for every request of this API, in order (`crate::chain`): lifecycle,

@@ -20,6 +20,7 @@
 
 use std::sync::Arc;
 
+use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
 use turnpike_edge::{BodyLimit, Cors, Deprecation, Lifecycle};
 use turnpike_model::policy::PolicySpec;
@@ -28,11 +29,10 @@ use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scra
 use turnpike_throttle::policy::Throttle;
 
 use crate::entries::{entries, EntrySpec};
-use crate::policies::auth::{Auth, Secured};
 use crate::policies::graphql::Graphql;
 use crate::policies::mediation::{Mediated, Mediation};
 use crate::soap::Soap;
-use crate::{mediation, security, soap, PolicyRuntime};
+use crate::{mediation, soap, PolicyRuntime};
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
@@ -46,8 +46,20 @@ pub(crate) fn prepare(
 ) -> Option<Arc<Subscriptions>> {
     scratch.insert(soap::expand(file, problems));
     turnpike_edge::lifecycle::prepare(file, scratch, problems);
-    let (secured, subscriptions) = security::compile(file, runtime, reuse.clone(), problems);
-    scratch.insert(Secured(secured));
+    let subscriptions = turnpike_auth::policy::prepare(
+        file,
+        &runtime.auth,
+        reuse.clone(),
+        || {
+            // The throttling conditions' and mediation's claims.
+            turnpike_auth::KeptClaims::new(
+                turnpike_throttle::policy::condition_claims(file)
+                    .chain(mediation::claim_names(file)),
+            )
+        },
+        scratch,
+        problems,
+    );
     let reused_tiers = reuse.as_deref().map(|s| s.tiers().collect());
     turnpike_throttle::policy::prepare(file, runtime.kernel(), reused_tiers, scratch, problems);
     scratch.insert(Mediated(mediation::compile(file, problems)));

@@ -33,7 +33,6 @@ mod path_chars;
 mod policies;
 mod router;
 mod runtime;
-mod security;
 mod snapshot;
 mod soap;
 mod spans;
@@ -41,7 +40,6 @@ mod validate;
 
 use std::sync::Arc;
 
-use policies::auth::Secured;
 use policies::mediation::Mediated;
 
 pub use api::CompiledApi;
@@ -57,7 +55,6 @@ pub use mediation::{
 };
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
-pub use security::{ApiSecurity, ResourceRule};
 pub use snapshot::{RouteResult, Snapshot};
 pub use turnpike_auth::Subscriptions;
 pub use turnpike_model::{GatewayFile, LoadBalancing, MatrixParameters, PathsSpec};
@@ -128,11 +125,6 @@ fn compile_inner(
             .get_mut(c.index)
             .map(std::mem::take)
             .unwrap_or_default();
-        // Still read by metrics and the mediation try-it (until they ask the runtime).
-        c.api.security = scratch
-            .get::<Secured>()
-            .and_then(|s| s.of(c.index))
-            .cloned();
         c.api.mediation = nth(scratch.get::<Mediated>().map(|m| &m.0), c.index);
     }
     let router = router::Router::build(&checked, &mut problems);

@@ -148,7 +148,6 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             request_buffering,
             connect_timeout,
             response_timeout,
-            security: None,
             mediation: None,
             chain: turnpike_policy::Chain::default(),
             label,

@@ -1,6 +1,7 @@
 //! Every validation rule: each bad value is refused with its line, column and a plain
 //! message, and all problems of a file are reported at once.
 
+use turnpike_auth::policy::{AuthPolicy, ResourceRule};
 use turnpike_config::{ConfigError, Location, Snapshot};
 
 /// The problems of a file that must be refused, as "line:col message".
@@ -340,16 +341,17 @@ fn the_secured_example_compiles() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/secured.yaml");
     let snap = Snapshot::load(std::path::Path::new(path)).expect("examples/secured.yaml");
     let api = &snap.apis[0];
-    let sec = api.security.as_ref().expect("secured");
+    let auth = api.chain.find::<AuthPolicy>().expect("secured");
+    let sec = auth.security();
     assert_eq!(sec.api_id, "/shop/v1");
     assert!(sec.authenticator.is_some() && sec.backend_jwt.is_some());
     assert_eq!(
         sec.resource_rule(&http::Method::GET, "/health"),
-        Some(&turnpike_config::ResourceRule::Open)
+        Some(&ResourceRule::Open)
     );
     assert!(matches!(
         sec.resource_rule(&http::Method::POST, "/pets"),
-        Some(turnpike_config::ResourceRule::Scopes(_))
+        Some(ResourceRule::Scopes(_))
     ));
 }
 

@@ -35,6 +35,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use metrics::{Counter, Gauge, Key, Label, Level, Metadata, Recorder};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
 use tokio::net::TcpListener;
+use turnpike_auth::policy::AuthPolicy;
 use turnpike_config::{CompiledApi, Snapshot};
 use turnpike_throttle::policy::ThrottlePolicy;
 
@@ -592,7 +593,8 @@ fn render_token_caches(snap: &Snapshot, out: &mut String) {
     let authns = || {
         snap.apis
             .iter()
-            .filter_map(|a| a.security.as_ref()?.authenticator.as_ref())
+            .filter_map(|a| a.chain.find::<AuthPolicy>())
+            .filter_map(|p| p.security().authenticator.as_ref())
     };
     let jwt = authns()
         .find_map(|a| a.jwt.as_ref())

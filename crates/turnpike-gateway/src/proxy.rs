@@ -382,13 +382,14 @@ fn stale_refusal(
     ctx: &RequestCtx,
     parts: &request::Parts,
 ) -> Result<(), GatewayError> {
-    let Some(sec) = api.security.as_deref() else {
+    let Some(auth) = api.chain.find::<turnpike_auth::policy::AuthPolicy>() else {
         return Ok(());
     };
+    let sec = auth.security();
     if sec.authenticator.is_none()
         || matches!(
             sec.resource_rule(&parts.method, ctx.upstream.path()),
-            Some(turnpike_config::ResourceRule::Open)
+            Some(turnpike_auth::policy::ResourceRule::Open)
         )
     {
         return Ok(());

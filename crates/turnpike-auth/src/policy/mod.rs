@@ -1,5 +1,6 @@
-//! The auth policy: the resource's `auth: none`, the credential (JWT, opaque token,
-//! API key, HTTP Basic through `turnpike-auth`), the subscription, the resource's
+//! The auth policy kind: the resource's `auth: none`, the credential (JWT, opaque token,
+//! API key, HTTP Basic, through this crate's [`Authenticator`](crate::Authenticator)),
+//! the subscription, the resource's
 //! scopes; then the credential is stripped (an API key sent in the query leaves the
 //! upstream query) and the back-end JWT added. A client's own header of the back-end
 //! JWT's name is dropped from every request, signed or not (open resources too). What it learns goes into
@@ -18,17 +19,32 @@ use std::sync::Arc;
 
 use http::header::WWW_AUTHENTICATE;
 use http::request::Parts;
-use turnpike_auth::{strip_credentials, AuthError, Check, Identity, ScopeRequirement};
+use turnpike_policy::http::query_param;
 use turnpike_policy::{
-    Anonymous, Authenticated, BuildCx, ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy,
-    PolicyKind, RequestCtx, Stage, Step,
+    Anonymous, Authenticated, BuildCx, ErrorKind, Flow, GatewayError, HookResult, Hooks, Identity,
+    Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
-use crate::security::{ApiSecurity, ResourceRule};
+use crate::authenticator::{strip_credentials, Check};
+use crate::authz::ScopeRequirement;
+use crate::error::AuthError;
+
+mod security;
+
+pub use security::{prepare, ApiSecurity, ResourceRule, Secured};
 
 /// Authenticates and authorises each request of a secured API.
-pub(crate) struct AuthPolicy {
-    pub(crate) sec: Arc<ApiSecurity>,
+pub struct AuthPolicy {
+    sec: Arc<ApiSecurity>,
+}
+
+impl AuthPolicy {
+    /// What this API's requests must show (its authenticator, subscriptions, resource
+    /// rules): read by the gateway's stale-snapshot refusal and its cache metrics.
+    #[inline]
+    pub fn security(&self) -> &ApiSecurity {
+        &self.sec
+    }
 }
 
 impl Policy for AuthPolicy {
@@ -119,7 +135,7 @@ impl AuthPolicy {
 }
 
 /// Maps an auth failure onto the gateway's table, with its challenge.
-pub(crate) fn refuse(e: AuthError) -> GatewayError {
+pub fn refuse(e: AuthError) -> GatewayError {
     let kind = match &e {
         AuthError::Missing => ErrorKind::MissingCredentials,
         AuthError::Malformed(_) => ErrorKind::MalformedCredentials,
@@ -159,13 +175,11 @@ fn strip_query_param(ctx: &mut RequestCtx, name: &str) {
     let _ = ctx.upstream.set_query(Some(&kept));
 }
 
-/// The query without `name`, re-encoded; `None` when `name` is absent.
+/// The query without `name`, re-encoded; `None` when `name` is absent. Names are
+/// compared decoded, as the authenticator read the key ([`query_param`]).
 fn without_param(query: &str, name: &str) -> Option<String> {
-    let present = form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == name);
-    if !present {
-        return None;
-    }
-    let kept: Vec<(Cow<'_, str>, Cow<'_, str>)> = form_urlencoded::parse(query.as_bytes())
+    query_param(query, name)?;
+    let kept: Vec<(Cow<'_, str>, Cow<'_, str>)> = turnpike_policy::http::query_pairs(query)
         .filter(|(k, _)| k != name)
         .collect();
     Some(
@@ -175,19 +189,9 @@ fn without_param(query: &str, name: &str) -> Option<String> {
     )
 }
 
-/// Every API's compiled `security:` view (indexed like `file.apis`), prepared once per
-/// file; lifecycle reads it too.
-pub(crate) struct Secured(pub(crate) Vec<Option<Arc<ApiSecurity>>>);
-
-impl Secured {
-    pub(crate) fn of(&self, api: usize) -> Option<&Arc<ApiSecurity>> {
-        self.0.get(api).and_then(Option::as_ref)
-    }
-}
-
 /// The auth kind: `auth:` with the file's `security:` (problems reported where the
-/// section is compiled, `security::compile`).
-pub(crate) struct Auth;
+/// section is compiled, [`prepare`]).
+pub struct Auth;
 
 impl PolicyKind for Auth {
     const NAME: &'static str = "auth";

@@ -1,7 +1,7 @@
 //! Compiles the file's `security:` section and each API's `auth:`, resource `scopes:`
 //! and resource `auth: none` into [`ApiSecurity`], once per snapshot, against the
-//! gateway's long-lived [`crate::PolicyRuntime`] (token caches survive the swap). Spec
-//! errors become [`Problem`]s with document paths (`security.issuers[0].jwks`,
+//! gateway's long-lived [`AuthRuntime`] (token caches survive the swap). Spec errors
+//! become [`Problem`]s with document paths (`security.issuers[0].jwks`,
 //! `apis[2].auth.api_key_header`), so a file's problems get lines and columns.
 
 use std::collections::BTreeMap;
@@ -9,17 +9,29 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Method;
-use turnpike_auth::{
-    ApiKeyLocation, Authenticator, BackendJwtConfig, BackendJwtSigner, CompiledSecurity,
-    ScopeRequirement, Subscription, Subscriptions,
-};
 use turnpike_model::security::{ApiAuthSpec, ResourceAuth};
 use turnpike_model::{api_id, ApiSpec, GatewayFile};
-
-use crate::error::Problem;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::template::Template;
+use turnpike_policy::{KeptClaims, Problem, Scratch};
+
+use crate::authenticator::{ApiKeyLocation, Authenticator};
+use crate::authz::{ScopeRequirement, Subscription, Subscriptions};
+use crate::backend_jwt::{BackendJwtConfig, BackendJwtSigner};
+use crate::error::AuthError;
+use crate::spec::{AuthRuntime, CompiledSecurity};
+
+/// Every API's compiled `security:` view (indexed like `file.apis`), prepared once per
+/// file by [`prepare`] into the build's scratch.
+pub struct Secured(Vec<Option<Arc<ApiSecurity>>>);
+
+impl Secured {
+    /// API `api`'s compiled view; `None` when it needs nothing.
+    pub fn of(&self, api: usize) -> Option<&Arc<ApiSecurity>> {
+        self.0.get(api).and_then(Option::as_ref)
+    }
+}
 
 /// What a request must show to one API: compiled once per snapshot.
 pub struct ApiSecurity {
@@ -69,8 +81,8 @@ impl ApiSecurity {
     #[inline]
     pub fn subscription(
         &self,
-        identity: &turnpike_auth::Identity,
-    ) -> Result<Option<&Subscription>, turnpike_auth::AuthError> {
+        identity: &turnpike_policy::Identity,
+    ) -> Result<Option<&Subscription>, AuthError> {
         match &self.subscriptions {
             Some(s) => s.check(identity, &self.api_id).map(Some),
             None => Ok(None),
@@ -87,13 +99,33 @@ impl std::fmt::Debug for ApiSecurity {
     }
 }
 
+/// Compiles the file's `security:` section and every API's rules into `scratch`
+/// ([`Secured`], which the auth build reads), reporting their problems;
+/// returns the compiled subscription table (`reuse` itself when given, so a
+/// control-plane follower keeps its table). `kept_claims`: the token claims later
+/// policies read (throttle conditions, mediation), asked for only when JWTs are
+/// verified.
+pub fn prepare(
+    file: &GatewayFile,
+    runtime: &AuthRuntime,
+    reuse: Option<Arc<Subscriptions>>,
+    kept_claims: impl FnOnce() -> KeptClaims,
+    scratch: &mut Scratch,
+    problems: &mut Vec<Problem>,
+) -> Option<Arc<Subscriptions>> {
+    let (secured, subscriptions) = compile(file, runtime, reuse, kept_claims, problems);
+    scratch.insert(Secured(secured));
+    subscriptions
+}
+
 /// Compiles the security section and every API's rules; `None` per API that needs
 /// nothing (open, published, no resource rules): such APIs cost one branch per request.
 /// Also returns the compiled subscription table: `reuse` itself when given.
-pub(crate) fn compile(
+fn compile(
     file: &GatewayFile,
-    runtime: &crate::PolicyRuntime,
+    runtime: &AuthRuntime,
     reuse: Option<Arc<Subscriptions>>,
+    kept_claims: impl FnOnce() -> KeptClaims,
     problems: &mut Vec<Problem>,
 ) -> (Vec<Option<Arc<ApiSecurity>>>, Option<Arc<Subscriptions>>) {
     let secured = file
@@ -102,13 +134,10 @@ pub(crate) fn compile(
         .any(|a| a.auth.as_ref().is_some_and(|s| !s.is_open()));
     let reused = reuse.as_ref().is_some_and(|s| !s.is_empty());
     let compiled = if secured || reused || !file.security.is_empty() {
-        match runtime.auth.compile_reusing(&file.security, reuse) {
+        match runtime.compile_reusing(&file.security, reuse) {
             Ok(c) => {
                 if let Some(jwt) = &c.jwt {
-                    // The throttling conditions' and mediation's claims.
-                    let claims = turnpike_throttle::policy::condition_claims(file)
-                        .chain(crate::mediation::claim_names(file));
-                    jwt.keep_claims(turnpike_auth::KeptClaims::new(claims));
+                    jwt.keep_claims(kept_claims());
                 }
                 Some(c)
             }
@@ -135,7 +164,7 @@ fn compile_api(
     i: usize,
     api: &ApiSpec,
     compiled: Option<&CompiledSecurity>,
-    runtime: &crate::PolicyRuntime,
+    runtime: &AuthRuntime,
     problems: &mut Vec<Problem>,
 ) -> Option<ApiSecurity> {
     let spec = api.auth.as_ref().filter(|a| !a.is_open());
@@ -206,7 +235,7 @@ fn check_credential_sources(
 fn backend_jwt(
     i: usize,
     spec: &ApiAuthSpec,
-    runtime: &crate::PolicyRuntime,
+    runtime: &AuthRuntime,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<BackendJwtSigner>> {
     let b = spec.backend_jwt.as_ref()?;
@@ -228,7 +257,7 @@ fn backend_jwt(
             Err(e) => problems.push(Problem::new(at("ttl"), e)),
         }
     }
-    match runtime.auth.backend_signer(cfg) {
+    match runtime.backend_signer(cfg) {
         Ok(s) => Some(s),
         Err(e) => {
             problems.push(Problem::new(at("header"), e.to_string()));
@@ -267,4 +296,79 @@ fn resource_rules(api: &ApiSpec) -> ResourceRules {
         let _ = tree.insert(route, rules);
     }
     ResourceRules { tree }
+}
+
+#[cfg(test)]
+mod tests {
+    use turnpike_model::clock::SystemClock;
+    use turnpike_policy::{BuildCx, PolicyKind, Runtime};
+
+    use super::*;
+    use crate::policy::{Auth, AuthPolicy};
+
+    fn api(name: &str, extra: serde_json::Value) -> serde_json::Value {
+        let mut a = serde_json::json!({
+            "name": name, "context": format!("/{name}"), "version": "v1",
+            "endpoints": ["http://127.0.0.1:1"],
+        });
+        if let (Some(a), Some(extra)) = (a.as_object_mut(), extra.as_object()) {
+            a.extend(extra.clone());
+        }
+        a
+    }
+
+    /// Three APIs: a bad API-key header, an OAuth2-only API with no issuer and a short
+    /// back-end JWT ttl, a blocked open API.
+    fn file() -> GatewayFile {
+        serde_json::from_value(serde_json::json!({ "apis": [
+            api("one", serde_json::json!({ "auth": { "api_key": true, "api_key_header": "bad header" } })),
+            api("two", serde_json::json!({ "auth": { "backend_jwt": { "ttl": "5s" } } })),
+            api("three", serde_json::json!({ "lifecycle": "BLOCKED" })),
+        ]}))
+        .expect("file")
+    }
+
+    #[test]
+    fn prepare_names_each_problem_in_document_order() {
+        let (mut scratch, mut problems) = (Scratch::default(), Vec::new());
+        let runtime = AuthRuntime::new(Arc::new(SystemClock));
+        let kept = || KeptClaims::new(Vec::<Box<str>>::new());
+        prepare(&file(), &runtime, None, kept, &mut scratch, &mut problems);
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "apis[0].auth.api_key_header",
+                "apis[1].auth",
+                "apis[1].auth.backend_jwt.ttl"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_a_secured_api_gets_the_auth_policy() {
+        let (mut scratch, mut problems) = (Scratch::default(), Vec::new());
+        let (auth, kernel) = (AuthRuntime::new(Arc::new(SystemClock)), Runtime::default());
+        let file = file();
+        let kept = || KeptClaims::new(Vec::<Box<str>>::new());
+        prepare(&file, &auth, None, kept, &mut scratch, &mut problems);
+        let built: Vec<bool> = (0..3)
+            .map(|api| {
+                let mut cx = BuildCx {
+                    api,
+                    at: format!("apis[{api}].auth"),
+                    problems: &mut problems,
+                    runtime: &kernel,
+                    file: &file,
+                    scratch: &mut scratch,
+                };
+                Auth::build(&(), &mut cx).is_some_and(|p| {
+                    let p: &dyn std::any::Any = &*p;
+                    p.downcast_ref::<AuthPolicy>()
+                        .is_some_and(|a| a.security().api_id == "/two/v1")
+                })
+            })
+            .collect();
+        assert_eq!(built, [false, true, false]);
+    }
 }
