@@ -14,14 +14,15 @@
 //!    sides), then GraphQL (`Late`).
 //!
 //! The file-wide sections are compiled first, in this order, each reporting its own
-//! problems ([`prepare`]): `soap:` (it fills in the resources routing needs),
-//! `security:`, `throttling:`, `mediation:`. Then each API's entries are built in
+//! problems ([`prepare`]): `soap:` (it fills in the resources routing needs), each
+//! API's `lifecycle:`, `security:`, `throttling:`, `mediation:`. Then each API's entries are built in
 //! document order. Adding a kind: docs/ARCHITECTURE.md, "Adding a policy kind".
 
 use std::sync::Arc;
 
 use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
+use turnpike_edge::{BodyLimit, Cors, Deprecation, Lifecycle};
 use turnpike_graphql::Graphql;
 use turnpike_mediation::policy::Mediation;
 use turnpike_model::policy::PolicySpec;
@@ -31,10 +32,6 @@ use turnpike_soap::policy::Soap;
 use turnpike_throttle::policy::Throttle;
 
 use crate::entries::{entries, EntrySpec};
-use crate::policies::body_limit::BodyLimit;
-use crate::policies::cors::Cors;
-use crate::policies::deprecation::Deprecation;
-use crate::policies::lifecycle::Lifecycle;
 use crate::PolicyRuntime;
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
@@ -48,6 +45,7 @@ pub(crate) fn prepare(
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
     scratch.insert(turnpike_soap::policy::expand(file, problems));
+    turnpike_edge::lifecycle::prepare(file, scratch, problems);
     let subscriptions = turnpike_auth::policy::prepare(
         file,
         &runtime.auth,

@@ -24,7 +24,7 @@ pub(crate) enum EntrySpec<'a> {
     Deprecation(&'a ApiSpec),
     /// One entry of the `policies:` list (it must name exactly one kind).
     Declared(&'a PolicySpec),
-    /// A `lifecycle:` that refuses every request (read from the compiled `security:`).
+    /// A `lifecycle:` that refuses every request (read by `turnpike_edge::lifecycle::prepare`).
     Lifecycle,
     /// `max_body_size:` (the default when absent).
     BodyLimit(&'a Option<Quantity>),

@@ -15,8 +15,9 @@
 //! `turnpike_policy::spec`),
 //! `router` (the index), `path` (the request-path normaliser run before routing) and
 //! `path_chars` (its checks beyond ASCII, and case folding),
-//! `policies` (the built-in policies), `chain` (each API's ordered chain), `soap` (the
-//! `soap:` section: WSDL import and the SOAP policies), `snapshot` (the result).
+//! `entries` (an API's sections as policy entries), `chain` (the registry: each API's
+//! ordered chain, built by each kind's `PolicyKind` in its own crate), `api` and
+//! `snapshot` (the result).
 
 mod api;
 mod buffering;
@@ -29,7 +30,6 @@ mod format;
 mod host;
 mod path;
 mod path_chars;
-mod policies;
 mod router;
 mod runtime;
 mod snapshot;

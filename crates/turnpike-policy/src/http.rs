@@ -17,7 +17,9 @@ pub struct BadLength;
 /// The body length `headers` declare (RFC 9110 §8.6): `None` without a `Content-Length`,
 /// else its one value. Each field value is `1*DIGIT`, surrounding whitespace ignored; a
 /// comma list of identical values (which proxies produce by merging repeated fields),
-/// across one or several fields, is that one value.
+/// across one or several fields, is that one value. Inline: every API's body limit reads
+/// it on every request, from another crate.
+#[inline]
 pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, BadLength> {
     let mut len = None;
     for value in headers.get_all(CONTENT_LENGTH) {
@@ -33,6 +35,7 @@ pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, BadLength> {
 }
 
 /// `1*DIGIT` as a `u64`; `None` when empty, not all digits (no sign) or too large.
+#[inline]
 fn digits(s: &[u8]) -> Option<u64> {
     if s.is_empty() {
         return None;

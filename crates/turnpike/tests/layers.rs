@@ -181,3 +181,41 @@ fn the_rule_reader_understands_wildcards_and_exceptions() {
         ["tokio"].map(String::from).into()
     );
 }
+
+/// The files under `dir` (recursively) whose Rust source implements `Policy` or
+/// `PolicyKind`, as paths relative to `dir`.
+fn policy_impls(dir: &Path, root: &Path, out: &mut BTreeSet<String>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            policy_impls(&path, root, out);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let implements = text.lines().map(str::trim_start).any(|l| {
+            l.starts_with("impl") && (l.contains("Policy for ") || l.contains("PolicyKind for "))
+        });
+        if implements {
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            out.insert(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+/// turnpike-config compiles chains; every kind's `impl Policy`/`impl PolicyKind` lives in
+/// the kind's own crate (docs/ARCHITECTURE.md, "Adding a policy kind").
+#[test]
+fn config_implements_no_policy_kind() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../turnpike-config/src");
+    let mut found = BTreeSet::new();
+    policy_impls(&src, &src, &mut found);
+    assert!(
+        found.is_empty(),
+        "turnpike-config implements Policy/PolicyKind in {found:?}: a kind's `impl` lives in \
+         its own crate (docs/ARCHITECTURE.md, \"Adding a policy kind\")"
+    );
+}

@@ -48,7 +48,7 @@ const RULES: &[Rule] = &[
             }
             followed_within(text, "CONTENT_LENGTH)", "parse", 160)
         },
-        ceiling: 4,
+        ceiling: 0,
     },
     Rule {
         name: "query split by hand: `split('&')` within 80 chars of `split_once('=')`",

@@ -23,8 +23,7 @@ use crate::error::AuthError;
 use crate::spec::{AuthRuntime, CompiledSecurity};
 
 /// Every API's compiled `security:` view (indexed like `file.apis`), prepared once per
-/// file by [`prepare`] into the build's scratch; the lifecycle kind reads its
-/// [`ApiSecurity::lifecycle`] too.
+/// file by [`prepare`] into the build's scratch.
 pub struct Secured(Vec<Option<Arc<ApiSecurity>>>);
 
 impl Secured {
@@ -34,27 +33,17 @@ impl Secured {
     }
 }
 
-/// Why an API refuses every call whatever the credential (its lifecycle state).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LifecycleBlock {
-    /// `BLOCKED`: temporarily closed by an administrator.
-    Blocked,
-    /// `CREATED` or `RETIRED`: not (or no longer) published.
-    NotPublished,
-}
-
 /// What a request must show to one API: compiled once per snapshot.
 pub struct ApiSecurity {
     /// Stable id that subscriptions name: `{context}/{version}`.
     pub api_id: String,
-    /// `None` when the API is open (it may still be blocked by its lifecycle).
+    /// `None` when the API is open.
     pub authenticator: Option<Authenticator>,
     /// `None` when no subscription is required.
     pub subscriptions: Option<Arc<Subscriptions>>,
     /// Where the API key is read from (to strip it before the upstream).
     pub api_key_location: Option<ApiKeyLocation>,
     pub backend_jwt: Option<Arc<BackendJwtSigner>>,
-    pub lifecycle: Option<LifecycleBlock>,
     resources: Option<ResourceRules>,
     /// Some operation of the API (a GraphQL `auth: none` operation) is open: a request
     /// without any credential goes on, marked [`turnpike_policy::Anonymous`].
@@ -106,13 +95,12 @@ impl std::fmt::Debug for ApiSecurity {
         f.debug_struct("ApiSecurity")
             .field("api_id", &self.api_id)
             .field("secured", &self.authenticator.is_some())
-            .field("lifecycle", &self.lifecycle)
             .finish_non_exhaustive()
     }
 }
 
 /// Compiles the file's `security:` section and every API's rules into `scratch`
-/// ([`Secured`], which the auth and lifecycle builds read), reporting their problems;
+/// ([`Secured`], which the auth build reads), reporting their problems;
 /// returns the compiled subscription table (`reuse` itself when given, so a
 /// control-plane follower keeps its table). `kept_claims`: the token claims later
 /// policies read (throttle conditions, mediation), asked for only when JWTs are
@@ -172,22 +160,6 @@ fn compile(
     (apis, compiled.map(|c| c.subscriptions))
 }
 
-fn lifecycle(i: usize, api: &ApiSpec, problems: &mut Vec<Problem>) -> Option<LifecycleBlock> {
-    let state = api.lifecycle.as_deref()?;
-    match state.to_ascii_uppercase().as_str() {
-        "PUBLISHED" | "PROTOTYPED" | "DEPRECATED" => None,
-        "BLOCKED" => Some(LifecycleBlock::Blocked),
-        "CREATED" | "RETIRED" => Some(LifecycleBlock::NotPublished),
-        _ => {
-            problems.push(Problem::new(
-                format!("apis[{i}].lifecycle"),
-                "expected one of PUBLISHED, PROTOTYPED, DEPRECATED, BLOCKED, CREATED, RETIRED",
-            ));
-            None
-        }
-    }
-}
-
 fn compile_api(
     i: usize,
     api: &ApiSpec,
@@ -195,7 +167,6 @@ fn compile_api(
     runtime: &AuthRuntime,
     problems: &mut Vec<Problem>,
 ) -> Option<ApiSecurity> {
-    let lifecycle = lifecycle(i, api, problems);
     let spec = api.auth.as_ref().filter(|a| !a.is_open());
     let has_rules = api
         .resources
@@ -215,16 +186,7 @@ fn compile_api(
                 ));
             }
         }
-        return lifecycle.map(|l| ApiSecurity {
-            api_id: api_id(&api.context, &api.version),
-            authenticator: None,
-            subscriptions: None,
-            api_key_location: None,
-            backend_jwt: None,
-            lifecycle: Some(l),
-            resources: None,
-            anonymous_operations: false,
-        });
+        return None;
     }
     let spec = spec?;
     let compiled = compiled?;
@@ -246,7 +208,6 @@ fn compile_api(
         authenticator: Some(authenticator),
         subscriptions: spec.subscription.then(|| compiled.subscriptions.clone()),
         backend_jwt,
-        lifecycle,
         resources: has_rules.then(|| resource_rules(api)),
         anonymous_operations: api
             .graphql
@@ -391,9 +352,6 @@ mod tests {
         let file = file();
         let kept = || KeptClaims::new(Vec::<Box<str>>::new());
         prepare(&file, &auth, None, kept, &mut scratch, &mut problems);
-        let lifecycle = |api: usize| scratch.get::<Secured>()?.of(api)?.lifecycle;
-        assert_eq!(lifecycle(2), Some(LifecycleBlock::Blocked));
-        assert_eq!(lifecycle(1), None);
         let built: Vec<bool> = (0..3)
             .map(|api| {
                 let mut cx = BuildCx {

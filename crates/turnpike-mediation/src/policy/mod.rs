@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderValue, Method};
 use turnpike_model::GatewayFile;
 use turnpike_policy::offload::{offload, Offload, OFFLOAD_ABOVE};
@@ -345,11 +345,9 @@ fn request_head(
             .map_err(|e| program_failed(t, e))?;
     }
     if let Some(b) = &t.body {
-        let declared = req
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let declared = turnpike_policy::http::content_length(&req.headers)
+            .ok()
+            .flatten();
         let too_large = declared.is_some_and(|n| n > b.max_input() as u64);
         if too_large && action(b, &req.headers, false) == BodyAction::Transform {
             let kind = MediationErrorKind::InputTooLarge(b.max_input());

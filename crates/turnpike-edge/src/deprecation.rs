@@ -4,20 +4,19 @@
 //! `Link: <url>; rel="deprecation"`. The header values are built once per snapshot.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::header::{HeaderName, HeaderValue, LINK};
 use http::response;
 use turnpike_model::policy::DeprecationSpec;
 use turnpike_model::ApiSpec;
-use turnpike_policy::{BuildCx, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage};
-
-use crate::error::Problem;
+use turnpike_policy::{
+    BuildCx, GatewayError, Hooks, Policy, PolicyKind, Problem, RequestCtx, Stage,
+};
 
 static DEPRECATION: HeaderName = HeaderName::from_static("deprecation");
 static SUNSET: HeaderName = HeaderName::from_static("sunset");
 
-pub(crate) struct DeprecationPolicy {
+pub struct DeprecationPolicy {
     headers: Vec<(HeaderName, HeaderValue)>,
 }
 
@@ -43,11 +42,13 @@ impl Policy for DeprecationPolicy {
 }
 
 /// The policy of an API whose lifecycle is `deprecated` or that has `deprecation:`
-/// dates (checked into `problems`, under `at` = `apis[i].deprecation`).
-pub(crate) fn build(
+/// dates (checked into `problems`, under `at` = `apis[i].deprecation`). Without a
+/// `since`, the API is deprecated from `now` (Unix seconds), the snapshot's compile.
+fn build(
     at: &str,
     deprecated: bool,
     spec: Option<&DeprecationSpec>,
+    now: u64,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<DeprecationPolicy>> {
     if !deprecated && spec.is_none() {
@@ -67,10 +68,7 @@ pub(crate) fn build(
     let since = date("since", spec.and_then(|s| s.since.as_ref()));
     let sunset = date("sunset", spec.and_then(|s| s.sunset.as_ref()));
     let mut headers = Vec::new();
-    let since = since.or_else(|| {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
-        i64::try_from(now.as_secs()).ok()
-    });
+    let since = since.or_else(|| i64::try_from(now).ok());
     if let Some(v) = since.and_then(|s| HeaderValue::from_str(&format!("@{s}")).ok()) {
         headers.push((DEPRECATION.clone(), v));
     }
@@ -92,7 +90,7 @@ pub(crate) fn build(
 }
 
 /// `2026-06-30` or `2026-06-30T12:00:00Z` (UTC) as Unix seconds.
-pub(crate) fn parse_date(s: &str) -> Option<i64> {
+fn parse_date(s: &str) -> Option<i64> {
     let (day, time) = match s.split_once(['T', 't']) {
         Some((d, t)) => (d, Some(t.strip_suffix(['Z', 'z'])?)),
         None => (s, None),
@@ -142,7 +140,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP-date of RFC 9110.
-pub(crate) fn http_date(secs: i64) -> String {
+fn http_date(secs: i64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -169,7 +167,7 @@ pub(crate) fn http_date(secs: i64) -> String {
 
 /// The deprecation kind: a `DEPRECATED` lifecycle or `deprecation:` dates, read from
 /// the API.
-pub(crate) struct Deprecation;
+pub struct Deprecation;
 
 impl PolicyKind for Deprecation {
     const NAME: &'static str = "deprecation";
@@ -188,6 +186,7 @@ impl PolicyKind for Deprecation {
             &cx.at,
             deprecated,
             api.deprecation.as_ref(),
+            cx.runtime.clock().now_secs(),
             cx.problems,
         )?)
     }
@@ -195,8 +194,81 @@ impl PolicyKind for Deprecation {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Arc;
+
     use proptest::prelude::*;
+    use turnpike_model::clock::ManualClock;
+    use turnpike_model::GatewayFile;
+    use turnpike_policy::{Runtime, Scratch};
+
+    use super::*;
+    use crate::testing::{build, ctx, response};
+
+    /// The headers API `api`'s policy writes, built on a clock at `now`, and the
+    /// problems' paths.
+    fn headers(api: &ApiSpec, now: u64) -> (Vec<(String, String)>, Vec<String>) {
+        let rt = Runtime::default().with_clock(Arc::new(ManualClock::at_secs(now)));
+        let file = GatewayFile::default();
+        let at = "apis[0].deprecation";
+        let (built, problems) = build::<Deprecation>(api, at, &file, &rt, &mut Scratch::default());
+        let mut resp = response();
+        if let Some(p) = built {
+            assert!(p.on_response_headers(&mut ctx(), &mut resp).is_ok());
+        }
+        let written = resp
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("?").to_string()))
+            .collect();
+        (written, problems)
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_deprecated_api_without_dates_is_deprecated_from_the_clock() {
+        let api = ApiSpec {
+            lifecycle: Some("deprecated".into()),
+            ..ApiSpec::default()
+        };
+        assert_eq!(
+            headers(&api, 1_700_000_000),
+            (pairs(&[("deprecation", "@1700000000")]), vec![])
+        );
+        assert_eq!(headers(&ApiSpec::default(), 1), (vec![], vec![]));
+    }
+
+    #[test]
+    fn dates_and_link_become_headers_and_bad_ones_problems() {
+        let spec = |link: &str| DeprecationSpec {
+            since: Some("1994-11-06T08:49:37Z".into()),
+            sunset: Some("2026-06-30".into()),
+            link: Some(link.into()),
+        };
+        let api = ApiSpec {
+            deprecation: Some(spec("https://example.com/d")),
+            ..ApiSpec::default()
+        };
+        let expected = pairs(&[
+            ("deprecation", "@784111777"),
+            ("sunset", "Tue, 30 Jun 2026 00:00:00 GMT"),
+            ("link", "<https://example.com/d>; rel=\"deprecation\""),
+        ]);
+        assert_eq!(headers(&api, 5), (expected, vec![]));
+        let bad = ApiSpec {
+            deprecation: Some(DeprecationSpec {
+                sunset: Some("June".into()),
+                ..spec("ftp://x")
+            }),
+            ..ApiSpec::default()
+        };
+        let paths = ["apis[0].deprecation.sunset", "apis[0].deprecation.link"];
+        assert_eq!(headers(&bad, 5).1, paths);
+    }
 
     #[test]
     fn dates_parse_and_format_as_http_dates() {

@@ -15,17 +15,16 @@ use http::header::{
 };
 use http::{request, response, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use turnpike_model::policy::CorsSpec;
-use turnpike_policy::{
-    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
-};
-
-use crate::error::Problem;
 use turnpike_policy::spec::duration::parse_duration;
+use turnpike_policy::{
+    BuildCx, ErrorKind, Flow, GatewayError, Hooks, Policy, PolicyKind, Problem, RequestCtx, Stage,
+    Step,
+};
 
 const DEFAULT_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE";
 const DEFAULT_HEADERS: &str = "authorization, content-type, apikey";
 
-pub(crate) struct CorsPolicy {
+pub struct CorsPolicy {
     /// `None`: any origin.
     origins: Option<Vec<HeaderValue>>,
     methods: Vec<Method>,
@@ -43,11 +42,7 @@ pub(crate) struct CorsPolicy {
 struct AllowedOrigin(HeaderValue);
 
 /// Validates a `cors` entry (problems under `at`) and builds the policy.
-pub(crate) fn build(
-    at: &str,
-    spec: &CorsSpec,
-    problems: &mut Vec<Problem>,
-) -> Option<Arc<CorsPolicy>> {
+fn build(at: &str, spec: &CorsSpec, problems: &mut Vec<Problem>) -> Option<Arc<CorsPolicy>> {
     let before = problems.len();
     let mut fail =
         |field: &str, msg: String| problems.push(Problem::new(format!("{at}.{field}"), msg));
@@ -313,7 +308,7 @@ impl Policy for CorsPolicy {
 }
 
 /// The CORS kind (an entry of the `policies:` list).
-pub(crate) struct Cors;
+pub struct Cors;
 
 impl PolicyKind for Cors {
     const NAME: &'static str = "cors";
@@ -325,5 +320,120 @@ impl PolicyKind for Cors {
 
     fn build(spec: &CorsSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
         Some(build(&cx.at, spec, cx.problems)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use turnpike_model::GatewayFile;
+    use turnpike_policy::{Runtime, Scratch};
+
+    use super::*;
+    use crate::testing::{build, ctx, refused, request, response};
+
+    fn cors(spec: &CorsSpec) -> (Option<Arc<dyn Policy>>, Vec<String>) {
+        let (rt, file) = (Runtime::default(), GatewayFile::default());
+        let at = "apis[0].policies[0].cors";
+        build::<Cors>(spec, at, &file, &rt, &mut Scratch::default())
+    }
+
+    fn app() -> Arc<dyn Policy> {
+        let spec = CorsSpec {
+            allow_origins: vec!["https://app.example".into()],
+            expose_headers: vec!["x-total".into()],
+            max_age: Some("10m".into()),
+            ..CorsSpec::default()
+        };
+        cors(&spec).0.unwrap_or_else(|| panic!("no policy"))
+    }
+
+    const PREFLIGHT: [(&str, &str); 3] = [
+        ("origin", "https://app.example"),
+        ("access-control-request-method", "PUT"),
+        ("access-control-request-headers", "content-type"),
+    ];
+
+    #[test]
+    fn an_allowed_preflight_is_answered_204_before_routing() {
+        let mut req = request(Method::OPTIONS, &PREFLIGHT);
+        let Step::Done(Ok(Flow::Respond(resp))) = app().pre_route(&mut ctx(), &mut req) else {
+            panic!("not answered")
+        };
+        assert_eq!(resp.status(), StatusCode::NO_CONTENT);
+        let h = resp.headers();
+        assert_eq!(h[ACCESS_CONTROL_ALLOW_ORIGIN], "https://app.example");
+        assert_eq!(h[ACCESS_CONTROL_ALLOW_METHODS], DEFAULT_METHODS);
+        assert_eq!(h[ACCESS_CONTROL_ALLOW_HEADERS], DEFAULT_HEADERS);
+        assert_eq!(h[ACCESS_CONTROL_MAX_AGE], "600");
+        assert_eq!(h[VARY], "Origin");
+    }
+
+    #[test]
+    fn a_preflight_outside_the_rules_is_refused() {
+        let other_origin = [PREFLIGHT[1], ("origin", "https://evil.example")];
+        let other_method = [PREFLIGHT[0], ("access-control-request-method", "TRACE")];
+        let other_header = [
+            PREFLIGHT[0],
+            PREFLIGHT[1],
+            ("access-control-request-headers", "x-secret"),
+        ];
+        for headers in [&other_origin[..], &other_method, &other_header] {
+            let mut req = request(Method::OPTIONS, headers);
+            let got = refused(app().pre_route(&mut ctx(), &mut req));
+            assert_eq!(got, Some(ErrorKind::CorsRejected), "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn an_allowed_origin_s_responses_carry_the_headers_and_another_s_do_not() {
+        let policy = app();
+        for (origin, allowed) in [
+            ("https://app.example", true),
+            ("https://evil.example", false),
+        ] {
+            let (mut cx, mut resp) = (ctx(), response());
+            let mut req = request(Method::GET, &[("origin", origin)]);
+            assert_eq!(refused(policy.pre_route(&mut cx, &mut req)), None);
+            assert!(policy.on_response_headers(&mut cx, &mut resp).is_ok());
+            let h = &resp.headers;
+            assert_eq!(
+                h.get(ACCESS_CONTROL_ALLOW_ORIGIN).is_some(),
+                allowed,
+                "{origin}"
+            );
+            assert_eq!(
+                h.get(ACCESS_CONTROL_EXPOSE_HEADERS).is_some(),
+                allowed,
+                "{origin}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_bad_field_is_a_problem_under_its_path() {
+        let spec = CorsSpec {
+            allow_origins: vec!["*".into(), "https://a.example/path".into()],
+            allow_methods: vec!["get".into()],
+            allow_headers: vec!["bad header".into()],
+            expose_headers: vec!["ok".into(), "no:".into()],
+            allow_credentials: true,
+            max_age: Some("soon".into()),
+        };
+        let (built, problems) = cors(&spec);
+        assert!(built.is_none());
+        let under = |f: &str| format!("apis[0].policies[0].cors.{f}");
+        let expected = [
+            "allow_origins[1]",
+            "allow_credentials",
+            "allow_methods[0]",
+            "allow_headers[0]",
+            "expose_headers[1]",
+            "max_age",
+        ]
+        .map(under);
+        assert_eq!(problems, expected);
+        let (built, problems) = cors(&CorsSpec::default());
+        assert!(built.is_none());
+        assert_eq!(problems, [under("allow_origins")]);
     }
 }
