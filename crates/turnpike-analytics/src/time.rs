@@ -1,6 +1,8 @@
 //! Unix time helpers: RFC 3339 formatting (no calendar crate needed for UTC) and
 //! aligning to rollup periods.
 
+use turnpike_model::clock::civil_from_days;
+
 /// `2026-11-23T22:46:32.123Z` for Unix milliseconds (UTC; proleptic Gregorian). Years
 /// outside 0000-9999 are written with as many digits as they need. Digits are placed
 /// by hand: `format!` cost ~3,000 instructions per analytics event.
@@ -34,20 +36,6 @@ pub fn rfc3339_ms(ms: i64) -> String {
     put(20, 3, millis);
     // Digits, dashes, colons, a dot and letters: ASCII.
     String::from_utf8_lossy(&b).into_owned()
-}
-
-/// Howard Hinnant's `civil_from_days`: days since 1970-01-01 to (year, month, day).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// The start (Unix seconds) of the `period`-second bucket holding `secs`.

@@ -116,7 +116,7 @@ fn parse_date(s: &str) -> Option<i64> {
             h * 3600 + mi * 60 + se
         }
     };
-    Some(days_from_civil(y, m, dd) * 86_400 + secs)
+    Some(turnpike_model::clock::days_from_civil(y, m, dd) * 86_400 + secs)
 }
 
 fn days_in_month(y: i64, m: i64) -> i64 {
@@ -128,17 +128,6 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     }
 }
 
-/// Days since 1970-01-01 (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP-date of RFC 9110.
 fn http_date(secs: i64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
@@ -146,19 +135,11 @@ fn http_date(secs: i64) -> String {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = turnpike_model::clock::civil_from_days(days);
     format!(
         "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
         DAYS[days.rem_euclid(7) as usize],
-        MONTHS[(month - 1) as usize],
+        MONTHS[(month - 1) as usize % 12],
         sod / 3600,
         sod % 3600 / 60,
         sod % 60

@@ -94,6 +94,34 @@ impl Clock for ManualClock {
     }
 }
 
+/// Days since 1970-01-01 as the proleptic Gregorian `(year, month 1-12, day 1-31)`:
+/// Howard Hinnant's `civil_from_days`, the one copy the timestamp writers share (access
+/// log, analytics, HTTP dates, the control plane's snapshot entries).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    // In range by construction: day 1..=31, month 1..=12.
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// The inverse of [`civil_from_days`]: days since 1970-01-01 of a proleptic Gregorian
+/// date (Howard Hinnant's `days_from_civil`).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +140,22 @@ mod tests {
         let b = a.clone();
         a.set(UnixNanos::from_secs(20));
         assert_eq!(b.now_secs(), 20);
+    }
+
+    #[test]
+    fn civil_dates_match_the_calendar() {
+        // Vectors from Python's datetime (days since 1970-01-01).
+        for (days, want) in [
+            (0, (1970, 1, 1)),
+            (-1, (1969, 12, 31)),
+            (11_016, (2000, 2, 29)),
+            (19_783, (2024, 3, 1)),
+            (-25_508, (1900, 3, 1)),
+            (157_419, (2400, 12, 31)),
+        ] {
+            assert_eq!(civil_from_days(days), want, "day {days}");
+            let (y, m, d) = want;
+            assert_eq!(days_from_civil(y, m.into(), d.into()), days, "{want:?}");
+        }
     }
 }

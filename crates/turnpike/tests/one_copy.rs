@@ -16,6 +16,12 @@ struct Rule {
 
 const RULES: &[Rule] = &[
     Rule {
+        name:
+            "civil-from-days date arithmetic `719_468` (use turnpike_model::clock::civil_from_days)",
+        count: |_, text| text.matches("719_468").count(),
+        ceiling: 2, // turnpike-model/src/clock.rs: civil_from_days and its inverse
+    },
+    Rule {
         name: "FNV-1a offset basis `cbf2_9ce4_8422_2325` (use turnpike_model::fnv)",
         count: |_, text| text.matches("cbf2_9ce4_8422_2325").count(),
         ceiling: 1,
