@@ -115,10 +115,7 @@ pub(crate) async fn import_graphql_schema(
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    let ctype = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let ctype = crate::import::source::content_type(&headers);
     let (sdl, props) = read_schema(ctype, &body, &q)?;
     let schema = schema_problems(&sdl)?;
     let mut props = props.unwrap_or_else(|| json!({}));

@@ -229,10 +229,7 @@ pub(crate) async fn import_openapi(
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    let ctype = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let ctype = crate::import::source::content_type(&headers);
     let (source, props) = read_request(ctype, &body, &q)?;
     let definition = match source {
         Source::Inline(d) => d,

@@ -48,6 +48,15 @@ impl FromRequest<AppState> for RawBody {
     }
 }
 
+/// The request's `Content-Type` as text (empty when absent or not visible ASCII): what
+/// every import reads its body's form from.
+pub(crate) fn content_type(headers: &http::HeaderMap) -> &str {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
 pub(crate) fn invalid(field: &str, message: impl Into<String>) -> ApiError {
     ApiError::invalid(vec![FieldError {
         field: field.into(),

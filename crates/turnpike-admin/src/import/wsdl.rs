@@ -324,10 +324,7 @@ pub(crate) async fn import_wsdl(
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    let ctype = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let ctype = crate::import::source::content_type(&headers);
     let mut v = match from_multipart(ctype, &body)? {
         Some(v) => v,
         None if ctype.to_ascii_lowercase().starts_with("application/json") => {
