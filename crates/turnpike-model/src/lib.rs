@@ -71,6 +71,10 @@ pub struct ApiSpec {
     /// Upstream base URLs (`http://` or `https://`); a path in the URL prefixes the
     /// upstream path.
     pub endpoints: Vec<String>,
+    /// Where calls with SANDBOX keys go; such calls get 403 `sandbox_not_configured`
+    /// when this is empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_endpoints: Vec<String>,
     /// How requests are spread over `endpoints`.
     #[serde(default)]
     pub load_balancing: LoadBalancing,
