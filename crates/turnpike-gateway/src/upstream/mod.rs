@@ -8,3 +8,5 @@ pub(crate) mod body;
 pub(crate) mod forward;
 pub(crate) mod h1;
 pub(crate) mod pool;
+pub(crate) mod resilient;
+pub(crate) mod checks;
