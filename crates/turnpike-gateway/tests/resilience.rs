@@ -142,7 +142,7 @@ async fn a_failing_endpoint_is_suspended_probed_and_restored_on_wso2s_progressio
     assert_eq!(get(&gw).await, (200, "a".into()));
     assert_eq!(health(&gw, 0), EndpointHealth::Active);
     assert_eq!(get(&gw).await, (200, "a".into()));
-    assert_eq!(b.calls(), 5);
+    assert_eq!(b.calls(), 4);
 
     // The state is in /metrics with the API and endpoint.
     a.status.store(503, SeqCst);
