@@ -55,8 +55,16 @@ impl Endpoint {
                     default
                 }),
             };
-            ep.connect_timeout = time(timeouts.and_then(|t| t.connect.as_ref()), ".timeouts.connect", connect);
-            ep.read_timeout = time(timeouts.and_then(|t| t.read.as_ref()), ".timeouts.read", read);
+            ep.connect_timeout = time(
+                timeouts.and_then(|t| t.connect.as_ref()),
+                ".timeouts.connect",
+                connect,
+            );
+            ep.read_timeout = time(
+                timeouts.and_then(|t| t.read.as_ref()),
+                ".timeouts.read",
+                read,
+            );
         }
         if problems.is_empty() {
             Ok(ep)

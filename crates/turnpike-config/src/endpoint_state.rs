@@ -285,7 +285,11 @@ impl EndpointRegistry {
             map.retain(|_, w| w.strong_count() > 0);
             *sweep_at = (map.len() * 2).max(64);
         }
-        let fresh = Arc::new(EndpointState::new(key.0.clone(), key.1.clone(), self.clock.clone()));
+        let fresh = Arc::new(EndpointState::new(
+            key.0.clone(),
+            key.1.clone(),
+            self.clock.clone(),
+        ));
         map.insert(key, Arc::downgrade(&fresh));
         fresh
     }
@@ -297,7 +301,11 @@ pub(crate) fn attach(api: &mut crate::CompiledApi, registry: &EndpointRegistry) 
         return;
     }
     let id = turnpike_model::api_id(&api.context, &api.version);
-    for ep in api.endpoints.iter_mut().chain(api.sandbox_endpoints.iter_mut()) {
+    for ep in api
+        .endpoints
+        .iter_mut()
+        .chain(api.sandbox_endpoints.iter_mut())
+    {
         ep.state = Some(registry.state(&id, &ep.url));
     }
 }

@@ -57,7 +57,11 @@ fn suspension_grows_by_its_factor_up_to_the_maximum_and_a_success_resets_it() {
     assert_eq!(s.health(), EndpointHealth::Probing);
     assert!(!s.admits(PROBE), "one probe at a time");
     s.failed(&r);
-    assert_eq!(s.health(), EndpointHealth::Suspended, "a failed probe suspends at once");
+    assert_eq!(
+        s.health(),
+        EndpointHealth::Suspended,
+        "a failed probe suspends at once"
+    );
     clock.advance(Duration::from_millis(1999));
     assert!(!s.admits(PROBE), "second suspension: 2 s");
     clock.advance(Duration::from_millis(1));
@@ -72,7 +76,10 @@ fn suspension_grows_by_its_factor_up_to_the_maximum_and_a_success_resets_it() {
     s.failed(&r);
     s.failed(&r);
     clock.advance(Duration::from_secs(1));
-    assert!(s.admits(PROBE), "after a success the suspension starts again at 1 s");
+    assert!(
+        s.admits(PROBE),
+        "after a success the suspension starts again at 1 s"
+    );
     assert_eq!(s.suspensions(), 4);
 }
 

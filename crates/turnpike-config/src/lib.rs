@@ -129,7 +129,9 @@ fn compile_inner(
     if !problems.is_empty() {
         return Err(problems);
     }
-    let registry = runtime.kernel().get_or_init(endpoint_state::EndpointRegistry::default);
+    let registry = runtime
+        .kernel()
+        .get_or_init(endpoint_state::EndpointRegistry::default);
     for c in &mut checked {
         endpoint_state::attach(&mut c.api, &registry);
     }

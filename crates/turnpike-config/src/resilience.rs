@@ -82,7 +82,8 @@ impl Retries {
         let cap = 10_000 + u64::from(self.min_per_second) * 1000;
         let v = self.milli_tokens.load(Relaxed);
         if v < cap {
-            self.milli_tokens.fetch_add(u64::from(self.percent) * 10, Relaxed);
+            self.milli_tokens
+                .fetch_add(u64::from(self.percent) * 10, Relaxed);
         }
     }
 
@@ -200,16 +201,37 @@ fn suspension(at: &str, s: Option<&SuspensionSpec>, p: &mut Vec<Problem>) -> Sus
             },
         }
     }
-    let initial = duration(&format!("{at}.initial_duration"), s.initial_duration.as_ref(), Duration::from_secs(30), p);
-    let max = duration(&format!("{at}.max_duration"), s.max_duration.as_ref(), Duration::from_secs(300), p);
+    let initial = duration(
+        &format!("{at}.initial_duration"),
+        s.initial_duration.as_ref(),
+        Duration::from_secs(30),
+        p,
+    );
+    let max = duration(
+        &format!("{at}.max_duration"),
+        s.max_duration.as_ref(),
+        Duration::from_secs(300),
+        p,
+    );
     let factor = s.progression_factor.unwrap_or(1.0);
     if !(1.0..=100.0).contains(&factor) {
-        p.push(Problem::new(format!("{at}.progression_factor"), "expected a number from 1 to 100"));
+        p.push(Problem::new(
+            format!("{at}.progression_factor"),
+            "expected a number from 1 to 100",
+        ));
     }
     if initial.is_zero() || max < initial {
-        p.push(Problem::new(format!("{at}.max_duration"), "expected 0 < initial_duration <= max_duration"));
+        p.push(Problem::new(
+            format!("{at}.max_duration"),
+            "expected 0 < initial_duration <= max_duration",
+        ));
     }
-    Suspension { on, initial, factor, max }
+    Suspension {
+        on,
+        initial,
+        factor,
+        max,
+    }
 }
 
 fn breaker(at: &str, b: Option<&CircuitBreakerSpec>, p: &mut Vec<Problem>) -> Breaker {
@@ -218,22 +240,38 @@ fn breaker(at: &str, b: Option<&CircuitBreakerSpec>, p: &mut Vec<Problem>) -> Br
     let at = format!("{at}.circuit_breaker");
     let consecutive_failures = b.consecutive_failures.unwrap_or(1);
     if !(1..=1000).contains(&consecutive_failures) {
-        p.push(Problem::new(format!("{at}.consecutive_failures"), "expected 1 to 1000"));
+        p.push(Problem::new(
+            format!("{at}.consecutive_failures"),
+            "expected 1 to 1000",
+        ));
     }
     if b.failure_ratio.is_some_and(|r| !(r > 0.0 && r <= 1.0)) {
-        p.push(Problem::new(format!("{at}.failure_ratio"), "expected a share above 0 and at most 1, e.g. 0.5"));
+        p.push(Problem::new(
+            format!("{at}.failure_ratio"),
+            "expected a share above 0 and at most 1, e.g. 0.5",
+        ));
     }
     let window = b.window.unwrap_or(20);
     if !(2..=1000).contains(&window) {
-        p.push(Problem::new(format!("{at}.window"), "expected 2 to 1000 calls"));
+        p.push(Problem::new(
+            format!("{at}.window"),
+            "expected 2 to 1000 calls",
+        ));
     }
-    Breaker { consecutive_failures, failure_ratio: b.failure_ratio, window }
+    Breaker {
+        consecutive_failures,
+        failure_ratio: b.failure_ratio,
+        window,
+    }
 }
 
 fn retries(at: &str, r: &RetrySpec, p: &mut Vec<Problem>) -> Retries {
     let at = format!("{at}.retries");
     if r.attempts > MAX_RETRIES {
-        p.push(Problem::new(format!("{at}.attempts"), format!("at most {MAX_RETRIES}")));
+        p.push(Problem::new(
+            format!("{at}.attempts"),
+            format!("at most {MAX_RETRIES}"),
+        ));
     }
     let idempotent = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"];
     let names: Vec<&str> = if r.methods.is_empty() {
@@ -243,14 +281,23 @@ fn retries(at: &str, r: &RetrySpec, p: &mut Vec<Problem>) -> Retries {
     };
     let mut methods = MethodSet::default();
     for (i, m) in names.iter().enumerate() {
-        match MethodSet::parse(m).and_then(|s| if *m == "*" { Err("list the methods; \"*\" would retry POST".into()) } else { Ok(s) }) {
+        match MethodSet::parse(m).and_then(|s| {
+            if *m == "*" {
+                Err("list the methods; \"*\" would retry POST".into())
+            } else {
+                Ok(s)
+            }
+        }) {
             Ok(s) => methods = methods.union(s),
             Err(e) => p.push(Problem::new(format!("{at}.methods[{i}]"), e)),
         }
     }
     let percent = r.budget_percent.unwrap_or(20);
     if percent > 100 {
-        p.push(Problem::new(format!("{at}.budget_percent"), "expected 0 to 100"));
+        p.push(Problem::new(
+            format!("{at}.budget_percent"),
+            "expected 0 to 100",
+        ));
     }
     Retries {
         attempts: r.attempts.min(MAX_RETRIES),
@@ -266,18 +313,37 @@ fn retries(at: &str, r: &RetrySpec, p: &mut Vec<Problem>) -> Retries {
 fn health(at: &str, h: &HealthCheckSpec, p: &mut Vec<Problem>) -> HealthCheck {
     let at = format!("{at}.health_check");
     if !h.path.starts_with('/') || h.path.contains(['?', '#', ' ']) {
-        p.push(Problem::new(format!("{at}.path"), "expected a path such as /health"));
+        p.push(Problem::new(
+            format!("{at}.path"),
+            "expected a path such as /health",
+        ));
     }
-    let interval = duration(&format!("{at}.interval"), h.interval.as_ref(), Duration::from_secs(10), p);
-    let timeout = duration(&format!("{at}.timeout"), h.timeout.as_ref(), Duration::from_secs(2), p);
+    let interval = duration(
+        &format!("{at}.interval"),
+        h.interval.as_ref(),
+        Duration::from_secs(10),
+        p,
+    );
+    let timeout = duration(
+        &format!("{at}.timeout"),
+        h.timeout.as_ref(),
+        Duration::from_secs(2),
+        p,
+    );
     if interval < Duration::from_millis(50) || timeout.is_zero() {
-        p.push(Problem::new(format!("{at}.interval"), "expected an interval of at least 50ms and a timeout above 0"));
+        p.push(Problem::new(
+            format!("{at}.interval"),
+            "expected an interval of at least 50ms and a timeout above 0",
+        ));
     }
     let mut expected = Vec::new();
     for (i, q) in h.expected_statuses.iter().enumerate() {
         match status_range(&q.to_string()) {
             Some(r) => expected.push(r),
-            None => p.push(Problem::new(format!("{at}.expected_statuses[{i}]"), "expected a status such as 200 or a class such as 2xx")),
+            None => p.push(Problem::new(
+                format!("{at}.expected_statuses[{i}]"),
+                "expected a status such as 200 or a class such as 2xx",
+            )),
         }
     }
     if expected.is_empty() {
@@ -313,7 +379,11 @@ fn status_range(text: &str) -> Option<(u16, u16)> {
 /// One cycle of smooth weighted round robin (nginx's): each endpoint appears `weight`
 /// times (weights divided by their common divisor), spread out rather than in runs.
 fn schedule(endpoints: &[Endpoint]) -> Box<[u16]> {
-    let g = endpoints.iter().map(|e| e.weight).filter(|&w| w > 0).fold(0, gcd);
+    let g = endpoints
+        .iter()
+        .map(|e| e.weight)
+        .filter(|&w| w > 0)
+        .fold(0, gcd);
     if g == 0 {
         return Box::new([]);
     }
@@ -335,7 +405,11 @@ fn schedule(endpoints: &[Endpoint]) -> Box<[u16]> {
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 #[cfg(test)]

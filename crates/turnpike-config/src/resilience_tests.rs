@@ -60,7 +60,10 @@ fn endpoint_objects_are_checked_field_by_field() {
 #[test]
 fn plain_endpoints_keep_their_wire_form() {
     let e: EndpointSpec = "http://x".into();
-    assert_eq!(serde_json::to_string(&e).ok().as_deref(), Some("\"http://x\""));
+    assert_eq!(
+        serde_json::to_string(&e).ok().as_deref(),
+        Some("\"http://x\"")
+    );
     let d = EndpointSpec::Detailed(EndpointDetail {
         url: "http://y".into(),
         weight: Some(3),
@@ -74,7 +77,10 @@ fn plain_endpoints_keep_their_wire_form() {
 fn the_weighted_schedule_is_smooth_and_proportional() {
     let yaml = "apis:\n  - name: a\n    context: /a\n    version: v1\n    load_balancing: weighted_round_robin\n    endpoints:\n      - { url: \"http://127.0.0.1:1\", weight: 50 }\n      - { url: \"http://127.0.0.1:2\", weight: 10 }\n      - { url: \"http://127.0.0.1:3\", weight: 0 }\n    resources: [ { path: \"/*\", methods: [\"*\"] } ]\n";
     let snap = snapshot(yaml);
-    let r = snap.apis[0].resilience.as_ref().map(|r| r.schedule.to_vec());
+    let r = snap.apis[0]
+        .resilience
+        .as_ref()
+        .map(|r| r.schedule.to_vec());
     // 5:1 after dividing by 10; the weight-0 endpoint is a standby, never scheduled.
     assert_eq!(r, Some(vec![0, 0, 0, 1, 0, 0]));
     assert!(snap.apis[0].endpoints.iter().all(|e| e.state.is_some()));

@@ -111,10 +111,28 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         "response",
         DEFAULT_RESPONSE_TIMEOUT,
     );
-    let endpoints = check_endpoints(&at("endpoints"), &spec.endpoints, connect_timeout, response_timeout, problems);
-    let sandbox_endpoints = check_endpoints(&at("sandbox_endpoints"), &spec.sandbox_endpoints, connect_timeout, response_timeout, problems);
+    let endpoints = check_endpoints(
+        &at("endpoints"),
+        &spec.endpoints,
+        connect_timeout,
+        response_timeout,
+        problems,
+    );
+    let sandbox_endpoints = check_endpoints(
+        &at("sandbox_endpoints"),
+        &spec.sandbox_endpoints,
+        connect_timeout,
+        response_timeout,
+        problems,
+    );
     let resilience = crate::resilience::needed(&spec).then(|| {
-        Arc::new(crate::resilience::check(&format!("apis[{index}]"), &spec, &endpoints, &sandbox_endpoints, problems))
+        Arc::new(crate::resilience::check(
+            &format!("apis[{index}]"),
+            &spec,
+            &endpoints,
+            &sandbox_endpoints,
+            problems,
+        ))
     });
     let resources = check_resources(index, &spec, problems);
     if spec.paths.case_insensitive {

@@ -30,7 +30,10 @@ pub struct EndpointStatus {
 pub fn list(snap: &Snapshot) -> Vec<EndpointStatus> {
     let mut out = Vec::new();
     for api in &snap.apis {
-        let pools = [("production", &api.endpoints), ("sandbox", &api.sandbox_endpoints)];
+        let pools = [
+            ("production", &api.endpoints),
+            ("sandbox", &api.sandbox_endpoints),
+        ];
         for (pool, eps) in pools {
             for s in eps.iter().filter_map(|e| e.state.as_ref()) {
                 out.push(EndpointStatus {
@@ -56,18 +59,41 @@ pub(crate) fn render(snap: &Snapshot, out: &mut String, escape: fn(&str) -> Stri
     }
     let _ = writeln!(out, "# HELP {M_ENDPOINT_STATE} Each upstream endpoint's state (1 for the current one)\n# TYPE {M_ENDPOINT_STATE} gauge");
     for e in &all {
-        let labels = format!("api=\"{}\",endpoint=\"{}\",pool=\"{}\"", escape(&e.api), escape(&e.endpoint), e.pool);
+        let labels = format!(
+            "api=\"{}\",endpoint=\"{}\",pool=\"{}\"",
+            escape(&e.api),
+            escape(&e.endpoint),
+            e.pool
+        );
         for h in EndpointHealth::ALL {
             let v = u8::from(h.as_str() == e.state);
-            let _ = writeln!(out, "{M_ENDPOINT_STATE}{{{labels},state=\"{}\"}} {v}", h.as_str());
+            let _ = writeln!(
+                out,
+                "{M_ENDPOINT_STATE}{{{labels},state=\"{}\"}} {v}",
+                h.as_str()
+            );
         }
     }
     let _ = writeln!(out, "# HELP {M_ENDPOINT_IN_FLIGHT} Requests waiting on each endpoint's response head\n# TYPE {M_ENDPOINT_IN_FLIGHT} gauge");
     for e in &all {
-        let _ = writeln!(out, "{M_ENDPOINT_IN_FLIGHT}{{api=\"{}\",endpoint=\"{}\",pool=\"{}\"}} {}", escape(&e.api), escape(&e.endpoint), e.pool, e.in_flight);
+        let _ = writeln!(
+            out,
+            "{M_ENDPOINT_IN_FLIGHT}{{api=\"{}\",endpoint=\"{}\",pool=\"{}\"}} {}",
+            escape(&e.api),
+            escape(&e.endpoint),
+            e.pool,
+            e.in_flight
+        );
     }
     let _ = writeln!(out, "# HELP {M_ENDPOINT_SUSPENSIONS} Times each endpoint was suspended\n# TYPE {M_ENDPOINT_SUSPENSIONS} counter");
     for e in &all {
-        let _ = writeln!(out, "{M_ENDPOINT_SUSPENSIONS}{{api=\"{}\",endpoint=\"{}\",pool=\"{}\"}} {}", escape(&e.api), escape(&e.endpoint), e.pool, e.suspensions);
+        let _ = writeln!(
+            out,
+            "{M_ENDPOINT_SUSPENSIONS}{{api=\"{}\",endpoint=\"{}\",pool=\"{}\"}} {}",
+            escape(&e.api),
+            escape(&e.endpoint),
+            e.pool,
+            e.suspensions
+        );
     }
 }

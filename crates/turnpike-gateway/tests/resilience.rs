@@ -120,7 +120,11 @@ async fn a_failing_endpoint_is_suspended_probed_and_restored_on_wso2s_progressio
     let (a, b) = (Backend::start("a").await, Backend::start("b").await);
     let clock = ManualClock::new(UnixNanos::from_secs(1_000_000));
     let extra = "    load_balancing: failover\n    resilience:\n      suspension: { on: [connect_failure, timeout, 503], initial_duration: 10s, progression_factor: 2, max_duration: 30s }\n      retries: { attempts: 1 }\n";
-    let gw = gateway_on(&clock, &yaml(&format!("[\"{}\", \"{}\"]", a.url(), b.url()), extra)).await;
+    let gw = gateway_on(
+        &clock,
+        &yaml(&format!("[\"{}\", \"{}\"]", a.url(), b.url()), extra),
+    )
+    .await;
     a.status.store(503, SeqCst);
     // a fails: suspended, and the GET is retried on b.
     assert_eq!(get(&gw).await, (200, "b".into()));
@@ -172,7 +176,11 @@ async fn the_state_survives_a_snapshot_swap() {
     assert_eq!(health(&gw, 0), EndpointHealth::Suspended);
     let again = Snapshot::from_yaml_with(&text, "test", &runtime).expect("valid");
     gw.snapshots().store(Arc::new(again));
-    assert_eq!(health(&gw, 0), EndpointHealth::Suspended, "the swap kept it");
+    assert_eq!(
+        health(&gw, 0),
+        EndpointHealth::Suspended,
+        "the swap kept it"
+    );
     assert_eq!(get(&gw).await.1, "b");
 }
 
@@ -183,10 +191,24 @@ async fn retries_go_to_another_endpoint_for_idempotent_methods_never_for_post() 
     let gw = gateway(&yaml(&format!("[\"{}\", \"{}\"]", a.url(), b.url()), extra)).await;
     a.status.store(503, SeqCst);
     let c = client();
-    let r = c.post(gw.url("/r/v1/x")).body("hello").send().await.expect("send");
-    assert_eq!((r.status().as_u16(), a.calls(), b.calls()), (503, 1, 0), "POST is not retried");
+    let r = c
+        .post(gw.url("/r/v1/x"))
+        .body("hello")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        (r.status().as_u16(), a.calls(), b.calls()),
+        (503, 1, 0),
+        "POST is not retried"
+    );
     tokio::time::sleep(Duration::from_millis(5)).await; // past the 1 ms suspension
-    let r = c.put(gw.url("/r/v1/x")).body("twelve bytes").send().await.expect("send");
+    let r = c
+        .put(gw.url("/r/v1/x"))
+        .body("twelve bytes")
+        .send()
+        .await
+        .expect("send");
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap_or_default(), "b");
     assert_eq!((a.calls(), b.calls()), (2, 1), "PUT retried once on b");
@@ -199,7 +221,12 @@ async fn post_is_retried_only_when_the_api_lists_it() {
     let extra = "    load_balancing: failover\n    resilience:\n      suspension: { on: [503] }\n      retries: { attempts: 1, methods: [GET, POST] }\n";
     let gw = gateway(&yaml(&format!("[\"{}\", \"{}\"]", a.url(), b.url()), extra)).await;
     a.status.store(503, SeqCst);
-    let r = client().post(gw.url("/r/v1/x")).body("hi").send().await.expect("send");
+    let r = client()
+        .post(gw.url("/r/v1/x"))
+        .body("hi")
+        .send()
+        .await
+        .expect("send");
     assert_eq!(r.text().await.unwrap_or_default(), "b");
     assert_eq!(b.body_bytes.load(SeqCst), 2);
 }
@@ -212,7 +239,11 @@ async fn health_checks_take_an_endpoint_out_and_bring_it_back() {
     assert_eq!(get(&gw).await.1, "a");
     a.health.store(500, SeqCst);
     wait_for(&gw, EndpointHealth::Unhealthy).await;
-    assert_eq!(get(&gw).await.1, "b", "an unhealthy endpoint takes no traffic");
+    assert_eq!(
+        get(&gw).await.1,
+        "b",
+        "an unhealthy endpoint takes no traffic"
+    );
     a.health.store(200, SeqCst);
     wait_for(&gw, EndpointHealth::Active).await;
     assert_eq!(get(&gw).await.1, "a");
@@ -249,7 +280,13 @@ async fn least_connections_avoids_the_busy_endpoint() {
     let mut busy = holding().await;
     let b = Backend::start("b").await;
     let extra = "    load_balancing: least_connections\n";
-    let gw = Arc::new(gateway(&yaml(&format!("[\"{}\", \"{}\"]", http(busy.addr), b.url()), extra)).await);
+    let gw = Arc::new(
+        gateway(&yaml(
+            &format!("[\"{}\", \"{}\"]", http(busy.addr), b.url()),
+            extra,
+        ))
+        .await,
+    );
     // Requests until one is held by the busy endpoint.
     let held = {
         let gw = gw.clone();
@@ -276,7 +313,10 @@ const PROD_KEY_SHA256: &str = "28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89e
 
 #[tokio::test]
 async fn sandbox_keys_go_to_the_sandbox_endpoints_or_get_403() {
-    let (prod, sandbox) = (Backend::start("prod").await, Backend::start("sandbox").await);
+    let (prod, sandbox) = (
+        Backend::start("prod").await,
+        Backend::start("sandbox").await,
+    );
     let api = |name: &str, sandbox_eps: &str| {
         format!(
             "  - name: {name}\n    context: /{name}\n    version: v1\n    endpoints: [\"{}\"]\n{sandbox_eps}    auth: {{ oauth2: false, api_key: true }}\n    resources:\n      - {{ path: \"/*\", methods: [GET] }}\n",
@@ -290,9 +330,8 @@ async fn sandbox_keys_go_to_the_sandbox_endpoints_or_get_403() {
     );
     let gw = gateway(&yaml).await;
     let c = client();
-    let call = |path: &'static str, key: &'static str| {
-        c.get(gw.url(path)).header("apikey", key).send()
-    };
+    let call =
+        |path: &'static str, key: &'static str| c.get(gw.url(path)).header("apikey", key).send();
     let r = call("/s/v1/x", "turnpike-bench-key").await.expect("send");
     assert_eq!(r.text().await.unwrap_or_default(), "prod");
     let r = call("/s/v1/x", "sandbox-key").await.expect("send");
@@ -309,15 +348,22 @@ async fn sandbox_keys_go_to_the_sandbox_endpoints_or_get_403() {
 async fn the_example_serves_every_get_with_one_endpoint_down() {
     let up = Backend::start("up").await;
     let down = refused_addr();
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/resilience.yaml"))
-        .expect("examples/resilience.yaml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/resilience.yaml"
+    ))
+    .expect("examples/resilience.yaml");
     assert!(text.contains("http://127.0.0.1:9001") && text.contains("http://127.0.0.1:9002"));
     let text = text
         .replace("http://127.0.0.1:9001", &http(down))
         .replace("http://127.0.0.1:9002", &up.url());
     let gw = gateway(&text).await;
     for _ in 0..20 {
-        let r = client().get(gw.url("/resilient/v1/items")).send().await.expect("send");
+        let r = client()
+            .get(gw.url("/resilient/v1/items"))
+            .send()
+            .await
+            .expect("send");
         assert_eq!(r.status(), 200);
     }
     assert_eq!(up.calls(), 20);

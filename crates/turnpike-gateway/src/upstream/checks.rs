@@ -66,7 +66,11 @@ pub(crate) fn spawn_supervisor(shared: Weak<Shared>) {
 fn wanted(snap: &Snapshot) -> HashMap<Key, (Endpoint, Arc<EndpointState>, HealthCheck)> {
     let mut out = HashMap::new();
     for api in &snap.apis {
-        let Some(hc) = api.resilience.as_ref().and_then(|r| r.health_check.as_ref()) else {
+        let Some(hc) = api
+            .resilience
+            .as_ref()
+            .and_then(|r| r.health_check.as_ref())
+        else {
             continue;
         };
         for ep in api.endpoints.iter().chain(&api.sandbox_endpoints) {
@@ -101,12 +105,19 @@ fn settings(ep: &Endpoint, hc: &HealthCheck) -> String {
     format!("{hc:?}|{}|{:?}", ep.url, ep.connect_timeout)
 }
 
-async fn check_loop(shared: Weak<Shared>, ep: Endpoint, state: Arc<EndpointState>, hc: HealthCheck) {
+async fn check_loop(
+    shared: Weak<Shared>,
+    ep: Endpoint,
+    state: Arc<EndpointState>,
+    hc: HealthCheck,
+) {
     let mut tick = tokio::time::interval(hc.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let Some(shared) = shared.upgrade() else { return };
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
         let passed = tokio::time::timeout(hc.timeout, check_once(&shared, &ep, &hc))
             .await
             .unwrap_or(false);

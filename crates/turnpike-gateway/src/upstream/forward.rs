@@ -68,7 +68,19 @@ pub(crate) async fn forward(
     let mut last_err = GatewayError::new(ErrorKind::NoEndpoint);
     for i in 0..n {
         let ep = &api.endpoints[(first + i) % n];
-        match attempt(shared, api, ep, parts, body, target, fwd, watch.as_ref(), &mut in_map).await {
+        match attempt(
+            shared,
+            api,
+            ep,
+            parts,
+            body,
+            target,
+            fwd,
+            watch.as_ref(),
+            &mut in_map,
+        )
+        .await
+        {
             Ok(up) => return Ok(up),
             Err(Attempt::Sent(e)) => return Err(e),
             Err(Attempt::Connect(e, b)) => {

@@ -19,7 +19,7 @@ use turnpike_model::clock::{Clock, SystemClock};
 use turnpike_policy::UpstreamTarget;
 
 use super::forward::{attempt, endpoint_failed, Attempt, Upstream, ROUND_ROBIN};
-use crate::client_body::ClientBody;
+use crate::client_body::{BodyWatch, ClientBody};
 use crate::conn::Shared;
 use crate::error::{ErrorKind, GatewayError};
 use crate::headers;
@@ -63,7 +63,10 @@ fn order(api: &CompiledApi, eps: &[Endpoint], schedule: &[u16]) -> Vec<usize> {
         c.set(v.wrapping_add(1));
         v
     });
-    let lb = api.resilience.as_ref().map_or(api.load_balancing, |r| r.load_balancing);
+    let lb = api
+        .resilience
+        .as_ref()
+        .map_or(api.load_balancing, |r| r.load_balancing);
     let first = match lb {
         LoadBalancing::Failover => 0,
         LoadBalancing::WeightedRoundRobin if !schedule.is_empty() => {
@@ -97,6 +100,48 @@ enum Outcome {
     Failed(GatewayError),
 }
 
+/// One request's way through the endpoints.
+struct Call<'a, 'h> {
+    shared: &'a Shared,
+    api: &'a CompiledApi,
+    parts: &'a mut request::Parts,
+    target: &'a UpstreamTarget,
+    fwd: &'a headers::Forwarded<'h>,
+    watch: Option<BodyWatch>,
+    /// The request's headers as they were before the first try (retries only: a try
+    /// through hyper's client takes them).
+    saved_headers: Option<http::HeaderMap>,
+}
+
+impl Call<'_, '_> {
+    async fn exchange(&mut self, ep: &Endpoint, body: ClientBody) -> Outcome {
+        if let Some(h) = &self.saved_headers {
+            self.parts.headers.clone_from(h);
+        }
+        let mut in_map = false;
+        let _in_flight = ep.state.as_ref().map(EndpointState::start);
+        let (shared, api, target, fwd) = (self.shared, self.api, self.target, self.fwd);
+        let watch = self.watch.as_ref();
+        match attempt(
+            shared,
+            api,
+            ep,
+            self.parts,
+            body,
+            target,
+            fwd,
+            watch,
+            &mut in_map,
+        )
+        .await
+        {
+            Ok(up) => Outcome::Answered(up),
+            Err(Attempt::Connect(e, b)) => Outcome::Unreached(e, b),
+            Err(Attempt::Sent(e)) => Outcome::Failed(e),
+        }
+    }
+}
+
 impl Plan<'_> {
     #[allow(clippy::too_many_arguments)]
     async fn run(
@@ -105,67 +150,59 @@ impl Plan<'_> {
         api: &CompiledApi,
         eps: &[Endpoint],
         parts: &mut request::Parts,
-        body: ClientBody,
+        mut body: ClientBody,
         target: &UpstreamTarget,
         fwd: &headers::Forwarded<'_>,
     ) -> Result<Upstream, GatewayError> {
         let retries = self.r.and_then(|r| r.retries.as_ref());
-        if let Some(rt) = retries {
-            rt.deposit();
-        }
-        // Retried only when the method allows it and the body can be sent again.
-        let replayable = retries.is_some_and(|rt| rt.allows(&parts.method) && rt.attempts > 0);
-        let replayable = replayable.then(|| body.replay()).flatten().is_some();
-        let saved_headers = replayable.then(|| parts.headers.clone());
+        let replayable = self.replayable(&parts.method, &body);
         let mut retries_left = retries.map_or(0, |rt| rt.attempts);
-        let mut body = body;
         let watch = (!body.is_end_stream()).then(|| body.watch());
+        let saved_headers = replayable.then(|| parts.headers.clone());
+        let mut call = Call {
+            shared,
+            api,
+            parts,
+            target,
+            fwd,
+            watch,
+            saved_headers,
+        };
         let mut body = Some(body);
         let mut last: Option<GatewayError> = None;
         // A failing answer retried away is still better than an error if no other
         // endpoint answers.
         let mut last_answer: Option<Upstream> = None;
-        for &i in &self.order {
-            let ep = &eps[i];
-            if !self.admits(ep) {
-                continue;
-            }
-            let Some(this_body) = (if replayable { body.as_ref().and_then(ClientBody::replay) } else { body.take() }) else {
-                break;
+        for ep in self
+            .order
+            .iter()
+            .map(|&i| &eps[i])
+            .filter(|ep| self.admits(ep))
+        {
+            let next = if replayable {
+                body.as_ref().and_then(ClientBody::replay)
+            } else {
+                body.take()
             };
-            if let Some(h) = &saved_headers {
-                parts.headers.clone_from(h);
-            }
-            let mut in_map = false;
-            let _in_flight = ep.state.as_ref().map(EndpointState::start);
-            let outcome = match attempt(shared, api, ep, parts, this_body, target, fwd, watch.as_ref(), &mut in_map).await {
-                Ok(up) => Outcome::Answered(up),
-                Err(Attempt::Connect(e, b)) => Outcome::Unreached(e, b),
-                Err(Attempt::Sent(e)) => Outcome::Failed(e),
-            };
-            let counted = self.report(ep, &outcome);
-            let retry = counted
+            let Some(next) = next else { break };
+            let outcome = call.exchange(ep, next).await;
+            // A connection never made sent nothing: the next endpoint is tried anyway,
+            // without spending a retry.
+            let sent = !matches!(outcome, Outcome::Unreached(..));
+            let retry = self.report(ep, &outcome)
+                && sent
                 && replayable
                 && retries_left > 0
                 && retries.is_some_and(|rt| rt.withdraw(SystemClock.now_secs()));
+            retries_left -= u32::from(retry);
             match outcome {
                 Outcome::Answered(up) if !retry => return Ok(up),
-                Outcome::Answered(up) => {
-                    last_answer = Some(up);
-                    retries_left -= 1;
-                }
-                Outcome::Unreached(e, b) => {
-                    endpoint_failed(api, ep, &e);
-                    if !replayable {
-                        body = Some(b);
-                    }
-                    last = Some(e);
-                }
+                Outcome::Answered(up) => last_answer = Some(up),
                 Outcome::Failed(e) if !retry => return Err(e),
-                Outcome::Failed(e) => {
-                    endpoint_failed(api, ep, &e);
-                    retries_left -= 1;
-                    last = Some(e);
+                Outcome::Failed(e) => last = Some(failed(api, ep, e)),
+                Outcome::Unreached(e, b) => {
+                    body = body.or((!replayable).then_some(b));
+                    last = Some(failed(api, ep, e));
                 }
             }
         }
@@ -173,6 +210,16 @@ impl Plan<'_> {
             Some(up) => Ok(up),
             None => Err(last.unwrap_or_else(|| GatewayError::new(ErrorKind::EndpointsSuspended))),
         }
+    }
+
+    /// Whether this request may be retried: the API retries its method, and its body
+    /// is wholly in memory (or absent). Counts the request into the retry budget.
+    fn replayable(&self, method: &http::Method, body: &ClientBody) -> bool {
+        let Some(rt) = self.r.and_then(|r| r.retries.as_ref()) else {
+            return false;
+        };
+        rt.deposit();
+        rt.attempts > 0 && rt.allows(method) && body.replay().is_some()
     }
 
     /// Whether the endpoint takes this request (its circuit and health check).
@@ -207,6 +254,12 @@ impl Plan<'_> {
         }
         counted
     }
+}
+
+/// Logs the endpoint's failure (rate limited) and keeps the error as the last one.
+fn failed(api: &CompiledApi, ep: &Endpoint, e: GatewayError) -> GatewayError {
+    endpoint_failed(api, ep, &e);
+    e
 }
 
 fn is_upstream(kind: ErrorKind) -> bool {
