@@ -26,21 +26,24 @@ const MAX_RETRIES: u32 = 5;
 /// Largest endpoint weight.
 pub const MAX_WEIGHT: u32 = 100;
 
+/// Inclusive status ranges (`503` is 503..=503, `5xx` 500..=599).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Statuses(Vec<(u16, u16)>);
+
+impl Statuses {
+    pub fn contains(&self, s: StatusCode) -> bool {
+        let s = s.as_u16();
+        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))
+    }
+}
+
 /// Which failures of an exchange count against an endpoint.
 #[derive(Debug, Clone, Default)]
 pub struct Counted {
     pub connect_failure: bool,
     pub timeout: bool,
     pub reset: bool,
-    /// Inclusive status ranges (`503` is 503..=503, `5xx` 500..=599).
-    pub statuses: Vec<(u16, u16)>,
-}
-
-impl Counted {
-    pub fn status(&self, s: StatusCode) -> bool {
-        let s = s.as_u16();
-        self.statuses.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))
-    }
+    pub statuses: Statuses,
 }
 
 #[derive(Debug, Clone)]
@@ -108,14 +111,8 @@ pub struct HealthCheck {
     pub timeout: Duration,
     pub healthy_threshold: u32,
     pub unhealthy_threshold: u32,
-    pub expected: Vec<(u16, u16)>,
-}
-
-impl HealthCheck {
-    pub fn passes(&self, s: StatusCode) -> bool {
-        let s = s.as_u16();
-        self.expected.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))
-    }
+    /// Statuses that pass.
+    pub expected: Statuses,
 }
 
 /// What an API's requests consult beyond round robin.
@@ -193,7 +190,7 @@ fn suspension(at: &str, s: Option<&SuspensionSpec>, p: &mut Vec<Problem>) -> Sus
             "timeout" => on.timeout = true,
             "reset" => on.reset = true,
             other => match status_range(other) {
-                Some(r) => on.statuses.push(r),
+                Some(r) => on.statuses.0.push(r),
                 None => p.push(Problem::new(
                     format!("{at}.on[{i}]"),
                     format!("{other:?} is not a failure: expected connect_failure, timeout, reset, a status such as 503 or a class such as 5xx"),
@@ -362,7 +359,7 @@ fn health(at: &str, h: &HealthCheckSpec, p: &mut Vec<Problem>) -> HealthCheck {
         timeout,
         healthy_threshold: threshold(h.healthy_threshold, 2, "healthy_threshold", p),
         unhealthy_threshold: threshold(h.unhealthy_threshold, 3, "unhealthy_threshold", p),
-        expected,
+        expected: Statuses(expected),
     }
 }
 

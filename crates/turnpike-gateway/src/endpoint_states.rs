@@ -74,26 +74,34 @@ pub(crate) fn render(snap: &Snapshot, out: &mut String, escape: fn(&str) -> Stri
             );
         }
     }
-    let _ = writeln!(out, "# HELP {M_ENDPOINT_IN_FLIGHT} Requests waiting on each endpoint's response head\n# TYPE {M_ENDPOINT_IN_FLIGHT} gauge");
-    for e in &all {
-        let _ = writeln!(
-            out,
-            "{M_ENDPOINT_IN_FLIGHT}{{api=\"{}\",endpoint=\"{}\",pool=\"{}\"}} {}",
-            escape(&e.api),
-            escape(&e.endpoint),
-            e.pool,
-            e.in_flight
-        );
-    }
-    let _ = writeln!(out, "# HELP {M_ENDPOINT_SUSPENSIONS} Times each endpoint was suspended\n# TYPE {M_ENDPOINT_SUSPENSIONS} counter");
-    for e in &all {
-        let _ = writeln!(
-            out,
-            "{M_ENDPOINT_SUSPENSIONS}{{api=\"{}\",endpoint=\"{}\",pool=\"{}\"}} {}",
-            escape(&e.api),
-            escape(&e.endpoint),
-            e.pool,
-            e.suspensions
-        );
-    }
+    let per_endpoint = |out: &mut String,
+                        name: &str,
+                        kind: &str,
+                        help: &str,
+                        v: &dyn Fn(&EndpointStatus) -> u64| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for e in &all {
+            let (api, ep) = (escape(&e.api), escape(&e.endpoint));
+            let _ = writeln!(
+                out,
+                "{name}{{api=\"{api}\",endpoint=\"{ep}\",pool=\"{}\"}} {}",
+                e.pool,
+                v(e)
+            );
+        }
+    };
+    per_endpoint(
+        out,
+        M_ENDPOINT_IN_FLIGHT,
+        "gauge",
+        "Requests waiting on each endpoint's response head",
+        &|e| u64::from(e.in_flight),
+    );
+    per_endpoint(
+        out,
+        M_ENDPOINT_SUSPENSIONS,
+        "counter",
+        "Times each endpoint was suspended",
+        &|e| e.suspensions,
+    );
 }

@@ -158,5 +158,5 @@ async fn check_once(shared: &Shared, ep: &Endpoint, hc: &HealthCheck) -> bool {
     let _ = http_body_util::Limited::new(resp.into_body(), MAX_CHECK_BODY)
         .collect()
         .await;
-    hc.passes(status)
+    hc.expected.contains(status)
 }

@@ -236,7 +236,7 @@ impl Plan<'_> {
         let Some(r) = self.r else { return false };
         let on = &r.suspension.on;
         let counted = match outcome {
-            Outcome::Answered(up) => on.status(up.status()),
+            Outcome::Answered(up) => on.statuses.contains(up.status()),
             Outcome::Unreached(e, _) => on.connect_failure && is_upstream(e.kind),
             Outcome::Failed(e) => match e.kind {
                 ErrorKind::UpstreamResponseTimeout => on.timeout,
