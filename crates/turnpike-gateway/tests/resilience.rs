@@ -368,3 +368,27 @@ async fn the_example_serves_every_get_with_one_endpoint_down() {
     }
     assert_eq!(up.calls(), 20);
 }
+
+#[tokio::test]
+async fn the_example_serves_every_get_while_one_endpoint_answers_500() {
+    let (up, failing) = (Backend::start("up").await, Backend::start("failing").await);
+    failing.status.store(500, SeqCst);
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/resilience.yaml"
+    ))
+    .expect("examples/resilience.yaml")
+    .replace("http://127.0.0.1:9001", &failing.url())
+    .replace("http://127.0.0.1:9002", &up.url());
+    let gw = gateway(&text).await;
+    for _ in 0..20 {
+        let r = client()
+            .get(gw.url("/resilient/v1/items"))
+            .send()
+            .await
+            .expect("send");
+        let answer = (r.status().as_u16(), r.text().await.unwrap_or_default());
+        assert_eq!(answer, (200, "up".into()));
+    }
+    assert_eq!(failing.calls(), 1, "suspended after its first 500");
+}
