@@ -9,6 +9,9 @@ use turnpike_policy::spec::duration::parse_duration;
 
 use crate::endpoint_state::EndpointState;
 
+/// Largest endpoint weight.
+pub const MAX_WEIGHT: u32 = 100;
+
 /// One upstream endpoint, pre-parsed.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -44,7 +47,7 @@ impl Endpoint {
         ep.read_timeout = read;
         if let EndpointSpec::Detailed(d) = spec {
             ep.weight = d.weight.unwrap_or(1);
-            if ep.weight > crate::resilience::MAX_WEIGHT {
+            if ep.weight > MAX_WEIGHT {
                 problems.push((".weight", "expected a weight from 0 to 100".to_owned()));
             }
             let timeouts = d.timeouts.as_ref();

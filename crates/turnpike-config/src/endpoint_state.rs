@@ -12,7 +12,57 @@ use std::time::Duration;
 
 use turnpike_model::clock::{Clock, SystemClock};
 
-use crate::resilience::Resilience;
+use http::StatusCode;
+
+/// Inclusive status ranges (`503` is 503..=503, `5xx` 500..=599).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Statuses(Vec<(u16, u16)>);
+
+impl Statuses {
+    pub fn new(ranges: Vec<(u16, u16)>) -> Self {
+        Statuses(ranges)
+    }
+
+    pub fn push(&mut self, range: (u16, u16)) {
+        self.0.push(range);
+    }
+
+    pub fn contains(&self, s: StatusCode) -> bool {
+        let s = s.as_u16();
+        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))
+    }
+}
+
+/// Which failures of an exchange count against an endpoint.
+#[derive(Debug, Clone, Default)]
+pub struct Counted {
+    pub connect_failure: bool,
+    pub timeout: bool,
+    pub reset: bool,
+    pub statuses: Statuses,
+}
+
+#[derive(Debug, Clone)]
+pub struct Suspension {
+    pub on: Counted,
+    pub initial: Duration,
+    pub factor: f64,
+    pub max: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Breaker {
+    pub consecutive_failures: u32,
+    pub failure_ratio: Option<f64>,
+    pub window: u32,
+}
+
+/// The circuit's parameters: when it opens and for how long.
+#[derive(Debug, Clone)]
+pub struct Circuit {
+    pub suspension: Suspension,
+    pub breaker: Breaker,
+}
 
 const ACTIVE: u8 = 0;
 const SUSPENDED: u8 = 1;
@@ -151,7 +201,7 @@ impl EndpointState {
 
     /// A call that did not fail in a counted way: closes the circuit, and the next
     /// suspension starts again from the initial duration.
-    pub fn succeeded(&self, r: &Resilience) {
+    pub fn succeeded(&self, r: &Circuit) {
         self.consecutive_failures.store(0, Relaxed);
         self.tally(r, false);
         if self.mode.load(Relaxed) != ACTIVE {
@@ -162,7 +212,7 @@ impl EndpointState {
 
     /// A counted failure (`suspension.on`): suspends when the circuit breaker trips, or
     /// at once when it was the probe.
-    pub fn failed(&self, r: &Resilience) {
+    pub fn failed(&self, r: &Circuit) {
         let consecutive = self.consecutive_failures.fetch_add(1, Relaxed) + 1;
         let ratio_tripped = self.tally(r, true);
         let mode = self.mode.load(Relaxed);
@@ -173,7 +223,7 @@ impl EndpointState {
         }
     }
 
-    fn suspend(&self, r: &Resilience) {
+    fn suspend(&self, r: &Circuit) {
         let s = &r.suspension;
         let mut d = self.next_suspension.load(Relaxed);
         if d == 0 {
@@ -191,7 +241,7 @@ impl EndpointState {
 
     /// Counts a call into the ratio window; true when the window just filled with a
     /// failed share at or above the breaker's ratio.
-    fn tally(&self, r: &Resilience, failed: bool) -> bool {
+    fn tally(&self, r: &Circuit, failed: bool) -> bool {
         let Some(ratio) = r.breaker.failure_ratio else {
             return false;
         };
@@ -292,21 +342,6 @@ impl EndpointRegistry {
         ));
         map.insert(key, Arc::downgrade(&fresh));
         fresh
-    }
-}
-
-/// Gives each endpoint of an API with resilience settings its long-lived state.
-pub(crate) fn attach(api: &mut crate::CompiledApi, registry: &EndpointRegistry) {
-    if api.resilience.is_none() {
-        return;
-    }
-    let id = turnpike_model::api_id(&api.context, &api.version);
-    for ep in api
-        .endpoints
-        .iter_mut()
-        .chain(api.sandbox_endpoints.iter_mut())
-    {
-        ep.state = Some(registry.state(&id, &ep.url));
     }
 }
 

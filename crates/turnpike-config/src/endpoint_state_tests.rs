@@ -4,34 +4,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use turnpike_model::clock::{ManualClock, UnixNanos};
-use turnpike_model::resilience::{CircuitBreakerSpec, ResilienceSpec, SuspensionSpec};
-use turnpike_model::ApiSpec;
 
 use super::*;
-use crate::resilience::{check, Resilience};
 
-fn resilience(consecutive: u32, ratio: Option<f64>) -> Resilience {
-    let spec = ApiSpec {
-        resilience: Some(ResilienceSpec {
-            suspension: Some(SuspensionSpec {
-                initial_duration: Some("1s".into()),
-                progression_factor: Some(2.0),
-                max_duration: Some("3s".into()),
-                ..Default::default()
-            }),
-            circuit_breaker: Some(CircuitBreakerSpec {
-                consecutive_failures: Some(consecutive),
-                failure_ratio: ratio,
-                window: Some(4),
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let mut problems = Vec::new();
-    let r = check("apis[0]", &spec, &[], &[], &mut problems);
-    assert!(problems.is_empty(), "{problems:?}");
-    r
+fn resilience(consecutive: u32, ratio: Option<f64>) -> Circuit {
+    Circuit {
+        suspension: Suspension {
+            on: Counted::default(),
+            initial: Duration::from_secs(1),
+            factor: 2.0,
+            max: Duration::from_secs(3),
+        },
+        breaker: Breaker {
+            consecutive_failures: consecutive,
+            failure_ratio: ratio,
+            window: 4,
+        },
+    }
 }
 
 fn state(clock: &ManualClock) -> Arc<EndpointState> {

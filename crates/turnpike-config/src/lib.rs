@@ -133,7 +133,7 @@ fn compile_inner(
         .kernel()
         .get_or_init(endpoint_state::EndpointRegistry::default);
     for c in &mut checked {
-        endpoint_state::attach(&mut c.api, &registry);
+        validate::attach_states(&mut c.api, &registry);
     }
     let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
     Ok(Snapshot::assemble(version, apis, router, subscriptions))

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use http::{Method, StatusCode};
+use http::Method;
 use turnpike_model::resilience::{
     CircuitBreakerSpec, HealthCheckSpec, ResilienceSpec, RetrySpec, SuspensionSpec,
 };
@@ -17,49 +17,13 @@ use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::methods::MethodSet;
 
 use crate::endpoint::Endpoint;
+pub use crate::endpoint_state::{Breaker, Circuit, Counted, Statuses, Suspension};
 use crate::error::Problem;
 
 /// Most endpoints (production or sandbox) of one API.
 pub const MAX_ENDPOINTS: usize = 64;
 /// Most retries of one request.
 const MAX_RETRIES: u32 = 5;
-/// Largest endpoint weight.
-pub const MAX_WEIGHT: u32 = 100;
-
-/// Inclusive status ranges (`503` is 503..=503, `5xx` 500..=599).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Statuses(Vec<(u16, u16)>);
-
-impl Statuses {
-    pub fn contains(&self, s: StatusCode) -> bool {
-        let s = s.as_u16();
-        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))
-    }
-}
-
-/// Which failures of an exchange count against an endpoint.
-#[derive(Debug, Clone, Default)]
-pub struct Counted {
-    pub connect_failure: bool,
-    pub timeout: bool,
-    pub reset: bool,
-    pub statuses: Statuses,
-}
-
-#[derive(Debug, Clone)]
-pub struct Suspension {
-    pub on: Counted,
-    pub initial: Duration,
-    pub factor: f64,
-    pub max: Duration,
-}
-
-#[derive(Debug, Clone)]
-pub struct Breaker {
-    pub consecutive_failures: u32,
-    pub failure_ratio: Option<f64>,
-    pub window: u32,
-}
 
 /// Retries on another endpoint, within a budget: `percent` of requests (deposited as
 /// each request starts, in thousandths of a retry) plus `min_per_second`.
@@ -122,8 +86,8 @@ pub struct Resilience {
     /// Passive tracking: failures are counted and suspend (a `suspension` or
     /// `circuit_breaker` section, or a health check, which also reads real traffic).
     pub tracks: bool,
-    pub suspension: Suspension,
-    pub breaker: Breaker,
+    /// When failures suspend an endpoint, and for how long.
+    pub circuit: Circuit,
     pub retries: Option<Retries>,
     pub health_check: Option<HealthCheck>,
     /// Weighted round robin: endpoint indexes in smooth order (one cycle).
@@ -156,8 +120,10 @@ pub(crate) fn check(
     Resilience {
         load_balancing: spec.load_balancing,
         tracks,
-        suspension: suspension(&at, r.suspension.as_ref(), problems),
-        breaker: breaker(&at, r.circuit_breaker.as_ref(), problems),
+        circuit: Circuit {
+            suspension: suspension(&at, r.suspension.as_ref(), problems),
+            breaker: breaker(&at, r.circuit_breaker.as_ref(), problems),
+        },
         retries: r.retries.as_ref().map(|s| retries(&at, s, problems)),
         health_check: r.health_check.as_ref().map(|s| health(&at, s, problems)),
         schedule: schedule(endpoints),
@@ -190,7 +156,7 @@ fn suspension(at: &str, s: Option<&SuspensionSpec>, p: &mut Vec<Problem>) -> Sus
             "timeout" => on.timeout = true,
             "reset" => on.reset = true,
             other => match status_range(other) {
-                Some(r) => on.statuses.0.push(r),
+                Some(r) => on.statuses.push(r),
                 None => p.push(Problem::new(
                     format!("{at}.on[{i}]"),
                     format!("{other:?} is not a failure: expected connect_failure, timeout, reset, a status such as 503 or a class such as 5xx"),
@@ -359,7 +325,7 @@ fn health(at: &str, h: &HealthCheckSpec, p: &mut Vec<Problem>) -> HealthCheck {
         timeout,
         healthy_threshold: threshold(h.healthy_threshold, 2, "healthy_threshold", p),
         unhealthy_threshold: threshold(h.unhealthy_threshold, 3, "unhealthy_threshold", p),
-        expected: Statuses(expected),
+        expected: Statuses::new(expected),
     }
 }
 

@@ -203,6 +203,24 @@ fn check_endpoints(
     endpoints
 }
 
+/// Gives each endpoint of an API with resilience settings its long-lived state.
+pub(crate) fn attach_states(
+    api: &mut CompiledApi,
+    registry: &crate::endpoint_state::EndpointRegistry,
+) {
+    if api.resilience.is_none() {
+        return;
+    }
+    let id = turnpike_model::api_id(&api.context, &api.version);
+    for ep in api
+        .endpoints
+        .iter_mut()
+        .chain(api.sandbox_endpoints.iter_mut())
+    {
+        ep.state = Some(registry.state(&id, &ep.url));
+    }
+}
+
 fn check_resources(
     index: usize,
     spec: &ApiSpec,

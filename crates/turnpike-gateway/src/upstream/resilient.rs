@@ -234,7 +234,7 @@ impl Plan<'_> {
     /// the API counts (`suspension.on`), which is also what a retry needs.
     fn report(&self, ep: &Endpoint, outcome: &Outcome) -> bool {
         let Some(r) = self.r else { return false };
-        let on = &r.suspension.on;
+        let on = &r.circuit.suspension.on;
         let counted = match outcome {
             Outcome::Answered(up) => on.statuses.contains(up.status()),
             Outcome::Unreached(e, _) => on.connect_failure && is_upstream(e.kind),
@@ -247,9 +247,9 @@ impl Plan<'_> {
         };
         if let (Some(s), true) = (&ep.state, r.tracks) {
             if counted {
-                s.failed(r);
+                s.failed(&r.circuit);
             } else if !matches!(outcome, Outcome::Failed(_)) {
-                s.succeeded(r);
+                s.succeeded(&r.circuit);
             }
         }
         counted
