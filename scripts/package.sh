@@ -77,7 +77,7 @@ sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$deb_arch/" -e "s/@DEPENDS@/$depends
 install -m644 packaging/debian/conffiles "$root/DEBIAN/conffiles"
 install -m755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$root/DEBIAN/"
 deb="$out/turnpike_${version}_$deb_arch.deb"
-dpkg-deb --root-owner-group -Zxz -z6 --build "$root" "$deb" >/dev/null
+dpkg-deb --root-owner-group -Zgzip -z9 --build "$root" "$deb" >/dev/null
 rm -rf "$root"
 
 echo "package: $out/$name.tar.gz"

@@ -24,7 +24,9 @@ checker="$tools/turnpike-helm-check"
   --set controlPlane.database.existingSecret=pg
 # The topologies: one SQLite control plane with autoscaled gateways (the defaults);
 # three control planes on PostgreSQL, Redis-shared quotas, a TLS secret; fixed gateways.
-render() { "$helm" template turnpike "$chart" --namespace apim "$@"; }
+# --kube-version: helm template assumes an old cluster; the checker decodes with k8s.io/api
+# of a current one.
+render() { "$helm" template turnpike "$chart" --namespace apim --kube-version 1.33.0 "$@"; }
 echo "helm check: defaults";     render | "$checker"
 echo "helm check: HA";           render --set controlPlane.replicaCount=3 \
   --set controlPlane.database.existingSecret=turnpike-postgres \
