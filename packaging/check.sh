@@ -89,7 +89,8 @@ wait_for() { # file, pattern: the first match's URL
   done
   cat "$1" >&2; return 1
 }
-stop_roles() { for f in "$run"/*.pid; do kill "$(cat "$f")" 2>/dev/null || true; done; }
+# SIGINT: stop at once, without the drain delay SIGTERM gets.
+stop_roles() { for f in "$run"/*.pid; do kill -INT "$(cat "$f")" 2>/dev/null || true; done; }
 trap 'stop_roles; rm -rf "$scratch"' EXIT
 start_role control-plane TURNPIKE_CP_PORT=0 TURNPIKE_DATABASE="sqlite://$run/cp/turnpike.db" \
   TURNPIKE_UI_DIR="$root/usr/share/turnpike/ui"
