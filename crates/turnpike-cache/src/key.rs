@@ -68,7 +68,10 @@ fn shared(s: &Settings, method: &Method, ctx: &RequestCtx, req: &request::Parts)
             match v.to_str() {
                 Ok(text) => k.push_str(text),
                 // Opaque bytes key distinctly, byte for byte.
-                Err(_) => v.as_bytes().iter().for_each(|b| k.push_str(&format!("%{b:02x}"))),
+                Err(_) => v
+                    .as_bytes()
+                    .iter()
+                    .for_each(|b| k.push_str(&format!("%{b:02x}"))),
             }
             k.push(',');
         }

@@ -142,7 +142,11 @@ impl ResponseCache {
     }
 
     /// Whether the upstream's answer may be stored, and under which key.
-    fn candidate(&self, x: &Exchange, resp: &response::Parts) -> Option<(String, Arc<CachePolicy>)> {
+    fn candidate(
+        &self,
+        x: &Exchange,
+        resp: &response::Parts,
+    ) -> Option<(String, Arc<CachePolicy>)> {
         let keys = x.keys.as_ref()?;
         let storable_status = self.settings.statuses.contains(&resp.status.as_u16());
         let too_large = turnpike_policy::http::content_length(&resp.headers)
@@ -154,7 +158,8 @@ impl ResponseCache {
         if !storable_status || too_large || resp.headers.contains_key(SET_COOKIE) {
             return None;
         }
-        let req_headers = kept_request_headers(&x.req_headers, &resp.headers, keys.consumer.is_some());
+        let req_headers =
+            kept_request_headers(&x.req_headers, &resp.headers, keys.consumer.is_some());
         let judged = Judged {
             status: resp.status,
             headers: with_default_ttl(&resp.headers, self.settings.ttl),
@@ -180,7 +185,14 @@ impl ResponseCache {
         Some((key, Arc::new(policy)))
     }
 
-    fn keep(&self, x: &Exchange, key: String, policy: &CachePolicy, resp: &response::Parts, body: &Bytes) {
+    fn keep(
+        &self,
+        x: &Exchange,
+        key: String,
+        policy: &CachePolicy,
+        resp: &response::Parts,
+        body: &Bytes,
+    ) {
         if body.len() as u64 > self.settings.max_entry {
             return;
         }
@@ -188,10 +200,19 @@ impl ResponseCache {
         let stale = (
             seconds_directive(&resp.headers, "stale-while-revalidate")
                 .unwrap_or(self.settings.stale_while_revalidate),
-            seconds_directive(&resp.headers, "stale-if-error").unwrap_or(self.settings.stale_if_error),
+            seconds_directive(&resp.headers, "stale-if-error")
+                .unwrap_or(self.settings.stale_if_error),
         );
         let tags = self.tags(&resp.headers);
-        let variant = Variant::new(policy.clone(), resp.status, resp.headers.clone(), body.clone(), now, stale, tags);
+        let variant = Variant::new(
+            policy.clone(),
+            resp.status,
+            resp.headers.clone(),
+            body.clone(),
+            now,
+            stale,
+            tags,
+        );
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
@@ -224,7 +245,11 @@ impl Policy for ResponseCache {
         Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS | Hooks::RESPONSE_BODY
     }
 
-    fn on_request_headers<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts) -> Step<'a> {
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+    ) -> Step<'a> {
         let mut x = Exchange {
             label: Label::Bypass,
             keys: None,
@@ -266,7 +291,11 @@ impl Policy for ResponseCache {
         self.miss(ctx, req, x)
     }
 
-    fn on_response_headers(&self, ctx: &mut RequestCtx, resp: &mut response::Parts) -> Result<(), GatewayError> {
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
         let now = self.now();
         let Some(x) = ctx.ext.get_mut::<Exchange>() else {
             return Ok(());
@@ -310,7 +339,11 @@ impl Policy for ResponseCache {
             resp.status = v.status;
             resp.headers = v.headers.clone();
             stamp(&mut resp.headers, &v, self.now(), Label::Stale);
-            *body = if x.method == Method::HEAD { Bytes::new() } else { v.body.clone() };
+            *body = if x.method == Method::HEAD {
+                Bytes::new()
+            } else {
+                v.body.clone()
+            };
             ctx.ext.insert(FromCache);
             return Ok(());
         }
@@ -381,7 +414,10 @@ fn kept_request_headers(req: &HeaderMap, resp: &HeaderMap, by_consumer: bool) ->
     if !by_consumer {
         keep("authorization");
     }
-    let varied = resp.get_all(http::header::VARY).iter().filter_map(|v| v.to_str().ok());
+    let varied = resp
+        .get_all(http::header::VARY)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
     for name in varied.flat_map(|v| v.split(',')).take(32) {
         keep(name);
     }
@@ -438,6 +474,7 @@ impl PolicyKind for Cache {
         let settings = compile(spec, cx)?;
         let stores = cx.runtime.get_or_init(CacheStores::default);
         let store = stores.for_api(&id, settings.max_size);
+        store.apply_purges(&spec.purges);
         Some(Arc::new(ResponseCache {
             settings,
             store,

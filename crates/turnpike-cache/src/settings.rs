@@ -63,7 +63,12 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
         query: spec.key.query,
         headers: key_headers(cx, &spec.key.headers),
         consumer: spec.key.consumer,
-        max_entry: size(cx, ".max_entry_size", spec.max_entry_size.as_ref(), DEFAULT_MAX_ENTRY),
+        max_entry: size(
+            cx,
+            ".max_entry_size",
+            spec.max_entry_size.as_ref(),
+            DEFAULT_MAX_ENTRY,
+        ),
         max_size: size(cx, ".max_size", spec.max_size.as_ref(), DEFAULT_MAX_SIZE),
         stale_while_revalidate: duration(
             cx,
@@ -86,12 +91,39 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
             DEFAULT_LOCK_TIMEOUT,
             MAX_LOCK_TIMEOUT,
         ),
-        tag_header: spec.tag_header.as_deref().and_then(|h| header(cx, ".tag_header", h)),
+        tag_header: spec
+            .tag_header
+            .as_deref()
+            .and_then(|h| header(cx, ".tag_header", h)),
     };
+    purges(cx, &spec.purges);
     if settings.max_entry > settings.max_size {
         cx.problem(".max_entry_size", "must not be larger than max_size");
     }
     (cx.problems.len() == before).then_some(settings)
+}
+
+/// Purges kept in a spec (the control plane keeps the latest).
+const MAX_PURGES: usize = 32;
+
+fn purges(cx: &mut BuildCx<'_>, list: &[turnpike_model::policy::CachePurge]) {
+    if list.len() > MAX_PURGES {
+        cx.problem(".purges", format!("at most {MAX_PURGES} purges"));
+    }
+    for (i, p) in list.iter().enumerate() {
+        if p.prefix.is_some() && p.tag.is_some() {
+            cx.problem(
+                &format!(".purges[{i}]"),
+                "a purge names a prefix or a tag, not both",
+            );
+        }
+        if p.prefix.as_deref().is_some_and(|x| !x.starts_with('/')) {
+            cx.problem(
+                &format!(".purges[{i}].prefix"),
+                "an upstream path prefix starts with '/'",
+            );
+        }
+    }
 }
 
 fn duration(
@@ -105,7 +137,10 @@ fn duration(
     match parse_duration(q) {
         Ok(d) if d <= max => d,
         Ok(_) => {
-            cx.problem(field, format!("{q} is longer than the cap of {}s", max.as_secs()));
+            cx.problem(
+                field,
+                format!("{q} is longer than the cap of {}s", max.as_secs()),
+            );
             default
         }
         Err(e) => {
@@ -120,7 +155,10 @@ fn size(cx: &mut BuildCx<'_>, field: &str, q: Option<&Quantity>, default: u64) -
     match parse_size(q) {
         Ok(Some(n)) if n > 0 => n,
         Ok(_) => {
-            cx.problem(field, "a cache needs a bound: write a size such as \"64MiB\"");
+            cx.problem(
+                field,
+                "a cache needs a bound: write a size such as \"64MiB\"",
+            );
             default
         }
         Err(e) => {
@@ -154,7 +192,10 @@ fn statuses(cx: &mut BuildCx<'_>, list: &[u16]) -> Box<[u16]> {
     }
     for (i, s) in list.iter().enumerate() {
         if !(200..=599).contains(s) {
-            cx.problem(&format!(".statuses[{i}]"), format!("{s} is not a final HTTP status"));
+            cx.problem(
+                &format!(".statuses[{i}]"),
+                format!("{s} is not a final HTTP status"),
+            );
         }
     }
     list.into()

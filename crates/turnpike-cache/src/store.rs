@@ -4,6 +4,7 @@
 //! that request collapsing waits on.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -13,6 +14,7 @@ use http_cache_semantics::{BeforeRequest, CachePolicy, RequestLike};
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use tokio::sync::watch;
+use turnpike_model::policy::CachePurge;
 
 /// Variants of one key kept for `Vary` (the oldest goes when one more arrives).
 const MAX_VARIANTS: usize = 8;
@@ -63,6 +65,8 @@ impl Weighter<String, Variants> for ByBytes {
 pub struct ApiStore {
     entries: Cache<String, Variants, ByBytes>,
     flights: papaya::HashMap<String, watch::Receiver<()>>,
+    /// The highest purge id applied (purges arrive with every snapshot; each applies once).
+    purged: AtomicU64,
 }
 
 /// One stored response (one `Vary` variant of a key).
@@ -124,7 +128,10 @@ impl Variant {
         tags: Box<[Box<str>]>,
     ) -> Variant {
         let fresh_until = now + policy.time_to_live(now);
-        let header_bytes: usize = headers.iter().map(|(k, v)| k.as_str().len() + v.len() + 8).sum();
+        let header_bytes: usize = headers
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 8)
+            .sum();
         Variant {
             policy,
             status,
@@ -170,6 +177,7 @@ impl ApiStore {
         ApiStore {
             entries: Cache::with_weighter(items, max_size, ByBytes),
             flights: papaya::HashMap::new(),
+            purged: AtomicU64::new(0),
         }
     }
 
@@ -192,7 +200,13 @@ impl ApiStore {
 
     /// Stores `variant` under `key`, replacing the variant the same request would
     /// select (same `Vary` values) and keeping at most [`MAX_VARIANTS`].
-    pub(crate) fn store(&self, key: String, req: &Presented<'_>, variant: Variant, now: SystemTime) {
+    pub(crate) fn store(
+        &self,
+        key: String,
+        req: &Presented<'_>,
+        variant: Variant,
+        now: SystemTime,
+    ) {
         let mut list: Vec<Arc<Variant>> = match self.entries.get(key.as_str()) {
             Some(old) => old
                 .iter()
@@ -211,6 +225,22 @@ impl ApiStore {
     /// Entries held and their bytes.
     pub fn usage(&self) -> (usize, u64) {
         (self.entries.len(), self.entries.weight())
+    }
+
+    /// Applies the purges not applied yet (those above the highest id applied), at
+    /// build time. A store created after a purge was listed has nothing it could drop.
+    pub(crate) fn apply_purges(&self, purges: &[CachePurge]) {
+        let done = self.purged.load(Ordering::Acquire);
+        let mut highest = done;
+        for p in purges.iter().filter(|p| p.id > done) {
+            match (&p.prefix, &p.tag) {
+                (Some(prefix), _) => self.purge_prefix(prefix),
+                (None, Some(tag)) => self.purge_tag(tag),
+                (None, None) => self.purge_all(),
+            }
+            highest = highest.max(p.id);
+        }
+        self.purged.fetch_max(highest, Ordering::AcqRel);
     }
 
     /// Drops every entry.

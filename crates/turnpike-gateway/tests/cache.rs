@@ -32,7 +32,12 @@ struct Backend {
 
 impl Backend {
     fn calls(&self, path: &str) -> usize {
-        self.calls.lock().expect("lock").get(path).copied().unwrap_or(0)
+        self.calls
+            .lock()
+            .expect("lock")
+            .get(path)
+            .copied()
+            .unwrap_or(0)
     }
 
     async fn start(&self) -> SocketAddr {
@@ -65,9 +70,12 @@ impl Backend {
             *c
         };
         if self.failing.load(Ordering::SeqCst) {
-            return Response::builder().status(503).body(Full::new(Bytes::from("down"))).expect("resp");
+            return Response::builder()
+                .status(503)
+                .body(Full::new(Bytes::from("down")))
+                .expect("resp");
         }
-        if path == "/slow" {
+        if path == "/slow" || (path == "/shortslow" && n > 1) {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
         let lang = header(&req, "accept-language");
@@ -80,7 +88,8 @@ impl Backend {
             "/cookie" => b.header("set-cookie", "session=abc"),
             "/vary" => b.header("vary", "Accept-Language"),
             "/public" => b.header("cache-control", "public, max-age=60"),
-            "/short" => b.header("cache-control", "max-age=1"),
+            "/short" | "/shortslow" => b.header("cache-control", "max-age=1"),
+            "/tagged" => b.header("cache-tag", "t1, t2"),
             _ => b,
         };
         b.body(Full::new(Bytes::from(body))).expect("resp")
@@ -116,6 +125,11 @@ struct Rig {
 async fn rig(extra: &str) -> Rig {
     let backend = Backend::default();
     let addr = backend.start().await;
+    rig_on(backend, addr, extra).await
+}
+
+/// A gateway of its own (its own runtime and store) in front of `backend`.
+async fn rig_on(backend: Backend, addr: SocketAddr, extra: &str) -> Rig {
     let runtime = PolicyRuntime::new();
     let snap = Snapshot::from_yaml_with(&yaml(addr, extra), "test", &runtime).expect("valid");
     let gw = gateway_serving(snap, |_| {}).await;
@@ -124,6 +138,15 @@ async fn rig(extra: &str) -> Rig {
         backend,
         runtime,
         client: client(),
+    }
+}
+
+impl Rig {
+    /// Swaps in the example file with `extra` cache settings, on this gateway's runtime.
+    fn swap(&self, addr: SocketAddr, extra: &str) {
+        let snap =
+            Snapshot::from_yaml_with(&yaml(addr, extra), "test", &self.runtime).expect("valid");
+        self.gw.snapshots().store(Arc::new(snap));
     }
 }
 
@@ -136,13 +159,24 @@ struct Got {
 
 impl Rig {
     async fn get(&self, path: &str, key: &str, headers: &[(&str, &str)]) -> Got {
-        let mut req = self.client.get(self.gw.url(&format!("/cached/v1{path}"))).header("apikey", key);
+        let mut req = self
+            .client
+            .get(self.gw.url(&format!("/cached/v1{path}")))
+            .header("apikey", key);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
         let resp = req.send().await.expect("response");
-        let h = |n: &str| resp.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let (x_cache, age) = (h("x-cache").unwrap_or_default(), h("age").and_then(|a| a.parse().ok()));
+        let h = |n: &str| {
+            resp.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (x_cache, age) = (
+            h("x-cache").unwrap_or_default(),
+            h("age").and_then(|a| a.parse().ok()),
+        );
         let status = resp.status().as_u16();
         Got {
             status,
@@ -202,7 +236,10 @@ async fn vary_keeps_one_answer_per_header_value() {
     let fr = [("accept-language", "fr")];
     assert_eq!(r.get("/vary", KEY_A, &en).await.x_cache, "MISS");
     assert_eq!(r.get("/vary", KEY_A, &fr).await.x_cache, "MISS");
-    let (en2, fr2) = (r.get("/vary", KEY_A, &en).await, r.get("/vary", KEY_A, &fr).await);
+    let (en2, fr2) = (
+        r.get("/vary", KEY_A, &en).await,
+        r.get("/vary", KEY_A, &fr).await,
+    );
     assert_eq!((en2.x_cache.as_str(), fr2.x_cache.as_str()), ("HIT", "HIT"));
     assert!(en2.body.contains("lang en") && fr2.body.contains("lang fr"));
     assert_eq!(r.backend.calls("/vary"), 2);
@@ -256,9 +293,35 @@ async fn stale_answers_while_revalidating_and_when_the_back_end_fails() {
     tokio::time::sleep(Duration::from_millis(2100)).await;
     r.backend.failing.store(true, Ordering::SeqCst);
     let got = r.get("/short", KEY_A, &[]).await;
-    assert_eq!((got.status, got.x_cache.as_str()), (200, "STALE"), "{}", got.body);
+    assert_eq!(
+        (got.status, got.x_cache.as_str()),
+        (200, "STALE"),
+        "{}",
+        got.body
+    );
     assert!(got.body.contains("call 2"), "{}", got.body);
     assert!(got.age.is_some_and(|a| a >= 2));
+}
+
+#[tokio::test]
+async fn while_one_request_refreshes_a_stale_answer_the_others_get_it_stale() {
+    let r = Arc::new(rig("").await);
+    assert_eq!(r.get("/shortslow", KEY_A, &[]).await.x_cache, "MISS");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // The refresh takes 300 ms upstream; the requests arriving meanwhile do not wait.
+    let leader = {
+        let r = r.clone();
+        tokio::spawn(async move { r.get("/shortslow", KEY_A, &[]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let during = r.get("/shortslow", KEY_A, &[]).await;
+    assert_eq!(during.x_cache, "STALE");
+    assert!(during.body.contains("call 1"), "{}", during.body);
+    let refreshed = leader.await.expect("leader");
+    assert_eq!(refreshed.x_cache, "MISS");
+    assert!(refreshed.body.contains("call 2"), "{}", refreshed.body);
+    assert_eq!(r.get("/shortslow", KEY_A, &[]).await.x_cache, "HIT");
+    assert_eq!(r.backend.calls("/shortslow"), 2);
 }
 
 #[tokio::test]
@@ -274,7 +337,12 @@ async fn stale_if_error_covers_a_back_end_that_refuses_connections() {
     assert_eq!(r.get("/y", KEY_A, &[]).await.x_cache, "HIT");
     // Still fresh: the client asks to revalidate, the back end is down.
     let got = r.get("/y", KEY_A, &[("cache-control", "no-cache")]).await;
-    assert_eq!((got.status, got.x_cache.as_str()), (200, "STALE"), "{}", got.body);
+    assert_eq!(
+        (got.status, got.x_cache.as_str()),
+        (200, "STALE"),
+        "{}",
+        got.body
+    );
     assert_eq!(got.body, first.body);
 }
 
@@ -284,9 +352,48 @@ async fn the_store_holds_one_entry_per_key_and_counts_its_bytes() {
     let _ = r.get("/x", KEY_A, &[]).await;
     let _ = r.get("/x", KEY_A, &[]).await;
     let snap = r.gw.snapshots().load();
-    let api = snap.apis.iter().find(|a| a.label.context.as_ref() == "/cached");
+    let api = snap
+        .apis
+        .iter()
+        .find(|a| a.label.context.as_ref() == "/cached");
     let cache = api.and_then(|a| a.chain.find::<turnpike_cache::ResponseCache>());
     let (entries, bytes) = cache.expect("the cache policy is built").store().usage();
     assert_eq!(entries, 1);
     assert!(bytes > 0);
+}
+
+#[tokio::test]
+async fn a_purge_in_the_snapshot_reaches_every_gateway_once() {
+    let backend = Backend::default();
+    let addr = backend.start().await;
+    let (one, two) = (
+        rig_on(backend.clone(), addr, "").await,
+        rig_on(backend.clone(), addr, "").await,
+    );
+    for gw in [&one, &two] {
+        for path in ["/x", "/p/a", "/tagged"] {
+            assert_eq!(gw.get(path, KEY_A, &[]).await.x_cache, "MISS");
+            assert_eq!(gw.get(path, KEY_A, &[]).await.x_cache, "HIT");
+        }
+    }
+    // A purge by tag, then one by prefix, as the control plane ships them.
+    let purges = "          purges: [ { id: 1, tag: t2 }, { id: 2, prefix: /p/ } ]\n";
+    for gw in [&one, &two] {
+        gw.swap(addr, purges);
+        assert_eq!(gw.get("/tagged", KEY_A, &[]).await.x_cache, "MISS");
+        assert_eq!(gw.get("/p/a", KEY_A, &[]).await.x_cache, "MISS");
+        assert_eq!(gw.get("/x", KEY_A, &[]).await.x_cache, "HIT", "untouched");
+    }
+    // The same snapshot again (a reload): the purges were applied, not again.
+    for gw in [&one, &two] {
+        gw.swap(addr, purges);
+        assert_eq!(gw.get("/p/a", KEY_A, &[]).await.x_cache, "HIT");
+    }
+    // A purge of everything.
+    let all = "          purges: [ { id: 1, tag: t2 }, { id: 2, prefix: /p/ }, { id: 3 } ]\n";
+    for gw in [&one, &two] {
+        gw.swap(addr, all);
+        assert_eq!(gw.get("/x", KEY_A, &[]).await.x_cache, "MISS");
+    }
+    assert_eq!(backend.calls("/x"), 4, "two gateways, each filled twice");
 }

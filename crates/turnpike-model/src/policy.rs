@@ -105,6 +105,24 @@ pub struct CacheSpec {
     /// (e.g. `Cache-Tag`, `Surrogate-Key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag_header: Option<String>,
+    /// Purges (the control plane appends one per Publisher purge; a file may list them
+    /// too): each gateway applies a purge once, when it first sees its `id`, so a purge
+    /// travels with the snapshot to every gateway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub purges: Vec<CachePurge>,
+}
+
+/// One purge of an API's cached responses: every entry, those whose upstream path
+/// starts with `prefix`, or those tagged `tag` (through `tag_header`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePurge {
+    /// Increasing: a gateway applies the purges above the last one it applied.
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
 }
 
 /// The parts of a request that make its cache key (the method and the upstream path
