@@ -13,7 +13,7 @@
 # (target cost <= 5 %). Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo
 # back end to core 0.
 #
-# Usage: [TURNPIKE_BIN=...] bench/cache.sh [--duration 10] [--connections 100] [--rounds 3]
+# Usage: [TURNPIKE_BIN=... | TURNPIKE_PROFILE=ci-bench] bench/cache.sh [--duration 10] [--connections 100] [--rounds 3]
 # Needs: wrk, taskset, curl, python3 (scripts/install-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."

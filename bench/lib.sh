@@ -1,12 +1,14 @@
 # Shared by the bench scripts that start their own processes on loopback (sourced):
-#   bin        the turnpike binary: $TURNPIKE_BIN, else a fresh `--release` build;
+#   bin        the turnpike binary: $TURNPIKE_BIN, else a fresh build of profile
+#              $TURNPIKE_PROFILE (`release` when unset; `ci-bench` skips LTO);
 #   work       a temporary directory, removed on exit with every pid in `pids`;
 #   free_port  an unused 127.0.0.1 port;
 #   wait_port  waits (10 s) until a port accepts connections;
 #   cpu_ticks  user + system clock ticks of the processes given (all their threads);
 #   to_us      a wrk latency (`1.23ms`, `850.00us`, `1.2s`) in microseconds.
 if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
-  cargo build --release -p turnpike >/dev/null; bin=target/release/turnpike; fi
+  profile=${TURNPIKE_PROFILE:-release}
+  cargo build --profile "$profile" -p turnpike >/dev/null; bin=target/$profile/turnpike; fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }

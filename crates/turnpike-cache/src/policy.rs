@@ -158,6 +158,14 @@ impl ResponseCache {
         if !storable_status || too_large || resp.headers.contains_key(SET_COOKIE) {
             return None;
         }
+        // What the head alone forbids, before building the RFC policy (which copies
+        // and parses both heads): a miss of an unstorable answer costs nothing more.
+        if ["no-store", "private", "no-cache"]
+            .iter()
+            .any(|d| directive(&resp.headers, d))
+        {
+            return None;
+        }
         let req_headers =
             kept_request_headers(&x.req_headers, &resp.headers, keys.consumer.is_some());
         let judged = Judged {
@@ -204,8 +212,13 @@ impl ResponseCache {
                 .unwrap_or(self.settings.stale_if_error),
         );
         let tags = self.tags(&resp.headers);
+        let presented = Presented {
+            method: &x.method,
+            headers: &x.req_headers,
+        };
         let variant = Variant::new(
             policy.clone(),
+            &presented,
             resp.status,
             resp.headers.clone(),
             body.clone(),
@@ -213,10 +226,6 @@ impl ResponseCache {
             stale,
             tags,
         );
-        let presented = Presented {
-            method: &x.method,
-            headers: &x.req_headers,
-        };
         self.store.store(key, &presented, variant, now);
     }
 
@@ -273,7 +282,6 @@ impl Policy for ResponseCache {
         let head = req.method == Method::HEAD;
         let found = self.find(&keys, &presented, now);
         x.label = Label::Miss;
-        x.req_headers = req.headers.clone();
         match found {
             Found::Fresh(v) => {
                 ctx.ext.insert(FromCache);
@@ -287,6 +295,9 @@ impl Policy for ResponseCache {
             Found::Stale(v) | Found::Fallback(v) => x.fallback = Some(v),
             Found::Nothing => {}
         }
+        // What storing the answer compares later (its `Vary`'d headers are not known
+        // yet): only on a miss, never on a hit.
+        x.req_headers = req.headers.clone();
         x.keys = Some(keys);
         self.miss(ctx, req, x)
     }

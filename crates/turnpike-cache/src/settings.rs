@@ -47,6 +47,9 @@ pub(crate) struct Settings {
     pub(crate) stale_if_error: Duration,
     pub(crate) lock_timeout: Duration,
     pub(crate) tag_header: Option<HeaderName>,
+    /// Request headers that carry a credential (`Authorization` and the API's API-key
+    /// header): an anonymous request holding one is keyed by it (RFC 9111 section 3.5).
+    pub(crate) credentials: Box<[HeaderName]>,
 }
 
 /// The settings, or `None` after pushing every problem into `cx`.
@@ -95,12 +98,27 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
             .tag_header
             .as_deref()
             .and_then(|h| header(cx, ".tag_header", h)),
+        credentials: credential_headers(cx),
     };
     purges(cx, &spec.purges);
     if settings.max_entry > settings.max_size {
         cx.problem(".max_entry_size", "must not be larger than max_size");
     }
     (cx.problems.len() == before).then_some(settings)
+}
+
+/// `Authorization`, and the header the API reads API keys from (`apikey` unless its
+/// `auth` names another): on an open API these still identify a caller to the back end.
+fn credential_headers(cx: &BuildCx<'_>) -> Box<[HeaderName]> {
+    let named = cx
+        .file
+        .apis
+        .get(cx.api)
+        .and_then(|api| api.auth.as_ref())
+        .and_then(|auth| auth.api_key_header.as_deref())
+        .and_then(|h| HeaderName::from_bytes(h.trim().as_bytes()).ok());
+    let api_key = named.unwrap_or(HeaderName::from_static("apikey"));
+    Box::new([http::header::AUTHORIZATION, api_key])
 }
 
 /// Purges kept in a spec (the control plane keeps the latest).

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, StatusCode};
+use http::header::{CACHE_CONTROL, HOST, PRAGMA, VARY};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_cache_semantics::{BeforeRequest, CachePolicy, RequestLike};
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
@@ -81,6 +82,12 @@ pub(crate) struct Variant {
     pub(crate) stale_while_revalidate: Duration,
     pub(crate) stale_if_error: Duration,
     pub(crate) tags: Box<[Box<str>]>,
+    /// The request method, and the `Host` and `Vary`'d request values it was stored
+    /// for: what a request without cache directives of its own must match.
+    method: Method,
+    selecting: Box<[(HeaderName, Option<HeaderValue>)]>,
+    /// `Vary: *` (never reused without the RFC rules).
+    vary_star: bool,
     weight: u64,
 }
 
@@ -120,6 +127,7 @@ impl Variant {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         policy: CachePolicy,
+        req: &Presented<'_>,
         status: StatusCode,
         headers: HeaderMap,
         body: Bytes,
@@ -128,6 +136,7 @@ impl Variant {
         tags: Box<[Box<str>]>,
     ) -> Variant {
         let fresh_until = now + policy.time_to_live(now);
+        let (selecting, vary_star) = selecting(req.headers, &headers);
         let header_bytes: usize = headers
             .iter()
             .map(|(k, v)| k.as_str().len() + v.len() + 8)
@@ -142,6 +151,9 @@ impl Variant {
             stale_while_revalidate: stale.0,
             stale_if_error: stale.1,
             tags,
+            method: req.method.clone(),
+            selecting,
+            vary_star,
         }
     }
 
@@ -156,6 +168,9 @@ impl Variant {
     }
 
     fn judge(self: &Arc<Self>, req: &Presented<'_>, now: SystemTime) -> Found {
+        if let Some(found) = self.judge_plain(req, now) {
+            return found;
+        }
         match self.policy.before_request(req, now) {
             BeforeRequest::Fresh(_) => Found::Fresh(self.clone()),
             BeforeRequest::Stale { matches: false, .. } => Found::Nothing,
@@ -168,6 +183,47 @@ impl Variant {
             },
         }
     }
+}
+
+impl Variant {
+    /// The common case without the RFC machinery: a request with no cache directives
+    /// of its own is matched on method, `Host` and the `Vary`'d values, and is fresh
+    /// until the freshness computed when stored. That is what `before_request` decides
+    /// then, without building (cloning headers, formatting a date) a response to throw
+    /// away. `None`: the full rules decide (request directives, `Vary: *`, stale).
+    fn judge_plain(self: &Arc<Self>, req: &Presented<'_>, now: SystemTime) -> Option<Found> {
+        let h = req.headers;
+        if self.vary_star || h.contains_key(CACHE_CONTROL) || h.contains_key(PRAGMA) {
+            return None;
+        }
+        let same = *req.method == self.method
+            && self.selecting.iter().all(|(n, v)| h.get(n) == v.as_ref());
+        if !same {
+            return Some(Found::Nothing);
+        }
+        (now < self.fresh_until).then(|| Found::Fresh(self.clone()))
+    }
+}
+
+/// Header names a `Vary` list may hold before the rest is ignored (a cap on input).
+const MAX_VARY: usize = 32;
+
+/// `Host` and the request's values of the headers the response varies on, and whether
+/// it varies on `*`.
+fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Box<[(HeaderName, Option<HeaderValue>)]>, bool) {
+    let mut list = vec![(HOST, req.get(HOST).cloned())];
+    let mut star = false;
+    let names = resp.get_all(VARY).iter().filter_map(|v| v.to_str().ok());
+    for name in names.flat_map(|v| v.split(',')).take(MAX_VARY) {
+        let name = name.trim();
+        if name == "*" {
+            star = true;
+        } else if let Ok(n) = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()) {
+            let value = req.get(&n).cloned();
+            list.push((n, value));
+        }
+    }
+    (list.into(), star)
 }
 
 impl ApiStore {

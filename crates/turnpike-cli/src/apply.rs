@@ -163,6 +163,9 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
     if let Some(cors) = spec.policies.iter().find_map(|p| p.cors.as_ref()) {
         body[turnpike_model::rest::cors::FIELD] = turnpike_model::rest::cors::from_spec(cors);
     }
+    if let Some(cache) = spec.policies.iter().find_map(|p| p.cache.as_ref()) {
+        body[turnpike_model::rest::cache::FIELD] = turnpike_model::rest::cache::from_spec(cache);
+    }
     body
 }
 
@@ -186,6 +189,7 @@ fn differs(current: &Value, want: &Value) -> bool {
     let mut keys: Vec<&str> = vec!["name", "isDefaultVersion", "endpoints", "resources"];
     keys.extend(turnpike_model::rest::OPTION_FIELDS.iter().map(|(k, _)| *k));
     keys.push(turnpike_model::rest::cors::FIELD);
+    keys.push(turnpike_model::rest::cache::FIELD);
     keys.iter().any(|k| current.get(*k) != want.get(*k))
 }
 
@@ -193,7 +197,11 @@ fn differs(current: &Value, want: &Value) -> bool {
 fn replacing(want: &Value) -> Value {
     let mut body = want.clone();
     let settings = turnpike_model::rest::OPTION_FIELDS.iter().map(|(k, _)| *k);
-    for k in settings.chain([turnpike_model::rest::cors::FIELD]) {
+    let policies = [
+        turnpike_model::rest::cors::FIELD,
+        turnpike_model::rest::cache::FIELD,
+    ];
+    for k in settings.chain(policies) {
         if body.get(k).is_none() {
             body[k] = Value::Null;
         }

@@ -130,8 +130,13 @@ async fn rig(extra: &str) -> Rig {
 
 /// A gateway of its own (its own runtime and store) in front of `backend`.
 async fn rig_on(backend: Backend, addr: SocketAddr, extra: &str) -> Rig {
+    rig_of(backend, &yaml(addr, extra)).await
+}
+
+/// A gateway of its own serving `text`.
+async fn rig_of(backend: Backend, text: &str) -> Rig {
     let runtime = PolicyRuntime::new();
-    let snap = Snapshot::from_yaml_with(&yaml(addr, extra), "test", &runtime).expect("valid");
+    let snap = Snapshot::from_yaml_with(text, "test", &runtime).expect("valid");
     let gw = gateway_serving(snap, |_| {}).await;
     Rig {
         gw,
@@ -158,11 +163,12 @@ struct Got {
 }
 
 impl Rig {
+    /// A GET with `key` in the `apikey` header (none when empty) and `headers`.
     async fn get(&self, path: &str, key: &str, headers: &[(&str, &str)]) -> Got {
-        let mut req = self
-            .client
-            .get(self.gw.url(&format!("/cached/v1{path}")))
-            .header("apikey", key);
+        let mut req = self.client.get(self.gw.url(&format!("/cached/v1{path}")));
+        if !key.is_empty() {
+            req = req.header("apikey", key);
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -396,4 +402,70 @@ async fn a_purge_in_the_snapshot_reaches_every_gateway_once() {
         assert_eq!(gw.get("/x", KEY_A, &[]).await.x_cache, "MISS");
     }
     assert_eq!(backend.calls("/x"), 4, "two gateways, each filled twice");
+}
+
+#[tokio::test]
+async fn the_example_as_written_answers_plain_gets_miss_then_hit() {
+    let r = rig("").await;
+    let first = r.get("/x", "", &[]).await;
+    assert_eq!((first.status, first.x_cache.as_str()), (200, "MISS"));
+    let second = r.get("/x", "", &[]).await;
+    assert_eq!((second.status, second.x_cache.as_str()), (200, "HIT"));
+    assert!(second.age.is_some(), "a hit carries Age");
+    assert_eq!(r.backend.calls("/x"), 1);
+}
+
+/// On the open example, callers are told apart by the credentials they send anyway.
+#[tokio::test]
+async fn on_the_open_example_different_credentials_never_share_an_answer() {
+    let r = rig("").await;
+    let callers: [(&str, &[(&str, &str)]); 5] = [
+        ("none", &[]),
+        ("bearer-a", &[("authorization", "Bearer a")]),
+        ("bearer-b", &[("authorization", "Bearer b")]),
+        ("basic", &[("authorization", "Basic dTpw")]),
+        ("key-b", &[("apikey", KEY_B)]),
+    ];
+    for (who, creds) in callers {
+        let mut headers = creds.to_vec();
+        headers.push(("x-caller", who));
+        let got = r.get("/mine", "", &headers).await;
+        assert_eq!(got.x_cache, "MISS", "{who} is not served another's answer");
+        assert!(got.body.ends_with(&format!("caller {who}")), "{}", got.body);
+    }
+    for (who, creds) in callers {
+        let got = r.get("/mine", "", creds).await;
+        assert_eq!(got.x_cache, "HIT", "{who}'s own answer");
+        assert!(got.body.ends_with(&format!("caller {who}")), "{}", got.body);
+    }
+    assert_eq!(r.backend.calls("/mine"), callers.len());
+    // A `public` answer is stored once, for every caller.
+    assert_eq!(r.get("/public", "", callers[1].1).await.x_cache, "MISS");
+    assert_eq!(r.get("/public", "", callers[2].1).await.x_cache, "HIT");
+    assert_eq!(r.get("/public", "", &[]).await.x_cache, "HIT");
+}
+
+/// The example with authentication on: the application and subject are the key's
+/// consumer part, whatever credential each sends.
+#[tokio::test]
+async fn authenticated_applications_never_share_an_answer() {
+    const SECURED: &str = r#"security:
+  api_keys:
+    - { sha256: "c677bcffa7f6bf5c0a8d5a285939be66390a26716ae3ec865d023c19a13a3662", application: app-a, subscriber: alice }
+    - { sha256: "7b81d2e92a39c6390258ce629b8103cc7d1bfe06716c30205d83212e5ef10b1a", application: app-b, subscriber: bob }
+  subscriptions:
+    - { api: /cached/v1, application: app-a, state: ACTIVE, tier: Unlimited }
+    - { api: /cached/v1, application: app-b, state: ACTIVE, tier: Unlimited }
+"#;
+    let backend = Backend::default();
+    let addr = backend.start().await;
+    let text = yaml(addr, "").replace("    auth: none\n", "    auth: { oauth2: false, api_key: true }\n");
+    let r = rig_of(backend, &format!("{SECURED}{text}")).await;
+    assert_eq!(r.get("/mine", "", &[]).await.status, 401, "auth is on");
+    let a = r.get("/mine", KEY_A, &[("x-caller", "a")]).await;
+    let b = r.get("/mine", KEY_B, &[("x-caller", "b")]).await;
+    assert_eq!((a.x_cache.as_str(), b.x_cache.as_str()), ("MISS", "MISS"));
+    assert_eq!(r.get("/mine", KEY_A, &[]).await.body, a.body, "a's own hit");
+    assert_eq!(r.get("/mine", KEY_B, &[]).await.body, b.body, "b's own hit");
+    assert_eq!(r.backend.calls("/mine"), 2);
 }

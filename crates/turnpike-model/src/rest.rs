@@ -61,3 +61,17 @@ pub mod cors {
         v
     }
 }
+
+/// An API's response cache in the REST API: `cacheConfiguration`, the file's `cache`
+/// policy entry as written (`crate::policy::CacheSpec`, docs/caching.md), purges included.
+pub mod cache {
+    use super::*;
+
+    /// The REST field.
+    pub const FIELD: &str = "cacheConfiguration";
+
+    /// The REST `cacheConfiguration` of a file's `cache` policy (`turnpike apply`).
+    pub fn from_spec(spec: &crate::policy::CacheSpec) -> Value {
+        serde_json::to_value(spec).unwrap_or(Value::Null)
+    }
+}

@@ -243,6 +243,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "importOpenApi" => ("ImportOpenApi", true),
         "importGraphqlSchema" => ("ImportGraphqlSchema", true),
         "explainGraphqlQuery" => ("GraphqlExplainInput", true),
+        "purgeApiCache" => ("CachePurgeInput", true),
         "importWsdl" => ("ImportWsdl", true),
         "setApiSecurity" => ("ApiSecurity", true),
         "createApplication" => ("ApplicationInput", true),
@@ -276,6 +277,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
     match id {
         "createApi" | "importOpenApi" | "importGraphqlSchema" | "copyApi" => (201, r("ApiRecord")),
         "explainGraphqlQuery" => (200, any.clone()),
+        "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
         "getApiWsdl" => (200, None),
         "getApi" | "updateApi" | "patchApi" | "changeApiLifecycle" => (200, r("ApiRecord")),

@@ -180,6 +180,13 @@ pub const OPERATIONS: &[Operation] = &[
         "apim:api_view",
     ),
     op(
+        "post",
+        "/api/am/publisher/v1/apis/{apiId}/cache/purge",
+        "purgeApiCache",
+        "Purge the API's cached responses on every gateway: all, a key prefix (upstream path) or a tag",
+        "apim:api_create",
+    ),
+    op(
         "get",
         "/api/am/publisher/v1/subscriptions",
         "listApiSubscriptions",

@@ -69,6 +69,20 @@ fn api_props() -> Value {
             "accessControlExposeHeaders": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
             "accessControlAllowCredentials": {"type": "boolean"},
             "accessControlMaxAge": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "example": "10m"}}},
+        "cacheConfiguration": {"type": "object", "additionalProperties": false, "description": "response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge", "properties": {
+            "ttl": {"type": "string", "example": "60s"},
+            "methods": {"type": "array", "maxItems": 7, "items": {"type": "string"}},
+            "statuses": {"type": "array", "maxItems": 32, "items": {"type": "integer"}},
+            "key": {"type": "object", "additionalProperties": false, "properties": {
+                "query": {"type": "boolean"}, "consumer": {"type": "boolean"},
+                "headers": {"type": "array", "maxItems": 16, "items": {"type": "string"}}}},
+            "max_entry_size": {"type": "string", "example": "1MiB"},
+            "max_size": {"type": "string", "example": "64MiB"},
+            "stale_while_revalidate": {"type": "string"},
+            "stale_if_error": {"type": "string"},
+            "lock_timeout": {"type": "string"},
+            "tag_header": {"type": "string", "example": "Cache-Tag"},
+            "purges": {"type": "array", "maxItems": 32, "items": {"$ref": "#/components/schemas/CachePurge"}}}},
         "paths": {"type": "object", "additionalProperties": false, "description": "how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted", "properties": {
             "matrix_parameters": {"type": "string", "enum": ["refuse", "strip"], "default": "refuse", "description": "refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path"},
             "case_insensitive": {"type": "boolean", "default": false, "description": "templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case"}}},
@@ -190,6 +204,12 @@ pub fn schemas() -> Value {
             "definition": {"type": "string", "description": "the schema in SDL"},
             "additionalProperties": {"type": "object", "description": "API fields (context is required); a graphql object adds limits, tiers... to the imported schema"}
         }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
+        "CachePurgeInput": json!({"type": "object", "additionalProperties": false, "description": "nothing (every entry), or one of prefix and tag", "properties": {
+            "prefix": {"type": "string", "maxLength": 2000, "pattern": "^/", "description": "upstream path prefix"},
+            "tag": {"type": "string", "maxLength": 200, "description": "a value of the cache's tag_header"}}}),
+        "CachePurge": json!({"type": "object", "required": ["id"], "properties": {
+            "id": {"type": "integer", "minimum": 1, "description": "increasing; each gateway applies a purge once"},
+            "prefix": {"type": "string"}, "tag": {"type": "string"}}}),
         "GraphqlExplainInput": strict(&["query"], json!({
             "query": {"type": "string"},
             "operationName": {"type": "string"},

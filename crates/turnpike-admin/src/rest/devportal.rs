@@ -101,6 +101,7 @@ fn portal_json(envs: &serde_json::Value, api: &Api) -> serde_json::Value {
             }
         }
         o.remove(turnpike_model::rest::cors::FIELD);
+        o.remove(turnpike_model::rest::cache::FIELD);
         if let Some(g) = o.get_mut("graphql").and_then(|g| g.as_object_mut()) {
             g.retain(|k, _| matches!(k.as_str(), "schema" | "operations" | "limits" | "tiers"));
         }

@@ -37,6 +37,7 @@ pub fn routes() -> Router<AppState> {
             "/apis/{id}/mediation/try",
             post(crate::rest::mediation_try::try_mediation),
         )
+        .route("/apis/{id}/cache/purge", post(purge_cache))
         .route("/subscriptions", get(list_subscriptions))
         .route(
             "/subscriptions/block-subscription",
@@ -367,4 +368,36 @@ async fn unblock_subscription(
 ) -> ApiResult<Response> {
     let v = required_query(&q, &["subscriptionId"])?;
     set_sub_state(&s, &caller, v[0], SubscriptionState::Active, &headers).await
+}
+
+/// `POST /apis/{id}/cache/purge` (`{}`, `{"prefix": "/orders/"}` or `{"tag": "t"}`):
+/// appends the purge to the API's `cacheConfiguration`, so it reaches every gateway with
+/// the next snapshot (each applies it once). 202: the purge, with its id.
+async fn purge_cache(
+    State(s): State<AppState>,
+    ApiCreator(caller): ApiCreator,
+    Path(id): Path<String>,
+    JsonBody(v): JsonBody,
+) -> ApiResult<Response> {
+    use crate::service::cache_body::{purge_of, with_purge};
+    let (prefix, tag) = purge_of(&v)?;
+    let (s, caller, id) = (&s, &caller, &id);
+    let (prefix, tag) = (&prefix, &tag);
+    let done = read_modify_write(None, move || async move {
+        let current = s.inner.store.get_api(id).await?;
+        let stored = current.options.get(turnpike_model::rest::cache::FIELD);
+        let (config, purge) = with_purge(stored, prefix.clone(), tag.clone(), now_ms())?;
+        let expected = Some(current.revision);
+        let patch = json!({ turnpike_model::rest::cache::FIELD: config });
+        patch_once(s, caller, current, expected, &patch).await?;
+        Ok((StatusCode::ACCEPTED, axum::Json(json!(purge))).into_response())
+    })
+    .await?;
+    Ok(done)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -121,6 +121,9 @@ fn rest_field(path: &str) -> String {
             return rest.replacen(file_field, api_field, 1);
         }
     }
+    if let Some(field) = crate::service::cache_body::rest_field(rest) {
+        return field;
+    }
     if let Some(field) = rest.strip_prefix("policies[0].cors") {
         return crate::service::cors_body::rest_field(field);
     }

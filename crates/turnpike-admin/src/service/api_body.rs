@@ -275,6 +275,9 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
     if let Some(cors) = crate::service::cors_body::check(f) {
         put(turnpike_model::rest::cors::FIELD, cors);
     }
+    if let Some(cache) = crate::service::cache_body::check(f) {
+        put(turnpike_model::rest::cache::FIELD, cache);
+    }
     if let Some(tags) = f.strings("tags", 50, |t| {
         (t.is_empty() || t.chars().count() > 100 || t.chars().any(char::is_control))
             .then(|| "must be 1-100 characters".to_string())

@@ -3,4 +3,5 @@
 
 pub(crate) mod api;
 pub(crate) mod api_body;
+pub(crate) mod cache_body;
 pub(crate) mod cors_body;

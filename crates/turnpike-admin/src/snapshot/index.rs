@@ -158,8 +158,12 @@ pub(crate) fn entry_spec(
             obj.insert("deprecation".into(), d);
         }
         let cors = api.options.get(turnpike_model::rest::cors::FIELD);
-        if let Some(entry) = cors.and_then(crate::service::cors_body::policy) {
-            obj.insert("policies".into(), json!([entry]));
+        let cache = api.options.get(turnpike_model::rest::cache::FIELD);
+        let entries: Vec<Value> = (cors.and_then(crate::service::cors_body::policy).into_iter())
+            .chain(cache.and_then(crate::service::cache_body::policy))
+            .collect();
+        if !entries.is_empty() {
+            obj.insert("policies".into(), json!(entries));
         }
     }
     if let (Some(soap), Some(obj)) = (
