@@ -12,6 +12,8 @@ pub struct Endpoint {
     /// Path prefix of the endpoint URL without a trailing slash ("" for none); the
     /// request's upstream path is appended to it.
     pub base_path: String,
+    /// Speak HTTP/2 with prior knowledge (h2c) to this plain-HTTP endpoint.
+    pub h2c: bool,
 }
 
 impl Endpoint {
@@ -56,6 +58,7 @@ impl Endpoint {
             scheme,
             authority,
             base_path,
+            h2c: false,
         })
     }
 }

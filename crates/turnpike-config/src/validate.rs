@@ -84,10 +84,15 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             "an API needs at least one endpoint URL".into(),
         );
     }
+    let h2c = spec.upstream_protocol == Some(turnpike_model::UpstreamProtocol::H2c);
     let mut endpoints = Vec::new();
     for (j, e) in spec.endpoints.iter().enumerate() {
         match Endpoint::parse(e) {
-            Ok(e) => endpoints.push(e),
+            Ok(e) if h2c && e.scheme != http::uri::Scheme::HTTP => fail(
+                at(&format!("endpoints[{j}]")),
+                format!("{:?}: upstream_protocol h2c needs an http:// endpoint (https:// ones negotiate HTTP/2 by ALPN)", e.uri.to_string()),
+            ),
+            Ok(e) => endpoints.push(Endpoint { h2c, ..e }),
             Err(msg) => fail(at(&format!("endpoints[{j}]")), msg),
         }
     }
@@ -118,6 +123,14 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         "response",
         DEFAULT_RESPONSE_TIMEOUT,
     );
+    let read_idle_timeout = spec.timeouts.read_idle.as_ref().and_then(|q| {
+        let d = parse_duration(q).and_then(|d| match d.is_zero() {
+            true => Err("must be longer than 0 (omit it for no limit)".to_string()),
+            false => Ok(d),
+        });
+        d.map_err(|e| problems.push(Problem::new(at("timeouts.read_idle"), e)))
+            .ok()
+    });
     let resources = check_resources(index, &spec, problems);
     if spec.paths.case_insensitive {
         check_lower_case(index, &spec, &resources, problems);
@@ -148,6 +161,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             request_buffering,
             connect_timeout,
             response_timeout,
+            read_idle_timeout,
             chain: turnpike_policy::Chain::default(),
             label,
             paths: spec.paths,

@@ -173,6 +173,13 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .flat_map(|v| v.split(','))
         .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
         .collect();
+    // `TE: trailers` says the client takes trailers (gRPC needs it, and HTTP/2 allows
+    // TE with that value only, RFC 9113 section 8.2.2): it goes on, the rest of TE not.
+    let trailers = headers.get_all(TE).iter().any(|v| {
+        v.as_bytes()
+            .split(|b| *b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"))
+    });
     for n in named {
         headers.remove(n);
     }
@@ -188,6 +195,9 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         &PROXY_CONNECTION,
     ] {
         headers.remove(n);
+    }
+    if trailers {
+        headers.insert(TE, HeaderValue::from_static("trailers"));
     }
 }
 

@@ -30,6 +30,7 @@ mod metrics;
 mod offload;
 mod park;
 mod proxy;
+mod read_idle;
 pub mod reload;
 mod request_buffer;
 mod response_body;

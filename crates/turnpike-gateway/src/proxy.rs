@@ -239,7 +239,10 @@ async fn exchange(
     let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
     let (mut rparts, mut rbody, upto, mut failed) = match sent {
         Ok(up) => {
-            let (p, b) = upstream_response(up);
+            let (p, mut b) = upstream_response(up);
+            if let Some(every) = api.read_idle_timeout {
+                b = b.read_idle(every);
+            }
             if let Some(m) = marks {
                 m.head = Some(Instant::now());
                 m.upstream_status = Some(p.status);

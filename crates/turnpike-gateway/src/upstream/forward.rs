@@ -1,6 +1,6 @@
 //! Forwarding: picks an endpoint (round robin, failover on connect failure), sends the
 //! request through the in-task HTTP/1.1 client (plain HTTP, small bodies: `h1`) or
-//! hyper's client (HTTPS, HTTP/2, large or chunked bodies), within the API's timeouts,
+//! hyper's client (HTTPS, HTTP/2 and h2c: `h2`, large or chunked bodies), within the API's timeouts,
 //! and classifies failures into the error table's upstream rows.
 
 use std::cell::Cell;
@@ -70,7 +70,7 @@ pub(crate) async fn forward(
         let ep = &api.endpoints[(first + i) % n];
         let https = ep.scheme == Scheme::HTTPS;
         let pool = shared.upstreams.pool(https, &ep.authority);
-        if !https && direct_ok {
+        if !https && direct_ok && !ep.h2c {
             // Plain HTTP with a small body: the in-task client (h1.rs), no connection
             // task or channels.
             match pool.checkout_direct(api.connect_timeout).await {
@@ -104,7 +104,12 @@ pub(crate) async fn forward(
         // hyper's client: its futures are boxed, so the in-task client's path above
         // (and every future this one is part of) does not carry, and copy, their
         // several kilobytes.
-        match Box::pin(pool.checkout(api.connect_timeout)).await {
+        let conn = if ep.h2c {
+            Box::pin(pool.checkout_h2c(api.connect_timeout)).await
+        } else {
+            Box::pin(pool.checkout(api.connect_timeout)).await
+        };
+        match conn {
             Ok(conn) => {
                 let pq = headers::path_and_query(target, ep)?;
                 let req = build_request(parts, body, pq);
