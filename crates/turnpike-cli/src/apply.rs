@@ -143,6 +143,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             },
         ),
         ("apiThrottlingPolicy", json!(spec.throttling)),
+        ("upstreamProtocol", json!(spec.upstream_protocol)),
         ("graphql", json!(spec.graphql)),
         ("mediation", json!(spec.mediation)),
         (

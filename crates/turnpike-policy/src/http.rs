@@ -63,15 +63,25 @@ pub fn query_param<'q>(query: &'q str, name: &str) -> Option<Cow<'q, str>> {
 /// Such a body is passed on frame by frame: a policy that would read it whole would hold
 /// every event until the stream ends, and would drop gRPC's trailers.
 pub fn is_stream(headers: &HeaderMap) -> bool {
-    let Some(ct) = headers.get(CONTENT_TYPE) else {
-        return false;
-    };
-    let media = ct.as_bytes().split(|b| *b == b';').next().unwrap_or_default();
-    let media = media.trim_ascii();
+    media_type(headers).is_some_and(|m| m.eq_ignore_ascii_case(b"text/event-stream"))
+        || is_grpc(headers)
+}
+
+/// Whether a message is gRPC over HTTP/2 (`application/grpc`, `application/grpc+proto`;
+/// not gRPC-Web, which is `application/grpc-web`).
+pub fn is_grpc(headers: &HeaderMap) -> bool {
     let grpc = b"application/grpc";
-    media.eq_ignore_ascii_case(b"text/event-stream")
-        || media.get(..grpc.len()).is_some_and(|p| p.eq_ignore_ascii_case(grpc))
-            && matches!(media.get(grpc.len()), None | Some(b'+'))
+    media_type(headers).is_some_and(|m| {
+        m.get(..grpc.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(grpc))
+            && matches!(m.get(grpc.len()), None | Some(b'+'))
+    })
+}
+
+/// The `Content-Type` without its parameters.
+fn media_type(headers: &HeaderMap) -> Option<&[u8]> {
+    let ct = headers.get(CONTENT_TYPE)?.as_bytes();
+    ct.split(|b| *b == b';').next().map(<[u8]>::trim_ascii)
 }
 
 #[cfg(test)]

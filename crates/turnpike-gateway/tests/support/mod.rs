@@ -309,7 +309,16 @@ pub async fn tls_connect(
     gw: &TestGateway,
     alpn: &[u8],
 ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let pem = std::fs::read(gw.dir.path().join("tls").join("cert.pem")).expect("cert");
+    tls_to(gw.https, &gw.dir.path().join("tls").join("cert.pem"), alpn).await
+}
+
+/// A TLS connection to `addr` trusting the certificate in `cert` (PEM), offering `alpn`.
+pub async fn tls_to(
+    addr: SocketAddr,
+    cert: &std::path::Path,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let pem = std::fs::read(cert).expect("cert");
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
         roots.add(cert.expect("a certificate")).expect("root");
@@ -322,9 +331,7 @@ pub async fn tls_connect(
     .with_root_certificates(roots)
     .with_no_client_auth();
     cfg.alpn_protocols = vec![alpn.to_vec()];
-    let tcp = tokio::net::TcpStream::connect(gw.https)
-        .await
-        .expect("connect");
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
     tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
         .connect(name, tcp)

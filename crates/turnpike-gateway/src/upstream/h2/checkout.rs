@@ -14,7 +14,10 @@ impl EndpointPool {
     /// The endpoint's HTTP/2 connection over plain TCP, opened by the first request that
     /// finds none; requests arriving meanwhile wait for that one instead of each opening
     /// their own. Bounded by `connect_timeout` like any checkout.
-    pub(crate) async fn checkout_h2c(&self, connect_timeout: Duration) -> Result<Conn, GatewayError> {
+    pub(crate) async fn checkout_h2c(
+        &self,
+        connect_timeout: Duration,
+    ) -> Result<Conn, GatewayError> {
         if let Some(s) = self.shared_h2() {
             return Ok(Conn::H2(s));
         }
