@@ -70,7 +70,10 @@ impl tonic::server::UnaryService<Vec<u8>> for Unary {
             if method == "Fail" {
                 return Err(Status::permission_denied("not for you"));
             }
-            let te = req.metadata().get("te").map(|v| v.to_str().unwrap_or("?").to_owned());
+            let te = req
+                .metadata()
+                .get("te")
+                .map(|v| v.to_str().unwrap_or("?").to_owned());
             let mut out = b"hello, ".to_vec();
             out.extend_from_slice(req.get_ref());
             let mut resp = Response::new(out);
@@ -161,7 +164,10 @@ async fn unary(
 async fn count(
     c: &mut tonic::client::Grpc<tonic::transport::Channel>,
     n: u8,
-) -> (Vec<Vec<u8>>, Result<Option<tonic::metadata::MetadataMap>, Status>) {
+) -> (
+    Vec<Vec<u8>>,
+    Result<Option<tonic::metadata::MetadataMap>, Status>,
+) {
     c.ready().await.expect("ready");
     let path = PathAndQuery::from_static("/grpc/v1/test.Echo/Count");
     let resp = c.server_streaming(Request::new(vec![n]), path, Raw).await;
@@ -180,10 +186,8 @@ async fn gateway_to(server: SocketAddr) -> TestGateway {
     // The API's context is the gRPC path's first segments: `/grpc/v1/test.Echo/Say`
     // goes upstream as `/test.Echo/Say`, routed like any API.
     let extra = "    upstream_protocol: h2c\n    default: false\n";
-    let yaml = config(&[api("grpc", &[http(server)], extra)]).replace(
-        "    default: true\n    endpoints",
-        "    endpoints",
-    );
+    let yaml = config(&[api("grpc", &[http(server)], extra)])
+        .replace("    default: true\n    endpoints", "    endpoints");
     gateway(&yaml).await
 }
 

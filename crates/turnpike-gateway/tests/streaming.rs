@@ -243,5 +243,9 @@ async fn h2c_endpoints_multiplex_requests_over_one_connection() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body, format!("HTTP/2.0 /item/{i}"));
     }
-    assert_eq!(accepted.load(Ordering::SeqCst), 1, "one multiplexed connection");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "one multiplexed connection"
+    );
 }
