@@ -23,7 +23,7 @@ use support::*;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use turnpike_config::Snapshot;
-use turnpike_gateway::{Completion, Gateway, Observer, RequestCtx, ServerSettings};
+use turnpike_gateway::{Completion, Observer, RequestCtx};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -73,23 +73,10 @@ impl Observer for Ended {
 }
 
 async fn observed_gateway(yaml: &str) -> (TestGateway, mpsc::UnboundedReceiver<(u64, bool)>) {
-    let dir = tempfile::tempdir().expect("tempdir");
     let snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");
     let (tx, ended) = mpsc::unbounded_channel();
-    let bound = Gateway::builder(ServerSettings::local(dir.path()))
-        .snapshots(Arc::new(ArcSwap::from_pointee(snap)))
-        .observer(Arc::new(Ended(tx)))
-        .bind()
-        .await
-        .expect("gateway binds");
-    let http = bound.http_addr().expect("http listener");
-    let https = bound.https_addr().expect("https listener");
-    let gw = TestGateway {
-        handle: bound.spawn(),
-        http,
-        https,
-        dir,
-    };
+    let snaps = Arc::new(ArcSwap::from_pointee(snap));
+    let gw = gateway_built(snaps, |_| {}, |b| b.observer(Arc::new(Ended(tx)))).await;
     (gw, ended)
 }
 
@@ -189,7 +176,9 @@ fn h2c_needs_plain_http_endpoints_and_read_idle_a_duration() {
         &["https://127.0.0.1:9".into()],
         "    upstream_protocol: h2c\n    timeouts: { read_idle: 0s }\n",
     )]);
-    let err = Snapshot::from_yaml(&yaml, "test").err().expect("refused");
+    let Err(err) = Snapshot::from_yaml(&yaml, "test") else {
+        panic!("an h2c API with an https:// endpoint compiled");
+    };
     let text = err.to_string();
     assert!(text.contains("apis[0].endpoints[0]"), "{text}");
     assert!(text.contains("h2c needs an http:// endpoint"), "{text}");

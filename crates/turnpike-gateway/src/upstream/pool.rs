@@ -543,12 +543,7 @@ impl EndpointPool {
             .handshake(io)
             .await
             .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
-        tokio::spawn(async move {
-            let _slot = slot;
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "upstream connection ended");
-            }
-        });
+        h2::drive(conn, slot);
         Ok(Conn::H1 {
             sender,
             reused: false,

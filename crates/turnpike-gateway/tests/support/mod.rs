@@ -18,7 +18,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify};
 use turnpike_config::Snapshot;
-use turnpike_gateway::{Gateway, GatewayHandle, ServerSettings};
+use turnpike_gateway::{Gateway, GatewayBuilder, GatewayHandle, ServerSettings};
 
 pub struct TestGateway {
     pub handle: GatewayHandle,
@@ -57,11 +57,21 @@ pub async fn gateway_serving(
     snap: Snapshot,
     tweak: impl FnOnce(&mut ServerSettings),
 ) -> TestGateway {
+    let snaps = Arc::new(ArcSwap::from_pointee(snap));
+    gateway_built(snaps, tweak, |b| b).await
+}
+
+/// A gateway serving `snaps`, its settings adjusted by `tweak` and its builder by
+/// `build` (observers).
+pub async fn gateway_built(
+    snaps: Arc<ArcSwap<Snapshot>>,
+    tweak: impl FnOnce(&mut ServerSettings),
+    build: impl FnOnce(GatewayBuilder) -> GatewayBuilder,
+) -> TestGateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut settings = ServerSettings::local(dir.path());
     tweak(&mut settings);
-    let bound = Gateway::builder(settings)
-        .snapshots(Arc::new(ArcSwap::from_pointee(snap)))
+    let bound = build(Gateway::builder(settings).snapshots(snaps))
         .bind()
         .await
         .expect("gateway binds");

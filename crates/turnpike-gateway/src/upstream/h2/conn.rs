@@ -1,4 +1,5 @@
-//! One HTTP/2 client connection: the handshake and the task that drives it.
+//! One HTTP/2 client connection: the handshake, and the task that drives it (also
+//! HTTP/1.1 connections of hyper's client).
 
 use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -21,11 +22,19 @@ where
         .handshake(io)
         .await
         .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
+    drive(conn, slot);
+    Ok(sender)
+}
+
+/// Runs a client connection (either protocol) in its own task, holding its slot.
+pub(crate) fn drive<C>(conn: C, slot: OwnedSemaphorePermit)
+where
+    C: std::future::Future<Output = Result<(), hyper::Error>> + Send + 'static,
+{
     tokio::spawn(async move {
         let _slot = slot;
         if let Err(e) = conn.await {
-            tracing::debug!(error = %e, "upstream h2 connection ended");
+            tracing::debug!(error = %e, "upstream connection ended");
         }
     });
-    Ok(sender)
 }
