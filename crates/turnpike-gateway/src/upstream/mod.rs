@@ -5,7 +5,9 @@
 //! shared state the forwarder is handed.
 
 pub(crate) mod body;
+pub(crate) mod checks;
 pub(crate) mod forward;
 pub(crate) mod h1;
 pub(crate) mod h2;
 pub(crate) mod pool;
+pub(crate) mod resilient;
