@@ -162,12 +162,12 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await sub.getByLabel('New application').fill('sam-app');
   await sub.getByRole('button', { name: 'Create', exact: true }).click();
   await expect(sub.getByRole('heading', { name: 'sam-app' })).toBeVisible();
-  await sub.getByRole('button', { name: 'Generate keys', exact: true }).click();
+  await sub.getByRole('button', { name: 'Generate production keys', exact: true }).click();
   const dialog = sub.getByRole('dialog', { name: 'Your new keys' });
   await expect(dialog.getByTestId('Consumer secret')).not.toBeEmpty();
   await shot(sub, '06-devportal-keys-shown-once');
   await dialog.getByRole('button', { name: 'I have copied it', exact: true }).click();
-  await expect(sub.getByRole('button', { name: 'Generate keys', exact: true })).toHaveCount(0);
+  await expect(sub.getByRole('button', { name: 'Generate production keys', exact: true })).toHaveCount(0);
 
   await sub.goto('/devportal');
   await sub.getByRole('link', { name: /Pet Store/ }).click();

@@ -102,6 +102,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         "version": spec.version,
         "isDefaultVersion": spec.default,
         "endpoints": spec.endpoints,
+        "sandboxEndpoints": spec.sandbox_endpoints,
         "resources": spec.resources.iter().map(|r| {
             let methods: Vec<String> = if r.methods.iter().any(|m| m == "*") {
                 turnpike_model::rest::METHODS.iter().map(|m| m.to_string()).collect()

@@ -213,7 +213,20 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: ANALYTICS,
         postgres: ANALYTICS,
     },
+    Migration {
+        version: 9,
+        name: "sandbox_endpoints",
+        separator: ";",
+        sqlite: SANDBOX_ENDPOINTS,
+        postgres: SANDBOX_ENDPOINTS,
+    },
 ];
+
+/// Where an API's SANDBOX-key calls go (a JSON array of URLs, like `endpoints`); APIs
+/// created before have none, and their sandbox calls are refused, not sent to production.
+const SANDBOX_ENDPOINTS: &str = r#"
+ALTER TABLE apis ADD COLUMN sandbox_endpoints TEXT NOT NULL DEFAULT '[]'
+"#;
 
 /// Analytics rollups (`analytics.rs`): one row per period (60, 3600 or 86400 seconds),
 /// bucket start and key, with sums and latency histograms (`index:count,...` text).

@@ -275,6 +275,7 @@ async fn ensure_demo_api(
             api_type: "HTTP".into(),
             description: "Echo demo API created by `turnpike up`".into(),
             endpoints: vec![endpoint.to_string()],
+            sandbox_endpoints: Vec::new(),
             resources: vec![turnpike_store::Resource {
                 path: "/*".into(),
                 methods: ["GET", "POST", "PUT", "DELETE"].map(String::from).to_vec(),
@@ -303,6 +304,7 @@ async fn ensure_demo_api(
             api_type: api.api_type,
             description: api.description,
             endpoints: vec![endpoint.to_string()],
+            sandbox_endpoints: api.sandbox_endpoints,
             resources: api.resources,
             tiers: api.policies,
             definition: api.definition,

@@ -192,6 +192,13 @@ export const devportal = {
       }),
     ) as OAuthKeys;
   },
+  async regenerateSecret(applicationId: string, keyType: 'PRODUCTION' | 'SANDBOX'): Promise<OAuthKeys> {
+    return must(
+      await api.POST('/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}/regenerate-secret', {
+        params: { path: { applicationId, keyType } },
+      }),
+    ) as OAuthKeys;
+  },
   async tryIt(
     applicationId: string,
     req: { method: string; path: string; headers: Record<string, string>; body?: string; keyType: string },
@@ -235,11 +242,11 @@ export const apiKeys = {
       }),
     ) as Listing<ApiKey>;
   },
-  async create(applicationId: string, name: string, validityPeriod?: number): Promise<ApiKey> {
+  async create(applicationId: string, name: string, validityPeriod?: number, keyType = 'PRODUCTION'): Promise<ApiKey> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/api-keys', {
         params: { path: { applicationId } },
-        body: { name, keyType: 'PRODUCTION', ...(validityPeriod ? { validityPeriod } : {}) } as never,
+        body: { name, keyType, ...(validityPeriod ? { validityPeriod } : {}) } as never,
       }),
     ) as ApiKey;
   },

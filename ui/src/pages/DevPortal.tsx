@@ -445,22 +445,27 @@ function AppList() {
   );
 }
 
+/** An application's two key pairs (WSO2): production, and sandbox for sandbox endpoints. */
+const KEY_TYPES = [
+  { type: 'PRODUCTION', label: 'production' },
+  { type: 'SANDBOX', label: 'sandbox' },
+] as const;
+
 function AppPage({ id }: { id: string }) {
   const app = useLoad(() => devportal.application(id), [id]);
   const keys = useLoad(() => devportal.keys(id), [id]);
   const subs = useLoad(() => devportal.subscriptions({ applicationId: id }), [id]);
   const [fresh, setFresh] = useState<OAuthKeys | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const generate = async () => {
+  const act = async (f: () => Promise<OAuthKeys>) => {
     setError(null);
     try {
-      setFresh(await devportal.generateKeys(id, 'PRODUCTION'));
+      setFresh(await f());
       keys.reload();
     } catch (e) {
       setError(errorText(e));
     }
   };
-  const hasProd = keys.data?.list.some((k) => k.keyType === 'PRODUCTION');
   return (
     <Loading error={app.error} loading={app.loading && !app.data}>
       {app.data && (
@@ -476,18 +481,31 @@ function AppPage({ id }: { id: string }) {
             <Title order={4} mb="sm">
               OAuth2 keys
             </Title>
-            {keys.data?.list.map((k) => (
-              <Group key={k.keyType} gap="xs">
-                <Badge variant="light">{k.keyType}</Badge>
-                <Text size="sm">Consumer key</Text>
-                <Code>{k.consumerKey}</Code>
-              </Group>
-            ))}
-            {!hasProd && (
-              <Button mt="sm" onClick={() => void generate()}>
-                Generate keys
-              </Button>
-            )}
+            <Stack gap="xs">
+              {KEY_TYPES.map(({ type, label }) => {
+                const k = keys.data?.list.find((c) => c.keyType === type);
+                return k ? (
+                  <Group key={type} gap="xs">
+                    <Badge variant="light" color={type === 'SANDBOX' ? 'orange' : undefined}>
+                      {type}
+                    </Badge>
+                    <Text size="sm">Consumer key</Text>
+                    <Code>{k.consumerKey}</Code>
+                    <Button size="xs" variant="subtle" onClick={() => void act(() => devportal.regenerateSecret(id, type))}>
+                      Regenerate {label} secret
+                    </Button>
+                  </Group>
+                ) : (
+                  keys.data && (
+                    <Group key={type}>
+                      <Button variant={type === 'SANDBOX' ? 'light' : 'filled'} onClick={() => void act(() => devportal.generateKeys(id, type))}>
+                        Generate {label} keys
+                      </Button>
+                    </Group>
+                  )
+                );
+              })}
+            </Stack>
             <ErrorNote error={error} />
           </Card>
           <ApiKeys appId={id} />
@@ -515,6 +533,9 @@ function AppPage({ id }: { id: string }) {
                 <Alert color="yellow" title="Shown once">
                   Copy the consumer secret now: it is stored hashed and cannot be shown again.
                 </Alert>
+                <Text size="sm">
+                  Key type <Badge variant="light">{fresh.keyType}</Badge>
+                </Text>
                 <KeyLine label="Consumer key" value={fresh.consumerKey} />
                 <KeyLine label="Consumer secret" value={fresh.consumerSecret ?? ''} />
                 <Text size="sm">

@@ -67,6 +67,7 @@ async fn check_compiles(state: &AppState, input: &ApiInput) -> ApiResult<Vec<Fie
         } else {
             input.endpoints.clone()
         },
+        sandbox_endpoints: input.sandbox_endpoints.clone(),
         resources: input.resources.clone(),
         policies: input.tiers.clone(),
         options: input.options.clone(),
