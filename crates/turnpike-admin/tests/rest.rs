@@ -59,7 +59,7 @@ async fn auth_and_roles(url: String) {
 
 async fn api_crud_and_errors(url: String) {
     let cp = control_plane(&url).await;
-    let r = cp.post(APIS, "pub", json!({"endpoints": ["ftp://x"], "bogus": 1, "resources": [{"path": "x", "methods": ["FETCH"]}]})).await;
+    let r = cp.post(APIS, "pub", json!({"endpoints": ["ftp://x"], "sandboxEndpoints": ["http://ok", "x"], "bogus": 1, "resources": [{"path": "x", "methods": ["FETCH"]}]})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let mut f = r.fields();
     f.sort();
@@ -72,6 +72,7 @@ async fn api_crud_and_errors(url: String) {
             "name",
             "resources[0].methods[0]",
             "resources[0].path",
+            "sandboxEndpoints[1]",
             "version"
         ]
     );

@@ -253,6 +253,7 @@ function Subscribe({ api }: { api: Api }) {
 function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
   const apps = useLoad(() => devportal.applications(), []);
   const [app, setApp] = useState<string | null>(null);
+  const [keyType, setKeyType] = useState('PRODUCTION');
   const [opKey, setOpKey] = useState<string | null>(ops[0] ? `${ops[0].method} ${ops[0].path}` : null);
   const op = ops.find((o) => `${o.method} ${o.path}` === opKey);
   const [values, setValues] = useState<Record<string, string>>({});
@@ -281,7 +282,7 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
           path: fullPath,
           headers: h,
           body: body || undefined,
-          keyType: 'PRODUCTION',
+          keyType,
         }),
       );
     } catch (e) {
@@ -297,7 +298,7 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
         Try it
       </Title>
       <Text size="sm" c="dimmed" mb="sm">
-        Sent through the control plane to the gateway with a one-minute token of the chosen application.
+        Sent through the control plane to the gateway with a one-minute token of the chosen application's production or sandbox keys.
       </Text>
       <Stack>
         <Group grow align="flex-end">
@@ -307,6 +308,14 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
             data={(apps.data?.list ?? []).map((a) => ({ value: a.id, label: a.name }))}
             value={app}
             onChange={setApp}
+          />
+          <Select
+            label="Key type"
+            description="Sandbox keys reach the API's sandbox endpoints"
+            data={['PRODUCTION', 'SANDBOX']}
+            value={keyType}
+            onChange={(v) => setKeyType(v ?? 'PRODUCTION')}
+            allowDeselect={false}
           />
           <Select
             label="Operation"

@@ -182,4 +182,20 @@ mod tests {
         user(&mut u);
         assert_eq!(u, json!({"name": "alice", "password": "x"}));
     }
+
+    #[test]
+    fn endpoint_config_gives_production_and_sandbox_endpoints() {
+        let mut v = json!({"endpointConfig": {"endpoint_type": "http",
+            "production_endpoints": {"url": "http://prod"},
+            "sandbox_endpoints": [{"url": "http://sb1"}, {"url": "http://sb2"}]}});
+        endpoint_config(&mut v);
+        assert_eq!(
+            v,
+            json!({"endpoints": ["http://prod"], "sandboxEndpoints": ["http://sb1", "http://sb2"]})
+        );
+        // Sandbox only: production calls go there too, as before sandbox endpoints existed.
+        let mut v = json!({"endpointConfig": {"sandbox_endpoints": {"url": "http://sb"}}});
+        endpoint_config(&mut v);
+        assert_eq!(v, json!({"endpoints": ["http://sb"], "sandboxEndpoints": ["http://sb"]}));
+    }
 }
