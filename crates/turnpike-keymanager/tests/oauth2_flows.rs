@@ -526,7 +526,11 @@ async fn tokens_carry_the_key_type_of_the_keys_that_obtained_them() {
         let t = km.client_credentials(client).await;
         let token = t["access_token"].as_str().expect("token");
         let (status, _, info) = km
-            .post("/oauth2/introspect", Some(("gateway", SECRET)), &[("token", token)])
+            .post(
+                "/oauth2/introspect",
+                Some(("gateway", SECRET)),
+                &[("token", token)],
+            )
             .await;
         assert_eq!(status, 200);
         assert_eq!(

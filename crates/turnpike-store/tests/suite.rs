@@ -415,9 +415,15 @@ async fn sandbox_endpoints_migrate_and_round_trip(url: String) {
     i.sandbox_endpoints = vec!["http://127.0.0.1:9002".into(), "https://sb.example".into()];
     let mut tx = s.begin_write().await.expect("begin");
     tx.update_api(&a.id, &i, None).await.expect("update");
-    let b = tx.new_version(&a.id, "v2", false, "bob").await.expect("copy");
+    let b = tx
+        .new_version(&a.id, "v2", false, "bob")
+        .await
+        .expect("copy");
     tx.commit("alice", "update").await.expect("commit");
-    assert_eq!(b.sandbox_endpoints, i.sandbox_endpoints, "a new version copies them");
+    assert_eq!(
+        b.sandbox_endpoints, i.sandbox_endpoints,
+        "a new version copies them"
+    );
     s.close().await;
 
     let raw = sqlx::AnyPool::connect(&url).await.expect("raw connection");
@@ -430,7 +436,12 @@ async fn sandbox_endpoints_migrate_and_round_trip(url: String) {
     raw.close().await;
 
     let s = open(url).await;
-    assert!(s.get_api(&a.id).await.expect("get").sandbox_endpoints.is_empty());
+    assert!(s
+        .get_api(&a.id)
+        .await
+        .expect("get")
+        .sandbox_endpoints
+        .is_empty());
     let mut tx = s.begin_write().await.expect("begin");
     tx.update_api(&a.id, &i, None).await.expect("update");
     tx.commit("alice", "update").await.expect("commit");

@@ -15,8 +15,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use reqwest::Method;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use support::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TOKEN: &str = "sandbox-e2e-gateway-token";
 const PASSWORD: &str = "sandbox-e2e-admin-password";
@@ -175,7 +175,9 @@ async fn subscribed_app(
         .rest(
             Method::POST,
             "/api/am/devportal/v1/subscriptions",
-            Some(json!({"applicationId": app_id, "apiId": api_id, "throttlingPolicy": "Unlimited"})),
+            Some(
+                json!({"applicationId": app_id, "apiId": api_id, "throttlingPolicy": "Unlimited"}),
+            ),
         )
         .await;
     let sub_id = sub["subscriptionId"].as_str().or(sub["id"].as_str());
@@ -187,7 +189,11 @@ async fn subscribed_app(
         assert_eq!(k["keyType"], *key_type);
         generated.push(k);
     }
-    (app_id, sub_id.expect("subscription id").to_owned(), generated)
+    (
+        app_id,
+        sub_id.expect("subscription id").to_owned(),
+        generated,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,7 +222,8 @@ async fn sandbox_keys_pass_a_prod_only_block_and_reach_the_sandbox_endpoint() {
     let security = format!("/api/am/publisher/v1/apis/{api_id}/security");
     let body = json!({"oauth2": true, "api_key": true, "subscription": true});
     cp.rest(Method::PUT, &security, Some(body)).await;
-    let publish = format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={api_id}&action=Publish");
+    let publish =
+        format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={api_id}&action=Publish");
     cp.rest(Method::POST, &publish, None).await;
 
     // DevPortal: JWT keys of both types on one application, opaque ones on another.
@@ -248,10 +255,17 @@ async fn sandbox_keys_pass_a_prod_only_block_and_reach_the_sandbox_endpoint() {
             });
         }
     }
-    for (key_type, name) in [("PRODUCTION", "production API key"), ("SANDBOX", "sandbox API key")] {
+    for (key_type, name) in [
+        ("PRODUCTION", "production API key"),
+        ("SANDBOX", "sandbox API key"),
+    ] {
         let path = format!("/api/am/devportal/v1/applications/{app_id}/api-keys");
         let k = cp
-            .rest(Method::POST, &path, Some(json!({"name": name, "keyType": key_type})))
+            .rest(
+                Method::POST,
+                &path,
+                Some(json!({"name": name, "keyType": key_type})),
+            )
             .await;
         assert_eq!(k["keyType"], key_type);
         creds.push(Cred {
@@ -273,14 +287,23 @@ async fn sandbox_keys_pass_a_prod_only_block_and_reach_the_sandbox_endpoint() {
         format!("/api/am/publisher/v1/subscriptions/block-subscription?subscriptionId={sub}&blockState={state}")
     };
     for sub in [&sub1, &sub2] {
-        cp.rest(Method::POST, &block(sub.as_str(), "PROD_ONLY_BLOCKED"), None).await;
+        cp.rest(
+            Method::POST,
+            &block(sub.as_str(), "PROD_ONLY_BLOCKED"),
+            None,
+        )
+        .await;
     }
     for c in creds.iter().filter(|c| !c.sandbox) {
         until(&client, &url, c, 403).await;
     }
     // The gateway now holds the block: each sandbox credential passes at once.
     for c in creds.iter().filter(|c| c.sandbox) {
-        let resp = client.get(&url).header(c.header.0, &c.header.1).send().await;
+        let resp = client
+            .get(&url)
+            .header(c.header.0, &c.header.1)
+            .send()
+            .await;
         let resp = resp.expect("gateway");
         assert_eq!(resp.status().as_u16(), 200, "{}", c.name);
         assert_backend(c, &resp.text().await.expect("body"));
@@ -288,7 +311,8 @@ async fn sandbox_keys_pass_a_prod_only_block_and_reach_the_sandbox_endpoint() {
 
     // BLOCKED refuses both.
     for sub in [&sub1, &sub2] {
-        cp.rest(Method::POST, &block(sub.as_str(), "BLOCKED"), None).await;
+        cp.rest(Method::POST, &block(sub.as_str(), "BLOCKED"), None)
+            .await;
     }
     for c in creds.iter().filter(|c| c.sandbox) {
         until(&client, &url, c, 403).await;

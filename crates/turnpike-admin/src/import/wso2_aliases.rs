@@ -196,6 +196,9 @@ mod tests {
         // Sandbox only: production calls go there too, as before sandbox endpoints existed.
         let mut v = json!({"endpointConfig": {"sandbox_endpoints": {"url": "http://sb"}}});
         endpoint_config(&mut v);
-        assert_eq!(v, json!({"endpoints": ["http://sb"], "sandboxEndpoints": ["http://sb"]}));
+        assert_eq!(
+            v,
+            json!({"endpoints": ["http://sb"], "sandboxEndpoints": ["http://sb"]})
+        );
     }
 }

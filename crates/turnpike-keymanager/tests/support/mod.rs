@@ -50,7 +50,10 @@ pub async fn start_with(config: KeyManagerConfig) -> Km {
     store.add_client(client("app2", TokenFormat::Jwt, false));
     store.add_client(client("opaque1", TokenFormat::Opaque, false));
     store.add_client(client("gateway", TokenFormat::Jwt, true));
-    for (id, format) in [("sandbox1", TokenFormat::Jwt), ("sandbox-opaque", TokenFormat::Opaque)] {
+    for (id, format) in [
+        ("sandbox1", TokenFormat::Jwt),
+        ("sandbox-opaque", TokenFormat::Opaque),
+    ] {
         store.add_client(ClientRecord {
             sandbox: true,
             ..client(id, format, false)

@@ -233,4 +233,3 @@ pub fn cp_stack(dir: &TempDir, token: &str, password: &str) -> Stack {
         gw,
     }
 }
-
