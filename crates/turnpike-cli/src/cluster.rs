@@ -56,11 +56,7 @@ async fn status(args: StatusArgs) -> Result<(), BoxError> {
     if !(args.max_lag.is_finite() && args.max_lag >= 0.0) {
         return Err("--max-lag is seconds, 0 or more".into());
     }
-    let auth = crate::auth_header(
-        args.token.as_deref(),
-        args.password.as_deref(),
-        &args.user,
-    )?;
+    let auth = crate::auth_header(args.token.as_deref(), args.password.as_deref(), &args.user)?;
     let url = format!(
         "{}/api/am/admin/v1/gateways?maxLag={}",
         args.control_plane.trim_end_matches('/'),

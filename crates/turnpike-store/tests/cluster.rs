@@ -103,12 +103,18 @@ async fn two_stores_on_one_postgres_act_as_one_cluster() {
     let list = b.gateway_statuses().await.expect("list");
     assert_eq!(list.len(), 1);
     let g = &list[0];
-    assert_eq!((g.id.as_str(), g.version, g.hash.as_str()), ("g1", v, "abc"));
+    assert_eq!(
+        (g.id.as_str(), g.version, g.hash.as_str()),
+        ("g1", v, "abc")
+    );
     assert_eq!(g.apply_ms, Some(12));
     assert_eq!(g.control_plane, "cp-a");
     let next_commit = a.commit_time(v + 1).await.expect("commit time");
     assert!(next_commit.is_some());
-    assert_eq!(g.behind_since_ms, next_commit, "behind since its next version");
+    assert_eq!(
+        g.behind_since_ms, next_commit,
+        "behind since its next version"
+    );
     a.close().await;
     b.close().await;
 }

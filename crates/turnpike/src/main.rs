@@ -100,9 +100,7 @@ fn main() -> anyhow::Result<()> {
     runtime
         .block_on(async {
             match cli.command {
-                Command::Gateway(args) if !args.control_plane.is_empty() => {
-                    cp::follow(args).await
-                }
+                Command::Gateway(args) if !args.control_plane.is_empty() => cp::follow(args).await,
                 Command::Gateway(args) => turnpike_gateway::run(args).await,
                 Command::Echo(args) => turnpike_bench::echo::run(args).await,
                 Command::Bench(args) => turnpike_bench::run(args).await,

@@ -135,7 +135,10 @@ fn two_control_planes_on_one_postgres_serve_every_gateway() {
     publish(dir.path(), &cp_b, "two", &echo);
     wait_for_status(&format!("http://{g_a}/two/v1/x"), 200, LIVE);
     for gw in [&g_a, &g_b, &g_ab] {
-        assert_eq!(curl(&format!("http://{gw}/one/v1/x")), (200, "hello".into()));
+        assert_eq!(
+            curl(&format!("http://{gw}/one/v1/x")),
+            (200, "hello".into())
+        );
         wait_for_status(&format!("http://{gw}/two/v1/x"), 200, LIVE);
     }
     let ok = cluster_status(&cp_b, "5");
@@ -197,10 +200,7 @@ fn two_control_planes_on_one_postgres_serve_every_gateway() {
     );
     let (code, metrics) = get(&format!("http://{cp_b}/metrics"));
     assert_eq!(code, 200);
-    assert!(
-        metrics.contains("turnpike_gateways_lagging 1"),
-        "{metrics}"
-    );
+    assert!(metrics.contains("turnpike_gateways_lagging 1"), "{metrics}");
     assert!(
         metrics.contains("turnpike_gateway_lag_seconds{gateway=\"follows-b\"}"),
         "{metrics}"

@@ -1730,6 +1730,8 @@ export interface components {
         GatewayList: {
             controlPlaneVersion: number;
             count: number;
+            maxLagMs?: number;
+            lagging?: number;
             list: Record<string, never>[];
         };
         /**

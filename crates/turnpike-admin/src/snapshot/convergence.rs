@@ -222,12 +222,18 @@ mod tests {
     fn lag_counts_from_the_first_missing_commit_or_the_missed_poll() {
         let max = Duration::from_secs(5);
         let fresh = view(row(7, 10_000, None), 7, 10_500, max);
-        assert_eq!((fresh.lag_ms, fresh.lagging, fresh.up_to_date), (0, false, true));
+        assert_eq!(
+            (fresh.lag_ms, fresh.lagging, fresh.up_to_date),
+            (0, false, true)
+        );
         let behind = view(row(6, 10_000, Some(4_000)), 7, 10_500, max);
         assert_eq!((behind.versions_behind, behind.lag_ms), (1, 6_500));
         assert!(behind.lagging);
         // Silent past its poll wait (1 s) and the grace (2 s): 20 s - 3 s.
         let silent = view(row(7, 10_000, None), 7, 30_000, max);
-        assert_eq!((silent.lag_ms, silent.lagging, silent.up_to_date), (17_000, true, true));
+        assert_eq!(
+            (silent.lag_ms, silent.lagging, silent.up_to_date),
+            (17_000, true, true)
+        );
     }
 }

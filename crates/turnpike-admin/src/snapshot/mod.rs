@@ -26,10 +26,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Query, State};
-use bytes::Bytes;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use crate::error::{ApiError, ApiResult};
