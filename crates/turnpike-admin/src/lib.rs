@@ -94,7 +94,7 @@ impl AppState {
     /// same clock to [`security::enable_with_clock`]).
     pub fn with_clock(store: Store, config: AdminConfig, clock: Arc<dyn Clock>) -> AppState {
         let guard = Arc::new(PasswordGuard::new(BruteForcePolicy::default(), clock));
-        let state = AppState {
+        AppState {
             inner: Arc::new(Inner {
                 store,
                 config,
@@ -106,8 +106,7 @@ impl AppState {
                 closing: tokio::sync::watch::channel(false).0,
                 ui: ui::UiSettings::default(),
             }),
-        };
-        state
+        }
     }
 
     pub fn store(&self) -> &Store {
