@@ -262,6 +262,12 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   ]) {
     await admin.goto(path);
     await expect(admin.getByRole('heading', { name: heading })).toBeVisible();
+    if (path === '/admin/gateways') {
+      // `turnpike up`'s own gateway, with the version it serves, no lag, up to date.
+      const row = admin.getByRole('table', { name: 'Gateways' }).getByRole('row', { name: /^gateway\s+\d+\s+up to date/ });
+      await expect(row).toBeVisible();
+      await expect(admin.getByTestId('lag-gateway')).toHaveText(/^0\.\d s$/);
+    }
     await shot(admin, name);
   }
   // The dashboards show the traffic the try-it console and the API key sent (the gateway

@@ -9,7 +9,6 @@
 //! second run changes nothing. Prints one line per action; `--dry-run` prints the same
 //! lines and count without changing anything.
 
-use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -398,16 +397,7 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     turnpike_config::check_depth(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let auth = match (&args.token, &args.password) {
-        (Some(t), _) => format!("Bearer {t}"),
-        (None, Some(p)) => format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(format!("{}:{p}", args.user))
-        ),
-        (None, None) => {
-            return Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into())
-        }
-    };
+    let auth = crate::auth_header(args.token.as_deref(), args.password.as_deref(), &args.user)?;
     let api = Api {
         client: Client::builder(TokioExecutor::new()).build_http(),
         base: args.control_plane.trim_end_matches('/').to_string(),

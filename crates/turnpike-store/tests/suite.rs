@@ -326,10 +326,18 @@ async fn subscription_changes_follow_subscription_writes(url: String) {
         s.subscription_log_since(pos1, 1).await.expect("log").1,
         None
     );
-    s.prune_subscription_log(pos2).await.expect("prune");
+    assert!(pos2 > pos1);
+    // Pruning all but the newest entry: a reader at or after the watermark reads on, an
+    // older one is told to reread everything.
+    assert!(s.prune_subscription_log(1).await.expect("prune") > 0);
     assert_eq!(
-        s.subscription_log_since(0, 100).await.expect("log").1,
-        Some(Vec::new())
+        s.subscription_log_since(pos2, 100).await.expect("log"),
+        (pos2, Some(Vec::new()))
+    );
+    assert_eq!(
+        s.subscription_log_since(pos1, 100).await.expect("log"),
+        (pos2, None),
+        "a position before the pruned entries must reread everything"
     );
     let _ = sub;
 }

@@ -319,6 +319,7 @@ pub fn schemas() -> Value {
         }), json!({"currentPassword": "the old one", "newPassword": "a new password"})),
         "GatewayList": {"type": "object", "required": ["controlPlaneVersion", "count", "list"], "properties": {
             "controlPlaneVersion": {"type": "integer"}, "count": {"type": "integer"},
+            "maxLagMs": {"type": "integer"}, "lagging": {"type": "integer"},
             "list": {"type": "array", "items": {"type": "object"}}}},
         "KeysInput": strict(&[], json!({
             "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},

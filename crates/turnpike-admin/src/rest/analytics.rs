@@ -62,7 +62,7 @@ pub fn devportal_routes() -> Router<AppState> {
 }
 
 /// `Authorization: Bearer <gateway token>`, as the snapshot long-poll checks it.
-fn gateway_token(s: &AppState, headers: &HeaderMap) -> ApiResult<()> {
+pub(crate) fn gateway_token(s: &AppState, headers: &HeaderMap) -> ApiResult<()> {
     let token = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -278,7 +278,8 @@ impl RetentionArgs {
     }
 }
 
-/// Compacts the store's rollups every 10 minutes (the first time a minute after start).
+/// Compacts the store's rollups every 10 minutes (the first time a minute after start),
+/// when this control plane leads (`turnpike_store::Store::is_leader`).
 pub fn spawn_compaction(
     store: turnpike_store::Store,
     retention: turnpike_store::AnalyticsRetention,
@@ -288,6 +289,10 @@ pub fn spawn_compaction(
         loop {
             tokio::time::sleep(wait).await;
             wait = std::time::Duration::from_secs(600);
+            // One control plane at a time: two would both move the same rows.
+            if !store.is_leader().await {
+                continue;
+            }
             let now = turnpike_analytics::time::now_secs();
             match store.compact_analytics(now, &retention).await {
                 Ok(done) => tracing::debug!(?done, "analytics compaction"),
