@@ -18,8 +18,8 @@ use http::{request, response, HeaderMap};
 use turnpike_model::clock::Clock;
 use turnpike_policy::http::{content_length, query_param};
 use turnpike_policy::{
-    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Policy, PolicyKind,
-    RequestCtx, Stage, Step,
+    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Identity, Policy,
+    PolicyKind, RequestCtx, Stage, Step,
 };
 
 pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
@@ -92,7 +92,7 @@ impl Policy for ThrottlePolicy {
             api_id: &t.api_id,
             resource: resource.map(|r| &*r.key),
             application_id: application,
-            user: identity.map(|i| &*i.subject),
+            user: identity.map(end_user),
             // An authenticated caller without a subscription (an API that does not
             // require one) counts on its application tier only.
             subscription_tier: ctx.subscription_tier(),
@@ -139,6 +139,17 @@ impl Policy for ThrottlePolicy {
                 .throttler
                 .charge_bytes(&d.charges, done.bytes_out, now);
         }
+    }
+}
+
+/// The end user an application tier counts: the credential's subject, except for a token
+/// a client got for itself (client credentials: its `sub` is the client id, RFC 9068
+/// §2.2), which counts as the application's owner, the end user of the application's
+/// API keys too (WSO2's rule): one application's key and token share one quota.
+fn end_user(i: &Identity) -> &str {
+    match (i.principal.client_id.as_deref(), i.principal.subscriber.as_deref()) {
+        (Some(client), Some(owner)) if client == &*i.subject => owner,
+        _ => &i.subject,
     }
 }
 
