@@ -67,7 +67,7 @@ const MAX_PASSWORD_LINE: u64 = 4096;
 
 /// The first line of `input`, without its line end.
 fn first_line(input: impl std::io::Read) -> Result<String, BoxError> {
-    use std::io::{BufRead, Read};
+    use std::io::BufRead;
     let mut line = String::new();
     std::io::BufReader::new(input.take(MAX_PASSWORD_LINE)).read_line(&mut line)?;
     let line = line.trim_end_matches(['\n', '\r']).to_string();
@@ -77,19 +77,29 @@ fn first_line(input: impl std::io::Read) -> Result<String, BoxError> {
     Ok(line)
 }
 
-/// Asks on the terminal with echo off, restoring the terminal's modes whatever happens.
+/// Turns the terminal's echo on or off with `stty` (on the terminal that is stdin): no
+/// terminal-control dependency for one prompt.
+fn echo(on: bool) -> Result<(), BoxError> {
+    let ok = std::process::Command::new("stty")
+        .arg(if on { "echo" } else { "-echo" })
+        .stdin(std::process::Stdio::inherit())
+        .status()?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err("login: cannot turn the terminal's echo off (stty)".into())
+    }
+}
+
+/// Asks on the terminal with echo off, turning it back on whatever happens.
 fn prompt(user: &str) -> Result<String, BoxError> {
-    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
     use std::io::Write;
-    let stdin = std::io::stdin();
-    let saved = tcgetattr(&stdin)?;
-    let mut quiet = saved.clone();
-    quiet.local_modes.remove(LocalModes::ECHO);
     eprint!("Password for {user}: ");
     std::io::stderr().flush()?;
-    tcsetattr(&stdin, OptionalActions::Now, &quiet)?;
-    let read = first_line(stdin.lock());
-    let restored = tcsetattr(&stdin, OptionalActions::Now, &saved);
+    echo(false)?;
+    let read = first_line(std::io::stdin().lock());
+    let restored = echo(true);
     eprintln!();
     restored?;
     read

@@ -236,6 +236,37 @@ mod tests {
         assert!(requests.contains(Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS));
     }
 
+    /// Whether an open API's chain gets a throttle policy under `throttling` (YAML).
+    fn open_api_throttled(throttling: &str) -> bool {
+        let yaml = format!(
+            "{throttling}apis:\n  - name: a\n    context: /a\n    version: v1\n    \
+             endpoints: [\"http://127.0.0.1:9\"]\n"
+        );
+        let file: GatewayFile = serde_yaml::from_str(&yaml).expect("the file parses");
+        let (runtime, mut scratch, mut problems) = (Runtime::default(), Scratch::default(), vec![]);
+        prepare(&file, &runtime, None, &mut scratch, &mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut cx = BuildCx {
+            api: 0,
+            at: "apis[0]".into(),
+            problems: &mut problems,
+            runtime: &runtime,
+            file: &file,
+            scratch: &mut scratch,
+        };
+        Throttle::build(&(), &mut cx).is_some()
+    }
+
+    /// An open API pays for throttling only when the file names an unauthenticated tier:
+    /// without one (or with `Unlimited`) its chain holds no throttle policy at all.
+    #[test]
+    fn open_apis_are_throttled_only_under_a_named_unauthenticated_tier() {
+        assert!(!open_api_throttled(""));
+        assert!(!open_api_throttled("throttling:\n  headers: ietf\n"));
+        assert!(!open_api_throttled("throttling:\n  unauthenticated_tier: Unlimited\n"));
+        assert!(open_api_throttled("throttling:\n  unauthenticated_tier: Unauthenticated\n"));
+    }
+
     #[test]
     fn query_lookup_finds_the_first_pair() {
         let h = HeaderMap::new();
