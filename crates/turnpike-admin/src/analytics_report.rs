@@ -311,7 +311,12 @@ mod tests {
             .as_array()
             .map(|p| {
                 p.iter()
-                    .map(|p| (p["timestamp"].as_i64().unwrap_or(-1), p["requests"].as_u64().unwrap_or(99)))
+                    .map(|p| {
+                        (
+                            p["timestamp"].as_i64().unwrap_or(-1),
+                            p["requests"].as_u64().unwrap_or(99),
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default();

@@ -231,7 +231,10 @@ async fn reports_match_the_events(url: String) {
     let list = top.json["list"].as_array().expect("list");
     assert_eq!(list[0]["applicationId"], a1.as_str());
     assert_eq!(list[0]["requests"], 70);
-    assert_eq!(list[1]["applicationName"], "two", "the store's name, not the event's");
+    assert_eq!(
+        list[1]["applicationName"], "two",
+        "the store's name, not the event's"
+    );
     let top = cp.get(&admin("top", "&by=resource&limit=1"), "admin").await;
     assert_eq!(top.json["list"].as_array().map(Vec::len), Some(1));
     assert_eq!(top.json["list"][0]["resource"], "/a");
@@ -334,7 +337,10 @@ async fn one_application_one_named_row(url: String) {
     let api = cp
         .create_api("/echo", "v1", "http://127.0.0.1:9", false)
         .await;
-    let (shop, gone) = (app(&cp, "sub", "shop-web").await, app(&cp, "sub", "gone-app").await);
+    let (shop, gone) = (
+        app(&cp, "sub", "shop-web").await,
+        app(&cp, "sub", "gone-app").await,
+    );
     let served = |i: u64, app: &str, named: Option<&str>| {
         let mut e = event(3 + i * 7, app, T0 + i as i64 * 61);
         e.application_name = named.map(str::to_owned);
@@ -350,7 +356,13 @@ async fn one_application_one_named_row(url: String) {
     assert!(r.status.is_success(), "{}", r.json);
     let path = format!("/api/am/devportal/v1/applications/{shop}");
     let r = cp
-        .call(Method::PATCH, &path, Some("sub"), Some(json!({"name": "shop-web-2"})), &[])
+        .call(
+            Method::PATCH,
+            &path,
+            Some("sub"),
+            Some(json!({"name": "shop-web-2"})),
+            &[],
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.json);
 
@@ -360,29 +372,29 @@ async fn one_application_one_named_row(url: String) {
         format!("/api/am/publisher/v1/apis/{api}/analytics/top?{window}&by=application"),
     ];
     for report in &reports {
-    let r = cp.get(report, "admin").await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.json);
-    let rows: Vec<(String, String, u64)> = r.json["list"]
-        .as_array()
-        .expect("list")
-        .iter()
-        .map(|v| {
-            (
-                v["applicationId"].as_str().unwrap_or_default().to_owned(),
-                v["applicationName"].as_str().unwrap_or_default().to_owned(),
-                v["requests"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
-    assert_eq!(
-        rows,
-        [
-            (shop.clone(), "shop-web-2".to_owned(), 5),
-            (gone.clone(), "gone-app".to_owned(), 2)
-        ],
-        "{report}: {}",
-        r.json
-    );
+        let r = cp.get(report, "admin").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.json);
+        let rows: Vec<(String, String, u64)> = r.json["list"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|v| {
+                (
+                    v["applicationId"].as_str().unwrap_or_default().to_owned(),
+                    v["applicationName"].as_str().unwrap_or_default().to_owned(),
+                    v["requests"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (shop.clone(), "shop-web-2".to_owned(), 5),
+                (gone.clone(), "gone-app".to_owned(), 2)
+            ],
+            "{report}: {}",
+            r.json
+        );
     }
 }
 

@@ -300,7 +300,8 @@ fn two_levels_are_not_extrapolated() {
     );
     let md = std::fs::read_to_string(dir.path().join("summary.md")).expect("md");
     assert!(
-        !md.lines().any(|l| l.starts_with("| passthrough | 50 | 0 | avg |")),
+        !md.lines()
+            .any(|l| l.starts_with("| passthrough | 50 | 0 | avg |")),
         "no fit row from two levels: {md}"
     );
     assert!(md.contains("No line fitted"), "{md}");
@@ -352,7 +353,12 @@ fn summaries_show_p50_p90_p95_p99() {
     assert_eq!(cells.len(), 5, "{row}");
     assert!(cells.iter().all(|v| (v - 32.0).abs() < 0.1), "{row}");
     let html = std::fs::read_to_string(dir.path().join("index.html")).expect("html");
-    for p in ["<th>p50 (ms)</th>", "<th>p90 (ms)</th>", "<th>p95 (ms)</th>", "<th>p99 (ms)</th>"] {
+    for p in [
+        "<th>p50 (ms)</th>",
+        "<th>p90 (ms)</th>",
+        "<th>p95 (ms)</th>",
+        "<th>p99 (ms)</th>",
+    ] {
         assert!(html.contains(p), "{p}");
     }
 }

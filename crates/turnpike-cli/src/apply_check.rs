@@ -32,9 +32,18 @@ fn with_server_tiers(file: &GatewayFile, server: &[Vec<String>; 3]) -> GatewayFi
     let mut f = file.clone();
     let th = &mut f.throttling;
     let declared: [Vec<&str>; 3] = [
-        th.subscription_tiers.iter().map(|t| t.name.as_str()).collect(),
-        th.application_tiers.iter().map(|t| t.name.as_str()).collect(),
-        th.advanced_policies.iter().map(|t| t.name.as_str()).collect(),
+        th.subscription_tiers
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect(),
+        th.application_tiers
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect(),
+        th.advanced_policies
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect(),
     ];
     let missing: Vec<(usize, Value)> = server
         .iter()
@@ -59,9 +68,13 @@ fn with_server_tiers(file: &GatewayFile, server: &[Vec<String>; 3]) -> GatewayFi
 
 /// A problem about a tier the control plane may hold (unknowable without the admin role).
 fn names_a_tier(message: &str) -> bool {
-    ["no subscription tier named", "no application tier named", "no advanced policy named"]
-        .iter()
-        .any(|p| message.starts_with(p))
+    [
+        "no subscription tier named",
+        "no application tier named",
+        "no advanced policy named",
+    ]
+    .iter()
+    .any(|p| message.starts_with(p))
 }
 
 /// Every problem of `file` as `path: message` lines (none: the file can be applied).

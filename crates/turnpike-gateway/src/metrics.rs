@@ -828,7 +828,9 @@ mod tests {
         assert_eq!(
             line(
                 &text,
-                &format!("{M_REQUESTS}{{api=\"\",version=\"\",context=\"\",id=\"\",class=\"4xx\"}}")
+                &format!(
+                    "{M_REQUESTS}{{api=\"\",version=\"\",context=\"\",id=\"\",class=\"4xx\"}}"
+                )
             ),
             Some("1")
         );

@@ -141,9 +141,17 @@ fn apply_checks_the_whole_file_before_writing_anything() {
     let file = dir.path().join("apis.yaml");
 
     // A dry run of a file naming an unknown policy fails and names it.
-    std::fs::write(&file, format!("apis:\n{}", api("one", Some("NoSuchPolicy")))).expect("write");
+    std::fs::write(
+        &file,
+        format!("apis:\n{}", api("one", Some("NoSuchPolicy"))),
+    )
+    .expect("write");
     let out = apply(&cp, &file, &["--dry-run"]);
-    assert!(!out.status.success(), "dry run of a bad file: {}", text(&out));
+    assert!(
+        !out.status.success(),
+        "dry run of a bad file: {}",
+        text(&out)
+    );
     assert!(
         text(&out).contains("apis[0].throttling") && text(&out).contains("NoSuchPolicy"),
         "{}",

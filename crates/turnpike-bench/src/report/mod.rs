@@ -340,9 +340,8 @@ fn levels(group: &[&Row]) -> usize {
 /// Why a group gets no fitted line, when it gets none.
 fn too_few_levels(group: &[&Row]) -> Option<String> {
     let n = levels(group);
-    (n < MIN_FIT_LEVELS).then(|| {
-        format!("not extrapolated: {n} users level(s) measured, {MIN_FIT_LEVELS} needed")
-    })
+    (n < MIN_FIT_LEVELS)
+        .then(|| format!("not extrapolated: {n} users level(s) measured, {MIN_FIT_LEVELS} needed"))
 }
 
 /// The capacity answer for one group: most users meeting `slo` (measured, and estimated

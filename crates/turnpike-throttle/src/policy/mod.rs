@@ -147,7 +147,10 @@ impl Policy for ThrottlePolicy {
 /// §2.2), which counts as the application's owner, the end user of the application's
 /// API keys too (WSO2's rule): one application's key and token share one quota.
 fn end_user(i: &Identity) -> &str {
-    match (i.principal.client_id.as_deref(), i.principal.subscriber.as_deref()) {
+    match (
+        i.principal.client_id.as_deref(),
+        i.principal.subscriber.as_deref(),
+    ) {
         (Some(client), Some(owner)) if client == &*i.subject => owner,
         _ => &i.subject,
     }
@@ -263,8 +266,12 @@ mod tests {
     fn open_apis_are_throttled_only_under_a_named_unauthenticated_tier() {
         assert!(!open_api_throttled(""));
         assert!(!open_api_throttled("throttling:\n  headers: ietf\n"));
-        assert!(!open_api_throttled("throttling:\n  unauthenticated_tier: Unlimited\n"));
-        assert!(open_api_throttled("throttling:\n  unauthenticated_tier: Unauthenticated\n"));
+        assert!(!open_api_throttled(
+            "throttling:\n  unauthenticated_tier: Unlimited\n"
+        ));
+        assert!(open_api_throttled(
+            "throttling:\n  unauthenticated_tier: Unauthenticated\n"
+        ));
     }
 
     #[test]
