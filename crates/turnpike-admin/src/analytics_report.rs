@@ -286,13 +286,14 @@ mod tests {
     use turnpike_analytics::rollup::RollupKey;
 
     fn row(bucket: i64, requests: u64) -> Row {
-        let mut sums = Rollup::default();
-        sums.requests = requests;
         Row {
             bucket,
             period: 60,
             key: RollupKey::default(),
-            sums,
+            sums: Rollup {
+                requests,
+                ..Rollup::default()
+            },
         }
     }
 
