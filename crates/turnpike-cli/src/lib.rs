@@ -6,6 +6,7 @@
 //! so it links neither the server (`turnpike-admin`) nor its web framework or database.
 
 pub mod apply;
+mod apply_check;
 pub mod cluster;
 pub mod login;
 

@@ -177,14 +177,25 @@ async fn answer(s: &AppState, name: &str, w: Window, mut f: RollupFilter) -> Api
     if !(1..=100).contains(&limit) {
         return Err(ApiError::bad_request("limit must be 1..100"));
     }
-    let rows = s.inner.store.rollups(&f).await?;
+    let mut rows = s.inner.store.rollups(&f).await?;
+    let names = s
+        .inner
+        .store
+        .application_names(&report::application_ids(&rows))
+        .await?;
+    report::name_applications(&mut rows, &names);
+    let axis = report::Axis {
+        from: w.from,
+        to: w.to,
+        interval: w.interval,
+    };
     let body = match (name, by) {
         ("summary", _) => report::summary(&rows),
-        ("traffic", _) => report::traffic(&rows, w.interval),
+        ("traffic", _) => report::traffic(&rows, axis),
         ("top", Some(by)) => report::top(&rows, by, limit as usize),
         ("errors", _) => report::errors(&rows),
         ("throttling", _) => report::throttling(&rows),
-        _ => report::latency(&rows, w.interval),
+        _ => report::latency(&rows, axis),
     };
     let mut body = body;
     if let Value::Object(m) = &mut body {
