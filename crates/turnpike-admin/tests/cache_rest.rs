@@ -89,9 +89,17 @@ async fn cache_settings_and_purges_reach_the_snapshot() {
     let r = cp.post(&purge, "sub", json!({})).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.json);
     let r = cp.post(&purge, "pub", json!({"prefix": "orders"})).await;
-    assert_eq!((r.status, r.fields()), (StatusCode::BAD_REQUEST, vec!["prefix".to_string()]));
-    let r = cp.post(&purge, "pub", json!({"prefix": "/a", "tag": "b"})).await;
-    assert_eq!((r.status, r.fields()), (StatusCode::BAD_REQUEST, vec!["tag".to_string()]));
+    assert_eq!(
+        (r.status, r.fields()),
+        (StatusCode::BAD_REQUEST, vec!["prefix".to_string()])
+    );
+    let r = cp
+        .post(&purge, "pub", json!({"prefix": "/a", "tag": "b"}))
+        .await;
+    assert_eq!(
+        (r.status, r.fields()),
+        (StatusCode::BAD_REQUEST, vec!["tag".to_string()])
+    );
     let r = cp.post(&purge, "pub", json!({"everything": true})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.json);
 }
@@ -100,23 +108,38 @@ async fn cache_settings_and_purges_reach_the_snapshot() {
 async fn a_bad_cache_configuration_names_its_field_and_an_api_without_one_has_nothing_to_purge() {
     let dbs = TestDbs::sqlite();
     let cp = control_plane(&dbs.fresh_url().await).await;
-    let id = cp.create_api("/plain", "v1", "http://127.0.0.1:9", false).await;
+    let id = cp
+        .create_api("/plain", "v1", "http://127.0.0.1:9", false)
+        .await;
     let api = format!("{APIS}/{id}");
     let bad = |config: Value| json!({ "cacheConfiguration": config });
     for (config, field) in [
         (json!({"ttl": "soon"}), "cacheConfiguration.ttl"),
-        (json!({"max_entry_size": "2MiB", "max_size": "1MiB"}), "cacheConfiguration.max_entry_size"),
+        (
+            json!({"max_entry_size": "2MiB", "max_size": "1MiB"}),
+            "cacheConfiguration.max_entry_size",
+        ),
         (json!({"tll": "60s"}), "cacheConfiguration"),
     ] {
         let r = cp
-            .call(Method::PUT, &api, Some("pub"), Some(bad(config.clone())), &[])
+            .call(
+                Method::PUT,
+                &api,
+                Some("pub"),
+                Some(bad(config.clone())),
+                &[],
+            )
             .await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{config}: {}", r.json);
         assert_eq!(r.fields(), [field], "{config}: {}", r.json);
     }
-    let r = cp.post(&format!("{api}/cache/purge"), "pub", json!({})).await;
+    let r = cp
+        .post(&format!("{api}/cache/purge"), "pub", json!({}))
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.json);
     assert_eq!(r.fields(), ["cacheConfiguration"]);
-    let r = cp.post(&format!("{APIS}/nope/cache/purge"), "pub", json!({})).await;
+    let r = cp
+        .post(&format!("{APIS}/nope/cache/purge"), "pub", json!({}))
+        .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.json);
 }

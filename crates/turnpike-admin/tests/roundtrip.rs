@@ -4,7 +4,7 @@
 //! unauthenticated tier and header style, a GraphQL section, a mediation section,
 //! bandwidth and billing, an advanced policy with conditional groups named by an API and
 //! a resource, host, load balancing, body limit, request buffering, timeouts (read_idle too),
-//! the upstream protocol, path options,
+//! the upstream protocol, path options, a response cache,
 //! scopes, an `auth: none`
 //! resource, `auth:` of an API, `mediation:` of an API and of a resource) is applied to
 //! the first; its export is applied to the
@@ -80,6 +80,8 @@ apis:
     paths: { matrix_parameters: strip, case_insensitive: true }
     resources:
       - { path: "/*", methods: [GET] }
+    policies:
+      - cache: { ttl: 30s, key: { headers: [accept] }, tag_header: Cache-Tag }
     mediation:
       request:
         headers: { set: { x-source: gateway } }
@@ -230,6 +232,11 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     );
     let pets_v1 = &exported["apis"][1];
     assert_eq!(pets_v1["mediation"]["request"]["body"]["jq"], "{order: .}");
+    assert_eq!(
+        pets_v1["policies"],
+        json!([{"cache": {"ttl": "30s", "key": {"headers": ["accept"]}, "tag_header": "Cache-Tag"}}]),
+        "the response cache survives apply and export"
+    );
     assert_eq!(
         pets_v1["paths"],
         json!({"matrix_parameters": "strip", "case_insensitive": true})

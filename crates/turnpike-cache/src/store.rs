@@ -210,7 +210,10 @@ const MAX_VARY: usize = 32;
 
 /// `Host` and the request's values of the headers the response varies on, and whether
 /// it varies on `*`.
-fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Box<[(HeaderName, Option<HeaderValue>)]>, bool) {
+fn selecting(
+    req: &HeaderMap,
+    resp: &HeaderMap,
+) -> (Box<[(HeaderName, Option<HeaderValue>)]>, bool) {
     let mut list = vec![(HOST, req.get(HOST).cloned())];
     let mut star = false;
     let names = resp.get_all(VARY).iter().filter_map(|v| v.to_str().ok());

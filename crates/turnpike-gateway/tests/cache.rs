@@ -459,7 +459,10 @@ async fn authenticated_applications_never_share_an_answer() {
 "#;
     let backend = Backend::default();
     let addr = backend.start().await;
-    let text = yaml(addr, "").replace("    auth: none\n", "    auth: { oauth2: false, api_key: true }\n");
+    let text = yaml(addr, "").replace(
+        "    auth: none\n",
+        "    auth: { oauth2: false, api_key: true }\n",
+    );
     let r = rig_of(backend, &format!("{SECURED}{text}")).await;
     assert_eq!(r.get("/mine", "", &[]).await.status, 401, "auth is on");
     let a = r.get("/mine", KEY_A, &[("x-caller", "a")]).await;

@@ -162,7 +162,9 @@ pub(crate) fn entry_spec(
         }
         let cors = api.options.get(turnpike_model::rest::cors::FIELD);
         let cache = api.options.get(turnpike_model::rest::cache::FIELD);
-        let entries: Vec<Value> = (cors.and_then(crate::service::cors_body::policy).into_iter())
+        let entries: Vec<Value> = cors
+            .and_then(crate::service::cors_body::policy)
+            .into_iter()
             .chain(cache.and_then(crate::service::cache_body::policy))
             .collect();
         if !entries.is_empty() {
