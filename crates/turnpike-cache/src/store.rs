@@ -85,7 +85,7 @@ pub(crate) struct Variant {
     /// The request method, and the `Host` and `Vary`'d request values it was stored
     /// for: what a request without cache directives of its own must match.
     method: Method,
-    selecting: Box<[(HeaderName, Option<HeaderValue>)]>,
+    selecting: Selecting,
     /// `Vary: *` (never reused without the RFC rules).
     vary_star: bool,
     weight: u64,
@@ -205,15 +205,15 @@ impl Variant {
     }
 }
 
+/// Request headers and the values a stored answer was selected by.
+type Selecting = Box<[(HeaderName, Option<HeaderValue>)]>;
+
 /// Header names a `Vary` list may hold before the rest is ignored (a cap on input).
 const MAX_VARY: usize = 32;
 
 /// `Host` and the request's values of the headers the response varies on, and whether
 /// it varies on `*`.
-fn selecting(
-    req: &HeaderMap,
-    resp: &HeaderMap,
-) -> (Box<[(HeaderName, Option<HeaderValue>)]>, bool) {
+fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
     let mut list = vec![(HOST, req.get(HOST).cloned())];
     let mut star = false;
     let names = resp.get_all(VARY).iter().filter_map(|v| v.to_str().ok());
