@@ -33,6 +33,24 @@ fn read_only_props() -> Value {
     })
 }
 
+/// An API's `cacheConfiguration` (docs/caching.md).
+fn cache_props() -> Value {
+    json!({"type": "object", "additionalProperties": false, "description": "response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge", "properties": {
+            "ttl": {"type": "string", "example": "60s"},
+            "methods": {"type": "array", "maxItems": 7, "items": {"type": "string"}},
+            "statuses": {"type": "array", "maxItems": 32, "items": {"type": "integer"}},
+            "key": {"type": "object", "additionalProperties": false, "properties": {
+                "query": {"type": "boolean"}, "consumer": {"type": "boolean"},
+                "headers": {"type": "array", "maxItems": 16, "items": {"type": "string"}}}},
+            "max_entry_size": {"type": "string", "example": "1MiB"},
+            "max_size": {"type": "string", "example": "64MiB"},
+            "stale_while_revalidate": {"type": "string"},
+            "stale_if_error": {"type": "string"},
+            "lock_timeout": {"type": "string"},
+            "tag_header": {"type": "string", "example": "Cache-Tag"},
+            "purges": {"type": "array", "maxItems": 32, "items": {"$ref": "#/components/schemas/CachePurge"}}}})
+}
+
 fn api_props() -> Value {
     let mut p = json!({
         "name": {"type": "string", "minLength": 1, "maxLength": 100},
@@ -72,25 +90,13 @@ fn api_props() -> Value {
             "accessControlExposeHeaders": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
             "accessControlAllowCredentials": {"type": "boolean"},
             "accessControlMaxAge": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "example": "10m"}}},
-        "cacheConfiguration": {"type": "object", "additionalProperties": false, "description": "response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge", "properties": {
-            "ttl": {"type": "string", "example": "60s"},
-            "methods": {"type": "array", "maxItems": 7, "items": {"type": "string"}},
-            "statuses": {"type": "array", "maxItems": 32, "items": {"type": "integer"}},
-            "key": {"type": "object", "additionalProperties": false, "properties": {
-                "query": {"type": "boolean"}, "consumer": {"type": "boolean"},
-                "headers": {"type": "array", "maxItems": 16, "items": {"type": "string"}}}},
-            "max_entry_size": {"type": "string", "example": "1MiB"},
-            "max_size": {"type": "string", "example": "64MiB"},
-            "stale_while_revalidate": {"type": "string"},
-            "stale_if_error": {"type": "string"},
-            "lock_timeout": {"type": "string"},
-            "tag_header": {"type": "string", "example": "Cache-Tag"},
-            "purges": {"type": "array", "maxItems": 32, "items": {"$ref": "#/components/schemas/CachePurge"}}}},
         "paths": {"type": "object", "additionalProperties": false, "description": "how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted", "properties": {
             "matrix_parameters": {"type": "string", "enum": ["refuse", "strip"], "default": "refuse", "description": "refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path"},
             "case_insensitive": {"type": "boolean", "default": false, "description": "templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case"}}},
         "tags": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 100}}
     });
+    // Its own call: one more nested object in the one above reaches `json!`'s recursion limit.
+    p["cacheConfiguration"] = cache_props();
     if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {
         for (k, v) in ro {
             o.insert(k.clone(), v.clone());
