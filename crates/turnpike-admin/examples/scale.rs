@@ -261,6 +261,7 @@ async fn main() -> Result<(), BoxError> {
         admin_password: Some("scalepassword".into()),
         public_url: None,
         analytics: Default::default(),
+        tls: Default::default(),
     })
     .await?;
     let app = turnpike_admin::router(cp.state.clone());

@@ -17,7 +17,23 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use turnpike_model::GatewayFile;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The `Authorization` value of a CLI call: the bearer token, else Basic with the password.
+pub(crate) fn auth_header(
+    user: &str,
+    password: Option<&str>,
+    token: Option<&str>,
+) -> Result<String, BoxError> {
+    match (token, password) {
+        (Some(t), _) => Ok(format!("Bearer {t}")),
+        (None, Some(p)) => Ok(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{p}"))
+        )),
+        (None, None) => Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into()),
+    }
+}
 
 /// Command-line arguments of `turnpike apply`.
 #[derive(Debug, Clone, clap::Args)]
@@ -397,16 +413,7 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     turnpike_config::check_depth(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let auth = match (&args.token, &args.password) {
-        (Some(t), _) => format!("Bearer {t}"),
-        (None, Some(p)) => format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(format!("{}:{p}", args.user))
-        ),
-        (None, None) => {
-            return Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into())
-        }
-    };
+    let auth = auth_header(&args.user, args.password.as_deref(), args.token.as_deref())?;
     let api = Api {
         client: Client::builder(TokioExecutor::new()).build_http(),
         base: args.control_plane.trim_end_matches('/').to_string(),

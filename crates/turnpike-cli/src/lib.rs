@@ -1,8 +1,10 @@
 //! The control plane's command-line client, run by the `turnpike` binary: `turnpike apply`
 //! reconciles a declarative file against a control plane through its REST API
-//! (`apply.rs`), `turnpike login` gets a REST-API bearer token (`login.rs`). It speaks
+//! (`apply.rs`), `turnpike login` gets a REST-API bearer token (`login.rs`), `turnpike export` writes
+//! the configuration as that file (`export.rs`). It speaks
 //! HTTP only: the REST names it shares with the server live in `turnpike_model::rest`,
 //! so it links neither the server (`turnpike-admin`) nor its web framework or database.
 
 pub mod apply;
+pub mod export;
 pub mod login;

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
@@ -34,13 +35,17 @@ use turnpike_config::{GatewayFile, Snapshot};
 
 use crate::saved::{self, Saver};
 use crate::wire::{hash_hex, Delta, Parts};
-use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER};
+use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER, WIRE_HEADER, WIRE_VERSION};
 
 /// How to follow a control plane.
 #[derive(Debug, Clone)]
 pub struct FollowerConfig {
-    /// Base URL, e.g. `http://127.0.0.1:9400` (plain HTTP).
+    /// Base URL, e.g. `http://127.0.0.1:9400` or `https://cp.example.com:9400`.
     pub control_plane: String,
+    /// TLS for an `https://` control plane: whom to trust, and the client certificate for
+    /// mTLS (`turnpike_tls::client_config`). `None`: the web PKI roots, no client
+    /// certificate. The certificate is always verified.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     /// The control plane's gateway token.
     pub token: String,
     /// A name for this gateway in the control plane's gateway list.
@@ -63,6 +68,7 @@ impl FollowerConfig {
     ) -> Self {
         FollowerConfig {
             control_plane: control_plane.into().trim_end_matches('/').to_string(),
+            tls: None,
             token: token.into(),
             gateway_id: gateway_id.into(),
             wait: Duration::from_secs(30),
@@ -182,9 +188,12 @@ enum Poll {
     },
 }
 
+type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
+
 struct Follower {
     cfg: FollowerConfig,
-    client: Client<HttpConnector, Empty<Bytes>>,
+    /// The client, or why TLS could not be set up (each poll reports it).
+    client: Result<HttpClient, String>,
     snapshots: Arc<ArcSwap<Snapshot>>,
     served_tx: watch::Sender<u64>,
     ready_tx: watch::Sender<bool>,
@@ -210,9 +219,10 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
     let confirmed = Arc::new(AtomicU64::new(0));
     let stats = Arc::new(Stats::default());
     let saver = cfg.saved_snapshot.clone().map(Saver::spawn);
+    let client = http_client(cfg.tls.clone());
     let mut follower = Follower {
         cfg,
-        client: Client::builder(TokioExecutor::new()).build_http(),
+        client,
         snapshots,
         served_tx,
         ready_tx,
@@ -234,6 +244,24 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
         stats,
         task,
     }
+}
+
+/// HTTP and HTTPS (certificate verified against `tls`'s roots, or the web PKI's).
+fn http_client(tls: Option<Arc<rustls::ClientConfig>>) -> Result<HttpClient, String> {
+    let tls = match tls {
+        Some(t) => t,
+        None => turnpike_tls::client_config(&turnpike_tls::ClientTls::default())
+            .map_err(|e| format!("TLS setup: {e}"))?,
+    };
+    let mut tls = (*tls).clone();
+    // hyper-rustls sets ALPN from the HTTP versions it enables (and refuses a preset).
+    tls.alpn_protocols.clear();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(Client::builder(TokioExecutor::new()).build(connector))
 }
 
 /// What the blocking apply + compile step hands back.
@@ -376,6 +404,7 @@ impl Follower {
                 format!("Bearer {}", self.cfg.token),
             )
             .header("x-turnpike-gateway", self.cfg.gateway_id.as_str())
+            .header(WIRE_HEADER, WIRE_VERSION)
             .header("x-turnpike-serving", served.to_string())
             .header("x-turnpike-serving-hash", self.served_hash.as_str());
         if self.parts.is_some() {
@@ -385,7 +414,11 @@ impl Follower {
             .body(Empty::new())
             .map_err(|e| SyncError::Unreachable(e.to_string()))?;
         let limit = self.cfg.wait + Duration::from_secs(10);
-        let resp = tokio::time::timeout(limit, self.client.request(req))
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| SyncError::Unreachable(e.clone()))?;
+        let resp = tokio::time::timeout(limit, client.request(req))
             .await
             .map_err(|_| SyncError::Unreachable("long-poll timed out".into()))?
             .map_err(|e| SyncError::Unreachable(e.to_string()))?;
