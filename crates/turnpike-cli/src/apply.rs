@@ -19,19 +19,44 @@ use turnpike_model::GatewayFile;
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The `Authorization` value of a CLI call: the bearer token, else Basic with the password.
-pub(crate) fn auth_header(
-    user: &str,
-    password: Option<&str>,
-    token: Option<&str>,
-) -> Result<String, BoxError> {
-    match (token, password) {
-        (Some(t), _) => Ok(format!("Bearer {t}")),
-        (None, Some(p)) => Ok(format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{p}"))
-        )),
-        (None, None) => Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into()),
+/// Where the control plane is and who calls it (`turnpike apply`, `turnpike export`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Connection {
+    /// Control plane base URL.
+    #[arg(
+        long,
+        env = "TURNPIKE_CONTROL_PLANE",
+        default_value = "http://127.0.0.1:9400"
+    )]
+    pub control_plane: String,
+    /// User name (the publisher role for `apply`, admin for `export`).
+    #[arg(long, env = "TURNPIKE_USER", default_value = "admin")]
+    pub user: String,
+    /// Password (prefer the environment variable).
+    #[arg(long, env = "TURNPIKE_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// A REST-API bearer token instead of a password (`turnpike login`; `apply` needs
+    /// `apim:api_view apim:api_create apim:api_publish`).
+    #[arg(long, env = "TURNPIKE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+impl Connection {
+    /// The base URL without a trailing `/`.
+    pub(crate) fn base(&self) -> String {
+        self.control_plane.trim_end_matches('/').to_string()
+    }
+
+    /// The `Authorization` value: the bearer token, else Basic with the password.
+    pub(crate) fn auth_header(&self) -> Result<String, BoxError> {
+        match (&self.token, &self.password) {
+            (Some(t), _) => Ok(format!("Bearer {t}")),
+            (None, Some(p)) => Ok(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{}:{p}", self.user))
+            )),
+            (None, None) => Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into()),
+        }
     }
 }
 
@@ -41,23 +66,8 @@ pub struct ApplyArgs {
     /// The declarative file (YAML or JSON).
     #[arg(short = 'f', long)]
     pub file: std::path::PathBuf,
-    /// Control plane base URL.
-    #[arg(
-        long,
-        env = "TURNPIKE_CONTROL_PLANE",
-        default_value = "http://127.0.0.1:9400"
-    )]
-    pub control_plane: String,
-    /// User with the publisher role.
-    #[arg(long, env = "TURNPIKE_USER", default_value = "admin")]
-    pub user: String,
-    /// Password (prefer the environment variable).
-    #[arg(long, env = "TURNPIKE_PASSWORD", hide_env_values = true)]
-    pub password: Option<String>,
-    /// A REST-API bearer token instead of a password (`POST /oauth2/token`, password
-    /// grant, client `turnpike-cli`; needs `apim:api_view apim:api_create apim:api_publish`).
-    #[arg(long, env = "TURNPIKE_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub connection: Connection,
     /// Demote live APIs the file does not list.
     #[arg(long)]
     pub prune: bool,
@@ -413,10 +423,10 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     turnpike_config::check_depth(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let auth = auth_header(&args.user, args.password.as_deref(), args.token.as_deref())?;
+    let auth = args.connection.auth_header()?;
     let api = Api {
         client: Client::builder(TokioExecutor::new()).build_http(),
-        base: args.control_plane.trim_end_matches('/').to_string(),
+        base: args.connection.base(),
         auth,
     };
     let mut changes = apply_tiers(&api, &file, args.dry_run).await?;

@@ -10,9 +10,8 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
-use support::{get, start, start_env, start_printing, Proc, TempDir, BIN};
+use support::{follower, get, start, start_env, wait_until, Proc, TempDir, BIN};
 
 const TOKEN: &str = "backup-gateway-token";
 const PASSWORD: &str = "backup-admin-password";
@@ -72,18 +71,7 @@ fn apply(dir: &Path, cp: &str, echo: &str, contexts: &[&str]) {
 }
 
 fn wait_status(url: &str, code: u16) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let got = get(url).0;
-        if got == code {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{url} answers {got}, expected {code}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(&format!("{url} to answer {code}"), || get(url).0 == code);
 }
 
 #[test]
@@ -95,24 +83,7 @@ fn backup_then_restore_gives_the_same_export_and_the_gateway_converges() {
     let (cp_proc, cp) = control_plane(&db, "0");
     let port = cp.rsplit(':').next().expect("port").to_owned();
     let data = dir.path().join("gw");
-    let (_gw, found) = start_printing(
-        &[
-            "gateway",
-            "--control-plane",
-            &format!("http://{cp}"),
-            "--gateway-token",
-            TOKEN,
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            data.to_str().expect("utf-8"),
-        ],
-        &[],
-        &["gateway listening on http://"],
-    );
-    let gw = &found[0];
+    let (_gw, gw, _) = follower(&data, &format!("http://{cp}"), TOKEN, "0", &[]);
 
     apply(dir.path(), &cp, &echo, &["alpha", "beta"]);
     wait_status(&format!("http://{gw}/beta/v1/x"), 200);

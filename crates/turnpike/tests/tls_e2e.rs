@@ -11,10 +11,9 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
-use support::{get, start_env, start_printing, Proc, TempDir};
+use support::{follower, get, start_env, wait_until, Proc, TempDir};
 
 const TOKEN: &str = "tls-gateway-token";
 const PASSWORD: &str = "tls-admin-password";
@@ -42,37 +41,7 @@ fn control_plane(dir: &Path, tls: &[&str]) -> (Proc, String) {
 
 /// A following gateway: (process, traffic address, management address).
 fn gateway(data: &Path, cp: &str, tls: &[&str]) -> (Proc, String, String) {
-    let mut args = vec![
-        "gateway",
-        "--control-plane",
-        cp,
-        "--gateway-token",
-        TOKEN,
-        "--http-port",
-        "0",
-        "--https-port",
-        "off",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--data-dir",
-        data.to_str().expect("utf-8 path"),
-    ];
-    args.extend_from_slice(tls);
-    let (p, found) = start_printing(
-        &args,
-        &[],
-        &["gateway metrics on http://", "gateway listening on http://"],
-    );
-    let mgmt = found[0].trim_end_matches("/metrics").to_owned();
-    (p, found[1].clone(), mgmt)
-}
-
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    follower(data, cp, TOKEN, "0", tls)
 }
 
 /// A REST call over HTTPS with curl, trusting `ca`; the JSON answer.
