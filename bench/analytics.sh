@@ -14,7 +14,7 @@
 # Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo back end to core 0.
 #
 # Usage: [TURNPIKE_BIN=...] bench/analytics.sh [--duration 10] [--connections 100] [--rounds 3]
-# Needs: wrk, taskset, curl, python3 with cryptography (scripts/install-deps.sh installs them).
+# Needs: wrk, taskset, curl, python3 with cryptography (scripts/install-test-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

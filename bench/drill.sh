@@ -23,7 +23,7 @@
 #                         /ready, the space freed, writes again (201 without a restart)
 #
 # Usage: bench/drill.sh [--rate 400] [--phase 12]
-# Needs: haproxy, redis-server, postgresql, python3, curl (scripts/install-deps.sh);
+# Needs: haproxy, redis-server, postgresql, python3, curl (scripts/install-test-deps.sh);
 # builds the release binary unless TURNPIKE_BIN names one.
 set -euo pipefail
 cd "$(dirname "$0")/.."

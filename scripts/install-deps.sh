@@ -1,47 +1,39 @@
 #!/usr/bin/env bash
-# Installs what Turnpike's build, tests and benchmarks need on a fresh Debian machine of
-# this kind: the Rust toolchain is expected (rustup), everything else comes from Debian.
+# Installs what building and running Turnpike need on a fresh Debian machine of this kind
+# (the quickstart's first step): a C toolchain for the native crates and curl; the Rust
+# toolchain is expected (rustup) and Node.js 20.19+ for the web portals (ui/). Test and
+# benchmark tools (nginx, HAProxy, PostgreSQL, Redis, Chromium, ...) are not here:
+# scripts/install-test-deps.sh adds them for scripts/test.sh.
 # Idempotent: skips apt when every package is already there.
 set -euo pipefail
 
+# apt_install PKG...: installs the ones missing (one apt-get run), as root or with sudo.
+apt_install() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Sourced by install-test-deps.sh for apt_install alone.
+[ "${INSTALL_DEPS_LIB_ONLY:-}" = 1 ] && return 0
+
 packages=(
   build-essential pkg-config   # native deps (ring, mimalloc)
-  nginx wrk                    # bench/: the reference reverse proxy and load generator
-  redis-server                 # throttling tests (cluster counters)
-  postgresql                   # store tests against a real PostgreSQL
-  haproxy                      # bench/drill.sh: gateways behind a balancer under faults
-  python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
-  curl ca-certificates util-linux procps
-  jq                           # turnpike-mediation's differential test against the jq binary
-  chromium                     # the web portals' browser tests (Playwright drives it)
+  curl ca-certificates         # the quickstart's curl lines
 )
-
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if [ "${#missing[@]}" -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  echo "install-deps: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-# Debian starts these services on install; the tests start their own on free ports.
-for svc in nginx redis-server postgresql haproxy; do
-  (command -v systemctl >/dev/null && systemctl stop "$svc" 2>/dev/null) || service "$svc" stop >/dev/null 2>&1 || true
-done
+apt_install "${packages[@]}"
 
 if ! command -v cargo >/dev/null; then
   echo "install-deps: cargo not found; install Rust with rustup (https://rustup.rs) first" >&2
   exit 1
 fi
-rustup component add rustfmt clippy >/dev/null 2>&1 || true
-# Every crate of Cargo.lock, all platforms' included: `cargo metadata --offline` (the
-# crate-layers test) resolves them all, and a build fetches only this platform's.
-(cd "$(dirname "$0")/.." && cargo fetch --locked >/dev/null)
 
 # The web portals (ui/): Node 20.19+ and the npm packages of ui/package-lock.json.
 # Reinstalled only when the lock file changed since the last install.
@@ -49,7 +41,7 @@ if ! command -v node >/dev/null || ! node -e 'const [a,b]=process.versions.node.
   echo "install-deps: Node.js 20.19 or newer is needed for ui/ (node --version: $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
-ui="$(cd "$(dirname "$0")/.." && pwd)/ui"
+ui="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/ui"
 if ! cmp -s "$ui/package-lock.json" "$ui/node_modules/.installed-lock.json" 2>/dev/null; then
   # `npm install --no-save` rather than `npm ci`: registry mirrors that serve only this
   # platform's optional packages (rollup, esbuild) make npm write a lock file without the

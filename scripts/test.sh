@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+# What building and running need, then the test and benchmark tools (issue 28: the
+# quickstart installs only the former).
+scripts/install-test-deps.sh
 
 # Disk: a cold CI machine may have little free space (the ci-bench build once failed with
 # "No space left on device" after the tests). Incremental caches are no use to a one-off
@@ -44,6 +46,15 @@ timeout 180 target/ci-bench/turnpike bench matrix --plan quick --out target/benc
 for f in index.html summary.md summary.csv results.json; do
   [ -s "target/bench-quick/$f" ] || { echo "bench quick plan left no $f" >&2; exit 1; }
 done
+
+# --- packaging (issue 28): the .deb and the tarball of the ci-bench binary built above
+# (a fat-LTO release build does not fit CI's budget), their units, and the Helm chart.
+echo "== package"
+scripts/package.sh --profile ci-bench --no-build
+packaging/check.sh target/package
+echo "== helm chart"
+deploy/helm/check.sh
+# --- end packaging
 
 # The portals in Chromium against a real `turnpike up` (screenshots in target/screenshots).
 echo "== ui browser tests"

@@ -1,6 +1,6 @@
 //! Differential test: every program of the corpus, run by turnpike-mediation on every
 //! input, gives the same JSON value as the system `jq` binary (installed by
-//! scripts/install-deps.sh). Values are compared parsed (numbers by value), since jq 1.6
+//! scripts/install-test-deps.sh). Values are compared parsed (numbers by value), since jq 1.6
 //! writes `1.0` as `1` and jaq keeps `1.0`.
 
 use std::io::Write;
@@ -122,7 +122,7 @@ fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
 fn the_corpus_agrees_with_the_jq_binary() {
     assert!(
         jq_available(),
-        "the `jq` binary is missing: run scripts/install-deps.sh"
+        "the `jq` binary is missing: run scripts/install-test-deps.sh"
     );
     let mut compared = 0;
     let mut mismatches = Vec::new();

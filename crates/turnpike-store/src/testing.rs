@@ -106,7 +106,7 @@ pub struct PgServer {
     as_postgres: bool,
 }
 
-const INSTALL_HINT: &str = "PostgreSQL server binaries (initdb, pg_ctl) were not found under /usr/lib/postgresql/*/bin. Install them with `apt-get install postgresql` (scripts/install-deps.sh does this).";
+const INSTALL_HINT: &str = "PostgreSQL server binaries (initdb, pg_ctl) were not found under /usr/lib/postgresql/*/bin. Install them with `apt-get install postgresql` (scripts/install-test-deps.sh does this).";
 
 fn pg_bin_dir() -> PathBuf {
     let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")

@@ -214,7 +214,7 @@ impl Redis {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("redis-server is installed (scripts/install-deps.sh)");
+            .expect("redis-server is installed (scripts/install-test-deps.sh)");
         self.child = Some(child);
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         let deadline = Instant::now() + Duration::from_secs(10);

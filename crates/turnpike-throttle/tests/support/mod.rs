@@ -19,7 +19,7 @@ impl Redis {
     pub fn start() -> Redis {
         assert!(
             Path::new(REDIS).exists(),
-            "{REDIS} is missing: run scripts/install-deps.sh (it installs redis-server)"
+            "{REDIS} is missing: run scripts/install-test-deps.sh (it installs redis-server)"
         );
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
