@@ -18,6 +18,7 @@ mod conn;
 mod conn_limit;
 mod drain;
 mod edge;
+pub mod endpoint_states;
 mod error;
 mod h1_conn;
 mod headers;

@@ -515,6 +515,7 @@ impl GatewayMetrics {
         all().for_each(|m| m.duration.render(&mut out, &m.labels));
         render_token_caches(&self.snapshots.load(), &mut out);
         render_throttle_store(&self.snapshots.load(), &mut out);
+        crate::endpoint_states::render(&self.snapshots.load(), &mut out, escape);
         if let Ok(sections) = self.sections.lock() {
             sections.iter().for_each(|s| s(&mut out));
         }

@@ -355,6 +355,22 @@ async fn request_side(
         client_ip: &conn.client_ip,
         https: conn.https,
     };
+    let sandbox = ctx
+        .identity()
+        .is_some_and(|i| i.key_type == turnpike_policy::KeyType::Sandbox);
+    if sandbox || api.resilience.is_some() {
+        return crate::upstream::resilient::forward(
+            &conn.shared,
+            api,
+            parts,
+            body,
+            &ctx.upstream,
+            &fwd,
+            sandbox,
+        )
+        .await
+        .map_err(|e| stop(end, e));
+    }
     forward(&conn.shared, api, parts, body, &ctx.upstream, &fwd)
         .await
         .map_err(|e| stop(end, e))

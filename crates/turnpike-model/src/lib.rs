@@ -14,6 +14,7 @@ pub mod graphql;
 pub mod mediation;
 pub mod policy;
 mod quantity;
+pub mod resilience;
 pub mod rest;
 pub mod security;
 pub mod soap;
@@ -70,11 +71,12 @@ pub struct ApiSpec {
     pub host: Option<String>,
     /// Upstream base URLs (`http://` or `https://`); a path in the URL prefixes the
     /// upstream path.
-    pub endpoints: Vec<String>,
+    /// Each a URL or `{url, weight, timeouts}` (see [`resilience::EndpointSpec`]).
+    pub endpoints: Vec<resilience::EndpointSpec>,
     /// Where calls with SANDBOX keys go; such calls get 403 `sandbox_not_configured`
     /// when this is empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sandbox_endpoints: Vec<String>,
+    pub sandbox_endpoints: Vec<resilience::EndpointSpec>,
     /// How requests are spread over `endpoints`.
     #[serde(default)]
     pub load_balancing: LoadBalancing,
@@ -88,6 +90,9 @@ pub struct ApiSpec {
     pub request_buffering: Option<RequestBufferingSpec>,
     #[serde(default)]
     pub timeouts: TimeoutSpec,
+    /// Endpoint suspension, circuit breaker, retries, health checks (docs/resilience.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resilience: Option<resilience::ResilienceSpec>,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
     /// Which credentials the API accepts; open when omitted (or `auth: none`).
@@ -213,4 +218,8 @@ pub enum LoadBalancing {
     RoundRobin,
     /// Always the first endpoint that accepts a connection, in the order written.
     Failover,
+    /// Round robin in proportion to each endpoint's `weight` (smooth, as nginx).
+    WeightedRoundRobin,
+    /// The endpoint with the fewest requests in flight from this gateway.
+    LeastConnections,
 }

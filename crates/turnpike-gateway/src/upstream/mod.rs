@@ -5,6 +5,8 @@
 //! shared state the forwarder is handed.
 
 pub(crate) mod body;
+pub(crate) mod checks;
 pub(crate) mod forward;
 pub(crate) mod h1;
 pub(crate) mod pool;
+pub(crate) mod resilient;

@@ -175,7 +175,7 @@ pub(crate) fn live_keys(snapshot: &turnpike_config::Snapshot) -> HashSet<PoolKey
     snapshot
         .apis
         .iter()
-        .flat_map(|api| api.endpoints.iter())
+        .flat_map(|api| api.endpoints.iter().chain(&api.sandbox_endpoints))
         .map(|ep| (ep.scheme == http::uri::Scheme::HTTPS, ep.authority.clone()))
         .collect()
 }
