@@ -186,6 +186,7 @@ async fn still_writes(store: &Store, from: i64) {
         api_type: "HTTP".into(),
         description: String::new(),
         endpoints: vec!["http://127.0.0.1:9002".into()],
+        sandbox_endpoints: vec![],
         resources: Vec::new(),
         tiers: vec!["Gold".into()],
         definition: None,
