@@ -13,15 +13,7 @@ use turnpike_store::testing::TestDbs;
 const APIS: &str = "/api/am/publisher/v1/apis";
 
 async fn snapshot_cache(cp: &Cp, context: &str) -> Value {
-    let snap = cp
-        .call(
-            Method::GET,
-            "/api/am/gateway/v1/snapshot",
-            None,
-            None,
-            &[("authorization", &format!("Bearer {}", support::TOKEN))],
-        )
-        .await;
+    let snap = cp.snapshot().await;
     let apis = snap.json["apis"].as_array().cloned().unwrap_or_default();
     let api = apis
         .iter()

@@ -127,6 +127,20 @@ impl Cp {
         self.call(Method::GET, path, Some(user), None, &[]).await
     }
 
+    /// The gateways' snapshot, as a gateway fetches it (with the gateway token).
+    pub async fn snapshot(&self) -> Resp {
+        let auth = format!("Bearer {TOKEN}");
+        let headers = [("authorization", auth.as_str())];
+        self.call(
+            Method::GET,
+            "/api/am/gateway/v1/snapshot",
+            None,
+            None,
+            &headers,
+        )
+        .await
+    }
+
     pub async fn post(&self, path: &str, user: &str, body: Value) -> Resp {
         self.call(Method::POST, path, Some(user), Some(body), &[])
             .await
