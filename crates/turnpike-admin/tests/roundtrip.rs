@@ -236,7 +236,8 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     assert_eq!(pets_v1["mediation"]["request"]["body"]["jq"], "{order: .}");
     assert_eq!(
         pets_v1["policies"],
-        json!([{"cache": {"ttl": "30s", "key": {"headers": ["accept"]}, "tag_header": "Cache-Tag"}}]),
+        json!([{"cache": {"ttl": "30s", "tag_header": "Cache-Tag",
+            "key": {"headers": ["accept"], "query": true, "consumer": true}}}]),
         "the response cache survives apply and export"
     );
     assert_eq!(

@@ -18,8 +18,10 @@ pub const MAX_PURGES: usize = 32;
 /// Checks a body's `cacheConfiguration` (recording errors in `f`); the value to store.
 pub fn check(f: &mut Fields<'_>) -> Option<Value> {
     let v = f.value(FIELD)?;
+    // Stored as the file's form serializes it (defaults spelled out where the file
+    // does), so `turnpike apply` finds what it sent and changes nothing the next time.
     match serde_json::from_value::<CacheSpec>(v.clone()) {
-        Ok(_) => Some(v.clone()),
+        Ok(spec) => Some(turnpike_model::rest::cache::from_spec(&spec)),
         Err(e) => {
             f.err(FIELD, format!("not a cache configuration: {e}"));
             None
