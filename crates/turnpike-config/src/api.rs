@@ -22,7 +22,12 @@ pub struct CompiledApi {
     /// written); `None` for any host.
     pub host: Option<String>,
     pub endpoints: Vec<Endpoint>,
+    /// Where SANDBOX keys' calls go (empty: they get 403 `sandbox_not_configured`).
+    pub sandbox_endpoints: Vec<Endpoint>,
     pub load_balancing: LoadBalancing,
+    /// Suspension, circuit breaker, retries, health checks, weights; `None` for an API
+    /// without any, whose requests take the plain round-robin path.
+    pub resilience: Option<Arc<crate::resilience::Resilience>>,
     /// Largest request body accepted; `None` for no limit.
     pub max_body_bytes: Option<u64>,
     /// Read the body (up to a size) before connecting upstream; `None`: stream it.
@@ -30,6 +35,9 @@ pub struct CompiledApi {
     pub connect_timeout: Duration,
     /// Time allowed from sending the request to the upstream's response headers.
     pub response_timeout: Duration,
+    /// Longest wait between two reads of the upstream's response body; `None`: no
+    /// limit (a long stream lives as long as its back end sends).
+    pub read_idle_timeout: Option<Duration>,
     /// What runs for every request of this API, in order (`crate::chain`): lifecycle,
     /// body limit, auth, throttle and the API's `policies:`.
     pub chain: turnpike_policy::Chain,

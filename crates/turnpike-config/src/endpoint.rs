@@ -1,6 +1,16 @@
-//! Upstream endpoints: parsed from plain URL strings once, at compile time.
+//! Upstream endpoints: parsed from their URL (and settings) once, at compile time.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use http::Uri;
+use turnpike_model::resilience::EndpointSpec;
+use turnpike_policy::spec::duration::parse_duration;
+
+use crate::endpoint_state::EndpointState;
+
+/// Largest endpoint weight.
+pub const MAX_WEIGHT: u32 = 100;
 
 /// One upstream endpoint, pre-parsed.
 #[derive(Debug, Clone)]
@@ -12,9 +22,62 @@ pub struct Endpoint {
     /// Path prefix of the endpoint URL without a trailing slash ("" for none); the
     /// request's upstream path is appended to it.
     pub base_path: String,
+    /// The URL as written: what metrics and the status report name it by.
+    pub url: String,
+    /// Share under weighted round robin (1 unless written).
+    pub weight: u32,
+    /// This endpoint's timeouts (the API's unless it has its own).
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    /// Its long-lived health, for an API with resilience settings (`None` otherwise).
+    pub state: Option<Arc<EndpointState>>,
+    /// Speak HTTP/2 with prior knowledge (h2c) to this plain-HTTP endpoint.
+    pub h2c: bool,
 }
 
 impl Endpoint {
+    /// An endpoint as written in a file; problems come back as (field suffix, message),
+    /// the suffix empty for the URL itself.
+    pub(crate) fn from_spec(
+        spec: &EndpointSpec,
+        connect: Duration,
+        read: Duration,
+    ) -> Result<Endpoint, Vec<(&'static str, String)>> {
+        let mut problems = Vec::new();
+        let mut ep = Endpoint::parse(spec.url()).map_err(|e| vec![("", e)])?;
+        ep.connect_timeout = connect;
+        ep.read_timeout = read;
+        if let EndpointSpec::Detailed(d) = spec {
+            ep.weight = d.weight.unwrap_or(1);
+            if ep.weight > MAX_WEIGHT {
+                problems.push((".weight", "expected a weight from 0 to 100".to_owned()));
+            }
+            let timeouts = d.timeouts.as_ref();
+            let mut time = |q: Option<&turnpike_model::Quantity>, name, default| match q {
+                None => default,
+                Some(q) => parse_duration(q).unwrap_or_else(|e| {
+                    problems.push((name, e));
+                    default
+                }),
+            };
+            ep.connect_timeout = time(
+                timeouts.and_then(|t| t.connect.as_ref()),
+                ".timeouts.connect",
+                connect,
+            );
+            ep.read_timeout = time(
+                timeouts.and_then(|t| t.read.as_ref()),
+                ".timeouts.read",
+                read,
+            );
+        }
+        if problems.is_empty() {
+            Ok(ep)
+        } else {
+            Err(problems)
+        }
+    }
+
     pub(crate) fn parse(text: &str) -> Result<Endpoint, String> {
         let hint =
             "expected a URL such as \"http://127.0.0.1:9000\" or \"https://api.example.com/base\"";
@@ -56,6 +119,12 @@ impl Endpoint {
             scheme,
             authority,
             base_path,
+            url: text.to_owned(),
+            weight: 1,
+            connect_timeout: turnpike_policy::spec::duration::DEFAULT_CONNECT_TIMEOUT,
+            read_timeout: turnpike_policy::spec::duration::DEFAULT_RESPONSE_TIMEOUT,
+            state: None,
+            h2c: false,
         })
     }
 }

@@ -24,12 +24,14 @@ mod buffering;
 mod chain;
 mod depth;
 mod endpoint;
+pub mod endpoint_state;
 mod entries;
 mod error;
 mod format;
 mod host;
 mod path;
 mod path_chars;
+pub mod resilience;
 mod router;
 mod runtime;
 mod snapshot;
@@ -127,6 +129,12 @@ fn compile_inner(
     let router = router::Router::build(&checked, &mut problems);
     if !problems.is_empty() {
         return Err(problems);
+    }
+    let registry = runtime
+        .kernel()
+        .get_or_init(endpoint_state::EndpointRegistry::default);
+    for c in &mut checked {
+        validate::attach_states(&mut c.api, &registry);
     }
     let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
     Ok(Snapshot::assemble(version, apis, router, subscriptions))

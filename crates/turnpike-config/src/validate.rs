@@ -84,13 +84,6 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             "an API needs at least one endpoint URL".into(),
         );
     }
-    let mut endpoints = Vec::new();
-    for (j, e) in spec.endpoints.iter().enumerate() {
-        match Endpoint::parse(e) {
-            Ok(e) => endpoints.push(e),
-            Err(msg) => fail(at(&format!("endpoints[{j}]")), msg),
-        }
-    }
     let max_body_bytes = match &spec.max_body_size {
         None => Some(DEFAULT_MAX_BODY_BYTES),
         Some(q) => parse_size(q).unwrap_or_else(|e| {
@@ -118,6 +111,46 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         "response",
         DEFAULT_RESPONSE_TIMEOUT,
     );
+    let read_idle_timeout = spec.timeouts.read_idle.as_ref().and_then(|q| {
+        let d = parse_duration(q).and_then(|d| match d.is_zero() {
+            true => Err("must be longer than 0 (omit it for no limit)".to_string()),
+            false => Ok(d),
+        });
+        d.map_err(|e| problems.push(Problem::new(at("timeouts.read_idle"), e)))
+            .ok()
+    });
+    let mut endpoints = check_endpoints(
+        &at("endpoints"),
+        &spec.endpoints,
+        connect_timeout,
+        response_timeout,
+        problems,
+    );
+    let mut sandbox_endpoints = check_endpoints(
+        &at("sandbox_endpoints"),
+        &spec.sandbox_endpoints,
+        connect_timeout,
+        response_timeout,
+        problems,
+    );
+    if spec.upstream_protocol == Some(turnpike_model::UpstreamProtocol::H2c) {
+        mark_h2c(&at("endpoints"), &spec.endpoints, &mut endpoints, problems);
+        mark_h2c(
+            &at("sandbox_endpoints"),
+            &spec.sandbox_endpoints,
+            &mut sandbox_endpoints,
+            problems,
+        );
+    }
+    let resilience = crate::resilience::needed(&spec).then(|| {
+        Arc::new(crate::resilience::check(
+            &format!("apis[{index}]"),
+            &spec,
+            &endpoints,
+            &sandbox_endpoints,
+            problems,
+        ))
+    });
     let resources = check_resources(index, &spec, problems);
     if spec.paths.case_insensitive {
         check_lower_case(index, &spec, &resources, problems);
@@ -143,11 +176,14 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             default_version: spec.default,
             host: spec.host.map(|h| h.to_ascii_lowercase()),
             endpoints,
+            sandbox_endpoints,
             load_balancing: spec.load_balancing,
+            resilience,
             max_body_bytes,
             request_buffering,
             connect_timeout,
             response_timeout,
+            read_idle_timeout,
             chain: turnpike_policy::Chain::default(),
             label,
             paths: spec.paths,
@@ -157,6 +193,73 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         resources,
         owns_unmatched,
     })
+}
+
+/// Parses an API's endpoint list (`endpoints` or `sandbox_endpoints`).
+fn check_endpoints(
+    at: &str,
+    list: &[turnpike_model::resilience::EndpointSpec],
+    connect: std::time::Duration,
+    read: std::time::Duration,
+    problems: &mut Vec<Problem>,
+) -> Vec<Endpoint> {
+    let max = crate::resilience::MAX_ENDPOINTS;
+    if list.len() > max {
+        problems.push(Problem::new(at, format!("at most {max} endpoints")));
+    }
+    let mut endpoints = Vec::new();
+    for (j, e) in list.iter().enumerate() {
+        match Endpoint::from_spec(e, connect, read) {
+            Ok(e) => endpoints.push(e),
+            Err(list) => {
+                for (suffix, msg) in list {
+                    problems.push(Problem::new(format!("{at}[{j}]{suffix}"), msg));
+                }
+            }
+        }
+    }
+    endpoints
+}
+
+/// `upstream_protocol: h2c`: every endpoint speaks HTTP/2 with prior knowledge, so each
+/// must be `http://` (`https://` ones negotiate HTTP/2 by ALPN).
+fn mark_h2c(
+    at: &str,
+    specs: &[turnpike_model::resilience::EndpointSpec],
+    endpoints: &mut [Endpoint],
+    problems: &mut Vec<Problem>,
+) {
+    for e in endpoints.iter_mut() {
+        e.h2c = true;
+        if e.scheme != http::uri::Scheme::HTTP {
+            let j = specs.iter().position(|s| s.url() == e.url).unwrap_or(0);
+            problems.push(Problem::new(
+                format!("{at}[{j}]"),
+                format!(
+                    "{:?}: upstream_protocol h2c needs an http:// endpoint (https:// ones negotiate HTTP/2 by ALPN)",
+                    e.url
+                ),
+            ));
+        }
+    }
+}
+
+/// Gives each endpoint of an API with resilience settings its long-lived state.
+pub(crate) fn attach_states(
+    api: &mut CompiledApi,
+    registry: &crate::endpoint_state::EndpointRegistry,
+) {
+    if api.resilience.is_none() {
+        return;
+    }
+    let id = turnpike_model::api_id(&api.context, &api.version);
+    for ep in api
+        .endpoints
+        .iter_mut()
+        .chain(api.sandbox_endpoints.iter_mut())
+    {
+        ep.state = Some(registry.state(&id, &ep.url));
+    }
 }
 
 fn check_resources(

@@ -193,6 +193,21 @@ impl ClientBody {
         self
     }
 
+    /// A copy to send again (a retry on another endpoint): only a body wholly in
+    /// memory, or none at all; a body that streams cannot be sent twice.
+    pub(crate) fn replay(&self) -> Option<ClientBody> {
+        if self.head.is_some() {
+            return None;
+        }
+        match &self.inner {
+            ReqInner::Full(b) => Some(ClientBody::full(b.clone().unwrap_or_default())),
+            ReqInner::Stream(s) if http_body::Body::is_end_stream(s) => {
+                Some(ClientBody::full(Bytes::new()))
+            }
+            ReqInner::Stream(_) => None,
+        }
+    }
+
     /// Counts the bytes that stream through into `counter`.
     pub(crate) fn count_into(&mut self, counter: Arc<AtomicU64>) {
         self.counter = Some(counter);

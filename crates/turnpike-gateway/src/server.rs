@@ -232,6 +232,7 @@ impl GatewayBuilder {
             trace: self.trace,
         });
         crate::conn::spawn_sweeper(Arc::downgrade(&shared));
+        crate::upstream::checks::spawn_supervisor(Arc::downgrade(&shared));
         Ok(BoundGateway {
             http,
             https,

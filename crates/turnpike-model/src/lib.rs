@@ -14,6 +14,7 @@ pub mod graphql;
 pub mod mediation;
 pub mod policy;
 mod quantity;
+pub mod resilience;
 pub mod rest;
 pub mod security;
 pub mod soap;
@@ -70,14 +71,20 @@ pub struct ApiSpec {
     pub host: Option<String>,
     /// Upstream base URLs (`http://` or `https://`); a path in the URL prefixes the
     /// upstream path.
-    pub endpoints: Vec<String>,
+    /// Each a URL or `{url, weight, timeouts}` (see [`resilience::EndpointSpec`]).
+    pub endpoints: Vec<resilience::EndpointSpec>,
     /// Where calls with SANDBOX keys go; such calls get 403 `sandbox_not_configured`
     /// when this is empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sandbox_endpoints: Vec<String>,
+    pub sandbox_endpoints: Vec<resilience::EndpointSpec>,
     /// How requests are spread over `endpoints`.
     #[serde(default)]
     pub load_balancing: LoadBalancing,
+    /// The protocol spoken to `http://` endpoints: HTTP/1.1 when omitted, `h2c` for
+    /// HTTP/2 with prior knowledge (gRPC back ends). `https://` endpoints negotiate
+    /// HTTP/2 or HTTP/1.1 by ALPN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_protocol: Option<UpstreamProtocol>,
     /// Largest request body accepted: a byte count or a size such as `"10MiB"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_body_size: Option<Quantity>,
@@ -88,6 +95,9 @@ pub struct ApiSpec {
     pub request_buffering: Option<RequestBufferingSpec>,
     #[serde(default)]
     pub timeouts: TimeoutSpec,
+    /// Endpoint suspension, circuit breaker, retries, health checks (docs/resilience.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resilience: Option<resilience::ResilienceSpec>,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
     /// Which credentials the API accepts; open when omitted (or `auth: none`).
@@ -184,6 +194,23 @@ pub struct TimeoutSpec {
     pub connect: Option<Quantity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Quantity>,
+    /// Longest wait for the next bytes of the upstream's response body once its headers
+    /// came; no limit when omitted. The guard for long responses (Server-Sent Events),
+    /// which no total-time limit may cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_idle: Option<Quantity>,
+}
+
+/// The protocol spoken to plain-HTTP endpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1 (`https://` endpoints: HTTP/2 when ALPN picks it).
+    #[default]
+    Http1,
+    /// HTTP/2 over cleartext with prior knowledge (RFC 9113 section 3.3): one
+    /// multiplexed connection per endpoint.
+    H2c,
 }
 
 /// Request buffering as written (`request_buffering: { size: 256KiB, timeout: 20s }`,
@@ -213,4 +240,8 @@ pub enum LoadBalancing {
     RoundRobin,
     /// Always the first endpoint that accepts a connection, in the order written.
     Failover,
+    /// Round robin in proportion to each endpoint's `weight` (smooth, as nginx).
+    WeightedRoundRobin,
+    /// The endpoint with the fewest requests in flight from this gateway.
+    LeastConnections,
 }

@@ -12,7 +12,7 @@ pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD",
 /// An API's gateway settings: (REST field, the declarative file's field). `graphql`,
 /// `mediation` and `requestBuffering` are sections in the file's own shape, stored as
 /// given and checked by compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 10] = [
+pub const OPTION_FIELDS: [(&str, &str); 11] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -23,6 +23,7 @@ pub const OPTION_FIELDS: [(&str, &str); 10] = [
     ("deprecation", "deprecation"),
     ("paths", "paths"),
     ("requestBuffering", "request_buffering"),
+    ("upstreamProtocol", "upstream_protocol"),
 ];
 
 /// The built-in public client for REST-API tokens (password and refresh_token grants,

@@ -101,6 +101,11 @@ pub enum ErrorKind {
     /// The snapshot is older than `--max-snapshot-age` (the control plane unreachable
     /// meanwhile): it can no longer vouch that a credential is still good.
     SnapshotStale,
+    /// A SANDBOX key called an API that has no `sandbox_endpoints`.
+    SandboxNotConfigured,
+    /// Every endpoint of the API is suspended (circuit open) or failing its health
+    /// check: answered at once rather than waiting on a back end known to be down.
+    EndpointsSuspended,
 }
 
 /// One row of the table: status, stable code, default client message, blame.
@@ -383,6 +388,18 @@ impl ErrorKind {
                 "snapshot_stale",
                 "the gateway cannot reach its control plane to vouch for credentials; retry later",
                 Blame::Internal,
+            ),
+            SandboxNotConfigured => row(
+                StatusCode::FORBIDDEN,
+                "sandbox_not_configured",
+                "this API has no sandbox endpoint; use a production key",
+                Client,
+            ),
+            EndpointsSuspended => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "endpoints_suspended",
+                "every endpoint of this API is suspended or unhealthy; retry shortly",
+                Upstream,
             ),
         }
     }

@@ -173,6 +173,8 @@ pub struct ApiInput {
     pub api_type: String,
     pub description: String,
     pub endpoints: Vec<String>,
+    /// Where calls with SANDBOX keys go (none: they are refused).
+    pub sandbox_endpoints: Vec<String>,
     pub resources: Vec<Resource>,
     pub tiers: Vec<String>,
     pub definition: Option<String>,
@@ -195,6 +197,7 @@ pub struct Api {
     pub api_type: String,
     pub description: String,
     pub endpoints: Vec<String>,
+    pub sandbox_endpoints: Vec<String>,
     pub resources: Vec<Resource>,
     pub policies: Vec<String>,
     /// Gateway settings (see [`ApiInput::options`]), as top-level fields.

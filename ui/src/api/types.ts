@@ -10,6 +10,8 @@ export interface Api {
   type: string;
   description: string;
   endpoints: string[];
+  /** Where calls with SANDBOX keys go; none: they are refused. */
+  sandboxEndpoints?: string[];
   resources: { path: string; methods: string[]; scopes: string[] }[];
   policies: string[];
   provider: string;

@@ -368,10 +368,18 @@ function NewVersion({ api }: { api: Api }) {
   );
 }
 
+/** The non-empty lines of a one-URL-a-line text area. */
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
 function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; canEdit: boolean }) {
   const [name, setName] = useState(api.name);
   const [description, setDescription] = useState(api.description);
   const [endpoints, setEndpoints] = useState(api.endpoints.join('\n'));
+  const [sandbox, setSandbox] = useState((api.sandboxEndpoints ?? []).join('\n'));
   const [tiers, setTiers] = useState(api.policies.join(', '));
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
@@ -386,7 +394,8 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
         isDefaultVersion: api.isDefaultVersion,
         type: api.type,
         description,
-        endpoints: endpoints.split('\n').map((s) => s.trim()).filter(Boolean),
+        endpoints: lines(endpoints),
+        sandboxEndpoints: lines(sandbox),
         resources: api.resources,
         policies: tiers.split(',').map((s) => s.trim()).filter(Boolean),
       });
@@ -420,6 +429,14 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
             autosize
             value={endpoints}
             onChange={(e) => setEndpoints(e.currentTarget.value)}
+            disabled={!canEdit}
+          />
+          <Textarea
+            label="Sandbox endpoints"
+            description="One URL a line: calls with sandbox keys go here; with none they are refused (403 sandbox_not_configured)"
+            autosize
+            value={sandbox}
+            onChange={(e) => setSandbox(e.currentTarget.value)}
             disabled={!canEdit}
           />
           <TextInput

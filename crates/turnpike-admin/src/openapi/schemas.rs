@@ -42,6 +42,7 @@ fn api_props() -> Value {
         "type": {"type": "string", "enum": crate::service::api_body::API_TYPES},
         "description": {"type": "string", "maxLength": 10000},
         "endpoints": {"type": "array", "maxItems": 50, "items": {"type": "string", "format": "uri"}},
+        "sandboxEndpoints": {"type": "array", "maxItems": 50, "items": {"type": "string", "format": "uri"}, "description": "where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured)"},
         "resources": {"type": "array", "items": r("Resource")},
         "policies": {"type": "array", "maxItems": 50, "items": {"type": "string"}, "description": "subscription tiers offered"},
         "host": {"type": "string", "maxLength": 253, "description": "serve only for this Host (or *.example.com)"},
@@ -49,7 +50,9 @@ fn api_props() -> Value {
         "maxBodySize": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "description": "bytes, or a size such as 10MiB"},
         "timeouts": {"type": "object", "additionalProperties": false, "properties": {
             "connect": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "5s"},
-            "response": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s"}}},
+            "response": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s"},
+            "read_idle": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s", "description": "longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)"}}},
+        "upstreamProtocol": {"type": "string", "enum": ["http1", "h2c"], "default": "http1", "description": "h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)"},
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
         "mediation": r("Mediation"),
@@ -318,6 +321,7 @@ pub fn schemas() -> Value {
         }), json!({"currentPassword": "the old one", "newPassword": "a new password"})),
         "GatewayList": {"type": "object", "required": ["controlPlaneVersion", "count", "list"], "properties": {
             "controlPlaneVersion": {"type": "integer"}, "count": {"type": "integer"},
+            "maxLagMs": {"type": "integer"}, "lagging": {"type": "integer"},
             "list": {"type": "array", "items": {"type": "object"}}}},
         "KeysInput": strict(&[], json!({
             "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},

@@ -1,5 +1,5 @@
 //! Turns a publisher's JSON body into a validated `ApiInput`, reporting every invalid
-//! field at once: names, contexts, versions, endpoint URLs, resources (path, methods,
+//! field at once: names, contexts, versions, endpoint URLs (production and sandbox), resources (path, methods,
 //! scopes; one path and method at most once), offered tiers.
 
 use std::collections::HashMap;
@@ -247,7 +247,7 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
     }
     if let Some(v) = f.value("timeouts") {
         let mut t = Fields::new(v, "timeouts");
-        for k in ["connect", "response"] {
+        for k in ["connect", "response", "read_idle"] {
             if t.value(k).is_some_and(|q| !quantity_ok(q)) {
                 t.err(k, "must be a duration such as \"5s\" or \"250ms\"");
             }
@@ -257,6 +257,13 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
             put("timeouts", v.clone());
         }
         f.errors.append(&mut t.errors);
+    }
+    if let Some(p) = f.string("upstreamProtocol", false, 20) {
+        if ["http1", "h2c"].contains(&p.as_str()) {
+            put("upstreamProtocol", Value::String(p));
+        } else {
+            f.err("upstreamProtocol", "must be http1 or h2c");
+        }
     }
     if let Some(p) = f.string("apiThrottlingPolicy", false, 100) {
         put("apiThrottlingPolicy", Value::String(p));
@@ -305,6 +312,7 @@ pub fn input_of(api: &turnpike_store::Api) -> ApiInput {
         api_type: api.api_type.clone(),
         description: api.description.clone(),
         endpoints: api.endpoints.clone(),
+        sandbox_endpoints: api.sandbox_endpoints.clone(),
         resources: api.resources.clone(),
         tiers: api.policies.clone(),
         definition: api.definition.clone(),
@@ -352,6 +360,10 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
         .strings("endpoints", 50, check_endpoint)
         .or_else(|| d.map(|d| d.endpoints.clone()))
         .unwrap_or_default();
+    let sandbox_endpoints = f
+        .strings("sandboxEndpoints", 50, check_endpoint)
+        .or_else(|| d.map(|d| d.sandbox_endpoints.clone()))
+        .unwrap_or_default();
     let resources = resources(&mut f)
         .or_else(|| d.map(|d| d.resources.clone()))
         .unwrap_or_default();
@@ -375,6 +387,7 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
             api_type,
             description,
             endpoints,
+            sandbox_endpoints,
             resources,
             tiers,
             definition: d.and_then(|d| d.definition.clone()),

@@ -1,6 +1,7 @@
-//! Forwarding: picks an endpoint (round robin, failover on connect failure), sends the
+//! Forwarding: picks an endpoint (round robin, failover on connect failure; the
+//! resilient choice is `resilient.rs`, over this file's [`attempt`]), sends the
 //! request through the in-task HTTP/1.1 client (plain HTTP, small bodies: `h1`) or
-//! hyper's client (HTTPS, HTTP/2, large or chunked bodies), within the API's timeouts,
+//! hyper's client (HTTPS, HTTP/2 and h2c: `h2`, large or chunked bodies), within the API's timeouts,
 //! and classifies failures into the error table's upstream rows.
 
 use std::cell::Cell;
@@ -26,7 +27,7 @@ use crate::headers;
 use crate::log_limit::LogLimit;
 
 thread_local! {
-    static ROUND_ROBIN: Cell<usize> = const { Cell::new(0) };
+    pub(crate) static ROUND_ROBIN: Cell<usize> = const { Cell::new(0) };
 }
 
 /// An upstream response: from hyper's client (HTTPS) or the in-task client (HTTP).
@@ -64,62 +65,112 @@ pub(crate) async fn forward(
             v % n
         })
     };
-    let direct_ok = h1::fits(&parts.headers, &body);
     let mut last_err = GatewayError::new(ErrorKind::NoEndpoint);
     for i in 0..n {
         let ep = &api.endpoints[(first + i) % n];
-        let https = ep.scheme == Scheme::HTTPS;
-        let pool = shared.upstreams.pool(https, &ep.authority);
-        if !https && direct_ok {
-            // Plain HTTP with a small body: the in-task client (h1.rs), no connection
-            // task or channels.
-            match pool.checkout_direct(api.connect_timeout).await {
-                Ok(conn) => {
-                    let path = h1::UpstreamPath {
-                        base: &ep.base_path,
-                        path: target.path(),
-                        query: target.query(),
-                        forwarded: (!in_map).then_some(fwd),
-                    };
-                    let fut = h1::exchange(pool, conn, parts, body, path);
-                    return match tokio::time::timeout(api.response_timeout, fut).await {
-                        Ok(r) => r.map(Upstream::Direct),
-                        Err(_) => Err(blame_the_body(
-                            GatewayError::new(ErrorKind::UpstreamResponseTimeout),
-                            watch.as_ref(),
-                        )),
-                    };
-                }
-                Err(e) => {
-                    endpoint_failed(api, ep, &e);
-                    last_err = e;
-                    continue;
-                }
-            }
-        }
-        if !in_map {
-            fwd.apply(&mut parts.headers, &parts.uri);
-            in_map = true;
-        }
-        // hyper's client: its futures are boxed, so the in-task client's path above
-        // (and every future this one is part of) does not carry, and copy, their
-        // several kilobytes.
-        match Box::pin(pool.checkout(api.connect_timeout)).await {
-            Ok(conn) => {
-                let pq = headers::path_and_query(target, ep)?;
-                let req = build_request(parts, body, pq);
-                return Box::pin(send(pool, conn, req, api, watch.as_ref()))
-                    .await
-                    .map(|(r, p)| Upstream::Hyper(r, p))
-                    .map_err(|e| blame_the_body(e, watch.as_ref()));
-            }
-            Err(e) => {
+        match attempt(
+            shared,
+            api,
+            ep,
+            parts,
+            body,
+            target,
+            fwd,
+            watch.as_ref(),
+            &mut in_map,
+        )
+        .await
+        {
+            Ok(up) => return Ok(up),
+            Err(Attempt::Sent(e)) => return Err(e),
+            Err(Attempt::Connect(e, b)) => {
                 endpoint_failed(api, ep, &e);
                 last_err = e;
+                body = b;
             }
         }
     }
     Err(last_err)
+}
+
+/// Why one endpoint did not answer: it could not be reached (nothing was sent, the
+/// body comes back for the next endpoint), or the exchange failed after sending.
+pub(crate) enum Attempt {
+    Connect(GatewayError, ClientBody),
+    Sent(GatewayError),
+}
+
+impl Upstream {
+    pub(crate) fn status(&self) -> http::StatusCode {
+        match self {
+            Upstream::Hyper(r, _) => r.status(),
+            Upstream::Direct(r) => r.status(),
+        }
+    }
+}
+
+/// One exchange with one endpoint, within its timeouts. `in_map`: the forwarding
+/// headers are already in `parts` (hyper's client needs them there; the in-task client
+/// writes them while encoding the head).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn attempt(
+    shared: &Shared,
+    api: &CompiledApi,
+    ep: &Endpoint,
+    parts: &mut request::Parts,
+    body: ClientBody,
+    target: &UpstreamTarget,
+    fwd: &headers::Forwarded<'_>,
+    watch: Option<&BodyWatch>,
+    in_map: &mut bool,
+) -> Result<Upstream, Attempt> {
+    let https = ep.scheme == Scheme::HTTPS;
+    let pool = shared.upstreams.pool(https, &ep.authority);
+    if !https && !ep.h2c && h1::fits(&parts.headers, &body) {
+        // Plain HTTP with a small body: the in-task client (h1.rs), no connection
+        // task or channels.
+        let conn = match pool.checkout_direct(ep.connect_timeout).await {
+            Ok(conn) => conn,
+            Err(e) => return Err(Attempt::Connect(e, body)),
+        };
+        let path = h1::UpstreamPath {
+            base: &ep.base_path,
+            path: target.path(),
+            query: target.query(),
+            forwarded: (!*in_map).then_some(fwd),
+        };
+        let fut = h1::exchange(pool, conn, parts, body, path);
+        return match tokio::time::timeout(ep.read_timeout, fut).await {
+            Ok(r) => r.map(Upstream::Direct).map_err(Attempt::Sent),
+            Err(_) => Err(Attempt::Sent(blame_the_body(
+                GatewayError::new(ErrorKind::UpstreamResponseTimeout),
+                watch,
+            ))),
+        };
+    }
+    if !*in_map {
+        fwd.apply(&mut parts.headers, &parts.uri);
+        *in_map = true;
+    }
+    // hyper's client: its futures are boxed, so the in-task client's path above
+    // (and every future this one is part of) does not carry, and copy, their
+    // several kilobytes.
+    let conn = if ep.h2c {
+        Box::pin(pool.checkout_h2c(ep.connect_timeout)).await
+    } else {
+        Box::pin(pool.checkout(ep.connect_timeout)).await
+    };
+    match conn {
+        Ok(conn) => {
+            let pq = headers::path_and_query(target, ep).map_err(Attempt::Sent)?;
+            let req = build_request(parts, body, pq);
+            Box::pin(send(pool, conn, req, api, ep, watch))
+                .await
+                .map(|(r, p)| Upstream::Hyper(r, p))
+                .map_err(|e| Attempt::Sent(blame_the_body(e, watch)))
+        }
+        Err(e) => Err(Attempt::Connect(e, body)),
+    }
 }
 
 /// A response timeout while the client was still sending its body is the client's
@@ -137,7 +188,7 @@ fn blame_the_body(e: GatewayError, watch: Option<&BodyWatch>) -> GatewayError {
 /// Logs a failed connect, at most once a second (the error table logs the request's
 /// failure itself when no endpoint is left).
 #[cold]
-fn endpoint_failed(api: &CompiledApi, ep: &Endpoint, e: &GatewayError) {
+pub(crate) fn endpoint_failed(api: &CompiledApi, ep: &Endpoint, e: &GatewayError) {
     static LIMIT: LogLimit = LogLimit::new(std::time::Duration::from_secs(1));
     if let Some(left_out) = LIMIT.allow() {
         tracing::warn!(api = %api.name, endpoint = %ep.authority, error = %e,
@@ -160,7 +211,7 @@ fn build_request(
 }
 
 /// Sets the URI form and headers the connection's protocol wants.
-fn prepare(req: &mut Request<ClientBody>, pool: &EndpointPool, h2: bool) {
+pub(crate) fn prepare(req: &mut Request<ClientBody>, pool: &EndpointPool, h2: bool) {
     if h2 {
         *req.version_mut() = Version::HTTP_2;
         req.headers_mut().remove(HOST);
@@ -192,6 +243,7 @@ async fn send(
     conn: Conn,
     mut req: Request<ClientBody>,
     api: &CompiledApi,
+    ep: &Endpoint,
     watch: Option<&BodyWatch>,
 ) -> Result<(Response<Incoming>, Option<Pooled>), GatewayError> {
     let fut = async {
@@ -207,7 +259,7 @@ async fn send(
                                 req = back;
                                 // Cold: boxed so its (large) future is not part of every
                                 // request's future.
-                                conn = Box::pin(pool.connect_new(api.connect_timeout)).await?;
+                                conn = Box::pin(pool.connect_new(ep.connect_timeout)).await?;
                             }
                             _ => return Err(send_error(e.into_error())),
                         },
@@ -238,7 +290,7 @@ async fn send(
         }
         Ok(answer)
     };
-    match tokio::time::timeout(api.response_timeout, fut).await {
+    match tokio::time::timeout(ep.read_timeout, fut).await {
         Ok(r) => r,
         Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),
     }
