@@ -142,10 +142,12 @@ async fn serve(url: &str) -> Cp {
 async fn apply(cp: &Cp, file: &std::path::Path, dry_run: bool) -> usize {
     reconcile(ApplyArgs {
         file: file.to_path_buf(),
-        control_plane: format!("http://{}", cp.addr),
-        user: "admin".into(),
-        password: Some("password1".into()),
-        token: None,
+        connection: turnpike_cli::apply::Connection {
+            control_plane: format!("http://{}", cp.addr),
+            user: "admin".into(),
+            password: Some("password1".into()),
+            token: None,
+        },
         prune: false,
         dry_run,
     })
