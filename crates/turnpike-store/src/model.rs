@@ -172,7 +172,8 @@ pub struct ApiInput {
     pub is_default: bool,
     pub api_type: String,
     pub description: String,
-    pub endpoints: Vec<String>,
+    /// URLs, or objects with a weight and timeouts (`turnpike_model::resilience`).
+    pub endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
     pub resources: Vec<Resource>,
     pub tiers: Vec<String>,
     pub definition: Option<String>,
@@ -194,7 +195,8 @@ pub struct Api {
     #[serde(rename = "type")]
     pub api_type: String,
     pub description: String,
-    pub endpoints: Vec<String>,
+    /// URLs, or objects with a weight and timeouts (`turnpike_model::resilience`).
+    pub endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
     pub resources: Vec<Resource>,
     pub policies: Vec<String>,
     /// Gateway settings (see [`ApiInput::options`]), as top-level fields.

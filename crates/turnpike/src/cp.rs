@@ -321,7 +321,7 @@ async fn ensure_demo_api(
             is_default: true,
             api_type: "HTTP".into(),
             description: "Echo demo API created by `turnpike up`".into(),
-            endpoints: vec![endpoint.to_string()],
+            endpoints: vec![endpoint.into()],
             resources: vec![turnpike_store::Resource {
                 path: "/*".into(),
                 methods: ["GET", "POST", "PUT", "DELETE"].map(String::from).to_vec(),
@@ -349,7 +349,7 @@ async fn ensure_demo_api(
             is_default: api.is_default_version,
             api_type: api.api_type,
             description: api.description,
-            endpoints: vec![endpoint.to_string()],
+            endpoints: vec![endpoint.into()],
             resources: api.resources,
             tiers: api.policies,
             definition: api.definition,
