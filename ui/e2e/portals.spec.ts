@@ -162,12 +162,12 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   await sub.getByLabel('New application').fill('sam-app');
   await sub.getByRole('button', { name: 'Create', exact: true }).click();
   await expect(sub.getByRole('heading', { name: 'sam-app' })).toBeVisible();
-  await sub.getByRole('button', { name: 'Generate keys', exact: true }).click();
+  await sub.getByRole('button', { name: 'Generate production keys', exact: true }).click();
   const dialog = sub.getByRole('dialog', { name: 'Your new keys' });
   await expect(dialog.getByTestId('Consumer secret')).not.toBeEmpty();
   await shot(sub, '06-devportal-keys-shown-once');
   await dialog.getByRole('button', { name: 'I have copied it', exact: true }).click();
-  await expect(sub.getByRole('button', { name: 'Generate keys', exact: true })).toHaveCount(0);
+  await expect(sub.getByRole('button', { name: 'Generate production keys', exact: true })).toHaveCount(0);
 
   await sub.goto('/devportal');
   await sub.getByRole('link', { name: /Pet Store/ }).click();
@@ -287,6 +287,12 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
   ]) {
     await admin.goto(path);
     await expect(admin.getByRole('heading', { name: heading })).toBeVisible();
+    if (path === '/admin/gateways') {
+      // `turnpike up`'s own gateway, with the version it serves, no lag, up to date.
+      const row = admin.getByRole('table', { name: 'Gateways' }).getByRole('row', { name: /^gateway\s+\d+\s+up to date/ });
+      await expect(row).toBeVisible();
+      await expect(admin.getByTestId('lag-gateway')).toHaveText(/^0\.\d s$/);
+    }
     await shot(admin, name);
   }
   // The dashboards show the traffic the try-it console and the API key sent (the gateway

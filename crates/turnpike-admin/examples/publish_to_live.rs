@@ -62,6 +62,7 @@ async fn main() -> Result<(), BoxError> {
         admin_password: Some("benchpassword".into()),
         public_url: None,
         analytics: Default::default(),
+        gateway_max_lag: 30.0,
     })
     .await?;
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));

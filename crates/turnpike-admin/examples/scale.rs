@@ -261,6 +261,7 @@ async fn main() -> Result<(), BoxError> {
         admin_password: Some("scalepassword".into()),
         public_url: None,
         analytics: Default::default(),
+        gateway_max_lag: 30.0,
     })
     .await?;
     let app = turnpike_admin::router(cp.state.clone());

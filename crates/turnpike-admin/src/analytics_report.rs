@@ -3,7 +3,7 @@
 //! breakdowns, latency percentiles split gateway vs back end. Pure functions: the
 //! handlers in `rest/analytics.rs` read the rows and pick the report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 use turnpike_analytics::rollup::Row;
@@ -41,6 +41,48 @@ fn percentiles(h: &Hist) -> Value {
     Value::Object(m)
 }
 
+/// The distinct application ids of `rows` (what [`name_applications`] looks up).
+pub fn application_ids(rows: &[Row]) -> Vec<&str> {
+    let mut ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r.key.application_id.as_str())
+        .filter(|id| !id.is_empty())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Gives every row of an application one name, so each application is one row in every
+/// report whatever its events carried (API-key and client-credentials events may carry
+/// no name): its name in the store now (`current`, so a rename shows everywhere), else,
+/// for a deleted application, the last name its rows carried.
+pub fn name_applications(rows: &mut [Row], current: &HashMap<String, String>) {
+    let mut last: HashMap<String, (i64, String)> = HashMap::new();
+    for r in rows.iter() {
+        let k = &r.key;
+        if k.application_id.is_empty() || k.application_name.is_empty() {
+            continue;
+        }
+        let seen = last.entry(k.application_id.clone()).or_default();
+        if r.bucket >= seen.0 {
+            *seen = (r.bucket, k.application_name.clone());
+        }
+    }
+    for r in rows.iter_mut() {
+        let k = &mut r.key;
+        if k.application_id.is_empty() {
+            continue;
+        }
+        if let Some(name) = current
+            .get(&k.application_id)
+            .or_else(|| last.get(&k.application_id).map(|l| &l.1))
+        {
+            k.application_name.clone_from(name);
+        }
+    }
+}
+
 /// Totals and latency over all rows.
 pub fn summary(rows: &[Row]) -> Value {
     let all = merged(rows.iter());
@@ -57,10 +99,20 @@ fn latency_of(r: &Rollup) -> Value {
     })
 }
 
-/// Latency percentiles, overall and per `interval`.
-pub fn latency(rows: &[Row], interval: i64) -> Value {
+/// The intervals of a report over time: `[from, to)` in steps of `interval` seconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Axis {
+    pub from: i64,
+    pub to: i64,
+    pub interval: i64,
+}
+
+/// Latency percentiles, overall and per interval (every interval of the axis: one
+/// without requests has `count` 0 and no percentiles, so a chart leaves a gap).
+pub fn latency(rows: &[Row], axis: Axis) -> Value {
     let all = merged(rows.iter());
-    let points: Vec<Value> = by_interval(rows, interval)
+    let interval = axis.interval;
+    let points: Vec<Value> = by_interval(rows, axis)
         .into_iter()
         .map(|(t, r)| {
             json!({
@@ -80,8 +132,17 @@ pub fn latency(rows: &[Row], interval: i64) -> Value {
     v
 }
 
-fn by_interval(rows: &[Row], interval: i64) -> BTreeMap<i64, Rollup> {
+/// The rows summed per interval, with every interval of the axis present (zero-filled:
+/// a minute without traffic is a point with 0 requests, not a missing one). The axis is
+/// bounded by the caller (the window's `MAX_POINTS`).
+fn by_interval(rows: &[Row], axis: Axis) -> BTreeMap<i64, Rollup> {
+    let interval = axis.interval.max(1);
     let mut by: BTreeMap<i64, Rollup> = BTreeMap::new();
+    let mut t = align(axis.from, interval);
+    while t < axis.to {
+        by.insert(t, Rollup::default());
+        t += interval;
+    }
     for r in rows {
         by.entry(align(r.bucket, interval))
             .or_default()
@@ -90,9 +151,11 @@ fn by_interval(rows: &[Row], interval: i64) -> BTreeMap<i64, Rollup> {
     by
 }
 
-/// Requests, errors, throttled and bytes per `interval` (only intervals with traffic).
-pub fn traffic(rows: &[Row], interval: i64) -> Value {
-    let points: Vec<Value> = by_interval(rows, interval)
+/// Requests, errors, throttled and bytes per interval, every interval of the axis (0
+/// where nothing was counted).
+pub fn traffic(rows: &[Row], axis: Axis) -> Value {
+    let interval = axis.interval;
+    let points: Vec<Value> = by_interval(rows, axis)
         .into_iter()
         .map(|(t, r)| {
             let mut p = counts(&r);
@@ -215,4 +278,56 @@ pub fn throttling(rows: &[Row]) -> Value {
         .collect();
     list.sort_by_key(|v| std::cmp::Reverse(v["requests"].as_u64().unwrap_or(0)));
     json!({ "list": list })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turnpike_analytics::rollup::RollupKey;
+
+    fn row(bucket: i64, requests: u64) -> Row {
+        Row {
+            bucket,
+            period: 60,
+            key: RollupKey::default(),
+            sums: Rollup {
+                requests,
+                ..Rollup::default()
+            },
+        }
+    }
+
+    /// Minutes without traffic are points with 0 requests (and latency without
+    /// percentiles), from the window's first minute to its last.
+    #[test]
+    fn time_axes_are_zero_filled() {
+        let axis = Axis {
+            from: 600,
+            to: 900,
+            interval: 60,
+        };
+        let rows = [row(660, 3), row(780, 2)];
+        let t = traffic(&rows, axis);
+        let points: Vec<(i64, u64)> = t["points"]
+            .as_array()
+            .map(|p| {
+                p.iter()
+                    .map(|p| {
+                        (
+                            p["timestamp"].as_i64().unwrap_or(-1),
+                            p["requests"].as_u64().unwrap_or(99),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(points, [(600, 0), (660, 3), (720, 0), (780, 2), (840, 0)]);
+        let l = latency(&rows, axis);
+        let gaps: Vec<bool> = l["points"]
+            .as_array()
+            .map(|p| p.iter().map(|p| p["total"]["p95Us"].is_null()).collect())
+            .unwrap_or_default();
+        assert_eq!(gaps.len(), 5);
+        assert!(gaps[0] && gaps[2] && gaps[4], "{l}");
+    }
 }

@@ -47,6 +47,8 @@ pub struct AdminConfig {
     pub long_poll: Duration,
     /// Largest request body accepted.
     pub body_limit: usize,
+    /// A gateway lagging longer than this counts as lagging (`/gateways`, `/metrics`).
+    pub max_lag: Duration,
 }
 
 impl Default for AdminConfig {
@@ -55,6 +57,7 @@ impl Default for AdminConfig {
             gateway_token: String::new(),
             long_poll: Duration::from_secs(30),
             body_limit: 2 * 1024 * 1024,
+            max_lag: Duration::from_secs(30),
         }
     }
 }
@@ -73,7 +76,6 @@ struct Inner {
     /// manager's login form, password grant and client secrets (it shares this one).
     guard: Arc<PasswordGuard>,
     readiness: rest::ready::Readiness,
-    gateways: snapshot::Gateways,
     snapshots: snapshot::Cache,
     /// The key manager, once [`security::enable`] ran.
     security: std::sync::OnceLock<security::Security>,
@@ -84,8 +86,6 @@ struct Inner {
 }
 
 impl AppState {
-    /// Must run inside a tokio runtime: it starts a task that timestamps each committed
-    /// version (for convergence times).
     pub fn new(store: Store, config: AdminConfig) -> AppState {
         Self::with_clock(store, config, Arc::new(SystemClock))
     }
@@ -94,32 +94,19 @@ impl AppState {
     /// same clock to [`security::enable_with_clock`]).
     pub fn with_clock(store: Store, config: AdminConfig, clock: Arc<dyn Clock>) -> AppState {
         let guard = Arc::new(PasswordGuard::new(BruteForcePolicy::default(), clock));
-        let state = AppState {
+        AppState {
             inner: Arc::new(Inner {
                 store,
                 config,
                 auth_cache: auth::AuthCache::default(),
                 guard,
                 readiness: rest::ready::Readiness::default(),
-                gateways: snapshot::Gateways::default(),
                 snapshots: snapshot::Cache::default(),
                 security: std::sync::OnceLock::new(),
                 closing: tokio::sync::watch::channel(false).0,
                 ui: ui::UiSettings::default(),
             }),
-        };
-        let weak = Arc::downgrade(&state.inner);
-        let mut rx = state.inner.store.watch_version();
-        tokio::spawn(async move {
-            while rx.changed().await.is_ok() {
-                let v = *rx.borrow_and_update();
-                match weak.upgrade() {
-                    Some(inner) => inner.gateways.committed(v),
-                    None => break,
-                }
-            }
-        });
-        state
+        }
     }
 
     pub fn store(&self) -> &Store {
@@ -143,6 +130,7 @@ pub fn router(state: AppState) -> Router {
     let km = state.inner.security.get().map(|s| s.km.router());
     let app = rest::routes()
         .merge(rest::ready::routes())
+        .merge(snapshot::metrics_routes())
         .merge(ui::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
@@ -182,8 +170,12 @@ pub async fn ensure_admin(
     let password = preset
         .filter(|p| !p.is_empty())
         .unwrap_or_else(random_secret);
-    create_user_with(state, "system", "admin", &password, &["admin".to_string()]).await?;
-    Ok(Some(password))
+    match create_user_with(state, "system", "admin", &password, &["admin".to_string()]).await {
+        Ok(()) => Ok(Some(password)),
+        // Another control plane starting on the same database created it first.
+        Err(_) if state.inner.store.user_count().await? > 0 => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// A random secret: 24 URL-safe characters.

@@ -38,6 +38,10 @@ pub struct ControlPlaneArgs {
     /// How long analytics rollups are kept at each resolution (docs/analytics.md).
     #[command(flatten)]
     pub analytics: crate::rest::analytics::RetentionArgs,
+    /// Seconds a gateway may lag (behind the newest version, or silent past its next
+    /// poll) before `/gateways` and `/metrics` count it as lagging.
+    #[arg(long, env = "TURNPIKE_GATEWAY_MAX_LAG", default_value_t = 30.0)]
+    pub gateway_max_lag: f64,
 }
 
 /// A running control plane.
@@ -51,6 +55,7 @@ pub struct Running {
     stop: oneshot::Sender<()>,
     join: tokio::task::JoinHandle<std::io::Result<()>>,
     compaction: tokio::task::JoinHandle<()>,
+    maintenance: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
@@ -58,8 +63,11 @@ impl Running {
     pub async fn stop(self) {
         self.state.begin_shutdown();
         self.compaction.abort();
+        self.maintenance.abort();
         let _ = self.stop.send(());
         let _ = self.join.await;
+        // Another control plane takes the derived-state jobs over at once.
+        self.state.store().resign().await;
         self.state.store().close().await;
     }
 }
@@ -87,6 +95,7 @@ pub async fn start(
         AdminConfig {
             gateway_token: gateway_token.clone(),
             long_poll: Duration::from_secs(30),
+            max_lag: max_lag(args.gateway_max_lag)?,
             ..AdminConfig::default()
         },
     );
@@ -110,6 +119,7 @@ pub async fn start(
     let (stop, rx) = oneshot::channel::<()>();
     let compaction =
         crate::rest::analytics::spawn_compaction(state.store().clone(), args.analytics.retention());
+    let maintenance = spawn_maintenance(state.store().clone());
     let join = tokio::spawn(crate::serve(listener, state.clone(), async move {
         let _ = rx.await;
     }));
@@ -122,6 +132,35 @@ pub async fn start(
         stop,
         join,
         compaction,
+        maintenance,
+    })
+}
+
+fn max_lag(secs: f64) -> Result<Duration, String> {
+    if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 * 365.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(format!(
+            "--gateway-max-lag {secs}: seconds, more than 0 and at most a year"
+        ))
+    }
+}
+
+/// How often the leader prunes derived state.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(60);
+
+/// Prunes the subscription log, old manifests and forgotten gateways every minute,
+/// in whichever control plane leads (`turnpike_store::Store::maintain`).
+fn spawn_maintenance(store: Store) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(MAINTENANCE_EVERY).await;
+            match store.maintain().await {
+                Ok(Some(done)) => tracing::debug!(?done, "control plane: maintenance"),
+                Ok(None) => tracing::debug!("control plane: maintenance left to the leader"),
+                Err(e) => tracing::warn!(error = %e, "control plane: maintenance failed"),
+            }
+        }
     })
 }
 

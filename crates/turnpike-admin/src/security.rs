@@ -108,6 +108,7 @@ fn builtin_client(client_id: &str, secret_hash: String) -> ClientRecord {
         refresh_token_ttl: Duration::from_secs(0),
         audience: Vec::new(),
         can_introspect: false,
+        sandbox: false,
     }
 }
 

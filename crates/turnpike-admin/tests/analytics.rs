@@ -231,7 +231,10 @@ async fn reports_match_the_events(url: String) {
     let list = top.json["list"].as_array().expect("list");
     assert_eq!(list[0]["applicationId"], a1.as_str());
     assert_eq!(list[0]["requests"], 70);
-    assert_eq!(list[1]["applicationName"], format!("name-{a2}"));
+    assert_eq!(
+        list[1]["applicationName"], "two",
+        "the store's name, not the event's"
+    );
     let top = cp.get(&admin("top", "&by=resource&limit=1"), "admin").await;
     assert_eq!(top.json["list"].as_array().map(Vec::len), Some(1));
     assert_eq!(top.json["list"][0]["resource"], "/a");
@@ -326,8 +329,77 @@ async fn reports_match_the_events(url: String) {
     assert_eq!(days.json["latency"], summary.json["latency"]);
 }
 
+/// One application is one row, named, whatever its events carried (API-key events carry
+/// no name): a rename shows in every report, a deleted application keeps its history
+/// under the last name its events carried.
+async fn one_application_one_named_row(url: String) {
+    let cp = control_plane(&url).await;
+    let api = cp
+        .create_api("/echo", "v1", "http://127.0.0.1:9", false)
+        .await;
+    let (shop, gone) = (
+        app(&cp, "sub", "shop-web").await,
+        app(&cp, "sub", "gone-app").await,
+    );
+    let served = |i: u64, app: &str, named: Option<&str>| {
+        let mut e = event(3 + i * 7, app, T0 + i as i64 * 61);
+        e.application_name = named.map(str::to_owned);
+        e
+    };
+    let mut events: Vec<Event> = (0..3).map(|i| served(i, &shop, Some("shop-web"))).collect();
+    events.extend((3..5).map(|i| served(i, &shop, None)));
+    events.push(served(5, &gone, Some("gone-app")));
+    events.push(served(6, &gone, None));
+    assert_eq!(ingest_rollups(&cp, &events).await.0, StatusCode::ACCEPTED);
+    let path = format!("/api/am/devportal/v1/applications/{gone}");
+    let r = cp.call(Method::DELETE, &path, Some("sub"), None, &[]).await;
+    assert!(r.status.is_success(), "{}", r.json);
+    let path = format!("/api/am/devportal/v1/applications/{shop}");
+    let r = cp
+        .call(
+            Method::PATCH,
+            &path,
+            Some("sub"),
+            Some(json!({"name": "shop-web-2"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json);
+
+    let window = format!("from={T0}&to={}", T0 + 3600);
+    let reports = [
+        format!("/api/am/admin/v1/analytics/top?{window}&by=application"),
+        format!("/api/am/publisher/v1/apis/{api}/analytics/top?{window}&by=application"),
+    ];
+    for report in &reports {
+        let r = cp.get(report, "admin").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.json);
+        let rows: Vec<(String, String, u64)> = r.json["list"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|v| {
+                (
+                    v["applicationId"].as_str().unwrap_or_default().to_owned(),
+                    v["applicationName"].as_str().unwrap_or_default().to_owned(),
+                    v["requests"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (shop.clone(), "shop-web-2".to_owned(), 5),
+                (gone.clone(), "gone-app".to_owned(), 2)
+            ],
+            "{report}: {}",
+            r.json
+        );
+    }
+}
+
 const CASES: &[(&str, turnpike_store::testing::Case)] =
-    turnpike_store::cases![reports_match_the_events];
+    turnpike_store::cases![reports_match_the_events, one_application_one_named_row];
 
 #[tokio::test]
 async fn sqlite() {

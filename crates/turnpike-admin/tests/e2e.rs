@@ -58,6 +58,7 @@ fn cp_args(db: &str, port: u16) -> ControlPlaneArgs {
         admin_password: Some("password1".into()),
         public_url: None,
         analytics: Default::default(),
+        gateway_max_lag: 30.0,
     }
 }
 

@@ -287,6 +287,7 @@ async fn the_catalogue_is_browsable_anonymously_until_an_admin_closes_it() {
                 Some(
                     json!({"name": name, "context": format!("/{}", name.to_lowercase()),
                     "version": "v1", "endpoints": ["http://127.0.0.1:9"],
+                    "sandboxEndpoints": ["http://127.0.0.1:10"],
                     "resources": [{"path": "/*", "methods": ["GET"]}],
                     "mediation": {"request": {"headers": {"set": {"x-backend-key": "s3cret"}}}},
                     "timeouts": {"connect": "2s"}}),
@@ -317,7 +318,8 @@ async fn the_catalogue_is_browsable_anonymously_until_an_admin_closes_it() {
         .filter_map(|a| a["name"].as_str())
         .collect();
     assert_eq!(names, ["Shown"], "published only");
-    // The publisher's gateway settings stay the publisher's: no back end, no
+    // The publisher's gateway settings stay the publisher's: no back end (production or
+    // sandbox), no
     // transformation (it may carry the back end's credentials), no timeouts.
     let shown = cp
         .call(
@@ -328,7 +330,7 @@ async fn the_catalogue_is_browsable_anonymously_until_an_admin_closes_it() {
         )
         .await;
     assert_eq!(shown.json["name"], "Shown");
-    for hidden in ["endpoints", "mediation", "timeouts"] {
+    for hidden in ["endpoints", "sandboxEndpoints", "mediation", "timeouts"] {
         assert!(
             shown.json.get(hidden).is_none(),
             "{hidden} leaked: {}",

@@ -59,7 +59,8 @@ async fn auth_and_roles(url: String) {
 
 async fn api_crud_and_errors(url: String) {
     let cp = control_plane(&url).await;
-    let r = cp.post(APIS, "pub", json!({"endpoints": ["ftp://x"], "bogus": 1, "resources": [{"path": "x", "methods": ["FETCH"]}]})).await;
+    // Every invalid field at once: an unknown tier too, beside the fields' own errors.
+    let r = cp.post(APIS, "pub", json!({"endpoints": ["ftp://x"], "sandboxEndpoints": ["http://ok", "x"], "bogus": 1, "policies": ["Platinum"], "resources": [{"path": "x", "methods": ["FETCH"]}]})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let mut f = r.fields();
     f.sort();
@@ -70,8 +71,10 @@ async fn api_crud_and_errors(url: String) {
             "context",
             "endpoints[0]",
             "name",
+            "policies[0]",
             "resources[0].methods[0]",
             "resources[0].path",
+            "sandboxEndpoints[1]",
             "version"
         ]
     );

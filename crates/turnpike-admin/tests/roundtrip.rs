@@ -113,6 +113,7 @@ async fn serve(url: &str) -> Cp {
             gateway_token: TOKEN.into(),
             long_poll: Duration::from_secs(1),
             body_limit: 1 << 20,
+            ..AdminConfig::default()
         },
     );
     turnpike_admin::create_user_with(&state, "test", "admin", "password1", &["admin".into()])

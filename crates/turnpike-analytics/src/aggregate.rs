@@ -41,6 +41,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) bytes_in: u64,
     pub(crate) bytes_out: u64,
     pub(crate) upstream_answered: bool,
+    /// Answered by the response cache.
+    pub(crate) cache_hit: bool,
 }
 
 impl<'a> Facts<'a> {
@@ -60,6 +62,7 @@ impl<'a> Facts<'a> {
             bytes_in: done.bytes_in,
             bytes_out: done.bytes_out,
             upstream_answered: done.upstream_status.is_some(),
+            cache_hit: ctx.ext.get::<turnpike_policy::FromCache>().is_some(),
         }
     }
 }
@@ -117,7 +120,7 @@ impl Aggregator {
     }
 
     pub(crate) fn add(&mut self, r: &Facts<'_>, clock: &WallClock) {
-        let outcome = Outcome::classify(r.error, r.aborted);
+        let outcome = Outcome::of(r.error, r.aborted, r.cache_hit);
         let app_id = r
             .principal
             .and_then(|p| p.application_id.as_deref())

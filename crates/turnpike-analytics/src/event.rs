@@ -18,7 +18,7 @@ use turnpike_policy::{Identity, KeyType};
 pub enum Outcome {
     /// The upstream (or a policy's own answer) was sent; whatever its status.
     Served,
-    /// Answered from a response cache (reserved: Turnpike has no response cache yet).
+    /// Answered from the response cache (a hit, or a stale answer; turnpike-cache).
     CacheHit,
     /// A throttling policy refused it (429); `reason` names the policy.
     Throttled,
@@ -71,6 +71,16 @@ impl Outcome {
 
     pub fn parse(s: &str) -> Option<Outcome> {
         Outcome::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
+    /// The outcome of a request that ended with `error` (or none), `aborted` or not,
+    /// answered by the response cache (`cache_hit`: the policy put
+    /// [`turnpike_policy::FromCache`] in its context) or not.
+    pub fn of(error: Option<ErrorKind>, aborted: bool, cache_hit: bool) -> Outcome {
+        if cache_hit && !aborted {
+            return Outcome::CacheHit;
+        }
+        Outcome::classify(error, aborted)
     }
 
     /// The outcome of a request that ended with `error` (or none), `aborted` or not.
@@ -309,6 +319,8 @@ pub struct Record {
     pub(crate) upstream_status: Option<u16>,
     pub(crate) error: Option<ErrorKind>,
     pub(crate) aborted: bool,
+    /// Answered by the response cache.
+    pub(crate) cache_hit: bool,
     pub(crate) latency: Latency,
     pub(crate) bytes_in: u64,
     pub(crate) bytes_out: u64,
@@ -333,6 +345,7 @@ impl Record {
             upstream_status: done.upstream_status.map(|s| s.as_u16()),
             error: done.error,
             aborted: done.aborted,
+            cache_hit: ctx.ext.get::<turnpike_policy::FromCache>().is_some(),
             latency: Latency::of(&done.timings),
             bytes_in: done.bytes_in,
             bytes_out: done.bytes_out,
@@ -362,11 +375,12 @@ impl Record {
             bytes_in: self.bytes_in,
             bytes_out: self.bytes_out,
             upstream_answered: self.upstream_status.is_some(),
+            cache_hit: self.cache_hit,
         }
     }
 
     pub(crate) fn outcome(&self) -> Outcome {
-        Outcome::classify(self.error, self.aborted)
+        Outcome::of(self.error, self.aborted, self.cache_hit)
     }
 
     /// The event's `reason` (see [`Event::reason`]).

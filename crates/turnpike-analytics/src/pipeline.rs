@@ -396,4 +396,21 @@ mod tests {
         );
         assert_eq!(a.stats().written, 3);
     }
+
+    #[tokio::test]
+    async fn a_request_the_response_cache_answered_counts_as_a_cache_hit() {
+        let rows = Arc::new(StdMutex::new(Vec::new()));
+        let a = Analytics::start(PipelineSettings::default(), Box::new(Rows(rows.clone())));
+        let mut hit = request();
+        hit.ext.insert(turnpike_policy::FromCache);
+        a.on_complete(&hit, &completion(200));
+        a.on_complete(&request(), &completion(200));
+        a.close(Duration::from_secs(5)).await;
+        let rows = rows.lock().map(|r| r.clone()).unwrap_or_default();
+        let hits: u64 = rows.iter().map(|r| r.sums.cache_hits).sum();
+        let requests: u64 = rows.iter().map(|r| r.sums.requests).sum();
+        assert_eq!((hits, requests), (1, 2), "{rows:?}");
+        let outcomes: Vec<&str> = rows.iter().map(|r| r.key.outcome.as_str()).collect();
+        assert!(outcomes.contains(&"cache_hit"), "{outcomes:?}");
+    }
 }

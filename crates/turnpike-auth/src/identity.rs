@@ -112,7 +112,8 @@ pub struct ClaimMapping {
     pub subscriber: String,
     /// A space-separated string or an array of strings.
     pub scopes: String,
-    /// A claim whose value `SANDBOX` (any case) marks sandbox keys.
+    /// A claim whose value `SANDBOX` (any case) marks sandbox keys: WSO2's and Turnpike's
+    /// `keytype`; an issuer without it issues production tokens.
     pub key_type: String,
 }
 
@@ -125,7 +126,7 @@ impl Default for ClaimMapping {
             application_name: "application_name".into(),
             subscriber: "subscriber".into(),
             scopes: "scope".into(),
-            key_type: "key_type".into(),
+            key_type: "keytype".into(),
         }
     }
 }

@@ -57,8 +57,13 @@ fn cell(via: Via, scenario: Option<Scenario>, users: usize, ms: u64, rps: u64) -
 
 /// Passthrough adds 2 ms at every level; latency grows linearly with users (10 ms per 100).
 fn results() -> MatrixResults {
+    results_at(&[(100, 10, 1000), (200, 20, 1200), (300, 30, 1100)])
+}
+
+/// [`results`] at the given (users, ms, rps) levels.
+fn results_at(levels: &[(usize, u64, u64)]) -> MatrixResults {
     let mut cells = Vec::new();
-    for (users, ms, rps) in [(100, 10, 1000), (200, 20, 1200), (300, 30, 1100)] {
+    for &(users, ms, rps) in levels {
         cells.push(cell(Via::Direct, None, users, ms, rps));
         cells.push(cell(
             Via::Gateway,
@@ -87,7 +92,11 @@ fn results() -> MatrixResults {
 }
 
 fn write(dir: &Path, slos: &[Slo]) {
-    let json = serde_json::to_string(&results()).expect("json");
+    write_results(dir, slos, &results());
+}
+
+fn write_results(dir: &Path, slos: &[Slo], results: &MatrixResults) {
+    let json = serde_json::to_string(results).expect("json");
     std::fs::write(dir.join("results.json"), json).expect("write");
     report::write(dir, slos).expect("report");
 }
@@ -273,4 +282,83 @@ fn graphql_cells_are_named_by_query_and_compared_with_query_1() {
     let lines = turnpike_bench::report::graphql::ratio_lines(&r);
     assert_eq!(lines.len(), 1);
     assert!(lines[0].contains("= 0.25 (direct 0.40)"), "{lines:?}");
+}
+
+/// Two levels always lie on a line: the report fits none, predicts no capacity from them
+/// and says why, in the markdown and the HTML.
+#[test]
+fn two_levels_are_not_extrapolated() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slo = Slo {
+        metric: Metric::Avg,
+        limit_ms: 25.0,
+    };
+    write_results(
+        dir.path(),
+        &[slo],
+        &results_at(&[(100, 10, 1000), (200, 20, 1200)]),
+    );
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).expect("md");
+    assert!(
+        !md.lines()
+            .any(|l| l.starts_with("| passthrough | 50 | 0 | avg |")),
+        "no fit row from two levels: {md}"
+    );
+    assert!(md.contains("No line fitted"), "{md}");
+    let cap = md
+        .lines()
+        .find(|l| l.starts_with("| passthrough | 50 | 0 | avg <= 25 ms |"))
+        .expect("capacity row");
+    let cells: Vec<&str> = cap.split('|').map(str::trim).collect();
+    assert_eq!(cells[5], "200", "measured: 22 ms at 200 users: {cap}");
+    assert_eq!(
+        cells[6], "not extrapolated: 2 users level(s) measured, 3 needed",
+        "{cap}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("index.html")).expect("html");
+    assert!(html.contains("not extrapolated: 2 users level(s) measured"));
+}
+
+/// p50, p90, p95 and p99 are in both summaries, not only the CSV.
+#[test]
+fn summaries_show_p50_p90_p95_p99() {
+    let dir = tempfile::tempdir().expect("tmp");
+    write(
+        dir.path(),
+        &[Slo {
+            metric: Metric::Avg,
+            limit_ms: 25.0,
+        }],
+    );
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).expect("md");
+    let header = md
+        .lines()
+        .find(|l| l.starts_with("| Scenario | Users | Size (B) | Delay (ms) | p50"))
+        .expect("percentile table");
+    for p in ["p50 (ms)", "p90 (ms)", "p95 (ms)", "p99 (ms)"] {
+        assert!(header.contains(p), "{header}");
+    }
+    // Every passthrough latency at 300 users is 32 ms, so every percentile says so.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| passthrough | 300 | 50 | 0 |"))
+        .expect("passthrough row");
+    let cells: Vec<f64> = row
+        .split('|')
+        .map(str::trim)
+        .skip(5)
+        .filter(|c| !c.is_empty())
+        .map(|c| c.parse().expect("ms"))
+        .collect();
+    assert_eq!(cells.len(), 5, "{row}");
+    assert!(cells.iter().all(|v| (v - 32.0).abs() < 0.1), "{row}");
+    let html = std::fs::read_to_string(dir.path().join("index.html")).expect("html");
+    for p in [
+        "<th>p50 (ms)</th>",
+        "<th>p90 (ms)</th>",
+        "<th>p95 (ms)</th>",
+        "<th>p99 (ms)</th>",
+    ] {
+        assert!(html.contains(p), "{p}");
+    }
 }

@@ -7,15 +7,20 @@
 //! (subscription and application tiers with bursts, bandwidth and billing, advanced
 //! policies with conditional groups) become the Admin API's tiers first. Idempotent: a
 //! second run changes nothing. Prints one line per action; `--dry-run` prints the same
-//! lines and count without changing anything.
+//! lines and count without changing anything. Both first check the whole file
+//! (`apply_check.rs`: the gateways' compile, against the control plane's tiers too) and
+//! write nothing if any API has a problem; every problem is listed. The writes that
+//! follow are separate REST calls, not one transaction: a refusal the check does not
+//! foresee (or an outage) stops the run with the earlier changes kept.
 
-use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use turnpike_model::GatewayFile;
+
+use crate::apply_check;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -75,6 +80,20 @@ impl Api {
         path: &str,
         body: Option<&Value>,
     ) -> Result<(u16, Value), BoxError> {
+        let (status, v) = self.send(method, path, body).await?;
+        if status >= 400 && status != 404 {
+            return Err(format!("{path}: HTTP {status}: {v}").into());
+        }
+        Ok((status, v))
+    }
+
+    /// A call whose every status is an answer.
+    async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value), BoxError> {
         let bytes = body.map(|b| b.to_string()).unwrap_or_default();
         let req = http::Request::builder()
             .method(method)
@@ -86,11 +105,40 @@ impl Api {
         let status = resp.status().as_u16();
         let body = resp.into_body().collect().await?.to_bytes();
         let v = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        if status >= 400 && status != 404 {
-            return Err(format!("{path}: HTTP {status}: {v}").into());
-        }
         Ok((status, v))
     }
+
+    /// The control plane's tier names by family; `None` when the caller may not list
+    /// them (403: a publisher without the admin role).
+    async fn tier_names(&self) -> Result<apply_check::ServerTiers, BoxError> {
+        let mut out: [Vec<String>; 3] = Default::default();
+        for (i, names) in out.iter_mut().enumerate() {
+            let path = apply_check::tiers_path(i);
+            match self.send(http::Method::GET, &path, None).await? {
+                (200, list) => *names = apply_check::names(&list),
+                (401 | 403, _) => return Ok(None),
+                (status, v) => return Err(format!("{path}: HTTP {status}: {v}").into()),
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// Refuses a file with any problem before anything is written, listing them all.
+async fn check(api: &Api, file: &GatewayFile, name: &str) -> Result<(), BoxError> {
+    let problems = apply_check::problems(file, &api.tier_names().await?);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "{name}: {} problem(s), nothing was applied:",
+        problems.len()
+    );
+    for p in problems {
+        msg.push_str("\n  ");
+        msg.push_str(&p);
+    }
+    Err(msg.into())
 }
 
 /// The REST body of a file's API entry: every field the file can say (gateway settings
@@ -102,6 +150,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         "version": spec.version,
         "isDefaultVersion": spec.default,
         "endpoints": spec.endpoints,
+        "sandboxEndpoints": spec.sandbox_endpoints,
         "resources": spec.resources.iter().map(|r| {
             let methods: Vec<String> = if r.methods.iter().any(|m| m == "*") {
                 turnpike_model::rest::METHODS.iter().map(|m| m.to_string()).collect()
@@ -398,21 +447,14 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     turnpike_config::check_depth(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let auth = match (&args.token, &args.password) {
-        (Some(t), _) => format!("Bearer {t}"),
-        (None, Some(p)) => format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(format!("{}:{p}", args.user))
-        ),
-        (None, None) => {
-            return Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into())
-        }
-    };
+    let auth = crate::auth_header(args.token.as_deref(), args.password.as_deref(), &args.user)?;
     let api = Api {
         client: Client::builder(TokioExecutor::new()).build_http(),
         base: args.control_plane.trim_end_matches('/').to_string(),
         auth,
     };
+    // The real run and the dry run check alike, before any write.
+    check(&api, &file, &args.file.display().to_string()).await?;
     let mut changes = apply_tiers(&api, &file, args.dry_run).await?;
     changes += apply_throttling_settings(&api, &file, args.dry_run).await?;
     let (_, all) = api

@@ -2,7 +2,9 @@
 //! from WSO2. A password grant against the control plane's built-in public client
 //! `turnpike-cli`; prints the access token on stdout (`export TURNPIKE_TOKEN=$(turnpike
 //! login)`, then `turnpike apply` or curl use it), or the whole token response with
-//! `--json` (refresh token, expiry, scopes).
+//! `--json` (refresh token, expiry, scopes). The password comes from `TURNPIKE_PASSWORD`
+//! (or `--password`), from the first line of stdin with `--password-stdin` (as
+//! `docker login` reads it), or from a prompt without echo when stdin is a terminal.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -26,9 +28,12 @@ pub struct LoginArgs {
     pub control_plane: String,
     #[arg(long, env = "TURNPIKE_USER", default_value = "admin")]
     pub user: String,
-    /// Password (prefer the environment variable).
+    /// Password (prefer the environment variable, `--password-stdin` or the prompt).
     #[arg(long, env = "TURNPIKE_PASSWORD", hide_env_values = true)]
-    pub password: String,
+    pub password: Option<String>,
+    /// Read the password from the first line of stdin.
+    #[arg(long, conflicts_with = "password")]
+    pub password_stdin: bool,
     /// Space-separated `apim:` scopes; default: all the user's roles allow.
     #[arg(long)]
     pub scope: Option<String>,
@@ -57,13 +62,72 @@ fn form(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
+/// The longest password line read (stdin or the prompt): a cap, not a policy.
+const MAX_PASSWORD_LINE: u64 = 4096;
+
+/// The first line of `input`, without its line end.
+fn first_line(input: impl std::io::Read) -> Result<String, BoxError> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(input.take(MAX_PASSWORD_LINE)).read_line(&mut line)?;
+    let line = line.trim_end_matches(['\n', '\r']).to_string();
+    if line.is_empty() {
+        return Err("login: empty password".into());
+    }
+    Ok(line)
+}
+
+/// Turns the terminal's echo on or off with `stty` (on the terminal that is stdin): no
+/// terminal-control dependency for one prompt.
+fn echo(on: bool) -> Result<(), BoxError> {
+    let ok = std::process::Command::new("stty")
+        .arg(if on { "echo" } else { "-echo" })
+        .stdin(std::process::Stdio::inherit())
+        .status()?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err("login: cannot turn the terminal's echo off (stty)".into())
+    }
+}
+
+/// Asks on the terminal with echo off, turning it back on whatever happens.
+fn prompt(user: &str) -> Result<String, BoxError> {
+    use std::io::Write;
+    eprint!("Password for {user}: ");
+    std::io::stderr().flush()?;
+    echo(false)?;
+    let read = first_line(std::io::stdin().lock());
+    let restored = echo(true);
+    eprintln!();
+    restored?;
+    read
+}
+
+/// The password from the flag or environment, stdin, or a prompt on a terminal.
+fn password(args: &LoginArgs) -> Result<String, BoxError> {
+    use std::io::IsTerminal;
+    if let Some(p) = &args.password {
+        return Ok(p.clone());
+    }
+    if args.password_stdin {
+        return first_line(std::io::stdin().lock());
+    }
+    if std::io::stdin().is_terminal() {
+        return prompt(&args.user);
+    }
+    Err("login: no password: set TURNPIKE_PASSWORD, pass --password-stdin, or run on a terminal to be asked".into())
+}
+
 /// Asks for the token and prints it.
 pub async fn run(args: LoginArgs) -> Result<(), BoxError> {
+    let password = password(&args)?;
     let mut pairs = vec![
         ("grant_type", "password"),
         ("client_id", CLI_CLIENT_ID),
         ("username", args.user.as_str()),
-        ("password", args.password.as_str()),
+        ("password", password.as_str()),
     ];
     if let Some(s) = &args.scope {
         pairs.push(("scope", s.as_str()));

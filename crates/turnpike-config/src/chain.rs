@@ -9,7 +9,9 @@
 //!    written (`Edge`);
 //! 3. lifecycle (`Admission`), body limit (`Limits`), auth (`Auth`), throttle
 //!    (`Throttle`);
-//! 4. mediation (`Transform`: last on the request, first on the response);
+//! 4. the response cache of the `policies:` list, then mediation (`Transform`: last on
+//!    the request, first on the response; a cache hit skips mediation, whose output
+//!    the cache stored);
 //! 5. a SOAP-to-REST API's mapper (`Mapper`; mediation sees the REST JSON on both
 //!    sides), then GraphQL (`Late`).
 //!
@@ -22,6 +24,7 @@ use std::sync::Arc;
 
 use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
+use turnpike_cache::Cache;
 use turnpike_edge::{BodyLimit, Cors, Deprecation, Lifecycle};
 use turnpike_graphql::Graphql;
 use turnpike_mediation::policy::Mediation;
@@ -118,6 +121,10 @@ fn declared(spec: &PolicySpec, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc<dyn P
         );
         cx.problem("", message);
         return None;
+    }
+    if let Some(cache) = &spec.cache {
+        cx.at = format!("{}.{}", cx.at, Cache::NAME);
+        return build::<Cache>(cache, cx);
     }
     let cors = spec.cors.as_ref()?;
     cx.at = format!("{}.{}", cx.at, Cors::NAME);

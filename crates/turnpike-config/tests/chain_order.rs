@@ -1,7 +1,8 @@
 //! Golden test of chain assembly: which policies each kind of API gets, in which order,
 //! and which problems a file with one error per kind reports (paths and order). Every
 //! way into a chain (the `soap:` section, deprecation, `policies:`, lifecycle,
-//! `max_body_size`, `auth:` with the file's `security:`, `throttling:`, `mediation:`,
+//! `max_body_size`, `auth:` with the file's `security:`, `throttling:`, the cache of
+//! `policies:`, `mediation:`,
 //! `graphql:`) appears once, so a refactor of the chain builder cannot reorder them
 //! unnoticed.
 
@@ -41,6 +42,7 @@ apis:
     deprecation: {{ sunset: "2030-01-01T00:00:00Z" }}
     policies:
       - cors: {{ allow_origins: ["https://a.example"] }}
+      - cache: {{ ttl: 30s }}
     max_body_size: 1MB
     auth: {{ api_key: true, oauth2: false }}
     throttling: Tiny
@@ -91,6 +93,7 @@ fn each_api_gets_its_policies_in_the_documented_order() {
                     "body_limit",
                     "auth",
                     "throttle",
+                    "cache",
                     "mediation",
                 ]
             ),
@@ -109,6 +112,7 @@ fn bad_file() -> String {
             "allow_origins: [\"https://a.example\"]",
             "allow_origins: []",
         )
+        .replace("ttl: 30s", "ttl: soon")
         .replace("lifecycle: BLOCKED", "lifecycle: SIDEWAYS")
         .replace("max_body_size: 1MB", "max_body_size: lots")
         .replace(
@@ -154,6 +158,7 @@ fn a_file_with_one_error_per_kind_reports_each_in_build_order() {
             "apis[1].lifecycle",
             "apis[1].deprecation.sunset",
             "apis[1].policies[0].cors.allow_origins",
+            "apis[1].policies[1].cache.ttl",
             "apis[1].max_body_size",
             "apis[1].auth.api_key_header",
             "apis[1].throttling",
@@ -178,6 +183,7 @@ fn a_file_with_one_error_per_kind_reports_each_in_build_order() {
             "apis[1].mediation.request.headers.set.content-length",
             "apis[1].deprecation.sunset",
             "apis[1].policies[0].cors.allow_origins",
+            "apis[1].policies[1].cache.ttl",
             "apis[3].graphql.schema",
             "apis[0].resources",
             "apis[1].max_body_size",

@@ -82,9 +82,19 @@ pub struct GatewayArgs {
     #[arg(long, env = "TURNPIKE_ALLOW_EMPTY")]
     pub allow_empty: bool,
     /// Control plane base URL (e.g. http://127.0.0.1:9400): follow its snapshots by
-    /// long-poll instead of reading a file.
-    #[arg(long, env = "TURNPIKE_CONTROL_PLANE", requires = "gateway_token")]
-    pub control_plane: Option<String>,
+    /// long-poll instead of reading a file. Several control planes on one database:
+    /// repeat the flag or separate URLs with commas; the gateway uses the first that
+    /// answers and fails over (and back) by itself.
+    #[arg(
+        long,
+        env = "TURNPIKE_CONTROL_PLANE",
+        requires = "gateway_token",
+        value_delimiter = ','
+    )]
+    pub control_plane: Vec<String>,
+    /// Seconds on another control plane before trying the first one again.
+    #[arg(long, env = "TURNPIKE_CONTROL_PLANE_FAILBACK", default_value_t = 30.0)]
+    pub control_plane_failback: f64,
     /// The control plane's gateway token (printed by `turnpike control-plane`).
     #[arg(long, env = "TURNPIKE_GATEWAY_TOKEN", hide_env_values = true)]
     pub gateway_token: Option<String>,
@@ -517,7 +527,8 @@ fn analytics_from_args(args: &GatewayArgs) -> Option<Arc<Analytics>> {
     }
     let sink: Box<dyn turnpike_analytics::Sink> = match (
         &args.analytics_file,
-        &args.control_plane,
+        // Analytics go to the first control plane (all share one database).
+        args.control_plane.first(),
         &args.gateway_token,
     ) {
         (Some(path), _, _) => Box::new(JsonLinesSink::new(path, args.analytics_format)),

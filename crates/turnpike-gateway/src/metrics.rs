@@ -149,7 +149,21 @@ struct ResourceMetrics {
     requests: [AtomicU64; CLASSES.len()],
 }
 
-/// One API's series (kept across swaps by name and version while the API exists).
+/// What keeps an API's series across swaps: the router's own key of an API (host,
+/// context, version), so two APIs that share a name and version never share counters;
+/// and its name, so a renamed API's series carry the new name (as new series).
+type SeriesKey = (Option<String>, String, String, String);
+
+fn series_key(api: &CompiledApi) -> SeriesKey {
+    (
+        api.host.clone(),
+        api.context.clone(),
+        api.version.clone(),
+        api.name.clone(),
+    )
+}
+
+/// One API's series (kept across swaps by host, context and version while the API exists).
 pub(crate) struct ApiMetrics {
     requests: [AtomicU64; CLASSES.len()],
     /// Per resource template, when asked for: added on a template's first request
@@ -157,18 +171,35 @@ pub(crate) struct ApiMetrics {
     resources: ArcSwap<Vec<Arc<ResourceMetrics>>>,
     upstream_errors: [AtomicU64; UPSTREAM_KINDS.len()],
     duration: DurationHistogram,
-    /// `api="..",version=".."`, escaped, for every line.
+    /// `api="..",version="..",context="..",id=".."`, escaped, for every line.
     labels: String,
 }
 
 impl ApiMetrics {
-    fn new(name: &str, version: &str) -> ApiMetrics {
+    fn new(api: &CompiledApi) -> ApiMetrics {
+        // The id analytics and subscriptions name the API by; a host-limited API's is
+        // prefixed with its host, as the router tells such APIs apart by it.
+        let id = turnpike_model::api_id(&api.context, &api.version);
+        let id = match &api.host {
+            Some(h) => format!("{h}{id}"),
+            None => id,
+        };
+        Self::labelled(&api.name, &api.version, &api.context, &id)
+    }
+
+    fn labelled(name: &str, version: &str, context: &str, id: &str) -> ApiMetrics {
         ApiMetrics {
             requests: Default::default(),
             resources: ArcSwap::from_pointee(Vec::new()),
             upstream_errors: Default::default(),
             duration: DurationHistogram::default(),
-            labels: format!("api=\"{}\",version=\"{}\"", escape(name), escape(version)),
+            labels: format!(
+                "api=\"{}\",version=\"{}\",context=\"{}\",id=\"{}\"",
+                escape(name),
+                escape(version),
+                escape(context),
+                escape(id)
+            ),
         }
     }
 
@@ -281,9 +312,10 @@ pub struct GatewayMetrics {
     handle: PrometheusHandle,
     snapshots: Arc<ArcSwap<Snapshot>>,
     table: ArcSwap<ApiTable>,
-    /// The series of the APIs being served, by (name, version): swaps keep the counts of
-    /// the APIs they keep, and drop the others'.
-    known: Mutex<HashMap<(String, String), Arc<ApiMetrics>>>,
+    /// The series of the APIs being served, by (host, context, version): swaps keep the
+    /// counts of the APIs they keep, and drop the others' (so the series are bounded by
+    /// the APIs served).
+    known: Mutex<HashMap<SeriesKey, Arc<ApiMetrics>>>,
     /// Requests that matched no API (404, 405).
     unmatched: Arc<ApiMetrics>,
     swaps: Counter,
@@ -332,7 +364,7 @@ impl GatewayMetrics {
             "Version of the snapshot being served".into(),
         );
         recorder.describe_gauge(M_APIS.into(), None, "APIs being served".into());
-        let unmatched = Arc::new(ApiMetrics::new("", ""));
+        let unmatched = Arc::new(ApiMetrics::labelled("", "", "", ""));
         let swaps = recorder.register_counter(&Key::from_name(M_SNAPSHOT_SWAPS), &meta());
         let version = recorder.register_gauge(&Key::from_name(M_SNAPSHOT_VERSION), &meta());
         let apis = recorder.register_gauge(&Key::from_name(M_APIS), &meta());
@@ -410,10 +442,7 @@ impl GatewayMetrics {
             Some(m) => m.clone(),
             // A request on a snapshot already swapped out: counted if its API is still
             // served; a removed API's series are gone and stay gone.
-            None => match self
-                .lock_known()
-                .get(&(api.name.clone(), api.version.clone()))
-            {
+            None => match self.lock_known().get(&series_key(api)) {
                 Some(m) => m.clone(),
                 None => return,
             },
@@ -421,15 +450,15 @@ impl GatewayMetrics {
         m.observe(status, elapsed, failed);
     }
 
-    fn lock_known(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<ApiMetrics>>> {
+    fn lock_known(&self) -> std::sync::MutexGuard<'_, HashMap<SeriesKey, Arc<ApiMetrics>>> {
         match self.known.lock() {
             Ok(k) => k,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
 
-    /// The series of `snap`'s APIs by address (created on first sight of a name and
-    /// version); every other API's series are dropped.
+    /// The series of `snap`'s APIs by address (created on first sight of a host, context
+    /// and version); every other API's series are dropped.
     fn resolve_all(
         &self,
         snap: &Snapshot,
@@ -440,10 +469,10 @@ impl GatewayMetrics {
             .apis
             .iter()
             .map(|a| {
-                let key = (a.name.clone(), a.version.clone());
+                let key = series_key(a);
                 let m = match known.remove(&key) {
                     Some(m) => m,
-                    None => Arc::new(ApiMetrics::new(&a.name, &a.version)),
+                    None => Arc::new(ApiMetrics::new(a)),
                 };
                 live.insert(key, m.clone());
                 (Arc::as_ptr(a) as usize, m)
@@ -775,7 +804,7 @@ mod tests {
         let req = |class: &str| {
             line(
                 &text,
-                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",class=\"{class}\"}}"),
+                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",context=\"/pets\",id=\"/pets/v1\",class=\"{class}\"}}"),
             )
         };
         assert_eq!(req("2xx"), Some("3"), "{text}");
@@ -783,14 +812,14 @@ mod tests {
         assert_eq!(
             line(
                 &text,
-                &format!("{M_UPSTREAM_ERRORS}{{api=\"pets\",version=\"v1\",kind=\"upstream_unavailable\"}}")
+                &format!("{M_UPSTREAM_ERRORS}{{api=\"pets\",version=\"v1\",context=\"/pets\",id=\"/pets/v1\",kind=\"upstream_unavailable\"}}")
             ),
             Some("1")
         );
         let bucket = |le: &str| {
             line(
                 &text,
-                &format!("{M_DURATION}_bucket{{api=\"pets\",version=\"v1\",le=\"{le}\"}}"),
+                &format!("{M_DURATION}_bucket{{api=\"pets\",version=\"v1\",context=\"/pets\",id=\"/pets/v1\",le=\"{le}\"}}"),
             )
         };
         assert_eq!(bucket("0.0025"), Some("0"));
@@ -800,7 +829,9 @@ mod tests {
         assert_eq!(
             line(
                 &text,
-                &format!("{M_REQUESTS}{{api=\"\",version=\"\",class=\"4xx\"}}")
+                &format!(
+                    "{M_REQUESTS}{{api=\"\",version=\"\",context=\"\",id=\"\",class=\"4xx\"}}"
+                )
             ),
             Some("1")
         );
@@ -831,7 +862,7 @@ mod tests {
         assert_eq!(
             line(
                 &text,
-                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",class=\"2xx\"}}")
+                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",context=\"/pets\",id=\"/pets/v1\",class=\"2xx\"}}")
             ),
             Some("2")
         );
@@ -860,7 +891,7 @@ mod tests {
         assert_eq!(
             line(
                 &text,
-                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",class=\"2xx\"}}")
+                &format!("{M_REQUESTS}{{api=\"pets\",version=\"v1\",context=\"/pets\",id=\"/pets/v1\",class=\"2xx\"}}")
             ),
             Some("1"),
             "the API that stays keeps its count"

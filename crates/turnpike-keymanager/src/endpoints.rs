@@ -114,6 +114,7 @@ fn opaque_claims(iss: &str, client: &ClientRecord, o: crate::store::OpaqueRecord
         application_name: client.application_name.clone(),
         subscriber: client.owner.clone(),
         username: o.grant.username,
+        keytype: crate::token::key_type_name(client.sandbox).to_owned(),
     }
 }
 

@@ -46,7 +46,7 @@ pub use store::{
     ClientRecord, ClientStore, Grant, GrantType, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,
     RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore, UserRecord,
 };
-pub use token::AccessClaims;
+pub use token::{key_type_name, AccessClaims};
 pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
 pub use verify::{KeyInfo, TokenRejection, VerifyError};
 

@@ -90,6 +90,9 @@ pub struct ClientRecord {
     pub audience: Vec<String>,
     /// May introspect any token (gateways); otherwise only tokens issued to itself.
     pub can_introspect: bool,
+    /// The application's sandbox keys (WSO2: each application has a production and a
+    /// sandbox pair): its tokens carry `keytype: SANDBOX`.
+    pub sandbox: bool,
 }
 
 /// A resource owner for the password grant.

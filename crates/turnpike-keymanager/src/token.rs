@@ -34,6 +34,23 @@ pub struct AccessClaims {
     pub subscriber: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
+    /// `PRODUCTION` or `SANDBOX` (WSO2's claim name): which keys of the application
+    /// obtained the token. Tokens issued before the claim existed read as production.
+    #[serde(default = "production")]
+    pub keytype: String,
+}
+
+fn production() -> String {
+    key_type_name(false).to_owned()
+}
+
+/// The `keytype` claim's value for a client's keys, in WSO2's spelling.
+pub fn key_type_name(sandbox: bool) -> &'static str {
+    if sandbox {
+        "SANDBOX"
+    } else {
+        "PRODUCTION"
+    }
 }
 
 /// RFC 6749 §5.1 success body.
@@ -281,6 +298,7 @@ impl KeyManager {
                 application_name: client.application_name.clone(),
                 subscriber: client.owner.clone(),
                 username: grant.username.clone(),
+                keytype: key_type_name(client.sandbox).to_owned(),
             })?,
             TokenFormat::Opaque => {
                 let token = random_token();

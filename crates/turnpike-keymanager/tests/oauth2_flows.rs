@@ -511,3 +511,32 @@ async fn expired_tokens_introspect_as_inactive() {
         assert_eq!(info["active"], false);
     }
 }
+
+/// WSO2's `keytype` claim: the JWTs of a sandbox client say SANDBOX, a production
+/// client's PRODUCTION; opaque tokens say it through introspection (what gateways read).
+#[tokio::test]
+async fn tokens_carry_the_key_type_of_the_keys_that_obtained_them() {
+    let km = start().await;
+    for (client, want) in [("app1", "PRODUCTION"), ("sandbox1", "SANDBOX")] {
+        let t = km.client_credentials(client).await;
+        let (_, claims, ..) = split(t["access_token"].as_str().expect("token"));
+        assert_eq!(claims["keytype"], want, "{client}");
+    }
+    for (client, want) in [("opaque1", "PRODUCTION"), ("sandbox-opaque", "SANDBOX")] {
+        let t = km.client_credentials(client).await;
+        let token = t["access_token"].as_str().expect("token");
+        let (status, _, info) = km
+            .post(
+                "/oauth2/introspect",
+                Some(("gateway", SECRET)),
+                &[("token", token)],
+            )
+            .await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            (info["active"].clone(), info["keytype"].clone()),
+            (serde_json::json!(true), serde_json::json!(want)),
+            "{client}"
+        );
+    }
+}

@@ -18,6 +18,10 @@ pub struct PolicySpec {
     /// authentication), `Access-Control-*` headers on every response, errors included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cors: Option<CorsSpec>,
+    /// Response cache (RFC 9111): stored answers served without calling the upstream
+    /// (docs/caching.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSpec>,
 }
 
 impl PolicySpec {
@@ -26,6 +30,9 @@ impl PolicySpec {
         let mut k = Vec::new();
         if self.cors.is_some() {
             k.push("cors");
+        }
+        if self.cache.is_some() {
+            k.push("cache");
         }
         k
     }
@@ -53,6 +60,108 @@ pub struct CorsSpec {
     /// How long a browser may cache a preflight answer (`"10m"`, or seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_age: Option<Quantity>,
+}
+
+/// Response cache settings (`- cache: { ttl: 60s }`). What may be stored and served
+/// follows the response's `Cache-Control`, `Expires` and `Vary` (RFC 9111); these
+/// settings bound it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSpec {
+    /// How long a response stays fresh when it says nothing itself (no `max-age`,
+    /// `s-maxage` or `Expires`): `"60s"`, `"5m"` (60 s when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Quantity>,
+    /// Methods whose responses are cached: GET and HEAD when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+    /// Upstream statuses cached: 200, 203, 204, 300, 301, 308, 404, 410 when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statuses: Vec<u16>,
+    /// What the cache key is made of, besides the method and the path.
+    #[serde(default, skip_serializing_if = "CacheKeySpec::is_default")]
+    pub key: CacheKeySpec,
+    /// Largest response body stored (`"1MiB"` when omitted); larger ones pass through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_entry_size: Option<Quantity>,
+    /// Bytes all of this API's entries may hold (`"64MiB"` when omitted); the least
+    /// useful entries go first (S3-FIFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<Quantity>,
+    /// How long past freshness a stored answer may still be served (`X-Cache: STALE`)
+    /// while one request refreshes it (0 when omitted; a response's own
+    /// `stale-while-revalidate` directive wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_while_revalidate: Option<Quantity>,
+    /// How long past freshness a stored answer replaces an upstream failure (a 5xx or
+    /// no connection) (0 when omitted; a response's own `stale-if-error` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_if_error: Option<Quantity>,
+    /// How long concurrent misses of one key wait for the first one's response before
+    /// going upstream themselves (`"5s"` when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_timeout: Option<Quantity>,
+    /// A response header whose comma-separated values tag the entry, for purges by tag
+    /// (e.g. `Cache-Tag`, `Surrogate-Key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag_header: Option<String>,
+    /// Purges (the control plane appends one per Publisher purge; a file may list them
+    /// too): each gateway applies a purge once, when it first sees its `id`, so a purge
+    /// travels with the snapshot to every gateway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub purges: Vec<CachePurge>,
+}
+
+/// One purge of an API's cached responses: every entry, those whose upstream path
+/// starts with `prefix`, or those tagged `tag` (through `tag_header`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePurge {
+    /// Increasing: a gateway applies the purges above the last one it applied.
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+}
+
+/// The parts of a request that make its cache key (the method and the upstream path
+/// always do).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheKeySpec {
+    /// The query string (on when omitted).
+    #[serde(default = "yes")]
+    pub query: bool,
+    /// Request headers whose values are part of the key (case-insensitive names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
+    /// The authenticated caller (application and subject) unless the response is
+    /// `public` (on when omitted). Off: an authenticated request's response is stored
+    /// only when RFC 9111 lets a shared cache reuse it (`public`, `s-maxage`,
+    /// `must-revalidate`).
+    #[serde(default = "yes")]
+    pub consumer: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for CacheKeySpec {
+    fn default() -> Self {
+        CacheKeySpec {
+            query: true,
+            headers: Vec::new(),
+            consumer: true,
+        }
+    }
+}
+
+impl CacheKeySpec {
+    pub fn is_default(&self) -> bool {
+        *self == CacheKeySpec::default()
+    }
 }
 
 /// The dates of a deprecated API (`deprecation:`), each an RFC 3339 date or date-time in

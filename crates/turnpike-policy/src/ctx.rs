@@ -86,6 +86,11 @@ impl RequestCtx {
 #[derive(Debug, Clone, Copy)]
 pub struct Anonymous;
 
+/// Put in [`RequestCtx::ext`] by a response cache that answered the request itself (a
+/// hit, or a stale answer): observers count it as a cache hit.
+#[derive(Debug, Clone, Copy)]
+pub struct FromCache;
+
 /// What the auth step learned about the caller.
 #[derive(Clone)]
 pub struct Authenticated {

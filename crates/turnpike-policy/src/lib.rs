@@ -45,7 +45,7 @@ pub use caller::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principa
 pub use chain::{Answer, Chain, Stop};
 pub use counter::StripedCounter;
 pub use ctx::{
-    Anonymous, ApiLabel, Authenticated, Completion, InvalidTarget, RequestCtx, Timings,
+    Anonymous, ApiLabel, Authenticated, Completion, FromCache, InvalidTarget, RequestCtx, Timings,
     UpstreamTarget,
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};

@@ -21,7 +21,7 @@ pub struct ApiFilter {
     pub states: Vec<LifecycleState>,
 }
 
-pub(crate) const COLS: &str = "id, name, context, version, is_default, state, api_type, description, endpoints, resources, tiers, definition, provider, revision, created_at, updated_at, options";
+pub(crate) const COLS: &str = "id, name, context, version, is_default, state, api_type, description, endpoints, resources, tiers, definition, provider, revision, created_at, updated_at, options, sandbox_endpoints";
 
 pub(crate) fn decode(row: &AnyRow) -> Result<Api, StoreError> {
     let state: String = row.try_get("state")?;
@@ -29,6 +29,7 @@ pub(crate) fn decode(row: &AnyRow) -> Result<Api, StoreError> {
     let resources: String = row.try_get("resources")?;
     let tiers: String = row.try_get("tiers")?;
     let options: String = row.try_get("options")?;
+    let sandbox: String = row.try_get("sandbox_endpoints")?;
     let corrupt = |what: &str| sqlx::Error::Decode(format!("corrupt {what} column").into());
     Ok(Api {
         id: row.try_get("id")?,
@@ -40,6 +41,8 @@ pub(crate) fn decode(row: &AnyRow) -> Result<Api, StoreError> {
         api_type: row.try_get("api_type")?,
         description: row.try_get("description")?,
         endpoints: serde_json::from_str(&endpoints).map_err(|_| corrupt("endpoints"))?,
+        sandbox_endpoints: serde_json::from_str(&sandbox)
+            .map_err(|_| corrupt("sandbox_endpoints"))?,
         resources: serde_json::from_str::<Vec<Resource>>(&resources)
             .map_err(|_| corrupt("resources"))?,
         policies: serde_json::from_str(&tiers).map_err(|_| corrupt("tiers"))?,
@@ -195,7 +198,7 @@ impl WriteTx<'_> {
         let id = new_id();
         let now = now_ms();
         sqlx::query(&format!(
-            "INSERT INTO apis ({COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+            "INSERT INTO apis ({COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)"
         ))
         .bind(id.clone())
         .bind(input.name.clone())
@@ -214,6 +217,7 @@ impl WriteTx<'_> {
         .bind(now)
         .bind(now)
         .bind(json(&input.options))
+        .bind(json(&input.sandbox_endpoints))
         .execute(self.conn())
         .await
         .map_err(|e| duplicate(e, &input.context, &input.version))?;
@@ -233,7 +237,7 @@ impl WriteTx<'_> {
         let current = fetch_in_tx(self, id).await?;
         check_revision(&current, expected_revision)?;
         sqlx::query(
-            "UPDATE apis SET name = $1, context = $2, version = $3, is_default = $4, api_type = $5, description = $6, endpoints = $7, resources = $8, tiers = $9, definition = $10, revision = revision + 1, updated_at = $11, options = $14 WHERE id = $12 AND revision = $13",
+            "UPDATE apis SET name = $1, context = $2, version = $3, is_default = $4, api_type = $5, description = $6, endpoints = $7, resources = $8, tiers = $9, definition = $10, revision = revision + 1, updated_at = $11, options = $14, sandbox_endpoints = $15 WHERE id = $12 AND revision = $13",
         )
         .bind(input.name.clone())
         .bind(input.context.clone())
@@ -249,6 +253,7 @@ impl WriteTx<'_> {
         .bind(id)
         .bind(current.revision)
         .bind(json(&input.options))
+        .bind(json(&input.sandbox_endpoints))
         .execute(self.conn())
         .await
         .map_err(|e| duplicate(e, &input.context, &input.version))?;
@@ -339,6 +344,7 @@ impl WriteTx<'_> {
             api_type: src.api_type,
             description: src.description,
             endpoints: src.endpoints,
+            sandbox_endpoints: src.sandbox_endpoints,
             resources: src.resources,
             tiers: src.policies,
             definition: src.definition,

@@ -10,6 +10,9 @@ use crate::model::{
 use crate::{new_id, now_ms, Store, StoreError, WriteTx};
 
 const APP_COLS: &str = "id, name, owner, tier, description, revision, created_at, status";
+/// The most application ids one [`Store::application_names`] looks up (one statement,
+/// under SQLite's and PostgreSQL's parameter limits).
+const MAX_NAME_LOOKUPS: usize = 1000;
 const SUB_COLS: &str = "id, application_id, api_id, tier, state, revision, created_at";
 
 fn decode_app(row: &AnyRow) -> Result<Application, StoreError> {
@@ -86,6 +89,31 @@ impl Store {
         )
         .fetch_all(self.pool())
         .await?)
+    }
+
+    /// The current names of the applications `ids` names that still exist (at most
+    /// [`MAX_NAME_LOOKUPS`] ids are looked up; the rest are left out).
+    pub async fn application_names(
+        &self,
+        ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+        let ids = &ids[..ids.len().min(MAX_NAME_LOOKUPS)];
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT id, name FROM applications WHERE id IN ({})",
+            marks.join(", ")
+        );
+        let mut q = sqlx::query(&sql);
+        for id in ids {
+            q = q.bind(*id);
+        }
+        let rows = q.fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("name")?)))
+            .collect()
     }
 
     pub async fn get_application(&self, id: &str) -> Result<Application, StoreError> {

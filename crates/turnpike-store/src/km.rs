@@ -123,6 +123,7 @@ impl ClientStore for Store {
             refresh_token_ttl: Duration::from_secs(usecs(c.refresh_ttl_s)),
             audience: c.audience,
             can_introspect: false,
+            sandbox: c.key_type == turnpike_keymanager::key_type_name(true),
         }))
     }
 

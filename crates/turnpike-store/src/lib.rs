@@ -8,13 +8,16 @@
 //! Writes go through [`Store::begin_write`]: one writer at a time in this process (SQLite
 //! allows no more, and it keeps version numbers dense), every write transaction bumps the
 //! version and appends to the change log before it commits, and subscribers of
-//! [`Store::watch_version`] learn the new version after the commit.
+//! [`Store::watch_version`] learn the new version after the commit. On PostgreSQL several
+//! control planes share the database: writes are serial across them too, each learns the
+//! others' versions, and one at a time writes derived state (`cluster.rs`).
 
 mod analytics;
 mod apis;
 mod apps;
 mod audit;
 mod bulk;
+mod cluster;
 mod documents;
 mod km;
 mod migrate;
@@ -37,6 +40,7 @@ pub use analytics::{AnalyticsRetention, Compacted, RollupFilter};
 pub use apis::ApiFilter;
 pub use audit::{AuditEntry, AuditFilter};
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
+pub use cluster::{GatewayContact, GatewayRow, Maintenance, MAX_GATEWAYS, VERSION_POLL};
 pub use documents::ApiDocument;
 pub use model::*;
 pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};
@@ -90,6 +94,10 @@ pub struct Store {
 struct Inner {
     pool: AnyPool,
     backend: Backend,
+    /// The database URL: the version listener and the leader open their own sessions.
+    url: String,
+    /// PostgreSQL: the session holding the leader advisory lock (`cluster.rs`).
+    leader: Mutex<Option<sqlx::AnyConnection>>,
     writer: Mutex<()>,
     version: watch::Sender<u64>,
     password: PasswordParams,
@@ -193,6 +201,8 @@ impl Store {
             inner: Arc::new(Inner {
                 pool,
                 backend,
+                url,
+                leader: Mutex::new(None),
                 writer: Mutex::new(()),
                 version,
                 password: options.password,
@@ -202,6 +212,7 @@ impl Store {
         };
         let v = store.current_version().await?;
         store.inner.version.send_replace(v);
+        cluster::follow_versions(&store);
         tiers::seed_defaults(&store).await?;
         Ok(store)
     }
@@ -226,7 +237,8 @@ impl Store {
         Ok(v.max(0) as u64)
     }
 
-    /// A receiver that sees every version this process commits.
+    /// A receiver that sees every version this process commits and, on PostgreSQL, every
+    /// version other control planes commit (within [`VERSION_POLL`], usually at once).
     pub fn watch_version(&self) -> watch::Receiver<u64> {
         self.inner.version.subscribe()
     }
@@ -250,7 +262,12 @@ impl Store {
         // is still rolling back (sqlx rolls back on drop in the background).
         Ok(match self.inner.backend {
             Backend::Sqlite => self.inner.pool.begin_with("BEGIN IMMEDIATE").await?,
-            _ => self.inner.pool.begin().await?,
+            Backend::Postgres => {
+                // Other control planes write too: one writer at a time across all of them.
+                let mut tx = self.inner.pool.begin().await?;
+                cluster::lock_version_row(&mut tx).await?;
+                tx
+            }
         })
     }
 
@@ -296,9 +313,15 @@ impl WriteTx<'_> {
         .bind(summary)
         .execute(&mut *self.tx)
         .await?;
+        if self.store.inner.backend == Backend::Postgres {
+            cluster::notify(&mut self.tx, v).await?;
+        }
         self.tx.commit().await?;
         let v = v.max(0) as u64;
-        self.store.inner.version.send_replace(v);
+        self.store
+            .inner
+            .version
+            .send_if_modified(|cur| std::mem::replace(cur, v.max(*cur)) < v);
         Ok(v)
     }
 }

@@ -213,7 +213,27 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: ANALYTICS,
         postgres: ANALYTICS,
     },
+    Migration {
+        version: 9,
+        name: "sandbox_endpoints",
+        separator: ";",
+        sqlite: SANDBOX_ENDPOINTS,
+        postgres: SANDBOX_ENDPOINTS,
+    },
+    Migration {
+        version: 10,
+        name: "cluster",
+        separator: ";",
+        sqlite: crate::cluster::CLUSTER_SQL,
+        postgres: crate::cluster::CLUSTER_SQL,
+    },
 ];
+
+/// Where an API's SANDBOX-key calls go (a JSON array of URLs, like `endpoints`); APIs
+/// created before have none, and their sandbox calls are refused, not sent to production.
+const SANDBOX_ENDPOINTS: &str = r#"
+ALTER TABLE apis ADD COLUMN sandbox_endpoints TEXT NOT NULL DEFAULT '[]'
+"#;
 
 /// Analytics rollups (`analytics.rs`): one row per period (60, 3600 or 86400 seconds),
 /// bucket start and key, with sums and latency histograms (`index:count,...` text).
@@ -342,6 +362,30 @@ CREATE TABLE api_security (
 
 /// Applies every migration newer than the database's.
 pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {
+    // Control planes starting together on one PostgreSQL: one migrates, the others wait
+    // and then find nothing left to do.
+    let mut held = match backend {
+        Backend::Postgres => {
+            let mut conn = pool.acquire().await?;
+            sqlx::query("SELECT pg_advisory_lock($1)")
+                .bind(crate::cluster::MIGRATE_KEY)
+                .execute(&mut *conn)
+                .await?;
+            Some(conn)
+        }
+        Backend::Sqlite => None,
+    };
+    let done = apply(pool, backend).await;
+    if let Some(conn) = held.as_mut() {
+        sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(crate::cluster::MIGRATE_KEY)
+            .execute(&mut **conn)
+            .await?;
+    }
+    done
+}
+
+async fn apply(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {
     sqlx::query(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
     )

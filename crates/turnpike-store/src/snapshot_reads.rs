@@ -32,7 +32,7 @@ impl Store {
 
     /// The APIs (store ids, each once) whose subscriptions changed after log position
     /// `after`, and the newest position; `None` when more than `limit` changes were logged
-    /// (cheaper to reread everything). [`Store::subscription_log_position`] is the position
+    /// (cheaper to reread everything) or entries after `after` were pruned. [`Store::subscription_log_position`] is the position
     /// to start from after a full read.
     pub async fn subscription_log_since(
         &self,
@@ -53,7 +53,12 @@ impl Store {
             last = last.max(seq.max(0) as u64);
             apis.insert(r.try_get::<String, _>("api_id")?);
         }
-        if rows.len() > limit {
+        // Read after the entries: a prune that ran meanwhile shows here.
+        let pruned: i64 =
+            sqlx::query_scalar("SELECT value FROM meta WHERE key = 'subscription_log_pruned'")
+                .fetch_one(self.pool())
+                .await?;
+        if rows.len() > limit || pruned.max(0) as u64 > after {
             return Ok((self.subscription_log_position().await?, None));
         }
         Ok((last, Some(apis.into_iter().collect())))
@@ -67,14 +72,31 @@ impl Store {
         Ok(v.unwrap_or(0).max(0) as u64)
     }
 
-    /// Forgets log entries up to `upto` (the builder has read them). Not a versioned write:
-    /// the log is the builder's own bookkeeping.
-    pub async fn prune_subscription_log(&self, upto: u64) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM subscription_log WHERE seq <= $1")
-            .bind(i64::try_from(upto).unwrap_or(i64::MAX))
-            .execute(self.pool())
+    /// Forgets all but the newest `keep` log entries (run by one control plane: see
+    /// `cluster.rs`) and moves the watermark past them in the same transaction, so a
+    /// builder whose position is older learns it must reread everything.
+    pub async fn prune_subscription_log(&self, keep: i64) -> Result<u64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM subscription_log")
+            .fetch_one(&mut *tx)
             .await?;
-        Ok(())
+        let upto = newest.unwrap_or(0) - keep;
+        if upto <= 0 {
+            return Ok(0);
+        }
+        sqlx::query(
+            "UPDATE meta SET value = $1 WHERE key = 'subscription_log_pruned' AND value < $1",
+        )
+        .bind(upto)
+        .execute(&mut *tx)
+        .await?;
+        let gone = sqlx::query("DELETE FROM subscription_log WHERE seq <= $1")
+            .bind(upto)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(gone)
     }
 
     /// The subscriptions of these APIs (store ids), read in chunks.

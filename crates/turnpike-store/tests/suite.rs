@@ -20,6 +20,7 @@ fn input(context: &str, version: &str) -> ApiInput {
         api_type: "HTTP".into(),
         description: String::new(),
         endpoints: vec!["http://127.0.0.1:9000".into()],
+        sandbox_endpoints: Vec::new(),
         resources: vec![Resource {
             path: "/*".into(),
             methods: vec!["GET".into()],
@@ -325,10 +326,18 @@ async fn subscription_changes_follow_subscription_writes(url: String) {
         s.subscription_log_since(pos1, 1).await.expect("log").1,
         None
     );
-    s.prune_subscription_log(pos2).await.expect("prune");
+    assert!(pos2 > pos1);
+    // Pruning all but the newest entry: a reader at or after the watermark reads on, an
+    // older one is told to reread everything.
+    assert!(s.prune_subscription_log(1).await.expect("prune") > 0);
     assert_eq!(
-        s.subscription_log_since(0, 100).await.expect("log").1,
-        Some(Vec::new())
+        s.subscription_log_since(pos2, 100).await.expect("log"),
+        (pos2, Some(Vec::new()))
+    );
+    assert_eq!(
+        s.subscription_log_since(pos1, 100).await.expect("log"),
+        (pos2, None),
+        "a position before the pruned entries must reread everything"
     );
     let _ = sub;
 }
@@ -399,6 +408,57 @@ async fn reopen_keeps_data_and_version(url: String) {
     );
 }
 
+/// Sandbox endpoints round-trip through create, update and new versions; and migration 9
+/// gives an API written before it (the column dropped and the migration unrecorded, as
+/// in a database of the previous release) no sandbox endpoints, then stores them.
+async fn sandbox_endpoints_migrate_and_round_trip(url: String) {
+    let s = open(url.clone()).await;
+    let mut i = input("/pets", "v1");
+    i.sandbox_endpoints = vec!["http://127.0.0.1:9001".into()];
+    let a = create(&s, &i).await;
+    assert_eq!(
+        s.get_api(&a.id).await.expect("get").sandbox_endpoints,
+        i.sandbox_endpoints
+    );
+    i.sandbox_endpoints = vec!["http://127.0.0.1:9002".into(), "https://sb.example".into()];
+    let mut tx = s.begin_write().await.expect("begin");
+    tx.update_api(&a.id, &i, None).await.expect("update");
+    let b = tx
+        .new_version(&a.id, "v2", false, "bob")
+        .await
+        .expect("copy");
+    tx.commit("alice", "update").await.expect("commit");
+    assert_eq!(
+        b.sandbox_endpoints, i.sandbox_endpoints,
+        "a new version copies them"
+    );
+    s.close().await;
+
+    let raw = sqlx::AnyPool::connect(&url).await.expect("raw connection");
+    for stmt in [
+        "ALTER TABLE apis DROP COLUMN sandbox_endpoints",
+        "DELETE FROM schema_migrations WHERE version = 9",
+    ] {
+        sqlx::query(stmt).execute(&raw).await.expect(stmt);
+    }
+    raw.close().await;
+
+    let s = open(url).await;
+    assert!(s
+        .get_api(&a.id)
+        .await
+        .expect("get")
+        .sandbox_endpoints
+        .is_empty());
+    let mut tx = s.begin_write().await.expect("begin");
+    tx.update_api(&a.id, &i, None).await.expect("update");
+    tx.commit("alice", "update").await.expect("commit");
+    assert_eq!(
+        s.get_api(&a.id).await.expect("get").sandbox_endpoints,
+        i.sandbox_endpoints
+    );
+}
+
 const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
     seeds_default_tiers,
     create_get_list_and_duplicate,
@@ -412,6 +472,7 @@ const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
     users_and_passwords,
     new_version_copies,
     reopen_keeps_data_and_version,
+    sandbox_endpoints_migrate_and_round_trip,
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

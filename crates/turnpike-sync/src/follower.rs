@@ -18,6 +18,12 @@
 //! bounds how long a credential revoked meanwhile can still get in
 //! (`--max-snapshot-age`). A restored snapshot is as old as the saved file's mtime,
 //! which each confirmation refreshes (at most every [`TOUCH_EVERY`]).
+//!
+//! Several control planes ([`FollowerConfig::control_planes`], one database behind them):
+//! a poll that fails moves to the next URL at once (each is tried before backing off),
+//! and after [`FollowerConfig::failback_after`] on another one the follower tries the
+//! first again. After each install it posts its status report
+//! (`POST /api/am/gateway/v1/status`, [`StatusReport`]) to the control plane it follows.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
@@ -39,8 +45,12 @@ use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER};
 /// How to follow a control plane.
 #[derive(Debug, Clone)]
 pub struct FollowerConfig {
-    /// Base URL, e.g. `http://127.0.0.1:9400` (plain HTTP).
-    pub control_plane: String,
+    /// Base URLs, e.g. `http://127.0.0.1:9400` (plain HTTP), in order of preference: all
+    /// serve the same database, the follower uses one at a time.
+    pub control_planes: Vec<String>,
+    /// How long the follower stays on another control plane before trying the first
+    /// again.
+    pub failback_after: Duration,
     /// The control plane's gateway token.
     pub token: String,
     /// A name for this gateway in the control plane's gateway list.
@@ -56,13 +66,20 @@ pub struct FollowerConfig {
 }
 
 impl FollowerConfig {
+    /// `control_planes`: one base URL or several separated by commas.
     pub fn new(
-        control_plane: impl Into<String>,
+        control_planes: impl Into<String>,
         token: impl Into<String>,
         gateway_id: impl Into<String>,
     ) -> Self {
+        let list: String = control_planes.into();
         FollowerConfig {
-            control_plane: control_plane.into().trim_end_matches('/').to_string(),
+            control_planes: list
+                .split(',')
+                .map(|u| u.trim().trim_end_matches('/').to_string())
+                .filter(|u| !u.is_empty())
+                .collect(),
+            failback_after: Duration::from_secs(30),
             token: token.into(),
             gateway_id: gateway_id.into(),
             wait: Duration::from_secs(30),
@@ -172,6 +189,23 @@ impl FollowerHandle {
     }
 }
 
+/// What a gateway reports after each install (`POST /api/am/gateway/v1/status`). The
+/// control plane keeps the object as sent and shows it in `/gateways`: add fields here.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    pub version: u64,
+    pub hash: String,
+    /// Milliseconds the last apply + compile took.
+    pub apply_ms: u64,
+    /// `delta` or `full`: how the last snapshot arrived.
+    pub kind: &'static str,
+    pub fulls: u64,
+    pub deltas: u64,
+    /// Unix milliseconds of the install.
+    pub applied_at_ms: u64,
+}
+
 enum Poll {
     Unchanged,
     New {
@@ -184,7 +218,10 @@ enum Poll {
 
 struct Follower {
     cfg: FollowerConfig,
-    client: Client<HttpConnector, Empty<Bytes>>,
+    client: Client<HttpConnector, Full<Bytes>>,
+    /// Index of the control plane in use, and since when (`None`: the first, by choice).
+    current: usize,
+    switched_at: Option<Instant>,
     snapshots: Arc<ArcSwap<Snapshot>>,
     served_tx: watch::Sender<u64>,
     ready_tx: watch::Sender<bool>,
@@ -213,6 +250,8 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
     let mut follower = Follower {
         cfg,
         client: Client::builder(TokioExecutor::new()).build_http(),
+        current: 0,
+        switched_at: None,
         snapshots,
         served_tx,
         ready_tx,
@@ -252,7 +291,10 @@ impl Follower {
         self.restored_tx.send_replace(true);
         let mut backoff = Duration::from_millis(50);
         let mut was_down = false;
+        // Control planes that failed since the last success.
+        let mut failed = 0;
         loop {
+            self.maybe_fail_back();
             match self.poll().await {
                 Ok(Poll::Unchanged) => {
                     backoff = Duration::from_millis(50);
@@ -271,22 +313,31 @@ impl Follower {
                         .last_body_bytes
                         .store(body.len() as u64, Ordering::Relaxed);
                     match self.install(version, body, hash, delta).await {
-                        Ok(()) => self.confirm(),
+                        Ok(()) => {
+                            self.confirm();
+                            self.report(delta);
+                        }
                         Err(e) => {
                             tracing::error!(error = %e, "sync: keeping the previous snapshot")
                         }
                     }
                 }
                 Err(e) => {
+                    failed += 1;
+                    if self.fail_over(&e) && failed < self.cfg.control_planes.len() {
+                        continue;
+                    }
                     if !was_down {
                         tracing::warn!(error = %e, version = self.cursor, "sync: control plane unavailable; serving the last good snapshot");
                     }
                     was_down = true;
+                    failed = 0;
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(self.cfg.max_backoff);
                     continue;
                 }
             }
+            failed = 0;
             if was_down {
                 tracing::info!(version = self.cursor, "sync: control plane reachable again");
                 was_down = false;
@@ -362,10 +413,81 @@ impl Follower {
         );
     }
 
+    /// The control plane in use.
+    fn base(&self) -> &str {
+        self.cfg
+            .control_planes
+            .get(self.current)
+            .map_or("", String::as_str)
+    }
+
+    /// Moves to the next control plane after a failed poll; false when there is no other.
+    fn fail_over(&mut self, e: &SyncError) -> bool {
+        let n = self.cfg.control_planes.len();
+        if n < 2 || matches!(e, SyncError::Invalid { .. } | SyncError::Delta { .. }) {
+            return false;
+        }
+        let from = self.current;
+        self.current = (self.current + 1) % n;
+        self.switched_at = (self.current != 0).then(Instant::now);
+        tracing::warn!(error = %e, from = %self.cfg.control_planes[from], to = %self.base(), "sync: failing over to another control plane");
+        true
+    }
+
+    /// Back to the first control plane once `failback_after` passed on another: if it is
+    /// still down, the poll fails over again.
+    fn maybe_fail_back(&mut self) {
+        if self
+            .switched_at
+            .is_some_and(|t| t.elapsed() >= self.cfg.failback_after)
+        {
+            self.current = 0;
+            self.switched_at = None;
+            tracing::info!(to = %self.base(), "sync: trying the first control plane again");
+        }
+    }
+
+    /// Posts the status report in the background (a lost report costs nothing: the next
+    /// install sends another, and polls carry version and hash anyway).
+    fn report(&self, delta: bool) {
+        let report = StatusReport {
+            version: self.cursor,
+            hash: self.served_hash.clone(),
+            apply_ms: self.stats.last_compile_us.load(Ordering::Relaxed) / 1000,
+            kind: if delta { "delta" } else { "full" },
+            fulls: self.stats.fulls.load(Ordering::Relaxed),
+            deltas: self.stats.deltas.load(Ordering::Relaxed),
+            applied_at_ms: unix_ms(SystemTime::now()),
+        };
+        let Ok(body) = serde_json::to_vec(&report) else {
+            return;
+        };
+        let req = http::Request::post(format!("{}/api/am/gateway/v1/status", self.base()))
+            .header(
+                http::header::AUTHORIZATION,
+                format!("Bearer {}", self.cfg.token),
+            )
+            .header("x-turnpike-gateway", self.cfg.gateway_id.as_str())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)));
+        let Ok(req) = req else {
+            return;
+        };
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let sent = tokio::time::timeout(Duration::from_secs(10), client.request(req)).await;
+            match sent {
+                Ok(Ok(r)) if r.status().is_success() => {}
+                Ok(Ok(r)) => tracing::debug!(status = %r.status(), "sync: status report refused"),
+                _ => tracing::debug!("sync: status report not delivered"),
+            }
+        });
+    }
+
     async fn poll(&self) -> Result<Poll, SyncError> {
         let url = format!(
             "{}/api/am/gateway/v1/snapshot?after={}&wait={}",
-            self.cfg.control_plane,
+            self.base(),
             self.cursor,
             self.cfg.wait.as_secs()
         );
@@ -382,7 +504,7 @@ impl Follower {
             req = req.header(ACCEPT_DELTA_HEADER, "1");
         }
         let req = req
-            .body(Empty::new())
+            .body(Full::default())
             .map_err(|e| SyncError::Unreachable(e.to_string()))?;
         let limit = self.cfg.wait + Duration::from_secs(10);
         let resp = tokio::time::timeout(limit, self.client.request(req))

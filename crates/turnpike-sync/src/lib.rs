@@ -20,7 +20,9 @@ mod follower;
 mod saved;
 
 #[cfg(feature = "follower")]
-pub use follower::{spawn, Confirmed, FollowerConfig, FollowerHandle, Stats, SyncError};
+pub use follower::{
+    spawn, Confirmed, FollowerConfig, FollowerHandle, Stats, StatusReport, SyncError,
+};
 #[cfg(feature = "follower")]
 pub use saved::SavedError;
 

@@ -158,8 +158,9 @@ pub struct Parts {
     pub sections: BTreeMap<String, (Value, u64)>,
 }
 
-/// Hashes only: what a control plane remembers of a version it served.
-#[derive(Debug, Clone, Default)]
+/// Hashes only: what a control plane remembers of a version it served (kept in its
+/// store as JSON, so another control plane or a restarted one can build deltas from it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Manifest {
     pub version: u64,
     pub hash: u64,

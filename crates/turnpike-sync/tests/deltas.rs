@@ -91,6 +91,7 @@ async fn control_plane(dir: &std::path::Path, bulk: &BulkSpec) -> Running {
         admin_password: Some("password1".into()),
         public_url: None,
         analytics: Default::default(),
+        gateway_max_lag: 30.0,
     })
     .await
     .expect("control plane");

@@ -78,10 +78,14 @@ pub async fn control_plane(cmd: ControlPlaneCmd) -> Result<(), BoxError> {
 /// `turnpike gateway --control-plane URL`: the gateway's own listeners and flags, its
 /// snapshots followed from the control plane instead of read from a file.
 pub async fn follow(args: GatewayArgs) -> Result<(), BoxError> {
-    let (Some(url), Some(token)) = (args.control_plane.clone(), args.gateway_token.clone()) else {
+    let Some(token) = args.gateway_token.clone() else {
         return Err("--control-plane needs --gateway-token".into());
     };
-    let cfg = FollowerConfig::new(url, token, args.gateway_id.clone());
+    let mut cfg = FollowerConfig::new(args.control_plane.join(","), token, args.gateway_id.clone());
+    if !(args.control_plane_failback.is_finite() && args.control_plane_failback >= 0.0) {
+        return Err("--control-plane-failback is seconds, 0 or more".into());
+    }
+    cfg.failback_after = std::time::Duration::from_secs_f64(args.control_plane_failback);
     let following = follow_with(&args, cfg).await?;
     let result = following.gateway.serve_until_terminated().await;
     following.follower.stop();
@@ -162,7 +166,7 @@ async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Foll
 }
 
 pub async fn up(args: UpArgs) -> Result<(), BoxError> {
-    if args.gateway.config.is_some() || args.gateway.control_plane.is_some() {
+    if args.gateway.config.is_some() || !args.gateway.control_plane.is_empty() {
         return Err("`turnpike up` follows its own control plane: --config and --control-plane are `turnpike gateway` flags".into());
     }
     let data_dir = &args.gateway.data_dir;
@@ -177,6 +181,7 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         admin_password: args.admin_password.clone(),
         public_url: None,
         analytics: Default::default(),
+        gateway_max_lag: 30.0,
     })
     .await?;
     let cfg = FollowerConfig::new(
@@ -186,7 +191,7 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
     );
     // The gateway ships its analytics to this control plane, as a follower does.
     let mut gateway_args = args.gateway.clone();
-    gateway_args.control_plane = Some(format!("http://{}", cp.addr));
+    gateway_args.control_plane = vec![format!("http://{}", cp.addr)];
     gateway_args.gateway_token = Some(cp.gateway_token.clone());
     let following = follow_with(&gateway_args, cfg).await?;
     // The Developer Portal's URLs are this gateway's (an admin's own environments win).
@@ -322,6 +327,7 @@ async fn ensure_demo_api(
             api_type: "HTTP".into(),
             description: "Echo demo API created by `turnpike up`".into(),
             endpoints: vec![endpoint.into()],
+            sandbox_endpoints: Vec::new(),
             resources: vec![turnpike_store::Resource {
                 path: "/*".into(),
                 methods: ["GET", "POST", "PUT", "DELETE"].map(String::from).to_vec(),
@@ -350,6 +356,7 @@ async fn ensure_demo_api(
             api_type: api.api_type,
             description: api.description,
             endpoints: vec![endpoint.into()],
+            sandbox_endpoints: api.sandbox_endpoints,
             resources: api.resources,
             tiers: api.policies,
             definition: api.definition,

@@ -57,6 +57,9 @@ enum Command {
     Up(cp::UpArgs),
     /// Reconcile a declarative API file against a control plane.
     Apply(turnpike_cli::apply::ApplyArgs),
+    /// The cluster's gateways: `cluster status` shows each one's version and lag.
+    #[command(subcommand)]
+    Cluster(turnpike_cli::cluster::ClusterCommand),
     /// Print a REST-API bearer token (password grant, client turnpike-cli).
     Login(turnpike_cli::login::LoginArgs),
     /// Run an API's transformation from a file on a sample, without deploying it.
@@ -97,7 +100,7 @@ fn main() -> anyhow::Result<()> {
     runtime
         .block_on(async {
             match cli.command {
-                Command::Gateway(args) if args.control_plane.is_some() => cp::follow(args).await,
+                Command::Gateway(args) if !args.control_plane.is_empty() => cp::follow(args).await,
                 Command::Gateway(args) => turnpike_gateway::run(args).await,
                 Command::Echo(args) => turnpike_bench::echo::run(args).await,
                 Command::Bench(args) => turnpike_bench::run(args).await,
@@ -105,6 +108,7 @@ fn main() -> anyhow::Result<()> {
                 Command::Up(args) => cp::up(args).await,
                 Command::Apply(args) => turnpike_cli::apply::run(args).await,
                 Command::Login(args) => turnpike_cli::login::run(args).await,
+                Command::Cluster(cmd) => turnpike_cli::cluster::run(cmd).await,
                 Command::MediationTry(args) => mediation_try::run(args).map_err(Into::into),
             }
         })

@@ -142,7 +142,7 @@ fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps
         value(
             &text,
             &format!(
-                "turnpike_http_requests_total{{api=\"echo\",version=\"v1\",class=\"{class}\"}}"
+                "turnpike_http_requests_total{{api=\"echo\",version=\"v1\",context=\"/echo\",id=\"/echo/v1\",class=\"{class}\"}}"
             ),
         )
     };
@@ -152,14 +152,14 @@ fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps
     assert_eq!(
         value(
             &text,
-            "turnpike_http_request_duration_seconds_count{api=\"echo\",version=\"v1\"}"
+            "turnpike_http_request_duration_seconds_count{api=\"echo\",version=\"v1\",context=\"/echo\",id=\"/echo/v1\"}"
         ),
         Some(7.0)
     );
     assert_eq!(
         value(
             &text,
-            "turnpike_http_request_duration_seconds_bucket{api=\"echo\",version=\"v1\",le=\"+Inf\"}"
+            "turnpike_http_request_duration_seconds_bucket{api=\"echo\",version=\"v1\",context=\"/echo\",id=\"/echo/v1\",le=\"+Inf\"}"
         ),
         Some(7.0)
     );
@@ -189,14 +189,14 @@ fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps
     assert_eq!(
         value(
             &text,
-            "turnpike_upstream_errors_total{api=\"dead\",version=\"v1\",kind=\"upstream_unavailable\"}"
+            "turnpike_upstream_errors_total{api=\"dead\",version=\"v1\",context=\"/dead\",id=\"/dead/v1\",kind=\"upstream_unavailable\"}"
         ),
         Some(1.0)
     );
     assert_eq!(
         value(
             &text,
-            "turnpike_http_requests_total{api=\"\",version=\"\",class=\"4xx\"}"
+            "turnpike_http_requests_total{api=\"\",version=\"\",context=\"\",id=\"\",class=\"4xx\"}"
         ),
         Some(1.0)
     );
@@ -218,7 +218,7 @@ fn scrape_counts_requests_durations_throttle_decisions_upstream_errors_and_swaps
     assert_eq!(
         value(
             &text,
-            "turnpike_http_requests_total{api=\"echo\",version=\"v1\",class=\"2xx\"}"
+            "turnpike_http_requests_total{api=\"echo\",version=\"v1\",context=\"/echo\",id=\"/echo/v1\",class=\"2xx\"}"
         ),
         Some(5.0)
     );
@@ -360,7 +360,7 @@ fn per_resource_series_are_an_opt_in_counted_by_template() {
         value(
             &text,
             &format!(
-                "turnpike_http_resource_requests_total{{api=\"shop\",version=\"v1\",resource=\"{resource}\",class=\"{class}\"}}"
+                "turnpike_http_resource_requests_total{{api=\"shop\",version=\"v1\",context=\"/shop\",id=\"/shop/v1\",resource=\"{resource}\",class=\"{class}\"}}"
             ),
         )
     };
@@ -370,8 +370,41 @@ fn per_resource_series_are_an_opt_in_counted_by_template() {
     assert_eq!(
         value(
             &text,
-            "turnpike_http_requests_total{api=\"shop\",version=\"v1\",class=\"2xx\"}"
+            "turnpike_http_requests_total{api=\"shop\",version=\"v1\",context=\"/shop\",id=\"/shop/v1\",class=\"2xx\"}"
         ),
         Some(4.0)
     );
+}
+
+/// One OpenAPI document imported at two contexts gives two APIs with one name and
+/// version: each counts its own requests (by id and context), none reads 0.
+#[test]
+fn two_apis_with_one_name_and_version_count_apart() {
+    let dir = TempDir::new();
+    let (_echo, echo) = support::start(&["echo", "--port", "0"], "echo listening on http://");
+    let cfg = dir.path().join("apis.yaml");
+    let api = |context: &str| {
+        format!(
+            "  - name: petstore\n    context: {context}\n    version: v1\n    \
+             endpoints: [\"http://{echo}\"]\n    resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+        )
+    };
+    std::fs::write(&cfg, format!("apis:\n{}{}", api("/a"), api("/b"))).expect("write config");
+    let data = dir.path().join("data");
+    let (_gw, gw, metrics) = gateway(cfg.to_str().expect("utf-8"), data.to_str().expect("utf-8"));
+    for _ in 0..3 {
+        assert_eq!(status(&format!("http://{gw}/a/v1/x")), 200);
+    }
+    assert_eq!(status(&format!("http://{gw}/b/v1/x")), 200);
+    let text = scrape(&metrics);
+    let ok = |context: &str| {
+        value(
+            &text,
+            &format!(
+                "turnpike_http_requests_total{{api=\"petstore\",version=\"v1\",context=\"{context}\",id=\"{context}/v1\",class=\"2xx\"}}"
+            ),
+        )
+    };
+    assert_eq!(ok("/a"), Some(3.0), "{text}");
+    assert_eq!(ok("/b"), Some(1.0), "{text}");
 }

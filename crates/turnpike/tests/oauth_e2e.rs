@@ -22,7 +22,7 @@ use oauth2::{
     ClientId, ClientSecret, ResourceOwnerPassword, ResourceOwnerUsername, TokenResponse, TokenUrl,
 };
 use serde_json::{json, Value};
-use support::{start, start_env, TempDir};
+use support::{Stack, TempDir};
 
 const TOKEN: &str = "oauth-e2e-gateway-token";
 const PASSWORD: &str = "oauth-e2e-admin-password";
@@ -115,55 +115,8 @@ fn http_client() -> reqwest::Client {
         .expect("client")
 }
 
-/// The echo back end, a control plane (SQLite in `dir`) and a gateway following it.
-struct Stack {
-    _procs: Vec<support::Proc>,
-    echo: String,
-    cp: String,
-    gw: String,
-}
-
 fn stack(dir: &TempDir) -> Stack {
-    let db = format!("sqlite://{}", dir.path().join("cp.db").display());
-    let (echo_proc, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
-    let (cp_proc, cp) = start_env(
-        &[
-            "control-plane",
-            "--database",
-            &db,
-            "--port",
-            "0",
-            "--gateway-token",
-            TOKEN,
-        ],
-        &[("TURNPIKE_ADMIN_PASSWORD", PASSWORD)],
-        "control plane listening on http://",
-    );
-    let gw_data = dir.path().join("gw");
-    let (gw_proc, gw) = start(
-        &[
-            "gateway",
-            "--control-plane",
-            &format!("http://{cp}"),
-            "--gateway-token",
-            TOKEN,
-            "--gateway-id",
-            "gw-1",
-            "--http-port",
-            "0",
-            "--https-port",
-            "off",
-            "--data-dir",
-            gw_data.to_str().expect("utf-8 path"),
-        ],
-        "gateway listening on http://",
-    );
-    Stack {
-        _procs: vec![echo_proc, cp_proc, gw_proc],
-        echo,
-        cp,
-        gw,
-    }
+    support::cp_stack(dir, TOKEN, PASSWORD)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -576,3 +576,103 @@ fn claim_condition_reads_the_callers_jwt() {
             .is_some_and(|v| v.starts_with("\"adv:ByPlan\";q=100;")));
     }
 }
+
+/// An application's API key and the token its client got for itself (client
+/// credentials: `sub` is the client id) are one end user, the application's owner, as in
+/// WSO2: they share the application tier's quota.
+#[test]
+fn an_applications_api_key_and_client_credentials_token_share_its_application_tier() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let key = signing_key();
+    let yaml = format!(
+        "security:\n  issuers:\n    - issuer: https://idp.test\n      audiences: [turnpike]\n      \
+         jwks: {{ \"keys\": [{jwk}] }}\n  \
+         api_keys:\n    - {{ sha256: \"{hash}\", application: app-one, subscriber: ann }}\n  \
+         subscriptions:\n    \
+         - {{ api: /shop/v1, application: app-one, state: ACTIVE, tier: Unlimited }}\n\
+         throttling:\n  application_tiers:\n    \
+         - {{ name: FourPerMin, quota: {{ requests: 4, per: minute }} }}\n  \
+         applications:\n    - {{ application: app-one, tier: FourPerMin }}\n\
+         apis:\n  - name: shop\n    context: /shop\n    version: v1\n    \
+         endpoints: [\"http://{echo}\"]\n    auth: {{ oauth2: true, api_key: true }}\n    \
+         resources: [ {{ path: \"/*\", methods: [GET] }} ]\n",
+        jwk = key.jwk,
+        hash = sha256_hex("key-one"),
+    );
+    let cfg = dir.path().join("apis.yaml");
+    std::fs::write(&cfg, yaml).expect("write config");
+    avoid_window_edge(60, Duration::from_secs(15));
+    let (_gw, gw) = gateway(&cfg, &dir.path().join("data"), &[]);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let token = es256(
+        &key,
+        &serde_json::json!({ "iss": "https://idp.test", "aud": "turnpike",
+            "sub": "client-one", "client_id": "client-one", "exp": now + 600,
+            "application": "app-one", "subscriber": "ann" }),
+    );
+    let bearer = format!("authorization: Bearer {token}");
+    let url = format!("http://{gw}/shop/v1/x");
+    for _ in 0..2 {
+        let r = get_with(&url, &[&bearer]);
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    for _ in 0..2 {
+        let r = get_with(&url, &["apikey: key-one"]);
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    // Four calls of one end user: both credentials are refused now.
+    for h in [bearer.as_str(), "apikey: key-one"] {
+        let r = get_with(&url, &[h]);
+        assert_eq!(r.status, 429, "{h}: {}", r.body);
+        assert_eq!(policy_of(&r), "FourPerMin");
+    }
+}
+
+/// A section naming an unauthenticated tier throttles open APIs per client IP; without
+/// one, open APIs are not throttled (and carry no rate-limit headers).
+#[test]
+fn the_unauthenticated_tier_throttles_open_apis_when_the_file_names_it() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let open = format!(
+        "apis:\n  - name: open\n    context: /open\n    version: v1\n    \
+         endpoints: [\"http://{echo}\"]\n    resources: [ {{ path: \"/*\", methods: [GET] }} ]\n"
+    );
+    let named = format!(
+        "throttling:\n  subscription_tiers:\n    \
+         - {{ name: ThreeAnon, quota: {{ requests: 3, per: minute }} }}\n  \
+         unauthenticated_tier: ThreeAnon\n{open}"
+    );
+    let with = dir.path().join("with.yaml");
+    let without = dir.path().join("without.yaml");
+    std::fs::write(&with, named).expect("write config");
+    std::fs::write(&without, &open).expect("write config");
+    avoid_window_edge(60, Duration::from_secs(15));
+    let (_gw1, throttled) = gateway(&with, &dir.path().join("data1"), &[]);
+    let (_gw2, free) = gateway(&without, &dir.path().join("data2"), &[]);
+
+    let url = format!("http://{throttled}/open/v1/x");
+    for left in [2, 1, 0] {
+        let r = get(&url);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(
+            r.header("ratelimit")
+                .is_some_and(|v| v.starts_with(&format!("\"sub:ThreeAnon\";r={left};"))),
+            "{:?}",
+            r.header("ratelimit")
+        );
+    }
+    let r = get(&url);
+    assert_eq!(r.status, 429, "the 4th call from one IP");
+    assert_eq!(policy_of(&r), "ThreeAnon");
+
+    let url = format!("http://{free}/open/v1/x");
+    for _ in 0..10 {
+        let r = get(&url);
+        assert_eq!(r.status, 200);
+        assert!(r.header("ratelimit").is_none(), "not throttled at all");
+    }
+}

@@ -181,7 +181,7 @@ fn enforces_the_control_planes_policies(gw: &str, metrics: &str, bearer: &str) {
     assert_eq!(code, 200);
     let count = |class: &str| {
         let series = format!(
-            "turnpike_http_requests_total{{api=\"Limited\",version=\"v1\",class=\"{class}\"}} "
+            "turnpike_http_requests_total{{api=\"Limited\",version=\"v1\",context=\"/limited\",id=\"/limited/v1\",class=\"{class}\"}} "
         );
         text.lines()
             .find_map(|l| l.strip_prefix(&series))

@@ -10,12 +10,13 @@ export interface Window {
   interval: number;
 }
 
+/** Percentiles in µs; `null` when the block counts no request. */
 export interface LatencyBlock {
   count: number;
-  p50Us: number;
-  p90Us: number;
-  p95Us: number;
-  p99Us: number;
+  p50Us: number | null;
+  p90Us: number | null;
+  p95Us: number | null;
+  p99Us: number | null;
 }
 
 export interface Counts {

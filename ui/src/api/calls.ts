@@ -192,6 +192,13 @@ export const devportal = {
       }),
     ) as OAuthKeys;
   },
+  async regenerateSecret(applicationId: string, keyType: 'PRODUCTION' | 'SANDBOX'): Promise<OAuthKeys> {
+    return must(
+      await api.POST('/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}/regenerate-secret', {
+        params: { path: { applicationId, keyType } },
+      }),
+    ) as OAuthKeys;
+  },
   async tryIt(
     applicationId: string,
     req: { method: string; path: string; headers: Record<string, string>; body?: string; keyType: string },
@@ -235,11 +242,11 @@ export const apiKeys = {
       }),
     ) as Listing<ApiKey>;
   },
-  async create(applicationId: string, name: string, validityPeriod?: number): Promise<ApiKey> {
+  async create(applicationId: string, name: string, validityPeriod?: number, keyType = 'PRODUCTION'): Promise<ApiKey> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/api-keys', {
         params: { path: { applicationId } },
-        body: { name, keyType: 'PRODUCTION', ...(validityPeriod ? { validityPeriod } : {}) } as never,
+        body: { name, keyType, ...(validityPeriod ? { validityPeriod } : {}) } as never,
       }),
     ) as ApiKey;
   },
@@ -285,11 +292,8 @@ export const admin = {
   async deleteUser(name: string): Promise<void> {
     must(await api.DELETE('/api/am/admin/v1/users/{name}', { params: { path: { name } } }));
   },
-  async gateways(): Promise<{ controlPlaneVersion: number; list: Gateway[] }> {
-    return must(await api.GET('/api/am/admin/v1/gateways', {})) as {
-      controlPlaneVersion: number;
-      list: Gateway[];
-    };
+  async gateways(): Promise<GatewayList> {
+    return must(await api.GET('/api/am/admin/v1/gateways', {})) as GatewayList;
   },
   async keys(): Promise<{ activeKid: string | null; list: SigningKey[] }> {
     return must(await api.GET('/api/am/admin/v1/keys', {})) as { activeKid: string | null; list: SigningKey[] };
@@ -355,6 +359,23 @@ export interface Gateway {
   up_to_date?: boolean;
   lastConvergenceMs?: number | null;
   last_convergence_ms?: number | null;
+  versionsBehind?: number;
+  /** How long it may have been out of date: behind the newest version, or silent past its next poll. */
+  lagMs?: number;
+  lagging?: boolean;
+  applyMs?: number | null;
+  controlPlane?: string;
+  servingHash?: string;
+  /** The gateway's last status report, as it sent it. */
+  report?: Record<string, unknown>;
+}
+
+export interface GatewayList {
+  controlPlaneVersion: number;
+  maxLagMs?: number;
+  lagging?: number;
+  count?: number;
+  list: Gateway[];
 }
 
 export interface SigningKey {

@@ -112,7 +112,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Gateways, the version each serves and convergence time
+         * Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times
          * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
          */
         get: operations["listGateways"];
@@ -880,6 +880,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/gateway/v1/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A gateway's status report after each install (a JSON object: version, hash, applyMs, kind, ...; kept as sent, at most 64 KiB), shown in /gateways; gateway token
+         * @description Gateways only (the gateway token).
+         */
+        post: operations["reportGatewayStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/publisher/v1/apis": {
         parameters: {
             query?: never;
@@ -1373,9 +1393,31 @@ export interface components {
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
             name: string;
+            /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
+            paths?: {
+                /**
+                 * @description templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case
+                 * @default false
+                 */
+                case_insensitive: boolean;
+                /**
+                 * @description refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path
+                 * @default refuse
+                 * @enum {string}
+                 */
+                matrix_parameters: "refuse" | "strip";
+            };
             /** @description subscription tiers offered */
             policies?: string[];
             readonly provider?: string;
+            /** @description read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md) */
+            requestBuffering?: {
+                enabled?: boolean;
+                /** @example 1MiB */
+                size?: number | string;
+                /** @example 30s */
+                timeout?: string;
+            };
             resources?: components["schemas"]["Resource"][];
             readonly revision?: number;
             tags?: string[];
@@ -1468,9 +1510,31 @@ export interface components {
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
             name: string;
+            /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
+            paths?: {
+                /**
+                 * @description templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case
+                 * @default false
+                 */
+                case_insensitive: boolean;
+                /**
+                 * @description refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path
+                 * @default refuse
+                 * @enum {string}
+                 */
+                matrix_parameters: "refuse" | "strip";
+            };
             /** @description subscription tiers offered */
             policies: string[];
             readonly provider: string;
+            /** @description read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md) */
+            requestBuffering?: {
+                enabled?: boolean;
+                /** @example 1MiB */
+                size?: number | string;
+                /** @example 30s */
+                timeout?: string;
+            };
             resources: components["schemas"]["Resource"][];
             readonly revision: number;
             tags?: string[];
@@ -1556,9 +1620,31 @@ export interface components {
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
             name?: string;
+            /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
+            paths?: {
+                /**
+                 * @description templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case
+                 * @default false
+                 */
+                case_insensitive: boolean;
+                /**
+                 * @description refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path
+                 * @default refuse
+                 * @enum {string}
+                 */
+                matrix_parameters: "refuse" | "strip";
+            };
             /** @description subscription tiers offered */
             policies?: string[];
             readonly provider?: string;
+            /** @description read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md) */
+            requestBuffering?: {
+                enabled?: boolean;
+                /** @example 1MiB */
+                size?: number | string;
+                /** @example 30s */
+                timeout?: string;
+            };
             resources?: components["schemas"]["Resource"][];
             readonly revision?: number;
             tags?: string[];
@@ -1730,7 +1816,9 @@ export interface components {
         GatewayList: {
             controlPlaneVersion: number;
             count: number;
+            lagging?: number;
             list: Record<string, never>[];
+            maxLagMs?: number;
         };
         /**
          * @example {
@@ -6055,6 +6143,49 @@ export interface operations {
                 content: {
                     "application/json": Record<string, never>;
                 };
+            };
+            /** @description no newer version within the long-poll */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not the gateway token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the control plane is stopping */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportGatewayStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description no newer version within the long-poll */
             304: {

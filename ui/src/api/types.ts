@@ -11,6 +11,8 @@ export interface Api {
   description: string;
   /** URLs, or objects with a weight and timeouts (docs/resilience.md). */
   endpoints: Endpoint[];
+  /** Where calls with SANDBOX keys go; none: they are refused. */
+  sandboxEndpoints?: Endpoint[];
   resources: { path: string; methods: string[]; scopes: string[] }[];
   policies: string[];
   provider: string;

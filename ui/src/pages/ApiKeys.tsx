@@ -1,8 +1,9 @@
 // An application's API keys in the Developer Portal: listed (name, created, expiry),
 // created (the key shown once: the control plane keeps only its SHA-256) and revoked.
 // Gateways accept them in the `apikey` header (or the API's configured header/query).
+// A key is PRODUCTION or SANDBOX: sandbox keys reach the API's sandbox endpoints.
 import { useState } from 'react';
-import { Alert, Button, Card, Group, Modal, NumberInput, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Alert, Badge, Button, Card, Group, Modal, NumberInput, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { apiKeys, type ApiKey } from '../api/calls';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading } from './common';
@@ -14,6 +15,7 @@ export function ApiKeys({ appId }: { appId: string }) {
   const keys = useLoad(() => apiKeys.list(appId), [appId]);
   const [name, setName] = useState('');
   const [days, setDays] = useState<number | string>('');
+  const [keyType, setKeyType] = useState('PRODUCTION');
   const [fresh, setFresh] = useState<ApiKey | null>(null);
   const [error, setError] = useState<string | null>(null);
   const act = async (f: () => Promise<unknown>) => {
@@ -27,7 +29,7 @@ export function ApiKeys({ appId }: { appId: string }) {
   };
   const create = () =>
     act(async () => {
-      setFresh(await apiKeys.create(appId, name || 'default', typeof days === 'number' && days > 0 ? days * day : undefined));
+      setFresh(await apiKeys.create(appId, name || 'default', typeof days === 'number' && days > 0 ? days * day : undefined, keyType));
       setName('');
     });
   return (
@@ -42,6 +44,11 @@ export function ApiKeys({ appId }: { appId: string }) {
               {keys.data.list.map((k) => (
                 <Table.Tr key={k.id}>
                   <Table.Td>{k.name}</Table.Td>
+                  <Table.Td>
+                    <Badge variant="light" color={k.keyType === 'SANDBOX' ? 'orange' : undefined}>
+                      {k.keyType}
+                    </Badge>
+                  </Table.Td>
                   <Table.Td>{new Date(k.createdTime).toLocaleString()}</Table.Td>
                   <Table.Td>{k.expiresAt ? `expires ${new Date(k.expiresAt * 1000).toLocaleDateString()}` : 'no expiry'}</Table.Td>
                   <Table.Td>
@@ -63,6 +70,14 @@ export function ApiKeys({ appId }: { appId: string }) {
       >
         <Group align="flex-end">
           <TextInput label="Key name" placeholder="default" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+          <Select
+            label="Key type"
+            data={['PRODUCTION', 'SANDBOX']}
+            value={keyType}
+            onChange={(v) => setKeyType(v ?? 'PRODUCTION')}
+            allowDeselect={false}
+            w={150}
+          />
           <NumberInput label="Valid for (days)" placeholder="no expiry" min={1} max={3650} value={days} onChange={setDays} w={160} />
           <Button type="submit">Create API key</Button>
         </Group>

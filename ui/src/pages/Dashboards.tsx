@@ -4,12 +4,16 @@
 // applications / resources, and the error and throttling breakdowns. One component for
 // the three scopes: the whole platform (Admin), one API (Publisher), one application
 // (Developer Portal). Loaded on demand: the charts library stays out of the other pages.
+// Time axes come zero-filled from the API (a minute without traffic is a 0, not a
+// missing point); lines are straight between points (no smoothing that would draw a gap
+// as a ramp), latency gaps stay gaps, and latency is in µs when it is under 1 ms.
 import '@mantine/charts/styles.css';
 import { useState } from 'react';
 import { AreaChart, LineChart } from '@mantine/charts';
 import { Card, Group, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
 import { analytics, type AnalyticsScope, type LatencyBlock } from '../api/analytics';
 import { useLoad } from '../lib/load';
+import { duration, latencyScale, scaled } from '../lib/units';
 import { Loading } from './common';
 
 const WINDOWS = {
@@ -19,7 +23,6 @@ const WINDOWS = {
 } as const;
 type WindowName = keyof typeof WINDOWS;
 
-const ms = (us: number | undefined) => (us === undefined ? '–' : `${(us / 1000).toFixed(us < 10_000 ? 2 : 0)} ms`);
 const clock = (t: number, interval: number) =>
   interval >= 86_400 ? new Date(t * 1000).toLocaleDateString() : new Date(t * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 
@@ -48,6 +51,7 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
     [key],
   );
   const d = data.data;
+  const scale = latencyScale(d ? d.latency.points.flatMap((p) => [p.total.p95Us, p.gateway.p95Us, p.backend.p95Us]) : []);
   return (
     <Stack>
       <Group justify="space-between">
@@ -68,8 +72,8 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
               <Stat label="Throttled" value={d.summary.totals.throttled.toLocaleString()} />
               <Stat
                 label="p95 latency"
-                value={ms(d.summary.latency.total.p95Us)}
-                hint={`gateway ${ms(d.summary.latency.gateway.p95Us)} · back end ${ms(d.summary.latency.backend.p95Us)}`}
+                value={duration(d.summary.latency.total.p95Us)}
+                hint={`gateway ${duration(d.summary.latency.gateway.p95Us)} · back end ${duration(d.summary.latency.backend.p95Us)}`}
               />
             </SimpleGrid>
             <Card withBorder component="section" aria-label="Traffic">
@@ -78,6 +82,9 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
               </Title>
               <AreaChart
                 h={220}
+                curveType="linear"
+                data-testid="traffic-chart"
+                data-points={d.traffic.points.length}
                 data={d.traffic.points.map((p) => ({ time: clock(p.timestamp, w.interval), requests: p.requests, errors: p.errors, throttled: p.throttled }))}
                 dataKey="time"
                 series={[
@@ -90,15 +97,17 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
             </Card>
             <Card withBorder component="section" aria-label="Latency">
               <Title order={4} mb="sm">
-                Latency, p95 (ms): gateway vs back end
+                Latency, p95 ({scale.unit}): gateway vs back end
               </Title>
               <LineChart
                 h={220}
+                curveType="linear"
+                connectNulls={false}
                 data={d.latency.points.map((p) => ({
                   time: clock(p.timestamp, w.interval),
-                  total: p.total.p95Us / 1000,
-                  gateway: p.gateway.p95Us / 1000,
-                  'back end': p.backend.p95Us / 1000,
+                  total: scaled(p.total.p95Us, scale.divisor),
+                  gateway: scaled(p.gateway.p95Us, scale.divisor),
+                  'back end': scaled(p.backend.p95Us, scale.divisor),
                 }))}
                 dataKey="time"
                 series={[
@@ -129,7 +138,7 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
                           </Table.Td>
                           <Table.Td ta="right">{r.requests.toLocaleString()}</Table.Td>
                           <Table.Td ta="right">{r.errors.toLocaleString()} errors</Table.Td>
-                          <Table.Td ta="right">p95 {ms(r.latency?.total.p95Us)}</Table.Td>
+                          <Table.Td ta="right">p95 {duration(r.latency?.total.p95Us)}</Table.Td>
                         </Table.Tr>
                       ))}
                     </Table.Tbody>
@@ -225,10 +234,10 @@ function LatencyTable({ latency }: { latency: { total: LatencyBlock; gateway: La
         ).map(([n, b]) => (
           <Table.Tr key={n}>
             <Table.Td>{n}</Table.Td>
-            <Table.Td ta="right">{ms(b.p50Us)}</Table.Td>
-            <Table.Td ta="right">{ms(b.p90Us)}</Table.Td>
-            <Table.Td ta="right">{ms(b.p95Us)}</Table.Td>
-            <Table.Td ta="right">{ms(b.p99Us)}</Table.Td>
+            <Table.Td ta="right">{duration(b.p50Us)}</Table.Td>
+            <Table.Td ta="right">{duration(b.p90Us)}</Table.Td>
+            <Table.Td ta="right">{duration(b.p95Us)}</Table.Td>
+            <Table.Td ta="right">{duration(b.p99Us)}</Table.Td>
           </Table.Tr>
         ))}
       </Table.Tbody>

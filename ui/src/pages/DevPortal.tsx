@@ -253,6 +253,7 @@ function Subscribe({ api }: { api: Api }) {
 function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
   const apps = useLoad(() => devportal.applications(), []);
   const [app, setApp] = useState<string | null>(null);
+  const [keyType, setKeyType] = useState('PRODUCTION');
   const [opKey, setOpKey] = useState<string | null>(ops[0] ? `${ops[0].method} ${ops[0].path}` : null);
   const op = ops.find((o) => `${o.method} ${o.path}` === opKey);
   const [values, setValues] = useState<Record<string, string>>({});
@@ -281,7 +282,7 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
           path: fullPath,
           headers: h,
           body: body || undefined,
-          keyType: 'PRODUCTION',
+          keyType,
         }),
       );
     } catch (e) {
@@ -297,7 +298,7 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
         Try it
       </Title>
       <Text size="sm" c="dimmed" mb="sm">
-        Sent through the control plane to the gateway with a one-minute token of the chosen application.
+        Sent through the control plane to the gateway with a one-minute token of the chosen application's production or sandbox keys.
       </Text>
       <Stack>
         <Group grow align="flex-end">
@@ -307,6 +308,14 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
             data={(apps.data?.list ?? []).map((a) => ({ value: a.id, label: a.name }))}
             value={app}
             onChange={setApp}
+          />
+          <Select
+            label="Key type"
+            description="Sandbox keys reach the API's sandbox endpoints"
+            data={['PRODUCTION', 'SANDBOX']}
+            value={keyType}
+            onChange={(v) => setKeyType(v ?? 'PRODUCTION')}
+            allowDeselect={false}
           />
           <Select
             label="Operation"
@@ -445,22 +454,27 @@ function AppList() {
   );
 }
 
+/** An application's two key pairs (WSO2): production, and sandbox for sandbox endpoints. */
+const KEY_TYPES = [
+  { type: 'PRODUCTION', label: 'production' },
+  { type: 'SANDBOX', label: 'sandbox' },
+] as const;
+
 function AppPage({ id }: { id: string }) {
   const app = useLoad(() => devportal.application(id), [id]);
   const keys = useLoad(() => devportal.keys(id), [id]);
   const subs = useLoad(() => devportal.subscriptions({ applicationId: id }), [id]);
   const [fresh, setFresh] = useState<OAuthKeys | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const generate = async () => {
+  const act = async (f: () => Promise<OAuthKeys>) => {
     setError(null);
     try {
-      setFresh(await devportal.generateKeys(id, 'PRODUCTION'));
+      setFresh(await f());
       keys.reload();
     } catch (e) {
       setError(errorText(e));
     }
   };
-  const hasProd = keys.data?.list.some((k) => k.keyType === 'PRODUCTION');
   return (
     <Loading error={app.error} loading={app.loading && !app.data}>
       {app.data && (
@@ -476,18 +490,31 @@ function AppPage({ id }: { id: string }) {
             <Title order={4} mb="sm">
               OAuth2 keys
             </Title>
-            {keys.data?.list.map((k) => (
-              <Group key={k.keyType} gap="xs">
-                <Badge variant="light">{k.keyType}</Badge>
-                <Text size="sm">Consumer key</Text>
-                <Code>{k.consumerKey}</Code>
-              </Group>
-            ))}
-            {!hasProd && (
-              <Button mt="sm" onClick={() => void generate()}>
-                Generate keys
-              </Button>
-            )}
+            <Stack gap="xs">
+              {KEY_TYPES.map(({ type, label }) => {
+                const k = keys.data?.list.find((c) => c.keyType === type);
+                return k ? (
+                  <Group key={type} gap="xs">
+                    <Badge variant="light" color={type === 'SANDBOX' ? 'orange' : undefined}>
+                      {type}
+                    </Badge>
+                    <Text size="sm">Consumer key</Text>
+                    <Code>{k.consumerKey}</Code>
+                    <Button size="xs" variant="subtle" onClick={() => void act(() => devportal.regenerateSecret(id, type))}>
+                      Regenerate {label} secret
+                    </Button>
+                  </Group>
+                ) : (
+                  keys.data && (
+                    <Group key={type}>
+                      <Button variant={type === 'SANDBOX' ? 'light' : 'filled'} onClick={() => void act(() => devportal.generateKeys(id, type))}>
+                        Generate {label} keys
+                      </Button>
+                    </Group>
+                  )
+                );
+              })}
+            </Stack>
             <ErrorNote error={error} />
           </Card>
           <ApiKeys appId={id} />
@@ -515,6 +542,9 @@ function AppPage({ id }: { id: string }) {
                 <Alert color="yellow" title="Shown once">
                   Copy the consumer secret now: it is stored hashed and cannot be shown again.
                 </Alert>
+                <Text size="sm">
+                  Key type <Badge variant="light">{fresh.keyType}</Badge>
+                </Text>
                 <KeyLine label="Consumer key" value={fresh.consumerKey} />
                 <KeyLine label="Consumer secret" value={fresh.consumerSecret ?? ''} />
                 <Text size="sm">

@@ -20,7 +20,7 @@ import {
   Title,
 } from '@mantine/core';
 import { publisher } from '../api/calls';
-import { endpointUrl, type Api } from '../api/types';
+import { endpointUrl, type Api, type Endpoint } from '../api/types';
 import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
@@ -373,10 +373,21 @@ function NewVersion({ api }: { api: Api }) {
   );
 }
 
+/** The non-empty lines of a one-URL-a-line text area. */
+/** The endpoints of `urls`, each with the weight and timeouts it had in `before`. */
+const kept = (urls: string[], before: Endpoint[]): Endpoint[] => urls.map((u) => before.find((e) => endpointUrl(e) === u) ?? u);
+
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
 function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; canEdit: boolean }) {
   const [name, setName] = useState(api.name);
   const [description, setDescription] = useState(api.description);
   const [endpoints, setEndpoints] = useState(api.endpoints.map(endpointUrl).join('\n'));
+  const [sandbox, setSandbox] = useState((api.sandboxEndpoints ?? []).map(endpointUrl).join('\n'));
   const [tiers, setTiers] = useState(api.policies.join(', '));
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
@@ -392,11 +403,8 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
         type: api.type,
         description,
         // An endpoint kept keeps its weight and timeouts (the Resilience tab's).
-        endpoints: endpoints
-          .split('\n')
-          .map((s) => s.trim())
-          .filter(Boolean)
-          .map((u) => api.endpoints.find((e) => endpointUrl(e) === u) ?? u),
+        endpoints: kept(lines(endpoints), api.endpoints),
+        sandboxEndpoints: kept(lines(sandbox), api.sandboxEndpoints ?? []),
         resources: api.resources,
         policies: tiers.split(',').map((s) => s.trim()).filter(Boolean),
       });
@@ -430,6 +438,14 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
             autosize
             value={endpoints}
             onChange={(e) => setEndpoints(e.currentTarget.value)}
+            disabled={!canEdit}
+          />
+          <Textarea
+            label="Sandbox endpoints"
+            description="One URL a line: calls with sandbox keys go here; with none they are refused (403 sandbox_not_configured)"
+            autosize
+            value={sandbox}
+            onChange={(e) => setSandbox(e.currentTarget.value)}
             disabled={!canEdit}
           />
           <TextInput

@@ -148,6 +148,7 @@ pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
             .unwrap_or_default()
             .to_string(),
         endpoints,
+        sandbox_endpoints: Vec::new(),
         resources,
         tiers: vec!["Unlimited".into()],
         definition: Some(text),

@@ -290,6 +290,7 @@ fn defaults(api: &SoapApi, spec: &SoapSpec, definition: String) -> ApiInput {
         .into(),
         description: String::new(),
         endpoints,
+        sandbox_endpoints: Vec::new(),
         resources,
         tiers: vec!["Unlimited".into()],
         definition: Some(definition),

@@ -111,7 +111,8 @@ pub(crate) fn user(v: &mut Value) {
     }
 }
 
-/// WSO2's `endpointConfig` as `endpoints`.
+/// WSO2's `endpointConfig` as `endpoints` (production, else sandbox, as before sandbox
+/// endpoints existed) and `sandboxEndpoints`.
 pub(crate) fn endpoint_config(props: &mut Value) {
     let Some(obj) = props.as_object_mut() else {
         return;
@@ -122,16 +123,23 @@ pub(crate) fn endpoint_config(props: &mut Value) {
     if obj.contains_key("endpoints") {
         return;
     }
-    let urls: Vec<Value> = ["production_endpoints", "sandbox_endpoints"]
-        .iter()
-        .flat_map(|k| match cfg.get(*k) {
+    let urls_of = |k: &str| -> Vec<Value> {
+        match cfg.get(k) {
             Some(Value::Array(a)) => a.iter().filter_map(|e| e.get("url").cloned()).collect(),
             Some(e) => e.get("url").cloned().into_iter().collect(),
             None => Vec::new(),
-        })
+        }
+    };
+    let sandbox = urls_of("sandbox_endpoints");
+    let urls: Vec<Value> = urls_of("production_endpoints")
+        .into_iter()
+        .chain(sandbox.iter().cloned())
         .take(1)
         .collect();
     obj.insert("endpoints".into(), Value::Array(urls));
+    if !sandbox.is_empty() && !obj.contains_key("sandboxEndpoints") {
+        obj.insert("sandboxEndpoints".into(), Value::Array(sandbox));
+    }
 }
 
 #[allow(clippy::unwrap_used)]
@@ -173,5 +181,24 @@ mod tests {
         let mut u = json!({"username": "alice", "password": "x"});
         user(&mut u);
         assert_eq!(u, json!({"name": "alice", "password": "x"}));
+    }
+
+    #[test]
+    fn endpoint_config_gives_production_and_sandbox_endpoints() {
+        let mut v = json!({"endpointConfig": {"endpoint_type": "http",
+            "production_endpoints": {"url": "http://prod"},
+            "sandbox_endpoints": [{"url": "http://sb1"}, {"url": "http://sb2"}]}});
+        endpoint_config(&mut v);
+        assert_eq!(
+            v,
+            json!({"endpoints": ["http://prod"], "sandboxEndpoints": ["http://sb1", "http://sb2"]})
+        );
+        // Sandbox only: production calls go there too, as before sandbox endpoints existed.
+        let mut v = json!({"endpointConfig": {"sandbox_endpoints": {"url": "http://sb"}}});
+        endpoint_config(&mut v);
+        assert_eq!(
+            v,
+            json!({"endpoints": ["http://sb"], "sandboxEndpoints": ["http://sb"]})
+        );
     }
 }

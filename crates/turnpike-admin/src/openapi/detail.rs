@@ -325,6 +325,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "listApiKeys" => (200, r("ApiKeyList")),
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => (200, any.clone()),
         "ingestAnalytics" => (202, any.clone()),
+        "reportGatewayStatus" => (204, None),
         "createApiKey" => (201, r("ApiKey")),
         "listSigningKeys" => (200, r("SigningKeys")),
         "rotateSigningKey" => (201, r("SigningKeys")),

@@ -505,7 +505,7 @@ pub const OPERATIONS: &[Operation] = &[
         "get",
         "/api/am/admin/v1/gateways",
         "listGateways",
-        "Gateways, the version each serves and convergence time",
+        "Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times",
         "apim:admin",
     ),
     op(
@@ -611,6 +611,13 @@ pub const OPERATIONS: &[Operation] = &[
         "/api/am/gateway/v1/snapshot",
         "getSnapshot",
         "Long-poll the gateway snapshot (after, wait); gateway token",
+        "gateway",
+    ),
+    op(
+        "post",
+        "/api/am/gateway/v1/status",
+        "reportGatewayStatus",
+        "A gateway's status report after each install (a JSON object: version, hash, applyMs, kind, ...; kept as sent, at most 64 KiB), shown in /gateways; gateway token",
         "gateway",
     ),
     op(

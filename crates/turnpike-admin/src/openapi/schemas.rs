@@ -42,6 +42,7 @@ fn api_props() -> Value {
         "type": {"type": "string", "enum": crate::service::api_body::API_TYPES},
         "description": {"type": "string", "maxLength": 10000},
         "endpoints": {"type": "array", "maxItems": 64, "items": r("Endpoint")},
+        "sandboxEndpoints": {"type": "array", "maxItems": 64, "items": r("Endpoint"), "description": "where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured)"},
         "resources": {"type": "array", "items": r("Resource")},
         "policies": {"type": "array", "maxItems": 50, "items": {"type": "string"}, "description": "subscription tiers offered"},
         "host": {"type": "string", "maxLength": 253, "description": "serve only for this Host (or *.example.com)"},
@@ -330,6 +331,7 @@ pub fn schemas() -> Value {
         }), json!({"currentPassword": "the old one", "newPassword": "a new password"})),
         "GatewayList": {"type": "object", "required": ["controlPlaneVersion", "count", "list"], "properties": {
             "controlPlaneVersion": {"type": "integer"}, "count": {"type": "integer"},
+            "maxLagMs": {"type": "integer"}, "lagging": {"type": "integer"},
             "list": {"type": "array", "items": {"type": "object"}}}},
         "KeysInput": strict(&[], json!({
             "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},

@@ -281,14 +281,28 @@ pub async fn create_user_with(
 async fn gateways(
     State(s): State<AppState>,
     _caller: Admin,
-    Query(_q): Query<HashMap<String, String>>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    let version = *s.inner.store.watch_version().borrow();
-    let list = s.inner.gateways.list(version);
-    Ok(
-        axum::Json(json!({"controlPlaneVersion": version, "count": list.len(), "list": list}))
-            .into_response(),
-    )
+    use crate::snapshot::convergence;
+    let max_lag = match q.get("maxLag") {
+        None => convergence::default_max_lag(&s),
+        Some(v) => v
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && (0.0..=86_400.0 * 365.0).contains(x))
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| ApiError::bad_request("maxLag is seconds, 0 to one year"))?,
+    };
+    let (version, list) = convergence::views(&s, max_lag).await?;
+    let lagging = list.iter().filter(|g| g.lagging).count();
+    Ok(axum::Json(json!({
+        "controlPlaneVersion": version,
+        "maxLagMs": max_lag.as_millis() as u64,
+        "lagging": lagging,
+        "count": list.len(),
+        "list": list
+    }))
+    .into_response())
 }
 
 fn keys_body(keys: &[turnpike_keymanager::KeyInfo]) -> serde_json::Value {

@@ -62,7 +62,7 @@ pub fn devportal_routes() -> Router<AppState> {
 }
 
 /// `Authorization: Bearer <gateway token>`, as the snapshot long-poll checks it.
-fn gateway_token(s: &AppState, headers: &HeaderMap) -> ApiResult<()> {
+pub(crate) fn gateway_token(s: &AppState, headers: &HeaderMap) -> ApiResult<()> {
     let token = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -177,14 +177,25 @@ async fn answer(s: &AppState, name: &str, w: Window, mut f: RollupFilter) -> Api
     if !(1..=100).contains(&limit) {
         return Err(ApiError::bad_request("limit must be 1..100"));
     }
-    let rows = s.inner.store.rollups(&f).await?;
+    let mut rows = s.inner.store.rollups(&f).await?;
+    let names = s
+        .inner
+        .store
+        .application_names(&report::application_ids(&rows))
+        .await?;
+    report::name_applications(&mut rows, &names);
+    let axis = report::Axis {
+        from: w.from,
+        to: w.to,
+        interval: w.interval,
+    };
     let body = match (name, by) {
         ("summary", _) => report::summary(&rows),
-        ("traffic", _) => report::traffic(&rows, w.interval),
+        ("traffic", _) => report::traffic(&rows, axis),
         ("top", Some(by)) => report::top(&rows, by, limit as usize),
         ("errors", _) => report::errors(&rows),
         ("throttling", _) => report::throttling(&rows),
-        _ => report::latency(&rows, w.interval),
+        _ => report::latency(&rows, axis),
     };
     let mut body = body;
     if let Value::Object(m) = &mut body {
@@ -278,7 +289,8 @@ impl RetentionArgs {
     }
 }
 
-/// Compacts the store's rollups every 10 minutes (the first time a minute after start).
+/// Compacts the store's rollups every 10 minutes (the first time a minute after start),
+/// when this control plane leads (`turnpike_store::Store::is_leader`).
 pub fn spawn_compaction(
     store: turnpike_store::Store,
     retention: turnpike_store::AnalyticsRetention,
@@ -288,6 +300,10 @@ pub fn spawn_compaction(
         loop {
             tokio::time::sleep(wait).await;
             wait = std::time::Duration::from_secs(600);
+            // One control plane at a time: two would both move the same rows.
+            if !store.is_leader().await {
+                continue;
+            }
             let now = turnpike_analytics::time::now_secs();
             match store.compact_analytics(now, &retention).await {
                 Ok(done) => tracing::debug!(?done, "analytics compaction"),

@@ -95,6 +95,7 @@ fn portal_json(envs: &serde_json::Value, api: &Api) -> serde_json::Value {
     let mut v = serde_json::to_value(api).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("endpoints");
+        o.remove("sandboxEndpoints");
         for (field, _) in turnpike_model::rest::OPTION_FIELDS {
             if field != "deprecation" && field != "graphql" {
                 o.remove(field);

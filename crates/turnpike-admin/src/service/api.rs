@@ -36,13 +36,23 @@ pub(crate) async fn validated(
     defaults: Option<&ApiInput>,
 ) -> ApiResult<ApiInput> {
     let (input, mut f) = parse_api(v, defaults);
-    if let Some(i) = &input {
-        for e in check_tiers(state, &i.tiers).await? {
-            f.errors.push(e);
-        }
-        if f.errors.is_empty() {
-            f.errors = check_compiles(state, i).await?;
-        }
+    // Tiers are checked even when other fields are invalid, so one 400 lists them all;
+    // the gateways' compile needs a readable API, so it runs once the fields are valid.
+    let tiers = match &input {
+        Some(i) => i.tiers.clone(),
+        None if f.errors.iter().any(|e| e.field.starts_with("policies")) => Vec::new(),
+        None => v["policies"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    f.errors.extend(check_tiers(state, &tiers).await?);
+    if let (Some(i), true) = (&input, f.errors.is_empty()) {
+        f.errors = check_compiles(state, i).await?;
     }
     f.into_result()?;
     input.ok_or_else(|| ApiError::bad_request("invalid API"))
@@ -67,6 +77,7 @@ async fn check_compiles(state: &AppState, input: &ApiInput) -> ApiResult<Vec<Fie
         } else {
             input.endpoints.clone()
         },
+        sandbox_endpoints: input.sandbox_endpoints.clone(),
         resources: input.resources.clone(),
         policies: input.tiers.clone(),
         options: input.options.clone(),

@@ -1,5 +1,5 @@
 //! Turns a publisher's JSON body into a validated `ApiInput`, reporting every invalid
-//! field at once: names, contexts, versions, endpoint URLs, resources (path, methods,
+//! field at once: names, contexts, versions, endpoint URLs (production and sandbox), resources (path, methods,
 //! scopes; one path and method at most once), offered tiers.
 
 use std::collections::HashMap;
@@ -345,6 +345,7 @@ pub fn input_of(api: &turnpike_store::Api) -> ApiInput {
         api_type: api.api_type.clone(),
         description: api.description.clone(),
         endpoints: api.endpoints.clone(),
+        sandbox_endpoints: api.sandbox_endpoints.clone(),
         resources: api.resources.clone(),
         tiers: api.policies.clone(),
         definition: api.definition.clone(),
@@ -391,6 +392,9 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
     let endpoints = endpoint_list(&mut f, "endpoints")
         .or_else(|| d.map(|d| d.endpoints.clone()))
         .unwrap_or_default();
+    let sandbox_endpoints = endpoint_list(&mut f, "sandboxEndpoints")
+        .or_else(|| d.map(|d| d.sandbox_endpoints.clone()))
+        .unwrap_or_default();
     let resources = resources(&mut f)
         .or_else(|| d.map(|d| d.resources.clone()))
         .unwrap_or_default();
@@ -414,6 +418,7 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
             api_type,
             description,
             endpoints,
+            sandbox_endpoints,
             resources,
             tiers,
             definition: d.and_then(|d| d.definition.clone()),

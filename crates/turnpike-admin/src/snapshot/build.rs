@@ -74,6 +74,77 @@ pub async fn build(
     security: Option<(&crate::security::Security, &str)>,
     indexes: &mut Indexes,
 ) -> Result<Built, ApiError> {
+    let started = Instant::now();
+    // Another control plane may commit during the reads (this process's writers wait on
+    // the lock): read again until the version did not move, so that one version always
+    // means one content on every control plane (and its hash matches theirs).
+    let mut tries = 0;
+    let (version, reads) = loop {
+        let (version, reads) = read(store, security, indexes).await?;
+        tries += 1;
+        if tries >= MAX_READS
+            || store.backend() != turnpike_store::Backend::Postgres
+            || store.current_version().await? == version
+        {
+            break (version, reads);
+        }
+    };
+    let Reads {
+        live,
+        fetched,
+        auth,
+        changes,
+        reread,
+        sec_spec,
+        throttling,
+    } = reads;
+    let read_ms = started.elapsed().as_millis();
+    let security = sec_spec.unwrap_or_default();
+    // Hashing takes CPU: not on an async worker. The indexes go with the job and come
+    // back; if the job dies they start empty and the next build rereads everything.
+    let mut ix = std::mem::take(indexes);
+    let job = tokio::task::spawn_blocking(move || {
+        let input = Input {
+            version,
+            live,
+            fetched,
+            auth,
+            security,
+            throttling,
+            changes,
+            reread,
+        };
+        let built = assemble(input, &mut ix, started, read_ms);
+        (ix, built)
+    });
+    let (ix, built) = job.await.map_err(|e| {
+        tracing::error!(error = %e, "control plane: snapshot build task failed");
+        ApiError::internal()
+    })?;
+    *indexes = ix;
+    built
+}
+
+/// Reads of one build attempt before the version is checked again.
+const MAX_READS: usize = 3;
+
+/// What one build reads from the store.
+struct Reads {
+    live: Vec<(String, i64)>,
+    fetched: Vec<turnpike_store::Api>,
+    auth: HashMap<String, String>,
+    changes: u64,
+    reread: Reread,
+    sec_spec: Option<turnpike_model::security::SecuritySpec>,
+    throttling: ThrottleSpec,
+}
+
+/// The version and everything a build reads, with no commit of this process in between.
+async fn read(
+    store: &Store,
+    security: Option<(&crate::security::Security, &str)>,
+    indexes: &mut Indexes,
+) -> Result<(u64, Reads), ApiError> {
     let no_commits = store.read_consistent().await;
     let started = Instant::now();
     let version = store.current_version().await?;
@@ -104,31 +175,16 @@ pub async fn build(
         throttling_ms = started.elapsed().as_millis() - apis_ms - subs_ms - security_ms,
         "control plane: snapshot reads"
     );
-    let read_ms = started.elapsed().as_millis();
-    let security = sec_spec.unwrap_or_default();
-    // Hashing takes CPU: not on an async worker. The indexes go with the job and come
-    // back; if the job dies they start empty and the next build rereads everything.
-    let mut ix = std::mem::take(indexes);
-    let job = tokio::task::spawn_blocking(move || {
-        let input = Input {
-            version,
-            live,
-            fetched,
-            auth,
-            security,
-            throttling,
-            changes,
-            reread,
-        };
-        let built = assemble(input, &mut ix, started, read_ms);
-        (ix, built)
-    });
-    let (ix, built) = job.await.map_err(|e| {
-        tracing::error!(error = %e, "control plane: snapshot build task failed");
-        ApiError::internal()
-    })?;
-    *indexes = ix;
-    built
+    let reads = Reads {
+        live,
+        fetched,
+        auth,
+        changes,
+        reread,
+        sec_spec,
+        throttling,
+    };
+    Ok((version, reads))
 }
 
 /// Log entries past which rereading every subscription is cheaper than the named APIs'.
@@ -136,7 +192,9 @@ const LOG_LIMIT: usize = 5_000;
 
 /// What the subscription index needs from the store: nothing when the counter did not
 /// move; else the rows of the APIs the log names since the index's position, or every row
-/// (first build, or a change too large for the log). The log entries read are pruned.
+/// (first build, or a change too large for the log, or pruned past the index's
+/// position). Pruning is the leader's (`turnpike_store::Store::maintain`): another
+/// control plane may not have read the entries yet.
 async fn subscriptions_reread(
     store: &Store,
     index: &SubsIndex,
@@ -160,7 +218,6 @@ async fn subscriptions_reread(
             log,
         },
     };
-    store.prune_subscription_log(log).await?;
     Ok(reread)
 }
 

@@ -3,6 +3,9 @@
 //! last [`HISTORY`] versions it built, and answers a gateway that names one of them (with
 //! the same hash) with a [`turnpike_sync::wire::Delta`] instead of the whole file. Deltas
 //! to the current version are built once per base and shared by every gateway asking.
+//! Every built manifest is also kept in the store (`snapshot_manifests`, pruned by the
+//! leader): after a restart, or for a gateway that followed another control plane, a
+//! base missing here is read back from there ([`Deltas::remember`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -39,6 +42,31 @@ impl Deltas {
             return;
         }
         g.history.push_back(b.manifest.clone());
+        while g.history.len() > HISTORY {
+            g.history.pop_front();
+        }
+    }
+
+    /// Whether the manifest of `base` served with `base_hash` is held here.
+    pub fn knows(&self, base: u64, base_hash: &str) -> bool {
+        self.inner.lock().is_ok_and(|g| {
+            g.history
+                .iter()
+                .any(|m| m.version == base && hash_hex(m.hash) == base_hash)
+        })
+    }
+
+    /// Adds an older version's manifest (read back from the store) in version order,
+    /// within the same bound.
+    pub fn remember(&self, m: Manifest) {
+        let Ok(mut g) = self.inner.lock() else {
+            return;
+        };
+        let at = g.history.partition_point(|h| h.version < m.version);
+        if g.history.get(at).is_some_and(|h| h.version == m.version) {
+            return;
+        }
+        g.history.insert(at, Arc::new(m));
         while g.history.len() > HISTORY {
             g.history.pop_front();
         }

@@ -138,6 +138,9 @@ pub(crate) fn entry_spec(
         "endpoints": api.endpoints,
         "resources": crate::security::resource_specs(api),
     });
+    if !api.sandbox_endpoints.is_empty() {
+        value["sandbox_endpoints"] = json!(api.sandbox_endpoints);
+    }
     if let Some(obj) = value.as_object_mut() {
         for (rest, file) in turnpike_model::rest::OPTION_FIELDS {
             if let Some(v) = api.options.get(rest) {
@@ -216,6 +219,7 @@ mod tests {
             api_type: "HTTP".into(),
             description: String::new(),
             endpoints: vec!["http://127.0.0.1:9".into()],
+            sandbox_endpoints: Vec::new(),
             resources: Vec::new(),
             policies: Vec::new(),
             options: Default::default(),

@@ -3,7 +3,9 @@
 //! same compile code; with the key manager it carries `security:` and each API's `auth:`,
 //! see `security.rs`), serves it by long-poll with the version as cursor
 //! (`GET /api/am/gateway/v1/snapshot?after=V`), authenticated by the gateway token, and
-//! records what each gateway reports it serves and how long the last change took to reach it.
+//! records what each gateway reports it serves and how long the last change took to reach it
+//! (`convergence.rs`: in the store, so every control plane on one database lists every
+//! gateway).
 //! A gateway that already holds a recent version (and says so with
 //! `x-turnpike-accept-delta`) gets only what changed (`delta.rs`, `turnpike_sync::wire`).
 //! A build (`build.rs`) reads the APIs' revisions, the sections and the subscription counter; API rows
@@ -12,24 +14,24 @@
 //! file is serialized only when some gateway asks for it whole.
 
 pub(crate) mod build;
+pub(crate) mod convergence;
 pub(crate) mod delta;
 pub(crate) mod index;
 pub(crate) mod subs;
 pub(crate) mod throttling;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use serde::Serialize;
 
-use crate::auth::constant_time_eq;
 use crate::error::{ApiError, ApiResult};
 use crate::snapshot::build::{build, Built, Indexes};
 use crate::AppState;
@@ -39,86 +41,6 @@ pub const HASH_HEADER: &str = "x-turnpike-hash";
 pub const GATEWAY_HEADER: &str = "x-turnpike-gateway";
 pub const SERVING_HEADER: &str = "x-turnpike-serving";
 pub const SERVING_HASH_HEADER: &str = "x-turnpike-serving-hash";
-
-/// What one gateway last told us.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GatewayStatus {
-    pub id: String,
-    pub serving_version: u64,
-    pub serving_hash: String,
-    pub last_seen_ms_ago: u64,
-    /// Time from the commit of `serving_version` to the gateway reporting it, when this
-    /// control plane saw the commit.
-    pub last_convergence_ms: Option<u64>,
-    pub up_to_date: bool,
-    #[serde(skip)]
-    last_seen: Option<Instant>,
-}
-
-/// Gateways and commit times.
-#[derive(Default)]
-pub struct Gateways {
-    gateways: Mutex<HashMap<String, GatewayStatus>>,
-    commits: Mutex<BTreeMap<u64, Instant>>,
-}
-
-impl Gateways {
-    pub fn committed(&self, version: u64) {
-        if let Ok(mut c) = self.commits.lock() {
-            c.insert(version, Instant::now());
-            while c.len() > 10_000 {
-                c.pop_first();
-            }
-        }
-    }
-
-    fn report(&self, id: &str, version: u64, hash: &str) {
-        let commit_at = self
-            .commits
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&version).copied());
-        let Ok(mut g) = self.gateways.lock() else {
-            return;
-        };
-        let entry = g.entry(id.to_string()).or_insert_with(|| GatewayStatus {
-            id: id.to_string(),
-            serving_version: 0,
-            serving_hash: String::new(),
-            last_seen_ms_ago: 0,
-            last_convergence_ms: None,
-            up_to_date: false,
-            last_seen: None,
-        });
-        if version != entry.serving_version {
-            entry.last_convergence_ms = commit_at.map(|t| t.elapsed().as_millis() as u64);
-        }
-        entry.serving_version = version;
-        entry.serving_hash = hash.to_string();
-        entry.last_seen = Some(Instant::now());
-    }
-
-    pub fn list(&self, current: u64) -> Vec<GatewayStatus> {
-        let Ok(g) = self.gateways.lock() else {
-            return Vec::new();
-        };
-        let mut out: Vec<GatewayStatus> = g
-            .values()
-            .map(|s| {
-                let mut s = s.clone();
-                s.last_seen_ms_ago = s
-                    .last_seen
-                    .map(|t| t.elapsed().as_millis() as u64)
-                    .unwrap_or(0);
-                s.up_to_date = s.serving_version >= current;
-                s
-            })
-            .collect();
-        out.sort_by(|a, b| a.id.cmp(&b.id));
-        out
-    }
-}
 
 /// The last built snapshot, reused until the version moves, and the subscription index
 /// builds update.
@@ -159,12 +81,53 @@ impl Cache {
             .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         self.deltas.built(&b);
         last.built = Some(b.clone());
+        keep_manifest(&s.inner.store, &b).await;
         Ok(b)
+    }
+
+    /// The delta from the base the gateway names, its manifest read back from the store
+    /// when this process has not built that version (restarted, or the gateway followed
+    /// another control plane).
+    async fn delta(&self, s: &AppState, b: &Built, base: u64, base_hash: &str) -> Option<Bytes> {
+        if base < b.version && !self.deltas.knows(base, base_hash) {
+            let text = s.inner.store.manifest(base, base_hash).await.ok()??;
+            let m = tokio::task::spawn_blocking(move || serde_json::from_str(&text))
+                .await
+                .ok()?
+                .ok()?;
+            self.deltas.remember(m);
+        }
+        self.deltas.delta(b, base, base_hash)
+    }
+}
+
+/// Keeps the manifest of a freshly built version in the store (another control plane
+/// may have kept it first). A failure costs some gateway a full file later, no more.
+async fn keep_manifest(store: &turnpike_store::Store, b: &Built) {
+    let m = b.manifest.clone();
+    let json = tokio::task::spawn_blocking(move || serde_json::to_string(&*m)).await;
+    let saved = match json {
+        Ok(Ok(text)) => store
+            .save_manifest(b.version, &b.hash, &text)
+            .await
+            .map_err(|e| e.to_string()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = saved {
+        tracing::warn!(version = b.version, error = %e, "control plane: manifest not kept");
     }
 }
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/snapshot", get(snapshot))
+    Router::new()
+        .route("/snapshot", get(snapshot))
+        .route("/status", post(convergence::status))
+}
+
+/// `GET /metrics` on the control plane's port: the gateways' convergence.
+pub fn metrics_routes() -> Router<AppState> {
+    Router::new().route("/metrics", get(convergence::metrics))
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -176,17 +139,7 @@ async fn snapshot(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let token = header(&headers, "authorization")
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(ApiError::unauthorized)?;
-    let expected = s.inner.config.gateway_token.as_bytes();
-    if expected.is_empty() || !constant_time_eq(token.trim().as_bytes(), expected) {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "bad gateway token",
-        ));
-    }
+    crate::rest::analytics::gateway_token(&s, &headers)?;
     let after = match q.get("after") {
         None => 0,
         Some(a) => a
@@ -199,15 +152,7 @@ async fn snapshot(
         .map(Duration::from_secs)
         .unwrap_or(s.inner.config.long_poll)
         .min(s.inner.config.long_poll);
-    if let Some(id) = header(&headers, GATEWAY_HEADER) {
-        let serving = header(&headers, SERVING_HEADER)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(after);
-        let hash = header(&headers, SERVING_HASH_HEADER).unwrap_or("");
-        s.inner
-            .gateways
-            .report(&id.chars().take(100).collect::<String>(), serving, hash);
-    }
+    convergence::record_contact(&s, &headers, after, wait).await;
     let mut rx = s.inner.store.watch_version();
     let current = *rx.borrow_and_update();
     // A cursor from the future (another database, a restore) gets a full resync.
@@ -230,7 +175,11 @@ async fn snapshot(
     let delta = header(&headers, turnpike_sync::ACCEPT_DELTA_HEADER)
         .zip(header(&headers, SERVING_HEADER).and_then(|v| v.parse::<u64>().ok()))
         .zip(header(&headers, SERVING_HASH_HEADER))
-        .and_then(|((_, base), base_hash)| s.inner.snapshots.deltas.delta(&built, base, base_hash));
+        .map(|((_, base), base_hash)| (base, base_hash));
+    let delta = match delta {
+        Some((base, base_hash)) => s.inner.snapshots.delta(&s, &built, base, base_hash).await,
+        None => None,
+    };
     let (kind, body) = match delta {
         Some(d) => ("delta", d),
         None => ("full", built.full_body().await?),

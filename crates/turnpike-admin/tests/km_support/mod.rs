@@ -73,6 +73,7 @@ async fn control_plane_on(dbs: TestDbs, manual_clock: bool) -> Cp {
             gateway_token: GW_TOKEN.into(),
             long_poll: std::time::Duration::from_secs(5),
             body_limit: 64 * 1024,
+            ..AdminConfig::default()
         },
         clock.clone(),
     );

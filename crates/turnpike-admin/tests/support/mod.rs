@@ -33,6 +33,7 @@ pub async fn control_plane(url: &str) -> Cp {
             gateway_token: TOKEN.into(),
             long_poll: Duration::from_secs(2),
             body_limit: 64 * 1024,
+            ..AdminConfig::default()
         },
     );
     for (name, role) in [

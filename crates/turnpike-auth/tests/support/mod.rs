@@ -34,6 +34,7 @@ fn client(id: &str, format: km::TokenFormat, can_introspect: bool) -> km::Client
         refresh_token_ttl: Duration::from_secs(3600),
         audience: vec![],
         can_introspect,
+        sandbox: false,
     }
 }
 

@@ -325,8 +325,28 @@ fn groups(rows: &[Row]) -> BTreeMap<(String, usize, u64), Vec<&Row>> {
     g
 }
 
+/// The fewest distinct users levels a line is fitted (and extrapolated) from: two points
+/// always lie on a line, so a fit through them says nothing about the curve and its r² is
+/// 1 by construction.
+pub const MIN_FIT_LEVELS: usize = 3;
+
+/// Distinct users levels measured in a group.
+fn levels(group: &[&Row]) -> usize {
+    let mut users: Vec<usize> = group.iter().map(|r| r.users).collect();
+    users.dedup();
+    users.len()
+}
+
+/// Why a group gets no fitted line, when it gets none.
+fn too_few_levels(group: &[&Row]) -> Option<String> {
+    let n = levels(group);
+    (n < MIN_FIT_LEVELS)
+        .then(|| format!("not extrapolated: {n} users level(s) measured, {MIN_FIT_LEVELS} needed"))
+}
+
 /// The capacity answer for one group: most users meeting `slo` (measured, and estimated
-/// from the fit), and the users level of peak throughput.
+/// from the fit when at least [`MIN_FIT_LEVELS`] levels were measured), and the users
+/// level of peak throughput.
 pub fn capacity(group: &[&Row], slo: &Slo) -> (Option<usize>, Option<f64>, Option<usize>) {
     let measured = group
         .iter()
@@ -338,6 +358,7 @@ pub fn capacity(group: &[&Row], slo: &Slo) -> (Option<usize>, Option<f64>, Optio
         .map(|r| (r.users as f64, slo.metric.of(&r.summary)))
         .collect();
     let estimated = linear_fit(&pts)
+        .filter(|_| levels(group) >= MIN_FIT_LEVELS)
         .filter(|f| f.slope > 0.0)
         .map(|f| (slo.limit_ms - f.intercept) / f.slope)
         .filter(|u| *u > 0.0);
@@ -350,6 +371,42 @@ pub fn capacity(group: &[&Row], slo: &Slo) -> (Option<usize>, Option<f64>, Optio
         })
         .map(|r| r.users);
     (measured, estimated, peak)
+}
+
+/// p50, p90, p95, p99 and p99.9 of every row (the summary's seed layout has p99 only).
+fn percentile_table(rows: &[Row]) -> String {
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let s = &r.summary;
+            let mut row = vec![
+                r.name.clone(),
+                r.users.to_string(),
+                r.size.to_string(),
+                r.delay_ms.to_string(),
+            ];
+            row.extend(
+                [s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms, s.p999_ms]
+                    .iter()
+                    .map(|v| format!("{v:.2}")),
+            );
+            row
+        })
+        .collect();
+    md_table(
+        &[
+            "Scenario",
+            "Users",
+            "Size (B)",
+            "Delay (ms)",
+            "p50 (ms)",
+            "p90 (ms)",
+            "p95 (ms)",
+            "p99 (ms)",
+            "p99.9 (ms)",
+        ],
+        &table,
+    )
 }
 
 /// The markdown report.
@@ -369,6 +426,8 @@ pub fn markdown(
     s.push_str("## Summary (seed layout)\n\n");
     let table: Vec<Vec<String>> = rows.iter().map(|r| cells_of(r)[..12].to_vec()).collect();
     s.push_str(&md_table(&COLUMNS[..12], &table));
+    s.push_str("\n## Latency percentiles\n\n");
+    s.push_str(&percentile_table(rows));
     s.push_str("\n## Added latency (gateway minus direct, same users, size and delay)\n\n");
     let added: Vec<Vec<String>> = rows
         .iter()
@@ -408,7 +467,7 @@ pub fn markdown(
                 .iter()
                 .map(|r| (r.users as f64, metric.of(&r.summary)))
                 .collect();
-            if let Some(f) = linear_fit(&pts).filter(|_| pts.len() >= 3) {
+            if let Some(f) = linear_fit(&pts).filter(|_| levels(&g) >= MIN_FIT_LEVELS) {
                 fits.push(vec![
                     name.clone(),
                     size.to_string(),
@@ -422,30 +481,42 @@ pub fn markdown(
         }
         for slo in slos {
             let (measured, estimated, peak) = capacity(&g, slo);
+            let fit = match (estimated, too_few_levels(&g)) {
+                (Some(u), _) => format!("{u:.0}"),
+                (None, Some(why)) => why,
+                (None, None) => "-".into(),
+            };
             caps.push(vec![
                 name.clone(),
                 size.to_string(),
                 delay.to_string(),
                 slo.to_string(),
                 measured.map_or("none measured".into(), |u| u.to_string()),
-                estimated.map_or("-".into(), |u| format!("{u:.0}")),
+                fit,
                 peak.map_or("-".into(), |u| u.to_string()),
             ]);
         }
     }
-    s.push_str(&md_table(
-        &[
-            "Scenario",
-            "Size (B)",
-            "Delay (ms)",
-            "Statistic",
-            "a (ms)",
-            "b (ms/user)",
-            "r²",
-        ],
-        &fits,
-    ));
-    s.push_str("\n## Capacity answer\n\nMost users meeting the objective among the levels measured (error % under 1), the level the linear fit predicts, and the users level where throughput peaked.\n\n");
+    if fits.is_empty() {
+        let _ = writeln!(
+            s,
+            "No line fitted: every scenario was measured at fewer than {MIN_FIT_LEVELS} users levels (two points always lie on a line), so the report extrapolates no capacity; measure at least {MIN_FIT_LEVELS} levels for a fit."
+        );
+    } else {
+        s.push_str(&md_table(
+            &[
+                "Scenario",
+                "Size (B)",
+                "Delay (ms)",
+                "Statistic",
+                "a (ms)",
+                "b (ms/user)",
+                "r²",
+            ],
+            &fits,
+        ));
+    }
+    s.push_str("\n## Capacity answer\n\nMost users meeting the objective among the levels measured (error % under 1), the level the linear fit predicts (only from at least three users levels: never extrapolated from two), and the users level where throughput peaked.\n\n");
     s.push_str(&md_table(
         &[
             "Scenario",

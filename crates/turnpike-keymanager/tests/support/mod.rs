@@ -40,6 +40,7 @@ pub fn client(id: &str, format: TokenFormat, can_introspect: bool) -> ClientReco
         refresh_token_ttl: Duration::from_secs(3600),
         audience: vec![],
         can_introspect,
+        sandbox: false,
     }
 }
 
@@ -49,6 +50,15 @@ pub async fn start_with(config: KeyManagerConfig) -> Km {
     store.add_client(client("app2", TokenFormat::Jwt, false));
     store.add_client(client("opaque1", TokenFormat::Opaque, false));
     store.add_client(client("gateway", TokenFormat::Jwt, true));
+    for (id, format) in [
+        ("sandbox1", TokenFormat::Jwt),
+        ("sandbox-opaque", TokenFormat::Opaque),
+    ] {
+        store.add_client(ClientRecord {
+            sandbox: true,
+            ..client(id, format, false)
+        });
+    }
     let mut cc_only = client("cconly", TokenFormat::Jwt, false);
     cc_only.grant_types = vec![GrantType::ClientCredentials];
     store.add_client(cc_only);

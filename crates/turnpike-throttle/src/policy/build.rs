@@ -178,10 +178,17 @@ fn compile(
             .map(|a| (a.application.as_str().into(), a.tier.as_str().into()))
             .collect(),
     );
+    // A section that names an unauthenticated tier (not Unlimited) throttles open APIs'
+    // callers by it, per API x client IP; left out, open APIs pay nothing for throttling.
+    let unauthenticated = file
+        .throttling
+        .unauthenticated_tier
+        .as_deref()
+        .is_some_and(|t| t != UNLIMITED);
     let api_throttle = |api: &ApiSpec| {
         let secured = api.auth.as_ref().is_some_and(|a| !a.is_open());
         let resources = api.resources.iter().any(|r| r.throttling.is_some());
-        (secured || resources || api.throttling.is_some()).then(|| {
+        (secured || resources || api.throttling.is_some() || unauthenticated).then(|| {
             Arc::new(ApiThrottle {
                 throttler: throttler.clone(),
                 api_id: turnpike_model::api_id(&api.context, &api.version).into(),

@@ -18,8 +18,8 @@ use http::{request, response, HeaderMap};
 use turnpike_model::clock::Clock;
 use turnpike_policy::http::{content_length, query_param};
 use turnpike_policy::{
-    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Policy, PolicyKind,
-    RequestCtx, Stage, Step,
+    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Identity, Policy,
+    PolicyKind, RequestCtx, Stage, Step,
 };
 
 pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
@@ -92,7 +92,7 @@ impl Policy for ThrottlePolicy {
             api_id: &t.api_id,
             resource: resource.map(|r| &*r.key),
             application_id: application,
-            user: identity.map(|i| &*i.subject),
+            user: identity.map(end_user),
             // An authenticated caller without a subscription (an API that does not
             // require one) counts on its application tier only.
             subscription_tier: ctx.subscription_tier(),
@@ -139,6 +139,20 @@ impl Policy for ThrottlePolicy {
                 .throttler
                 .charge_bytes(&d.charges, done.bytes_out, now);
         }
+    }
+}
+
+/// The end user an application tier counts: the credential's subject, except for a token
+/// a client got for itself (client credentials: its `sub` is the client id, RFC 9068
+/// §2.2), which counts as the application's owner, the end user of the application's
+/// API keys too (WSO2's rule): one application's key and token share one quota.
+fn end_user(i: &Identity) -> &str {
+    match (
+        i.principal.client_id.as_deref(),
+        i.principal.subscriber.as_deref(),
+    ) {
+        (Some(client), Some(owner)) if client == &*i.subject => owner,
+        _ => &i.subject,
     }
 }
 
@@ -223,6 +237,41 @@ mod tests {
         let requests = hooks_of("requests");
         assert!(!requests.contains(Hooks::COMPLETE));
         assert!(requests.contains(Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS));
+    }
+
+    /// Whether an open API's chain gets a throttle policy under `throttling` (YAML).
+    fn open_api_throttled(throttling: &str) -> bool {
+        let yaml = format!(
+            "{throttling}apis:\n  - name: a\n    context: /a\n    version: v1\n    \
+             endpoints: [\"http://127.0.0.1:9\"]\n"
+        );
+        let file: GatewayFile = serde_yaml::from_str(&yaml).expect("the file parses");
+        let (runtime, mut scratch, mut problems) = (Runtime::default(), Scratch::default(), vec![]);
+        prepare(&file, &runtime, None, &mut scratch, &mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut cx = BuildCx {
+            api: 0,
+            at: "apis[0]".into(),
+            problems: &mut problems,
+            runtime: &runtime,
+            file: &file,
+            scratch: &mut scratch,
+        };
+        Throttle::build(&(), &mut cx).is_some()
+    }
+
+    /// An open API pays for throttling only when the file names an unauthenticated tier:
+    /// without one (or with `Unlimited`) its chain holds no throttle policy at all.
+    #[test]
+    fn open_apis_are_throttled_only_under_a_named_unauthenticated_tier() {
+        assert!(!open_api_throttled(""));
+        assert!(!open_api_throttled("throttling:\n  headers: ietf\n"));
+        assert!(!open_api_throttled(
+            "throttling:\n  unauthenticated_tier: Unlimited\n"
+        ));
+        assert!(open_api_throttled(
+            "throttling:\n  unauthenticated_tier: Unauthenticated\n"
+        ));
     }
 
     #[test]

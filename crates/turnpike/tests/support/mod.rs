@@ -181,3 +181,55 @@ pub fn apply_yaml(file: &Path, yaml: &str, cp: &str, password: &str) {
         .expect("run turnpike apply");
     assert!(out.status.success(), "apply failed: {out:?}");
 }
+
+/// The echo back end, a control plane (SQLite in `dir`, admin `password`) and a gateway
+/// following it with `token`.
+pub struct Stack {
+    pub _procs: Vec<Proc>,
+    pub echo: String,
+    pub cp: String,
+    pub gw: String,
+}
+
+pub fn cp_stack(dir: &TempDir, token: &str, password: &str) -> Stack {
+    let db = format!("sqlite://{}", dir.path().join("cp.db").display());
+    let (echo_proc, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let (cp_proc, cp) = start_env(
+        &[
+            "control-plane",
+            "--database",
+            &db,
+            "--port",
+            "0",
+            "--gateway-token",
+            token,
+        ],
+        &[("TURNPIKE_ADMIN_PASSWORD", password)],
+        "control plane listening on http://",
+    );
+    let gw_data = dir.path().join("gw");
+    let (gw_proc, gw) = start(
+        &[
+            "gateway",
+            "--control-plane",
+            &format!("http://{cp}"),
+            "--gateway-token",
+            token,
+            "--gateway-id",
+            "gw-1",
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--data-dir",
+            gw_data.to_str().expect("utf-8 path"),
+        ],
+        "gateway listening on http://",
+    );
+    Stack {
+        _procs: vec![echo_proc, cp_proc, gw_proc],
+        echo,
+        cp,
+        gw,
+    }
+}

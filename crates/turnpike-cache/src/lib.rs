@@ -1,0 +1,22 @@
+//! The response cache, a policy kind (`policies: [ { cache: {...} } ]`): what may be
+//! stored and reused follows RFC 9111 as the `http-cache-semantics` crate reads it
+//! (`Cache-Control`, `Expires`, `Vary`, `private`/`no-store`/`no-cache`, requests with
+//! `Authorization`); the caller is part of the key unless the response is `public`;
+//! `Set-Cookie` responses are never stored. Concurrent misses of one key make one
+//! upstream call (request collapsing); stale answers are served while one request
+//! refreshes them and in place of an upstream failure (docs/caching.md).
+//!
+//! Owns: the kind ([`Cache`]), its policy ([`ResponseCache`]), the compiled settings,
+//! the keys, and the byte-bounded stores kept in the gateway's `Runtime` per API id (a
+//! snapshot swap keeps them).
+//!
+//! Must not depend on the gateway, the config compiler, a store or any other kind: of
+//! the workspace, only `turnpike-model` and `turnpike-policy`.
+
+mod key;
+mod policy;
+mod settings;
+mod store;
+
+pub use policy::{Cache, ResponseCache};
+pub use store::CacheStores;

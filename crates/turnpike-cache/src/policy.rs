@@ -1,0 +1,484 @@
+//! The `cache` kind ([`Cache`]) and its policy ([`ResponseCache`]).
+//!
+//! On the request side a fresh stored answer is sent at once (`X-Cache: HIT`); a
+//! stale one within stale-while-revalidate is sent (`STALE`) while one request, the
+//! leader, refreshes it; otherwise the request leads the key's miss, or, when another
+//! request already leads it, waits (bounded) for that one's stored answer. On the
+//! response side the upstream's answer is judged by RFC 9111 and stored, or, when the
+//! upstream failed, replaced by a stale answer within stale-if-error.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, AGE, CACHE_CONTROL, EXPIRES, SET_COOKIE};
+use http::{request, response, HeaderMap, HeaderName, Method, Response, StatusCode};
+use http_cache_semantics::{CacheOptions, CachePolicy, ResponseLike};
+use turnpike_model::clock::Clock;
+use turnpike_model::policy::CacheSpec;
+use turnpike_policy::{
+    BuildCx, Flow, FromCache, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
+
+use crate::key::{keys, Keys};
+use crate::settings::{compile, Settings};
+use crate::store::{ApiStore, CacheStores, Flight, Found, Presented, Variant};
+
+/// The header that says how the cache answered.
+pub const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
+
+/// How the cache answered a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Label {
+    Hit,
+    Miss,
+    Stale,
+    Bypass,
+}
+
+impl Label {
+    fn value(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Label::Hit => "HIT",
+            Label::Miss => "MISS",
+            Label::Stale => "STALE",
+            Label::Bypass => "BYPASS",
+        })
+    }
+}
+
+/// What one request's request side left for its response side (in `ctx.ext`).
+#[derive(Clone)]
+struct Exchange {
+    label: Label,
+    keys: Option<Keys>,
+    method: Method,
+    /// The request headers RFC 9111 compares later (host, cache directives, the
+    /// `Vary`'d ones: filtered when the answer is stored).
+    req_headers: HeaderMap,
+    leader: Option<Arc<Flight>>,
+    /// A stored answer to send if the upstream fails.
+    fallback: Option<Arc<Variant>>,
+    /// Set by the response headers hook: the stale answer replacing a failure.
+    serve_stale: Option<Arc<Variant>>,
+    /// Set by the response headers hook: the answer is storable under this key.
+    candidate: Option<(String, Arc<CachePolicy>)>,
+}
+
+/// The response cache of one API.
+pub struct ResponseCache {
+    settings: Settings,
+    store: Arc<ApiStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl ResponseCache {
+    /// This API's store (tests and purges read it).
+    pub fn store(&self) -> &Arc<ApiStore> {
+        &self.store
+    }
+
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(self.clock.now().as_nanos())
+    }
+
+    /// The caller's own entry first, then the shared (`public`) one.
+    fn find(&self, keys: &Keys, req: &Presented<'_>, now: SystemTime) -> Found {
+        if let Some(own) = &keys.consumer {
+            let found = self.store.lookup(own, req, now);
+            if !matches!(found, Found::Nothing) {
+                return found;
+            }
+        }
+        self.store.lookup(&keys.shared, req, now)
+    }
+
+    fn answer(&self, v: &Variant, now: SystemTime, label: Label, head: bool) -> Response<Bytes> {
+        let body = if head { Bytes::new() } else { v.body.clone() };
+        let mut resp = Response::new(body);
+        *resp.status_mut() = v.status;
+        *resp.headers_mut() = v.headers.clone();
+        stamp(resp.headers_mut(), v, now, label);
+        resp
+    }
+
+    /// The request side once nothing fresh was found: lead the key's miss, or wait for
+    /// its leader and then answer from what it stored.
+    fn miss<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+        mut x: Exchange,
+    ) -> Step<'a> {
+        let Some(keys) = x.keys.clone() else {
+            return Step::CONTINUE;
+        };
+        let waiting = match self.store.fly(keys.own()) {
+            Ok(flight) => {
+                x.leader = Some(Arc::new(flight));
+                ctx.ext.insert(x);
+                return Step::CONTINUE;
+            }
+            Err(waiting) => waiting,
+        };
+        Step::Pending(Box::pin(async move {
+            let mut waiting = waiting;
+            // Err: the leader is gone (its sender dropped), which is the signal.
+            let _ = tokio::time::timeout(self.settings.lock_timeout, waiting.changed()).await;
+            let now = self.now();
+            let presented = Presented {
+                method: &req.method,
+                headers: &req.headers,
+            };
+            if let Found::Fresh(v) = self.find(&keys, &presented, now) {
+                ctx.ext.insert(FromCache);
+                let head = req.method == Method::HEAD;
+                return Ok(Flow::Respond(self.answer(&v, now, Label::Hit, head)));
+            }
+            // Not storable, failed, or too slow: this one goes upstream itself.
+            ctx.ext.insert(x);
+            Ok(Flow::Continue)
+        }))
+    }
+
+    /// Whether the upstream's answer may be stored, and under which key.
+    fn candidate(
+        &self,
+        x: &Exchange,
+        resp: &response::Parts,
+    ) -> Option<(String, Arc<CachePolicy>)> {
+        let keys = x.keys.as_ref()?;
+        let storable_status = self.settings.statuses.contains(&resp.status.as_u16());
+        let too_large = turnpike_policy::http::content_length(&resp.headers)
+            .ok()
+            .flatten()
+            .is_some_and(|n| n > self.settings.max_entry);
+        // A response that sets a cookie is one caller's, whatever it says (RFC 9111
+        // allows storing it; every gateway that did leaked sessions).
+        if !storable_status || too_large || resp.headers.contains_key(SET_COOKIE) {
+            return None;
+        }
+        let req_headers =
+            kept_request_headers(&x.req_headers, &resp.headers, keys.consumer.is_some());
+        let judged = Judged {
+            status: resp.status,
+            headers: with_default_ttl(&resp.headers, self.settings.ttl),
+        };
+        let presented = Presented {
+            method: &x.method,
+            headers: &req_headers,
+        };
+        let now = self.now();
+        let options = CacheOptions {
+            shared: true,
+            ..CacheOptions::default()
+        };
+        let policy = CachePolicy::new_options(&presented, &judged, now, options);
+        if !policy.is_storable() || policy.time_to_live(now).is_zero() {
+            return None;
+        }
+        let key = if directive(&resp.headers, "public") {
+            keys.shared.clone()
+        } else {
+            keys.own().to_owned()
+        };
+        Some((key, Arc::new(policy)))
+    }
+
+    fn keep(
+        &self,
+        x: &Exchange,
+        key: String,
+        policy: &CachePolicy,
+        resp: &response::Parts,
+        body: &Bytes,
+    ) {
+        if body.len() as u64 > self.settings.max_entry {
+            return;
+        }
+        let now = self.now();
+        let stale = (
+            seconds_directive(&resp.headers, "stale-while-revalidate")
+                .unwrap_or(self.settings.stale_while_revalidate),
+            seconds_directive(&resp.headers, "stale-if-error")
+                .unwrap_or(self.settings.stale_if_error),
+        );
+        let tags = self.tags(&resp.headers);
+        let variant = Variant::new(
+            policy.clone(),
+            resp.status,
+            resp.headers.clone(),
+            body.clone(),
+            now,
+            stale,
+            tags,
+        );
+        let presented = Presented {
+            method: &x.method,
+            headers: &x.req_headers,
+        };
+        self.store.store(key, &presented, variant, now);
+    }
+
+    fn tags(&self, headers: &HeaderMap) -> Box<[Box<str>]> {
+        let Some(name) = &self.settings.tag_header else {
+            return Box::new([]);
+        };
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split([',', ' ']))
+            .filter(|t| !t.is_empty())
+            .take(64)
+            .map(Into::into)
+            .collect()
+    }
+}
+
+impl Policy for ResponseCache {
+    fn name(&self) -> &'static str {
+        Cache::NAME
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS | Hooks::RESPONSE_BODY
+    }
+
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        let mut x = Exchange {
+            label: Label::Bypass,
+            keys: None,
+            method: req.method.clone(),
+            req_headers: HeaderMap::new(),
+            leader: None,
+            fallback: None,
+            serve_stale: None,
+            candidate: None,
+        };
+        if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
+            ctx.ext.insert(x);
+            return Step::CONTINUE;
+        }
+        let keys = keys(&self.settings, ctx, req);
+        let now = self.now();
+        let presented = Presented {
+            method: &req.method,
+            headers: &req.headers,
+        };
+        let head = req.method == Method::HEAD;
+        let found = self.find(&keys, &presented, now);
+        x.label = Label::Miss;
+        x.req_headers = req.headers.clone();
+        match found {
+            Found::Fresh(v) => {
+                ctx.ext.insert(FromCache);
+                return Step::Done(Ok(Flow::Respond(self.answer(&v, now, Label::Hit, head))));
+            }
+            // Someone already refreshes it: this one gets the stale answer.
+            Found::Stale(v) if self.store.in_flight(keys.own()) => {
+                ctx.ext.insert(FromCache);
+                return Step::Done(Ok(Flow::Respond(self.answer(&v, now, Label::Stale, head))));
+            }
+            Found::Stale(v) | Found::Fallback(v) => x.fallback = Some(v),
+            Found::Nothing => {}
+        }
+        x.keys = Some(keys);
+        self.miss(ctx, req, x)
+    }
+
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
+        let now = self.now();
+        let Some(x) = ctx.ext.get_mut::<Exchange>() else {
+            return Ok(());
+        };
+        resp.headers.insert(X_CACHE, x.label.value());
+        if x.label == Label::Bypass {
+            return Ok(());
+        }
+        if resp.status.is_server_error() {
+            x.serve_stale = x.fallback.take().filter(|v| v.serves_errors(now));
+        } else {
+            x.candidate = self.candidate(x, resp);
+        }
+        if x.candidate.is_none() {
+            // Nothing will be stored: the followers go upstream now, not when this
+            // response has streamed.
+            x.leader = None;
+        }
+        if !resp.headers.contains_key(AGE) {
+            resp.headers.insert(AGE, HeaderValue::from_static("0"));
+        }
+        Ok(())
+    }
+
+    fn wants_response_body(&self, ctx: &RequestCtx, _: &response::Parts) -> bool {
+        ctx.ext
+            .get::<Exchange>()
+            .is_some_and(|x| x.serve_stale.is_some() || x.candidate.is_some())
+    }
+
+    fn on_response_body(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        let Some(mut x) = ctx.ext.remove::<Exchange>() else {
+            return Ok(());
+        };
+        if let Some(v) = x.serve_stale.take() {
+            resp.status = v.status;
+            resp.headers = v.headers.clone();
+            stamp(&mut resp.headers, &v, self.now(), Label::Stale);
+            *body = if x.method == Method::HEAD {
+                Bytes::new()
+            } else {
+                v.body.clone()
+            };
+            ctx.ext.insert(FromCache);
+            return Ok(());
+        }
+        if let Some((key, policy)) = x.candidate.take() {
+            self.keep(&x, key, &policy, resp, body);
+        }
+        // Stored: the followers wake and find it.
+        x.leader = None;
+        Ok(())
+    }
+}
+
+/// `Age` from the stored policy, and `X-Cache`.
+fn stamp(headers: &mut HeaderMap, v: &Variant, now: SystemTime, label: Label) {
+    headers.insert(AGE, HeaderValue::from(v.policy.age(now).as_secs()));
+    headers.insert(X_CACHE, label.value());
+}
+
+/// A response as RFC 9111 judges it here (its headers with the configured TTL).
+struct Judged {
+    status: StatusCode,
+    headers: HeaderMap,
+}
+
+impl ResponseLike for Judged {
+    fn status(&self) -> StatusCode {
+        self.status
+    }
+    fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+}
+
+/// The response's headers, with `max-age=<ttl>` added when it states no freshness of
+/// its own (no `max-age`, `s-maxage` or `Expires`): the configured TTL is the API
+/// owner's heuristic freshness (RFC 9111 section 4.2.2). `max-age`, not `s-maxage`: the
+/// latter would let a shared cache store answers to authenticated requests.
+fn with_default_ttl(headers: &HeaderMap, ttl: Duration) -> HeaderMap {
+    let mut h = headers.clone();
+    let explicit = directive(headers, "max-age")
+        || directive(headers, "s-maxage")
+        || headers.contains_key(EXPIRES);
+    if !explicit {
+        let value = format!("max-age={}", ttl.as_secs().max(1));
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            h.append(CACHE_CONTROL, v);
+        }
+    }
+    h
+}
+
+/// What of the request a stored answer keeps for later comparisons: `Host`, the
+/// request's cache directives, the `Vary`'d headers, and `Authorization` unless the
+/// caller is part of the key (then the key, not the RFC's shared-cache rule, keeps
+/// callers apart).
+fn kept_request_headers(req: &HeaderMap, resp: &HeaderMap, by_consumer: bool) -> HeaderMap {
+    let mut kept = HeaderMap::new();
+    let mut keep = |name: &str| {
+        if let Ok(name) = HeaderName::from_bytes(name.trim().as_bytes()) {
+            for v in req.get_all(&name) {
+                kept.append(name.clone(), v.clone());
+            }
+        }
+    };
+    for name in ["host", "cache-control", "pragma"] {
+        keep(name);
+    }
+    if !by_consumer {
+        keep("authorization");
+    }
+    let varied = resp
+        .get_all(http::header::VARY)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    for name in varied.flat_map(|v| v.split(',')).take(32) {
+        keep(name);
+    }
+    kept
+}
+
+/// Whether `Cache-Control` holds `name` (with or without a value).
+fn directive(headers: &HeaderMap, name: &str) -> bool {
+    directives(headers).any(|(n, _)| n.eq_ignore_ascii_case(name))
+}
+
+/// The seconds of a `name=N` directive.
+fn seconds_directive(headers: &HeaderMap, name: &str) -> Option<Duration> {
+    directives(headers)
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .and_then(|(_, v)| v?.trim_matches('"').parse().ok())
+        .map(Duration::from_secs)
+}
+
+fn directives(headers: &HeaderMap) -> impl Iterator<Item = (&str, Option<&str>)> {
+    headers
+        .get_all(CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|d| match d.split_once('=') {
+            Some((n, v)) => (n.trim(), Some(v.trim())),
+            None => (d.trim(), None),
+        })
+}
+
+/// The response cache kind: `policies: [ { cache: {...} } ]`.
+pub struct Cache;
+
+impl PolicyKind for Cache {
+    const NAME: &'static str = "cache";
+    type Spec = CacheSpec;
+
+    /// After auth and throttling (a hit is still authenticated, authorised and counted
+    /// against the caller's quota) and before mediation, so a hit skips the transforms:
+    /// the stored answer is the transformed one.
+    fn stage(_: &CacheSpec) -> Stage {
+        Stage::Transform
+    }
+
+    fn build(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        let api = cx.file.apis.get(cx.api)?;
+        let entries = api.policies.iter().filter(|p| p.cache.is_some()).count();
+        let id = turnpike_model::api_id(&api.context, &api.version);
+        if entries > 1 {
+            cx.problem("", "an API has at most one cache entry");
+            return None;
+        }
+        let settings = compile(spec, cx)?;
+        let stores = cx.runtime.get_or_init(CacheStores::default);
+        let store = stores.for_api(&id, settings.max_size);
+        store.apply_purges(&spec.purges);
+        Some(Arc::new(ResponseCache {
+            settings,
+            store,
+            clock: cx.runtime.clock().clone(),
+        }))
+    }
+}

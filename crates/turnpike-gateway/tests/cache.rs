@@ -1,0 +1,399 @@
+//! The response cache through a real gateway on 127.0.0.1:0, in front of a back end
+//! that counts its calls and answers each path its own way: hits and misses, `Vary`,
+//! `no-store`/`private`/`Set-Cookie` never served from the cache, two applications
+//! never sharing an answer, request collapsing, stale answers (while revalidating and
+//! in place of a failure), a snapshot swap keeping the store.
+
+mod support;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use support::*;
+use tokio::net::TcpListener;
+use turnpike_config::{PolicyRuntime, Snapshot};
+
+/// A back end that counts calls per path and answers by path (see `answer`).
+#[derive(Clone, Default)]
+struct Backend {
+    calls: Arc<Mutex<HashMap<String, usize>>>,
+    failing: Arc<AtomicBool>,
+}
+
+impl Backend {
+    fn calls(&self, path: &str) -> usize {
+        self.calls
+            .lock()
+            .expect("lock")
+            .get(path)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    async fn start(&self) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let me = self.clone();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| {
+                        let me = me.clone();
+                        async move { Ok::<_, Infallible>(me.answer(req).await) }
+                    });
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(s), svc)
+                        .await;
+                });
+            }
+        });
+        addr
+    }
+
+    async fn answer(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        let path = req.uri().path().to_owned();
+        let n = {
+            let mut calls = self.calls.lock().expect("lock");
+            let c = calls.entry(path.clone()).or_default();
+            *c += 1;
+            *c
+        };
+        if self.failing.load(Ordering::SeqCst) {
+            return Response::builder()
+                .status(503)
+                .body(Full::new(Bytes::from("down")))
+                .expect("resp");
+        }
+        if path == "/slow" || (path == "/shortslow" && n > 1) {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let lang = header(&req, "accept-language");
+        let caller = header(&req, "x-caller");
+        let body = format!("{path} call {n} lang {lang} caller {caller}");
+        let mut b = Response::builder().header("content-type", "text/plain");
+        b = match path.as_str() {
+            "/private" => b.header("cache-control", "private, max-age=60"),
+            "/nostore" => b.header("cache-control", "no-store"),
+            "/cookie" => b.header("set-cookie", "session=abc"),
+            "/vary" => b.header("vary", "Accept-Language"),
+            "/public" => b.header("cache-control", "public, max-age=60"),
+            "/short" | "/shortslow" => b.header("cache-control", "max-age=1"),
+            "/tagged" => b.header("cache-tag", "t1, t2"),
+            _ => b,
+        };
+        b.body(Full::new(Bytes::from(body))).expect("resp")
+    }
+}
+
+fn header(req: &Request<Incoming>, name: &str) -> String {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+        .to_owned()
+}
+
+const KEY_A: &str = "app-a-key-123";
+const KEY_B: &str = "app-b-key-456";
+
+/// examples/cache.yaml with its endpoint on `addr`, and `extra` settings in the cache.
+fn yaml(addr: SocketAddr, extra: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/cache.yaml");
+    let text = std::fs::read_to_string(path).expect("examples/cache.yaml");
+    let text = text.replace("http://127.0.0.1:9000", &http(addr));
+    text.replace("      - cache:\n", &format!("      - cache:\n{extra}"))
+}
+
+struct Rig {
+    gw: TestGateway,
+    backend: Backend,
+    runtime: PolicyRuntime,
+    client: reqwest::Client,
+}
+
+async fn rig(extra: &str) -> Rig {
+    let backend = Backend::default();
+    let addr = backend.start().await;
+    rig_on(backend, addr, extra).await
+}
+
+/// A gateway of its own (its own runtime and store) in front of `backend`.
+async fn rig_on(backend: Backend, addr: SocketAddr, extra: &str) -> Rig {
+    let runtime = PolicyRuntime::new();
+    let snap = Snapshot::from_yaml_with(&yaml(addr, extra), "test", &runtime).expect("valid");
+    let gw = gateway_serving(snap, |_| {}).await;
+    Rig {
+        gw,
+        backend,
+        runtime,
+        client: client(),
+    }
+}
+
+impl Rig {
+    /// Swaps in the example file with `extra` cache settings, on this gateway's runtime.
+    fn swap(&self, addr: SocketAddr, extra: &str) {
+        let snap =
+            Snapshot::from_yaml_with(&yaml(addr, extra), "test", &self.runtime).expect("valid");
+        self.gw.snapshots().store(Arc::new(snap));
+    }
+}
+
+struct Got {
+    status: u16,
+    x_cache: String,
+    age: Option<u64>,
+    body: String,
+}
+
+impl Rig {
+    async fn get(&self, path: &str, key: &str, headers: &[(&str, &str)]) -> Got {
+        let mut req = self
+            .client
+            .get(self.gw.url(&format!("/cached/v1{path}")))
+            .header("apikey", key);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("response");
+        let h = |n: &str| {
+            resp.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (x_cache, age) = (
+            h("x-cache").unwrap_or_default(),
+            h("age").and_then(|a| a.parse().ok()),
+        );
+        let status = resp.status().as_u16();
+        Got {
+            status,
+            x_cache,
+            age,
+            body: resp.text().await.expect("body"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn second_get_is_a_hit_with_age_and_no_second_upstream_call() {
+    let r = rig("").await;
+    let first = r.get("/x", KEY_A, &[]).await;
+    assert_eq!((first.status, first.x_cache.as_str()), (200, "MISS"));
+    let second = r.get("/x", KEY_A, &[]).await;
+    assert_eq!(second.x_cache, "HIT");
+    assert!(second.age.is_some(), "a hit carries Age");
+    assert_eq!(second.body, first.body);
+    assert_eq!(r.backend.calls("/x"), 1);
+    // The query is part of the key.
+    assert_eq!(r.get("/x?page=2", KEY_A, &[]).await.x_cache, "MISS");
+}
+
+#[tokio::test]
+async fn private_no_store_and_set_cookie_are_never_served_from_the_cache() {
+    let r = rig("").await;
+    for path in ["/private", "/nostore", "/cookie"] {
+        for _ in 0..3 {
+            let got = r.get(path, KEY_A, &[]).await;
+            assert_eq!(got.x_cache, "MISS", "{path}");
+        }
+        assert_eq!(r.backend.calls(path), 3, "{path} went upstream every time");
+    }
+}
+
+#[tokio::test]
+async fn two_applications_never_share_a_response_unless_it_is_public() {
+    let r = rig("").await;
+    let a = r.get("/mine", KEY_A, &[("x-caller", "a")]).await;
+    let b = r.get("/mine", KEY_B, &[("x-caller", "b")]).await;
+    assert_eq!((a.x_cache.as_str(), b.x_cache.as_str()), ("MISS", "MISS"));
+    assert!(b.body.ends_with("caller b"), "{}", b.body);
+    assert_eq!(r.get("/mine", KEY_B, &[]).await.body, b.body, "b's own hit");
+    assert_eq!(r.get("/mine", KEY_A, &[]).await.body, a.body, "a's own hit");
+    assert_eq!(r.backend.calls("/mine"), 2);
+    // A `public` answer is one entry for every caller.
+    assert_eq!(r.get("/public", KEY_A, &[]).await.x_cache, "MISS");
+    assert_eq!(r.get("/public", KEY_B, &[]).await.x_cache, "HIT");
+    assert_eq!(r.backend.calls("/public"), 1);
+}
+
+#[tokio::test]
+async fn vary_keeps_one_answer_per_header_value() {
+    let r = rig("").await;
+    let en = [("accept-language", "en")];
+    let fr = [("accept-language", "fr")];
+    assert_eq!(r.get("/vary", KEY_A, &en).await.x_cache, "MISS");
+    assert_eq!(r.get("/vary", KEY_A, &fr).await.x_cache, "MISS");
+    let (en2, fr2) = (
+        r.get("/vary", KEY_A, &en).await,
+        r.get("/vary", KEY_A, &fr).await,
+    );
+    assert_eq!((en2.x_cache.as_str(), fr2.x_cache.as_str()), ("HIT", "HIT"));
+    assert!(en2.body.contains("lang en") && fr2.body.contains("lang fr"));
+    assert_eq!(r.backend.calls("/vary"), 2);
+}
+
+#[tokio::test]
+async fn methods_not_cached_are_bypassed() {
+    let r = rig("").await;
+    for _ in 0..2 {
+        let resp = r
+            .client
+            .post(r.gw.url("/cached/v1/x"))
+            .header("apikey", KEY_A)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(resp.headers()["x-cache"], "BYPASS");
+    }
+    assert_eq!(r.backend.calls("/x"), 2);
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_misses_make_one_upstream_call() {
+    let r = Arc::new(rig("").await);
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            let r = r.clone();
+            tokio::spawn(async move { r.get("/slow", KEY_A, &[]).await })
+        })
+        .collect();
+    let mut labels: HashMap<String, usize> = HashMap::new();
+    for t in tasks {
+        let got = t.await.expect("task");
+        assert_eq!(got.status, 200);
+        *labels.entry(got.x_cache).or_default() += 1;
+    }
+    assert_eq!(r.backend.calls("/slow"), 1, "labels: {labels:?}");
+    assert_eq!(labels.get("MISS"), Some(&1), "{labels:?}");
+    assert_eq!(labels.get("HIT"), Some(&99), "{labels:?}");
+}
+
+#[tokio::test]
+async fn stale_answers_while_revalidating_and_when_the_back_end_fails() {
+    let r = rig("").await;
+    assert_eq!(r.get("/short", KEY_A, &[]).await.x_cache, "MISS");
+    assert_eq!(r.get("/short", KEY_A, &[]).await.x_cache, "HIT");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // Stale, within stale-while-revalidate (10 s): one request refreshes it.
+    assert_eq!(r.get("/short", KEY_A, &[]).await.x_cache, "MISS");
+    assert_eq!(r.backend.calls("/short"), 2);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    r.backend.failing.store(true, Ordering::SeqCst);
+    let got = r.get("/short", KEY_A, &[]).await;
+    assert_eq!(
+        (got.status, got.x_cache.as_str()),
+        (200, "STALE"),
+        "{}",
+        got.body
+    );
+    assert!(got.body.contains("call 2"), "{}", got.body);
+    assert!(got.age.is_some_and(|a| a >= 2));
+}
+
+#[tokio::test]
+async fn while_one_request_refreshes_a_stale_answer_the_others_get_it_stale() {
+    let r = Arc::new(rig("").await);
+    assert_eq!(r.get("/shortslow", KEY_A, &[]).await.x_cache, "MISS");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // The refresh takes 300 ms upstream; the requests arriving meanwhile do not wait.
+    let leader = {
+        let r = r.clone();
+        tokio::spawn(async move { r.get("/shortslow", KEY_A, &[]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let during = r.get("/shortslow", KEY_A, &[]).await;
+    assert_eq!(during.x_cache, "STALE");
+    assert!(during.body.contains("call 1"), "{}", during.body);
+    let refreshed = leader.await.expect("leader");
+    assert_eq!(refreshed.x_cache, "MISS");
+    assert!(refreshed.body.contains("call 2"), "{}", refreshed.body);
+    assert_eq!(r.get("/shortslow", KEY_A, &[]).await.x_cache, "HIT");
+    assert_eq!(r.backend.calls("/shortslow"), 2);
+}
+
+#[tokio::test]
+async fn stale_if_error_covers_a_back_end_that_refuses_connections() {
+    let r = rig("").await;
+    let first = r.get("/y", KEY_A, &[]).await;
+    assert_eq!(first.x_cache, "MISS");
+    // The same API on the same runtime, now pointing at a closed port.
+    let down = yaml(refused_addr(), "");
+    let snap = Snapshot::from_yaml_with(&down, "test", &r.runtime).expect("valid");
+    r.gw.snapshots().store(Arc::new(snap));
+    // The swap kept the store: still a hit.
+    assert_eq!(r.get("/y", KEY_A, &[]).await.x_cache, "HIT");
+    // Still fresh: the client asks to revalidate, the back end is down.
+    let got = r.get("/y", KEY_A, &[("cache-control", "no-cache")]).await;
+    assert_eq!(
+        (got.status, got.x_cache.as_str()),
+        (200, "STALE"),
+        "{}",
+        got.body
+    );
+    assert_eq!(got.body, first.body);
+}
+
+#[tokio::test]
+async fn the_store_holds_one_entry_per_key_and_counts_its_bytes() {
+    let r = rig("").await;
+    let _ = r.get("/x", KEY_A, &[]).await;
+    let _ = r.get("/x", KEY_A, &[]).await;
+    let snap = r.gw.snapshots().load();
+    let api = snap
+        .apis
+        .iter()
+        .find(|a| a.label.context.as_ref() == "/cached");
+    let cache = api.and_then(|a| a.chain.find::<turnpike_cache::ResponseCache>());
+    let (entries, bytes) = cache.expect("the cache policy is built").store().usage();
+    assert_eq!(entries, 1);
+    assert!(bytes > 0);
+}
+
+#[tokio::test]
+async fn a_purge_in_the_snapshot_reaches_every_gateway_once() {
+    let backend = Backend::default();
+    let addr = backend.start().await;
+    let (one, two) = (
+        rig_on(backend.clone(), addr, "").await,
+        rig_on(backend.clone(), addr, "").await,
+    );
+    for gw in [&one, &two] {
+        for path in ["/x", "/p/a", "/tagged"] {
+            assert_eq!(gw.get(path, KEY_A, &[]).await.x_cache, "MISS");
+            assert_eq!(gw.get(path, KEY_A, &[]).await.x_cache, "HIT");
+        }
+    }
+    // A purge by tag, then one by prefix, as the control plane ships them.
+    let purges = "          purges: [ { id: 1, tag: t2 }, { id: 2, prefix: /p/ } ]\n";
+    for gw in [&one, &two] {
+        gw.swap(addr, purges);
+        assert_eq!(gw.get("/tagged", KEY_A, &[]).await.x_cache, "MISS");
+        assert_eq!(gw.get("/p/a", KEY_A, &[]).await.x_cache, "MISS");
+        assert_eq!(gw.get("/x", KEY_A, &[]).await.x_cache, "HIT", "untouched");
+    }
+    // The same snapshot again (a reload): the purges were applied, not again.
+    for gw in [&one, &two] {
+        gw.swap(addr, purges);
+        assert_eq!(gw.get("/p/a", KEY_A, &[]).await.x_cache, "HIT");
+    }
+    // A purge of everything.
+    let all = "          purges: [ { id: 1, tag: t2 }, { id: 2, prefix: /p/ }, { id: 3 } ]\n";
+    for gw in [&one, &two] {
+        gw.swap(addr, all);
+        assert_eq!(gw.get("/x", KEY_A, &[]).await.x_cache, "MISS");
+    }
+    assert_eq!(backend.calls("/x"), 4, "two gateways, each filled twice");
+}

@@ -1,0 +1,52 @@
+// The analytics dashboards in a real browser against a real `turnpike up`: an open API
+// gets a few calls through the gateway; once the gateway ships its rollups, the admin's
+// dashboard draws the last hour as one point per minute (zero-filled: minutes without
+// traffic are 0, not skipped) and shows latency in a unit that fits it (never "0.00 ms").
+import { expect, test } from '@playwright/test';
+
+const base = () => process.env.TP_BASE!;
+
+test('dashboards draw zero-filled time axes and latency in units that fit', async ({ browser, request }) => {
+  const auth = { authorization: `Basic ${Buffer.from(`admin:${process.env.TP_ADMIN_PASSWORD}`).toString('base64')}` };
+  const created = await request.post(`${base()}/api/am/publisher/v1/apis`, {
+    headers: auth,
+    data: { name: 'Dash', context: '/dash', version: 'v1', endpoints: [process.env.TP_ECHO], resources: [{ path: '/*', methods: ['GET'] }] },
+  });
+  expect(created.status()).toBe(201);
+  const id = ((await created.json()) as { id: string }).id;
+  expect((await request.put(`${base()}/api/am/publisher/v1/apis/${id}/security`, { headers: auth, data: { oauth2: false, subscription: false } })).status()).toBe(200);
+  const published = await request.post(`${base()}/api/am/publisher/v1/apis/change-lifecycle?apiId=${id}&action=Publish`, { headers: auth });
+  expect(published.status()).toBe(200);
+  const url = `${process.env.TP_GATEWAY}/dash/v1/hello`;
+  await expect(async () => expect((await request.get(url)).status()).toBe(200)).toPass({ timeout: 20_000 });
+  for (let i = 0; i < 5; i++) expect((await request.get(url)).status()).toBe(200);
+
+  const context = await browser.newContext({ baseURL: base() });
+  const page = await context.newPage();
+  await page.goto('/');
+  await page.getByLabel('Username').fill('admin');
+  await page.getByLabel('Password').fill(process.env.TP_ADMIN_PASSWORD!);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(page.getByRole('button', { name: 'Sign out', exact: true })).toBeVisible();
+  await page.getByRole('link', { name: 'Admin', exact: true }).click();
+  await page.getByRole('link', { name: 'Dashboards', exact: true }).click();
+  // The gateway ships every --analytics-interval (10 s by default): switching the window
+  // back and forth asks again.
+  await expect(async () => {
+    await page.getByText('24 hours', { exact: true }).click();
+    await page.getByText('Last hour', { exact: true }).click();
+    await expect(page.getByTestId('stat-Requests')).toHaveText(/^[1-9][\d,]*$/, { timeout: 3_000 });
+  }).toPass({ timeout: 45_000, intervals: [1000, 2000] });
+  // Last hour, one point per minute: 60 (61 when the window starts inside a minute),
+  // though only a minute or two had traffic.
+  const points = Number(await page.getByTestId('traffic-chart').getAttribute('data-points'));
+  expect(points).toBeGreaterThanOrEqual(60);
+  expect(points).toBeLessThanOrEqual(61);
+  // Latency in a unit that fits: the gateway's own share (a few µs to a few ms) is never
+  // rounded to zero milliseconds.
+  const latency = page.getByTestId('stat-p95 latency');
+  await expect(latency).toHaveText(/^\d+(\.\d+)? (µs|ms)$/);
+  const hint = page.getByText(/^gateway .* · back end /);
+  await expect(hint).not.toContainText('0.00 ms');
+  await expect(page.getByRole('region', { name: 'Latency' }).getByRole('heading')).toHaveText(/Latency, p95 \((µs|ms)\)/);
+});
