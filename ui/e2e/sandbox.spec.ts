@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 // Whether the gateway sends SANDBOX calls to the sandbox endpoints (issue 27's endpoint
 // selection, another branch's part): until it does, sandbox calls reach production and
 // the test asserts what the key type decides here, the subscription checks.
-const sandboxRouting = false;
+const sandboxRouting = true;
 
 const base = () => process.env.TP_BASE!;
 const gateway = () => process.env.TP_GATEWAY!;

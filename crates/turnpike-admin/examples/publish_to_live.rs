@@ -63,6 +63,7 @@ async fn main() -> Result<(), BoxError> {
         public_url: None,
         analytics: Default::default(),
         gateway_max_lag: 30.0,
+        tls: Default::default(),
     })
     .await?;
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));

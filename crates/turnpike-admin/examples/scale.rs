@@ -262,6 +262,7 @@ async fn main() -> Result<(), BoxError> {
         public_url: None,
         analytics: Default::default(),
         gateway_max_lag: 30.0,
+        tls: Default::default(),
     })
     .await?;
     let app = turnpike_admin::router(cp.state.clone());

@@ -22,6 +22,7 @@ pub mod scopes;
 pub mod security;
 mod service;
 mod snapshot;
+pub mod tls;
 pub mod ui;
 mod validate;
 
@@ -153,6 +154,23 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     // The peer address keys the brute-force limits (`turnpike_keymanager::PeerIp`).
     let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// [`serve`] over HTTPS (`tls.rs`: handshakes off the accept loop, the certificate
+/// reloaded when its files change).
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    // `tap_io` (doing nothing) is what gives a custom listener axum's `ConnectInfo`.
+    let listener = tls::TlsListener::new(listener, config)?.tap_io(|_| {});
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

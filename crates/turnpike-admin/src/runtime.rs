@@ -42,11 +42,16 @@ pub struct ControlPlaneArgs {
     /// poll) before `/gateways` and `/metrics` count it as lagging.
     #[arg(long, env = "TURNPIKE_GATEWAY_MAX_LAG", default_value_t = 30.0)]
     pub gateway_max_lag: f64,
+    /// HTTPS (docs/operations.md "TLS").
+    #[command(flatten)]
+    pub tls: crate::tls::CpTlsArgs,
 }
 
 /// A running control plane.
 pub struct Running {
     pub addr: SocketAddr,
+    /// `http://ADDR` or `https://ADDR`: where gateways and clients reach it.
+    pub url: String,
     pub state: AppState,
     /// The admin password when this start created the admin with a generated one
     /// (`None` when the operator chose it: it is never printed back).
@@ -109,23 +114,36 @@ pub async fn start(
         .await
         .map_err(|e| format!("creating the admin: {}", e.message))?
         .filter(|_| !preset);
+    let tls = args.tls.server_tls()?;
     let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
     let addr = listener.local_addr()?;
-    let public_url = args
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{addr}"));
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{addr}");
+    let public_url = args.public_url.clone().unwrap_or_else(|| url.clone());
     crate::security::enable(&state, &public_url).await?;
     let (stop, rx) = oneshot::channel::<()>();
     let compaction =
         crate::rest::analytics::spawn_compaction(state.store().clone(), args.analytics.retention());
     let maintenance = spawn_maintenance(state.store().clone());
-    let join = tokio::spawn(crate::serve(listener, state.clone(), async move {
+    let shutdown = async move {
         let _ = rx.await;
-    }));
-    tracing::info!(%addr, database = %redact(&args.database), "control plane listening");
+    };
+    let join = match tls {
+        Some(tls) => {
+            let served = turnpike_tls::server_config(&tls)?;
+            tokio::spawn(crate::serve_tls(
+                listener,
+                served.config,
+                state.clone(),
+                shutdown,
+            ))
+        }
+        None => tokio::spawn(crate::serve(listener, state.clone(), shutdown)),
+    };
+    tracing::info!(%addr, database = %turnpike_store::redact_url(&args.database), "control plane listening");
     Ok(Running {
         addr,
+        url,
         state,
         created_admin_password,
         gateway_token,
@@ -162,16 +180,4 @@ fn spawn_maintenance(store: Store) -> tokio::task::JoinHandle<()> {
             }
         }
     })
-}
-
-/// The database URL without a password.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let userinfo = &url[s + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}://{user}@{}", &url[..s], &url[at + 1..])
-        }
-        _ => url.to_string(),
-    }
 }

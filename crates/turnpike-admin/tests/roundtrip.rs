@@ -3,7 +3,8 @@
 //! managers): a file using every field of examples/gateway.yaml (tiers with a burst, the
 //! unauthenticated tier and header style, a GraphQL section, a mediation section,
 //! bandwidth and billing, an advanced policy with conditional groups named by an API and
-//! a resource, host, load balancing, body limit, request buffering, timeouts, path options,
+//! a resource, host, load balancing, body limit, request buffering, timeouts (read_idle too),
+//! the upstream protocol, path options,
 //! scopes, an `auth: none`
 //! resource, `auth:` of an API, `mediation:` of an API and of a resource) is applied to
 //! the first; its export is applied to the
@@ -52,7 +53,8 @@ apis:
     load_balancing: failover
     max_body_size: 10MiB
     request_buffering: { size: 256KiB, timeout: 20s }
-    timeouts: { connect: 5s, response: 60s }
+    timeouts: { connect: 5s, response: 60s, read_idle: 90s }
+    upstream_protocol: h2c
     throttling: PetsPolicy
     auth: { oauth2: true, api_key: true, subscription: false }
     mediation:
@@ -140,10 +142,12 @@ async fn serve(url: &str) -> Cp {
 async fn apply(cp: &Cp, file: &std::path::Path, dry_run: bool) -> usize {
     reconcile(ApplyArgs {
         file: file.to_path_buf(),
-        control_plane: format!("http://{}", cp.addr),
-        user: "admin".into(),
-        password: Some("password1".into()),
-        token: None,
+        connection: turnpike_cli::apply::Connection {
+            control_plane: format!("http://{}", cp.addr),
+            user: "admin".into(),
+            password: Some("password1".into()),
+            token: None,
+        },
         prune: false,
         dry_run,
     })
@@ -238,7 +242,11 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
         ("host", json!("api.example.com")),
         ("load_balancing", json!("failover")),
         ("max_body_size", json!("10MiB")),
-        ("timeouts", json!({"connect": "5s", "response": "60s"})),
+        (
+            "timeouts",
+            json!({"connect": "5s", "response": "60s", "read_idle": "90s"}),
+        ),
+        ("upstream_protocol", json!("h2c")),
         (
             "request_buffering",
             json!({"size": "256KiB", "timeout": "20s"}),

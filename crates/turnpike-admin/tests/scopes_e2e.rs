@@ -393,10 +393,12 @@ async fn apply_with_a_token_sets_resource_scopes() {
             std::fs::write(&file, yaml).expect("write");
             turnpike_cli::apply::run(turnpike_cli::apply::ApplyArgs {
                 file,
-                control_plane: base,
-                user: String::new(),
-                password: None,
-                token: Some(token),
+                connection: turnpike_cli::apply::Connection {
+                    control_plane: base,
+                    user: String::new(),
+                    password: None,
+                    token: Some(token),
+                },
                 prune: false,
                 dry_run: false,
             })

@@ -13,6 +13,7 @@
 //! follow are separate REST calls, not one transaction: a refusal the check does not
 //! foresee (or an outage) stops the run with the earlier changes kept.
 
+use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -22,14 +23,11 @@ use turnpike_model::GatewayFile;
 
 use crate::apply_check;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Command-line arguments of `turnpike apply`.
+/// Where the control plane is and who calls it (`turnpike apply`, `turnpike export`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct ApplyArgs {
-    /// The declarative file (YAML or JSON).
-    #[arg(short = 'f', long)]
-    pub file: std::path::PathBuf,
+pub struct Connection {
     /// Control plane base URL.
     #[arg(
         long,
@@ -37,16 +35,45 @@ pub struct ApplyArgs {
         default_value = "http://127.0.0.1:9400"
     )]
     pub control_plane: String,
-    /// User with the publisher role.
+    /// User name (the publisher role for `apply`, admin for `export`).
     #[arg(long, env = "TURNPIKE_USER", default_value = "admin")]
     pub user: String,
     /// Password (prefer the environment variable).
     #[arg(long, env = "TURNPIKE_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
-    /// A REST-API bearer token instead of a password (`POST /oauth2/token`, password
-    /// grant, client `turnpike-cli`; needs `apim:api_view apim:api_create apim:api_publish`).
+    /// A REST-API bearer token instead of a password (`turnpike login`; `apply` needs
+    /// `apim:api_view apim:api_create apim:api_publish`).
     #[arg(long, env = "TURNPIKE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+}
+
+impl Connection {
+    /// The base URL without a trailing `/`.
+    pub(crate) fn base(&self) -> String {
+        self.control_plane.trim_end_matches('/').to_string()
+    }
+
+    /// The `Authorization` value: the bearer token, else Basic with the password.
+    pub(crate) fn auth_header(&self) -> Result<String, BoxError> {
+        match (&self.token, &self.password) {
+            (Some(t), _) => Ok(format!("Bearer {t}")),
+            (None, Some(p)) => Ok(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{}:{p}", self.user))
+            )),
+            (None, None) => Err("set TURNPIKE_PASSWORD (or --password) or TURNPIKE_TOKEN".into()),
+        }
+    }
+}
+
+/// Command-line arguments of `turnpike apply`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ApplyArgs {
+    /// The declarative file (YAML or JSON).
+    #[arg(short = 'f', long)]
+    pub file: std::path::PathBuf,
+    #[command(flatten)]
+    pub connection: Connection,
     /// Demote live APIs the file does not list.
     #[arg(long)]
     pub prune: bool,
@@ -192,6 +219,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             },
         ),
         ("apiThrottlingPolicy", json!(spec.throttling)),
+        ("upstreamProtocol", json!(spec.upstream_protocol)),
         ("graphql", json!(spec.graphql)),
         ("mediation", json!(spec.mediation)),
         (
@@ -447,10 +475,10 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     turnpike_config::check_depth(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let file: GatewayFile =
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    let auth = crate::auth_header(args.token.as_deref(), args.password.as_deref(), &args.user)?;
+    let auth = args.connection.auth_header()?;
     let api = Api {
         client: Client::builder(TokioExecutor::new()).build_http(),
-        base: args.control_plane.trim_end_matches('/').to_string(),
+        base: args.connection.base(),
         auth,
     };
     // The real run and the dry run check alike, before any write.

@@ -22,22 +22,10 @@ pub enum ClusterCommand {
 /// Command-line arguments of `turnpike cluster status`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StatusArgs {
-    /// Control plane base URL (any of them: they share one database).
-    #[arg(
-        long,
-        env = "TURNPIKE_CONTROL_PLANE",
-        default_value = "http://127.0.0.1:9400"
-    )]
-    pub control_plane: String,
-    /// User with the admin role.
-    #[arg(long, env = "TURNPIKE_USER", default_value = "admin")]
-    pub user: String,
-    /// Password (prefer the environment variable).
-    #[arg(long, env = "TURNPIKE_PASSWORD", hide_env_values = true)]
-    pub password: Option<String>,
-    /// A REST-API bearer token instead of a password (needs `apim:admin`).
-    #[arg(long, env = "TURNPIKE_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    /// Any control plane (they share one database); the user needs the admin role
+    /// (a token needs `apim:admin`).
+    #[command(flatten)]
+    pub connection: crate::apply::Connection,
     /// Seconds a gateway may lag before it counts as lagging (and the exit is non-zero).
     #[arg(long, default_value_t = 30.0)]
     pub max_lag: f64,
@@ -56,10 +44,10 @@ async fn status(args: StatusArgs) -> Result<(), BoxError> {
     if !(args.max_lag.is_finite() && args.max_lag >= 0.0) {
         return Err("--max-lag is seconds, 0 or more".into());
     }
-    let auth = crate::auth_header(args.token.as_deref(), args.password.as_deref(), &args.user)?;
+    let auth = args.connection.auth_header()?;
     let url = format!(
         "{}/api/am/admin/v1/gateways?maxLag={}",
-        args.control_plane.trim_end_matches('/'),
+        args.connection.base(),
         args.max_lag
     );
     let req = http::Request::get(&url)

@@ -35,6 +35,9 @@ pub struct CompiledApi {
     pub connect_timeout: Duration,
     /// Time allowed from sending the request to the upstream's response headers.
     pub response_timeout: Duration,
+    /// Longest wait between two reads of the upstream's response body; `None`: no
+    /// limit (a long stream lives as long as its back end sends).
+    pub read_idle_timeout: Option<Duration>,
     /// What runs for every request of this API, in order (`crate::chain`): lifecycle,
     /// body limit, auth, throttle and the API's `policies:`.
     pub chain: turnpike_policy::Chain,

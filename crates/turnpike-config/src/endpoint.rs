@@ -31,6 +31,8 @@ pub struct Endpoint {
     pub read_timeout: Duration,
     /// Its long-lived health, for an API with resilience settings (`None` otherwise).
     pub state: Option<Arc<EndpointState>>,
+    /// Speak HTTP/2 with prior knowledge (h2c) to this plain-HTTP endpoint.
+    pub h2c: bool,
 }
 
 impl Endpoint {
@@ -122,6 +124,7 @@ impl Endpoint {
             connect_timeout: turnpike_policy::spec::duration::DEFAULT_CONNECT_TIMEOUT,
             read_timeout: turnpike_policy::spec::duration::DEFAULT_RESPONSE_TIMEOUT,
             state: None,
+            h2c: false,
         })
     }
 }

@@ -111,20 +111,37 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         "response",
         DEFAULT_RESPONSE_TIMEOUT,
     );
-    let endpoints = check_endpoints(
+    let read_idle_timeout = spec.timeouts.read_idle.as_ref().and_then(|q| {
+        let d = parse_duration(q).and_then(|d| match d.is_zero() {
+            true => Err("must be longer than 0 (omit it for no limit)".to_string()),
+            false => Ok(d),
+        });
+        d.map_err(|e| problems.push(Problem::new(at("timeouts.read_idle"), e)))
+            .ok()
+    });
+    let mut endpoints = check_endpoints(
         &at("endpoints"),
         &spec.endpoints,
         connect_timeout,
         response_timeout,
         problems,
     );
-    let sandbox_endpoints = check_endpoints(
+    let mut sandbox_endpoints = check_endpoints(
         &at("sandbox_endpoints"),
         &spec.sandbox_endpoints,
         connect_timeout,
         response_timeout,
         problems,
     );
+    if spec.upstream_protocol == Some(turnpike_model::UpstreamProtocol::H2c) {
+        mark_h2c(&at("endpoints"), &spec.endpoints, &mut endpoints, problems);
+        mark_h2c(
+            &at("sandbox_endpoints"),
+            &spec.sandbox_endpoints,
+            &mut sandbox_endpoints,
+            problems,
+        );
+    }
     let resilience = crate::resilience::needed(&spec).then(|| {
         Arc::new(crate::resilience::check(
             &format!("apis[{index}]"),
@@ -166,6 +183,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             request_buffering,
             connect_timeout,
             response_timeout,
+            read_idle_timeout,
             chain: turnpike_policy::Chain::default(),
             label,
             paths: spec.paths,
@@ -201,6 +219,29 @@ fn check_endpoints(
         }
     }
     endpoints
+}
+
+/// `upstream_protocol: h2c`: every endpoint speaks HTTP/2 with prior knowledge, so each
+/// must be `http://` (`https://` ones negotiate HTTP/2 by ALPN).
+fn mark_h2c(
+    at: &str,
+    specs: &[turnpike_model::resilience::EndpointSpec],
+    endpoints: &mut [Endpoint],
+    problems: &mut Vec<Problem>,
+) {
+    for e in endpoints.iter_mut() {
+        e.h2c = true;
+        if e.scheme != http::uri::Scheme::HTTP {
+            let j = specs.iter().position(|s| s.url() == e.url).unwrap_or(0);
+            problems.push(Problem::new(
+                format!("{at}[{j}]"),
+                format!(
+                    "{:?}: upstream_protocol h2c needs an http:// endpoint (https:// ones negotiate HTTP/2 by ALPN)",
+                    e.url
+                ),
+            ));
+        }
+    }
 }
 
 /// Gives each endpoint of an API with resilience settings its long-lived state.

@@ -173,6 +173,14 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .flat_map(|v| v.split(','))
         .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
         .collect();
+    // A gRPC call's `TE: trailers` goes on: gRPC servers expect it (its status comes in
+    // trailers) and HTTP/2 allows TE with that value only (RFC 9113 section 8.2.2).
+    let trailers = turnpike_policy::http::is_grpc(headers)
+        && headers.get_all(TE).iter().any(|v| {
+            v.as_bytes()
+                .split(|b| *b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"))
+        });
     for n in named {
         headers.remove(n);
     }
@@ -188,6 +196,9 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         &PROXY_CONNECTION,
     ] {
         headers.remove(n);
+    }
+    if trailers {
+        headers.insert(TE, HeaderValue::from_static("trailers"));
     }
 }
 
@@ -371,6 +382,15 @@ mod tests {
         strip_hop_by_hop(&mut h);
         assert_eq!(h.len(), 1);
         assert!(h.contains_key("x-kept"));
+
+        // A gRPC call keeps `te: trailers` (and nothing else of TE).
+        let mut h = HeaderMap::new();
+        h.insert(CONNECTION, HeaderValue::from_static("te"));
+        h.insert(TE, HeaderValue::from_static("gzip, trailers"));
+        h.insert("content-type", HeaderValue::from_static("application/grpc"));
+        strip_hop_by_hop(&mut h);
+        assert_eq!(h.get(TE), Some(&HeaderValue::from_static("trailers")));
+        assert_eq!(h.len(), 2);
     }
 
     #[test]

@@ -31,12 +31,12 @@ mod metrics;
 mod offload;
 mod park;
 mod proxy;
+mod read_idle;
 pub mod reload;
 mod request_buffer;
 mod response_body;
 mod server;
 mod throttle_runtime;
-mod tls;
 mod upgrade;
 mod upstream;
 
@@ -62,12 +62,12 @@ pub use server::{
     BoundGateway, Gateway, GatewayBuilder, GatewayHandle, ServeError, ServerSettings, Stop,
 };
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
-pub use tls::TlsSource;
 pub use turnpike_policy::error::{Blame, ErrorKind, GatewayError};
 pub use turnpike_policy::{
     Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx, Step,
     Timings, UpstreamTarget,
 };
+pub use turnpike_tls::TlsSource;
 pub use upgrade::ws;
 
 /// Command-line arguments of `turnpike gateway`.
@@ -98,6 +98,26 @@ pub struct GatewayArgs {
     /// The control plane's gateway token (printed by `turnpike control-plane`).
     #[arg(long, env = "TURNPIKE_GATEWAY_TOKEN", hide_env_values = true)]
     pub gateway_token: Option<String>,
+    /// PEM CA certificate(s) an `https://` control plane's certificate must chain to (its
+    /// self-signed `tls/cert.pem`, or a private CA); default: the web PKI roots. A
+    /// control plane whose certificate does not verify is never followed.
+    #[arg(long, env = "TURNPIKE_CONTROL_PLANE_CA")]
+    pub control_plane_ca: Option<PathBuf>,
+    /// Client certificate (PEM) this gateway presents to the control plane (mTLS, with
+    /// --control-plane-key); reloaded when its files change.
+    #[arg(
+        long,
+        env = "TURNPIKE_CONTROL_PLANE_CERT",
+        requires = "control_plane_key"
+    )]
+    pub control_plane_cert: Option<PathBuf>,
+    /// Private key of --control-plane-cert.
+    #[arg(
+        long,
+        env = "TURNPIKE_CONTROL_PLANE_KEY",
+        requires = "control_plane_cert"
+    )]
+    pub control_plane_key: Option<PathBuf>,
     /// With --control-plane: seconds a snapshot may go without the control plane
     /// confirming it current (a long-poll answered) before credentials are refused with
     /// `503 snapshot_stale` (open resources are still served): bounds how long an

@@ -239,7 +239,10 @@ async fn exchange(
     let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
     let (mut rparts, mut rbody, upto, mut failed) = match sent {
         Ok(up) => {
-            let (p, b) = upstream_response(up);
+            let (p, mut b) = upstream_response(up);
+            if let Some(every) = api.read_idle_timeout {
+                b = b.read_idle(every);
+            }
             if let Some(m) = marks {
                 m.head = Some(Instant::now());
                 m.upstream_status = Some(p.status);
@@ -319,6 +322,9 @@ async fn request_side(
         let mut b = match api
             .request_buffering
             .filter(|_| !http_body::Body::is_end_stream(&body))
+            // A gRPC call's messages may stream both ways (client and bidirectional
+            // streaming): its body is never held back.
+            .filter(|_| !is_grpc_call(parts))
         {
             // Before any upstream connection: a slow body holds none (request_buffer.rs).
             // Boxed: a request without a body does not carry this future.
@@ -412,4 +418,11 @@ fn stale_refusal(
     }
     Err(GatewayError::new(ErrorKind::SnapshotStale)
         .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("30")))
+}
+
+/// A gRPC call: HTTP/2 with an `application/grpc` body (the version test first, so
+/// HTTP/1.1 requests read no header).
+#[inline]
+fn is_grpc_call(parts: &request::Parts) -> bool {
+    parts.version == http::Version::HTTP_2 && turnpike_policy::http::is_grpc(&parts.headers)
 }

@@ -18,6 +18,7 @@ use hyper::body::Incoming;
 
 use crate::client_body::BodyError;
 use crate::error::{ErrorKind, GatewayError};
+use crate::read_idle::ReadIdle;
 use crate::upstream::body::{Pooled, UpstreamBody};
 use crate::upstream::h1::body::DirectBody;
 
@@ -134,6 +135,8 @@ enum Inner {
     Upstream(UpstreamBody),
     /// A plain-HTTP upstream's body read in the client's task (see `h1`).
     Direct(DirectBody),
+    /// An upstream body under the API's read-idle guard (`read_idle.rs`).
+    Watched(Box<ReadIdle<ResponseBody>>),
 }
 
 /// What the client receives.
@@ -176,6 +179,18 @@ impl ResponseBody {
         }
     }
 
+    /// Fails the body when the upstream sends nothing for `every` (`timeouts.read_idle`).
+    /// The tail stays outside, so bytes and the ending are still counted once.
+    pub(crate) fn read_idle(mut self, every: std::time::Duration) -> Self {
+        let tail = self.tail.take();
+        let inner = std::mem::replace(&mut self.inner, Inner::Full(None));
+        let body = ResponseBody { inner, tail: None };
+        ResponseBody {
+            inner: Inner::Watched(Box::new(ReadIdle::new(body, every))),
+            tail,
+        }
+    }
+
     fn tail(&mut self) -> &mut Tail {
         self.tail.get_or_insert_with(|| {
             Box::new(Tail {
@@ -198,6 +213,7 @@ impl ResponseBody {
         match std::mem::replace(&mut self.inner, Inner::Full(None)) {
             Inner::Full(b) => Ok(b.unwrap_or_default()),
             Inner::Direct(d) => collect(d, limit, too_large, broken).await,
+            Inner::Watched(w) => collect(w, limit, too_large, broken).await,
             Inner::Upstream(mut u) => {
                 let r = collect(&mut u.inner, limit, too_large, broken).await;
                 if r.is_ok() {
@@ -227,6 +243,7 @@ impl Inner {
             Inner::Full(b) => b.is_none(),
             Inner::Upstream(u) => u.inner.is_end_stream(),
             Inner::Direct(d) => d.is_end_stream(),
+            Inner::Watched(w) => w.is_end_stream(),
         }
     }
 }
@@ -245,6 +262,7 @@ impl Body for ResponseBody {
             Inner::Direct(d) => Pin::new(d)
                 .poll_frame(cx)
                 .map(|o| o.map(|r| r.map_err(BoxError::from))),
+            Inner::Watched(w) => Pin::new(w.as_mut()).poll_frame(cx),
             Inner::Upstream(u) => {
                 let r = Pin::new(&mut u.inner).poll_frame(cx);
                 match &r {
@@ -288,6 +306,7 @@ impl Body for ResponseBody {
             Inner::Full(None) => SizeHint::with_exact(0),
             Inner::Upstream(u) => u.inner.size_hint(),
             Inner::Direct(d) => d.size_hint(),
+            Inner::Watched(w) => w.size_hint(),
         }
     }
 }

@@ -34,8 +34,8 @@ use crate::log_limit::LogLimit;
 use crate::metrics::GatewayMetrics;
 use crate::park;
 use crate::proxy;
-use crate::tls::{self, TlsError, TlsSource};
 use crate::upstream::pool::Upstreams;
+use turnpike_tls::{TlsError, TlsSource};
 
 /// Why a gateway could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -204,7 +204,13 @@ impl GatewayBuilder {
         };
         let https = match s.https_port {
             Some(port) => {
-                let cfg = tls::server_config(&s.tls)?;
+                // The certificate files are reloaded when they change (turnpike-tls).
+                let cfg = turnpike_tls::server_config(&turnpike_tls::ServerTls {
+                    source: s.tls.clone(),
+                    alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+                    client_ca: None,
+                })?
+                .config;
                 let l = listen(SocketAddr::new(s.bind, port)).await?;
                 Some((l, tokio_rustls::TlsAcceptor::from(cfg)))
             }

@@ -17,8 +17,7 @@ use http::{request, response};
 use support::*;
 use turnpike_config::Snapshot;
 use turnpike_gateway::{
-    Completion, ErrorKind, Flow, Gateway, GatewayError, Hooks, Observer, Policy, RequestCtx,
-    ServerSettings, Step,
+    Completion, ErrorKind, Flow, GatewayError, Hooks, Observer, Policy, RequestCtx, Step,
 };
 
 type Seen = Arc<Mutex<Vec<(u16, bool, Option<ErrorKind>, u64)>>>;
@@ -90,7 +89,6 @@ async fn gateway_with_policies(
     extra: Vec<Arc<dyn Policy>>,
     observer: Option<Arc<dyn Observer>>,
 ) -> (TestGateway, Arc<ArcSwap<Snapshot>>) {
-    let dir = tempfile::tempdir().expect("tempdir");
     let mut snap = Snapshot::from_yaml(yaml, "test").expect("valid test config");
     for api in snap.apis.iter_mut() {
         let api = Arc::get_mut(api).expect("a fresh snapshot owns its APIs");
@@ -99,19 +97,15 @@ async fn gateway_with_policies(
         }
     }
     let snaps = Arc::new(ArcSwap::from_pointee(snap));
-    let mut b = Gateway::builder(ServerSettings::local(dir.path())).snapshots(snaps.clone());
-    if let Some(o) = observer {
-        b = b.observer(o);
-    }
-    let bound = b.bind().await.expect("gateway binds");
-    let http = bound.http_addr().expect("http listener");
-    let https = bound.https_addr().expect("https listener");
-    let gw = TestGateway {
-        handle: bound.spawn(),
-        http,
-        https,
-        dir,
-    };
+    let gw = gateway_built(
+        snaps.clone(),
+        |_| {},
+        |b| match observer {
+            Some(o) => b.observer(o),
+            None => b,
+        },
+    )
+    .await;
     (gw, snaps)
 }
 

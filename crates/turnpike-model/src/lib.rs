@@ -80,6 +80,11 @@ pub struct ApiSpec {
     /// How requests are spread over `endpoints`.
     #[serde(default)]
     pub load_balancing: LoadBalancing,
+    /// The protocol spoken to `http://` endpoints: HTTP/1.1 when omitted, `h2c` for
+    /// HTTP/2 with prior knowledge (gRPC back ends). `https://` endpoints negotiate
+    /// HTTP/2 or HTTP/1.1 by ALPN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_protocol: Option<UpstreamProtocol>,
     /// Largest request body accepted: a byte count or a size such as `"10MiB"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_body_size: Option<Quantity>,
@@ -189,6 +194,23 @@ pub struct TimeoutSpec {
     pub connect: Option<Quantity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Quantity>,
+    /// Longest wait for the next bytes of the upstream's response body once its headers
+    /// came; no limit when omitted. The guard for long responses (Server-Sent Events),
+    /// which no total-time limit may cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_idle: Option<Quantity>,
+}
+
+/// The protocol spoken to plain-HTTP endpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1 (`https://` endpoints: HTTP/2 when ALPN picks it).
+    #[default]
+    Http1,
+    /// HTTP/2 over cleartext with prior knowledge (RFC 9113 section 3.3): one
+    /// multiplexed connection per endpoint.
+    H2c,
 }
 
 /// Request buffering as written (`request_buffering: { size: 256KiB, timeout: 20s }`,

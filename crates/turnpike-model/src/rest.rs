@@ -12,7 +12,7 @@ pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD",
 /// An API's gateway settings: (REST field, the declarative file's field). `graphql`,
 /// `mediation`, `requestBuffering` and `resilience` are sections in the file's own shape, stored as
 /// given and checked by compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 11] = [
+pub const OPTION_FIELDS: [(&str, &str); 12] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -24,6 +24,7 @@ pub const OPTION_FIELDS: [(&str, &str); 11] = [
     ("paths", "paths"),
     ("requestBuffering", "request_buffering"),
     ("resilience", "resilience"),
+    ("upstreamProtocol", "upstream_protocol"),
 ];
 
 /// The built-in public client for REST-API tokens (password and refresh_token grants,

@@ -166,7 +166,8 @@ impl Chain {
     }
 
     /// Whether some policy before `upto` wants this response's body buffered (see
-    /// [`Policy::wants_response_body`]).
+    /// [`Policy::wants_response_body`]). Never a stream ([`crate::http::is_stream`]:
+    /// Server-Sent Events, gRPC): its events pass one by one, whatever the policies.
     #[inline]
     pub fn wants_response_body(
         &self,
@@ -174,7 +175,7 @@ impl Chain {
         resp: &response::Parts,
         upto: usize,
     ) -> bool {
-        if !self.hooks.contains(Hooks::RESPONSE_BODY) {
+        if !self.hooks.contains(Hooks::RESPONSE_BODY) || crate::http::is_stream(&resp.headers) {
             return false;
         }
         let ran = self.policies.get(..upto).unwrap_or(&self.policies);

@@ -1,10 +1,11 @@
 //! One meaning of two small HTTP rules that every layer reads: the declared body length
 //! (`Content-Length`) and the decoded query parameters. Each layer used to carry its own
 //! copy, and the copies disagreed at the edges (a `+` sign, a comma list, `+` as space).
+//! Also which responses are streams that nothing may buffer ([`is_stream`]).
 
 use std::borrow::Cow;
 
-use http::header::CONTENT_LENGTH;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::HeaderMap;
 
 /// A `Content-Length` that declares no single length: not digits, too large for `u64`,
@@ -55,6 +56,32 @@ pub fn query_pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, s
 /// The decoded value of the first parameter whose decoded name is `name`.
 pub fn query_param<'q>(query: &'q str, name: &str) -> Option<Cow<'q, str>> {
     query_pairs(query).find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+/// Whether a message is a stream with no end worth waiting for: Server-Sent Events
+/// (`text/event-stream`) or gRPC (`application/grpc`, `application/grpc+proto`, ...).
+/// Such a body is passed on frame by frame: a policy that would read it whole would hold
+/// every event until the stream ends, and would drop gRPC's trailers.
+pub fn is_stream(headers: &HeaderMap) -> bool {
+    media_type(headers).is_some_and(|m| m.eq_ignore_ascii_case(b"text/event-stream"))
+        || is_grpc(headers)
+}
+
+/// Whether a message is gRPC over HTTP/2 (`application/grpc`, `application/grpc+proto`;
+/// not gRPC-Web, which is `application/grpc-web`).
+pub fn is_grpc(headers: &HeaderMap) -> bool {
+    let grpc = b"application/grpc";
+    media_type(headers).is_some_and(|m| {
+        m.get(..grpc.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(grpc))
+            && matches!(m.get(grpc.len()), None | Some(b'+'))
+    })
+}
+
+/// The `Content-Type` without its parameters.
+fn media_type(headers: &HeaderMap) -> Option<&[u8]> {
+    let ct = headers.get(CONTENT_TYPE)?.as_bytes();
+    ct.split(|b| *b == b';').next().map(<[u8]>::trim_ascii)
 }
 
 #[cfg(test)]
@@ -156,5 +183,22 @@ mod tests {
             let got = query_param(&query, &name);
             prop_assert_eq!(got.as_deref(), Some(expected));
         }
+    }
+
+    #[test]
+    fn event_streams_and_grpc_are_streams() {
+        let h = |ct: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(CONTENT_TYPE, http::HeaderValue::from_str(ct).unwrap());
+            super::is_stream(&m)
+        };
+        assert!(h("text/event-stream"));
+        assert!(h("Text/Event-Stream; charset=utf-8"));
+        assert!(h("application/grpc"));
+        assert!(h("application/grpc+proto"));
+        assert!(!h("application/grpc-web-text"));
+        assert!(!h("application/json"));
+        assert!(!h("text/event-streamx"));
+        assert!(!super::is_stream(&HeaderMap::new()));
     }
 }

@@ -337,3 +337,30 @@ fn hooks_are_a_set() {
     assert!(chain.is_empty());
     assert!(!chain.hooks().contains(Hooks::COMPLETE));
 }
+
+/// Wants every response body whole (a body transform's default).
+struct WholeBodies;
+
+impl Policy for WholeBodies {
+    fn name(&self) -> &'static str {
+        "whole"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::RESPONSE_BODY
+    }
+}
+
+#[test]
+fn event_streams_and_grpc_are_never_buffered_for_a_body_policy() {
+    let chain = Chain::new(vec![Arc::new(WholeBodies) as Arc<dyn Policy>]);
+    let c = ctx("/x");
+    let with = |ct: &'static str| {
+        let (_, mut resp) = parts();
+        resp.headers
+            .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(ct));
+        chain.wants_response_body(&c, &resp, chain.len())
+    };
+    assert!(with("application/json"));
+    assert!(!with("text/event-stream"));
+    assert!(!with("application/grpc"));
+}

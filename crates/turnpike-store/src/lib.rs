@@ -16,6 +16,7 @@ mod analytics;
 mod apis;
 mod apps;
 mod audit;
+mod backup;
 mod bulk;
 mod cluster;
 mod documents;
@@ -39,9 +40,11 @@ use tokio::sync::{watch, Mutex, MutexGuard};
 pub use analytics::{AnalyticsRetention, Compacted, RollupFilter};
 pub use apis::ApiFilter;
 pub use audit::{AuditEntry, AuditFilter};
+pub use backup::{backup_sqlite, check_turnpike, restore_sqlite, sqlite_path, BackupError};
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use cluster::{GatewayContact, GatewayRow, Maintenance, MAX_GATEWAYS, VERSION_POLL};
 pub use documents::ApiDocument;
+pub use migrate::{migrations, MigrationInfo, MigrationStatus};
 pub use model::*;
 pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};
 pub use outage::{Outage, StoreOptions};
@@ -126,6 +129,94 @@ pub fn new_id() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// The database URL without a password (for logs and messages).
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}://{user}@{}", &url[..s], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Which engine a URL names, and the URL sqlx is given (SQLite files are created).
+fn parse_url(url: &str) -> Result<(Backend, String), StoreError> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let url = if path.contains("mode=") {
+            url.to_string()
+        } else {
+            format!("{url}{sep}mode=rwc")
+        };
+        Ok((Backend::Sqlite, url))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok((Backend::Postgres, url.to_string()))
+    } else {
+        Err(StoreError::BadUrl(url.to_string()))
+    }
+}
+
+/// A pool on `url` with the store's connection settings; no migration.
+async fn connect(
+    url: &str,
+    options: &StoreOptions,
+    page_cap: Arc<std::sync::atomic::AtomicU64>,
+) -> Result<(AnyPool, Backend), StoreError> {
+    sqlx::any::install_default_drivers();
+    let (backend, url) = parse_url(url)?;
+    let opts = AnyConnectOptions::from_str(&url)?;
+    let cap = page_cap;
+    let pool = AnyPoolOptions::new()
+        .max_connections(match backend {
+            Backend::Sqlite => 4,
+            Backend::Postgres => 8,
+        })
+        // A database that is down fails a request in seconds (503), not after
+        // sqlx's default 30 s.
+        .acquire_timeout(options.acquire_timeout)
+        .after_connect(move |conn, _meta| {
+            let cap = cap.load(std::sync::atomic::Ordering::Relaxed);
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    conn.execute("PRAGMA foreign_keys = ON").await?;
+                    conn.execute("PRAGMA busy_timeout = 5000").await?;
+                    conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    if cap > 0 {
+                        conn.execute(&*format!("PRAGMA max_page_count = {cap}"))
+                            .await?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .after_release(|conn, _meta| Box::pin(outage::reusable(conn)))
+        .connect_with(opts)
+        .await?;
+    Ok((pool, backend))
+}
+
+/// What opening `url` would migrate, read without writing: `turnpike migrate --check`.
+/// A SQLite file that does not exist yet is a database at version 0 (and is not created).
+pub async fn migration_status(url: &str) -> Result<MigrationStatus, StoreError> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let file = path.split('?').next().unwrap_or(path);
+        if !std::path::Path::new(file).exists() {
+            return Ok(migrate::status_of(&[]));
+        }
+        let ro = format!("sqlite://{file}?mode=ro");
+        let (pool, backend) = connect(&ro, &StoreOptions::default(), Arc::default()).await?;
+        let status = migrate::status(&pool, backend).await;
+        pool.close().await;
+        return status;
+    }
+    let (pool, backend) = connect(url, &StoreOptions::default(), Arc::default()).await?;
+    let status = migrate::status(&pool, backend).await;
+    pool.close().await;
+    status
+}
+
 impl Store {
     /// Opens (creating if needed) the database at `url` (`sqlite://PATH` or
     /// `postgres://...`), applies migrations and seeds the default tiers.
@@ -147,49 +238,8 @@ impl Store {
 
     /// As [`Store::open`], with every option.
     pub async fn open_with_options(url: &str, options: StoreOptions) -> Result<Store, StoreError> {
-        sqlx::any::install_default_drivers();
-        let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
-            let sep = if path.contains('?') { '&' } else { '?' };
-            let url = if path.contains("mode=") {
-                url.to_string()
-            } else {
-                format!("{url}{sep}mode=rwc")
-            };
-            (Backend::Sqlite, url)
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            (Backend::Postgres, url.to_string())
-        } else {
-            return Err(StoreError::BadUrl(url.to_string()));
-        };
-        let opts = AnyConnectOptions::from_str(&url)?;
         let page_cap = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let cap = page_cap.clone();
-        let pool = AnyPoolOptions::new()
-            .max_connections(match backend {
-                Backend::Sqlite => 4,
-                Backend::Postgres => 8,
-            })
-            // A database that is down fails a request in seconds (503), not after
-            // sqlx's default 30 s.
-            .acquire_timeout(options.acquire_timeout)
-            .after_connect(move |conn, _meta| {
-                let cap = cap.load(std::sync::atomic::Ordering::Relaxed);
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        conn.execute("PRAGMA foreign_keys = ON").await?;
-                        conn.execute("PRAGMA busy_timeout = 5000").await?;
-                        conn.execute("PRAGMA synchronous = NORMAL").await?;
-                        if cap > 0 {
-                            conn.execute(&*format!("PRAGMA max_page_count = {cap}"))
-                                .await?;
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .after_release(|conn, _meta| Box::pin(outage::reusable(conn)))
-            .connect_with(opts)
-            .await?;
+        let (pool, backend) = connect(url, &options, page_cap.clone()).await?;
         if backend == Backend::Sqlite {
             sqlx::query("PRAGMA journal_mode = WAL")
                 .execute(&pool)
@@ -201,7 +251,7 @@ impl Store {
             inner: Arc::new(Inner {
                 pool,
                 backend,
-                url,
+                url: url.to_string(),
                 leader: Mutex::new(None),
                 writer: Mutex::new(()),
                 version,

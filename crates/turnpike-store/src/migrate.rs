@@ -360,6 +360,88 @@ CREATE TABLE api_security (
 )
 "#;
 
+/// One migration as a reader sees it: what `turnpike migrate --check` lists and what the
+/// upgrade tests iterate over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrationInfo {
+    pub version: i64,
+    pub name: &'static str,
+}
+
+/// Every migration this binary knows, oldest first.
+pub fn migrations() -> Vec<MigrationInfo> {
+    MIGRATIONS
+        .iter()
+        .map(|m| MigrationInfo {
+            version: m.version,
+            name: m.name,
+        })
+        .collect()
+}
+
+/// What an upgrade of one database would do (read only: nothing is written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// The newest migration applied to the database (0: none, or no database yet).
+    pub current: i64,
+    /// The newest migration this binary knows.
+    pub head: i64,
+    /// Migrations a start (or `turnpike migrate`) would apply, oldest first.
+    pub pending: Vec<MigrationInfo>,
+    /// Versions applied to the database that this binary does not know: the database was
+    /// migrated by a newer release (a rollback needs the backup taken before the upgrade).
+    pub unknown: Vec<i64>,
+}
+
+impl MigrationStatus {
+    /// True when the database is exactly at this binary's head.
+    pub fn up_to_date(&self) -> bool {
+        self.pending.is_empty() && self.unknown.is_empty()
+    }
+}
+
+/// Reads which migrations are applied, without creating the table or writing anything.
+pub(crate) async fn status(
+    pool: &AnyPool,
+    backend: Backend,
+) -> Result<MigrationStatus, StoreError> {
+    let exists_sql = match backend {
+        Backend::Sqlite => {
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        }
+        Backend::Postgres => {
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'"
+        }
+    };
+    let exists: i64 = sqlx::query_scalar(exists_sql).fetch_one(pool).await?;
+    let applied: Vec<i64> = match exists {
+        0 => Vec::new(),
+        _ => {
+            sqlx::query_scalar("SELECT version FROM schema_migrations ORDER BY version")
+                .fetch_all(pool)
+                .await?
+        }
+    };
+    Ok(status_of(&applied))
+}
+
+pub(crate) fn status_of(applied: &[i64]) -> MigrationStatus {
+    let current = applied.iter().copied().max().unwrap_or(0);
+    MigrationStatus {
+        current,
+        head: MIGRATIONS.last().map_or(0, |m| m.version),
+        pending: migrations()
+            .into_iter()
+            .filter(|m| m.version > current)
+            .collect(),
+        unknown: applied
+            .iter()
+            .copied()
+            .filter(|v| !MIGRATIONS.iter().any(|m| m.version == *v))
+            .collect(),
+    }
+}
+
 /// Applies every migration newer than the database's.
 pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {
     // Control planes starting together on one PostgreSQL: one migrates, the others wait
@@ -375,7 +457,7 @@ pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreErr
         }
         Backend::Sqlite => None,
     };
-    let done = apply(pool, backend).await;
+    let done = run_to(pool, backend, i64::MAX).await;
     if let Some(conn) = held.as_mut() {
         sqlx::query("SELECT pg_advisory_unlock($1)")
             .bind(crate::cluster::MIGRATE_KEY)
@@ -385,7 +467,13 @@ pub(crate) async fn run(pool: &AnyPool, backend: Backend) -> Result<(), StoreErr
     done
 }
 
-async fn apply(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {
+/// Applies the migrations newer than the database's, up to `target` included (the
+/// upgrade tests stop at each older schema to put rows in it).
+pub(crate) async fn run_to(
+    pool: &AnyPool,
+    backend: Backend,
+    target: i64,
+) -> Result<(), StoreError> {
     sqlx::query(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
     )
@@ -395,33 +483,73 @@ async fn apply(pool: &AnyPool, backend: Backend) -> Result<(), StoreError> {
         .fetch_one(pool)
         .await?;
     let current = current.unwrap_or(0);
-    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
-        let sql = match backend {
-            Backend::Sqlite => m.sqlite,
-            Backend::Postgres => m.postgres,
-        };
-        let mut tx = pool.begin().await?;
-        for stmt in sql
-            .split(m.separator)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            sqlx::query(stmt).execute(&mut *tx).await?;
-        }
-        sqlx::query(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-        )
+    if let Some(newest) = MIGRATIONS.last().filter(|m| m.version < current) {
+        tracing::warn!(
+            database = current,
+            binary = newest.version,
+            "store: the database schema is newer than this binary (a rollback without restoring the backup); new columns and tables are left alone"
+        );
+    }
+    for m in MIGRATIONS
+        .iter()
+        .filter(|m| m.version > current && m.version <= target)
+    {
+        apply(pool, backend, m).await?;
+    }
+    Ok(())
+}
+
+/// One migration in its own transaction, recorded in `schema_migrations`.
+async fn apply(pool: &AnyPool, backend: Backend, m: &Migration) -> Result<(), StoreError> {
+    let sql = match backend {
+        Backend::Sqlite => m.sqlite,
+        Backend::Postgres => m.postgres,
+    };
+    let mut tx = pool.begin().await?;
+    for stmt in sql
+        .split(m.separator)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        sqlx::query(stmt).execute(&mut *tx).await?;
+    }
+    sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
         .bind(m.version)
         .bind(m.name)
         .bind(crate::now_ms())
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
-        tracing::info!(
-            version = m.version,
-            name = m.name,
-            "store: migration applied"
-        );
-    }
+    tx.commit().await?;
+    tracing::info!(
+        version = m.version,
+        name = m.name,
+        "store: migration applied"
+    );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_lists_what_is_pending_and_what_is_unknown() {
+        let head = MIGRATIONS.last().map_or(0, |m| m.version);
+        let fresh = status_of(&[]);
+        assert_eq!((fresh.current, fresh.head), (0, head));
+        assert_eq!(fresh.pending.len(), MIGRATIONS.len());
+        let at_two = status_of(&[1, 2]);
+        assert_eq!(at_two.pending.first().map(|m| m.version), Some(3));
+        assert!(!at_two.up_to_date());
+        let all: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
+        assert!(status_of(&all).up_to_date());
+        let newer = status_of(&[&all[..], &[head + 1]].concat());
+        assert_eq!(newer.unknown, vec![head + 1]);
+        assert!(newer.pending.is_empty() && !newer.up_to_date());
+    }
+
+    #[test]
+    fn versions_increase() {
+        assert!(MIGRATIONS.windows(2).all(|w| w[0].version < w[1].version));
+    }
 }

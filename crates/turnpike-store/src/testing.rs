@@ -11,6 +11,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tempfile::TempDir;
 
+/// A pool on `url` with the migrations up to `version` applied and no later one: an older
+/// release's schema, for the upgrade tests to fill with rows before opening it with
+/// [`crate::Store::open`] (which migrates it to the head).
+pub async fn migrate_to(url: &str, version: i64) -> sqlx::AnyPool {
+    let (pool, backend) = crate::connect(url, &crate::StoreOptions::default(), Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"));
+    crate::migrate::run_to(&pool, backend, version)
+        .await
+        .unwrap_or_else(|e| panic!("migrate {url} to {version}: {e}"));
+    pool
+}
+
 /// A test case: receives a fresh database URL.
 pub type Case = fn(String) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
@@ -40,17 +41,21 @@ use turnpike_config::{GatewayFile, Snapshot};
 
 use crate::saved::{self, Saver};
 use crate::wire::{hash_hex, Delta, Parts};
-use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER};
+use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER, WIRE_HEADER, WIRE_VERSION};
 
 /// How to follow a control plane.
 #[derive(Debug, Clone)]
 pub struct FollowerConfig {
-    /// Base URLs, e.g. `http://127.0.0.1:9400` (plain HTTP), in order of preference: all
+    /// Base URLs, e.g. `http://127.0.0.1:9400` or `https://cp.example.com:9400`, in order of preference: all
     /// serve the same database, the follower uses one at a time.
     pub control_planes: Vec<String>,
     /// How long the follower stays on another control plane before trying the first
     /// again.
     pub failback_after: Duration,
+    /// TLS for `https://` control planes: whom to trust, and the client certificate for
+    /// mTLS (`turnpike_tls::client_config`). `None`: the web PKI roots, no client
+    /// certificate. The certificate is always verified.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     /// The control plane's gateway token.
     pub token: String,
     /// A name for this gateway in the control plane's gateway list.
@@ -80,6 +85,7 @@ impl FollowerConfig {
                 .filter(|u| !u.is_empty())
                 .collect(),
             failback_after: Duration::from_secs(30),
+            tls: None,
             token: token.into(),
             gateway_id: gateway_id.into(),
             wait: Duration::from_secs(30),
@@ -218,7 +224,8 @@ enum Poll {
 
 struct Follower {
     cfg: FollowerConfig,
-    client: Client<HttpConnector, Full<Bytes>>,
+    /// The client, or why TLS could not be set up (each poll reports it).
+    client: Result<HttpClient, String>,
     /// Index of the control plane in use, and since when (`None`: the first, by choice).
     current: usize,
     switched_at: Option<Instant>,
@@ -247,9 +254,10 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
     let confirmed = Arc::new(AtomicU64::new(0));
     let stats = Arc::new(Stats::default());
     let saver = cfg.saved_snapshot.clone().map(Saver::spawn);
+    let client = http_client(cfg.tls.clone());
     let mut follower = Follower {
         cfg,
-        client: Client::builder(TokioExecutor::new()).build_http(),
+        client,
         current: 0,
         switched_at: None,
         snapshots,
@@ -473,7 +481,9 @@ impl Follower {
         let Ok(req) = req else {
             return;
         };
-        let client = self.client.clone();
+        let Ok(client) = self.client.clone() else {
+            return;
+        };
         tokio::spawn(async move {
             let sent = tokio::time::timeout(Duration::from_secs(10), client.request(req)).await;
             match sent {
@@ -499,7 +509,8 @@ impl Follower {
             )
             .header("x-turnpike-gateway", self.cfg.gateway_id.as_str())
             .header("x-turnpike-serving", served.to_string())
-            .header("x-turnpike-serving-hash", self.served_hash.as_str());
+            .header("x-turnpike-serving-hash", self.served_hash.as_str())
+            .header(WIRE_HEADER, WIRE_VERSION);
         if self.parts.is_some() {
             req = req.header(ACCEPT_DELTA_HEADER, "1");
         }
@@ -507,7 +518,11 @@ impl Follower {
             .body(Full::default())
             .map_err(|e| SyncError::Unreachable(e.to_string()))?;
         let limit = self.cfg.wait + Duration::from_secs(10);
-        let resp = tokio::time::timeout(limit, self.client.request(req))
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| SyncError::Unreachable(e.clone()))?;
+        let resp = tokio::time::timeout(limit, client.request(req))
             .await
             .map_err(|_| SyncError::Unreachable("long-poll timed out".into()))?
             .map_err(|e| SyncError::Unreachable(e.to_string()))?;
@@ -704,4 +719,24 @@ fn build(
         snapshot,
         apis,
     })
+}
+
+type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// HTTP and HTTPS (certificate verified against `tls`'s roots, or the web PKI's).
+fn http_client(tls: Option<Arc<rustls::ClientConfig>>) -> Result<HttpClient, String> {
+    let tls = match tls {
+        Some(t) => t,
+        None => turnpike_tls::client_config(&turnpike_tls::ClientTls::default())
+            .map_err(|e| format!("TLS setup: {e}"))?,
+    };
+    let mut tls = (*tls).clone();
+    // hyper-rustls sets ALPN from the HTTP versions it enables (and refuses a preset).
+    tls.alpn_protocols.clear();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(Client::builder(TokioExecutor::new()).build(connector))
 }

@@ -32,3 +32,14 @@ pub const KIND_HEADER: &str = "x-turnpike-kind";
 /// Request header: the follower can apply a delta against the version and hash it names in
 /// `x-turnpike-serving` and `x-turnpike-serving-hash`.
 pub const ACCEPT_DELTA_HEADER: &str = "x-turnpike-accept-delta";
+/// Request and response header: the snapshot wire version the sender speaks. A follower
+/// that sends none speaks version 1 (the format before this header).
+pub const WIRE_HEADER: &str = "x-turnpike-wire";
+/// The wire version of this build. 1: full files and deltas as JSON, the version, hash
+/// and kind headers. 2: version 1 plus [`WIRE_HEADER`] both ways. Bodies only grow by
+/// fields an older follower never receives unless a newer feature is used (its types
+/// refuse unknown fields); docs/upgrading.md says what that means for an upgrade.
+pub const WIRE_VERSION: u32 = 2;
+/// The oldest follower a control plane of this build serves: one version older. An older
+/// one is answered `426` (`wire_version_unsupported`) and keeps its last good snapshot.
+pub const OLDEST_WIRE: u32 = WIRE_VERSION - 1;

@@ -59,8 +59,8 @@ pub async fn control_plane(cmd: ControlPlaneCmd) -> Result<(), BoxError> {
     let args = cmd.cp;
     let cp = runtime::start(&args).await?;
     let dir = turnpike_admin::ui::configure(&cp.state, &cmd.ui);
-    println!("control plane listening on http://{}", cp.addr);
-    print_portals(&format!("http://{}", cp.addr), dir.as_deref());
+    println!("control plane listening on {}", cp.url);
+    print_portals(&cp.url, dir.as_deref());
     if let Some(p) = &cp.created_admin_password {
         println!("admin user created: admin / {p}   (shown once)");
     }
@@ -126,6 +126,13 @@ async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Foll
     let runtime = Arc::new(turnpike_gateway::policy_runtime());
     let throttling = turnpike_gateway::start_throttling(args, &runtime)?;
     cfg.runtime = runtime;
+    if args.control_plane_ca.is_some() || args.control_plane_cert.is_some() {
+        cfg.tls = Some(turnpike_tls::client_config(&turnpike_tls::ClientTls {
+            ca: args.control_plane_ca.clone(),
+            cert: args.control_plane_cert.clone(),
+            key: args.control_plane_key.clone(),
+        })?);
+    }
     cfg.saved_snapshot = Some(args.data_dir.join("snapshot.json"));
     if let Some(age) = max_age {
         cfg.wait = cfg.wait.min(long_poll_wait(age));
@@ -182,6 +189,7 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         public_url: None,
         analytics: Default::default(),
         gateway_max_lag: 30.0,
+        tls: Default::default(),
     })
     .await?;
     let cfg = FollowerConfig::new(

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod cp;
 mod logging;
 mod mediation_try;
+mod ops;
 
 // The global allocator (mimalloc) comes with turnpike-alloc.
 use turnpike_alloc as _;
@@ -64,6 +65,14 @@ enum Command {
     Login(turnpike_cli::login::LoginArgs),
     /// Run an API's transformation from a file on a sample, without deploying it.
     MediationTry(mediation_try::TryArgs),
+    /// Apply the database's pending migrations; `--check` only says what they are.
+    Migrate(ops::MigrateArgs),
+    /// A consistent copy of the control plane's database, taken while it runs.
+    Backup(ops::BackupArgs),
+    /// Replace the control plane's database with a backup (control planes stopped).
+    Restore(ops::RestoreArgs),
+    /// Write the configuration as a declarative file `turnpike apply` takes back.
+    Export(turnpike_cli::export::ExportArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -110,6 +119,10 @@ fn main() -> anyhow::Result<()> {
                 Command::Login(args) => turnpike_cli::login::run(args).await,
                 Command::Cluster(cmd) => turnpike_cli::cluster::run(cmd).await,
                 Command::MediationTry(args) => mediation_try::run(args).map_err(Into::into),
+                Command::Migrate(args) => ops::migrate(args).await,
+                Command::Backup(args) => ops::backup(args).await,
+                Command::Restore(args) => ops::restore(args).await,
+                Command::Export(args) => turnpike_cli::export::run(args).await,
             }
         })
         .map_err(|e| anyhow::anyhow!(e))

@@ -24,7 +24,7 @@ const SANDBOX_BODY: &str = r#"{"backend":"sandbox"}"#;
 /// Whether the gateway sends SANDBOX calls to `sandbox_endpoints` (issue 27's endpoint
 /// selection, another branch's part): until it does, sandbox calls reach production and
 /// the test asserts what the key type decides here, the subscription checks.
-const SANDBOX_ROUTING: bool = false;
+const SANDBOX_ROUTING: bool = true;
 
 /// Checks which back end answered `cred` (only once the gateway routes by key type).
 fn assert_backend(cred: &Cred, body: &str) {

@@ -11,7 +11,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::{get, start, start_env, start_printing, wait_for_status, Proc, TempDir};
+use support::{follower, get, start, start_env, wait_for_status, wait_until, Proc, TempDir};
 
 const TOKEN: &str = "restore-gateway-token";
 const PASSWORD: &str = "restore-admin-password";
@@ -40,30 +40,7 @@ fn gateway(data: &Path, cp: &str) -> (Proc, String, String) {
 
 /// [`gateway`] on `http_port`, with `extra` flags.
 fn gateway_with(data: &Path, cp: &str, http_port: &str, extra: &[&str]) -> (Proc, String, String) {
-    let cp_url = format!("http://{cp}");
-    let mut args = vec![
-        "gateway",
-        "--control-plane",
-        &cp_url,
-        "--gateway-token",
-        TOKEN,
-        "--http-port",
-        http_port,
-        "--https-port",
-        "off",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--data-dir",
-        data.to_str().expect("utf-8 path"),
-    ];
-    args.extend_from_slice(extra);
-    let (p, found) = start_printing(
-        &args,
-        &[],
-        &["gateway metrics on http://", "gateway listening on http://"],
-    );
-    let mgmt = found[0].trim_end_matches("/metrics").to_owned();
-    (p, found[1].clone(), mgmt)
+    follower(data, &format!("http://{cp}"), TOKEN, http_port, extra)
 }
 
 fn apply(file: &Path, cp: &str, echo: &str) {
@@ -77,14 +54,6 @@ fn apply(file: &Path, cp: &str, echo: &str) {
 
 fn apply_yaml(file: &Path, cp: &str, yaml: &str) {
     support::apply_yaml(file, yaml, cp, PASSWORD);
-}
-
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -55,7 +55,9 @@ fn api_props() -> Value {
         "maxBodySize": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "description": "bytes, or a size such as 10MiB"},
         "timeouts": {"type": "object", "additionalProperties": false, "properties": {
             "connect": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "5s"},
-            "response": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s"}}},
+            "response": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s"},
+            "read_idle": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "60s", "description": "longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)"}}},
+        "upstreamProtocol": {"type": "string", "enum": ["http1", "h2c"], "default": "http1", "description": "h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)"},
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
         "mediation": r("Mediation"),

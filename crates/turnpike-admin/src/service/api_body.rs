@@ -287,7 +287,7 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
     }
     if let Some(v) = f.value("timeouts") {
         let mut t = Fields::new(v, "timeouts");
-        for k in ["connect", "response"] {
+        for k in ["connect", "response", "read_idle"] {
             if t.value(k).is_some_and(|q| !quantity_ok(q)) {
                 t.err(k, "must be a duration such as \"5s\" or \"250ms\"");
             }
@@ -297,6 +297,13 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
             put("timeouts", v.clone());
         }
         f.errors.append(&mut t.errors);
+    }
+    if let Some(p) = f.string("upstreamProtocol", false, 20) {
+        if ["http1", "h2c"].contains(&p.as_str()) {
+            put("upstreamProtocol", Value::String(p));
+        } else {
+            f.err("upstreamProtocol", "must be http1 or h2c");
+        }
     }
     if let Some(p) = f.string("apiThrottlingPolicy", false, 100) {
         put("apiThrottlingPolicy", Value::String(p));

@@ -140,6 +140,7 @@ async fn snapshot(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     crate::rest::analytics::gateway_token(&s, &headers)?;
+    let wire = wire_version(&headers)?;
     let after = match q.get("after") {
         None => 0,
         Some(a) => a
@@ -166,7 +167,9 @@ async fn snapshot(
         };
         if !waited {
             let v = HeaderValue::from(current);
-            return Ok((StatusCode::NOT_MODIFIED, [(VERSION_HEADER, v)]).into_response());
+            let mut resp = (StatusCode::NOT_MODIFIED, [(VERSION_HEADER, v)]).into_response();
+            answer_wire(&mut resp, wire);
+            return Ok(resp);
         }
     }
     let latest = *rx.borrow();
@@ -184,7 +187,7 @@ async fn snapshot(
         Some(d) => ("delta", d),
         None => ("full", built.full_body().await?),
     };
-    Ok((
+    let mut resp = (
         StatusCode::OK,
         [
             (
@@ -203,5 +206,43 @@ async fn snapshot(
         ],
         body,
     )
-        .into_response())
+        .into_response();
+    answer_wire(&mut resp, wire);
+    Ok(resp)
+}
+
+/// The wire version a follower speaks (`x-turnpike-wire`; none: 1, the version before
+/// the header). Older than [`turnpike_sync::OLDEST_WIRE`]: 426, the gateway must be
+/// upgraded (it keeps serving its last good snapshot meanwhile).
+fn wire_version(headers: &HeaderMap) -> ApiResult<u32> {
+    let wire = match header(headers, turnpike_sync::WIRE_HEADER) {
+        None => 1,
+        Some(v) => v
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| ApiError::bad_request("x-turnpike-wire must be a wire version number"))?,
+    };
+    if wire < turnpike_sync::OLDEST_WIRE {
+        return Err(ApiError::new(
+            StatusCode::UPGRADE_REQUIRED,
+            "wire_version_unsupported",
+            format!(
+                "this control plane serves gateways of wire version {} to {}; the gateway speaks {wire}: upgrade it",
+                turnpike_sync::OLDEST_WIRE,
+                turnpike_sync::WIRE_VERSION
+            ),
+        ));
+    }
+    Ok(wire)
+}
+
+/// Says this control plane's wire version to followers that speak the header (a version 1
+/// follower is answered exactly as before).
+fn answer_wire(resp: &mut Response, wire: u32) {
+    if wire >= 2 {
+        resp.headers_mut().insert(
+            http::header::HeaderName::from_static(turnpike_sync::WIRE_HEADER),
+            HeaderValue::from(turnpike_sync::WIRE_VERSION),
+        );
+    }
 }

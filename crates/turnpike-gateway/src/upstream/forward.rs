@@ -1,7 +1,7 @@
 //! Forwarding: picks an endpoint (round robin, failover on connect failure; the
 //! resilient choice is `resilient.rs`, over this file's [`attempt`]), sends the
 //! request through the in-task HTTP/1.1 client (plain HTTP, small bodies: `h1`) or
-//! hyper's client (HTTPS, HTTP/2, large or chunked bodies), within the API's timeouts,
+//! hyper's client (HTTPS, HTTP/2 and h2c: `h2`, large or chunked bodies), within the API's timeouts,
 //! and classifies failures into the error table's upstream rows.
 
 use std::cell::Cell;
@@ -126,7 +126,7 @@ pub(crate) async fn attempt(
 ) -> Result<Upstream, Attempt> {
     let https = ep.scheme == Scheme::HTTPS;
     let pool = shared.upstreams.pool(https, &ep.authority);
-    if !https && h1::fits(&parts.headers, &body) {
+    if !https && !ep.h2c && h1::fits(&parts.headers, &body) {
         // Plain HTTP with a small body: the in-task client (h1.rs), no connection
         // task or channels.
         let conn = match pool.checkout_direct(ep.connect_timeout).await {
@@ -155,7 +155,12 @@ pub(crate) async fn attempt(
     // hyper's client: its futures are boxed, so the in-task client's path above
     // (and every future this one is part of) does not carry, and copy, their
     // several kilobytes.
-    match Box::pin(pool.checkout(ep.connect_timeout)).await {
+    let conn = if ep.h2c {
+        Box::pin(pool.checkout_h2c(ep.connect_timeout)).await
+    } else {
+        Box::pin(pool.checkout(ep.connect_timeout)).await
+    };
+    match conn {
         Ok(conn) => {
             let pq = headers::path_and_query(target, ep).map_err(Attempt::Sent)?;
             let req = build_request(parts, body, pq);

@@ -3,7 +3,8 @@
 //! LIFO stack of idle senders (a push/pop under an uncontended lock, no hashing beyond
 //! one short FNV over the authority, no task spawned per request: a sender goes back to
 //! the stack when the response body ends, see `upstream::body::UpstreamBody`). HTTPS endpoints
-//! negotiate HTTP/2 by ALPN and then share one multiplexed connection.
+//! negotiate HTTP/2 by ALPN and then share one multiplexed connection; so do plain ones
+//! declared h2c (`h2/`).
 //!
 //! A sweeper ([`spawn_sweeper`], one task per gateway, every [`SWEEP_EVERY`]) drops the
 //! pools of endpoints no API of the current snapshot names any more, and closes idle
@@ -28,11 +29,12 @@ use arc_swap::ArcSwap;
 use http::uri::Authority;
 use http::HeaderValue;
 use hyper::client::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use turnpike_model::fnv::FnvHasher;
 
 use super::h1::conn::{self as h1, H1Conn};
+use super::h2::conn as h2;
 use crate::client_body::ClientBody;
 use crate::error::{ErrorKind, GatewayError};
 
@@ -193,6 +195,8 @@ pub(crate) struct EndpointPool {
     /// Sweeps seen (see [`Upstreams::sweep`]).
     epoch: AtomicU32,
     h2: Mutex<Option<http2::SendRequest<ClientBody>>>,
+    /// Held while an h2c connection is being opened (`h2/checkout.rs`).
+    pub(super) h2_opening: tokio::sync::Mutex<()>,
     tls: tokio_rustls::TlsConnector,
     tls_h1: tokio_rustls::TlsConnector,
     /// One permit per connection that may be open; each connection holds one.
@@ -219,6 +223,7 @@ impl EndpointPool {
             direct: Mutex::new(Vec::new()),
             epoch: AtomicU32::new(0),
             h2: Mutex::new(None),
+            h2_opening: tokio::sync::Mutex::new(()),
             tls,
             tls_h1,
             slots: Arc::new(Semaphore::new(max_connections)),
@@ -229,7 +234,7 @@ impl EndpointPool {
     /// A connection slot: at once when one is free; else waits until one frees up,
     /// or (`Ok(None)`) a connection came back to an idle stack, or the deadline
     /// passed (`upstream_busy`).
-    async fn slot(
+    pub(super) async fn slot(
         &self,
         deadline: tokio::time::Instant,
     ) -> Result<Option<OwnedSemaphorePermit>, GatewayError> {
@@ -410,14 +415,19 @@ impl EndpointPool {
             }
         }
         if self.https {
-            let h2 = self.h2.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            if let Some(h2) = h2 {
-                if !h2.is_closed() {
-                    return Some(Conn::H2(h2));
-                }
-            }
+            return self.shared_h2().map(Conn::H2);
         }
         None
+    }
+
+    /// The endpoint's HTTP/2 connection, if one is open.
+    pub(super) fn shared_h2(&self) -> Option<http2::SendRequest<ClientBody>> {
+        let h2 = self.h2.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        h2.filter(|s| !s.is_closed())
+    }
+
+    pub(super) fn share_h2(&self, sender: http2::SendRequest<ClientBody>) {
+        *self.h2.lock().unwrap_or_else(|p| p.into_inner()) = Some(sender);
     }
 
     /// Opens a new connection within `connect_timeout` (TCP and, for https, TLS), once
@@ -485,7 +495,7 @@ impl EndpointPool {
         }
     }
 
-    async fn tcp(&self) -> Result<TcpStream, GatewayError> {
+    pub(super) async fn tcp(&self) -> Result<TcpStream, GatewayError> {
         let port = self
             .authority
             .port_u16()
@@ -518,18 +528,8 @@ impl EndpointPool {
             .await
             .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
         if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-            let (sender, conn) = http2::Builder::new(TokioExecutor::new())
-                .timer(TokioTimer::new())
-                .handshake(TokioIo::new(tls))
-                .await
-                .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
-            tokio::spawn(async move {
-                let _slot = slot;
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "upstream h2 connection ended");
-                }
-            });
-            *self.h2.lock().unwrap_or_else(|p| p.into_inner()) = Some(sender.clone());
+            let sender = h2::handshake(TokioIo::new(tls), slot).await?;
+            self.share_h2(sender.clone());
             return Ok(Conn::H2(sender));
         }
         self.handshake_h1(TokioIo::new(tls), slot).await
@@ -543,12 +543,7 @@ impl EndpointPool {
             .handshake(io)
             .await
             .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamConnectFailed, e))?;
-        tokio::spawn(async move {
-            let _slot = slot;
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "upstream connection ended");
-            }
-        });
+        h2::drive(conn, slot);
         Ok(Conn::H1 {
             sender,
             reused: false,

@@ -18,7 +18,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify};
 use turnpike_config::Snapshot;
-use turnpike_gateway::{Gateway, GatewayHandle, ServerSettings};
+use turnpike_gateway::{Gateway, GatewayBuilder, GatewayHandle, ServerSettings};
 
 pub struct TestGateway {
     pub handle: GatewayHandle,
@@ -57,11 +57,21 @@ pub async fn gateway_serving(
     snap: Snapshot,
     tweak: impl FnOnce(&mut ServerSettings),
 ) -> TestGateway {
+    let snaps = Arc::new(ArcSwap::from_pointee(snap));
+    gateway_built(snaps, tweak, |b| b).await
+}
+
+/// A gateway serving `snaps`, its settings adjusted by `tweak` and its builder by
+/// `build` (observers).
+pub async fn gateway_built(
+    snaps: Arc<ArcSwap<Snapshot>>,
+    tweak: impl FnOnce(&mut ServerSettings),
+    build: impl FnOnce(GatewayBuilder) -> GatewayBuilder,
+) -> TestGateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut settings = ServerSettings::local(dir.path());
     tweak(&mut settings);
-    let bound = Gateway::builder(settings)
-        .snapshots(Arc::new(ArcSwap::from_pointee(snap)))
+    let bound = build(Gateway::builder(settings).snapshots(snaps))
         .bind()
         .await
         .expect("gateway binds");
@@ -309,7 +319,16 @@ pub async fn tls_connect(
     gw: &TestGateway,
     alpn: &[u8],
 ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let pem = std::fs::read(gw.dir.path().join("tls").join("cert.pem")).expect("cert");
+    tls_to(gw.https, &gw.dir.path().join("tls").join("cert.pem"), alpn).await
+}
+
+/// A TLS connection to `addr` trusting the certificate in `cert` (PEM), offering `alpn`.
+pub async fn tls_to(
+    addr: SocketAddr,
+    cert: &std::path::Path,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let pem = std::fs::read(cert).expect("cert");
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
         roots.add(cert.expect("a certificate")).expect("root");
@@ -322,9 +341,7 @@ pub async fn tls_connect(
     .with_root_certificates(roots)
     .with_no_client_auth();
     cfg.alpn_protocols = vec![alpn.to_vec()];
-    let tcp = tokio::net::TcpStream::connect(gw.https)
-        .await
-        .expect("connect");
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
     tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
         .connect(name, tcp)

@@ -233,3 +233,49 @@ pub fn cp_stack(dir: &TempDir, token: &str, password: &str) -> Stack {
         gw,
     }
 }
+/// Polls `ok` every 50 ms until it holds, or panics after 15 s naming `what`.
+pub fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A gateway following the control plane at `cp_url` (plain HTTP on `http_port`, no
+/// HTTPS, metrics on a free port, state under `data`), with `extra` flags: (process,
+/// traffic address, management address).
+pub fn follower(
+    data: &Path,
+    cp_url: &str,
+    token: &str,
+    http_port: &str,
+    extra: &[&str],
+) -> (Proc, String, String) {
+    let mut args = vec![
+        "gateway",
+        "--control-plane",
+        cp_url,
+        "--gateway-token",
+        token,
+        "--http-port",
+        http_port,
+        "--https-port",
+        "off",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    let (p, found) = start_printing(
+        &args,
+        &[],
+        &["gateway metrics on http://", "gateway listening on http://"],
+    );
+    let mgmt = found[0].trim_end_matches("/metrics").to_owned();
+    (p, found[1].clone(), mgmt)
+}

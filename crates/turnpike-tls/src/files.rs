@@ -1,9 +1,7 @@
-//! The HTTPS listener's TLS setup: certificate and key from PEM files, or a self-signed
-//! pair (localhost, 127.0.0.1, ::1) generated once into `<data-dir>/tls/` and reused on
-//! later starts. ALPN offers `h2` then `http/1.1`.
+//! Certificates and keys from PEM files, and the self-signed pair (localhost, 127.0.0.1,
+//! ::1) generated once into `<data-dir>/tls/` and reused on later starts.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -34,20 +32,34 @@ pub enum TlsError {
     HalfPair,
 }
 
-/// Where the certificate comes from.
+/// Where a listener's certificate comes from.
 #[derive(Debug, Clone)]
 pub enum TlsSource {
-    Files {
-        cert: PathBuf,
-        key: PathBuf,
-    },
+    /// PEM files, reloaded when either changes.
+    Files { cert: PathBuf, key: PathBuf },
     /// Generated into (or reused from) `<dir>/tls/{cert,key}.pem`.
-    SelfSigned {
-        data_dir: PathBuf,
-    },
+    SelfSigned { data_dir: PathBuf },
 }
 
 impl TlsSource {
+    /// From a pair of optional flags: both files, or neither (self-signed in `data_dir`).
+    pub fn from_flags(
+        cert: Option<&Path>,
+        key: Option<&Path>,
+        data_dir: &Path,
+    ) -> Result<TlsSource, TlsError> {
+        match (cert, key) {
+            (Some(cert), Some(key)) => Ok(TlsSource::Files {
+                cert: cert.to_owned(),
+                key: key.to_owned(),
+            }),
+            (None, None) => Ok(TlsSource::SelfSigned {
+                data_dir: data_dir.to_owned(),
+            }),
+            _ => Err(TlsError::HalfPair),
+        }
+    }
+
     /// The PEM certificate path this source serves (for clients that must trust it).
     pub fn cert_path(&self) -> PathBuf {
         match self {
@@ -55,24 +67,14 @@ impl TlsSource {
             TlsSource::SelfSigned { data_dir } => data_dir.join("tls").join("cert.pem"),
         }
     }
-}
 
-/// Builds the server config, generating the self-signed pair if needed.
-pub(crate) fn server_config(src: &TlsSource) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let (cert, key) = match src {
-        TlsSource::Files { cert, key } => (cert.clone(), key.clone()),
-        TlsSource::SelfSigned { data_dir } => ensure_self_signed(data_dir)?,
-    };
-    let certs = read_certs(&cert)?;
-    let key = read_key(&key)?;
-    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_no_client_auth()
-    .with_single_cert(certs, key)?;
-    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(cfg))
+    /// The certificate and key files, generating the self-signed pair if needed.
+    pub(crate) fn files(&self) -> Result<(PathBuf, PathBuf), TlsError> {
+        match self {
+            TlsSource::Files { cert, key } => Ok((cert.clone(), key.clone())),
+            TlsSource::SelfSigned { data_dir } => ensure_self_signed(data_dir),
+        }
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
@@ -82,7 +84,7 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
     })
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let pem = read(path)?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
         .collect::<Result<_, _>>()
@@ -98,7 +100,7 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     Ok(certs)
 }
 
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+pub(crate) fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let pem = read(path)?;
     rustls_pemfile::private_key(&mut pem.as_slice())
         .map_err(|source| TlsError::Read {
