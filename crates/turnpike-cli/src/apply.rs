@@ -13,11 +13,11 @@
 //! follow are separate REST calls, not one transaction: a refusal the check does not
 //! foresee (or an outage) stops the run with the earlier changes kept.
 
+use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
-use base64::Engine;
 use serde_json::{json, Value};
 use turnpike_model::GatewayFile;
 
@@ -231,6 +231,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             },
         ),
         ("requestBuffering", json!(spec.request_buffering)),
+        ("resilience", json!(spec.resilience)),
     ];
     for (k, v) in options {
         if !v.is_null() {

@@ -11,4 +11,3 @@ mod apply_check;
 pub mod cluster;
 pub mod export;
 pub mod login;
-
