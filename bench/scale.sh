@@ -2,7 +2,9 @@
 # Scale run (issue 3): 10,000 APIs and 1,000,000 subscriptions in a control plane (SQLite,
 # one bulk transaction), one `turnpike gateway` process following it. Reports the full
 # snapshot's size and build time, a follower's parse + compile time for it, the delta of a
-# one-API change, publish -> first 200 at the gateway (p50, p99) while the bench kit drives
+# one-API change, subscription change -> follower swapped over --publishes changes (p50,
+# p99: one subscription blocked / unblocked, the follower carrying its table over by
+# changed bucket), publish -> first 200 at the gateway (p50, p99) while the bench kit drives
 # steady open-loop load at one API, request latency with and without swaps, and the
 # gateway's RSS before and after the publishes. See crates/turnpike-admin/examples/scale.rs.
 #

@@ -219,6 +219,31 @@ test('publish, subscribe, try it, block, add a tier', async ({ browser }) => {
     const r = await sub.request.get(matrixPath, { headers: { apikey } });
     expect(r.status()).toBe(200);
   }).toPass({ timeout: 30_000, intervals: [500, 1000] });
+
+  // Resilience: an endpoint's weight and read timeout, weighted balancing and a
+  // suspension policy; a bad window is refused with its field named, a good one saved.
+  await pub.getByRole('tab', { name: 'Resilience' }).click();
+  await pub.getByLabel(/^Weight of /).first().fill('3');
+  await pub.getByLabel(/^Read timeout of /).first().fill('10s');
+  await choose(pub, pub.locator('body'), 'Load balancing', 'weighted_round_robin');
+  const section = pub.getByLabel('Resilience settings');
+  await section.fill('{"suspension": {"on": ["connect_failure", "5xx"], "initial_duration": "5s"}, "circuit_breaker": {"window": 5000}}');
+  await pub.getByRole('button', { name: 'Save resilience', exact: true }).click();
+  await expect(pub.getByText(/resilience\.circuit_breaker\.window/)).toBeVisible();
+  await section.fill('{"suspension": {"on": ["connect_failure", "5xx"], "initial_duration": "5s"}, "circuit_breaker": {"window": 50}}');
+  await pub.getByRole('button', { name: 'Save resilience', exact: true }).click();
+  await expect(pub.getByText('Saved.')).toBeVisible();
+  await shot(pub, '07d-publisher-resilience');
+  await pub.reload();
+  await pub.getByRole('tab', { name: 'Resilience' }).click();
+  await expect(pub.getByLabel(/^Weight of /).first()).toHaveValue('3');
+  await expect(pub.getByLabel(/^Read timeout of /).first()).toHaveValue('10s');
+  await expect(pub.getByLabel('Resilience settings')).toHaveValue(/"initial_duration": "5s"/);
+  await expect(pub.getByRole('combobox', { name: 'Load balancing' })).toHaveValue('weighted_round_robin');
+  await expect(async () => {
+    const r = await sub.request.get(`${process.env.TP_GATEWAY}/pets/v1/pets`, { headers: { apikey } });
+    expect(r.status()).toBe(200);
+  }).toPass({ timeout: 30_000, intervals: [500, 1000] });
   await pub.goto('/publisher');
 
   await sub.goto('/devportal');

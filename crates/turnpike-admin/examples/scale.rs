@@ -173,6 +173,39 @@ async fn swapped(
     Ok(())
 }
 
+/// `n` subscription changes (one subscription blocked, then unblocked, and so on), each
+/// timed from the call to the follower's swap: the control plane rereads the changed
+/// API's subscriptions and the follower carries its table over with the changed buckets
+/// (a publish does neither). Prints p50 / p99 / max.
+async fn subscription_changes(
+    app: &axum::Router,
+    cp: &runtime::Running,
+    follower: &turnpike_sync::FollowerHandle,
+    n: usize,
+) -> Result<(), BoxError> {
+    let base = "/api/am/publisher/v1/subscriptions";
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n.max(1) {
+        let call_path = match i % 2 {
+            0 => format!("{base}/block-subscription?subscriptionId=bulk-sub-5&blockState=BLOCKED"),
+            _ => format!("{base}/unblock-subscription?subscriptionId=bulk-sub-5"),
+        };
+        let t = Instant::now();
+        call(app, "POST", &call_path, None).await?;
+        swapped(cp, follower, "one subscription changed", t).await?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "subscription change -> swapped over {} changes: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        times.len(),
+        pct(&times, 0.50),
+        pct(&times, 0.99),
+        pct(&times, 1.0)
+    );
+    Ok(())
+}
+
 fn rss_mb(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -313,12 +346,7 @@ async fn main() -> Result<(), BoxError> {
     let t = Instant::now();
     publish(&app, "/probe", &endpoint).await?;
     swapped(&cp, &follower, "one-API publish (3 commits)", t).await?;
-    // A subscription change: the control plane rereads the subscriptions and the
-    // follower recompiles its table (a publish does neither).
-    let t = Instant::now();
-    let block = "/api/am/publisher/v1/subscriptions/block-subscription?subscriptionId=bulk-sub-5&blockState=BLOCKED";
-    call(&app, "POST", block, None).await?;
-    swapped(&cp, &follower, "one subscription blocked", t).await?;
+    subscription_changes(&app, &cp, &follower, o.publishes).await?;
     let (_, _, d, _) = snapshot(cp.addr, Some((v1, &h1))).await?;
     println!("delta from the first version to now: {} bytes", d.len());
     follower.stop();

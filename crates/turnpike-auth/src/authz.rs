@@ -11,7 +11,7 @@ use turnpike_policy::{Identity, KeyType};
 use crate::error::AuthError;
 
 /// One subscription as the snapshot carries it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Subscription {
     pub api_id: String,
     pub application_id: String,
@@ -21,14 +21,20 @@ pub struct Subscription {
 }
 
 /// Subscriptions by API, then by application. A snapshot swap that changed no
-/// subscription keeps the same table (`Arc`), so a million of them are compiled once.
+/// subscription keeps the same table (`Arc`), so a million of them are compiled once; a
+/// swap that changed a few ([`Subscriptions::with_changes`]) shares every API's map it
+/// did not touch, so the change costs what it touches, not the whole table.
 #[derive(Debug, Default)]
 pub struct Subscriptions {
-    by_api: HashMap<String, HashMap<String, Subscription>>,
-    /// The tiers the subscriptions name, for checking them against the throttle policies.
-    tiers: std::collections::BTreeSet<Arc<str>>,
+    by_api: HashMap<Arc<str>, Arc<AppSubscriptions>>,
+    /// The tiers the subscriptions name and how many name each, for checking them
+    /// against the throttle policies (a tier nobody names any more drops out).
+    tiers: TierCounts,
     len: usize,
 }
+
+/// One API's subscriptions by application.
+type AppSubscriptions = HashMap<String, Subscription>;
 
 impl Subscriptions {
     /// Builds the table. Subscriptions are grouped by API first (a stable sort: linear
@@ -38,37 +44,73 @@ impl Subscriptions {
     pub fn new(subs: impl IntoIterator<Item = Subscription>) -> Self {
         let mut subs: Vec<Subscription> = subs.into_iter().collect();
         subs.sort_by(|a, b| a.api_id.cmp(&b.api_id));
-        let mut by_api: HashMap<String, HashMap<String, Subscription>> = HashMap::new();
-        let mut tiers = std::collections::BTreeSet::new();
-        let mut len = 0;
+        let mut table = Self::default();
         let mut it = subs.into_iter().peekable();
         while let Some(first) = it.next() {
             let mut group = vec![first];
             while let Some(next) = it.next_if(|s| s.api_id == group[0].api_id) {
                 group.push(next);
             }
-            let api = group[0].api_id.clone();
+            let api: Arc<str> = Arc::from(group[0].api_id.as_str());
             let mut apps = HashMap::with_capacity(group.len());
-            for mut s in group {
-                match tiers.get(&*s.tier) {
-                    Some(shared) => s.tier = Arc::clone(shared),
-                    None => {
-                        tiers.insert(s.tier.clone());
-                    }
-                }
-                if apps.insert(s.application_id.clone(), s).is_none() {
-                    len += 1;
-                }
+            for s in group {
+                table.len += insert_into(&mut table.tiers, &mut apps, s);
             }
-            by_api.insert(api, apps);
+            table.by_api.insert(api, Arc::new(apps));
         }
-        by_api.shrink_to_fit();
-        Self { by_api, tiers, len }
+        table.by_api.shrink_to_fit();
+        table
+    }
+
+    /// This table with the subscriptions keyed `removed` (API, application) taken out,
+    /// then `upserts` put in (a subscription in both is replaced). Only the maps of the
+    /// APIs these name are copied; every other API's map is shared with `self`, so a
+    /// follower applying one changed bucket of a million-row table copies a few thousand
+    /// rows, and old and new table together weigh little more than one.
+    pub fn with_changes<'a>(
+        &self,
+        removed: impl IntoIterator<Item = (&'a str, &'a str)>,
+        upserts: impl IntoIterator<Item = Subscription>,
+    ) -> Self {
+        let mut next = Self {
+            by_api: self.by_api.clone(),
+            tiers: self.tiers.clone(),
+            len: self.len,
+        };
+        for (api, app) in removed {
+            let Some(apps) = next.by_api.get_mut(api) else {
+                continue;
+            };
+            if !apps.contains_key(app) {
+                continue;
+            }
+            let apps = Arc::make_mut(apps);
+            if let Some(gone) = apps.remove(app) {
+                next.len -= 1;
+                untier(&mut next.tiers, &gone.tier);
+            }
+            if apps.is_empty() {
+                next.by_api.remove(api);
+            }
+        }
+        for s in upserts {
+            let apps = match next.by_api.get_mut(s.api_id.as_str()) {
+                Some(apps) => apps,
+                None => next.by_api.entry(Arc::from(s.api_id.as_str())).or_default(),
+            };
+            next.len += insert_into(&mut next.tiers, Arc::make_mut(apps), s);
+        }
+        next
     }
 
     /// The distinct tier names the subscriptions carry.
     pub fn tiers(&self) -> impl Iterator<Item = &str> {
-        self.tiers.iter().map(|t| &**t)
+        self.tiers.keys().map(|t| &**t)
+    }
+
+    /// Every subscription, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Subscription> {
+        self.by_api.values().flat_map(|apps| apps.values())
     }
 
     pub fn len(&self) -> usize {
@@ -96,6 +138,33 @@ impl Subscriptions {
             (SubscriptionState::OnHold, _) => Err(AuthError::SubscriptionOnHold),
             (SubscriptionState::Rejected, _) => Err(AuthError::NotSubscribed),
             _ => Err(AuthError::SubscriptionBlocked),
+        }
+    }
+}
+
+type TierCounts = std::collections::BTreeMap<Arc<str>, usize>;
+
+/// Adds `s` to one API's map, sharing its tier string and counting it; 1 when it is new,
+/// 0 when it replaced one.
+fn insert_into(tiers: &mut TierCounts, apps: &mut AppSubscriptions, mut s: Subscription) -> usize {
+    if let Some((shared, _)) = tiers.get_key_value(&*s.tier) {
+        s.tier = Arc::clone(shared);
+    }
+    *tiers.entry(s.tier.clone()).or_insert(0) += 1;
+    match apps.insert(s.application_id.clone(), s) {
+        Some(replaced) => {
+            untier(tiers, &replaced.tier);
+            0
+        }
+        None => 1,
+    }
+}
+
+fn untier(tiers: &mut TierCounts, tier: &str) {
+    if let Some(n) = tiers.get_mut(tier) {
+        *n -= 1;
+        if *n == 0 {
+            tiers.remove(tier);
         }
     }
 }
@@ -218,6 +287,81 @@ mod tests {
         assert_eq!(
             ScopeRequirement::AllOf(vec!["read".into(), "write".into()]).check(&i),
             Err(AuthError::InsufficientScope("read write".into()))
+        );
+    }
+    fn on(api: &str, app: &str, state: SubscriptionState, tier: &str) -> Subscription {
+        Subscription {
+            api_id: api.into(),
+            application_id: app.into(),
+            state,
+            tier: tier.into(),
+        }
+    }
+
+    /// A change copies only the maps of the APIs it names: the rest are the same
+    /// allocation in both tables, and the old table is left as it was.
+    #[test]
+    fn with_changes_copies_only_the_apis_it_touches() {
+        use SubscriptionState::*;
+        let old = Subscriptions::new([
+            on("a", "x", Active, "Gold"),
+            on("a", "y", Active, "Gold"),
+            on("b", "x", Active, "Silver"),
+            on("c", "x", Active, "Bronze"),
+        ]);
+        let new = old.with_changes(
+            [("a", "y"), ("c", "x"), ("zz", "none")],
+            [on("a", "y", Blocked, "Gold"), on("d", "x", Active, "Gold")],
+        );
+        assert!(Arc::ptr_eq(&old.by_api["b"], &new.by_api["b"]));
+        assert!(!Arc::ptr_eq(&old.by_api["a"], &new.by_api["a"]));
+        assert!(
+            !new.by_api.contains_key("c"),
+            "an API left empty is dropped"
+        );
+        assert_eq!(new.len(), 4);
+        assert_eq!(old.len(), 4);
+        assert_eq!(new.by_api["a"]["y"].state, Blocked);
+        assert_eq!(old.by_api["a"]["y"].state, Active);
+        assert_eq!(new.by_api["d"]["x"].tier.as_ref(), "Gold");
+        let tiers: Vec<&str> = new.tiers().collect();
+        assert_eq!(tiers, ["Gold", "Silver"], "Bronze is named by nobody now");
+    }
+
+    /// Applying changes gives the table a full build of the resulting rows gives.
+    #[test]
+    fn with_changes_matches_a_full_build() {
+        use SubscriptionState::*;
+        let rows: Vec<Subscription> = (0..50)
+            .map(|i| on(&format!("api{}", i % 7), &format!("app{i}"), Active, "Gold"))
+            .collect();
+        let old = Subscriptions::new(rows.clone());
+        let removed: Vec<(String, String)> = rows[10..20]
+            .iter()
+            .map(|s| (s.api_id.clone(), s.application_id.clone()))
+            .collect();
+        let upserts: Vec<Subscription> = rows[15..25]
+            .iter()
+            .map(|s| on(&s.api_id, &s.application_id, OnHold, "Silver"))
+            .collect();
+        let new = old.with_changes(
+            removed.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+            upserts.clone(),
+        );
+        let mut expected: Vec<Subscription> = rows[..10].to_vec();
+        expected.extend(upserts);
+        expected.extend(rows[25..].iter().cloned());
+        let full = Subscriptions::new(expected);
+        let sorted = |t: &Subscriptions| {
+            let mut v: Vec<Subscription> = t.iter().cloned().collect();
+            v.sort_by(|a, b| (&a.api_id, &a.application_id).cmp(&(&b.api_id, &b.application_id)));
+            v
+        };
+        assert_eq!(sorted(&new), sorted(&full));
+        assert_eq!(new.len(), full.len());
+        assert_eq!(
+            new.tiers().collect::<Vec<_>>(),
+            full.tiers().collect::<Vec<_>>()
         );
     }
 }

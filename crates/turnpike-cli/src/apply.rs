@@ -231,6 +231,7 @@ fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             },
         ),
         ("requestBuffering", json!(spec.request_buffering)),
+        ("resilience", json!(spec.resilience)),
     ];
     for (k, v) in options {
         if !v.is_null() {

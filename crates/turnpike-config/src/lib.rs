@@ -51,7 +51,7 @@ pub use error::{ConfigError, Location, Problem, Problems};
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
 pub use snapshot::{RouteResult, Snapshot};
-pub use turnpike_auth::Subscriptions;
+pub use turnpike_auth::{Subscription, Subscriptions};
 pub use turnpike_mediation::policy::{
     ApiMediation, MediationPolicy, Sample as MediationSample, Selected as SelectedMediation,
     Tried as MediationTried,
@@ -84,7 +84,8 @@ pub fn compile_with(
 
 /// [`compile_with`] keeping an already compiled subscription table (`file`'s own
 /// `security.subscriptions` are ignored): a control-plane follower whose delta changed no
-/// subscription skips recompiling a million of them. The table's tiers are still checked
+/// subscription skips recompiling a million of them, and one whose delta changed a few
+/// passes the old table with those applied ([`Subscriptions::with_changes`]). The table's tiers are still checked
 /// against the file's throttle policies.
 pub fn compile_reusing(
     file: GatewayFile,

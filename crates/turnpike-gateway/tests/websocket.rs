@@ -536,3 +536,80 @@ async fn a_websocket_over_the_https_listener_is_relayed() {
     );
     assert_eq!(gw.handle.connections.upgraded(), 1);
 }
+
+/// An address on 127.0.0.1 where nothing listens (bound, then released).
+fn closed_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+/// The key "sandbox-key" (its SHA-256), a SANDBOX key.
+const SANDBOX_KEY_SHA: &str = "db6bcf6a2a36ee93dafa7dfcdc40973da39f2e2843e4c6f76e08aefc767b0caa";
+
+#[tokio::test]
+async fn upgrades_skip_suspended_endpoints_and_go_to_the_sandbox_pool() {
+    let (up, dead) = (echo().await, closed_addr());
+    let keyed = "    auth: { oauth2: false, api_key: true }\n";
+    let resilience = "    load_balancing: failover\n    resilience:\n      suspension: { on: [connect_failure], initial_duration: 1m }\n";
+    let mut subs = String::new();
+    for api in ["/r/v1", "/s/v1", "/n/v1"] {
+        for app in ["app-1", "app-2"] {
+            subs += &format!(
+                "    - {{ api: {api}, application: {app}, state: ACTIVE, tier: Unlimited }}\n"
+            );
+        }
+    }
+    let yaml = format!(
+        "security:\n  api_keys:\n    - {{ sha256: \"{KEY_SHA}\", application: app-1, subscriber: alice }}\n    - {{ sha256: \"{SANDBOX_KEY_SHA}\", application: app-2, subscriber: alice, sandbox: true }}\n  subscriptions:\n{subs}{}",
+        config(&[
+            api("r", &[http(dead), http(up)], &format!("{keyed}{resilience}")),
+            api("s", &[http(dead)], &format!("{keyed}    sandbox_endpoints: [\"{}\"]\n", http(up))),
+            api("n", &[http(up)], keyed),
+        ])
+    );
+    let gw = gateway(&yaml).await;
+    let health = |i: usize| {
+        let snap = gw.snapshots().load();
+        let api = snap.apis.iter().find(|a| a.context == "/r").expect("api r");
+        api.endpoints[i].state.as_ref().map(|s| s.health())
+    };
+    // The dead endpoint is refused once, suspended, and the upgrade goes to the other.
+    for _ in 0..3 {
+        let (mut ws, _) = open(&gw, "/r/v1/ws", &[("apikey", KEY)])
+            .await
+            .expect("upgraded");
+        ws.send(Message::text("hi")).await.expect("send");
+        assert_eq!(
+            ws.next().await.expect("open").expect("message"),
+            Message::text("hi")
+        );
+    }
+    assert_eq!(
+        health(0),
+        Some(turnpike_config::endpoint_state::EndpointHealth::Suspended)
+    );
+    // A SANDBOX key's upgrade goes to the sandbox endpoint; a production key's to the
+    // (dead) production one.
+    let (mut ws, _) = open(&gw, "/s/v1/ws", &[("apikey", "sandbox-key")])
+        .await
+        .expect("upgraded");
+    ws.send(Message::text("sb")).await.expect("send");
+    assert_eq!(
+        ws.next().await.expect("open").expect("message"),
+        Message::text("sb")
+    );
+    match open(&gw, "/s/v1/ws", &[("apikey", KEY)]).await {
+        Err(WsError::Http(r)) => assert_eq!(r.status(), 502),
+        other => panic!("a production upgrade to a dead endpoint: {other:?}"),
+    }
+    // No sandbox endpoints: 403 sandbox_not_configured, nothing upgraded.
+    match open(&gw, "/n/v1/ws", &[("apikey", "sandbox-key")]).await {
+        Err(WsError::Http(r)) => {
+            assert_eq!(r.status(), 403);
+            let body: Value = serde_json::from_slice(r.body().as_deref().unwrap_or_default())
+                .expect("JSON error");
+            assert_eq!(body["code"], "sandbox_not_configured");
+        }
+        other => panic!("a sandbox upgrade without sandbox endpoints: {other:?}"),
+    }
+}

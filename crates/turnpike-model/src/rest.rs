@@ -10,9 +10,9 @@ use crate::policy::CorsSpec;
 pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
 /// An API's gateway settings: (REST field, the declarative file's field). `graphql`,
-/// `mediation` and `requestBuffering` are sections in the file's own shape, stored as
+/// `mediation`, `requestBuffering` and `resilience` are sections in the file's own shape, stored as
 /// given and checked by compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 11] = [
+pub const OPTION_FIELDS: [(&str, &str); 12] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -23,6 +23,7 @@ pub const OPTION_FIELDS: [(&str, &str); 11] = [
     ("deprecation", "deprecation"),
     ("paths", "paths"),
     ("requestBuffering", "request_buffering"),
+    ("resilience", "resilience"),
     ("upstreamProtocol", "upstream_protocol"),
 ];
 

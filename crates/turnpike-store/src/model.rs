@@ -172,9 +172,9 @@ pub struct ApiInput {
     pub is_default: bool,
     pub api_type: String,
     pub description: String,
-    pub endpoints: Vec<String>,
+    pub endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
     /// Where calls with SANDBOX keys go (none: they are refused).
-    pub sandbox_endpoints: Vec<String>,
+    pub sandbox_endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
     pub resources: Vec<Resource>,
     pub tiers: Vec<String>,
     pub definition: Option<String>,
@@ -196,8 +196,8 @@ pub struct Api {
     #[serde(rename = "type")]
     pub api_type: String,
     pub description: String,
-    pub endpoints: Vec<String>,
-    pub sandbox_endpoints: Vec<String>,
+    pub endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
+    pub sandbox_endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
     pub resources: Vec<Resource>,
     pub policies: Vec<String>,
     /// Gateway settings (see [`ApiInput::options`]), as top-level fields.

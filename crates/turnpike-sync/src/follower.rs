@@ -576,7 +576,7 @@ impl Follower {
         }
         let runtime = self.cfg.runtime.clone();
         // The table the served snapshot compiled from `base`: kept when the delta leaves
-        // every subscription bucket alone.
+        // every subscription bucket alone, carried over (changed buckets only) otherwise.
         let compiled_subs = self.snapshots.load().subscriptions();
         let started = Instant::now();
         let keep_copy = self.saver.is_some();
@@ -673,13 +673,15 @@ fn build(
         Some(mut parts) => {
             let bad = |reason: String| SyncError::Delta { version, reason };
             let d: Delta = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
-            let subs_before = parts.subscriptions_hash();
+            // Shared pointers: the buckets as they were, to tell what the delta changed.
+            let buckets_before = parts.buckets.clone();
             parts.apply(d).map_err(|e| bad(e.to_string()))?;
             let held = hash_hex(parts.hash());
             if held != hash {
                 return Err(bad(format!("hash {held} after applying, announced {hash}")));
             }
-            keep_subs = compiled_subs.filter(|_| parts.subscriptions_hash() == subs_before);
+            keep_subs = compiled_subs
+                .and_then(|t| crate::carry::carry(&t, &buckets_before, &parts.buckets));
             let file = match keep_subs {
                 Some(_) => parts.to_file_without_subscriptions(),
                 None => parts.to_file(),

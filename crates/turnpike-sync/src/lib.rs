@@ -15,6 +15,8 @@
 pub mod wire;
 
 #[cfg(feature = "follower")]
+mod carry;
+#[cfg(feature = "follower")]
 mod follower;
 #[cfg(feature = "follower")]
 mod saved;

@@ -225,7 +225,8 @@ async fn after_the_first_full_snapshot_changes_and_removals_arrive_as_deltas() {
 
 /// Publishing an API changes no subscription: the gateway keeps the subscription table it
 /// compiled (the same allocation) and the control plane ships no bucket. Blocking one
-/// subscription ships its bucket and the gateway compiles a new table.
+/// subscription ships its bucket and the gateway carries its table over with that bucket
+/// replaced: the result is what a full compile of the same version makes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delta_without_subscription_changes_keeps_the_compiled_subscription_table() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -274,6 +275,34 @@ async fn a_delta_without_subscription_changes_keeps_the_compiled_subscription_ta
         "a blocked subscription kept the old table"
     );
     assert_eq!(table2.len(), 300);
+    // The carried-over table is the one a full compile of the same version makes.
+    let full = snapshot(cp.addr, None).await;
+    assert_eq!(header(&full, "x-turnpike-version"), v2.to_string());
+    let file: turnpike_model::GatewayFile = serde_json::from_slice(&full.body).expect("file");
+    let compiled = turnpike_config::compile(file, v2).expect("compile");
+    let rows = |t: &turnpike_config::Subscriptions| {
+        let mut v: Vec<_> = t
+            .iter()
+            .map(|s| {
+                (
+                    s.api_id.clone(),
+                    s.application_id.clone(),
+                    s.state.as_str(),
+                    s.tier.clone(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let carried = rows(&table2);
+    assert_eq!(carried, rows(&compiled.subscriptions().expect("table")));
+    let blocked = carried.iter().filter(|r| r.2 == "BLOCKED");
+    assert_eq!(
+        blocked.count(),
+        1,
+        "the blocked subscription is in the carried table"
+    );
     let s = follower.stats();
     assert_eq!(s.fulls.load(Ordering::Relaxed), 1, "one full snapshot only");
     assert_eq!(s.delta_failures.load(Ordering::Relaxed), 0);
@@ -411,6 +440,12 @@ async fn a_delta_that_does_not_hash_to_the_announced_value_makes_the_follower_fe
                     hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
                         let (script, log) = (script.clone(), log.clone());
                         async move {
+                            // Status reports (POST) are not part of the script.
+                            if req.method() == http::Method::POST {
+                                return http::Response::builder()
+                                    .status(204)
+                                    .body(Full::new(Bytes::new()));
+                            }
                             let n = {
                                 let mut l = log.lock().expect("log");
                                 l.push(req.headers().contains_key("x-turnpike-accept-delta"));

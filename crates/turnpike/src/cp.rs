@@ -334,7 +334,7 @@ async fn ensure_demo_api(
             is_default: true,
             api_type: "HTTP".into(),
             description: "Echo demo API created by `turnpike up`".into(),
-            endpoints: vec![endpoint.to_string()],
+            endpoints: vec![endpoint.into()],
             sandbox_endpoints: Vec::new(),
             resources: vec![turnpike_store::Resource {
                 path: "/*".into(),
@@ -363,7 +363,7 @@ async fn ensure_demo_api(
             is_default: api.is_default_version,
             api_type: api.api_type,
             description: api.description,
-            endpoints: vec![endpoint.to_string()],
+            endpoints: vec![endpoint.into()],
             sandbox_endpoints: api.sandbox_endpoints,
             resources: api.resources,
             tiers: api.policies,

@@ -9,14 +9,26 @@ export interface Api {
   lifecycleStatus: string;
   type: string;
   description: string;
-  endpoints: string[];
+  /** URLs, or objects with a weight and timeouts (docs/resilience.md). */
+  endpoints: Endpoint[];
   /** Where calls with SANDBOX keys go; none: they are refused. */
-  sandboxEndpoints?: string[];
+  sandboxEndpoints?: Endpoint[];
   resources: { path: string; methods: string[]; scopes: string[] }[];
   policies: string[];
   provider: string;
   revision: number;
 }
+
+export interface EndpointDetail {
+  url: string;
+  weight?: number;
+  timeouts?: { connect?: number | string; read?: number | string };
+}
+
+export type Endpoint = string | EndpointDetail;
+
+/** An endpoint's URL, whichever way it is written. */
+export const endpointUrl = (e: Endpoint): string => (typeof e === 'string' ? e : e.url);
 
 export interface Listing<T> {
   count: number;

@@ -20,7 +20,7 @@ import {
   Title,
 } from '@mantine/core';
 import { publisher } from '../api/calls';
-import type { Api } from '../api/types';
+import { endpointUrl, type Api, type Endpoint } from '../api/types';
 import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
@@ -28,6 +28,7 @@ import { ErrorNote, Loading, StateBadge } from './common';
 import { LazyDashboards } from './LazyDashboards';
 import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } from './PublisherPolicies';
 import { RequestHandlingEditor } from './PublisherRequestHandling';
+import { ResilienceEditor } from './PublisherResilience';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
 
@@ -288,6 +289,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               <Tabs.Tab value="cors">CORS</Tabs.Tab>
               <Tabs.Tab value="transformations">Transformations</Tabs.Tab>
               <Tabs.Tab value="requests">Request handling</Tabs.Tab>
+              <Tabs.Tab value="resilience">Resilience</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
               <Tabs.Tab value="analytics">Analytics</Tabs.Tab>
@@ -309,6 +311,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="requests" pt="md">
               <RequestHandlingEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="resilience" pt="md">
+              <ResilienceEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="lifecycle" pt="md">
               <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />
@@ -369,6 +374,9 @@ function NewVersion({ api }: { api: Api }) {
 }
 
 /** The non-empty lines of a one-URL-a-line text area. */
+/** The endpoints of `urls`, each with the weight and timeouts it had in `before`. */
+const kept = (urls: string[], before: Endpoint[]): Endpoint[] => urls.map((u) => before.find((e) => endpointUrl(e) === u) ?? u);
+
 const lines = (text: string) =>
   text
     .split('\n')
@@ -378,8 +386,8 @@ const lines = (text: string) =>
 function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; canEdit: boolean }) {
   const [name, setName] = useState(api.name);
   const [description, setDescription] = useState(api.description);
-  const [endpoints, setEndpoints] = useState(api.endpoints.join('\n'));
-  const [sandbox, setSandbox] = useState((api.sandboxEndpoints ?? []).join('\n'));
+  const [endpoints, setEndpoints] = useState(api.endpoints.map(endpointUrl).join('\n'));
+  const [sandbox, setSandbox] = useState((api.sandboxEndpoints ?? []).map(endpointUrl).join('\n'));
   const [tiers, setTiers] = useState(api.policies.join(', '));
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
@@ -394,8 +402,9 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
         isDefaultVersion: api.isDefaultVersion,
         type: api.type,
         description,
-        endpoints: lines(endpoints),
-        sandboxEndpoints: lines(sandbox),
+        // An endpoint kept keeps its weight and timeouts (the Resilience tab's).
+        endpoints: kept(lines(endpoints), api.endpoints),
+        sandboxEndpoints: kept(lines(sandbox), api.sandboxEndpoints ?? []),
         resources: api.resources,
         policies: tiers.split(',').map((s) => s.trim()).filter(Boolean),
       });

@@ -122,14 +122,14 @@ pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
             }
         }
     }
-    let endpoints: Vec<String> = doc
+    let endpoints: Vec<turnpike_model::resilience::EndpointSpec> = doc
         .get("servers")
         .and_then(Value::as_array)
         .map(|s| {
             s.iter()
                 .filter_map(|s| s.get("url").and_then(Value::as_str))
                 .filter(|u| check_endpoint(u).is_none())
-                .map(str::to_string)
+                .map(Into::into)
                 .collect()
         })
         .unwrap_or_default();

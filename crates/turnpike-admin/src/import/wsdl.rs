@@ -276,7 +276,7 @@ fn defaults(api: &SoapApi, spec: &SoapSpec, definition: String) -> ApiInput {
     let endpoints = [&port.address]
         .into_iter()
         .filter(|a| crate::service::api_body::check_endpoint(a).is_none())
-        .cloned()
+        .map(|a| a.as_str().into())
         .collect();
     ApiInput {
         name: port.service.clone(),

@@ -59,12 +59,17 @@ fn api_props() -> Value {
         "isDefaultVersion": {"type": "boolean"},
         "type": {"type": "string", "enum": crate::service::api_body::API_TYPES},
         "description": {"type": "string", "maxLength": 10000},
-        "endpoints": {"type": "array", "maxItems": 50, "items": {"type": "string", "format": "uri"}},
-        "sandboxEndpoints": {"type": "array", "maxItems": 50, "items": {"type": "string", "format": "uri"}, "description": "where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured)"},
+        "endpoints": {"type": "array", "maxItems": 64, "items": r("Endpoint")},
+        "sandboxEndpoints": {"type": "array", "maxItems": 64, "items": r("Endpoint"), "description": "where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured)"},
         "resources": {"type": "array", "items": r("Resource")},
         "policies": {"type": "array", "maxItems": 50, "items": {"type": "string"}, "description": "subscription tiers offered"},
         "host": {"type": "string", "maxLength": 253, "description": "serve only for this Host (or *.example.com)"},
-        "loadBalancing": {"type": "string", "enum": ["round_robin", "failover"]},
+        "loadBalancing": {"type": "string", "enum": ["round_robin", "failover", "weighted_round_robin", "least_connections"]},
+        "resilience": {"type": "object", "description": "endpoint suspension, circuit breaker, retries and health checks, as the declarative file's resilience: section (docs/resilience.md)", "properties": {
+            "suspension": {"type": "object", "example": {"on": ["connect_failure", "timeout", "5xx"], "initial_duration": "30s", "progression_factor": 2, "max_duration": "5m"}},
+            "circuit_breaker": {"type": "object", "example": {"consecutive_failures": 3, "failure_ratio": 0.5, "window": 20}},
+            "retries": {"type": "object", "example": {"attempts": 2}},
+            "health_check": {"type": "object", "example": {"path": "/health", "interval": "5s", "healthy_threshold": 2, "unhealthy_threshold": 3}}}},
         "maxBodySize": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 30}], "description": "bytes, or a size such as 10MiB"},
         "timeouts": {"type": "object", "additionalProperties": false, "properties": {
             "connect": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "5s"},
@@ -138,6 +143,13 @@ pub fn schemas() -> Value {
     let tier_example = json!({"name": "Platinum", "requestCount": 20000, "unitSeconds": 60, "burst": {"requests": 500, "per": "second"}});
     let mut all = serde_json::Map::new();
     let part = json!({
+        "Endpoint": {"oneOf": [{"type": "string", "format": "uri"}, {"type": "object", "required": ["url"], "additionalProperties": false, "properties": {
+            "url": {"type": "string", "format": "uri"},
+            "weight": {"type": "integer", "minimum": 0, "maximum": 100, "description": "share under weighted_round_robin; 0 is a standby"},
+            "timeouts": {"type": "object", "additionalProperties": false, "properties": {
+                "connect": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "2s"},
+                "read": {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "10s"}}}}}],
+            "description": "an endpoint URL, or the URL with its weight and timeouts (docs/resilience.md)"},
         "Resource": {
             "type": "object",
             "required": ["path", "methods"],

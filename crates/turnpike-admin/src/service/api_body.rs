@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
+use turnpike_model::resilience::EndpointSpec;
 use turnpike_model::rest::METHODS;
 use turnpike_store::{ApiInput, Resource};
 
@@ -140,11 +141,44 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
 }
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
-const SECTION_FIELDS: [(&str, bool); 3] = [
+/// `resilience` is checked for meaning by compiling (docs/resilience.md).
+const SECTION_FIELDS: [(&str, bool); 4] = [
     ("graphql", false),
     ("mediation", false),
     ("requestBuffering", false),
+    ("resilience", false),
 ];
+
+/// At most this many endpoints per list (the file's limit, docs/resilience.md).
+const MAX_ENDPOINTS: usize = 64;
+
+/// An endpoint list: each a URL or, as in the file, `{url, weight, timeouts}`; the
+/// weight's range and the timeouts' meaning are checked by compiling.
+fn endpoint_list(f: &mut Fields<'_>, field: &'static str) -> Option<Vec<EndpointSpec>> {
+    let arr = f.array(field)?;
+    if arr.len() > MAX_ENDPOINTS {
+        f.err(
+            field,
+            format!("must list at most {MAX_ENDPOINTS} endpoints"),
+        );
+        return None;
+    }
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, v) in arr.iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        match serde_json::from_value::<EndpointSpec>(v.clone()) {
+            Ok(e) => match check_endpoint(e.url()) {
+                None => out.push(e),
+                Some(m) => f.err(&at, m),
+            },
+            Err(_) => f.err(
+                &at,
+                "must be a URL or {url, weight: 0-100, timeouts: {connect, read}}",
+            ),
+        }
+    }
+    (out.len() == arr.len()).then_some(out)
+}
 
 /// A resource's `mediation` object (the file's, docs/mediation.md): checked for shape
 /// here, for meaning by compiling (`crate::service::api::check_compiles` names each bad field, such
@@ -229,10 +263,16 @@ fn options(f: &mut Fields<'_>, d: Option<&ApiInput>) -> turnpike_store::Options 
         }
     }
     if let Some(lb) = f.string("loadBalancing", false, 20) {
-        if ["round_robin", "failover"].contains(&lb.as_str()) {
+        const KINDS: [&str; 4] = [
+            "round_robin",
+            "failover",
+            "weighted_round_robin",
+            "least_connections",
+        ];
+        if KINDS.contains(&lb.as_str()) {
             put("loadBalancing", Value::String(lb));
         } else {
-            f.err("loadBalancing", "must be round_robin or failover");
+            f.err("loadBalancing", format!("must be one of {KINDS:?}"));
         }
     }
     if let Some(v) = f.value("maxBodySize") {
@@ -359,12 +399,10 @@ pub fn parse_api<'a>(v: &'a Value, defaults: Option<&ApiInput>) -> (Option<ApiIn
         .text("description", 10_000)
         .or_else(|| d.map(|d| d.description.clone()))
         .unwrap_or_default();
-    let endpoints = f
-        .strings("endpoints", 50, check_endpoint)
+    let endpoints = endpoint_list(&mut f, "endpoints")
         .or_else(|| d.map(|d| d.endpoints.clone()))
         .unwrap_or_default();
-    let sandbox_endpoints = f
-        .strings("sandboxEndpoints", 50, check_endpoint)
+    let sandbox_endpoints = endpoint_list(&mut f, "sandboxEndpoints")
         .or_else(|| d.map(|d| d.sandbox_endpoints.clone()))
         .unwrap_or_default();
     let resources = resources(&mut f)

@@ -1,5 +1,7 @@
 //! The upstream side of an upgrade and the byte relay: where the upgrade request comes
-//! from ([`Origin`]), the connection to the first endpoint that accepts one with the
+//! from ([`Origin`]), the connection to the first endpoint that accepts one (the
+//! caller's pool, production or sandbox, balanced and without suspended endpoints as a
+//! request's choice is: `upstream::resilient::connection_order`) with the
 //! upgrade request through hyper's client ([`connect`]), leaving the relay job in the
 //! connection's slot ([`leave`]), and the byte relay of a non-GraphQL API.
 
@@ -20,6 +22,7 @@ use crate::drain::{draining, Watcher};
 use crate::error::{ErrorKind, GatewayError};
 use crate::headers;
 use crate::io::{ClientIo, RelayJob, UpstreamIo};
+use crate::upstream::resilient;
 
 /// Leaves `job` in the connection's slot, for its serve loop to run after the `101`.
 pub(crate) fn leave(conn: &ConnCtx, job: RelayJob) {
@@ -49,8 +52,8 @@ impl Origin {
     }
 }
 
-/// Opens a connection to the first endpoint that accepts one (in order, as failover
-/// does) and sends the upgrade request: the upstream's answer, and when it is a `101`
+/// Opens a connection to the first endpoint that accepts one (in the order
+/// `connection_order` gives) and sends the upgrade request: the upstream's answer, and when it is a `101`
 /// the upgraded socket and the connection's slot in the endpoint's cap.
 pub(crate) async fn connect(
     conn: &Origin,
@@ -71,11 +74,16 @@ pub(crate) async fn connect(
             t.upstream_traceparent(),
         );
     }
+    let sandbox = ctx
+        .identity()
+        .is_some_and(|i| i.key_type == turnpike_policy::KeyType::Sandbox);
     let mut last = GatewayError::new(ErrorKind::NoEndpoint);
-    for ep in api.endpoints.iter() {
+    for ep in resilient::connection_order(api, sandbox)? {
         let https = ep.scheme == http::uri::Scheme::HTTPS;
         let pool = conn.shared.upstreams.pool(https, &ep.authority);
-        let (io, slot) = match pool.connect_raw(api.connect_timeout).await {
+        let opened = pool.connect_raw(ep.connect_timeout).await;
+        resilient::report_connection(api, ep, opened.is_ok());
+        let (io, slot) = match opened {
             Ok(c) => c,
             Err(e) => {
                 last = e;
@@ -110,7 +118,7 @@ pub(crate) async fn connect(
                 .map_err(|e| GatewayError::with_source(ErrorKind::UpstreamProtocol, e))?;
             Ok((resp, Some(TokioIo::new(up))))
         };
-        return match tokio::time::timeout(api.response_timeout, exchange).await {
+        return match tokio::time::timeout(ep.read_timeout, exchange).await {
             Ok(Ok((resp, up))) => Ok((resp, up, slot)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(GatewayError::new(ErrorKind::UpstreamResponseTimeout)),

@@ -38,20 +38,69 @@ pub(crate) fn forward<'a>(
     sandbox: bool,
 ) -> Forwarded<'a> {
     Box::pin(async move {
-        let (eps, schedule) = match (&api.resilience, sandbox) {
-            (_, true) if api.sandbox_endpoints.is_empty() => {
-                return Err(GatewayError::new(ErrorKind::SandboxNotConfigured))
-            }
-            (Some(r), true) => (&api.sandbox_endpoints, &*r.sandbox_schedule),
-            (Some(r), false) => (&api.endpoints, &*r.schedule),
-            (None, _) => (&api.endpoints, &[][..]),
-        };
+        let (eps, schedule) = pool(api, sandbox)?;
         let plan = Plan {
             r: api.resilience.as_deref(),
             order: order(api, eps, schedule),
         };
         plan.run(shared, api, eps, parts, body, target, fwd).await
     })
+}
+
+/// The caller's endpoint list (sandbox or production) and its weighted schedule.
+fn pool(api: &CompiledApi, sandbox: bool) -> Result<(&[Endpoint], &[u16]), GatewayError> {
+    Ok(match (&api.resilience, sandbox) {
+        (_, true) if api.sandbox_endpoints.is_empty() => {
+            return Err(GatewayError::new(ErrorKind::SandboxNotConfigured))
+        }
+        (Some(r), true) => (&api.sandbox_endpoints, &*r.sandbox_schedule),
+        (Some(r), false) => (&api.endpoints, &*r.schedule),
+        (None, true) => (&api.sandbox_endpoints, &[][..]),
+        (None, false) => (&api.endpoints, &[][..]),
+    })
+}
+
+/// The endpoints a connection that is not an HTTP exchange (a WebSocket upgrade) tries,
+/// in order: the caller's list, balanced as requests are, without suspended or
+/// unhealthy endpoints; an API without settings keeps its endpoints' written order.
+pub(crate) fn connection_order(
+    api: &CompiledApi,
+    sandbox: bool,
+) -> Result<Vec<&Endpoint>, GatewayError> {
+    let (eps, schedule) = pool(api, sandbox)?;
+    let Some(r) = api.resilience.as_deref() else {
+        return Ok(eps.iter().collect());
+    };
+    let plan = Plan {
+        r: Some(r),
+        order: order(api, eps, schedule),
+    };
+    let out: Vec<&Endpoint> = plan
+        .order
+        .iter()
+        .map(|&i| &eps[i])
+        .filter(|ep| plan.admits(ep))
+        .collect();
+    if out.is_empty() {
+        return Err(GatewayError::new(ErrorKind::EndpointsSuspended));
+    }
+    Ok(out)
+}
+
+/// Tells an endpoint's state whether a connection to it could be opened (a refused or
+/// timed-out connect counts when the API's `suspension.on` lists `connect_failure`).
+pub(crate) fn report_connection(api: &CompiledApi, ep: &Endpoint, opened: bool) {
+    let (Some(r), Some(s)) = (api.resilience.as_deref(), &ep.state) else {
+        return;
+    };
+    if !r.tracks {
+        return;
+    }
+    if opened {
+        s.succeeded(&r.circuit);
+    } else if r.circuit.suspension.on.connect_failure {
+        s.failed(&r.circuit);
+    }
 }
 
 /// Endpoint indexes in the order they are tried: the balancer's choice first, then the

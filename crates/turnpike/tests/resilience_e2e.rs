@@ -1,0 +1,173 @@
+//! Endpoint resilience through the control plane with the real binary: `turnpike apply`
+//! of `examples/resilience.yaml` (one endpoint written as an object with a weight) to
+//! `turnpike control-plane`; a `turnpike gateway --control-plane` following it serves
+//! every GET while the other endpoint is down and suspends that one (its `/metrics`
+//! says so); the export gives the section and the endpoint object back; a bad
+//! `resilience:` is refused by apply with the field named.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{get, start, start_env, wait_for_status, Proc, TempDir, BIN};
+
+const TOKEN: &str = "resilience-e2e-gateway-token";
+const PASSWORD: &str = "resilience-e2e-password";
+
+/// A gateway following `cp`, with `/metrics` on its own listener: (it, its address,
+/// the metrics address).
+fn following_gateway(cp: &str, data: &Path) -> (Proc, String, String) {
+    let mut child = Command::new(BIN)
+        .args(["gateway", "--control-plane", &format!("http://{cp}")])
+        .args(["--gateway-token", TOKEN, "--gateway-id", "gw-1"])
+        .args(["--http-port", "0", "--https-port", "off"])
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .args(["--data-dir", data.to_str().expect("utf-8 path")])
+        .env("TURNPIKE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn turnpike");
+    let stdout = child.stdout.take().expect("stdout");
+    let proc = Proc(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut metrics = None;
+    let gw = loop {
+        let line = lines.next().expect("gateway exited early").expect("read");
+        if let Some(a) = line.strip_prefix("gateway metrics on http://") {
+            metrics = Some(a.trim_end_matches("/metrics").to_owned());
+        }
+        if let Some(a) = line.strip_prefix("gateway listening on http://") {
+            break a.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (proc, gw, metrics.expect("metrics address printed first"))
+}
+
+fn apply(file: &Path, cp: &str) -> (bool, String) {
+    let out = Command::new(BIN)
+        .args(["apply", "-f", file.to_str().expect("utf-8 path")])
+        .args([
+            "--control-plane",
+            &format!("http://{cp}"),
+            "--user",
+            "admin",
+        ])
+        .env("TURNPIKE_PASSWORD", PASSWORD)
+        .env("TURNPIKE_LOG", "warn")
+        .output()
+        .expect("run turnpike apply");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+/// A port on 127.0.0.1 where nothing listens (bound, then released).
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// The value of the suspensions counter of `endpoint` in a scrape.
+fn suspensions(scrape: &str, endpoint: &str) -> u64 {
+    let label = format!("endpoint=\"{endpoint}\"");
+    scrape
+        .lines()
+        .find(|l| {
+            l.starts_with("turnpike_upstream_endpoint_suspensions_total") && l.contains(&label)
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no suspensions line for {endpoint}:\n{scrape}"))
+}
+
+#[test]
+fn apply_carries_resilience_to_a_gateway_that_suspends_a_dead_endpoint() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
+    let db = format!("sqlite://{}", dir.path().join("turnpike.db").display());
+    let (_cp, cp) = start_env(
+        &[
+            "control-plane",
+            "--database",
+            &db,
+            "--port",
+            "0",
+            "--gateway-token",
+            TOKEN,
+        ],
+        &[("TURNPIKE_ADMIN_PASSWORD", PASSWORD)],
+        "control plane listening on http://",
+    );
+    let (_gw, gw, metrics) = following_gateway(&cp, &dir.path().join("gw"));
+
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/resilience.yaml"
+    ))
+    .expect("examples/resilience.yaml");
+    let dead = format!("http://127.0.0.1:{}", closed_port());
+    let yaml = example
+        .replace("\"http://127.0.0.1:9001\"", &format!("\"{dead}\""))
+        .replace(
+            "- \"http://127.0.0.1:9002\"",
+            &format!(
+                "- {{ url: \"http://{echo}\", weight: 2, timeouts: {{ connect: 2s, read: 10s }} }}"
+            ),
+        );
+    assert!(yaml.contains(&dead) && yaml.contains("weight: 2"), "{yaml}");
+    let file = dir.path().join("resilience.yaml");
+    std::fs::write(&file, &yaml).expect("write");
+    let (ok, said) = apply(&file, &cp);
+    assert!(ok, "apply failed: {said}");
+
+    let url = format!("http://{gw}/resilient/v1/items");
+    wait_for_status(&url, 200, Duration::from_secs(10));
+    for _ in 0..10 {
+        assert_eq!(get(&url).0, 200);
+    }
+    let scrape = Command::new("curl")
+        .args(["-s", "-f", &format!("http://{metrics}/metrics")])
+        .output()
+        .expect("curl");
+    let scrape = String::from_utf8_lossy(&scrape.stdout);
+    assert!(suspensions(&scrape, &dead) >= 1, "{scrape}");
+    assert_eq!(suspensions(&scrape, &format!("http://{echo}")), 0);
+
+    // The export gives back what was applied.
+    let out = Command::new("curl")
+        .args(["-s", "-u", &format!("admin:{PASSWORD}")])
+        .args(["-H", "accept: application/json"])
+        .arg(format!("http://{cp}/api/am/admin/v1/export"))
+        .output()
+        .expect("curl");
+    let exported: Value = serde_json::from_slice(&out.stdout).expect("export is JSON");
+    let api = &exported["apis"][0];
+    assert_eq!(
+        api["resilience"]["suspension"]["initial_duration"], "5s",
+        "{exported}"
+    );
+    assert_eq!(api["resilience"]["health_check"]["path"], "/health");
+    assert_eq!(api["endpoints"][0], dead.as_str());
+    assert_eq!(api["endpoints"][1]["weight"], 2, "{exported}");
+    assert_eq!(api["endpoints"][1]["timeouts"]["read"], "10s");
+
+    // A window outside 2-1000: refused with the field named, the gateway unchanged.
+    let bad = yaml.replace(
+        "consecutive_failures: 1 }",
+        "consecutive_failures: 1, window: 5000 }",
+    );
+    std::fs::write(&file, &bad).expect("write");
+    let (ok, said) = apply(&file, &cp);
+    assert!(!ok, "{said}");
+    assert!(said.contains("resilience.circuit_breaker.window"), "{said}");
+    assert_eq!(get(&url).0, 200);
+}
