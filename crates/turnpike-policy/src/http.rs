@@ -189,7 +189,10 @@ mod tests {
     fn event_streams_and_grpc_are_streams() {
         let h = |ct: &str| {
             let mut m = HeaderMap::new();
-            m.insert(CONTENT_TYPE, http::HeaderValue::from_str(ct).expect("a test content type"));
+            m.insert(
+                CONTENT_TYPE,
+                http::HeaderValue::from_str(ct).expect("a test content type"),
+            );
             super::is_stream(&m)
         };
         assert!(h("text/event-stream"));

@@ -8,9 +8,9 @@
 //! (a write commits on the upgraded database). `migration_status` is checked before
 //! (what is pending) and after (nothing).
 
+use turnpike_model::resilience::EndpointSpec;
 use turnpike_store::testing::{migrate_to, TestDbs};
 use turnpike_store::*;
-use turnpike_model::resilience::EndpointSpec;
 
 /// Rows an older release could write, by the migration that made them possible.
 struct Seed {
@@ -135,7 +135,10 @@ async fn rows_survived(url: &str, store: &Store, from: i64) {
     assert_eq!(store.current_version().await.expect("version"), 7);
     let api = store.get_api("up-api-1").await.expect("the v1 API");
     assert_eq!((api.name.as_str(), api.context.as_str()), ("Pets", "/pets"));
-    assert_eq!(api.endpoints, vec![EndpointSpec::from("http://127.0.0.1:9000")]);
+    assert_eq!(
+        api.endpoints,
+        vec![EndpointSpec::from("http://127.0.0.1:9000")]
+    );
     assert_eq!(api.lifecycle_status, LifecycleState::Published);
     assert_eq!(
         store.user("carol").await.expect("carol").roles,
