@@ -112,6 +112,14 @@ pub(crate) async fn seed_defaults(store: &Store) -> Result<(), StoreError> {
         return Ok(());
     }
     let mut tx = store.begin_write().await?;
+    // Read again under the write lock: another control plane opening the same empty
+    // database at the same moment may have seeded them since the count above.
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tiers")
+        .fetch_one(tx.conn())
+        .await?;
+    if n > 0 {
+        return Ok(());
+    }
     for (kind, name, count, desc) in DEFAULTS {
         let tier = Tier {
             kind: *kind,

@@ -408,11 +408,11 @@ async fn reopen_keeps_data_and_version(url: String) {
     );
 }
 
-/// Sandbox endpoints round-trip through create, update and new versions; and migration 9
-/// gives an API written before it (the column dropped and the migration unrecorded, as
-/// in a database of the previous release) no sandbox endpoints, then stores them.
+/// Sandbox endpoints round-trip through create, update and new versions (an API written
+/// before migration 9 reading none is `tests/upgrade.rs`'s: every migration from every
+/// earlier schema with rows in it).
 async fn sandbox_endpoints_migrate_and_round_trip(url: String) {
-    let s = open(url.clone()).await;
+    let s = open(url).await;
     let mut i = input("/pets", "v1");
     i.sandbox_endpoints = vec!["http://127.0.0.1:9001".into()];
     let a = create(&s, &i).await;
@@ -431,31 +431,6 @@ async fn sandbox_endpoints_migrate_and_round_trip(url: String) {
     assert_eq!(
         b.sandbox_endpoints, i.sandbox_endpoints,
         "a new version copies them"
-    );
-    s.close().await;
-
-    let raw = sqlx::AnyPool::connect(&url).await.expect("raw connection");
-    for stmt in [
-        "ALTER TABLE apis DROP COLUMN sandbox_endpoints",
-        "DELETE FROM schema_migrations WHERE version = 9",
-    ] {
-        sqlx::query(stmt).execute(&raw).await.expect(stmt);
-    }
-    raw.close().await;
-
-    let s = open(url).await;
-    assert!(s
-        .get_api(&a.id)
-        .await
-        .expect("get")
-        .sandbox_endpoints
-        .is_empty());
-    let mut tx = s.begin_write().await.expect("begin");
-    tx.update_api(&a.id, &i, None).await.expect("update");
-    tx.commit("alice", "update").await.expect("commit");
-    assert_eq!(
-        s.get_api(&a.id).await.expect("get").sandbox_endpoints,
-        i.sandbox_endpoints
     );
 }
 
