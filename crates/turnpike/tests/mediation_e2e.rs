@@ -18,7 +18,7 @@ use base64::Engine;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
-use support::{start, start_env, start_file_gateway, wait_for_status, TempDir, BIN};
+use support::{start, start_file_gateway, wait_for_status, TempDir, BIN};
 
 const ISS: &str = "https://idp.test";
 const TOKEN: &str = "mediation-e2e-gateway-token";
@@ -138,20 +138,7 @@ fn apply(file: &Path, cp: &str) -> std::process::Output {
 fn apply_carries_mediation_to_a_control_planes_gateways() {
     let dir = TempDir::new();
     let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
-    let db = format!("sqlite://{}", dir.path().join("turnpike.db").display());
-    let (_cp, cp) = start_env(
-        &[
-            "control-plane",
-            "--database",
-            &db,
-            "--port",
-            "0",
-            "--gateway-token",
-            TOKEN,
-        ],
-        &[("TURNPIKE_ADMIN_PASSWORD", PASSWORD)],
-        "control plane listening on http://",
-    );
+    let (_cp, cp) = support::sqlite_control_plane(dir.path(), "turnpike.db", TOKEN, PASSWORD);
     let (_gw, gw) = start(
         &[
             "gateway",

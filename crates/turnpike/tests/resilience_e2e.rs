@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{get, start, start_env, wait_for_status, Proc, TempDir, BIN};
+use support::{get, start, wait_for_status, Proc, TempDir, BIN};
 
 const TOKEN: &str = "resilience-e2e-gateway-token";
 const PASSWORD: &str = "resilience-e2e-password";
@@ -93,20 +93,7 @@ fn suspensions(scrape: &str, endpoint: &str) -> u64 {
 fn apply_carries_resilience_to_a_gateway_that_suspends_a_dead_endpoint() {
     let dir = TempDir::new();
     let (_echo, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
-    let db = format!("sqlite://{}", dir.path().join("turnpike.db").display());
-    let (_cp, cp) = start_env(
-        &[
-            "control-plane",
-            "--database",
-            &db,
-            "--port",
-            "0",
-            "--gateway-token",
-            TOKEN,
-        ],
-        &[("TURNPIKE_ADMIN_PASSWORD", PASSWORD)],
-        "control plane listening on http://",
-    );
+    let (_cp, cp) = support::sqlite_control_plane(dir.path(), "turnpike.db", TOKEN, PASSWORD);
     let (_gw, gw, metrics) = following_gateway(&cp, &dir.path().join("gw"));
 
     let example = std::fs::read_to_string(concat!(

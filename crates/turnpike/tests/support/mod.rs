@@ -74,6 +74,25 @@ pub fn start_env(args: &[&str], env: &[(&str, &str)], prefix: &str) -> (Proc, St
     (Proc(child), addr)
 }
 
+/// A control plane on SQLite in `dir` (`turnpike.db` unless `file` says otherwise) with
+/// this gateway token and admin password: (process, `host:port`).
+pub fn sqlite_control_plane(dir: &Path, file: &str, token: &str, password: &str) -> (Proc, String) {
+    let db = format!("sqlite://{}", dir.join(file).display());
+    start_env(
+        &[
+            "control-plane",
+            "--database",
+            &db,
+            "--port",
+            "0",
+            "--gateway-token",
+            token,
+        ],
+        &[("TURNPIKE_ADMIN_PASSWORD", password)],
+        "control plane listening on http://",
+    )
+}
+
 pub fn curl(url: &str) -> (u16, String) {
     let out = Command::new("curl")
         .args(["-s", "-o", "-", "-w", "\n%{http_code}", "-d", "hello", url])
@@ -192,21 +211,8 @@ pub struct Stack {
 }
 
 pub fn cp_stack(dir: &TempDir, token: &str, password: &str) -> Stack {
-    let db = format!("sqlite://{}", dir.path().join("cp.db").display());
     let (echo_proc, echo) = start(&["echo", "--port", "0"], "echo listening on http://");
-    let (cp_proc, cp) = start_env(
-        &[
-            "control-plane",
-            "--database",
-            &db,
-            "--port",
-            "0",
-            "--gateway-token",
-            token,
-        ],
-        &[("TURNPIKE_ADMIN_PASSWORD", password)],
-        "control plane listening on http://",
-    );
+    let (cp_proc, cp) = sqlite_control_plane(dir.path(), "cp.db", token, password);
     let gw_data = dir.path().join("gw");
     let (gw_proc, gw) = start(
         &[
