@@ -23,6 +23,9 @@ const TOKEN: &str = "ha-gateway-token";
 const PASSWORD: &str = "ha-admin-password";
 const LIVE: Duration = Duration::from_secs(15);
 
+/// The address clients and gateways know the cluster by (no request goes to it here).
+const PUBLIC_URL: &str = "http://turnpike-cp.cluster.test";
+
 fn control_plane(db: &str, port: &str) -> (Proc, String) {
     start_env(
         &[
@@ -35,6 +38,11 @@ fn control_plane(db: &str, port: &str) -> (Proc, String) {
             TOKEN,
             "--gateway-max-lag",
             "1",
+            // Every control plane of a cluster issues tokens under the one name gateways
+            // and clients know it by (the balancer's): their snapshots are then the same
+            // content, and a manifest kept by one serves deltas from the other.
+            "--public-url",
+            PUBLIC_URL,
         ],
         &[("TURNPIKE_ADMIN_PASSWORD", PASSWORD)],
         "control plane listening on http://",
