@@ -4,7 +4,8 @@
 //! goes whole to `POST /api/am/publisher/v1/apply`, which checks it and applies it in ONE
 //! store transaction (crates/turnpike-admin's `service/apply.rs`: tiers, throttling
 //! settings, each API created or updated by context + version, secured and published;
-//! with `--prune`, live APIs the file no longer lists are demoted to CREATED): any
+//! with `--prune`, live APIs the file no longer lists are demoted to CREATED;
+//! applications ensured with their subscriptions, keys checked by reference): any
 //! problem, listed all at once, leaves the control plane as it was. Idempotent: a second
 //! run changes nothing. Prints one line per change; `--dry-run` is the same run rolled
 //! back, so it prints the lines and errors the real run would.
@@ -108,6 +109,9 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     }
     for line in v["changes"].as_array().into_iter().flatten() {
         println!("{}", line.as_str().unwrap_or_default());
+    }
+    for warning in v["warnings"].as_array().into_iter().flatten() {
+        eprintln!("warning: {}", warning.as_str().unwrap_or_default());
     }
     let changes = v["count"].as_u64().unwrap_or_default() as usize;
     println!(

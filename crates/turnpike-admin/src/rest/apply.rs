@@ -1,9 +1,10 @@
 //! `POST /api/am/publisher/v1/apply[?dryRun=true][&prune=true]`: a whole declarative file
 //! (the DB-less format, YAML or JSON) applied in one transaction (`crate::service::apply`).
-//! Answers `{"dryRun", "changes": ["create  /pets v1", ...], "count", "version"}`; a
+//! Answers `{"dryRun", "changes": ["create  /pets v1", ...], "count", "version",
+//! "warnings"}`; a
 //! file with problems gets 400 listing every one (`apis[1].context`, ...) and nothing is
 //! written. API creator and publisher roles; a file with a throttling section needs the
-//! admin role too (tiers are the Admin API's).
+//! admin role too (tiers are the Admin API's), and so does one with applications.
 
 use std::collections::HashMap;
 
@@ -53,7 +54,8 @@ async fn apply(
     turnpike_config::check_depth(text).map_err(|e| ApiError::bad_request(format!("file: {e}")))?;
     let file: GatewayFile =
         serde_yaml::from_str(text).map_err(|e| ApiError::bad_request(format!("file: {e}")))?;
-    if !file.throttling.is_empty() {
+    // Tiers are the Admin API's; other users' applications too.
+    if !file.throttling.is_empty() || !file.applications.is_empty() {
         caller.require(Scope::Admin)?;
     }
     let out = crate::service::apply::apply(&s, &caller, &file, opts).await?;
@@ -62,6 +64,7 @@ async fn apply(
         "count": out.changes.len(),
         "changes": out.changes,
         "version": out.version,
+        "warnings": out.warnings,
     });
     Ok(axum::Json(body).into_response())
 }

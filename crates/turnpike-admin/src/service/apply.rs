@@ -42,15 +42,19 @@ pub(crate) struct Options {
 pub(crate) struct Outcome {
     pub changes: Vec<String>,
     pub version: Option<u64>,
+    /// What the run could not do and did not refuse the file for (a key reference to a
+    /// key this control plane does not have).
+    pub warnings: Vec<String>,
 }
 
 /// One run: its transaction, the lines it prints and the problems it found.
-struct Run<'a> {
-    s: &'a AppState,
+pub(crate) struct Run<'a> {
+    pub(crate) s: &'a AppState,
     caller: &'a Caller,
-    tx: WriteTx<'a>,
+    pub(crate) tx: WriteTx<'a>,
     lines: Vec<String>,
-    problems: Vec<FieldError>,
+    pub(crate) problems: Vec<FieldError>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Applies `file`; any problem rolls everything back and is answered with every
@@ -61,10 +65,12 @@ pub(crate) async fn apply(
     file: &GatewayFile,
     opts: Options,
 ) -> ApiResult<Outcome> {
-    if file.apis.len() > MAX_APIS {
+    let max_apps = crate::service::apply_apps::MAX_APPLICATIONS;
+    if file.apis.len() > MAX_APIS || file.applications.len() > max_apps {
         return Err(ApiError::bad_request(format!(
-            "the file lists {} APIs; at most {MAX_APIS} per apply",
-            file.apis.len()
+            "the file lists {} APIs and {} applications; at most {MAX_APIS} and {max_apps} per apply",
+            file.apis.len(),
+            file.applications.len()
         )));
     }
     let tx = s.inner.store.begin_write().await?;
@@ -78,6 +84,7 @@ pub(crate) async fn apply(
         tx,
         lines: Vec::new(),
         problems: Vec::new(),
+        warnings: Vec::new(),
     };
     run.tiers(file).await?;
     run.throttling_settings(file).await?;
@@ -88,32 +95,43 @@ pub(crate) async fn apply(
     if opts.prune {
         run.prune(file, &existing).await?;
     }
-    let Run {
-        tx,
-        lines,
-        problems,
-        ..
-    } = run;
-    if !problems.is_empty() {
-        return Err(ApiError::invalid(problems));
-    }
-    if opts.dry_run || lines.is_empty() {
-        // Dropped, not committed: rolled back.
-        return Ok(Outcome {
-            changes: lines,
-            version: None,
-        });
-    }
-    let summary = format!("apply: {} change(s)", lines.len());
-    let version = tx.commit(&caller.name, &summary).await?;
-    Ok(Outcome {
-        changes: lines,
-        version: Some(version),
-    })
+    run.applications(file).await?;
+    run.finish(opts.dry_run).await
 }
 
 impl Run<'_> {
-    fn line(&mut self, verb: &str, what: &str) {
+    /// Commits, or rolls back a dry run, a run with nothing to change or one that found
+    /// a problem (then answered with every problem).
+    async fn finish(self, dry_run: bool) -> ApiResult<Outcome> {
+        let Run {
+            tx,
+            caller,
+            lines,
+            problems,
+            warnings,
+            ..
+        } = self;
+        if !problems.is_empty() {
+            return Err(ApiError::invalid(problems));
+        }
+        if dry_run || lines.is_empty() {
+            // Dropped, not committed: rolled back.
+            return Ok(Outcome {
+                changes: lines,
+                version: None,
+                warnings,
+            });
+        }
+        let summary = format!("apply: {} change(s)", lines.len());
+        let version = tx.commit(&caller.name, &summary).await?;
+        Ok(Outcome {
+            changes: lines,
+            version: Some(version),
+            warnings,
+        })
+    }
+
+    pub(crate) fn line(&mut self, verb: &str, what: &str) {
         self.lines.push(format!("{verb:<7} {what}"));
     }
 

@@ -82,21 +82,48 @@ fn issuer_supplied_by_the_control_plane(message: &str) -> bool {
 /// the file (`apis[1].throttling`).
 pub(crate) async fn problems(store: &Store, file: &GatewayFile) -> ApiResult<Vec<FieldError>> {
     let checked = with_server_tiers(file, &server_tiers(store).await?);
+    let mut out = unoffered_tiers(&checked);
     let Err(e) = turnpike_config::compile(checked, 0) else {
-        return Ok(Vec::new());
+        return Ok(out);
     };
     if e.problems().is_empty() {
-        return Ok(vec![FieldError {
+        out.push(FieldError {
             field: String::new(),
             message: e.to_string(),
-        }]);
+        });
+        return Ok(out);
     }
-    Ok(e.problems()
+    out.extend(
+        e.problems()
+            .iter()
+            .filter(|p| !issuer_supplied_by_the_control_plane(&p.message))
+            .map(|p| FieldError {
+                field: p.path.clone(),
+                message: p.message.clone(),
+            }),
+    );
+    Ok(out)
+}
+
+/// The tiers an API offers that are no subscription tier (gateways do not read them, so
+/// their compile does not check them).
+fn unoffered_tiers(file: &GatewayFile) -> Vec<FieldError> {
+    let known = &file.throttling.subscription_tiers;
+    let builtin = ["Unlimited"];
+    file.apis
         .iter()
-        .filter(|p| !issuer_supplied_by_the_control_plane(&p.message))
-        .map(|p| FieldError {
-            field: p.path.clone(),
-            message: p.message.clone(),
+        .enumerate()
+        .flat_map(|(i, api)| {
+            api.subscription_tiers
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| {
+                    !builtin.contains(&t.as_str()) && !known.iter().any(|k| &k.name == *t)
+                })
+                .map(move |(j, t)| FieldError {
+                    field: format!("apis[{i}].subscription_tiers[{j}]"),
+                    message: format!("{t:?} is not a subscription tier"),
+                })
         })
-        .collect())
+        .collect()
 }

@@ -77,6 +77,9 @@ pub(crate) fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             body[k] = v;
         }
     }
+    if !spec.subscription_tiers.is_empty() {
+        body["policies"] = json!(spec.subscription_tiers);
+    }
     if let Some(cors) = spec.policies.iter().find_map(|p| p.cors.as_ref()) {
         body[turnpike_model::rest::cors::FIELD] = turnpike_model::rest::cors::from_spec(cors);
     }
@@ -107,6 +110,10 @@ pub(crate) fn differs(current: &Value, want: &Value) -> bool {
     keys.extend(turnpike_model::rest::OPTION_FIELDS.iter().map(|(k, _)| *k));
     keys.push(turnpike_model::rest::cors::FIELD);
     keys.push(turnpike_model::rest::cache::FIELD);
+    // Offered tiers: a file that lists none keeps the API's.
+    if want.get("policies").is_some() {
+        keys.push("policies");
+    }
     keys.iter().any(|k| current.get(*k) != want.get(*k))
 }
 
