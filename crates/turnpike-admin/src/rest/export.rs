@@ -19,7 +19,7 @@ use turnpike_store::Store;
 
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult};
-use crate::service::apply_apps::MAX_APPLICATIONS;
+use crate::service::apply::MAX_APPLICATIONS;
 use crate::AppState;
 
 pub fn routes() -> Router<AppState> {

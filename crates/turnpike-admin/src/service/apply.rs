@@ -28,6 +28,10 @@ use crate::AppState;
 /// The most APIs one file may hold.
 pub const MAX_APIS: usize = 1000;
 
+/// The most applications (and subscriptions of one application) a file or an export
+/// holds.
+pub const MAX_APPLICATIONS: usize = 10_000;
+
 /// What a run does besides reconciling the file's objects.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Options {
@@ -65,7 +69,7 @@ pub(crate) async fn apply(
     file: &GatewayFile,
     opts: Options,
 ) -> ApiResult<Outcome> {
-    let max_apps = crate::service::apply_apps::MAX_APPLICATIONS;
+    let max_apps = MAX_APPLICATIONS;
     if file.apis.len() > MAX_APIS || file.applications.len() > max_apps {
         return Err(ApiError::bad_request(format!(
             "the file lists {} APIs and {} applications; at most {MAX_APIS} and {max_apps} per apply",

@@ -11,11 +11,7 @@ use turnpike_model::GatewayFile;
 use turnpike_store::{Api, Application, StoreError};
 
 use crate::error::{ApiResult, FieldError};
-use crate::service::apply::Run;
-
-/// The most applications (and subscriptions of one application) a file or an export
-/// holds.
-pub const MAX_APPLICATIONS: usize = 10_000;
+use crate::service::apply::{Run, MAX_APPLICATIONS};
 
 impl Run<'_> {
     /// Ensures every application of the file.
