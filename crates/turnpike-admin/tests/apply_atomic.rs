@@ -50,8 +50,7 @@ async fn apply(cp: &Cp, user: &str, yaml: &str, query: &str) -> Resp {
 
 async fn version(cp: &Cp) -> u64 {
     cp.state
-        .inner
-        .store
+        .store()
         .current_version()
         .await
         .expect("version")
