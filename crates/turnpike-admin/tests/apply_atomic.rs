@@ -49,11 +49,7 @@ async fn apply(cp: &Cp, user: &str, yaml: &str, query: &str) -> Resp {
 }
 
 async fn version(cp: &Cp) -> u64 {
-    cp.state
-        .store()
-        .current_version()
-        .await
-        .expect("version")
+    cp.state.store().current_version().await.expect("version")
 }
 
 /// The (context, version, lifecycle state) of every API.
@@ -93,7 +89,10 @@ async fn a_refused_second_api_leaves_the_store_unchanged(url: String) {
         "the first API was rolled back"
     );
     let tier = cp
-        .get("/api/am/admin/v1/throttling/policies/subscription/FileTier", "admin")
+        .get(
+            "/api/am/admin/v1/throttling/policies/subscription/FileTier",
+            "admin",
+        )
         .await;
     assert_eq!(tier.status, StatusCode::NOT_FOUND, "the file's tier too");
 
@@ -147,7 +146,12 @@ async fn tiers_need_the_admin_role_and_bad_input_is_a_clear_400(url: String) {
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.json);
     let apis_only = "apis:\n  - { name: p, context: /p, version: v1, endpoints: ['http://127.0.0.1:9'], resources: [ { path: '/*', methods: [GET] } ] }\n";
     let r = apply(&cp, "pub", apis_only, "").await;
-    assert_eq!(r.status, StatusCode::OK, "a publisher applies APIs: {}", r.json);
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "a publisher applies APIs: {}",
+        r.json
+    );
     let r = apply(&cp, "sub", apis_only, "").await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = apply(&cp, "admin", "apis: [ { nme: x } ]", "").await;

@@ -235,7 +235,13 @@ async fn with_keys(cp: &Cp, before: Value) -> Value {
         json!([{"context": "/heroes", "version": "v1", "tier": "Unlimited"},
                {"context": "/pets", "version": "v2", "tier": "Platinum"}])
     );
-    let (_, apps) = get(cp, "/api/am/devportal/v1/applications", "authorization: Basic YWRtaW46cGFzc3dvcmQx", "application/json").await;
+    let (_, apps) = get(
+        cp,
+        "/api/am/devportal/v1/applications",
+        "authorization: Basic YWRtaW46cGFzc3dvcmQx",
+        "application/json",
+    )
+    .await;
     let apps: Value = serde_json::from_str(&apps).expect("json");
     let listed = &apps["list"][0];
     let id = listed["applicationId"]
@@ -243,7 +249,12 @@ async fn with_keys(cp: &Cp, before: Value) -> Value {
         .or(listed["id"].as_str())
         .expect("application id");
     let base = format!("/api/am/devportal/v1/applications/{id}");
-    let (code, keys) = post(cp, &format!("{base}/generate-keys"), json!({"keyType": "PRODUCTION"})).await;
+    let (code, keys) = post(
+        cp,
+        &format!("{base}/generate-keys"),
+        json!({"keyType": "PRODUCTION"}),
+    )
+    .await;
     assert!(code < 300, "{code} {keys}");
     let (code, api_key) = post(cp, &format!("{base}/api-keys"), json!({"name": "ci-smoke"})).await;
     assert!(code < 300, "{code} {api_key}");
@@ -255,7 +266,14 @@ async fn with_keys(cp: &Cp, before: Value) -> Value {
                {"type": "PRODUCTION", "api_key": "ci-smoke"}])
     );
     let text = exported.to_string();
-    for secret in [keys["consumerSecret"].as_str(), api_key["apikey"].as_str(), api_key["key"].as_str()].into_iter().flatten() {
+    for secret in [
+        keys["consumerSecret"].as_str(),
+        api_key["apikey"].as_str(),
+        api_key["key"].as_str(),
+    ]
+    .into_iter()
+    .flatten()
+    {
         assert!(!text.contains(secret), "no secret in an export");
     }
     exported

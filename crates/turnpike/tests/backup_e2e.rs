@@ -124,7 +124,13 @@ fn backup_then_restore_gives_the_same_export_and_the_gateway_converges() {
     ]);
     assert!(!again.status.success(), "a backup never overwrites a file");
 
-    apply(dir.path(), &cp, &echo, &["alpha", "gamma"], &["alpha", "gamma"]);
+    apply(
+        dir.path(),
+        &cp,
+        &echo,
+        &["alpha", "gamma"],
+        &["alpha", "gamma"],
+    );
     wait_status(&format!("http://{gw}/gamma/v1/x"), 200);
     wait_status(&format!("http://{gw}/beta/v1/x"), 404);
     assert_ne!(export(&cp), before);

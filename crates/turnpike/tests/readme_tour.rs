@@ -48,7 +48,15 @@ fn tour(readme: &str) -> Vec<Step> {
 /// `turnpike up` on free ports; its gateway URL and control plane address.
 fn up(dir: &Path) -> (Proc, String, String) {
     let mut child = Command::new(BIN)
-        .args(["up", "--cp-port", "0", "--http-port", "0", "--https-port", "off"])
+        .args([
+            "up",
+            "--cp-port",
+            "0",
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+        ])
         .arg("--data-dir")
         .arg(dir)
         .env("TURNPIKE_ADMIN_PASSWORD", PASSWORD)
@@ -111,7 +119,11 @@ fn the_readme_quick_tour_runs_as_written() {
             continue;
         }
         let bin_dir = Path::new(BIN).parent().expect("bin dir");
-        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         let out = Command::new("sh")
             .arg("-c")
             .arg(format!("{exports}{command}"))

@@ -118,7 +118,12 @@ pub fn query_params(id: &str) -> Vec<Value> {
                     flag.clone(),
                     "validate and list the changes, then roll back",
                 ),
-                query("prune", false, flag, "demote live APIs the file does not list"),
+                query(
+                    "prune",
+                    false,
+                    flag,
+                    "demote live APIs the file does not list",
+                ),
             ]
         }
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => {

@@ -84,7 +84,9 @@ async fn applications(
     }
     let mut out = Vec::new();
     for app in page.items {
-        let subs = store.list_subscriptions(Some(app.id.as_str()), None, cap, 0).await?;
+        let subs = store
+            .list_subscriptions(Some(app.id.as_str()), None, cap, 0)
+            .await?;
         let mut subscriptions: Vec<SubscriptionRef> = subs
             .items
             .into_iter()

@@ -298,7 +298,9 @@ impl Run<'_> {
         };
         let scope_errors = crate::security::scopes_need_auth(&input.resources, Some(auth));
         if !scope_errors.is_empty() {
-            return self.refused(at, ApiError::invalid(scope_errors)).map(|_| None);
+            return self
+                .refused(at, ApiError::invalid(scope_errors))
+                .map(|_| None);
         }
         self.line("create", label);
         let api = self.tx.create_api(&input, &self.caller.name).await?;
@@ -338,10 +340,14 @@ impl Run<'_> {
             };
             let scope_errors = crate::security::scopes_need_auth(&input.resources, Some(auth));
             if !scope_errors.is_empty() {
-                return self.refused(at, ApiError::invalid(scope_errors)).map(|_| None);
+                return self
+                    .refused(at, ApiError::invalid(scope_errors))
+                    .map(|_| None);
             }
             input.definition = cur.definition.clone();
-            self.tx.update_api(&cur.id, &input, Some(cur.revision)).await?;
+            self.tx
+                .update_api(&cur.id, &input, Some(cur.revision))
+                .await?;
         }
         if resecure && auth.is_open() {
             self.line("secure", label);

@@ -212,4 +212,3 @@ pub(crate) const TIER_FIELDS: [&str; 6] = [
     "conditionalGroups",
     "stopOnQuota",
 ];
-
