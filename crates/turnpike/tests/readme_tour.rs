@@ -129,7 +129,7 @@ fn the_readme_quick_tour_runs_as_written() {
             .arg(format!("{exports}{command}"))
             .current_dir(&work)
             .env("PATH", path)
-            .env("TURNPIKE_CONTROL_PLANE", format!("http://{cp}"))
+            .env("TURNPIKE_CONTROL_PLANE", &cp)
             .env_remove("TURNPIKE_PASSWORD")
             .env_remove("TURNPIKE_TOKEN")
             .env("TURNPIKE_LOG", "warn")
