@@ -56,6 +56,7 @@ apis:
     timeouts: { connect: 5s, response: 60s, read_idle: 90s }
     upstream_protocol: h2c
     throttling: PetsPolicy
+    subscription_tiers: [Platinum, Unlimited]
     auth: { oauth2: true, api_key: true, subscription: false }
     mediation:
       request:
@@ -97,6 +98,14 @@ apis:
       limits: { max_depth: 5, max_complexity: 50 }
       operations:
         - { name: hero, type: query, scopes: ["heroes:read"] }
+applications:
+  - name: pets-app
+    owner: admin
+    tier: 100PerMin
+    description: the pets front end
+    subscriptions:
+      - { context: /heroes, version: v1, tier: Unlimited }
+      - { context: /pets, version: v2, tier: Platinum }
 "#;
 
 const TOKEN: &str = "roundtrip-gateway-token";
@@ -200,6 +209,76 @@ async fn served(cp: &Cp) -> Value {
     json!({"apis": v["apis"], "throttling": v["throttling"]})
 }
 
+async fn post(cp: &Cp, path: &str, body: Value) -> (u16, Value) {
+    let out = tokio::process::Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}", "-u", "admin:password1"])
+        .args(["-H", "content-type: application/json", "-d"])
+        .arg(body.to_string())
+        .arg(format!("http://{}{path}", cp.addr))
+        .output()
+        .await
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    let v = serde_json::from_str(body).unwrap_or(Value::Null);
+    (code.trim().parse().unwrap_or(0), v)
+}
+
+/// Gives the applied application a consumer key and an API key; the export then names
+/// both by reference (the consumer key's id, the API key's name) and holds no secret.
+async fn with_keys(cp: &Cp, before: Value) -> Value {
+    let app = &before["applications"][0];
+    assert_eq!(app["name"], "pets-app", "{before}");
+    assert_eq!(app["tier"], "100PerMin");
+    assert_eq!(
+        app["subscriptions"],
+        json!([{"context": "/heroes", "version": "v1", "tier": "Unlimited"},
+               {"context": "/pets", "version": "v2", "tier": "Platinum"}])
+    );
+    let (_, apps) = get(
+        cp,
+        "/api/am/devportal/v1/applications",
+        "authorization: Basic YWRtaW46cGFzc3dvcmQx",
+        "application/json",
+    )
+    .await;
+    let apps: Value = serde_json::from_str(&apps).expect("json");
+    let listed = &apps["list"][0];
+    let id = listed["applicationId"]
+        .as_str()
+        .or(listed["id"].as_str())
+        .expect("application id");
+    let base = format!("/api/am/devportal/v1/applications/{id}");
+    let (code, keys) = post(
+        cp,
+        &format!("{base}/generate-keys"),
+        json!({"keyType": "PRODUCTION"}),
+    )
+    .await;
+    assert!(code < 300, "{code} {keys}");
+    let (code, api_key) = post(cp, &format!("{base}/api-keys"), json!({"name": "ci-smoke"})).await;
+    assert!(code < 300, "{code} {api_key}");
+    let exported = export(cp).await;
+    let consumer_key = keys["consumerKey"].as_str().expect("consumer key");
+    assert_eq!(
+        exported["applications"][0]["keys"],
+        json!([{"type": "PRODUCTION", "consumer_key": consumer_key},
+               {"type": "PRODUCTION", "api_key": "ci-smoke"}])
+    );
+    let text = exported.to_string();
+    for secret in [
+        keys["consumerSecret"].as_str(),
+        api_key["apikey"].as_str(),
+        api_key["key"].as_str(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        assert!(!text.contains(secret), "no secret in an export");
+    }
+    exported
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_apply_round_trip_from_sqlite_to_postgres() {
     let dir = tempfile::tempdir().expect("dir");
@@ -214,8 +293,9 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
     let made = apply(&first, &path, false).await;
     assert_eq!(planned, made, "--dry-run counts what the run does");
     // 4 tiers; the throttling settings; 2 APIs x (create, secure, publish): neither keeps
-    // the default security; the open GraphQL API: create, secure (open), publish.
-    assert_eq!(made, 4 + 1 + 3 * 3);
+    // the default security; the open GraphQL API: create, secure (open), publish; the
+    // application and its 2 subscriptions.
+    assert_eq!(made, 4 + 1 + 3 * 3 + 3);
     assert_eq!(
         apply(&first, &path, false).await,
         0,
@@ -308,13 +388,21 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
         json!({"requests": 50, "per": "minute", "every": 5})
     );
 
-    // The export applied elsewhere: the same file, the same snapshot content.
+    assert_eq!(pets["subscription_tiers"], json!(["Platinum", "Unlimited"]));
+    let exported = with_keys(&first, exported).await;
+
+    // The export applied elsewhere: the same file (but the keys, which apply never
+    // invents), the same snapshot content.
     let export_path = dir.path().join("exported.json");
     std::fs::write(&export_path, exported.to_string()).expect("write");
     let planned = apply(&second, &export_path, true).await;
     assert_eq!(apply(&second, &export_path, false).await, planned);
     assert_eq!(apply(&second, &export_path, false).await, 0);
-    assert_eq!(export(&second).await, exported);
+    let mut keyless = exported.clone();
+    keyless["applications"][0]
+        .as_object_mut()
+        .map(|a| a.remove("keys"));
+    assert_eq!(export(&second).await, keyless);
     assert_eq!(served(&second).await, served(&first).await);
     assert_eq!(
         apply(&first, &export_path, false).await,

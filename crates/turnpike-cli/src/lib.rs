@@ -1,5 +1,5 @@
 //! The control plane's command-line client, run by the `turnpike` binary: `turnpike apply`
-//! reconciles a declarative file against a control plane through its REST API
+//! sends a declarative file to the control plane, which applies it in one transaction
 //! (`apply.rs`), `turnpike login` gets a REST-API bearer token (`login.rs`), `turnpike
 //! cluster status` lists every gateway with its lag (`cluster.rs`), `turnpike export` writes
 //! the configuration as that file (`export.rs`). It speaks
@@ -7,7 +7,6 @@
 //! so it links neither the server (`turnpike-admin`) nor its web framework or database.
 
 pub mod apply;
-mod apply_check;
 pub mod cluster;
 pub mod export;
 pub mod login;

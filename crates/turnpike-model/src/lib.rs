@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod applications;
 pub mod clock;
 pub mod fnv;
 pub mod graphql;
@@ -51,6 +52,10 @@ pub struct GatewayFile {
     /// WSO2's default tiers are available by name without declaring them.
     #[serde(default, skip_serializing_if = "throttling::ThrottleSpec::is_empty")]
     pub throttling: throttling::ThrottleSpec,
+    /// A control plane's applications, subscriptions and keys by reference (see
+    /// [`applications`]); a DB-less gateway ignores them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applications: Vec<applications::ApplicationSpec>,
 }
 
 /// One API version as a publisher declares it.
@@ -130,6 +135,10 @@ pub struct ApiSpec {
     /// strict default refuses `;` and matches templates case-sensitively.
     #[serde(default, skip_serializing_if = "PathsSpec::is_default")]
     pub paths: PathsSpec,
+    /// The subscription tiers a control plane offers this API at (`Unlimited` when
+    /// omitted); gateways read each subscription's own tier, not this list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subscription_tiers: Vec<String>,
 }
 
 /// Per-API request-path options (docs/security.md, "Request paths").

@@ -167,6 +167,24 @@ fn duplicate(e: sqlx::Error, context: &str, version: &str) -> StoreError {
 }
 
 impl WriteTx<'_> {
+    /// Every API as this transaction sees it, ordered by context then version (what a
+    /// whole-file apply reconciles against).
+    pub async fn all_apis(&mut self) -> Result<Vec<Api>, StoreError> {
+        let sql = format!("SELECT {COLS} FROM apis ORDER BY context, version, id");
+        let rows = sqlx::query(&sql).fetch_all(self.conn()).await?;
+        rows.iter().map(decode).collect()
+    }
+
+    /// The names of the APIs at `context` (any version), as this transaction sees them.
+    pub async fn names_at_context(&mut self, context: &str) -> Result<Vec<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT DISTINCT name FROM apis WHERE context = $1")
+                .bind(context)
+                .fetch_all(self.conn())
+                .await?,
+        )
+    }
+
     /// Clears the default flag of every other version of `context`.
     async fn clear_default(&mut self, context: &str, keep_id: &str) -> Result<(), StoreError> {
         sqlx::query(

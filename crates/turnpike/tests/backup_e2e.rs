@@ -1,8 +1,9 @@
 //! Backup and restore with real processes: a control plane on SQLite with a gateway
 //! following it; `turnpike export` of the configuration, then `turnpike backup` taken
-//! while the control plane runs; more changes; the control plane stopped, `turnpike
-//! restore` of the backup, the control plane started again: `turnpike export` gives the
-//! same file as before the changes, and the gateway (which served a newer version than
+//! while the control plane runs; more changes (APIs, and an application's subscriptions,
+//! both applied from a file); the control plane stopped, `turnpike restore` of the
+//! backup, the control plane started again: `turnpike export` gives the same file
+//! (applications and subscriptions included) as before the changes, and the gateway (which served a newer version than
 //! the restored database holds) converges to the restored APIs. `turnpike migrate
 //! --check` says what an upgrade would do and writes nothing.
 
@@ -51,11 +52,19 @@ fn export(cp: &str) -> String {
     ok(&["export", "--control-plane", &format!("http://{cp}")])
 }
 
-fn apply(dir: &Path, cp: &str, echo: &str, contexts: &[&str]) {
+/// Applies the APIs `/{c}/v1` for each of `contexts` (pruning others) and the
+/// application `shop` of admin subscribed to each of `subscribed`.
+fn apply(dir: &Path, cp: &str, echo: &str, contexts: &[&str], subscribed: &[&str]) {
     let mut yaml = String::from("apis:\n");
     for c in contexts {
         yaml.push_str(&format!(
             "  - name: {c}\n    context: /{c}\n    version: v1\n    endpoints: [\"http://{echo}\"]\n    resources:\n      - {{ path: \"/*\", methods: [GET, POST] }}\n"
+        ));
+    }
+    yaml.push_str("applications:\n  - name: shop\n    owner: admin\n    subscriptions:\n");
+    for c in subscribed {
+        yaml.push_str(&format!(
+            "      - {{ context: /{c}, version: v1, tier: Unlimited }}\n"
         ));
     }
     let file = dir.join("apis.yaml");
@@ -85,12 +94,16 @@ fn backup_then_restore_gives_the_same_export_and_the_gateway_converges() {
     let data = dir.path().join("gw");
     let (_gw, gw, _) = follower(&data, &format!("http://{cp}"), TOKEN, "0", &[]);
 
-    apply(dir.path(), &cp, &echo, &["alpha", "beta"]);
+    apply(dir.path(), &cp, &echo, &["alpha", "beta"], &["alpha"]);
     wait_status(&format!("http://{gw}/beta/v1/x"), 200);
     let before = export(&cp);
     assert!(
         before.contains("/alpha") && before.contains("/beta"),
         "{before}"
+    );
+    assert!(
+        before.contains("name: shop") && before.contains("context: /alpha"),
+        "applications and subscriptions are exported: {before}"
     );
 
     let backup = dir.path().join("backup.db");
@@ -111,7 +124,13 @@ fn backup_then_restore_gives_the_same_export_and_the_gateway_converges() {
     ]);
     assert!(!again.status.success(), "a backup never overwrites a file");
 
-    apply(dir.path(), &cp, &echo, &["alpha", "gamma"]);
+    apply(
+        dir.path(),
+        &cp,
+        &echo,
+        &["alpha", "gamma"],
+        &["alpha", "gamma"],
+    );
     wait_status(&format!("http://{gw}/gamma/v1/x"), 200);
     wait_status(&format!("http://{gw}/beta/v1/x"), 404);
     assert_ne!(export(&cp), before);

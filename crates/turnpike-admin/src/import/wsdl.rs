@@ -319,6 +319,34 @@ pub(crate) fn report(api: &SoapApi, problems: &[turnpike_soap::ImportFinding]) -
            "operations": ops, "problems": problems})
 }
 
+/// The API an import body describes (the WSDL compiled, `additionalProperties` read
+/// over its defaults and validated), with the compiled WSDL and what its import found.
+pub(crate) async fn soap_input(
+    s: &AppState,
+    v: &Value,
+) -> ApiResult<(ApiInput, SoapApi, Vec<turnpike_soap::ImportFinding>)> {
+    let spec = soap_spec(v)?;
+    let (api, problems) = SoapApi::compile(&spec)
+        .map_err(|e| ApiError::invalid(vec![field("wsdl", e.to_string())]))?;
+    let props = v
+        .get("additionalProperties")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if props.get("context").is_none() {
+        return Err(ApiError::invalid(vec![field(
+            "additionalProperties.context",
+            "is required",
+        )]));
+    }
+    let definition =
+        serde_json::to_string(&spec).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let d = defaults(&api, &spec, definition.clone());
+    let mut input = crate::service::api::validated(s, &props, Some(&d)).await?;
+    input.api_type = d.api_type;
+    input.definition = Some(definition);
+    Ok((input, api, problems))
+}
+
 pub(crate) async fn import_wsdl(
     State(s): State<AppState>,
     ApiCreator(caller): ApiCreator,
@@ -352,25 +380,7 @@ pub(crate) async fn import_wsdl(
             obj.insert("wsdl".into(), text);
         }
     }
-    let spec = soap_spec(&v)?;
-    let (api, problems) = SoapApi::compile(&spec)
-        .map_err(|e| ApiError::invalid(vec![field("wsdl", e.to_string())]))?;
-    let props = v
-        .get("additionalProperties")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    if props.get("context").is_none() {
-        return Err(ApiError::invalid(vec![field(
-            "additionalProperties.context",
-            "is required",
-        )]));
-    }
-    let definition =
-        serde_json::to_string(&spec).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let d = defaults(&api, &spec, definition.clone());
-    let mut input = crate::service::api::validated(&s, &props, Some(&d)).await?;
-    input.api_type = d.api_type;
-    input.definition = Some(definition);
+    let (input, api, problems) = soap_input(&s, &v).await?;
     let mut tx = s.inner.store.begin_write().await?;
     let created = tx.create_api(&input, &caller.name).await?;
     tx.commit(

@@ -109,6 +109,23 @@ pub fn query_params(id: &str) -> Vec<Value> {
     let s = json!({"type": "string"});
     match id {
         "listApis" | "listVisibleApis" => api_filters(),
+        "applyFile" => {
+            let flag = json!({"type": "boolean", "default": false});
+            vec![
+                query(
+                    "dryRun",
+                    false,
+                    flag.clone(),
+                    "validate and list the changes, then roll back",
+                ),
+                query(
+                    "prune",
+                    false,
+                    flag,
+                    "demote live APIs the file does not list",
+                ),
+            ]
+        }
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => {
             analytics_query_params(id)
         }
@@ -245,6 +262,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "explainGraphqlQuery" => ("GraphqlExplainInput", true),
         "purgeApiCache" => ("CachePurgeInput", true),
         "importWsdl" => ("ImportWsdl", true),
+        "applyFile" => ("DeclarativeFile", true),
         "setApiSecurity" => ("ApiSecurity", true),
         "createApplication" => ("ApplicationInput", true),
         "updateApplication" | "patchApplication" => ("ApplicationUpdate", true),
@@ -279,6 +297,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "explainGraphqlQuery" => (200, any.clone()),
         "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
+        "applyFile" => (200, r("ApplyResult")),
         "getApiWsdl" => (200, None),
         "getApi" | "updateApi" | "patchApi" | "changeApiLifecycle" => (200, r("ApiRecord")),
         "getVisibleApi" => (200, r("PortalApi")),

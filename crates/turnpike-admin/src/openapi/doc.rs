@@ -28,7 +28,8 @@ fn error(description: &str) -> Value {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 26] = [
+const NEVER_404: [&str; 27] = [
+    "applyFile",
     "getEnvironments",
     "setEnvironments",
     "getThrottlingSettings",
@@ -198,6 +199,10 @@ pub fn document() -> Value {
                     "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
                 content["application/yaml"] =
                     json!({"schema": {"type": "string", "description": "the bare document"}});
+            }
+            if id == "applyFile" {
+                content["application/yaml"] =
+                    json!({"schema": {"type": "string", "description": "the file as YAML"}});
             }
             if id == "importGraphqlSchema" {
                 content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {

@@ -68,6 +68,13 @@ pub const OPERATIONS: &[Operation] = &[
         "apim:api_create",
     ),
     op(
+        "post",
+        "/api/am/publisher/v1/apply",
+        "applyFile",
+        "Apply a whole declarative file (YAML or JSON: apis, throttling, applications) in one transaction: every problem listed and nothing written, or every change written with one version bump; dryRun=true is the same run rolled back; prune=true demotes live APIs the file does not list. Also needs apim:api_create, and apim:admin for a file with throttling or applications",
+        "apim:api_publish",
+    ),
+    op(
         "get",
         "/api/am/publisher/v1/apis/{apiId}/wsdl",
         "getApiWsdl",
@@ -610,7 +617,7 @@ pub const OPERATIONS: &[Operation] = &[
         "get",
         "/api/am/admin/v1/export",
         "exportEnvironment",
-        "The environment as a declarative file for turnpike apply: live APIs and throttling policies (YAML; JSON with Accept: application/json)",
+        "The environment as a declarative file for turnpike apply: live APIs, throttling policies, applications with their subscriptions and keys by reference (YAML; JSON with Accept: application/json)",
         "apim:admin",
     ),
     op(

@@ -138,10 +138,37 @@ fn strict(required: &[&str], props: Value, example: Value) -> Value {
     json!({"type": "object", "additionalProperties": false, "required": required, "properties": props, "example": example})
 }
 
+/// The body of `POST /publisher/v1/apply` and its answer.
+fn apply_schemas() -> Value {
+    json!({
+        "DeclarativeFile": {"type": "object", "description": "the declarative file (docs/control-plane.md, `turnpike apply`; every field in examples/gateway.yaml)", "properties": {
+            "format_version": {"type": "integer", "enum": [1]},
+            "apis": {"type": "array", "maxItems": 1000, "items": {"type": "object"}},
+            "throttling": {"type": "object"},
+            "security": {"type": "object"},
+            "applications": {"type": "array", "maxItems": 10000, "items": {"type": "object", "required": ["name", "owner"], "properties": {
+                "name": {"type": "string"}, "owner": {"type": "string"}, "tier": {"type": "string"}, "description": {"type": "string"},
+                "subscriptions": {"type": "array", "items": {"type": "object", "required": ["context", "version", "tier"], "properties": {
+                    "context": {"type": "string"}, "version": {"type": "string"}, "tier": {"type": "string"}}}},
+                "keys": {"type": "array", "items": {"type": "object", "required": ["type"], "properties": {
+                    "type": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}, "consumer_key": {"type": "string"}, "api_key": {"type": "string"}}}}}}}
+        }, "example": {"apis": [{"name": "pets", "context": "/pets", "version": "v1", "endpoints": ["http://pets.internal:8080"], "resources": [{"path": "/*", "methods": ["GET"]}]}]}},
+        "ApplyResult": {"type": "object", "required": ["dryRun", "changes", "count", "version", "warnings"], "properties": {
+            "dryRun": {"type": "boolean"},
+            "changes": {"type": "array", "items": {"type": "string"}, "description": "one line per change, e.g. `create  /pets v1`"},
+            "count": {"type": "integer"},
+            "version": {"type": "integer", "nullable": true, "description": "the version committed (null: a dry run or nothing to change)"},
+            "warnings": {"type": "array", "items": {"type": "string"}, "description": "key references this control plane does not have"}}}
+    })
+}
+
 /// Every schema the operations name.
 pub fn schemas() -> Value {
     let tier_example = json!({"name": "Platinum", "requestCount": 20000, "unitSeconds": 60, "burst": {"requests": 500, "per": "second"}});
     let mut all = serde_json::Map::new();
+    if let Value::Object(m) = apply_schemas() {
+        all.extend(m);
+    }
     let part = json!({
         "Endpoint": {"oneOf": [{"type": "string", "format": "uri"}, {"type": "object", "required": ["url"], "additionalProperties": false, "properties": {
             "url": {"type": "string", "format": "uri"},

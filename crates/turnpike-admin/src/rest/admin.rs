@@ -63,7 +63,7 @@ async fn list_tiers(
 /// and `stopOnQuota` (false: a billing tier, over-quota requests pass flagged);
 /// advanced policies add `conditionalGroups` (the declarative file's groups:
 /// `{"name", "conditions": [{"type": "ip"|"header"|"query"|"claim", ...}], "limit"}`).
-fn tier_body(
+pub(crate) fn tier_body(
     v: &serde_json::Value,
     kind: TierKind,
     name: Option<&str>,

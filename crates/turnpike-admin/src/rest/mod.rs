@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub(crate) mod analytics;
+pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod devportal;
 pub(crate) mod documents;
@@ -30,6 +31,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .nest(
             "/api/am/publisher/v1",
             publisher::routes()
+                .merge(apply::routes())
                 .merge(keys::publisher_routes())
                 .merge(documents::publisher_routes())
                 .merge(analytics::publisher_routes()),

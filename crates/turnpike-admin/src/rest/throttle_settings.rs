@@ -28,7 +28,7 @@ fn style_name(h: HeaderStyle) -> Value {
 }
 
 /// The stored settings as the REST body (defaults filled in).
-async fn current(store: &Store) -> ApiResult<Value> {
+pub(crate) async fn current(store: &Store) -> ApiResult<Value> {
     let mut spec = ThrottleSpec::default();
     apply_to(store, &mut spec).await?;
     Ok(json!({

@@ -3,5 +3,9 @@
 
 pub(crate) mod api;
 pub(crate) mod api_body;
+pub(crate) mod apply;
+pub(crate) mod apply_apps;
+pub(crate) mod apply_check;
+pub(crate) mod apply_plan;
 pub(crate) mod cache_body;
 pub(crate) mod cors_body;
