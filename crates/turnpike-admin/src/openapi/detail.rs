@@ -243,6 +243,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "importOpenApi" => ("ImportOpenApi", true),
         "importGraphqlSchema" => ("ImportGraphqlSchema", true),
         "explainGraphqlQuery" => ("GraphqlExplainInput", true),
+        "setGraphqlComplexity" => ("GraphqlComplexity", true),
         "purgeApiCache" => ("CachePurgeInput", true),
         "importWsdl" => ("ImportWsdl", true),
         "setApiSecurity" => ("ApiSecurity", true),
@@ -277,6 +278,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
     match id {
         "createApi" | "importOpenApi" | "importGraphqlSchema" | "copyApi" => (201, r("ApiRecord")),
         "explainGraphqlQuery" => (200, any.clone()),
+        "getGraphqlComplexity" | "setGraphqlComplexity" => (200, r("GraphqlComplexity")),
+        "getGraphqlComplexityTypes" => (200, r("GraphqlSchemaTypeList")),
         "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
         "getApiWsdl" => (200, None),
