@@ -356,7 +356,7 @@ impl Policy for SoapRestPolicy {
                 e.detail = Some(f.reason.clone().into());
                 e.fields.push(("fault_code", Value::String(f.code)));
                 if let Some(d) = f.detail {
-                    e.fields.push(("fault_detail", Value::String(d)));
+                    e.fields.push(("fault_detail", d));
                 }
                 Err(e)
             }
