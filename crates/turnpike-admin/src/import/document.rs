@@ -47,7 +47,7 @@ fn float(f: f64) -> Value {
 impl<'de> Visitor<'de> for LenientVisitor {
     type Value = Value;
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON or YAML value")
     }
     fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
@@ -132,8 +132,8 @@ fn root_of<'a>(parsed: &BTreeMap<&'a str, Result<Value, String>>) -> Result<&'a 
     roots.sort_by_key(|p| depth(p));
     match roots.as_slice() {
         [] => Err("the archive holds no OpenAPI document (a .yaml, .yml or .json file with an `openapi` field)".into()),
-        [one] => Ok(one),
-        [a, b, ..] if depth(a) < depth(b) => Ok(a),
+        [one] => Ok(*one),
+        [a, b, ..] if depth(a) < depth(b) => Ok(*a),
         [a, b, ..] => Err(format!(
             "the archive holds several OpenAPI documents at its top ({a}, {b}): keep one"
         )),
