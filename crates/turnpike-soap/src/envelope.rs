@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use crate::error::MapError;
 use crate::scan;
 use crate::wsdl::{Operation, Port, SoapVersion};
-use crate::xml::{self, escape_into, Limits};
+use crate::xml::{escape_into, Limits};
 
 /// What the checks learned about a request envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
