@@ -219,7 +219,10 @@ mod tests {
         assert_eq!(super::parse_size("16MiB"), Ok(16 << 20));
         assert_eq!(super::parse_size("512 KiB"), Ok(512 << 10));
         assert_eq!(super::parse_size("3000000"), Ok(3_000_000));
-        assert_eq!(super::parse_size("16MiB").ok(), Some(crate::DEFAULT_IMPORT_LIMIT));
+        assert_eq!(
+            super::parse_size("16MiB").ok(),
+            Some(crate::DEFAULT_IMPORT_LIMIT)
+        );
         for bad in ["0", "2GiB", "1025MiB", "x", "-1", "99999999999999999999999"] {
             assert!(super::parse_size(bad).is_err(), "{bad}");
         }

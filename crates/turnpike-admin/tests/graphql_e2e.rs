@@ -308,10 +308,17 @@ async fn complexity_values_set_the_wso2_way_are_applied_by_the_gateway() {
     assert_eq!(created.status, 201, "{}", created.json);
     let id = created.json["id"].as_str().expect("id").to_string();
     let complexity = format!("{APIS}/{id}/graphql-policies/complexity");
-    let none = cp.ok(Method::GET, &complexity, Auth::Basic("pub"), None).await;
+    let none = cp
+        .ok(Method::GET, &complexity, Auth::Basic("pub"), None)
+        .await;
     assert_eq!(none.json, json!({"list": []}));
     let types = cp
-        .ok(Method::GET, &format!("{complexity}/types"), Auth::Basic("pub"), None)
+        .ok(
+            Method::GET,
+            &format!("{complexity}/types"),
+            Auth::Basic("pub"),
+            None,
+        )
         .await;
     let query_type = types.json["typeList"]
         .as_array()
@@ -320,7 +327,10 @@ async fn complexity_values_set_the_wso2_way_are_applied_by_the_gateway() {
         .find(|t| t["type"] == "Query")
         .cloned()
         .expect("Query listed");
-    assert!(query_type["fieldList"].as_array().expect("fields").contains(&json!("hero")));
+    assert!(query_type["fieldList"]
+        .as_array()
+        .expect("fields")
+        .contains(&json!("hero")));
 
     cp.ok(
         Method::POST,
@@ -350,15 +360,29 @@ async fn complexity_values_set_the_wso2_way_are_applied_by_the_gateway() {
         )
         .await;
     assert_eq!(bad.status, 400, "{}", bad.json);
-    assert_eq!(bad.json["errors"].as_array().map(Vec::len), Some(3), "{}", bad.json);
+    assert_eq!(
+        bad.json["errors"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        bad.json
+    );
 
     let set = json!({"list": [
         {"type": "Query", "field": "hero", "complexityValue": 10},
         {"type": "Character", "field": "name", "complexityValue": 3}
     ]});
-    let put = cp.ok(Method::PUT, &complexity, Auth::Basic("pub"), Some(set)).await;
-    assert_eq!(put.json["list"].as_array().map(Vec::len), Some(2), "{}", put.json);
-    let read = cp.ok(Method::GET, &complexity, Auth::Basic("pub"), None).await;
+    let put = cp
+        .ok(Method::PUT, &complexity, Auth::Basic("pub"), Some(set))
+        .await;
+    assert_eq!(
+        put.json["list"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        put.json
+    );
+    let read = cp
+        .ok(Method::GET, &complexity, Auth::Basic("pub"), None)
+        .await;
     assert!(read.json["list"]
         .as_array()
         .expect("list")
@@ -372,8 +396,13 @@ async fn complexity_values_set_the_wso2_way_are_applied_by_the_gateway() {
         refused.json
     );
     // Replacing with an empty list brings the defaults (1 a field) back.
-    cp.ok(Method::PUT, &complexity, Auth::Basic("pub"), Some(json!({"list": []})))
-        .await;
+    cp.ok(
+        Method::PUT,
+        &complexity,
+        Auth::Basic("pub"),
+        Some(json!({"list": []})),
+    )
+    .await;
     converge(&follower, cp.version().await, CONVERGE).await;
     assert_eq!(query(gw, &token, q).await.status, 200);
 }

@@ -48,12 +48,22 @@ async fn send(cp: &Running, method: &str, path: &str, ctype: &str, body: Vec<u8>
     let resp = client.request(req).await.expect("answer");
     let status = resp.status().as_u16();
     let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 async fn import_yaml(cp: &Running, context: &str, doc: &str) -> (u16, Value) {
     let path = format!("{IMPORT}?context={context}");
-    send(cp, "POST", &path, "application/yaml", doc.as_bytes().to_vec()).await
+    send(
+        cp,
+        "POST",
+        &path,
+        "application/yaml",
+        doc.as_bytes().to_vec(),
+    )
+    .await
 }
 
 async fn get(cp: &Running, path: &str) -> Value {
@@ -87,7 +97,14 @@ async fn integers_beyond_64_bits_import_as_yaml_and_as_json_text() {
     // The same document as JSON text inside a JSON body.
     let json_text = r#"{"openapi": "3.0.3", "info": {"title": "BigJ", "version": "1"}, "paths": {"/n": {"get": {"parameters": [{"name": "n", "in": "query", "schema": {"type": "integer", "minimum": -9223372036854776000}}]}}}}"#;
     let body = json!({"definition": json_text, "additionalProperties": {"context": "/bigj"}});
-    let r = send(&cp, "POST", IMPORT, "application/json", body.to_string().into_bytes()).await;
+    let r = send(
+        &cp,
+        "POST",
+        IMPORT,
+        "application/json",
+        body.to_string().into_bytes(),
+    )
+    .await;
     created(&r);
     cp.stop().await;
 }
@@ -96,9 +113,12 @@ async fn integers_beyond_64_bits_import_as_yaml_and_as_json_text() {
 /// public descriptions have.
 fn large_document(bytes: usize) -> String {
     let mut doc = String::from("openapi: 3.0.3\ninfo: {title: Large, version: '1'}\npaths:\n");
-    let words = "a long description of what this operation does and returns ".repeat(bytes / 200 / 60 + 1);
+    let words =
+        "a long description of what this operation does and returns ".repeat(bytes / 200 / 60 + 1);
     for i in 0..200 {
-        doc.push_str(&format!("  /resource{i}/items: {{get: {{description: '{words}'}}}}\n"));
+        doc.push_str(&format!(
+            "  /resource{i}/items: {{get: {{description: '{words}'}}}}\n"
+        ));
     }
     assert!(doc.len() >= bytes);
     doc
@@ -112,8 +132,17 @@ async fn a_3_mb_document_imports_under_the_import_limit_only() {
     let api = created(&import_yaml(&cp, "/large", &doc).await).clone();
     assert_eq!(api["resources"].as_array().expect("resources").len(), 200);
     // Other requests keep the 2 MiB limit.
-    let big_json = json!({"name": "x".repeat(3_000_000)}).to_string().into_bytes();
-    let (status, v) = send(&cp, "POST", "/api/am/publisher/v1/apis", "application/json", big_json).await;
+    let big_json = json!({"name": "x".repeat(3_000_000)})
+        .to_string()
+        .into_bytes();
+    let (status, v) = send(
+        &cp,
+        "POST",
+        "/api/am/publisher/v1/apis",
+        "application/json",
+        big_json,
+    )
+    .await;
     assert_eq!(status, 413, "{v}");
     cp.stop().await;
     // A control plane started with a smaller import limit refuses it, saying why.
@@ -121,7 +150,12 @@ async fn a_3_mb_document_imports_under_the_import_limit_only() {
     let (status, v) = import_yaml(&small, "/large", &doc).await;
     assert_eq!(status, 413, "{v}");
     assert_eq!(v["code"], "payload_too_large");
-    assert!(v["message"].as_str().is_some_and(|m| m.contains("--max-import-size")), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-import-size")),
+        "{v}"
+    );
     small.stop().await;
 }
 
@@ -160,14 +194,26 @@ async fn a_zip_with_relative_refs_imports_bundled_and_a_bomb_is_refused() {
         .as_array()
         .expect("resources")
         .iter()
-        .map(|r| (r["path"].as_str().unwrap_or("").to_string(), serde_json::from_value(r["methods"].clone()).unwrap_or_default()))
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap_or("").to_string(),
+                serde_json::from_value(r["methods"].clone()).unwrap_or_default(),
+            )
+        })
         .collect();
-    assert!(paths.contains(&("/pets".into(), vec!["GET".into(), "POST".into()])), "{paths:?}");
-    assert!(paths.contains(&("/pets/{id}".into(), vec!["DELETE".into()])), "{paths:?}");
+    assert!(
+        paths.contains(&("/pets".into(), vec!["GET".into(), "POST".into()])),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&("/pets/{id}".into(), vec!["DELETE".into()])),
+        "{paths:?}"
+    );
     // The stored definition is one document: the schema two files away is inlined.
     let id = api["id"].as_str().expect("id");
     let served = get(&cp, &format!("/api/am/publisher/v1/apis/{id}/swagger")).await;
-    let items = &served["paths"]["/pets"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]["items"];
+    let items = &served["paths"]["/pets"]["get"]["responses"]["200"]["content"]["application/json"]
+        ["schema"]["items"];
     assert_eq!(items["properties"]["name"]["maxLength"], 40, "{served}");
     // The bare zip as the body works too.
     let path = format!("{IMPORT}?context=/zipped2");
@@ -226,13 +272,23 @@ async fn webhooks_server_variables_api_keys_and_angle_paths_import() {
     let hooks = "openapi: 3.1.0\ninfo: {title: Hooks, version: '1'}\nwebhooks:\n  newPet: {post: {responses: {'200': {description: ok}}}}\n";
     let api = created(&import_yaml(&cp, "/hooks", hooks).await).clone();
     assert_eq!(api["resources"], json!([]));
-    assert!(warnings(&api).iter().any(|w| w.contains("no paths")), "{api}");
+    assert!(
+        warnings(&api).iter().any(|w| w.contains("no paths")),
+        "{api}"
+    );
 
     // Server variables take their defaults; a relative server is a warning.
     let vars = "openapi: 3.0.3\ninfo: {title: Vars, version: '1'}\nservers:\n  - url: 'http://{host}:{port}/{base}'\n    variables: {host: {default: 127.0.0.1}, port: {default: '8080', enum: ['8080', '9090']}, base: {default: v2}}\n  - url: /relative\npaths: {/a: {get: {}}}\n";
     let api = created(&import_yaml(&cp, "/vars", vars).await).clone();
-    assert_eq!(api["endpoints"], json!(["http://127.0.0.1:8080/v2"]), "{api}");
-    assert!(warnings(&api).iter().any(|w| w.contains("/relative")), "{api}");
+    assert_eq!(
+        api["endpoints"],
+        json!(["http://127.0.0.1:8080/v2"]),
+        "{api}"
+    );
+    assert!(
+        warnings(&api).iter().any(|w| w.contains("/relative")),
+        "{api}"
+    );
 
     // An apiKey scheme in a header (and one in the query) becomes API-key auth.
     let keys = "openapi: 3.0.3\ninfo: {title: Keys, version: '1'}\nsecurity: [{hdr: []}, {qry: []}]\ncomponents:\n  securitySchemes:\n    hdr: {type: apiKey, in: header, name: X-Api-Key}\n    qry: {type: apiKey, in: query, name: api_key}\n    unused: {type: apiKey, in: header, name: Other}\npaths: {/a: {get: {}}}\n";
@@ -247,8 +303,16 @@ async fn webhooks_server_variables_api_keys_and_angle_paths_import() {
     // A `<name>` path segment is read as a parameter, with a warning.
     let angle = "openapi: 3.0.3\ninfo: {title: Upload, version: '1'}\npaths:\n  /<upload_url>: {put: {}}\n  /files/<id>/meta: {get: {}}\n";
     let api = created(&import_yaml(&cp, "/upload", angle).await).clone();
-    let paths: Vec<&str> = api["resources"].as_array().expect("resources").iter().filter_map(|r| r["path"].as_str()).collect();
-    assert!(paths.contains(&"/{upload_url}") && paths.contains(&"/files/{id}/meta"), "{paths:?}");
+    let paths: Vec<&str> = api["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["path"].as_str())
+        .collect();
+    assert!(
+        paths.contains(&"/{upload_url}") && paths.contains(&"/files/{id}/meta"),
+        "{paths:?}"
+    );
     assert_eq!(warnings(&api).len(), 2, "{api}");
     cp.stop().await;
 }

@@ -18,8 +18,10 @@ const ECHO_XSD: &str = include_str!("data/soap_multifile/xsd/echo.xsd");
 const TEXT_XSD: &str = include_str!("data/soap_multifile/xsd/common/text.xsd");
 
 fn soap_api(endpoint: &str) -> String {
-    let files: BTreeMap<&str, &str> =
-        BTreeMap::from([("xsd/echo.xsd", ECHO_XSD), ("xsd/common/text.xsd", TEXT_XSD)]);
+    let files: BTreeMap<&str, &str> = BTreeMap::from([
+        ("xsd/echo.xsd", ECHO_XSD),
+        ("xsd/common/text.xsd", TEXT_XSD),
+    ]);
     let soap = json!({"type": "SOAP", "port": "Echo11", "wsdl": ROOT, "files": files});
     format!(
         "apis:\n  - name: multi\n    context: /multi\n    version: v1\n    endpoints: [\"{endpoint}\"]\n    soap: {soap}\n"
@@ -44,13 +46,18 @@ async fn a_multi_file_wsdl_is_served_whole_and_zeep_calls_through_it() {
 
     let (status, root) = get(gw.url("/multi/v1?wsdl")).await;
     assert_eq!(status, 200, "{root}");
-    assert!(root.contains(&format!("schemaLocation=\"{base}?xsd=xsd/echo.xsd\"")), "{root}");
+    assert!(
+        root.contains(&format!("schemaLocation=\"{base}?xsd=xsd/echo.xsd\"")),
+        "{root}"
+    );
     assert!(root.contains(&format!("location=\"{base}\"")), "{root}");
     let (status, echo_xsd) = get(format!("{base}?xsd=xsd/echo.xsd")).await;
     assert_eq!(status, 200, "{echo_xsd}");
     // Relative to its own folder, as the file wrote it.
     assert!(
-        echo_xsd.contains(&format!("schemaLocation=\"{base}?xsd=xsd/common/text.xsd\"")),
+        echo_xsd.contains(&format!(
+            "schemaLocation=\"{base}?xsd=xsd/common/text.xsd\""
+        )),
         "{echo_xsd}"
     );
     let (status, text_xsd) = get(format!("{base}?xsd=xsd%2Fcommon%2Ftext.xsd")).await;

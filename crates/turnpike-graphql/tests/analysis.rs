@@ -255,7 +255,11 @@ fn introspection_is_counted_apart_from_depth_and_complexity() {
     let below = starwars().with_introspection_max_depth(12);
     let err = below.analyze(INTROSPECTION, None, None).unwrap_err();
     assert_eq!(err[0].code, ErrorCode::MaxDepthExceeded);
-    assert!(err[0].message.contains("introspection depth 13"), "{}", err[0].message);
+    assert!(
+        err[0].message.contains("introspection depth 13"),
+        "{}",
+        err[0].message
+    );
     // The default leaves room for clients asking a few more `ofType` levels, not for a
     // cyclic walk through `fields { type { fields ... } }`.
     let mut cyclic = String::from("{ __schema { types { ");

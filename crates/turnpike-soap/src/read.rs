@@ -120,9 +120,12 @@ fn read_fault(version: SoapVersion, fault: roxmltree::Node<'_, '_>) -> Fault {
 /// children is an object keyed by their local names, a repeated name an array. The
 /// document was read under `Limits::MESSAGES` (size, depth and node caps), which bound it.
 pub fn detail_json(e: roxmltree::Node<'_, '_>) -> Value {
-    let attrs = e
-        .attributes()
-        .map(|a| (format!("@{}", a.name()), Value::String(a.value().to_owned())));
+    let attrs = e.attributes().map(|a| {
+        (
+            format!("@{}", a.name()),
+            Value::String(a.value().to_owned()),
+        )
+    });
     let mut children = xml::elements(e).peekable();
     if children.peek().is_none() {
         let text = Value::String(xml::text_of(e).trim().to_owned());

@@ -119,23 +119,48 @@ mod tests {
         let mut d = Documents::default();
         d.insert(ROOT, r#"<definitions xmlns="http://schemas.xmlsoap.org/wsdl/" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:soap="http://schemas.xmlsoap.org/wsdl/soap/"><import namespace="urn:m" location="parts/messages.wsdl"/><types><xs:schema><xs:import namespace="urn:t" schemaLocation="xsd/types.xsd"/></xs:schema></types><service name="S"><port name="P" binding="b"><soap:address location="http://backend:9/x"/></port></service></definitions>"#);
         d.insert("xsd/types.xsd", r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:include schemaLocation="common v2.xsd"/><xs:import schemaLocation="http://elsewhere/unknown.xsd"/></xs:schema>"#);
-        d.insert("xsd/common v2.xsd", r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"/>"#);
-        d.insert("parts/messages.wsdl", r#"<definitions xmlns="http://schemas.xmlsoap.org/wsdl/"/>"#);
+        d.insert(
+            "xsd/common v2.xsd",
+            r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"/>"#,
+        );
+        d.insert(
+            "parts/messages.wsdl",
+            r#"<definitions xmlns="http://schemas.xmlsoap.org/wsdl/"/>"#,
+        );
         d
     }
 
     #[test]
     fn every_reference_to_an_imported_file_points_under_the_api() {
         let d = set();
-        let root = served(&d, ROOT, ROOT, "http://gw/s/v1").expect("root").expect("parses");
-        assert!(root.contains(r#"location="http://gw/s/v1?xsd=parts/messages.wsdl""#), "{root}");
-        assert!(root.contains(r#"schemaLocation="http://gw/s/v1?xsd=xsd/types.xsd""#), "{root}");
-        assert!(root.contains(r#"<soap:address location="http://gw/s/v1"/>"#), "{root}");
-        let types = served(&d, ROOT, "xsd/types.xsd", "http://gw/s/v1").expect("file").expect("parses");
-        assert!(types.contains(r#"schemaLocation="http://gw/s/v1?xsd=xsd/common%20v2.xsd""#), "{types}");
+        let root = served(&d, ROOT, ROOT, "http://gw/s/v1")
+            .expect("root")
+            .expect("parses");
+        assert!(
+            root.contains(r#"location="http://gw/s/v1?xsd=parts/messages.wsdl""#),
+            "{root}"
+        );
+        assert!(
+            root.contains(r#"schemaLocation="http://gw/s/v1?xsd=xsd/types.xsd""#),
+            "{root}"
+        );
+        assert!(
+            root.contains(r#"<soap:address location="http://gw/s/v1"/>"#),
+            "{root}"
+        );
+        let types = served(&d, ROOT, "xsd/types.xsd", "http://gw/s/v1")
+            .expect("file")
+            .expect("parses");
+        assert!(
+            types.contains(r#"schemaLocation="http://gw/s/v1?xsd=xsd/common%20v2.xsd""#),
+            "{types}"
+        );
         // A reference to no uploaded file is kept as written.
         assert!(types.contains("http://elsewhere/unknown.xsd"), "{types}");
-        assert_eq!(file_name("xsd/common%20v2.xsd").as_deref(), Some("xsd/common v2.xsd"));
+        assert_eq!(
+            file_name("xsd/common%20v2.xsd").as_deref(),
+            Some("xsd/common v2.xsd")
+        );
         assert!(served(&d, ROOT, "nope.xsd", "http://gw").is_none());
         assert_eq!(file_name("%ZZ"), None);
     }

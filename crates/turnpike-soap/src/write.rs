@@ -357,7 +357,10 @@ fn string_facets(t: &SimpleType, s: &str, path: &str) -> Result<(), MapError> {
     if let Some(p) = &t.pattern_re {
         if !p.matches(s) {
             let written = t.pattern.as_deref().unwrap_or_default();
-            return Err(MapError::invalid(path, format!("does not match the pattern {written}")));
+            return Err(MapError::invalid(
+                path,
+                format!("does not match the pattern {written}"),
+            ));
         }
     }
     Ok(())

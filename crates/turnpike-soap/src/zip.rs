@@ -34,10 +34,7 @@ pub fn unpack(zip: &[u8]) -> Result<BTreeMap<String, String>, String> {
 
 /// The files of the archive whose names end (ignoring case) in one of `suffixes`, by
 /// path; each must be UTF-8 text.
-pub fn unpack_matching(
-    zip: &[u8],
-    suffixes: &[&str],
-) -> Result<BTreeMap<String, String>, String> {
+pub fn unpack_matching(zip: &[u8], suffixes: &[&str]) -> Result<BTreeMap<String, String>, String> {
     let eocd = (0..zip.len().saturating_sub(21))
         .rev()
         .take(65_557)
@@ -221,9 +218,16 @@ mod tests {
 
     #[test]
     fn only_the_named_suffixes_are_read() {
-        let zip = write_stored(&[("api/openapi.YAML", b"a: 1"), ("x.json", b"{}"), ("r.md", b"#")]);
+        let zip = write_stored(&[
+            ("api/openapi.YAML", b"a: 1"),
+            ("x.json", b"{}"),
+            ("r.md", b"#"),
+        ]);
         let files = unpack_matching(&zip, &[".yaml", ".json"]).expect("unpacks");
-        assert_eq!(files.keys().collect::<Vec<_>>(), ["api/openapi.YAML", "x.json"]);
+        assert_eq!(
+            files.keys().collect::<Vec<_>>(),
+            ["api/openapi.YAML", "x.json"]
+        );
     }
 
     #[test]

@@ -24,7 +24,10 @@ fn config() -> ProptestConfig {
 
 fn archive() -> Vec<u8> {
     write_stored(&[
-        ("openapi.yaml", b"openapi: 3.0.3\npaths: {$ref: paths.yaml}\n"),
+        (
+            "openapi.yaml",
+            b"openapi: 3.0.3\npaths: {$ref: paths.yaml}\n",
+        ),
         ("paths.yaml", b"/a: {get: {}}\n"),
         ("svc/a.wsdl", b"<definitions/>"),
     ])

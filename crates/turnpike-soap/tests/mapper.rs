@@ -183,8 +183,10 @@ fn faults_of_both_versions_are_read() {
     };
     assert_eq!(
         f.detail,
-        Some(json!({"err": {"@severity": "high", "code": "42", "field": ["a", "b"],
-            "note": {"@lang": "en", "#text": "why"}}}))
+        Some(
+            json!({"err": {"@severity": "high", "code": "42", "field": ["a", "b"],
+            "note": {"@lang": "en", "#text": "why"}}})
+        )
     );
     let Reply::Fault(f) = response_json(&w.types, op, f11).expect("reads") else {
         panic!("data")

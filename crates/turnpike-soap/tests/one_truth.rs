@@ -37,7 +37,9 @@ const WSDL: &str = r#"<definitions xmlns="http://schemas.xmlsoap.org/wsdl/"
 
 fn schema_of(doc: &Value, s: &Value) -> Value {
     match s.get("$ref").and_then(Value::as_str) {
-        Some(r) => doc["components"]["schemas"][r.trim_start_matches("#/components/schemas/")].clone(),
+        Some(r) => {
+            doc["components"]["schemas"][r.trim_start_matches("#/components/schemas/")].clone()
+        }
         None => s.clone(),
     }
 }
@@ -48,7 +50,8 @@ fn the_request_check_agrees_with_the_generated_openapi() {
     let port = w.ports.iter().find(|p| p.name == "Doc").expect("port");
     let op = &port.operations[0];
     let doc = turnpike_soap::schema::openapi(&w.types, port, "T", "1");
-    let body = &doc["paths"]["/lookup"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    let body =
+        &doc["paths"]["/lookup"]["post"]["requestBody"]["content"]["application/json"]["schema"];
     let write = |v: Value| request_envelope(&w.types, op, SoapVersion::V11, &v);
 
     // The root is nillable: the schema says so, and null is sent as xsi:nil.
@@ -64,7 +67,10 @@ fn the_request_check_agrees_with_the_generated_openapi() {
     assert!(write(json!({"code": "ABC-12"})).is_ok());
     let bad = write(json!({"code": "abc-12"})).expect_err("pattern");
     assert!(bad.to_string().contains("pattern"), "{bad}");
-    assert!(write(json!({"code": "ABC-123"})).is_err(), "pattern and maxLength");
+    assert!(
+        write(json!({"code": "ABC-123"})).is_err(),
+        "pattern and maxLength"
+    );
 
     // A string type takes strings: the schema says `type: string`, a number is refused.
     assert_eq!(lookup["properties"]["note"]["type"], "string");
@@ -77,7 +83,8 @@ fn a_repeated_rpc_part_name_gives_unique_required_names() {
     let w = import(&Documents::single("t.wsdl", WSDL), "t.wsdl").expect("imports");
     let port = w.ports.iter().find(|p| p.name == "Rpc").expect("port");
     let doc = turnpike_soap::schema::openapi(&w.types, port, "T", "1");
-    let body = &doc["paths"]["/pair"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    let body =
+        &doc["paths"]["/pair"]["post"]["requestBody"]["content"]["application/json"]["schema"];
     let required = body["required"].as_array().expect("required");
     let mut unique = required.clone();
     unique.dedup();

@@ -261,7 +261,8 @@ mod tests {
         ]);
         let (root, doc) = bundle(&files).expect("bundles");
         assert_eq!(root, "api/openapi.yaml");
-        let schema = &doc["paths"]["/pets"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+        let schema = &doc["paths"]["/pets"]["get"]["responses"]["200"]["content"]
+            ["application/json"]["schema"];
         assert_eq!(schema["properties"]["tag"]["type"], "string");
         // The root's own local references stay as written.
         assert_eq!(doc["x"]["$ref"], "#/components/schemas/Local");
@@ -270,14 +271,28 @@ mod tests {
     #[test]
     fn cycles_stay_references_and_escapes_and_gaps_are_refused() {
         let files = BTreeMap::from([
-            ("o.yaml".to_string(), "openapi: 3.1.0\ns: {$ref: 'n.yaml#/Node'}\n".to_string()),
-            ("n.yaml".to_string(), "Node: {properties: {next: {$ref: '#/Node'}}}\n".to_string()),
+            (
+                "o.yaml".to_string(),
+                "openapi: 3.1.0\ns: {$ref: 'n.yaml#/Node'}\n".to_string(),
+            ),
+            (
+                "n.yaml".to_string(),
+                "Node: {properties: {next: {$ref: '#/Node'}}}\n".to_string(),
+            ),
         ]);
         let (_, doc) = bundle(&files).expect("bundles");
         assert_eq!(doc["s"]["properties"]["next"]["$ref"], "#/Node");
-        let escape = BTreeMap::from([("o.yaml".to_string(), "openapi: 3.0.0\ns: {$ref: '../x.yaml'}".to_string())]);
-        assert!(bundle(&escape).expect_err("escape").contains("leaves the archive"));
-        let gap = BTreeMap::from([("o.yaml".to_string(), "openapi: 3.0.0\ns: {$ref: 'x.yaml'}".to_string())]);
+        let escape = BTreeMap::from([(
+            "o.yaml".to_string(),
+            "openapi: 3.0.0\ns: {$ref: '../x.yaml'}".to_string(),
+        )]);
+        assert!(bundle(&escape)
+            .expect_err("escape")
+            .contains("leaves the archive"));
+        let gap = BTreeMap::from([(
+            "o.yaml".to_string(),
+            "openapi: 3.0.0\ns: {$ref: 'x.yaml'}".to_string(),
+        )]);
         assert!(bundle(&gap).expect_err("gap").contains("no file x.yaml"));
     }
 
@@ -286,10 +301,16 @@ mod tests {
         // Each level references the previous one twice: 2^40 copies if nothing stopped it.
         let mut text = String::from("L0: [1, 2, 3]\n");
         for i in 1..40 {
-            text.push_str(&format!("L{i}: [{{$ref: '#/L{p}'}}, {{$ref: '#/L{p}'}}]\n", p = i - 1));
+            text.push_str(&format!(
+                "L{i}: [{{$ref: '#/L{p}'}}, {{$ref: '#/L{p}'}}]\n",
+                p = i - 1
+            ));
         }
         let files = BTreeMap::from([
-            ("o.yaml".to_string(), "openapi: 3.0.0\nx: {$ref: 'b.yaml#/L39'}\n".to_string()),
+            (
+                "o.yaml".to_string(),
+                "openapi: 3.0.0\nx: {$ref: 'b.yaml#/L39'}\n".to_string(),
+            ),
             ("b.yaml".to_string(), text),
         ]);
         assert!(bundle(&files).expect_err("capped").contains("exceeds"));

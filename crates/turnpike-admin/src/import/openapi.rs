@@ -17,8 +17,8 @@ use turnpike_store::{ApiInput, Resource};
 
 use crate::auth::ApiCreator;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::import::source::{fetch, invalid, read_request, RawBody, Source};
 use crate::http::Revisioned;
+use crate::import::source::{fetch, invalid, read_request, RawBody, Source};
 use crate::service::api::validated;
 use crate::service::api_body::{check_endpoint, check_resource_path};
 use crate::validate::check_scope;
@@ -153,12 +153,14 @@ fn angle_params(path: &str) -> Option<String> {
     }
     let out: Vec<String> = path
         .split('/')
-        .map(|seg| match seg.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
-            Some(name) if !name.is_empty() && !name.contains(['<', '>', '{', '}']) => {
-                format!("{{{name}}}")
-            }
-            _ => seg.to_string(),
-        })
+        .map(
+            |seg| match seg.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+                Some(name) if !name.is_empty() && !name.contains(['<', '>', '{', '}']) => {
+                    format!("{{{name}}}")
+                }
+                _ => seg.to_string(),
+            },
+        )
         .collect();
     let out = out.join("/");
     (out != path).then_some(out)
@@ -324,8 +326,8 @@ pub fn generate(api: &turnpike_store::Api) -> Value {
 fn archive_definition(zip: &[u8]) -> ApiResult<Value> {
     let files = turnpike_soap::zip::unpack_matching(zip, &[".yaml", ".yml", ".json"])
         .map_err(|e| invalid("file", format!("zip: {e}")))?;
-    let (_, doc) =
-        crate::import::document::bundle(&files).map_err(|e| invalid("file", format!("zip: {e}")))?;
+    let (_, doc) = crate::import::document::bundle(&files)
+        .map_err(|e| invalid("file", format!("zip: {e}")))?;
     Ok(doc)
 }
 
@@ -387,5 +389,9 @@ async fn insert_imported(
     if let Some(o) = body.as_object_mut() {
         o.insert("warnings".into(), json!(warnings));
     }
-    Ok(crate::http::with_etag(StatusCode::CREATED, api.etag(), &body))
+    Ok(crate::http::with_etag(
+        StatusCode::CREATED,
+        api.etag(),
+        &body,
+    ))
 }

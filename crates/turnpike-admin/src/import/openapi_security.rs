@@ -74,12 +74,7 @@ pub(crate) fn auth_of(
 
 /// An `apiKey` scheme: its header or query parameter name kept. False when it cannot be
 /// mapped (a cookie, a second header name).
-fn api_key(
-    name: &str,
-    scheme: &Value,
-    auth: &mut ApiAuthSpec,
-    warnings: &mut Vec<String>,
-) -> bool {
+fn api_key(name: &str, scheme: &Value, auth: &mut ApiAuthSpec, warnings: &mut Vec<String>) -> bool {
     let key_name = scheme.get("name").and_then(Value::as_str).unwrap_or("");
     let place = scheme.get("in").and_then(Value::as_str).unwrap_or("");
     let valid = !key_name.is_empty()

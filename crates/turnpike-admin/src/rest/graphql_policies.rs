@@ -105,10 +105,16 @@ fn read_list(body: &Value, schema: &CompiledSchema) -> ApiResult<BTreeMap<String
         message: message.into(),
     };
     let Some(list) = body.get("list").and_then(Value::as_array) else {
-        return Err(ApiError::invalid(vec![bad("list".into(), "is required: an array of {type, field, complexityValue}")]));
+        return Err(ApiError::invalid(vec![bad(
+            "list".into(),
+            "is required: an array of {type, field, complexityValue}",
+        )]));
     };
     if list.len() > MAX_VALUES {
-        return Err(ApiError::invalid(vec![bad("list".into(), "holds more than 10000 values")]));
+        return Err(ApiError::invalid(vec![bad(
+            "list".into(),
+            "holds more than 10000 values",
+        )]));
     }
     let mut errors = Vec::new();
     let mut out = BTreeMap::new();
@@ -119,14 +125,26 @@ fn read_list(body: &Value, schema: &CompiledSchema) -> ApiResult<BTreeMap<String
         match (t, f) {
             (Some(t), Some(f)) if schema.field_id(t, f).is_some() => {
                 if out.insert(format!("{t}.{f}"), v.unwrap_or(0)).is_some() {
-                    errors.push(bad(format!("list[{i}]"), "repeats a type and field given before"));
+                    errors.push(bad(
+                        format!("list[{i}]"),
+                        "repeats a type and field given before",
+                    ));
                 }
             }
-            (Some(_), Some(_)) => errors.push(bad(format!("list[{i}].field"), "the schema has no such type and field")),
-            _ => errors.push(bad(format!("list[{i}]"), "needs a type and a field (strings)")),
+            (Some(_), Some(_)) => errors.push(bad(
+                format!("list[{i}].field"),
+                "the schema has no such type and field",
+            )),
+            _ => errors.push(bad(
+                format!("list[{i}]"),
+                "needs a type and a field (strings)",
+            )),
         }
         if !v.is_some_and(|v| v <= MAX_VALUE) {
-            errors.push(bad(format!("list[{i}].complexityValue"), "must be an integer from 0 to 1000000"));
+            errors.push(bad(
+                format!("list[{i}].complexityValue"),
+                "must be an integer from 0 to 1000000",
+            ));
         }
     }
     if errors.is_empty() {
@@ -163,5 +181,8 @@ async fn put_complexity(
 }
 
 fn section_costs(api: &turnpike_store::Api) -> Option<Value> {
-    api.options.get("graphql")?.pointer("/cost/field_costs").cloned()
+    api.options
+        .get("graphql")?
+        .pointer("/cost/field_costs")
+        .cloned()
 }
