@@ -302,21 +302,7 @@ impl<'a> Walker<'a> {
         children.clear();
         self.spare.push(children);
         if matches!(field.name.as_str(), "__schema" | "__type") {
-            // Counted on its own (`introspection_max_depth`): neither the tier's depth
-            // nor its complexity sees it.
-            self.introspection_depth = self.introspection_depth.max(max_depth);
-            if let Some(rows) = self.breakdown.as_mut() {
-                rows.push(BreakdownRow {
-                    path: self.path.join("."),
-                    coordinate: field.name.to_string(),
-                    depth,
-                    own_cost: 0,
-                    multiplier: 1,
-                    subtotal: 0,
-                });
-                self.path.pop();
-            }
-            return Ok((0, depth.saturating_sub(1)));
+            return Ok(self.introspection_root(field, depth, max_depth));
         }
         // A connection's slicing argument sizes its `sizedFields` instead of their own.
         let mult = sized_by_parent.unwrap_or(mult);
@@ -333,6 +319,24 @@ impl<'a> Walker<'a> {
             self.path.pop();
         }
         Ok((total, max_depth))
+    }
+
+    /// An introspection field's subtree is counted on its own (`introspection_max_depth`):
+    /// neither the tier's depth nor its complexity sees it.
+    fn introspection_root(&mut self, field: &Field, depth: u32, max_depth: u32) -> (u64, u32) {
+        self.introspection_depth = self.introspection_depth.max(max_depth);
+        if let Some(rows) = self.breakdown.as_mut() {
+            rows.push(BreakdownRow {
+                path: self.path.join("."),
+                coordinate: field.name.to_string(),
+                depth,
+                own_cost: 0,
+                multiplier: 1,
+                subtotal: 0,
+            });
+            self.path.pop();
+        }
+        (0, depth.saturating_sub(1))
     }
 
     fn mark(&mut self, id: FieldId, offset: Option<usize>) {

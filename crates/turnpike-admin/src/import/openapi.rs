@@ -120,29 +120,41 @@ pub(crate) fn import(definition: &Value) -> Result<Imported, ApiError> {
     if !errors.is_empty() {
         return Err(ApiError::invalid(errors));
     }
-    let input = ApiInput {
-        name: title.unwrap_or_default().to_string(),
-        context: String::new(),
-        version: api_version.unwrap_or_default().to_string(),
-        is_default: false,
-        api_type: "HTTP".into(),
-        description: doc
-            .pointer("/info/description")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        endpoints,
-        sandbox_endpoints: Vec::new(),
-        resources,
-        tiers: vec!["Unlimited".into()],
-        definition: Some(text),
-        options: tags(&doc),
-    };
+    let input = api_input(&doc, text, resources, endpoints);
     Ok(Imported {
         input,
         auth,
         warnings,
     })
+}
+
+/// The API's defaults from the document's `info` and `tags`, its resources and endpoints.
+fn api_input(
+    doc: &Value,
+    text: String,
+    resources: Vec<Resource>,
+    endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
+) -> ApiInput {
+    let info = |k: &str| {
+        doc.pointer(&format!("/info/{k}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    ApiInput {
+        name: info("title"),
+        context: String::new(),
+        version: info("version"),
+        is_default: false,
+        api_type: "HTTP".into(),
+        description: info("description"),
+        endpoints,
+        sandbox_endpoints: Vec::new(),
+        resources,
+        tiers: vec!["Unlimited".into()],
+        definition: Some(text),
+        options: tags(doc),
+    }
 }
 
 /// A path whose segments are `<name>` placeholders (Flask's and many generators'
