@@ -3,7 +3,8 @@
 //! API (`?xsd=PATH`), each imported file is served there with its own references
 //! rewritten, an unknown file is 404; and zeep, a real SOAP client, loads the served WSDL
 //! (fetching every file through the gateway) and calls the service through it.
-//! zeep comes from scripts/install-test-deps.sh (Debian's python3-zeep).
+//! zeep comes from scripts/install-test-deps.sh (Debian's python3-zeep, for the system
+//! interpreter `/usr/bin/python3`, which a pyenv `python3` on PATH would not see).
 
 mod support;
 
@@ -68,7 +69,7 @@ async fn a_multi_file_wsdl_is_served_whole_and_zeep_calls_through_it() {
     // A real SOAP client loads it all through the gateway and calls the service.
     let url = format!("{base}?wsdl");
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
+        std::process::Command::new("/usr/bin/python3")
             .arg(format!("{DIR}/zeep_echo.py"))
             .arg(&url)
             .arg("hello from zeep")
