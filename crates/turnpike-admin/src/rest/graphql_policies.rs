@@ -140,7 +140,7 @@ fn read_list(body: &Value, schema: &CompiledSchema) -> ApiResult<BTreeMap<String
                 "needs a type and a field (strings)",
             )),
         }
-        if !v.is_some_and(|v| v <= MAX_VALUE) {
+        if v.is_none_or(|v| v > MAX_VALUE) {
             errors.push(bad(
                 format!("list[{i}].complexityValue"),
                 "must be an integer from 0 to 1000000",
