@@ -114,7 +114,7 @@ async fn integers_beyond_64_bits_import_as_yaml_and_as_json_text() {
 fn large_document(bytes: usize) -> String {
     let mut doc = String::from("openapi: 3.0.3\ninfo: {title: Large, version: '1'}\npaths:\n");
     let words =
-        "a long description of what this operation does and returns ".repeat(bytes / 200 / 60 + 1);
+        "a long description of what this operation does and returns ".repeat(bytes / 200 / 50 + 1);
     for i in 0..200 {
         doc.push_str(&format!(
             "  /resource{i}/items: {{get: {{description: '{words}'}}}}\n"
