@@ -14,6 +14,7 @@
 #     crates/turnpike-analytics/src/hist.rs, and the event writer against serde_json:
 #     crates/turnpike-analytics/tests/json_line.rs,
 #   - the SOAP-to-REST JSON writer against serde_json: crates/turnpike-soap/tests/json_out.rs,
+#   - the capped zip reader of archive imports (WSDL, OpenAPI): crates/turnpike-soap/tests/fuzz_zip.rs,
 #   - the W3C traceparent reader against the grammar: crates/turnpike-policy/tests/traceparent_fuzz.rs,
 #   - the GraphQL-over-WebSocket message reader (`ws::decode`):
 #     crates/turnpike-gateway/tests/fuzz_ws_message.rs,
@@ -66,6 +67,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
     -p turnpike-analytics --test json_line
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_JSON_CASES:-50000}" cargo test "${prof[@]}" -q \
     -p turnpike-soap --test json_out
+  run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_ZIP_CASES:-100000}" cargo test "${prof[@]}" -q \
+    -p turnpike-soap --test fuzz_zip
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_TRACE_CASES:-200000}" cargo test "${prof[@]}" -q \
     -p turnpike-policy --test traceparent_fuzz
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_WS_CASES:-100000}" cargo test "${prof[@]}" -q \

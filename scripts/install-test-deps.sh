@@ -14,6 +14,7 @@ test_packages=(
   postgresql                   # store tests against a real PostgreSQL
   haproxy                      # bench/drill.sh: gateways behind a balancer under faults
   python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
+  python3-zeep                 # a real SOAP client loads a multi-file ?wsdl (turnpike-gateway tests/soap_wsdl_files.rs)
   util-linux procps
   jq                           # turnpike-mediation's differential test against the jq binary
   chromium                     # the web portals' browser tests (Playwright drives it)

@@ -39,6 +39,9 @@ pub use openapi::operations::{Operation, OPERATIONS};
 pub use rest::admin::create_user_with;
 pub use rest::environments;
 
+/// The import body limit unless `--max-import-size` sets another.
+pub const DEFAULT_IMPORT_LIMIT: usize = 16 * 1024 * 1024;
+
 /// Control-plane settings.
 #[derive(Debug, Clone)]
 pub struct AdminConfig {
@@ -48,6 +51,9 @@ pub struct AdminConfig {
     pub long_poll: Duration,
     /// Largest request body accepted.
     pub body_limit: usize,
+    /// Largest body of an import (OpenAPI, WSDL, GraphQL) and of a document it fetches by
+    /// URL: descriptions of large public APIs run to megabytes.
+    pub import_limit: usize,
     /// A gateway lagging longer than this counts as lagging (`/gateways`, `/metrics`).
     pub max_lag: Duration,
 }
@@ -58,6 +64,7 @@ impl Default for AdminConfig {
             gateway_token: String::new(),
             long_poll: Duration::from_secs(30),
             body_limit: 2 * 1024 * 1024,
+            import_limit: DEFAULT_IMPORT_LIMIT,
             max_lag: Duration::from_secs(30),
         }
     }

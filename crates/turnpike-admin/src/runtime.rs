@@ -42,9 +42,38 @@ pub struct ControlPlaneArgs {
     /// poll) before `/gateways` and `/metrics` count it as lagging.
     #[arg(long, env = "TURNPIKE_GATEWAY_MAX_LAG", default_value_t = 30.0)]
     pub gateway_max_lag: f64,
+    /// Largest body of an import request (OpenAPI, WSDL, GraphQL, or a zip of one) and of a
+    /// document an import fetches by URL, in bytes, or with a KiB/MiB suffix (`32MiB`).
+    /// Other requests keep the 2 MiB limit.
+    #[arg(long, env = "TURNPIKE_MAX_IMPORT_SIZE", default_value = "16MiB", value_parser = parse_size)]
+    pub max_import_size: usize,
     /// HTTPS (docs/operations.md "TLS").
     #[command(flatten)]
     pub tls: crate::tls::CpTlsArgs,
+}
+
+/// Most an import may be set to take: the whole description is held in memory.
+const MAX_IMPORT_SIZE: usize = 1 << 30;
+
+/// A size in bytes: digits, optionally followed by `KiB` or `MiB` (1 B to 1 GiB).
+fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let (digits, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => t.split_at(i),
+        None => (t, ""),
+    };
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        other => return Err(format!("unknown unit {other:?} (bytes, KiB or MiB)")),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|n| (1..=MAX_IMPORT_SIZE).contains(n))
+        .ok_or_else(|| format!("{text:?}: a size from 1 byte to 1024MiB"))
 }
 
 /// A running control plane.
@@ -101,6 +130,7 @@ pub async fn start(
             gateway_token: gateway_token.clone(),
             long_poll: Duration::from_secs(30),
             max_lag: max_lag(args.gateway_max_lag)?,
+            import_limit: args.max_import_size,
             ..AdminConfig::default()
         },
     );
@@ -180,4 +210,21 @@ fn spawn_maintenance(store: Store) -> tokio::task::JoinHandle<()> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_read_with_units_and_bounds() {
+        assert_eq!(super::parse_size("16MiB"), Ok(16 << 20));
+        assert_eq!(super::parse_size("512 KiB"), Ok(512 << 10));
+        assert_eq!(super::parse_size("3000000"), Ok(3_000_000));
+        assert_eq!(
+            super::parse_size("16MiB").ok(),
+            Some(crate::DEFAULT_IMPORT_LIMIT)
+        );
+        for bad in ["0", "2GiB", "1025MiB", "x", "-1", "99999999999999999999999"] {
+            assert!(super::parse_size(bad).is_err(), "{bad}");
+        }
+    }
 }

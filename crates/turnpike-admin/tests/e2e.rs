@@ -59,6 +59,7 @@ fn cp_args(db: &str, port: u16) -> ControlPlaneArgs {
         public_url: None,
         analytics: Default::default(),
         gateway_max_lag: 30.0,
+        max_import_size: turnpike_admin::DEFAULT_IMPORT_LIMIT,
         tls: Default::default(),
     }
 }

@@ -283,3 +283,121 @@ async fn an_operations_throttling_set_through_the_api_is_enforced_by_the_gateway
         other.json
     );
 }
+
+/// WSO2's `graphql-policies/complexity` shape: values read and replaced through the
+/// Publisher API (bad entries all reported at once), the schema's types listed, and the
+/// gateway holding a tier's `max_complexity` to the values once they are set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn complexity_values_set_the_wso2_way_are_applied_by_the_gateway() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let backend = turnpike_bench::graphql_echo::GraphqlBackend::new(None).expect("backend");
+    let echo = turnpike_bench::echo::spawn(turnpike_bench::echo::EchoConfig {
+        graphql: Some(Arc::new(backend)),
+        ..Default::default()
+    })
+    .await
+    .expect("echo");
+    let cp = control_plane(false).await;
+    let (_g, follower, gw) = gateway(cp.addr, dir.path()).await;
+    let props = json!({
+        "name": "StarWars", "context": "/sw", "version": "v1",
+        "endpoints": [format!("http://{echo}/graphql")],
+        "graphql": {"limits": {"max_complexity": 5}}
+    });
+    let created = import(&cp, SDL, props).await;
+    assert_eq!(created.status, 201, "{}", created.json);
+    let id = created.json["id"].as_str().expect("id").to_string();
+    let complexity = format!("{APIS}/{id}/graphql-policies/complexity");
+    let none = cp
+        .ok(Method::GET, &complexity, Auth::Basic("pub"), None)
+        .await;
+    assert_eq!(none, json!({"list": []}));
+    let types = cp
+        .ok(
+            Method::GET,
+            &format!("{complexity}/types"),
+            Auth::Basic("pub"),
+            None,
+        )
+        .await;
+    let query_type = types["typeList"]
+        .as_array()
+        .expect("typeList")
+        .iter()
+        .find(|t| t["type"] == "Query")
+        .cloned()
+        .expect("Query listed");
+    assert!(query_type["fieldList"]
+        .as_array()
+        .expect("fields")
+        .contains(&json!("hero")));
+
+    cp.ok(
+        Method::POST,
+        &format!("{APIS}/change-lifecycle?apiId={id}&action=Publish"),
+        Auth::Basic("pub"),
+        None,
+    )
+    .await;
+    let (_, ck, cs) = cp.subscribed_app("sub", &id, json!({})).await;
+    let token = cp.app_token(&ck, &cs, None).await;
+    converge(&follower, cp.version().await, CONVERGE).await;
+    // hero (1) + name (1) = 2, within 5.
+    let q = "{ hero { name } }";
+    assert_eq!(query(gw, &token, q).await.status, 200);
+
+    // Every bad entry at once: an unknown field, a negative value, a missing type.
+    let bad = cp
+        .call(
+            Method::PUT,
+            &complexity,
+            Auth::Basic("pub"),
+            Some(json!({"list": [
+                {"type": "Query", "field": "villain", "complexityValue": 2},
+                {"type": "Query", "field": "hero", "complexityValue": -1},
+                {"field": "name", "complexityValue": 1}
+            ]})),
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.json);
+    assert_eq!(
+        bad.json["errors"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        bad.json
+    );
+
+    let set = json!({"list": [
+        {"type": "Query", "field": "hero", "complexityValue": 10},
+        {"type": "Character", "field": "name", "complexityValue": 3}
+    ]});
+    let put = cp
+        .ok(Method::PUT, &complexity, Auth::Basic("pub"), Some(set))
+        .await;
+    assert_eq!(put["list"].as_array().map(Vec::len), Some(2), "{}", put);
+    let read = cp
+        .ok(Method::GET, &complexity, Auth::Basic("pub"), None)
+        .await;
+    assert!(read["list"]
+        .as_array()
+        .expect("list")
+        .contains(&json!({"type": "Query", "field": "hero", "complexityValue": 10})));
+    converge(&follower, cp.version().await, CONVERGE).await;
+    let refused = query(gw, &token, q).await;
+    assert_eq!(refused.status, 400, "{}", refused.json);
+    assert_eq!(
+        refused.json["errors"][0]["extensions"]["code"], "MAX_COMPLEXITY_EXCEEDED",
+        "{}",
+        refused.json
+    );
+    // Replacing with an empty list brings the defaults (1 a field) back.
+    cp.ok(
+        Method::PUT,
+        &complexity,
+        Auth::Basic("pub"),
+        Some(json!({"list": []})),
+    )
+    .await;
+    converge(&follower, cp.version().await, CONVERGE).await;
+    assert_eq!(query(gw, &token, q).await.status, 200);
+}

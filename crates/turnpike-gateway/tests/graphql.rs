@@ -145,6 +145,41 @@ async fn depth_and_complexity_limits_hold_at_the_limit_and_refuse_above() {
     assert_eq!((status, code(&v)), (400, "MAX_DEPTH_EXCEEDED"), "{v}");
 }
 
+const INTROSPECTION: &str = include_str!("../../turnpike-graphql/tests/data/introspection.graphql");
+
+#[tokio::test]
+async fn the_standard_introspection_query_passes_a_depth_limit_of_12_and_has_its_own() {
+    let up = graphql_echo().await;
+    let gw = gateway(&config(&[
+        gql_api(
+            "d12",
+            up,
+            "      limits: { max_depth: 12, max_complexity: 20 }\n",
+        ),
+        gql_api(
+            "i12",
+            up,
+            "      introspection_max_depth: 12\n      limits: { max_depth: 12 }\n",
+        ),
+    ]))
+    .await;
+    // 13 deep and well over 20 fields, yet neither tier limit applies to it.
+    let (status, v) = post(&gw, "/d12/v1/graphql", INTROSPECTION).await;
+    assert_eq!(status, 200, "{v}");
+    // Ordinary fields 13 deep are still refused.
+    let deep = format!(
+        "{{ hero {{ {}id{} }} }}",
+        "friends { ".repeat(11),
+        " }".repeat(11)
+    );
+    let (status, v) = post(&gw, "/d12/v1/graphql", &deep).await;
+    assert_eq!((status, code(&v)), (400, "MAX_DEPTH_EXCEEDED"), "{v}");
+    // The introspection limit of its own.
+    let (status, v) = post(&gw, "/i12/v1/graphql", INTROSPECTION).await;
+    assert_eq!((status, code(&v)), (400, "MAX_DEPTH_EXCEEDED"), "{v}");
+    assert!(v.to_string().contains("introspection depth 13"), "{v}");
+}
+
 #[tokio::test]
 async fn denied_fields_and_introspection_are_refused() {
     let up = graphql_echo().await;

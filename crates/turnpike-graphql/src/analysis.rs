@@ -70,6 +70,9 @@ pub struct Analysis {
     pub(crate) fields: Vec<(FieldId, Option<usize>)>,
     /// Offset of the first `__schema` / `__type`.
     pub(crate) introspection: Option<Option<usize>>,
+    /// Depth of the deepest introspection selection, from the operation's root (0 when
+    /// none). Introspection is counted here only: `depth` and `complexity` leave it out.
+    pub introspection_depth: u32,
     /// A multiplier came from a variable: a cache hit must recompute with the request's
     /// variables (a walk, no parse).
     pub(crate) variable_dependent: bool,
@@ -112,6 +115,7 @@ pub(crate) struct Walker<'a> {
     seen: Vec<u64>,
     fields: Vec<(FieldId, Option<usize>)>,
     introspection: Option<Option<usize>>,
+    introspection_depth: u32,
     variable_dependent: bool,
     breakdown: Option<Vec<BreakdownRow>>,
     path: Vec<String>,
@@ -150,6 +154,7 @@ impl<'a> Walker<'a> {
             seen: vec![0; schema.field_count().div_ceil(64)],
             fields: Vec::new(),
             introspection: None,
+            introspection_depth: 0,
             variable_dependent: false,
             breakdown: breakdown.then(Vec::new),
             path: Vec::new(),
@@ -198,6 +203,7 @@ impl<'a> Walker<'a> {
             root_fields,
             fields: self.fields,
             introspection: self.introspection,
+            introspection_depth: self.introspection_depth,
             variable_dependent: self.variable_dependent,
             operation_offset: op_offset,
         };
@@ -295,6 +301,9 @@ impl<'a> Walker<'a> {
         }
         children.clear();
         self.spare.push(children);
+        if matches!(field.name.as_str(), "__schema" | "__type") {
+            return Ok(self.introspection_root(field, depth, max_depth));
+        }
         // A connection's slicing argument sizes its `sizedFields` instead of their own.
         let mult = sized_by_parent.unwrap_or(mult);
         let total = args.saturating_add(mult.saturating_mul(own.saturating_add(child_sum)));
@@ -310,6 +319,24 @@ impl<'a> Walker<'a> {
             self.path.pop();
         }
         Ok((total, max_depth))
+    }
+
+    /// An introspection field's subtree is counted on its own (`introspection_max_depth`):
+    /// neither the tier's depth nor its complexity sees it.
+    fn introspection_root(&mut self, field: &Field, depth: u32, max_depth: u32) -> (u64, u32) {
+        self.introspection_depth = self.introspection_depth.max(max_depth);
+        if let Some(rows) = self.breakdown.as_mut() {
+            rows.push(BreakdownRow {
+                path: self.path.join("."),
+                coordinate: field.name.to_string(),
+                depth,
+                own_cost: 0,
+                multiplier: 1,
+                subtotal: 0,
+            });
+            self.path.pop();
+        }
+        (0, depth.saturating_sub(1))
     }
 
     fn mark(&mut self, id: FieldId, offset: Option<usize>) {

@@ -102,9 +102,16 @@ pub struct Analyzer {
     schema: Arc<CompiledSchema>,
     caps: Caps,
     introspection: bool,
+    /// Deepest introspection selection answered ([`Analyzer::with_introspection_max_depth`]).
+    introspection_max_depth: u32,
     cache: AnalysisCache,
     version: u64,
 }
+
+/// The introspection depth allowed unless an API sets another: the standard
+/// introspection query (graphql-js `getIntrospectionQuery`) is 13 deep, newer clients
+/// ask a few more `ofType` levels.
+pub const DEFAULT_INTROSPECTION_MAX_DEPTH: u32 = 20;
 
 impl Analyzer {
     pub fn new(
@@ -121,8 +128,15 @@ impl Analyzer {
             schema,
             caps,
             introspection,
+            introspection_max_depth: DEFAULT_INTROSPECTION_MAX_DEPTH,
             cache,
         }
+    }
+
+    /// The deepest introspection selection answered (counted from the operation's root).
+    pub fn with_introspection_max_depth(mut self, max: u32) -> Self {
+        self.introspection_max_depth = max;
+        self
     }
 
     pub fn schema(&self) -> &Arc<CompiledSchema> {
@@ -155,6 +169,17 @@ impl Analyzer {
                 )
                 .at(offset.map(|o| location(query, o)))]);
             }
+        }
+        if analysis.introspection_depth > self.introspection_max_depth {
+            let offset = analysis.introspection.flatten();
+            return Err(vec![GraphqlError::new(
+                ErrorCode::MaxDepthExceeded,
+                format!(
+                    "introspection depth {} exceeds the maximum of {} (introspection_max_depth)",
+                    analysis.introspection_depth, self.introspection_max_depth
+                ),
+            )
+            .at(offset.map(|o| location(query, o)))]);
         }
         Ok(analysis)
     }

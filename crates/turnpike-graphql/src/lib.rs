@@ -37,7 +37,7 @@ mod throttle;
 
 pub use access::FieldAccess;
 pub use analysis::{Analysis, OperationKind, RootField};
-pub use analyzer::{AnalysisCache, Analyzer, CacheStats};
+pub use analyzer::{AnalysisCache, Analyzer, CacheStats, DEFAULT_INTROSPECTION_MAX_DEPTH};
 pub use caps::Caps;
 pub use config::{CostConfig, CostModel, Limits};
 pub use error::{errors_body, ErrorCode, GraphqlError, Location};

@@ -264,6 +264,23 @@ impl CompiledSchema {
             .flat_map(|m| m.values().copied())
     }
 
+    /// Every object and interface type with its fields, sorted by name (introspection's
+    /// own `__` types left out): what complexity values can be given to.
+    pub fn object_fields(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = self
+            .ids
+            .iter()
+            .filter(|(t, _)| !t.starts_with("__"))
+            .map(|(t, fields)| {
+                let mut names: Vec<String> = fields.keys().map(|f| f.to_string()).collect();
+                names.sort();
+                (t.to_string(), names)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     /// The root operation type names (query, mutation, subscription).
     pub fn root_type_names(&self) -> Vec<(&'static str, String)> {
         use apollo_compiler::ast::OperationType as T;

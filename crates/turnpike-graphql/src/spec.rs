@@ -82,6 +82,10 @@ pub fn compile(spec: &GraphqlSpec, cache: AnalysisCache) -> Result<CompiledGraph
         caps,
         spec.introspection.unwrap_or(true),
         cache,
+    )
+    .with_introspection_max_depth(
+        spec.introspection_max_depth
+            .unwrap_or(crate::analyzer::DEFAULT_INTROSPECTION_MAX_DEPTH),
     );
     let default_tier = tier_rule(&schema, "limits", &spec.limits, &mut problems);
     let tiers = spec

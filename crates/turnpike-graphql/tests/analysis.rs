@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::json;
 use support::*;
-use turnpike_graphql::{Caps, CostConfig, CostModel, ErrorCode, OperationKind};
+use turnpike_graphql::{Caps, CostConfig, CostModel, ErrorCode, Limits, OperationKind};
 
 #[test]
 fn wso2_worked_example_costs_35() {
@@ -228,6 +228,49 @@ fn introspection_can_be_turned_off() {
     assert!(off
         .analyze("{ hero { __typename name } }", None, None)
         .is_ok());
+}
+
+/// graphql-js `getIntrospectionQuery()`, what GraphiQL, Postman and code generators send.
+const INTROSPECTION: &str = include_str!("data/introspection.graphql");
+
+#[test]
+fn introspection_is_counted_apart_from_depth_and_complexity() {
+    let sw = starwars();
+    let a = sw.analyze(INTROSPECTION, None, None).unwrap();
+    assert_eq!(a.introspection_depth, 13, "the standard query is 13 deep");
+    assert_eq!((a.depth, a.complexity), (0, 0), "no tier limit sees it");
+    // A tier's depth limit of 12 does not refuse it.
+    let limits = Limits {
+        max_depth: Some(12),
+        max_complexity: Some(5),
+    };
+    assert!(sw.check(&a, INTROSPECTION, &limits, None).is_ok());
+    // Mixed with ordinary fields, only those count.
+    let mixed = "{ hero { friends { id } } __schema { types { name } } }";
+    let a = sw.analyze(mixed, None, None).unwrap();
+    assert_eq!((a.depth, a.introspection_depth), (3, 3));
+    // Its own limit holds: at the limit, and one above.
+    let at = starwars().with_introspection_max_depth(13);
+    assert!(at.analyze(INTROSPECTION, None, None).is_ok());
+    let below = starwars().with_introspection_max_depth(12);
+    let err = below.analyze(INTROSPECTION, None, None).unwrap_err();
+    assert_eq!(err[0].code, ErrorCode::MaxDepthExceeded);
+    assert!(
+        err[0].message.contains("introspection depth 13"),
+        "{}",
+        err[0].message
+    );
+    // The default leaves room for clients asking a few more `ofType` levels, not for a
+    // cyclic walk through `fields { type { fields ... } }`.
+    let mut cyclic = String::from("{ __schema { types { ");
+    for _ in 0..10 {
+        cyclic.push_str("fields { type { ");
+    }
+    cyclic.push_str("name");
+    cyclic.push_str(&" } }".repeat(10));
+    cyclic.push_str(" } } }");
+    let err = starwars().analyze(&cyclic, None, None).unwrap_err();
+    assert_eq!(err[0].code, ErrorCode::MaxDepthExceeded, "{cyclic}");
 }
 
 const COSTED: &str = r#"

@@ -21,6 +21,12 @@ pub struct GraphqlSpec {
     /// Whether `__schema` / `__type` queries are answered (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub introspection: Option<bool>,
+    /// Deepest an introspection selection (`__schema`, `__type` and what they select) may
+    /// go, counted from the operation's root (default 20; the standard introspection
+    /// query is 13 deep). Introspection counts against this, never against a tier's
+    /// `max_depth` or `max_complexity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection_max_depth: Option<u32>,
     #[serde(default, skip_serializing_if = "CostSpec::is_default")]
     pub cost: CostSpec,
     #[serde(default, skip_serializing_if = "CapsSpec::is_default")]

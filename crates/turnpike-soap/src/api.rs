@@ -23,6 +23,9 @@ pub struct SoapApi {
     pub api_type: SoapApiType,
     /// The root WSDL as given (what `?wsdl` serves, addresses rewritten).
     pub wsdl_text: Arc<str>,
+    /// The root WSDL (as [`ROOT`]) and the files it imports: what `?wsdl` and
+    /// `?xsd=PATH` serve ([`crate::served`]).
+    pub documents: Documents,
     wsdl: Wsdl,
     port: usize,
     /// Pass-through: the versions of the chosen port and of the service's other SOAP
@@ -87,6 +90,7 @@ impl SoapApi {
             SoapApi {
                 api_type: spec.api_type,
                 wsdl_text: spec.wsdl.as_str().into(),
+                documents: docs,
                 wsdl,
                 port,
                 versions,

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use crate::error::MapError;
 use crate::scan;
 use crate::wsdl::{Operation, Port, SoapVersion};
-use crate::xml::{self, escape_into, Limits};
+use crate::xml::{escape_into, Limits};
 
 /// What the checks learned about a request envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,29 +171,5 @@ pub fn fault_envelope(
 /// gateway API serves). Only `location` attributes of `soap:address` / `soap12:address`
 /// elements change; the rest of the text is kept byte for byte.
 pub fn rewrite_addresses(wsdl_text: &str, address: &str) -> Result<String, MapError> {
-    let doc = xml::parse(wsdl_text, Limits::DEFINITIONS)?;
-    let mut ranges: Vec<std::ops::Range<usize>> = doc
-        .descendants()
-        .filter(|n| {
-            n.is_element()
-                && n.tag_name().name() == "address"
-                && matches!(
-                    n.tag_name().namespace(),
-                    Some(crate::wsdl::WSDL_SOAP11_NS) | Some(crate::wsdl::WSDL_SOAP12_NS)
-                )
-        })
-        .filter_map(|n| n.attribute_node("location").map(|a| a.range_value()))
-        .collect();
-    ranges.sort_by_key(|r| r.start);
-    let mut out = String::with_capacity(wsdl_text.len() + address.len() * ranges.len());
-    let mut at = 0;
-    let mut escaped = String::new();
-    escape_into(&mut escaped, address);
-    for r in ranges {
-        out.push_str(&wsdl_text[at..r.start]);
-        out.push_str(&escaped);
-        at = r.end;
-    }
-    out.push_str(&wsdl_text[at..]);
-    Ok(out)
+    crate::served::rewrite(wsdl_text, None, address)
 }

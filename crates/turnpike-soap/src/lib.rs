@@ -20,6 +20,7 @@ pub mod read;
 pub mod sample;
 pub mod scan;
 pub mod schema;
+pub mod served;
 pub mod tree;
 pub mod write;
 pub mod wsdl;

@@ -85,12 +85,24 @@ fn api_address(ctx: &RequestCtx, req: &request::Parts) -> String {
     format!("{scheme}://{host}{base}")
 }
 
-fn wants_wsdl(req: &request::Parts) -> bool {
-    req.method == Method::GET
-        && req
-            .uri
-            .query()
-            .is_some_and(|q| q.split('&').any(|p| p.eq_ignore_ascii_case("wsdl")))
+/// The document a `GET` asks for: the root WSDL for `?wsdl`, an imported file for
+/// `?xsd=PATH` or `?wsdl=PATH`; `None` for any other request.
+fn wanted_document(req: &request::Parts) -> Option<String> {
+    if req.method != Method::GET {
+        return None;
+    }
+    for p in req.uri.query()?.split('&') {
+        let (key, value) = p.split_once('=').unwrap_or((p, ""));
+        let is_wsdl = key.eq_ignore_ascii_case("wsdl");
+        if is_wsdl && value.is_empty() {
+            return Some(crate::api::ROOT.to_string());
+        }
+        if is_wsdl || key.eq_ignore_ascii_case(crate::served::FILE_PARAM) {
+            // An undecodable name is no document: 404 like an unknown one.
+            return Some(crate::served::file_name(value).unwrap_or_default());
+        }
+    }
+    None
 }
 
 /// Whether a response is one of the gateway's own errors (the error table writes
@@ -117,13 +129,14 @@ impl Policy for SoapProxyPolicy {
     }
 
     fn pre_route<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts) -> Step<'a> {
-        if !wants_wsdl(req) {
+        let Some(name) = wanted_document(req) else {
             return Step::CONTINUE;
-        }
+        };
         let address = api_address(ctx, req);
+        let docs = &self.api.documents;
         Step::Done(
-            match envelope::rewrite_addresses(&self.api.wsdl_text, &address) {
-                Ok(text) => {
+            match crate::served::served(docs, crate::api::ROOT, &name, &address) {
+                Some(Ok(text)) => {
                     let mut resp = Response::new(Bytes::from(text));
                     resp.headers_mut().insert(
                         CONTENT_TYPE,
@@ -131,7 +144,8 @@ impl Policy for SoapProxyPolicy {
                     );
                     Ok(Flow::Respond(resp))
                 }
-                Err(e) => Err(GatewayError::with_source(ErrorKind::Internal, e)),
+                Some(Err(e)) => Err(GatewayError::with_source(ErrorKind::Internal, e)),
+                None => Err(GatewayError::new(ErrorKind::NotFound)),
             },
         )
     }
@@ -342,7 +356,7 @@ impl Policy for SoapRestPolicy {
                 e.detail = Some(f.reason.clone().into());
                 e.fields.push(("fault_code", Value::String(f.code)));
                 if let Some(d) = f.detail {
-                    e.fields.push(("fault_detail", Value::String(d)));
+                    e.fields.push(("fault_detail", d));
                 }
                 Err(e)
             }

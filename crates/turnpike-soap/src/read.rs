@@ -15,7 +15,7 @@ use crate::xml::{self, Limits, XSI_NS};
 use crate::xsd::model::*;
 
 /// A SOAP Fault, in either version's terms.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
     pub version: SoapVersion,
     /// `faultcode` (1.1) or `Code/Value` (1.2), local part: `Client`, `Server`, `Sender`,
@@ -23,8 +23,9 @@ pub struct Fault {
     pub code: String,
     /// `faultstring` (1.1) or the first `Reason/Text` (1.2).
     pub reason: String,
-    /// The text content of `detail` / `Detail`, when given.
-    pub detail: Option<String>,
+    /// `detail` / `Detail`, when given, kept structured ([`detail_json`]): an object of
+    /// its child elements, or its text when it holds no element.
+    pub detail: Option<Value>,
 }
 
 impl Fault {
@@ -106,17 +107,50 @@ fn read_fault(version: SoapVersion, fault: roxmltree::Node<'_, '_>) -> Fault {
         version,
         code: code.unwrap_or_default(),
         reason: reason.unwrap_or_default(),
-        detail: detail
-            .map(|d| {
-                d.descendants()
-                    .filter(|n| n.is_text())
-                    .filter_map(|n| n.text())
-                    .collect::<String>()
-                    .trim()
-                    .to_owned()
-            })
-            .filter(|d| !d.is_empty()),
+        detail: detail.map(detail_json).filter(|d| match d {
+            Value::String(s) => !s.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            _ => true,
+        }),
     }
+}
+
+/// An element of a Fault's detail as JSON, schema-less: an element with no child element
+/// is its trimmed text (with its attributes, an object of `@name`s and `#text`); one with
+/// children is an object keyed by their local names, a repeated name an array. The
+/// document was read under `Limits::MESSAGES` (size, depth and node caps), which bound it.
+pub fn detail_json(e: roxmltree::Node<'_, '_>) -> Value {
+    let attrs = e.attributes().map(|a| {
+        (
+            format!("@{}", a.name()),
+            Value::String(a.value().to_owned()),
+        )
+    });
+    let mut children = xml::elements(e).peekable();
+    if children.peek().is_none() {
+        let text = Value::String(xml::text_of(e).trim().to_owned());
+        if e.attributes().len() == 0 {
+            return text;
+        }
+        let mut o: serde_json::Map<String, Value> = attrs.collect();
+        o.insert("#text".into(), text);
+        return Value::Object(o);
+    }
+    let mut o: serde_json::Map<String, Value> = attrs.collect();
+    for c in children {
+        let v = detail_json(c);
+        match o.get_mut(c.tag_name().name()) {
+            Some(Value::Array(items)) => items.push(v),
+            Some(prev) => {
+                let first = prev.take();
+                *prev = Value::Array(vec![first, v]);
+            }
+            None => {
+                o.insert(c.tag_name().name().to_owned(), v);
+            }
+        }
+    }
+    Value::Object(o)
 }
 
 /// Reads the parts of `message` from a `Body` element.

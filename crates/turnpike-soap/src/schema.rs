@@ -34,7 +34,10 @@ impl SchemaBuilder {
                     .iter()
                     .map(|p| (p.name.clone(), self.element(model, &p.element)))
                     .collect();
-                let required: Vec<&str> = parts.iter().map(|p| p.name.as_str()).collect();
+                // A repeated part name (rpc/literal WSDLs have them) is one property.
+                let mut required: Vec<&str> = parts.iter().map(|p| p.name.as_str()).collect();
+                required.sort_unstable();
+                required.dedup();
                 json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
             }
         }

@@ -340,6 +340,32 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
+/// A string value against its type's length and pattern facets (what the generated
+/// OpenAPI's `minLength`, `maxLength` and `pattern` say).
+fn string_facets(t: &SimpleType, s: &str, path: &str) -> Result<(), MapError> {
+    let chars = s.chars().count() as u64;
+    if t.min_length.is_some_and(|m| chars < m) || t.max_length.is_some_and(|m| chars > m) {
+        return Err(MapError::invalid(
+            path,
+            format!(
+                "length {chars} outside {}..={}",
+                t.min_length.unwrap_or(0),
+                t.max_length.map_or("".into(), |m| m.to_string())
+            ),
+        ));
+    }
+    if let Some(p) = &t.pattern_re {
+        if !p.matches(s) {
+            let written = t.pattern.as_deref().unwrap_or_default();
+            return Err(MapError::invalid(
+                path,
+                format!("does not match the pattern {written}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Writes the XML text of a simple value, checked against its type.
 fn scalar_text(t: &SimpleType, v: &Value, path: &str, out: &mut String) -> Result<(), MapError> {
     if t.list {
@@ -396,9 +422,12 @@ fn scalar_text(t: &SimpleType, v: &Value, path: &str, out: &mut String) -> Resul
             Value::String(s) if s.trim().parse::<f64>().is_ok() => escape_into(out, s.trim()),
             _ => return Err(MapError::invalid(path, "expected a number")),
         },
+        // A string type takes JSON strings only, as the generated OpenAPI says.
         _ => match v {
-            Value::String(s) => escape_into(out, s),
-            Value::Number(_) | Value::Bool(_) => out.push_str(&v.to_string()),
+            Value::String(s) => {
+                string_facets(t, s, path)?;
+                escape_into(out, s)
+            }
             _ => return Err(MapError::invalid(path, "expected a string")),
         },
     }

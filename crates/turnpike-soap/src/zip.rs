@@ -1,7 +1,9 @@
-//! Reads the `.wsdl` and `.xsd` files of a zip archive (a WSDL uploaded with the files
-//! it imports), bounded: at most [`MAX_ENTRIES`] entries and [`MAX_TOTAL`] bytes once
-//! inflated (a zip bomb stops at the limit), stored and deflated entries only, no ZIP64,
-//! no encryption. Paths are kept as written (`/`-separated), `..` segments refused.
+//! Reads the text files of a zip archive (a WSDL uploaded with the files it imports, an
+//! OpenAPI document with the files its `$ref`s name), bounded: at most [`MAX_ENTRIES`]
+//! entries, [`MAX_TOTAL`] bytes once inflated, and no entry inflating more than
+//! [`MAX_RATIO`] times its compressed size (a zip bomb stops at the first limit it
+//! reaches, having inflated at most that much); stored and deflated entries only, no
+//! ZIP64, no encryption. Paths are kept as written (`/`-separated), `..` segments refused.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -10,6 +12,12 @@ use std::io::Read;
 pub const MAX_ENTRIES: usize = 1024;
 /// Most bytes inflated from one archive.
 pub const MAX_TOTAL: u64 = 16 << 20;
+/// Most an entry may inflate per compressed byte: text compresses 3-20 times, a bomb
+/// thousands of times.
+pub const MAX_RATIO: u64 = 100;
+/// Entries smaller than this once inflated are not held to [`MAX_RATIO`] (a tiny
+/// file of repeated characters is no bomb).
+const RATIO_FLOOR: u64 = 64 << 10;
 
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
@@ -21,6 +29,12 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 /// The text files (`.wsdl`, `.xsd`) of the archive, by path.
 pub fn unpack(zip: &[u8]) -> Result<BTreeMap<String, String>, String> {
+    unpack_matching(zip, &[".wsdl", ".xsd"])
+}
+
+/// The files of the archive whose names end (ignoring case) in one of `suffixes`, by
+/// path; each must be UTF-8 text.
+pub fn unpack_matching(zip: &[u8], suffixes: &[&str]) -> Result<BTreeMap<String, String>, String> {
     let eocd = (0..zip.len().saturating_sub(21))
         .rev()
         .take(65_557)
@@ -55,7 +69,7 @@ pub fn unpack(zip: &[u8]) -> Result<BTreeMap<String, String>, String> {
         at += 46 + name_len + extra_len + comment_len;
         let name = String::from_utf8_lossy(name).replace('\\', "/");
         let lower = name.to_ascii_lowercase();
-        if !(lower.ends_with(".wsdl") || lower.ends_with(".xsd")) {
+        if !suffixes.iter().any(|s| lower.ends_with(s)) {
             continue;
         }
         if name.split('/').any(|s| s == "..") || name.starts_with('/') {
@@ -73,18 +87,18 @@ pub fn unpack(zip: &[u8]) -> Result<BTreeMap<String, String>, String> {
         let data = zip
             .get(start..start.saturating_add(comp_size))
             .ok_or_else(|| format!("{name}: truncated data"))?;
-        let mut bytes = Vec::new();
-        let read = match method {
-            0 => data.take(budget + 1).read_to_end(&mut bytes),
-            8 => flate2::read::DeflateDecoder::new(data)
-                .take(budget + 1)
-                .read_to_end(&mut bytes),
-            m => return Err(format!("{name}: compression method {m} is not supported")),
-        };
-        read.map_err(|e| format!("{name}: {e}"))?;
+        let ratio_cap = (data.len() as u64)
+            .saturating_mul(MAX_RATIO)
+            .max(RATIO_FLOOR);
+        let bytes = inflate(&name, method, data, budget.min(ratio_cap))?;
         if bytes.len() as u64 > budget {
             return Err(format!(
                 "the archive inflates to more than {MAX_TOTAL} bytes"
+            ));
+        }
+        if bytes.len() as u64 > ratio_cap {
+            return Err(format!(
+                "{name}: inflates more than {MAX_RATIO} times its compressed size"
             ));
         }
         budget -= bytes.len() as u64;
@@ -92,6 +106,21 @@ pub fn unpack(zip: &[u8]) -> Result<BTreeMap<String, String>, String> {
         out.insert(name, text);
     }
     Ok(out)
+}
+
+/// An entry's bytes, at most `cap + 1` of them (one more than allowed tells the caller
+/// the entry is over its cap).
+fn inflate(name: &str, method: u16, data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    let read = match method {
+        0 => data.take(cap + 1).read_to_end(&mut bytes),
+        8 => flate2::read::DeflateDecoder::new(data)
+            .take(cap + 1)
+            .read_to_end(&mut bytes),
+        m => return Err(format!("{name}: compression method {m} is not supported")),
+    };
+    read.map_err(|e| format!("{name}: {e}"))?;
+    Ok(bytes)
 }
 
 /// Writes a zip of stored (uncompressed) entries: what tests and tools use to build an
@@ -188,6 +217,20 @@ mod tests {
     }
 
     #[test]
+    fn only_the_named_suffixes_are_read() {
+        let zip = write_stored(&[
+            ("api/openapi.YAML", b"a: 1"),
+            ("x.json", b"{}"),
+            ("r.md", b"#"),
+        ]);
+        let files = unpack_matching(&zip, &[".yaml", ".json"]).expect("unpacks");
+        assert_eq!(
+            files.keys().collect::<Vec<_>>(),
+            ["api/openapi.YAML", "x.json"]
+        );
+    }
+
+    #[test]
     fn stored_archives_written_here_read_back() {
         let zip = write_stored(&[("a.wsdl", b"<d/>"), ("x/b.xsd", b"<s/>")]);
         let files = unpack(&zip).expect("unpacks");
@@ -215,7 +258,16 @@ mod tests {
         assert!(bomb.len() < 100_000);
         assert!(unpack(&bomb)
             .expect_err("bomb")
+            .contains("times its compressed size"));
+        // Stored entries (ratio 1) still stop at the total.
+        let half = vec![b'a'; (MAX_TOTAL / 2 + 10) as usize];
+        let wide = build(&[("a.xsd", &half, false), ("b.xsd", &half, false)]);
+        assert!(unpack(&wide)
+            .expect_err("too much in all")
             .contains("inflates to more than"));
+        // A small file of one repeated character is no bomb.
+        let small = vec![b' '; 60_000];
+        assert!(unpack(&build(&[("a.xsd", &small, true)])).is_ok());
         assert!(unpack(&build(&[("../a.xsd", b"x", false)])).is_err());
         assert!(unpack(b"PK not really").is_err());
         assert!(unpack(&[]).is_err());

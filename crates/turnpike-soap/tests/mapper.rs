@@ -177,6 +177,17 @@ fn faults_of_both_versions_are_read() {
     let w = support::import("wso2-calculator", "calculator.wsdl");
     let op = &w.ports[0].operations[3];
     let f11 = r#"<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body><S:Fault><faultcode>S:Client</faultcode><faultstring>/ by zero</faultstring><detail><x>d</x></detail></S:Fault></S:Body></S:Envelope>"#;
+    let structured = r#"<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body><S:Fault><faultcode>S:Server</faultcode><faultstring>bad</faultstring><detail><e:err xmlns:e="urn:e" severity="high"><code>42</code><field>a</field><field>b</field><note lang="en">why</note></e:err></detail></S:Fault></S:Body></S:Envelope>"#;
+    let Reply::Fault(f) = response_json(&w.types, op, structured).expect("reads") else {
+        panic!("data")
+    };
+    assert_eq!(
+        f.detail,
+        Some(
+            json!({"err": {"@severity": "high", "code": "42", "field": ["a", "b"],
+            "note": {"@lang": "en", "#text": "why"}}})
+        )
+    );
     let Reply::Fault(f) = response_json(&w.types, op, f11).expect("reads") else {
         panic!("data")
     };
@@ -184,10 +195,10 @@ fn faults_of_both_versions_are_read() {
         (
             f.code.as_str(),
             f.reason.as_str(),
-            f.detail.as_deref(),
+            f.detail.clone(),
             f.is_client()
         ),
-        ("Client", "/ by zero", Some("d"), true)
+        ("Client", "/ by zero", Some(json!({"x": "d"})), true)
     );
     let f12 = envelope::fault_envelope(
         SoapVersion::V12,
@@ -204,7 +215,10 @@ fn faults_of_both_versions_are_read() {
         (f.code.as_str(), f.reason.as_str(), f.is_client()),
         ("Receiver", "upstream <timed> out", false)
     );
-    assert_eq!(f.detail.as_deref(), Some("upstream_timeout504r-1"));
+    assert_eq!(
+        f.detail,
+        Some(json!({"error": {"code": "upstream_timeout", "status": "504", "request_id": "r-1"}}))
+    );
     let f11 = envelope::fault_envelope(
         SoapVersion::V11,
         Blame::Client,

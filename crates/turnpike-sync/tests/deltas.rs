@@ -92,6 +92,7 @@ async fn control_plane(dir: &std::path::Path, bulk: &BulkSpec) -> Running {
         public_url: None,
         analytics: Default::default(),
         gateway_max_lag: 30.0,
+        max_import_size: turnpike_admin::DEFAULT_IMPORT_LIMIT,
         tls: Default::default(),
     })
     .await

@@ -189,6 +189,7 @@ pub async fn up(args: UpArgs) -> Result<(), BoxError> {
         public_url: None,
         analytics: Default::default(),
         gateway_max_lag: 30.0,
+        max_import_size: turnpike_admin::DEFAULT_IMPORT_LIMIT,
         tls: Default::default(),
     })
     .await?;

@@ -72,6 +72,10 @@ fn read_schema(
             "url",
             "send the schema itself (file or definition); URLs are for OpenAPI imports",
         )),
+        crate::import::source::Source::Archive(_) => Err(invalid(
+            "file",
+            "send the schema's SDL as text; a zip is for OpenAPI imports",
+        )),
     }
 }
 

@@ -9,15 +9,17 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use http::HeaderMap;
+use http::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
 use turnpike_model::rest::METHODS;
+use turnpike_model::security::ApiAuthSpec;
 use turnpike_store::{ApiInput, Resource};
 
 use crate::auth::ApiCreator;
 use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::Revisioned;
 use crate::import::source::{fetch, invalid, read_request, RawBody, Source};
-use crate::service::api::{insert_api, validated};
+use crate::service::api::validated;
 use crate::service::api_body::{check_endpoint, check_resource_path};
 use crate::validate::check_scope;
 use crate::AppState;
@@ -52,108 +54,219 @@ fn tags(doc: &Value) -> turnpike_store::Options {
     o
 }
 
-/// Parses the document and derives the API's defaults; every problem is reported.
-pub fn import(definition: &Value) -> Result<ApiInput, ApiError> {
-    let (doc, text) = match definition {
+/// What an import derives from a document: the API's defaults, its authentication (when
+/// the document's security schemes say more than the default OAuth2), and what was read
+/// other than written (a warning each, answered with the created API).
+pub(crate) struct Imported {
+    pub input: ApiInput,
+    pub auth: Option<ApiAuthSpec>,
+    pub warnings: Vec<String>,
+}
+
+/// The document as a JSON value and as the text kept as the API's definition.
+fn read_document(definition: &Value) -> Result<(Value, String), ApiError> {
+    match definition {
         Value::String(s) => {
-            let doc: Value = serde_yaml::from_str(s).map_err(|e| {
+            let doc = crate::import::document::parse(s).map_err(|e| {
                 ApiError::invalid(vec![field("", format!("not JSON or YAML: {e}"))])
             })?;
-            (doc, s.clone())
+            Ok((doc, s.clone()))
         }
-        Value::Object(_) => (definition.clone(), definition.to_string()),
-        _ => {
-            return Err(ApiError::invalid(vec![field(
-                "",
-                "must be an OpenAPI 3 document (object or JSON/YAML text)",
-            )]))
-        }
-    };
+        Value::Object(_) => Ok((definition.clone(), definition.to_string())),
+        _ => Err(ApiError::invalid(vec![field(
+            "",
+            "must be an OpenAPI 3 document (object or JSON/YAML text)",
+        )])),
+    }
+}
+
+/// Parses the document and derives the API's defaults; every problem is reported.
+pub(crate) fn import(definition: &Value) -> Result<Imported, ApiError> {
+    let (doc, text) = read_document(definition)?;
     let mut errors = Vec::new();
-    match doc.get("openapi").and_then(Value::as_str) {
-        Some(v) if v.starts_with("3.") => {}
-        _ => errors.push(field("openapi", "must be a 3.x version string")),
+    let mut warnings = Vec::new();
+    let version = doc.get("openapi").and_then(Value::as_str);
+    if !version.is_some_and(|v| v.starts_with("3.")) {
+        errors.push(field("openapi", "must be a 3.x version string"));
     }
     let title = doc.pointer("/info/title").and_then(Value::as_str);
-    let version = doc.pointer("/info/version").and_then(Value::as_str);
+    let api_version = doc.pointer("/info/version").and_then(Value::as_str);
     if title.is_none() {
         errors.push(field("info.title", "is required"));
     }
-    if version.is_none() {
+    if api_version.is_none() {
         errors.push(field("info.version", "is required"));
     }
-    let mut resources = Vec::new();
-    match doc.get("paths").and_then(Value::as_object) {
-        None => errors.push(field("paths", "is required and must be an object")),
-        Some(paths) => {
-            for (path, item) in paths {
-                if let Some(m) = check_resource_path(path) {
-                    errors.push(field(&format!("paths.{path}"), m));
-                    continue;
-                }
-                let Some(ops) = item.as_object() else {
-                    errors.push(field(&format!("paths.{path}"), "must be an object"));
-                    continue;
-                };
-                // Operations that need the same scopes share one resource.
-                let mut groups: Vec<Resource> = Vec::new();
-                for (method, op) in ops {
-                    let method = method.to_ascii_uppercase();
-                    if !METHODS.contains(&method.as_str()) {
-                        continue;
-                    }
-                    let scopes = op_scopes(op, doc.get("security"));
-                    if let Some(bad) = scopes.iter().find(|s| check_scope(s).is_some()) {
-                        let at = format!("paths.{path}.{}.security", method.to_ascii_lowercase());
-                        errors.push(field(&at, format!("{bad:?} is not a scope token")));
-                        continue;
-                    }
-                    match groups.iter_mut().find(|g| g.scopes == scopes) {
-                        Some(g) => g.methods.push(method),
-                        None => groups.push(Resource {
-                            path: path.clone(),
-                            methods: vec![method],
-                            scopes,
-                            ..Default::default()
-                        }),
-                    }
-                }
-                resources.append(&mut groups);
-            }
+    let resources = match doc.get("paths") {
+        Some(Value::Object(paths)) => resources_of(&doc, paths, &mut errors, &mut warnings),
+        // OpenAPI 3.1 makes `paths` optional beside `webhooks` or `components`.
+        None if version.is_some_and(|v| v.starts_with("3.1"))
+            && (doc.get("webhooks").is_some() || doc.get("components").is_some()) =>
+        {
+            warnings.push(
+                "the document has no paths (only webhooks or components): the API has no \
+                 operations until resources are added"
+                    .into(),
+            );
+            Vec::new()
         }
-    }
-    let endpoints: Vec<turnpike_model::resilience::EndpointSpec> = doc
-        .get("servers")
-        .and_then(Value::as_array)
-        .map(|s| {
-            s.iter()
-                .filter_map(|s| s.get("url").and_then(Value::as_str))
-                .filter(|u| check_endpoint(u).is_none())
-                .map(Into::into)
-                .collect()
-        })
-        .unwrap_or_default();
+        _ => {
+            errors.push(field("paths", "is required and must be an object"));
+            Vec::new()
+        }
+    };
+    let endpoints = endpoints_of(&doc, &mut warnings);
+    let auth = crate::import::openapi_security::auth_of(&doc, &resources, &mut warnings);
     if !errors.is_empty() {
         return Err(ApiError::invalid(errors));
     }
-    Ok(ApiInput {
-        name: title.unwrap_or_default().to_string(),
-        context: String::new(),
-        version: version.unwrap_or_default().to_string(),
-        is_default: false,
-        api_type: "HTTP".into(),
-        description: doc
-            .pointer("/info/description")
+    let input = api_input(&doc, text, resources, endpoints);
+    Ok(Imported {
+        input,
+        auth,
+        warnings,
+    })
+}
+
+/// The API's defaults from the document's `info` and `tags`, its resources and endpoints.
+fn api_input(
+    doc: &Value,
+    text: String,
+    resources: Vec<Resource>,
+    endpoints: Vec<turnpike_model::resilience::EndpointSpec>,
+) -> ApiInput {
+    let info = |k: &str| {
+        doc.pointer(&format!("/info/{k}"))
             .and_then(Value::as_str)
             .unwrap_or_default()
-            .to_string(),
+            .to_string()
+    };
+    ApiInput {
+        name: info("title"),
+        context: String::new(),
+        version: info("version"),
+        is_default: false,
+        api_type: "HTTP".into(),
+        description: info("description"),
         endpoints,
         sandbox_endpoints: Vec::new(),
         resources,
         tiers: vec!["Unlimited".into()],
         definition: Some(text),
-        options: tags(&doc),
-    })
+        options: tags(doc),
+    }
+}
+
+/// A path whose segments are `<name>` placeholders (Flask's and many generators'
+/// notation, never a literal URL character) as the gateway's `{name}` parameters.
+fn angle_params(path: &str) -> Option<String> {
+    if !path.contains('<') {
+        return None;
+    }
+    let out: Vec<String> = path
+        .split('/')
+        .map(
+            |seg| match seg.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+                Some(name) if !name.is_empty() && !name.contains(['<', '>', '{', '}']) => {
+                    format!("{{{name}}}")
+                }
+                _ => seg.to_string(),
+            },
+        )
+        .collect();
+    let out = out.join("/");
+    (out != path).then_some(out)
+}
+
+/// The resources of `paths`: the operations of a path that need the same scopes share one.
+fn resources_of(
+    doc: &Value,
+    paths: &serde_json::Map<String, Value>,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<String>,
+) -> Vec<Resource> {
+    let mut resources = Vec::new();
+    for (written, item) in paths {
+        let path = match angle_params(written) {
+            Some(p) => {
+                warnings.push(format!(
+                    "paths.{written}: read as {p} (a <name> segment is a path parameter)"
+                ));
+                p
+            }
+            None => written.clone(),
+        };
+        if let Some(m) = check_resource_path(&path) {
+            errors.push(field(&format!("paths.{written}"), m));
+            continue;
+        }
+        let Some(ops) = item.as_object() else {
+            errors.push(field(&format!("paths.{written}"), "must be an object"));
+            continue;
+        };
+        let mut groups: Vec<Resource> = Vec::new();
+        for (method, op) in ops {
+            let method = method.to_ascii_uppercase();
+            if !METHODS.contains(&method.as_str()) {
+                continue;
+            }
+            let scopes = op_scopes(op, doc.get("security"));
+            if let Some(bad) = scopes.iter().find(|s| check_scope(s).is_some()) {
+                let at = format!("paths.{written}.{}.security", method.to_ascii_lowercase());
+                errors.push(field(&at, format!("{bad:?} is not a scope token")));
+                continue;
+            }
+            match groups.iter_mut().find(|g| g.scopes == scopes) {
+                Some(g) => g.methods.push(method),
+                None => groups.push(Resource {
+                    path: path.clone(),
+                    methods: vec![method],
+                    scopes,
+                    ..Default::default()
+                }),
+            }
+        }
+        resources.append(&mut groups);
+    }
+    resources
+}
+
+/// Endpoints from `servers[].url`, `{variables}` replaced by their defaults; a server that
+/// is not an absolute http(s) URL gives none (a warning says so).
+fn endpoints_of(
+    doc: &Value,
+    warnings: &mut Vec<String>,
+) -> Vec<turnpike_model::resilience::EndpointSpec> {
+    let mut out = Vec::new();
+    let servers = doc.get("servers").and_then(Value::as_array);
+    for (i, server) in servers.into_iter().flatten().enumerate().take(50) {
+        let Some(url) = server.get("url").and_then(Value::as_str) else {
+            continue;
+        };
+        let url = with_variable_defaults(url, server.get("variables"));
+        if check_endpoint(&url).is_none() {
+            out.push(url.as_str().into());
+        } else {
+            warnings.push(format!(
+                "servers[{i}].url {url}: not an absolute http(s) URL, no endpoint from it"
+            ));
+        }
+    }
+    out
+}
+
+/// `url` with each `{name}` replaced by `variables.name.default` (kept when it has none).
+fn with_variable_defaults(url: &str, variables: Option<&Value>) -> String {
+    let mut out = url.to_string();
+    let Some(vars) = variables.and_then(Value::as_object) else {
+        return out;
+    };
+    for (name, var) in vars {
+        if let Some(default) = var.get("default").and_then(Value::as_str) {
+            out = out.replace(&format!("{{{name}}}"), default);
+        }
+    }
+    out
 }
 
 /// The scopes an operation's `security` requirements name (any one of them will do, as
@@ -221,6 +334,15 @@ pub fn generate(api: &turnpike_store::Api) -> Value {
     doc
 }
 
+/// The root OpenAPI document of a zip, its relative `$ref`s inlined (`document::bundle`).
+fn archive_definition(zip: &[u8]) -> ApiResult<Value> {
+    let files = turnpike_soap::zip::unpack_matching(zip, &[".yaml", ".yml", ".json"])
+        .map_err(|e| invalid("file", format!("zip: {e}")))?;
+    let (_, doc) = crate::import::document::bundle(&files)
+        .map_err(|e| invalid("file", format!("zip: {e}")))?;
+    Ok(doc)
+}
+
 /// `POST /apis/import-openapi`: the document and the API's fields in any form
 /// `crate::import::source` reads; the document gives the defaults the fields override.
 pub(crate) async fn import_openapi(
@@ -234,9 +356,14 @@ pub(crate) async fn import_openapi(
     let (source, props) = read_request(ctype, &body, &q)?;
     let definition = match source {
         Source::Inline(d) => d,
-        Source::Url(u) => fetch(&u, s.inner.config.body_limit).await?,
+        Source::Url(u) => fetch(&u, s.inner.config.import_limit).await?,
+        Source::Archive(zip) => archive_definition(&zip)?,
     };
-    let mut defaults = import(&definition)?;
+    let Imported {
+        input: mut defaults,
+        auth,
+        warnings,
+    } = import(&definition)?;
     let mut props = props.unwrap_or_else(|| json!({}));
     crate::import::wso2_aliases::endpoint_config(&mut props);
     if props.get("context").is_none() {
@@ -244,5 +371,39 @@ pub(crate) async fn import_openapi(
     }
     defaults.context = String::new();
     let input = validated(&s, &props, Some(&defaults)).await?;
-    insert_api(&s, &caller, &input, "import").await
+    insert_imported(&s, &caller, &input, auth.as_ref(), &warnings).await
+}
+
+/// Stores the imported API and its authentication in one transaction; answers 201 with
+/// the API and the import's `warnings`.
+async fn insert_imported(
+    s: &AppState,
+    caller: &crate::auth::Caller,
+    input: &ApiInput,
+    auth: Option<&ApiAuthSpec>,
+    warnings: &[String],
+) -> ApiResult<Response> {
+    let stored = auth
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|_| ApiError::internal())?;
+    let mut tx = s.inner.store.begin_write().await?;
+    let api = tx.create_api(input, &caller.name).await?;
+    if stored.is_some() {
+        tx.set_api_security(&api.id, stored.as_deref()).await?;
+    }
+    tx.commit(
+        &caller.name,
+        &format!("import API {} {}", api.context, api.version),
+    )
+    .await?;
+    let mut body = serde_json::to_value(&api).map_err(|_| ApiError::internal())?;
+    if let Some(o) = body.as_object_mut() {
+        o.insert("warnings".into(), json!(warnings));
+    }
+    Ok(crate::http::with_etag(
+        StatusCode::CREATED,
+        api.etag(),
+        &body,
+    ))
 }

@@ -6,7 +6,12 @@
 //!   Publisher UI and `apictl` do;
 //! - `application/json`: `{"definition": ..., "additionalProperties": {...}}`, or
 //!   `{"url": ..., "additionalProperties": {...}}`, or the OpenAPI document itself;
-//! - the document as YAML (`application/yaml`, `text/yaml`, `application/x-yaml`).
+//! - the document as YAML (`application/yaml`, `text/yaml`, `application/x-yaml`);
+//! - a zip of the document and the files its relative `$ref`s name (`application/zip`,
+//!   or as the multipart `file` part).
+//!
+//! The body may be as large as `--max-import-size` (16 MiB unless set), more than other
+//! requests' limit.
 //!
 //! A bare document takes the API's fields from the `additionalProperties` query parameter
 //! (JSON) or `context` (and `version`, `name`). `additionalProperties` accepts WSO2's
@@ -24,28 +29,41 @@ use serde_json::{json, Value};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::AppState;
 
-/// The raw body; an oversized one is our JSON 413.
+/// The raw body of an import, read up to the import limit (`AdminConfig::import_limit`,
+/// not the body limit of other requests); an oversized one is our JSON 413.
 pub struct RawBody(pub Bytes);
 
 impl FromRequest<AppState> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        Bytes::from_request(req, state)
-            .await
-            .map(RawBody)
-            .map_err(|e| {
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
-                        "request body too large",
-                    )
-                } else {
-                    ApiError::bad_request(e.body_text())
-                }
-            })
+        let limit = state.inner.config.import_limit;
+        match axum::body::to_bytes(req.into_body(), limit).await {
+            Ok(b) => Ok(RawBody(b)),
+            Err(e) if is_length_limit(&e) => Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("request body too large (imports take at most {limit} bytes: --max-import-size)"),
+            )),
+            Err(e) => Err(ApiError::bad_request(format!("could not read the body: {e}"))),
+        }
     }
+}
+
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// A zip archive's first bytes (a local file header).
+fn is_zip(b: &[u8]) -> bool {
+    b.starts_with(b"PK\x03\x04")
 }
 
 /// The request's `Content-Type` as text (empty when absent or not visible ASCII): what
@@ -68,6 +86,8 @@ pub(crate) fn invalid(field: &str, message: impl Into<String>) -> ApiError {
 pub(crate) enum Source {
     Inline(Value),
     Url(String),
+    /// A zip holding the document and the files it references.
+    Archive(Bytes),
 }
 
 /// The document and the API's fields, whatever the form.
@@ -87,6 +107,9 @@ pub(crate) fn read_request(
         let mut props = None;
         for p in &parts {
             match p.name.as_str() {
+                "file" if is_zip(p.body) => {
+                    source = Some(Source::Archive(Bytes::copy_from_slice(p.body)))
+                }
                 "file" | "inlineAPIDefinition" => {
                     source = Some(Source::Inline(Value::String(text(p.body)?)))
                 }
@@ -116,6 +139,12 @@ pub(crate) fn read_request(
         return Ok((source, props.or(query_props(q)?)));
     }
     let mime = lower.split(';').next().unwrap_or("").trim().to_string();
+    if ["application/zip", "application/x-zip-compressed"].contains(&mime.as_str()) {
+        return Ok((
+            Source::Archive(Bytes::copy_from_slice(body)),
+            query_props(q)?,
+        ));
+    }
     if mime == "application/json" || mime.ends_with("+json") {
         let v: Value = serde_json::from_slice(body).map_err(|e| {
             ApiError::new(
@@ -161,7 +190,7 @@ pub(crate) fn read_request(
     Err(ApiError::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "unsupported_media_type",
-        "send multipart/form-data, application/json or application/yaml",
+        "send multipart/form-data, application/json, application/yaml or application/zip",
     ))
 }
 

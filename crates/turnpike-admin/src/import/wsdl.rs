@@ -374,7 +374,7 @@ pub(crate) async fn import_wsdl(
         }
     };
     if let Some(url) = v.get("url").and_then(Value::as_str).map(str::to_owned) {
-        let text = crate::import::source::fetch(&url, s.inner.config.body_limit).await?;
+        let text = crate::import::source::fetch(&url, s.inner.config.import_limit).await?;
         if let Some(obj) = v.as_object_mut() {
             obj.remove("url");
             obj.insert("wsdl".into(), text);

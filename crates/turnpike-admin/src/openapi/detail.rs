@@ -260,6 +260,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "importOpenApi" => ("ImportOpenApi", true),
         "importGraphqlSchema" => ("ImportGraphqlSchema", true),
         "explainGraphqlQuery" => ("GraphqlExplainInput", true),
+        "setGraphqlComplexity" => ("GraphqlComplexity", true),
         "purgeApiCache" => ("CachePurgeInput", true),
         "importWsdl" => ("ImportWsdl", true),
         "applyFile" => ("DeclarativeFile", true),
@@ -295,6 +296,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
     match id {
         "createApi" | "importOpenApi" | "importGraphqlSchema" | "copyApi" => (201, r("ApiRecord")),
         "explainGraphqlQuery" => (200, any.clone()),
+        "getGraphqlComplexity" | "setGraphqlComplexity" => (200, r("GraphqlComplexity")),
+        "getGraphqlComplexityTypes" => (200, r("GraphqlSchemaTypeList")),
         "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
         "applyFile" => (200, r("ApplyResult")),

@@ -180,6 +180,27 @@ pub const OPERATIONS: &[Operation] = &[
         "apim:api_view",
     ),
     op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/graphql-policies/complexity",
+        "getGraphqlComplexity",
+        "The complexity value of each GraphQL type and field given one (WSO2's shape; others cost 1)",
+        "apim:api_view",
+    ),
+    op(
+        "put",
+        "/api/am/publisher/v1/apis/{apiId}/graphql-policies/complexity",
+        "setGraphqlComplexity",
+        "Replace the complexity values the gateways apply against each tier's max complexity",
+        "apim:api_create",
+    ),
+    op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/graphql-policies/complexity/types",
+        "getGraphqlComplexityTypes",
+        "The schema's types and their fields (what complexity values can be given to)",
+        "apim:api_view",
+    ),
+    op(
         "post",
         "/api/am/publisher/v1/apis/{apiId}/mediation/try",
         "tryApiMediation",

@@ -258,6 +258,15 @@ pub fn schemas() -> Value {
         "CachePurge": json!({"type": "object", "required": ["id"], "properties": {
             "id": {"type": "integer", "minimum": 1, "description": "increasing; each gateway applies a purge once"},
             "prefix": {"type": "string"}, "tag": {"type": "string"}}}),
+        "GraphqlComplexity": strict(&["list"], json!({
+            "list": {"type": "array", "maxItems": 10000, "items": strict(&["type", "field", "complexityValue"], json!({
+                "type": {"type": "string"}, "field": {"type": "string"},
+                "complexityValue": {"type": "integer", "minimum": 0, "maximum": 1_000_000}}),
+                json!({"type": "Query", "field": "allFilms", "complexityValue": 2}))}
+        }), json!({"list": [{"type": "Query", "field": "allFilms", "complexityValue": 2}]})),
+        "GraphqlSchemaTypeList": json!({"type": "object", "required": ["typeList"], "properties": {
+            "typeList": {"type": "array", "items": {"type": "object", "required": ["type", "fieldList"], "properties": {
+                "type": {"type": "string"}, "fieldList": {"type": "array", "items": {"type": "string"}}}}}}}),
         "GraphqlExplainInput": strict(&["query"], json!({
             "query": {"type": "string"},
             "operationName": {"type": "string"},

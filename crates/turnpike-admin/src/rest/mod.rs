@@ -10,6 +10,7 @@ pub(crate) mod devportal;
 pub(crate) mod documents;
 pub mod environments;
 pub(crate) mod export;
+pub(crate) mod graphql_policies;
 pub(crate) mod keys;
 pub(crate) mod mediation_try;
 pub(crate) mod portal_settings;
@@ -34,7 +35,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(apply::routes())
                 .merge(keys::publisher_routes())
                 .merge(documents::publisher_routes())
-                .merge(analytics::publisher_routes()),
+                .merge(analytics::publisher_routes())
+                .merge(graphql_policies::routes()),
         )
         .nest(
             "/api/am/devportal/v1",

@@ -619,7 +619,10 @@ fn facets(node: Node<'_, '_>, t: &mut SimpleType) {
             }
             "minLength" => t.min_length = v.parse().ok(),
             "maxLength" => t.max_length = v.parse().ok(),
-            "pattern" => t.pattern = Some(v.to_owned()),
+            "pattern" => {
+                t.pattern_re = Pattern::compile(v);
+                t.pattern = t.pattern_re.is_some().then(|| v.to_owned());
+            }
             "minInclusive" => t.min_inclusive = Some(v.to_owned()),
             "maxInclusive" => t.max_inclusive = Some(v.to_owned()),
             _ => {}

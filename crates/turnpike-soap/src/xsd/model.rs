@@ -43,8 +43,46 @@ pub struct SimpleType {
     pub min_length: Option<u64>,
     pub max_length: Option<u64>,
     pub pattern: Option<String>,
+    /// `pattern` compiled (whole-value match), what SOAP-to-REST requests are held to;
+    /// a pattern the regex engine cannot read is dropped with its text (`link::facets`),
+    /// so the generated OpenAPI and the check agree.
+    pub pattern_re: Option<Pattern>,
     pub min_inclusive: Option<String>,
     pub max_inclusive: Option<String>,
+}
+
+/// A compiled `pattern` facet.
+#[derive(Clone)]
+pub struct Pattern(pub std::sync::Arc<regex::Regex>);
+
+impl Pattern {
+    /// Most memory one compiled pattern may take (a hostile WSDL cannot blow it up).
+    const SIZE_LIMIT: usize = 1 << 20;
+
+    /// The XSD pattern as a regex matching whole values; `None` when it does not compile.
+    pub fn compile(xsd: &str) -> Option<Pattern> {
+        regex::RegexBuilder::new(&format!("^(?:{xsd})$"))
+            .size_limit(Self::SIZE_LIMIT)
+            .build()
+            .ok()
+            .map(|r| Pattern(std::sync::Arc::new(r)))
+    }
+
+    pub fn matches(&self, value: &str) -> bool {
+        self.0.is_match(value)
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.0.as_str() == other.0.as_str()
+    }
+}
+
+impl std::fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.as_str())
+    }
 }
 
 impl SimpleType {
