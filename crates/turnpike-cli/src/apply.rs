@@ -16,8 +16,6 @@
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use turnpike_model::GatewayFile;
 
@@ -45,6 +43,9 @@ pub struct Connection {
     /// `apim:api_view apim:api_create apim:api_publish`).
     #[arg(long, env = "TURNPIKE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// How an `https://` control plane is verified.
+    #[command(flatten)]
+    pub tls: crate::http::TlsArgs,
 }
 
 impl Connection {
@@ -83,7 +84,7 @@ pub struct ApplyArgs {
 }
 
 struct Api {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: crate::http::HttpClient,
     base: String,
     auth: String,
 }
@@ -485,7 +486,7 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
         serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let auth = args.connection.auth_header()?;
     let api = Api {
-        client: Client::builder(TokioExecutor::new()).build_http(),
+        client: args.connection.tls.client()?,
         base: args.connection.base(),
         auth,
     };

@@ -5,9 +5,7 @@
 //! its next poll: a stopped gateway), so a deploy script or a probe can wait on it.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -52,8 +50,8 @@ async fn status(args: StatusArgs) -> Result<(), BoxError> {
     );
     let req = http::Request::get(&url)
         .header("authorization", auth)
-        .body(Empty::<Bytes>::new())?;
-    let client = Client::builder(TokioExecutor::new()).build_http();
+        .body(Full::<Bytes>::default())?;
+    let client = args.connection.tls.client()?;
     let resp = client.request(req).await?;
     let code = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();

@@ -10,4 +10,5 @@ pub mod apply;
 mod apply_check;
 pub mod cluster;
 pub mod export;
+pub mod http;
 pub mod login;
