@@ -125,9 +125,14 @@ for i in 0 1 2; do
   wait_status "http://127.0.0.1:${mgmt_ports[$i]}/ready" 200
 done
 
+# Connection caps within the open-file limit: HAProxy refuses to start when maxconn needs
+# more descriptors than it may raise the limit to (about two per connection).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+maxconn=$(( ($(ulimit -n) - 200) / 2 )); (( maxconn > 20000 )) && maxconn=20000
+(( maxconn >= users + 64 )) || { echo "open-file limit $(ulimit -n) too low for $users users" >&2; exit 2; }
 haproxy_port=$(free_port)
 {
-  printf 'global\n  maxconn 20000\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n'
+  printf 'global\n  maxconn %s\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n' "$maxconn"
   printf 'frontend cluster\n  bind 127.0.0.1:%s\n  default_backend gateways\n' "$haproxy_port"
   printf 'backend gateways\n  balance roundrobin\n  option httpchk GET /ready\n  http-reuse always\n'
   for i in 0 1 2; do
@@ -140,7 +145,7 @@ nginx_port=$(free_port)
 mkdir -p "$work/nginx"
 {
   printf 'worker_processes 1;\npid %s/nginx/pid;\nerror_log %s/nginx/error.log;\n' "$work" "$work"
-  printf 'events { worker_connections 20000; }\nhttp {\n  access_log off;\n'
+  printf 'events { worker_connections %s; }\nhttp {\n  access_log off;\n' "$maxconn"
   printf '  client_body_temp_path %s/nginx;\n  proxy_temp_path %s/nginx;\n' "$work" "$work"
   printf '  upstream gateways {\n'
   for i in 0 1 2; do printf '    server 127.0.0.1:%s;\n' "${gw_ports[$i]}"; done

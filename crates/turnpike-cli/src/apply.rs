@@ -129,7 +129,7 @@ impl Api {
             .header("authorization", &self.auth)
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(bytes)))?;
-        let resp = self.client.request(req).await?;
+        let resp = crate::http::send(&self.client, req).await?;
         let status = resp.status().as_u16();
         let body = resp.into_body().collect().await?.to_bytes();
         let v = serde_json::from_slice(&body).unwrap_or(Value::Null);

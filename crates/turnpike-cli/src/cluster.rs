@@ -52,7 +52,7 @@ async fn status(args: StatusArgs) -> Result<(), BoxError> {
         .header("authorization", auth)
         .body(Full::<Bytes>::default())?;
     let client = args.connection.tls.client()?;
-    let resp = client.request(req).await?;
+    let resp = crate::http::send(&client, req).await?;
     let code = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -114,6 +114,25 @@ fn table(v: &Value) -> String {
             },
             state,
             g["controlPlane"].as_str().unwrap_or(""),
+        ));
+        out.push_str(&endpoints_not_active(g));
+    }
+    out
+}
+
+/// One indented line per endpoint the gateway reported not `active` (suspended,
+/// probing, unhealthy): what an operator looks for first.
+fn endpoints_not_active(g: &Value) -> String {
+    let mut out = String::new();
+    let list = g["endpoints"].as_array().map_or(&[][..], Vec::as_slice);
+    for e in list.iter().filter(|e| e["state"] != "active") {
+        out.push_str(&format!(
+            "  endpoint {:<10} {} ({}) {} [{}]\n",
+            e["state"].as_str().unwrap_or(""),
+            e["id"].as_str().unwrap_or(""),
+            e["api"].as_str().unwrap_or(""),
+            e["endpoint"].as_str().unwrap_or(""),
+            e["pool"].as_str().unwrap_or(""),
         ));
     }
     out

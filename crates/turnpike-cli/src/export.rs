@@ -34,7 +34,7 @@ pub async fn fetch(args: &ExportArgs) -> Result<Bytes, BoxError> {
         .header("accept", accept)
         .body(Full::<Bytes>::default())?;
     let client = args.connection.tls.client()?;
-    let resp = client.request(req).await?;
+    let resp = crate::http::send(&client, req).await?;
     let status = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();
     if !status.is_success() {

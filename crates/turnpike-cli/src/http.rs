@@ -52,3 +52,21 @@ impl TlsArgs {
         Ok(Client::builder(TokioExecutor::new()).build(connector))
     }
 }
+
+/// Sends `req`; a failure names the URL and every cause (hyper's own message is only
+/// "client error (Connect)": the certificate problem is in its sources).
+pub async fn send(
+    client: &HttpClient,
+    req: http::Request<Full<Bytes>>,
+) -> Result<http::Response<hyper::body::Incoming>, BoxError> {
+    let url = req.uri().to_string();
+    client.request(req).await.map_err(|e| {
+        let mut said = format!("{url}: {e}");
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            said.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        said.into()
+    })
+}

@@ -140,7 +140,7 @@ pub async fn run(args: LoginArgs) -> Result<(), BoxError> {
     .header("content-type", "application/x-www-form-urlencoded")
     .body(Full::new(Bytes::from(form(&pairs))))?;
     let client = args.tls.client()?;
-    let resp = client.request(req).await?;
+    let resp = crate::http::send(&client, req).await?;
     let status = resp.status();
     let body: Value =
         serde_json::from_slice(&resp.into_body().collect().await?.to_bytes()).unwrap_or_default();
