@@ -164,7 +164,7 @@ run() { # out url method size
     --duration "${duration}s" --warmup "${warmup}s" --timeout 10s --json --out "$1" \
     >/dev/null 2>"$1.log"
 }
-rps() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(f"{s[\"throughput_rps\"]:.0f} {s[\"p99_ms\"]:.1f} {s[\"errors\"]}")' "$1"; }
+rps() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print("%.0f %.1f %d" % (s["throughput_rps"], s["p99_ms"], s["errors"]))' "$1"; }
 
 echo "cluster: 2 control planes (PostgreSQL), 3 gateways (Redis), $(nproc) cores, $users users, ${duration} s per run"
 printf '%-5s %6s  %-22s %-22s %-22s %8s %8s\n' scen bytes "one node rps/p99/err" "haproxy rps/p99/err" "nginx rps/p99/err" "x haprx" "x nginx"

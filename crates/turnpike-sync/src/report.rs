@@ -94,13 +94,10 @@ impl Reporter {
         }
     }
 
-    async fn send(&self, base: Installed, mut endpoints: Vec<EndpointStatus>) {
+    async fn send(&self, base: Installed, endpoints: Vec<EndpointStatus>) {
         let mut report = base.report;
         report.endpoints_total = endpoints.len();
-        // Stable: file order within each group.
-        endpoints.sort_by_key(|e| e.state == "active");
-        endpoints.truncate(MAX_REPORTED_ENDPOINTS);
-        report.endpoints = endpoints;
+        report.endpoints = listed(endpoints);
         let Ok(body) = serde_json::to_vec(&report) else {
             return;
         };
@@ -125,6 +122,14 @@ impl Reporter {
     }
 }
 
+/// The endpoints a report lists: those not `active` first (file order kept within each
+/// group), at most [`MAX_REPORTED_ENDPOINTS`].
+fn listed(mut endpoints: Vec<EndpointStatus>) -> Vec<EndpointStatus> {
+    endpoints.sort_by_key(|e| e.state == "active");
+    endpoints.truncate(MAX_REPORTED_ENDPOINTS);
+    endpoints
+}
+
 /// Which endpoint is in which state: a report goes out when this changes.
 fn states_digest(endpoints: &[EndpointStatus]) -> u64 {
     let mut h = DefaultHasher::new();
@@ -132,4 +137,53 @@ fn states_digest(endpoints: &[EndpointStatus]) -> u64 {
         (&e.id, &e.endpoint, e.pool, e.state).hash(&mut h);
     }
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(n: usize, state: &'static str) -> EndpointStatus {
+        EndpointStatus {
+            api: "a".into(),
+            version: "v1".into(),
+            context: "/a".into(),
+            id: "/a/v1".into(),
+            endpoint: format!("http://e{n}"),
+            pool: "production",
+            state,
+            until_ms: None,
+            failures: 0,
+            in_flight: 0,
+            suspensions: 0,
+        }
+    }
+
+    #[test]
+    fn a_report_lists_endpoints_not_active_first_and_at_most_the_cap() {
+        let mut all: Vec<_> = (0..MAX_REPORTED_ENDPOINTS + 50)
+            .map(|n| endpoint(n, "active"))
+            .collect();
+        all.push(endpoint(9_000, "suspended"));
+        all.push(endpoint(9_001, "unhealthy"));
+        let listed = listed(all);
+        assert_eq!(listed.len(), MAX_REPORTED_ENDPOINTS);
+        assert_eq!(
+            (listed[0].endpoint.as_str(), listed[1].endpoint.as_str()),
+            ("http://e9000", "http://e9001")
+        );
+        assert_eq!(listed[2].endpoint, "http://e0");
+    }
+
+    #[test]
+    fn only_a_change_of_state_changes_the_digest() {
+        let before = vec![endpoint(1, "active"), endpoint(2, "active")];
+        let mut busier = before.clone();
+        busier[0].in_flight = 7;
+        busier[1].failures = 2;
+        assert_eq!(states_digest(&before), states_digest(&busier));
+        let mut suspended = before.clone();
+        suspended[1].state = "suspended";
+        assert_ne!(states_digest(&before), states_digest(&suspended));
+    }
 }
