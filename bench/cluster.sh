@@ -61,9 +61,10 @@ wait_status() { # url code
   for _ in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = "$2" ] && return 0; sleep 0.1; done
   echo "$1 never answered $2" >&2; return 1
 }
-pin() { # cpu-list command...: taskset when a list is given
+pin() { # cpu-list command...: taskset when a list is given; exec, so that $! (the pid the
+  # cleanup kills) is the process itself, not a shell left waiting on it
   local cpus=$1; shift
-  if [ -n "$cpus" ] && command -v taskset >/dev/null; then taskset -c "$cpus" "$@"; else "$@"; fi
+  if [ -n "$cpus" ] && command -v taskset >/dev/null; then exec taskset -c "$cpus" "$@"; else exec "$@"; fi
 }
 read -r -a gw_cpus <<<"${GATEWAY_CPUS:-}"
 
