@@ -42,7 +42,10 @@ impl TlsArgs {
                 cert: self.client_cert.clone(),
                 key: self.client_key.clone(),
             };
-            Some(turnpike_tls::client_config(&files).map_err(|e| format!("--ca/--client-cert: {e}"))?)
+            Some(
+                turnpike_tls::client_config(&files)
+                    .map_err(|e| format!("--ca/--client-cert: {e}"))?,
+            )
         };
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(turnpike_tls::for_hyper(tls)?)

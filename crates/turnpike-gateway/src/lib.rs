@@ -578,7 +578,9 @@ fn analytics_from_args(
                 dir: Some(args.data_dir.join("analytics-spool")),
             };
             let tls = args.control_plane_tls()?;
-            Box::new(turnpike_analytics::ship::ShipSink::with_tls(cp, token, tls)?.with_spool(spool))
+            Box::new(
+                turnpike_analytics::ship::ShipSink::with_tls(cp, token, tls)?.with_spool(spool),
+            )
         }
         _ => return Ok(None),
     };

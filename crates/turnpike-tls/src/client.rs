@@ -45,9 +45,7 @@ pub fn client_config(tls: &ClientTls) -> Result<Arc<rustls::ClientConfig>, TlsEr
 /// connector, which sets ALPN from the HTTP versions it enables and refuses a preset.
 /// The control plane's clients (the follower, analytics shipping, the CLI) all build
 /// theirs from it: the certificate is always verified.
-pub fn for_hyper(
-    tls: Option<Arc<rustls::ClientConfig>>,
-) -> Result<rustls::ClientConfig, TlsError> {
+pub fn for_hyper(tls: Option<Arc<rustls::ClientConfig>>) -> Result<rustls::ClientConfig, TlsError> {
     let tls = match tls {
         Some(t) => t,
         None => client_config(&ClientTls::default())?,

@@ -158,7 +158,11 @@ fn apply_carries_resilience_to_a_gateway_that_suspends_a_dead_endpoint() {
     let reported = endpoint(&seen, &dead);
     assert_eq!(
         (&reported["api"], &reported["id"], &reported["pool"]),
-        (&Value::from("resilient"), &Value::from("/resilient/v1"), &Value::from("production")),
+        (
+            &Value::from("resilient"),
+            &Value::from("/resilient/v1"),
+            &Value::from("production")
+        ),
         "{seen}"
     );
     assert!(reported["suspensions"].as_u64() >= Some(1), "{seen}");

@@ -227,7 +227,10 @@ fn the_cli_and_analytics_shipping_verify_an_https_control_plane() {
     // and the error says why.
     let (ok, _, err) = cli(&["cluster", "status", "--control-plane", &cp], &[]);
     assert!(!ok, "an unverified control plane was used");
-    assert!(err.contains("certificate"), "the refusal names the certificate: {err}");
+    assert!(
+        err.contains("certificate"),
+        "the refusal names the certificate: {err}"
+    );
 
     // With --ca (or TURNPIKE_CA_FILE) every command works over HTTPS.
     let file = dir.path().join("api.yaml");
@@ -246,9 +249,15 @@ fn the_cli_and_analytics_shipping_verify_an_https_control_plane() {
         &["export", "--control-plane", &cp, "--ca", &cert_s, "-o", "-"],
         &[],
     );
-    assert!(ok && out.contains("/shipped"), "export over HTTPS: {out}{err}");
+    assert!(
+        ok && out.contains("/shipped"),
+        "export over HTTPS: {out}{err}"
+    );
     let (ok, token, err) = cli(&["login", "--control-plane", &cp, "--ca", &cert_s], &[]);
-    assert!(ok && token.trim().len() > 20, "login over HTTPS: {token}{err}");
+    assert!(
+        ok && token.trim().len() > 20,
+        "login over HTTPS: {token}{err}"
+    );
 
     // A gateway verifying the control plane ships its analytics over the same HTTPS.
     let (_gw, gw, mgmt) = gateway(
@@ -264,12 +273,26 @@ fn the_cli_and_analytics_shipping_verify_an_https_control_plane() {
         assert_eq!(get(&format!("http://{gw}/shipped/v1/x")).0, 401);
     }
     wait_until("the gateway's analytics at the control plane", || {
-        let summary = rest(&cp, &cert, "GET", "/api/am/admin/v1/analytics/summary", None);
+        let summary = rest(
+            &cp,
+            &cert,
+            "GET",
+            "/api/am/admin/v1/analytics/summary",
+            None,
+        );
         summary["totals"]["requests"].as_u64() >= Some(4)
     });
 
     let (ok, out, err) = cli(
-        &["cluster", "status", "--control-plane", &cp, "--ca", &cert_s, "--json"],
+        &[
+            "cluster",
+            "status",
+            "--control-plane",
+            &cp,
+            "--ca",
+            &cert_s,
+            "--json",
+        ],
         &[],
     );
     assert!(ok, "cluster status over HTTPS: {out}{err}");
