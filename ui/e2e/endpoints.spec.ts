@@ -81,7 +81,8 @@ test('the Gateways page shows an endpoint suspended, then active again', async (
       await expect(flakyState.getByText('suspended', { exact: true })).toBeVisible({ timeout: 1_000 });
     }).toPass({ timeout: 20_000, intervals: [500] });
     await expect(flakyState).toContainText('production');
-    await expect(page.getByRole('row', { name: /Resilient v1.*127\.0\.0\.1.*active/ }).first()).toBeVisible();
+    // The other endpoint is listed too, active.
+    await expect(page.getByRole('row', { name: /Resilient v1.*active/ }).first()).toBeVisible();
 
     // Back on the same port: when the suspension ends, a call probes it and it is active.
     flaky = await listen(port);
