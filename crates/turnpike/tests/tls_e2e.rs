@@ -39,6 +39,17 @@ fn control_plane(dir: &Path, tls: &[&str]) -> (Proc, String) {
     (p, url)
 }
 
+/// A control plane serving HTTPS with its generated pair: (process, URL, its certificate
+/// file, the same as a string).
+fn self_signed_control_plane(dir: &Path) -> (Proc, String, PathBuf, String) {
+    let cp_dir = dir.join("cp");
+    let cp_dir_s = cp_dir.to_str().expect("utf-8").to_owned();
+    let (p, cp) = control_plane(dir, &["--tls-self-signed", "--tls-dir", &cp_dir_s]);
+    let cert = cp_dir.join("tls").join("cert.pem");
+    let cert_s = cert.to_str().expect("utf-8").to_owned();
+    (p, cp, cert, cert_s)
+}
+
 /// A following gateway: (process, traffic address, management address).
 fn gateway(data: &Path, cp: &str, tls: &[&str]) -> (Proc, String, String) {
     follower(data, cp, TOKEN, "0", tls)
@@ -95,11 +106,7 @@ fn leaf(dir: &Path, name: &str, ca: &Ca, usage: ExtendedKeyUsagePurpose) -> (Pat
 #[test]
 fn gateways_follow_an_https_control_plane_they_verify_and_refuse_one_they_cannot() {
     let dir = TempDir::new();
-    let cp_dir = dir.path().join("cp");
-    let cp_dir_s = cp_dir.to_str().expect("utf-8").to_owned();
-    let (_cp, cp) = control_plane(dir.path(), &["--tls-self-signed", "--tls-dir", &cp_dir_s]);
-    let cert = cp_dir.join("tls").join("cert.pem");
-    let cert_s = cert.to_str().expect("utf-8").to_owned();
+    let (_cp, cp, cert, cert_s) = self_signed_control_plane(dir.path());
 
     let (_good, gw, mgmt) = gateway(
         &dir.path().join("good"),
@@ -217,11 +224,7 @@ fn cli(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
 #[test]
 fn the_cli_and_analytics_shipping_verify_an_https_control_plane() {
     let dir = TempDir::new();
-    let cp_dir = dir.path().join("cp");
-    let cp_dir_s = cp_dir.to_str().expect("utf-8").to_owned();
-    let (_cp, cp) = control_plane(dir.path(), &["--tls-self-signed", "--tls-dir", &cp_dir_s]);
-    let cert = cp_dir.join("tls").join("cert.pem");
-    let cert_s = cert.to_str().expect("utf-8").to_owned();
+    let (_cp, cp, cert, cert_s) = self_signed_control_plane(dir.path());
 
     // Never silently insecure: without the CA, the self-signed certificate is refused
     // and the error says why.
