@@ -11,7 +11,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
-use crate::apply::BoxError;
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Every request the CLI sends has a (possibly empty) whole body.
 pub type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;

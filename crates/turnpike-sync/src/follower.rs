@@ -33,13 +33,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
 use turnpike_config::{GatewayFile, Snapshot};
 
-use crate::report::{Installed as Report, Reporter, StatusReport};
+use crate::report::{HttpClient, Installed as Report, Reporter, StatusReport};
 use crate::saved::{self, Saver};
 use crate::wire::{hash_hex, Delta, Parts};
 use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER, WIRE_HEADER, WIRE_VERSION};
@@ -714,8 +713,6 @@ fn build(
         apis,
     })
 }
-
-pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// HTTP and HTTPS (certificate verified against `tls`'s roots, or the web PKI's).
 fn http_client(tls: Option<Arc<rustls::ClientConfig>>) -> Result<HttpClient, String> {

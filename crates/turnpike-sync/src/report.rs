@@ -18,7 +18,12 @@ use tokio::sync::watch;
 use turnpike_config::endpoint_status::{self, EndpointStatus};
 use turnpike_config::Snapshot;
 
-use crate::follower::HttpClient;
+/// The follower's client (HTTP, or HTTPS verified as its config says), shared with the
+/// reporter.
+pub(crate) type HttpClient = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+>;
 
 /// How often the endpoints' states are compared with the last report's.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
