@@ -61,9 +61,10 @@ wait_status() { # url code
   for _ in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = "$2" ] && return 0; sleep 0.1; done
   echo "$1 never answered $2" >&2; return 1
 }
-pin() { # cpu-list command...: taskset when a list is given
+pin() { # cpu-list command...: taskset when a list is given; exec, so that $! (the pid the
+  # cleanup kills) is the process itself, not a shell left waiting on it
   local cpus=$1; shift
-  if [ -n "$cpus" ] && command -v taskset >/dev/null; then taskset -c "$cpus" "$@"; else "$@"; fi
+  if [ -n "$cpus" ] && command -v taskset >/dev/null; then exec taskset -c "$cpus" "$@"; else exec "$@"; fi
 }
 read -r -a gw_cpus <<<"${GATEWAY_CPUS:-}"
 
@@ -125,9 +126,14 @@ for i in 0 1 2; do
   wait_status "http://127.0.0.1:${mgmt_ports[$i]}/ready" 200
 done
 
+# Connection caps within the open-file limit: HAProxy refuses to start when maxconn needs
+# more descriptors than it may raise the limit to (about two per connection).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+maxconn=$(( ($(ulimit -n) - 200) / 2 )); (( maxconn > 20000 )) && maxconn=20000
+(( maxconn >= users + 64 )) || { echo "open-file limit $(ulimit -n) too low for $users users" >&2; exit 2; }
 haproxy_port=$(free_port)
 {
-  printf 'global\n  maxconn 20000\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n'
+  printf 'global\n  maxconn %s\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n' "$maxconn"
   printf 'frontend cluster\n  bind 127.0.0.1:%s\n  default_backend gateways\n' "$haproxy_port"
   printf 'backend gateways\n  balance roundrobin\n  option httpchk GET /ready\n  http-reuse always\n'
   for i in 0 1 2; do
@@ -140,7 +146,7 @@ nginx_port=$(free_port)
 mkdir -p "$work/nginx"
 {
   printf 'worker_processes 1;\npid %s/nginx/pid;\nerror_log %s/nginx/error.log;\n' "$work" "$work"
-  printf 'events { worker_connections 20000; }\nhttp {\n  access_log off;\n'
+  printf 'events { worker_connections %s; }\nhttp {\n  access_log off;\n' "$maxconn"
   printf '  client_body_temp_path %s/nginx;\n  proxy_temp_path %s/nginx;\n' "$work" "$work"
   printf '  upstream gateways {\n'
   for i in 0 1 2; do printf '    server 127.0.0.1:%s;\n' "${gw_ports[$i]}"; done
@@ -159,7 +165,7 @@ run() { # out url method size
     --duration "${duration}s" --warmup "${warmup}s" --timeout 10s --json --out "$1" \
     >/dev/null 2>"$1.log"
 }
-rps() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(f"{s[\"throughput_rps\"]:.0f} {s[\"p99_ms\"]:.1f} {s[\"errors\"]}")' "$1"; }
+rps() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print("%.0f %.1f %d" % (s["throughput_rps"], s["p99_ms"], s["errors"]))' "$1"; }
 
 echo "cluster: 2 control planes (PostgreSQL), 3 gateways (Redis), $(nproc) cores, $users users, ${duration} s per run"
 printf '%-5s %6s  %-22s %-22s %-22s %8s %8s\n' scen bytes "one node rps/p99/err" "haproxy rps/p99/err" "nginx rps/p99/err" "x haprx" "x nginx"

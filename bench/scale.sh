@@ -12,14 +12,19 @@
 #                                          [--seconds 20] [--rate 2000] [--publishes 20]
 # The gateway is pinned to core 1 (TURNPIKE_WORKERS=1) when taskset exists; the example
 # (control plane, echo, load generator) runs on core 0.
+#
+# TURNPIKE_PROFILE=ci-bench builds (or reuses) the test command's optimised profile instead
+# of the fat-LTO release one (same code, a few % slower): what a quick check uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+profile=${TURNPIKE_PROFILE:-release}
+dir=$profile; [ "$profile" = dev ] && dir=debug  # cargo's dev profile builds into debug/
 if [ -z "${TURNPIKE_BIN:-}" ]; then
-  cargo build --release -p turnpike --bin turnpike
-  TURNPIKE_BIN=target/release/turnpike
+  cargo build --profile "$profile" -p turnpike --bin turnpike
+  TURNPIKE_BIN=target/$dir/turnpike
 fi
-cargo build --release -p turnpike-admin --example scale
+cargo build --profile "$profile" -p turnpike-admin --example scale
 export TURNPIKE_BIN
 pin=()
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
@@ -29,4 +34,4 @@ if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
   TURNPIKE_BIN=$wrapper
   pin=(taskset -c 0)
 fi
-"${pin[@]}" target/release/examples/scale "$@"
+"${pin[@]}" "target/$dir/examples/scale" "$@"

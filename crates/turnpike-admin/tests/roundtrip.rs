@@ -158,6 +158,7 @@ async fn apply(cp: &Cp, file: &std::path::Path, dry_run: bool) -> usize {
             user: "admin".into(),
             password: Some("password1".into()),
             token: None,
+            tls: Default::default(),
         },
         prune: false,
         dry_run,

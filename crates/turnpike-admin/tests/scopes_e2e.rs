@@ -398,6 +398,7 @@ async fn apply_with_a_token_sets_resource_scopes() {
                     user: String::new(),
                     password: None,
                     token: Some(token),
+                    tls: Default::default(),
                 },
                 prune: false,
                 dry_run: false,

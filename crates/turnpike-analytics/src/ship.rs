@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use serde::{Deserialize, Serialize};
@@ -37,21 +38,39 @@ pub struct Batch {
 pub struct ShipSink {
     url: String,
     token: String,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
     spool: Spool,
 }
 
 impl ShipSink {
-    /// `control_plane` is the base URL the gateway follows (`http://host:9400`).
+    /// `control_plane` is the base URL the gateway follows (`http://host:9400`, or
+    /// `https://` verified against the web PKI roots: see [`ShipSink::with_tls`]).
     pub fn new(control_plane: &str, token: &str) -> ShipSink {
-        ShipSink {
+        ShipSink::with_tls(control_plane, token, None)
+            .expect("the web PKI roots always make a client config")
+    }
+
+    /// As [`ShipSink::new`], with the TLS the snapshot follower uses
+    /// (`--control-plane-ca`, and the client certificate for mTLS); `None`: the web PKI
+    /// roots. The control plane's certificate is always verified.
+    pub fn with_tls(
+        control_plane: &str,
+        token: &str,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<ShipSink, turnpike_tls::TlsError> {
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(turnpike_tls::for_hyper(tls)?)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(ShipSink {
             url: format!("{}{INGEST_PATH}", control_plane.trim_end_matches('/')),
             token: token.to_string(),
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: Client::builder(TokioExecutor::new()).build(connector),
             timeout: Duration::from_secs(10),
             spool: Spool::open(SpoolSettings::default()),
-        }
+        })
     }
 
     /// Where and how long shipments wait while the control plane is unreachable

@@ -13,8 +13,6 @@
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -39,6 +37,9 @@ pub struct Connection {
     /// `apim:api_view apim:api_create apim:api_publish`).
     #[arg(long, env = "TURNPIKE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// How an `https://` control plane is verified.
+    #[command(flatten)]
+    pub tls: crate::http::TlsArgs,
 }
 
 impl Connection {
@@ -99,8 +100,8 @@ pub async fn reconcile(args: ApplyArgs) -> Result<usize, BoxError> {
     .header("authorization", args.connection.auth_header()?)
     .header("content-type", "application/yaml")
     .body(Full::new(Bytes::from(text)))?;
-    let client = Client::builder(TokioExecutor::new()).build_http();
-    let resp = client.request(req).await?;
+    let client = args.connection.tls.client()?;
+    let resp = crate::http::send(&client, req).await?;
     let status = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);

@@ -5,9 +5,7 @@
 //! its next poll: a stopped gateway), so a deploy script or a probe can wait on it.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -52,9 +50,9 @@ async fn status(args: StatusArgs) -> Result<(), BoxError> {
     );
     let req = http::Request::get(&url)
         .header("authorization", auth)
-        .body(Empty::<Bytes>::new())?;
-    let client = Client::builder(TokioExecutor::new()).build_http();
-    let resp = client.request(req).await?;
+        .body(Full::<Bytes>::default())?;
+    let client = args.connection.tls.client()?;
+    let resp = crate::http::send(&client, req).await?;
     let code = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -116,6 +114,25 @@ fn table(v: &Value) -> String {
             },
             state,
             g["controlPlane"].as_str().unwrap_or(""),
+        ));
+        out.push_str(&endpoints_not_active(g));
+    }
+    out
+}
+
+/// One indented line per endpoint the gateway reported not `active` (suspended,
+/// probing, unhealthy): what an operator looks for first.
+fn endpoints_not_active(g: &Value) -> String {
+    let mut out = String::new();
+    let list = g["endpoints"].as_array().map_or(&[][..], Vec::as_slice);
+    for e in list.iter().filter(|e| e["state"] != "active") {
+        out.push_str(&format!(
+            "  endpoint {:<10} {} ({}) {} [{}]\n",
+            e["state"].as_str().unwrap_or(""),
+            e["id"].as_str().unwrap_or(""),
+            e["api"].as_str().unwrap_or(""),
+            e["endpoint"].as_str().unwrap_or(""),
+            e["pool"].as_str().unwrap_or(""),
         ));
     }
     out

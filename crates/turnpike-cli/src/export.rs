@@ -4,9 +4,7 @@
 //! `rest/export.rs`.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::{BodyExt, Full};
 
 use crate::apply::{BoxError, Connection};
 
@@ -34,9 +32,9 @@ pub async fn fetch(args: &ExportArgs) -> Result<Bytes, BoxError> {
     let req = http::Request::get(format!("{}/api/am/admin/v1/export", args.connection.base()))
         .header("authorization", auth)
         .header("accept", accept)
-        .body(Empty::<Bytes>::new())?;
-    let client = Client::builder(TokioExecutor::new()).build_http();
-    let resp = client.request(req).await?;
+        .body(Full::<Bytes>::default())?;
+    let client = args.connection.tls.client()?;
+    let resp = crate::http::send(&client, req).await?;
     let status = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();
     if !status.is_success() {

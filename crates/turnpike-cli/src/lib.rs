@@ -9,4 +9,5 @@
 pub mod apply;
 pub mod cluster;
 pub mod export;
+pub mod http;
 pub mod login;

@@ -8,8 +8,6 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use turnpike_model::rest::CLI_CLIENT_ID;
@@ -31,6 +29,9 @@ pub struct LoginArgs {
     /// Password (prefer the environment variable, `--password-stdin` or the prompt).
     #[arg(long, env = "TURNPIKE_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
+    /// How an `https://` control plane is verified.
+    #[command(flatten)]
+    pub tls: crate::http::TlsArgs,
     /// Read the password from the first line of stdin.
     #[arg(long, conflicts_with = "password")]
     pub password_stdin: bool,
@@ -138,8 +139,8 @@ pub async fn run(args: LoginArgs) -> Result<(), BoxError> {
     ))
     .header("content-type", "application/x-www-form-urlencoded")
     .body(Full::new(Bytes::from(form(&pairs))))?;
-    let client = Client::builder(TokioExecutor::new()).build_http();
-    let resp = client.request(req).await?;
+    let client = args.tls.client()?;
+    let resp = crate::http::send(&client, req).await?;
     let status = resp.status();
     let body: Value =
         serde_json::from_slice(&resp.into_body().collect().await?.to_bytes()).unwrap_or_default();

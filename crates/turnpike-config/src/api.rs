@@ -46,3 +46,15 @@ pub struct CompiledApi {
     /// How lenient the API is about request paths (`;` parameters, letter case).
     pub paths: turnpike_model::PathsSpec,
 }
+
+impl CompiledApi {
+    /// The id analytics, subscriptions and metrics name the API by; a host-limited API's
+    /// is prefixed with its host, as the router tells such APIs apart by it.
+    pub fn labelled_id(&self) -> String {
+        let id = turnpike_model::api_id(&self.context, &self.version);
+        match &self.host {
+            Some(h) => format!("{h}{id}"),
+            None => id,
+        }
+    }
+}

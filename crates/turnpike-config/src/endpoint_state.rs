@@ -170,6 +170,16 @@ impl EndpointState {
         self.suspensions.load(Relaxed)
     }
 
+    /// When the current suspension ends (Unix milliseconds); `None` unless suspended.
+    pub fn suspended_until_ms(&self) -> Option<u64> {
+        (self.mode.load(Relaxed) == SUSPENDED).then(|| self.until.load(Relaxed) / 1_000_000)
+    }
+
+    /// Counted failures since the last success or suspension.
+    pub fn consecutive_failures(&self) -> u32 {
+        self.consecutive_failures.load(Relaxed)
+    }
+
     /// Requests from this gateway waiting on this endpoint now.
     pub fn in_flight(&self) -> u32 {
         self.in_flight.load(Relaxed)

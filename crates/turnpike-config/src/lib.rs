@@ -25,6 +25,7 @@ mod chain;
 mod depth;
 mod endpoint;
 pub mod endpoint_state;
+pub mod endpoint_status;
 mod entries;
 mod error;
 mod format;

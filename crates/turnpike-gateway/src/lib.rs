@@ -314,6 +314,23 @@ fn secs(name: &str, v: f64) -> Result<Duration, String> {
 }
 
 impl GatewayArgs {
+    /// The TLS of every call to the control plane (snapshot long-poll, status reports,
+    /// analytics shipping): `--control-plane-ca` and the mTLS pair; `None` when neither
+    /// is set (the web PKI roots, no client certificate).
+    pub fn control_plane_tls(
+        &self,
+    ) -> Result<Option<Arc<rustls::ClientConfig>>, turnpike_tls::TlsError> {
+        if self.control_plane_ca.is_none() && self.control_plane_cert.is_none() {
+            return Ok(None);
+        }
+        turnpike_tls::client_config(&turnpike_tls::ClientTls {
+            ca: self.control_plane_ca.clone(),
+            cert: self.control_plane_cert.clone(),
+            key: self.control_plane_key.clone(),
+        })
+        .map(Some)
+    }
+
     /// `--max-snapshot-age`: `None` when 0 (no bound).
     pub fn max_snapshot_age(&self) -> Result<Option<Duration>, String> {
         let age = secs("max-snapshot-age", self.max_snapshot_age)?;
@@ -462,7 +479,7 @@ pub async fn bind_from_args(
         builder = builder.metrics(m.clone());
         gateway_metrics = Some(m);
     }
-    let analytics = analytics_from_args(args);
+    let analytics = analytics_from_args(args)?;
     if let Some(a) = &analytics {
         builder = builder.observer(a.clone());
         if let Some(m) = &gateway_metrics {
@@ -541,9 +558,11 @@ pub async fn bind_from_args(
 
 /// The analytics pipeline the flags ask for: the JSON-lines file, else shipping to the
 /// followed control plane; `None` when off or when nothing would receive the events.
-fn analytics_from_args(args: &GatewayArgs) -> Option<Arc<Analytics>> {
+fn analytics_from_args(
+    args: &GatewayArgs,
+) -> Result<Option<Arc<Analytics>>, Box<dyn std::error::Error + Send + Sync>> {
     if !args.analytics {
-        return None;
+        return Ok(None);
     }
     let sink: Box<dyn turnpike_analytics::Sink> = match (
         &args.analytics_file,
@@ -558,9 +577,12 @@ fn analytics_from_args(args: &GatewayArgs) -> Option<Arc<Analytics>> {
                 max_bytes: args.analytics_buffer_bytes,
                 dir: Some(args.data_dir.join("analytics-spool")),
             };
-            Box::new(turnpike_analytics::ship::ShipSink::new(cp, token).with_spool(spool))
+            let tls = args.control_plane_tls()?;
+            Box::new(
+                turnpike_analytics::ship::ShipSink::with_tls(cp, token, tls)?.with_spool(spool),
+            )
         }
-        _ => return None,
+        _ => return Ok(None),
     };
     let settings = PipelineSettings {
         capacity: args.analytics_queue,
@@ -569,7 +591,7 @@ fn analytics_from_args(args: &GatewayArgs) -> Option<Arc<Analytics>> {
         ..PipelineSettings::default()
     };
     tracing::info!(queue = settings.capacity, "analytics on");
-    Some(Analytics::start(settings, sink))
+    Ok(Some(Analytics::start(settings, sink)))
 }
 
 /// The gateway's stop signals: the first SIGTERM drains ([`Stop::Drain`]: readiness

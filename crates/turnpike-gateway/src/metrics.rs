@@ -177,14 +177,7 @@ pub(crate) struct ApiMetrics {
 
 impl ApiMetrics {
     fn new(api: &CompiledApi) -> ApiMetrics {
-        // The id analytics and subscriptions name the API by; a host-limited API's is
-        // prefixed with its host, as the router tells such APIs apart by it.
-        let id = turnpike_model::api_id(&api.context, &api.version);
-        let id = match &api.host {
-            Some(h) => format!("{h}{id}"),
-            None => id,
-        };
-        Self::labelled(&api.name, &api.version, &api.context, &id)
+        Self::labelled(&api.name, &api.version, &api.context, &api.labelled_id())
     }
 
     fn labelled(name: &str, version: &str, context: &str, id: &str) -> ApiMetrics {

@@ -153,12 +153,12 @@ async fn a_failing_endpoint_is_suspended_probed_and_restored_on_wso2s_progressio
     get(&gw).await;
     let text = turnpike_gateway::GatewayMetrics::new(gw.snapshots().clone()).render();
     let line = format!(
-        "turnpike_upstream_endpoint_state{{api=\"/r/v1\",endpoint=\"{}\",pool=\"production\",state=\"suspended\"}} 1",
+        "turnpike_upstream_endpoint_state{{api=\"r\",version=\"v1\",context=\"/r\",id=\"/r/v1\",endpoint=\"{}\",pool=\"production\",state=\"suspended\"}} 1",
         a.url()
     );
     assert!(text.contains(&line), "{line} not in:\n{text}");
     assert!(text.contains(&format!(
-        "turnpike_upstream_endpoint_suspensions_total{{api=\"/r/v1\",endpoint=\"{}\",pool=\"production\"}} 3",
+        "turnpike_upstream_endpoint_suspensions_total{{api=\"r\",version=\"v1\",context=\"/r\",id=\"/r/v1\",endpoint=\"{}\",pool=\"production\"}} 3",
         a.url()
     )));
 }

@@ -22,8 +22,8 @@
 //! Several control planes ([`FollowerConfig::control_planes`], one database behind them):
 //! a poll that fails moves to the next URL at once (each is tried before backing off),
 //! and after [`FollowerConfig::failback_after`] on another one the follower tries the
-//! first again. After each install it posts its status report
-//! (`POST /api/am/gateway/v1/status`, [`StatusReport`]) to the control plane it follows.
+//! first again. After each install, and while tracked endpoints change state, it posts
+//! its status report (`report.rs`, [`StatusReport`]) to the control plane it follows.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,12 +33,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
 use turnpike_config::{GatewayFile, Snapshot};
 
+use crate::report::{HttpClient, Installed as Report, Reporter, StatusReport};
 use crate::saved::{self, Saver};
 use crate::wire::{hash_hex, Delta, Parts};
 use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER, WIRE_HEADER, WIRE_VERSION};
@@ -195,23 +195,6 @@ impl FollowerHandle {
     }
 }
 
-/// What a gateway reports after each install (`POST /api/am/gateway/v1/status`). The
-/// control plane keeps the object as sent and shows it in `/gateways`: add fields here.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StatusReport {
-    pub version: u64,
-    pub hash: String,
-    /// Milliseconds the last apply + compile took.
-    pub apply_ms: u64,
-    /// `delta` or `full`: how the last snapshot arrived.
-    pub kind: &'static str,
-    pub fulls: u64,
-    pub deltas: u64,
-    /// Unix milliseconds of the install.
-    pub applied_at_ms: u64,
-}
-
 enum Poll {
     Unchanged,
     New {
@@ -244,6 +227,8 @@ struct Follower {
     served_hash: String,
     /// The file being served, split for deltas; `None` asks for a full snapshot.
     parts: Option<Parts>,
+    /// The last install and the control plane in use, for the reporter task.
+    report_tx: watch::Sender<Option<Report>>,
 }
 
 /// Starts following; the snapshot handle is swapped on every new version.
@@ -255,6 +240,17 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
     let stats = Arc::new(Stats::default());
     let saver = cfg.saved_snapshot.clone().map(Saver::spawn);
     let client = http_client(cfg.tls.clone());
+    let (report_tx, installs) = watch::channel(None);
+    if let Ok(client) = &client {
+        let reporter = Reporter {
+            client: client.clone(),
+            token: cfg.token.clone(),
+            gateway_id: cfg.gateway_id.clone(),
+            snapshots: snapshots.clone(),
+        };
+        // Ends when the follower (holding `report_tx`) stops.
+        tokio::spawn(reporter.run(installs));
+    }
     let mut follower = Follower {
         cfg,
         client,
@@ -271,6 +267,7 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
         cursor: 0,
         served_hash: String::new(),
         parts: None,
+        report_tx,
     };
     let task = tokio::spawn(async move { follower.run().await });
     FollowerHandle {
@@ -439,6 +436,7 @@ impl Follower {
         self.current = (self.current + 1) % n;
         self.switched_at = (self.current != 0).then(Instant::now);
         tracing::warn!(error = %e, from = %self.cfg.control_planes[from], to = %self.base(), "sync: failing over to another control plane");
+        self.report_to_current();
         true
     }
 
@@ -452,11 +450,11 @@ impl Follower {
             self.current = 0;
             self.switched_at = None;
             tracing::info!(to = %self.base(), "sync: trying the first control plane again");
+            self.report_to_current();
         }
     }
 
-    /// Posts the status report in the background (a lost report costs nothing: the next
-    /// install sends another, and polls carry version and hash anyway).
+    /// Hands the install to the reporter task, which posts it with the endpoints' states.
     fn report(&self, delta: bool) {
         let report = StatusReport {
             version: self.cursor,
@@ -466,31 +464,24 @@ impl Follower {
             fulls: self.stats.fulls.load(Ordering::Relaxed),
             deltas: self.stats.deltas.load(Ordering::Relaxed),
             applied_at_ms: unix_ms(SystemTime::now()),
+            endpoints: Vec::new(),
+            endpoints_total: 0,
         };
-        let Ok(body) = serde_json::to_vec(&report) else {
-            return;
-        };
-        let req = http::Request::post(format!("{}/api/am/gateway/v1/status", self.base()))
-            .header(
-                http::header::AUTHORIZATION,
-                format!("Bearer {}", self.cfg.token),
-            )
-            .header("x-turnpike-gateway", self.cfg.gateway_id.as_str())
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body)));
-        let Ok(req) = req else {
-            return;
-        };
-        let Ok(client) = self.client.clone() else {
-            return;
-        };
-        tokio::spawn(async move {
-            let sent = tokio::time::timeout(Duration::from_secs(10), client.request(req)).await;
-            match sent {
-                Ok(Ok(r)) if r.status().is_success() => {}
-                Ok(Ok(r)) => tracing::debug!(status = %r.status(), "sync: status report refused"),
-                _ => tracing::debug!("sync: status report not delivered"),
+        self.report_tx.send_replace(Some(Report {
+            report,
+            control_plane: self.base().to_string(),
+        }));
+    }
+
+    /// Later reports go to the control plane now in use.
+    fn report_to_current(&self) {
+        let base = self.base().to_string();
+        self.report_tx.send_if_modified(|r| match r {
+            Some(r) if r.control_plane != base => {
+                r.control_plane = base;
+                true
             }
+            _ => false,
         });
     }
 
@@ -723,18 +714,9 @@ fn build(
     })
 }
 
-type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
-
 /// HTTP and HTTPS (certificate verified against `tls`'s roots, or the web PKI's).
 fn http_client(tls: Option<Arc<rustls::ClientConfig>>) -> Result<HttpClient, String> {
-    let tls = match tls {
-        Some(t) => t,
-        None => turnpike_tls::client_config(&turnpike_tls::ClientTls::default())
-            .map_err(|e| format!("TLS setup: {e}"))?,
-    };
-    let mut tls = (*tls).clone();
-    // hyper-rustls sets ALPN from the HTTP versions it enables (and refuses a preset).
-    tls.alpn_protocols.clear();
+    let tls = turnpike_tls::for_hyper(tls).map_err(|e| format!("TLS setup: {e}"))?;
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()

@@ -19,12 +19,14 @@ mod carry;
 #[cfg(feature = "follower")]
 mod follower;
 #[cfg(feature = "follower")]
+mod report;
+#[cfg(feature = "follower")]
 mod saved;
 
 #[cfg(feature = "follower")]
-pub use follower::{
-    spawn, Confirmed, FollowerConfig, FollowerHandle, Stats, StatusReport, SyncError,
-};
+pub use follower::{spawn, Confirmed, FollowerConfig, FollowerHandle, Stats, SyncError};
+#[cfg(feature = "follower")]
+pub use report::{StatusReport, CHECK_EVERY, MAX_REPORTED_ENDPOINTS, REFRESH_EVERY};
 #[cfg(feature = "follower")]
 pub use saved::SavedError;
 

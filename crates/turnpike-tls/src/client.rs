@@ -40,3 +40,17 @@ pub fn client_config(tls: &ClientTls) -> Result<Arc<rustls::ClientConfig>, TlsEr
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }
+
+/// `tls` (default: [`client_config`] of no CA, the web PKI roots) for a hyper-rustls
+/// connector, which sets ALPN from the HTTP versions it enables and refuses a preset.
+/// The control plane's clients (the follower, analytics shipping, the CLI) all build
+/// theirs from it: the certificate is always verified.
+pub fn for_hyper(tls: Option<Arc<rustls::ClientConfig>>) -> Result<rustls::ClientConfig, TlsError> {
+    let tls = match tls {
+        Some(t) => t,
+        None => client_config(&ClientTls::default())?,
+    };
+    let mut tls = (*tls).clone();
+    tls.alpn_protocols.clear();
+    Ok(tls)
+}

@@ -11,7 +11,7 @@ mod files;
 mod reload;
 mod server;
 
-pub use client::{client_config, ClientTls};
+pub use client::{client_config, for_hyper, ClientTls};
 pub use files::{TlsError, TlsSource};
 pub use server::{server_config, Served, ServerTls};
 

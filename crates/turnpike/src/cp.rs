@@ -126,13 +126,7 @@ async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Foll
     let runtime = Arc::new(turnpike_gateway::policy_runtime());
     let throttling = turnpike_gateway::start_throttling(args, &runtime)?;
     cfg.runtime = runtime;
-    if args.control_plane_ca.is_some() || args.control_plane_cert.is_some() {
-        cfg.tls = Some(turnpike_tls::client_config(&turnpike_tls::ClientTls {
-            ca: args.control_plane_ca.clone(),
-            cert: args.control_plane_cert.clone(),
-            key: args.control_plane_key.clone(),
-        })?);
-    }
+    cfg.tls = args.control_plane_tls()?;
     cfg.saved_snapshot = Some(args.data_dir.join("snapshot.json"));
     if let Some(age) = max_age {
         cfg.wait = cfg.wait.min(long_poll_wait(age));

@@ -2,7 +2,8 @@
 //! of `examples/resilience.yaml` (one endpoint written as an object with a weight) to
 //! `turnpike control-plane`; a `turnpike gateway --control-plane` following it serves
 //! every GET while the other endpoint is down and suspends that one (its `/metrics`
-//! says so); the export gives the section and the endpoint object back; a bad
+//! says so) and reports the states to the control plane, whose `/gateways` lists them
+//! under the gateway; the export gives the section and the endpoint object back; a bad
 //! `resilience:` is refused by apply with the field named.
 
 mod support;
@@ -89,6 +90,16 @@ fn suspensions(scrape: &str, endpoint: &str) -> u64 {
         .unwrap_or_else(|| panic!("no suspensions line for {endpoint}:\n{scrape}"))
 }
 
+/// The endpoint `url` of gateway `gw-1` in a `/gateways` answer.
+fn endpoint<'a>(gateways: &'a Value, url: &str) -> &'a Value {
+    gateways["list"]
+        .as_array()
+        .and_then(|l| l.iter().find(|g| g["id"] == "gw-1"))
+        .and_then(|g| g["endpoints"].as_array())
+        .and_then(|e| e.iter().find(|e| e["endpoint"] == url))
+        .unwrap_or(&Value::Null)
+}
+
 #[test]
 fn apply_carries_resilience_to_a_gateway_that_suspends_a_dead_endpoint() {
     let dir = TempDir::new();
@@ -128,6 +139,37 @@ fn apply_carries_resilience_to_a_gateway_that_suspends_a_dead_endpoint() {
     let scrape = String::from_utf8_lossy(&scrape.stdout);
     assert!(suspensions(&scrape, &dead) >= 1, "{scrape}");
     assert_eq!(suspensions(&scrape, &format!("http://{echo}")), 0);
+
+    // The gateway reports the states to the control plane on its own (no snapshot was
+    // installed since the one that reported every endpoint active): the Admin REST
+    // API lists them under the gateway, labelled as the per-API metrics are.
+    let gateways = format!("http://{cp}/api/am/admin/v1/gateways");
+    let mut seen = Value::Null;
+    support::wait_until("the dead endpoint reported to the control plane", || {
+        let out = Command::new("curl")
+            .args(["-s", "-u", &format!("admin:{PASSWORD}"), &gateways])
+            .output()
+            .expect("curl");
+        seen = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let state = |url: &str| endpoint(&seen, url)["state"].as_str().map(str::to_owned);
+        matches!(state(&dead).as_deref(), Some("suspended" | "unhealthy"))
+            && state(&format!("http://{echo}")).as_deref() == Some("active")
+    });
+    let reported = endpoint(&seen, &dead);
+    assert_eq!(
+        (&reported["api"], &reported["id"], &reported["pool"]),
+        (
+            &Value::from("resilient"),
+            &Value::from("/resilient/v1"),
+            &Value::from("production")
+        ),
+        "{seen}"
+    );
+    assert!(reported["suspensions"].as_u64() >= Some(1), "{seen}");
+    assert!(
+        reported["state"] != "suspended" || reported["untilMs"].as_u64().is_some(),
+        "a suspension says when it ends: {seen}"
+    );
 
     // The export gives back what was applied.
     let out = Command::new("curl")

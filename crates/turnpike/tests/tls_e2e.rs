@@ -39,6 +39,17 @@ fn control_plane(dir: &Path, tls: &[&str]) -> (Proc, String) {
     (p, url)
 }
 
+/// A control plane serving HTTPS with its generated pair: (process, URL, its certificate
+/// file, the same as a string).
+fn self_signed_control_plane(dir: &Path) -> (Proc, String, PathBuf, String) {
+    let cp_dir = dir.join("cp");
+    let cp_dir_s = cp_dir.to_str().expect("utf-8").to_owned();
+    let (p, cp) = control_plane(dir, &["--tls-self-signed", "--tls-dir", &cp_dir_s]);
+    let cert = cp_dir.join("tls").join("cert.pem");
+    let cert_s = cert.to_str().expect("utf-8").to_owned();
+    (p, cp, cert, cert_s)
+}
+
 /// A following gateway: (process, traffic address, management address).
 fn gateway(data: &Path, cp: &str, tls: &[&str]) -> (Proc, String, String) {
     follower(data, cp, TOKEN, "0", tls)
@@ -95,11 +106,7 @@ fn leaf(dir: &Path, name: &str, ca: &Ca, usage: ExtendedKeyUsagePurpose) -> (Pat
 #[test]
 fn gateways_follow_an_https_control_plane_they_verify_and_refuse_one_they_cannot() {
     let dir = TempDir::new();
-    let cp_dir = dir.path().join("cp");
-    let cp_dir_s = cp_dir.to_str().expect("utf-8").to_owned();
-    let (_cp, cp) = control_plane(dir.path(), &["--tls-self-signed", "--tls-dir", &cp_dir_s]);
-    let cert = cp_dir.join("tls").join("cert.pem");
-    let cert_s = cert.to_str().expect("utf-8").to_owned();
+    let (_cp, cp, cert, cert_s) = self_signed_control_plane(dir.path());
 
     let (_good, gw, mgmt) = gateway(
         &dir.path().join("good"),
@@ -199,4 +206,101 @@ fn with_a_client_ca_only_gateways_presenting_a_signed_certificate_follow() {
         ready(&mgmt_with) == 200
     });
     assert_eq!(ready(&mgmt_without), 503, "no client certificate: refused");
+}
+
+/// `turnpike ARGS` with the admin password in the environment: (success, stdout, stderr).
+fn cli(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = Command::new(support::BIN)
+        .args(args)
+        .env("TURNPIKE_PASSWORD", PASSWORD)
+        .env("TURNPIKE_LOG", "warn")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run turnpike");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn the_cli_and_analytics_shipping_verify_an_https_control_plane() {
+    let dir = TempDir::new();
+    let (_cp, cp, cert, cert_s) = self_signed_control_plane(dir.path());
+
+    // Never silently insecure: without the CA, the self-signed certificate is refused
+    // and the error says why.
+    let (ok, _, err) = cli(&["cluster", "status", "--control-plane", &cp], &[]);
+    assert!(!ok, "an unverified control plane was used");
+    assert!(
+        err.contains("certificate"),
+        "the refusal names the certificate: {err}"
+    );
+
+    // With --ca (or TURNPIKE_CA_FILE) every command works over HTTPS.
+    let file = dir.path().join("api.yaml");
+    std::fs::write(
+        &file,
+        "apis:\n  - name: Shipped\n    context: /shipped\n    version: v1\n    endpoints: [\"http://127.0.0.1:9\"]\n    resources:\n      - { path: \"/*\", methods: [GET] }\n",
+    )
+    .expect("write");
+    let file_s = file.to_str().expect("utf-8");
+    let (ok, out, err) = cli(
+        &["apply", "-f", file_s, "--control-plane", &cp],
+        &[("TURNPIKE_CA_FILE", &cert_s)],
+    );
+    assert!(ok, "apply over HTTPS: {out}{err}");
+    let (ok, out, err) = cli(
+        &["export", "--control-plane", &cp, "--ca", &cert_s, "-o", "-"],
+        &[],
+    );
+    assert!(
+        ok && out.contains("/shipped"),
+        "export over HTTPS: {out}{err}"
+    );
+    let (ok, token, err) = cli(&["login", "--control-plane", &cp, "--ca", &cert_s], &[]);
+    assert!(
+        ok && token.trim().len() > 20,
+        "login over HTTPS: {token}{err}"
+    );
+
+    // A gateway verifying the control plane ships its analytics over the same HTTPS.
+    let (_gw, gw, mgmt) = gateway(
+        &dir.path().join("gw"),
+        &cp,
+        &["--control-plane-ca", &cert_s, "--analytics-interval", "0.3"],
+    );
+    wait_until("the gateway is ready", || ready(&mgmt) == 200);
+    // Open (the file names no security) over a back end that is not there: 502 means
+    // the API arrived (404 before).
+    wait_until("the applied API on the gateway", || {
+        get(&format!("http://{gw}/shipped/v1/x")).0 == 502
+    });
+    for _ in 0..3 {
+        assert_eq!(get(&format!("http://{gw}/shipped/v1/x")).0, 502);
+    }
+    wait_until("the gateway's analytics at the control plane", || {
+        let summary = rest(
+            &cp,
+            &cert,
+            "GET",
+            "/api/am/admin/v1/analytics/summary",
+            None,
+        );
+        summary["totals"]["requests"].as_u64() >= Some(4)
+    });
+
+    let (ok, out, err) = cli(
+        &[
+            "cluster",
+            "status",
+            "--control-plane",
+            &cp,
+            "--ca",
+            &cert_s,
+            "--json",
+        ],
+        &[],
+    );
+    assert!(ok, "cluster status over HTTPS: {out}{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(status["count"], 1, "{status}");
 }

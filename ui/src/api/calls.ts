@@ -366,8 +366,29 @@ export interface Gateway {
   applyMs?: number | null;
   controlPlane?: string;
   servingHash?: string;
-  /** The gateway's last status report, as it sent it. */
+  /** Each tracked endpoint's state as the gateway last reported it. */
+  endpoints?: EndpointState[];
+  /** The gateway's last status report, as it sent it (`endpoints` aside). */
   report?: Record<string, unknown>;
+}
+
+/** One endpoint of an API with resilience settings, as a gateway reports it. */
+export interface EndpointState {
+  /** The API's name. */
+  api: string;
+  version: string;
+  context: string;
+  /** `{context}/{version}` (host-prefixed for a host-limited API). */
+  id: string;
+  endpoint: string;
+  pool: 'production' | 'sandbox';
+  /** active, suspended (circuit open), probing (half-open) or unhealthy. */
+  state: string;
+  /** When the suspension ends (Unix ms), while suspended. */
+  untilMs?: number;
+  failures: number;
+  inFlight: number;
+  suspensions: number;
 }
 
 export interface GatewayList {

@@ -18,10 +18,11 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
-import { admin, devportal, type Gateway, type SigningKey, type TierKind } from '../api/calls';
+import { admin, devportal, type SigningKey, type TierKind } from '../api/calls';
 import { errorText, useLoad } from '../lib/load';
-import { ErrorNote, Loading, StateBadge } from './common';
+import { ErrorNote, Loading, pick, StateBadge } from './common';
 import { Settings } from './AdminSettings';
+import { Gateways } from './AdminGateways';
 import { AuditLog } from './AuditLog';
 import { LazyDashboards } from './LazyDashboards';
 
@@ -282,72 +283,7 @@ function Applications() {
   );
 }
 
-const pick = <T,>(...v: (T | undefined)[]) => v.find((x) => x !== undefined);
 
-function Gateways() {
-  const gws = useLoad(() => admin.gateways(), []);
-  const secs = (ms?: number | null) => (ms == null ? '—' : `${(ms / 1000).toFixed(1)} s`);
-  return (
-    <Stack>
-      <Group justify="space-between" maw={1100}>
-        <Title order={2}>Gateways</Title>
-        <Button variant="default" onClick={gws.reload}>
-          Refresh
-        </Button>
-      </Group>
-      <Loading error={gws.error} loading={gws.loading && !gws.data}>
-        <Text>
-          Control plane version {gws.data?.controlPlaneVersion}
-          {gws.data?.maxLagMs != null && ` · lagging past ${secs(gws.data.maxLagMs)}: ${gws.data.lagging ?? 0}`}
-        </Text>
-        <Table aria-label="Gateways" maw={1100}>
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Gateway</Table.Th>
-              <Table.Th>Serving version</Table.Th>
-              <Table.Th>State</Table.Th>
-              <Table.Th>Lag</Table.Th>
-              <Table.Th>Last seen</Table.Th>
-              <Table.Th>Apply</Table.Th>
-              <Table.Th>Last convergence</Table.Th>
-              <Table.Th>Control plane</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {gws.data?.list.map((g: Gateway) => {
-              const serving = pick(g.servingVersion, g.serving_version) ?? 0;
-              const upToDate = pick(g.upToDate, g.up_to_date);
-              const conv = pick(g.lastConvergenceMs, g.last_convergence_ms);
-              const behind = g.versionsBehind ?? (gws.data?.controlPlaneVersion ?? 0) - serving;
-              return (
-                <Table.Tr key={g.id}>
-                  <Table.Td>{g.id}</Table.Td>
-                  <Table.Td>{serving}</Table.Td>
-                  <Table.Td>
-                    {g.lagging ? (
-                      <Badge color="red" variant="light">
-                        lagging
-                      </Badge>
-                    ) : (
-                      <Badge color={upToDate ? 'green' : 'orange'} variant="light">
-                        {upToDate ? 'up to date' : `${behind} behind`}
-                      </Badge>
-                    )}
-                  </Table.Td>
-                  <Table.Td data-testid={`lag-${g.id}`}>{secs(g.lagMs ?? 0)}</Table.Td>
-                  <Table.Td>{pick(g.lastSeenMsAgo, g.last_seen_ms_ago)} ms ago</Table.Td>
-                  <Table.Td>{g.applyMs == null ? '—' : `${g.applyMs} ms`}</Table.Td>
-                  <Table.Td>{conv == null ? '—' : `${conv} ms`}</Table.Td>
-                  <Table.Td>{g.controlPlane ?? '—'}</Table.Td>
-                </Table.Tr>
-              );
-            })}
-          </Table.Tbody>
-        </Table>
-      </Loading>
-    </Stack>
-  );
-}
 
 function Keys() {
   const keys = useLoad(() => admin.keys(), []);

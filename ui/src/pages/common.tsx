@@ -49,3 +49,6 @@ export function ErrorNote({ error }: { error: string | null }) {
     </Alert>
   );
 }
+
+/** The first defined value: the REST APIs' camelCase field or its older snake_case twin. */
+export const pick = <T,>(...v: (T | undefined)[]) => v.find((x) => x !== undefined);

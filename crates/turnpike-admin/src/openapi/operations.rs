@@ -540,7 +540,7 @@ pub const OPERATIONS: &[Operation] = &[
         "get",
         "/api/am/admin/v1/gateways",
         "listGateways",
-        "Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times",
+        "Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times, and each tracked endpoint's state (endpoints: api, id, endpoint, pool, state, untilMs, failures, inFlight)",
         "apim:admin",
     ),
     op(
@@ -652,7 +652,7 @@ pub const OPERATIONS: &[Operation] = &[
         "post",
         "/api/am/gateway/v1/status",
         "reportGatewayStatus",
-        "A gateway's status report after each install (a JSON object: version, hash, applyMs, kind, ...; kept as sent, at most 64 KiB), shown in /gateways; gateway token",
+        "A gateway's status report after each install and when its endpoints' states change (a JSON object: version, hash, applyMs, kind, endpoints, ...; kept as sent, at most 64 KiB), shown in /gateways; gateway token",
         "gateway",
     ),
     op(

@@ -45,7 +45,10 @@ pub struct GatewayView {
     pub lag_ms: u64,
     pub lagging: bool,
     pub up_to_date: bool,
-    /// The gateway's last status report as it sent it.
+    /// Each tracked endpoint's state as the gateway last reported it (APIs with
+    /// resilience settings; lifted out of the report).
+    pub endpoints: Vec<serde_json::Value>,
+    /// The gateway's last status report as it sent it, `endpoints` aside.
     pub report: serde_json::Value,
 }
 
@@ -56,6 +59,11 @@ pub fn view(row: GatewayRow, current: u64, now_ms: i64, max_lag: Duration) -> Ga
     let behind_ms = match (behind, row.behind_since_ms) {
         (0, _) | (_, None) => 0,
         (_, Some(since)) => ms(now_ms - since),
+    };
+    let mut report: serde_json::Value = serde_json::from_str(&row.report).unwrap_or_default();
+    let endpoints = match report.as_object_mut().and_then(|r| r.remove("endpoints")) {
+        Some(serde_json::Value::Array(list)) => list,
+        _ => Vec::new(),
     };
     let grace = i64::try_from(CONTACT_GRACE.as_millis()).unwrap_or(0);
     let silent_ms = ms(now_ms - row.last_contact_ms - row.poll_wait_ms - grace);
@@ -72,7 +80,8 @@ pub fn view(row: GatewayRow, current: u64, now_ms: i64, max_lag: Duration) -> Ga
         lag_ms,
         lagging: u128::from(lag_ms) > max_lag.as_millis(),
         up_to_date: behind == 0,
-        report: serde_json::from_str(&row.report).unwrap_or_default(),
+        endpoints,
+        report,
     }
 }
 
