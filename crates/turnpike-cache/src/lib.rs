@@ -15,6 +15,8 @@
 
 mod key;
 mod policy;
+mod revalidate;
+mod rfc;
 mod settings;
 mod store;
 
