@@ -93,6 +93,7 @@ impl Backend {
             "/public" => b.header("cache-control", "public, max-age=60"),
             "/short" | "/shortslow" => b.header("cache-control", "max-age=1"),
             "/tagged" => b.header("cache-tag", "t1, t2"),
+            "/aged" => b.header("age", "59"),
             "/etag" => b.header("cache-control", "no-cache").header("etag", "\"v1\""),
             "/lastmod" => b
                 .header("cache-control", "max-age=0")
@@ -545,4 +546,18 @@ async fn a_clients_own_conditional_request_gets_the_back_ends_304() {
     assert!(own.body.is_empty());
     // The stored answer is untouched: the next plain GET revalidates it.
     assert_eq!(r.get("/etag", KEY_A, &[]).await.x_cache, "REVALIDATED");
+}
+
+#[tokio::test]
+async fn a_plain_answers_age_counts_against_the_ttl() {
+    // No caching headers: judged without the RFC library (rfc.rs `is_plain`), which
+    // must still count the `Age` the answer arrived with: 60 s TTL - 59 s = 1 s fresh.
+    let r = rig("").await;
+    assert_eq!(r.get("/aged", KEY_A, &[]).await.x_cache, "MISS");
+    let hit = r.get("/aged", KEY_A, &[]).await;
+    assert_eq!(hit.x_cache, "HIT");
+    assert!(hit.age.is_some_and(|a| a >= 59), "{:?}", hit.age);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(r.get("/aged", KEY_A, &[]).await.x_cache, "MISS");
+    assert_eq!(r.backend.calls("/aged"), 2);
 }
