@@ -179,7 +179,13 @@ impl ResponseCache {
         }
         let by_consumer = keys.consumer.is_some();
         let at = self.now();
-        if rfc::is_plain(&x.method, &x.req_headers, resp.status, &resp.headers, by_consumer) {
+        if rfc::is_plain(
+            &x.method,
+            &x.req_headers,
+            resp.status,
+            &resp.headers,
+            by_consumer,
+        ) {
             return Some(Candidate {
                 public: false,
                 policy: None,
@@ -189,9 +195,8 @@ impl ResponseCache {
         // What the head alone forbids, before building the RFC policy (which copies
         // and parses both heads): a miss of an unstorable answer costs nothing more.
         // `no-cache` is stored only to be revalidated, so only with a validator.
-        let unrevalidatable = || {
-            directive(&resp.headers, "no-cache") && !revalidate::has_validator(&resp.headers)
-        };
+        let unrevalidatable =
+            || directive(&resp.headers, "no-cache") && !revalidate::has_validator(&resp.headers);
         if directive(&resp.headers, "no-store")
             || directive(&resp.headers, "private")
             || unrevalidatable()
@@ -203,7 +208,13 @@ impl ResponseCache {
             method: &x.method,
             headers: &req_headers,
         };
-        let policy = rfc::policy(&presented, resp.status, &resp.headers, self.settings.ttl, at);
+        let policy = rfc::policy(
+            &presented,
+            resp.status,
+            &resp.headers,
+            self.settings.ttl,
+            at,
+        );
         if !storable(&policy, &resp.headers, at) {
             return None;
         }
@@ -232,23 +243,28 @@ impl ResponseCache {
             headers: &x.req_headers,
         };
         let variant = Variant::new(received, &presented, c.policy);
-        self.store.store(key, &presented, Arc::new(variant), self.now());
+        self.store
+            .store(key, &presented, Arc::new(variant), self.now());
     }
 
     /// An answer about to be stored: its stale windows (none for one that must be
     /// revalidated) and tags.
-    fn received(&self, status: StatusCode, headers: HeaderMap, body: Bytes, at: SystemTime) -> Received {
-        let must_revalidate = ["no-cache", "must-revalidate", "proxy-revalidate"]
-            .iter()
-            .any(|d| directive(&headers, d));
-        let window = |name: &str, default: Duration| match must_revalidate {
-            true => Duration::ZERO,
-            false => seconds_directive(&headers, name).unwrap_or(default),
-        };
-        let stale = (
-            window("stale-while-revalidate", self.settings.stale_while_revalidate),
-            window("stale-if-error", self.settings.stale_if_error),
+    fn received(
+        &self,
+        status: StatusCode,
+        headers: HeaderMap,
+        body: Bytes,
+        at: SystemTime,
+    ) -> Received {
+        let defaults = (
+            self.settings.stale_while_revalidate,
+            self.settings.stale_if_error,
         );
+        // Without `Cache-Control` (most answers) nothing below can differ: skip the scans.
+        let stale = match headers.contains_key(http::header::CACHE_CONTROL) {
+            false => defaults,
+            true => stale_windows(&headers, defaults),
+        };
         Received {
             status,
             tags: self.tags(&headers),
@@ -449,11 +465,25 @@ impl Policy for ResponseCache {
     }
 }
 
+/// The stale windows an answer's directives give (none for one that must be
+/// revalidated), `defaults` where it states none.
+fn stale_windows(headers: &HeaderMap, defaults: (Duration, Duration)) -> (Duration, Duration) {
+    let must_revalidate = ["no-cache", "must-revalidate", "proxy-revalidate"]
+        .iter()
+        .any(|d| directive(headers, d));
+    if must_revalidate {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    (
+        seconds_directive(headers, "stale-while-revalidate").unwrap_or(defaults.0),
+        seconds_directive(headers, "stale-if-error").unwrap_or(defaults.1),
+    )
+}
+
 /// Whether the RFC rules let an answer be stored: fresh for a while, or (`no-cache`,
 /// `max-age=0`) with a validator to revalidate it with.
 fn storable(policy: &CachePolicy, head: &HeaderMap, at: SystemTime) -> bool {
-    policy.is_storable()
-        && (!policy.time_to_live(at).is_zero() || revalidate::has_validator(head))
+    policy.is_storable() && (!policy.time_to_live(at).is_zero() || revalidate::has_validator(head))
 }
 
 /// `Age` (the time it arrived with plus the time stored), and `X-Cache`.

@@ -204,7 +204,13 @@ impl Variant {
                 method: &self.method,
                 headers: &req,
             };
-            rfc::policy(&presented, self.status, &self.headers, self.ttl, self.received_at)
+            rfc::policy(
+                &presented,
+                self.status,
+                &self.headers,
+                self.ttl,
+                self.received_at,
+            )
         })
     }
 
