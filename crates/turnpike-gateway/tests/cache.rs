@@ -94,7 +94,9 @@ impl Backend {
             "/short" | "/shortslow" => b.header("cache-control", "max-age=1"),
             "/tagged" => b.header("cache-tag", "t1, t2"),
             "/aged" => b.header("age", "59"),
-            "/etag" => b.header("cache-control", "no-cache").header("etag", "\"v1\""),
+            "/etag" => b
+                .header("cache-control", "no-cache")
+                .header("etag", "\"v1\""),
             "/lastmod" => b
                 .header("cache-control", "max-age=0")
                 .header("last-modified", LAST_MODIFIED),
@@ -110,7 +112,12 @@ impl Backend {
     /// A 304 to a conditional GET of `/etag` (`If-None-Match: "v1"`) or `/lastmod`
     /// (`If-Modified-Since`), counted as `PATH?conditional`, with a header the stored
     /// head should take over.
-    fn not_modified(&self, req: &Request<Incoming>, path: &str, n: usize) -> Option<Response<Full<Bytes>>> {
+    fn not_modified(
+        &self,
+        req: &Request<Incoming>,
+        path: &str,
+        n: usize,
+    ) -> Option<Response<Full<Bytes>>> {
         let matches = (path == "/etag" && header(req, "if-none-match") == "\"v1\"")
             || (path == "/lastmod" && header(req, "if-modified-since") == LAST_MODIFIED);
         if !matches {
@@ -516,14 +523,32 @@ async fn a_stale_answer_with_a_validator_is_revalidated_and_a_304_refreshes_it()
     let r = rig("").await;
     for (path, validator) in [("/etag", "etag"), ("/lastmod", "last-modified")] {
         let first = r.get(path, KEY_A, &[]).await;
-        assert_eq!((first.status, first.x_cache.as_str()), (200, "MISS"), "{path}");
+        assert_eq!(
+            (first.status, first.x_cache.as_str()),
+            (200, "MISS"),
+            "{path}"
+        );
         // `no-cache` / `max-age=0`: stored, never reused without asking the back end.
         let second = r.get(path, KEY_A, &[]).await;
-        assert_eq!((second.status, second.x_cache.as_str()), (200, "REVALIDATED"), "{path}");
-        assert_eq!(second.body, first.body, "{path}: the stored body, not the 304's");
+        assert_eq!(
+            (second.status, second.x_cache.as_str()),
+            (200, "REVALIDATED"),
+            "{path}"
+        );
+        assert_eq!(
+            second.body, first.body,
+            "{path}: the stored body, not the 304's"
+        );
         assert!(second.headers.contains_key(validator), "{path}");
-        let refreshed = second.headers.get("x-refreshed").and_then(|v| v.to_str().ok());
-        assert_eq!(refreshed, Some("call 2"), "{path}: the 304's headers update the stored head");
+        let refreshed = second
+            .headers
+            .get("x-refreshed")
+            .and_then(|v| v.to_str().ok());
+        assert_eq!(
+            refreshed,
+            Some("call 2"),
+            "{path}: the 304's headers update the stored head"
+        );
         assert_eq!(r.backend.calls(path), 2, "{path}");
         assert_eq!(r.backend.calls(&format!("{path}?conditional")), 1, "{path}");
         // The refreshed head is what the next revalidation starts from.
