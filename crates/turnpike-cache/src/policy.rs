@@ -285,7 +285,7 @@ impl ResponseCache {
         stored: &Variant,
         resp: &response::Parts,
     ) -> Option<Arc<Variant>> {
-        let head = revalidate::updated_head(&stored.headers, &resp.headers)?;
+        let head = revalidate::updated_head(&stored.headers, &resp.headers, &X_CACHE)?;
         let keys = x.keys.take()?;
         let by_consumer = keys.consumer.is_some();
         let at = self.now();

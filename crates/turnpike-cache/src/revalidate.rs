@@ -43,9 +43,14 @@ pub(crate) fn make_conditional(stored: &HeaderMap, req: &mut HeaderMap) -> bool 
 }
 
 /// The stored head updated from a 304's (RFC 9111 section 3.2: every field the 304
-/// carries replaces the stored one, except the framing ones). `None` when the 304 names
-/// another `ETag` than the stored one: it validates some other answer, not this one.
-pub(crate) fn updated_head(stored: &HeaderMap, not_modified: &HeaderMap) -> Option<HeaderMap> {
+/// carries replaces the stored one, except the framing ones and `ours`, the cache's own
+/// label). `None` when the 304 names another `ETag` than the stored one: it validates
+/// some other answer, not this one.
+pub(crate) fn updated_head(
+    stored: &HeaderMap,
+    not_modified: &HeaderMap,
+    ours: &HeaderName,
+) -> Option<HeaderMap> {
     if let (Some(theirs), Some(ours)) = (not_modified.get(ETAG), stored.get(ETAG)) {
         if theirs != ours {
             return None;
@@ -54,7 +59,7 @@ pub(crate) fn updated_head(stored: &HeaderMap, not_modified: &HeaderMap) -> Opti
     let framing: [HeaderName; 3] = [CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION];
     let mut head = stored.clone();
     for name in not_modified.keys().take(MAX_UPDATED) {
-        if framing.contains(name) || *name == crate::policy::X_CACHE {
+        if framing.contains(name) || name == ours {
             continue;
         }
         head.remove(name);

@@ -8,9 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use http::header::{AGE, AUTHORIZATION, CACHE_CONTROL, EXPIRES, PRAGMA, VARY};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use http_cache_semantics::{CacheOptions, CachePolicy, ResponseLike};
-
-use crate::store::Presented;
+use http_cache_semantics::{CacheOptions, CachePolicy, RequestLike, ResponseLike};
 
 /// The statuses `http-cache-semantics` understands (it stores no others): a plain
 /// response outside them goes through the library, which refuses it.
@@ -146,4 +144,25 @@ fn directives(headers: &HeaderMap) -> impl Iterator<Item = (&str, Option<&str>)>
             Some((n, v)) => (n.trim(), Some(v.trim())),
             None => (d.trim(), None),
         })
+}
+
+/// A request as the RFC 9111 rules compare it: the key already matched the URI.
+pub(crate) struct Presented<'a> {
+    pub(crate) method: &'a Method,
+    pub(crate) headers: &'a HeaderMap,
+}
+
+impl RequestLike for Presented<'_> {
+    fn uri(&self) -> http::Uri {
+        http::Uri::from_static("/")
+    }
+    fn is_same_uri(&self, _: &http::Uri) -> bool {
+        true
+    }
+    fn method(&self) -> &Method {
+        self.method
+    }
+    fn headers(&self) -> &HeaderMap {
+        self.headers
+    }
 }

@@ -12,12 +12,13 @@ use bytes::Bytes;
 use foldhash::fast::RandomState;
 use http::header::{CACHE_CONTROL, HOST, PRAGMA, VARY};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
-use http_cache_semantics::{BeforeRequest, CachePolicy, RequestLike};
+use http_cache_semantics::{BeforeRequest, CachePolicy};
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use tokio::sync::watch;
 use turnpike_model::policy::CachePurge;
 
+pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
 
 /// Variants of one key kept for `Vary` (the oldest goes when one more arrives).
@@ -115,27 +116,6 @@ pub(crate) enum Found {
     /// to revalidate).
     Fallback(Arc<Variant>),
     Nothing,
-}
-
-/// A request as the RFC 9111 rules compare it: the key already matched the URI.
-pub(crate) struct Presented<'a> {
-    pub(crate) method: &'a Method,
-    pub(crate) headers: &'a HeaderMap,
-}
-
-impl RequestLike for Presented<'_> {
-    fn uri(&self) -> http::Uri {
-        http::Uri::from_static("/")
-    }
-    fn is_same_uri(&self, _: &http::Uri) -> bool {
-        true
-    }
-    fn method(&self) -> &Method {
-        self.method
-    }
-    fn headers(&self) -> &HeaderMap {
-        self.headers
-    }
 }
 
 /// An upstream answer about to be stored.
