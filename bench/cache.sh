@@ -2,15 +2,18 @@
 # Response cache (issue 27): the same open API through two gateways started from one file
 # each, in front of `turnpike echo` (which serves `?size=N` bytes to a GET):
 #   plain   no cache;
-#   cached  `policies: [ { cache: { ttl: 60s } } ]`.
+#   cached  `policies: [ { cache: { ttl: 60s } } ]`;
+#   nostore the same cache with `statuses: [404]`: the echo's 200s are never storable.
 # Arms (alternating rounds, medians; 100 connections by default):
 #   hit-50 / hit-10k      cached gateway, one warm key: every request a HIT;
 #   plain-50 / plain-10k  the same requests through the plain gateway;
 #   miss                  cached gateway, every request a new key (a counter in the query):
 #                         every request a MISS, looked up, led, stored;
-#   plain-unique          the same unique-key requests through the plain gateway.
+#   plain-unique          the same unique-key requests through the plain gateway;
+#   nostore               the unique-key requests through the nostore gateway: every
+#                         request a MISS judged unstorable from the response head.
 # Ratios: hit/plain throughput (target >= 1.5x at lower CPU per request); miss/plain-unique
-# (target cost <= 5 %). Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo
+# (target cost <= 5 %); nostore/plain-unique (a cache configured, nothing storable). Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo
 # back end to core 0.
 #
 # Usage: [TURNPIKE_BIN=... | TURNPIKE_PROFILE=ci-bench] bench/cache.sh [--duration 10] [--connections 100] [--rounds 3]
@@ -30,7 +33,7 @@ done
 
 . bench/lib.sh
 
-echo_port=$(free_port); plain_port=$(free_port); cached_port=$(free_port)
+echo_port=$(free_port); plain_port=$(free_port); cached_port=$(free_port); nostore_port=$(free_port)
 write_file() { # name policies-line
   cat >"$work/$1.yaml" <<YAML
 apis:
@@ -45,6 +48,7 @@ YAML
 }
 write_file plain ""
 write_file cached "    policies: [ { cache: { ttl: 60s, max_size: 256MiB } } ]"
+write_file nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
 
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)
@@ -55,7 +59,8 @@ start_gw() { # name port
 }
 start_gw plain "$plain_port"; plain_pid=${pids[-1]}
 start_gw cached "$cached_port"; cached_pid=${pids[-1]}
-wait_port "$echo_port"; wait_port "$plain_port"; wait_port "$cached_port"
+start_gw nostore "$nostore_port"; nostore_pid=${pids[-1]}
+wait_port "$echo_port"; wait_port "$plain_port"; wait_port "$cached_port"; wait_port "$nostore_port"
 
 x_cache() { curl -s -o /dev/null -D - "$1" | awk -F': ' 'tolower($1)=="x-cache" {print $2}' | tr -d '\r'; }
 for size in 50 10240; do
@@ -89,7 +94,8 @@ ${non2xx:-0} ${reqs:-0}"
 
 results="$work/results.txt"; : >"$results"
 plain="http://127.0.0.1:$plain_port/api/v1/x"; cached="http://127.0.0.1:$cached_port/api/v1/x"
-arms=(plain-50 hit-50 plain-10k hit-10k plain-unique miss)
+nostore="http://127.0.0.1:$nostore_port/api/v1/x"
+arms=(plain-50 hit-50 plain-10k hit-10k plain-unique miss nostore)
 for r in $(seq "$rounds"); do
   for which in "${arms[@]}"; do
     case $which in
@@ -99,6 +105,7 @@ for r in $(seq "$rounds"); do
       hit-10k) line=$(run_one "$cached?size=10240" "$cached_pid");;
       plain-unique) line=$(run_one "$plain" "$plain_pid" "$work/unique.lua");;
       miss) line=$(run_one "$cached" "$cached_pid" "$work/unique.lua");;
+      nostore) line=$(run_one "$nostore" "$nostore_pid" "$work/unique.lua");;
     esac
     echo "$which $line" >>"$results"
   done
@@ -116,8 +123,8 @@ med = lambda i, name: st.median([r[i] for r in rows[name] if r[i] is not None])
 print(f"\nopen API, one gateway worker, {conns} connections, {dur}s x {rounds} rounds, medians\n")
 print("| arm | req/s | p50 | p99 | gateway CPU/req | non-2xx |")
 print("|---|---|---|---|---|---|")
-for name in ("plain-50", "hit-50", "plain-10k", "hit-10k", "plain-unique", "miss"):
+for name in ("plain-50", "hit-50", "plain-10k", "hit-10k", "plain-unique", "miss", "nostore"):
     print(f"| {name} | {med(0, name):,.0f} | {med(1, name):.0f} us | {med(2, name):.0f} us | {med(3, name):.1f} us | {sum(r[4] for r in rows[name])} |")
-for a, b, target in (("hit-50", "plain-50", ">= 1.5"), ("hit-10k", "plain-10k", ">= 1.5"), ("miss", "plain-unique", ">= 0.95")):
+for a, b, target in (("hit-50", "plain-50", ">= 1.5"), ("hit-10k", "plain-10k", ">= 1.5"), ("miss", "plain-unique", ">= 0.95"), ("nostore", "plain-unique", ">= 0.95")):
     print(f"\n{a}/{b}: throughput {med(0, a) / med(0, b):.3f} (target {target}), CPU per request {med(3, a) / med(3, b):.3f}x")
 PY

@@ -4,7 +4,8 @@
 //! `Authorization`); the caller is part of the key unless the response is `public`;
 //! `Set-Cookie` responses are never stored. Concurrent misses of one key make one
 //! upstream call (request collapsing); stale answers are served while one request
-//! refreshes them and in place of an upstream failure (docs/caching.md).
+//! refreshes them and in place of an upstream failure; stale answers with a validator
+//! are revalidated with a conditional request, a 304 refreshing them (docs/caching.md).
 //!
 //! Owns: the kind ([`Cache`]), its policy ([`ResponseCache`]), the compiled settings,
 //! the keys, and the byte-bounded stores kept in the gateway's `Runtime` per API id (a
@@ -15,6 +16,8 @@
 
 mod key;
 mod policy;
+mod revalidate;
+mod rfc;
 mod settings;
 mod store;
 

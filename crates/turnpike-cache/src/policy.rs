@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, AGE, CACHE_CONTROL, EXPIRES, SET_COOKIE};
+use http::header::{HeaderValue, AGE, SET_COOKIE};
 use http::{request, response, HeaderMap, HeaderName, Method, Response, StatusCode};
-use http_cache_semantics::{CacheOptions, CachePolicy, ResponseLike};
+use http_cache_semantics::CachePolicy;
 use turnpike_model::clock::Clock;
 use turnpike_model::policy::CacheSpec;
 use turnpike_policy::{
@@ -21,8 +21,10 @@ use turnpike_policy::{
 };
 
 use crate::key::{keys, Keys};
+use crate::revalidate;
+use crate::rfc::{self, directive, seconds_directive};
 use crate::settings::{compile, Settings};
-use crate::store::{ApiStore, CacheStores, Flight, Found, Presented, Variant};
+use crate::store::{ApiStore, CacheStores, Flight, Found, Presented, Received, Variant};
 
 /// The header that says how the cache answered.
 pub const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
@@ -34,6 +36,7 @@ enum Label {
     Miss,
     Stale,
     Bypass,
+    Revalidated,
 }
 
 impl Label {
@@ -43,6 +46,7 @@ impl Label {
             Label::Miss => "MISS",
             Label::Stale => "STALE",
             Label::Bypass => "BYPASS",
+            Label::Revalidated => "REVALIDATED",
         })
     }
 }
@@ -59,10 +63,24 @@ struct Exchange {
     leader: Option<Arc<Flight>>,
     /// A stored answer to send if the upstream fails.
     fallback: Option<Arc<Variant>>,
-    /// Set by the response headers hook: the stale answer replacing a failure.
-    serve_stale: Option<Arc<Variant>>,
-    /// Set by the response headers hook: the answer is storable under this key.
-    candidate: Option<(String, Arc<CachePolicy>)>,
+    /// Whether the upstream request asks conditionally for `fallback` (revalidate.rs).
+    revalidating: bool,
+    /// Set by the response headers hook: the stored answer sent instead of the
+    /// upstream's (stale in place of a failure, or revalidated by a 304).
+    serve: Option<(Arc<Variant>, Label)>,
+    /// Set by the response headers hook: the answer will be stored.
+    candidate: Option<Candidate>,
+}
+
+/// An answer judged storable from its head.
+#[derive(Clone)]
+struct Candidate {
+    /// `public`: stored under the shared key, else under the caller's.
+    public: bool,
+    /// The RFC policy, built only for an answer with caching headers (`None`: plain).
+    policy: Option<CachePolicy>,
+    /// When its head arrived.
+    at: SystemTime,
 }
 
 /// The response cache of one API.
@@ -110,12 +128,16 @@ impl ResponseCache {
         req: &'a mut request::Parts,
         mut x: Exchange,
     ) -> Step<'a> {
-        let Some(keys) = x.keys.clone() else {
+        let Some(keys) = x.keys.take() else {
             return Step::CONTINUE;
         };
         let waiting = match self.store.fly(keys.own()) {
             Ok(flight) => {
                 x.leader = Some(Arc::new(flight));
+                x.keys = Some(keys);
+                if let Some(v) = &x.fallback {
+                    x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);
+                }
                 ctx.ext.insert(x);
                 return Step::CONTINUE;
             }
@@ -136,17 +158,14 @@ impl ResponseCache {
                 return Ok(Flow::Respond(self.answer(&v, now, Label::Hit, head)));
             }
             // Not storable, failed, or too slow: this one goes upstream itself.
+            x.keys = Some(keys);
             ctx.ext.insert(x);
             Ok(Flow::Continue)
         }))
     }
 
-    /// Whether the upstream's answer may be stored, and under which key.
-    fn candidate(
-        &self,
-        x: &Exchange,
-        resp: &response::Parts,
-    ) -> Option<(String, Arc<CachePolicy>)> {
+    /// Whether the upstream's answer may be stored, judged from its head alone.
+    fn candidate(&self, x: &Exchange, resp: &response::Parts) -> Option<Candidate> {
         let keys = x.keys.as_ref()?;
         let storable_status = self.settings.statuses.contains(&resp.status.as_u16());
         let too_large = turnpike_policy::http::content_length(&resp.headers)
@@ -158,75 +177,142 @@ impl ResponseCache {
         if !storable_status || too_large || resp.headers.contains_key(SET_COOKIE) {
             return None;
         }
+        let by_consumer = keys.consumer.is_some();
+        let at = self.now();
+        if rfc::is_plain(
+            &x.method,
+            &x.req_headers,
+            resp.status,
+            &resp.headers,
+            by_consumer,
+        ) {
+            return Some(Candidate {
+                public: false,
+                policy: None,
+                at,
+            });
+        }
         // What the head alone forbids, before building the RFC policy (which copies
         // and parses both heads): a miss of an unstorable answer costs nothing more.
-        if ["no-store", "private", "no-cache"]
-            .iter()
-            .any(|d| directive(&resp.headers, d))
+        // `no-cache` is stored only to be revalidated, so only with a validator.
+        let unrevalidatable =
+            || directive(&resp.headers, "no-cache") && !revalidate::has_validator(&resp.headers);
+        if directive(&resp.headers, "no-store")
+            || directive(&resp.headers, "private")
+            || unrevalidatable()
         {
             return None;
         }
-        let req_headers =
-            kept_request_headers(&x.req_headers, &resp.headers, keys.consumer.is_some());
-        let judged = Judged {
-            status: resp.status,
-            headers: with_default_ttl(&resp.headers, self.settings.ttl),
-        };
+        let req_headers = kept_request_headers(&x.req_headers, &resp.headers, by_consumer);
         let presented = Presented {
             method: &x.method,
             headers: &req_headers,
         };
-        let now = self.now();
-        let options = CacheOptions {
-            shared: true,
-            ..CacheOptions::default()
-        };
-        let policy = CachePolicy::new_options(&presented, &judged, now, options);
-        if !policy.is_storable() || policy.time_to_live(now).is_zero() {
+        let policy = rfc::policy(
+            &presented,
+            resp.status,
+            &resp.headers,
+            self.settings.ttl,
+            at,
+        );
+        if !storable(&policy, &resp.headers, at) {
             return None;
         }
-        let key = if directive(&resp.headers, "public") {
-            keys.shared.clone()
-        } else {
-            keys.own().to_owned()
-        };
-        Some((key, Arc::new(policy)))
+        Some(Candidate {
+            public: directive(&resp.headers, "public"),
+            policy: Some(policy),
+            at,
+        })
     }
 
-    fn keep(
-        &self,
-        x: &Exchange,
-        key: String,
-        policy: &CachePolicy,
-        resp: &response::Parts,
-        body: &Bytes,
-    ) {
+    /// Stores the answer under the key its candidate chose (moving the key out).
+    fn keep(&self, x: &mut Exchange, c: Candidate, resp: &response::Parts, body: &Bytes) {
         if body.len() as u64 > self.settings.max_entry {
             return;
         }
-        let now = self.now();
-        let stale = (
-            seconds_directive(&resp.headers, "stale-while-revalidate")
-                .unwrap_or(self.settings.stale_while_revalidate),
-            seconds_directive(&resp.headers, "stale-if-error")
-                .unwrap_or(self.settings.stale_if_error),
-        );
-        let tags = self.tags(&resp.headers);
+        let Some(keys) = x.keys.take() else {
+            return;
+        };
+        let key = match keys.consumer {
+            Some(own) if !c.public => own,
+            _ => keys.shared,
+        };
+        let received = self.received(resp.status, resp.headers.clone(), body.clone(), c.at);
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
         };
-        let variant = Variant::new(
-            policy.clone(),
-            &presented,
-            resp.status,
-            resp.headers.clone(),
-            body.clone(),
-            now,
-            stale,
-            tags,
+        let variant = Variant::new(received, &presented, c.policy);
+        self.store
+            .store(key, &presented, Arc::new(variant), self.now());
+    }
+
+    /// An answer about to be stored: its stale windows (none for one that must be
+    /// revalidated) and tags.
+    fn received(
+        &self,
+        status: StatusCode,
+        headers: HeaderMap,
+        body: Bytes,
+        at: SystemTime,
+    ) -> Received {
+        let defaults = (
+            self.settings.stale_while_revalidate,
+            self.settings.stale_if_error,
         );
-        self.store.store(key, &presented, variant, now);
+        // Without `Cache-Control` (most answers) nothing below can differ: skip the scans.
+        let stale = match headers.contains_key(http::header::CACHE_CONTROL) {
+            false => defaults,
+            true => stale_windows(&headers, defaults),
+        };
+        Received {
+            status,
+            tags: self.tags(&headers),
+            headers,
+            body,
+            at,
+            ttl: self.settings.ttl,
+            stale,
+        }
+    }
+
+    /// A 304 to this request's conditional: `stored` with its head updated, stored
+    /// again (when still storable) under the key the answer says. `None`: the 304 is
+    /// for another representation (its `ETag` differs).
+    fn refresh(
+        &self,
+        x: &mut Exchange,
+        stored: &Variant,
+        resp: &response::Parts,
+    ) -> Option<Arc<Variant>> {
+        let head = revalidate::updated_head(&stored.headers, &resp.headers, &X_CACHE)?;
+        let keys = x.keys.take()?;
+        let by_consumer = keys.consumer.is_some();
+        let at = self.now();
+        let policy = (!rfc::is_plain(&x.method, &x.req_headers, stored.status, &head, by_consumer))
+            .then(|| {
+                let kept = kept_request_headers(&x.req_headers, &head, by_consumer);
+                let presented = Presented {
+                    method: &x.method,
+                    headers: &kept,
+                };
+                rfc::policy(&presented, stored.status, &head, self.settings.ttl, at)
+            });
+        let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
+        let key = match keys.consumer {
+            Some(own) if !directive(&head, "public") => own,
+            _ => keys.shared,
+        };
+        let received = self.received(stored.status, head, stored.body.clone(), at);
+        let presented = Presented {
+            method: &x.method,
+            headers: &x.req_headers,
+        };
+        let variant = Arc::new(Variant::new(received, &presented, policy));
+        if keep {
+            self.store.store(key, &presented, variant.clone(), at);
+        }
+        Some(variant)
     }
 
     fn tags(&self, headers: &HeaderMap) -> Box<[Box<str>]> {
@@ -266,7 +352,8 @@ impl Policy for ResponseCache {
             req_headers: HeaderMap::new(),
             leader: None,
             fallback: None,
-            serve_stale: None,
+            revalidating: false,
+            serve: None,
             candidate: None,
         };
         if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
@@ -315,8 +402,19 @@ impl Policy for ResponseCache {
         if x.label == Label::Bypass {
             return Ok(());
         }
-        if resp.status.is_server_error() {
-            x.serve_stale = x.fallback.take().filter(|v| v.serves_errors(now));
+        if x.revalidating && resp.status == StatusCode::NOT_MODIFIED {
+            if let Some(v) = x.fallback.take() {
+                x.serve = self.refresh(x, &v, resp).map(|v| (v, Label::Revalidated));
+            }
+        }
+        if x.serve.is_some() {
+            // Refreshed and stored: the followers wake and find it.
+        } else if resp.status.is_server_error() {
+            x.serve = x
+                .fallback
+                .take()
+                .filter(|v| v.serves_errors(now))
+                .map(|v| (v, Label::Stale));
         } else {
             x.candidate = self.candidate(x, resp);
         }
@@ -334,7 +432,7 @@ impl Policy for ResponseCache {
     fn wants_response_body(&self, ctx: &RequestCtx, _: &response::Parts) -> bool {
         ctx.ext
             .get::<Exchange>()
-            .is_some_and(|x| x.serve_stale.is_some() || x.candidate.is_some())
+            .is_some_and(|x| x.serve.is_some() || x.candidate.is_some())
     }
 
     fn on_response_body(
@@ -346,10 +444,10 @@ impl Policy for ResponseCache {
         let Some(mut x) = ctx.ext.remove::<Exchange>() else {
             return Ok(());
         };
-        if let Some(v) = x.serve_stale.take() {
+        if let Some((v, label)) = x.serve.take() {
             resp.status = v.status;
             resp.headers = v.headers.clone();
-            stamp(&mut resp.headers, &v, self.now(), Label::Stale);
+            stamp(&mut resp.headers, &v, self.now(), label);
             *body = if x.method == Method::HEAD {
                 Bytes::new()
             } else {
@@ -358,8 +456,8 @@ impl Policy for ResponseCache {
             ctx.ext.insert(FromCache);
             return Ok(());
         }
-        if let Some((key, policy)) = x.candidate.take() {
-            self.keep(&x, key, &policy, resp, body);
+        if let Some(c) = x.candidate.take() {
+            self.keep(&mut x, c, resp, body);
         }
         // Stored: the followers wake and find it.
         x.leader = None;
@@ -367,43 +465,31 @@ impl Policy for ResponseCache {
     }
 }
 
-/// `Age` from the stored policy, and `X-Cache`.
+/// The stale windows an answer's directives give (none for one that must be
+/// revalidated), `defaults` where it states none.
+fn stale_windows(headers: &HeaderMap, defaults: (Duration, Duration)) -> (Duration, Duration) {
+    let must_revalidate = ["no-cache", "must-revalidate", "proxy-revalidate"]
+        .iter()
+        .any(|d| directive(headers, d));
+    if must_revalidate {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    (
+        seconds_directive(headers, "stale-while-revalidate").unwrap_or(defaults.0),
+        seconds_directive(headers, "stale-if-error").unwrap_or(defaults.1),
+    )
+}
+
+/// Whether the RFC rules let an answer be stored: fresh for a while, or (`no-cache`,
+/// `max-age=0`) with a validator to revalidate it with.
+fn storable(policy: &CachePolicy, head: &HeaderMap, at: SystemTime) -> bool {
+    policy.is_storable() && (!policy.time_to_live(at).is_zero() || revalidate::has_validator(head))
+}
+
+/// `Age` (the time it arrived with plus the time stored), and `X-Cache`.
 fn stamp(headers: &mut HeaderMap, v: &Variant, now: SystemTime, label: Label) {
-    headers.insert(AGE, HeaderValue::from(v.policy.age(now).as_secs()));
+    headers.insert(AGE, HeaderValue::from(v.age(now).as_secs()));
     headers.insert(X_CACHE, label.value());
-}
-
-/// A response as RFC 9111 judges it here (its headers with the configured TTL).
-struct Judged {
-    status: StatusCode,
-    headers: HeaderMap,
-}
-
-impl ResponseLike for Judged {
-    fn status(&self) -> StatusCode {
-        self.status
-    }
-    fn headers(&self) -> &HeaderMap {
-        &self.headers
-    }
-}
-
-/// The response's headers, with `max-age=<ttl>` added when it states no freshness of
-/// its own (no `max-age`, `s-maxage` or `Expires`): the configured TTL is the API
-/// owner's heuristic freshness (RFC 9111 section 4.2.2). `max-age`, not `s-maxage`: the
-/// latter would let a shared cache store answers to authenticated requests.
-fn with_default_ttl(headers: &HeaderMap, ttl: Duration) -> HeaderMap {
-    let mut h = headers.clone();
-    let explicit = directive(headers, "max-age")
-        || directive(headers, "s-maxage")
-        || headers.contains_key(EXPIRES);
-    if !explicit {
-        let value = format!("max-age={}", ttl.as_secs().max(1));
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            h.append(CACHE_CONTROL, v);
-        }
-    }
-    h
 }
 
 /// What of the request a stored answer keeps for later comparisons: `Host`, the
@@ -429,35 +515,10 @@ fn kept_request_headers(req: &HeaderMap, resp: &HeaderMap, by_consumer: bool) ->
         .get_all(http::header::VARY)
         .iter()
         .filter_map(|v| v.to_str().ok());
-    for name in varied.flat_map(|v| v.split(',')).take(32) {
+    for name in varied.flat_map(|v| v.split(',')).take(rfc::MAX_VARY) {
         keep(name);
     }
     kept
-}
-
-/// Whether `Cache-Control` holds `name` (with or without a value).
-fn directive(headers: &HeaderMap, name: &str) -> bool {
-    directives(headers).any(|(n, _)| n.eq_ignore_ascii_case(name))
-}
-
-/// The seconds of a `name=N` directive.
-fn seconds_directive(headers: &HeaderMap, name: &str) -> Option<Duration> {
-    directives(headers)
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .and_then(|(_, v)| v?.trim_matches('"').parse().ok())
-        .map(Duration::from_secs)
-}
-
-fn directives(headers: &HeaderMap) -> impl Iterator<Item = (&str, Option<&str>)> {
-    headers
-        .get_all(CACHE_CONTROL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|d| match d.split_once('=') {
-            Some((n, v)) => (n.trim(), Some(v.trim())),
-            None => (d.trim(), None),
-        })
 }
 
 /// The response cache kind: `policies: [ { cache: {...} } ]`.

@@ -5,17 +5,21 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use foldhash::fast::RandomState;
 use http::header::{CACHE_CONTROL, HOST, PRAGMA, VARY};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
-use http_cache_semantics::{BeforeRequest, CachePolicy, RequestLike};
+use http_cache_semantics::{BeforeRequest, CachePolicy};
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use tokio::sync::watch;
 use turnpike_model::policy::CachePurge;
+
+pub(crate) use crate::rfc::Presented;
+use crate::rfc::{self, MAX_VARY};
 
 /// Variants of one key kept for `Vary` (the oldest goes when one more arrives).
 const MAX_VARIANTS: usize = 8;
@@ -63,16 +67,23 @@ impl Weighter<String, Variants> for ByBytes {
 }
 
 /// One API's cached responses and in-flight misses.
+///
+/// Both maps hash with foldhash, seeded per process (keys are request paths: SipHash
+/// was a tenth of a miss's instructions, and a seeded hash still keeps a client from
+/// choosing colliding keys offline).
 pub struct ApiStore {
-    entries: Cache<String, Variants, ByBytes>,
-    flights: papaya::HashMap<String, watch::Receiver<()>>,
+    entries: Cache<String, Variants, ByBytes, RandomState>,
+    flights: papaya::HashMap<Arc<str>, watch::Receiver<()>, RandomState>,
     /// The highest purge id applied (purges arrive with every snapshot; each applies once).
     purged: AtomicU64,
 }
 
 /// One stored response (one `Vary` variant of a key).
 pub(crate) struct Variant {
-    pub(crate) policy: CachePolicy,
+    /// The RFC 9111 policy: built when stored for an answer with caching headers of its
+    /// own, else (a plain answer, [`rfc::is_plain`]) on first need: a request with
+    /// directives of its own, or a stale entry judged.
+    policy: OnceLock<CachePolicy>,
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
@@ -82,6 +93,11 @@ pub(crate) struct Variant {
     pub(crate) stale_while_revalidate: Duration,
     pub(crate) stale_if_error: Duration,
     pub(crate) tags: Box<[Box<str>]>,
+    /// When it was received, the `Age` it arrived with, and the configured TTL (the
+    /// freshness of an answer stating none): what rebuilds its policy.
+    received_at: SystemTime,
+    arrived_age: Duration,
+    ttl: Duration,
     /// The request method, and the `Host` and `Vary`'d request values it was stored
     /// for: what a request without cache directives of its own must match.
     method: Method,
@@ -102,59 +118,86 @@ pub(crate) enum Found {
     Nothing,
 }
 
-/// A request as the RFC 9111 rules compare it: the key already matched the URI.
-pub(crate) struct Presented<'a> {
-    pub(crate) method: &'a Method,
-    pub(crate) headers: &'a HeaderMap,
-}
-
-impl RequestLike for Presented<'_> {
-    fn uri(&self) -> http::Uri {
-        http::Uri::from_static("/")
-    }
-    fn is_same_uri(&self, _: &http::Uri) -> bool {
-        true
-    }
-    fn method(&self) -> &Method {
-        self.method
-    }
-    fn headers(&self) -> &HeaderMap {
-        self.headers
-    }
+/// An upstream answer about to be stored.
+pub(crate) struct Received {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+    pub(crate) at: SystemTime,
+    /// The configured TTL (freshness of an answer stating none).
+    pub(crate) ttl: Duration,
+    /// stale-while-revalidate and stale-if-error.
+    pub(crate) stale: (Duration, Duration),
+    pub(crate) tags: Box<[Box<str>]>,
 }
 
 impl Variant {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        policy: CachePolicy,
-        req: &Presented<'_>,
-        status: StatusCode,
-        headers: HeaderMap,
-        body: Bytes,
-        now: SystemTime,
-        stale: (Duration, Duration),
-        tags: Box<[Box<str>]>,
-    ) -> Variant {
-        let fresh_until = now + policy.time_to_live(now);
-        let (selecting, vary_star) = selecting(req.headers, &headers);
-        let header_bytes: usize = headers
+    /// `policy`: the RFC policy already built for an answer with caching headers;
+    /// `None` for a plain one (its freshness is the TTL less the `Age` it arrived with,
+    /// which is what the policy would compute).
+    pub(crate) fn new(r: Received, req: &Presented<'_>, policy: Option<CachePolicy>) -> Variant {
+        let arrived_age = rfc::age_header(&r.headers);
+        let fresh_until = match &policy {
+            Some(p) => r.at + p.time_to_live(r.at),
+            None => r.at + rfc::default_max_age(r.ttl).saturating_sub(arrived_age),
+        };
+        let (selecting, vary_star) = selecting(req.headers, &r.headers);
+        let header_bytes: usize = r
+            .headers
             .iter()
             .map(|(k, v)| k.as_str().len() + v.len() + 8)
             .sum();
+        let cell = OnceLock::new();
+        if let Some(p) = policy {
+            let _ = cell.set(p);
+        }
         Variant {
-            policy,
-            status,
-            headers,
-            weight: ENTRY_OVERHEAD + body.len() as u64 + header_bytes as u64,
-            body,
+            policy: cell,
+            status: r.status,
+            weight: ENTRY_OVERHEAD + r.body.len() as u64 + header_bytes as u64,
+            headers: r.headers,
+            body: r.body,
             fresh_until,
-            stale_while_revalidate: stale.0,
-            stale_if_error: stale.1,
-            tags,
+            stale_while_revalidate: r.stale.0,
+            stale_if_error: r.stale.1,
+            tags: r.tags,
+            received_at: r.at,
+            arrived_age,
+            ttl: r.ttl,
             method: req.method.clone(),
             selecting,
             vary_star,
         }
+    }
+
+    /// The RFC policy, built from what was stored when first needed. A plain answer's
+    /// request kept nothing but `Host` and its `Vary`'d values, which `selecting` holds.
+    fn policy(&self) -> &CachePolicy {
+        self.policy.get_or_init(|| {
+            let mut req = HeaderMap::new();
+            for (name, value) in self.selecting.iter() {
+                if let Some(v) = value {
+                    req.append(name.clone(), v.clone());
+                }
+            }
+            let presented = Presented {
+                method: &self.method,
+                headers: &req,
+            };
+            rfc::policy(
+                &presented,
+                self.status,
+                &self.headers,
+                self.ttl,
+                self.received_at,
+            )
+        })
+    }
+
+    /// How old it is at `now` (RFC 9111 4.2.3: the `Age` it arrived with plus the time
+    /// held here).
+    pub(crate) fn age(&self, now: SystemTime) -> Duration {
+        self.arrived_age + now.duration_since(self.received_at).unwrap_or_default()
     }
 
     /// How long it has been stale at `now` (`None` while fresh).
@@ -171,7 +214,7 @@ impl Variant {
         if let Some(found) = self.judge_plain(req, now) {
             return found;
         }
-        match self.policy.before_request(req, now) {
+        match self.policy().before_request(req, now) {
             BeforeRequest::Fresh(_) => Found::Fresh(self.clone()),
             BeforeRequest::Stale { matches: false, .. } => Found::Nothing,
             BeforeRequest::Stale { matches: true, .. } => match self.staleness(now) {
@@ -179,6 +222,11 @@ impl Variant {
                 None => Found::Fallback(self.clone()),
                 Some(s) if s <= self.stale_while_revalidate => Found::Stale(self.clone()),
                 Some(s) if s <= self.stale_if_error => Found::Fallback(self.clone()),
+                // Kept to be revalidated (revalidate.rs) by the request that goes
+                // upstream; never sent without a 304 (it serves no errors this stale).
+                Some(_) if crate::revalidate::has_validator(&self.headers) => {
+                    Found::Fallback(self.clone())
+                }
                 Some(_) => Found::Nothing,
             },
         }
@@ -208,9 +256,6 @@ impl Variant {
 /// Request headers and the values a stored answer was selected by.
 type Selecting = Box<[(HeaderName, Option<HeaderValue>)]>;
 
-/// Header names a `Vary` list may hold before the rest is ignored (a cap on input).
-const MAX_VARY: usize = 32;
-
 /// `Host` and the request's values of the headers the response varies on, and whether
 /// it varies on `*`.
 fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
@@ -234,8 +279,14 @@ impl ApiStore {
         // Estimated items: a 4 KiB average entry.
         let items = (max_size / 4096).clamp(16, 1 << 20) as usize;
         ApiStore {
-            entries: Cache::with_weighter(items, max_size, ByBytes),
-            flights: papaya::HashMap::new(),
+            entries: Cache::with(
+                items,
+                max_size,
+                ByBytes,
+                RandomState::default(),
+                Default::default(),
+            ),
+            flights: papaya::HashMap::with_hasher(RandomState::default()),
             purged: AtomicU64::new(0),
         }
     }
@@ -263,7 +314,7 @@ impl ApiStore {
         &self,
         key: String,
         req: &Presented<'_>,
-        variant: Variant,
+        variant: Arc<Variant>,
         now: SystemTime,
     ) {
         let mut list: Vec<Arc<Variant>> = match self.entries.get(key.as_str()) {
@@ -277,7 +328,7 @@ impl ApiStore {
         if list.len() >= MAX_VARIANTS {
             list.remove(0);
         }
-        list.push(Arc::new(variant));
+        list.push(variant);
         self.entries.insert(key, list.into());
     }
 
@@ -324,10 +375,11 @@ impl ApiStore {
     pub(crate) fn fly(self: &Arc<Self>, key: &str) -> Result<Flight, watch::Receiver<()>> {
         let flights = self.flights.pin();
         let (tx, rx) = watch::channel(());
-        match flights.try_insert(key.to_owned(), rx) {
+        let key: Arc<str> = key.into();
+        match flights.try_insert(key.clone(), rx) {
             Ok(_) => Ok(Flight {
                 store: self.clone(),
-                key: key.to_owned(),
+                key,
                 _done: tx,
             }),
             Err(occupied) => Err(occupied.current.clone()),
@@ -344,13 +396,13 @@ impl ApiStore {
 /// not storable, failed, or the request went away), they wake.
 pub(crate) struct Flight {
     store: Arc<ApiStore>,
-    key: String,
+    key: Arc<str>,
     _done: watch::Sender<()>,
 }
 
 impl Drop for Flight {
     fn drop(&mut self) {
         // Before the sender drops (after this body), so a woken follower finds no flight.
-        self.store.flights.pin().remove(&self.key);
+        self.store.flights.pin().remove(&*self.key);
     }
 }

@@ -75,6 +75,9 @@ impl Backend {
                 .body(Full::new(Bytes::from("down")))
                 .expect("resp");
         }
+        if let Some(resp) = self.not_modified(&req, &path, n) {
+            return resp;
+        }
         if path == "/slow" || (path == "/shortslow" && n > 1) {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
@@ -90,9 +93,49 @@ impl Backend {
             "/public" => b.header("cache-control", "public, max-age=60"),
             "/short" | "/shortslow" => b.header("cache-control", "max-age=1"),
             "/tagged" => b.header("cache-tag", "t1, t2"),
+            "/aged" => b.header("age", "59"),
+            "/etag" => b
+                .header("cache-control", "no-cache")
+                .header("etag", "\"v1\""),
+            "/lastmod" => b
+                .header("cache-control", "max-age=0")
+                .header("last-modified", LAST_MODIFIED),
             _ => b,
         };
         b.body(Full::new(Bytes::from(body))).expect("resp")
+    }
+}
+
+const LAST_MODIFIED: &str = "Wed, 21 Oct 2015 07:28:00 GMT";
+
+impl Backend {
+    /// A 304 to a conditional GET of `/etag` (`If-None-Match: "v1"`) or `/lastmod`
+    /// (`If-Modified-Since`), counted as `PATH?conditional`, with a header the stored
+    /// head should take over.
+    fn not_modified(
+        &self,
+        req: &Request<Incoming>,
+        path: &str,
+        n: usize,
+    ) -> Option<Response<Full<Bytes>>> {
+        let matches = (path == "/etag" && header(req, "if-none-match") == "\"v1\"")
+            || (path == "/lastmod" && header(req, "if-modified-since") == LAST_MODIFIED);
+        if !matches {
+            return None;
+        }
+        *self
+            .calls
+            .lock()
+            .expect("lock")
+            .entry(format!("{path}?conditional"))
+            .or_default() += 1;
+        let resp = Response::builder()
+            .status(304)
+            .header("etag", "\"v1\"")
+            .header("x-refreshed", format!("call {n}"))
+            .body(Full::new(Bytes::new()))
+            .expect("resp");
+        Some(resp)
     }
 }
 
@@ -160,6 +203,7 @@ struct Got {
     x_cache: String,
     age: Option<u64>,
     body: String,
+    headers: reqwest::header::HeaderMap,
 }
 
 impl Rig {
@@ -188,6 +232,7 @@ impl Rig {
             status,
             x_cache,
             age,
+            headers: resp.headers().clone(),
             body: resp.text().await.expect("body"),
         }
     }
@@ -471,4 +516,73 @@ async fn authenticated_applications_never_share_an_answer() {
     assert_eq!(r.get("/mine", KEY_A, &[]).await.body, a.body, "a's own hit");
     assert_eq!(r.get("/mine", KEY_B, &[]).await.body, b.body, "b's own hit");
     assert_eq!(r.backend.calls("/mine"), 2);
+}
+
+#[tokio::test]
+async fn a_stale_answer_with_a_validator_is_revalidated_and_a_304_refreshes_it() {
+    let r = rig("").await;
+    for (path, validator) in [("/etag", "etag"), ("/lastmod", "last-modified")] {
+        let first = r.get(path, KEY_A, &[]).await;
+        assert_eq!(
+            (first.status, first.x_cache.as_str()),
+            (200, "MISS"),
+            "{path}"
+        );
+        // `no-cache` / `max-age=0`: stored, never reused without asking the back end.
+        let second = r.get(path, KEY_A, &[]).await;
+        assert_eq!(
+            (second.status, second.x_cache.as_str()),
+            (200, "REVALIDATED"),
+            "{path}"
+        );
+        assert_eq!(
+            second.body, first.body,
+            "{path}: the stored body, not the 304's"
+        );
+        assert!(second.headers.contains_key(validator), "{path}");
+        let refreshed = second
+            .headers
+            .get("x-refreshed")
+            .and_then(|v| v.to_str().ok());
+        assert_eq!(
+            refreshed,
+            Some("call 2"),
+            "{path}: the 304's headers update the stored head"
+        );
+        assert_eq!(r.backend.calls(path), 2, "{path}");
+        assert_eq!(r.backend.calls(&format!("{path}?conditional")), 1, "{path}");
+        // The refreshed head is what the next revalidation starts from.
+        let third = r.get(path, KEY_A, &[]).await;
+        assert_eq!(third.x_cache, "REVALIDATED", "{path}");
+        assert_eq!(third.body, first.body, "{path}");
+        assert_eq!(r.backend.calls(&format!("{path}?conditional")), 2, "{path}");
+    }
+    // Another caller has no stored answer of its own: a plain MISS, no conditional.
+    assert_eq!(r.get("/etag", KEY_B, &[]).await.x_cache, "MISS");
+    assert_eq!(r.backend.calls("/etag?conditional"), 2);
+}
+
+#[tokio::test]
+async fn a_clients_own_conditional_request_gets_the_back_ends_304() {
+    let r = rig("").await;
+    assert_eq!(r.get("/etag", KEY_A, &[]).await.x_cache, "MISS");
+    let own = r.get("/etag", KEY_A, &[("if-none-match", "\"v1\"")]).await;
+    assert_eq!((own.status, own.x_cache.as_str()), (304, "MISS"));
+    assert!(own.body.is_empty());
+    // The stored answer is untouched: the next plain GET revalidates it.
+    assert_eq!(r.get("/etag", KEY_A, &[]).await.x_cache, "REVALIDATED");
+}
+
+#[tokio::test]
+async fn a_plain_answers_age_counts_against_the_ttl() {
+    // No caching headers: judged without the RFC library (rfc.rs `is_plain`), which
+    // must still count the `Age` the answer arrived with: 60 s TTL - 59 s = 1 s fresh.
+    let r = rig("").await;
+    assert_eq!(r.get("/aged", KEY_A, &[]).await.x_cache, "MISS");
+    let hit = r.get("/aged", KEY_A, &[]).await;
+    assert_eq!(hit.x_cache, "HIT");
+    assert!(hit.age.is_some_and(|a| a >= 59), "{:?}", hit.age);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(r.get("/aged", KEY_A, &[]).await.x_cache, "MISS");
+    assert_eq!(r.backend.calls("/aged"), 2);
 }

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# User-space instructions per request of the gateway (valgrind callgrind) for the response
+# cache's miss path (issue 27), the load-independent measure bench/cache.sh's wall-clock
+# ratios can't resolve on a shared box. Every request carries a new query (`?n=I`), so
+# every cached request is a miss. APIs (one gateway file):
+#   open     no cache;
+#   miss     `cache: { ttl: 60s }`: every answer looked up, led, stored (a miss that stores);
+#   nostore  `cache: { ttl: 60s, statuses: [404] }`: the 200s are not storable, so a miss
+#            that decides from the head not to store (the "configured, not storable" case).
+# Each count is (instructions after N2 GETs - after N1) / (N2 - N1), each run in its own
+# gateway process under callgrind (startup and warm-up cancel out).
+#
+# Usage: bench/cache-callgrind.sh BIN [BIN...] [--n1 300] [--n2 1500] [--keep DIR]
+# --keep DIR keeps each run's callgrind.out (BINNAME.API.N) for callgrind_annotate.
+# Needs: valgrind, python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+n1=300; n2=1500; bins=(); keep=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --n1) n1=$2; shift 2;;
+    --n2) n2=$2; shift 2;;
+    --keep) keep=$2; shift 2;;
+    *) bins+=("$1"); shift;;
+  esac
+done
+[ ${#bins[@]} -gt 0 ] || { echo "usage: bench/cache-callgrind.sh BIN [BIN...]" >&2; exit 2; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+
+echo_port=$(free_port)
+"${bins[0]}" echo --port "$echo_port" --threads 1 --size 50 >"$work/echo.log" 2>&1 &
+pids+=($!)
+wait_port "$echo_port"
+
+api() { # name policies
+  cat <<YAML
+  - name: $1
+    context: /$1
+    version: v1
+    endpoints: ["http://127.0.0.1:$echo_port"]
+    resources:
+      - { path: "/*", methods: [GET] }
+$2
+YAML
+}
+{
+  echo "apis:"
+  api open ""
+  api miss "    policies: [ { cache: { ttl: 60s } } ]"
+  api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
+} >"$work/apis.yaml"
+
+# Sends N keep-alive GETs with a new query each on one connection; every answer must be 200.
+cat >"$work/client.py" <<'PY'
+import http.client, sys
+port, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+for i in range(n):
+    c.request("GET", f"{path}?n={i}")
+    r = c.getresponse()
+    r.read()
+    if r.status != 200:
+        sys.exit(f"request {i}: {r.status}")
+PY
+
+count() { # bin path n -> Ir
+  local bin=$1 path=$2 n=$3 port out
+  port=$(free_port); out="$work/cg.$port"
+  TURNPIKE_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
+    "$bin" gateway --config "$work/apis.yaml" --workers 1 --http-port "$port" \
+    --https-port off --data-dir "$work/data" --analytics off >"$work/gw-$port.log" 2>&1 &
+  local pid=$!
+  wait_port "$port"
+  python3 "$work/client.py" "$port" "$path" "$n"
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  grep -m1 '^summary:' "$out" | awk '{print $2}'
+  if [ -n "$keep" ]; then
+    mkdir -p "$keep"; cp "$out" "$keep/$(basename "$bin").${path//\//_}.$n"
+  fi
+}
+
+printf '%-40s %-8s %s\n' binary api instructions/request
+for bin in "${bins[@]}"; do
+  for api in open miss nostore; do
+    a=$(count "$bin" "/$api/v1/x" "$n1")
+    b=$(count "$bin" "/$api/v1/x" "$n2")
+    printf '%-40s %-8s %s\n' "$bin" "$api" $(( (b - a) / (n2 - n1) ))
+  done
+done
