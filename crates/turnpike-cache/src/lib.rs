@@ -15,8 +15,10 @@
 
 mod key;
 mod policy;
+mod resources;
 mod settings;
 mod store;
 
 pub use policy::{Cache, ResponseCache};
+pub use resources::ResourceCaches;
 pub use store::CacheStores;
