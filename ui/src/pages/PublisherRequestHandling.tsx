@@ -23,7 +23,7 @@ interface RequestBuffering {
 type WithRequestOptions = Api & { paths?: Paths | null; requestBuffering?: RequestBuffering | null };
 
 /** A size or a duration as typed: a plain number stays a number, text (`256KiB`, `20s`) stays text. */
-const quantity = (s: string): number | string | undefined => {
+export const quantity = (s: string): number | string | undefined => {
   const t = s.trim();
   if (!t) return undefined;
   return /^\d+$/.test(t) ? Number(t) : t;
