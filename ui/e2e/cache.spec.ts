@@ -4,19 +4,15 @@
 // first GET is a MISS, the second a HIT with an Age and no second upstream call, the
 // uncached resource goes upstream every time; Purge (after a confirmation) reaches the
 // gateway and the next GET is a MISS again.
-import { expect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
+import { expect, test, type APIRequestContext } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gateway, rest, signIn } from './rest';
 
 const shots = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'target', 'screenshots');
-
-const base = () => process.env.TP_BASE!;
-const gateway = () => process.env.TP_GATEWAY!;
-const basic = (user: string, secret: string) => `Basic ${Buffer.from(`${user}:${secret}`).toString('base64')}`;
-const admin = () => ({ Authorization: basic('admin', process.env.TP_ADMIN_PASSWORD!) });
 
 /** A back end that counts the requests it answers and says which one each answer is. */
 async function countingBackend(): Promise<{ server: Server; url: string; calls: () => number }> {
@@ -28,22 +24,6 @@ async function countingBackend(): Promise<{ server: Server; url: string; calls: 
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls: () => calls };
-}
-
-async function rest(request: APIRequestContext, method: string, path: string, data?: unknown) {
-  const r = await request.fetch(`${base()}${path}`, { method, headers: admin(), data });
-  expect(r.ok(), `${method} ${path}: ${r.status()} ${await r.text()}`).toBeTruthy();
-  return (await r.text()) ? r.json() : null;
-}
-
-async function signIn(browser: Browser): Promise<Page> {
-  const page = await (await browser.newContext({ baseURL: base() })).newPage();
-  await page.goto('/');
-  await page.getByLabel('Username').fill('admin');
-  await page.getByLabel('Password').fill(process.env.TP_ADMIN_PASSWORD!);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await expect(page.getByRole('button', { name: 'Sign out', exact: true })).toBeVisible();
-  return page;
 }
 
 interface Got {
