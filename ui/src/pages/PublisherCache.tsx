@@ -22,28 +22,11 @@ import {
 } from '@mantine/core';
 import { publisher, type CachePurge } from '../api/calls';
 import type { Api } from '../api/types';
+import { configOf, formOf, modeOf, text, type CacheConfig, type Form, type ResourceCache } from '../lib/cacheForm';
 import { errorText } from '../lib/load';
+import { quantity } from '../lib/units';
 import { ErrorNote } from './common';
 import { useSave } from './PublisherPolicies';
-import { quantity } from './PublisherRequestHandling';
-
-/** The API's `cacheConfiguration`, the file's `cache` policy as written. */
-export interface CacheConfig {
-  ttl?: number | string;
-  methods?: string[];
-  statuses?: number[];
-  key?: { query?: boolean; headers?: string[]; consumer?: boolean };
-  max_entry_size?: number | string;
-  max_size?: number | string;
-  stale_while_revalidate?: number | string;
-  stale_if_error?: number | string;
-  lock_timeout?: number | string;
-  tag_header?: string;
-  purges?: CachePurge[];
-}
-
-/** A resource's `cacheConfiguration`: off, the API's settings, or its own over them. */
-type ResourceCache = boolean | CacheConfig | undefined;
 
 type Resource = Api['resources'][number] & { cacheConfiguration?: ResourceCache };
 type WithCache = Api & { cacheConfiguration?: CacheConfig | null; resources: Resource[] };
@@ -54,64 +37,6 @@ const MODES = [
   { value: 'off', label: 'Not cached' },
   { value: 'own', label: 'Own TTL' },
 ];
-
-const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
-const text = (v: number | string | undefined) => (v === undefined ? '' : String(v));
-
-interface Form {
-  enabled: boolean;
-  ttl: string;
-  methods: string[];
-  statuses: string;
-  query: boolean;
-  headers: string;
-  consumer: boolean;
-  maxSize: string;
-  maxEntry: string;
-  swr: string;
-  sie: string;
-  tagHeader: string;
-}
-
-const formOf = (c: CacheConfig | null | undefined): Form => ({
-  enabled: !!c,
-  ttl: text(c?.ttl),
-  methods: c?.methods ?? ['GET'],
-  statuses: (c?.statuses ?? []).join(', '),
-  query: c?.key?.query ?? true,
-  headers: (c?.key?.headers ?? []).join(', '),
-  consumer: c?.key?.consumer ?? true,
-  maxSize: text(c?.max_size),
-  maxEntry: text(c?.max_entry_size),
-  swr: text(c?.stale_while_revalidate),
-  sie: text(c?.stale_if_error),
-  tagHeader: c?.tag_header ?? '',
-});
-
-/** The configuration to send: `null` (no cache) or the fields given, the stored
- * purges and lock timeout kept. Statuses that are not numbers are sent as typed, so the
- * control plane names the field. */
-function configOf(f: Form, start: CacheConfig | null | undefined): CacheConfig | null {
-  if (!f.enabled) return null;
-  const c: CacheConfig = { methods: f.methods };
-  const set = (k: keyof CacheConfig, v: number | string | undefined) => {
-    if (v !== undefined) (c as Record<string, unknown>)[k] = v;
-  };
-  set('ttl', quantity(f.ttl));
-  set('max_size', quantity(f.maxSize));
-  set('max_entry_size', quantity(f.maxEntry));
-  set('stale_while_revalidate', quantity(f.swr));
-  set('stale_if_error', quantity(f.sie));
-  set('lock_timeout', start?.lock_timeout);
-  const statuses = list(f.statuses).map((s) => (/^\d+$/.test(s) ? Number(s) : (s as unknown as number)));
-  if (statuses.length) c.statuses = statuses;
-  c.key = { query: f.query, headers: list(f.headers), consumer: f.consumer };
-  if (f.tagHeader.trim()) c.tag_header = f.tagHeader.trim();
-  if (start?.purges?.length) c.purges = start.purges;
-  return c;
-}
-
-const modeOf = (c: ResourceCache) => (c === undefined || c === true ? 'api' : c === false ? 'off' : 'own');
 
 export function CacheEditor({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; canEdit: boolean }) {
   const start = api as WithCache;
