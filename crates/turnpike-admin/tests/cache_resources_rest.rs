@@ -89,7 +89,10 @@ async fn bad_resource_cache_settings_name_the_resources_field() {
         .await;
     let api = format!("{APIS}/{id}");
     for (config, field) in [
-        (json!({"ttl": "soon"}), "resources[0].cacheConfiguration.ttl"),
+        (
+            json!({"ttl": "soon"}),
+            "resources[0].cacheConfiguration.ttl",
+        ),
         (
             json!({"max_size": "1MiB"}),
             "resources[0].cacheConfiguration.max_size",

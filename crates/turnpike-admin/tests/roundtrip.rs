@@ -243,7 +243,10 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
         "the response cache survives apply and export"
     );
     assert_eq!(
-        (&pets_v1["resources"][1]["cache"], &pets_v1["resources"][2]["cache"]),
+        (
+            &pets_v1["resources"][1]["cache"],
+            &pets_v1["resources"][2]["cache"]
+        ),
         (
             &json!(false),
             &json!({"ttl": "5m", "key": {"query": false, "consumer": true}})

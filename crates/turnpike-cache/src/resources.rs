@@ -136,7 +136,10 @@ fn own_settings(
     };
     or(&own.ttl, &mut merged.ttl);
     or(&own.max_entry_size, &mut merged.max_entry_size);
-    or(&own.stale_while_revalidate, &mut merged.stale_while_revalidate);
+    or(
+        &own.stale_while_revalidate,
+        &mut merged.stale_while_revalidate,
+    );
     or(&own.stale_if_error, &mut merged.stale_if_error);
     or(&own.lock_timeout, &mut merged.lock_timeout);
     if own.tag_header.is_some() {

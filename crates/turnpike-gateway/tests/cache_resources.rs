@@ -124,7 +124,11 @@ fn bad_resource_settings_are_refused_at_the_resources_path() {
     ] {
         assert!(err.contains(path), "{path} not in {err}");
     }
-    let typo = yaml(addr, "      - { path: \"/a\", methods: [GET], cache: { tll: 5s } }\n", None);
+    let typo = yaml(
+        addr,
+        "      - { path: \"/a\", methods: [GET], cache: { tll: 5s } }\n",
+        None,
+    );
     let err = Snapshot::from_yaml_with(&typo, "test", &PolicyRuntime::new())
         .err()
         .expect("refused")

@@ -226,7 +226,10 @@ impl<'de> Deserialize<'de> for ResourceCacheSpec {
             fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Self::Value, E> {
                 Ok(ResourceCacheSpec::Enabled(b))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> Result<Self::Value, A::Error> {
                 let de = serde::de::value::MapAccessDeserializer::new(m);
                 CacheSpec::deserialize(de).map(ResourceCacheSpec::Settings)
             }
