@@ -19,6 +19,5 @@ mod resources;
 mod settings;
 mod store;
 
-pub use policy::{Cache, ResponseCache};
-pub use resources::ResourceCaches;
+pub use policy::{Cache, ResourceCaches, ResponseCache};
 pub use store::CacheStores;

@@ -490,6 +490,27 @@ impl PolicyKind for Cache {
             return None;
         }
         // Its resources' own settings too (docs/caching.md, "Per resource").
-        crate::resources::build(Some(spec), cx)
+        crate::resources::build(Some(spec), cx, &new_cache)
+    }
+}
+
+fn new_cache(settings: Settings, store: Arc<ApiStore>, clock: Arc<dyn Clock>) -> Arc<dyn Policy> {
+    Arc::new(ResponseCache::new(settings, store, clock))
+}
+
+/// The caches of an API with no `cache` entry of its own whose resources have one (the
+/// chain builds it in the `cache` entry's place, before mediation).
+pub struct ResourceCaches;
+
+impl PolicyKind for ResourceCaches {
+    const NAME: &'static str = Cache::NAME;
+    type Spec = ();
+
+    fn stage(_: &()) -> Stage {
+        Stage::Transform
+    }
+
+    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        crate::resources::build(None, cx, &new_cache)
     }
 }

@@ -1,6 +1,6 @@
 //! Per-resource cache settings: a resource's `cache:` (its own settings over the API's,
 //! `true`, or `false` to switch it off). An API whose resources say nothing gets the
-//! plain [`ResponseCache`] and pays nothing here; otherwise [`PerResource`] picks each
+//! plain `ResponseCache` and pays nothing here; otherwise [`PerResource`] picks each
 //! request's cache with one tree lookup of its upstream path (as mediation picks a
 //! resource's transforms) and hands every hook to it. All of one API's caches share its
 //! store (a path belongs to one resource, so their keys never meet), its `max_size`
@@ -11,21 +11,28 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{request, response, Method};
+use turnpike_model::clock::Clock;
 use turnpike_model::policy::{CacheSpec, ResourceCacheSpec};
 use turnpike_model::ApiSpec;
 use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::template::Template;
-use turnpike_policy::{
-    BuildCx, Completion, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
-};
+use turnpike_policy::{BuildCx, Completion, GatewayError, Hooks, Policy, RequestCtx, Step};
 
-use crate::policy::{Cache, ResponseCache};
-use crate::settings::{compile, DEFAULT_MAX_SIZE};
-use crate::store::CacheStores;
+use crate::settings::{compile, Settings, DEFAULT_MAX_SIZE};
+use crate::store::{ApiStore, CacheStores};
+
+/// Makes one cache from its settings, the API's store and the clock (the kind's
+/// `ResponseCache`; passed in so this module does not depend on the policy's).
+pub(crate) type NewCache<'a> =
+    &'a dyn Fn(Settings, Arc<ApiStore>, Arc<dyn Clock>) -> Arc<dyn Policy>;
 
 /// One API's response cache(s): `api` is its `cache` policy entry, if it has one.
 /// `None` when nothing of the API is cached (or after reporting problems).
-pub(crate) fn build(api: Option<&CacheSpec>, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+pub(crate) fn build(
+    api: Option<&CacheSpec>,
+    cx: &mut BuildCx<'_>,
+    make: NewCache<'_>,
+) -> Option<Arc<dyn Policy>> {
     let spec = cx.file.apis.get(cx.api)?;
     let whole = match api {
         Some(s) => Some(compile(s, cx)?),
@@ -41,10 +48,10 @@ pub(crate) fn build(api: Option<&CacheSpec>, cx: &mut BuildCx<'_>) -> Option<Arc
         store.apply_purges(&s.purges);
     }
     let clock = cx.runtime.clock().clone();
-    let new = |settings| Arc::new(ResponseCache::new(settings, store.clone(), clock.clone()));
-    let mut caches: Vec<Arc<ResponseCache>> = whole.map(new).into_iter().collect();
+    let new = |settings| make(settings, store.clone(), clock.clone());
+    let mut caches: Vec<Arc<dyn Policy>> = whole.map(new).into_iter().collect();
     if spec.resources.iter().all(|r| r.cache.is_none()) {
-        return caches.pop().map(|c| c as Arc<dyn Policy>);
+        return caches.pop();
     }
     let fallback = (!caches.is_empty()).then_some(0);
     let tree = routes(spec, api, fallback, cx, |settings| {
@@ -69,13 +76,13 @@ fn routes(
     api: Option<&CacheSpec>,
     fallback: Option<usize>,
     cx: &mut BuildCx<'_>,
-    mut add: impl FnMut(crate::settings::Settings) -> usize,
+    mut add: impl FnMut(Settings) -> usize,
 ) -> Option<matchit::Router<Vec<Route>>> {
     let at = std::mem::take(&mut cx.at);
     let mut ok = true;
     let mut routes: BTreeMap<String, Vec<Route>> = BTreeMap::new();
     for (j, r) in spec.resources.iter().enumerate() {
-        cx.at = format!("apis[{}].resources[{j}].{}", cx.api, Cache::NAME);
+        cx.at = format!("apis[{}].resources[{j}].cache", cx.api);
         let slot = match r.cache.as_ref().map(ResourceCacheSpec::settings) {
             None => fallback,
             Some(None) => None,
@@ -119,7 +126,7 @@ fn own_settings(
     api: Option<&CacheSpec>,
     own: &CacheSpec,
     cx: &mut BuildCx<'_>,
-) -> Option<crate::settings::Settings> {
+) -> Option<Settings> {
     let shared = "is the API's (its resources share one store): set it on the API's cache";
     if own.max_size.is_some() {
         cx.problem(".max_size", shared);
@@ -157,23 +164,6 @@ fn own_settings(
     compile(&merged, cx)
 }
 
-/// The caches of an API with no `cache` entry of its own whose resources have one
-/// (the chain builds it in the `cache` entry's place, before mediation).
-pub struct ResourceCaches;
-
-impl PolicyKind for ResourceCaches {
-    const NAME: &'static str = Cache::NAME;
-    type Spec = ();
-
-    fn stage(_: &()) -> Stage {
-        Stage::Transform
-    }
-
-    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
-        build(None, cx)
-    }
-}
-
 /// A resource's route: which methods, whether the template says it, and its cache
 /// (`None`: not cached).
 struct Route {
@@ -189,7 +179,7 @@ struct Chosen(usize);
 /// The caches of an API some of whose resources have their own settings.
 struct PerResource {
     tree: matchit::Router<Vec<Route>>,
-    caches: Box<[Arc<ResponseCache>]>,
+    caches: Box<[Arc<dyn Policy>]>,
     /// The API's own cache, for resources that say nothing.
     fallback: Option<usize>,
 }
@@ -207,7 +197,7 @@ impl PerResource {
             .map_or(self.fallback, |r| r.slot)
     }
 
-    fn chosen(&self, ctx: &RequestCtx) -> Option<&ResponseCache> {
+    fn chosen(&self, ctx: &RequestCtx) -> Option<&dyn Policy> {
         let Chosen(i) = *ctx.ext.get::<Chosen>()?;
         self.caches.get(i).map(|c| &**c)
     }
@@ -215,7 +205,7 @@ impl PerResource {
 
 impl Policy for PerResource {
     fn name(&self) -> &'static str {
-        Cache::NAME
+        self.caches.first().map_or("cache", |c| c.name())
     }
 
     fn hooks(&self) -> Hooks {
