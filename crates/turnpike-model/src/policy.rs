@@ -190,7 +190,7 @@ pub enum ResourceCacheSpec {
     /// `true` / `false`.
     Enabled(bool),
     /// The resource's own settings, over the API's.
-    Settings(CacheSpec),
+    Settings(Box<CacheSpec>),
 }
 
 impl ResourceCacheSpec {
@@ -199,7 +199,7 @@ impl ResourceCacheSpec {
         match self {
             ResourceCacheSpec::Enabled(false) => None,
             ResourceCacheSpec::Enabled(true) => Some(CacheSpec::default()),
-            ResourceCacheSpec::Settings(s) => Some(s.clone()),
+            ResourceCacheSpec::Settings(s) => Some((**s).clone()),
         }
     }
 }
@@ -231,7 +231,7 @@ impl<'de> Deserialize<'de> for ResourceCacheSpec {
                 m: A,
             ) -> Result<Self::Value, A::Error> {
                 let de = serde::de::value::MapAccessDeserializer::new(m);
-                CacheSpec::deserialize(de).map(ResourceCacheSpec::Settings)
+                CacheSpec::deserialize(de).map(|s| ResourceCacheSpec::Settings(Box::new(s)))
             }
         }
         d.deserialize_any(Either)
