@@ -5,19 +5,15 @@
 // claim SANDBOX) and the sandbox API key call the API through the gateway and the sandbox
 // back end answers. A PROD_ONLY_BLOCKED subscription then refuses production keys and
 // still serves sandbox ones; BLOCKED refuses both.
-import { expect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
+import { expect, test, type APIRequestContext } from '@playwright/test';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { base, basic, gateway, rest, signIn } from './rest';
 
 // Whether the gateway sends SANDBOX calls to the sandbox endpoints (issue 27's endpoint
 // selection, another branch's part): until it does, sandbox calls reach production and
 // the test asserts what the key type decides here, the subscription checks.
 const sandboxRouting = true;
-
-const base = () => process.env.TP_BASE!;
-const gateway = () => process.env.TP_GATEWAY!;
-const basic = (user: string, secret: string) => `Basic ${Buffer.from(`${user}:${secret}`).toString('base64')}`;
-const admin = () => ({ Authorization: basic('admin', process.env.TP_ADMIN_PASSWORD!) });
 
 /** A back end that says it is the sandbox one, so a test sees which back end answered. */
 async function sandboxBackend(): Promise<{ server: Server; url: string }> {
@@ -27,22 +23,6 @@ async function sandboxBackend(): Promise<{ server: Server; url: string }> {
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-async function rest(request: APIRequestContext, method: string, path: string, data?: unknown) {
-  const r = await request.fetch(`${base()}${path}`, { method, headers: admin(), data });
-  expect(r.ok(), `${method} ${path}: ${r.status()} ${await r.text()}`).toBeTruthy();
-  return (await r.text()) ? r.json() : null;
-}
-
-async function signIn(browser: Browser): Promise<Page> {
-  const page = await (await browser.newContext({ baseURL: base() })).newPage();
-  await page.goto('/');
-  await page.getByLabel('Username').fill('admin');
-  await page.getByLabel('Password').fill(process.env.TP_ADMIN_PASSWORD!);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await expect(page.getByRole('button', { name: 'Sign out', exact: true })).toBeVisible();
-  return page;
 }
 
 /** Calls the API through the gateway until it answers `status` (a subscription or

@@ -340,6 +340,7 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
             auth: None,
             throttling: None,
             mediation: None,
+            cache: None,
         }];
     }
     api.resources
@@ -356,6 +357,10 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
                 .mediation
                 .as_ref()
                 .and_then(|m| serde_json::from_value(m.clone()).ok()),
+            cache: r
+                .cache
+                .as_ref()
+                .and_then(|c| serde_json::from_value(c.clone()).ok()),
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 //! unauthenticated tier and header style, a GraphQL section, a mediation section,
 //! bandwidth and billing, an advanced policy with conditional groups named by an API and
 //! a resource, host, load balancing, body limit, request buffering, timeouts (read_idle too),
-//! the upstream protocol, path options, a response cache,
+//! the upstream protocol, path options, a response cache (and resources' own),
 //! scopes, an `auth: none`
 //! resource, `auth:` of an API, `mediation:` of an API and of a resource) is applied to
 //! the first; its export is applied to the
@@ -81,6 +81,8 @@ apis:
     paths: { matrix_parameters: strip, case_insensitive: true }
     resources:
       - { path: "/*", methods: [GET] }
+      - { path: "/live/*", methods: [GET], cache: false }
+      - { path: "/slow/*", methods: [GET], cache: { ttl: 5m, key: { query: false } } }
     policies:
       - cache: { ttl: 30s, key: { headers: [accept] }, tag_header: Cache-Tag }
     mediation:
@@ -320,6 +322,17 @@ async fn export_apply_round_trip_from_sqlite_to_postgres() {
         json!([{"cache": {"ttl": "30s", "tag_header": "Cache-Tag",
             "key": {"headers": ["accept"], "query": true, "consumer": true}}}]),
         "the response cache survives apply and export"
+    );
+    assert_eq!(
+        (
+            &pets_v1["resources"][1]["cache"],
+            &pets_v1["resources"][2]["cache"]
+        ),
+        (
+            &json!(false),
+            &json!({"ttl": "5m", "key": {"query": false, "consumer": true}})
+        ),
+        "resources' own caches survive apply and export: {pets_v1}"
     );
     assert_eq!(
         pets_v1["paths"],

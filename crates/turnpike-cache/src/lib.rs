@@ -16,10 +16,11 @@
 
 mod key;
 mod policy;
+mod resources;
 mod revalidate;
 mod rfc;
 mod settings;
 mod store;
 
-pub use policy::{Cache, ResponseCache};
+pub use policy::{Cache, ResourceCaches, ResponseCache};
 pub use store::CacheStores;

@@ -23,8 +23,8 @@ use turnpike_policy::{
 use crate::key::{keys, Keys};
 use crate::revalidate;
 use crate::rfc::{self, directive, seconds_directive};
-use crate::settings::{compile, Settings};
-use crate::store::{ApiStore, CacheStores, Flight, Found, Presented, Received, Variant};
+use crate::settings::Settings;
+use crate::store::{ApiStore, Flight, Found, Presented, Received, Variant};
 
 /// The header that says how the cache answered.
 pub const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
@@ -91,6 +91,14 @@ pub struct ResponseCache {
 }
 
 impl ResponseCache {
+    pub(crate) fn new(settings: Settings, store: Arc<ApiStore>, clock: Arc<dyn Clock>) -> Self {
+        ResponseCache {
+            settings,
+            store,
+            clock,
+        }
+    }
+
     /// This API's store (tests and purges read it).
     pub fn store(&self) -> &Arc<ApiStore> {
         &self.store
@@ -538,19 +546,32 @@ impl PolicyKind for Cache {
     fn build(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
         let api = cx.file.apis.get(cx.api)?;
         let entries = api.policies.iter().filter(|p| p.cache.is_some()).count();
-        let id = turnpike_model::api_id(&api.context, &api.version);
         if entries > 1 {
             cx.problem("", "an API has at most one cache entry");
             return None;
         }
-        let settings = compile(spec, cx)?;
-        let stores = cx.runtime.get_or_init(CacheStores::default);
-        let store = stores.for_api(&id, settings.max_size);
-        store.apply_purges(&spec.purges);
-        Some(Arc::new(ResponseCache {
-            settings,
-            store,
-            clock: cx.runtime.clock().clone(),
-        }))
+        // Its resources' own settings too (docs/caching.md, "Per resource").
+        crate::resources::build(Some(spec), cx, &new_cache)
+    }
+}
+
+fn new_cache(settings: Settings, store: Arc<ApiStore>, clock: Arc<dyn Clock>) -> Arc<dyn Policy> {
+    Arc::new(ResponseCache::new(settings, store, clock))
+}
+
+/// The caches of an API with no `cache` entry of its own whose resources have one (the
+/// chain builds it in the `cache` entry's place, before mediation).
+pub struct ResourceCaches;
+
+impl PolicyKind for ResourceCaches {
+    const NAME: &'static str = Cache::NAME;
+    type Spec = ();
+
+    fn stage(_: &()) -> Stage {
+        Stage::Transform
+    }
+
+    fn build(_: &(), cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        crate::resources::build(None, cx, &new_cache)
     }
 }

@@ -17,7 +17,7 @@ const DEFAULT_TTL: Duration = Duration::from_secs(60);
 /// Largest body stored by default.
 const DEFAULT_MAX_ENTRY: u64 = 1 << 20;
 /// Bytes one API's entries hold by default.
-const DEFAULT_MAX_SIZE: u64 = 64 << 20;
+pub(crate) const DEFAULT_MAX_SIZE: u64 = 64 << 20;
 /// How long followers of a miss wait for the leader by default.
 const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 /// Caps on what a spec may list (every count has a cap).

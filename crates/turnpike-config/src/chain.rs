@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
-use turnpike_cache::Cache;
+use turnpike_cache::{Cache, ResourceCaches};
 use turnpike_edge::{BodyLimit, Cors, Deprecation, Lifecycle};
 use turnpike_graphql::Graphql;
 use turnpike_mediation::policy::Mediation;
@@ -103,6 +103,7 @@ fn build_entry(spec: &EntrySpec<'_>, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc
         EntrySpec::Soap(s) => build::<Soap>(s, cx),
         EntrySpec::Deprecation(api) => build::<Deprecation>(api, cx),
         EntrySpec::Declared(p) => declared(p, cx),
+        EntrySpec::ResourceCaches => build::<ResourceCaches>(&(), cx),
         EntrySpec::Lifecycle => build::<Lifecycle>(&(), cx),
         EntrySpec::BodyLimit(q) => build::<BodyLimit>(q, cx),
         EntrySpec::Auth => build::<Auth>(&(), cx),

@@ -24,6 +24,9 @@ pub(crate) enum EntrySpec<'a> {
     Deprecation(&'a ApiSpec),
     /// One entry of the `policies:` list (it must name exactly one kind).
     Declared(&'a PolicySpec),
+    /// Resources' `cache:` on an API without a `cache` entry (with one, that entry
+    /// builds them).
+    ResourceCaches,
     /// A `lifecycle:` that refuses every request (read by `turnpike_edge::lifecycle::prepare`).
     Lifecycle,
     /// `max_body_size:` (the default when absent).
@@ -49,6 +52,10 @@ pub(crate) fn entries(i: usize, api: &ApiSpec) -> Vec<Entry<'_>> {
     push(at("deprecation"), EntrySpec::Deprecation(api));
     for (j, spec) in api.policies.iter().enumerate() {
         push(at(&format!("policies[{j}]")), EntrySpec::Declared(spec));
+    }
+    let api_cache = api.policies.iter().any(|p| p.cache.is_some());
+    if !api_cache && api.resources.iter().any(|r| r.cache.is_some()) {
+        push(at("resources"), EntrySpec::ResourceCaches);
     }
     push(at("lifecycle"), EntrySpec::Lifecycle);
     push(

@@ -35,6 +35,13 @@ impl PolicyRuntime {
         }
     }
 
+    /// The same, with the kinds' kernel clock replaced (tests that move time: the
+    /// response cache's freshness).
+    pub fn with_clock(mut self, clock: Arc<dyn turnpike_model::clock::Clock>) -> Self {
+        self.kernel = self.kernel.with_clock(clock);
+        self
+    }
+
     /// The kernel runtime every kind's build reads (its offload, its state by type).
     pub fn kernel(&self) -> &Runtime {
         &self.kernel

@@ -193,6 +193,10 @@ pub struct ResourceSpec {
     /// This resource's transformations; each direction given replaces the API's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mediation: Option<mediation::MediationSpec>,
+    /// This resource's response cache: its own settings over the API's `cache`, or
+    /// `false` to switch it off (docs/caching.md, "Per resource").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<policy::ResourceCacheSpec>,
 }
 
 /// Upstream timeouts as written: durations such as `"5s"`, `"250ms"`, `"2m"`.

@@ -180,3 +180,81 @@ pub struct DeprecationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
 }
+
+/// A resource's `cache:`: `false` switches the API's cache off for the resource,
+/// `true` caches it with the API's settings (the defaults when the API has no cache),
+/// and settings cache it with each field given replacing the API's (docs/caching.md,
+/// "Per resource").
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceCacheSpec {
+    /// `true` / `false`.
+    Enabled(bool),
+    /// The resource's own settings, over the API's.
+    Settings(Box<CacheSpec>),
+}
+
+impl ResourceCacheSpec {
+    /// The resource's own settings, `None` when it is switched off.
+    pub fn settings(&self) -> Option<CacheSpec> {
+        match self {
+            ResourceCacheSpec::Enabled(false) => None,
+            ResourceCacheSpec::Enabled(true) => Some(CacheSpec::default()),
+            ResourceCacheSpec::Settings(s) => Some((**s).clone()),
+        }
+    }
+}
+
+impl Serialize for ResourceCacheSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ResourceCacheSpec::Enabled(b) => s.serialize_bool(*b),
+            ResourceCacheSpec::Settings(spec) => spec.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ResourceCacheSpec {
+    /// A boolean or the settings, each with its own error (an untagged enum would say
+    /// only "did not match any variant" for a misspelt field).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = ResourceCacheSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("false, true or the cache settings")
+            }
+            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Self::Value, E> {
+                Ok(ResourceCacheSpec::Enabled(b))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> Result<Self::Value, A::Error> {
+                let de = serde::de::value::MapAccessDeserializer::new(m);
+                CacheSpec::deserialize(de).map(|s| ResourceCacheSpec::Settings(Box::new(s)))
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod resource_cache_tests {
+    use super::*;
+
+    #[test]
+    fn a_resource_cache_is_a_switch_or_settings_and_round_trips() {
+        let off: ResourceCacheSpec = serde_json::from_str("false").unwrap();
+        assert_eq!(off, ResourceCacheSpec::Enabled(false));
+        assert_eq!(off.settings(), None);
+        let on: ResourceCacheSpec = serde_json::from_str(r#"{"ttl":"5s"}"#).unwrap();
+        let ttl = on.settings().unwrap().ttl.unwrap();
+        assert_eq!(serde_json::to_value(&ttl).unwrap(), "5s");
+        assert_eq!(serde_json::to_string(&on).unwrap(), r#"{"ttl":"5s"}"#);
+        assert_eq!(serde_json::to_string(&off).unwrap(), "false");
+        let bad = serde_json::from_str::<ResourceCacheSpec>(r#"{"tll":"5s"}"#).unwrap_err();
+        assert!(bad.to_string().contains("tll"), "{bad}");
+        assert!(serde_json::from_str::<ResourceCacheSpec>("3").is_err());
+    }
+}

@@ -157,6 +157,14 @@ pub struct Resource {
     /// API by compiling it, passed through by the store).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mediation: Option<serde_json::Value>,
+    /// The resource's response cache (the file's resource `cache:`: `false`, `true` or
+    /// settings over the API's; checked by the admin API, passed through by the store).
+    #[serde(
+        default,
+        rename = "cacheConfiguration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cache: Option<serde_json::Value>,
 }
 
 /// Settings kept as a JSON object of camelCase fields (validated by the admin API,

@@ -65,6 +65,15 @@ export const publisher = {
       await api.PATCH('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } }, body: body as never }),
     ) as Api;
   },
+  /** Purges the API's cached answers on every gateway: all (`{}`), a prefix or a tag. */
+  async purgeCache(id: string, body: { prefix?: string; tag?: string }): Promise<CachePurge> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/{apiId}/cache/purge', {
+        params: { path: { apiId: id } },
+        body: body as never,
+      }),
+    ) as CachePurge;
+  },
   async tryMediation(id: string, body: Record<string, unknown>): Promise<unknown> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/{apiId}/mediation/try', {
@@ -213,6 +222,13 @@ export const devportal = {
 };
 
 /** Which credentials an API accepts (the file's `auth`). */
+/** A purge of an API's cached answers, as the control plane recorded it. */
+export interface CachePurge {
+  id: number;
+  prefix?: string;
+  tag?: string;
+}
+
 export interface ApiSecurity {
   oauth2: boolean;
   api_key: boolean;

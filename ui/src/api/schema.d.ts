@@ -1076,6 +1076,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/publisher/v1/apis/{apiId}/cache/purge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Purge the API's cached responses on every gateway: all, a key prefix (upstream path) or a tag
+         * @description Bearer tokens need the apim:api_create scope; HTTP Basic callers need the publisher role.
+         */
+        post: operations["purgeApiCache"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/publisher/v1/apis/{apiId}/documents": {
         parameters: {
             query?: never;
@@ -1350,6 +1370,28 @@ export interface components {
         Api: {
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
+            /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
+            cacheConfiguration?: {
+                key?: {
+                    consumer?: boolean;
+                    headers?: string[];
+                    query?: boolean;
+                };
+                lock_timeout?: string;
+                /** @example 1MiB */
+                max_entry_size?: string;
+                /** @example 64MiB */
+                max_size?: string;
+                methods?: string[];
+                purges?: components["schemas"]["CachePurge"][];
+                stale_if_error?: string;
+                stale_while_revalidate?: string;
+                statuses?: number[];
+                /** @example Cache-Tag */
+                tag_header?: string;
+                /** @example 60s */
+                ttl?: string;
+            };
             context: string;
             /** @description CORS at the gateway (docs/policies.md): preflights answered before auth */
             corsConfiguration?: {
@@ -1378,7 +1420,7 @@ export interface components {
                 sunset?: string;
             };
             description?: string;
-            endpoints?: string[];
+            endpoints?: components["schemas"]["Endpoint"][];
             /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
             graphql?: Record<string, never>;
             /** @description serve only for this Host (or *.example.com) */
@@ -1388,7 +1430,7 @@ export interface components {
             readonly lastUpdatedTime?: number;
             readonly lifecycleStatus?: string;
             /** @enum {string} */
-            loadBalancing?: "round_robin" | "failover";
+            loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
@@ -1418,17 +1460,69 @@ export interface components {
                 /** @example 30s */
                 timeout?: string;
             };
+            /** @description endpoint suspension, circuit breaker, retries and health checks, as the declarative file's resilience: section (docs/resilience.md) */
+            resilience?: {
+                /**
+                 * @example {
+                 *       "consecutive_failures": 3,
+                 *       "failure_ratio": 0.5,
+                 *       "window": 20
+                 *     }
+                 */
+                circuit_breaker?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "healthy_threshold": 2,
+                 *       "interval": "5s",
+                 *       "path": "/health",
+                 *       "unhealthy_threshold": 3
+                 *     }
+                 */
+                health_check?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "attempts": 2
+                 *     }
+                 */
+                retries?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "initial_duration": "30s",
+                 *       "max_duration": "5m",
+                 *       "on": [
+                 *         "connect_failure",
+                 *         "timeout",
+                 *         "5xx"
+                 *       ],
+                 *       "progression_factor": 2
+                 *     }
+                 */
+                suspension?: Record<string, never>;
+            };
             resources?: components["schemas"]["Resource"][];
             readonly revision?: number;
+            /** @description where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured) */
+            sandboxEndpoints?: components["schemas"]["Endpoint"][];
             tags?: string[];
             timeouts?: {
                 /** @example 5s */
                 connect?: number | string;
+                /**
+                 * @description longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)
+                 * @example 60s
+                 */
+                read_idle?: number | string;
                 /** @example 60s */
                 response?: number | string;
             };
             /** @enum {string} */
             type?: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            /**
+             * @description h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)
+             * @default http1
+             * @enum {string}
+             */
+            upstreamProtocol: "http1" | "h2c";
             version: string;
         };
         ApiKey: {
@@ -1467,6 +1561,28 @@ export interface components {
         ApiRecord: {
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
+            /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
+            cacheConfiguration?: {
+                key?: {
+                    consumer?: boolean;
+                    headers?: string[];
+                    query?: boolean;
+                };
+                lock_timeout?: string;
+                /** @example 1MiB */
+                max_entry_size?: string;
+                /** @example 64MiB */
+                max_size?: string;
+                methods?: string[];
+                purges?: components["schemas"]["CachePurge"][];
+                stale_if_error?: string;
+                stale_while_revalidate?: string;
+                statuses?: number[];
+                /** @example Cache-Tag */
+                tag_header?: string;
+                /** @example 60s */
+                ttl?: string;
+            };
             context: string;
             /** @description CORS at the gateway (docs/policies.md): preflights answered before auth */
             corsConfiguration?: {
@@ -1495,7 +1611,7 @@ export interface components {
                 sunset?: string;
             };
             description?: string;
-            endpoints: string[];
+            endpoints: components["schemas"]["Endpoint"][];
             /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
             graphql?: Record<string, never>;
             /** @description serve only for this Host (or *.example.com) */
@@ -1505,7 +1621,7 @@ export interface components {
             readonly lastUpdatedTime?: number;
             readonly lifecycleStatus: string;
             /** @enum {string} */
-            loadBalancing?: "round_robin" | "failover";
+            loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
@@ -1535,17 +1651,69 @@ export interface components {
                 /** @example 30s */
                 timeout?: string;
             };
+            /** @description endpoint suspension, circuit breaker, retries and health checks, as the declarative file's resilience: section (docs/resilience.md) */
+            resilience?: {
+                /**
+                 * @example {
+                 *       "consecutive_failures": 3,
+                 *       "failure_ratio": 0.5,
+                 *       "window": 20
+                 *     }
+                 */
+                circuit_breaker?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "healthy_threshold": 2,
+                 *       "interval": "5s",
+                 *       "path": "/health",
+                 *       "unhealthy_threshold": 3
+                 *     }
+                 */
+                health_check?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "attempts": 2
+                 *     }
+                 */
+                retries?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "initial_duration": "30s",
+                 *       "max_duration": "5m",
+                 *       "on": [
+                 *         "connect_failure",
+                 *         "timeout",
+                 *         "5xx"
+                 *       ],
+                 *       "progression_factor": 2
+                 *     }
+                 */
+                suspension?: Record<string, never>;
+            };
             resources: components["schemas"]["Resource"][];
             readonly revision: number;
+            /** @description where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured) */
+            sandboxEndpoints?: components["schemas"]["Endpoint"][];
             tags?: string[];
             timeouts?: {
                 /** @example 5s */
                 connect?: number | string;
+                /**
+                 * @description longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)
+                 * @example 60s
+                 */
+                read_idle?: number | string;
                 /** @example 60s */
                 response?: number | string;
             };
             /** @enum {string} */
             type: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            /**
+             * @description h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)
+             * @default http1
+             * @enum {string}
+             */
+            upstreamProtocol: "http1" | "h2c";
             version: string;
         };
         /**
@@ -1577,6 +1745,28 @@ export interface components {
         ApiUpdate: {
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
+            /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
+            cacheConfiguration?: {
+                key?: {
+                    consumer?: boolean;
+                    headers?: string[];
+                    query?: boolean;
+                };
+                lock_timeout?: string;
+                /** @example 1MiB */
+                max_entry_size?: string;
+                /** @example 64MiB */
+                max_size?: string;
+                methods?: string[];
+                purges?: components["schemas"]["CachePurge"][];
+                stale_if_error?: string;
+                stale_while_revalidate?: string;
+                statuses?: number[];
+                /** @example Cache-Tag */
+                tag_header?: string;
+                /** @example 60s */
+                ttl?: string;
+            };
             context?: string;
             /** @description CORS at the gateway (docs/policies.md): preflights answered before auth */
             corsConfiguration?: {
@@ -1605,7 +1795,7 @@ export interface components {
                 sunset?: string;
             };
             description?: string;
-            endpoints?: string[];
+            endpoints?: components["schemas"]["Endpoint"][];
             /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
             graphql?: Record<string, never>;
             /** @description serve only for this Host (or *.example.com) */
@@ -1615,7 +1805,7 @@ export interface components {
             readonly lastUpdatedTime?: number;
             readonly lifecycleStatus?: string;
             /** @enum {string} */
-            loadBalancing?: "round_robin" | "failover";
+            loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
@@ -1645,17 +1835,69 @@ export interface components {
                 /** @example 30s */
                 timeout?: string;
             };
+            /** @description endpoint suspension, circuit breaker, retries and health checks, as the declarative file's resilience: section (docs/resilience.md) */
+            resilience?: {
+                /**
+                 * @example {
+                 *       "consecutive_failures": 3,
+                 *       "failure_ratio": 0.5,
+                 *       "window": 20
+                 *     }
+                 */
+                circuit_breaker?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "healthy_threshold": 2,
+                 *       "interval": "5s",
+                 *       "path": "/health",
+                 *       "unhealthy_threshold": 3
+                 *     }
+                 */
+                health_check?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "attempts": 2
+                 *     }
+                 */
+                retries?: Record<string, never>;
+                /**
+                 * @example {
+                 *       "initial_duration": "30s",
+                 *       "max_duration": "5m",
+                 *       "on": [
+                 *         "connect_failure",
+                 *         "timeout",
+                 *         "5xx"
+                 *       ],
+                 *       "progression_factor": 2
+                 *     }
+                 */
+                suspension?: Record<string, never>;
+            };
             resources?: components["schemas"]["Resource"][];
             readonly revision?: number;
+            /** @description where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured) */
+            sandboxEndpoints?: components["schemas"]["Endpoint"][];
             tags?: string[];
             timeouts?: {
                 /** @example 5s */
                 connect?: number | string;
+                /**
+                 * @description longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)
+                 * @example 60s
+                 */
+                read_idle?: number | string;
                 /** @example 60s */
                 response?: number | string;
             };
             /** @enum {string} */
             type?: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            /**
+             * @description h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)
+             * @default http1
+             * @enum {string}
+             */
+            upstreamProtocol: "http1" | "h2c";
             version?: string;
         };
         Application: {
@@ -1732,6 +1974,19 @@ export interface components {
             list: components["schemas"]["AuditEntry"][];
             pagination: components["schemas"]["Pagination"];
         };
+        CachePurge: {
+            /** @description increasing; each gateway applies a purge once */
+            id: number;
+            prefix?: string;
+            tag?: string;
+        };
+        /** @description nothing (every entry), or one of prefix and tag */
+        CachePurgeInput: {
+            /** @description upstream path prefix */
+            prefix?: string;
+            /** @description a value of the cache's tag_header */
+            tag?: string;
+        };
         /**
          * @example {
          *       "anonymousBrowsing": true
@@ -1783,6 +2038,19 @@ export interface components {
             name?: string;
             readonly revision?: number;
             summary?: string;
+        };
+        /** @description an endpoint URL, or the URL with its weight and timeouts (docs/resilience.md) */
+        Endpoint: string | {
+            timeouts?: {
+                /** @example 2s */
+                connect?: number | string;
+                /** @example 10s */
+                read?: number | string;
+            };
+            /** Format: uri */
+            url: string;
+            /** @description share under weighted_round_robin; 0 is a standby */
+            weight?: number;
         };
         /**
          * @example {
@@ -2065,6 +2333,13 @@ export interface components {
              * @enum {string}
              */
             auth?: "none";
+            /**
+             * @description this resource's response cache: false (off), true (the API's settings) or settings over the API's cacheConfiguration (docs/caching.md)
+             * @example {
+             *       "ttl": "5s"
+             *     }
+             */
+            cacheConfiguration?: boolean | Record<string, never>;
             mediation?: components["schemas"]["Mediation"];
             methods: ("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS")[];
             /** @description template under /{context}/{version}: /pets, /pets/{id}, /pets/* */
@@ -7184,6 +7459,95 @@ export interface operations {
             };
             /** @description not found (or not the caller's) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    purgeApiCache: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apiId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CachePurgeInput"];
+            };
+        };
+        responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CachePurge"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body over the limit (2 MiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not JSON */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -19,3 +19,11 @@ export function latencyScale(values: (number | null | undefined)[]): { unit: 'µ
 export function scaled(us: number | null | undefined, divisor: number): number | null {
   return us === null || us === undefined ? null : us / divisor;
 }
+
+/** A size or a duration as typed in a form: digits are a number (bytes, milliseconds),
+ * text (`256KiB`, `2s`) stays text for the control plane to read; empty is absent. */
+export function quantity(s: string): number | string | undefined {
+  const t = s.trim();
+  if (!t) return undefined;
+  return /^\d+$/.test(t) ? Number(t) : t;
+}

@@ -29,6 +29,7 @@ import { LazyDashboards } from './LazyDashboards';
 import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } from './PublisherPolicies';
 import { RequestHandlingEditor } from './PublisherRequestHandling';
 import { ResilienceEditor } from './PublisherResilience';
+import { CacheEditor } from './PublisherCache';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
 
@@ -290,6 +291,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               <Tabs.Tab value="transformations">Transformations</Tabs.Tab>
               <Tabs.Tab value="requests">Request handling</Tabs.Tab>
               <Tabs.Tab value="resilience">Resilience</Tabs.Tab>
+              <Tabs.Tab value="cache">Cache</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
               <Tabs.Tab value="analytics">Analytics</Tabs.Tab>
@@ -314,6 +316,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="resilience" pt="md">
               <ResilienceEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="cache" pt="md">
+              <CacheEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="lifecycle" pt="md">
               <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />

@@ -7,6 +7,7 @@
 import { useState } from 'react';
 import { Button, Card, Group, SegmentedControl, Stack, Switch, Text, TextInput } from '@mantine/core';
 import type { Api } from '../api/types';
+import { quantity } from '../lib/units';
 import { useSave } from './PublisherPolicies';
 
 interface Paths {
@@ -22,12 +23,6 @@ interface RequestBuffering {
 
 type WithRequestOptions = Api & { paths?: Paths | null; requestBuffering?: RequestBuffering | null };
 
-/** A size or a duration as typed: a plain number stays a number, text (`256KiB`, `20s`) stays text. */
-const quantity = (s: string): number | string | undefined => {
-  const t = s.trim();
-  if (!t) return undefined;
-  return /^\d+$/.test(t) ? Number(t) : t;
-};
 
 export function RequestHandlingEditor({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; canEdit: boolean }) {
   const start = api as WithRequestOptions;

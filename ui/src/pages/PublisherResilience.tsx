@@ -7,6 +7,7 @@
 import { useState } from 'react';
 import { Button, Card, Group, Select, Stack, Table, Text, TextInput, Textarea } from '@mantine/core';
 import type { Api, Endpoint, EndpointDetail } from '../api/types';
+import { quantity } from '../lib/units';
 import { ErrorNote } from './common';
 import { useSave } from './PublisherPolicies';
 
@@ -31,12 +32,6 @@ const row = (e: Endpoint): Row => {
   };
 };
 
-/** A duration as typed: digits are milliseconds as a number, text (`2s`) stays text. */
-const quantity = (s: string): number | string | undefined => {
-  const t = s.trim();
-  if (!t) return undefined;
-  return /^\d+$/.test(t) ? Number(t) : t;
-};
 
 /** A row as sent: a plain URL when it has no settings (so it stays a string on the wire). */
 const endpoint = (r: Row): Endpoint => {

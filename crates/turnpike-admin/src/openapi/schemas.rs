@@ -188,7 +188,10 @@ pub fn schemas() -> Value {
                     "items": {"type": "string", "pattern": "^[!#-\\[\\]-~]{1,100}$"}},
                 "auth": {"type": "string", "enum": ["none"], "description": "open although the API is secured"},
                 "throttlingPolicy": {"type": "string", "description": "the resource's advanced policy"},
-                "mediation": r("Mediation")
+                "mediation": r("Mediation"),
+                "cacheConfiguration": {"oneOf": [{"type": "boolean"}, {"type": "object"}],
+                    "description": "this resource's response cache: false (off), true (the API's settings) or settings over the API's cacheConfiguration (docs/caching.md)",
+                    "example": {"ttl": "5s"}}
             }
         },
         "Mediation": {"type": "object", "additionalProperties": false,

@@ -109,6 +109,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
         }
         let throttling_policy = r.string("throttlingPolicy", false, 100);
         let mediation = mediation_field(&mut r);
+        let cache = crate::service::cache_body::check_resource(&mut r);
         if let (Some(p), Some(ms)) = (&path, &methods) {
             // Gateways refuse a snapshot that declares one path and method twice.
             for m in ms {
@@ -134,6 +135,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
                 auth,
                 throttling_policy,
                 mediation,
+                cache,
             });
         }
     }

@@ -36,6 +36,9 @@ pub(crate) fn desired(spec: &turnpike_model::ApiSpec) -> Value {
             if let Some(m) = r.mediation.as_ref().filter(|m| !m.is_empty()) {
                 res["mediation"] = json!(m);
             }
+            if let Some(c) = &r.cache {
+                res[turnpike_model::rest::cache::FIELD] = json!(c);
+            }
             res
         }).collect::<Vec<_>>(),
     });

@@ -5,7 +5,7 @@
 //! the values mean (a duration, a size) is checked by compiling the API.
 
 use serde_json::{json, Value};
-use turnpike_model::policy::{CachePurge, CacheSpec};
+use turnpike_model::policy::{CachePurge, CacheSpec, ResourceCacheSpec};
 use turnpike_model::rest::cache::FIELD;
 
 use crate::error::{ApiError, FieldError};
@@ -29,6 +29,22 @@ pub fn check(f: &mut Fields<'_>) -> Option<Value> {
     }
 }
 
+/// Checks a resource's `cacheConfiguration` (`false`, `true`, or settings over the
+/// API's: the file's resource `cache:`); the value to store, in the file's form.
+pub fn check_resource(f: &mut Fields<'_>) -> Option<Value> {
+    let v = f.value(FIELD)?;
+    match serde_json::from_value::<ResourceCacheSpec>(v.clone()) {
+        Ok(spec) => serde_json::to_value(&spec).ok(),
+        Err(e) => {
+            f.err(
+                FIELD,
+                format!("must be false, true or a cache configuration: {e}"),
+            );
+            None
+        }
+    }
+}
+
 /// The file's `cache` policy entry (`{"cache": {...}}`) for a stored configuration.
 pub fn policy(stored: &Value) -> Option<Value> {
     (!stored.is_null()).then(|| json!({ "cache": stored }))
@@ -36,6 +52,11 @@ pub fn policy(stored: &Value) -> Option<Value> {
 
 /// The REST field of a problem the compiler found at `policies[i].cache{rest}`.
 pub fn rest_field(rest: &str) -> Option<String> {
+    if let Some((resource, inner)) = rest.split_once("].cache") {
+        if resource.starts_with("resources[") && (inner.is_empty() || inner.starts_with('.')) {
+            return Some(format!("{resource}].{FIELD}{inner}"));
+        }
+    }
     let after = rest.strip_prefix("policies[")?;
     let (_, tail) = after.split_once(']')?;
     let inner = tail.strip_prefix(".cache")?;
@@ -117,5 +138,9 @@ mod tests {
             Some("cacheConfiguration.ttl")
         );
         assert_eq!(rest_field("policies[0].cors.max_age"), None);
+        assert_eq!(
+            rest_field("resources[2].cache.ttl").as_deref(),
+            Some("resources[2].cacheConfiguration.ttl")
+        );
     }
 }

@@ -203,6 +203,25 @@ pub async fn inspect(name: &'static str) -> SocketAddr {
     .await
 }
 
+/// An upstream that counts the requests it answers (`calls`) and answers each with
+/// `{path} call {n}`, `n` counting every request it got.
+pub struct Numbered {
+    pub addr: SocketAddr,
+    pub calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+pub async fn numbered() -> Numbered {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    let addr = serve_fn(move |req: Request<Incoming>| {
+        let n = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let body = format!("{} call {n}", req.uri().path());
+        async move { Response::new(Full::new(Bytes::from(body))) }
+    })
+    .await;
+    Numbered { addr, calls }
+}
+
 /// An upstream that reports each arrival and answers only when released.
 pub struct Holding {
     pub addr: SocketAddr,

@@ -1,0 +1,111 @@
+// The response cache set in the Publisher portal, end to end in a real browser against a
+// real `turnpike up` (docs/caching.md): the publisher turns the cache on in the API's
+// Cache tab (TTL, tag header) and leaves one resource uncached; through the gateway the
+// first GET is a MISS, the second a HIT with an Age and no second upstream call, the
+// uncached resource goes upstream every time; Purge (after a confirmation) reaches the
+// gateway and the next GET is a MISS again.
+import { expect, test, type APIRequestContext } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gateway, rest, signIn } from './rest';
+
+const shots = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'target', 'screenshots');
+
+/** A back end that counts the requests it answers and says which one each answer is. */
+async function countingBackend(): Promise<{ server: Server; url: string; calls: () => number }> {
+  let calls = 0;
+  const server = createServer((req, res) => {
+    calls += 1;
+    res.setHeader('content-type', 'text/plain');
+    res.end(`${req.url} call ${calls}`);
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls: () => calls };
+}
+
+interface Got {
+  xCache: string | null;
+  age: string | null;
+  body: string;
+}
+
+async function get(request: APIRequestContext, path: string): Promise<Got> {
+  const r = await request.get(`${gateway()}/cacheui/v1${path}`);
+  expect(r.status()).toBe(200);
+  return { xCache: r.headers()['x-cache'] ?? null, age: r.headers()['age'] ?? null, body: await r.text() };
+}
+
+test('a cache set in the Publisher portal answers HIT, and Purge makes the next GET a MISS', async ({ browser, request }) => {
+  const backend = await countingBackend();
+  try {
+    const api = await rest(request, 'POST', '/api/am/publisher/v1/apis', {
+      name: 'CacheUi',
+      context: '/cacheui',
+      version: 'v1',
+      endpoints: [backend.url],
+      resources: [
+        { path: '/items/*', methods: ['GET'] },
+        { path: '/live/*', methods: ['GET'] },
+      ],
+    });
+    await rest(request, 'PUT', `/api/am/publisher/v1/apis/${api.id}/security`, { oauth2: false, subscription: false });
+    await rest(request, 'POST', `/api/am/publisher/v1/apis/change-lifecycle?apiId=${api.id}&action=Publish`);
+
+    // Publisher portal: the Cache tab.
+    const page = await signIn(browser);
+    await page.goto(`/publisher/apis/${api.id}`);
+    await page.getByRole('tab', { name: 'Cache', exact: true }).click();
+    await page.getByRole('switch', { name: 'Cache responses' }).check();
+    await page.getByLabel('TTL', { exact: true }).fill('60s');
+    await page.getByLabel('Tag header').fill('Cache-Tag');
+    await page.getByRole('combobox', { name: 'Cache of GET /live/*' }).click();
+    await page.getByRole('option', { name: 'Not cached', exact: true }).click();
+    await page.getByRole('button', { name: 'Save cache', exact: true }).click();
+    await expect(page.getByText('Saved.')).toBeVisible();
+    const stored = await rest(request, 'GET', `/api/am/publisher/v1/apis/${api.id}`);
+    expect(stored.cacheConfiguration.ttl).toBe('60s');
+    expect(stored.cacheConfiguration.tag_header).toBe('Cache-Tag');
+    expect(stored.resources[1].cacheConfiguration).toBe(false);
+
+    // Through the gateway, once the snapshot carries the cache: MISS, then HIT.
+    let first: Got = { xCache: null, age: null, body: '' };
+    await expect(async () => {
+      first = await get(request, '/items/a');
+      expect(first.xCache).not.toBeNull();
+    }).toPass({ timeout: 30_000, intervals: [300, 1000] });
+    expect(first.xCache).toBe('MISS');
+    const calls = backend.calls();
+    const hit = await get(request, '/items/a');
+    expect(hit.xCache).toBe('HIT');
+    expect(hit.age).not.toBeNull();
+    expect(hit.body).toBe(first.body);
+    expect(backend.calls(), 'a HIT makes no upstream call').toBe(calls);
+
+    // The resource left uncached: no X-Cache, upstream every time.
+    const live = [await get(request, '/live/a'), await get(request, '/live/a')];
+    expect(live.map((g) => g.xCache)).toEqual([null, null]);
+    expect(backend.calls()).toBe(calls + 2);
+
+    // Purge all, confirmed, in the portal.
+    await page.getByRole('button', { name: 'Purge', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Purge cached answers?' });
+    await expect(dialog.getByText('every cached answer of this API')).toBeVisible();
+    await dialog.getByRole('button', { name: 'Purge now', exact: true }).click();
+    await expect(page.getByRole('status').filter({ hasText: /Purge \d+ sent \(all\)/ })).toBeVisible();
+    mkdirSync(shots, { recursive: true });
+    await page.screenshot({ path: join(shots, '07e-publisher-cache.png'), fullPage: true });
+
+    // The purge reaches the gateway with the next snapshot: the next GET is a MISS.
+    await expect(async () => {
+      const again = await get(request, '/items/a');
+      expect(again.xCache).toBe('MISS');
+    }).toPass({ timeout: 30_000, intervals: [300, 1000] });
+    expect(backend.calls()).toBeGreaterThan(calls + 2);
+    expect((await get(request, '/items/a')).xCache).toBe('HIT');
+  } finally {
+    backend.server.close();
+  }
+});

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { configOf, formOf, modeOf } from './cacheForm';
+
+describe('the Cache tab form', () => {
+  it('sends back what it was given, purges and lock timeout kept', () => {
+    const stored = {
+      ttl: '60s',
+      methods: ['GET'],
+      statuses: [200, 404],
+      key: { query: false, headers: ['accept'], consumer: true },
+      max_size: '8MiB',
+      stale_if_error: '5m',
+      lock_timeout: '2s',
+      tag_header: 'Cache-Tag',
+      purges: [{ id: 7, tag: 't1' }],
+    };
+    expect(configOf(formOf(stored), stored)).toEqual(stored);
+  });
+
+  it('sends null when switched off and numbers as numbers', () => {
+    const f = formOf(null);
+    expect(f.enabled).toBe(false);
+    expect(configOf(f, null)).toBeNull();
+    const on = { ...f, enabled: true, ttl: '30', statuses: '200, 2xx' };
+    const c = configOf(on, null)!;
+    expect(c.ttl).toBe(30);
+    expect(c.statuses).toEqual([200, '2xx']);
+    expect(c.key).toEqual({ query: true, headers: [], consumer: true });
+  });
+
+  it("reads a resource's setting", () => {
+    expect([undefined, true, false, { ttl: '5s' }].map(modeOf)).toEqual(['api', 'api', 'off', 'own']);
+  });
+});
