@@ -104,6 +104,12 @@ export const publisher = {
       }),
     ) as Api;
   },
+  /** The tiers of a family, as a publisher offers them on an API. */
+  async tiers(kind: TierKind): Promise<Listing<Tier>> {
+    return must(
+      await api.GET('/api/am/publisher/v1/throttling-policies/{kind}' as never, { params: { path: { kind } } } as never),
+    ) as Listing<Tier>;
+  },
   /** Refused (409) while the API has subscriptions. */
   async deleteApi(id: string): Promise<void> {
     must(await api.DELETE('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } } }));

@@ -132,6 +132,13 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/publisher/v1/throttling-policies/{kind}",
+        "listPublisherTiers",
+        "The tiers of a family (subscription, application, advanced) a publisher can offer",
+        "apim:api_view",
+    ),
+    op(
+        "get",
         "/api/am/publisher/v1/apis/{apiId}/documents",
         "listApiDocuments",
         "The API's documents (markdown)",
@@ -414,7 +421,7 @@ pub const OPERATIONS: &[Operation] = &[
         "get",
         "/api/am/admin/v1/applications",
         "listAllApplications",
-        "Every application (owner filters)",
+        "Every user's applications, by name, with their owner (owner, query; paged)",
         "apim:admin",
     ),
     op(

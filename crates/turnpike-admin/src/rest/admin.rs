@@ -38,6 +38,23 @@ pub fn routes() -> Router<AppState> {
         .route("/keys/rotate", post(rotate_keys))
 }
 
+/// `/api/am/publisher/v1/throttling-policies/{kind}`: the tiers a publisher offers on an
+/// API (WSO2's `throttling-policies/subscription`), read-only, for API viewers.
+pub fn publisher_routes() -> Router<AppState> {
+    Router::new().route("/throttling-policies/{kind}", get(publisher_tiers))
+}
+
+async fn publisher_tiers(
+    State(s): State<AppState>,
+    _caller: crate::auth::ApiViewer,
+    Path(k): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let tiers = s.inner.store.list_tiers(kind(&k)?).await?;
+    let body = json!({"count": tiers.len(), "list": tiers});
+    Ok(json_with_etag(&headers, body_etag(&body), &body))
+}
+
 fn kind(s: &str) -> ApiResult<TierKind> {
     TierKind::parse(s).ok_or_else(|| {
         ApiError::not_found(format!(

@@ -32,6 +32,7 @@ pub(crate) fn routes() -> Router<AppState> {
             publisher::routes()
                 .merge(keys::publisher_routes())
                 .merge(documents::publisher_routes())
+                .merge(admin::publisher_routes())
                 .merge(analytics::publisher_routes()),
         )
         .nest(
