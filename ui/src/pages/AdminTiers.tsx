@@ -34,6 +34,8 @@ export function Tiers() {
   const tiers = useLoad(() => admin.tiers(kind), [kind]);
   // The tier being edited (its name is fixed), or null: the form adds one.
   const [editing, setEditing] = useState<Tier | null>(null);
+  // A new form after each save (the next tier starts from the defaults).
+  const [saves, setSaves] = useState(0);
   const remove = async (n: string) => {
     await admin.deleteTier(kind, n);
     tiers.reload();
@@ -52,7 +54,12 @@ export function Tiers() {
         ]}
         maw={480}
       />
-      <TierForm key={`${kind}/${editing?.name ?? ''}`} kind={kind} current={editing} onDone={() => (setEditing(null), tiers.reload())} />
+      <TierForm
+        key={`${kind}/${editing?.name ?? ''}/${saves}`}
+        kind={kind}
+        current={editing}
+        onDone={() => (setEditing(null), setSaves((n) => n + 1), tiers.reload())}
+      />
       <Loading error={tiers.error} loading={tiers.loading && !tiers.data}>
         <Table aria-label="Tiers" maw={980}>
           <Table.Thead>

@@ -14,12 +14,14 @@ interface Props extends ButtonProps {
   children: ReactNode;
   onConfirm: () => Promise<void>;
   confirmColor?: string;
-  /** Why the action cannot be confirmed now (the confirm button is disabled). */
+  /** The action cannot be confirmed now (the confirm button is disabled). */
   blocked?: boolean;
+  /** Called as the dialog opens (to read what it shows afresh). */
+  onOpen?: () => void;
   'aria-label'?: string;
 }
 
-export function ConfirmButton({ label, title, children, onConfirm, confirmColor = 'red', blocked, ...button }: Props) {
+export function ConfirmButton({ label, title, children, onConfirm, confirmColor = 'red', blocked, onOpen, ...button }: Props) {
   const [open, setOpen] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -37,7 +39,7 @@ export function ConfirmButton({ label, title, children, onConfirm, confirmColor 
   };
   return (
     <>
-      <Button {...button} onClick={() => (setError(null), setOpen(true))}>
+      <Button {...button} onClick={() => (setError(null), onOpen?.(), setOpen(true))}>
         {label}
       </Button>
       <Modal opened={open} onClose={() => setOpen(false)} title={title ?? `${label}?`}>

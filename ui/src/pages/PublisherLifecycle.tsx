@@ -84,42 +84,45 @@ export function Lifecycle({ id, onChanged, canPublish }: { id: string; onChanged
 /** "Delete API": the dialog lists the API's subscriptions first; with any, deleting is
  * refused until their applications unsubscribe. */
 export function DeleteApi({ api }: { api: Api }) {
-  const [asked, setAsked] = useState(false);
-  const subs = useLoad(() => (asked ? publisher.subscriptions(api.id) : Promise.resolve(null)), [api.id, asked]);
+  // Read afresh each time the dialog opens (0: not opened yet).
+  const [opened, setOpened] = useState(0);
+  const subs = useLoad(() => (opened ? publisher.subscriptions(api.id) : Promise.resolve(null)), [api.id, opened]);
   const list = subs.data?.list ?? [];
+  // The dialog lists the first page; the count is of them all.
+  const total = (subs.data as { pagination?: { total: number } } | null)?.pagination?.total ?? list.length;
   return (
-    <span onClickCapture={() => setAsked(true)}>
-      <ConfirmButton
-        variant="light"
-        color="red"
-        label="Delete API"
-        title={`Delete ${api.name} ${api.version}?`}
-        blocked={subs.loading || !!subs.error || list.length > 0}
-        onConfirm={async () => {
-          await publisher.deleteApi(api.id);
-          navigate('/publisher');
-        }}
-      >
-        <Loading error={subs.error} loading={subs.loading}>
-          {list.length === 0 ? (
-            <Text>No application subscribes to it. Deleting removes the API, its documents and its settings; this cannot be undone.</Text>
-          ) : (
-            <Stack gap="xs">
-              <Text>
-                {list.length} subscription{list.length === 1 ? '' : 's'}: the API can be deleted once {list.length === 1 ? 'it is' : 'they are'}{' '}
-                removed (retire the API first so no new ones are made).
-              </Text>
-              <List aria-label="Subscriptions of the API" size="sm">
-                {list.map((s) => (
-                  <List.Item key={s.id}>
-                    {s.applicationName ?? s.applicationId} · {s.throttlingPolicy} · {s.status}
-                  </List.Item>
-                ))}
-              </List>
-            </Stack>
-          )}
-        </Loading>
-      </ConfirmButton>
-    </span>
+    <ConfirmButton
+      variant="light"
+      color="red"
+      label="Delete API"
+      title={`Delete ${api.name} ${api.version}?`}
+      blocked={subs.loading || !!subs.error || list.length > 0}
+      onOpen={() => setOpened((n) => n + 1)}
+      onConfirm={async () => {
+        await publisher.deleteApi(api.id);
+        navigate('/publisher');
+      }}
+    >
+      <Loading error={subs.error} loading={subs.loading}>
+        {list.length === 0 ? (
+          <Text>No application subscribes to it. Deleting removes the API and its documents; this cannot be undone.</Text>
+        ) : (
+          <Stack gap="xs">
+            <Text>
+              {total} subscription{total === 1 ? '' : 's'}
+              {total > list.length ? ` (the first ${list.length} below)` : ''}: the API can be deleted once {total === 1 ? 'it is' : 'they are'} removed
+              (retire the API first so no new ones are made).
+            </Text>
+            <List aria-label="Subscriptions of the API" size="sm">
+              {list.map((s) => (
+                <List.Item key={s.id}>
+                  {s.applicationName ?? s.applicationId} · {s.throttlingPolicy} · {s.status}
+                </List.Item>
+              ))}
+            </List>
+          </Stack>
+        )}
+      </Loading>
+    </ConfirmButton>
   );
 }

@@ -50,9 +50,14 @@ async fn publisher_tiers(
     Path(k): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let tiers = s.inner.store.list_tiers(kind(&k)?).await?;
+    tier_list(&s, &k, &headers).await
+}
+
+/// The tiers of family `k`, with an ETag.
+async fn tier_list(s: &AppState, k: &str, headers: &HeaderMap) -> ApiResult<Response> {
+    let tiers = s.inner.store.list_tiers(kind(k)?).await?;
     let body = json!({"count": tiers.len(), "list": tiers});
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    Ok(json_with_etag(headers, body_etag(&body), &body))
 }
 
 fn kind(s: &str) -> ApiResult<TierKind> {
@@ -69,9 +74,7 @@ async fn list_tiers(
     Path(k): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let tiers = s.inner.store.list_tiers(kind(&k)?).await?;
-    let body = json!({"count": tiers.len(), "list": tiers});
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    tier_list(&s, &k, &headers).await
 }
 
 /// A tier from a body; fields it leaves out keep `current`'s values (a `PUT`) or take
