@@ -111,7 +111,7 @@ test('the publisher: tiers picked, documents, YAML and URL imports, delete, conf
   // Publisher: import from a YAML file; offer Burst10 with the picker.
   const fromFile = await importOpenApi(admin, 'file', yamlFile, '/inventory');
   await admin.getByRole('tab', { name: 'Overview' }).click();
-  await admin.getByLabel('Subscription tiers').click();
+  await admin.getByRole('combobox', { name: 'Subscription tiers' }).click();
   await admin.getByRole('option', { name: 'Burst10', exact: true }).click();
   await admin.keyboard.press('Escape');
   await admin.getByRole('button', { name: 'Save', exact: true }).click();

@@ -40,45 +40,89 @@ async fn every_application(cp: &Cp) {
     app(cp, "sub", "shop-web").await;
     app(cp, "sub2", "mobile").await;
     app(cp, "admin", "admin-tool").await;
-    let all = cp.ok(Method::GET, ADMIN_APPS, Auth::Basic("admin"), None).await;
+    let all = cp
+        .ok(Method::GET, ADMIN_APPS, Auth::Basic("admin"), None)
+        .await;
     let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     };
     assert_eq!(
         names(&all),
-        pairs(&[("admin-tool", "admin"), ("mobile", "sub2"), ("shop-web", "sub")]),
+        pairs(&[
+            ("admin-tool", "admin"),
+            ("mobile", "sub2"),
+            ("shop-web", "sub")
+        ]),
         "every user's, by name: {all}"
     );
     // The admin's own DevPortal list is theirs alone (what the console used to show).
     let own = cp
-        .ok(Method::GET, "/api/am/devportal/v1/applications", Auth::Basic("admin"), None)
+        .ok(
+            Method::GET,
+            "/api/am/devportal/v1/applications",
+            Auth::Basic("admin"),
+            None,
+        )
         .await;
     assert_eq!(names(&own), pairs(&[("admin-tool", "admin")]));
     // Search: the name or the owner, case-insensitive; with the owner filter too.
     let q = |query: &str| format!("{ADMIN_APPS}?{query}");
-    let by_name = cp.ok(Method::GET, &q("query=SHOP"), Auth::Basic("admin"), None).await;
+    let by_name = cp
+        .ok(Method::GET, &q("query=SHOP"), Auth::Basic("admin"), None)
+        .await;
     assert_eq!(names(&by_name), pairs(&[("shop-web", "sub")]));
-    let by_owner = cp.ok(Method::GET, &q("query=sub2"), Auth::Basic("admin"), None).await;
+    let by_owner = cp
+        .ok(Method::GET, &q("query=sub2"), Auth::Basic("admin"), None)
+        .await;
     assert_eq!(names(&by_owner), pairs(&[("mobile", "sub2")]));
     let both = cp
-        .ok(Method::GET, &q("query=o&owner=sub2"), Auth::Basic("admin"), None)
+        .ok(
+            Method::GET,
+            &q("query=o&owner=sub2"),
+            Auth::Basic("admin"),
+            None,
+        )
         .await;
     assert_eq!(names(&both), pairs(&[("mobile", "sub2")]));
-    let wildcard = cp.ok(Method::GET, &q("query=%25"), Auth::Basic("admin"), None).await;
-    assert_eq!(wildcard["count"], 0, "a % is a character, not a pattern: {wildcard}");
+    let wildcard = cp
+        .ok(Method::GET, &q("query=%25"), Auth::Basic("admin"), None)
+        .await;
+    assert_eq!(
+        wildcard["count"], 0,
+        "a % is a character, not a pattern: {wildcard}"
+    );
     // Paging: the page, and the total of every match.
     let page = cp
-        .ok(Method::GET, &q("limit=1&offset=1"), Auth::Basic("admin"), None)
+        .ok(
+            Method::GET,
+            &q("limit=1&offset=1"),
+            Auth::Basic("admin"),
+            None,
+        )
         .await;
     assert_eq!(names(&page), pairs(&[("mobile", "sub2")]));
     assert_eq!(page["pagination"]["total"], 3, "{page}");
     // Bad input is named; admins only.
     let long = "x".repeat(201);
     let r = cp
-        .call(Method::GET, &q(&format!("query={long}")), Auth::Basic("admin"), None)
+        .call(
+            Method::GET,
+            &q(&format!("query={long}")),
+            Auth::Basic("admin"),
+            None,
+        )
         .await;
-    assert_eq!((r.status, r.json["errors"][0]["field"].as_str()), (400, Some("query")), "{}", r.json);
-    let r = cp.call(Method::GET, ADMIN_APPS, Auth::Basic("pub"), None).await;
+    assert_eq!(
+        (r.status, r.json["errors"][0]["field"].as_str()),
+        (400, Some("query")),
+        "{}",
+        r.json
+    );
+    let r = cp
+        .call(Method::GET, ADMIN_APPS, Auth::Basic("pub"), None)
+        .await;
     assert_eq!(r.status, 403);
 }
 
@@ -96,7 +140,14 @@ async fn the_admin_lists_every_users_applications_on_postgres() {
 async fn an_admin_changes_a_users_roles() {
     let cp = control_plane(false).await;
     let mine = "/api/am/devportal/v1/applications";
-    let r = cp.call(Method::GET, "/api/am/publisher/v1/apis", Auth::Basic("sub"), None).await;
+    let r = cp
+        .call(
+            Method::GET,
+            "/api/am/publisher/v1/apis",
+            Auth::Basic("sub"),
+            None,
+        )
+        .await;
     assert_eq!(r.status, 403, "a subscriber is no publisher yet");
     let user = cp
         .ok(
@@ -107,7 +158,13 @@ async fn an_admin_changes_a_users_roles() {
         )
         .await;
     assert_eq!(user["roles"], json!(["publisher", "subscriber"]));
-    cp.ok(Method::GET, "/api/am/publisher/v1/apis", Auth::Basic("sub"), None).await;
+    cp.ok(
+        Method::GET,
+        "/api/am/publisher/v1/apis",
+        Auth::Basic("sub"),
+        None,
+    )
+    .await;
     cp.ok(Method::GET, mine, Auth::Basic("sub"), None).await;
     let r = cp
         .call(
@@ -117,7 +174,10 @@ async fn an_admin_changes_a_users_roles() {
             Some(json!({"roles": ["owner"]})),
         )
         .await;
-    assert_eq!((r.status, r.json["errors"][0]["field"].as_str()), (400, Some("roles")));
+    assert_eq!(
+        (r.status, r.json["errors"][0]["field"].as_str()),
+        (400, Some("roles"))
+    );
     // The only admin cannot be demoted.
     let r = cp
         .call(
@@ -171,7 +231,12 @@ async fn audit_names_objects(cp: &Cp) {
     )
     .await;
     let log = cp
-        .ok(Method::GET, "/api/am/admin/v1/audit-log?limit=3", Auth::Basic("admin"), None)
+        .ok(
+            Method::GET,
+            "/api/am/admin/v1/audit-log?limit=3",
+            Auth::Basic("admin"),
+            None,
+        )
         .await;
     let actions: Vec<&str> = log["list"]
         .as_array()
@@ -189,7 +254,10 @@ async fn audit_names_objects(cp: &Cp) {
         "{log}"
     );
     let newest = &log["list"][0];
-    assert_eq!(newest["summary"], format!("subscription {sub_id} -> BLOCKED"));
+    assert_eq!(
+        newest["summary"],
+        format!("subscription {sub_id} -> BLOCKED")
+    );
     assert_eq!(
         newest["objects"],
         json!([{"id": sub_id, "kind": "subscription", "name": "shop-web \u{2192} Pets v1"}])
@@ -211,7 +279,10 @@ async fn audit_names_objects(cp: &Cp) {
     .await;
     let q = "/api/am/admin/v1/audit-log?q=create%20application";
     let log = cp.ok(Method::GET, q, Auth::Basic("admin"), None).await;
-    assert_eq!(log["list"][0]["action"], "create application shop-web-2", "{log}");
+    assert_eq!(
+        log["list"][0]["action"], "create application shop-web-2",
+        "{log}"
+    );
     cp.ok(
         Method::DELETE,
         &format!("/api/am/devportal/v1/applications/{app_id}"),
@@ -221,8 +292,15 @@ async fn audit_names_objects(cp: &Cp) {
     .await;
     let log = cp.ok(Method::GET, q, Auth::Basic("admin"), None).await;
     let entry = &log["list"][0];
-    assert_eq!(entry["action"], format!("create application {app_id}"), "{log}");
-    assert_eq!(entry["objects"], json!([{"id": app_id, "kind": null, "name": null}]));
+    assert_eq!(
+        entry["action"],
+        format!("create application {app_id}"),
+        "{log}"
+    );
+    assert_eq!(
+        entry["objects"],
+        json!([{"id": app_id, "kind": null, "name": null}])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,13 +330,26 @@ async fn a_publisher_reads_the_tiers_and_who_subscribes() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert!(tier_names.contains(&"Gold") && tier_names.contains(&"Unlimited"), "{tiers}");
+    assert!(
+        tier_names.contains(&"Gold") && tier_names.contains(&"Unlimited"),
+        "{tiers}"
+    );
     let r = cp
-        .call(Method::GET, "/api/am/publisher/v1/throttling-policies/subscription", Auth::Basic("sub"), None)
+        .call(
+            Method::GET,
+            "/api/am/publisher/v1/throttling-policies/subscription",
+            Auth::Basic("sub"),
+            None,
+        )
         .await;
     assert_eq!(r.status, 403);
     let r = cp
-        .call(Method::GET, "/api/am/publisher/v1/throttling-policies/gold", Auth::Basic("pub"), None)
+        .call(
+            Method::GET,
+            "/api/am/publisher/v1/throttling-policies/gold",
+            Auth::Basic("pub"),
+            None,
+        )
         .await;
     assert_eq!(r.status, 404);
 
@@ -275,7 +366,12 @@ async fn a_publisher_reads_the_tiers_and_who_subscribes() {
     assert_eq!(subs["list"][0]["applicationName"], "shop-web", "{subs}");
     // Deleting the API is refused while the subscription lasts.
     let r = cp
-        .call(Method::DELETE, &format!("/api/am/publisher/v1/apis/{api_id}"), Auth::Basic("pub"), None)
+        .call(
+            Method::DELETE,
+            &format!("/api/am/publisher/v1/apis/{api_id}"),
+            Auth::Basic("pub"),
+            None,
+        )
         .await;
     assert_eq!(r.status, 409, "{}", r.json);
 }

@@ -549,7 +549,7 @@ function Subscriptions({ apiId, canBlock }: { apiId: string; canBlock: boolean }
             const blocked = s.status === 'BLOCKED' || s.status === 'PROD_ONLY_BLOCKED';
             return (
               <Table.Tr key={s.id}>
-                <Table.Td>{s.applicationId}</Table.Td>
+                <Table.Td>{s.applicationName ?? s.applicationId}</Table.Td>
                 <Table.Td>{s.throttlingPolicy}</Table.Td>
                 <Table.Td>
                   <StateBadge state={s.status} />

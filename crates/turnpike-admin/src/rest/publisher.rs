@@ -320,7 +320,11 @@ async fn list_subscriptions(
         )
         .await?;
     // Each row names its application (a publisher knows applications by name).
-    let ids: Vec<&str> = subs.items.iter().map(|x| x.application_id.as_str()).collect();
+    let ids: Vec<&str> = subs
+        .items
+        .iter()
+        .map(|x| x.application_id.as_str())
+        .collect();
     let names = s.inner.store.application_names(&ids).await?;
     let mut items = Vec::with_capacity(subs.items.len());
     for x in &subs.items {

@@ -350,7 +350,12 @@ async fn list_apps(
     let apps = s
         .inner
         .store
-        .list_applications(pg.q.get("owner").map(String::as_str), query, pg.limit, pg.offset)
+        .list_applications(
+            pg.q.get("owner").map(String::as_str),
+            query,
+            pg.limit,
+            pg.offset,
+        )
         .await?;
     Ok(pg.respond(&headers, apps))
 }
