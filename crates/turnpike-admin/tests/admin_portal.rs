@@ -375,3 +375,48 @@ async fn a_publisher_reads_the_tiers_and_who_subscribes() {
         .await;
     assert_eq!(r.status, 409, "{}", r.json);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visitors_read_a_published_apis_documents() {
+    let cp = control_plane(false).await;
+    let (api_id, _, _) = subscribed(&cp).await;
+    let doc = cp
+        .ok(
+            Method::POST,
+            &format!("/api/am/publisher/v1/apis/{api_id}/documents"),
+            Auth::Basic("pub"),
+            Some(json!({"name": "Getting started", "content": "# Welcome"})),
+        )
+        .await;
+    let doc_id = doc["id"].as_str().expect("id");
+    let list = format!("/api/am/devportal/v1/apis/{api_id}/documents");
+    // Part of the API's public page: no credentials needed while anonymous browsing is on.
+    let r = cp.call(Method::GET, &list, Auth::None, None).await;
+    assert_eq!(
+        (r.status, &r.json["list"][0]["name"]),
+        (200, &json!("Getting started")),
+        "{}",
+        r.json
+    );
+    let content = format!("{list}/{doc_id}/content");
+    let r = cp.call(Method::GET, &content, Auth::None, None).await;
+    assert_eq!(r.status, 200);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .is_ok_and(|t| t.starts_with("text/markdown")));
+    // Bad credentials are still refused; with the catalogue closed, visitors get 401.
+    let r = cp
+        .call(Method::GET, &list, Auth::Bearer("nonsense"), None)
+        .await;
+    assert_eq!(r.status, 401);
+    cp.ok(
+        Method::PUT,
+        "/api/am/admin/v1/settings/devportal",
+        Auth::Basic("admin"),
+        Some(json!({"anonymousBrowsing": false})),
+    )
+    .await;
+    let r = cp.call(Method::GET, &list, Auth::None, None).await;
+    assert_eq!(r.status, 401);
+    cp.ok(Method::GET, &list, Auth::Basic("sub"), None).await;
+}
