@@ -176,7 +176,7 @@ async fn an_admin_changes_a_users_roles() {
         .await;
     assert_eq!(
         (r.status, r.json["errors"][0]["field"].as_str()),
-        (400, Some("roles"))
+        (400, Some("roles[0]"))
     );
     // The only admin cannot be demoted.
     let r = cp
