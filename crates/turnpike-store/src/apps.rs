@@ -48,16 +48,32 @@ fn decode_sub(row: &AnyRow) -> Result<Subscription, StoreError> {
 }
 
 impl Store {
-    /// Applications of `owner` (all owners when `None`).
+    /// One page of applications, by name; `owner` keeps one user's, `search` those whose
+    /// name or owner contains it (case-insensitive).
     pub async fn list_applications(
         &self,
         owner: Option<&str>,
+        search: Option<&str>,
         limit: i64,
         offset: i64,
     ) -> Result<Page<Application>, StoreError> {
-        let (wh, args): (&str, Vec<String>) = match owner {
-            Some(o) => (" WHERE owner = $1", vec![o.to_string()]),
-            None => ("", vec![]),
+        let mut clauses: Vec<String> = Vec::new();
+        let mut args: Vec<String> = Vec::new();
+        if let Some(o) = owner {
+            args.push(o.to_string());
+            clauses.push(format!("owner = ${}", args.len()));
+        }
+        if let Some(t) = search.filter(|t| !t.is_empty()) {
+            args.push(crate::like_pattern(t));
+            let n = args.len();
+            clauses.push(format!(
+                "(LOWER(name) LIKE ${n} ESCAPE '\\' OR LOWER(owner) LIKE ${n} ESCAPE '\\')"
+            ));
+        }
+        let wh = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", clauses.join(" AND "))
         };
         let count_sql = format!("SELECT COUNT(*) FROM applications{wh}");
         let mut q = sqlx::query_scalar::<_, i64>(&count_sql);

@@ -33,6 +33,18 @@ pub struct AuditFilter {
     pub to_ms: Option<i64>,
 }
 
+/// What an id in a summary names today (`kind`: `api`, `application`, `subscription`,
+/// `document`), for a log that reads by name; a deleted object has none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedObject {
+    pub kind: &'static str,
+    pub name: String,
+}
+
+/// The most ids one [`Store::object_names`] looks up (one statement a table, under
+/// SQLite's and PostgreSQL's parameter limits).
+pub const MAX_OBJECT_LOOKUPS: usize = 500;
+
 enum Arg {
     Text(String),
     Int(i64),
@@ -105,5 +117,54 @@ impl Store {
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         Ok(Page { total, items })
+    }
+
+    /// The names of the APIs (`name version`), applications, subscriptions
+    /// (`application → API name version`) and documents whose ids are `ids` (at most
+    /// [`MAX_OBJECT_LOOKUPS`]; ids of deleted objects are left out).
+    pub async fn object_names(
+        &self,
+        ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, NamedObject>, StoreError> {
+        let ids = &ids[..ids.len().min(MAX_OBJECT_LOOKUPS)];
+        let mut out = std::collections::HashMap::new();
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let marks = marks.join(", ");
+        let queries: [(&'static str, String); 4] = [
+            (
+                "api",
+                format!("SELECT id, name || ' ' || version AS label FROM apis WHERE id IN ({marks})"),
+            ),
+            (
+                "application",
+                format!("SELECT id, name AS label FROM applications WHERE id IN ({marks})"),
+            ),
+            (
+                "subscription",
+                format!(
+                    "SELECT s.id AS id, a.name || ' \u{2192} ' || p.name || ' ' || p.version AS label \
+                     FROM subscriptions s JOIN applications a ON a.id = s.application_id \
+                     JOIN apis p ON p.id = s.api_id WHERE s.id IN ({marks})"
+                ),
+            ),
+            (
+                "document",
+                format!("SELECT id, name AS label FROM api_documents WHERE id IN ({marks})"),
+            ),
+        ];
+        for (kind, sql) in &queries {
+            let mut q = sqlx::query(sql);
+            for id in ids {
+                q = q.bind(*id);
+            }
+            for r in q.fetch_all(self.pool()).await? {
+                let name: String = r.try_get("label")?;
+                out.insert(r.try_get("id")?, NamedObject { kind, name });
+            }
+        }
+        Ok(out)
     }
 }

@@ -39,7 +39,7 @@ use tokio::sync::{watch, Mutex, MutexGuard};
 
 pub use analytics::{AnalyticsRetention, Compacted, RollupFilter};
 pub use apis::ApiFilter;
-pub use audit::{AuditEntry, AuditFilter};
+pub use audit::{AuditEntry, AuditFilter, NamedObject, MAX_OBJECT_LOOKUPS};
 pub use backup::{backup_sqlite, check_turnpike, restore_sqlite, sqlite_path, BackupError};
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use cluster::{GatewayContact, GatewayRow, Maintenance, MAX_GATEWAYS, VERSION_POLL};

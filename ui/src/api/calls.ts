@@ -105,6 +105,52 @@ export const publisher = {
       }),
     ) as Api;
   },
+  /** An OpenAPI document the control plane fetches from `url` (http or https). */
+  async importOpenApiUrl(url: string, props: Record<string, unknown>): Promise<Api> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/import-openapi', {
+        body: { url, additionalProperties: props } as never,
+      }),
+    ) as Api;
+  },
+  /** The tiers of a family, as a publisher offers them on an API. */
+  async tiers(kind: TierKind): Promise<Listing<Tier>> {
+    return must(
+      await api.GET('/api/am/publisher/v1/throttling-policies/{kind}' as never, { params: { path: { kind } } } as never),
+    ) as Listing<Tier>;
+  },
+  /** Refused (409) while the API has subscriptions. */
+  async deleteApi(id: string): Promise<void> {
+    must(await api.DELETE('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } } }));
+  },
+  async documents(apiId: string): Promise<Listing<ApiDocument>> {
+    return must(
+      await api.GET('/api/am/publisher/v1/apis/{apiId}/documents', { params: { path: { apiId } } }),
+    ) as Listing<ApiDocument>;
+  },
+  async createDocument(apiId: string, body: DocumentBody): Promise<ApiDocument> {
+    return must(
+      await api.POST('/api/am/publisher/v1/apis/{apiId}/documents', {
+        params: { path: { apiId } },
+        body: body as never,
+      }),
+    ) as ApiDocument;
+  },
+  async updateDocument(apiId: string, documentId: string, body: DocumentBody): Promise<ApiDocument> {
+    return must(
+      await api.PUT('/api/am/publisher/v1/apis/{apiId}/documents/{documentId}', {
+        params: { path: { apiId, documentId } },
+        body: body as never,
+      }),
+    ) as ApiDocument;
+  },
+  async deleteDocument(apiId: string, documentId: string): Promise<void> {
+    must(
+      await api.DELETE('/api/am/publisher/v1/apis/{apiId}/documents/{documentId}', {
+        params: { path: { apiId, documentId } },
+      }),
+    );
+  },
   async lifecycle(id: string): Promise<{ state: string; availableTransitions: string[] }> {
     return must(
       await api.GET('/api/am/publisher/v1/apis/{apiId}/lifecycle-state', { params: { path: { apiId: id } } }),
@@ -156,6 +202,11 @@ export const devportal = {
   },
   async applications(): Promise<Listing<Application>> {
     return must(await api.GET('/api/am/devportal/v1/applications', {})) as Listing<Application>;
+  },
+  async documents(apiId: string): Promise<Listing<ApiDocument>> {
+    return must(
+      await api.GET('/api/am/devportal/v1/apis/{apiId}/documents', { params: { path: { apiId } } }),
+    ) as Listing<ApiDocument>;
   },
   async application(id: string): Promise<Application> {
     return must(
@@ -289,6 +340,15 @@ export const admin = {
       }),
     ) as Tier;
   },
+  /** A JSON Merge Patch of a tier (`null` clears a field: `burst: null` drops the burst limit). */
+  async patchTier(kind: TierKind, name: string, body: Record<string, unknown>): Promise<Tier> {
+    return must(
+      await api.PATCH('/api/am/admin/v1/throttling/policies/{kind}/{name}', {
+        params: { path: { kind, name } },
+        body: body as never,
+      }),
+    ) as Tier;
+  },
   async deleteTier(kind: TierKind, name: string): Promise<void> {
     must(
       await api.DELETE('/api/am/admin/v1/throttling/policies/{kind}/{name}', {
@@ -304,6 +364,15 @@ export const admin = {
   },
   async setUserStatus(name: string, status: 'ACTIVE' | 'DISABLED'): Promise<void> {
     must(await api.PATCH('/api/am/admin/v1/users/{name}', { params: { path: { name } }, body: { status } as never }));
+  },
+  async setUserRoles(name: string, roles: string[]): Promise<void> {
+    must(await api.PATCH('/api/am/admin/v1/users/{name}', { params: { path: { name } }, body: { roles } as never }));
+  },
+  /** Every user's applications, by name; `query` matches the name or the owner. */
+  async applications(query: { query?: string; limit: number; offset: number }): Promise<Listing<Application> & { pagination?: { total: number } }> {
+    return must(await api.GET('/api/am/admin/v1/applications', { params: { query: q(query) } })) as Listing<Application> & {
+      pagination?: { total: number };
+    };
   },
   async deleteUser(name: string): Promise<void> {
     must(await api.DELETE('/api/am/admin/v1/users/{name}', { params: { path: { name } } }));
@@ -342,8 +411,25 @@ export interface AuditEntry {
   timestamp: number;
   time: string;
   user: string;
+  /** The summary with today's names in place of ids. */
   action: string;
+  /** The summary as recorded (with ids). */
+  summary?: string;
+  /** The ids the summary holds: `name` null once the object is deleted. */
+  objects?: { id: string; kind: string | null; name: string | null }[];
 }
+
+/** An API's document (markdown). */
+export interface ApiDocument {
+  id: string;
+  apiId: string;
+  name: string;
+  summary: string;
+  content: string;
+  revision: number;
+}
+
+export type DocumentBody = Pick<ApiDocument, 'name' | 'summary' | 'content'>;
 
 export interface SignupSettings {
   enabled: boolean;

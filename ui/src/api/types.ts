@@ -41,11 +41,15 @@ export interface Application {
   owner: string;
   throttlingPolicy: string;
   description: string;
+  /** ACTIVE or DISABLED. */
+  status?: string;
 }
 
 export interface Subscription {
   id: string;
   applicationId: string;
+  /** In the Publisher's list. */
+  applicationName?: string | null;
   apiId: string;
   throttlingPolicy: string;
   status: string;
@@ -63,6 +67,12 @@ export interface Tier {
   description: string;
   requestCount: number | null;
   unitSeconds: number;
+  /** Bytes per unitSeconds instead of requests (a bandwidth tier). */
+  dataAmount?: number;
+  /** Subscription tiers: a spike limit under the quota. */
+  burst?: { requests: number; per: 'second' | 'minute' };
+  stopOnQuota?: boolean;
+  revision?: number;
 }
 
 export interface User {

@@ -9,21 +9,23 @@ import {
   Card,
   Checkbox,
   Group,
-  NumberInput,
+  Modal,
   PasswordInput,
-  SegmentedControl,
   Stack,
   Table,
   Text,
   TextInput,
   Title,
 } from '@mantine/core';
-import { admin, devportal, type SigningKey, type TierKind } from '../api/calls';
+import { admin, type SigningKey } from '../api/calls';
+import type { User } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading, pick, StateBadge } from './common';
 import { Settings } from './AdminSettings';
 import { Gateways } from './AdminGateways';
 import { AuditLog } from './AuditLog';
+import { Applications } from './AdminApplications';
+import { Tiers } from './AdminTiers';
 import { LazyDashboards } from './LazyDashboards';
 
 export const adminNav = [
@@ -56,99 +58,6 @@ export function AdminPage({ path }: { path: string }) {
     default:
       return <Tiers />;
   }
-}
-
-function Tiers() {
-  const [kind, setKind] = useState<TierKind>('subscription');
-  const tiers = useLoad(() => admin.tiers(kind), [kind]);
-  const [name, setName] = useState('');
-  const [count, setCount] = useState<number | string>(100);
-  const [unit, setUnit] = useState<number | string>(60);
-  const [description, setDescription] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const create = async () => {
-    setError(null);
-    try {
-      await admin.createTier(kind, {
-        name,
-        description,
-        requestCount: Number(count),
-        unitSeconds: Number(unit),
-      });
-      setName('');
-      tiers.reload();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
-  const remove = async (n: string) => {
-    setError(null);
-    try {
-      await admin.deleteTier(kind, n);
-      tiers.reload();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
-  return (
-    <Stack>
-      <Title order={2}>Tiers</Title>
-      <SegmentedControl
-        aria-label="Tier family"
-        value={kind}
-        onChange={(v) => setKind(v as TierKind)}
-        data={[
-          { value: 'subscription', label: 'Subscription' },
-          { value: 'application', label: 'Application' },
-          { value: 'advanced', label: 'Advanced' },
-        ]}
-        maw={480}
-      />
-      <Card withBorder maw={820}>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void create();
-          }}
-        >
-          <Group align="flex-end">
-            <TextInput label="Tier name" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
-            <NumberInput label="Requests" min={1} value={count} onChange={setCount} w={120} />
-            <NumberInput label="Per seconds" min={1} value={unit} onChange={setUnit} w={120} />
-            <TextInput label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
-            <Button type="submit">Add tier</Button>
-          </Group>
-        </form>
-        <ErrorNote error={error} />
-      </Card>
-      <Loading error={tiers.error} loading={tiers.loading && !tiers.data}>
-        <Table aria-label="Tiers" maw={820}>
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Limit</Table.Th>
-              <Table.Th>Description</Table.Th>
-              <Table.Th />
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {tiers.data?.list.map((t) => (
-              <Table.Tr key={t.name}>
-                <Table.Td>{t.name}</Table.Td>
-                <Table.Td>{t.requestCount == null ? 'unlimited' : `${t.requestCount} / ${t.unitSeconds} s`}</Table.Td>
-                <Table.Td>{t.description}</Table.Td>
-                <Table.Td>
-                  <Button size="xs" variant="subtle" color="red" onClick={() => void remove(t.name)} aria-label={`Delete tier ${t.name}`}>
-                    Delete
-                  </Button>
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      </Loading>
-    </Stack>
-  );
 }
 
 function Users() {
@@ -193,7 +102,7 @@ function Users() {
             <PasswordInput label="Password" description="At least 8 characters" value={password} onChange={(e) => setPassword(e.currentTarget.value)} required />
             <Checkbox.Group label="Roles" value={roles} onChange={setRoles}>
               <Group gap="sm" mt={6} mb={8}>
-                {['admin', 'publisher', 'subscriber'].map((r) => (
+                {ROLES.map((r) => (
                   <Checkbox key={r} value={r} label={r} />
                 ))}
               </Group>
@@ -224,6 +133,7 @@ function Users() {
                         {r}
                       </Badge>
                     ))}
+                    <RolesEditor user={u} onSaved={users.reload} />
                   </Group>
                 </Table.Td>
                 <Table.Td>
@@ -250,36 +160,48 @@ function Users() {
   );
 }
 
-function Applications() {
-  const apps = useLoad(() => devportal.applications(), []);
+const ROLES = ['admin', 'publisher', 'subscriber'];
+
+/** "Roles": a user's roles changed in a dialog (the last active admin cannot be demoted:
+ * the control plane answers 409 and the dialog says why). */
+function RolesEditor({ user, onSaved }: { user: User; onSaved: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [roles, setRoles] = useState<string[]>(user.roles);
+  const [error, setError] = useState<string | null>(null);
+  const save = async () => {
+    setError(null);
+    try {
+      await admin.setUserRoles(user.name, roles);
+      setOpen(false);
+      onSaved();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
   return (
-    <Stack>
-      <Title order={2}>Applications</Title>
-      <Loading error={apps.error} loading={apps.loading && !apps.data}>
-        <Table aria-label="Applications" maw={820}>
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Owner</Table.Th>
-              <Table.Th>Tier</Table.Th>
-              <Table.Th>Id</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {apps.data?.list.map((a) => (
-              <Table.Tr key={a.id}>
-                <Table.Td>{a.name}</Table.Td>
-                <Table.Td>{a.owner}</Table.Td>
-                <Table.Td>{a.throttlingPolicy}</Table.Td>
-                <Table.Td>
-                  <code>{a.id}</code>
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      </Loading>
-    </Stack>
+    <>
+      <Button size="compact-xs" variant="subtle" onClick={() => (setRoles(user.roles), setError(null), setOpen(true))} aria-label={`Change roles of ${user.name}`}>
+        Change
+      </Button>
+      <Modal opened={open} onClose={() => setOpen(false)} title={`Roles of ${user.name}`}>
+        <Stack>
+          <Checkbox.Group value={roles} onChange={setRoles}>
+            <Group gap="sm">
+              {ROLES.map((r) => (
+                <Checkbox key={r} value={r} label={r} />
+              ))}
+            </Group>
+          </Checkbox.Group>
+          <Text size="sm" c="dimmed">
+            A role taken away counts at once; a role added counts from the user's next sign-in (the portal token they hold keeps its scopes).
+          </Text>
+          <ErrorNote error={error} />
+          <Group justify="flex-end">
+            <Button onClick={() => void save()}>Save roles</Button>
+          </Group>
+        </Stack>
+      </Modal>
+    </>
   );
 }
 

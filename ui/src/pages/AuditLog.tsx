@@ -36,7 +36,7 @@ export function AuditLog() {
               <Table.Tr key={e.version}>
                 <Table.Td>{new Date(e.timestamp).toLocaleString()}</Table.Td>
                 <Table.Td>{e.user}</Table.Td>
-                <Table.Td>{e.action}</Table.Td>
+                <Table.Td title={e.summary}>{e.action}</Table.Td>
                 <Table.Td ta="right">{e.version}</Table.Td>
               </Table.Tr>
             ))}

@@ -31,6 +31,7 @@ import { ErrorNote, Loading, StateBadge } from './common';
 import { ApiKeys } from './ApiKeys';
 import { LazyDashboards } from './LazyDashboards';
 import { KeyLine } from './KeyLine';
+import { ApiDocs } from './ApiDocs';
 
 export const devportalNav = [
   { href: '/devportal', label: 'APIs' },
@@ -155,6 +156,7 @@ function ApiPage({ id, signedIn }: { id: string; signedIn: boolean }) {
           </div>
           {signedIn ? <Subscribe api={api.data} /> : <SignInToUse path={`/devportal/apis/${id}`} />}
           {graphql?.schema && <GraphqlSchema graphql={graphql} />}
+          <ApiDocs apiId={id} />
           <Title order={3}>Operations</Title>
           <Stack gap="xs">
             {ops.map((o) => (

@@ -1,6 +1,8 @@
 // The Publisher portal: APIs (list and search; create from scratch or from an OpenAPI
 // file, a WSDL or a GraphQL schema), an API's page (edit; resources, CORS,
-// transformations and request handling; lifecycle actions; subscriptions with block/unblock).
+// transformations and request handling; lifecycle actions, confirmed where they cut
+// subscribers off; documents; subscriptions with block/unblock; delete, its subscriptions
+// shown first).
 import { useState } from 'react';
 import {
   Anchor,
@@ -9,6 +11,7 @@ import {
   FileInput,
   Group,
   Modal,
+  MultiSelect,
   SegmentedControl,
   Switch,
   Stack,
@@ -25,6 +28,8 @@ import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
+import { DocumentsEditor } from './PublisherDocuments';
+import { DeleteApi, Lifecycle } from './PublisherLifecycle';
 import { LazyDashboards } from './LazyDashboards';
 import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } from './PublisherPolicies';
 import { RequestHandlingEditor } from './PublisherRequestHandling';
@@ -126,8 +131,8 @@ const TITLES: Record<CreateKind, string> = {
 const FILES: Record<Exclude<CreateKind, 'scratch'>, { label: string; description: string; accept: string }> = {
   openapi: {
     label: 'OpenAPI document',
-    description: "OpenAPI 3 (JSON); its title, description and paths become the API's",
-    accept: '.json,application/json',
+    description: "OpenAPI 3 (JSON or YAML); its title, description and paths become the API's",
+    accept: '.json,.yaml,.yml,application/json,application/yaml,text/yaml',
   },
   wsdl: {
     label: 'WSDL file',
@@ -148,10 +153,27 @@ function base64(buf: ArrayBuffer): string {
   return btoa(s);
 }
 
+/** An OpenAPI file as the API: JSON goes as a document, anything else as text the
+ * control plane reads as YAML (or JSON), so its errors name the line. */
+async function importFile(file: File | null, props: Record<string, unknown>): Promise<Api> {
+  if (!file) throw new Error('Choose an OpenAPI file (JSON or YAML).');
+  const text = await file.text();
+  let definition: unknown = text;
+  try {
+    definition = JSON.parse(text);
+  } catch {
+    // YAML: sent as text.
+  }
+  return publisher.importOpenApi(definition, props);
+}
+
 function CreateApi({ kind }: { kind: CreateKind }) {
   const fromFile = kind !== 'scratch';
   const [soapType, setSoapType] = useState('SOAP');
   const [file, setFile] = useState<File | null>(null);
+  // An OpenAPI document comes from a file or from a URL the control plane fetches.
+  const [from, setFrom] = useState<'file' | 'url'>('file');
+  const [url, setUrl] = useState('');
   const [name, setName] = useState('');
   const [context, setContext] = useState('');
   const [version, setVersion] = useState('v1');
@@ -176,14 +198,7 @@ function CreateApi({ kind }: { kind: CreateKind }) {
           api = await publisher.importWsdl(source, soapType, props);
         }
       } else if (fromFile) {
-        if (!file) throw new Error('Choose an OpenAPI file (JSON).');
-        let definition: unknown;
-        try {
-          definition = JSON.parse(await file.text());
-        } catch {
-          throw new Error('The file is not JSON: the control plane imports OpenAPI documents in JSON.');
-        }
-        api = await publisher.importOpenApi(definition, props);
+        api = from === 'url' ? await publisher.importOpenApiUrl(url, props) : await importFile(file, props);
       } else {
         api = await publisher.create({ ...props, name } as Partial<Api>);
       }
@@ -202,7 +217,28 @@ function CreateApi({ kind }: { kind: CreateKind }) {
       }}
     >
       <Stack>
-        {kind !== 'scratch' && (
+        {kind === 'openapi' && (
+          <SegmentedControl
+            aria-label="Import from"
+            value={from}
+            onChange={(v) => setFrom(v as 'file' | 'url')}
+            data={[
+              { value: 'file', label: 'A file' },
+              { value: 'url', label: 'A URL' },
+            ]}
+          />
+        )}
+        {kind === 'openapi' && from === 'url' && (
+          <TextInput
+            label="Document URL"
+            description="http or https; the control plane fetches it (JSON or YAML)"
+            placeholder="https://example.com/openapi.yaml"
+            value={url}
+            onChange={(e) => setUrl(e.currentTarget.value)}
+            required
+          />
+        )}
+        {kind !== 'scratch' && !(kind === 'openapi' && from === 'url') && (
           <FileInput
             label={FILES[kind].label}
             description={FILES[kind].description}
@@ -279,6 +315,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </div>
             <Group>
               {canEdit && <NewVersion api={api.data} />}
+              {canEdit && <DeleteApi api={api.data} />}
               <StateBadge state={api.data.lifecycleStatus} />
             </Group>
           </Group>
@@ -294,6 +331,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               <Tabs.Tab value="cache">Cache</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
+              <Tabs.Tab value="documents">Documents</Tabs.Tab>
               <Tabs.Tab value="analytics">Analytics</Tabs.Tab>
             </Tabs.List>
             <Tabs.Panel value="overview" pt="md">
@@ -325,6 +363,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="analytics" pt="md">
               <LazyDashboards scope={{ kind: 'api', apiId: id }} title="Analytics" />
+            </Tabs.Panel>
+            <Tabs.Panel value="documents" pt="md">
+              <DocumentsEditor apiId={id} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="subscriptions" pt="md">
               <Subscriptions apiId={id} canBlock={user.scopes.includes('apim:subscription_block')} />
@@ -393,7 +434,11 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
   const [description, setDescription] = useState(api.description);
   const [endpoints, setEndpoints] = useState(api.endpoints.map(endpointUrl).join('\n'));
   const [sandbox, setSandbox] = useState((api.sandboxEndpoints ?? []).map(endpointUrl).join('\n'));
-  const [tiers, setTiers] = useState(api.policies.join(', '));
+  const [tiers, setTiers] = useState<string[]>(api.policies);
+  const defined = useLoad(() => publisher.tiers('subscription'), []);
+  // The tiers the Admin defined, and any the API names that no longer exist (shown, so
+  // saving does not drop them silently).
+  const tierChoices = [...new Set([...(defined.data?.list.map((t) => t.name) ?? []), ...api.policies])];
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   const save = async () => {
@@ -411,7 +456,7 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
         endpoints: kept(lines(endpoints), api.endpoints),
         sandboxEndpoints: kept(lines(sandbox), api.sandboxEndpoints ?? []),
         resources: api.resources,
-        policies: tiers.split(',').map((s) => s.trim()).filter(Boolean),
+        policies: tiers,
       });
       setSaved(true);
       onSaved();
@@ -453,13 +498,16 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
             onChange={(e) => setSandbox(e.currentTarget.value)}
             disabled={!canEdit}
           />
-          <TextInput
+          <MultiSelect
             label="Subscription tiers"
-            description="Comma-separated tier names subscribers may choose"
+            description="The tiers subscribers may choose (the Admin defines them)"
+            data={tierChoices}
             value={tiers}
-            onChange={(e) => setTiers(e.currentTarget.value)}
+            onChange={setTiers}
+            searchable
             disabled={!canEdit}
           />
+          <ErrorNote error={defined.error && `Tiers: ${defined.error}`} />
           <Text size="sm" c="dimmed">
             Resources: {api.resources.map((r) => `${r.methods.join('|')} ${r.path}`).join(', ') || '/* (all)'}
           </Text>
@@ -473,52 +521,6 @@ function EditApi({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; can
         </Stack>
       </form>
     </Card>
-  );
-}
-
-const ACTION_LABELS: Record<string, string> = {
-  Publish: 'Publish',
-  'Deploy as a Prototype': 'Deploy as a prototype',
-  'Demote to Created': 'Demote to created',
-  Block: 'Block',
-  Deprecate: 'Deprecate',
-  Retire: 'Retire',
-  'Re-Publish': 'Re-publish',
-};
-
-function Lifecycle({ id, onChanged, canPublish }: { id: string; onChanged: () => void; canPublish: boolean }) {
-  const lc = useLoad(() => publisher.lifecycle(id), [id]);
-  const [error, setError] = useState<string | null>(null);
-  const act = async (action: string) => {
-    setError(null);
-    try {
-      await publisher.changeLifecycle(id, action);
-      lc.reload();
-      onChanged();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
-  return (
-    <Loading error={lc.error} loading={lc.loading && !lc.data}>
-      {lc.data && (
-        <Stack maw={720}>
-          <Group>
-            <Text>Current state:</Text>
-            <StateBadge state={lc.data.state} />
-          </Group>
-          <Group>
-            {lc.data.availableTransitions.map((a) => (
-              <Button key={a} variant={a === 'Publish' ? 'filled' : 'default'} onClick={() => void act(a)} disabled={!canPublish}>
-                {ACTION_LABELS[a] ?? a}
-              </Button>
-            ))}
-            {lc.data.availableTransitions.length === 0 && <Text c="dimmed">No action is allowed from here.</Text>}
-          </Group>
-          <ErrorNote error={error} />
-        </Stack>
-      )}
-    </Loading>
   );
 }
 
@@ -552,7 +554,7 @@ function Subscriptions({ apiId, canBlock }: { apiId: string; canBlock: boolean }
             const blocked = s.status === 'BLOCKED' || s.status === 'PROD_ONLY_BLOCKED';
             return (
               <Table.Tr key={s.id}>
-                <Table.Td>{s.applicationId}</Table.Td>
+                <Table.Td>{s.applicationName ?? s.applicationId}</Table.Td>
                 <Table.Td>{s.throttlingPolicy}</Table.Td>
                 <Table.Td>
                   <StateBadge state={s.status} />

@@ -197,7 +197,15 @@ pub fn query_params(id: &str) -> Vec<Value> {
         "unblockSubscription" => vec![query("subscriptionId", true, s.clone(), "the subscription")],
         "listApplications" => page().to_vec(),
         "listAllApplications" => {
-            let mut v = vec![query("owner", false, s.clone(), "only this user's")];
+            let mut v = vec![
+                query("owner", false, s.clone(), "only this user's"),
+                query(
+                    "query",
+                    false,
+                    json!({"type": "string", "maxLength": 200}),
+                    "name or owner contains it (case-insensitive)",
+                ),
+            ];
             v.extend(page());
             v
         }
@@ -329,7 +337,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         | "patchApplication"
         | "getAnyApplication"
         | "setApplicationStatus" => (200, r("Application")),
-        "listTiers" => (200, r("TierList")),
+        "listTiers" | "listPublisherTiers" => (200, r("TierList")),
         "createTier" => (201, r("Tier")),
         "getTier" | "updateTier" | "patchTier" => (200, r("Tier")),
         "listUsers" => (200, r("UserList")),
@@ -390,6 +398,7 @@ pub fn sends_etag(id: &str) -> bool {
             | "listSubscriptions"
             | "getSubscription"
             | "listTiers"
+            | "listPublisherTiers"
             | "getTier"
             | "listUsers"
             | "listAllApplications"

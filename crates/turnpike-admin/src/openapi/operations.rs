@@ -139,6 +139,13 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/publisher/v1/throttling-policies/{kind}",
+        "listPublisherTiers",
+        "The tiers of a family (subscription, application, advanced) a publisher can offer",
+        "apim:api_view",
+    ),
+    op(
+        "get",
         "/api/am/publisher/v1/apis/{apiId}/documents",
         "listApiDocuments",
         "The API's documents (markdown)",
@@ -261,21 +268,21 @@ pub const OPERATIONS: &[Operation] = &[
         "/api/am/devportal/v1/apis/{apiId}/documents",
         "listVisibleApiDocuments",
         "A visible API's documents",
-        "apim:subscribe",
+        "catalogue",
     ),
     op(
         "get",
         "/api/am/devportal/v1/apis/{apiId}/documents/{documentId}",
         "getVisibleApiDocument",
         "Get a visible API's document",
-        "apim:subscribe",
+        "catalogue",
     ),
     op(
         "get",
         "/api/am/devportal/v1/apis/{apiId}/documents/{documentId}/content",
         "getVisibleApiDocumentContent",
         "A document's markdown (text/markdown)",
-        "apim:subscribe",
+        "catalogue",
     ),
     op(
         "get",
@@ -442,7 +449,7 @@ pub const OPERATIONS: &[Operation] = &[
         "get",
         "/api/am/admin/v1/applications",
         "listAllApplications",
-        "Every application (owner filters)",
+        "Every user's applications, by name, with their owner (owner, query; paged)",
         "apim:admin",
     ),
     op(

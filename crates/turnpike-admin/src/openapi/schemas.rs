@@ -337,7 +337,8 @@ pub fn schemas() -> Value {
             "id": {"type": "string"}, "applicationId": {"type": "string"}, "apiId": {"type": "string"},
             "throttlingPolicy": {"type": "string"},
             "status": {"type": "string", "enum": ["ACTIVE", "BLOCKED", "PROD_ONLY_BLOCKED", "ON_HOLD", "REJECTED"]},
-            "revision": {"type": "integer"}, "createdTime": {"type": "integer"}}},
+            "revision": {"type": "integer"}, "createdTime": {"type": "integer"},
+            "applicationName": {"type": "string", "nullable": true, "description": "in the Publisher's list: the application's name"}}},
         "SubscriptionList": list_of("Subscription", true),
         "TierInput": strict(&["name"], tier_props(), tier_example)
     });
@@ -377,7 +378,13 @@ pub fn schemas() -> Value {
             "timestamp": {"type": "integer", "description": "Unix milliseconds"},
             "time": {"type": "string", "format": "date-time"},
             "user": {"type": "string"},
-            "action": {"type": "string"}}},
+            "action": {"type": "string", "description": "what changed, with today's names in place of ids"},
+            "summary": {"type": "string", "description": "what changed, as recorded (with ids)"},
+            "objects": {"type": "array", "description": "the ids in the summary; name and kind null once deleted", "items": {
+                "type": "object", "required": ["id", "kind", "name"], "properties": {
+                    "id": {"type": "string"},
+                    "kind": {"type": "string", "nullable": true, "enum": ["api", "application", "subscription", "document", null]},
+                    "name": {"type": "string", "nullable": true}}}}}},
         "SignUp": strict(&["name", "password"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "^[^:]+$"},
             "password": {"type": "string", "minLength": 8, "maxLength": 1000, "writeOnly": true}

@@ -38,6 +38,28 @@ pub fn routes() -> Router<AppState> {
         .route("/keys/rotate", post(rotate_keys))
 }
 
+/// `/api/am/publisher/v1/throttling-policies/{kind}`: the tiers a publisher offers on an
+/// API (WSO2's `throttling-policies/subscription`), read-only, for API viewers.
+pub fn publisher_routes() -> Router<AppState> {
+    Router::new().route("/throttling-policies/{kind}", get(publisher_tiers))
+}
+
+async fn publisher_tiers(
+    State(s): State<AppState>,
+    _caller: crate::auth::ApiViewer,
+    Path(k): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    tier_list(&s, &k, &headers).await
+}
+
+/// The tiers of family `k`, with an ETag.
+async fn tier_list(s: &AppState, k: &str, headers: &HeaderMap) -> ApiResult<Response> {
+    let tiers = s.inner.store.list_tiers(kind(k)?).await?;
+    let body = json!({"count": tiers.len(), "list": tiers});
+    Ok(json_with_etag(headers, body_etag(&body), &body))
+}
+
 fn kind(s: &str) -> ApiResult<TierKind> {
     TierKind::parse(s).ok_or_else(|| {
         ApiError::not_found(format!(
@@ -52,9 +74,7 @@ async fn list_tiers(
     Path(k): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let tiers = s.inner.store.list_tiers(kind(&k)?).await?;
-    let body = json!({"count": tiers.len(), "list": tiers});
-    Ok(json_with_etag(&headers, body_etag(&body), &body))
+    tier_list(&s, &k, &headers).await
 }
 
 /// A tier from a body; fields it leaves out keep `current`'s values (a `PUT`) or take

@@ -3,6 +3,11 @@
 //! first, for admins. Filters: `user`, `q` (text in the summary), `from` / `to` (Unix
 //! seconds, `[from, to)`), with `limit` / `offset` paging. The rows are written in the
 //! same transaction as the change (`turnpike_store::WriteTx::commit`).
+//!
+//! Summaries are written with ids (an API renamed later is still the same API); they are
+//! read with names: `action` puts today's name of every API, application, subscription
+//! and document id in place of the id, `summary` is the text as recorded, `objects` lists
+//! each id with its kind and name (`null` once the object is deleted: the id stays).
 
 use axum::extract::State;
 use axum::response::Response;
@@ -10,7 +15,8 @@ use axum::routing::get;
 use axum::Router;
 use http::HeaderMap;
 use serde_json::{json, Value};
-use turnpike_store::{AuditEntry, AuditFilter, Page};
+use std::collections::HashMap;
+use turnpike_store::{AuditEntry, AuditFilter, NamedObject, Page};
 
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -35,14 +41,35 @@ fn seconds(pg: &Paged, name: &str, errors: &mut Vec<FieldError>) -> Option<i64> 
     }
 }
 
-fn entry_json(e: &AuditEntry) -> Value {
+/// The store's ids (32 lowercase hex characters, `turnpike_store::new_id`) in `text`.
+fn ids_in(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() == 32 && w.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+fn entry_json(e: &AuditEntry, names: &HashMap<String, NamedObject>) -> Value {
+    let mut action = e.summary.clone();
+    let mut objects = Vec::new();
+    for id in ids_in(&e.summary) {
+        let named = names.get(id);
+        if let Some(n) = named {
+            action = action.replace(id, &n.name);
+        }
+        objects.push(json!({
+            "id": id,
+            "kind": named.map(|n| n.kind),
+            "name": named.map(|n| n.name.as_str()),
+        }));
+    }
     json!({
         "version": e.version,
         "previousVersion": e.version - 1,
         "timestamp": e.at_ms,
         "time": turnpike_analytics::time::rfc3339_ms(e.at_ms),
         "user": e.actor,
-        "action": e.summary,
+        "action": action,
+        "summary": e.summary,
+        "objects": objects,
     })
 }
 
@@ -67,11 +94,19 @@ async fn audit_log(
         .store
         .audit_log(&filter, pg.limit, pg.offset)
         .await?;
+    // Resolved at read time, one lookup a page: the ids of the page's rows.
+    let mut ids: Vec<&str> = page.items.iter().flat_map(|e| ids_in(&e.summary)).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut names = HashMap::new();
+    for chunk in ids.chunks(turnpike_store::MAX_OBJECT_LOOKUPS) {
+        names.extend(s.inner.store.object_names(chunk).await?);
+    }
     Ok(pg.respond(
         &headers,
         Page {
             total: page.total,
-            items: page.items.iter().map(entry_json).collect(),
+            items: page.items.iter().map(|e| entry_json(e, &names)).collect(),
         },
     ))
 }

@@ -246,7 +246,7 @@ async fn list_apps(
     let apps = s
         .inner
         .store
-        .list_applications(Some(&caller.name), pg.limit, pg.offset)
+        .list_applications(Some(&caller.name), None, pg.limit, pg.offset)
         .await?;
     Ok(pg.respond(&headers, apps))
 }

@@ -1,7 +1,8 @@
 //! An API's documents (markdown): publishers attach, change and remove them
 //! (`/api/am/publisher/v1/apis/{id}/documents`), the DevPortal lists and serves those of
 //! the APIs it shows (`/api/am/devportal/v1/apis/{id}/documents`; `.../content` as
-//! `text/markdown`).
+//! `text/markdown`), to anonymous visitors too while anonymous browsing is on (a
+//! document is part of the API's public page).
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -11,9 +12,10 @@ use http::StatusCode;
 use serde_json::Value;
 use turnpike_store::ApiDocument;
 
-use crate::auth::{ApiCreator, ApiViewer, Portal};
+use crate::auth::{ApiCreator, ApiViewer};
 use crate::error::{ApiError, ApiResult};
 use crate::http::{all, JsonBody};
+use crate::rest::portal_settings::PortalReader;
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -128,7 +130,7 @@ async fn visible(s: &AppState, id: &str) -> ApiResult<()> {
 
 async fn portal_list(
     State(s): State<AppState>,
-    _c: Portal,
+    _c: PortalReader,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     visible(&s, &id).await?;
@@ -137,7 +139,7 @@ async fn portal_list(
 
 async fn portal_read(
     State(s): State<AppState>,
-    _c: Portal,
+    _c: PortalReader,
     Path((id, doc)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     visible(&s, &id).await?;
@@ -146,7 +148,7 @@ async fn portal_read(
 
 async fn portal_content(
     State(s): State<AppState>,
-    _c: Portal,
+    _c: PortalReader,
     Path((id, doc)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     visible(&s, &id).await?;

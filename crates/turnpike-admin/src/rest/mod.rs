@@ -35,6 +35,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(apply::routes())
                 .merge(keys::publisher_routes())
                 .merge(documents::publisher_routes())
+                .merge(admin::publisher_routes())
                 .merge(analytics::publisher_routes())
                 .merge(graphql_policies::routes()),
         )

@@ -319,7 +319,26 @@ async fn list_subscriptions(
             pg.offset,
         )
         .await?;
-    Ok(pg.respond(&headers, subs))
+    // Each row names its application (a publisher knows applications by name).
+    let ids: Vec<&str> = subs
+        .items
+        .iter()
+        .map(|x| x.application_id.as_str())
+        .collect();
+    let names = s.inner.store.application_names(&ids).await?;
+    let mut items = Vec::with_capacity(subs.items.len());
+    for x in &subs.items {
+        let mut v = serde_json::to_value(x).map_err(|_| ApiError::internal())?;
+        v["applicationName"] = json!(names.get(&x.application_id));
+        items.push(v);
+    }
+    Ok(pg.respond(
+        &headers,
+        turnpike_store::Page {
+            total: subs.total,
+            items,
+        },
+    ))
 }
 
 async fn set_sub_state(

@@ -332,17 +332,30 @@ async fn change_password(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// Every application (`owner` filters), for admins.
+/// Every user's applications, by name, for admins: `owner` keeps one user's, `query`
+/// those whose name or owner contains it; `limit` / `offset` page.
 async fn list_apps(
     State(s): State<AppState>,
     _caller: Admin,
     pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
+    let query = pg.q.get("query").map(String::as_str);
+    if query.is_some_and(|t| t.chars().count() > 200) {
+        return Err(ApiError::invalid(vec![FieldError {
+            field: "query".into(),
+            message: "at most 200 characters".into(),
+        }]));
+    }
     let apps = s
         .inner
         .store
-        .list_applications(pg.q.get("owner").map(String::as_str), pg.limit, pg.offset)
+        .list_applications(
+            pg.q.get("owner").map(String::as_str),
+            query,
+            pg.limit,
+            pg.offset,
+        )
         .await?;
     Ok(pg.respond(&headers, apps))
 }
