@@ -14,6 +14,7 @@ test_packages=(
   postgresql                   # store tests against a real PostgreSQL
   haproxy                      # bench/drill.sh: gateways behind a balancer under faults
   python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
+  python3-authlib python3-requests # oauth_authcode_e2e: an OAuth2 client of its own (PKCE)
   util-linux procps
   jq                           # turnpike-mediation's differential test against the jq binary
   chromium                     # the web portals' browser tests (Playwright drives it)

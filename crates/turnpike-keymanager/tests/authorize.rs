@@ -322,25 +322,24 @@ async fn bad_requests_never_redirect_to_unregistered_uris() {
 }
 
 #[tokio::test]
-async fn discovery_names_the_authorization_endpoint_only_when_a_client_may_use_it() {
+async fn discovery_and_rfc8414_metadata_name_the_authorization_endpoint() {
     let km = start_portal().await;
-    let doc: serde_json::Value = reqwest::get(km.url("/.well-known/openid-configuration"))
-        .await
-        .expect("test value")
-        .json()
-        .await
-        .expect("test value");
-    assert_eq!(doc["authorization_endpoint"], km.url("/oauth2/authorize"));
-    assert_eq!(doc["code_challenge_methods_supported"][0], "S256");
-    assert_eq!(doc["response_types_supported"][0], "code");
-    let plain = start().await;
-    let doc: serde_json::Value = reqwest::get(plain.url("/.well-known/openid-configuration"))
-        .await
-        .expect("test value")
-        .json()
-        .await
-        .expect("test value");
-    assert!(doc.get("authorization_endpoint").is_none());
+    for path in [
+        "/.well-known/openid-configuration",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        let doc: serde_json::Value = reqwest::get(km.url(path))
+            .await
+            .expect("test value")
+            .json()
+            .await
+            .expect("test value");
+        assert_eq!(doc["authorization_endpoint"], km.url("/oauth2/authorize"));
+        assert_eq!(doc["code_challenge_methods_supported"][0], "S256");
+        assert_eq!(doc["response_types_supported"][0], "code");
+        let methods = doc["token_endpoint_auth_methods_supported"].to_string();
+        assert!(methods.contains("\"none\""), "{path}: {methods}");
+    }
 }
 
 #[tokio::test]
