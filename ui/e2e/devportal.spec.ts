@@ -112,8 +112,11 @@ test('applications, secrets, downloads, try-it examples, unsubscribe, deprecated
   await page.getByRole('button', { name: 'Create', exact: true }).click();
   await expect(page.getByRole('heading', { name: 'shop-e2e' })).toBeVisible();
   const appId = page.url().split('/').pop()!;
+  // The page loads its usage charts (a large chunk) next: on a loaded machine the
+  // browser is busy parsing it for a while.
+  await page.waitForLoadState('networkidle');
   const settings = page.getByRole('region', { name: 'Application settings' });
-  await settings.getByLabel('Application name').fill('shop-e2e-renamed');
+  await settings.getByLabel('Application name').fill('shop-e2e-renamed', { timeout: 60_000 });
   await settings.getByLabel('Description').fill('The web shop');
   await settings.getByRole('button', { name: 'Save', exact: true }).click();
   await expect(page.getByRole('heading', { name: 'shop-e2e-renamed' })).toBeVisible();

@@ -206,7 +206,7 @@ function OAuthKeysCard({ appId }: { appId: string }) {
                   {`The current ${label} consumer secret stops working now; the new one is shown once.`}
                 </ConfirmButton>
               </Group>
-              <RedirectUris key={`${k.consumerKey}:${(k.redirectUris ?? []).join(' ')}`} appId={appId} keys={k} onSaved={keys.reload} />
+              <RedirectUris key={k.consumerKey} appId={appId} keys={k} onSaved={keys.reload} />
             </Stack>
           ) : (
             keys.data && (
@@ -290,7 +290,7 @@ export function AppPage({ id }: { id: string }) {
             <Title order={2}>{app.data.name}</Title>
             <Text c="dimmed">Tier {app.data.throttlingPolicy}</Text>
           </div>
-          <AppSettings key={app.data.name} app={app.data} onSaved={app.reload} />
+          <AppSettings key={app.data.id} app={app.data} onSaved={app.reload} />
           <OAuthKeysCard appId={id} />
           <ApiKeys appId={id} />
           <LazyDashboards scope={{ kind: 'application', applicationId: id }} title="Usage" />
