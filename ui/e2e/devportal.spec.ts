@@ -153,7 +153,7 @@ test('applications, secrets, downloads, try-it examples, unsubscribe, deprecated
   const yaml = await saved(file);
   expect(yaml).toContain('openapi: "3.0.3"');
   expect(yaml).toMatch(/^ {2}\/orders:$/m);
-  expect(yaml).toContain('$ref: "#/components/schemas/Order"');
+  expect(yaml).toContain('"$ref": "#/components/schemas/Order"');
 
   // SDKs: generated on the server (`rest`'s route); a control plane without the
   // generator answers 503 naming what is missing, which the page shows.

@@ -129,7 +129,7 @@ function AppSettings({ app, onSaved }: { app: Application; onSaved: () => void }
 
 /** The key pair's redirect URIs, one a line: any lets the application sign users in with
  * the authorization code grant (PKCE) at /oauth2/authorize. */
-function RedirectUris({ appId, keys, onSaved }: { appId: string; keys: OAuthKeys; onSaved: () => void }) {
+function RedirectUris({ appId, keys }: { appId: string; keys: OAuthKeys }) {
   const [text, setText] = useState((keys.redirectUris ?? []).join('\n'));
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -139,8 +139,8 @@ function RedirectUris({ appId, keys, onSaved }: { appId: string; keys: OAuthKeys
     try {
       const uris = text.split('\n').map((u) => u.trim()).filter(Boolean);
       await devportal.setRedirectUris(appId, keys.keyType === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION', uris);
+      // The list stays as typed (no reload: reloading the keys would remount this form).
       setNote('Redirect URIs saved.');
-      onSaved();
     } catch (e) {
       setError(errorText(e));
     }
@@ -206,7 +206,7 @@ function OAuthKeysCard({ appId }: { appId: string }) {
                   {`The current ${label} consumer secret stops working now; the new one is shown once.`}
                 </ConfirmButton>
               </Group>
-              <RedirectUris key={k.consumerKey} appId={appId} keys={k} onSaved={keys.reload} />
+              <RedirectUris key={k.consumerKey} appId={appId} keys={k} />
             </Stack>
           ) : (
             keys.data && (
