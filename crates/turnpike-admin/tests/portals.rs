@@ -140,7 +140,10 @@ async fn assets_go_out_precompressed_by_accept_encoding_and_cached_by_hash() {
     assert_eq!(h["content-encoding"], "br");
     assert_eq!(h["vary"], "Accept-Encoding");
     assert_eq!(h["cache-control"], immutable);
-    assert!(h["content-type"].to_str().expect("ct").starts_with("text/javascript"));
+    assert!(h["content-type"]
+        .to_str()
+        .expect("ct")
+        .starts_with("text/javascript"));
     assert_eq!(body, br);
 
     let (_, h, body) = get_with(&url, "accept-encoding", "gzip;q=0.8, br;q=0").await;

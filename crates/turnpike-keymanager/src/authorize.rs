@@ -286,9 +286,7 @@ impl KeyManager {
 
     /// The consent page for `user` (signed in) with a fresh CSRF token.
     fn consent_page(&self, req: &AuthRequest, user: &str) -> Response {
-        self.form_page(StatusCode::OK, |csrf| {
-            login_page::consent(req, csrf, user)
-        })
+        self.form_page(StatusCode::OK, |csrf| login_page::consent(req, csrf, user))
     }
 
     /// An HTML form page whose CSRF token `html` embeds, with the matching cookie.
@@ -480,7 +478,12 @@ pub(crate) async fn authorize_get(
 }
 
 /// The consent form's answer (`consent=allow|deny`) from the signed-in user.
-fn consent_answer(km: &KeyManager, req: &AuthRequest, headers: &HeaderMap, allow: bool) -> Response {
+fn consent_answer(
+    km: &KeyManager,
+    req: &AuthRequest,
+    headers: &HeaderMap,
+    allow: bool,
+) -> Response {
     let Some(user) = km.session_user(headers) else {
         return km.login_page(
             req,

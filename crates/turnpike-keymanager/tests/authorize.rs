@@ -425,7 +425,10 @@ async fn an_application_with_a_redirect_uri_gets_a_code_only_after_consent() {
         assert_eq!(resp.status(), 303);
         let loc = url::Url::parse(resp.headers()["location"].to_str().expect("loc")).expect("url");
         assert!(loc.as_str().starts_with(APP_REDIRECT));
-        assert_eq!(query(&loc, "state").as_deref(), Some(state.secret().as_str()));
+        assert_eq!(
+            query(&loc, "state").as_deref(),
+            Some(state.secret().as_str())
+        );
         if answer == "deny" {
             assert_eq!(query(&loc, "error").as_deref(), Some("access_denied"));
             assert!(query(&loc, "code").is_none());

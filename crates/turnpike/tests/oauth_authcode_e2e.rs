@@ -23,7 +23,12 @@ fn rest(cp: &str, method: &str, path: &str, body: Value) -> (u16, Value) {
     let out = Command::new("curl")
         .args(["-s", "-o", "-", "-w", "\n%{http_code}", "-X", method])
         .args(["-u", &format!("admin:{PASSWORD}")])
-        .args(["-H", "content-type: application/json", "-d", &body.to_string()])
+        .args([
+            "-H",
+            "content-type: application/json",
+            "-d",
+            &body.to_string(),
+        ])
         .arg(format!("http://{cp}{path}"))
         .output()
         .expect("curl runs");
@@ -48,7 +53,12 @@ fn python() -> &'static str {
 fn an_application_signs_a_user_in_with_authorization_code_and_pkce() {
     let dir = TempDir::new();
     let (_cp, cp) = sqlite_control_plane(dir.path(), "turnpike.db", "gw-token-authcode", PASSWORD);
-    let (status, app) = rest(&cp, "POST", "/api/am/devportal/v1/applications", json!({"name": "webshop"}));
+    let (status, app) = rest(
+        &cp,
+        "POST",
+        "/api/am/devportal/v1/applications",
+        json!({"name": "webshop"}),
+    );
     assert_eq!(status, 201, "{app}");
     let app_id = app["id"].as_str().expect("id");
 
@@ -62,8 +72,15 @@ fn an_application_signs_a_user_in_with_authorization_code_and_pkce() {
     assert_eq!(status, 201, "{plain}");
     let out = Command::new("curl")
         .args(["-s", "-u"])
-        .arg(format!("{}:{}", plain["consumerKey"].as_str().expect("ck"), plain["consumerSecret"].as_str().expect("cs")))
-        .args(["-d", "grant_type=authorization_code&code=x&redirect_uri=http://a/b&code_verifier=y"])
+        .arg(format!(
+            "{}:{}",
+            plain["consumerKey"].as_str().expect("ck"),
+            plain["consumerSecret"].as_str().expect("cs")
+        ))
+        .args([
+            "-d",
+            "grant_type=authorization_code&code=x&redirect_uri=http://a/b&code_verifier=y",
+        ])
         .arg(format!("http://{cp}/oauth2/token"))
         .output()
         .expect("curl");
@@ -72,31 +89,60 @@ fn an_application_signs_a_user_in_with_authorization_code_and_pkce() {
 
     // A bad redirect URI is a field error; a good one is registered.
     let keys_path = format!("/api/am/devportal/v1/applications/{app_id}/generate-keys");
-    let (status, bad) = rest(&cp, "POST", &keys_path, json!({"redirectUris": ["not a url", "https://x/cb#frag"]}));
+    let (status, bad) = rest(
+        &cp,
+        "POST",
+        &keys_path,
+        json!({"redirectUris": ["not a url", "https://x/cb#frag"]}),
+    );
     assert_eq!(status, 400, "{bad}");
     let (status, keys) = rest(&cp, "POST", &keys_path, json!({"redirectUris": [REDIRECT]}));
     assert_eq!(status, 201, "{keys}");
     assert_eq!(keys["redirectUris"], json!([REDIRECT]));
-    let (ck, cs) = (keys["consumerKey"].as_str().expect("ck"), keys["consumerSecret"].as_str().expect("cs"));
+    let (ck, cs) = (
+        keys["consumerKey"].as_str().expect("ck"),
+        keys["consumerSecret"].as_str().expect("cs"),
+    );
 
     let out = Command::new(python())
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/authcode_pkce.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/authcode_pkce.py"
+        ))
         .args([&format!("http://{cp}"), ck, cs, REDIRECT, "admin", PASSWORD])
         .output()
         .expect("python3 runs (scripts/install-test-deps.sh installs python3-authlib)");
-    assert!(out.status.success(), "authcode_pkce.py failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "authcode_pkce.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: Value = serde_json::from_slice(&out.stdout).expect("json from the script");
 
     let meta = &r["metadata"];
-    assert_eq!(meta["authorization_endpoint"], format!("http://{cp}/oauth2/authorize"));
+    assert_eq!(
+        meta["authorization_endpoint"],
+        format!("http://{cp}/oauth2/authorize")
+    );
     assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
-    let methods = meta["token_endpoint_auth_methods_supported"].as_array().expect("methods");
-    assert!(methods.contains(&json!("none")) && methods.contains(&json!("client_secret_basic")), "{meta}");
-    assert!(meta["grant_types_supported"].as_array().expect("grants").contains(&json!("authorization_code")));
+    let methods = meta["token_endpoint_auth_methods_supported"]
+        .as_array()
+        .expect("methods");
+    assert!(
+        methods.contains(&json!("none")) && methods.contains(&json!("client_secret_basic")),
+        "{meta}"
+    );
+    assert!(meta["grant_types_supported"]
+        .as_array()
+        .expect("grants")
+        .contains(&json!("authorization_code")));
 
     let allow = &r["allow"];
     assert_eq!(allow["login_status"], 200, "{r}");
-    assert_eq!(allow["login_names_app"], true, "the login page names the application");
+    assert_eq!(
+        allow["login_names_app"], true,
+        "the login page names the application"
+    );
     assert_eq!(allow["consent_status"], 200, "{r}");
     assert_eq!(allow["consent_page"], true, "{r}");
     assert_eq!(allow["answer_status"], 303, "{r}");

@@ -150,8 +150,8 @@ fn client_settings(
         .integer("refreshTokenTtl", 1, 90 * 86_400)
         .or_else(|| current.map(|c| c.refresh_ttl_s))
         .unwrap_or(86_400);
-    let callback = redirect_uris(&mut f)
-        .unwrap_or_else(|| current.and_then(|c| c.callback_url.clone()));
+    let callback =
+        redirect_uris(&mut f).unwrap_or_else(|| current.and_then(|c| c.callback_url.clone()));
     f.finish_unknown();
     f.into_result()?;
     Ok(OAuthClientInput {
@@ -173,7 +173,9 @@ const MAX_REDIRECT_URIS: usize = 20;
 /// Why `uri` cannot be a redirect URI (RFC 6749 §3.1.2: absolute, no fragment).
 fn check_redirect_uri(uri: &str) -> Option<String> {
     if uri.len() > 2000 || uri.contains(char::is_whitespace) || uri.contains('#') {
-        return Some("must be an absolute http:// or https:// URL without spaces or fragment".into());
+        return Some(
+            "must be an absolute http:// or https:// URL without spaces or fragment".into(),
+        );
     }
     crate::service::api_body::check_endpoint(uri)
         .map(|_| "must be an absolute http:// or https:// URL".into())
