@@ -15,6 +15,7 @@ test_packages=(
   haproxy                      # bench/drill.sh: gateways behind a balancer under faults
   python3 python3-cryptography # bench/security.sh mints ES256 tokens outside Turnpike
   python3-zeep                 # a real SOAP client loads a multi-file ?wsdl (turnpike-gateway tests/soap_wsdl_files.rs)
+  python3-authlib python3-requests # oauth_authcode_e2e: an OAuth2 client of its own (PKCE)
   util-linux procps
   jq                           # turnpike-mediation's differential test against the jq binary
   chromium                     # the web portals' browser tests (Playwright drives it)

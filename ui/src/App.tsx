@@ -13,6 +13,7 @@ import {
   Loader,
   NavLink,
   Text,
+  Stack,
   Title,
 } from '@mantine/core';
 import { completeLogin, currentUser, login, logout, signedInBefore, type User } from './auth';
@@ -134,7 +135,7 @@ export function App() {
             <Title order={3} component="span">
               Turnpike
             </Title>
-            <Group gap={4} component="nav" aria-label="Portals" wrap="nowrap">
+            <Group gap={4} component="nav" aria-label="Portals" wrap="nowrap" visibleFrom="sm">
               {allowed.map((p) => (
                 <Button
                   key={p.id}
@@ -160,6 +161,12 @@ export function App() {
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Sections">
+        {/* Narrow screens: the portals move from the header into the menu. */}
+        <Stack gap={0} hiddenFrom="sm" mb="xs" component="nav" aria-label="Portals menu">
+          {allowed.map((p) => (
+            <NavLink key={p.id} component={Link} href={p.home} label={p.label} active={p.id === current} variant="filled" />
+          ))}
+        </Stack>
         {nav.map((n) => (
           <NavLink
             key={n.href}

@@ -17,10 +17,12 @@ export function PublicShell({ path, search }: { path: string; search: string }) 
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="lg" wrap="nowrap">
-            <Title order={3} component="span">
-              Turnpike
-            </Title>
-            <Button component={Link} href="/devportal" variant={path === '/signup' ? 'subtle' : 'light'}>
+            <Link href="/devportal" style={{ color: 'inherit', textDecoration: 'none' }}>
+              <Title order={3} component="span">
+                Turnpike
+              </Title>
+            </Link>
+            <Button component={Link} href="/devportal" variant={path === '/signup' ? 'subtle' : 'light'} visibleFrom="sm">
               Developer Portal
             </Button>
           </Group>

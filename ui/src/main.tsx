@@ -1,4 +1,5 @@
 import '@mantine/core/styles.css';
+import './layout.css';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { MantineProvider, createTheme } from '@mantine/core';

@@ -109,6 +109,7 @@ fn builtin_client(client_id: &str, secret_hash: String) -> ClientRecord {
         audience: Vec::new(),
         can_introspect: false,
         sandbox: false,
+        redirect_uris: Vec::new(),
     }
 }
 

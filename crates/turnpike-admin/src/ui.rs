@@ -1,7 +1,10 @@
 //! The web portals' static files: the single-page app built from the repository's `ui/`
 //! (`npm run build` → `ui/dist`), served from a directory at `/`, with the app's own
 //! paths (`/publisher`, `/devportal`, `/admin`, `/callback`) answered by `index.html`.
-//! Hashed assets under `/assets/` are cached for a year, `index.html` never. Where the
+//! Hashed assets under `/assets/` are cached for a year, `index.html` never. Assets go
+//! out compressed when the client accepts it: the build writes `NAME.br` and `NAME.gz`
+//! beside each file (`ui/vite.config.ts`), so nothing is compressed per request; a file
+//! without them goes out as it is. Where the
 //! directory comes from: `--ui-dir`, else `ui/dist` under the working directory or
 //! beside the binary's repository checkout; without one, `/` says how to build it.
 //! Also holds the URL of the gateway the try-it relay (`crate::rest::try_it`) calls.
@@ -13,7 +16,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use http::{header, StatusCode, Uri};
+use http::{header, HeaderMap, StatusCode, Uri};
 
 use crate::AppState;
 
@@ -148,13 +151,55 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-async fn asset(State(s): State<AppState>, uri: Uri) -> Response {
+/// The content codings a client accepts (`Accept-Encoding`, RFC 9110 §12.5.3), in our
+/// order of preference: brotli, then gzip. A coding with `q=0` is refused.
+fn accepted_codings(headers: &HeaderMap) -> Vec<&'static str> {
+    let mut accepted = Vec::new();
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        for item in value.to_str().unwrap_or("").split(',') {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            if !refused {
+                accepted.push(coding);
+            }
+        }
+    }
+    ["br", "gzip"]
+        .into_iter()
+        .filter(|c| accepted.iter().any(|a| a == c))
+        .collect()
+}
+
+/// The precompressed sibling of `file` for the first accepted coding that has one.
+async fn precompressed(file: &Path, headers: &HeaderMap) -> Option<(&'static str, Vec<u8>)> {
+    for coding in accepted_codings(headers) {
+        let ext = if coding == "br" { "br" } else { "gz" };
+        let mut name = file.as_os_str().to_owned();
+        name.push(format!(".{ext}"));
+        if let Ok(bytes) = tokio::fs::read(PathBuf::from(name)).await {
+            return Some((coding, bytes));
+        }
+    }
+    None
+}
+
+async fn asset(State(s): State<AppState>, uri: Uri, headers: HeaderMap) -> Response {
     let missing = || crate::error::ApiError::not_found("file").into_response();
     let Some(file) = dir(&s).and_then(|d| resolve(&d, uri.path())) else {
         return missing();
     };
-    let Ok(bytes) = tokio::fs::read(&file).await else {
-        return missing();
+    let (coding, bytes) = match precompressed(&file, &headers).await {
+        Some((coding, bytes)) => (Some(coding), bytes),
+        None => match tokio::fs::read(&file).await {
+            Ok(bytes) => (None, bytes),
+            Err(_) => return missing(),
+        },
     };
     // Vite names assets by content hash: a new build is a new name.
     let cache = if uri.path().starts_with("/assets/") {
@@ -162,20 +207,39 @@ async fn asset(State(s): State<AppState>, uri: Uri) -> Response {
     } else {
         "no-cache"
     };
-    (
+    let mut resp = (
         [
             (header::CONTENT_TYPE, content_type(&file)),
             (header::CACHE_CONTROL, cache),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::VARY, "Accept-Encoding"),
         ],
         bytes,
     )
-        .into_response()
+        .into_response();
+    if let Some(c) = coding {
+        resp.headers_mut()
+            .insert(header::CONTENT_ENCODING, http::HeaderValue::from_static(c));
+    }
+    resp
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codings_are_chosen_br_first_and_q0_refused() {
+        let h = |v: &'static str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::ACCEPT_ENCODING, http::HeaderValue::from_static(v));
+            m
+        };
+        assert_eq!(accepted_codings(&h("gzip, deflate, br")), ["br", "gzip"]);
+        assert_eq!(accepted_codings(&h("gzip;q=0.5, br;q=0")), ["gzip"]);
+        assert_eq!(accepted_codings(&h("identity")), Vec::<&str>::new());
+        assert_eq!(accepted_codings(&HeaderMap::new()), Vec::<&str>::new());
+    }
 
     #[test]
     fn only_plain_paths_resolve() {

@@ -92,6 +92,83 @@ async fn the_portals_files_are_served_with_spa_fallback_and_nothing_outside() {
     assert!(body.contains("\"code\""));
 }
 
+/// A GET with one request header: (status, headers, body bytes).
+async fn get_with(url: &str, name: &str, value: &str) -> (u16, http::HeaderMap, Vec<u8>) {
+    use http_body_util::{BodyExt, Empty};
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<bytes::Bytes>>();
+    let req = http::Request::get(url)
+        .header(name, value)
+        .body(Empty::new())
+        .expect("request");
+    let resp = client.request(req).await.expect("get");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    (status, headers, body.to_vec())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assets_go_out_precompressed_by_accept_encoding_and_cached_by_hash() {
+    use std::io::{Read, Write};
+    let cp = control_plane(false).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(dir.path().join("assets")).expect("mkdir");
+    std::fs::write(dir.path().join("index.html"), "<!doctype html>").expect("w");
+    let js = "console.log('portal');".repeat(200);
+    std::fs::write(dir.path().join("assets/app-9f8e.js"), &js).expect("w");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(js.as_bytes()).expect("gzip");
+    let gz = gz.finish().expect("gzip");
+    std::fs::write(dir.path().join("assets/app-9f8e.js.gz"), &gz).expect("w");
+    // What the build's brotli step wrote; the server must send these bytes as they are.
+    let br = b"\x1b\x0fprecompressed-brotli".to_vec();
+    std::fs::write(dir.path().join("assets/app-9f8e.js.br"), &br).expect("w");
+    std::fs::write(dir.path().join("assets/plain-1234.css"), "body{}").expect("w");
+    turnpike_admin::ui::configure(
+        &cp.state,
+        &turnpike_admin::ui::UiArgs {
+            ui_dir: Some(dir.path().to_path_buf()),
+            gateway_url: None,
+        },
+    );
+    let url = cp.url("/assets/app-9f8e.js");
+    let immutable = "public, max-age=31536000, immutable";
+
+    let (status, h, body) = get_with(&url, "accept-encoding", "gzip, deflate, br").await;
+    assert_eq!(status, 200);
+    assert_eq!(h["content-encoding"], "br");
+    assert_eq!(h["vary"], "Accept-Encoding");
+    assert_eq!(h["cache-control"], immutable);
+    assert!(h["content-type"]
+        .to_str()
+        .expect("ct")
+        .starts_with("text/javascript"));
+    assert_eq!(body, br);
+
+    let (_, h, body) = get_with(&url, "accept-encoding", "gzip;q=0.8, br;q=0").await;
+    assert_eq!(h["content-encoding"], "gzip");
+    assert!(body.len() < js.len() / 4, "gzip is smaller: {}", body.len());
+    let mut plain = String::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .read_to_string(&mut plain)
+        .expect("gunzip");
+    assert_eq!(plain, js);
+
+    let (_, h, body) = get_with(&url, "accept-encoding", "identity").await;
+    assert!(h.get("content-encoding").is_none());
+    assert_eq!(body, js.as_bytes());
+    assert_eq!(h["cache-control"], immutable);
+
+    // A file without precompressed siblings goes out as it is, even to a gzip client.
+    let (_, h, body) = get_with(&cp.url("/assets/plain-1234.css"), "accept-encoding", "gzip").await;
+    assert!(h.get("content-encoding").is_none());
+    assert_eq!(body, b"body{}");
+    // index.html: never cached, so a new build is picked up at once.
+    let (_, h, _) = get_with(&cp.url("/devportal"), "accept-encoding", "gzip").await;
+    assert_eq!(h["cache-control"], "no-cache");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_and_login_page_serve_the_portals_client() {
     let cp = control_plane(false).await;

@@ -1,10 +1,14 @@
 //! Browser login: the authorization code grant with PKCE (RFC 6749 §4.1, RFC 7636) for
-//! the public clients named in [`crate::KeyManagerConfig::authorize_clients`] (the web
-//! portals). `GET /oauth2/authorize` validates the request and either answers at once
-//! (a valid login session cookie) or shows the login page; `POST /oauth2/authorize`
-//! checks the CSRF token and the password, opens the session and redirects with a
-//! one-time code; `POST /oauth2/logout` ends the session; the token endpoint exchanges
-//! the code for tokens when the `code_verifier` matches (`S256` only, never `plain`).
+//! the first-party clients named in [`crate::KeyManagerConfig::authorize_clients`] (the
+//! web portals) and for every application that registered redirect URIs
+//! ([`ClientRecord::redirect_uris`]). `GET /oauth2/authorize` validates the request and
+//! either answers at once (a valid login session cookie) or shows the login page;
+//! `POST /oauth2/authorize` checks the CSRF token and the password, opens the session and
+//! redirects with a one-time code. An application (a third party) gets a code only after
+//! the signed-in user allowed it on the consent page (Allow / Deny, the same form
+//! endpoint with `consent=`); Deny sends `error=access_denied`. `POST /oauth2/logout` ends
+//! the session; the token endpoint exchanges the code for tokens when the
+//! `code_verifier` matches (`S256` only, never `plain`).
 //!
 //! Cookies are `HttpOnly`, `SameSite=Strict`, and `Secure` when the issuer is HTTPS. The
 //! login form is CSRF-safe by a double-submit token (a cookie and a hidden field that
@@ -75,12 +79,24 @@ pub(crate) struct AuthRequest {
     pub(crate) state: Option<String>,
     pub(crate) code_challenge: String,
     pub(crate) scope: Option<String>,
+    /// Set for an application (a third party): the user consents before a code is
+    /// issued. `None` for the first-party portals.
+    pub(crate) consent: Option<ConsentFor>,
+}
+
+/// What the consent page names: the application and who owns it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConsentFor {
+    pub(crate) application: String,
+    pub(crate) owner: String,
 }
 
 /// Why an authorization request was refused: before the redirect URI is trusted the
 /// user sees a page; after, the client gets `?error=` at its redirect URI.
 enum Refusal {
     Page(&'static str),
+    /// The client could not be looked up (store down): nothing to redirect to.
+    Store(OAuthError),
     Redirect(Box<AuthRequest>, &'static str, &'static str),
 }
 
@@ -104,17 +120,49 @@ impl KeyManager {
             .find(|c| c.client_id == client_id)
     }
 
+    /// Whether `client` may use the authorization code grant: a first-party client of
+    /// the configuration, or an application with registered redirect URIs.
+    fn may_authorize(&self, client: &ClientRecord) -> bool {
+        self.authorize_client(&client.client_id).is_some() || !client.redirect_uris.is_empty()
+    }
+
+    /// The redirect URIs of `client_id` and, for an application, whom the user consents
+    /// to; `None` when the client may not use the browser flow.
+    async fn requester(
+        &self,
+        client_id: &str,
+    ) -> Result<Option<(Vec<String>, Option<ConsentFor>)>, OAuthError> {
+        if let Some(c) = self.authorize_client(client_id) {
+            return Ok(Some((c.redirect_uris.clone(), None)));
+        }
+        let Some(app) = self.inner.stores.clients.client(client_id).await? else {
+            return Ok(None);
+        };
+        Ok((!app.redirect_uris.is_empty()).then(|| {
+            let consent = ConsentFor {
+                application: app.application_name,
+                owner: app.owner,
+            };
+            (app.redirect_uris, Some(consent))
+        }))
+    }
+
     fn secure_cookies(&self) -> bool {
         self.inner.config.issuer.starts_with("https://")
     }
 
-    fn validate(&self, get: &dyn Fn(&str) -> Option<String>) -> Result<AuthRequest, Refusal> {
+    async fn validate(
+        &self,
+        get: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<AuthRequest, Refusal> {
         let client_id = get("client_id").ok_or(Refusal::Page("client_id is required"))?;
-        let client = self
-            .authorize_client(&client_id)
+        let (redirect_uris, consent) = self
+            .requester(&client_id)
+            .await
+            .map_err(Refusal::Store)?
             .ok_or(Refusal::Page("unknown client"))?;
         let redirect_uri = get("redirect_uri").ok_or(Refusal::Page("redirect_uri is required"))?;
-        if !client.redirect_uris.contains(&redirect_uri) {
+        if !redirect_uris.contains(&redirect_uri) {
             return Err(Refusal::Page(
                 "redirect_uri is not registered for this client",
             ));
@@ -124,6 +172,7 @@ impl KeyManager {
             client_id,
             redirect_uri,
             state: state.clone(),
+            consent,
             ..AuthRequest::default()
         };
         let refuse = |code, why| Refusal::Redirect(Box::new(partial.clone()), code, why);
@@ -226,12 +275,24 @@ impl KeyManager {
 
     /// The login page with a fresh CSRF token (and its cookie).
     fn login_page(&self, req: &AuthRequest, status: StatusCode, error: Option<&str>) -> Response {
+        self.form_page(status, |csrf| {
+            login_page::render(&LoginPage {
+                request: req,
+                csrf,
+                error,
+            })
+        })
+    }
+
+    /// The consent page for `user` (signed in) with a fresh CSRF token.
+    fn consent_page(&self, req: &AuthRequest, user: &str) -> Response {
+        self.form_page(StatusCode::OK, |csrf| login_page::consent(req, csrf, user))
+    }
+
+    /// An HTML form page whose CSRF token `html` embeds, with the matching cookie.
+    fn form_page(&self, status: StatusCode, html: impl FnOnce(&str) -> String) -> Response {
         let csrf = random_token();
-        let html = login_page::render(&LoginPage {
-            request: req,
-            csrf: &csrf,
-            error,
-        });
+        let html = html(&csrf);
         let mut resp = (status, html_headers(), html).into_response();
         let cookie = format!(
             "{CSRF_COOKIE}={csrf}; Path=/oauth2/authorize; Max-Age=1800; {}",
@@ -249,12 +310,9 @@ impl KeyManager {
         client: &ClientRecord,
         form: &Form,
     ) -> Result<TokenResponse, OAuthError> {
-        if self.inner.config.authorize_clients.is_empty() {
-            return Err(OAuthError::UnsupportedGrantType);
-        }
-        if self.authorize_client(&client.client_id).is_none() {
+        if !self.may_authorize(client) {
             return Err(OAuthError::UnauthorizedClient(
-                "this client may not use this grant type",
+                "this client registered no redirect URI",
             ));
         }
         let code = form
@@ -378,6 +436,7 @@ fn redirect(status: StatusCode, uri: &str, params: &[(&str, &str)]) -> Response 
 fn refusal_response(r: Refusal) -> Response {
     match r {
         Refusal::Page(why) => error_page(StatusCode::BAD_REQUEST, why),
+        Refusal::Store(e) => e.into_response(),
         Refusal::Redirect(req, code, why) => {
             let mut params = vec![("error", code), ("error_description", why)];
             if let Some(s) = &req.state {
@@ -403,17 +462,48 @@ pub(crate) async fn authorize_get(
     headers: HeaderMap,
 ) -> Response {
     let get = |k: &str| q.get(k).filter(|v| !v.is_empty()).cloned();
-    let req = match km.validate(&get) {
+    let req = match km.validate(&get).await {
         Ok(r) => r,
         Err(r) => return refusal_response(r),
     };
     let force_login = get("prompt").as_deref() == Some("login");
     match km.session_user(&headers).filter(|_| !force_login) {
+        Some(user) if req.consent.is_some() => km.consent_page(&req, &user),
         Some(user) => match km.issue_code(&req, &user) {
             Ok(code) => code_redirect(StatusCode::FOUND, &req, &code),
             Err(e) => e.into_response(),
         },
         None => km.login_page(&req, StatusCode::OK, None),
+    }
+}
+
+/// The consent form's answer (`consent=allow|deny`) from the signed-in user.
+fn consent_answer(
+    km: &KeyManager,
+    req: &AuthRequest,
+    headers: &HeaderMap,
+    allow: bool,
+) -> Response {
+    let Some(user) = km.session_user(headers) else {
+        return km.login_page(
+            req,
+            StatusCode::UNAUTHORIZED,
+            Some("Your session ended. Please sign in again."),
+        );
+    };
+    if !allow || req.consent.is_none() {
+        let mut params = vec![
+            ("error", "access_denied"),
+            ("error_description", "the user denied the request"),
+        ];
+        if let Some(s) = &req.state {
+            params.push(("state", s));
+        }
+        return redirect(StatusCode::SEE_OTHER, &req.redirect_uri, &params);
+    }
+    match km.issue_code(req, &user) {
+        Ok(code) => code_redirect(StatusCode::SEE_OTHER, req, &code),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -429,7 +519,7 @@ pub(crate) async fn authorize_post(
         Err(_) => return error_page(StatusCode::BAD_REQUEST, "malformed login form"),
     };
     let get = |k: &str| form.get(k).map(str::to_owned);
-    let req = match km.validate(&get) {
+    let req = match km.validate(&get).await {
         Ok(r) => r,
         Err(r) => return refusal_response(r),
     };
@@ -443,6 +533,9 @@ pub(crate) async fn authorize_post(
             StatusCode::FORBIDDEN,
             Some("The sign-in form expired. Please sign in again."),
         );
+    }
+    if let Some(answer) = form.get("consent") {
+        return consent_answer(&km, &req, &headers, answer == "allow");
     }
     let (Some(username), Some(password)) = (form.get("username"), form.get("password")) else {
         return km.login_page(
@@ -473,20 +566,30 @@ pub(crate) async fn authorize_post(
         }
         Err(e) => return e.into_response(),
     }
-    let result = km
-        .open_session(username)
-        .and_then(|sid| Ok((sid, km.issue_code(&req, username)?)));
-    let (sid, code) = match result {
-        Ok(v) => v,
+    let sid = match km.open_session(username) {
+        Ok(sid) => sid,
+        Err(e) => return e.into_response(),
+    };
+    let ttl = km.inner.config.session_ttl.as_secs();
+    let session = format!(
+        "{SESSION_COOKIE}={sid}; Path=/oauth2; Max-Age={ttl}; {}",
+        km.cookie_attrs()
+    );
+    // An application asks the user next; the portals get their code at once.
+    if req.consent.is_some() {
+        let mut page = km.consent_page(&req, username);
+        if let Ok(v) = HeaderValue::from_str(&session) {
+            page.headers_mut().append(header::SET_COOKIE, v);
+        }
+        return page;
+    }
+    let code = match km.issue_code(&req, username) {
+        Ok(code) => code,
         Err(e) => return e.into_response(),
     };
     let mut resp = code_redirect(StatusCode::SEE_OTHER, &req, &code);
-    let ttl = km.inner.config.session_ttl.as_secs();
     let cookies = [
-        format!(
-            "{SESSION_COOKIE}={sid}; Path=/oauth2; Max-Age={ttl}; {}",
-            km.cookie_attrs()
-        ),
+        session,
         format!(
             "{CSRF_COOKIE}=; Path=/oauth2/authorize; Max-Age=0; {}",
             km.cookie_attrs()

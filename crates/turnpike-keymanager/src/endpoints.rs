@@ -214,6 +214,9 @@ pub(crate) async fn jwks(State(km): State<KeyManager>) -> Response {
     resp
 }
 
+/// The server's metadata: OpenID discovery and RFC 8414 serve the same document. The
+/// authorization endpoint is always there (any application may register redirect URIs);
+/// `none` is the public clients' token endpoint authentication (the portals, the CLI).
 pub(crate) async fn discovery(State(km): State<KeyManager>) -> Response {
     let iss = km.inner.config.issuer.trim_end_matches('/');
     let alg = match km.inner.config.signing_alg {
@@ -221,29 +224,29 @@ pub(crate) async fn discovery(State(km): State<KeyManager>) -> Response {
         crate::store::SigningAlg::RS256 => "RS256",
     };
     let auth_methods = ["client_secret_basic", "client_secret_post"];
-    let mut grants: Vec<&str> = vec!["client_credentials", "password", "refresh_token"];
-    let browser = !km.inner.config.authorize_clients.is_empty();
-    if browser {
-        grants.push("authorization_code");
-    }
-    let mut doc = serde_json::json!({
+    let token_auth_methods = ["client_secret_basic", "client_secret_post", "none"];
+    let grants = [
+        "client_credentials",
+        "password",
+        "refresh_token",
+        "authorization_code",
+    ];
+    let doc = serde_json::json!({
         "issuer": km.inner.config.issuer,
+        "authorization_endpoint": format!("{iss}/oauth2/authorize"),
         "token_endpoint": format!("{iss}/oauth2/token"),
         "jwks_uri": format!("{iss}/oauth2/jwks"),
         "revocation_endpoint": format!("{iss}/oauth2/revoke"),
         "introspection_endpoint": format!("{iss}/oauth2/introspect"),
         "grant_types_supported": grants,
-        "response_types_supported": [],
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "code_challenge_methods_supported": ["S256"],
         "subject_types_supported": ["public"],
-        "token_endpoint_auth_methods_supported": auth_methods,
+        "token_endpoint_auth_methods_supported": token_auth_methods,
         "revocation_endpoint_auth_methods_supported": auth_methods,
         "introspection_endpoint_auth_methods_supported": auth_methods,
         "id_token_signing_alg_values_supported": [alg],
     });
-    if browser {
-        doc["authorization_endpoint"] = format!("{iss}/oauth2/authorize").into();
-        doc["response_types_supported"] = serde_json::json!(["code"]);
-        doc["code_challenge_methods_supported"] = serde_json::json!(["S256"]);
-    }
     Json(doc).into_response()
 }

@@ -3,7 +3,8 @@
 //! password, refresh_token with rotation and reuse detection, authorization_code with
 //! PKCE), `/oauth2/authorize` and its login page, `/oauth2/logout`, `/oauth2/revoke`
 //! (RFC 7009), `/oauth2/introspect` (RFC 7662), `/oauth2/jwks` (RFC 7517) and
-//! `/.well-known/openid-configuration`. Access tokens are ES256 (or RS256) JWTs by
+//! `/.well-known/openid-configuration` (also served as RFC 8414's
+//! `/.well-known/oauth-authorization-server`). Access tokens are ES256 (or RS256) JWTs by
 //! default, opaque per application. Persistence is behind the [`ClientStore`],
 //! [`TokenStore`] and [`KeyStore`] traits; this crate must not depend on the SQL store,
 //! the admin API or the gateway. Secrets are never logged.
@@ -70,8 +71,9 @@ pub struct KeyManagerConfig {
     /// e.g. a command-line tool that cannot keep a secret). Give them only the password
     /// and refresh_token grants: the user's password is the credential.
     pub public_clients: Vec<String>,
-    /// Clients that may use the authorization code grant (with PKCE) from a browser, and
-    /// their exact redirect URIs. Empty: no `/oauth2/authorize`.
+    /// First-party clients that may use the authorization code grant (with PKCE) from a
+    /// browser without a consent step, and their exact redirect URIs. Applications use it
+    /// by registering redirect URIs ([`ClientRecord::redirect_uris`]).
     pub authorize_clients: Vec<AuthorizeClient>,
     /// How long a browser login session lasts (the login page is skipped meanwhile).
     pub session_ttl: Duration,
@@ -186,6 +188,10 @@ impl KeyManager {
             .route("/oauth2/jwks", get(endpoints::jwks))
             .route(
                 "/.well-known/openid-configuration",
+                get(endpoints::discovery),
+            )
+            .route(
+                "/.well-known/oauth-authorization-server",
                 get(endpoints::discovery),
             )
             .layer(DefaultBodyLimit::max(16 * 1024))

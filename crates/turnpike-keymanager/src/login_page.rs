@@ -1,8 +1,9 @@
-//! The HTML of the login page and of the authorization error page: self-contained (inline
+//! The HTML of the login page, the consent page (an application asks to act as the
+//! signed-in user) and the authorization error page: self-contained (inline
 //! style, no script, no external request), every value HTML-escaped, labelled inputs,
 //! light and dark colour schemes.
 
-use crate::authorize::AuthRequest;
+use crate::authorize::{AuthRequest, ConsentFor};
 
 pub(crate) struct LoginPage<'a> {
     pub(crate) request: &'a AuthRequest,
@@ -40,6 +41,8 @@ input:focus, button:focus { outline:2px solid var(--accent); outline-offset:2px;
 button { margin-top:24px; width:100%; padding:10px; font:inherit; font-weight:600; color:#fff; background:var(--accent); border:0; border-radius:8px; cursor:pointer; }
 p.alt { margin:20px 0 0; text-align:center; color:var(--muted); font-size:.9rem; }
 a { color:var(--accent); }
+button.secondary { margin-top:12px; color:var(--fg); background:transparent; border:1px solid var(--border); }
+code { overflow-wrap:anywhere; }
 .error { margin:0 0 8px; padding:10px 12px; border-radius:8px; color:var(--err); border:1px solid var(--err); }
 "#;
 
@@ -58,8 +61,8 @@ fn hidden(name: &str, value: &str) -> String {
     )
 }
 
-pub(crate) fn render(p: &LoginPage<'_>) -> String {
-    let r = p.request;
+/// The authorization request as hidden fields, so the form's POST carries it again.
+fn request_fields(r: &AuthRequest, csrf: &str) -> String {
     let mut fields = String::new();
     for (name, value) in [
         ("response_type", Some("code")),
@@ -69,12 +72,27 @@ pub(crate) fn render(p: &LoginPage<'_>) -> String {
         ("code_challenge_method", Some("S256")),
         ("state", r.state.as_deref()),
         ("scope", r.scope.as_deref()),
-        ("csrf", Some(p.csrf)),
+        ("csrf", Some(csrf)),
     ] {
         if let Some(v) = value {
             fields.push_str(&hidden(name, v));
         }
     }
+    fields
+}
+
+/// "APP (by OWNER)" for an application's pages.
+fn requester(c: &ConsentFor) -> String {
+    format!(
+        "<strong>{}</strong> (an application of {})",
+        escape(&c.application),
+        escape(&c.owner)
+    )
+}
+
+pub(crate) fn render(p: &LoginPage<'_>) -> String {
+    let r = p.request;
+    let fields = request_fields(r, p.csrf);
     let error = p
         .error
         .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
@@ -86,8 +104,12 @@ pub(crate) fn render(p: &LoginPage<'_>) -> String {
     } else {
         ""
     };
+    let sub = match &r.consent {
+        Some(c) => format!("to continue to {}", requester(c)),
+        None => "to Turnpike".to_owned(),
+    };
     let body = format!(
-        "<h1>Sign in</h1><p class=\"sub\">to Turnpike</p>{error}\
+        "<h1>Sign in</h1><p class=\"sub\">{sub}</p>{error}\
          <form method=\"post\" action=\"/oauth2/authorize\">{fields}\
          <label for=\"username\">Username</label>\
          <input id=\"username\" name=\"username\" type=\"text\" autocomplete=\"username\" required autofocus>\
@@ -96,6 +118,26 @@ pub(crate) fn render(p: &LoginPage<'_>) -> String {
          <button type=\"submit\">Sign in</button></form>{signup}"
     );
     page("Sign in · Turnpike", &body)
+}
+
+/// The consent page: Allow or Deny, both posting the request back with `consent=`.
+pub(crate) fn consent(r: &AuthRequest, csrf: &str, user: &str) -> String {
+    let who = r.consent.as_ref().map(requester).unwrap_or_default();
+    let scopes = match r.scope.as_deref() {
+        Some(s) => format!("with the scopes <code>{}</code>", escape(s)),
+        None => "with the scopes its keys allow".to_owned(),
+    };
+    let fields = request_fields(r, csrf);
+    let body = format!(
+        "<h1>Allow access?</h1><p class=\"sub\">Signed in as <strong>{}</strong></p>\
+         <p>{who} asks to call APIs as you, {scopes}. It is sent back to <code>{}</code>.</p>\
+         <form method=\"post\" action=\"/oauth2/authorize\">{fields}\
+         <button type=\"submit\" name=\"consent\" value=\"allow\">Allow</button>\
+         <button type=\"submit\" name=\"consent\" value=\"deny\" class=\"secondary\">Deny</button></form>",
+        escape(user),
+        escape(&r.redirect_uri),
+    );
+    page("Allow access · Turnpike", &body)
 }
 
 pub(crate) fn error(message: &str) -> String {
@@ -120,6 +162,7 @@ mod tests {
             state: Some("\"><script>alert(1)</script>".into()),
             code_challenge: "a".repeat(43),
             scope: None,
+            consent: None,
         };
         let html = render(&LoginPage {
             request: &req,

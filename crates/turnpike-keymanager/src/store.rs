@@ -93,6 +93,9 @@ pub struct ClientRecord {
     /// The application's sandbox keys (WSO2: each application has a production and a
     /// sandbox pair): its tokens carry `keytype: SANDBOX`.
     pub sandbox: bool,
+    /// Exact redirect URIs the application registered: any makes it a client of the
+    /// authorization code grant (with PKCE, after the user's consent).
+    pub redirect_uris: Vec<String>,
 }
 
 /// A resource owner for the password grant.

@@ -322,25 +322,24 @@ async fn bad_requests_never_redirect_to_unregistered_uris() {
 }
 
 #[tokio::test]
-async fn discovery_names_the_authorization_endpoint_only_when_a_client_may_use_it() {
+async fn discovery_and_rfc8414_metadata_name_the_authorization_endpoint() {
     let km = start_portal().await;
-    let doc: serde_json::Value = reqwest::get(km.url("/.well-known/openid-configuration"))
-        .await
-        .expect("test value")
-        .json()
-        .await
-        .expect("test value");
-    assert_eq!(doc["authorization_endpoint"], km.url("/oauth2/authorize"));
-    assert_eq!(doc["code_challenge_methods_supported"][0], "S256");
-    assert_eq!(doc["response_types_supported"][0], "code");
-    let plain = start().await;
-    let doc: serde_json::Value = reqwest::get(plain.url("/.well-known/openid-configuration"))
-        .await
-        .expect("test value")
-        .json()
-        .await
-        .expect("test value");
-    assert!(doc.get("authorization_endpoint").is_none());
+    for path in [
+        "/.well-known/openid-configuration",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        let doc: serde_json::Value = reqwest::get(km.url(path))
+            .await
+            .expect("test value")
+            .json()
+            .await
+            .expect("test value");
+        assert_eq!(doc["authorization_endpoint"], km.url("/oauth2/authorize"));
+        assert_eq!(doc["code_challenge_methods_supported"][0], "S256");
+        assert_eq!(doc["response_types_supported"][0], "code");
+        let methods = doc["token_endpoint_auth_methods_supported"].to_string();
+        assert!(methods.contains("\"none\""), "{path}: {methods}");
+    }
 }
 
 #[tokio::test]
@@ -362,4 +361,89 @@ async fn a_minted_client_token_is_short_lived_and_names_the_application() {
         .mint_client_token("nobody", Duration::from_secs(60))
         .await
         .is_err());
+}
+
+/// Posts a form page's hidden fields plus `extra`, with `cookies`.
+async fn submit(
+    km: &Km,
+    html: &str,
+    extra: &[(&str, &str)],
+    cookies: &[String],
+) -> reqwest::Response {
+    let mut form = hidden_fields(html);
+    form.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let body: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(&form)
+        .finish();
+    http()
+        .post(km.url("/oauth2/authorize"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("cookie", cookies.join("; "))
+        .body(body)
+        .send()
+        .await
+        .expect("post")
+}
+
+#[tokio::test]
+async fn an_application_with_a_redirect_uri_gets_a_code_only_after_consent() {
+    const APP_REDIRECT: &str = "https://shop.test/cb";
+    let km = start_portal().await;
+    km.store.add_client(ClientRecord {
+        redirect_uris: vec![APP_REDIRECT.into()],
+        ..client("shop", TokenFormat::Jwt, false)
+    });
+    let oauth = BasicClient::new(ClientId::new("shop".into()))
+        .set_client_secret(oauth2::ClientSecret::new(SECRET.into()))
+        .set_auth_uri(AuthUrl::new(km.url("/oauth2/authorize")).expect("url"))
+        .set_token_uri(TokenUrl::new(km.url("/oauth2/token")).expect("url"))
+        .set_redirect_uri(RedirectUrl::new(APP_REDIRECT.into()).expect("url"));
+    for answer in ["deny", "allow"] {
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (auth_url, state) = oauth
+            .authorize_url(CsrfToken::new_random)
+            .set_pkce_challenge(challenge)
+            .url();
+        // Signing in shows the consent page, not a redirect.
+        let out = login(&auth_url, "alice-pw", false).await;
+        assert_eq!(out.status, 200, "{}", out.body);
+        assert!(out.location.is_none());
+        assert!(out.body.contains("Allow access?") && out.body.contains("App shop"));
+        let session = cookie_pair(&out.session.expect("session"));
+        // The consent form needs its CSRF cookie: a fresh GET (with the session) gives
+        // the page and the cookie, and skips the password but not the consent.
+        let page = http()
+            .get(auth_url.as_str())
+            .header("cookie", &session)
+            .send()
+            .await
+            .expect("get");
+        let csrf = cookie_pair(&set_cookie(page.headers(), "tp_csrf").expect("csrf"));
+        let html = page.text().await.expect("html");
+        assert!(html.contains("Allow access?"), "{html}");
+        let resp = submit(&km, &html, &[("consent", answer)], &[session, csrf]).await;
+        assert_eq!(resp.status(), 303);
+        let loc = url::Url::parse(resp.headers()["location"].to_str().expect("loc")).expect("url");
+        assert!(loc.as_str().starts_with(APP_REDIRECT));
+        assert_eq!(
+            query(&loc, "state").as_deref(),
+            Some(state.secret().as_str())
+        );
+        if answer == "deny" {
+            assert_eq!(query(&loc, "error").as_deref(), Some("access_denied"));
+            assert!(query(&loc, "code").is_none());
+            continue;
+        }
+        let code = query(&loc, "code").expect("code");
+        let token = oauth
+            .exchange_code(AuthorizationCode::new(code))
+            .set_pkce_verifier(verifier)
+            .request_async(&http())
+            .await
+            .expect("token");
+        let claims = split(token.access_token().secret()).1;
+        assert_eq!(claims["client_id"], "shop");
+        assert_eq!(claims["username"], "alice");
+        assert_eq!(claims["application"], "app-shop");
+    }
 }

@@ -145,7 +145,7 @@ async fn request_errors_use_rfc6749_codes() {
     let cases: [(&[(&str, &str)], &str); 5] = [
         (
             &[("grant_type", "authorization_code")],
-            "unsupported_grant_type",
+            "unauthorized_client",
         ),
         (&[], "invalid_request"),
         (

@@ -110,6 +110,7 @@ impl ClientStore for Store {
         .map_err(err)?;
         let Some(row) = row else { return Ok(None) };
         let c = decode_client(&row).map_err(err)?;
+        let redirect_uris = c.redirect_uris();
         Ok(Some(ClientRecord {
             client_id: c.client_id,
             secret_hash: row.try_get("secret_hash").map_err(err)?,
@@ -124,6 +125,7 @@ impl ClientStore for Store {
             audience: c.audience,
             can_introspect: false,
             sandbox: c.key_type == turnpike_keymanager::key_type_name(true),
+            redirect_uris,
         }))
     }
 

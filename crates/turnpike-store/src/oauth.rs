@@ -32,8 +32,19 @@ pub struct OAuthClient {
     pub refresh_ttl_s: i64,
     pub audience: Vec<String>,
     pub created_time: i64,
-    /// Where the authorization server may send the browser back.
+    /// Where the authorization server may send the browser back: the registered
+    /// redirect URIs, space-separated (a URI has no raw space).
     pub callback_url: Option<String>,
+}
+
+impl OAuthClient {
+    /// The registered redirect URIs (`callback_url` split at whitespace).
+    pub fn redirect_uris(&self) -> Vec<String> {
+        self.callback_url
+            .as_deref()
+            .map(split_words)
+            .unwrap_or_default()
+    }
 }
 
 /// An API key's record; the key itself is shown once at creation and only its digest kept.

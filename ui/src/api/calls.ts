@@ -1,7 +1,8 @@
 // Every REST call the portals make, through the typed client. Query parameters the
 // OpenAPI document does not list yet are passed with a cast (`q()`), until the
 // document describes them; regenerate schema.d.ts (`npm run gen:api`) when it does.
-import { api, must } from './client';
+import { accessToken } from '../auth';
+import { api, ApiFailure, must } from './client';
 import type {
   Api,
   Application,
@@ -217,6 +218,43 @@ export const devportal = {
   },
   async createApplication(body: Partial<Application>): Promise<Application> {
     return must(await api.POST('/api/am/devportal/v1/applications', { body: body as never })) as Application;
+  },
+  /** A JSON Merge Patch of the application: name, description, tier. */
+  async updateApplication(id: string, patch: Partial<Application>): Promise<Application> {
+    return must(
+      await api.PATCH('/api/am/devportal/v1/applications/{applicationId}', {
+        params: { path: { applicationId: id } },
+        body: patch as never,
+      }),
+    ) as Application;
+  },
+  async deleteApplication(id: string): Promise<void> {
+    must(
+      await api.DELETE('/api/am/devportal/v1/applications/{applicationId}', {
+        params: { path: { applicationId: id } },
+      }),
+    );
+  },
+  /** Registers the redirect URIs of a key pair (the authorization code grant's). */
+  async setRedirectUris(applicationId: string, keyType: 'PRODUCTION' | 'SANDBOX', redirectUris: string[]): Promise<OAuthKeys> {
+    return must(
+      await api.PUT('/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}', {
+        params: { path: { applicationId, keyType } },
+        body: { redirectUris } as never,
+      }),
+    ) as OAuthKeys;
+  },
+  /** A generated client library (zip) for the API: `typescript`, `python` or `java`. */
+  async sdk(apiId: string, language: string): Promise<Blob> {
+    const token = await accessToken();
+    const r = await fetch(`/api/am/devportal/v1/apis/${encodeURIComponent(apiId)}/sdks/${language}`, {
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+    });
+    if (!r.ok) {
+      const e = (await r.json().catch(() => ({}))) as { code?: string; message?: string };
+      throw new ApiFailure(r.status, e.code ?? 'error', e.message ?? `HTTP ${r.status}`);
+    }
+    return r.blob();
   },
   async subscriptions(filter: { applicationId?: string; apiId?: string }): Promise<Listing<Subscription>> {
     return must(

@@ -60,6 +60,8 @@ export interface OAuthKeys {
   consumerSecret?: string;
   keyType: string;
   supportedGrantTypes?: string[];
+  /** Registered redirect URIs: any enables the authorization code grant (PKCE). */
+  redirectUris?: string[];
 }
 
 export interface Tier {

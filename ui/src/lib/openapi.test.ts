@@ -39,3 +39,67 @@ describe('operations', () => {
     expect(buildPath('/pets/{id}', { id: '1' }, get)).toBe('/pets/1');
   });
 });
+
+describe('bodyExample', () => {
+  const pets = {
+    openapi: '3.0.3',
+    components: {
+      schemas: {
+        Pet: {
+          type: 'object',
+          required: ['name'],
+          properties: {
+            name: { type: 'string' },
+            age: { type: 'integer', minimum: 1 },
+            tags: { type: 'array', items: { $ref: '#/components/schemas/Tag' } },
+            kind: { type: 'string', enum: ['cat', 'dog'] },
+            born: { type: 'string', format: 'date' },
+            parent: { $ref: '#/components/schemas/Pet' },
+          },
+        },
+        Tag: { type: 'object', properties: { label: { type: 'string', example: 'friendly' } } },
+      },
+    },
+    paths: {
+      '/pets': {
+        post: { requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } } } },
+        put: {
+          requestBody: {
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' }, example: { name: 'Rex' } } },
+          },
+        },
+        patch: {
+          requestBody: { content: { 'application/merge-patch+json': { examples: { one: { value: { age: 3 } } } } } },
+        },
+      },
+    },
+  };
+  const byMethod = (m: string) => operations(pets).find((o) => o.method === m)!;
+
+  it('takes the example first', () => {
+    expect(JSON.parse(byMethod('PUT').bodyExample!)).toEqual({ name: 'Rex' });
+    expect(JSON.parse(byMethod('PATCH').bodyExample!)).toEqual({ age: 3 });
+  });
+
+  it('builds a skeleton from the schema, through refs, stopping at recursion', () => {
+    expect(JSON.parse(byMethod('POST').bodyExample!)).toEqual({
+      name: 'string',
+      age: 1,
+      tags: [{ label: 'friendly' }],
+      kind: 'cat',
+      born: '1970-01-01',
+      parent: {},
+    });
+  });
+
+  it('reads a Swagger 2.0 body parameter and leaves GETs without a body', () => {
+    const v2 = {
+      swagger: '2.0',
+      definitions: { Order: { properties: { qty: { type: 'number' }, paid: { type: 'boolean' } } } },
+      paths: { '/orders': { post: { parameters: [{ name: 'b', in: 'body', schema: { $ref: '#/definitions/Order' } }] }, get: {} } },
+    };
+    const ops = operations(v2);
+    expect(JSON.parse(ops.find((o) => o.method === 'POST')!.bodyExample!)).toEqual({ qty: 0, paid: false });
+    expect(ops.find((o) => o.method === 'GET')!.bodyExample).toBeUndefined();
+  });
+});

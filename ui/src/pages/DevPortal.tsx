@@ -1,17 +1,18 @@
-// The Developer Portal: the catalogue, an API's page (its OpenAPI operations, subscribe
-// at a tier, the try-it console), applications (create; OAuth2 keys whose secret is
-// shown once; subscriptions). Without a user (anonymous browsing) only the catalogue
-// and the APIs' pages, with an invitation to sign in or up where subscribing would be.
+// The Developer Portal: the catalogue, an API's page (its OpenAPI operations, the
+// document and generated SDKs to download, subscribe at a tier unless the API is
+// deprecated, unsubscribe, the try-it console with a body pre-filled from the document),
+// applications (DevPortalApps.tsx). Without a user (anonymous browsing) only the
+// catalogue and the APIs' pages, with an invitation to sign in or up where subscribing
+// would be.
 import { useMemo, useState } from 'react';
 import {
-  Alert,
   Anchor,
   Badge,
   Button,
   Card,
   Code,
   Group,
-  Modal,
+  Menu,
   Select,
   SimpleGrid,
   Stack,
@@ -22,16 +23,16 @@ import {
   Title,
 } from '@mantine/core';
 import { devportal } from '../api/calls';
-import type { Api, OAuthKeys, TryResult } from '../api/types';
+import type { Api, TryResult } from '../api/types';
 import { login, type User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { buildPath, operations, type Operation } from '../lib/openapi';
-import { Link, match, navigate } from '../router';
+import { Link, match } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
-import { ApiKeys } from './ApiKeys';
-import { LazyDashboards } from './LazyDashboards';
-import { KeyLine } from './KeyLine';
 import { ApiDocs } from './ApiDocs';
+import { saveFile } from '../lib/download';
+import { toYaml } from '../lib/yaml';
+import { AppList, AppPage, SubscriptionLine } from './DevPortalApps';
 
 export const devportalNav = [
   { href: '/devportal', label: 'APIs' },
@@ -154,6 +155,7 @@ function ApiPage({ id, signedIn }: { id: string; signedIn: boolean }) {
               Gateway path: <code>{gatewayBase(api.data)}</code>
             </Text>
           </div>
+          <Downloads api={api.data} definition={def.data} signedIn={signedIn} />
           {signedIn ? <Subscribe api={api.data} /> : <SignInToUse path={`/devportal/apis/${id}`} />}
           {graphql?.schema && <GraphqlSchema graphql={graphql} />}
           <ApiDocs apiId={id} />
@@ -181,7 +183,7 @@ function ApiPage({ id, signedIn }: { id: string; signedIn: boolean }) {
               </Card>
             ))}
           </Stack>
-          {signedIn && <TryIt api={api.data} ops={ops} />}
+          {signedIn && <TryIt key={ops.map((o) => `${o.method} ${o.path}`).join()} api={api.data} ops={ops} />}
         </Stack>
       )}
     </Loading>
@@ -208,6 +210,8 @@ function Subscribe({ api }: { api: Api }) {
   }, [api.id]);
   const [app, setApp] = useState<string | null>(null);
   const [tier, setTier] = useState<string | null>(api.policies[0] ?? null);
+  // WSO2: a deprecated API keeps its subscribers but takes no new ones.
+  const deprecated = api.lifecycleStatus === 'DEPRECATED';
   const [error, setError] = useState<string | null>(null);
   const subscribe = async () => {
     setError(null);
@@ -226,27 +230,35 @@ function Subscribe({ api }: { api: Api }) {
         Subscriptions
       </Title>
       {subs.data && subs.data.list.length > 0 && (
-        <Stack gap={4} mb="sm">
+        <Stack gap={4} mb="sm" role="list">
           {subs.data.list.map((s) => (
-            <Group key={s.id} gap="xs">
-              <Text size="sm">{appName(s.applicationId)}</Text>
-              <Badge variant="outline">{s.throttlingPolicy}</Badge>
-              <StateBadge state={s.status} />
-            </Group>
+            <SubscriptionLine
+              key={s.id}
+              sub={s}
+              label={appName(s.applicationId)}
+              href={`/devportal/applications/${s.applicationId}`}
+              onGone={subs.reload}
+            />
           ))}
         </Stack>
       )}
-      <Group align="flex-end">
-        <Select
-          label="Application"
-          placeholder={apps.data?.list.length ? 'Choose' : 'Create an application first'}
-          data={(apps.data?.list ?? []).map((a) => ({ value: a.id, label: a.name }))}
-          value={app}
-          onChange={setApp}
-        />
-        <Select label="Tier" data={api.policies} value={tier} onChange={setTier} />
-        <Button onClick={() => void subscribe()}>Subscribe</Button>
-      </Group>
+      {deprecated ? (
+        <Text c="orange" role="note">
+          This API is deprecated: it takes no new subscriptions. Existing ones keep working until it is retired.
+        </Text>
+      ) : (
+        <Group align="flex-end">
+          <Select
+            label="Application"
+            placeholder={apps.data?.list.length ? 'Choose' : 'Create an application first'}
+            data={(apps.data?.list ?? []).map((a) => ({ value: a.id, label: a.name }))}
+            value={app}
+            onChange={setApp}
+          />
+          <Select label="Tier" data={api.policies} value={tier} onChange={setTier} />
+          <Button onClick={() => void subscribe()}>Subscribe</Button>
+        </Group>
+      )}
       <ErrorNote error={error} />
     </Card>
   );
@@ -261,7 +273,7 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
   const [values, setValues] = useState<Record<string, string>>({});
   const [pathOverride, setPathOverride] = useState('');
   const [headers, setHeaders] = useState('');
-  const [body, setBody] = useState('');
+  const [body, setBody] = useState(op?.bodyExample ?? '');
   const [result, setResult] = useState<TryResult | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -326,6 +338,7 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
             onChange={(v) => {
               setOpKey(v);
               setValues({});
+              setBody(ops.find((o) => `${o.method} ${o.path}` === v)?.bodyExample ?? '');
             }}
           />
         </Group>
@@ -350,7 +363,14 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
         />
         <Textarea label="Headers" description="One Name: value a line" autosize minRows={1} value={headers} onChange={(e) => setHeaders(e.currentTarget.value)} />
         {(op?.hasBody ?? false) && (
-          <Textarea label="Body" autosize minRows={3} value={body} onChange={(e) => setBody(e.currentTarget.value)} />
+          <Textarea
+            label="Body"
+            description={op?.bodyExample ? "Pre-filled from the API's example or schema" : undefined}
+            autosize
+            minRows={3}
+            value={body}
+            onChange={(e) => setBody(e.currentTarget.value)}
+          />
         )}
         <Group>
           <Button onClick={() => void send()} loading={busy}>
@@ -390,174 +410,72 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
   );
 }
 
+const SDK_LANGUAGES = [
+  { id: 'typescript', label: 'TypeScript' },
+  { id: 'python', label: 'Python' },
+  { id: 'java', label: 'Java' },
+];
+
+/** The API's OpenAPI document (JSON or YAML) and, for a signed-in user, a client SDK
+ * generated from it by the control plane. */
+function Downloads({ api, definition, signedIn }: { api: Api; definition: unknown; signedIn: boolean }) {
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const base = `${api.name}-${api.version}`.replace(/[^A-Za-z0-9._-]+/g, '-');
+  const sdk = async (lang: string) => {
+    setBusy(lang);
+    setError(null);
+    try {
+      saveFile(`${base}-${lang}-sdk.zip`, await devportal.sdk(api.id, lang));
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(null);
+    }
+  };
+  return (
+    <Card withBorder component="section" aria-label="Downloads" padding="sm">
+      <Group gap="xs" wrap="wrap">
+        <Text size="sm" fw={600}>
+          OpenAPI
+        </Text>
+        <Button
+          size="xs"
+          variant="default"
+          disabled={!definition}
+          onClick={() => saveFile(`${base}.json`, JSON.stringify(definition, null, 2), 'application/json')}
+        >
+          Download JSON
+        </Button>
+        <Button size="xs" variant="default" disabled={!definition} onClick={() => saveFile(`${base}.yaml`, toYaml(definition), 'application/yaml')}>
+          Download YAML
+        </Button>
+        {signedIn && (
+          <Menu position="bottom-start">
+            <Menu.Target>
+              <Button size="xs" variant="default" loading={busy !== null}>
+                Download SDK
+              </Button>
+            </Menu.Target>
+            <Menu.Dropdown>
+              {SDK_LANGUAGES.map((l) => (
+                <Menu.Item key={l.id} onClick={() => void sdk(l.id)}>
+                  {l.label} SDK
+                </Menu.Item>
+              ))}
+            </Menu.Dropdown>
+          </Menu>
+        )}
+      </Group>
+      <ErrorNote error={error} />
+    </Card>
+  );
+}
+
 function prettyBody(body: string): string {
   try {
     return JSON.stringify(JSON.parse(body), null, 2);
   } catch {
     return body;
   }
-}
-
-function AppList() {
-  const apps = useLoad(() => devportal.applications(), []);
-  const [name, setName] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const create = async () => {
-    setError(null);
-    try {
-      const app = await devportal.createApplication({ name, throttlingPolicy: 'Unlimited', description: '' });
-      navigate(`/devportal/applications/${app.id}`);
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
-  return (
-    <Stack>
-      <Title order={2}>Applications</Title>
-      <Card withBorder maw={560}>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void create();
-          }}
-        >
-          <Group align="flex-end">
-            <TextInput label="New application" placeholder="my-app" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
-            <Button type="submit">Create</Button>
-          </Group>
-          <ErrorNote error={error} />
-        </form>
-      </Card>
-      <Loading error={apps.error} loading={apps.loading && !apps.data}>
-        <Table aria-label="Applications">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Owner</Table.Th>
-              <Table.Th>Tier</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {apps.data?.list.map((a) => (
-              <Table.Tr key={a.id}>
-                <Table.Td>
-                  <Anchor component={Link} href={`/devportal/applications/${a.id}`}>
-                    {a.name}
-                  </Anchor>
-                </Table.Td>
-                <Table.Td>{a.owner}</Table.Td>
-                <Table.Td>{a.throttlingPolicy}</Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      </Loading>
-    </Stack>
-  );
-}
-
-/** An application's two key pairs (WSO2): production, and sandbox for sandbox endpoints. */
-const KEY_TYPES = [
-  { type: 'PRODUCTION', label: 'production' },
-  { type: 'SANDBOX', label: 'sandbox' },
-] as const;
-
-function AppPage({ id }: { id: string }) {
-  const app = useLoad(() => devportal.application(id), [id]);
-  const keys = useLoad(() => devportal.keys(id), [id]);
-  const subs = useLoad(() => devportal.subscriptions({ applicationId: id }), [id]);
-  const [fresh, setFresh] = useState<OAuthKeys | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const act = async (f: () => Promise<OAuthKeys>) => {
-    setError(null);
-    try {
-      setFresh(await f());
-      keys.reload();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
-  return (
-    <Loading error={app.error} loading={app.loading && !app.data}>
-      {app.data && (
-        <Stack>
-          <div>
-            <Anchor component={Link} href="/devportal/applications" size="sm">
-              ← Applications
-            </Anchor>
-            <Title order={2}>{app.data.name}</Title>
-            <Text c="dimmed">Tier {app.data.throttlingPolicy}</Text>
-          </div>
-          <Card withBorder>
-            <Title order={4} mb="sm">
-              OAuth2 keys
-            </Title>
-            <Stack gap="xs">
-              {KEY_TYPES.map(({ type, label }) => {
-                const k = keys.data?.list.find((c) => c.keyType === type);
-                return k ? (
-                  <Group key={type} gap="xs">
-                    <Badge variant="light" color={type === 'SANDBOX' ? 'orange' : undefined}>
-                      {type}
-                    </Badge>
-                    <Text size="sm">Consumer key</Text>
-                    <Code>{k.consumerKey}</Code>
-                    <Button size="xs" variant="subtle" onClick={() => void act(() => devportal.regenerateSecret(id, type))}>
-                      Regenerate {label} secret
-                    </Button>
-                  </Group>
-                ) : (
-                  keys.data && (
-                    <Group key={type}>
-                      <Button variant={type === 'SANDBOX' ? 'light' : 'filled'} onClick={() => void act(() => devportal.generateKeys(id, type))}>
-                        Generate {label} keys
-                      </Button>
-                    </Group>
-                  )
-                );
-              })}
-            </Stack>
-            <ErrorNote error={error} />
-          </Card>
-          <ApiKeys appId={id} />
-          <LazyDashboards scope={{ kind: 'application', applicationId: id }} title="Usage" />
-          <Card withBorder>
-            <Title order={4} mb="sm">
-              Subscriptions
-            </Title>
-            <Loading error={subs.error} loading={subs.loading && !subs.data}>
-              {subs.data?.list.map((s) => (
-                <Group key={s.id} gap="xs">
-                  <Anchor component={Link} href={`/devportal/apis/${s.apiId}`} size="sm">
-                    {s.apiId}
-                  </Anchor>
-                  <Badge variant="outline">{s.throttlingPolicy}</Badge>
-                  <StateBadge state={s.status} />
-                </Group>
-              ))}
-              {subs.data?.list.length === 0 && <Text c="dimmed">Subscribe from an API's page.</Text>}
-            </Loading>
-          </Card>
-          <Modal opened={fresh !== null} onClose={() => setFresh(null)} title="Your new keys" size="lg">
-            {fresh && (
-              <Stack>
-                <Alert color="yellow" title="Shown once">
-                  Copy the consumer secret now: it is stored hashed and cannot be shown again.
-                </Alert>
-                <Text size="sm">
-                  Key type <Badge variant="light">{fresh.keyType}</Badge>
-                </Text>
-                <KeyLine label="Consumer key" value={fresh.consumerKey} />
-                <KeyLine label="Consumer secret" value={fresh.consumerSecret ?? ''} />
-                <Text size="sm">
-                  Token: <Code>curl -u KEY:SECRET -d grant_type=client_credentials {window.location.origin}/oauth2/token</Code>
-                </Text>
-                <Button onClick={() => setFresh(null)}>I have copied it</Button>
-              </Stack>
-            )}
-          </Modal>
-        </Stack>
-      )}
-    </Loading>
-  );
 }

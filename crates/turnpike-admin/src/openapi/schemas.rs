@@ -414,7 +414,8 @@ pub fn schemas() -> Value {
             "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
             "accessTokenTtl": {"type": "integer", "minimum": 1, "maximum": 86400},
             "refreshTokenTtl": {"type": "integer", "minimum": 1, "maximum": 7776000},
-            "callbackUrl": {"type": "string", "format": "uri"}
+            "callbackUrl": {"type": "string", "format": "uri"},
+            "redirectUris": {"type": "array", "maxItems": 20, "items": {"type": "string", "format": "uri"}, "description": "registering one enables the authorization_code grant (PKCE S256)"}
         }), json!({"keyType": "PRODUCTION", "grantTypes": ["client_credentials"], "tokenType": "JWT"})),
         "KeysUpdate": strict(&[], json!({
             "grantTypes": {"type": "array", "items": {"type": "string", "enum": ["client_credentials", "password", "refresh_token"]}},
@@ -423,6 +424,7 @@ pub fn schemas() -> Value {
             "accessTokenTtl": {"type": "integer", "minimum": 1, "maximum": 86400},
             "refreshTokenTtl": {"type": "integer", "minimum": 1, "maximum": 7776000},
             "callbackUrl": {"type": "string", "format": "uri"},
+            "redirectUris": {"type": "array", "maxItems": 20, "items": {"type": "string", "format": "uri"}},
             "keyType": {"type": "string", "readOnly": true}, "consumerKey": {"type": "string", "readOnly": true},
             "consumerSecret": {"type": "string", "readOnly": true}, "createdTime": {"type": "integer", "readOnly": true}
         }), json!({"scopes": ["pets:read", "pets:write"], "callbackUrl": "https://shop.example.com/callback"})),
@@ -431,7 +433,8 @@ pub fn schemas() -> Value {
             "keyType": {"type": "string"}, "tokenType": {"type": "string"},
             "grantTypes": {"type": "array", "items": {"type": "string"}}, "scopes": {"type": "array", "items": {"type": "string"}},
             "accessTokenTtl": {"type": "integer"}, "refreshTokenTtl": {"type": "integer"}, "createdTime": {"type": "integer"},
-            "callbackUrl": {"type": "string", "nullable": true}}}
+            "callbackUrl": {"type": "string", "nullable": true},
+            "redirectUris": {"type": "array", "items": {"type": "string"}}}}
     });
     if let Value::Object(m) = part {
         all.extend(m);

@@ -70,7 +70,8 @@ fn client_json(c: &OAuthClient) -> Value {
         "accessTokenTtl": c.access_ttl_s,
         "refreshTokenTtl": c.refresh_ttl_s,
         "createdTime": c.created_time,
-        "callbackUrl": c.callback_url,
+        "callbackUrl": c.redirect_uris().first(),
+        "redirectUris": c.redirect_uris(),
     })
 }
 
@@ -149,14 +150,8 @@ fn client_settings(
         .integer("refreshTokenTtl", 1, 90 * 86_400)
         .or_else(|| current.map(|c| c.refresh_ttl_s))
         .unwrap_or(86_400);
-    let callback = f.string("callbackUrl", false, 2000);
-    if callback
-        .as_deref()
-        .is_some_and(|u| crate::service::api_body::check_endpoint(u).is_some())
-    {
-        f.err("callbackUrl", "must be an absolute http:// or https:// URL");
-    }
-    let callback = callback.or_else(|| current.and_then(|c| c.callback_url.clone()));
+    let callback =
+        redirect_uris(&mut f).unwrap_or_else(|| current.and_then(|c| c.callback_url.clone()));
     f.finish_unknown();
     f.into_result()?;
     Ok(OAuthClientInput {
@@ -170,6 +165,39 @@ fn client_settings(
         audience: Vec::new(),
         callback_url: callback,
     })
+}
+
+/// The most redirect URIs one key pair registers.
+const MAX_REDIRECT_URIS: usize = 20;
+
+/// Why `uri` cannot be a redirect URI (RFC 6749 §3.1.2: absolute, no fragment).
+fn check_redirect_uri(uri: &str) -> Option<String> {
+    if uri.len() > 2000 || uri.contains(char::is_whitespace) || uri.contains('#') {
+        return Some(
+            "must be an absolute http:// or https:// URL without spaces or fragment".into(),
+        );
+    }
+    crate::service::api_body::check_endpoint(uri)
+        .map(|_| "must be an absolute http:// or https:// URL".into())
+}
+
+/// `redirectUris` (or WSO2's single `callbackUrl`) as the stored space-separated list;
+/// an empty list clears them. `None` when the body names neither.
+fn redirect_uris(f: &mut Fields<'_>) -> Option<Option<String>> {
+    let list = match f.strings("redirectUris", MAX_REDIRECT_URIS, check_redirect_uri) {
+        Some(list) => {
+            // A body read back from GET carries both; the list wins.
+            f.ignore(&["callbackUrl"]);
+            Some(list)
+        }
+        None => f.string("callbackUrl", false, 2000).map(|u| {
+            if let Some(why) = check_redirect_uri(&u) {
+                f.err("callbackUrl", why);
+            }
+            vec![u]
+        }),
+    }?;
+    Some(Some(list.join(" ")).filter(|s| !s.is_empty()))
 }
 
 async fn generate_keys(

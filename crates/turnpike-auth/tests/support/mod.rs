@@ -35,6 +35,7 @@ fn client(id: &str, format: km::TokenFormat, can_introspect: bool) -> km::Client
         audience: vec![],
         can_introspect,
         sandbox: false,
+        redirect_uris: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ pub fn client(id: &str, format: TokenFormat, can_introspect: bool) -> ClientReco
         audience: vec![],
         can_introspect,
         sandbox: false,
+        redirect_uris: Vec::new(),
     }
 }
 
