@@ -36,6 +36,7 @@ use turnpike_store::Store;
 
 pub use error::ApiError;
 pub use openapi::operations::{Operation, OPERATIONS};
+pub use openapi::doc::document as openapi_document;
 pub use rest::admin::create_user_with;
 pub use rest::environments;
 

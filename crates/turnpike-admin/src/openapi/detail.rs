@@ -266,6 +266,8 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "generateKeys" => ("KeysInput", true),
         "updateKeys" => ("KeysUpdate", true),
         "createApiKey" => ("ApiKeyInput", true),
+        "tryIt" => ("TryItInput", true),
+        "tryApiMediation" => ("MediationTryInput", true),
         _ => return None,
     })
 }
@@ -277,6 +279,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
     match id {
         "createApi" | "importOpenApi" | "importGraphqlSchema" | "copyApi" => (201, r("ApiRecord")),
         "explainGraphqlQuery" => (200, any.clone()),
+        "tryIt" => (200, r("TryItResult")),
+        "tryApiMediation" => (200, r("MediationTryResult")),
         "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
         "getApiWsdl" => (200, None),
@@ -289,6 +293,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getApiDocument" | "updateApiDocument" | "getVisibleApiDocument" => (200, r("Document")),
         "deleteApiDocument" => (204, None),
         "getVisibleApiDocumentContent" => (200, None),
+        "getApiSdk" => (200, None),
         "getEnvironments" | "setEnvironments" => (200, r("Environments")),
         "getThrottlingSettings" | "setThrottlingSettings" => (200, r("ThrottlingSettings")),
         "deleteApi" | "deleteApplication" | "unsubscribe" | "deleteTier" | "deleteUser"
@@ -323,7 +328,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "generateKeys" => (201, r("Keys")),
         "regenerateSecret" | "updateKeys" => (200, r("Keys")),
         "listKeys" => (200, r("KeysList")),
-        "deleteKeys" | "revokeApiKey" => (200, None),
+        "deleteKeys" | "revokeApiKey" => (204, None),
         "listApiKeys" => (200, r("ApiKeyList")),
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => (200, any.clone()),
         "ingestAnalytics" => (202, any.clone()),

@@ -16,6 +16,10 @@ fn params(path: &str) -> Vec<Value> {
                 }
                 "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
                 "report" => json!({"type": "string", "enum": crate::rest::analytics::REPORTS}),
+                "language" => {
+                    let langs: Vec<&str> = crate::rest::sdk::LANGUAGES.iter().map(|(l, _)| *l).collect();
+                    json!({"type": "string", "enum": langs})
+                }
                 _ => json!({"type": "string"}),
             };
             json!({"name": name, "in": "path", "required": true, "schema": schema})
@@ -25,6 +29,20 @@ fn params(path: &str) -> Vec<Value> {
 
 fn error(description: &str) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+}
+
+/// The document's tags: one per REST API, named by the path's prefix.
+const TAGS: [(&str, &str, &str); 4] = [
+    ("/api/am/publisher/", "Publisher", "Create, import, publish and govern APIs"),
+    ("/api/am/devportal/", "Developer Portal", "Discover APIs, applications, keys and subscriptions"),
+    ("/api/am/admin/", "Admin", "Tiers, users, settings, gateways, analytics and the audit log"),
+    ("/api/am/gateway/", "Gateway sync", "What gateways call: snapshots, status and analytics"),
+];
+
+fn tag_of(path: &str) -> &'static str {
+    TAGS.iter()
+        .find(|(prefix, _, _)| path.starts_with(prefix))
+        .map_or("Admin", |(_, name, _)| name)
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
@@ -69,6 +87,8 @@ fn responses(op: &Operation, has_query: bool) -> Value {
             "text/xml": {"schema": {"type": "string"}}}}),
         ("getVisibleApiDocumentContent", _) => json!({"description": "the markdown", "content": {
             "text/markdown": {"schema": {"type": "string"}}}}),
+        ("getApiSdk", _) => json!({"description": "the generated client, one folder in a zip", "content": {
+            "application/zip": {"schema": {"type": "string", "format": "binary"}}}}),
         ("getApiDefinition" | "getVisibleApiDefinition", Some(s)) => {
             json!({"description": "the definition (YAML when it was imported as YAML)", "content": {
             "application/json": {"schema": s}, "application/yaml": {"schema": {"type": "object", "description": "the document as YAML"}}}})
@@ -79,10 +99,7 @@ fn responses(op: &Operation, has_query: bool) -> Value {
         (_, None) => json!({"description": "success, no body"}),
     };
     out.insert(ok.to_string(), ok_body);
-    // The try operations take a free-form JSON body (no schema component) and refuse
-    // other media types as every JSON operation does.
-    let body = crate::openapi::detail::request_body(op.id).is_some()
-        || matches!(op.id, "tryApiMediation" | "tryIt");
+    let body = crate::openapi::detail::request_body(op.id).is_some();
     let write = op.method != "get";
     let mut add = |status: u16, what: &str| {
         out.insert(status.to_string(), error(what));
@@ -90,10 +107,12 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     if op.scope == "gateway" {
         add(401, "not the gateway token");
         add(503, "the control plane is stopping");
-        out.insert(
-            "304".into(),
-            json!({"description": "no newer version within the long-poll"}),
-        );
+        if op.id == "getSnapshot" {
+            out.insert(
+                "304".into(),
+                json!({"description": "no newer version within the long-poll"}),
+            );
+        }
         return Value::Object(out);
     }
     if body || has_query {
@@ -120,6 +139,19 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     if body {
         add(413, "body over the limit (2 MiB)");
         add(415, "not JSON");
+    }
+    match op.id {
+        "tryIt" => {
+            add(502, "the gateway did not answer");
+            add(503, "no gateway URL is configured (--gateway-url)");
+        }
+        "tryApiMediation" => add(422, "the transformation failed on the sample"),
+        "getApiSdk" => {
+            add(400, "not a language offered");
+            add(500, "the generator failed on the API's definition");
+            add(503, "no generator installed (the message names what is missing), or busy");
+        }
+        _ => {}
     }
     if crate::openapi::detail::sends_etag(op.id) {
         out.insert(
@@ -175,6 +207,7 @@ pub fn document() -> Value {
         }
         let mut op_json = json!({
             "operationId": id,
+            "tags": [tag_of(path)],
             "summary": summary,
             "description": description,
             "parameters": parameters,
@@ -232,6 +265,9 @@ pub fn document() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Publisher, DevPortal, Admin and gateway-sync REST APIs."
         },
+        // Relative: the control plane that serves the document (the handler names it).
+        "servers": [{"url": "/", "description": "this control plane"}],
+        "tags": TAGS.iter().map(|(_, name, description)| json!({"name": name, "description": description})).collect::<Vec<_>>(),
         "paths": paths,
         "components": {
             "securitySchemes": {

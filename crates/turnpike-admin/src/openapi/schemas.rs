@@ -135,7 +135,47 @@ fn tier_props() -> Value {
 }
 
 fn strict(required: &[&str], props: Value, example: Value) -> Value {
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props, "example": example})
+    let mut schema = json!({"type": "object", "additionalProperties": false, "properties": props, "example": example});
+    // OpenAPI 3.0 wants `required` to list at least one name when present.
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
+}
+
+/// The bodies of the two "try" operations: try-it (a request relayed to the gateway) and
+/// mediation/try (a transformation run on a sample).
+fn try_schemas() -> Value {
+    let headers = json!({"type": "object", "maxProperties": 50, "additionalProperties": {"type": "string"}});
+    json!({
+        "TryItInput": strict(&["method", "path"], json!({
+            "method": {"type": "string", "enum": turnpike_model::rest::METHODS},
+            "path": {"type": "string", "maxLength": 4096, "pattern": "^/", "description": "the gateway path (one leading /): the API's context, version and resource, with a query"},
+            "headers": headers,
+            "body": {"type": "string", "maxLength": 1048576},
+            "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"], "default": "PRODUCTION", "description": "whose keys mint the one-minute token"}
+        }), json!({"method": "GET", "path": "/fixture/v1/", "headers": {"accept": "application/json"}})),
+        "TryItResult": {"type": "object", "required": ["status", "headers", "body", "timeMs", "truncated"], "properties": {
+            "status": {"type": "integer"},
+            "headers": {"type": "array", "items": {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "string"}}, "description": "[name, value] pairs as the gateway sent them"},
+            "body": {"type": "string"}, "timeMs": {"type": "number"},
+            "truncated": {"type": "boolean", "description": "the body was over 1 MiB and is left out"}}},
+        "MediationTryInput": strict(&[], json!({
+            "mediation": r("Mediation"),
+            "resources": {"type": "array", "maxItems": 100, "items": {"type": "object", "additionalProperties": false, "required": ["path", "mediation"], "properties": {
+                "path": {"type": "string", "description": "a resource path of the API"}, "mediation": r("Mediation")}}},
+            "method": {"type": "string", "default": "POST"},
+            "path": {"type": "string", "default": "/", "description": "below the API's context and version"},
+            "query": {"type": "string"},
+            "headers": headers,
+            "body": {"description": "the sample body: a JSON value, or a string sent as is"},
+            "status": {"type": "integer", "minimum": 100, "maximum": 599, "description": "the upstream's status: runs the response side"}
+        }), json!({"mediation": {"request": {"headers": {"set": {"x-source": "gateway"}}}}, "method": "POST", "path": "/", "body": {"id": 1}})),
+        "MediationTryResult": {"type": "object", "required": ["policy", "headers", "body"], "properties": {
+            "policy": {"type": "string"}, "path": {"type": "string"}, "query": {"type": "string", "nullable": true},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"description": "JSON when the result parses as JSON, else the text"}}}
+    })
 }
 
 /// Every schema the operations name.
@@ -249,8 +289,7 @@ pub fn schemas() -> Value {
         }), json!({"wsdl": include_str!("../../../../bench/soap/echo.wsdl"), "type": "SOAP_TO_REST", "port": "Echo12",
             "additionalProperties": {"context": "/echo-soap"}})),
         "ApiSecurity": {
-            "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",
-            "nullable": true,
+            "description": "\"none\", or which credentials the API accepts; a PUT of null restores the default (oauth2 and subscription)",
             "oneOf": [
                 {"type": "string", "enum": ["none"]},
                 {"type": "object", "additionalProperties": false, "properties": {
@@ -419,6 +458,9 @@ pub fn schemas() -> Value {
         }
     });
     if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    if let Value::Object(m) = try_schemas() {
         all.extend(m);
     }
     Value::Object(all)
