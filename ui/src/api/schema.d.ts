@@ -1076,6 +1076,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/publisher/v1/apis/{apiId}/cache/purge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Purge the API's cached responses on every gateway: all, a key prefix (upstream path) or a tag
+         * @description Bearer tokens need the apim:api_create scope; HTTP Basic callers need the publisher role.
+         */
+        post: operations["purgeApiCache"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/publisher/v1/apis/{apiId}/documents": {
         parameters: {
             query?: never;
@@ -1350,6 +1370,28 @@ export interface components {
         Api: {
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
+            /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
+            cacheConfiguration?: {
+                key?: {
+                    consumer?: boolean;
+                    headers?: string[];
+                    query?: boolean;
+                };
+                lock_timeout?: string;
+                /** @example 1MiB */
+                max_entry_size?: string;
+                /** @example 64MiB */
+                max_size?: string;
+                methods?: string[];
+                purges?: components["schemas"]["CachePurge"][];
+                stale_if_error?: string;
+                stale_while_revalidate?: string;
+                statuses?: number[];
+                /** @example Cache-Tag */
+                tag_header?: string;
+                /** @example 60s */
+                ttl?: string;
+            };
             context: string;
             /** @description CORS at the gateway (docs/policies.md): preflights answered before auth */
             corsConfiguration?: {
@@ -1378,9 +1420,11 @@ export interface components {
                 sunset?: string;
             };
             description?: string;
-            endpoints?: string[];
+            endpoints?: components["schemas"]["Endpoint"][];
             /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
-            graphql?: Record<string, never>;
+            graphql?: {
+                [key: string]: unknown;
+            };
             /** @description serve only for this Host (or *.example.com) */
             host?: string;
             readonly id?: string;
@@ -1388,7 +1432,7 @@ export interface components {
             readonly lastUpdatedTime?: number;
             readonly lifecycleStatus?: string;
             /** @enum {string} */
-            loadBalancing?: "round_robin" | "failover";
+            loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
@@ -1418,17 +1462,77 @@ export interface components {
                 /** @example 30s */
                 timeout?: string;
             };
+            /** @description endpoint suspension, circuit breaker, retries and health checks, as the declarative file's resilience: section (docs/resilience.md) */
+            resilience?: {
+                /**
+                 * @example {
+                 *       "consecutive_failures": 3,
+                 *       "failure_ratio": 0.5,
+                 *       "window": 20
+                 *     }
+                 */
+                circuit_breaker?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "healthy_threshold": 2,
+                 *       "interval": "5s",
+                 *       "path": "/health",
+                 *       "unhealthy_threshold": 3
+                 *     }
+                 */
+                health_check?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "attempts": 2
+                 *     }
+                 */
+                retries?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "initial_duration": "30s",
+                 *       "max_duration": "5m",
+                 *       "on": [
+                 *         "connect_failure",
+                 *         "timeout",
+                 *         "5xx"
+                 *       ],
+                 *       "progression_factor": 2
+                 *     }
+                 */
+                suspension?: {
+                    [key: string]: unknown;
+                };
+            };
             resources?: components["schemas"]["Resource"][];
             readonly revision?: number;
+            /** @description where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured) */
+            sandboxEndpoints?: components["schemas"]["Endpoint"][];
             tags?: string[];
             timeouts?: {
                 /** @example 5s */
                 connect?: number | string;
+                /**
+                 * @description longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)
+                 * @example 60s
+                 */
+                read_idle?: number | string;
                 /** @example 60s */
                 response?: number | string;
             };
             /** @enum {string} */
             type?: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            /**
+             * @description h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)
+             * @default http1
+             * @enum {string}
+             */
+            upstreamProtocol: "http1" | "h2c";
             version: string;
         };
         ApiKey: {
@@ -1467,6 +1571,28 @@ export interface components {
         ApiRecord: {
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
+            /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
+            cacheConfiguration?: {
+                key?: {
+                    consumer?: boolean;
+                    headers?: string[];
+                    query?: boolean;
+                };
+                lock_timeout?: string;
+                /** @example 1MiB */
+                max_entry_size?: string;
+                /** @example 64MiB */
+                max_size?: string;
+                methods?: string[];
+                purges?: components["schemas"]["CachePurge"][];
+                stale_if_error?: string;
+                stale_while_revalidate?: string;
+                statuses?: number[];
+                /** @example Cache-Tag */
+                tag_header?: string;
+                /** @example 60s */
+                ttl?: string;
+            };
             context: string;
             /** @description CORS at the gateway (docs/policies.md): preflights answered before auth */
             corsConfiguration?: {
@@ -1495,9 +1621,11 @@ export interface components {
                 sunset?: string;
             };
             description?: string;
-            endpoints: string[];
+            endpoints: components["schemas"]["Endpoint"][];
             /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
-            graphql?: Record<string, never>;
+            graphql?: {
+                [key: string]: unknown;
+            };
             /** @description serve only for this Host (or *.example.com) */
             host?: string;
             readonly id: string;
@@ -1505,7 +1633,7 @@ export interface components {
             readonly lastUpdatedTime?: number;
             readonly lifecycleStatus: string;
             /** @enum {string} */
-            loadBalancing?: "round_robin" | "failover";
+            loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
@@ -1535,17 +1663,77 @@ export interface components {
                 /** @example 30s */
                 timeout?: string;
             };
+            /** @description endpoint suspension, circuit breaker, retries and health checks, as the declarative file's resilience: section (docs/resilience.md) */
+            resilience?: {
+                /**
+                 * @example {
+                 *       "consecutive_failures": 3,
+                 *       "failure_ratio": 0.5,
+                 *       "window": 20
+                 *     }
+                 */
+                circuit_breaker?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "healthy_threshold": 2,
+                 *       "interval": "5s",
+                 *       "path": "/health",
+                 *       "unhealthy_threshold": 3
+                 *     }
+                 */
+                health_check?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "attempts": 2
+                 *     }
+                 */
+                retries?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "initial_duration": "30s",
+                 *       "max_duration": "5m",
+                 *       "on": [
+                 *         "connect_failure",
+                 *         "timeout",
+                 *         "5xx"
+                 *       ],
+                 *       "progression_factor": 2
+                 *     }
+                 */
+                suspension?: {
+                    [key: string]: unknown;
+                };
+            };
             resources: components["schemas"]["Resource"][];
             readonly revision: number;
+            /** @description where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured) */
+            sandboxEndpoints?: components["schemas"]["Endpoint"][];
             tags?: string[];
             timeouts?: {
                 /** @example 5s */
                 connect?: number | string;
+                /**
+                 * @description longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)
+                 * @example 60s
+                 */
+                read_idle?: number | string;
                 /** @example 60s */
                 response?: number | string;
             };
             /** @enum {string} */
             type: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            /**
+             * @description h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)
+             * @default http1
+             * @enum {string}
+             */
+            upstreamProtocol: "http1" | "h2c";
             version: string;
         };
         /**
@@ -1560,7 +1748,9 @@ export interface components {
             api_key?: boolean;
             api_key_header?: string;
             api_key_query?: string;
-            backend_jwt?: Record<string, never>;
+            backend_jwt?: {
+                [key: string]: unknown;
+            };
             basic?: boolean;
             oauth2?: boolean;
             subscription?: boolean;
@@ -1577,6 +1767,28 @@ export interface components {
         ApiUpdate: {
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
+            /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
+            cacheConfiguration?: {
+                key?: {
+                    consumer?: boolean;
+                    headers?: string[];
+                    query?: boolean;
+                };
+                lock_timeout?: string;
+                /** @example 1MiB */
+                max_entry_size?: string;
+                /** @example 64MiB */
+                max_size?: string;
+                methods?: string[];
+                purges?: components["schemas"]["CachePurge"][];
+                stale_if_error?: string;
+                stale_while_revalidate?: string;
+                statuses?: number[];
+                /** @example Cache-Tag */
+                tag_header?: string;
+                /** @example 60s */
+                ttl?: string;
+            };
             context?: string;
             /** @description CORS at the gateway (docs/policies.md): preflights answered before auth */
             corsConfiguration?: {
@@ -1605,9 +1817,11 @@ export interface components {
                 sunset?: string;
             };
             description?: string;
-            endpoints?: string[];
+            endpoints?: components["schemas"]["Endpoint"][];
             /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
-            graphql?: Record<string, never>;
+            graphql?: {
+                [key: string]: unknown;
+            };
             /** @description serve only for this Host (or *.example.com) */
             host?: string;
             readonly id?: string;
@@ -1615,7 +1829,7 @@ export interface components {
             readonly lastUpdatedTime?: number;
             readonly lifecycleStatus?: string;
             /** @enum {string} */
-            loadBalancing?: "round_robin" | "failover";
+            loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
             mediation?: components["schemas"]["Mediation"];
@@ -1645,17 +1859,77 @@ export interface components {
                 /** @example 30s */
                 timeout?: string;
             };
+            /** @description endpoint suspension, circuit breaker, retries and health checks, as the declarative file's resilience: section (docs/resilience.md) */
+            resilience?: {
+                /**
+                 * @example {
+                 *       "consecutive_failures": 3,
+                 *       "failure_ratio": 0.5,
+                 *       "window": 20
+                 *     }
+                 */
+                circuit_breaker?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "healthy_threshold": 2,
+                 *       "interval": "5s",
+                 *       "path": "/health",
+                 *       "unhealthy_threshold": 3
+                 *     }
+                 */
+                health_check?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "attempts": 2
+                 *     }
+                 */
+                retries?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "initial_duration": "30s",
+                 *       "max_duration": "5m",
+                 *       "on": [
+                 *         "connect_failure",
+                 *         "timeout",
+                 *         "5xx"
+                 *       ],
+                 *       "progression_factor": 2
+                 *     }
+                 */
+                suspension?: {
+                    [key: string]: unknown;
+                };
+            };
             resources?: components["schemas"]["Resource"][];
             readonly revision?: number;
+            /** @description where calls with SANDBOX keys go; none: such calls are refused (403 sandbox_not_configured) */
+            sandboxEndpoints?: components["schemas"]["Endpoint"][];
             tags?: string[];
             timeouts?: {
                 /** @example 5s */
                 connect?: number | string;
+                /**
+                 * @description longest silence between two reads of the upstream's response body; no limit when omitted (docs/streaming.md)
+                 * @example 60s
+                 */
+                read_idle?: number | string;
                 /** @example 60s */
                 response?: number | string;
             };
             /** @enum {string} */
             type?: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            /**
+             * @description h2c: HTTP/2 with prior knowledge to http:// endpoints (gRPC back ends; docs/streaming.md)
+             * @default http1
+             * @enum {string}
+             */
+            upstreamProtocol: "http1" | "h2c";
             version?: string;
         };
         Application: {
@@ -1732,6 +2006,19 @@ export interface components {
             list: components["schemas"]["AuditEntry"][];
             pagination: components["schemas"]["Pagination"];
         };
+        CachePurge: {
+            /** @description increasing; each gateway applies a purge once */
+            id: number;
+            prefix?: string;
+            tag?: string;
+        };
+        /** @description nothing (every entry), or one of prefix and tag */
+        CachePurgeInput: {
+            /** @description upstream path prefix */
+            prefix?: string;
+            /** @description a value of the cache's tag_header */
+            tag?: string;
+        };
         /**
          * @example {
          *       "anonymousBrowsing": true
@@ -1784,6 +2071,19 @@ export interface components {
             readonly revision?: number;
             summary?: string;
         };
+        /** @description an endpoint URL, or the URL with its weight and timeouts (docs/resilience.md) */
+        Endpoint: string | {
+            timeouts?: {
+                /** @example 2s */
+                connect?: number | string;
+                /** @example 10s */
+                read?: number | string;
+            };
+            /** Format: uri */
+            url: string;
+            /** @description share under weighted_round_robin; 0 is a standby */
+            weight?: number;
+        };
         /**
          * @example {
          *       "environments": [
@@ -1817,7 +2117,9 @@ export interface components {
             controlPlaneVersion: number;
             count: number;
             lagging?: number;
-            list: Record<string, never>[];
+            list: {
+                [key: string]: unknown;
+            }[];
             maxLagMs?: number;
         };
         /**
@@ -1830,7 +2132,9 @@ export interface components {
             query: string;
             /** @description a tier of the API's graphql.tiers (the default limits otherwise) */
             tier?: string;
-            variables?: Record<string, never>;
+            variables?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @example {
@@ -1846,7 +2150,9 @@ export interface components {
          */
         ImportGraphqlSchema: {
             /** @description API fields (context is required); a graphql object adds limits, tiers... to the imported schema */
-            additionalProperties?: Record<string, never>;
+            additionalProperties?: {
+                [key: string]: unknown;
+            };
             /** @description the schema in SDL */
             definition: string;
         };
@@ -1871,7 +2177,9 @@ export interface components {
          */
         ImportOpenApi: {
             /** @description API fields (context is required; WSO2's endpointConfig is read as endpoints) */
-            additionalProperties?: Record<string, never>;
+            additionalProperties?: {
+                [key: string]: unknown;
+            };
             /** @description an OpenAPI 3 document (object, or YAML/JSON text) */
             definition?: unknown;
             /**
@@ -1892,7 +2200,9 @@ export interface components {
          */
         ImportWsdl: {
             /** @description API fields (context is required) */
-            additionalProperties?: Record<string, never>;
+            additionalProperties?: {
+                [key: string]: unknown;
+            };
             /** @description the files the WSDL imports, by the relative path it names them with */
             files?: {
                 [key: string]: string;
@@ -2001,8 +2311,12 @@ export interface components {
          *     }
          */
         Mediation: {
-            request?: Record<string, never>;
-            response?: Record<string, never>;
+            request?: {
+                [key: string]: unknown;
+            };
+            response?: {
+                [key: string]: unknown;
+            };
         };
         Pagination: {
             limit: number;
@@ -2097,7 +2411,9 @@ export interface components {
         SigningKeys: {
             activeKid?: string | null;
             count: number;
-            list: Record<string, never>[];
+            list: {
+                [key: string]: unknown;
+            }[];
         };
         Subscription: {
             apiId: string;
@@ -2151,7 +2467,9 @@ export interface components {
                 requests: number;
             };
             /** @description advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}}) */
-            conditionalGroups?: Record<string, never>[];
+            conditionalGroups?: {
+                [key: string]: unknown;
+            }[];
             /** @description bytes per unitSeconds (a bandwidth tier) */
             dataAmount?: number;
             description: string;
@@ -2183,7 +2501,9 @@ export interface components {
                 requests: number;
             };
             /** @description advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}}) */
-            conditionalGroups?: Record<string, never>[];
+            conditionalGroups?: {
+                [key: string]: unknown;
+            }[];
             /** @description bytes per unitSeconds (a bandwidth tier) */
             dataAmount?: number;
             description?: string;
@@ -2214,7 +2534,9 @@ export interface components {
                 requests: number;
             };
             /** @description advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}}) */
-            conditionalGroups?: Record<string, never>[];
+            conditionalGroups?: {
+                [key: string]: unknown;
+            }[];
             /** @description bytes per unitSeconds (a bandwidth tier) */
             dataAmount?: number;
             description?: string;
@@ -2314,7 +2636,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description invalid fields, all of them listed in errors[] */
@@ -2655,8 +2979,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
-                    "application/yaml": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                    "application/yaml": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
@@ -4448,8 +4776,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
-                    "application/yaml": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                    "application/yaml": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
@@ -4968,7 +5300,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description invalid fields, all of them listed in errors[] */
@@ -5565,7 +5899,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description invalid fields, all of them listed in errors[] */
@@ -6093,7 +6429,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description no newer version within the long-poll */
@@ -6141,7 +6479,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description no newer version within the long-poll */
@@ -6536,15 +6876,6 @@ export interface operations {
             content: {
                 "application/graphql": string;
                 "application/json": components["schemas"]["ImportGraphqlSchema"];
-                "multipart/form-data": {
-                    /** @description the API's fields as JSON */
-                    additionalProperties?: string;
-                    /**
-                     * Format: binary
-                     * @description the schema (SDL)
-                     */
-                    file?: string;
-                };
             };
         };
         responses: {
@@ -6633,18 +6964,6 @@ export interface operations {
             content: {
                 "application/json": components["schemas"]["ImportOpenApi"];
                 "application/yaml": string;
-                "multipart/form-data": {
-                    /** @description the API's fields as JSON */
-                    additionalProperties?: string;
-                    /**
-                     * Format: binary
-                     * @description the document, JSON or YAML
-                     */
-                    file?: string;
-                    inlineAPIDefinition?: string;
-                    /** Format: uri */
-                    url?: string;
-                };
             };
         };
         responses: {
@@ -7152,7 +7471,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description invalid fields, all of them listed in errors[] */
@@ -7184,6 +7505,95 @@ export interface operations {
             };
             /** @description not found (or not the caller's) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    purgeApiCache: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apiId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CachePurgeInput"];
+            };
+        };
+        responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CachePurge"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body over the limit (2 MiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not JSON */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7549,7 +7959,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description invalid fields, all of them listed in errors[] */
@@ -7683,7 +8095,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description invalid fields, all of them listed in errors[] */
@@ -7906,8 +8320,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
-                    "application/yaml": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                    "application/yaml": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */

@@ -282,8 +282,6 @@ function Applications() {
   );
 }
 
-const pick = <T,>(...v: (T | undefined)[]) => v.find((x) => x !== undefined);
-
 function Gateways() {
   const gws = useLoad(() => admin.gateways(), []);
   const secs = (ms?: number | null) => (ms == null ? '—' : `${(ms / 1000).toFixed(1)} s`);
@@ -315,10 +313,10 @@ function Gateways() {
           </Table.Thead>
           <Table.Tbody>
             {gws.data?.list.map((g: Gateway) => {
-              const serving = pick(g.servingVersion, g.serving_version) ?? 0;
-              const upToDate = pick(g.upToDate, g.up_to_date);
-              const conv = pick(g.lastConvergenceMs, g.last_convergence_ms);
-              const behind = g.versionsBehind ?? (gws.data?.controlPlaneVersion ?? 0) - serving;
+              const serving = g.servingVersion;
+              const upToDate = g.upToDate;
+              const conv = g.lastConvergenceMs;
+              const behind = g.versionsBehind;
               return (
                 <Table.Tr key={g.id}>
                   <Table.Td>{g.id}</Table.Td>
@@ -334,11 +332,11 @@ function Gateways() {
                       </Badge>
                     )}
                   </Table.Td>
-                  <Table.Td data-testid={`lag-${g.id}`}>{secs(g.lagMs ?? 0)}</Table.Td>
-                  <Table.Td>{pick(g.lastSeenMsAgo, g.last_seen_ms_ago)} ms ago</Table.Td>
+                  <Table.Td data-testid={`lag-${g.id}`}>{secs(g.lagMs)}</Table.Td>
+                  <Table.Td>{g.lastSeenMsAgo} ms ago</Table.Td>
                   <Table.Td>{g.applyMs == null ? '—' : `${g.applyMs} ms`}</Table.Td>
                   <Table.Td>{conv == null ? '—' : `${conv} ms`}</Table.Td>
-                  <Table.Td>{g.controlPlane ?? '—'}</Table.Td>
+                  <Table.Td>{g.controlPlane || '—'}</Table.Td>
                 </Table.Tr>
               );
             })}
@@ -383,7 +381,7 @@ function Keys() {
           </Table.Thead>
           <Table.Tbody>
             {keys.data?.list.map((k: SigningKey) => {
-              const created = pick(k.createdAt, k.created_at);
+              const created = k.created_at;
               return (
                 <Table.Tr key={k.kid}>
                   <Table.Td>

@@ -162,6 +162,29 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     Value::Object(out)
 }
 
+/// Marks free-form objects (`type: object` without `properties`) as such with
+/// `additionalProperties: true`, as generators want it spelled (openapi-typescript reads a
+/// bare object as "no properties at all"). Examples are data, left as written.
+fn mark_free_form(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            let free = o.get("type").and_then(Value::as_str) == Some("object")
+                && !o.contains_key("properties")
+                && !o.contains_key("additionalProperties");
+            if free {
+                o.insert("additionalProperties".into(), Value::Bool(true));
+            }
+            for (k, x) in o.iter_mut() {
+                if k != "example" && k != "examples" {
+                    mark_free_form(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(mark_free_form),
+        _ => {}
+    }
+}
+
 /// The document.
 pub fn document() -> Value {
     let mut paths: Map<String, Value> = Map::new();
@@ -205,6 +228,11 @@ pub fn document() -> Value {
             parameters.push(json!({"name": "If-None-Match", "in": "header", "required": false,
                 "schema": {"type": "string"}, "description": "an ETag; 304 when it is still current"}));
         }
+        let description = match id {
+            "importOpenApi" => format!("{description} Also multipart/form-data as WSO2's clients send it: file (the document, JSON or YAML) or url or inlineAPIDefinition, and additionalProperties (the API's fields as JSON text)."),
+            "importGraphqlSchema" => format!("{description} Also multipart/form-data as WSO2's clients send it: file (the SDL) and additionalProperties (the API's fields as JSON text)."),
+            _ => description,
+        };
         let mut op_json = json!({
             "operationId": id,
             "tags": [tag_of(path)],
@@ -223,19 +251,14 @@ pub fn document() -> Value {
             if method == "patch" {
                 content["application/merge-patch+json"] = json!({"schema": schema});
             }
+            // multipart/form-data (what WSO2's clients send) is in the operation's
+            // description, not here: openapi-generator's typescript-fetch skips a form's
+            // model yet imports it when an operation also takes JSON, and does not compile.
             if id == "importOpenApi" {
-                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
-                    "file": {"type": "string", "format": "binary", "description": "the document, JSON or YAML"},
-                    "inlineAPIDefinition": {"type": "string"},
-                    "url": {"type": "string", "format": "uri"},
-                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
                 content["application/yaml"] =
                     json!({"schema": {"type": "string", "description": "the bare document"}});
             }
             if id == "importGraphqlSchema" {
-                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
-                    "file": {"type": "string", "format": "binary", "description": "the schema (SDL)"},
-                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
                 content["application/graphql"] =
                     json!({"schema": {"type": "string", "description": "the bare schema (SDL)"}});
             }
@@ -258,14 +281,14 @@ pub fn document() -> Value {
             )
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "openapi": "3.0.3",
         "info": {
             "title": "Turnpike control plane",
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Publisher, DevPortal, Admin and gateway-sync REST APIs."
         },
-        // Relative: the control plane that serves the document (the handler names it).
+        // Relative: the control plane that serves the document.
         "servers": [{"url": "/", "description": "this control plane"}],
         "tags": TAGS.iter().map(|(_, name, description)| json!({"name": name, "description": description})).collect::<Vec<_>>(),
         "paths": paths,
@@ -278,5 +301,7 @@ pub fn document() -> Value {
             },
             "schemas": crate::openapi::schemas::schemas()
         }
-    })
+    });
+    mark_free_form(&mut doc);
+    doc
 }

@@ -399,7 +399,16 @@ pub fn schemas() -> Value {
         "GatewayList": {"type": "object", "required": ["controlPlaneVersion", "count", "list"], "properties": {
             "controlPlaneVersion": {"type": "integer"}, "count": {"type": "integer"},
             "maxLagMs": {"type": "integer"}, "lagging": {"type": "integer"},
-            "list": {"type": "array", "items": {"type": "object"}}}},
+            "list": {"type": "array", "items": r("Gateway")}}},
+        "Gateway": {"type": "object", "required": ["id", "servingVersion", "servingHash", "controlPlane", "lastSeenMsAgo", "versionsBehind", "lagMs", "lagging", "upToDate"], "properties": {
+            "id": {"type": "string"}, "servingVersion": {"type": "integer"}, "servingHash": {"type": "string"},
+            "controlPlane": {"type": "string", "description": "the control plane it polled last, as it addressed it"},
+            "lastSeenMsAgo": {"type": "integer"},
+            "lastConvergenceMs": {"type": "integer", "nullable": true, "description": "commit of servingVersion to its first poll serving it"},
+            "applyMs": {"type": "integer", "nullable": true}, "versionsBehind": {"type": "integer"},
+            "lagMs": {"type": "integer", "description": "how long it may have been out of date: behind, or silent past its next poll"},
+            "lagging": {"type": "boolean"}, "upToDate": {"type": "boolean"},
+            "report": {"type": "object", "nullable": true, "additionalProperties": true, "description": "its last status report, as it sent it (null before the first)"}}},
         "KeysInput": strict(&[], json!({
             "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},
             "grantTypes": {"type": "array", "items": {"type": "string", "enum": ["client_credentials", "password", "refresh_token"]}},
@@ -444,7 +453,11 @@ pub fn schemas() -> Value {
         "ApiKeyList": list_of("ApiKey", false),
         "SigningKeys": {"type": "object", "required": ["count", "list"], "properties": {
             "activeKid": {"type": "string", "nullable": true}, "count": {"type": "integer"},
-            "list": {"type": "array", "items": {"type": "object"}}}},
+            "list": {"type": "array", "items": {"type": "object", "required": ["kid", "alg", "active", "created_at"], "properties": {
+                "kid": {"type": "string"}, "alg": {"type": "string"},
+                "active": {"type": "boolean", "description": "the key that signs new tokens"},
+                "created_at": {"type": "integer"},
+                "retired_at": {"type": "integer", "nullable": true, "description": "when a newer key took over"}}}}}},
         "Error": {
             "type": "object",
             "required": ["code", "message", "request_id"],
