@@ -264,7 +264,7 @@ pub fn schemas() -> Value {
         "ImportGraphqlSchema": strict(&["definition"], json!({
             "definition": {"type": "string", "description": "the schema in SDL"},
             "additionalProperties": {"type": "object", "description": "API fields (context is required); a graphql object adds limits, tiers... to the imported schema"}
-        }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
+        }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"name": "Hello", "context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
         "CachePurgeInput": json!({"type": "object", "additionalProperties": false, "description": "nothing (every entry), or one of prefix and tag", "properties": {
             "prefix": {"type": "string", "maxLength": 2000, "pattern": "^/", "description": "upstream path prefix"},
             "tag": {"type": "string", "maxLength": 200, "description": "a value of the cache's tag_header"}}}),
