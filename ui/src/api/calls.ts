@@ -11,10 +11,12 @@ import type {
   AuditEntry,
   DevportalSettings,
   GatewayList,
+  KeyType,
+  LifecycleAction,
   Listing,
   OAuthKeys,
+  PortalApi,
   SignupSettings,
-  SigningKey,
   Subscription,
   Tier,
   TryResult,
@@ -106,12 +108,12 @@ export const publisher = {
       }),
     );
   },
-  async lifecycle(id: string): Promise<{ state: string; availableTransitions: string[] }> {
+  async lifecycle(id: string): Promise<Schemas['LifecycleState']> {
     return must(
       await api.GET('/api/am/publisher/v1/apis/{apiId}/lifecycle-state', { params: { path: { apiId: id } } }),
     );
   },
-  async changeLifecycle(id: string, action: string): Promise<void> {
+  async changeLifecycle(id: string, action: LifecycleAction): Promise<void> {
     must(
       await api.POST('/api/am/publisher/v1/apis/change-lifecycle', {
         params: { query: { apiId: id, action } },
@@ -140,14 +142,14 @@ export const publisher = {
 };
 
 export const devportal = {
-  async apis(search: string): Promise<Listing<Api>> {
+  async apis(search: string): Promise<Listing<PortalApi>> {
     return must(
       await api.GET('/api/am/devportal/v1/apis', {
         params: { query: { query: search || undefined, limit: 100 } },
       }),
     );
   },
-  async api(id: string): Promise<Api> {
+  async api(id: string): Promise<PortalApi> {
     return must(await api.GET('/api/am/devportal/v1/apis/{apiId}', { params: { path: { apiId: id } } }));
   },
   async definition(id: string): Promise<unknown> {
@@ -168,7 +170,7 @@ export const devportal = {
   async createApplication(body: Schemas['ApplicationInput']): Promise<Application> {
     return must(await api.POST('/api/am/devportal/v1/applications', { body }));
   },
-  async subscriptions(filter: { applicationId?: string; apiId?: string }): Promise<Listing<Subscription>> {
+  async subscriptions(filter: { applicationId: string; apiId?: string }): Promise<Listing<Subscription>> {
     return must(
       await api.GET('/api/am/devportal/v1/subscriptions', { params: { query: filter } }),
     );
@@ -194,7 +196,7 @@ export const devportal = {
       }),
     );
   },
-  async generateKeys(applicationId: string, keyType: 'PRODUCTION' | 'SANDBOX'): Promise<OAuthKeys> {
+  async generateKeys(applicationId: string, keyType: KeyType): Promise<OAuthKeys> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/generate-keys', {
         params: { path: { applicationId } },
@@ -202,7 +204,7 @@ export const devportal = {
       }),
     );
   },
-  async regenerateSecret(applicationId: string, keyType: 'PRODUCTION' | 'SANDBOX'): Promise<OAuthKeys> {
+  async regenerateSecret(applicationId: string, keyType: KeyType): Promise<OAuthKeys> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}/regenerate-secret', {
         params: { path: { applicationId, keyType } },
@@ -234,7 +236,7 @@ export const apiKeys = {
     applicationId: string,
     name: string,
     validityPeriod?: number,
-    keyType: 'PRODUCTION' | 'SANDBOX' = 'PRODUCTION',
+    keyType: KeyType = 'PRODUCTION',
   ): Promise<ApiKey> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/api-keys', {
@@ -288,7 +290,7 @@ export const admin = {
   async gateways(): Promise<GatewayList> {
     return must(await api.GET('/api/am/admin/v1/gateways', {}));
   },
-  async keys(): Promise<{ activeKid: string | null; list: SigningKey[] }> {
+  async keys(): Promise<components['schemas']['SigningKeys']> {
     return must(await api.GET('/api/am/admin/v1/keys', {}));
   },
   async rotateKeys(): Promise<void> {

@@ -6,6 +6,11 @@ import type { components } from './schema';
 type Schemas = components['schemas'];
 
 export type Api = Schemas['ApiRecord'];
+/** An API as the Developer Portal shows it: no back ends, the gateway URLs instead. */
+export type PortalApi = Schemas['PortalApi'];
+export type LifecycleAction = Schemas['LifecycleState']['availableTransitions'][number];
+export type KeyType = NonNullable<Schemas['TryItInput']['keyType']>;
+export type Role = Schemas['UserInput']['roles'][number];
 /** URLs, or objects with a weight and timeouts (docs/resilience.md). */
 export type Endpoint = Schemas['Endpoint'];
 export type EndpointDetail = Exclude<Endpoint, string>;
@@ -24,6 +29,8 @@ export type OAuthKeys = Schemas['Keys'];
 export type Tier = Schemas['Tier'];
 export type User = Schemas['User'];
 export type TryResult = Schemas['TryItResult'];
+export type TryRequest = Schemas['TryItInput'];
+export type Mediation = Schemas['Mediation'];
 export type ApiKey = Schemas['ApiKey'];
 export type AuditEntry = Schemas['AuditEntry'];
 export type SignupSettings = Schemas['SelfSignupSettings'];
@@ -32,4 +39,4 @@ export type Gateway = Schemas['Gateway'];
 export type GatewayList = Schemas['GatewayList'];
 export type SigningKey = Schemas['SigningKeys']['list'][number];
 /** Which credentials an API accepts (the file's `auth`), as the Publisher edits them. */
-export type ApiSecurity = Exclude<Schemas['ApiSecurity'], string>;
+export type ApiSecurity = Schemas['ApiSecuritySettings'];

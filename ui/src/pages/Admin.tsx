@@ -19,6 +19,7 @@ import {
   Title,
 } from '@mantine/core';
 import { admin, devportal, type Gateway, type SigningKey, type TierKind } from '../api/calls';
+import type { Role } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading, StateBadge } from './common';
 import { Settings } from './AdminSettings';
@@ -154,7 +155,7 @@ function Users() {
   const users = useLoad(() => admin.users(), []);
   const [name, setName] = useState('');
   const [password, setPassword] = useState('');
-  const [roles, setRoles] = useState<string[]>(['subscriber']);
+  const [roles, setRoles] = useState<Role[]>(['subscriber']);
   const [error, setError] = useState<string | null>(null);
   const create = async () => {
     setError(null);
@@ -190,7 +191,7 @@ function Users() {
           <Group align="flex-end">
             <TextInput label="Username" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
             <PasswordInput label="Password" description="At least 8 characters" value={password} onChange={(e) => setPassword(e.currentTarget.value)} required />
-            <Checkbox.Group label="Roles" value={roles} onChange={setRoles}>
+            <Checkbox.Group label="Roles" value={roles} onChange={(v) => setRoles(v as Role[])}>
               <Group gap="sm" mt={6} mb={8}>
                 {['admin', 'publisher', 'subscriber'].map((r) => (
                   <Checkbox key={r} value={r} label={r} />

@@ -20,7 +20,7 @@ import {
   Title,
 } from '@mantine/core';
 import { publisher } from '../api/calls';
-import { endpointUrl, type Api, type Endpoint } from '../api/types';
+import { endpointUrl, type Api, type Endpoint, type LifecycleAction } from '../api/types';
 import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
@@ -149,7 +149,7 @@ function base64(buf: ArrayBuffer): string {
 
 function CreateApi({ kind }: { kind: CreateKind }) {
   const fromFile = kind !== 'scratch';
-  const [soapType, setSoapType] = useState('SOAP');
+  const [soapType, setSoapType] = useState<'SOAP' | 'SOAP_TO_REST'>('SOAP');
   const [file, setFile] = useState<File | null>(null);
   const [name, setName] = useState('');
   const [context, setContext] = useState('');
@@ -184,7 +184,7 @@ function CreateApi({ kind }: { kind: CreateKind }) {
         }
         api = await publisher.importOpenApi(definition, props);
       } else {
-        api = await publisher.create({ ...props, name } as Partial<Api>);
+        api = await publisher.create({ name, context, version, ...(endpoint ? { endpoints: [endpoint] } : {}) });
       }
       navigate(`/publisher/apis/${api.id}`);
     } catch (e) {
@@ -484,7 +484,7 @@ const ACTION_LABELS: Record<string, string> = {
 function Lifecycle({ id, onChanged, canPublish }: { id: string; onChanged: () => void; canPublish: boolean }) {
   const lc = useLoad(() => publisher.lifecycle(id), [id]);
   const [error, setError] = useState<string | null>(null);
-  const act = async (action: string) => {
+  const act = async (action: LifecycleAction) => {
     setError(null);
     try {
       await publisher.changeLifecycle(id, action);

@@ -324,7 +324,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getDevportalSettings" | "setDevportalSettings" => (200, r("DevportalSettings")),
         "getPublicPortalSettings" => (200, r("PublicPortalSettings")),
         "listGateways" => (200, r("GatewayList")),
-        "getApiSecurity" | "setApiSecurity" => (200, r("ApiSecurity")),
+        "getApiSecurity" | "setApiSecurity" => (200, r("ApiSecuritySettings")),
         "generateKeys" => (201, r("Keys")),
         "regenerateSecret" | "updateKeys" => (200, r("Keys")),
         "listKeys" => (200, r("KeysList")),

@@ -286,6 +286,7 @@ pub fn document() -> Value {
         "info": {
             "title": "Turnpike control plane",
             "version": env!("CARGO_PKG_VERSION"),
+            "license": {"name": "Apache-2.0", "url": "https://www.apache.org/licenses/LICENSE-2.0"},
             "description": "Publisher, DevPortal, Admin and gateway-sync REST APIs."
         },
         // Relative: the control plane that serves the document.

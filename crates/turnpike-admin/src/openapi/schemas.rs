@@ -143,6 +143,30 @@ fn strict(required: &[&str], props: Value, example: Value) -> Value {
     schema
 }
 
+/// An API as the DevPortal shows it (`rest/devportal.rs` `portal_json`): the record less
+/// its back ends and gateway-only settings, with the gateway URLs of each environment.
+fn portal_api() -> Value {
+    let mut props = api_props();
+    if let Some(p) = props.as_object_mut() {
+        let hidden = turnpike_model::rest::OPTION_FIELDS
+            .iter()
+            .map(|(field, _)| *field)
+            .filter(|f| *f != "deprecation" && *f != "graphql");
+        for field in hidden.chain([
+            "endpoints",
+            "sandboxEndpoints",
+            turnpike_model::rest::cors::FIELD,
+            turnpike_model::rest::cache::FIELD,
+        ]) {
+            p.remove(field);
+        }
+        let urls = json!({"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}});
+        p.insert("endpointURLs".into(), json!({"type": "array", "items": {"type": "object", "required": ["environmentName", "URLs"], "properties": {
+            "environmentName": {"type": "string"}, "URLs": urls, "defaultVersionURLs": urls}}}));
+    }
+    json!({"type": "object", "required": ["id", "name", "context", "version", "isDefaultVersion", "lifecycleStatus", "type", "resources", "policies", "provider", "revision", "endpointURLs"], "properties": props})
+}
+
 /// The bodies of the two "try" operations: try-it (a request relayed to the gateway) and
 /// mediation/try (a transformation run on a sample).
 fn try_schemas() -> Value {
@@ -213,12 +237,7 @@ pub fn schemas() -> Value {
             "description": "PUT: fields left out keep their values. PATCH: a JSON Merge Patch (null restores a default).",
             "example": {"endpoints": ["http://127.0.0.1:8081"], "isDefaultVersion": false}},
         "ApiRecord": {"type": "object", "required": ["id", "name", "context", "version", "isDefaultVersion", "lifecycleStatus", "type", "endpoints", "resources", "policies", "provider", "revision"], "properties": api_props()},
-        "PortalApi": {"type": "object", "required": ["id", "name", "context", "version", "endpointURLs"], "properties": {
-            "id": {"type": "string"}, "name": {"type": "string"}, "context": {"type": "string"}, "version": {"type": "string"},
-            "endpointURLs": {"type": "array", "items": {"type": "object", "required": ["environmentName", "URLs"], "properties": {
-                "environmentName": {"type": "string"},
-                "URLs": {"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}},
-                "defaultVersionURLs": {"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}}}}}}},
+        "PortalApi": portal_api(),
         "PortalApiList": list_of("PortalApi", true),
         "DocumentInput": strict(&["name"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -254,7 +273,7 @@ pub fn schemas() -> Value {
     }
     let part = json!({
         "LifecycleState": {"type": "object", "required": ["state", "availableTransitions"], "properties": {
-            "state": {"type": "string"}, "availableTransitions": {"type": "array", "items": {"type": "string"}}}},
+            "state": {"type": "string"}, "availableTransitions": {"type": "array", "items": {"type": "string", "enum": turnpike_store::LifecycleAction::ALL.iter().map(|a| a.as_str()).collect::<Vec<_>>()}}}},
         "ImportOpenApi": strict(&[], json!({
             "definition": {"description": "an OpenAPI 3 document (object, or YAML/JSON text)"},
             "url": {"type": "string", "format": "uri", "description": "where to fetch the document instead (http or https)"},
@@ -290,16 +309,14 @@ pub fn schemas() -> Value {
             "additionalProperties": {"context": "/echo-soap"}})),
         "ApiSecurity": {
             "description": "\"none\", or which credentials the API accepts; a PUT of null restores the default (oauth2 and subscription)",
-            "oneOf": [
-                {"type": "string", "enum": ["none"]},
-                {"type": "object", "additionalProperties": false, "properties": {
-                    "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
-                    "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
-                    "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
-                    "backend_jwt": {"type": "object"}}}
-            ],
+            "oneOf": [{"type": "string", "enum": ["none"]}, r("ApiSecuritySettings")],
             "example": {"oauth2": true, "api_key": true, "api_key_query": "apikey"}
         },
+        "ApiSecuritySettings": {"type": "object", "additionalProperties": false, "description": "which credentials the API accepts", "properties": {
+            "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
+            "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
+            "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
+            "backend_jwt": {"type": "object"}}},
         "ApplicationInput": strict(&["name"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 100},
             "throttlingPolicy": {"type": "string", "description": "an application tier (Unlimited when left out)"},
@@ -446,7 +463,7 @@ pub fn schemas() -> Value {
             "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
             "validityPeriod": {"type": "integer", "minimum": 1, "description": "seconds; never expires when left out"}
         }), json!({"name": "ci", "validityPeriod": 86400})),
-        "ApiKey": {"type": "object", "required": ["id", "name", "keyType", "scopes"], "properties": {
+        "ApiKey": {"type": "object", "required": ["id", "name", "keyType", "scopes", "createdTime"], "properties": {
             "id": {"type": "string"}, "name": {"type": "string"}, "keyType": {"type": "string"},
             "scopes": {"type": "array", "items": {"type": "string"}}, "createdTime": {"type": "integer"},
             "expiresAt": {"type": "integer", "nullable": true}, "apikey": {"type": "string", "description": "shown once"}}},

@@ -24,7 +24,6 @@ use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
 use http::{header, StatusCode};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
