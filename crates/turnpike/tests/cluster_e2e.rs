@@ -167,11 +167,11 @@ fn two_control_planes_on_one_postgres_serve_every_gateway() {
     let g = gateway_entry(&cp_b, "follows-a", |g| {
         g["upToDate"] == true && g["report"]["version"] == g["servingVersion"]
     });
-    // KNOWN REGRESSION (session 13 merge of HA + upgrades + scale): the restarted control
-    // plane now answers this gateway with a full file instead of a delta. The gateway
-    // converges (asserted above); the delta assertion comes back when it is fixed
-    // (docs/control-plane.md, "Not done yet").
-    let _ = (&g, &before);
+    assert_eq!(g["report"]["kind"], "delta", "{g}");
+    assert_eq!(
+        g["report"]["fulls"], before["report"]["fulls"],
+        "the restarted control plane sent a full file: {g}"
+    );
     let g = gateway_entry(&cp_a2, "follows-both", |g| {
         g["controlPlane"] == cp_a2.as_str()
     });
