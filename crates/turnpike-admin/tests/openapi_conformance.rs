@@ -424,7 +424,10 @@ async fn every_operation_answers_as_documented(url: String) {
 fn shape_problems(v: &Value, at: &str, out: &mut Vec<String>) {
     match v {
         Value::Object(o) => {
-            if o.get("required").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            if o.get("required")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty)
+            {
                 out.push(format!("{at}: empty required"));
             }
             if o.get("nullable") == Some(&json!(true)) && !o.contains_key("type") {
@@ -448,23 +451,34 @@ async fn the_document_is_clean_for_linters_and_generators() {
     let mut problems = Vec::new();
     shape_problems(&doc, "", &mut problems);
     assert!(doc["servers"][0]["url"].is_string(), "servers");
-    let tags: BTreeSet<&str> = doc["tags"].as_array().expect("tags").iter()
-        .filter_map(|t| t["name"].as_str()).collect();
+    let tags: BTreeSet<&str> = doc["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for (method, op) in item.as_object().expect("ops") {
             let at = format!("{method} {path}");
             let op_tags = op["tags"].as_array().map_or(0, Vec::len);
-            if op_tags == 0 || !op["tags"].as_array().into_iter().flatten()
-                .all(|t| t.as_str().is_some_and(|t| tags.contains(t))) {
+            if op_tags == 0
+                || !op["tags"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .all(|t| t.as_str().is_some_and(|t| tags.contains(t)))
+            {
                 problems.push(format!("{at}: no declared tag"));
             }
             let responses = op["responses"].as_object().expect("responses");
             if method != "get" && responses.contains_key("304") {
                 problems.push(format!("{at}: 304 on a {method}"));
             }
-            if method == "delete" && (!responses.contains_key("204")
-                || responses.keys().any(|k| k.starts_with('2') && k != "204")
-                || responses["204"].get("content").is_some()) {
+            if method == "delete"
+                && (!responses.contains_key("204")
+                    || responses.keys().any(|k| k.starts_with('2') && k != "204")
+                    || responses["204"].get("content").is_some())
+            {
                 problems.push(format!("{at}: a DELETE answers 204 and nothing else"));
             }
             if responses.contains_key("415") && op.get("requestBody").is_none() {

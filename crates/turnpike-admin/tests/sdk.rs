@@ -88,7 +88,10 @@ fn builds(zip: &Path, language: &str, work: &Path) {
         "unzip",
     );
     let client = dir.join(format!("pet-store-v1-{language}"));
-    assert!(client.is_dir(), "the zip holds one folder named after the API");
+    assert!(
+        client.is_dir(),
+        "the zip holds one folder named after the API"
+    );
     match language {
         "typescript" => run(
             Command::new(root().join("ui/node_modules/.bin/tsc"))
@@ -125,9 +128,15 @@ fn builds(zip: &Path, language: &str, work: &Path) {
 
 async fn each_language_downloads_and_builds(url: String) {
     let cp = control_plane(&url).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(turnpike_admin::serve(listener, cp.state.clone(), std::future::pending()));
+    tokio::spawn(turnpike_admin::serve(
+        listener,
+        cp.state.clone(),
+        std::future::pending(),
+    ));
     let definition = json!({"openapi": "3.0.3", "info": {"title": "Pet Store", "version": "v1"},
         "paths": {"/pets": {"get": {"operationId": "listPets", "responses": {"200": {"description": "pets",
             "content": {"application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Pet"}}}}}}},
@@ -151,7 +160,12 @@ async fn each_language_downloads_and_builds(url: String) {
     assert_eq!(status, 404, "a created (unpublished) API has no SDK");
     assert_eq!(cp.lifecycle(&id, "Publish").await.status, 200);
     let (status, _) = download(&base, &format!("{SDKS}/{id}/sdks/cobol"), &zip);
-    assert_eq!(status, 400, "{}", std::fs::read_to_string(&zip).unwrap_or_default());
+    assert_eq!(
+        status,
+        400,
+        "{}",
+        std::fs::read_to_string(&zip).unwrap_or_default()
+    );
     for language in ["typescript", "python", "java"] {
         let (status, ctype) = download(&base, &format!("{SDKS}/{id}/sdks/{language}"), &zip);
         assert_eq!(

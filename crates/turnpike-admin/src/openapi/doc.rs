@@ -17,7 +17,10 @@ fn params(path: &str) -> Vec<Value> {
                 "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
                 "report" => json!({"type": "string", "enum": crate::rest::analytics::REPORTS}),
                 "language" => {
-                    let langs: Vec<&str> = crate::rest::sdk::LANGUAGES.iter().map(|(l, _)| *l).collect();
+                    let langs: Vec<&str> = crate::rest::sdk::LANGUAGES
+                        .iter()
+                        .map(|(l, _)| *l)
+                        .collect();
                     json!({"type": "string", "enum": langs})
                 }
                 _ => json!({"type": "string"}),
@@ -33,10 +36,26 @@ fn error(description: &str) -> Value {
 
 /// The document's tags: one per REST API, named by the path's prefix.
 const TAGS: [(&str, &str, &str); 4] = [
-    ("/api/am/publisher/", "Publisher", "Create, import, publish and govern APIs"),
-    ("/api/am/devportal/", "Developer Portal", "Discover APIs, applications, keys and subscriptions"),
-    ("/api/am/admin/", "Admin", "Tiers, users, settings, gateways, analytics and the audit log"),
-    ("/api/am/gateway/", "Gateway sync", "What gateways call: snapshots, status and analytics"),
+    (
+        "/api/am/publisher/",
+        "Publisher",
+        "Create, import, publish and govern APIs",
+    ),
+    (
+        "/api/am/devportal/",
+        "Developer Portal",
+        "Discover APIs, applications, keys and subscriptions",
+    ),
+    (
+        "/api/am/admin/",
+        "Admin",
+        "Tiers, users, settings, gateways, analytics and the audit log",
+    ),
+    (
+        "/api/am/gateway/",
+        "Gateway sync",
+        "What gateways call: snapshots, status and analytics",
+    ),
 ];
 
 fn tag_of(path: &str) -> &'static str {
@@ -87,8 +106,10 @@ fn responses(op: &Operation, has_query: bool) -> Value {
             "text/xml": {"schema": {"type": "string"}}}}),
         ("getVisibleApiDocumentContent", _) => json!({"description": "the markdown", "content": {
             "text/markdown": {"schema": {"type": "string"}}}}),
-        ("getApiSdk", _) => json!({"description": "the generated client, one folder in a zip", "content": {
-            "application/zip": {"schema": {"type": "string", "format": "binary"}}}}),
+        ("getApiSdk", _) => {
+            json!({"description": "the generated client, one folder in a zip", "content": {
+            "application/zip": {"schema": {"type": "string", "format": "binary"}}}})
+        }
         ("getApiDefinition" | "getVisibleApiDefinition", Some(s)) => {
             json!({"description": "the definition (YAML when it was imported as YAML)", "content": {
             "application/json": {"schema": s}, "application/yaml": {"schema": {"type": "object", "description": "the document as YAML"}}}})
@@ -149,7 +170,10 @@ fn responses(op: &Operation, has_query: bool) -> Value {
         "getApiSdk" => {
             add(400, "not a language offered");
             add(500, "the generator failed on the API's definition");
-            add(503, "no generator installed (the message names what is missing), or busy");
+            add(
+                503,
+                "no generator installed (the message names what is missing), or busy",
+            );
         }
         _ => {}
     }

@@ -170,7 +170,8 @@ fn portal_api() -> Value {
 /// The bodies of the two "try" operations: try-it (a request relayed to the gateway) and
 /// mediation/try (a transformation run on a sample).
 fn try_schemas() -> Value {
-    let headers = json!({"type": "object", "maxProperties": 50, "additionalProperties": {"type": "string"}});
+    let headers =
+        json!({"type": "object", "maxProperties": 50, "additionalProperties": {"type": "string"}});
     json!({
         "TryItInput": strict(&["method", "path"], json!({
             "method": {"type": "string", "enum": turnpike_model::rest::METHODS},

@@ -14,8 +14,8 @@ pub(crate) mod mediation_try;
 pub(crate) mod portal_settings;
 pub(crate) mod publisher;
 pub(crate) mod ready;
-pub(crate) mod throttle_settings;
 pub(crate) mod sdk;
+pub(crate) mod throttle_settings;
 pub(crate) mod try_it;
 pub(crate) mod users;
 

@@ -229,13 +229,15 @@ async fn generate(
     language: &str,
 ) -> ApiResult<Bytes> {
     let dir = std::env::temp_dir().join(format!("turnpike-sdk-{}", crate::random_secret()));
-    let result = run(java, jar, generator, doc, slug, &dir).await.and_then(|()| {
-        let prefix = format!("{slug}-{language}");
-        zip_dir(&dir.join("out"), &prefix).map_err(|e| {
-            tracing::error!(error = %e, "sdk: zipping the generated client");
-            ApiError::internal()
-        })
-    });
+    let result = run(java, jar, generator, doc, slug, &dir)
+        .await
+        .and_then(|()| {
+            let prefix = format!("{slug}-{language}");
+            zip_dir(&dir.join("out"), &prefix).map_err(|e| {
+                tracing::error!(error = %e, "sdk: zipping the generated client");
+                ApiError::internal()
+            })
+        });
     let _ = std::fs::remove_dir_all(&dir);
     result.map(Bytes::from)
 }
@@ -266,7 +268,10 @@ async fn run(
         .arg(&input)
         .arg("-o")
         .arg(dir.join("out"))
-        .arg(format!("--additional-properties={}", options(generator, slug)))
+        .arg(format!(
+            "--additional-properties={}",
+            options(generator, slug)
+        ))
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();
