@@ -152,6 +152,16 @@ export const devportal = {
   async api(id: string): Promise<PortalApi> {
     return must(await api.GET('/api/am/devportal/v1/apis/{apiId}', { params: { path: { apiId: id } } }));
   },
+  /** A generated client library as a zip (typescript, python, java); 503 names what the
+   * control plane lacks when it has no generator. */
+  async sdk(id: string, language: 'typescript' | 'python' | 'java'): Promise<Blob> {
+    return must(
+      await api.GET('/api/am/devportal/v1/apis/{apiId}/sdks/{language}', {
+        params: { path: { apiId: id, language } },
+        parseAs: 'blob',
+      }),
+    );
+  },
   async definition(id: string): Promise<unknown> {
     return must(
       await api.GET('/api/am/devportal/v1/apis/{apiId}/swagger', { params: { path: { apiId: id } } }),
