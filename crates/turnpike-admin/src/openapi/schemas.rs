@@ -287,7 +287,8 @@ pub fn schemas() -> Value {
         }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"name": "Hello", "context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
         "CachePurgeInput": json!({"type": "object", "additionalProperties": false, "description": "nothing (every entry), or one of prefix and tag", "properties": {
             "prefix": {"type": "string", "maxLength": 2000, "pattern": "^/", "description": "upstream path prefix"},
-            "tag": {"type": "string", "maxLength": 200, "description": "a value of the cache's tag_header"}}}),
+            "tag": {"type": "string", "maxLength": 200, "description": "a value of the cache's tag_header"}},
+            "example": {"prefix": "/items"}}),
         "CachePurge": json!({"type": "object", "required": ["id"], "properties": {
             "id": {"type": "integer", "minimum": 1, "description": "increasing; each gateway applies a purge once"},
             "prefix": {"type": "string"}, "tag": {"type": "string"}}}),
