@@ -36,10 +36,11 @@ curl -fsS "http://127.0.0.1:$cp_port/api/am/openapi.json" -o "$doc"
 echo "-- spectral lint (spectral:oas)"
 "$tools/spectral" lint --ruleset "$root/tools/openapi/.spectral.yaml" --fail-severity error "$doc"
 echo "-- redocly lint"
-"$tools/redocly" lint --config "$root/tools/openapi/redocly.yaml" "$doc"
+"$tools/redocly" lint --config "$root/tools/openapi/redocly.yaml" --format=summary "$doc"
 
 echo "-- typescript-fetch client: generate, compile"
-java -jar "$jar" generate -i "$doc" -g typescript-fetch -o "$work/ts" >"$work/gen-ts.log" 2>&1 \
+java -jar "$jar" generate -i "$doc" -g typescript-fetch -o "$work/ts" \
+  --additional-properties=npmName=turnpike-client,supportsES6=true >"$work/gen-ts.log" 2>&1 \
   || { cat "$work/gen-ts.log" >&2; exit 1; }
 "$root/ui/node_modules/.bin/tsc" --noEmit -p "$work/ts"
 
@@ -51,6 +52,6 @@ java -jar "$jar" generate -i "$doc" -g python -o "$work/py" \
 
 echo "-- ui/src/api/schema.d.ts is fresh"
 (cd "$root/ui" && TURNPIKE_OPENAPI="$doc" node scripts/gen-api.mjs >/dev/null)
-git -C "$root" diff --exit-code -- ui/src/api/schema.d.ts \
+git -C "$root" --no-pager diff --stat --exit-code -- ui/src/api/schema.d.ts \
   || { echo "ui/src/api/schema.d.ts is stale: run npm run gen:api against a running control plane and commit it" >&2; exit 1; }
 echo "openapi-check: ok"
