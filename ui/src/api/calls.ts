@@ -285,6 +285,10 @@ export const admin = {
       }),
     );
   },
+  /** Every user's applications (the DevPortal's list is the caller's own). */
+  async applications(): Promise<Listing<Application>> {
+    return must(await api.GET('/api/am/admin/v1/applications', { params: { query: { limit: 1000 } } }));
+  },
   async users(): Promise<Listing<User>> {
     return must(await api.GET('/api/am/admin/v1/users', {}));
   },

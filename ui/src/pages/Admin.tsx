@@ -18,7 +18,7 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
-import { admin, devportal, type Gateway, type SigningKey, type TierKind } from '../api/calls';
+import { admin, type Gateway, type SigningKey, type TierKind } from '../api/calls';
 import type { Role } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading, StateBadge } from './common';
@@ -251,7 +251,7 @@ function Users() {
 }
 
 function Applications() {
-  const apps = useLoad(() => devportal.applications(), []);
+  const apps = useLoad(() => admin.applications(), []);
   return (
     <Stack>
       <Title order={2}>Applications</Title>
