@@ -1558,7 +1558,7 @@ export interface components {
         ApiKey: {
             /** @description shown once */
             apikey?: string;
-            createdTime?: number;
+            createdTime: number;
             expiresAt?: number | null;
             id: string;
             keyType: string;
@@ -1764,17 +1764,7 @@ export interface components {
          *       "oauth2": true
          *     }
          */
-        ApiSecurity: "none" | {
-            api_key?: boolean;
-            api_key_header?: string;
-            api_key_query?: string;
-            backend_jwt?: {
-                [key: string]: unknown;
-            };
-            basic?: boolean;
-            oauth2?: boolean;
-            subscription?: boolean;
-        };
+        ApiSecurity: "none" | components["schemas"]["ApiSecuritySettings"];
         /**
          * @description PUT: fields left out keep their values. PATCH: a JSON Merge Patch (null restores a default).
          * @example {
@@ -2331,7 +2321,7 @@ export interface components {
             tokenType?: "JWT" | "OPAQUE";
         };
         LifecycleState: {
-            availableTransitions: string[];
+            availableTransitions: ("Publish" | "Deploy as a Prototype" | "Demote to Created" | "Block" | "Deprecate" | "Re-Publish" | "Retire")[];
             state: string;
         };
         /**
@@ -2433,6 +2423,49 @@ export interface components {
         };
         PortalApi: {
             context: string;
+            readonly createdTime?: number;
+            /** @description dates a DEPRECATED API's responses announce (Deprecation, Sunset and Link headers); RFC 3339 dates */
+            deprecation?: {
+                /** Format: uri */
+                link?: string;
+                /** @example 2026-06-30 */
+                since?: string;
+                /** @example 2026-12-31T00:00:00Z */
+                sunset?: string;
+            };
+            description?: string;
+            /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
+            graphql?: {
+                [key: string]: unknown;
+            };
+            readonly id: string;
+            isDefaultVersion: boolean;
+            readonly lastUpdatedTime?: number;
+            readonly lifecycleStatus: string;
+            name: string;
+            /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
+            paths?: {
+                /**
+                 * @description templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case
+                 * @default false
+                 */
+                case_insensitive?: boolean;
+                /**
+                 * @description refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path
+                 * @default refuse
+                 * @enum {string}
+                 */
+                matrix_parameters?: "refuse" | "strip";
+            };
+            /** @description subscription tiers offered */
+            policies: string[];
+            readonly provider: string;
+            resources: components["schemas"]["Resource"][];
+            readonly revision: number;
+            tags?: string[];
+            /** @enum {string} */
+            type: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            version: string;
             endpointURLs: {
                 URLs: {
                     http?: string;
@@ -2444,9 +2477,6 @@ export interface components {
                 };
                 environmentName: string;
             }[];
-            id: string;
-            name: string;
-            version: string;
         };
         PortalApiList: {
             count: number;
@@ -2720,6 +2750,18 @@ export interface components {
             roles?: ("admin" | "publisher" | "subscriber")[];
             /** @enum {string} */
             status?: "ACTIVE" | "DISABLED";
+        };
+        /** @description which credentials the API accepts */
+        ApiSecuritySettings: {
+            api_key?: boolean;
+            api_key_header?: string;
+            api_key_query?: string;
+            backend_jwt?: {
+                [key: string]: unknown;
+            };
+            basic?: boolean;
+            oauth2?: boolean;
+            subscription?: boolean;
         };
     };
     responses: never;
@@ -8406,7 +8448,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiSecurity"];
+                    "application/json": components["schemas"]["ApiSecuritySettings"];
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
@@ -8459,7 +8501,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiSecurity"];
+                    "application/json": components["schemas"]["ApiSecuritySettings"];
                 };
             };
             /** @description invalid fields, all of them listed in errors[] */
