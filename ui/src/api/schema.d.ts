@@ -1765,6 +1765,18 @@ export interface components {
          *     }
          */
         ApiSecurity: "none" | components["schemas"]["ApiSecuritySettings"];
+        /** @description which credentials the API accepts */
+        ApiSecuritySettings: {
+            api_key?: boolean;
+            api_key_header?: string;
+            api_key_query?: string;
+            backend_jwt?: {
+                [key: string]: unknown;
+            };
+            basic?: boolean;
+            oauth2?: boolean;
+            subscription?: boolean;
+        };
         /**
          * @description PUT: fields left out keep their values. PATCH: a JSON Merge Patch (null restores a default).
          * @example {
@@ -2022,7 +2034,12 @@ export interface components {
             prefix?: string;
             tag?: string;
         };
-        /** @description nothing (every entry), or one of prefix and tag */
+        /**
+         * @description nothing (every entry), or one of prefix and tag
+         * @example {
+         *       "prefix": "/items"
+         *     }
+         */
         CachePurgeInput: {
             /** @description upstream path prefix */
             prefix?: string;
@@ -2434,38 +2451,6 @@ export interface components {
                 sunset?: string;
             };
             description?: string;
-            /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
-            graphql?: {
-                [key: string]: unknown;
-            };
-            readonly id: string;
-            isDefaultVersion: boolean;
-            readonly lastUpdatedTime?: number;
-            readonly lifecycleStatus: string;
-            name: string;
-            /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
-            paths?: {
-                /**
-                 * @description templates match in any letter case and the path is forwarded in lower case (IIS back ends); context, version and templates must be lower case
-                 * @default false
-                 */
-                case_insensitive?: boolean;
-                /**
-                 * @description refuse: a ';' in the path is 400 invalid_path; strip: ';' parameters are removed before routing and the back end gets the stripped path
-                 * @default refuse
-                 * @enum {string}
-                 */
-                matrix_parameters?: "refuse" | "strip";
-            };
-            /** @description subscription tiers offered */
-            policies: string[];
-            readonly provider: string;
-            resources: components["schemas"]["Resource"][];
-            readonly revision: number;
-            tags?: string[];
-            /** @enum {string} */
-            type: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
-            version: string;
             endpointURLs: {
                 URLs: {
                     http?: string;
@@ -2477,6 +2462,24 @@ export interface components {
                 };
                 environmentName: string;
             }[];
+            /** @description a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications) */
+            graphql?: {
+                [key: string]: unknown;
+            };
+            readonly id: string;
+            isDefaultVersion: boolean;
+            readonly lastUpdatedTime?: number;
+            readonly lifecycleStatus: string;
+            name: string;
+            /** @description subscription tiers offered */
+            policies: string[];
+            readonly provider: string;
+            resources: components["schemas"]["Resource"][];
+            readonly revision: number;
+            tags?: string[];
+            /** @enum {string} */
+            type: "HTTP" | "GRAPHQL" | "SOAP" | "SOAP_TO_REST";
+            version: string;
         };
         PortalApiList: {
             count: number;
@@ -2750,18 +2753,6 @@ export interface components {
             roles?: ("admin" | "publisher" | "subscriber")[];
             /** @enum {string} */
             status?: "ACTIVE" | "DISABLED";
-        };
-        /** @description which credentials the API accepts */
-        ApiSecuritySettings: {
-            api_key?: boolean;
-            api_key_header?: string;
-            api_key_query?: string;
-            backend_jwt?: {
-                [key: string]: unknown;
-            };
-            basic?: boolean;
-            oauth2?: boolean;
-            subscription?: boolean;
         };
     };
     responses: never;
