@@ -124,6 +124,17 @@ async fn fixtures(cp: &Cp) -> Fixtures {
         .create_api("/fixture", "v1", "http://127.0.0.1:9", true)
         .await;
     assert_eq!(cp.lifecycle(&api, "Publish").await.status, 200);
+    // A response cache, so the cache purge's example has something to purge.
+    let cached = cp
+        .call(
+            Method::PATCH,
+            &format!("/api/am/publisher/v1/apis/{api}"),
+            Some("admin"),
+            Some(json!({"cacheConfiguration": {"ttl": "60s"}})),
+            &[],
+        )
+        .await;
+    assert_eq!(cached.status, 200, "{}", cached.json);
     let app = cp
         .post(
             "/api/am/devportal/v1/applications",

@@ -4,6 +4,13 @@
 
 use serde_json::{json, Value};
 
+/// The SDK languages offered (`rest/sdk.rs`) and openapi-generator's generator for each.
+pub(crate) const SDK_LANGUAGES: [(&str, &str); 3] = [
+    ("typescript", "typescript-fetch"),
+    ("python", "python"),
+    ("java", "java"),
+];
+
 pub(crate) fn query(name: &str, required: bool, schema: Value, description: &str) -> Value {
     json!({"name": name, "in": "query", "required": required, "schema": schema, "description": description})
 }

@@ -17,7 +17,7 @@ fn params(path: &str) -> Vec<Value> {
                 "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
                 "report" => json!({"type": "string", "enum": crate::rest::analytics::REPORTS}),
                 "language" => {
-                    let langs: Vec<&str> = crate::rest::sdk::LANGUAGES
+                    let langs: Vec<&str> = crate::openapi::detail::SDK_LANGUAGES
                         .iter()
                         .map(|(l, _)| *l)
                         .collect();

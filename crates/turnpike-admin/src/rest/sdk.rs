@@ -31,12 +31,6 @@ use crate::auth::Portal;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::AppState;
 
-/// The languages offered and openapi-generator's generator for each.
-pub(crate) const LANGUAGES: [(&str, &str); 3] = [
-    ("typescript", "typescript-fetch"),
-    ("python", "python"),
-    ("java", "java"),
-];
 /// The jar's version when `TURNPIKE_OPENAPI_GENERATOR_JAR` does not name one.
 const GENERATOR_VERSION: &str = "7.17.0";
 /// Longest one generation may run.
@@ -107,8 +101,14 @@ async fn download(
     _c: Portal,
     Path((id, language)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let Some(&(_, generator)) = LANGUAGES.iter().find(|(l, _)| *l == language) else {
-        let offered: Vec<&str> = LANGUAGES.iter().map(|(l, _)| *l).collect();
+    let Some(&(_, generator)) = crate::openapi::detail::SDK_LANGUAGES
+        .iter()
+        .find(|(l, _)| *l == language)
+    else {
+        let offered: Vec<&str> = crate::openapi::detail::SDK_LANGUAGES
+            .iter()
+            .map(|(l, _)| *l)
+            .collect();
         return Err(ApiError::invalid(vec![FieldError {
             field: "language".into(),
             message: format!("must be one of {offered:?}"),
