@@ -28,6 +28,29 @@ for svc in nginx redis-server postgresql haproxy; do
   (command -v systemctl >/dev/null && systemctl stop "$svc" 2>/dev/null) || service "$svc" stop >/dev/null 2>&1 || true
 done
 
+# The REST contract's checks (scripts/openapi-check.sh) and the DevPortal's SDK downloads
+# (crates/turnpike-admin/tests/sdk.rs): spectral and redocly (tools/openapi, pinned), the
+# openapi-generator-cli jar and the Jackson jars its Java clients compile against, from
+# Maven Central into the Maven local repository; java (17 is on the machine) and Maven;
+# pydantic and friends for the generated Python client.
+command -v java >/dev/null || apt_install default-jdk-headless
+command -v javac >/dev/null || apt_install default-jdk-headless
+command -v mvn >/dev/null || apt_install maven
+(cd "$here/../tools/openapi" && npm ci --no-audit --no-fund --silent)
+for artifact in \
+  org.openapitools:openapi-generator-cli:7.17.0 \
+  com.fasterxml.jackson.core:jackson-databind:2.19.2 \
+  com.fasterxml.jackson.datatype:jackson-datatype-jsr310:2.19.2 \
+  org.openapitools:jackson-databind-nullable:0.2.8 \
+  com.google.code.findbugs:jsr305:3.0.2 \
+  jakarta.annotation:jakarta.annotation-api:1.3.5; do
+  group="${artifact%%:*}"; rest="${artifact#*:}"; name="${rest%%:*}"; version="${rest#*:}"
+  [ -f "$HOME/.m2/repository/${group//.//}/$name/$version/$name-$version.jar" ] \
+    || mvn -B -q dependency:get -Dartifact="$artifact" >/dev/null
+done
+python3 -c 'import pydantic, dateutil, urllib3, typing_extensions' 2>/dev/null \
+  || python3 -m pip install --quiet 'pydantic>=2' python-dateutil urllib3 typing-extensions
+
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 # Every crate of Cargo.lock, all platforms' included: `cargo metadata --offline` (the
 # crate-layers test) resolves them all, and a build fetches only this platform's.

@@ -56,6 +56,11 @@ echo "== helm chart"
 deploy/helm/check.sh
 # --- end packaging
 
+# The REST contract (issue 29): the served OpenAPI document linted (spectral, redocly),
+# generated TypeScript and Python clients build, the UI's generated types are fresh.
+echo "== openapi"
+scripts/openapi-check.sh target/ci-bench/turnpike
+
 # The portals in Chromium against a real `turnpike up` (screenshots in target/screenshots).
 echo "== ui browser tests"
 (cd ui && TURNPIKE_BIN="$PWD/../target/ci-bench/turnpike" npx playwright test)

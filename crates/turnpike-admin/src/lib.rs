@@ -35,6 +35,7 @@ use turnpike_keymanager::{BruteForcePolicy, Clock, PasswordGuard, SystemClock};
 use turnpike_store::Store;
 
 pub use error::ApiError;
+pub use openapi::doc::document as openapi_document;
 pub use openapi::operations::{Operation, OPERATIONS};
 pub use rest::admin::create_user_with;
 pub use rest::environments;

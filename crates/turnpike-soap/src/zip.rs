@@ -124,7 +124,7 @@ fn inflate(name: &str, method: u16, data: &[u8], cap: u64) -> Result<Vec<u8>, St
 }
 
 /// Writes a zip of stored (uncompressed) entries: what tests and tools use to build an
-/// upload.
+/// upload, and the DevPortal's SDK downloads. At most 65,535 entries of < 4 GiB each.
 pub fn write_stored(files: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut cd = Vec::new();
@@ -132,9 +132,14 @@ pub fn write_stored(files: &[(&str, &[u8])]) -> Vec<u8> {
         let offset = out.len() as u32;
         let size = (data.len() as u32).to_le_bytes();
         let name_len = (name.len() as u16).to_le_bytes();
+        // Unpackers (unzip, Python's zipfile) check each entry's CRC-32.
+        let mut crc = flate2::Crc::new();
+        crc.update(data);
+        let crc = crc.sum().to_le_bytes();
         out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
         out.extend_from_slice(&[20, 0, 0, 0, 0, 0]);
-        out.extend_from_slice(&[0; 8]);
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&crc);
         out.extend_from_slice(&size);
         out.extend_from_slice(&size);
         out.extend_from_slice(&name_len);
@@ -143,7 +148,8 @@ pub fn write_stored(files: &[(&str, &[u8])]) -> Vec<u8> {
         out.extend_from_slice(data);
         cd.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
         cd.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0]);
-        cd.extend_from_slice(&[0; 8]);
+        cd.extend_from_slice(&[0; 4]);
+        cd.extend_from_slice(&crc);
         cd.extend_from_slice(&size);
         cd.extend_from_slice(&size);
         cd.extend_from_slice(&name_len);

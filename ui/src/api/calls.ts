@@ -1,70 +1,82 @@
-// Every REST call the portals make, through the typed client. Query parameters the
-// OpenAPI document does not list yet are passed with a cast (`q()`), until the
-// document describes them; regenerate schema.d.ts (`npm run gen:api`) when it does.
+// Every REST call the portals make, through the typed client: paths, parameters, bodies
+// and answers are typed by the control plane's OpenAPI document (schema.d.ts, regenerated
+// by `npm run gen:api`), so a call the document does not describe does not compile.
 import { accessToken } from '../auth';
 import { api, ApiFailure, must } from './client';
+import type { components } from './schema';
 import type {
   Api,
+  ApiKey,
+  ApiSecurity,
   Application,
+  AuditEntry,
+  DevportalSettings,
+  GatewayList,
+  KeyType,
+  LifecycleAction,
   Listing,
   OAuthKeys,
+  PortalApi,
+  SignupSettings,
   Subscription,
   Tier,
   TryResult,
   User,
 } from './types';
 
-const q = (query: Record<string, string | number | undefined>) => query as never;
+export type { ApiKey, ApiSecurity, AuditEntry, DevportalSettings, Gateway, GatewayList, SignupSettings, SigningKey } from './types';
+
+type Schemas = components['schemas'];
 
 export type TierKind = 'subscription' | 'application' | 'advanced';
 
 export const publisher = {
   async apis(search: string): Promise<Listing<Api>> {
     const r = await api.GET('/api/am/publisher/v1/apis', {
-      params: { query: q({ query: search || undefined, limit: 100 }) },
+      params: { query: { query: search || undefined, limit: 100 } },
     });
-    return must(r) as Listing<Api>;
+    return must(r);
   },
   async api(id: string): Promise<Api> {
-    return must(await api.GET('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } } })) as Api;
+    return must(await api.GET('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } } }));
   },
-  async create(body: Partial<Api>): Promise<Api> {
-    return must(await api.POST('/api/am/publisher/v1/apis', { body: body as never })) as Api;
+  async create(body: Schemas['Api']): Promise<Api> {
+    return must(await api.POST('/api/am/publisher/v1/apis', { body }));
   },
-  async update(id: string, body: Partial<Api>): Promise<Api> {
+  async update(id: string, body: Schemas['ApiUpdate']): Promise<Api> {
     return must(
       await api.PUT('/api/am/publisher/v1/apis/{apiId}', {
         params: { path: { apiId: id } },
-        body: body as never,
+        body,
       }),
-    ) as Api;
+    );
   },
   /** A copy of the API as a new version (its resources, settings and definition). */
   async newVersion(id: string, newVersion: string, defaultVersion: boolean): Promise<Api> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/copy-api', {
-        params: { query: q({ apiId: id, newVersion, defaultVersion: String(defaultVersion) }) },
+        params: { query: { apiId: id, newVersion, defaultVersion } },
       }),
-    ) as Api;
+    );
   },
   async security(id: string): Promise<ApiSecurity> {
     return must(
       await api.GET('/api/am/publisher/v1/apis/{apiId}/security', { params: { path: { apiId: id } } }),
-    ) as ApiSecurity;
+    );
   },
   async setSecurity(id: string, body: ApiSecurity): Promise<ApiSecurity> {
     return must(
       await api.PUT('/api/am/publisher/v1/apis/{apiId}/security', {
         params: { path: { apiId: id } },
-        body: body as never,
+        body,
       }),
-    ) as ApiSecurity;
+    );
   },
   /** A JSON Merge Patch of the API (only the fields given change). */
-  async patch(id: string, body: Record<string, unknown>): Promise<Api> {
+  async patch(id: string, body: Schemas['ApiUpdate']): Promise<Api> {
     return must(
-      await api.PATCH('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } }, body: body as never }),
-    ) as Api;
+      await api.PATCH('/api/am/publisher/v1/apis/{apiId}', { params: { path: { apiId: id } }, body }),
+    );
   },
   /** Purges the API's cached answers on every gateway: all (`{}`), a prefix or a tag. */
   async purgeCache(id: string, body: { prefix?: string; tag?: string }): Promise<CachePurge> {
@@ -75,36 +87,36 @@ export const publisher = {
       }),
     ) as CachePurge;
   },
-  async tryMediation(id: string, body: Record<string, unknown>): Promise<unknown> {
+  async tryMediation(id: string, body: Schemas['MediationTryInput']): Promise<Schemas['MediationTryResult']> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/{apiId}/mediation/try', {
         params: { path: { apiId: id } },
-        body: body as never,
+        body,
       }),
     );
   },
   /** A SOAP or SOAP_TO_REST API from a WSDL 1.1 (its text, or a zip with its XSDs as base64). */
-  async importWsdl(source: { wsdl?: string; zip?: string }, type: string, props: Record<string, unknown>): Promise<Api & { soap?: { problems?: unknown[] } }> {
+  async importWsdl(source: { wsdl?: string; zip?: string }, type: 'SOAP' | 'SOAP_TO_REST', props: Record<string, unknown>): Promise<Api & { soap?: { problems?: unknown[] } }> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/import-wsdl', {
-        body: { ...source, type, additionalProperties: props } as never,
+        body: { ...source, type, additionalProperties: props },
       }),
-    ) as Api & { soap?: { problems?: unknown[] } };
+    );
   },
   /** A GraphQL API from its SDL schema. */
   async importGraphql(sdl: string, props: Record<string, unknown>): Promise<Api> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/import-graphql-schema', {
-        body: { definition: sdl, additionalProperties: props } as never,
+        body: { definition: sdl, additionalProperties: props },
       }),
-    ) as Api;
+    );
   },
   async importOpenApi(definition: unknown, props: Record<string, unknown>): Promise<Api> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/import-openapi', {
-        body: { definition, additionalProperties: props } as never,
+        body: { definition, additionalProperties: props },
       }),
-    ) as Api;
+    );
   },
   /** An OpenAPI document the control plane fetches from `url` (http or https). */
   async importOpenApiUrl(url: string, props: Record<string, unknown>): Promise<Api> {
@@ -152,49 +164,59 @@ export const publisher = {
       }),
     );
   },
-  async lifecycle(id: string): Promise<{ state: string; availableTransitions: string[] }> {
+  async lifecycle(id: string): Promise<Schemas['LifecycleState']> {
     return must(
       await api.GET('/api/am/publisher/v1/apis/{apiId}/lifecycle-state', { params: { path: { apiId: id } } }),
-    ) as { state: string; availableTransitions: string[] };
+    );
   },
-  async changeLifecycle(id: string, action: string): Promise<void> {
+  async changeLifecycle(id: string, action: LifecycleAction): Promise<void> {
     must(
       await api.POST('/api/am/publisher/v1/apis/change-lifecycle', {
-        params: { query: q({ apiId: id, action }) },
+        params: { query: { apiId: id, action } },
       }),
     );
   },
   async subscriptions(apiId: string): Promise<Listing<Subscription>> {
     return must(
-      await api.GET('/api/am/publisher/v1/subscriptions', { params: { query: q({ apiId }) } }),
-    ) as Listing<Subscription>;
+      await api.GET('/api/am/publisher/v1/subscriptions', { params: { query: { apiId } } }),
+    );
   },
   async block(subscriptionId: string): Promise<void> {
     must(
       await api.POST('/api/am/publisher/v1/subscriptions/block-subscription', {
-        params: { query: q({ subscriptionId, blockState: 'BLOCKED' }) },
+        params: { query: { subscriptionId, blockState: 'BLOCKED' } },
       }),
     );
   },
   async unblock(subscriptionId: string): Promise<void> {
     must(
       await api.POST('/api/am/publisher/v1/subscriptions/unblock-subscription', {
-        params: { query: q({ subscriptionId }) },
+        params: { query: { subscriptionId } },
       }),
     );
   },
 };
 
 export const devportal = {
-  async apis(search: string): Promise<Listing<Api>> {
+  async apis(search: string): Promise<Listing<PortalApi>> {
     return must(
       await api.GET('/api/am/devportal/v1/apis', {
-        params: { query: q({ query: search || undefined, limit: 100 }) },
+        params: { query: { query: search || undefined, limit: 100 } },
       }),
-    ) as Listing<Api>;
+    );
   },
-  async api(id: string): Promise<Api> {
-    return must(await api.GET('/api/am/devportal/v1/apis/{apiId}', { params: { path: { apiId: id } } })) as Api;
+  async api(id: string): Promise<PortalApi> {
+    return must(await api.GET('/api/am/devportal/v1/apis/{apiId}', { params: { path: { apiId: id } } }));
+  },
+  /** A generated client library as a zip (typescript, python, java); 503 names what the
+   * control plane lacks when it has no generator. */
+  async sdk(id: string, language: 'typescript' | 'python' | 'java'): Promise<Blob> {
+    return must(
+      await api.GET('/api/am/devportal/v1/apis/{apiId}/sdks/{language}', {
+        params: { path: { apiId: id, language } },
+        parseAs: 'blob',
+      }),
+    );
   },
   async definition(id: string): Promise<unknown> {
     return must(
@@ -202,7 +224,7 @@ export const devportal = {
     );
   },
   async applications(): Promise<Listing<Application>> {
-    return must(await api.GET('/api/am/devportal/v1/applications', {})) as Listing<Application>;
+    return must(await api.GET('/api/am/devportal/v1/applications', {}));
   },
   async documents(apiId: string): Promise<Listing<ApiDocument>> {
     return must(
@@ -214,10 +236,10 @@ export const devportal = {
       await api.GET('/api/am/devportal/v1/applications/{applicationId}', {
         params: { path: { applicationId: id } },
       }),
-    ) as Application;
+    );
   },
-  async createApplication(body: Partial<Application>): Promise<Application> {
-    return must(await api.POST('/api/am/devportal/v1/applications', { body: body as never })) as Application;
+  async createApplication(body: Schemas['ApplicationInput']): Promise<Application> {
+    return must(await api.POST('/api/am/devportal/v1/applications', { body }));
   },
   /** A JSON Merge Patch of the application: name, description, tier. */
   async updateApplication(id: string, patch: Partial<Application>): Promise<Application> {
@@ -256,17 +278,17 @@ export const devportal = {
     }
     return r.blob();
   },
-  async subscriptions(filter: { applicationId?: string; apiId?: string }): Promise<Listing<Subscription>> {
+  async subscriptions(filter: { applicationId: string; apiId?: string }): Promise<Listing<Subscription>> {
     return must(
-      await api.GET('/api/am/devportal/v1/subscriptions', { params: { query: q(filter) } }),
-    ) as Listing<Subscription>;
+      await api.GET('/api/am/devportal/v1/subscriptions', { params: { query: filter } }),
+    );
   },
   async subscribe(applicationId: string, apiId: string, throttlingPolicy: string): Promise<Subscription> {
     return must(
       await api.POST('/api/am/devportal/v1/subscriptions', {
-        body: { applicationId, apiId, throttlingPolicy } as never,
+        body: { applicationId, apiId, throttlingPolicy },
       }),
-    ) as Subscription;
+    );
   },
   async unsubscribe(id: string): Promise<void> {
     must(
@@ -280,63 +302,41 @@ export const devportal = {
       await api.GET('/api/am/devportal/v1/applications/{applicationId}/keys', {
         params: { path: { applicationId } },
       }),
-    ) as Listing<OAuthKeys>;
+    );
   },
-  async generateKeys(applicationId: string, keyType: string): Promise<OAuthKeys> {
+  async generateKeys(applicationId: string, keyType: KeyType): Promise<OAuthKeys> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/generate-keys', {
         params: { path: { applicationId } },
-        body: { keyType, grantTypes: ['client_credentials'] } as never,
+        body: { keyType, grantTypes: ['client_credentials'] },
       }),
-    ) as OAuthKeys;
+    );
   },
-  async regenerateSecret(applicationId: string, keyType: 'PRODUCTION' | 'SANDBOX'): Promise<OAuthKeys> {
+  async regenerateSecret(applicationId: string, keyType: KeyType): Promise<OAuthKeys> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/keys/{keyType}/regenerate-secret', {
         params: { path: { applicationId, keyType } },
       }),
-    ) as OAuthKeys;
+    );
   },
   async tryIt(
     applicationId: string,
-    req: { method: string; path: string; headers: Record<string, string>; body?: string; keyType: string },
+    req: Schemas['TryItInput'],
   ): Promise<TryResult> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/try-it', {
         params: { path: { applicationId } },
-        body: req as never,
+        body: req,
       }),
-    ) as TryResult;
+    );
   },
 };
 
-/** Which credentials an API accepts (the file's `auth`). */
 /** A purge of an API's cached answers, as the control plane recorded it. */
 export interface CachePurge {
   id: number;
   prefix?: string;
   tag?: string;
-}
-
-export interface ApiSecurity {
-  oauth2: boolean;
-  api_key: boolean;
-  api_key_header?: string;
-  api_key_query?: string;
-  basic: boolean;
-  subscription: boolean;
-  backend_jwt?: unknown;
-}
-
-export interface ApiKey {
-  id: string;
-  name: string;
-  keyType: string;
-  scopes: string[];
-  createdTime: number;
-  expiresAt: number | null;
-  /** Only in the answer that created it. */
-  apikey?: string;
 }
 
 export const apiKeys = {
@@ -345,15 +345,20 @@ export const apiKeys = {
       await api.GET('/api/am/devportal/v1/applications/{applicationId}/api-keys', {
         params: { path: { applicationId } },
       }),
-    ) as Listing<ApiKey>;
+    );
   },
-  async create(applicationId: string, name: string, validityPeriod?: number, keyType = 'PRODUCTION'): Promise<ApiKey> {
+  async create(
+    applicationId: string,
+    name: string,
+    validityPeriod?: number,
+    keyType: KeyType = 'PRODUCTION',
+  ): Promise<ApiKey> {
     return must(
       await api.POST('/api/am/devportal/v1/applications/{applicationId}/api-keys', {
         params: { path: { applicationId } },
-        body: { name, keyType, ...(validityPeriod ? { validityPeriod } : {}) } as never,
+        body: { name, keyType, ...(validityPeriod ? { validityPeriod } : {}) },
       }),
-    ) as ApiKey;
+    );
   },
   async revoke(applicationId: string, keyId: string): Promise<void> {
     must(
@@ -368,15 +373,15 @@ export const admin = {
   async tiers(kind: TierKind): Promise<Listing<Tier>> {
     return must(
       await api.GET('/api/am/admin/v1/throttling/policies/{kind}', { params: { path: { kind } } }),
-    ) as Listing<Tier>;
+    );
   },
-  async createTier(kind: TierKind, body: Partial<Tier>): Promise<Tier> {
+  async createTier(kind: TierKind, body: Schemas['TierInput']): Promise<Tier> {
     return must(
       await api.POST('/api/am/admin/v1/throttling/policies/{kind}', {
         params: { path: { kind } },
-        body: body as never,
+        body,
       }),
-    ) as Tier;
+    );
   },
   /** A JSON Merge Patch of a tier (`null` clears a field: `burst: null` drops the burst limit). */
   async patchTier(kind: TierKind, name: string, body: Record<string, unknown>): Promise<Tier> {
@@ -394,14 +399,18 @@ export const admin = {
       }),
     );
   },
-  async users(): Promise<Listing<User>> {
-    return must(await api.GET('/api/am/admin/v1/users', {})) as Listing<User>;
+  /** Every user's applications (the DevPortal's list is the caller's own). */
+  async applications(): Promise<Listing<Application>> {
+    return must(await api.GET('/api/am/admin/v1/applications', { params: { query: { limit: 1000 } } }));
   },
-  async createUser(body: { name: string; password: string; roles: string[] }): Promise<void> {
-    must(await api.POST('/api/am/admin/v1/users', { body: body as never }));
+  async users(): Promise<Listing<User>> {
+    return must(await api.GET('/api/am/admin/v1/users', {}));
+  },
+  async createUser(body: Schemas['UserInput']): Promise<void> {
+    must(await api.POST('/api/am/admin/v1/users', { body }));
   },
   async setUserStatus(name: string, status: 'ACTIVE' | 'DISABLED'): Promise<void> {
-    must(await api.PATCH('/api/am/admin/v1/users/{name}', { params: { path: { name } }, body: { status } as never }));
+    must(await api.PATCH('/api/am/admin/v1/users/{name}', { params: { path: { name } }, body: { status } }));
   },
   async setUserRoles(name: string, roles: string[]): Promise<void> {
     must(await api.PATCH('/api/am/admin/v1/users/{name}', { params: { path: { name } }, body: { roles } as never }));
@@ -416,46 +425,30 @@ export const admin = {
     must(await api.DELETE('/api/am/admin/v1/users/{name}', { params: { path: { name } } }));
   },
   async gateways(): Promise<GatewayList> {
-    return must(await api.GET('/api/am/admin/v1/gateways', {})) as GatewayList;
+    return must(await api.GET('/api/am/admin/v1/gateways', {}));
   },
-  async keys(): Promise<{ activeKid: string | null; list: SigningKey[] }> {
-    return must(await api.GET('/api/am/admin/v1/keys', {})) as { activeKid: string | null; list: SigningKey[] };
+  async keys(): Promise<components['schemas']['SigningKeys']> {
+    return must(await api.GET('/api/am/admin/v1/keys', {}));
   },
   async rotateKeys(): Promise<void> {
     must(await api.POST('/api/am/admin/v1/keys/rotate', {}));
   },
   async auditLog(query: { user?: string; q?: string; limit: number; offset: number }): Promise<Listing<AuditEntry> & { pagination?: { total: number } }> {
-    return must(await api.GET('/api/am/admin/v1/audit-log', { params: { query } })) as Listing<AuditEntry> & {
-      pagination?: { total: number };
-    };
+    return must(await api.GET('/api/am/admin/v1/audit-log', { params: { query } }));
   },
   async signupSettings(): Promise<SignupSettings> {
-    return must(await api.GET('/api/am/admin/v1/settings/self-signup', {})) as SignupSettings;
+    return must(await api.GET('/api/am/admin/v1/settings/self-signup', {}));
   },
   async setSignupSettings(body: SignupSettings): Promise<SignupSettings> {
-    return must(await api.PUT('/api/am/admin/v1/settings/self-signup', { body })) as SignupSettings;
+    return must(await api.PUT('/api/am/admin/v1/settings/self-signup', { body }));
   },
   async devportalSettings(): Promise<DevportalSettings> {
-    return must(await api.GET('/api/am/admin/v1/settings/devportal', {})) as DevportalSettings;
+    return must(await api.GET('/api/am/admin/v1/settings/devportal', {}));
   },
   async setDevportalSettings(body: DevportalSettings): Promise<DevportalSettings> {
-    return must(await api.PUT('/api/am/admin/v1/settings/devportal', { body })) as DevportalSettings;
+    return must(await api.PUT('/api/am/admin/v1/settings/devportal', { body }));
   },
 };
-
-export interface AuditEntry {
-  version: number;
-  previousVersion: number;
-  timestamp: number;
-  time: string;
-  user: string;
-  /** The summary with today's names in place of ids. */
-  action: string;
-  /** The summary as recorded (with ids). */
-  summary?: string;
-  /** The ids the summary holds: `name` null once the object is deleted. */
-  objects?: { id: string; kind: string | null; name: string | null }[];
-}
 
 /** An API's document (markdown). */
 export interface ApiDocument {
@@ -469,49 +462,17 @@ export interface ApiDocument {
 
 export type DocumentBody = Pick<ApiDocument, 'name' | 'summary' | 'content'>;
 
-export interface SignupSettings {
-  enabled: boolean;
-  approval: boolean;
-}
-
-export interface DevportalSettings {
-  anonymousBrowsing: boolean;
-}
-
 /** Sign-up needs no credentials: the account is ACTIVE, or PENDING until an admin approves. */
 export async function signUp(name: string, password: string): Promise<{ name: string; status: string }> {
   return must(
     await api.POST('/api/am/devportal/v1/self-signup', { body: { name, password } }),
-  ) as { name: string; status: string };
+  );
 }
 
 /** What a visitor may do before signing in (no credentials needed to ask). */
 export async function publicSettings(): Promise<{ anonymousBrowsing: boolean; selfSignup: boolean }> {
-  return must(await api.GET('/api/am/devportal/v1/settings', {})) as { anonymousBrowsing: boolean; selfSignup: boolean };
+  return must(await api.GET('/api/am/devportal/v1/settings', {}));
 }
-export interface Gateway {
-  id: string;
-  servingVersion?: number;
-  serving_version?: number;
-  lastSeenMsAgo?: number;
-  last_seen_ms_ago?: number;
-  upToDate?: boolean;
-  up_to_date?: boolean;
-  lastConvergenceMs?: number | null;
-  last_convergence_ms?: number | null;
-  versionsBehind?: number;
-  /** How long it may have been out of date: behind the newest version, or silent past its next poll. */
-  lagMs?: number;
-  lagging?: boolean;
-  applyMs?: number | null;
-  controlPlane?: string;
-  servingHash?: string;
-  /** Each tracked endpoint's state as the gateway last reported it. */
-  endpoints?: EndpointState[];
-  /** The gateway's last status report, as it sent it (`endpoints` aside). */
-  report?: Record<string, unknown>;
-}
-
 /** One endpoint of an API with resilience settings, as a gateway reports it. */
 export interface EndpointState {
   /** The API's name. */
@@ -529,20 +490,4 @@ export interface EndpointState {
   failures: number;
   inFlight: number;
   suspensions: number;
-}
-
-export interface GatewayList {
-  controlPlaneVersion: number;
-  maxLagMs?: number;
-  lagging?: number;
-  count?: number;
-  list: Gateway[];
-}
-
-export interface SigningKey {
-  kid: string;
-  alg?: string;
-  active: boolean;
-  createdAt?: number;
-  created_at?: number;
 }

@@ -33,9 +33,9 @@ interface ErrorBody {
   errors?: { field: string; message: string }[];
 }
 
-/** Unwraps an openapi-fetch result: the data (typed by the caller until the document
- * describes response bodies), or an ApiFailure with the server's words. */
-export function must(r: { data?: unknown; error?: unknown; response: Response }): unknown {
+/** Unwraps an openapi-fetch result: the data, typed by the document's success schema, or
+ * an ApiFailure with the server's words. */
+export function must<T>(r: { data?: T; error?: unknown; response: Response }): T {
   if (r.error !== undefined || !r.response.ok) {
     const e = (r.error ?? {}) as ErrorBody;
     const fields = e.errors?.map((f) => `${f.field}: ${f.message}`).join('; ');
@@ -45,5 +45,6 @@ export function must(r: { data?: unknown; error?: unknown; response: Response })
       [e.message ?? `HTTP ${r.response.status}`, fields].filter(Boolean).join(' — '),
     );
   }
-  return r.data;
+  // A success without a body (204) has no data: callers of such operations ignore it.
+  return r.data as T;
 }

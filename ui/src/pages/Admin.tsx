@@ -18,7 +18,7 @@ import {
   Title,
 } from '@mantine/core';
 import { admin, type SigningKey } from '../api/calls';
-import type { User } from '../api/types';
+import type { Role, User } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading, pick, StateBadge } from './common';
 import { Settings } from './AdminSettings';
@@ -64,7 +64,7 @@ function Users() {
   const users = useLoad(() => admin.users(), []);
   const [name, setName] = useState('');
   const [password, setPassword] = useState('');
-  const [roles, setRoles] = useState<string[]>(['subscriber']);
+  const [roles, setRoles] = useState<Role[]>(['subscriber']);
   const [error, setError] = useState<string | null>(null);
   const create = async () => {
     setError(null);
@@ -100,7 +100,7 @@ function Users() {
           <Group align="flex-end">
             <TextInput label="Username" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
             <PasswordInput label="Password" description="At least 8 characters" value={password} onChange={(e) => setPassword(e.currentTarget.value)} required />
-            <Checkbox.Group label="Roles" value={roles} onChange={setRoles}>
+            <Checkbox.Group label="Roles" value={roles} onChange={(v) => setRoles(v as Role[])}>
               <Group gap="sm" mt={6} mb={8}>
                 {ROLES.map((r) => (
                   <Checkbox key={r} value={r} label={r} />
@@ -241,7 +241,7 @@ function Keys() {
           </Table.Thead>
           <Table.Tbody>
             {keys.data?.list.map((k: SigningKey) => {
-              const created = pick(k.createdAt, k.created_at);
+              const created = k.created_at;
               return (
                 <Table.Tr key={k.kid}>
                   <Table.Td>

@@ -5,6 +5,7 @@
 import { useState } from 'react';
 import { Alert, Badge, Button, Card, Group, Modal, NumberInput, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { apiKeys, type ApiKey } from '../api/calls';
+import type { KeyType } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading } from './common';
 import { KeyLine } from './KeyLine';
@@ -15,7 +16,7 @@ export function ApiKeys({ appId }: { appId: string }) {
   const keys = useLoad(() => apiKeys.list(appId), [appId]);
   const [name, setName] = useState('');
   const [days, setDays] = useState<number | string>('');
-  const [keyType, setKeyType] = useState('PRODUCTION');
+  const [keyType, setKeyType] = useState<KeyType>('PRODUCTION');
   const [fresh, setFresh] = useState<ApiKey | null>(null);
   const [error, setError] = useState<string | null>(null);
   const act = async (f: () => Promise<unknown>) => {
@@ -74,7 +75,7 @@ export function ApiKeys({ appId }: { appId: string }) {
             label="Key type"
             data={['PRODUCTION', 'SANDBOX']}
             value={keyType}
-            onChange={(v) => setKeyType(v ?? 'PRODUCTION')}
+            onChange={(v) => setKeyType(v === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION')}
             allowDeselect={false}
             w={150}
           />

@@ -23,7 +23,7 @@ import {
   Title,
 } from '@mantine/core';
 import { devportal } from '../api/calls';
-import type { Api, TryResult } from '../api/types';
+import type { KeyType, PortalApi as Api, OAuthKeys, TryRequest, TryResult } from '../api/types';
 import { login, type User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { buildPath, operations, type Operation } from '../lib/openapi';
@@ -267,7 +267,7 @@ function Subscribe({ api }: { api: Api }) {
 function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
   const apps = useLoad(() => devportal.applications(), []);
   const [app, setApp] = useState<string | null>(null);
-  const [keyType, setKeyType] = useState('PRODUCTION');
+  const [keyType, setKeyType] = useState<KeyType>('PRODUCTION');
   const [opKey, setOpKey] = useState<string | null>(ops[0] ? `${ops[0].method} ${ops[0].path}` : null);
   const op = ops.find((o) => `${o.method} ${o.path}` === opKey);
   const [values, setValues] = useState<Record<string, string>>({});
@@ -292,7 +292,8 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
       if (body && !Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['Content-Type'] = 'application/json';
       setResult(
         await devportal.tryIt(app, {
-          method: op?.method ?? 'GET',
+          // The definition's methods, upper-cased (lib/openapi.ts): HTTP methods all.
+          method: (op?.method ?? 'GET') as TryRequest['method'],
           path: fullPath,
           headers: h,
           body: body || undefined,
@@ -328,7 +329,7 @@ function TryIt({ api, ops }: { api: Api; ops: Operation[] }) {
             description="Sandbox keys reach the API's sandbox endpoints"
             data={['PRODUCTION', 'SANDBOX']}
             value={keyType}
-            onChange={(v) => setKeyType(v ?? 'PRODUCTION')}
+            onChange={(v) => setKeyType(v === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION')}
             allowDeselect={false}
           />
           <Select

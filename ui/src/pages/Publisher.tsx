@@ -23,7 +23,7 @@ import {
   Title,
 } from '@mantine/core';
 import { publisher } from '../api/calls';
-import { endpointUrl, type Api, type Endpoint } from '../api/types';
+import { endpointUrl, type Api, type Endpoint, type LifecycleAction } from '../api/types';
 import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';
@@ -169,7 +169,7 @@ async function importFile(file: File | null, props: Record<string, unknown>): Pr
 
 function CreateApi({ kind }: { kind: CreateKind }) {
   const fromFile = kind !== 'scratch';
-  const [soapType, setSoapType] = useState('SOAP');
+  const [soapType, setSoapType] = useState<'SOAP' | 'SOAP_TO_REST'>('SOAP');
   const [file, setFile] = useState<File | null>(null);
   // An OpenAPI document comes from a file or from a URL the control plane fetches.
   const [from, setFrom] = useState<'file' | 'url'>('file');
@@ -200,7 +200,7 @@ function CreateApi({ kind }: { kind: CreateKind }) {
       } else if (fromFile) {
         api = from === 'url' ? await publisher.importOpenApiUrl(url, props) : await importFile(file, props);
       } else {
-        api = await publisher.create({ ...props, name } as Partial<Api>);
+        api = await publisher.create({ name, context, version, ...(endpoint ? { endpoints: [endpoint] } : {}) });
       }
       navigate(`/publisher/apis/${api.id}`);
     } catch (e) {

@@ -18,7 +18,7 @@ import {
   Textarea,
 } from '@mantine/core';
 import { publisher, type ApiSecurity } from '../api/calls';
-import type { Api } from '../api/types';
+import type { Api, Mediation } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading } from './common';
 
@@ -87,7 +87,7 @@ export function ResourcesEditor({ api, onSaved, canEdit }: { api: Api; onSaved: 
                   <TextInput
                     aria-label={`Scopes of resource ${i + 1}`}
                     placeholder="none"
-                    value={r.scopes.join(', ')}
+                    value={(r.scopes ?? []).join(', ')}
                     onChange={(e) => set(i, { scopes: list(e.currentTarget.value) })}
                     disabled={!canEdit}
                   />
@@ -254,7 +254,8 @@ export function TransformationsEditor({ api, onSaved, canEdit }: { api: Api; onS
   const [result, setResult] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const { save, note } = useSave(api.id, onSaved);
-  const parsed = (): unknown => {
+  // null (an empty editor) clears the API's transformation when saved.
+  const parsed = (): Mediation | null => {
     if (!text.trim()) return null;
     try {
       return JSON.parse(text);
@@ -272,7 +273,7 @@ export function TransformationsEditor({ api, onSaved, canEdit }: { api: Api; onS
       } catch {
         /* a non-JSON sample is sent as text */
       }
-      const out = await publisher.tryMediation(api.id, { mediation: parsed(), method: 'POST', path: '/', body });
+      const out = await publisher.tryMediation(api.id, { mediation: parsed() ?? undefined, method: 'POST', path: '/', body });
       setResult(JSON.stringify(out, null, 2));
     } catch (e) {
       setError(errorText(e));

@@ -11,7 +11,7 @@ import { quantity } from '../lib/units';
 import { ErrorNote } from './common';
 import { useSave } from './PublisherPolicies';
 
-const BALANCING = ['round_robin', 'failover', 'weighted_round_robin', 'least_connections'];
+const BALANCING = ['round_robin', 'failover', 'weighted_round_robin', 'least_connections'] as const;
 
 type WithResilience = Api & { loadBalancing?: string | null; resilience?: Record<string, unknown> | null };
 
@@ -110,7 +110,7 @@ export function ResilienceEditor({ api, onSaved, canEdit }: { api: Api; onSaved:
               ))}
             </Table.Tbody>
           </Table>
-          <Select label="Load balancing" data={BALANCING} value={balancing} onChange={(v) => setBalancing(v ?? 'round_robin')} allowDeselect={false} disabled={!canEdit} />
+          <Select label="Load balancing" data={BALANCING} value={balancing} onChange={(v) => setBalancing(BALANCING.find((b) => b === v) ?? 'round_robin')} allowDeselect={false} disabled={!canEdit} />
           <Textarea
             label="Resilience settings"
             description={'JSON in the file\'s resilience: shape, e.g. {"suspension": {"on": ["connect_failure", "5xx"], "initial_duration": "30s"}, "health_check": {"path": "/health"}}; empty for none'}

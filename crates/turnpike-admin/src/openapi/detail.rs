@@ -4,6 +4,13 @@
 
 use serde_json::{json, Value};
 
+/// The SDK languages offered (`rest/sdk.rs`) and openapi-generator's generator for each.
+pub(crate) const SDK_LANGUAGES: [(&str, &str); 3] = [
+    ("typescript", "typescript-fetch"),
+    ("python", "python"),
+    ("java", "java"),
+];
+
 pub(crate) fn query(name: &str, required: bool, schema: Value, description: &str) -> Value {
     json!({"name": name, "in": "query", "required": required, "schema": schema, "description": description})
 }
@@ -293,6 +300,8 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "generateKeys" => ("KeysInput", true),
         "updateKeys" => ("KeysUpdate", true),
         "createApiKey" => ("ApiKeyInput", true),
+        "tryIt" => ("TryItInput", true),
+        "tryApiMediation" => ("MediationTryInput", true),
         _ => return None,
     })
 }
@@ -306,6 +315,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "explainGraphqlQuery" => (200, any.clone()),
         "getGraphqlComplexity" | "setGraphqlComplexity" => (200, r("GraphqlComplexity")),
         "getGraphqlComplexityTypes" => (200, r("GraphqlSchemaTypeList")),
+        "tryIt" => (200, r("TryItResult")),
+        "tryApiMediation" => (200, r("MediationTryResult")),
         "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
         "applyFile" => (200, r("ApplyResult")),
@@ -319,6 +330,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getApiDocument" | "updateApiDocument" | "getVisibleApiDocument" => (200, r("Document")),
         "deleteApiDocument" => (204, None),
         "getVisibleApiDocumentContent" => (200, None),
+        "getApiSdk" => (200, None),
         "getEnvironments" | "setEnvironments" => (200, r("Environments")),
         "getThrottlingSettings" | "setThrottlingSettings" => (200, r("ThrottlingSettings")),
         "deleteApi" | "deleteApplication" | "unsubscribe" | "deleteTier" | "deleteUser"
@@ -349,11 +361,11 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getDevportalSettings" | "setDevportalSettings" => (200, r("DevportalSettings")),
         "getPublicPortalSettings" => (200, r("PublicPortalSettings")),
         "listGateways" => (200, r("GatewayList")),
-        "getApiSecurity" | "setApiSecurity" => (200, r("ApiSecurity")),
+        "getApiSecurity" | "setApiSecurity" => (200, r("ApiSecuritySettings")),
         "generateKeys" => (201, r("Keys")),
         "regenerateSecret" | "updateKeys" => (200, r("Keys")),
         "listKeys" => (200, r("KeysList")),
-        "deleteKeys" | "revokeApiKey" => (200, None),
+        "deleteKeys" | "revokeApiKey" => (204, None),
         "listApiKeys" => (200, r("ApiKeyList")),
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => (200, any.clone()),
         "ingestAnalytics" => (202, any.clone()),

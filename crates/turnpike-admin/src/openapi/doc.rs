@@ -16,6 +16,13 @@ fn params(path: &str) -> Vec<Value> {
                 }
                 "keyType" => json!({"type": "string", "enum": ["PRODUCTION", "SANDBOX"]}),
                 "report" => json!({"type": "string", "enum": crate::rest::analytics::REPORTS}),
+                "language" => {
+                    let langs: Vec<&str> = crate::openapi::detail::SDK_LANGUAGES
+                        .iter()
+                        .map(|(l, _)| *l)
+                        .collect();
+                    json!({"type": "string", "enum": langs})
+                }
                 _ => json!({"type": "string"}),
             };
             json!({"name": name, "in": "path", "required": true, "schema": schema})
@@ -25,6 +32,36 @@ fn params(path: &str) -> Vec<Value> {
 
 fn error(description: &str) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+}
+
+/// The document's tags: one per REST API, named by the path's prefix.
+const TAGS: [(&str, &str, &str); 4] = [
+    (
+        "/api/am/publisher/",
+        "Publisher",
+        "Create, import, publish and govern APIs",
+    ),
+    (
+        "/api/am/devportal/",
+        "Developer Portal",
+        "Discover APIs, applications, keys and subscriptions",
+    ),
+    (
+        "/api/am/admin/",
+        "Admin",
+        "Tiers, users, settings, gateways, analytics and the audit log",
+    ),
+    (
+        "/api/am/gateway/",
+        "Gateway sync",
+        "What gateways call: snapshots, status and analytics",
+    ),
+];
+
+fn tag_of(path: &str) -> &'static str {
+    TAGS.iter()
+        .find(|(prefix, _, _)| path.starts_with(prefix))
+        .map_or("Admin", |(_, name, _)| name)
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
@@ -70,6 +107,10 @@ fn responses(op: &Operation, has_query: bool) -> Value {
             "text/xml": {"schema": {"type": "string"}}}}),
         ("getVisibleApiDocumentContent", _) => json!({"description": "the markdown", "content": {
             "text/markdown": {"schema": {"type": "string"}}}}),
+        ("getApiSdk", _) => {
+            json!({"description": "the generated client, one folder in a zip", "content": {
+            "application/zip": {"schema": {"type": "string", "format": "binary"}}}})
+        }
         ("getApiDefinition" | "getVisibleApiDefinition", Some(s)) => {
             json!({"description": "the definition (YAML when it was imported as YAML)", "content": {
             "application/json": {"schema": s}, "application/yaml": {"schema": {"type": "object", "description": "the document as YAML"}}}})
@@ -80,10 +121,7 @@ fn responses(op: &Operation, has_query: bool) -> Value {
         (_, None) => json!({"description": "success, no body"}),
     };
     out.insert(ok.to_string(), ok_body);
-    // The try operations take a free-form JSON body (no schema component) and refuse
-    // other media types as every JSON operation does.
-    let body = crate::openapi::detail::request_body(op.id).is_some()
-        || matches!(op.id, "tryApiMediation" | "tryIt");
+    let body = crate::openapi::detail::request_body(op.id).is_some();
     let write = op.method != "get";
     let mut add = |status: u16, what: &str| {
         out.insert(status.to_string(), error(what));
@@ -91,10 +129,12 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     if op.scope == "gateway" {
         add(401, "not the gateway token");
         add(503, "the control plane is stopping");
-        out.insert(
-            "304".into(),
-            json!({"description": "no newer version within the long-poll"}),
-        );
+        if op.id == "getSnapshot" {
+            out.insert(
+                "304".into(),
+                json!({"description": "no newer version within the long-poll"}),
+            );
+        }
         return Value::Object(out);
     }
     if body || has_query {
@@ -122,6 +162,22 @@ fn responses(op: &Operation, has_query: bool) -> Value {
         add(413, "body over the limit (2 MiB)");
         add(415, "not JSON");
     }
+    match op.id {
+        "tryIt" => {
+            add(502, "the gateway did not answer");
+            add(503, "no gateway URL is configured (--gateway-url)");
+        }
+        "tryApiMediation" => add(422, "the transformation failed on the sample"),
+        "getApiSdk" => {
+            add(400, "not a language offered");
+            add(500, "the generator failed on the API's definition");
+            add(
+                503,
+                "no generator installed (the message names what is missing), or busy",
+            );
+        }
+        _ => {}
+    }
     if crate::openapi::detail::sends_etag(op.id) {
         out.insert(
             "304".into(),
@@ -129,6 +185,29 @@ fn responses(op: &Operation, has_query: bool) -> Value {
         );
     }
     Value::Object(out)
+}
+
+/// Marks free-form objects (`type: object` without `properties`) as such with
+/// `additionalProperties: true`, as generators want it spelled (openapi-typescript reads a
+/// bare object as "no properties at all"). Examples are data, left as written.
+fn mark_free_form(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            let free = o.get("type").and_then(Value::as_str) == Some("object")
+                && !o.contains_key("properties")
+                && !o.contains_key("additionalProperties");
+            if free {
+                o.insert("additionalProperties".into(), Value::Bool(true));
+            }
+            for (k, x) in o.iter_mut() {
+                if k != "example" && k != "examples" {
+                    mark_free_form(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(mark_free_form),
+        _ => {}
+    }
 }
 
 /// The document.
@@ -174,8 +253,14 @@ pub fn document() -> Value {
             parameters.push(json!({"name": "If-None-Match", "in": "header", "required": false,
                 "schema": {"type": "string"}, "description": "an ETag; 304 when it is still current"}));
         }
+        let description = match id {
+            "importOpenApi" => format!("{description} Also multipart/form-data as WSO2's clients send it: file (the document, JSON or YAML) or url or inlineAPIDefinition, and additionalProperties (the API's fields as JSON text)."),
+            "importGraphqlSchema" => format!("{description} Also multipart/form-data as WSO2's clients send it: file (the SDL) and additionalProperties (the API's fields as JSON text)."),
+            _ => description,
+        };
         let mut op_json = json!({
             "operationId": id,
+            "tags": [tag_of(path)],
             "summary": summary,
             "description": description,
             "parameters": parameters,
@@ -191,12 +276,10 @@ pub fn document() -> Value {
             if method == "patch" {
                 content["application/merge-patch+json"] = json!({"schema": schema});
             }
+            // multipart/form-data (what WSO2's clients send) is in the operation's
+            // description, not here: openapi-generator's typescript-fetch skips a form's
+            // model yet imports it when an operation also takes JSON, and does not compile.
             if id == "importOpenApi" {
-                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
-                    "file": {"type": "string", "format": "binary", "description": "the document, JSON or YAML"},
-                    "inlineAPIDefinition": {"type": "string"},
-                    "url": {"type": "string", "format": "uri"},
-                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
                 content["application/yaml"] =
                     json!({"schema": {"type": "string", "description": "the bare document"}});
             }
@@ -205,9 +288,6 @@ pub fn document() -> Value {
                     json!({"schema": {"type": "string", "description": "the file as YAML"}});
             }
             if id == "importGraphqlSchema" {
-                content["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
-                    "file": {"type": "string", "format": "binary", "description": "the schema (SDL)"},
-                    "additionalProperties": {"type": "string", "description": "the API's fields as JSON"}}}});
                 content["application/graphql"] =
                     json!({"schema": {"type": "string", "description": "the bare schema (SDL)"}});
             }
@@ -230,13 +310,17 @@ pub fn document() -> Value {
             )
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "openapi": "3.0.3",
         "info": {
             "title": "Turnpike control plane",
             "version": env!("CARGO_PKG_VERSION"),
+            "license": {"name": "Apache-2.0", "url": "https://www.apache.org/licenses/LICENSE-2.0"},
             "description": "Publisher, DevPortal, Admin and gateway-sync REST APIs."
         },
+        // Relative: the control plane that serves the document.
+        "servers": [{"url": "/", "description": "this control plane"}],
+        "tags": TAGS.iter().map(|(_, name, description)| json!({"name": name, "description": description})).collect::<Vec<_>>(),
         "paths": paths,
         "components": {
             "securitySchemes": {
@@ -247,5 +331,7 @@ pub fn document() -> Value {
             },
             "schemas": crate::openapi::schemas::schemas()
         }
-    })
+    });
+    mark_free_form(&mut doc);
+    doc
 }

@@ -135,7 +135,72 @@ fn tier_props() -> Value {
 }
 
 fn strict(required: &[&str], props: Value, example: Value) -> Value {
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props, "example": example})
+    let mut schema = json!({"type": "object", "additionalProperties": false, "properties": props, "example": example});
+    // OpenAPI 3.0 wants `required` to list at least one name when present.
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
+}
+
+/// An API as the DevPortal shows it (`rest/devportal.rs` `portal_json`): the record less
+/// its back ends and gateway-only settings, with the gateway URLs of each environment.
+fn portal_api() -> Value {
+    let mut props = api_props();
+    if let Some(p) = props.as_object_mut() {
+        let hidden = turnpike_model::rest::OPTION_FIELDS
+            .iter()
+            .map(|(field, _)| *field)
+            .filter(|f| *f != "deprecation" && *f != "graphql");
+        for field in hidden.chain([
+            "endpoints",
+            "sandboxEndpoints",
+            turnpike_model::rest::cors::FIELD,
+            turnpike_model::rest::cache::FIELD,
+        ]) {
+            p.remove(field);
+        }
+        let urls = json!({"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}});
+        p.insert("endpointURLs".into(), json!({"type": "array", "items": {"type": "object", "required": ["environmentName", "URLs"], "properties": {
+            "environmentName": {"type": "string"}, "URLs": urls, "defaultVersionURLs": urls}}}));
+    }
+    json!({"type": "object", "required": ["id", "name", "context", "version", "isDefaultVersion", "lifecycleStatus", "type", "resources", "policies", "provider", "revision", "endpointURLs"], "properties": props})
+}
+
+/// The bodies of the two "try" operations: try-it (a request relayed to the gateway) and
+/// mediation/try (a transformation run on a sample).
+fn try_schemas() -> Value {
+    let headers =
+        json!({"type": "object", "maxProperties": 50, "additionalProperties": {"type": "string"}});
+    json!({
+        "TryItInput": strict(&["method", "path"], json!({
+            "method": {"type": "string", "enum": turnpike_model::rest::METHODS},
+            "path": {"type": "string", "maxLength": 4096, "pattern": "^/", "description": "the gateway path (one leading /): the API's context, version and resource, with a query"},
+            "headers": headers,
+            "body": {"type": "string", "maxLength": 1048576},
+            "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"], "default": "PRODUCTION", "description": "whose keys mint the one-minute token"}
+        }), json!({"method": "GET", "path": "/fixture/v1/", "headers": {"accept": "application/json"}})),
+        "TryItResult": {"type": "object", "required": ["status", "headers", "body", "timeMs", "truncated"], "properties": {
+            "status": {"type": "integer"},
+            "headers": {"type": "array", "items": {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "string"}}, "description": "[name, value] pairs as the gateway sent them"},
+            "body": {"type": "string"}, "timeMs": {"type": "number"},
+            "truncated": {"type": "boolean", "description": "the body was over 1 MiB and is left out"}}},
+        "MediationTryInput": strict(&[], json!({
+            "mediation": r("Mediation"),
+            "resources": {"type": "array", "maxItems": 100, "items": {"type": "object", "additionalProperties": false, "required": ["path", "mediation"], "properties": {
+                "path": {"type": "string", "description": "a resource path of the API"}, "mediation": r("Mediation")}}},
+            "method": {"type": "string", "default": "POST"},
+            "path": {"type": "string", "default": "/", "description": "below the API's context and version"},
+            "query": {"type": "string"},
+            "headers": headers,
+            "body": {"description": "the sample body: a JSON value, or a string sent as is"},
+            "status": {"type": "integer", "minimum": 100, "maximum": 599, "description": "the upstream's status: runs the response side"}
+        }), json!({"mediation": {"request": {"headers": {"set": {"x-source": "gateway"}}}}, "method": "POST", "path": "/", "body": {"id": 1}})),
+        "MediationTryResult": {"type": "object", "required": ["policy", "headers", "body"], "properties": {
+            "policy": {"type": "string"}, "path": {"type": "string"}, "query": {"type": "string", "nullable": true},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"description": "JSON when the result parses as JSON, else the text"}}}
+    })
 }
 
 /// The body of `POST /publisher/v1/apply` and its answer.
@@ -203,12 +268,7 @@ pub fn schemas() -> Value {
             "description": "PUT: fields left out keep their values. PATCH: a JSON Merge Patch (null restores a default).",
             "example": {"endpoints": ["http://127.0.0.1:8081"], "isDefaultVersion": false}},
         "ApiRecord": {"type": "object", "required": ["id", "name", "context", "version", "isDefaultVersion", "lifecycleStatus", "type", "endpoints", "resources", "policies", "provider", "revision"], "properties": api_props()},
-        "PortalApi": {"type": "object", "required": ["id", "name", "context", "version", "endpointURLs"], "properties": {
-            "id": {"type": "string"}, "name": {"type": "string"}, "context": {"type": "string"}, "version": {"type": "string"},
-            "endpointURLs": {"type": "array", "items": {"type": "object", "required": ["environmentName", "URLs"], "properties": {
-                "environmentName": {"type": "string"},
-                "URLs": {"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}},
-                "defaultVersionURLs": {"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}}}}}}},
+        "PortalApi": portal_api(),
         "PortalApiList": list_of("PortalApi", true),
         "DocumentInput": strict(&["name"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -244,7 +304,7 @@ pub fn schemas() -> Value {
     }
     let part = json!({
         "LifecycleState": {"type": "object", "required": ["state", "availableTransitions"], "properties": {
-            "state": {"type": "string"}, "availableTransitions": {"type": "array", "items": {"type": "string"}}}},
+            "state": {"type": "string"}, "availableTransitions": {"type": "array", "items": {"type": "string", "enum": turnpike_store::LifecycleAction::ALL.iter().map(|a| a.as_str()).collect::<Vec<_>>()}}}},
         "ImportOpenApi": strict(&[], json!({
             "definition": {"description": "an OpenAPI 3 document (object, or YAML/JSON text)"},
             "url": {"type": "string", "format": "uri", "description": "where to fetch the document instead (http or https)"},
@@ -254,10 +314,11 @@ pub fn schemas() -> Value {
         "ImportGraphqlSchema": strict(&["definition"], json!({
             "definition": {"type": "string", "description": "the schema in SDL"},
             "additionalProperties": {"type": "object", "description": "API fields (context is required); a graphql object adds limits, tiers... to the imported schema"}
-        }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
+        }), json!({"definition": "type Query { hello: String }", "additionalProperties": {"name": "Hello", "context": "/hello", "version": "v1", "endpoints": ["http://127.0.0.1:8688/graphql"]}})),
         "CachePurgeInput": json!({"type": "object", "additionalProperties": false, "description": "nothing (every entry), or one of prefix and tag", "properties": {
             "prefix": {"type": "string", "maxLength": 2000, "pattern": "^/", "description": "upstream path prefix"},
-            "tag": {"type": "string", "maxLength": 200, "description": "a value of the cache's tag_header"}}}),
+            "tag": {"type": "string", "maxLength": 200, "description": "a value of the cache's tag_header"}},
+            "example": {"prefix": "/items"}}),
         "CachePurge": json!({"type": "object", "required": ["id"], "properties": {
             "id": {"type": "integer", "minimum": 1, "description": "increasing; each gateway applies a purge once"},
             "prefix": {"type": "string"}, "tag": {"type": "string"}}}),
@@ -288,18 +349,15 @@ pub fn schemas() -> Value {
         }), json!({"wsdl": include_str!("../../../../bench/soap/echo.wsdl"), "type": "SOAP_TO_REST", "port": "Echo12",
             "additionalProperties": {"context": "/echo-soap"}})),
         "ApiSecurity": {
-            "description": "\"none\", or which credentials the API accepts; null restores the default (oauth2 and subscription)",
-            "nullable": true,
-            "oneOf": [
-                {"type": "string", "enum": ["none"]},
-                {"type": "object", "additionalProperties": false, "properties": {
-                    "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
-                    "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
-                    "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
-                    "backend_jwt": {"type": "object"}}}
-            ],
+            "description": "\"none\", or which credentials the API accepts; a PUT of null restores the default (oauth2 and subscription)",
+            "oneOf": [{"type": "string", "enum": ["none"]}, r("ApiSecuritySettings")],
             "example": {"oauth2": true, "api_key": true, "api_key_query": "apikey"}
         },
+        "ApiSecuritySettings": {"type": "object", "additionalProperties": false, "description": "which credentials the API accepts", "properties": {
+            "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
+            "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
+            "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
+            "backend_jwt": {"type": "object"}}},
         "ApplicationInput": strict(&["name"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 100},
             "throttlingPolicy": {"type": "string", "description": "an application tier (Unlimited when left out)"},
@@ -406,7 +464,16 @@ pub fn schemas() -> Value {
         "GatewayList": {"type": "object", "required": ["controlPlaneVersion", "count", "list"], "properties": {
             "controlPlaneVersion": {"type": "integer"}, "count": {"type": "integer"},
             "maxLagMs": {"type": "integer"}, "lagging": {"type": "integer"},
-            "list": {"type": "array", "items": {"type": "object"}}}},
+            "list": {"type": "array", "items": r("Gateway")}}},
+        "Gateway": {"type": "object", "required": ["id", "servingVersion", "servingHash", "controlPlane", "lastSeenMsAgo", "versionsBehind", "lagMs", "lagging", "upToDate"], "properties": {
+            "id": {"type": "string"}, "servingVersion": {"type": "integer"}, "servingHash": {"type": "string"},
+            "controlPlane": {"type": "string", "description": "the control plane it polled last, as it addressed it"},
+            "lastSeenMsAgo": {"type": "integer"},
+            "lastConvergenceMs": {"type": "integer", "nullable": true, "description": "commit of servingVersion to its first poll serving it"},
+            "applyMs": {"type": "integer", "nullable": true}, "versionsBehind": {"type": "integer"},
+            "lagMs": {"type": "integer", "description": "how long it may have been out of date: behind, or silent past its next poll"},
+            "lagging": {"type": "boolean"}, "upToDate": {"type": "boolean"},
+            "report": {"type": "object", "nullable": true, "additionalProperties": true, "description": "its last status report, as it sent it (null before the first)"}}},
         "KeysInput": strict(&[], json!({
             "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},
             "grantTypes": {"type": "array", "items": {"type": "string", "enum": ["client_credentials", "password", "refresh_token"]}},
@@ -447,14 +514,18 @@ pub fn schemas() -> Value {
             "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
             "validityPeriod": {"type": "integer", "minimum": 1, "description": "seconds; never expires when left out"}
         }), json!({"name": "ci", "validityPeriod": 86400})),
-        "ApiKey": {"type": "object", "required": ["id", "name", "keyType", "scopes"], "properties": {
+        "ApiKey": {"type": "object", "required": ["id", "name", "keyType", "scopes", "createdTime"], "properties": {
             "id": {"type": "string"}, "name": {"type": "string"}, "keyType": {"type": "string"},
             "scopes": {"type": "array", "items": {"type": "string"}}, "createdTime": {"type": "integer"},
             "expiresAt": {"type": "integer", "nullable": true}, "apikey": {"type": "string", "description": "shown once"}}},
         "ApiKeyList": list_of("ApiKey", false),
         "SigningKeys": {"type": "object", "required": ["count", "list"], "properties": {
             "activeKid": {"type": "string", "nullable": true}, "count": {"type": "integer"},
-            "list": {"type": "array", "items": {"type": "object"}}}},
+            "list": {"type": "array", "items": {"type": "object", "required": ["kid", "alg", "active", "created_at"], "properties": {
+                "kid": {"type": "string"}, "alg": {"type": "string"},
+                "active": {"type": "boolean", "description": "the key that signs new tokens"},
+                "created_at": {"type": "integer"},
+                "retired_at": {"type": "integer", "nullable": true, "description": "when a newer key took over"}}}}}},
         "Error": {
             "type": "object",
             "required": ["code", "message", "request_id"],
@@ -468,6 +539,9 @@ pub fn schemas() -> Value {
         }
     });
     if let Value::Object(m) = part {
+        all.extend(m);
+    }
+    if let Value::Object(m) = try_schemas() {
         all.extend(m);
     }
     Value::Object(all)

@@ -39,7 +39,7 @@ pub fn routes() -> Router<AppState> {
         .route("/subscriptions/{id}", get(get_sub).delete(unsubscribe))
 }
 
-async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
+pub(crate) async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
     let api = s.inner.store.get_api(id).await?;
     if !api.lifecycle_status.is_visible() {
         return Err(ApiError::not_found(format!("API {id}")));

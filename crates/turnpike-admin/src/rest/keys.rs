@@ -279,7 +279,7 @@ async fn delete_keys(
     tx.delete_oauth_client(&app.id, &kt).await?;
     tx.commit(&caller.name, &format!("delete {kt} keys of {}", app.id))
         .await?;
-    Ok(StatusCode::OK.into_response())
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 fn api_key_json(k: &ApiKey) -> Value {
@@ -341,7 +341,7 @@ async fn revoke_api_key(
     tx.delete_api_key(&app.id, &key_id).await?;
     tx.commit(&caller.name, &format!("revoke API key of {}", app.id))
         .await?;
-    Ok(StatusCode::OK.into_response())
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn get_security(

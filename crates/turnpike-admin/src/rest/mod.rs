@@ -16,6 +16,7 @@ pub(crate) mod mediation_try;
 pub(crate) mod portal_settings;
 pub(crate) mod publisher;
 pub(crate) mod ready;
+pub(crate) mod sdk;
 pub(crate) mod throttle_settings;
 pub(crate) mod try_it;
 pub(crate) mod users;
@@ -46,6 +47,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(users::devportal_routes())
                 .merge(documents::devportal_routes())
                 .merge(try_it::routes())
+                .merge(sdk::routes())
                 .merge(portal_settings::devportal_routes())
                 .merge(analytics::devportal_routes()),
         )

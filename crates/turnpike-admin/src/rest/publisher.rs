@@ -283,6 +283,11 @@ pub(crate) fn definition_response(api: &turnpike_store::Api) -> Response {
 
 /// The definition as JSON with `servers` replaced (the DevPortal's gateway URLs).
 pub(crate) fn definition_with_servers(api: &turnpike_store::Api, servers: Value) -> Response {
+    axum::Json(definition_value(api, servers)).into_response()
+}
+
+/// The document the DevPortal serves: the definition, `servers` the gateway URLs.
+pub(crate) fn definition_value(api: &turnpike_store::Api, servers: Value) -> Value {
     let mut doc = match &api.definition {
         Some(text) => serde_yaml::from_str::<Value>(text)
             .unwrap_or_else(|_| crate::import::openapi::generate(api)),
@@ -291,7 +296,7 @@ pub(crate) fn definition_with_servers(api: &turnpike_store::Api, servers: Value)
     if let Some(o) = doc.as_object_mut() {
         o.insert("servers".into(), servers);
     }
-    axum::Json(doc).into_response()
+    doc
 }
 
 async fn definition(
