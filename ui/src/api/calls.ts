@@ -1,8 +1,7 @@
 // Every REST call the portals make, through the typed client: paths, parameters, bodies
 // and answers are typed by the control plane's OpenAPI document (schema.d.ts, regenerated
 // by `npm run gen:api`), so a call the document does not describe does not compile.
-import { accessToken } from '../auth';
-import { api, ApiFailure, must } from './client';
+import { api, must } from './client';
 import type { components } from './schema';
 import type {
   Api,
@@ -267,17 +266,6 @@ export const devportal = {
     ) as OAuthKeys;
   },
   /** A generated client library (zip) for the API: `typescript`, `python` or `java`. */
-  async sdk(apiId: string, language: string): Promise<Blob> {
-    const token = await accessToken();
-    const r = await fetch(`/api/am/devportal/v1/apis/${encodeURIComponent(apiId)}/sdks/${language}`, {
-      headers: token ? { Authorization: `Bearer ${token}` } : {},
-    });
-    if (!r.ok) {
-      const e = (await r.json().catch(() => ({}))) as { code?: string; message?: string };
-      throw new ApiFailure(r.status, e.code ?? 'error', e.message ?? `HTTP ${r.status}`);
-    }
-    return r.blob();
-  },
   async subscriptions(filter: { applicationId: string; apiId?: string }): Promise<Listing<Subscription>> {
     return must(
       await api.GET('/api/am/devportal/v1/subscriptions', { params: { query: filter } }),
@@ -400,9 +388,6 @@ export const admin = {
     );
   },
   /** Every user's applications (the DevPortal's list is the caller's own). */
-  async applications(): Promise<Listing<Application>> {
-    return must(await api.GET('/api/am/admin/v1/applications', { params: { query: { limit: 1000 } } }));
-  },
   async users(): Promise<Listing<User>> {
     return must(await api.GET('/api/am/admin/v1/users', {}));
   },
@@ -417,7 +402,7 @@ export const admin = {
   },
   /** Every user's applications, by name; `query` matches the name or the owner. */
   async applications(query: { query?: string; limit: number; offset: number }): Promise<Listing<Application> & { pagination?: { total: number } }> {
-    return must(await api.GET('/api/am/admin/v1/applications', { params: { query: q(query) } })) as Listing<Application> & {
+    return must(await api.GET('/api/am/admin/v1/applications', { params: { query } })) as Listing<Application> & {
       pagination?: { total: number };
     };
   },
@@ -472,22 +457,4 @@ export async function signUp(name: string, password: string): Promise<{ name: st
 /** What a visitor may do before signing in (no credentials needed to ask). */
 export async function publicSettings(): Promise<{ anonymousBrowsing: boolean; selfSignup: boolean }> {
   return must(await api.GET('/api/am/devportal/v1/settings', {}));
-}
-/** One endpoint of an API with resilience settings, as a gateway reports it. */
-export interface EndpointState {
-  /** The API's name. */
-  api: string;
-  version: string;
-  context: string;
-  /** `{context}/{version}` (host-prefixed for a host-limited API). */
-  id: string;
-  endpoint: string;
-  pool: 'production' | 'sandbox';
-  /** active, suspended (circuit open), probing (half-open) or unhealthy. */
-  state: string;
-  /** When the suspension ends (Unix ms), while suspended. */
-  untilMs?: number;
-  failures: number;
-  inFlight: number;
-  suspensions: number;
 }

@@ -28,7 +28,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Every application (owner filters)
+         * Every user's applications, by name, with their owner (owner, query; paged)
          * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
          */
         get: operations["listAllApplications"];
@@ -92,7 +92,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The environment as a declarative file for turnpike apply: live APIs and throttling policies (YAML; JSON with Accept: application/json)
+         * The environment as a declarative file for turnpike apply: live APIs, throttling policies, applications with their subscriptions and keys by reference (YAML; JSON with Accept: application/json)
          * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
          */
         get: operations["exportEnvironment"];
@@ -112,7 +112,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times
+         * Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times, and each tracked endpoint's state (endpoints: api, id, endpoint, pool, state, untilMs, failures, inFlight)
          * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
          */
         get: operations["listGateways"];
@@ -437,7 +437,7 @@ export interface paths {
         };
         /**
          * A visible API's documents
-         * @description Bearer tokens need the apim:subscribe scope; HTTP Basic callers need the any role.
+         * @description No credentials while anonymous browsing is on (/api/am/admin/v1/settings/devportal); otherwise bearer tokens need the apim:subscribe scope.
          */
         get: operations["listVisibleApiDocuments"];
         put?: never;
@@ -457,7 +457,7 @@ export interface paths {
         };
         /**
          * Get a visible API's document
-         * @description Bearer tokens need the apim:subscribe scope; HTTP Basic callers need the any role.
+         * @description No credentials while anonymous browsing is on (/api/am/admin/v1/settings/devportal); otherwise bearer tokens need the apim:subscribe scope.
          */
         get: operations["getVisibleApiDocument"];
         put?: never;
@@ -477,7 +477,7 @@ export interface paths {
         };
         /**
          * A document's markdown (text/markdown)
-         * @description Bearer tokens need the apim:subscribe scope; HTTP Basic callers need the any role.
+         * @description No credentials while anonymous browsing is on (/api/am/admin/v1/settings/devportal); otherwise bearer tokens need the apim:subscribe scope.
          */
         get: operations["getVisibleApiDocumentContent"];
         put?: never;
@@ -910,7 +910,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * A gateway's status report after each install (a JSON object: version, hash, applyMs, kind, ...; kept as sent, at most 64 KiB), shown in /gateways; gateway token
+         * A gateway's status report after each install and when its endpoints' states change (a JSON object: version, hash, applyMs, kind, endpoints, ...; kept as sent, at most 64 KiB), shown in /gateways; gateway token
          * @description Gateways only (the gateway token).
          */
         post: operations["reportGatewayStatus"];
@@ -1168,6 +1168,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/publisher/v1/apis/{apiId}/graphql-policies/complexity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The complexity value of each GraphQL type and field given one (WSO2's shape; others cost 1)
+         * @description Bearer tokens need the apim:api_view scope; HTTP Basic callers need the publisher role.
+         */
+        get: operations["getGraphqlComplexity"];
+        /**
+         * Replace the complexity values the gateways apply against each tier's max complexity
+         * @description Bearer tokens need the apim:api_create scope; HTTP Basic callers need the publisher role.
+         */
+        put: operations["setGraphqlComplexity"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/am/publisher/v1/apis/{apiId}/graphql-policies/complexity/types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The schema's types and their fields (what complexity values can be given to)
+         * @description Bearer tokens need the apim:api_view scope; HTTP Basic callers need the publisher role.
+         */
+        get: operations["getGraphqlComplexityTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/publisher/v1/apis/{apiId}/graphql/explain": {
         parameters: {
             query?: never;
@@ -1292,6 +1336,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/publisher/v1/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a whole declarative file (YAML or JSON: apis, throttling, applications) in one transaction: every problem listed and nothing written, or every change written with one version bump; dryRun=true is the same run rolled back; prune=true demotes live APIs the file does not list. Also needs apim:api_create, and apim:admin for a file with throttling or applications
+         * @description Bearer tokens need the apim:api_publish scope; HTTP Basic callers need the publisher role.
+         */
+        post: operations["applyFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/publisher/v1/subscriptions": {
         parameters: {
             query?: never;
@@ -1346,6 +1410,26 @@ export interface paths {
          * @description Bearer tokens need the apim:subscription_block scope; HTTP Basic callers need the publisher role.
          */
         post: operations["unblockSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/am/publisher/v1/throttling-policies/{kind}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tiers of a family (subscription, application, advanced) a publisher can offer
+         * @description Bearer tokens need the apim:api_view scope; HTTP Basic callers need the publisher role.
+         */
+        get: operations["listPublisherTiers"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2011,10 +2095,30 @@ export interface components {
             readonly status?: string;
             throttlingPolicy?: string;
         };
+        ApplyResult: {
+            /** @description one line per change, e.g. `create  /pets v1` */
+            changes: string[];
+            count: number;
+            dryRun: boolean;
+            /** @description the version committed (null: a dry run or nothing to change) */
+            version: number | null;
+            /** @description key references this control plane does not have */
+            warnings: string[];
+        };
         AuditEntry: {
+            /** @description what changed, with today's names in place of ids */
             action: string;
+            /** @description the ids in the summary; name and kind null once deleted */
+            objects?: {
+                id: string;
+                /** @enum {string|null} */
+                kind: "api" | "application" | "subscription" | "document" | null;
+                name: string | null;
+            }[];
             /** @description the version before it */
             previousVersion: number;
+            /** @description what changed, as recorded (with ids) */
+            summary?: string;
             /** Format: date-time */
             time: string;
             /** @description Unix milliseconds */
@@ -2045,6 +2149,59 @@ export interface components {
             prefix?: string;
             /** @description a value of the cache's tag_header */
             tag?: string;
+        };
+        /**
+         * @description the declarative file (docs/control-plane.md, `turnpike apply`; every field in examples/gateway.yaml)
+         * @example {
+         *       "apis": [
+         *         {
+         *           "context": "/pets",
+         *           "endpoints": [
+         *             "http://pets.internal:8080"
+         *           ],
+         *           "name": "pets",
+         *           "resources": [
+         *             {
+         *               "methods": [
+         *                 "GET"
+         *               ],
+         *               "path": "/*"
+         *             }
+         *           ],
+         *           "version": "v1"
+         *         }
+         *       ]
+         *     }
+         */
+        DeclarativeFile: {
+            apis?: {
+                [key: string]: unknown;
+            }[];
+            applications?: {
+                description?: string;
+                keys?: {
+                    api_key?: string;
+                    consumer_key?: string;
+                    /** @enum {string} */
+                    type: "PRODUCTION" | "SANDBOX";
+                }[];
+                name: string;
+                owner: string;
+                subscriptions?: {
+                    context: string;
+                    tier: string;
+                    version: string;
+                }[];
+                tier?: string;
+            }[];
+            /** @enum {integer} */
+            format_version?: 1;
+            security?: {
+                [key: string]: unknown;
+            };
+            throttling?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @example {
@@ -2111,6 +2268,24 @@ export interface components {
             /** @description share under weighted_round_robin; 0 is a standby */
             weight?: number;
         };
+        EndpointState: {
+            /** @description the API's name */
+            api: string;
+            context: string;
+            endpoint: string;
+            failures: number;
+            /** @description {context}/{version} (host-prefixed for a host-limited API) */
+            id: string;
+            inFlight: number;
+            /** @enum {string} */
+            pool: "production" | "sandbox";
+            /** @enum {string} */
+            state: "active" | "suspended" | "probing" | "unhealthy";
+            suspensions: number;
+            /** @description when the suspension ends (Unix ms), while suspended */
+            untilMs?: number;
+            version: string;
+        };
         /**
          * @example {
          *       "environments": [
@@ -2144,6 +2319,8 @@ export interface components {
             applyMs?: number | null;
             /** @description the control plane it polled last, as it addressed it */
             controlPlane: string;
+            /** @description each endpoint of its APIs with resilience settings, as it last reported them (not active first, at most 200) */
+            endpoints?: components["schemas"]["EndpointState"][];
             id: string;
             /** @description how long it may have been out of date: behind, or silent past its next poll */
             lagMs: number;
@@ -2169,6 +2346,24 @@ export interface components {
         };
         /**
          * @example {
+         *       "list": [
+         *         {
+         *           "complexityValue": 2,
+         *           "field": "allFilms",
+         *           "type": "Query"
+         *         }
+         *       ]
+         *     }
+         */
+        GraphqlComplexity: {
+            list: {
+                complexityValue: number;
+                field: string;
+                type: string;
+            }[];
+        };
+        /**
+         * @example {
          *       "query": "{ hero { name friends { name } } }"
          *     }
          */
@@ -2180,6 +2375,12 @@ export interface components {
             variables?: {
                 [key: string]: unknown;
             };
+        };
+        GraphqlSchemaTypeList: {
+            typeList: {
+                fieldList: string[];
+                type: string;
+            }[];
         };
         /**
          * @example {
@@ -2285,6 +2486,7 @@ export interface components {
             createdTime?: number;
             grantTypes: string[];
             keyType: string;
+            redirectUris?: string[];
             refreshTokenTtl?: number;
             scopes: string[];
             tokenType: string;
@@ -2305,6 +2507,8 @@ export interface components {
             grantTypes?: ("client_credentials" | "password" | "refresh_token")[];
             /** @enum {string} */
             keyType?: "PRODUCTION" | "SANDBOX";
+            /** @description registering one enables the authorization_code grant (PKCE S256) */
+            redirectUris?: string[];
             refreshTokenTtl?: number;
             scopes?: string[];
             /** @enum {string} */
@@ -2332,6 +2536,7 @@ export interface components {
             readonly createdTime?: number;
             grantTypes?: ("client_credentials" | "password" | "refresh_token")[];
             readonly keyType?: string;
+            redirectUris?: string[];
             refreshTokenTtl?: number;
             scopes?: string[];
             /** @enum {string} */
@@ -2502,6 +2707,15 @@ export interface components {
              * @enum {string}
              */
             auth?: "none";
+            /**
+             * @description this resource's response cache: false (off), true (the API's settings) or settings over the API's cacheConfiguration (docs/caching.md)
+             * @example {
+             *       "ttl": "5s"
+             *     }
+             */
+            cacheConfiguration?: boolean | {
+                [key: string]: unknown;
+            };
             mediation?: components["schemas"]["Mediation"];
             methods: ("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS")[];
             /** @description template under /{context}/{version}: /pets, /pets/{id}, /pets/* */
@@ -2547,6 +2761,8 @@ export interface components {
         Subscription: {
             apiId: string;
             applicationId: string;
+            /** @description in the Publisher's list: the application's name */
+            applicationName?: string | null;
             createdTime?: number;
             id: string;
             revision: number;
@@ -2847,6 +3063,8 @@ export interface operations {
             query?: {
                 /** @description only this user's */
                 owner?: string;
+                /** @description name or owner contains it (case-insensitive) */
+                query?: string;
                 /** @description page size */
                 limit?: number;
                 /** @description items to skip */
@@ -8184,6 +8402,193 @@ export interface operations {
             };
         };
     };
+    getGraphqlComplexity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apiId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphqlComplexity"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setGraphqlComplexity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apiId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GraphqlComplexity"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphqlComplexity"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body over the limit (2 MiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGraphqlComplexityTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apiId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphqlSchemaTypeList"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     explainGraphqlQuery: {
         parameters: {
             query?: never;
@@ -8663,6 +9068,90 @@ export interface operations {
             };
         };
     };
+    applyFile: {
+        parameters: {
+            query?: {
+                /** @description validate and list the changes, then roll back */
+                dryRun?: boolean;
+                /** @description demote live APIs the file does not list */
+                prune?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeclarativeFile"];
+                "application/yaml": string;
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApplyResult"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body over the limit (2 MiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listApiSubscriptions: {
         parameters: {
             query?: {
@@ -8889,6 +9378,65 @@ export interface operations {
             };
             /** @description If-Match names an older revision */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPublisherTiers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description an ETag; 304 when it is still current */
+                "If-None-Match"?: string;
+            };
+            path: {
+                kind: "subscription" | "application" | "advanced";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TierList"];
+                };
+            };
+            /** @description If-None-Match already has it */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

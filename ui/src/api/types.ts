@@ -36,6 +36,7 @@ export type AuditEntry = Schemas['AuditEntry'];
 export type SignupSettings = Schemas['SelfSignupSettings'];
 export type DevportalSettings = Schemas['DevportalSettings'];
 export type Gateway = Schemas['Gateway'];
+export type EndpointState = Schemas['EndpointState'];
 export type GatewayList = Schemas['GatewayList'];
 export type SigningKey = Schemas['SigningKeys']['list'][number];
 /** Which credentials an API accepts (the file's `auth`), as the Publisher edits them. */

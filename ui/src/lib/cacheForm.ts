@@ -6,6 +6,7 @@ import { quantity } from './units';
 
 /** The API's `cacheConfiguration`, the file's `cache` policy as written. */
 export interface CacheConfig {
+  [key: string]: unknown;
   ttl?: number | string;
   methods?: string[];
   statuses?: number[];

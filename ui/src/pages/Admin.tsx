@@ -20,7 +20,7 @@ import {
 import { admin, type SigningKey } from '../api/calls';
 import type { Role, User } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
-import { ErrorNote, Loading, pick, StateBadge } from './common';
+import { ErrorNote, Loading, StateBadge } from './common';
 import { Settings } from './AdminSettings';
 import { Gateways } from './AdminGateways';
 import { AuditLog } from './AuditLog';

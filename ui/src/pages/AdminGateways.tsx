@@ -4,9 +4,10 @@
 // when a suspension ends, counted failures and requests in flight (docs/resilience.md).
 import { Fragment, useState } from 'react';
 import { Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
-import { admin, type EndpointState, type Gateway } from '../api/calls';
+import { admin } from '../api/calls';
+import type { EndpointState, Gateway } from '../api/types';
 import { useLoad } from '../lib/load';
-import { Loading, pick } from './common';
+import { Loading } from './common';
 
 const secs = (ms?: number | null) => (ms == null ? '—' : `${(ms / 1000).toFixed(1)} s`);
 
@@ -68,9 +69,9 @@ function Endpoints({ gateway, list, total }: { gateway: string; list: EndpointSt
 
 function GatewayRow({ g, current }: { g: Gateway; current: number }) {
   const [open, setOpen] = useState(false);
-  const serving = pick(g.servingVersion, g.serving_version) ?? 0;
-  const upToDate = pick(g.upToDate, g.up_to_date);
-  const conv = pick(g.lastConvergenceMs, g.last_convergence_ms);
+  const serving = g.servingVersion ?? 0;
+  const upToDate = g.upToDate;
+  const conv = g.lastConvergenceMs;
   const behind = g.versionsBehind ?? current - serving;
   const endpoints = g.endpoints ?? [];
   const down = endpoints.filter((e) => e.state !== 'active').length;
@@ -91,7 +92,7 @@ function GatewayRow({ g, current }: { g: Gateway; current: number }) {
           )}
         </Table.Td>
         <Table.Td data-testid={`lag-${g.id}`}>{secs(g.lagMs ?? 0)}</Table.Td>
-        <Table.Td>{pick(g.lastSeenMsAgo, g.last_seen_ms_ago)} ms ago</Table.Td>
+        <Table.Td>{g.lastSeenMsAgo} ms ago</Table.Td>
         <Table.Td>{g.applyMs == null ? '—' : `${g.applyMs} ms`}</Table.Td>
         <Table.Td>{conv == null ? '—' : `${conv} ms`}</Table.Td>
         <Table.Td>{g.controlPlane ?? '—'}</Table.Td>

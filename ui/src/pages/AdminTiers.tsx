@@ -128,7 +128,7 @@ function TierForm({ kind, current, onDone }: { kind: TierKind; current: Tier | n
       };
       if (kind === 'subscription') body.burst = burst === '' ? null : { requests: Number(burst), per: burstPer };
       if (current) await admin.patchTier(kind, current.name, body);
-      else await admin.createTier(kind, { ...Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null)), name } as Partial<Tier>);
+      else await admin.createTier(kind, { ...Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null)), name } as Tier);
       onDone();
     } catch (e) {
       setError(errorText(e));

@@ -23,7 +23,7 @@ import {
   Title,
 } from '@mantine/core';
 import { devportal } from '../api/calls';
-import type { KeyType, PortalApi as Api, OAuthKeys, TryRequest, TryResult } from '../api/types';
+import type { KeyType, PortalApi as Api, TryRequest, TryResult } from '../api/types';
 import { login, type User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { buildPath, operations, type Operation } from '../lib/openapi';
@@ -415,7 +415,7 @@ const SDK_LANGUAGES = [
   { id: 'typescript', label: 'TypeScript' },
   { id: 'python', label: 'Python' },
   { id: 'java', label: 'Java' },
-];
+] as const;
 
 /** The API's OpenAPI document (JSON or YAML) and, for a signed-in user, a client SDK
  * generated from it by the control plane. */
@@ -423,7 +423,7 @@ function Downloads({ api, definition, signedIn }: { api: Api; definition: unknow
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const base = `${api.name}-${api.version}`.replace(/[^A-Za-z0-9._-]+/g, '-');
-  const sdk = async (lang: string) => {
+  const sdk = async (lang: 'typescript' | 'python' | 'java') => {
     setBusy(lang);
     setError(null);
     try {

@@ -23,7 +23,7 @@ import {
   Title,
 } from '@mantine/core';
 import { publisher } from '../api/calls';
-import { endpointUrl, type Api, type Endpoint, type LifecycleAction } from '../api/types';
+import { endpointUrl, type Api, type Endpoint } from '../api/types';
 import type { User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { Link, match, navigate } from '../router';

@@ -4,7 +4,7 @@
 import { useState } from 'react';
 import { Button, Group, List, Stack, Text } from '@mantine/core';
 import { publisher } from '../api/calls';
-import type { Api } from '../api/types';
+import type { Api, LifecycleAction } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { navigate } from '../router';
 import { ErrorNote, Loading, StateBadge } from './common';
@@ -33,7 +33,7 @@ export function Lifecycle({ id, onChanged, canPublish }: { id: string; onChanged
   const lc = useLoad(() => publisher.lifecycle(id), [id]);
   const [error, setError] = useState<string | null>(null);
   const change = async (action: string) => {
-    await publisher.changeLifecycle(id, action);
+    await publisher.changeLifecycle(id, action as LifecycleAction);
     lc.reload();
     onChanged();
   };

@@ -473,7 +473,15 @@ pub fn schemas() -> Value {
             "applyMs": {"type": "integer", "nullable": true}, "versionsBehind": {"type": "integer"},
             "lagMs": {"type": "integer", "description": "how long it may have been out of date: behind, or silent past its next poll"},
             "lagging": {"type": "boolean"}, "upToDate": {"type": "boolean"},
-            "report": {"type": "object", "nullable": true, "additionalProperties": true, "description": "its last status report, as it sent it (null before the first)"}}},
+            "report": {"type": "object", "nullable": true, "additionalProperties": true, "description": "its last status report, as it sent it (null before the first)"},
+            "endpoints": {"type": "array", "items": r("EndpointState"), "description": "each endpoint of its APIs with resilience settings, as it last reported them (not active first, at most 200)"}}},
+        "EndpointState": {"type": "object", "required": ["api", "version", "context", "id", "endpoint", "pool", "state", "failures", "inFlight", "suspensions"], "properties": {
+            "api": {"type": "string", "description": "the API's name"}, "version": {"type": "string"}, "context": {"type": "string"},
+            "id": {"type": "string", "description": "{context}/{version} (host-prefixed for a host-limited API)"},
+            "endpoint": {"type": "string"}, "pool": {"type": "string", "enum": ["production", "sandbox"]},
+            "state": {"type": "string", "enum": ["active", "suspended", "probing", "unhealthy"]},
+            "untilMs": {"type": "integer", "description": "when the suspension ends (Unix ms), while suspended"},
+            "failures": {"type": "integer"}, "inFlight": {"type": "integer"}, "suspensions": {"type": "integer"}}},
         "KeysInput": strict(&[], json!({
             "keyType": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},
             "grantTypes": {"type": "array", "items": {"type": "string", "enum": ["client_credentials", "password", "refresh_token"]}},

@@ -75,7 +75,7 @@ async fn applications(
     apis: &HashMap<String, (String, String)>,
 ) -> ApiResult<Vec<ApplicationSpec>> {
     let cap = MAX_APPLICATIONS as i64;
-    let page = store.list_applications(None, cap, 0).await?;
+    let page = store.list_applications(None, None, cap, 0).await?;
     if page.total > cap {
         return Err(ApiError::bad_request(format!(
             "{} applications; an export holds at most {cap}",

@@ -58,7 +58,7 @@ impl Run<'_> {
             .s
             .inner
             .store
-            .list_applications(Some(spec.owner.as_str()), MAX_APPLICATIONS as i64, 0)
+            .list_applications(Some(spec.owner.as_str()), None, MAX_APPLICATIONS as i64, 0)
             .await?;
         let written = match owned.items.into_iter().find(|a| a.name == spec.name) {
             None => {
