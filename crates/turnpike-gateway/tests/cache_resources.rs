@@ -113,10 +113,10 @@ fn bad_resource_settings_are_refused_at_the_resources_path() {
     let addr = refused_addr();
     let resources = "      - { path: \"/a\", methods: [GET], cache: { ttl: soon, max_size: 1MiB } }\n      - { path: \"/b\", methods: [GET], cache: { purges: [ { id: 1 } ] } }\n";
     let text = yaml(addr, resources, Some("{ ttl: 60s }"));
-    let err = Snapshot::from_yaml_with(&text, "test", &PolicyRuntime::new())
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(err) = Snapshot::from_yaml_with(&text, "test", &PolicyRuntime::new()) else {
+        panic!("refused");
+    };
+    let err = err.to_string();
     for path in [
         "apis[0].resources[0].cache.ttl",
         "apis[0].resources[0].cache.max_size",
@@ -129,9 +129,9 @@ fn bad_resource_settings_are_refused_at_the_resources_path() {
         "      - { path: \"/a\", methods: [GET], cache: { tll: 5s } }\n",
         None,
     );
-    let err = Snapshot::from_yaml_with(&typo, "test", &PolicyRuntime::new())
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(err) = Snapshot::from_yaml_with(&typo, "test", &PolicyRuntime::new()) else {
+        panic!("refused");
+    };
+    let err = err.to_string();
     assert!(err.contains("tll"), "{err}");
 }
