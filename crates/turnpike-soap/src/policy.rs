@@ -91,15 +91,14 @@ fn wanted_document(req: &request::Parts) -> Option<String> {
     if req.method != Method::GET {
         return None;
     }
-    for p in req.uri.query()?.split('&') {
-        let (key, value) = p.split_once('=').unwrap_or((p, ""));
+    for (key, value) in turnpike_policy::http::query_pairs(req.uri.query()?) {
         let is_wsdl = key.eq_ignore_ascii_case("wsdl");
         if is_wsdl && value.is_empty() {
             return Some(crate::api::ROOT.to_string());
         }
         if is_wsdl || key.eq_ignore_ascii_case(crate::served::FILE_PARAM) {
-            // An undecodable name is no document: 404 like an unknown one.
-            return Some(crate::served::file_name(value).unwrap_or_default());
+            // Decoded as a form decodes it; a name no document has is a 404.
+            return Some(value.into_owned());
         }
     }
     None

@@ -83,32 +83,6 @@ pub(crate) fn rewrite(
     Ok(out)
 }
 
-/// A `?xsd=` / `?wsdl=` value as a document name (percent-decoded; `None` when it does
-/// not decode to UTF-8).
-pub fn file_name(raw: &str) -> Option<String> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = raw.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,11 +131,6 @@ mod tests {
         );
         // A reference to no uploaded file is kept as written.
         assert!(types.contains("http://elsewhere/unknown.xsd"), "{types}");
-        assert_eq!(
-            file_name("xsd/common%20v2.xsd").as_deref(),
-            Some("xsd/common v2.xsd")
-        );
         assert!(served(&d, ROOT, "nope.xsd", "http://gw").is_none());
-        assert_eq!(file_name("%ZZ"), None);
     }
 }
