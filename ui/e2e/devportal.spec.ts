@@ -213,6 +213,7 @@ test('applications, secrets, downloads, try-it examples, unsubscribe, deprecated
   await page.getByRole('button', { name: 'Delete application', exact: true }).click();
   let confirmDelete = page.getByRole('dialog', { name: 'Delete application?' });
   await confirmDelete.getByRole('button', { name: 'Cancel', exact: true }).click();
+  await expect(confirmDelete).toBeHidden();
   await expect(page.getByRole('heading', { name: 'shop-e2e-renamed' })).toBeVisible();
   await page.getByRole('button', { name: 'Delete application', exact: true }).click();
   confirmDelete = page.getByRole('dialog', { name: 'Delete application?' });

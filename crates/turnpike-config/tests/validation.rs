@@ -49,7 +49,7 @@ fn unknown_fields_are_refused_with_their_position() {
         "5:5",
         "unknown field `retries`",
     );
-    refused_at("applications: []\n", "1:1", "unknown field `applications`");
+    refused_at("consumers: []\n", "1:1", "unknown field `consumers`");
     refused_at(
         &api_with("methods: [GET] }", "methods: [GET], mock: none }"),
         "7:39",

@@ -154,6 +154,8 @@ fn responses(op: &Operation, has_query: bool) -> Value {
     }
     if write && op.id != "changeOwnPassword" && op.id != "resetUserPassword" {
         add(409, "conflicts with the current state");
+    } else if matches!(op.id, "getGraphqlComplexity" | "getGraphqlComplexityTypes") {
+        add(409, "the API has no GraphQL schema");
     }
     if crate::openapi::detail::takes_if_match(op.id) {
         add(412, "If-Match names an older revision");

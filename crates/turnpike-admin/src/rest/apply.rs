@@ -37,13 +37,41 @@ fn flag(q: &HashMap<String, String>, name: &str) -> ApiResult<bool> {
     }
 }
 
+/// The file comes as YAML or JSON (JSON is YAML); anything else is a 415.
+fn declarative_media_type(headers: &axum::http::HeaderMap) -> ApiResult<()> {
+    let mime = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    if [
+        "application/json",
+        "application/yaml",
+        "application/x-yaml",
+        "text/yaml",
+        "text/x-yaml",
+    ]
+    .contains(&mime.as_str())
+    {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "send the file as application/yaml or application/json",
+    ))
+}
+
 async fn apply(
     State(s): State<AppState>,
     ApiCreator(caller): ApiCreator,
     Query(q): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
     caller.require(Scope::ApiPublish)?;
+    declarative_media_type(&headers)?;
     let opts = Options {
         dry_run: flag(&q, "dryRun")?,
         prune: flag(&q, "prune")?,
