@@ -160,6 +160,21 @@ async fn put_complexity(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
+    // The body's shape is checked before the API is looked at: a bad body is a 400
+    // whatever the API is.
+    let unknown: Vec<FieldError> = body
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() != "list")
+        .map(|(k, _)| FieldError {
+            field: k.clone(),
+            message: "is not a field of this body (only list)".into(),
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ApiError::invalid(unknown));
+    }
     let api = s.inner.store.get_api(&id).await?;
     let section = section(&api)?;
     let values = read_list(&body, &schema_of(section)?)?;
