@@ -39,8 +39,11 @@ test('dashboards draw zero-filled time axes and latency in units that fit', asyn
   }).toPass({ timeout: 45_000, intervals: [1000, 2000] });
   // Last hour, one point per minute: 60 (61 when the window starts inside a minute),
   // though only a minute or two had traffic.
-  const points = Number(await page.getByTestId('traffic-chart').getAttribute('data-points'));
-  expect(points).toBeGreaterThanOrEqual(60);
+  // (The window switch above reloads asynchronously: wait until the hour's chart is drawn,
+  // not the day's 24-25 hourly points still on screen.)
+  const drawn = async () => Number(await page.getByTestId('traffic-chart').getAttribute('data-points'));
+  await expect.poll(drawn, { timeout: 15_000 }).toBeGreaterThanOrEqual(60);
+  const points = await drawn();
   expect(points).toBeLessThanOrEqual(61);
   // Latency in a unit that fits: the gateway's own share (a few µs to a few ms) is never
   // rounded to zero milliseconds.
