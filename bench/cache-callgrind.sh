@@ -27,13 +27,9 @@ while [ $# -gt 0 ]; do
 done
 [ ${#bins[@]} -gt 0 ] || { echo "usage: bench/cache-callgrind.sh BIN [BIN...]" >&2; exit 2; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+# work, pids, cleanup, free_port, wait_port (a gateway under callgrind starts slowly: 60 s).
+TURNPIKE_BIN=${bins[0]} WAIT_PORT_TRIES=600
+. bench/lib.sh
 
 echo_port=$(free_port)
 "${bins[0]}" echo --port "$echo_port" --threads 1 --size 50 >"$work/echo.log" 2>&1 &

@@ -3,7 +3,7 @@
 #              $TURNPIKE_PROFILE (`release` when unset; `ci-bench` skips LTO);
 #   work       a temporary directory, removed on exit with every pid in `pids`;
 #   free_port  an unused 127.0.0.1 port;
-#   wait_port  waits (10 s) until a port accepts connections;
+#   wait_port  waits (10 s; $WAIT_PORT_TRIES tenths of a second) until a port accepts connections;
 #   cpu_ticks  user + system clock ticks of the processes given (all their threads);
 #   to_us      a wrk latency (`1.23ms`, `850.00us`, `1.2s`) in microseconds.
 if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
@@ -15,6 +15,6 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+wait_port() { for _ in $(seq "${WAIT_PORT_TRIES:-100}"); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
 to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us$/,"",v); print v+0} else if (v ~ /ms$/) {sub(/ms$/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s$/,"",v); print v*1000000} else print v }'; }
