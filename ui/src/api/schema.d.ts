@@ -8449,6 +8449,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the API has no GraphQL schema */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     setGraphqlComplexity: {
@@ -8580,6 +8589,15 @@ export interface operations {
             };
             /** @description not found (or not the caller's) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API has no GraphQL schema */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
