@@ -24,6 +24,7 @@
 //! Must not depend on the gateway, the config compiler, a store, the validators or the
 //! throttler, or any IO: of the workspace, only `turnpike-model`.
 
+pub mod ai;
 mod caller;
 mod chain;
 mod counter;
