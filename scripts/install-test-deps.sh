@@ -51,6 +51,9 @@ done
 python3 -c 'import pydantic, dateutil, urllib3, typing_extensions' 2>/dev/null \
   || python3 -m pip install --quiet 'pydantic>=2' python-dateutil urllib3 typing-extensions
 
+# The official Python SDKs the AI and MCP gateway tests use (pinned in tools/python).
+python3 -m pip install --quiet --disable-pip-version-check -r "$here/../tools/python/requirements.txt"
+
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 # Every crate of Cargo.lock, all platforms' included: `cargo metadata --offline` (the
 # crate-layers test) resolves them all, and a build fetches only this platform's.
