@@ -1488,6 +1488,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
@@ -1689,6 +1691,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
@@ -1887,6 +1891,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
