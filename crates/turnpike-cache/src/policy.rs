@@ -118,26 +118,22 @@ impl ResponseCache {
     /// (The shared key is not looked up while the API never stored a `public` answer
     /// under callers' keys: most APIs never do, and a miss then costs one lookup.)
     fn find(&self, keys: &Keys, req: &Presented<'_>, now: SystemTime) -> Found {
-        if let Some(own) = &keys.consumer {
+        if let Some(own) = keys.consumer() {
             let found = self.store.lookup(own, req, now);
             if !matches!(found, Found::Nothing) || !self.store.holds_public() {
                 return found;
             }
         }
-        self.store.lookup(&keys.shared, req, now)
+        self.store.lookup(keys.shared(), req, now)
     }
 
     /// The key an answer is stored under: the caller's own, or for a `public` one the
     /// shared key (which callers' lookups then fall back to).
     fn key_for(&self, keys: Keys, public: bool) -> String {
-        match keys.consumer {
-            Some(own) if !public => own,
-            Some(_) => {
-                self.store.mark_public();
-                keys.shared
-            }
-            None => keys.shared,
+        if public && keys.consumer().is_some() {
+            self.store.mark_public();
         }
+        keys.into_key(public)
     }
 
     fn answer(&self, v: &Variant, now: SystemTime, label: Label, head: bool) -> Response<Bytes> {
@@ -212,7 +208,7 @@ impl ResponseCache {
         level: &SharedLevel,
     ) -> HookResult {
         let fetched = level
-            .fetch(self.store.id(), keys.consumer.as_deref(), &keys.shared)
+            .fetch(self.store.id(), keys.consumer(), keys.shared())
             .await;
         if let Fetched::Found {
             generation,
@@ -297,7 +293,7 @@ impl ResponseCache {
         if !storable_status || too_large || resp.headers.contains_key(SET_COOKIE) {
             return None;
         }
-        let by_consumer = keys.consumer.is_some();
+        let by_consumer = keys.consumer().is_some();
         let at = self.now();
         if rfc::is_plain(
             &x.method,
@@ -403,7 +399,7 @@ impl ResponseCache {
     ) -> Option<Arc<Variant>> {
         let head = revalidate::updated_head(&stored.headers, &resp.headers, &X_CACHE)?;
         let keys = x.keys.take()?;
-        let by_consumer = keys.consumer.is_some();
+        let by_consumer = keys.consumer().is_some();
         let at = self.now();
         let policy = (!rfc::is_plain(&x.method, &x.req_headers, stored.status, &head, by_consumer))
             .then(|| {
