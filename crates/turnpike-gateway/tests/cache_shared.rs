@@ -45,13 +45,18 @@ async fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
-/// How many entries the shared level holds in `redis`.
-async fn entries(redis: &Redis) -> usize {
+/// A connection of the test's own to `redis`.
+async fn connect(redis: &Redis) -> redis::aio::MultiplexedConnection {
     let client = redis::Client::open(redis.url()).expect("url");
-    let mut c = client
+    client
         .get_multiplexed_async_connection()
         .await
-        .expect("connect");
+        .expect("connect")
+}
+
+/// How many entries the shared level holds in `redis`.
+async fn entries(redis: &Redis) -> usize {
+    let mut c = connect(redis).await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg("turnpike:cache:*|e|*")
         .query_async(&mut c)
@@ -138,11 +143,7 @@ async fn an_api_without_shared_never_touches_redis() {
 
 /// Redis's count of each command it ran (`INFO commandstats`).
 async fn command_stats(redis: &Redis) -> String {
-    let client = redis::Client::open(redis.url()).expect("url");
-    let mut c = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut c = connect(redis).await;
     redis::cmd("INFO")
         .arg("commandstats")
         .query_async(&mut c)
@@ -187,11 +188,7 @@ async fn a_purge_reaches_both_gateways_and_the_shared_level() {
 
 /// The API's purge generation in the shared level.
 async fn generation(redis: &Redis) -> Option<u64> {
-    let client = redis::Client::open(redis.url()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut conn = connect(redis).await;
     redis::cmd("GET")
         .arg("turnpike:cache:/cached/v1|gen")
         .query_async(&mut conn)
