@@ -36,6 +36,11 @@ pub use store::CacheStores;
 /// Gives the caches `runtime` builds from now on with `shared: redis` the shared level
 /// `level` (the gateway calls it once at start with `--redis`, before the first
 /// snapshot). `false` if the runtime has one already.
-pub fn attach_shared(runtime: &turnpike_policy::Runtime, level: std::sync::Arc<SharedLevel>) -> bool {
-    runtime.get_or_init(CacheStores::default).attach_shared(level)
+pub fn attach_shared(
+    runtime: &turnpike_policy::Runtime,
+    level: std::sync::Arc<SharedLevel>,
+) -> bool {
+    runtime
+        .get_or_init(CacheStores::default)
+        .attach_shared(level)
 }

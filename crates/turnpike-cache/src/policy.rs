@@ -210,11 +210,11 @@ impl ResponseCache {
         let fetched = level
             .fetch(self.store.id(), keys.consumer(), keys.shared())
             .await;
-        if let Fetched::Found {
+        if let Some(Fetched {
             generation,
             own,
             shared,
-        } = fetched
+        }) = fetched
         {
             let now = self.now();
             if let Some(v) = self.adopt(&keys, [own, shared], req, now) {

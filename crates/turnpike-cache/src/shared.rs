@@ -83,17 +83,12 @@ struct Purge {
     id: u64,
 }
 
-/// What a read of Redis found for a request's keys.
-pub(crate) enum Fetched {
-    /// Down, timed out or failed: go on as a local miss.
-    Unavailable,
-    /// The API's generation and the entries of that generation under the caller's own
-    /// key and under the shared one.
-    Found {
-        generation: u64,
-        own: Option<wire::WireEntry>,
-        shared: Option<wire::WireEntry>,
-    },
+/// What a read of Redis found for a request's keys: the API's generation and the
+/// entries of that generation under the caller's own key and under the shared one.
+pub(crate) struct Fetched {
+    pub(crate) generation: u64,
+    pub(crate) own: Option<wire::WireEntry>,
+    pub(crate) shared: Option<wire::WireEntry>,
 }
 
 /// The process's link to the shared level (in [`crate::CacheStores`]).
@@ -190,11 +185,14 @@ impl SharedLevel {
 
     /// Reads the API's generation and the entries under `own` and `shared` (one round
     /// trip, at most `timeout`). Entries of another generation, another key, or that do
-    /// not decode are left out.
-    pub(crate) async fn fetch(&self, api: &str, own: Option<&str>, shared: &str) -> Fetched {
-        let Some(mut conn) = self.connection() else {
-            return Fetched::Unavailable;
-        };
+    /// not decode are left out. `None`: Redis is down, slow or failed (a local miss).
+    pub(crate) async fn fetch(
+        &self,
+        api: &str,
+        own: Option<&str>,
+        shared: &str,
+    ) -> Option<Fetched> {
+        let mut conn = self.connection()?;
         let mut cmd = redis::cmd("MGET");
         cmd.arg(self.generation_key(api)).arg(self.key(api, shared));
         if let Some(own) = own {
@@ -221,11 +219,11 @@ impl SharedLevel {
         };
         let shared_entry = valid(values.next().flatten(), shared);
         let own_entry = own.and_then(|k| valid(values.next().flatten(), k));
-        Fetched::Found {
+        Some(Fetched {
             generation,
             own: own_entry,
             shared: shared_entry,
-        }
+        })
     }
 
     /// Queues an answer to write through (dropped, counted, when Redis is down or the
@@ -254,13 +252,13 @@ impl SharedLevel {
         self.conn.load().as_deref().cloned()
     }
 
-    fn down(&self, why: &str) -> Fetched {
+    fn down(&self, why: &str) -> Option<Fetched> {
         self.conn.store(None);
         if self.up.swap(false, Ordering::AcqRel) {
             self.outages.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(error = %why, "redis unreachable: the response cache's shared level is off until it returns");
         }
-        Fetched::Unavailable
+        None
     }
 
     /// Probes while down; carries pending purges while up.

@@ -17,8 +17,8 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use turnpike_model::policy::CachePurge;
 
-pub(crate) use crate::rfc::Presented;
 use crate::flight::{self, Flights};
+pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
 use crate::shared::SharedLevel;
 use crate::wire::WireEntry;

@@ -83,7 +83,10 @@ pub fn encode(e: &WireEntry) -> Option<Vec<u8>> {
     for (name, value) in &e.selecting {
         put16(&mut out, name.as_str().as_bytes())?;
         out.push(u8::from(value.is_some()));
-        put32(&mut out, value.as_ref().map_or(&[][..], HeaderValue::as_bytes));
+        put32(
+            &mut out,
+            value.as_ref().map_or(&[][..], HeaderValue::as_bytes),
+        );
     }
     put_count(&mut out, e.headers.len());
     for (name, value) in &e.headers {

@@ -75,10 +75,7 @@ pub fn start_throttling(
 
 /// Attaches the response cache's shared level on `url` to the runtime (before the first
 /// snapshot is built) and starts its task (connect, write through, purges, probes).
-fn share_cache(
-    runtime: &PolicyRuntime,
-    url: &str,
-) -> Result<tokio::task::JoinHandle<()>, String> {
+fn share_cache(runtime: &PolicyRuntime, url: &str) -> Result<tokio::task::JoinHandle<()>, String> {
     let level = turnpike_cache::SharedLevel::new(turnpike_cache::SharedConfig::new(url))
         .map_err(|e| format!("--redis: {e}"))?;
     turnpike_cache::attach_shared(runtime.kernel(), level.clone());
