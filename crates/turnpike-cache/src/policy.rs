@@ -271,10 +271,10 @@ impl ResponseCache {
         let ttl = variant.shared_ttl(now);
         if !ttl.is_zero() {
             level.write(Write {
-                store: self.store.clone(),
+                api: self.store.id().clone(),
                 key,
                 generation,
-                variant,
+                entry: variant,
                 ttl,
             });
         }

@@ -17,7 +17,7 @@
 //! write. The exact purge (prefix, tag) still applies to each gateway's memory; the
 //! shared level loses all of the API's entries, which the first reads refill.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -26,8 +26,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, RedisResult};
 use tokio::sync::{mpsc, Notify};
 
-use crate::store::{ApiStore, Variant};
-use crate::wire;
+use crate::wire::{self, ToWire};
 
 /// Where and how the shared level talks to Redis.
 #[derive(Debug, Clone)]
@@ -70,16 +69,17 @@ return 0
 
 /// One answer to write through.
 pub(crate) struct Write {
-    pub(crate) store: Arc<ApiStore>,
+    pub(crate) api: Arc<str>,
     pub(crate) key: String,
     pub(crate) generation: u64,
-    pub(crate) variant: Arc<Variant>,
+    pub(crate) entry: Arc<dyn ToWire>,
     pub(crate) ttl: Duration,
 }
 
-/// A purge to carry to Redis (the API's store reads around Redis until it is done).
+/// A purge to carry to Redis (the API's store reads around Redis while `pending` > 0).
 struct Purge {
-    store: Arc<ApiStore>,
+    api: Arc<str>,
+    pending: Arc<AtomicUsize>,
     id: u64,
 }
 
@@ -234,14 +234,14 @@ impl SharedLevel {
         }
     }
 
-    /// Queues purge `id` of `store`'s API: until it reached Redis, the store reads and
-    /// writes around the shared level.
-    pub(crate) fn purge(&self, store: Arc<ApiStore>, id: u64) {
-        store.purges_pending.fetch_add(1, Ordering::AcqRel);
+    /// Queues purge `id` of API `api`: until it reached Redis, `pending` counts it (and
+    /// the API's store reads and writes around the shared level).
+    pub(crate) fn purge(&self, api: Arc<str>, pending: Arc<AtomicUsize>, id: u64) {
+        pending.fetch_add(1, Ordering::AcqRel);
         self.purges
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(Purge { store, id });
+            .push(Purge { api, pending, id });
         self.purge_wake.notify_one();
     }
 
@@ -298,7 +298,7 @@ impl SharedLevel {
         for job in jobs {
             let done = match self.connection() {
                 Some(mut conn) => {
-                    let api = job.store.id();
+                    let api = &*job.api;
                     let marker = format!("{}{api}|purge|{}", self.config.key_prefix, job.id);
                     let mut invocation = script.key(self.generation_key(api));
                     invocation.key(marker).arg(PURGE_MARKER_MS);
@@ -318,7 +318,7 @@ impl SharedLevel {
                 None => false,
             };
             if done {
-                job.store.purges_pending.fetch_sub(1, Ordering::AcqRel);
+                job.pending.fetch_sub(1, Ordering::AcqRel);
             } else {
                 left.push(job);
             }
@@ -352,11 +352,11 @@ impl SharedLevel {
         let mut queued = 0;
         for w in &batch {
             let ms = u64::try_from(w.ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let Some(bytes) = wire::encode(&w.variant.to_wire(&w.key, w.generation)) else {
+            let Some(bytes) = wire::encode(&w.entry.to_wire(&w.key, w.generation)) else {
                 continue;
             };
             pipe.cmd("SET")
-                .arg(self.key(w.store.id(), &w.key))
+                .arg(self.key(&w.api, &w.key))
                 .arg(bytes)
                 .arg("PX")
                 .arg(ms)

@@ -21,7 +21,7 @@ use crate::flight::{self, Flights};
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
 use crate::shared::SharedLevel;
-use crate::wire::WireEntry;
+use crate::wire::{ToWire, WireEntry};
 
 /// Variants of one key kept for `Vary` (the oldest goes when one more arrives).
 const MAX_VARIANTS: usize = 8;
@@ -100,7 +100,7 @@ pub struct ApiStore {
     /// `shared: redis`), and the purges applied here that have not reached it yet
     /// (while any is pending, this API reads and writes around it).
     shared: OnceLock<Arc<SharedLevel>>,
-    pub(crate) purges_pending: AtomicUsize,
+    purges_pending: Arc<AtomicUsize>,
     /// Whether a `public` answer was ever stored under the shared key of a request
     /// whose callers have keys of their own (until then their misses look up one key).
     public: AtomicBool,
@@ -281,9 +281,9 @@ impl Variant {
     }
 }
 
-impl Variant {
+impl ToWire for Variant {
     /// Its shared-level form under the full `key`, fetched in purge `generation`.
-    pub(crate) fn to_wire(&self, key: &str, generation: u64) -> WireEntry {
+    fn to_wire(&self, key: &str, generation: u64) -> WireEntry {
         WireEntry {
             key: key.to_owned(),
             generation,
@@ -302,7 +302,9 @@ impl Variant {
             tags: self.tags.to_vec(),
         }
     }
+}
 
+impl Variant {
     /// A variant read back from the shared level (its RFC policy, if ever needed, is
     /// rebuilt from what it kept, as for a plain answer).
     pub(crate) fn from_wire(e: WireEntry) -> Variant {
@@ -386,7 +388,7 @@ impl ApiStore {
             flights: Flights::default(),
             purged: AtomicU64::new(0),
             shared: OnceLock::new(),
-            purges_pending: AtomicUsize::new(0),
+            purges_pending: Arc::new(AtomicUsize::new(0)),
             public: AtomicBool::new(false),
         }
     }
@@ -403,7 +405,7 @@ impl ApiStore {
     }
 
     /// The API's id.
-    pub(crate) fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &Arc<str> {
         &self.id
     }
 
@@ -474,7 +476,7 @@ impl ApiStore {
                 (None, None) => self.purge_all(),
             }
             if let Some(level) = self.shared.get().filter(|_| shared) {
-                level.purge(self.clone(), p.id);
+                level.purge(self.id.clone(), self.purges_pending.clone(), p.id);
             }
             highest = highest.max(p.id);
         }

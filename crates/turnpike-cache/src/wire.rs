@@ -50,6 +50,12 @@ pub struct WireEntry {
     pub tags: Vec<Box<str>>,
 }
 
+/// What can be written to the shared level (a stored answer, given its key and the
+/// purge generation it was fetched in).
+pub(crate) trait ToWire: Send + Sync {
+    fn to_wire(&self, key: &str, generation: u64) -> WireEntry;
+}
+
 /// The entry's bytes, or `None` when they would exceed [`MAX_ENTRY_BYTES`] or a count
 /// cap (such an answer stays in the local level only).
 pub fn encode(e: &WireEntry) -> Option<Vec<u8>> {
