@@ -144,8 +144,6 @@ pub struct ClientCredentials {
     pub url: String,
     pub client_id: String,
     pub client_secret: String,
-    #[serde(default)]
-    pub scope: Option<String>,
 }
 
 impl Target {
