@@ -87,7 +87,9 @@ fn join(cpus: &[usize]) -> String {
 }
 
 /// The core sets a plan asks for on a machine with `cpus` allowed: `auto` gives the
-/// gateway the upper half (rounded down) and the back end and generator the rest; with
+/// gateway the upper half (rounded down) and the back end and generator the rest (each
+/// its own half of it when it has two or more: on 4 CPUs gateway 2,3, back end 1,
+/// generator 0; on 2 CPUs gateway 1, back end and generator 0); with
 /// fewer than two CPUs, or `off`, nothing is pinned. `own_gateway` is false when the
 /// gateway is not the matrix's (a target): it is then left alone.
 pub fn plan(pin: &Pin, cpus: &[usize], own_gateway: bool) -> Pinning {
@@ -102,10 +104,15 @@ pub fn plan(pin: &Pin, cpus: &[usize], own_gateway: bool) -> Pinning {
         },
         Pin::Word(PinWord::Auto) => {
             let (low, high) = cpus.split_at(cpus.len() - cpus.len() / 2);
+            // The back end takes the upper half of the rest when it has two or more.
+            let (generator, backend) = match low.len() {
+                1 => (low, low),
+                n => low.split_at(n - n / 2),
+            };
             Pinning {
                 gateway: Some(join(high)),
-                backend: Some(join(low)),
-                generator: Some(join(low)),
+                backend: Some(join(backend)),
+                generator: Some(join(generator)),
                 note: None,
             }
         }
@@ -177,7 +184,13 @@ mod tests {
         assert_eq!(two.backend.as_deref(), Some("0"));
         let eight = plan(&Pin::default(), &(0..8).collect::<Vec<_>>(), true);
         assert_eq!(eight.gateway.as_deref(), Some("4,5,6,7"));
-        assert_eq!(eight.generator.as_deref(), Some("0,1,2,3"));
+        assert_eq!(eight.generator.as_deref(), Some("0,1"));
+        assert_eq!(eight.backend.as_deref(), Some("2,3"));
+        let three = plan(&Pin::default(), &[0, 1, 2], true);
+        assert_eq!(
+            (three.gateway.as_deref(), three.backend.as_deref(), three.generator.as_deref()),
+            (Some("2"), Some("1"), Some("0"))
+        );
         let one = plan(&Pin::default(), &[0], true);
         assert!(one.gateway.is_none() && one.note.is_some());
         let off = plan(&Pin::Word(PinWord::Off), &[0, 1], true);

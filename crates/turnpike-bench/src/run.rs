@@ -70,7 +70,7 @@ pub struct RunArgs {
     #[arg(long, env = "TURNPIKE_BENCH_CLIENT_SECRET", hide_env_values = true)]
     pub client_secret: Option<String>,
     /// With --token-url: this many grants, each a distinct token, cycled over requests.
-    #[arg(long, default_value_t = 1, requires = "token_url")]
+    #[arg(long, default_value_t = 1)]
     pub token_count: usize,
     /// File of access tokens, one a line, cycled over requests.
     #[arg(long)]
