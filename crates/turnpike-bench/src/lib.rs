@@ -17,6 +17,7 @@ pub mod reference;
 pub mod report;
 pub mod run;
 pub mod setup;
+pub mod stack;
 pub mod stats;
 pub mod tokens;
 
