@@ -17,7 +17,19 @@ use turnpike_bench::plan::{Scenario, Via};
 struct Nginx(Child);
 
 impl Drop for Nginx {
+    /// A graceful stop (SIGQUIT): a killed master leaves its worker behind, holding the
+    /// test's output pipe.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-QUIT", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
