@@ -264,7 +264,9 @@ async fn credential(plan: &Plan, args: &MatrixArgs) -> Result<Option<Credential>
         let Some(src) = &t.token else {
             return Ok(None);
         };
-        let tokens = src.resolve(plan.tokens, t.insecure || args.insecure).await?;
+        let tokens = src
+            .resolve(plan.tokens, t.insecure || args.insecure)
+            .await?;
         let describe = format!("{} token(s) sent as `{}`", tokens.len(), src.header);
         return Ok(Some(Credential {
             header: src.header.clone(),
@@ -449,7 +451,15 @@ impl Session {
             cpus: self.pinning.gateway.as_deref(),
         };
         let tag = format!("delay-{delay}");
-        match start_gateway(&self.exe, echo_base, graphql_base, &self.args.out, &tag, &opts).await
+        match start_gateway(
+            &self.exe,
+            echo_base,
+            graphql_base,
+            &self.args.out,
+            &tag,
+            &opts,
+        )
+        .await
         {
             Ok((p, base)) => {
                 let pid = p.pid();
@@ -482,7 +492,10 @@ impl Session {
             (Via::Gateway, Some(s)) => {
                 let g = stage.gateway.as_ref().map_err(Clone::clone)?;
                 let url = g.url(s).ok_or_else(|| {
-                    format!("needs a gateway URL ending in /echo/v1 to find /secured/v1 (got {})", g.echo_api)
+                    format!(
+                        "needs a gateway URL ending in /echo/v1 to find /secured/v1 (got {})",
+                        g.echo_api
+                    )
                 })?;
                 (url, Some(g))
             }

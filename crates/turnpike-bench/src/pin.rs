@@ -188,13 +188,20 @@ mod tests {
         assert_eq!(eight.backend.as_deref(), Some("2,3"));
         let three = plan(&Pin::default(), &[0, 1, 2], true);
         assert_eq!(
-            (three.gateway.as_deref(), three.backend.as_deref(), three.generator.as_deref()),
+            (
+                three.gateway.as_deref(),
+                three.backend.as_deref(),
+                three.generator.as_deref()
+            ),
             (Some("2"), Some("1"), Some("0"))
         );
         let one = plan(&Pin::default(), &[0], true);
         assert!(one.gateway.is_none() && one.note.is_some());
         let off = plan(&Pin::Word(PinWord::Off), &[0, 1], true);
-        assert_eq!(off.describe(), "gateway unpinned, back end unpinned, generator unpinned (pin: off)");
+        assert_eq!(
+            off.describe(),
+            "gateway unpinned, back end unpinned, generator unpinned (pin: off)"
+        );
         let target = plan(&Pin::default(), &[0, 1], false);
         assert!(target.gateway.is_none() && target.generator.is_some());
         let sets = CoreSets {

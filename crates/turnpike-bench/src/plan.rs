@@ -360,7 +360,10 @@ mod tests {
     fn security_transport_pinning_and_target_are_plan_options() {
         let base = "name: x\nscenarios: [secured-passthrough]\nusers: [1]\nsizes: [1]\ndelays_ms: [0]\nwarmup: 1s\nduration: 1s\n";
         let p = Plan::parse(base).expect("defaults");
-        assert_eq!((p.auth, p.tokens, p.protocol), (Auth::Jwt, 1, Protocol::Http));
+        assert_eq!(
+            (p.auth, p.tokens, p.protocol),
+            (Auth::Jwt, 1, Protocol::Http)
+        );
         assert_eq!(p.pin, Pin::default());
         let p = Plan::parse(&format!(
             "{base}auth: api-key\ntokens: 5000\nprotocol: h2\npin: {{ gateway: \"1\", generator: \"0\" }}\n\
@@ -368,10 +371,16 @@ mod tests {
              \x20 token: {{ file: t.txt, header: \"apikey: {{token}}\" }}\n"
         ))
         .expect("options");
-        assert_eq!((p.auth, p.tokens, p.protocol), (Auth::ApiKey, 5000, Protocol::H2));
+        assert_eq!(
+            (p.auth, p.tokens, p.protocol),
+            (Auth::ApiKey, 5000, Protocol::H2)
+        );
         let t = p.target.expect("target");
         let url = |s: Scenario| t.scenario_url(s.name(), s.default_path());
-        assert_eq!(url(Scenario::SecuredPassthrough), "https://gw:8443/kong/echo");
+        assert_eq!(
+            url(Scenario::SecuredPassthrough),
+            "https://gw:8443/kong/echo"
+        );
         assert_eq!(url(Scenario::Passthrough), "https://gw:8443/echo/v1");
         let err = Plan::parse(&format!(
             "{base}tokens: 0\ntarget:\n  url: gw:1\n  paths: {{ nope: /x }}\n  token: {{ header: \"apikey: x\" }}\n"

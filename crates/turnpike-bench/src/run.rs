@@ -11,10 +11,10 @@ use http::{HeaderValue, Method, Uri};
 use serde::{Deserialize, Serialize};
 
 use crate::client::{self, RequestTemplate, Target};
-use crate::tokens::HeaderTemplate;
 use crate::load::{self, LoadSpec, Mode};
 use crate::procstat::{self, Resources};
 use crate::stats::{Summary, Window};
+use crate::tokens::HeaderTemplate;
 use crate::BenchError;
 
 /// Arguments of `turnpike bench run`.
@@ -196,8 +196,7 @@ async fn tokens(args: &RunArgs) -> Result<Option<(HeaderName, Vec<HeaderValue>)>
     } else if let Some(url) = &args.token_url {
         let id = args.client_id.as_deref().unwrap_or_default();
         let secret = args.client_secret.as_deref().unwrap_or_default();
-        crate::tokens::client_credentials(url, id, secret, args.token_count, args.insecure)
-            .await?
+        crate::tokens::client_credentials(url, id, secret, args.token_count, args.insecure).await?
     } else {
         return Ok(None);
     };

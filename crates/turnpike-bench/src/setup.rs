@@ -175,14 +175,16 @@ impl Target {
 
 impl TokenSource {
     /// The tokens: `count` of them for client credentials, else the file's or the value.
-    pub async fn resolve(
-        &self,
-        count: usize,
-        insecure: bool,
-    ) -> Result<Vec<String>, BenchError> {
+    pub async fn resolve(&self, count: usize, insecure: bool) -> Result<Vec<String>, BenchError> {
         if let Some(cc) = &self.client_credentials {
-            return crate::tokens::client_credentials(&cc.url, &cc.client_id, &cc.client_secret, count, insecure)
-                .await;
+            return crate::tokens::client_credentials(
+                &cc.url,
+                &cc.client_id,
+                &cc.client_secret,
+                count,
+                insecure,
+            )
+            .await;
         }
         if let Some(file) = &self.file {
             return crate::tokens::from_file(std::path::Path::new(file));

@@ -196,7 +196,6 @@ apis:
     )
 }
 
-
 /// How the matrix's gateway is started.
 pub struct GatewayOpts<'a> {
     pub auth: Auth,
@@ -299,4 +298,3 @@ pub async fn probe(url: &str) -> Option<u16> {
         })
         .await
 }
-

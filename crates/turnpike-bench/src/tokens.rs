@@ -22,7 +22,11 @@ pub struct HeaderTemplate {
 
 impl HeaderTemplate {
     pub fn parse(template: &str) -> Result<Self, BenchError> {
-        let bad = || BenchError::Usage(format!("token header must be `Name: …{{token}}…`: {template:?}"));
+        let bad = || {
+            BenchError::Usage(format!(
+                "token header must be `Name: …{{token}}…`: {template:?}"
+            ))
+        };
         let (name, value) = template.split_once(':').ok_or_else(bad)?;
         let name = HeaderName::try_from(name.trim()).map_err(|_| bad())?;
         let (prefix, suffix) = value.trim().split_once("{token}").ok_or_else(bad)?;
@@ -99,8 +103,8 @@ pub async fn client_credentials(
         .map_err(|e| BenchError::Usage(format!("bad token URL {url}: {e}")))?;
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
-        let header = crate::client::client_credentials(&uri, client_id, client_secret, insecure)
-            .await?;
+        let header =
+            crate::client::client_credentials(&uri, client_id, client_secret, insecure).await?;
         let token = header
             .to_str()
             .ok()

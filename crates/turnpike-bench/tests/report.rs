@@ -415,7 +415,10 @@ fn compare_draws_the_published_rows_and_ratios_beside_the_measured_ones() {
         .find(|l| l.starts_with("| secured-passthrough | Passthrough | 500 |"))
         .expect("reference row at 500 users");
     assert!(missing.contains("not measured"), "{missing}");
-    assert!(md.contains("| transformation | Transformation | 1000 |"), "{md}");
+    assert!(
+        md.contains("| transformation | Transformation | 1000 |"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(dir.path().join("index.html")).expect("html");
     assert!(html.contains("<th>Measured / published</th>"), "{html}");
     assert!(html.contains("cross-machine comparison"));

@@ -146,7 +146,11 @@ async fn a_plan_drives_nginx_by_url_with_keys_from_a_token_file() {
     assert_eq!(error_pct(&ok, Scenario::Passthrough), 0.0);
     assert_eq!(error_pct(&ok, Scenario::SecuredPassthrough), 0.0);
     assert!(ok.setup.credential.contains("apikey"), "{:?}", ok.setup);
-    let direct = ok.cells.iter().find(|c| c.via == Via::Direct).expect("baseline");
+    let direct = ok
+        .cells
+        .iter()
+        .find(|c| c.via == Via::Direct)
+        .expect("baseline");
     let d = direct.result.as_ref().expect("baseline ran");
     assert!(d.url.starts_with(&format!("http://{echo}")), "{}", d.url);
     let md = std::fs::read_to_string(dir.path().join("nginx/summary.md")).expect("md");

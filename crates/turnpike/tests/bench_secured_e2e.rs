@@ -14,7 +14,15 @@ use support::{start_printing, TempDir, BIN};
 
 fn matrix(plan: &std::path::Path, out: &std::path::Path) -> Value {
     let status = Command::new(BIN)
-        .args(["--log", "warn", "bench", "matrix", "--threads", "1", "--plan"])
+        .args([
+            "--log",
+            "warn",
+            "bench",
+            "matrix",
+            "--threads",
+            "1",
+            "--plan",
+        ])
         .arg(plan)
         .arg("--out")
         .arg(out)
@@ -61,9 +69,15 @@ fn the_matrix_gateway_is_called_over_https_h2_with_a_pool_of_jwts() {
     let setup = &results["setup"];
     assert_eq!(setup["protocol"], "HTTPS (HTTP/2)");
     let credential = setup["credential"].as_str().unwrap_or("");
-    assert!(credential.contains("JWT") && credential.contains("50 distinct"), "{setup}");
+    assert!(
+        credential.contains("JWT") && credential.contains("50 distinct"),
+        "{setup}"
+    );
     let md = std::fs::read_to_string(out.join("summary.md")).expect("summary");
-    assert!(md.contains("Transport to the gateway: HTTPS (HTTP/2)"), "{md}");
+    assert!(
+        md.contains("Transport to the gateway: HTTPS (HTTP/2)"),
+        "{md}"
+    );
     assert!(md.contains("Cores: "), "{md}");
     assert!(md.contains("(cross-machine comparison)"), "{md}");
     // The gateway was sent JWTs, not the API key: its config secures the API with OAuth2.
@@ -77,7 +91,12 @@ const PASSWORD: &str = "bench-e2e-admin-password";
 fn rest(cp: &str, path: &str, body: Value) -> Value {
     let out = Command::new("curl")
         .args(["-s", "-f", "-u", &format!("admin:{PASSWORD}")])
-        .args(["-H", "content-type: application/json", "-d", &body.to_string()])
+        .args([
+            "-H",
+            "content-type: application/json",
+            "-d",
+            &body.to_string(),
+        ])
         .arg(format!("{cp}{path}"))
         .output()
         .expect("curl runs");
@@ -121,7 +140,11 @@ fn a_plan_targets_turnpike_up_with_tokens_from_its_key_manager() {
         &format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={api_id}&action=Publish"),
         json!({}),
     );
-    let app = rest(cp, "/api/am/devportal/v1/applications", json!({"name": "bench"}));
+    let app = rest(
+        cp,
+        "/api/am/devportal/v1/applications",
+        json!({"name": "bench"}),
+    );
     let app_id = app["id"].as_str().expect("app id");
     rest(
         cp,

@@ -276,7 +276,6 @@ pub fn csv(rows: &[Row]) -> String {
     out
 }
 
-
 /// Least-squares line y = a + b x with its r².
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fit {
