@@ -344,13 +344,7 @@ impl Session {
             }
         }
         let own_gateway = plan.target.is_none() && args.gateway_url.is_none() && !args.no_gateway;
-        let mut pinning = pin::plan(&plan.pin, &cpus, own_gateway);
-        if let Some(set) = pinning.generator.clone() {
-            if let Err(e) = pin::pin_self(&set) {
-                pinning.generator = None;
-                pinning.note = Some(e);
-            }
-        }
+        let pinning = pin::apply(pin::plan(&plan.pin, &cpus, own_gateway));
         let credential = credential(&plan, &args).await?;
         let graphql_jwt = match plan.scenarios.contains(&Scenario::Graphql) {
             true => Some(bench_jwts(plan.tokens)?),

@@ -133,6 +133,29 @@ pub fn plan(pin: &Pin, cpus: &[usize], own_gateway: bool) -> Pinning {
     p
 }
 
+/// Moves this process to the generator's set; when taskset cannot run (not installed, or
+/// the set refused), nothing is pinned and the note says why, so that children are never
+/// started through a missing `taskset`.
+pub fn apply(p: Pinning) -> Pinning {
+    let unpinned = |why: String| Pinning {
+        note: Some(why),
+        ..Pinning::default()
+    };
+    if p.gateway.is_none() && p.backend.is_none() && p.generator.is_none() {
+        return p;
+    }
+    if let Err(e) = Command::new("taskset").arg("-V").output() {
+        return unpinned(format!("taskset: {e}"));
+    }
+    match &p.generator {
+        Some(set) => match pin_self(set) {
+            Ok(()) => p,
+            Err(e) => unpinned(e),
+        },
+        None => p,
+    }
+}
+
 /// Moves this process (every thread, and threads started later) to `cpus`.
 pub fn pin_self(cpus: &str) -> Result<(), String> {
     let out = Command::new("taskset")
