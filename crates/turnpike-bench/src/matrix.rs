@@ -344,7 +344,14 @@ impl Session {
             }
         }
         let own_gateway = plan.target.is_none() && args.gateway_url.is_none() && !args.no_gateway;
-        let pinning = pin::apply(pin::plan(&plan.pin, &cpus, own_gateway));
+        let mut pinning = pin::plan(&plan.pin, &cpus, own_gateway);
+        let own_backend =
+            args.echo_url.is_none() && plan.target.as_ref().is_none_or(|t| t.backend.is_none());
+        if !own_backend {
+            // A back end the matrix did not start is not its to pin.
+            pinning.backend = None;
+        }
+        let pinning = pin::apply(pinning);
         let credential = credential(&plan, &args).await?;
         let graphql_jwt = match plan.scenarios.contains(&Scenario::Graphql) {
             true => Some(bench_jwts(plan.tokens)?),
