@@ -1,6 +1,7 @@
 //! Three throttlers (three gateways) share one real Redis: the global limit holds within
 //! the documented bound `limit + nodes x batch`, and when Redis dies they keep serving on
-//! local limits, then resynchronise when it returns.
+//! local limits, then resynchronise when it returns. Two throttlers share one token
+//! budget the same way (what one gateway's calls used refuses the other's).
 
 mod support;
 
@@ -8,6 +9,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use support::Redis;
+use turnpike_policy::ai::{TokenEstimate, TokenUsage};
 use turnpike_throttle::*;
 
 const T0: UnixNanos = UnixNanos::from_secs(1_704_067_200);
@@ -275,4 +277,92 @@ async fn no_false_refusal_far_below_the_limit_when_leases_come_late() {
     let small = nodes(&redis, 600, 20, FailMode::Open, &clock);
     let admitted = drive(&small, third, [50, 50, 50]).await;
     assert!(admitted <= 600 + 3 * 20, "admitted {admitted}");
+}
+
+const TOKENS: u64 = 10_000;
+const TOKEN_BATCH: u64 = 100;
+
+fn token_node(redis: &Redis, i: usize, clock: &ManualClock) -> Node {
+    let spec = ThrottleSpec {
+        subscription_tiers: vec![SubscriptionTier {
+            name: "AiShared".into(),
+            tokens: vec![TokenLimit::total(TOKENS, TimeUnit::Minute)],
+            ..SubscriptionTier::unlimited()
+        }],
+        ..Default::default()
+    };
+    let store = CounterStore::new(StoreConfig::default());
+    let cfg = ClusterConfig {
+        batch: TOKEN_BATCH,
+        node_id: Some(format!("node{i}")),
+        ..ClusterConfig::new(redis.url())
+    };
+    let cluster = Cluster::attach(&store, cfg, Arc::new(clock.clone())).expect("attach");
+    let throttler = Throttler::build(&spec, store).expect("spec");
+    Node { throttler, cluster }
+}
+
+fn llm_req() -> RequestFacts<'static> {
+    RequestFacts {
+        application_id: Some("app1"),
+        subscription_tier: Some("AiShared"),
+        ..RequestFacts::new("llm", IpAddr::from([10, 0, 0, 1]))
+    }
+}
+
+/// One call holding `prompt + max` and using `used`: whether it was admitted.
+fn token_call(n: &Node, prompt: u64, max: u64, used: u64) -> bool {
+    let est = TokenEstimate {
+        prompt,
+        max_completion: max,
+    };
+    let d = n.throttler.check_tokens(&llm_req(), None, Some(&est), T0);
+    if d.allowed {
+        let usage = TokenUsage {
+            prompt,
+            completion: used.saturating_sub(prompt),
+            total: used,
+            ..TokenUsage::default()
+        };
+        n.throttler.settle_tokens(&d, Some(&usage), T0);
+    }
+    d.allowed
+}
+
+async fn sync_all(nodes: &[&Node]) {
+    for n in nodes {
+        n.cluster.sync_once().await;
+    }
+}
+
+#[tokio::test]
+async fn two_gateways_share_one_token_budget() {
+    let redis = Redis::start();
+    let clock = ManualClock::new(T0);
+    let (a, b) = (token_node(&redis, 0, &clock), token_node(&redis, 1, &clock));
+    // Gateway A spends 9,000 tokens in nine calls (each held 1,200, used 1,000).
+    for i in 0..9 {
+        assert!(token_call(&a, 200, 1_000, 1_000), "A's call {i}");
+        sync_all(&[&a, &b]).await;
+    }
+    // Gateway B: calls of 600 until refused. Alone it would admit 16; sharing the
+    // budget it admits what is left (1,000) plus at most the call it made before its
+    // first lease told it about A.
+    let mut admitted_b = 0;
+    while token_call(&b, 100, 500, 600) {
+        admitted_b += 1;
+        sync_all(&[&a, &b]).await;
+        assert!(admitted_b < 16, "B never learnt about A's usage");
+    }
+    sync_all(&[&a, &b]).await;
+    let used = 9_000 + 600 * admitted_b;
+    let bound = 2 * (TOKEN_BATCH + 1_200);
+    eprintln!("cluster tokens: limit {TOKENS}, A used 9000, B admitted {admitted_b} calls of 600: {used} (bound {})", TOKENS + bound);
+    assert!(admitted_b >= 1, "B had 1,000 tokens left");
+    assert!(used <= TOKENS + bound, "used {used}");
+    // Both gateways now refuse even a small call: the window is spent cluster-wide.
+    assert!(!token_call(&a, 10, 10, 20), "A must see B's usage");
+    assert!(!token_call(&b, 10, 10, 20));
+    // Redis holds the window's grants: the whole budget, nothing past it.
+    assert_eq!(redis.totals().await, vec![TOKENS]);
 }

@@ -10,6 +10,7 @@
 //! `build.rs` compiles the file's `throttling:` section once per file ([`prepare`]).
 
 mod build;
+mod tokens;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use turnpike_policy::{
 };
 
 pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
+pub use tokens::TokenBudget;
 
 use crate::{Decision, Lookup, RequestFacts};
 
@@ -34,6 +36,12 @@ pub struct ThrottlePolicy {
     hooks: Hooks,
 }
 
+/// The token budgets' decision for one call ([`TokenBudget`]'s), in `ctx.ext`: the
+/// throttle policy writes its `RateLimit` headers beside the request quota's (it is
+/// the one writer of those headers, and its response hook runs after the budget's).
+#[derive(Clone, Debug)]
+pub struct Tokens(pub crate::TokenDecision);
+
 impl ThrottlePolicy {
     /// What the policy compiled for its API (its throttler, ids and resource policies).
     pub fn api(&self) -> &ApiThrottle {
@@ -43,7 +51,7 @@ impl ThrottlePolicy {
 
 /// Headers, the raw query string and the token claims the snapshot's conditions read
 /// (kept in the identity at verification): conditional groups look here.
-struct RequestLookup<'a> {
+pub(crate) struct RequestLookup<'a> {
     headers: &'a HeaderMap,
     query: Option<&'a str>,
     claims: Option<&'a Claims>,
@@ -78,31 +86,13 @@ impl Policy for ThrottlePolicy {
         req: &'a mut request::Parts,
     ) -> Step<'a> {
         let t = &*self.t;
-        let identity = ctx.auth.as_ref().map(|a: &Authenticated| &*a.identity);
-        let application = identity.and_then(|i| i.application_id.as_deref());
-        let resource = t.resource_policy(&req.method, ctx.upstream.path());
+        let identity = ctx.identity().map(|i| &**i);
         let lookup = RequestLookup {
             headers: &req.headers,
             query: req.uri.query(),
             claims: identity.map(|i| &i.claims),
         };
-        // No usable length (absent, bad or conflicting) charges nothing on the way in.
-        let bytes = content_length(&req.headers).ok().flatten().unwrap_or(0);
-        let facts = RequestFacts {
-            api_id: &t.api_id,
-            resource: resource.map(|r| &*r.key),
-            application_id: application,
-            user: identity.map(end_user),
-            // An authenticated caller without a subscription (an API that does not
-            // require one) counts on its application tier only.
-            subscription_tier: ctx.subscription_tier(),
-            application_tier: application.and_then(|a| t.application_tier(a)),
-            api_policy: t.api_policy.as_deref(),
-            resource_policy: resource.map(|r| &*r.policy),
-            client_ip: ctx.client.ip(),
-            bytes,
-            lookup: &lookup,
-        };
+        let facts = request_facts(t, ctx, req, &lookup);
         let decision = t.throttler.check(&facts, self.clock.now());
         if !decision.allowed {
             let e = refusal(t, &decision);
@@ -122,9 +112,15 @@ impl Policy for ThrottlePolicy {
         ctx: &mut RequestCtx,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
+        let t = &*self.t;
         if let Some(d) = ctx.throttle.as_ref() {
-            let t = &*self.t;
             t.throttler.write_headers(d, t.headers, &mut resp.headers);
+        }
+        // Only an API with token budgets looks: the others pay one branch.
+        if t.counts_tokens {
+            if let Some(Tokens(d)) = ctx.ext.get::<Tokens>() {
+                t.throttler.write_token_headers(d, t.headers, &mut resp.headers);
+            }
         }
         Ok(())
     }
@@ -139,6 +135,35 @@ impl Policy for ThrottlePolicy {
                 .throttler
                 .charge_bytes(&d.charges, done.bytes_out, now);
         }
+    }
+}
+
+/// The request as the throttler sees it: the caller (the identity auth left in `ctx`),
+/// its tiers, the API's and the matched resource's policies, the client address.
+pub(crate) fn request_facts<'a>(
+    t: &'a ApiThrottle,
+    ctx: &'a RequestCtx,
+    req: &'a request::Parts,
+    lookup: &'a RequestLookup<'a>,
+) -> RequestFacts<'a> {
+    let identity = ctx.identity().map(|i| &**i);
+    let application = identity.and_then(|i| i.application_id.as_deref());
+    let resource = t.resource_policy(&req.method, ctx.upstream.path());
+    RequestFacts {
+        api_id: &t.api_id,
+        resource: resource.map(|r| &*r.key),
+        application_id: application,
+        user: identity.map(end_user),
+        // An authenticated caller without a subscription (an API that does not
+        // require one) counts on its application tier only.
+        subscription_tier: ctx.subscription_tier(),
+        application_tier: application.and_then(|a| t.application_tier(a)),
+        api_policy: t.api_policy.as_deref(),
+        resource_policy: resource.map(|r| &*r.policy),
+        client_ip: ctx.client.ip(),
+        // No usable length (absent, bad or conflicting) charges nothing on the way in.
+        bytes: content_length(&req.headers).ok().flatten().unwrap_or(0),
+        lookup,
     }
 }
 
@@ -163,13 +188,23 @@ fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
     if let Some(rule) = d.rule {
         tracing::debug!(api = %t.api_id, rule = throttler.rule_label(rule), "throttled");
     }
-    let mut e = GatewayError::new(ErrorKind::Throttled);
     let mut h = HeaderMap::new();
     throttler.write_headers(d, t.headers, &mut h);
-    let retry_after = crate::retry_after_secs(d);
-    e.headers = Some(Box::new(h));
-    e.detail = Some(Cow::Owned(throttler.message(d)));
     let policy = d.rule.map_or("", |id| throttler.policy_name(id));
+    throttled(h, throttler.message(d), policy, crate::retry_after_secs(d))
+}
+
+/// The error table's 429 with `headers`, `message` and the `policy` and `retry_after`
+/// fields (a request quota's refusal and a token budget's alike).
+pub(crate) fn throttled(
+    headers: HeaderMap,
+    message: String,
+    policy: &str,
+    retry_after: u64,
+) -> GatewayError {
+    let mut e = GatewayError::new(ErrorKind::Throttled);
+    e.headers = Some(Box::new(headers));
+    e.detail = Some(Cow::Owned(message));
     e.fields.push(("policy", policy.into()));
     e.fields.push(("retry_after", retry_after.into()));
     e
