@@ -300,7 +300,14 @@ async fn tiers_carry_token_limits(url: String) {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.json);
     assert_eq!(r.json["tokenLimits"], limits);
     let path = format!("{base}/subscription/AiGold");
-    let r = send(&cp, Method::PUT, &path, "admin", json!({"description": "LLM"})).await;
+    let r = send(
+        &cp,
+        Method::PUT,
+        &path,
+        "admin",
+        json!({"description": "LLM"}),
+    )
+    .await;
     assert_eq!(r.json["tokenLimits"], limits, "PUT keeps them");
     let snap = cp
         .call(
@@ -318,10 +325,15 @@ async fn tiers_carry_token_limits(url: String) {
     assert_eq!(tier["tokens"], limits, "the file's tokens:");
     assert_eq!(tier["quota"], json!({"requests": 100, "per": "minute"}));
     let listed = cp
-        .get("/api/am/devportal/v1/throttling-policies/subscription", "sub")
+        .get(
+            "/api/am/devportal/v1/throttling-policies/subscription",
+            "sub",
+        )
         .await;
     assert_eq!(listed.status, StatusCode::OK, "{}", listed.json);
-    let shown = listed.json["list"].as_array().and_then(|l| l.iter().find(|t| t["name"] == "AiGold").cloned());
+    let shown = listed.json["list"]
+        .as_array()
+        .and_then(|l| l.iter().find(|t| t["name"] == "AiGold").cloned());
     assert_eq!(shown.map(|t| t["tokenLimits"].clone()), Some(limits));
 
     // Two parts in one limit, an unknown key, five limits: each named.
@@ -342,7 +354,11 @@ async fn tiers_carry_token_limits(url: String) {
         .map(|per| json!({"total": 1, "per": per}))
         .collect();
     let r = cp
-        .post(&format!("{base}/advanced"), "admin", json!({"name": "Adv", "tokenLimits": five}))
+        .post(
+            &format!("{base}/advanced"),
+            "admin",
+            json!({"name": "Adv", "tokenLimits": five}),
+        )
         .await;
     assert_eq!(r.fields(), ["tokenLimits"], "{}", r.json);
     let r = merge(&cp, &path, "admin", json!({"tokenLimits": []}), None).await;

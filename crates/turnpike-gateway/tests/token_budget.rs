@@ -89,40 +89,67 @@ async fn a_call_over_the_token_budget_is_refused_before_the_upstream() {
         );
         api.chain = api.chain.prepended(Arc::new(Estimator));
     }
-    let gw = gateway_built(Arc::new(arc_swap::ArcSwap::from_pointee(snap)), |_| {}, |b| b).await;
+    let gw = gateway_built(
+        Arc::new(arc_swap::ArcSwap::from_pointee(snap)),
+        |_| {},
+        |b| b,
+    )
+    .await;
     let c = client();
     let url = gw.url("/llm/v1/chat/completions");
     let send = |body: &'static str| c.post(&url).body(body).send();
 
     // 40 bytes: a prompt of 10, max_tokens 300: held 310 of 1000; it uses 700.
-    let r = send(r#"{"max_tokens":300,"use":700,"p":"abcde"}"#).await.expect("call");
+    let r = send(r#"{"max_tokens":300,"use":700,"p":"abcde"}"#)
+        .await
+        .expect("call");
     assert_eq!(r.status(), 200);
     let policy = r.headers().get("ratelimit-policy").expect("token headers");
     assert_eq!(policy, "\"adv:AiBudget/tokens-per-hour\";q=1000;w=3600");
     let rl = r.headers()["ratelimit"].to_str().expect("ascii");
-    assert!(rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=690;t="), "{rl}");
+    assert!(
+        rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=690;t="),
+        "{rl}"
+    );
     let _ = r.bytes().await;
 
     // 300 left: a call asking for 400 more is refused, and the upstream never sees it.
     let calls = upstream.calls.load(Ordering::SeqCst);
-    let r = send(r#"{"max_tokens":400,"use":10,"p":"abcde"}"#).await.expect("call");
+    let r = send(r#"{"max_tokens":400,"use":10,"p":"abcde"}"#)
+        .await
+        .expect("call");
     assert_eq!(r.status(), 429);
     assert!(r.headers().contains_key("retry-after"));
     let rl = r.headers()["ratelimit"].to_str().expect("ascii").to_owned();
-    assert!(rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=300;t="), "{rl}");
+    assert!(
+        rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=300;t="),
+        "{rl}"
+    );
     let body = error_body(r).await;
     assert_eq!(body["code"], "throttled");
     assert_eq!(body["policy"], "AiBudget");
-    assert!(body["message"].as_str().unwrap_or("").contains("tokens"), "{body}");
-    assert_eq!(upstream.calls.load(Ordering::SeqCst), calls, "refused before the upstream");
+    assert!(
+        body["message"].as_str().unwrap_or("").contains("tokens"),
+        "{body}"
+    );
+    assert_eq!(
+        upstream.calls.load(Ordering::SeqCst),
+        calls,
+        "refused before the upstream"
+    );
 
     // What fits still passes, and its usage past the budget (600 > 300) is charged...
-    let r = send(r#"{"max_tokens":200,"use":600,"p":"abcde"}"#).await.expect("call");
+    let r = send(r#"{"max_tokens":200,"use":600,"p":"abcde"}"#)
+        .await
+        .expect("call");
     assert_eq!(r.status(), 200);
     let _ = r.bytes().await;
     // ...so that even the smallest call is refused until the hour ends.
     let r = send(r#"{"max_tokens":1}"#).await.expect("call");
     assert_eq!(r.status(), 429);
     let rl = r.headers()["ratelimit"].to_str().expect("ascii").to_owned();
-    assert!(rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=0;t="), "{rl}");
+    assert!(
+        rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=0;t="),
+        "{rl}"
+    );
 }

@@ -97,7 +97,7 @@ impl Limit {
 /// tokens (exactly one) per `every` x `per`, counted in the scope of the tier or policy
 /// that declares it (a subscription: application x API; an application tier:
 /// application x end user; an advanced policy: API or resource) and, with `by`,
-/// separately for each value of `model` (the model the request names), `user` (the
+/// separately for each value of `model` (the model the request is sent to), `user` (the
 /// caller's end user), `header:NAME` or `claim:NAME`. Checked before a call against its
 /// estimate (prompt + `max_tokens`), charged after it with the tokens it used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

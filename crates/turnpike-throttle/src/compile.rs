@@ -311,7 +311,10 @@ impl Throttler {
                 .as_ref()
                 .map(|l| b.quota(&store, &t.name, format!("app:{}", t.name), l));
             let tokens = b.tokens(&store, &t.name, &format!("app:{}", t.name), &t.tokens);
-            apps.insert(Box::<str>::from(t.name.as_str()), AppTierC { quota, tokens });
+            apps.insert(
+                Box::<str>::from(t.name.as_str()),
+                AppTierC { quota, tokens },
+            );
         }
 
         let mut advanced = NameMap::default();

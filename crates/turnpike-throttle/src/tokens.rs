@@ -16,9 +16,9 @@
 
 use std::time::Duration;
 
+use turnpike_model::throttling::{TokenLimit, MAX_TOKEN_KEYS, MAX_TOKEN_LIMITS};
 use turnpike_policy::ai::{TokenEstimate, TokenUsage};
 use turnpike_policy::RuleId;
-use turnpike_model::throttling::{TokenLimit, MAX_TOKEN_KEYS, MAX_TOKEN_LIMITS};
 
 use crate::compile::{Builder, Rule, RuleKind};
 use crate::counter;
@@ -67,7 +67,8 @@ impl TokenPart {
 /// A value a budget is counted per, besides its level's scope.
 #[derive(Debug)]
 pub(crate) enum TokenKey {
-    /// The model the request names (its `model` field).
+    /// The model the request is sent to (its body's `model`, read after the AI kind's
+    /// routing rewrote it).
     Model,
     /// The caller's end user (as application tiers count it).
     User,
@@ -81,7 +82,9 @@ impl TokenKey {
         let key = match s.split_once(':') {
             None if s == "model" => Some(TokenKey::Model),
             None if s == "user" => Some(TokenKey::User),
-            Some(("header", n)) => named(n).map(|n| TokenKey::Header(n.to_ascii_lowercase().into())),
+            Some(("header", n)) => {
+                named(n).map(|n| TokenKey::Header(n.to_ascii_lowercase().into()))
+            }
             Some(("claim", n)) => named(n).map(TokenKey::Claim),
             _ => None,
         };
@@ -132,7 +135,9 @@ fn parse_limit(i: usize, l: &TokenLimit) -> Result<Parsed, Vec<String>> {
         }
     };
     if count == 0 || l.every == 0 {
-        problems.push(format!("tokens[{i}]: the count and `every` must be at least 1"));
+        problems.push(format!(
+            "tokens[{i}]: the count and `every` must be at least 1"
+        ));
     }
     if l.by.len() > MAX_TOKEN_KEYS {
         problems.push(format!(
@@ -307,7 +312,9 @@ impl Throttler {
 
     /// Whether the advanced policy `name` counts tokens.
     pub fn policy_counts_tokens(&self, name: &str) -> bool {
-        self.advanced.get(name).is_some_and(|p| !p.tokens.is_empty())
+        self.advanced
+            .get(name)
+            .is_some_and(|p| !p.tokens.is_empty())
     }
 
     /// Whether some subscription or application tier counts tokens.
@@ -334,7 +341,11 @@ impl Throttler {
     }
 
     /// The budgets that apply to `f`, in the order request quotas are checked.
-    fn token_levels<'a>(&'a self, f: &'a RequestFacts<'a>, ip: &'a [u8; 16]) -> [Option<Level<'a>>; 4] {
+    fn token_levels<'a>(
+        &'a self,
+        f: &'a RequestFacts<'a>,
+        ip: &'a [u8; 16],
+    ) -> [Option<Level<'a>>; 4] {
         let api = f.api_id.as_bytes();
         let advanced = |name: Option<&str>| self.advanced.get(name?).map(|p| &*p.tokens);
         let resource = advanced(f.resource_policy).map(|refs| Level {
@@ -348,11 +359,14 @@ impl Throttler {
             scope: [api, b""],
         });
         let subscription = match f.application_id {
-            Some(app) => f.subscription_tier.and_then(|t| self.subs.get(t)).map(|t| Level {
-                refs: &t.tokens,
-                tag: b"S",
-                scope: [api, app.as_bytes()],
-            }),
+            Some(app) => f
+                .subscription_tier
+                .and_then(|t| self.subs.get(t))
+                .map(|t| Level {
+                    refs: &t.tokens,
+                    tag: b"S",
+                    scope: [api, app.as_bytes()],
+                }),
             None => self.subs.get(&*self.unauth).map(|t| Level {
                 refs: &t.tokens,
                 tag: b"U",
@@ -387,7 +401,9 @@ impl Throttler {
         let ip = ip_bytes(f.client_ip);
         for level in self.token_levels(f, &ip).iter().flatten() {
             for r in level.refs {
-                let Some(rule) = self.rule(r.rule) else { continue };
+                let Some(rule) = self.rule(r.rule) else {
+                    continue;
+                };
                 let key = token_key(rule, level, r, f, model);
                 match self.hold(r.rule, key, estimate, now) {
                     Some(Ok((hold, step))) => {
@@ -436,7 +452,15 @@ impl Throttler {
             reset_ns: (window + 1) * unit_ns - now,
         };
         Some(match ok {
-            true => Ok((Hold { key, rule: id, window, tokens }, step)),
+            true => Ok((
+                Hold {
+                    key,
+                    rule: id,
+                    window,
+                    tokens,
+                },
+                step,
+            )),
             false => Err(step),
         })
     }
@@ -445,8 +469,9 @@ impl Throttler {
     #[cold]
     fn refuse(&self, mut d: TokenDecision, step: Step) -> TokenDecision {
         for h in d.holds.drain(..) {
-            self.store
-                .peek(h.key, |s| counter::window_refund(&s.word, h.window, h.tokens));
+            self.store.peek(h.key, |s| {
+                counter::window_refund(&s.word, h.window, h.tokens)
+            });
         }
         if let Some(rule) = self.rule(step.rule) {
             rule.stats.throttled.add(1);
@@ -467,7 +492,9 @@ impl Throttler {
     pub fn settle_tokens(&self, d: &TokenDecision, usage: Option<&TokenUsage>, now: UnixNanos) {
         let now = now.as_nanos();
         for h in &d.holds {
-            let Some(rule) = self.rule(h.rule) else { continue };
+            let Some(rule) = self.rule(h.rule) else {
+                continue;
+            };
             let RuleKind::Tokens { part, unit_ns } = rule.kind else {
                 continue;
             };
@@ -506,10 +533,11 @@ impl Throttler {
             .store
             .with_slot(key, SlotKind::Window { unit_ns }, now, |s| match link {
                 None => counter::window_take(&s.word, window, cost, limit, force),
-                Some(l) => {
-                    let (ok, _, global) = l.take(s, key, window, unit_ns, cost, limit, force);
+                Some(l) if force => {
+                    let (ok, _, global) = l.take(s, key, window, unit_ns, cost, limit, true);
                     (ok, global)
                 }
+                Some(l) => l.hold(s, key, window, unit_ns, cost, limit),
             });
         // A full store admits untracked (see CounterStore).
         taken.unwrap_or((true, 0))

@@ -56,7 +56,6 @@ apis:
 struct Llm {
     throttle: Arc<dyn Policy>,
     budget: Option<Arc<dyn Policy>>,
-    clock: ManualClock,
 }
 
 fn compile(yaml: &str, api: usize, clock: &ManualClock) -> Llm {
@@ -75,11 +74,7 @@ fn compile(yaml: &str, api: usize, clock: &ManualClock) -> Llm {
     };
     let throttle = Throttle::build(&(), &mut cx).expect("the API is throttled");
     let budget = TokenBudget::build(&(), &mut cx);
-    Llm {
-        throttle,
-        budget,
-        clock: clock.clone(),
-    }
+    Llm { throttle, budget }
 }
 
 /// A call of `app` (end user `user`) subscribed at `tier`, with `estimate` in `ext`.
@@ -148,20 +143,19 @@ impl Llm {
     /// Runs the request hooks as the chain does: headers, then the body (`body` is
     /// the JSON the client sent).
     fn request(&self, ctx: &mut RequestCtx, req: &mut request::Parts, body: &str) -> Outcome {
-        for step in [self.throttle.on_request_headers(ctx, req)] {
-            if let Step::Done(Err(e)) = step {
-                return Outcome::Refused(e);
-            }
+        if let Step::Done(Err(e)) = self.throttle.on_request_headers(ctx, req) {
+            return Outcome::Refused(e);
         }
         let Some(budget) = &self.budget else {
             return Outcome::Passed;
         };
         let mut body = Bytes::from(body.to_owned());
-        match budget.on_request_body(ctx, req, &mut body) {
+        let outcome = match budget.on_request_body(ctx, req, &mut body) {
             Step::Done(Ok(Flow::Continue)) => Outcome::Passed,
             Step::Done(Err(e)) => Outcome::Refused(e),
             _ => panic!("the budget answers at once and never responds itself"),
-        }
+        };
+        outcome
     }
 
     /// The response's headers as the throttle policy writes them.
@@ -175,7 +169,11 @@ impl Llm {
 
     /// The 429's headers: the error's own, then the throttle policy's hook over them
     /// (as the gateway runs response hooks of the policies before the refusing one).
-    fn refusal_headers(&self, ctx: &mut RequestCtx, e: &turnpike_policy::GatewayError) -> HeaderMap {
+    fn refusal_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        e: &turnpike_policy::GatewayError,
+    ) -> HeaderMap {
         let (mut resp, ()): (response::Parts, ()) = http::Response::new(()).into_parts();
         resp.status = StatusCode::TOO_MANY_REQUESTS;
         if let Some(h) = &e.headers {
@@ -249,7 +247,9 @@ fn an_estimate_the_budget_cannot_hold_is_refused_before_the_call() {
     let llm = compile(FILE, 0, &clock);
     // 100 prompt + 300 max_tokens held (400 of 1000): passes, the headers say 600 left.
     let mut ctx = call("app1", "alice", "AiGold", estimate(100, 300));
-    let h = llm.round(&mut ctx, CHAT, usage(100, 50), &[]).expect("passes");
+    let h = llm
+        .round(&mut ctx, CHAT, usage(100, 50), &[])
+        .expect("passes");
     let policies = values(&h, "ratelimit-policy");
     assert_eq!(
         policies,
@@ -261,7 +261,10 @@ fn an_estimate_the_budget_cannot_hold_is_refused_before_the_call() {
     );
     assert_eq!(
         values(&h, "ratelimit"),
-        ["\"sub:AiGold\";r=99;t=60", "\"sub:AiGold/tokens-per-minute\";r=600;t=60"]
+        [
+            "\"sub:AiGold\";r=99;t=60",
+            "\"sub:AiGold/tokens-per-minute\";r=600;t=60"
+        ]
     );
     // It used 150: 850 left. An estimate of 900 does not fit: 429 before the call.
     let mut ctx = call("app1", "alice", "AiGold", estimate(100, 800));
@@ -270,7 +273,10 @@ fn an_estimate_the_budget_cannot_hold_is_refused_before_the_call() {
     };
     assert_eq!(e.kind, ErrorKind::Throttled);
     let detail = e.detail.as_deref().unwrap_or("");
-    assert!(detail.contains("AiGold") && detail.contains("850 left"), "{detail}");
+    assert!(
+        detail.contains("AiGold") && detail.contains("850 left"),
+        "{detail}"
+    );
     assert_eq!(ctx.throttled_by.as_deref(), Some("AiGold"));
     let h = llm.refusal_headers(&mut ctx, &e);
     assert_eq!(values(&h, "retry-after"), ["60"]);
@@ -296,12 +302,24 @@ fn usage_past_the_budget_is_charged_and_refuses_until_the_window_rolls() {
     assert!(llm.round(&mut ctx, CHAT, usage(100, 1400), &[]).is_ok());
     // Even a one-token call is refused now, until the minute ends.
     let mut ctx = call("app1", "alice", "AiGold", estimate(1, 0));
-    let e = llm.round(&mut ctx, CHAT, usage(1, 0), &[]).expect_err("over");
-    assert_eq!(e.fields.iter().find(|(k, _)| *k == "retry_after").map(|(_, v)| v.clone()), Some(30u64.into()));
+    let e = llm
+        .round(&mut ctx, CHAT, usage(1, 0), &[])
+        .expect_err("over");
+    assert_eq!(
+        e.fields
+            .iter()
+            .find(|(k, _)| *k == "retry_after")
+            .map(|(_, v)| v.clone()),
+        Some(30u64.into())
+    );
     clock.advance(Duration::from_secs(30));
     let mut ctx = call("app1", "alice", "AiGold", estimate(100, 800));
-    let h = llm.round(&mut ctx, CHAT, usage(10, 10), &[]).expect("a new window");
-    assert!(values(&h, "ratelimit").contains(&"\"sub:AiGold/tokens-per-minute\";r=100;t=60".to_owned()));
+    let h = llm
+        .round(&mut ctx, CHAT, usage(10, 10), &[])
+        .expect("a new window");
+    assert!(
+        values(&h, "ratelimit").contains(&"\"sub:AiGold/tokens-per-minute\";r=100;t=60".to_owned())
+    );
 }
 
 #[test]
@@ -314,14 +332,20 @@ fn a_hold_becomes_the_usage_and_a_call_that_never_ran_costs_nothing() {
     // Held 900 again, then the provider failed (no usage): given back whole.
     let mut ctx = call("app1", "alice", "AiGold", estimate(100, 800));
     let mut req = parts(&[]);
-    assert!(matches!(llm.request(&mut ctx, &mut req, CHAT), Outcome::Passed));
+    assert!(matches!(
+        llm.request(&mut ctx, &mut req, CHAT),
+        Outcome::Passed
+    ));
     // While it is in flight its hold counts: a second call of 100 does not fit.
     let mut other = call("app1", "alice", "AiGold", estimate(50, 50));
     assert!(llm.round(&mut other, CHAT, usage(1, 1), &[]).is_err());
     llm.complete(&mut ctx, None);
     let mut ctx = call("app1", "alice", "AiGold", estimate(100, 800));
     let h = llm.round(&mut ctx, CHAT, usage(0, 0), &[]).expect("passes");
-    assert!(values(&h, "ratelimit").contains(&"\"sub:AiGold/tokens-per-minute\";r=70;t=60".to_owned()), "{h:?}");
+    assert!(
+        values(&h, "ratelimit").contains(&"\"sub:AiGold/tokens-per-minute\";r=70;t=60".to_owned()),
+        "{h:?}"
+    );
 }
 
 #[test]
@@ -330,7 +354,10 @@ fn a_window_that_rolls_during_the_call_gets_the_whole_usage() {
     let llm = compile(FILE, 0, &clock);
     let mut ctx = call("app1", "alice", "AiGold", estimate(100, 800));
     let mut req = parts(&[]);
-    assert!(matches!(llm.request(&mut ctx, &mut req, CHAT), Outcome::Passed));
+    assert!(matches!(
+        llm.request(&mut ctx, &mut req, CHAT),
+        Outcome::Passed
+    ));
     clock.advance(Duration::from_secs(2));
     llm.complete(&mut ctx, Some(usage(400, 500)));
     // The new minute holds the 900 used: 100 left, a call of 200 is refused.
@@ -346,17 +373,29 @@ fn prompt_and_completion_budgets_count_their_part() {
     for minute in 0..5 {
         clock.set(UnixNanos::from_secs(T0 + 60 * minute));
         let mut ctx = call("app1", "alice", "AiGold", estimate(990, 0));
-        assert!(llm.round(&mut ctx, CHAT, usage(990, 0), &[]).is_ok(), "minute {minute}");
+        assert!(
+            llm.round(&mut ctx, CHAT, usage(990, 0), &[]).is_ok(),
+            "minute {minute}"
+        );
     }
     clock.set(UnixNanos::from_secs(T0 + 300));
     let mut ctx = call("app1", "alice", "AiGold", estimate(100, 0));
-    let e = llm.round(&mut ctx, CHAT, usage(1, 0), &[]).expect_err("the day's prompts");
-    assert!(e.detail.as_deref().unwrap_or("").contains("prompt-tokens"), "{:?}", e.detail);
+    let e = llm
+        .round(&mut ctx, CHAT, usage(1, 0), &[])
+        .expect_err("the day's prompts");
+    assert!(
+        e.detail.as_deref().unwrap_or("").contains("prompt-tokens"),
+        "{:?}",
+        e.detail
+    );
     // The completion budget counts max_tokens only: a long prompt passes.
     let mut ctx = call("app1", "alice", "PerModel", estimate(10_000, 300));
     assert!(llm.round(&mut ctx, CHAT, usage(10_000, 300), &[]).is_ok());
     let mut ctx = call("app1", "alice", "PerModel", estimate(1, 1));
-    assert!(llm.round(&mut ctx, CHAT, usage(1, 1), &[]).is_err(), "300 completion tokens spent");
+    assert!(
+        llm.round(&mut ctx, CHAT, usage(1, 1), &[]).is_err(),
+        "300 completion tokens spent"
+    );
 }
 
 #[test]
@@ -368,17 +407,26 @@ fn budgets_count_per_model_and_per_end_user_when_asked() {
     let mut ctx = call("app1", "alice", "PerModel", estimate(0, 300));
     assert!(llm.round(&mut ctx, mini, usage(0, 300), &[]).is_ok());
     let mut ctx = call("app1", "alice", "PerModel", estimate(0, 300));
-    assert!(llm.round(&mut ctx, big, usage(0, 300), &[]).is_ok(), "another model's budget");
+    assert!(
+        llm.round(&mut ctx, big, usage(0, 300), &[]).is_ok(),
+        "another model's budget"
+    );
     let mut ctx = call("app1", "alice", "PerModel", estimate(0, 1));
     assert!(llm.round(&mut ctx, mini, usage(0, 1), &[]).is_err());
     // Per end user and team header: alice's and bob's 500 are separate, and so are teams.
     let team = |t: &'static str| [("x-team", t)];
     let mut ctx = call("app1", "alice", "PerUser", estimate(100, 400));
-    assert!(llm.round(&mut ctx, mini, usage(100, 400), &team("red")).is_ok());
+    assert!(llm
+        .round(&mut ctx, mini, usage(100, 400), &team("red"))
+        .is_ok());
     let mut ctx = call("app1", "alice", "PerUser", estimate(1, 0));
-    assert!(llm.round(&mut ctx, mini, usage(1, 0), &team("red")).is_err());
+    assert!(llm
+        .round(&mut ctx, mini, usage(1, 0), &team("red"))
+        .is_err());
     let mut ctx = call("app1", "alice", "PerUser", estimate(100, 400));
-    assert!(llm.round(&mut ctx, mini, usage(1, 0), &team("blue")).is_ok());
+    assert!(llm
+        .round(&mut ctx, mini, usage(1, 0), &team("blue"))
+        .is_ok());
     let mut ctx = call("app1", "bob", "PerUser", estimate(100, 400));
     assert!(llm.round(&mut ctx, mini, usage(1, 0), &team("red")).is_ok());
 }
@@ -390,7 +438,10 @@ fn a_call_without_an_estimate_is_not_checked_but_its_usage_is_charged() {
     let mut ctx = call("app1", "alice", "AiGold", None);
     assert!(llm.round(&mut ctx, "", usage(600, 0), &[]).is_ok());
     let mut ctx = call("app1", "alice", "AiGold", estimate(300, 200));
-    assert!(llm.round(&mut ctx, CHAT, usage(1, 1), &[]).is_err(), "600 charged: 400 left");
+    assert!(
+        llm.round(&mut ctx, CHAT, usage(1, 1), &[]).is_err(),
+        "600 charged: 400 left"
+    );
 }
 
 #[test]
@@ -400,6 +451,8 @@ fn an_api_no_budget_reaches_gets_no_budget_policy() {
     assert!(compile(FILE, 1, &clock).budget.is_none());
     // A file without any token budget: not even its secured APIs.
     let none = r#"
+throttling:
+  subscription_tiers: [ { name: Plain, quota: { requests: 10, per: minute } } ]
 apis:
   - name: llm
     context: /llm
@@ -437,13 +490,52 @@ apis: []
     let file: GatewayFile = serde_yaml::from_str(yaml).expect("the file parses");
     let (runtime, mut scratch, mut problems) = (Runtime::default(), Scratch::default(), vec![]);
     prepare(&file, &runtime, None, &mut scratch, &mut problems);
-    let found: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+    let found: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}: {}", p.path, p.message))
+        .collect();
     let has = |at: &str, what: &str| found.iter().any(|p| p.starts_with(at) && p.contains(what));
-    assert!(has("throttling.subscription_tiers[0]", "tokens[0]: a token limit needs exactly one of"), "{found:#?}");
-    assert!(has("throttling.subscription_tiers[0]", "tokens[1]: the count and `every` must be at least 1"), "{found:#?}");
-    assert!(has("throttling.subscription_tiers[0]", "tokens[2].by: unknown token key \"header:\""), "{found:#?}");
-    assert!(has("throttling.subscription_tiers[0]", "tokens[2].by: unknown token key \"colour\""), "{found:#?}");
-    assert!(has("throttling.subscription_tiers[1]", "tokens[1]: a second tokens limit per minute"), "{found:#?}");
-    assert!(has("throttling.advanced_policies[0]", "at most 4 token limits (found 5)"), "{found:#?}");
+    assert!(
+        has(
+            "throttling.subscription_tiers[0]",
+            "tokens[0]: a token limit needs exactly one of"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        has(
+            "throttling.subscription_tiers[0]",
+            "tokens[1]: the count and `every` must be at least 1"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        has(
+            "throttling.subscription_tiers[0]",
+            "tokens[2].by: unknown token key \"header:\""
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        has(
+            "throttling.subscription_tiers[0]",
+            "tokens[2].by: unknown token key \"colour\""
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        has(
+            "throttling.subscription_tiers[1]",
+            "tokens[1]: a second tokens limit per minute"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        has(
+            "throttling.advanced_policies[0]",
+            "at most 4 token limits (found 5)"
+        ),
+        "{found:#?}"
+    );
     assert_eq!(found.len(), 6, "{found:#?}");
 }

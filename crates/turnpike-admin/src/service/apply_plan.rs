@@ -203,7 +203,13 @@ fn with_tokens(body: &mut Value, tokens: &[turnpike_model::throttling::TokenLimi
 pub(crate) fn tier_as_written(current: &Value) -> Value {
     let mut t = json!({"name": current["name"], "description": current["description"]});
     let limited = !current["requestCount"].is_null() || current.get("dataAmount").is_some();
-    for k in ["requestCount", "dataAmount", "burst", "conditionalGroups", "tokenLimits"] {
+    for k in [
+        "requestCount",
+        "dataAmount",
+        "burst",
+        "conditionalGroups",
+        "tokenLimits",
+    ] {
         if let Some(v) = current.get(k).filter(|v| !v.is_null()) {
             t[k] = v.clone();
         }

@@ -7,7 +7,9 @@
 //! quota also counts the response: the bytes sent are charged when the exchange
 //! completes (`on_complete`), a hook only an API whose throttler has one asks for.
 //!
-//! `build.rs` compiles the file's `throttling:` section once per file ([`prepare`]).
+//! `build.rs` compiles the file's `throttling:` section once per file ([`prepare`]);
+//! `tokens.rs` is the token budget kind of LLM APIs, whose `RateLimit` headers this
+//! policy writes beside the request quota's.
 
 mod build;
 mod tokens;
@@ -19,8 +21,8 @@ use http::{request, response, HeaderMap};
 use turnpike_model::clock::Clock;
 use turnpike_policy::http::{content_length, query_param};
 use turnpike_policy::{
-    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Identity, Policy,
-    PolicyKind, RequestCtx, Stage, Step,
+    BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Identity, Policy, PolicyKind,
+    RequestCtx, Stage, Step,
 };
 
 pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
@@ -37,8 +39,9 @@ pub struct ThrottlePolicy {
 }
 
 /// The token budgets' decision for one call ([`TokenBudget`]'s), in `ctx.ext`: the
-/// throttle policy writes its `RateLimit` headers beside the request quota's (it is
-/// the one writer of those headers, and its response hook runs after the budget's).
+/// throttle policy writes its `RateLimit` headers beside the request quota's, being the
+/// one writer of those headers (its response hook runs on the budget's 429 too, as on
+/// every response of a policy after it in the chain).
 #[derive(Clone, Debug)]
 pub struct Tokens(pub crate::TokenDecision);
 
@@ -119,7 +122,8 @@ impl Policy for ThrottlePolicy {
         // Only an API with token budgets looks: the others pay one branch.
         if t.counts_tokens {
             if let Some(Tokens(d)) = ctx.ext.get::<Tokens>() {
-                t.throttler.write_token_headers(d, t.headers, &mut resp.headers);
+                t.throttler
+                    .write_token_headers(d, t.headers, &mut resp.headers);
             }
         }
         Ok(())

@@ -106,7 +106,11 @@ impl TokenBudgetPolicy {
     /// The 429 (the throttle policy, before this one in the chain, adds the
     /// `RateLimit` headers of both the request quota and this budget to it).
     #[cold]
-    fn refusal(&self, ctx: &mut RequestCtx, d: crate::TokenDecision) -> turnpike_policy::GatewayError {
+    fn refusal(
+        &self,
+        ctx: &mut RequestCtx,
+        d: crate::TokenDecision,
+    ) -> turnpike_policy::GatewayError {
         let throttler = &self.t.throttler;
         let policy = d.rule.map_or("", |id| throttler.policy_name(id));
         if let Some(rule) = d.rule {
@@ -130,6 +134,11 @@ fn model_of(body: &[u8]) -> Option<Cow<'_, str>> {
         #[serde(borrow, default)]
         model: Option<Cow<'a, str>>,
     }
+    // An object only (serde would also read a struct from an array's first element).
+    let first = body.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
     serde_json::from_slice::<Named<'_>>(body).ok()?.model
 }
 
@@ -140,8 +149,14 @@ mod tests {
     #[test]
     fn the_model_is_read_from_a_json_body_only() {
         let m = |b: &str| model_of(b.as_bytes()).map(|c| c.into_owned());
-        assert_eq!(m(r#"{"model":"gpt-4o-mini","messages":[]}"#).as_deref(), Some("gpt-4o-mini"));
-        assert_eq!(m(r#"{"messages":[],"model":"a\"b"}"#).as_deref(), Some("a\"b"));
+        assert_eq!(
+            m(r#"{"model":"gpt-4o-mini","messages":[]}"#).as_deref(),
+            Some("gpt-4o-mini")
+        );
+        assert_eq!(
+            m(r#"{"messages":[],"model":"a\"b"}"#).as_deref(),
+            Some("a\"b")
+        );
         assert_eq!(m(r#"{"messages":[]}"#), None);
         assert_eq!(m("not json"), None);
         assert_eq!(m(r#"["model"]"#), None);
