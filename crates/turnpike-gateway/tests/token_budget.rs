@@ -72,8 +72,27 @@ fn yaml(upstream: &str) -> String {
         "throttling:\n  advanced_policies:\n    - name: AiBudget\n      tokens:\n        \
          - {{ total: 1000, per: hour }}\n\
          apis:\n  - name: llm\n    context: /llm\n    version: v1\n    \
-         throttling: AiBudget\n    endpoints: [\"{upstream}\"]\n"
+         throttling: AiBudget\n    endpoints: [\"{upstream}\"]\n    \
+         resources: [ {{ path: \"/*\", methods: [\"*\"] }} ]\n"
     )
+}
+
+/// Every field line of header `name`.
+fn members(r: &reqwest::Response, name: &str) -> Vec<String> {
+    r.headers()
+        .get_all(name)
+        .iter()
+        .map(|v| v.to_str().expect("ascii").to_owned())
+        .collect()
+}
+
+/// The token budget's member of header `name`.
+fn token_member(r: &reqwest::Response, name: &str) -> String {
+    let all = members(r, name);
+    all.iter()
+        .find(|m| m.starts_with("\"adv:AiBudget"))
+        .unwrap_or_else(|| panic!("no token member in {all:?}"))
+        .clone()
 }
 
 #[tokio::test]
@@ -104,9 +123,15 @@ async fn a_call_over_the_token_budget_is_refused_before_the_upstream() {
         .await
         .expect("call");
     assert_eq!(r.status(), 200);
-    let policy = r.headers().get("ratelimit-policy").expect("token headers");
-    assert_eq!(policy, "\"adv:AiBudget/tokens-per-hour\";q=1000;w=3600");
-    let rl = r.headers()["ratelimit"].to_str().expect("ascii");
+    // Beside the request quota's (the Unauthenticated tier, per client IP).
+    assert_eq!(
+        members(&r, "ratelimit-policy"),
+        [
+            "\"sub:Unauthenticated\";q=500;w=60",
+            "\"adv:AiBudget/tokens-per-hour\";q=1000;w=3600"
+        ]
+    );
+    let rl = token_member(&r, "ratelimit");
     assert!(
         rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=690;t="),
         "{rl}"
@@ -120,7 +145,7 @@ async fn a_call_over_the_token_budget_is_refused_before_the_upstream() {
         .expect("call");
     assert_eq!(r.status(), 429);
     assert!(r.headers().contains_key("retry-after"));
-    let rl = r.headers()["ratelimit"].to_str().expect("ascii").to_owned();
+    let rl = token_member(&r, "ratelimit");
     assert!(
         rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=300;t="),
         "{rl}"
@@ -147,7 +172,7 @@ async fn a_call_over_the_token_budget_is_refused_before_the_upstream() {
     // ...so that even the smallest call is refused until the hour ends.
     let r = send(r#"{"max_tokens":1}"#).await.expect("call");
     assert_eq!(r.status(), 429);
-    let rl = r.headers()["ratelimit"].to_str().expect("ascii").to_owned();
+    let rl = token_member(&r, "ratelimit");
     assert!(
         rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=0;t="),
         "{rl}"
