@@ -15,7 +15,7 @@ use crate::ip::IpRange;
 use crate::stats::RuleStats;
 use crate::store::{CounterStore, KeyHash};
 use crate::throttler::Throttler;
-use crate::tokens::{TokenPart, TokenRef};
+use crate::token_limit::{TokenPart, TokenRef};
 
 /// Policy names to compiled policies. Names come from the configuration, never from a
 /// client, so a fast non-keyed hash (FNV-1a with a multiply finaliser) is safe here and

@@ -23,6 +23,7 @@ pub mod policy;
 mod stats;
 mod store;
 mod throttler;
+mod token_limit;
 mod tokens;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError, FailMode, SyncReport};

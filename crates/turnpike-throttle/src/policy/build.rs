@@ -31,7 +31,7 @@ pub struct ApiThrottle {
     pub application_tiers: Arc<HashMap<Box<str>, Box<str>>>,
     pub headers: HeaderStyle,
     /// Some token budget may apply to this API's calls: its chain gets a
-    /// [`TokenBudget`](super::TokenBudget) policy.
+    /// token budget policy.
     pub counts_tokens: bool,
     resources: Option<matchit::Router<Vec<ResourcePolicy>>>,
 }

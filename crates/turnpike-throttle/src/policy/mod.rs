@@ -12,23 +12,24 @@
 //! policy writes beside the request quota's.
 
 mod build;
+mod shared;
 mod tokens;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use http::{request, response, HeaderMap};
 use turnpike_model::clock::Clock;
-use turnpike_policy::http::{content_length, query_param};
 use turnpike_policy::{
-    BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Identity, Policy, PolicyKind,
-    RequestCtx, Stage, Step,
+    BuildCx, Completion, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
 pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
+pub use shared::Tokens;
 pub use tokens::TokenBudget;
 
-use crate::{Decision, Lookup, RequestFacts};
+use shared::{request_facts, throttled, RequestLookup};
+
+use crate::Decision;
 
 /// The throttle step of a throttled API's chain. Counters live in the runtime's
 /// `CounterStore` ([`counters`]), the compiled policies in `ApiThrottle`.
@@ -38,39 +39,10 @@ pub struct ThrottlePolicy {
     hooks: Hooks,
 }
 
-/// The token budgets' decision for one call ([`TokenBudget`]'s), in `ctx.ext`: the
-/// throttle policy writes its `RateLimit` headers beside the request quota's, being the
-/// one writer of those headers (its response hook runs on the budget's 429 too, as on
-/// every response of a policy after it in the chain).
-#[derive(Clone, Debug)]
-pub struct Tokens(pub crate::TokenDecision);
-
 impl ThrottlePolicy {
     /// What the policy compiled for its API (its throttler, ids and resource policies).
     pub fn api(&self) -> &ApiThrottle {
         &self.t
-    }
-}
-
-/// Headers, the raw query string and the token claims the snapshot's conditions read
-/// (kept in the identity at verification): conditional groups look here.
-pub(crate) struct RequestLookup<'a> {
-    headers: &'a HeaderMap,
-    query: Option<&'a str>,
-    claims: Option<&'a Claims>,
-}
-
-impl Lookup for RequestLookup<'_> {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-
-    fn query(&self, name: &str) -> Option<Cow<'_, str>> {
-        query_param(self.query?, name)
-    }
-
-    fn claim(&self, name: &str) -> Option<&str> {
-        self.claims?.get(name)
     }
 }
 
@@ -142,49 +114,6 @@ impl Policy for ThrottlePolicy {
     }
 }
 
-/// The request as the throttler sees it: the caller (the identity auth left in `ctx`),
-/// its tiers, the API's and the matched resource's policies, the client address.
-pub(crate) fn request_facts<'a>(
-    t: &'a ApiThrottle,
-    ctx: &'a RequestCtx,
-    req: &'a request::Parts,
-    lookup: &'a RequestLookup<'a>,
-) -> RequestFacts<'a> {
-    let identity = ctx.identity().map(|i| &**i);
-    let application = identity.and_then(|i| i.application_id.as_deref());
-    let resource = t.resource_policy(&req.method, ctx.upstream.path());
-    RequestFacts {
-        api_id: &t.api_id,
-        resource: resource.map(|r| &*r.key),
-        application_id: application,
-        user: identity.map(end_user),
-        // An authenticated caller without a subscription (an API that does not
-        // require one) counts on its application tier only.
-        subscription_tier: ctx.subscription_tier(),
-        application_tier: application.and_then(|a| t.application_tier(a)),
-        api_policy: t.api_policy.as_deref(),
-        resource_policy: resource.map(|r| &*r.policy),
-        client_ip: ctx.client.ip(),
-        // No usable length (absent, bad or conflicting) charges nothing on the way in.
-        bytes: content_length(&req.headers).ok().flatten().unwrap_or(0),
-        lookup,
-    }
-}
-
-/// The end user an application tier counts: the credential's subject, except for a token
-/// a client got for itself (client credentials: its `sub` is the client id, RFC 9068
-/// §2.2), which counts as the application's owner, the end user of the application's
-/// API keys too (WSO2's rule): one application's key and token share one quota.
-fn end_user(i: &Identity) -> &str {
-    match (
-        i.principal.client_id.as_deref(),
-        i.principal.subscriber.as_deref(),
-    ) {
-        (Some(client), Some(owner)) if client == &*i.subject => owner,
-        _ => &i.subject,
-    }
-}
-
 /// The 429: a table error carrying the throttler's headers and fields.
 #[cold]
 fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
@@ -196,22 +125,6 @@ fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
     throttler.write_headers(d, t.headers, &mut h);
     let policy = d.rule.map_or("", |id| throttler.policy_name(id));
     throttled(h, throttler.message(d), policy, crate::retry_after_secs(d))
-}
-
-/// The error table's 429 with `headers`, `message` and the `policy` and `retry_after`
-/// fields (a request quota's refusal and a token budget's alike).
-pub(crate) fn throttled(
-    headers: HeaderMap,
-    message: String,
-    policy: &str,
-    retry_after: u64,
-) -> GatewayError {
-    let mut e = GatewayError::new(ErrorKind::Throttled);
-    e.headers = Some(Box::new(headers));
-    e.detail = Some(Cow::Owned(message));
-    e.fields.push(("policy", policy.into()));
-    e.fields.push(("retry_after", retry_after.into()));
-    e
 }
 
 /// The throttle kind: `throttling:` of the API and its resources (problems reported
@@ -244,6 +157,8 @@ impl PolicyKind for Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Lookup;
+    use http::HeaderMap;
     use turnpike_model::GatewayFile;
     use turnpike_policy::{Runtime, Scratch};
 

@@ -19,7 +19,8 @@ use turnpike_model::clock::Clock;
 use turnpike_policy::ai::{TokenEstimate, TokenUsage};
 use turnpike_policy::{BuildCx, Completion, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step};
 
-use super::{request_facts, throttled, ApiThrottle, RequestLookup, Throttled, Tokens};
+use super::build::{ApiThrottle, Throttled};
+use super::shared::{request_facts, throttled, RequestLookup, Tokens};
 
 /// The token budget kind (no spec of its own: the `throttling:` section's `tokens:`).
 pub struct TokenBudget;
