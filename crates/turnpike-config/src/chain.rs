@@ -13,7 +13,8 @@
 //!    the request, first on the response; a cache hit skips mediation, whose output
 //!    the cache stored);
 //! 5. a SOAP-to-REST API's mapper (`Mapper`; mediation sees the REST JSON on both
-//!    sides), then GraphQL (`Late`).
+//!    sides), then GraphQL (`Late`);
+//! 6. an LLM API's token budgets (`Budget`: after every kind that reads the body).
 //!
 //! The file-wide sections are compiled first, in this order, each reporting its own
 //! problems ([`prepare`]): `soap:` (it fills in the resources routing needs), each
@@ -32,7 +33,7 @@ use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
 use turnpike_soap::policy::Soap;
-use turnpike_throttle::policy::Throttle;
+use turnpike_throttle::policy::{Throttle, TokenBudget};
 
 use crate::entries::{entries, EntrySpec};
 use crate::PolicyRuntime;
@@ -110,6 +111,7 @@ fn build_entry(spec: &EntrySpec<'_>, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc
         EntrySpec::Throttle => build::<Throttle>(&(), cx),
         EntrySpec::Mediation => build::<Mediation>(&(), cx),
         EntrySpec::Graphql(g) => build::<Graphql>(g, cx),
+        EntrySpec::TokenBudget => build::<TokenBudget>(&(), cx),
     }
 }
 

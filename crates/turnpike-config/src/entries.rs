@@ -39,6 +39,8 @@ pub(crate) enum EntrySpec<'a> {
     Mediation,
     /// `graphql:`.
     Graphql(&'a GraphqlSpec),
+    /// The `tokens:` budgets of the `throttling:` section that can reach the API.
+    TokenBudget,
 }
 
 /// API `i`'s entries, in the order their problems are reported.
@@ -68,5 +70,6 @@ pub(crate) fn entries(i: usize, api: &ApiSpec) -> Vec<Entry<'_>> {
     if let Some(g) = &api.graphql {
         push(at("graphql"), EntrySpec::Graphql(g));
     }
+    push(at("throttling"), EntrySpec::TokenBudget);
     out
 }

@@ -58,6 +58,16 @@ impl Chain {
         Chain::new(v)
     }
 
+    /// This chain with `p` added at the front (a test's stand-in for a kind whose
+    /// request-body hook must run before the compiled ones', e.g. the AI kind's token
+    /// estimate before the token budget).
+    pub fn prepended(&self, p: Arc<dyn Policy>) -> Chain {
+        let mut v: Vec<Arc<dyn Policy>> = Vec::with_capacity(self.policies.len() + 1);
+        v.push(p);
+        v.extend(self.policies.iter().cloned());
+        Chain::new(v)
+    }
+
     /// How many policies the chain has.
     #[inline]
     pub fn len(&self) -> usize {

@@ -860,6 +860,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/devportal/v1/throttling-policies/{kind}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tiers of a family (subscription, application, advanced) with their limits, as subscribers choose them
+         * @description Bearer tokens need the apim:subscribe scope; HTTP Basic callers need the any role.
+         */
+        get: operations["listDevportalTiers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/gateway/v1/analytics": {
         parameters: {
             query?: never;
@@ -2831,6 +2851,18 @@ export interface components {
             readonly revision: number;
             /** @description subscription tiers: false makes a billing tier (over-quota requests pass) */
             stopOnQuota?: boolean;
+            /** @description an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage */
+            tokenLimits?: {
+                /** @description counted per each value of: model, user, header:NAME, claim:NAME */
+                by?: string[];
+                completion?: number;
+                every?: number;
+                /** @enum {string} */
+                per: "second" | "minute" | "hour" | "day" | "month";
+                prompt?: number;
+                /** @description prompt + completion tokens (exactly one of total, prompt, completion) */
+                total?: number;
+            }[];
             unitSeconds: number;
         };
         /**
@@ -2865,6 +2897,18 @@ export interface components {
             readonly revision?: number;
             /** @description subscription tiers: false makes a billing tier (over-quota requests pass) */
             stopOnQuota?: boolean;
+            /** @description an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage */
+            tokenLimits?: {
+                /** @description counted per each value of: model, user, header:NAME, claim:NAME */
+                by?: string[];
+                completion?: number;
+                every?: number;
+                /** @enum {string} */
+                per: "second" | "minute" | "hour" | "day" | "month";
+                prompt?: number;
+                /** @description prompt + completion tokens (exactly one of total, prompt, completion) */
+                total?: number;
+            }[];
             unitSeconds?: number;
         };
         TierList: {
@@ -2898,6 +2942,18 @@ export interface components {
             readonly revision?: number;
             /** @description subscription tiers: false makes a billing tier (over-quota requests pass) */
             stopOnQuota?: boolean;
+            /** @description an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage */
+            tokenLimits?: {
+                /** @description counted per each value of: model, user, header:NAME, claim:NAME */
+                by?: string[];
+                completion?: number;
+                every?: number;
+                /** @enum {string} */
+                per: "second" | "minute" | "hour" | "day" | "month";
+                prompt?: number;
+                /** @description prompt + completion tokens (exactly one of total, prompt, completion) */
+                total?: number;
+            }[];
             unitSeconds?: number;
         };
         /**
@@ -6889,6 +6945,65 @@ export interface operations {
             };
             /** @description If-Match names an older revision */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDevportalTiers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description an ETag; 304 when it is still current */
+                "If-None-Match"?: string;
+            };
+            path: {
+                kind: "subscription" | "application" | "advanced";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TierList"];
+                };
+            };
+            /** @description If-None-Match already has it */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

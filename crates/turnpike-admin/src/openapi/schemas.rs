@@ -130,6 +130,14 @@ fn tier_props() -> Value {
             "description": "subscription tiers: a spike limit on top of the quota"},
         "stopOnQuota": {"type": "boolean", "description": "subscription tiers: false makes a billing tier (over-quota requests pass)"},
         "conditionalGroups": {"type": "array", "items": {"type": "object"}, "description": "advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}})"},
+        "tokenLimits": {"type": "array", "maxItems": 4, "description": "an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage", "items": {
+            "type": "object", "additionalProperties": false, "required": ["per"], "properties": {
+                "total": {"type": "integer", "minimum": 1, "description": "prompt + completion tokens (exactly one of total, prompt, completion)"},
+                "prompt": {"type": "integer", "minimum": 1},
+                "completion": {"type": "integer", "minimum": 1},
+                "per": {"type": "string", "enum": ["second", "minute", "hour", "day", "month"]},
+                "every": {"type": "integer", "minimum": 1},
+                "by": {"type": "array", "maxItems": 3, "items": {"type": "string"}, "description": "counted per each value of: model, user, header:NAME, claim:NAME"}}}},
         "kind": {"type": "string", "readOnly": true},
         "revision": {"type": "integer", "readOnly": true}
     })
