@@ -28,7 +28,7 @@ mod sse;
 mod stream;
 pub mod to_anthropic;
 pub mod to_openai;
-mod usage;
+pub mod usage;
 
 pub use kind::{expand, Ai};
 pub use policy::AiPolicy;

@@ -28,7 +28,7 @@ use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
-use crate::request::{self, Front, Limits};
+use crate::request::{Front, Limits};
 use crate::stream::{AiStream, Mode};
 use crate::usage::{self, Counts};
 use crate::{errors, to_anthropic, to_openai};
@@ -71,6 +71,7 @@ impl ClientKey {
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::to_owned)
         else {
             return;
         };
@@ -205,8 +206,8 @@ impl AiPolicy {
             e.detail = Some("this front takes POST".into());
             return Err(e);
         }
-        let parsed = request::parse(body, &self.limits).map_err(bad_request)?;
-        let (index, model) = self.route(request::model(&parsed).map_err(bad_request)?)?;
+        let parsed = crate::request::parse(body, &self.limits).map_err(bad_request)?;
+        let (index, model) = self.route(crate::request::model(&parsed).map_err(bad_request)?)?;
         let provider = self.providers.get(index).ok_or_else(|| GatewayError::new(ErrorKind::Internal))?;
         let stream = parsed.get("stream").and_then(Value::as_bool) == Some(true);
         let asked_usage = parsed

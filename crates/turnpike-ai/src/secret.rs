@@ -24,7 +24,7 @@ impl fmt::Debug for Secret {
 /// Reads `reference` (`Ok(None)` when `unread`: its form checked only, for a compiler
 /// that never serves the API); the error names the reference, never a value.
 pub(crate) fn resolve(reference: &str, unread: bool) -> Result<Option<Secret>, String> {
-    let known = ["env:", "file:"].iter().any(|p| reference.strip_prefix(p).is_some_and(|r| !r.is_empty()));
+    let known = ["env:", "file:"].iter().any(|p| reference.strip_prefix(*p).is_some_and(|r| !r.is_empty()));
     if !known {
         return Err("a key is a secret reference: env:NAME or file:/path".into());
     }

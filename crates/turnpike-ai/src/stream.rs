@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::Value;
-use turnpike_policy::ai::{TokenEstimate, TokenUsage};
+use turnpike_policy::ai::TokenEstimate;
 use turnpike_policy::{ErrorKind, GatewayError, ResponseStream};
 
 use crate::sse::Events;
@@ -89,23 +89,10 @@ impl AiStream {
                         self.counts = counts;
                     }
                 }
-                Mode::ObserveAnthropic => self.observe_anthropic(&v),
+                Mode::ObserveAnthropic => observe_anthropic(&mut self.counts, &v),
                 Mode::ToOpenai(s) => s.event(&v, out),
                 Mode::ToAnthropic(s) => s.chunk(&v, out),
             }
-        }
-    }
-
-    fn observe_anthropic(&mut self, v: &Value) {
-        let c = self.counts.get_or_insert_with(Counts::default);
-        match v.get("type").and_then(Value::as_str) {
-            Some("message_start") => *c = usage::from_anthropic(&v["message"]["usage"]),
-            Some("message_delta") => {
-                if let Some(n) = v["usage"]["output_tokens"].as_u64() {
-                    c.completion = n;
-                }
-            }
-            _ => {}
         }
     }
 
@@ -115,6 +102,21 @@ impl AiStream {
             Mode::ToAnthropic(s) => s.counts(),
             _ => self.counts,
         }
+    }
+}
+
+/// An Anthropic stream's counts: the prompt in `message_start`, the answer's in
+/// `message_delta`.
+fn observe_anthropic(counts: &mut Option<Counts>, v: &Value) {
+    let c = counts.get_or_insert_with(Counts::default);
+    match v.get("type").and_then(Value::as_str) {
+        Some("message_start") => *c = usage::from_anthropic(&v["message"]["usage"]),
+        Some("message_delta") => {
+            if let Some(n) = v["usage"]["output_tokens"].as_u64() {
+                c.completion = n;
+            }
+        }
+        _ => {}
     }
 }
 
@@ -172,6 +174,7 @@ impl ResponseStream for AiStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use turnpike_policy::ai::TokenUsage;
 
     fn stream(mode: Mode) -> AiStream {
         AiStream::new(mode, TokenEstimate { prompt: 9, max_completion: 100 }, None, "p".into())

@@ -162,7 +162,9 @@ pub fn request(body: &Map<String, Value>, model: &str, default_max: u64) -> Valu
     }
     if let Some(c) = body.get("tool_choice").and_then(tool_choice) {
         if c["type"] == "none" {
-            out.as_object_mut().map(|o| o.remove("tools"));
+            if let Some(o) = out.as_object_mut() {
+                o.remove("tools");
+            }
         } else {
             out["tool_choice"] = c;
         }
@@ -207,7 +209,12 @@ pub fn response(msg: &Value) -> Option<(Value, Counts)> {
         })
         .collect();
     let counts = usage::from_anthropic(msg.get("usage").unwrap_or(&Value::Null));
-    let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) }});
+    let text = if text.is_empty() && !calls.is_empty() {
+        Value::Null
+    } else {
+        Value::String(text)
+    };
+    let mut message = json!({"role": "assistant", "content": text});
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
     }

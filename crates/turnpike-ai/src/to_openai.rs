@@ -67,7 +67,12 @@ fn convert(m: &Value, out: &mut Vec<Value>) {
     }
     if role == "assistant" {
         let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-        let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
+        let text = if text.is_empty() {
+            Value::Null
+        } else {
+            Value::String(text)
+        };
+        let mut msg = json!({"role": "assistant", "content": text});
         if !calls.is_empty() {
             msg["tool_calls"] = Value::Array(calls);
         }

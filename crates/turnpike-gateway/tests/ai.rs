@@ -148,7 +148,7 @@ async fn setup(kind: &str) -> Setup {
         r#"
 security:
   api_keys:
-    - {{ sha256: "{sha}", application: app1 }}
+    - {{ sha256: "{sha}", application: app1, subscriber: u1 }}
 apis:
   - name: llm
     context: /llm
@@ -183,11 +183,12 @@ async fn the_anthropic_front_calls_an_openai_provider_with_tools_both_ways() {
         .post(s.gw.url("/llm/v1/messages"))
         .header("x-api-key", KEY)
         .header("anthropic-version", "2023-06-01")
-        .json(&json!({
+        .header("content-type", "application/json")
+        .body(json!({
             "model": "claude-sonnet-4-5", "max_tokens": 100, "system": "Be brief.",
             "tools": [{"name": "weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
             "messages": [{"role": "user", "content": "Weather in Oslo?"}],
-        }))
+        }).to_string())
         .send()
         .await
         .expect("send");
@@ -215,14 +216,15 @@ async fn the_anthropic_front_calls_an_openai_provider_with_tools_both_ways() {
     let resp = client()
         .post(s.gw.url("/llm/v1/messages"))
         .header("x-api-key", KEY)
-        .json(&json!({
+        .header("content-type", "application/json")
+        .body(json!({
             "model": "claude-sonnet-4-5", "max_tokens": 100,
             "messages": [
                 {"role": "user", "content": "Weather in Oslo?"},
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Oslo"}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "snow"}]},
             ],
-        }))
+        }).to_string())
         .send()
         .await
         .expect("send");
@@ -252,8 +254,9 @@ async fn the_openai_front_streams_an_anthropic_provider_chunk_by_chunk() {
     let mut resp = client()
         .post(s.gw.url("/llm/v1/chat/completions"))
         .header("authorization", format!("Bearer {KEY}"))
-        .json(&json!({"model": "gpt-4o-mini", "stream": true, "max_tokens": 50,
-                      "messages": [{"role": "user", "content": "Hi"}]}))
+        .header("content-type", "application/json")
+        .body(json!({"model": "gpt-4o-mini", "stream": true, "max_tokens": 50,
+                      "messages": [{"role": "user", "content": "Hi"}]}).to_string())
         .send()
         .await
         .expect("send");
@@ -298,7 +301,8 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
     let s = setup("openai").await;
     let no_key = client()
         .post(s.gw.url("/llm/v1/messages"))
-        .json(&json!({"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []}))
+        .header("content-type", "application/json")
+        .body(json!({"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []}).to_string())
         .send()
         .await
         .expect("send");
@@ -307,7 +311,8 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
     assert_eq!((e["type"].as_str(), e["error"]["type"].as_str()), (Some("error"), Some("authentication_error")), "{e}");
     let no_key = client()
         .post(s.gw.url("/llm/v1/chat/completions"))
-        .json(&json!({"model": "gpt-4o-mini", "messages": []}))
+        .header("content-type", "application/json")
+        .body(json!({"model": "gpt-4o-mini", "messages": []}).to_string())
         .send()
         .await
         .expect("send");
@@ -317,7 +322,8 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
     let unknown = client()
         .post(s.gw.url("/llm/v1/chat/completions"))
         .header("apikey", KEY)
-        .json(&json!({"model": "gpt-9", "messages": []}))
+        .header("content-type", "application/json")
+        .body(json!({"model": "gpt-9", "messages": []}).to_string())
         .send()
         .await
         .expect("send");
@@ -339,7 +345,8 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
     let broken = client()
         .post(s.gw.url("/llm/v1/messages"))
         .header("x-api-key", KEY)
-        .json(&json!({"model": "broken", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}))
+        .header("content-type", "application/json")
+        .body(json!({"model": "broken", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}).to_string())
         .send()
         .await
         .expect("send");
