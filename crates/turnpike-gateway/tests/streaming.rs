@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http_body_util::{Full, StreamBody};
-use hyper::body::{Frame, Incoming};
+use http_body_util::Full;
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
