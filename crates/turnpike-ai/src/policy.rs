@@ -31,6 +31,7 @@ use turnpike_policy::{
 use crate::request::{Front, Limits};
 use crate::stream::{AiStream, Mode};
 use crate::usage::{self, Counts};
+use crate::to_anthropic::StreamToOpenai;
 use crate::{errors, to_anthropic, to_openai};
 
 const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
@@ -104,9 +105,10 @@ struct Call {
     provider: Option<usize>,
     model: Option<Arc<str>>,
     stream: bool,
-    /// The gateway asked an OpenAI provider for the usage chunk the client did not ask
-    /// for: it is read, then left out of what the client gets.
-    strip_usage: bool,
+    /// The client asked for OpenAI's usage chunk (`stream_options.include_usage`); the
+    /// gateway always asks an OpenAI provider for it, reads it, and leaves it out of
+    /// what the client gets unless asked.
+    usage_chunk: bool,
 }
 
 /// The usage as the seam type.
@@ -238,7 +240,7 @@ impl AiPolicy {
             provider: Some(index),
             model: Some(model),
             stream,
-            strip_usage: stream && !asked_usage && provider.kind == ProviderKind::Openai && !front.is_anthropic(),
+            usage_chunk: asked_usage,
         });
         Ok(())
     }
@@ -326,7 +328,7 @@ impl Policy for AiPolicy {
 
     fn pre_route<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts) -> Step<'a> {
         let front = Front::of(ctx.upstream.path());
-        ctx.ext.insert(Call { front, provider: None, model: None, stream: false, strip_usage: false });
+        ctx.ext.insert(Call { front, provider: None, model: None, stream: false, usage_chunk: false });
         if let Some(k) = &self.client_key {
             k.adopt(&mut req.headers);
         }
@@ -389,9 +391,9 @@ impl Policy for AiPolicy {
         }
         let p = self.providers.get(call.provider?)?;
         let mode = match (call.front.is_anthropic(), p.kind) {
-            (false, ProviderKind::Openai) => Mode::ObserveOpenai { strip_usage: call.strip_usage },
+            (false, ProviderKind::Openai) => Mode::ObserveOpenai { strip_usage: !call.usage_chunk },
             (true, ProviderKind::Anthropic) => Mode::ObserveAnthropic,
-            (false, ProviderKind::Anthropic) => Mode::ToOpenai(Box::default()),
+            (false, ProviderKind::Anthropic) => Mode::ToOpenai(Box::new(StreamToOpenai::new(call.usage_chunk))),
             (true, ProviderKind::Openai) => Mode::ToAnthropic(Box::default()),
         };
         let estimate = ctx.ext.get::<TokenEstimate>().copied().unwrap_or_default();

@@ -241,9 +241,19 @@ pub struct StreamToOpenai {
     counts: Counts,
     reported: bool,
     finished: bool,
+    /// The client asked for the usage chunk (`stream_options.include_usage`).
+    usage_chunk: bool,
 }
 
 impl StreamToOpenai {
+    /// `usage_chunk`: end with OpenAI's usage-only chunk (the client asked for it).
+    pub fn new(usage_chunk: bool) -> Self {
+        StreamToOpenai {
+            usage_chunk,
+            ..StreamToOpenai::default()
+        }
+    }
+
     fn chunk(&self, delta: Value, finish: Value, out: &mut Vec<u8>) {
         let c = json!({
             "id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -300,16 +310,18 @@ impl StreamToOpenai {
         }
     }
 
-    /// The usage chunk and `[DONE]`, once.
+    /// The usage chunk (when asked for) and `[DONE]`, once.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        let c = json!({
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created,
-            "model": self.model, "choices": [], "usage": usage::openai_json(self.counts),
-        });
-        data(&c, out);
+        if self.usage_chunk {
+            let c = json!({
+                "id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.model, "choices": [], "usage": usage::openai_json(self.counts),
+            });
+            data(&c, out);
+        }
         self.reported = true;
         out.extend_from_slice(b"data: [DONE]\n\n");
     }
@@ -388,7 +400,7 @@ mod tests {
             json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 4}}),
             json!({"type": "message_stop"}),
         ];
-        let mut s = StreamToOpenai::default();
+        let mut s = StreamToOpenai::new(true);
         let mut out = Vec::new();
         for e in &events {
             s.event(e, &mut out);
