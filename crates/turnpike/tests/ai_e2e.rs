@@ -30,7 +30,12 @@ fn example(echo: &str) -> (String, String) {
 #[test]
 fn the_official_sdks_call_both_fronts_of_the_example() {
     let dir = TempDir::new();
-    let (_echo, echo) = start(&["echo", "--llm", "--port", "0"], "echo listening on http://");
+    // 50 tokens a second: a stream relayed chunk by chunk spreads over its tokens' time;
+    // one held back and sent at once would arrive in a burst.
+    let (_echo, echo) = start(
+        &["echo", "--llm", "--llm-tokens-per-second", "50", "--port", "0"],
+        "echo listening on http://",
+    );
     let (yaml, key) = example(&echo);
     let cfg = dir.path().join("ai.yaml");
     std::fs::write(&cfg, yaml).expect("write config");
@@ -54,6 +59,11 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
 
     let s = &v["openai_stream"];
     assert!(s["chunks"].as_u64() >= Some(3), "{s}");
+    // At 50 tokens a second the chunks of a relayed stream span (chunks - 2) x 20 ms;
+    // buffered, they would come within a millisecond. Half that is the bound.
+    let spread = s["spread"].as_f64().unwrap_or(0.0);
+    let want = (s["chunks"].as_f64().unwrap_or(0.0) - 2.0) * 0.010;
+    assert!(spread >= want, "chunks came in a burst: {spread}s < {want}s: {s}");
     assert!(s["text"].as_str().is_some_and(|t| !t.is_empty()), "{s}");
 
     let a = &v["anthropic_message"];
@@ -63,6 +73,9 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
 
     let s = &v["anthropic_stream"];
     assert!(s["deltas"].as_u64() >= Some(2), "{s}");
+    let spread = s["spread"].as_f64().unwrap_or(0.0);
+    let want = (s["deltas"].as_f64().unwrap_or(0.0) - 1.0) * 0.010;
+    assert!(spread >= want, "deltas came in a burst: {spread}s < {want}s: {s}");
     assert_eq!(s["stop"], "end_turn", "{s}");
     let kinds = s["kinds"].to_string();
     for k in ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"] {
@@ -86,4 +99,13 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
     assert_eq!(e["status"], 401, "{e}");
     assert_eq!(e["class"], "AuthenticationError", "{e}");
     assert_eq!(e["body"]["error"]["type"], "authentication_error", "{e}");
+
+    let e = &v["openai_provider_error"];
+    assert_eq!(e["status"], 503, "{e}");
+    assert!(e["body"]["message"].is_string(), "OpenAI's shape: {e}");
+    let e = &v["anthropic_provider_error"];
+    assert_eq!(e["status"], 400, "{e}");
+    assert_eq!(e["class"], "BadRequestError", "{e}");
+    assert_eq!(e["body"]["type"], "error", "Anthropic's shape: {e}");
+    assert_eq!(e["body"]["error"]["type"], "invalid_request_error", "{e}");
 }

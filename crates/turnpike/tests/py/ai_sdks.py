@@ -102,4 +102,17 @@ try:
 except anthropic.APIStatusError as e:
     out["anthropic_error"] = {"status": e.status_code, "body": e.body, "class": type(e).__name__}
 
+# The provider's own error (echo --llm fails on `x-echo-error`), in each front's shape:
+# OpenAI's as it came, Anthropic's translated from OpenAI's.
+try:
+    oa.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "x"}],
+                               extra_headers={"x-echo-error": "503"})
+except openai.APIStatusError as e:
+    out["openai_provider_error"] = {"status": e.status_code, "body": e.body}
+try:
+    an.messages.create(model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}],
+                       extra_headers={"x-echo-error": "400"})
+except anthropic.APIStatusError as e:
+    out["anthropic_provider_error"] = {"status": e.status_code, "body": e.body, "class": type(e).__name__}
+
 print(json.dumps(out))
