@@ -221,20 +221,11 @@ impl AiPolicy {
         ctx.upstream
             .set_path(path)
             .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?;
-        let max_completion = match front {
-            Front::Embeddings => 0,
-            _ => ["max_completion_tokens", "max_tokens"]
-                .iter()
-                .find_map(|k| parsed.get(*k).and_then(Value::as_u64))
-                .unwrap_or(self.default_max_tokens),
-        };
-        // A cheap prompt estimate: 4 bytes a token (the request's JSON, so a little
-        // over); the provider's usage replaces it once the answer says it.
-        let prompt = body.len() as u64 / 4;
+        let estimate = estimate(front, &parsed, body.len(), self.default_max_tokens);
         *body = Bytes::from(serde_json::to_vec(&out).map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?);
         self.provider_headers(provider, &mut req.headers);
         req.headers.insert(CONTENT_TYPE, JSON);
-        ctx.ext.insert(TokenEstimate { prompt, max_completion });
+        ctx.ext.insert(estimate);
         ctx.ext.insert(Call {
             front,
             provider: Some(index),
@@ -284,6 +275,23 @@ impl AiPolicy {
         if let Some(c) = counts {
             ctx.ext.insert(token_usage(c, call.model.clone(), p.name.clone(), false));
         }
+    }
+}
+
+/// What a call may cost before it is sent: the prompt at 4 bytes a token of the
+/// request's JSON (cheap, and a little over; the provider's usage replaces it once the
+/// answer says it) and the completion cap it asked for (none for embeddings).
+fn estimate(front: Front, parsed: &Map<String, Value>, bytes: usize, default_max: u64) -> TokenEstimate {
+    let max_completion = match front {
+        Front::Embeddings => 0,
+        _ => ["max_completion_tokens", "max_tokens"]
+            .iter()
+            .find_map(|k| parsed.get(*k).and_then(Value::as_u64))
+            .unwrap_or(default_max),
+    };
+    TokenEstimate {
+        prompt: bytes as u64 / 4,
+        max_completion,
     }
 }
 
