@@ -20,7 +20,8 @@ fn read(body: &[u8]) -> Option<(Said, Shape)> {
     let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(body) else {
         return None;
     };
-    let text = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+    let text =
+        |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
     if let Some(Value::Object(e)) = o.get("error") {
         let shape = if o.get("type").and_then(Value::as_str) == Some("error") {
             Shape::Anthropic
@@ -144,7 +145,11 @@ mod tests {
         assert_eq!(a["error"]["message"], "bad model");
         let anthropic = br#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#;
         assert!(reshape(true, StatusCode::from_u16(529).expect("529"), anthropic).is_none());
-        let o = parsed(reshape(false, StatusCode::from_u16(529).expect("529"), anthropic));
+        let o = parsed(reshape(
+            false,
+            StatusCode::from_u16(529).expect("529"),
+            anthropic,
+        ));
         assert_eq!(o["error"]["type"], "overloaded_error");
         assert!(reshape(false, StatusCode::BAD_GATEWAY, b"<html>").is_none());
     }

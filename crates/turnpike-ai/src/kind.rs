@@ -88,7 +88,10 @@ impl PolicyKind for Ai {
 /// Each provider with its key header; problems for bad URLs and unreadable keys.
 fn providers(spec: &AiSpec, endpoint: Option<&str>, cx: &mut BuildCx<'_>) -> Vec<Provider> {
     let mut out = Vec::new();
-    let unread = cx.runtime.get::<turnpike_policy::ai::SecretsUnread>().is_some();
+    let unread = cx
+        .runtime
+        .get::<turnpike_policy::ai::SecretsUnread>()
+        .is_some();
     for (i, p) in spec.providers.iter().enumerate() {
         let at = format!(".providers[{i}]");
         if !(p.url.starts_with("http://") || p.url.starts_with("https://")) {
@@ -101,7 +104,12 @@ fn providers(spec: &AiSpec, endpoint: Option<&str>, cx: &mut BuildCx<'_>) -> Vec
                 "each provider of one API must have the API's endpoint URL (one provider URL per API)",
             );
         }
-        let key = match p.key.as_deref().map(|r| secret::resolve(r, unread)).transpose() {
+        let key = match p
+            .key
+            .as_deref()
+            .map(|r| secret::resolve(r, unread))
+            .transpose()
+        {
             Ok(k) => k,
             Err(m) => {
                 cx.problem(&format!("{at}.key"), m);
@@ -132,12 +140,21 @@ fn routes(spec: &AiSpec, providers: &[Provider], cx: &mut BuildCx<'_>) -> HashMa
     let mut out = HashMap::new();
     for (i, r) in spec.models.iter().enumerate() {
         let Some(provider) = providers.iter().position(|p| *p.name == *r.provider) else {
-            cx.problem(&format!(".models[{i}].provider"), format!("no provider is named {:?}", r.provider));
+            cx.problem(
+                &format!(".models[{i}].provider"),
+                format!("no provider is named {:?}", r.provider),
+            );
             continue;
         };
         let model: Arc<str> = r.model.as_deref().unwrap_or(&r.name).into();
-        if out.insert(r.name.clone(), Route { provider, model }).is_some() {
-            cx.problem(&format!(".models[{i}].name"), format!("{:?} is routed twice", r.name));
+        if out
+            .insert(r.name.clone(), Route { provider, model })
+            .is_some()
+        {
+            cx.problem(
+                &format!(".models[{i}].name"),
+                format!("{:?} is routed twice", r.name),
+            );
         }
     }
     out

@@ -30,8 +30,8 @@ use turnpike_policy::{
 
 use crate::request::{Front, Limits};
 use crate::stream::{AiStream, Mode};
-use crate::usage::{self, Counts};
 use crate::to_anthropic::StreamToOpenai;
+use crate::usage::{self, Counts};
 use crate::{errors, to_anthropic, to_openai};
 
 const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
@@ -71,7 +71,10 @@ impl ClientKey {
         let Some(token) = headers
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
             .map(str::to_owned)
         else {
             return;
@@ -210,19 +213,31 @@ impl AiPolicy {
         }
         let parsed = crate::request::parse(body, &self.limits).map_err(bad_request)?;
         let (index, model) = self.route(crate::request::model(&parsed).map_err(bad_request)?)?;
-        let provider = self.providers.get(index).ok_or_else(|| GatewayError::new(ErrorKind::Internal))?;
+        let provider = self
+            .providers
+            .get(index)
+            .ok_or_else(|| GatewayError::new(ErrorKind::Internal))?;
         let stream = parsed.get("stream").and_then(Value::as_bool) == Some(true);
         let asked_usage = parsed
             .get("stream_options")
             .and_then(|o| o.get("include_usage"))
             .and_then(Value::as_bool)
             == Some(true);
-        let (path, out) = translate(front, provider.kind, &parsed, &model, self.default_max_tokens)?;
+        let (path, out) = translate(
+            front,
+            provider.kind,
+            &parsed,
+            &model,
+            self.default_max_tokens,
+        )?;
         ctx.upstream
             .set_path(path)
             .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?;
         let estimate = estimate(front, &parsed, body.len(), self.default_max_tokens);
-        *body = Bytes::from(serde_json::to_vec(&out).map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?);
+        *body = Bytes::from(
+            serde_json::to_vec(&out)
+                .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
+        );
         self.provider_headers(provider, &mut req.headers);
         req.headers.insert(CONTENT_TYPE, JSON);
         ctx.ext.insert(estimate);
@@ -236,7 +251,12 @@ impl AiPolicy {
         Ok(())
     }
 
-    fn request_body(&self, ctx: &mut RequestCtx, req: &mut request::Parts, body: &mut Bytes) -> HookResult {
+    fn request_body(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> HookResult {
         let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
         match front {
             Front::Models => Ok(Flow::Respond(self.models())),
@@ -251,7 +271,9 @@ impl AiPolicy {
                 e.detail = Some("not an AI front: /chat/completions, /completions, /embeddings, /models or /messages".into());
                 Err(e)
             }
-            _ => self.front_call(front, ctx, req, body).map(|()| Flow::Continue),
+            _ => self
+                .front_call(front, ctx, req, body)
+                .map(|()| Flow::Continue),
         }
     }
 
@@ -266,14 +288,19 @@ impl AiPolicy {
         let (counts, translated) = match (call.front.is_anthropic(), p.kind) {
             (false, ProviderKind::Openai) => (v.get("usage").and_then(usage::from_openai), None),
             (true, ProviderKind::Anthropic) => (v.get("usage").map(usage::from_anthropic), None),
-            (false, ProviderKind::Anthropic) => to_anthropic::response(&v).map(|(o, c)| (Some(c), Some(o))).unwrap_or((None, None)),
-            (true, ProviderKind::Openai) => to_openai::response(&v).map(|(o, c)| (Some(c), Some(o))).unwrap_or((None, None)),
+            (false, ProviderKind::Anthropic) => to_anthropic::response(&v)
+                .map(|(o, c)| (Some(c), Some(o)))
+                .unwrap_or((None, None)),
+            (true, ProviderKind::Openai) => to_openai::response(&v)
+                .map(|(o, c)| (Some(c), Some(o)))
+                .unwrap_or((None, None)),
         };
         if let Some(out) = translated.and_then(|o| serde_json::to_vec(&o).ok()) {
             *body = Bytes::from(out);
         }
         if let Some(c) = counts {
-            ctx.ext.insert(token_usage(c, call.model.clone(), p.name.clone(), false));
+            ctx.ext
+                .insert(token_usage(c, call.model.clone(), p.name.clone(), false));
         }
     }
 }
@@ -281,7 +308,12 @@ impl AiPolicy {
 /// What a call may cost before it is sent: the prompt at 4 bytes a token of the
 /// request's JSON (cheap, and a little over; the provider's usage replaces it once the
 /// answer says it) and the completion cap it asked for (none for embeddings).
-fn estimate(front: Front, parsed: &Map<String, Value>, bytes: usize, default_max: u64) -> TokenEstimate {
+fn estimate(
+    front: Front,
+    parsed: &Map<String, Value>,
+    bytes: usize,
+    default_max: u64,
+) -> TokenEstimate {
     let max_completion = match front {
         Front::Embeddings => 0,
         _ => ["max_completion_tokens", "max_tokens"]
@@ -319,9 +351,18 @@ fn translate(
         (Front::Completions, ProviderKind::Openai) => ("/completions", same(true)),
         (Front::Embeddings, ProviderKind::Openai) => ("/embeddings", same(false)),
         (Front::Messages, ProviderKind::Anthropic) => ("/messages", same(false)),
-        (Front::Chat, ProviderKind::Anthropic) => ("/messages", to_anthropic::request(body, model, default_max)),
-        (Front::Messages, ProviderKind::Openai) => ("/chat/completions", to_openai::request(body, model, default_max)),
-        _ => return Err(bad_request("this model's provider (Anthropic) has no such API".into())),
+        (Front::Chat, ProviderKind::Anthropic) => {
+            ("/messages", to_anthropic::request(body, model, default_max))
+        }
+        (Front::Messages, ProviderKind::Openai) => (
+            "/chat/completions",
+            to_openai::request(body, model, default_max),
+        ),
+        _ => {
+            return Err(bad_request(
+                "this model's provider (Anthropic) has no such API".into(),
+            ))
+        }
     })
 }
 
@@ -336,7 +377,13 @@ impl Policy for AiPolicy {
 
     fn pre_route<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts) -> Step<'a> {
         let front = Front::of(ctx.upstream.path());
-        ctx.ext.insert(Call { front, provider: None, model: None, stream: false, usage_chunk: false });
+        ctx.ext.insert(Call {
+            front,
+            provider: None,
+            model: None,
+            stream: false,
+            usage_chunk: false,
+        });
         if let Some(k) = &self.client_key {
             k.adopt(&mut req.headers);
         }
@@ -352,7 +399,10 @@ impl Policy for AiPolicy {
         let r = self.request_body(ctx, req, body).or_else(|e| {
             // Our own refusal: the chain would show it to the policies before this one
             // only, so it leaves in the front's shape from here.
-            let anthropic = ctx.ext.get::<Call>().is_some_and(|c| c.front.is_anthropic());
+            let anthropic = ctx
+                .ext
+                .get::<Call>()
+                .is_some_and(|c| c.front.is_anthropic());
             let resp = e.into_response(&ctx.request_id);
             let (mut parts, b) = resp.into_parts();
             let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
@@ -392,19 +442,35 @@ impl Policy for AiPolicy {
         Ok(())
     }
 
-    fn response_stream(&self, ctx: &mut RequestCtx, resp: &response::Parts) -> Option<Box<dyn ResponseStream>> {
+    fn response_stream(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &response::Parts,
+    ) -> Option<Box<dyn ResponseStream>> {
         let call = ctx.ext.get::<Call>()?;
-        if !call.stream || !resp.status.is_success() || !turnpike_policy::http::is_stream(&resp.headers) {
+        if !call.stream
+            || !resp.status.is_success()
+            || !turnpike_policy::http::is_stream(&resp.headers)
+        {
             return None;
         }
         let p = self.providers.get(call.provider?)?;
         let mode = match (call.front.is_anthropic(), p.kind) {
-            (false, ProviderKind::Openai) => Mode::ObserveOpenai { strip_usage: !call.usage_chunk },
+            (false, ProviderKind::Openai) => Mode::ObserveOpenai {
+                strip_usage: !call.usage_chunk,
+            },
             (true, ProviderKind::Anthropic) => Mode::ObserveAnthropic,
-            (false, ProviderKind::Anthropic) => Mode::ToOpenai(Box::new(StreamToOpenai::new(call.usage_chunk))),
+            (false, ProviderKind::Anthropic) => {
+                Mode::ToOpenai(Box::new(StreamToOpenai::new(call.usage_chunk)))
+            }
             (true, ProviderKind::Openai) => Mode::ToAnthropic(Box::default()),
         };
         let estimate = ctx.ext.get::<TokenEstimate>().copied().unwrap_or_default();
-        Some(Box::new(AiStream::new(mode, estimate, call.model.clone(), p.name.clone())))
+        Some(Box::new(AiStream::new(
+            mode,
+            estimate,
+            call.model.clone(),
+            p.name.clone(),
+        )))
     }
 }

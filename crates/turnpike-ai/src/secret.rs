@@ -24,7 +24,9 @@ impl fmt::Debug for Secret {
 /// Reads `reference` (`Ok(None)` when `unread`: its form checked only, for a compiler
 /// that never serves the API); the error names the reference, never a value.
 pub(crate) fn resolve(reference: &str, unread: bool) -> Result<Option<Secret>, String> {
-    let known = ["env:", "file:"].iter().any(|p| reference.strip_prefix(*p).is_some_and(|r| !r.is_empty()));
+    let known = ["env:", "file:"]
+        .iter()
+        .any(|p| reference.strip_prefix(*p).is_some_and(|r| !r.is_empty()));
     if !known {
         return Err("a key is a secret reference: env:NAME or file:/path".into());
     }
@@ -45,7 +47,9 @@ pub(crate) fn resolve(reference: &str, unread: bool) -> Result<Option<Secret>, S
         return Err(format!("{reference} is empty"));
     }
     if value.bytes().any(|b| !(0x21..0x7f).contains(&b)) {
-        return Err(format!("{reference} holds characters a header cannot carry"));
+        return Err(format!(
+            "{reference} holds characters a header cannot carry"
+        ));
     }
     Ok(Some(Secret(value)))
 }
@@ -65,8 +69,15 @@ mod tests {
         assert_eq!(format!("{from_file:?}"), "Secret(..)");
         let _ = std::fs::remove_file(&dir);
         let missing = resolve("env:TURNPIKE_AI_TEST_SURELY_UNSET", false).expect_err("unset");
-        assert_eq!(resolve("env:TURNPIKE_AI_TEST_SURELY_UNSET", true), Ok(None), "unread: form only");
-        assert!(missing.contains("TURNPIKE_AI_TEST_SURELY_UNSET"), "{missing}");
+        assert_eq!(
+            resolve("env:TURNPIKE_AI_TEST_SURELY_UNSET", true),
+            Ok(None),
+            "unread: form only"
+        );
+        assert!(
+            missing.contains("TURNPIKE_AI_TEST_SURELY_UNSET"),
+            "{missing}"
+        );
         let plain = resolve("sk-in-clear", true).expect_err("plain keys are refused");
         assert!(!plain.contains("sk-in-clear"), "{plain}");
     }

@@ -21,7 +21,8 @@ impl Events {
     /// Adds a chunk (`\r` dropped: `\r\n` line ends read as `\n`); `Err` when an event
     /// grows past [`MAX_EVENT`].
     pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), String> {
-        self.buf.extend(chunk.iter().copied().filter(|b| *b != b'\r'));
+        self.buf
+            .extend(chunk.iter().copied().filter(|b| *b != b'\r'));
         if self.buf.len() > MAX_EVENT && !self.buf.windows(2).any(|w| w == b"\n\n") {
             return Err(format!("a streamed event exceeds {MAX_EVENT} bytes"));
         }
@@ -70,12 +71,22 @@ mod tests {
         let mut ev = Events::default();
         ev.push(b"event: a\r\ndata: {\"x\"").expect("push");
         assert_eq!(ev.next(), None);
-        ev.push(b":1}\r\n\r\n: comment\n\ndata: 2\ndata: 3\n\n").expect("push");
+        ev.push(b":1}\r\n\r\n: comment\n\ndata: 2\ndata: 3\n\n")
+            .expect("push");
         assert_eq!(
             ev.next(),
-            Some(Event { name: Some("a".into()), data: "{\"x\":1}".into() })
+            Some(Event {
+                name: Some("a".into()),
+                data: "{\"x\":1}".into()
+            })
         );
-        assert_eq!(ev.next(), Some(Event { name: None, data: "2\n3".into() }));
+        assert_eq!(
+            ev.next(),
+            Some(Event {
+                name: None,
+                data: "2\n3".into()
+            })
+        );
         assert_eq!(ev.next(), None);
         let big = vec![b'x'; MAX_EVENT + 1];
         assert!(ev.push(&big).is_err());

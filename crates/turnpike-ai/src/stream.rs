@@ -81,7 +81,9 @@ impl AiStream {
                 Mode::ObserveOpenai { .. } => {
                     let counts = v.get("usage").and_then(usage::from_openai);
                     let usage_only = counts.is_some()
-                        && v.get("choices").and_then(Value::as_array).is_some_and(Vec::is_empty);
+                        && v.get("choices")
+                            .and_then(Value::as_array)
+                            .is_some_and(Vec::is_empty);
                     if strip && !usage_only {
                         crate::to_anthropic::data(&v, out);
                     }
@@ -177,7 +179,15 @@ mod tests {
     use turnpike_policy::ai::TokenUsage;
 
     fn stream(mode: Mode) -> AiStream {
-        AiStream::new(mode, TokenEstimate { prompt: 9, max_completion: 100 }, None, "p".into())
+        AiStream::new(
+            mode,
+            TokenEstimate {
+                prompt: 9,
+                max_completion: 100,
+            },
+            None,
+            "p".into(),
+        )
     }
 
     fn usage_of(s: &mut AiStream) -> TokenUsage {
@@ -189,19 +199,27 @@ mod tests {
     #[test]
     fn an_observed_stream_passes_chunks_unchanged_and_reads_usage() {
         let mut s = stream(Mode::ObserveOpenai { strip_usage: false });
-        let a = Bytes::from_static(b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"choices\":[],\"us");
+        let a = Bytes::from_static(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"choices\":[],\"us",
+        );
         assert_eq!(s.on_chunk(a.clone()).expect("chunk"), a);
-        let b = Bytes::from_static(b"age\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n");
+        let b = Bytes::from_static(
+            b"age\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n",
+        );
         assert_eq!(s.on_chunk(b.clone()).expect("chunk"), b);
         assert_eq!(s.on_end().expect("end"), None);
         let u = usage_of(&mut s);
-        assert_eq!((u.prompt, u.completion, u.total, u.estimated), (4, 2, 6, false));
+        assert_eq!(
+            (u.prompt, u.completion, u.total, u.estimated),
+            (4, 2, 6, false)
+        );
     }
 
     #[test]
     fn a_cut_stream_is_estimated() {
         let mut s = stream(Mode::ObserveOpenai { strip_usage: false });
-        let a = Bytes::from_static(b"data: {\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n");
+        let a =
+            Bytes::from_static(b"data: {\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n");
         s.on_chunk(a).expect("chunk");
         let u = usage_of(&mut s);
         assert!(u.estimated);
@@ -224,13 +242,20 @@ mod tests {
     #[test]
     fn a_translated_stream_holds_half_events_and_closes_at_the_end() {
         let mut s = stream(Mode::ToAnthropic(Box::default()));
-        let half = s.on_chunk(Bytes::from_static(b"data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"H")).expect("chunk");
+        let half = s
+            .on_chunk(Bytes::from_static(
+                b"data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"H",
+            ))
+            .expect("chunk");
         assert!(half.is_empty(), "half an event is held");
-        let whole = s.on_chunk(Bytes::from_static(b"i\"}}]}\n\n")).expect("chunk");
+        let whole = s
+            .on_chunk(Bytes::from_static(b"i\"}}]}\n\n"))
+            .expect("chunk");
         let text = String::from_utf8_lossy(&whole).into_owned();
         assert!(text.starts_with("event: message_start\n"), "{text}");
         assert!(text.contains("\"text\":\"Hi\""), "{text}");
         let end = s.on_end().expect("end").expect("closing events");
-        assert!(String::from_utf8_lossy(&end).ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
+        assert!(String::from_utf8_lossy(&end)
+            .ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
     }
 }

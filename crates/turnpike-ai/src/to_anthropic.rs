@@ -57,7 +57,9 @@ fn tool_uses(calls: &[Value]) -> impl Iterator<Item = Value> + '_ {
         let f = c.get("function")?;
         let args = f.get("arguments").and_then(Value::as_str).unwrap_or("{}");
         let input: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
-        Some(json!({"type": "tool_use", "id": c.get("id")?, "name": f.get("name")?, "input": input}))
+        Some(
+            json!({"type": "tool_use", "id": c.get("id")?, "name": f.get("name")?, "input": input}),
+        )
     })
 }
 
@@ -115,7 +117,10 @@ pub fn request(body: &Map<String, Value>, model: &str, default_max: u64) -> Valu
     let mut system = Vec::new();
     let mut messages = Vec::new();
     let empty = Vec::new();
-    let list = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
+    let list = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
     for m in list {
         let content = m.get("content");
         match m.get("role").and_then(Value::as_str) {
@@ -272,7 +277,11 @@ impl StreamToOpenai {
                 self.model = m["model"].clone();
                 self.created = created();
                 self.counts = usage::from_anthropic(&m["usage"]);
-                self.chunk(json!({"role": "assistant", "content": ""}), Value::Null, out);
+                self.chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                    out,
+                );
             }
             Some("content_block_start") if e["content_block"]["type"] == "tool_use" => {
                 let b = &e["content_block"];
@@ -284,7 +293,9 @@ impl StreamToOpenai {
             Some("content_block_delta") => self.delta(&e["delta"], out),
             Some("message_delta") => {
                 let u = &e["usage"];
-                self.counts.completion = u["output_tokens"].as_u64().unwrap_or(self.counts.completion);
+                self.counts.completion = u["output_tokens"]
+                    .as_u64()
+                    .unwrap_or(self.counts.completion);
                 if u.get("input_tokens").is_some() {
                     let later = usage::from_anthropic(u);
                     self.counts.prompt = later.prompt.max(self.counts.prompt);
@@ -366,11 +377,23 @@ mod tests {
         assert_eq!(out["max_tokens"], 50);
         assert_eq!(out["stop_sequences"], json!(["END"]));
         assert_eq!(out["tool_choice"], json!({"type": "any"}));
-        assert_eq!(out["tools"][0]["input_schema"]["properties"]["city"]["type"], "string");
+        assert_eq!(
+            out["tools"][0]["input_schema"]["properties"]["city"]["type"],
+            "string"
+        );
         let m = &out["messages"];
-        assert_eq!(m[0]["content"][1]["source"], json!({"type": "base64", "media_type": "image/png", "data": "iVBO"}));
-        assert_eq!(m[1]["content"][0], json!({"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Paris"}}));
-        assert_eq!(m[2]["content"][0], json!({"type": "tool_result", "tool_use_id": "call_1", "content": "sunny"}));
+        assert_eq!(
+            m[0]["content"][1]["source"],
+            json!({"type": "base64", "media_type": "image/png", "data": "iVBO"})
+        );
+        assert_eq!(
+            m[1]["content"][0],
+            json!({"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Paris"}})
+        );
+        assert_eq!(
+            m[2]["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "call_1", "content": "sunny"})
+        );
     }
 
     #[test]
@@ -381,11 +404,21 @@ mod tests {
                         {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}}],
             "stop_reason": "tool_use", "usage": {"input_tokens": 20, "output_tokens": 7, "cache_read_input_tokens": 5}});
         let (out, counts) = response(&msg).expect("a message");
-        assert_eq!(counts, Counts { prompt: 25, completion: 7, cached: 5 });
+        assert_eq!(
+            counts,
+            Counts {
+                prompt: 25,
+                completion: 7,
+                cached: 5
+            }
+        );
         let c = &out["choices"][0];
         assert_eq!(c["finish_reason"], "tool_calls");
         assert_eq!(c["message"]["content"], "Let me check.");
-        assert_eq!(c["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+        assert_eq!(
+            c["message"]["tool_calls"][0]["function"]["arguments"],
+            "{\"city\":\"Paris\"}"
+        );
         assert_eq!(out["usage"]["total_tokens"], 32);
     }
 
@@ -411,9 +444,20 @@ mod tests {
         assert!(chunks[1].contains("\"content\":\"Hi\""), "{}", chunks[1]);
         assert!(chunks[2].contains("\"name\":\"f\""), "{}", chunks[2]);
         assert!(chunks[3].contains("{\\\"a\\\":"), "{}", chunks[3]);
-        assert!(chunks[4].contains("\"finish_reason\":\"tool_calls\""), "{}", chunks[4]);
+        assert!(
+            chunks[4].contains("\"finish_reason\":\"tool_calls\""),
+            "{}",
+            chunks[4]
+        );
         assert!(chunks[5].contains("\"total_tokens\":14"), "{}", chunks[5]);
         assert_eq!(chunks[6], "data: [DONE]");
-        assert_eq!(s.counts(), Some(Counts { prompt: 10, completion: 4, cached: 0 }));
+        assert_eq!(
+            s.counts(),
+            Some(Counts {
+                prompt: 10,
+                completion: 4,
+                cached: 0
+            })
+        );
     }
 }

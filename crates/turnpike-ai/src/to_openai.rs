@@ -100,10 +100,18 @@ pub fn request(body: &Map<String, Value>, model: &str, default_max: u64) -> Valu
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
     }
-    for m in body.get("messages").and_then(Value::as_array).into_iter().flatten() {
+    for m in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         convert(m, &mut messages);
     }
-    let max = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(default_max);
+    let max = body
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(default_max);
     let mut out = json!({"model": model, "messages": messages, "max_tokens": max});
     for k in ["temperature", "top_p"] {
         if let Some(v) = body.get(k) {
@@ -154,16 +162,29 @@ pub fn response(c: &Value) -> Option<(Value, Counts)> {
     let choice = c.get("choices")?.get(0)?;
     let msg = choice.get("message")?;
     let mut content = Vec::new();
-    if let Some(t) = msg.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+    if let Some(t) = msg
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
         content.push(json!({"type": "text", "text": t}));
     }
-    for call in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+    for call in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let f = &call["function"];
         let args = f["arguments"].as_str().unwrap_or("{}");
         let input: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
-        content.push(json!({"type": "tool_use", "id": call["id"], "name": f["name"], "input": input}));
+        content
+            .push(json!({"type": "tool_use", "id": call["id"], "name": f["name"], "input": input}));
     }
-    let counts = c.get("usage").and_then(usage::from_openai).unwrap_or_default();
+    let counts = c
+        .get("usage")
+        .and_then(usage::from_openai)
+        .unwrap_or_default();
     let out = json!({
         "id": c.get("id").cloned().unwrap_or(Value::Null),
         "type": "message", "role": "assistant",
@@ -227,13 +248,21 @@ impl StreamToAnthropic {
             let msg = json!({"id": c["id"], "type": "message", "role": "assistant", "model": c["model"],
                 "content": [], "stop_reason": null, "stop_sequence": null,
                 "usage": {"input_tokens": 0, "output_tokens": 0}});
-            event("message_start", &json!({"type": "message_start", "message": msg}), out);
+            event(
+                "message_start",
+                &json!({"type": "message_start", "message": msg}),
+                out,
+            );
         }
         let Some(choice) = c.get("choices").and_then(|c| c.get(0)) else {
             return;
         };
         let delta = &choice["delta"];
-        if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        if let Some(t) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             if self.open != Open::Text {
                 self.start(Open::Text, json!({"type": "text", "text": ""}), out);
             }
@@ -241,7 +270,12 @@ impl StreamToAnthropic {
                            "delta": {"type": "text_delta", "text": t}});
             event("content_block_delta", &d, out);
         }
-        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             self.tool_call(call, out);
         }
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -255,7 +289,10 @@ impl StreamToAnthropic {
             let block = json!({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": {}});
             self.start(Open::Tool(index), block, out);
         }
-        if let Some(args) = call["function"]["arguments"].as_str().filter(|a| !a.is_empty()) {
+        if let Some(args) = call["function"]["arguments"]
+            .as_str()
+            .filter(|a| !a.is_empty())
+        {
             let d = json!({"type": "content_block_delta", "index": self.blocks - 1,
                            "delta": {"type": "input_json_delta", "partial_json": args}});
             event("content_block_delta", &d, out);
@@ -264,7 +301,8 @@ impl StreamToAnthropic {
 
     fn start(&mut self, what: Open, block: Value, out: &mut Vec<u8>) {
         self.close(out);
-        let s = json!({"type": "content_block_start", "index": self.blocks, "content_block": block});
+        let s =
+            json!({"type": "content_block_start", "index": self.blocks, "content_block": block});
         event("content_block_start", &s, out);
         self.blocks += 1;
         self.open = what;
@@ -317,9 +355,18 @@ mod tests {
         let out = request(body.as_object().expect("object"), "gpt-4o-mini", 4096);
         let m = &out["messages"];
         assert_eq!(m[0], json!({"role": "system", "content": "Be brief."}));
-        assert_eq!(m[1]["content"][1]["image_url"]["url"], "data:image/jpeg;base64,/9j");
-        assert_eq!(m[2]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Oslo\"}");
-        assert_eq!(m[3], json!({"role": "tool", "tool_call_id": "toolu_1", "content": "snow"}));
+        assert_eq!(
+            m[1]["content"][1]["image_url"]["url"],
+            "data:image/jpeg;base64,/9j"
+        );
+        assert_eq!(
+            m[2]["tool_calls"][0]["function"]["arguments"],
+            "{\"city\":\"Oslo\"}"
+        );
+        assert_eq!(
+            m[3],
+            json!({"role": "tool", "tool_call_id": "toolu_1", "content": "snow"})
+        );
         assert_eq!(out["stream_options"]["include_usage"], true);
         assert_eq!(out["tool_choice"]["function"]["name"], "weather");
         assert_eq!(out["tools"][0]["function"]["parameters"]["type"], "object");
@@ -333,9 +380,19 @@ mod tests {
                 "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]}}],
             "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}});
         let (m, counts) = response(&c).expect("a completion");
-        assert_eq!(counts, Counts { prompt: 12, completion: 5, cached: 0 });
+        assert_eq!(
+            counts,
+            Counts {
+                prompt: 12,
+                completion: 5,
+                cached: 0
+            }
+        );
         assert_eq!(m["stop_reason"], "tool_use");
-        assert_eq!(m["content"][0], json!({"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Oslo"}}));
+        assert_eq!(
+            m["content"][0],
+            json!({"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Oslo"}})
+        );
         assert_eq!(m["usage"]["input_tokens"], 12);
     }
 
@@ -357,12 +414,34 @@ mod tests {
         }
         s.finish(&mut out);
         let text = String::from_utf8(out).expect("utf-8");
-        let names: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
-        assert_eq!(names, ["message_start", "content_block_start", "content_block_delta", "content_block_delta",
-            "content_block_stop", "content_block_start", "content_block_delta", "content_block_stop",
-            "message_delta", "message_stop"]);
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("event: "))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
         assert!(text.contains("\"stop_reason\":\"tool_use\""), "{text}");
         assert!(text.contains("\"output_tokens\":2"), "{text}");
-        assert_eq!(s.counts(), Some(Counts { prompt: 3, completion: 2, cached: 0 }));
+        assert_eq!(
+            s.counts(),
+            Some(Counts {
+                prompt: 3,
+                completion: 2,
+                cached: 0
+            })
+        );
     }
 }

@@ -68,7 +68,11 @@ fn paths(problems: &[Problem]) -> Vec<String> {
 fn every_bad_setting_is_reported_at_once_with_its_path() {
     let spec = AiSpec {
         providers: vec![
-            provider("p1", "http://127.0.0.1:9/v1", Some("env:TURNPIKE_AI_BUILD_TEST_UNSET")),
+            provider(
+                "p1",
+                "http://127.0.0.1:9/v1",
+                Some("env:TURNPIKE_AI_BUILD_TEST_UNSET"),
+            ),
             provider("p2", "ftp://elsewhere", Some("sk-in-clear")),
         ],
         models: vec![route("m", "p1"), route("m", "p1"), route("x", "nobody")],
@@ -86,7 +90,10 @@ fn every_bad_setting_is_reported_at_once_with_its_path() {
     ] {
         assert!(text.contains(want), "{want} missing from:\n{text}");
     }
-    assert!(!text.contains("sk-in-clear"), "a key in clear is never echoed:\n{text}");
+    assert!(
+        !text.contains("sk-in-clear"),
+        "a key in clear is never echoed:\n{text}"
+    );
     // Problems are reported; the build still hands back what it could (the loader
     // refuses the file for them).
     let _ = built;
@@ -103,19 +110,28 @@ fn an_ai_api_gets_its_endpoint_and_resources_and_builds_outermost() {
     let mut problems = Vec::new();
     expand(&mut f, &mut problems);
     assert!(problems.is_empty(), "{problems:?}");
-    assert_eq!(f.apis[0].endpoints, vec![EndpointSpec::Url("http://127.0.0.1:9/v1".into())]);
+    assert_eq!(
+        f.apis[0].endpoints,
+        vec![EndpointSpec::Url("http://127.0.0.1:9/v1".into())]
+    );
     assert_eq!(f.apis[0].resources[0].path, "/*");
     let (built, problems) = build(&spec, &Runtime::default());
     assert!(problems.is_empty(), "{problems:?}");
     let built = built.expect("built");
-    assert!((&*built as &dyn std::any::Any).downcast_ref::<AiPolicy>().is_some());
+    assert!((&*built as &dyn std::any::Any)
+        .downcast_ref::<AiPolicy>()
+        .is_some());
     assert_eq!(Ai::stage(&spec), Stage::Envelope);
 }
 
 #[test]
 fn a_checking_compiler_never_reads_keys() {
     let spec = AiSpec {
-        providers: vec![provider("p1", "http://127.0.0.1:9/v1", Some("env:TURNPIKE_AI_BUILD_TEST_UNSET"))],
+        providers: vec![provider(
+            "p1",
+            "http://127.0.0.1:9/v1",
+            Some("env:TURNPIKE_AI_BUILD_TEST_UNSET"),
+        )],
         ..AiSpec::default()
     };
     let runtime = Runtime::default();

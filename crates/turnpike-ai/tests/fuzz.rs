@@ -11,14 +11,41 @@ use turnpike_ai::to_openai::{self, StreamToAnthropic};
 /// JSON made of the words both APIs use, nested a few levels.
 fn jsonish() -> impl Strategy<Value = Value> {
     let word = prop_oneof![
-        Just("role"), Just("content"), Just("type"), Just("text"), Just("tool_use"),
-        Just("tool_result"), Just("tool_calls"), Just("function"), Just("arguments"),
-        Just("image_url"), Just("url"), Just("source"), Just("delta"), Just("choices"),
-        Just("usage"), Just("message"), Just("index"), Just("input"), Just("name"),
-        Just("messages"), Just("system"), Just("tools"), Just("stop"), Just("assistant"),
-        Just("user"), Just("tool"), Just("content_block"), Just("message_start"),
-        Just("content_block_start"), Just("content_block_delta"), Just("input_json_delta"),
-        Just("text_delta"), Just("message_delta"), Just("finish_reason"), Just("data:x;base64,y"),
+        Just("role"),
+        Just("content"),
+        Just("type"),
+        Just("text"),
+        Just("tool_use"),
+        Just("tool_result"),
+        Just("tool_calls"),
+        Just("function"),
+        Just("arguments"),
+        Just("image_url"),
+        Just("url"),
+        Just("source"),
+        Just("delta"),
+        Just("choices"),
+        Just("usage"),
+        Just("message"),
+        Just("index"),
+        Just("input"),
+        Just("name"),
+        Just("messages"),
+        Just("system"),
+        Just("tools"),
+        Just("stop"),
+        Just("assistant"),
+        Just("user"),
+        Just("tool"),
+        Just("content_block"),
+        Just("message_start"),
+        Just("content_block_start"),
+        Just("content_block_delta"),
+        Just("input_json_delta"),
+        Just("text_delta"),
+        Just("message_delta"),
+        Just("finish_reason"),
+        Just("data:x;base64,y"),
     ];
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -30,8 +57,9 @@ fn jsonish() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(5, 64, 6, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((word.clone(), inner), 0..6)
-                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+            prop::collection::vec((word.clone(), inner), 0..6).prop_map(|kv| Value::Object(
+                kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+            )),
         ]
     })
 }

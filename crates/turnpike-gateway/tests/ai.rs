@@ -56,7 +56,11 @@ async fn provider() -> (
                 let (seen_tx, streams_tx) = (seen_tx.clone(), streams_tx.clone());
                 async move {
                     let (parts, body) = req.into_parts();
-                    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let bytes = body
+                        .collect()
+                        .await
+                        .map(|b| b.to_bytes())
+                        .unwrap_or_default();
                     let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
                     let path = parts.uri.path().to_owned();
                     let _ = seen_tx.send((path.clone(), parts.headers, v.clone()));
@@ -73,11 +77,16 @@ async fn provider() -> (
     (addr, seen, streams)
 }
 
-type Answer = Response<http_body_util::Either<Full<Bytes>, StreamBody<futures_util::stream::BoxStream<'static, Result<Frame<Bytes>, Infallible>>>>>;
+type Answer = Response<
+    http_body_util::Either<
+        Full<Bytes>,
+        StreamBody<futures_util::stream::BoxStream<'static, Result<Frame<Bytes>, Infallible>>>,
+    >,
+>;
 
 fn answer(path: &str, v: &Value, streams: &mpsc::UnboundedSender<mpsc::Sender<Bytes>>) -> Answer {
-    use http_body_util::Either;
     use futures_util::StreamExt;
+    use http_body_util::Either;
     let json = |status: u16, body: Value| {
         Response::builder()
             .status(status)
@@ -87,8 +96,14 @@ fn answer(path: &str, v: &Value, streams: &mpsc::UnboundedSender<mpsc::Sender<By
     };
     if v["model"] == "broken" {
         return match path {
-            "/v1/messages" => json(400, json!({"type": "error", "error": {"type": "invalid_request_error", "message": "broken model"}})),
-            _ => json(400, json!({"error": {"message": "broken model", "type": "invalid_request_error", "param": null, "code": "model_broken"}})),
+            "/v1/messages" => json(
+                400,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": "broken model"}}),
+            ),
+            _ => json(
+                400,
+                json!({"error": {"message": "broken model", "type": "invalid_request_error", "param": null, "code": "model_broken"}}),
+            ),
         };
     }
     if v["stream"] == true {
@@ -106,12 +121,18 @@ fn answer(path: &str, v: &Value, streams: &mpsc::UnboundedSender<mpsc::Sender<By
     }
     match path {
         // platform.openai.com, Chat Completions: a function call.
-        "/v1/chat/completions" => json(200, json!({
+        "/v1/chat/completions" => json(
+            200,
+            json!({
             "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": v["model"],
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                 "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]}}],
-            "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}})),
-        _ => json(404, json!({"error": {"message": "no such path", "type": "invalid_request_error"}})),
+            "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}}),
+        ),
+        _ => json(
+            404,
+            json!({"error": {"message": "no such path", "type": "invalid_request_error"}}),
+        ),
     }
 }
 
@@ -169,11 +190,21 @@ apis:
     let (tx, usage) = mpsc::unbounded_channel();
     let snaps = Arc::new(ArcSwap::from_pointee(snap));
     let gw = gateway_built(snaps, |_| {}, |b| b.observer(Arc::new(Usage(tx)))).await;
-    Setup { gw, seen, streams, usage, _key_file: key_file }
+    Setup {
+        gw,
+        seen,
+        streams,
+        usage,
+        _key_file: key_file,
+    }
 }
 
 async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
-    tokio::time::timeout(WAIT, rx.recv()).await.ok().flatten().expect("in time")
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .ok()
+        .flatten()
+        .expect("in time")
 }
 
 #[tokio::test]
@@ -196,19 +227,31 @@ async fn the_anthropic_front_calls_an_openai_provider_with_tools_both_ways() {
     let msg = json_of(resp).await;
     assert_eq!(msg["type"], "message");
     assert_eq!(msg["stop_reason"], "tool_use");
-    assert_eq!(msg["content"][0], json!({"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Oslo"}}));
+    assert_eq!(
+        msg["content"][0],
+        json!({"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Oslo"}})
+    );
     assert_eq!(msg["usage"]["input_tokens"], 21);
     let (path, headers, sent) = next(&mut s.seen).await;
     assert_eq!(path, "/v1/chat/completions");
     assert_eq!(headers["authorization"], "Bearer sk-provider-secret");
-    assert!(headers.get("x-api-key").is_none() && headers.get("apikey").is_none(), "{headers:?}");
+    assert!(
+        headers.get("x-api-key").is_none() && headers.get("apikey").is_none(),
+        "{headers:?}"
+    );
     assert_eq!(sent["model"], "provider-model");
-    assert_eq!(sent["messages"][0], json!({"role": "system", "content": "Be brief."}));
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "system", "content": "Be brief."})
+    );
     assert_eq!(sent["tools"][0]["function"]["name"], "weather");
     let (usage, estimate, status) = next(&mut s.usage).await;
     assert_eq!(status, 200);
     let usage = usage.expect("usage in ctx.ext");
-    assert_eq!((usage.prompt, usage.completion, usage.total, usage.estimated), (21, 9, 30, false));
+    assert_eq!(
+        (usage.prompt, usage.completion, usage.total, usage.estimated),
+        (21, 9, 30, false)
+    );
     assert_eq!(usage.provider.as_deref(), Some("p1"));
     assert_eq!(estimate.map(|e| e.max_completion), Some(100));
 
@@ -231,7 +274,10 @@ async fn the_anthropic_front_calls_an_openai_provider_with_tools_both_ways() {
     assert_eq!(resp.status(), 200);
     let (_, _, sent) = next(&mut s.seen).await;
     assert_eq!(sent["messages"][1]["tool_calls"][0]["id"], "call_1");
-    assert_eq!(sent["messages"][2], json!({"role": "tool", "tool_call_id": "call_1", "content": "snow"}));
+    assert_eq!(
+        sent["messages"][2],
+        json!({"role": "tool", "tool_call_id": "call_1", "content": "snow"})
+    );
 }
 
 /// Reads until `want` arrived.
@@ -255,8 +301,11 @@ async fn the_openai_front_streams_an_anthropic_provider_chunk_by_chunk() {
         .post(s.gw.url("/llm/v1/chat/completions"))
         .header("authorization", format!("Bearer {KEY}"))
         .header("content-type", "application/json")
-        .body(json!({"model": "gpt-4o-mini", "stream": true, "max_tokens": 50,
-                      "messages": [{"role": "user", "content": "Hi"}]}).to_string())
+        .body(
+            json!({"model": "gpt-4o-mini", "stream": true, "max_tokens": 50,
+                      "messages": [{"role": "user", "content": "Hi"}]})
+            .to_string(),
+        )
         .send()
         .await
         .expect("send");
@@ -266,22 +315,46 @@ async fn the_openai_front_streams_an_anthropic_provider_chunk_by_chunk() {
     assert_eq!(headers["x-api-key"], "sk-provider-secret");
     assert_eq!(headers["anthropic-version"], "2023-06-01");
     assert!(headers.get("authorization").is_none());
-    assert_eq!((sent["max_tokens"].as_u64(), sent["stream"].as_bool()), (Some(50), Some(true)));
+    assert_eq!(
+        (sent["max_tokens"].as_u64(), sent["stream"].as_bool()),
+        (Some(50), Some(true))
+    );
     let events = next(&mut s.streams).await;
     // docs.anthropic.com, "Streaming Messages": each event produced only once the
     // previous one came out translated.
     let script = [
-        (r#"{"type":"message_start","message":{"id":"msg_1","model":"provider-model","usage":{"input_tokens":12,"output_tokens":1}}}"#, "\"role\":\"assistant\""),
-        (r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#, ""),
-        (r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}"#, "\"content\":\"Hel\""),
-        (r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}"#, "\"content\":\"lo\""),
-        (r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}"#, "\"finish_reason\":\"stop\""),
+        (
+            r#"{"type":"message_start","message":{"id":"msg_1","model":"provider-model","usage":{"input_tokens":12,"output_tokens":1}}}"#,
+            "\"role\":\"assistant\"",
+        ),
+        (
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            "",
+        ),
+        (
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}"#,
+            "\"content\":\"Hel\"",
+        ),
+        (
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}"#,
+            "\"content\":\"lo\"",
+        ),
+        (
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}"#,
+            "\"finish_reason\":\"stop\"",
+        ),
         (r#"{"type":"message_stop"}"#, "data: [DONE]"),
     ];
     let mut got = String::new();
     for (data, want) in script {
-        let name = serde_json::from_str::<Value>(data).expect("json")["type"].as_str().expect("type").to_owned();
-        events.send(Bytes::from(format!("event: {name}\ndata: {data}\n\n"))).await.expect("open");
+        let name = serde_json::from_str::<Value>(data).expect("json")["type"]
+            .as_str()
+            .expect("type")
+            .to_owned();
+        events
+            .send(Bytes::from(format!("event: {name}\ndata: {data}\n\n")))
+            .await
+            .expect("open");
         if !want.is_empty() {
             read_until(&mut resp, &mut got, want).await;
         }
@@ -289,11 +362,17 @@ async fn the_openai_front_streams_an_anthropic_provider_chunk_by_chunk() {
     drop(events);
     let _ = tokio::time::timeout(WAIT, resp.bytes()).await;
     assert!(got.contains("chat.completion.chunk"), "{got}");
-    assert!(!got.contains("\"usage\""), "the usage chunk was not asked for: {got}");
+    assert!(
+        !got.contains("\"usage\""),
+        "the usage chunk was not asked for: {got}"
+    );
     let (usage, _, status) = next(&mut s.usage).await;
     assert_eq!(status, 200);
     let usage = usage.expect("usage settled before on_complete");
-    assert_eq!((usage.prompt, usage.completion, usage.estimated), (12, 2, false));
+    assert_eq!(
+        (usage.prompt, usage.completion, usage.estimated),
+        (12, 2, false)
+    );
 }
 
 #[tokio::test]
@@ -308,7 +387,11 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
         .expect("send");
     assert_eq!(no_key.status(), 401);
     let e = json_of(no_key).await;
-    assert_eq!((e["type"].as_str(), e["error"]["type"].as_str()), (Some("error"), Some("authentication_error")), "{e}");
+    assert_eq!(
+        (e["type"].as_str(), e["error"]["type"].as_str()),
+        (Some("error"), Some("authentication_error")),
+        "{e}"
+    );
     let no_key = client()
         .post(s.gw.url("/llm/v1/chat/completions"))
         .header("content-type", "application/json")
@@ -329,8 +412,16 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
         .expect("send");
     assert_eq!(unknown.status(), 404);
     let e = json_of(unknown).await;
-    assert!(e["error"]["message"].as_str().is_some_and(|m| m.contains("gpt-9")), "{e}");
-    let deep = format!("{{\"model\":\"gpt-4o-mini\",\"messages\":[{}]}}", "[".repeat(40) + &"]".repeat(40));
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("gpt-9")),
+        "{e}"
+    );
+    let deep = format!(
+        "{{\"model\":\"gpt-4o-mini\",\"messages\":[{}]}}",
+        "[".repeat(40) + &"]".repeat(40)
+    );
     let refused = client()
         .post(s.gw.url("/llm/v1/chat/completions"))
         .header("apikey", KEY)
@@ -340,7 +431,10 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
         .await
         .expect("send");
     assert_eq!(refused.status(), 400);
-    assert_eq!(json_of(refused).await["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        json_of(refused).await["error"]["type"],
+        "invalid_request_error"
+    );
     // The provider's own error, crossed over to the Anthropic front.
     let broken = client()
         .post(s.gw.url("/llm/v1/messages"))
@@ -352,5 +446,8 @@ async fn refusals_and_provider_errors_take_the_fronts_shape() {
         .expect("send");
     assert_eq!(broken.status(), 400);
     let e = json_of(broken).await;
-    assert_eq!(e, json!({"type": "error", "error": {"type": "invalid_request_error", "message": "broken model"}}));
+    assert_eq!(
+        e,
+        json!({"type": "error", "error": {"type": "invalid_request_error", "message": "broken model"}})
+    );
 }

@@ -16,9 +16,7 @@ use http::response;
 use support::*;
 use tokio::sync::mpsc;
 use turnpike_config::Snapshot;
-use turnpike_gateway::{
-    Completion, GatewayError, Hooks, Policy, RequestCtx, ResponseStream,
-};
+use turnpike_gateway::{Completion, GatewayError, Hooks, Policy, RequestCtx, ResponseStream};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -86,7 +84,10 @@ impl Policy for Renamer {
 
 async fn renaming_gateway(
     up: std::net::SocketAddr,
-) -> (TestGateway, mpsc::UnboundedReceiver<(Option<Relayed>, bool)>) {
+) -> (
+    TestGateway,
+    mpsc::UnboundedReceiver<(Option<Relayed>, bool)>,
+) {
     let yaml = config(&[api("sse", &[http(up)], "")]);
     let mut snap = Snapshot::from_yaml(&yaml, "test").expect("valid test config");
     let (tx, seen) = mpsc::unbounded_channel();
@@ -131,7 +132,12 @@ async fn a_stream_policy_rewrites_each_event_as_it_passes() {
         // Each event is produced only once the previous one came out rewritten.
         let event = format!("event: tick\ndata: {{\"n\":{i}}}\n\n");
         events.send(Bytes::from(event)).await.expect("stream open");
-        read_until(&mut resp, &mut got, &format!("event: TOCK\ndata: {{\"n\":{i}}}\n\n")).await;
+        read_until(
+            &mut resp,
+            &mut got,
+            &format!("event: TOCK\ndata: {{\"n\":{i}}}\n\n"),
+        )
+        .await;
     }
     // Half an event is held; the client sees it whole once its end came.
     events
@@ -148,7 +154,10 @@ async fn a_stream_policy_rewrites_each_event_as_it_passes() {
     drop(events);
     let rest = tokio::time::timeout(WAIT, resp.bytes()).await;
     let rest = rest.expect("the stream ends").expect("cleanly");
-    assert_eq!(rest, "event: done\ndata: {}\n\n", "the end's own chunk, last");
+    assert_eq!(
+        rest, "event: done\ndata: {}\n\n",
+        "the end's own chunk, last"
+    );
     assert!(!got.contains("tick"), "{got}");
     let done = tokio::time::timeout(WAIT, seen.recv()).await;
     assert_eq!(
@@ -189,7 +198,10 @@ async fn a_client_gone_mid_stream_closes_the_upstream_connection() {
         }
     })
     .await;
-    assert!(closed.is_ok(), "the upstream still streams to a client gone");
+    assert!(
+        closed.is_ok(),
+        "the upstream still streams to a client gone"
+    );
     let done = tokio::time::timeout(WAIT, seen.recv()).await;
     let (relayed, aborted) = done.ok().flatten().expect("on_complete ran");
     assert!(aborted, "reported as a client gone");

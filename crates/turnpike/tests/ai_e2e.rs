@@ -32,7 +32,14 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
     let dir = TempDir::new();
     // A paced provider (50 tokens a second), as a real one streams.
     let (_echo, echo) = start(
-        &["echo", "--llm", "--llm-tokens-per-second", "50", "--port", "0"],
+        &[
+            "echo",
+            "--llm",
+            "--llm-tokens-per-second",
+            "50",
+            "--port",
+            "0",
+        ],
         "echo listening on http://",
     );
     let (yaml, key) = example(&echo);
@@ -52,9 +59,15 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("the script's JSON");
 
     let chat = &v["openai_chat"];
-    assert!(chat["content"].as_str().is_some_and(|c| !c.is_empty()), "{chat}");
+    assert!(
+        chat["content"].as_str().is_some_and(|c| !c.is_empty()),
+        "{chat}"
+    );
     assert_eq!(chat["finish"], "stop", "{chat}");
-    assert!(chat["prompt"].as_u64() > Some(0) && chat["completion"].as_u64() > Some(0), "{chat}");
+    assert!(
+        chat["prompt"].as_u64() > Some(0) && chat["completion"].as_u64() > Some(0),
+        "{chat}"
+    );
 
     let s = &v["openai_stream"];
     assert!(s["chunks"].as_u64() >= Some(3), "{s}");
@@ -66,13 +79,23 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
     let a = &v["anthropic_message"];
     assert!(a["text"].as_str().is_some_and(|t| !t.is_empty()), "{a}");
     assert_eq!(a["stop"], "end_turn", "{a}");
-    assert!(a["input"].as_u64() > Some(0) && a["output"].as_u64() > Some(0), "{a}");
+    assert!(
+        a["input"].as_u64() > Some(0) && a["output"].as_u64() > Some(0),
+        "{a}"
+    );
 
     let s = &v["anthropic_stream"];
     assert!(s["deltas"].as_u64() >= Some(2), "{s}");
     assert_eq!(s["stop"], "end_turn", "{s}");
     let kinds = s["kinds"].to_string();
-    for k in ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"] {
+    for k in [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ] {
         assert!(kinds.contains(k), "{k} missing: {kinds}");
     }
 
@@ -88,7 +111,12 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
 
     let e = &v["openai_error"];
     assert_eq!(e["status"], 404, "{e}");
-    assert!(e["body"]["message"].as_str().is_some_and(|m| m.contains("no-such-model")), "{e}");
+    assert!(
+        e["body"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no-such-model")),
+        "{e}"
+    );
     let e = &v["anthropic_error"];
     assert_eq!(e["status"], 401, "{e}");
     assert_eq!(e["class"], "AuthenticationError", "{e}");
