@@ -23,7 +23,7 @@ use http::header::{ACCEPT_ENCODING, AUTHORIZATION, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use serde_json::{json, Map, Value};
 use turnpike_model::ai::ProviderKind;
-use turnpike_policy::ai::{TokenEstimate, TokenUsage};
+use turnpike_policy::ai::TokenEstimate;
 use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
@@ -31,7 +31,7 @@ use turnpike_policy::{
 use crate::request::{Front, Limits};
 use crate::stream::{AiStream, Mode};
 use crate::to_anthropic::StreamToOpenai;
-use crate::usage::{self, Counts};
+use crate::usage;
 use crate::{errors, to_anthropic, to_openai};
 
 const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
@@ -112,24 +112,6 @@ struct Call {
     /// gateway always asks an OpenAI provider for it, reads it, and leaves it out of
     /// what the client gets unless asked.
     usage_chunk: bool,
-}
-
-/// The usage as the seam type.
-pub(crate) fn token_usage(
-    c: Counts,
-    model: Option<Arc<str>>,
-    provider: Arc<str>,
-    estimated: bool,
-) -> TokenUsage {
-    TokenUsage {
-        prompt: c.prompt,
-        completion: c.completion,
-        cached: c.cached,
-        total: c.prompt.saturating_add(c.completion),
-        model,
-        provider: Some(provider),
-        estimated,
-    }
 }
 
 fn bad_request(message: String) -> GatewayError {
@@ -299,8 +281,12 @@ impl AiPolicy {
             *body = Bytes::from(out);
         }
         if let Some(c) = counts {
-            ctx.ext
-                .insert(token_usage(c, call.model.clone(), p.name.clone(), false));
+            ctx.ext.insert(usage::token_usage(
+                c,
+                call.model.clone(),
+                p.name.clone(),
+                false,
+            ));
         }
     }
 }

@@ -164,7 +164,7 @@ impl ResponseStream for AiStream {
                 true,
             ),
         };
-        ext.insert(crate::policy::token_usage(
+        ext.insert(usage::token_usage(
             counts,
             self.model.clone(),
             self.provider.clone(),

@@ -1,7 +1,10 @@
 //! Token counts as each provider reports them, read into the one
 //! [`TokenUsage`](turnpike_policy::ai::TokenUsage) the budget and analytics read.
 
+use std::sync::Arc;
+
 use serde_json::Value;
+use turnpike_policy::ai::TokenUsage;
 
 /// Tokens a provider reported (or the gateway estimated).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,4 +63,22 @@ pub fn anthropic_json(c: Counts) -> Value {
         "cache_read_input_tokens": c.cached,
         "cache_creation_input_tokens": 0,
     })
+}
+
+/// The usage as the seam type.
+pub(crate) fn token_usage(
+    c: Counts,
+    model: Option<Arc<str>>,
+    provider: Arc<str>,
+    estimated: bool,
+) -> TokenUsage {
+    TokenUsage {
+        prompt: c.prompt,
+        completion: c.completion,
+        cached: c.cached,
+        total: c.prompt.saturating_add(c.completion),
+        model,
+        provider: Some(provider),
+        estimated,
+    }
 }
