@@ -64,8 +64,8 @@ pub use server::{
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use turnpike_policy::error::{Blame, ErrorKind, GatewayError};
 pub use turnpike_policy::{
-    Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx, Step,
-    Timings, UpstreamTarget,
+    Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx,
+    ResponseStream, Step, Timings, UpstreamTarget,
 };
 pub use turnpike_tls::TlsSource;
 pub use upgrade::ws;

@@ -10,7 +10,7 @@ use http::{request, response, Response};
 
 use crate::ctx::{Completion, RequestCtx};
 use crate::error::GatewayError;
-use crate::hook::{Flow, Hooks, Policy};
+use crate::hook::{Flow, Hooks, Policy, ResponseStream};
 
 /// Why the request side stopped early: policy `at` answered.
 pub struct Stop {
@@ -209,6 +209,26 @@ impl Chain {
             }
         }
         Ok(())
+    }
+
+    /// The body transformers of the policies before `upto` that want this response
+    /// streamed through them (see [`Policy::response_stream`]), back to front: the order
+    /// each chunk passes them. Empty (no allocation) when no policy declares the hook.
+    pub fn response_streams(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &response::Parts,
+        upto: usize,
+    ) -> Vec<Box<dyn ResponseStream>> {
+        if !self.hooks.contains(Hooks::RESPONSE_STREAM) {
+            return Vec::new();
+        }
+        let ran = self.policies.get(..upto).unwrap_or(&self.policies);
+        ran.iter()
+            .rev()
+            .filter(|p| p.hooks().contains(Hooks::RESPONSE_STREAM))
+            .filter_map(|p| p.response_stream(ctx, resp))
+            .collect()
     }
 
     /// Runs `on_complete` back to front over every policy that has it.

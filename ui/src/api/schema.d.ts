@@ -1492,6 +1492,28 @@ export interface components {
          *     }
          */
         Api: {
+            /**
+             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
+             * @example {
+             *       "models": [
+             *         {
+             *           "name": "gpt-4o-mini",
+             *           "provider": "openai"
+             *         }
+             *       ],
+             *       "providers": [
+             *         {
+             *           "key": "env:OPENAI_API_KEY",
+             *           "kind": "openai",
+             *           "name": "openai",
+             *           "url": "https://api.openai.com/v1"
+             *         }
+             *       ]
+             *     }
+             */
+            ai?: {
+                [key: string]: unknown;
+            };
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -1695,6 +1717,28 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         ApiRecord: {
+            /**
+             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
+             * @example {
+             *       "models": [
+             *         {
+             *           "name": "gpt-4o-mini",
+             *           "provider": "openai"
+             *         }
+             *       ],
+             *       "providers": [
+             *         {
+             *           "key": "env:OPENAI_API_KEY",
+             *           "kind": "openai",
+             *           "name": "openai",
+             *           "url": "https://api.openai.com/v1"
+             *         }
+             *       ]
+             *     }
+             */
+            ai?: {
+                [key: string]: unknown;
+            };
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -1895,6 +1939,28 @@ export interface components {
          *     }
          */
         ApiUpdate: {
+            /**
+             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
+             * @example {
+             *       "models": [
+             *         {
+             *           "name": "gpt-4o-mini",
+             *           "provider": "openai"
+             *         }
+             *       ],
+             *       "providers": [
+             *         {
+             *           "key": "env:OPENAI_API_KEY",
+             *           "kind": "openai",
+             *           "name": "openai",
+             *           "url": "https://api.openai.com/v1"
+             *         }
+             *       ]
+             *     }
+             */
+            ai?: {
+                [key: string]: unknown;
+            };
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */

@@ -103,12 +103,20 @@ fn api_props() -> Value {
     });
     // Its own call: one more nested object in the one above reaches `json!`'s recursion limit.
     p["cacheConfiguration"] = cache_props();
+    p["ai"] = ai_props();
     if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {
         for (k, v) in ro {
             o.insert(k.clone(), v.clone());
         }
     }
     p
+}
+
+/// An AI API's `ai:` section, in the file's shape (docs/ai-gateway.md).
+fn ai_props() -> Value {
+    json!({"type": "object", "description": "an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)",
+        "example": {"providers": [{"name": "openai", "kind": "openai", "url": "https://api.openai.com/v1", "key": "env:OPENAI_API_KEY"}],
+                    "models": [{"name": "gpt-4o-mini", "provider": "openai"}]}})
 }
 
 fn api_example() -> Value {

@@ -74,6 +74,7 @@ pub(crate) fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         ),
         ("requestBuffering", json!(spec.request_buffering)),
         ("resilience", json!(spec.resilience)),
+        ("ai", json!(spec.ai)),
     ];
     for (k, v) in options {
         if !v.is_null() {
