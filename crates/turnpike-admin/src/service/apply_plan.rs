@@ -74,6 +74,7 @@ pub(crate) fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         ),
         ("requestBuffering", json!(spec.request_buffering)),
         ("resilience", json!(spec.resilience)),
+        ("mcp", json!(spec.mcp)),
     ];
     for (k, v) in options {
         if !v.is_null() {
