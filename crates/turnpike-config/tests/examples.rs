@@ -91,6 +91,9 @@ fn mcp_example_routes_its_endpoint_beside_its_resources() {
     assert_eq!(to(Method::GET, "/mcp/pets/v1"), "405 \"POST, DELETE\"");
     assert_eq!(to(Method::POST, "/mcp/pets/v1/x"), "404");
     assert_eq!(to(Method::GET, "/pets/v1/pets/7"), "pets /pets/7");
-    let mcp = s.apis[0].chain.find::<turnpike_mcp::McpPolicy>().expect("the mcp policy");
+    let mcp = s.apis[0]
+        .chain
+        .find::<turnpike_mcp::McpPolicy>()
+        .expect("the mcp policy");
     assert_eq!(mcp.tool_names().collect::<Vec<_>>(), ["getPet", "addPet"]);
 }

@@ -34,7 +34,10 @@ pub struct HttpCall {
 pub fn request(plan: &CallPlan, args: Option<&JsonObject>) -> Result<HttpCall, String> {
     let empty = JsonObject::new();
     let args = args.unwrap_or(&empty);
-    if let Some(unknown) = args.keys().find(|k| !plan.args.iter().any(|a| &a.name == *k)) {
+    if let Some(unknown) = args
+        .keys()
+        .find(|k| !plan.args.iter().any(|a| &a.name == *k))
+    {
         return Err(format!("unknown argument `{unknown}`"));
     }
     let mut values: Vec<Option<&Value>> = Vec::with_capacity(plan.args.len());
@@ -72,9 +75,9 @@ pub fn request(plan: &CallPlan, args: Option<&JsonObject>) -> Result<HttpCall, S
 
 /// One path parameter's encoded value (a scalar, neither empty nor a dot segment).
 fn segment(a: &Arg, v: Option<&Value>) -> Result<String, String> {
-    let text = v.and_then(scalar).ok_or_else(|| {
-        format!("argument `{}` must be a string, number or boolean", a.name)
-    })?;
+    let text = v
+        .and_then(scalar)
+        .ok_or_else(|| format!("argument `{}` must be a string, number or boolean", a.name))?;
     if text.is_empty() || text == "." || text == ".." {
         return Err(format!("argument `{}` may not be `{text}`", a.name));
     }
@@ -136,11 +139,18 @@ fn check(a: &Arg, v: &Value) -> Result<(), String> {
         _ => Vec::new(),
     };
     if !types.is_empty() && !types.iter().any(|t| is_type(v, t)) {
-        return Err(format!("argument `{}` must be of type {}", a.name, types.join(" or ")));
+        return Err(format!(
+            "argument `{}` must be of type {}",
+            a.name,
+            types.join(" or ")
+        ));
     }
     if let Some(Value::Array(allowed)) = a.schema.get("enum") {
         if !allowed.contains(v) {
-            return Err(format!("argument `{}` is not one of its allowed values", a.name));
+            return Err(format!(
+                "argument `{}` is not one of its allowed values",
+                a.name
+            ));
         }
     }
     Ok(())

@@ -6,17 +6,19 @@
 use bytes::Bytes;
 use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use http::{request, HeaderName, HeaderValue, Method, StatusCode};
-use rmcp::model::{CallToolRequestParams, ErrorCode, ErrorData, InitializeRequestParams, ProtocolVersion, RequestId};
+use rmcp::model::{
+    CallToolRequestParams, ErrorCode, ErrorData, InitializeRequestParams, ProtocolVersion,
+    RequestId,
+};
 use serde_json::Value;
 use turnpike_policy::RequestCtx;
 
-use crate::policy::McpPolicy;
 use crate::rpc::{self, Message, Refusal};
+use crate::tools::Catalog;
 use crate::{args, session};
 
 pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-pub(crate) const MCP_PROTOCOL_VERSION: HeaderName =
-    HeaderName::from_static("mcp-protocol-version");
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// The protocol versions with an `initialize` handshake this server speaks, newest
 /// first (the first is offered to a client asking for another).
@@ -27,7 +29,9 @@ pub(crate) static VERSIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// One request to the endpoint, as the early-body hook read it (in `ctx.ext`).
+/// One request to the endpoint, as the early-body hook read it (in `ctx.ext`, whose
+/// values are `Clone`).
+#[derive(Clone)]
 pub(crate) struct Exchange {
     /// The `Mcp-Session-Id` the request named.
     pub session: Option<u128>,
@@ -35,11 +39,15 @@ pub(crate) struct Exchange {
 }
 
 /// What happens once the caller is admitted.
+#[derive(Clone)]
 pub(crate) enum Next {
     /// Answer this error.
     Refuse(Refusal),
     /// Open a session at this version and answer `initialize`.
-    Initialize { id: RequestId, version: &'static ProtocolVersion },
+    Initialize {
+        id: RequestId,
+        version: &'static ProtocolVersion,
+    },
     /// Answer this body (`ping`, `tools/list`, an unknown method's error).
     Reply(Bytes),
     /// `202 Accepted` (a notification or a response).
@@ -51,6 +59,7 @@ pub(crate) enum Next {
 }
 
 /// A tool call on its way upstream (in `ctx.ext` until its answer is wrapped).
+#[derive(Clone)]
 pub(crate) struct ToolCall {
     pub id: RequestId,
     /// The upstream's status and whether its body is JSON, noted by the response
@@ -59,10 +68,18 @@ pub(crate) struct ToolCall {
     pub json: bool,
 }
 
-impl McpPolicy {
+impl Catalog {
     /// Reads the request into its [`Exchange`].
-    pub(crate) fn read(&self, ctx: &mut RequestCtx, req: &mut request::Parts, body: &mut Bytes) -> Exchange {
-        let header = req.headers.get(MCP_SESSION_ID).map(|v| v.as_bytes().to_vec());
+    pub(crate) fn read(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> Exchange {
+        let header = req
+            .headers
+            .get(MCP_SESSION_ID)
+            .map(|v| v.as_bytes().to_vec());
         let session = header.as_deref().and_then(session::parse_id);
         let step = if req.method == Method::DELETE {
             Next::Delete
@@ -88,10 +105,20 @@ impl McpPolicy {
         Exchange { session, step }
     }
 
-    fn message(&self, ctx: &mut RequestCtx, req: &mut request::Parts, body: &mut Bytes) -> Result<Next, Refusal> {
-        if !req.headers.get(CONTENT_TYPE).is_some_and(|v| crate::openapi::is_json(v.to_str().unwrap_or(""))) {
+    fn message(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> Result<Next, Refusal> {
+        if !turnpike_policy::http::has_json_body(&req.headers) {
             let msg = "a message is sent as application/json".to_string();
-            return Err(Refusal::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, ErrorCode::INVALID_REQUEST, msg));
+            return Err(Refusal::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                msg,
+            ));
         }
         let (id, method, params) = match rpc::parse(body)? {
             Message::NoAnswer => return Ok(Next::Accepted),
@@ -102,15 +129,22 @@ impl McpPolicy {
         }
         Ok(match method.as_str() {
             "initialize" => Next::Initialize {
-                version: negotiate(&params::<InitializeRequestParams>(&id, params)?.protocol_version),
+                version: negotiate(
+                    &params::<InitializeRequestParams>(&id, params)?.protocol_version,
+                ),
                 id,
             },
             "ping" => Next::Reply(rpc::result(id, serde_json::json!({}))),
-            "tools/list" => Next::Reply(rpc::raw_result(&id, &self.tools_list)),
+            "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             "tools/call" => {
                 let call = params::<CallToolRequestParams>(&id, params)?;
-                self.rewrite(ctx, req, body, &call).map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
-                Next::Call(ToolCall { id, status: StatusCode::OK, json: false })
+                self.rewrite(ctx, req, body, &call)
+                    .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
+                Next::Call(ToolCall {
+                    id,
+                    status: StatusCode::OK,
+                    json: false,
+                })
             }
             other => Next::Refuse(Refusal::answer(
                 id,
@@ -133,13 +167,20 @@ impl McpPolicy {
         };
         let tool = &self.tools[i];
         let http = args::request(&tool.plan, call.arguments.as_ref())?;
-        ctx.upstream.set_path(&http.path).map_err(|e| e.to_string())?;
-        ctx.upstream.set_query(http.query.as_deref()).map_err(|e| e.to_string())?;
+        ctx.upstream
+            .set_path(&http.path)
+            .map_err(|e| e.to_string())?;
+        ctx.upstream
+            .set_query(http.query.as_deref())
+            .map_err(|e| e.to_string())?;
         ctx.resource = Some(self.resources[i].clone());
         req.method = tool.plan.method.clone();
         // The answer is read back into a tool result: uncompressed JSON preferred.
         req.headers.remove(ACCEPT_ENCODING);
-        req.headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*;q=0.5"));
+        req.headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, */*;q=0.5"),
+        );
         req.headers.remove(CONTENT_TYPE);
         for (name, value) in http.headers {
             req.headers.insert(name, value);
@@ -156,14 +197,26 @@ impl McpPolicy {
 }
 
 /// A request's params as the method's type, or `Invalid params`.
-fn params<T: serde::de::DeserializeOwned>(id: &RequestId, params: Option<Value>) -> Result<T, Refusal> {
+fn params<T: serde::de::DeserializeOwned>(
+    id: &RequestId,
+    params: Option<Value>,
+) -> Result<T, Refusal> {
     let v = params.unwrap_or_else(|| Value::Object(Default::default()));
-    serde_json::from_value(v).map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, format!("params: {e}")))
+    serde_json::from_value(v).map_err(|e| {
+        Refusal::answer(
+            id.clone(),
+            ErrorCode::INVALID_PARAMS,
+            format!("params: {e}"),
+        )
+    })
 }
 
 /// The version a client asked for when this server speaks it, else the newest.
 fn negotiate(asked: &ProtocolVersion) -> &'static ProtocolVersion {
-    VERSIONS.iter().find(|v| *v == asked).unwrap_or(&VERSIONS[0])
+    VERSIONS
+        .iter()
+        .find(|v| *v == asked)
+        .unwrap_or(&VERSIONS[0])
 }
 
 /// `MCP-Protocol-Version`, when sent, must be one this server speaks (a client that
@@ -172,7 +225,10 @@ fn check_version_header(req: &request::Parts) -> Result<(), Refusal> {
     let Some(v) = req.headers.get(MCP_PROTOCOL_VERSION) else {
         return Ok(());
     };
-    if VERSIONS.iter().any(|known| known.as_str().as_bytes() == v.as_bytes()) {
+    if VERSIONS
+        .iter()
+        .any(|known| known.as_str().as_bytes() == v.as_bytes())
+    {
         return Ok(());
     }
     let asked = String::from_utf8_lossy(v.as_bytes()).into_owned();

@@ -175,7 +175,10 @@ fn param(p: &Value) -> Result<Option<Param>, String> {
             .get("description")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        schema: p.get("schema").cloned().unwrap_or_else(|| Value::Object(Map::new())),
+        schema: p
+            .get("schema")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
     }))
 }
 
@@ -198,8 +201,7 @@ fn body(b: &Value) -> Option<Body> {
 
 /// `application/json` and its `+json` relatives.
 pub fn is_json(media_type: &str) -> bool {
-    let base = media_type.split(';').next().unwrap_or("").trim();
-    base.eq_ignore_ascii_case("application/json") || base.ends_with("+json")
+    turnpike_policy::http::is_json(media_type.as_bytes())
 }
 
 /// Follows local `$ref`s (`#/components/...`) and inlines them, under the caps.
@@ -239,7 +241,9 @@ impl<'a> Resolver<'a> {
 
     fn follow(&mut self, r: &'a str, depth: usize) -> Result<Value, String> {
         let Some(pointer) = r.strip_prefix('#') else {
-            return Err(format!("`$ref: {r}`: only references inside the document are read"));
+            return Err(format!(
+                "`$ref: {r}`: only references inside the document are read"
+            ));
         };
         if depth == MAX_REF_DEPTH || self.active.contains(&r) {
             // A recursive schema: any value where it refers to itself.
@@ -295,7 +299,10 @@ components:
         let get = ops.iter().find(|o| o.method == Method::GET).expect("get");
         assert_eq!(get.operation_id.as_deref(), Some("getPet"));
         let names: Vec<_> = get.params.iter().map(|p| (&*p.name, p.location)).collect();
-        assert_eq!(names, [("verbose", Location::Query), ("petId", Location::Path)]);
+        assert_eq!(
+            names,
+            [("verbose", Location::Query), ("petId", Location::Path)]
+        );
         let post = ops.iter().find(|o| o.method == Method::POST).expect("post");
         let body = post.body.as_ref().expect("body");
         assert!(body.required);

@@ -11,22 +11,25 @@
 //!
 //! Requests to the API's REST resources pass with a test of their resource name.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{request, response, HeaderValue, Response, StatusCode};
-use rmcp::model::{Implementation, InitializeResult, ListToolsResult, ProtocolVersion, RequestId, ServerCapabilities};
+use rmcp::model::{
+    Implementation, InitializeResult, ProtocolVersion, RequestId, ServerCapabilities,
+};
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
 use turnpike_policy::spec::duration::parse_duration;
-use turnpike_policy::{BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step};
+use turnpike_policy::{
+    BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
 
 use crate::exchange::{unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
 use crate::rpc::{self, Refusal};
 use crate::session::{self, Found, Limits, Registry, Sessions};
-use crate::tools::{self, ToolDef};
+use crate::tools::{self, Catalog};
 
 /// Sessions an API keeps at once when its `mcp:` section does not say.
 pub const DEFAULT_MAX_SESSIONS: u32 = 10_000;
@@ -45,7 +48,9 @@ impl PolicyKind for Mcp {
     }
 
     fn build(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
-        let api = cx.file.apis.get(cx.api)?;
+        // The file outlives `cx`'s borrows: problems are pushed while the API is read.
+        let file = cx.file;
+        let api = file.apis.get(cx.api)?;
         let limits = limits(spec, cx);
         let tools = match tools::build(spec, api) {
             Ok(t) => t,
@@ -57,17 +62,11 @@ impl PolicyKind for Mcp {
             }
         };
         let limits = limits?;
-        let mut list = ListToolsResult::with_all_items(tools.iter().map(|t| t.tool.clone()).collect());
-        // The handshake versions know no result type.
-        list.result_type = None;
         let api_id = turnpike_model::api_id(&api.context, &api.version);
         let mut server = Implementation::new(api.name.clone(), api.version.clone());
         server.title = Some(api.name.clone());
         Some(Arc::new(McpPolicy {
-            by_name: tools.iter().enumerate().map(|(i, t)| (t.tool.name.to_string(), i)).collect(),
-            resources: tools.iter().map(|t| Arc::from(&*t.tool.name)).collect(),
-            tools_list: serde_json::to_string(&list).unwrap_or_default().into(),
-            tools,
+            catalog: Catalog::new(tools),
             server,
             instructions: spec.instructions.clone(),
             sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
@@ -107,12 +106,7 @@ fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
 
 /// An API's MCP server (see the module doc).
 pub struct McpPolicy {
-    pub(crate) tools: Vec<ToolDef>,
-    pub(crate) by_name: HashMap<String, usize>,
-    /// Each tool's name as the resource its calls are counted under.
-    pub(crate) resources: Vec<Arc<str>>,
-    /// The `tools/list` result, serialized once.
-    pub(crate) tools_list: Box<str>,
+    catalog: Catalog,
     server: Implementation,
     instructions: Option<String>,
     sessions: Arc<Sessions>,
@@ -123,7 +117,7 @@ pub struct McpPolicy {
 impl McpPolicy {
     /// The tools as `tools/list` gives them (tests and tools read it).
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
-        self.tools.iter().map(|t| &*t.tool.name)
+        self.catalog.tools.iter().map(|t| &*t.tool.name)
     }
 
     /// The API's live sessions on this gateway.
@@ -137,7 +131,9 @@ impl McpPolicy {
         let now = self.clock.now_secs();
         let (session, next) = match (ex.step, ex.session) {
             (Next::Refuse(r), _) => return Ok(refusal(&r)),
-            (Next::Initialize { id, version }, _) => return Ok(self.initialize(id, version, caller, now)),
+            (Next::Initialize { id, version }, _) => {
+                return Ok(self.initialize(id, version, caller, now))
+            }
             (next, Some(s)) => (s, next),
             (_, None) => return Ok(refusal(&unknown_session())),
         };
@@ -147,7 +143,11 @@ impl McpPolicy {
                 false => refusal(&unknown_session()),
             });
         }
-        if self.sessions.touch(session, caller, now, self.limits.idle_secs) == Found::Unknown {
+        if self
+            .sessions
+            .touch(session, caller, now, self.limits.idle_secs)
+            == Found::Unknown
+        {
             return Ok(refusal(&unknown_session()));
         }
         Ok(match next {
@@ -160,8 +160,17 @@ impl McpPolicy {
         })
     }
 
-    fn initialize(&self, id: RequestId, version: &'static ProtocolVersion, caller: u64, now: u64) -> Flow {
-        let Some(session) = self.sessions.open(caller, version.as_str(), now, self.limits) else {
+    fn initialize(
+        &self,
+        id: RequestId,
+        version: &'static ProtocolVersion,
+        caller: u64,
+        now: u64,
+    ) -> Flow {
+        let Some(session) = self
+            .sessions
+            .open(caller, version.as_str(), now, self.limits)
+        else {
             let r = Refusal::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some(id),
@@ -198,20 +207,33 @@ impl Policy for McpPolicy {
         ctx.resource.as_deref() == Some(ENDPOINT_RESOURCE)
     }
 
-    fn on_early_body<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts, body: &'a mut Bytes) -> Step<'a> {
-        let ex = self.read(ctx, req, body);
+    fn on_early_body<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+        body: &'a mut Bytes,
+    ) -> Step<'a> {
+        let ex = self.catalog.read(ctx, req, body);
         ctx.ext.insert(ex);
         Step::CONTINUE
     }
 
-    fn on_request_headers<'a>(&'a self, ctx: &'a mut RequestCtx, _req: &'a mut request::Parts) -> Step<'a> {
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        _req: &'a mut request::Parts,
+    ) -> Step<'a> {
         match ctx.ext.remove::<Exchange>() {
             None => Step::CONTINUE,
             Some(ex) => Step::Done(self.admitted(ctx, ex)),
         }
     }
 
-    fn on_response_headers(&self, ctx: &mut RequestCtx, resp: &mut response::Parts) -> Result<(), GatewayError> {
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
         match ctx.ext.get_mut::<ToolCall>() {
             Some(call) => crate::wrap::head(call, resp),
             None => Ok(()),
@@ -222,7 +244,12 @@ impl Policy for McpPolicy {
         ctx.ext.get::<ToolCall>().is_some()
     }
 
-    fn on_response_body(&self, ctx: &mut RequestCtx, _resp: &mut response::Parts, body: &mut Bytes) -> Result<(), GatewayError> {
+    fn on_response_body(
+        &self,
+        ctx: &mut RequestCtx,
+        _resp: &mut response::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
         if let Some(call) = ctx.ext.remove::<ToolCall>() {
             *body = crate::wrap::body(call, body);
         }
@@ -237,7 +264,10 @@ fn caller_key(ctx: &RequestCtx) -> u64 {
         None => 0,
         Some(i) => {
             let app = i.principal.application_id.as_deref().unwrap_or("");
-            fnv64_extend(fnv64_extend(fnv64(i.subject.as_bytes()), b"\0"), app.as_bytes())
+            fnv64_extend(
+                fnv64_extend(fnv64(i.subject.as_bytes()), b"\0"),
+                app.as_bytes(),
+            )
         }
     }
 }
@@ -249,7 +279,8 @@ fn refusal(r: &Refusal) -> Flow {
 fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp
 }
 

@@ -4,7 +4,9 @@
 
 use bytes::Bytes;
 use http::StatusCode;
-use rmcp::model::{ErrorCode, ErrorData, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId};
+use rmcp::model::{
+    ErrorCode, ErrorData, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -25,7 +27,7 @@ pub enum Message {
 }
 
 /// A message refused before its method ran: the HTTP status and the JSON-RPC error.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Refusal {
     pub status: StatusCode,
     pub id: Option<RequestId>,
@@ -57,26 +59,45 @@ pub fn parse(body: &[u8]) -> Result<Message, Refusal> {
     let bad = |code, msg: &str| Refusal::new(StatusCode::BAD_REQUEST, None, code, msg.into());
     if body.len() > MAX_MESSAGE_BYTES {
         let msg = format!("a message is at most {MAX_MESSAGE_BYTES} bytes");
-        return Err(Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, None, ErrorCode::INVALID_REQUEST, msg));
+        return Err(Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            msg,
+        ));
     }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| bad(ErrorCode::PARSE_ERROR, &format!("the body is not JSON: {e}")))?;
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        bad(
+            ErrorCode::PARSE_ERROR,
+            &format!("the body is not JSON: {e}"),
+        )
+    })?;
     let mut m = match v {
         Value::Object(m) => m,
         Value::Array(_) => {
-            return Err(bad(ErrorCode::INVALID_REQUEST, "one JSON-RPC message per request: batches are not supported"))
+            return Err(bad(
+                ErrorCode::INVALID_REQUEST,
+                "one JSON-RPC message per request: batches are not supported",
+            ))
         }
-        _ => return Err(bad(ErrorCode::INVALID_REQUEST, "a JSON-RPC message is an object")),
+        _ => {
+            return Err(bad(
+                ErrorCode::INVALID_REQUEST,
+                "a JSON-RPC message is an object",
+            ))
+        }
     };
     if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(bad(ErrorCode::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
     }
     let id = match m.remove("id") {
         None => None,
-        Some(id) => Some(
-            serde_json::from_value::<RequestId>(id)
-                .map_err(|_| bad(ErrorCode::INVALID_REQUEST, "`id` must be a string or an integer"))?,
-        ),
+        Some(id) => Some(serde_json::from_value::<RequestId>(id).map_err(|_| {
+            bad(
+                ErrorCode::INVALID_REQUEST,
+                "`id` must be a string or an integer",
+            )
+        })?),
     };
     match (m.remove("method"), id) {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request {
@@ -88,7 +109,10 @@ pub fn parse(body: &[u8]) -> Result<Message, Refusal> {
         (None, Some(_)) if m.contains_key("result") || m.contains_key("error") => {
             Ok(Message::NoAnswer)
         }
-        _ => Err(bad(ErrorCode::INVALID_REQUEST, "a message needs a string `method`")),
+        _ => Err(bad(
+            ErrorCode::INVALID_REQUEST,
+            "a message needs a string `method`",
+        )),
     }
 }
 
@@ -121,26 +145,41 @@ mod tests {
     #[test]
     fn reads_requests_notifications_and_refuses_the_rest() {
         let m = parse(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).expect("request");
-        assert!(matches!(m, Message::Request { id: RequestId::Number(7), ref method, .. } if method == "tools/list"));
+        assert!(
+            matches!(m, Message::Request { id: RequestId::Number(7), ref method, .. } if method == "tools/list")
+        );
         let n = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).expect("note");
         assert!(matches!(n, Message::NoAnswer));
         for (bad, code) in [
             (&b"{"[..], ErrorCode::PARSE_ERROR),
-            (br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, ErrorCode::INVALID_REQUEST),
-            (br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, ErrorCode::INVALID_REQUEST),
-            (br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, ErrorCode::INVALID_REQUEST),
+            (
+                br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
             (br#"{"jsonrpc":"2.0","id":1}"#, ErrorCode::INVALID_REQUEST),
         ] {
             let r = parse(bad).expect_err("refused");
             assert_eq!((r.status, r.error.code), (StatusCode::BAD_REQUEST, code));
         }
         let big = vec![b' '; MAX_MESSAGE_BYTES + 1];
-        assert_eq!(parse(&big).expect_err("cap").status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(
+            parse(&big).expect_err("cap").status,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
     }
 
     #[test]
     fn answers_are_json_rpc() {
-        let v: Value = serde_json::from_slice(&raw_result(&RequestId::String("a".into()), "{}")).expect("json");
+        let v: Value = serde_json::from_slice(&raw_result(&RequestId::String("a".into()), "{}"))
+            .expect("json");
         assert_eq!(v, serde_json::json!({"jsonrpc":"2.0","id":"a","result":{}}));
     }
 }

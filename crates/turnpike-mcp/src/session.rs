@@ -55,7 +55,13 @@ pub struct Sessions {
 
 impl Sessions {
     /// Opens a session for `caller`; `None` when the API has `max_sessions` live ones.
-    pub fn open(&self, caller: u64, version: &'static str, now: u64, limits: Limits) -> Option<u128> {
+    pub fn open(
+        &self,
+        caller: u64,
+        version: &'static str,
+        now: u64,
+        limits: Limits,
+    ) -> Option<u128> {
         if self.map.len() >= limits.max_sessions {
             self.sweep(now, limits.idle_secs);
             if self.map.len() >= limits.max_sessions {
@@ -145,7 +151,10 @@ mod tests {
         assert_eq!(s.touch(a, 2, 10, 60), Found::Unknown, "another caller's");
         assert_eq!(s.touch(a, 1, 50, 60), Found::Live("2025-06-18"));
         // At 100 b has idled past 60 s (a was used at 50): the full map drops it.
-        assert!(s.open(1, "2025-06-18", 100, LIMITS).is_some(), "an expired one made room");
+        assert!(
+            s.open(1, "2025-06-18", 100, LIMITS).is_some(),
+            "an expired one made room"
+        );
         assert_eq!(s.touch(b, 1, 100, 60), Found::Unknown);
         assert_eq!(s.len(), 2);
         assert!(!s.close(a, 2));

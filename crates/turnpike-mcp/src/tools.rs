@@ -2,10 +2,11 @@
 //! every operation), their names, descriptions and JSON Schema inputs, and the
 //! [`CallPlan`] that turns a call's arguments into the operation's HTTP request.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Method};
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 use turnpike_model::mcp::McpSpec;
 use turnpike_model::ApiSpec;
@@ -14,6 +15,36 @@ use crate::openapi::{self, Location, Operation, Param};
 
 /// Longest tool name (the MCP specification's bound).
 pub const MAX_TOOL_NAME: usize = 128;
+
+/// An API's tools, ready for requests: by name, their analytics names, and the
+/// `tools/list` result serialized once.
+pub struct Catalog {
+    pub tools: Vec<ToolDef>,
+    pub by_name: HashMap<String, usize>,
+    /// Each tool's name as the resource its calls are counted under.
+    pub resources: Vec<Arc<str>>,
+    /// The `tools/list` result.
+    pub list: Box<str>,
+}
+
+impl Catalog {
+    pub fn new(tools: Vec<ToolDef>) -> Catalog {
+        let mut list =
+            ListToolsResult::with_all_items(tools.iter().map(|t| t.tool.clone()).collect());
+        // The handshake versions know no result type.
+        list.result_type = None;
+        Catalog {
+            by_name: tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.tool.name.to_string(), i))
+                .collect(),
+            resources: tools.iter().map(|t| Arc::from(&*t.tool.name)).collect(),
+            list: serde_json::to_string(&list).unwrap_or_default().into(),
+            tools,
+        }
+    }
+}
 
 /// One tool: how it is listed and how a call becomes an HTTP request.
 pub struct ToolDef {
@@ -54,7 +85,10 @@ pub enum Place {
     Query,
     Header(HeaderName),
     /// The request body, JSON when `json` (any other media type takes a string).
-    Body { content_type: HeaderValue, json: bool },
+    Body {
+        content_type: HeaderValue,
+        json: bool,
+    },
 }
 
 /// Headers an OpenAPI header parameter may not set (OpenAPI ignores the first three;
@@ -73,8 +107,11 @@ const RESERVED_HEADERS: [&str; 8] = [
 /// The API's tools, or every problem (document path below `mcp`, message).
 pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String, String)>> {
     let ops = match &spec.openapi {
-        Some(text) => openapi::operations(text)
-            .map_err(|ps| ps.into_iter().map(|p| (".openapi".into(), p)).collect::<Vec<_>>())?,
+        Some(text) => openapi::operations(text).map_err(|ps| {
+            ps.into_iter()
+                .map(|p| (".openapi".into(), p))
+                .collect::<Vec<_>>()
+        })?,
         None => from_resources(api),
     };
     let mut problems = Vec::new();

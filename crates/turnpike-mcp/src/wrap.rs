@@ -42,11 +42,7 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
         return Err(e);
     }
     call.status = resp.status;
-    call.json = resp
-        .headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(crate::openapi::is_json);
+    call.json = turnpike_policy::http::has_json_body(&resp.headers);
     resp.status = StatusCode::OK;
     for h in &BODY_HEADERS {
         resp.headers.remove(h);
