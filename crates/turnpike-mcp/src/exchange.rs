@@ -130,14 +130,14 @@ impl Catalog {
         Ok(match method.as_str() {
             "initialize" => Next::Initialize {
                 version: negotiate(
-                    &params::<InitializeRequestParams>(&id, params)?.protocol_version,
+                    &parse_params::<InitializeRequestParams>(&id, params)?.protocol_version,
                 ),
                 id,
             },
             "ping" => Next::Reply(rpc::result(id, serde_json::json!({}))),
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             "tools/call" => {
-                let call = params::<CallToolRequestParams>(&id, params)?;
+                let call = parse_params::<CallToolRequestParams>(&id, params)?;
                 self.rewrite(ctx, req, body, &call)
                     .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
                 Next::Call(ToolCall {
@@ -197,7 +197,7 @@ impl Catalog {
 }
 
 /// A request's params as the method's type, or `Invalid params`.
-fn params<T: serde::de::DeserializeOwned>(
+fn parse_params<T: serde::de::DeserializeOwned>(
     id: &RequestId,
     params: Option<Value>,
 ) -> Result<T, Refusal> {

@@ -18,6 +18,7 @@ use http::header::CONTENT_TYPE;
 use http::{request, response, HeaderValue, Response, StatusCode};
 use rmcp::model::{
     Implementation, InitializeResult, ProtocolVersion, RequestId, ServerCapabilities,
+    ToolsCapability,
 };
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
@@ -179,7 +180,8 @@ impl McpPolicy {
             );
             return refusal(&r);
         };
-        let caps = ServerCapabilities::builder().enable_tools().build();
+        let mut caps = ServerCapabilities::default();
+        caps.tools = Some(ToolsCapability::default());
         let mut result = InitializeResult::new(caps)
             .with_server_info(self.server.clone())
             .with_protocol_version(version.clone());

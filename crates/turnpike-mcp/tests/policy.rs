@@ -240,7 +240,7 @@ fn a_bad_section_names_every_problem() {
     let runtime = Runtime::default();
     let yaml = FILE.replace(
         "      session_idle: 60s\n      max_sessions: 2\n",
-        "      session_idle: soon\n      max_sessions: 0\n      tools:\n        - { operation: nope }\n        - { operation: GET /pets/{id}, name: \"bad name\" }\n",
+        "      session_idle: soon\n      max_sessions: 0\n      tools:\n        - { operation: nope }\n        - { operation: \"GET /pets/{id}\", name: \"bad name\" }\n",
     );
     let (p, problems) = build(&yaml, &runtime);
     assert!(p.is_none());
