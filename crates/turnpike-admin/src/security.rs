@@ -19,7 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use turnpike_keymanager::{
     AuthorizeClient, ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager,
-    KeyManagerConfig, StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
+    KeyManagerConfig, Registration, RegistrationPolicy, StoreError as KmError, Stores,
+    SystemClock, TokenFormat, UserRecord,
 };
 use turnpike_model::rest::CLI_CLIENT_ID;
 use turnpike_model::security::{
@@ -91,6 +92,21 @@ impl ClientStore for Clients {
             .map(|u| u.roles)
             .unwrap_or_default();
         Ok(Some(crate::scopes::for_roles(&roles)))
+    }
+    async fn api_exists(&self, path: &str) -> Result<bool, KmError> {
+        self.store.api_exists(path).await
+    }
+    async fn registration_policy(&self) -> Result<Option<RegistrationPolicy>, KmError> {
+        crate::rest::client_registration::policy(&self.store)
+            .await
+            .map_err(|e| KmError::new(e.to_string()))
+    }
+    async fn register_client(
+        &self,
+        reg: &Registration,
+        max_clients: u64,
+    ) -> Result<Option<ClientRecord>, KmError> {
+        self.store.register_client(reg, max_clients).await
     }
 }
 
@@ -282,6 +298,8 @@ pub async fn spec(
             jwks: Some(jwks),
             jwks_url: None,
             claims: HashMap::new(),
+            // Tokens asked for with `resource` (RFC 8707) carry that API's URI as `aud`.
+            resource_audiences: true,
         }],
         api_keys,
         basic_users: Vec::new(),
