@@ -255,11 +255,13 @@ pub async fn rotate_signing_key(state: &AppState, who: &str) -> Result<Vec<KeyIn
 }
 
 /// The snapshot's `security:` section without its subscriptions (the snapshot builder
-/// adds those from its index).
+/// adds those from its index). `resource_audiences`: some API publishes resource
+/// metadata or checks audiences ([`binds_resources`]).
 pub async fn spec(
     store: &Store,
     sec: &Security,
     gateway_token: &str,
+    resource_audiences: bool,
 ) -> Result<SecuritySpec, ApiError> {
     let jwks = serde_json::to_value(sec.km.jwks()).map_err(|_| ApiError::internal())?;
     let now = std::time::SystemTime::now()
@@ -298,8 +300,9 @@ pub async fn spec(
             jwks: Some(jwks),
             jwks_url: None,
             claims: HashMap::new(),
-            // Tokens asked for with `resource` (RFC 8707) carry that API's URI as `aud`.
-            resource_audiences: true,
+            // Tokens asked for with `resource` (RFC 8707) carry that API's URI as `aud`;
+            // set once some API asks, so other deployments' snapshots stay as they were.
+            resource_audiences,
         }],
         api_keys,
         basic_users: Vec::new(),
@@ -313,6 +316,14 @@ pub async fn spec(
             client_secret: gateway_token.to_string(),
         }),
     })
+}
+
+/// Whether an API's stored `auth:` (compact JSON) publishes resource metadata or
+/// checks audiences: then the key manager's issuer admits resource-bound tokens
+/// (`resource_audiences`, docs/security.md "Agents"). Until some API does, the snapshot
+/// stays as before and such tokens, whose `aud` is not `turnpike`, pass nowhere.
+pub fn binds_resources(stored_auth: &str) -> bool {
+    stored_auth.contains("\"resource_metadata\":true") || stored_auth.contains("\"audience_check\":true")
 }
 
 /// The API's stored `auth:`; `None` is the default (OAuth2 and a subscription).

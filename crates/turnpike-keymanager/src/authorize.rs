@@ -31,7 +31,7 @@ use crate::clientauth::Form;
 use crate::error::{no_store, OAuthError};
 use crate::login_page::{self, LoginPage};
 use crate::secret::{random_token, token_hash, TokenHash};
-use crate::store::{ClientRecord, Grant, GrantType};
+use crate::store::{ClientRecord, Grant};
 use crate::token::TokenResponse;
 use crate::KeyManager;
 

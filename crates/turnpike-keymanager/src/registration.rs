@@ -104,8 +104,7 @@ impl RegistrationLimiter {
 /// The client metadata of RFC 7591 §2 that matter here; others are ignored.
 #[derive(Debug, Deserialize)]
 struct Metadata {
-    #[serde(default)]
-    redirect_uris: Vec<String>,
+    redirect_uris: Option<Vec<String>>,
     token_endpoint_auth_method: Option<String>,
     grant_types: Option<Vec<String>>,
     response_types: Option<Vec<String>>,
@@ -121,12 +120,25 @@ fn refusal(status: StatusCode, error: &str, description: &str) -> Response {
     resp
 }
 
-fn bad_metadata(description: &str) -> Response {
-    refusal(
-        StatusCode::BAD_REQUEST,
-        "invalid_client_metadata",
+/// Why metadata was refused (RFC 7591 §3.2.2): `invalid_redirect_uri` or
+/// `invalid_client_metadata`, 400.
+struct Refused {
+    error: &'static str,
+    description: &'static str,
+}
+
+fn bad_metadata(description: &'static str) -> Refused {
+    Refused {
+        error: "invalid_client_metadata",
         description,
-    )
+    }
+}
+
+fn bad_redirect(description: &'static str) -> Refused {
+    Refused {
+        error: "invalid_redirect_uri",
+        description,
+    }
 }
 
 /// RFC 8252 §7.3 loopback hosts, any port.
@@ -155,7 +167,7 @@ fn redirect_uri_ok(uri: &str) -> bool {
 }
 
 /// The checked registration, or the refusal to send.
-fn check(m: Metadata, policy: &RegistrationPolicy) -> Result<Checked, Response> {
+fn check(m: Metadata, policy: &RegistrationPolicy) -> Result<Checked, Refused> {
     let method = m
         .token_endpoint_auth_method
         .unwrap_or_else(|| "client_secret_basic".into());
@@ -180,12 +192,14 @@ fn check(m: Metadata, policy: &RegistrationPolicy) -> Result<Checked, Response> 
     if responses.iter().any(|r| r != "code") || (code && responses.is_empty()) {
         return Err(bad_metadata("response_types: only code is supported"));
     }
-    let uris = m.redirect_uris;
+    let uris = m.redirect_uris.unwrap_or_default();
     if code && uris.is_empty() {
-        return Err(refusal(StatusCode::BAD_REQUEST, "invalid_redirect_uri", "authorization_code needs redirect_uris"));
+        return Err(bad_redirect("authorization_code needs redirect_uris"));
     }
     if uris.len() > MAX_REDIRECT_URIS || uris.iter().any(|u| !redirect_uri_ok(u)) {
-        return Err(refusal(StatusCode::BAD_REQUEST, "invalid_redirect_uri", "redirect URIs must be https or loopback http, without fragment (at most 10)"));
+        return Err(bad_redirect(
+            "redirect URIs must be https or loopback http, without fragment (at most 10)",
+        ));
     }
     let scopes: Vec<String> = match m.scope {
         Some(s) => s.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
@@ -336,11 +350,14 @@ pub(crate) async fn register(
     }
     let metadata: Metadata = match serde_json::from_slice(&body) {
         Ok(m) => m,
-        Err(_) => return bad_metadata("the body must be a JSON object of client metadata"),
+        Err(_) => {
+            let r = bad_metadata("the body must be a JSON object of client metadata");
+            return refusal(StatusCode::BAD_REQUEST, r.error, r.description);
+        }
     };
     match check(metadata, &policy) {
         Ok(c) => km.register(c, &policy).await,
-        Err(r) => r,
+        Err(r) => refusal(StatusCode::BAD_REQUEST, r.error, r.description),
     }
 }
 
