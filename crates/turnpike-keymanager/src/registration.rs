@@ -6,8 +6,8 @@
 //! application), with one OAuth2 client: confidential (`client_secret_basic` or
 //! `_post`, a secret shown once) or public (`none`: authorization code with PKCE only).
 //! Redirect URIs must be `https` or loopback `http` (RFC 8252 §7.3) without fragment;
-//! grant types and scopes only those the policy allows; the owner's applications are
-//! capped and each client address may register a few times a minute.
+//! grant types only those the policy allows, scopes outside it dropped; the owner's
+//! applications are capped and each client address may register a few times a minute.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -201,13 +201,17 @@ fn check(m: Metadata, policy: &RegistrationPolicy) -> Result<Checked, Refused> {
             "redirect URIs must be https or loopback http, without fragment (at most 10)",
         ));
     }
+    // RFC 7591 §3.2.1 lets the server replace requested values: scopes outside the
+    // policy are dropped (the answer's `scope` says what was registered).
     let scopes: Vec<String> = match m.scope {
-        Some(s) => s.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+        Some(s) => policy
+            .scopes
+            .iter()
+            .filter(|p| s.split(' ').any(|r| r == p.as_str()))
+            .cloned()
+            .collect(),
         None => policy.scopes.clone(),
     };
-    if scopes.iter().any(|s| !policy.scopes.contains(s)) {
-        return Err(bad_metadata("scope: a scope is not allowed here"));
-    }
     let name = m.client_name.unwrap_or_default();
     if name.chars().count() > MAX_NAME_LEN || name.chars().any(char::is_control) {
         return Err(bad_metadata("client_name: at most 100 characters"));

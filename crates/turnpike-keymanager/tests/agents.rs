@@ -60,7 +60,7 @@ fn public_client() -> Value {
         "redirect_uris": [REDIRECT],
         "token_endpoint_auth_method": "none",
         "grant_types": ["authorization_code", "refresh_token"],
-        "scope": "read",
+        "scope": "read write",
     })
 }
 
@@ -102,6 +102,7 @@ async fn registration_follows_its_policy() {
     assert!(c.get("client_secret").is_none(), "a public client has no secret");
     assert_eq!(c["token_endpoint_auth_method"], "none");
     assert_eq!(c["redirect_uris"], json!([REDIRECT]));
+    assert_eq!(c["scope"], "read", "a scope outside the policy is dropped");
     assert!(c["client_name"].as_str().unwrap_or("").starts_with("pizza agent ("));
 
     let confidential = json!({"grant_types": ["client_credentials"], "scope": "read"});
