@@ -295,12 +295,17 @@ impl KeyManager {
             .is_some_and(|until| *until > now)
     }
 
-    /// Remembers an Allow (bounded: expired ones go first, then nothing new is kept).
-    fn remember_consent(&self, req: &AuthRequest, user: &str) {
+    /// Remembers an Allow (bounded: expired ones go first, then nothing new is kept),
+    /// or forgets one on a Deny.
+    fn remember_consent(&self, req: &AuthRequest, user: &str, allow: bool) {
         let now = self.inner.clock.now_secs();
         let Ok(mut consents) = self.inner.browser.consents.lock() else {
             return;
         };
+        if !allow {
+            consents.remove(&consent_key(req, user));
+            return;
+        }
         if consents.len() >= MAX_CONSENTS {
             consents.retain(|_, until| *until > now);
         }
@@ -569,6 +574,7 @@ fn consent_answer(
         );
     };
     if !allow || req.consent.is_none() {
+        km.remember_consent(req, &user, false);
         let mut params = vec![
             ("error", "access_denied"),
             ("error_description", "the user denied the request"),
@@ -578,7 +584,7 @@ fn consent_answer(
         }
         return redirect(StatusCode::SEE_OTHER, &req.redirect_uri, &params);
     }
-    km.remember_consent(req, &user);
+    km.remember_consent(req, &user, true);
     match km.issue_code(req, &user) {
         Ok(code) => code_redirect(StatusCode::SEE_OTHER, req, &code),
         Err(e) => e.into_response(),
