@@ -1,11 +1,12 @@
-//! `GET /.well-known/oauth-protected-resource/{context}/{version}`: an API's RFC 9728
+//! `GET /.well-known/oauth-protected-resource/{context}/{version}` (and
+//! `.../mcp/{context}/{version}` for the API's MCP endpoint): an API's RFC 9728
 //! Protected Resource Metadata, for APIs whose `auth:` sets `resource_metadata` (the
 //! document itself is the auth policy's, `turnpike_auth::policy::ResourceMeta`). Asked
 //! only for a path no API routes, so the request path of every API pays nothing.
 
 use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CACHE_CONTROL, CONTENT_TYPE};
 use http::{request, HeaderValue, Method, Response, StatusCode};
-use turnpike_auth::policy::{AuthPolicy, WELL_KNOWN_PRM};
+use turnpike_auth::policy::{AuthPolicy, MCP_PREFIX, WELL_KNOWN_PRM};
 use turnpike_config::{CompiledApi, Snapshot};
 
 use crate::headers::request_host;
@@ -23,16 +24,22 @@ pub(crate) fn protected_resource(
     }
     let path = parts.uri.path().strip_prefix(WELL_KNOWN_PRM)?;
     let host = request_host(parts);
-    let api = snap
-        .apis
-        .iter()
-        .filter(|a| a.host.as_deref().is_none_or(|h| Some(h) == host))
-        .filter(|a| names(a, path))
-        .max_by_key(|a| a.context.len())?;
+    let find = |path: &str| {
+        snap.apis
+            .iter()
+            .filter(|a| a.host.as_deref().is_none_or(|h| Some(h) == host))
+            .filter(|a| names(a, path))
+            .max_by_key(|a| a.context.len())
+    };
+    // An API's own path first, then its MCP endpoint's (`/mcp/{context}/{version}`).
+    let (api, mcp) = match find(path) {
+        Some(api) => (api, false),
+        None => (find(path.strip_prefix(MCP_PREFIX)?)?, true),
+    };
     let doc = api
         .chain
         .find::<AuthPolicy>()?
-        .resource_metadata(https, parts)?;
+        .resource_metadata(https, parts, mcp)?;
     let mut resp = Response::new(ResponseBody::full(doc.into()));
     *resp.status_mut() = StatusCode::OK;
     let h = resp.headers_mut();

@@ -3,7 +3,8 @@
 //! `resource_metadata=` and `scope=`, the RFC 9728 document at the path-suffixed
 //! well-known URL (only for APIs that publish it), a token bound to one API admitted
 //! there and refused (`invalid_token`) at another, an unbound token refused where the
-//! API checks audiences and admitted elsewhere, and `--public-url` as the base of it all.
+//! API checks audiences and admitted elsewhere, the API's MCP endpoint URI as the same
+//! resource, and `--public-url` as the base of it all.
 
 mod support;
 
@@ -154,6 +155,21 @@ async fn a_bound_token_opens_its_own_api_only() {
         challenge.contains("resource_metadata=") && challenge.contains("error=\"invalid_token\""),
         "{challenge}"
     );
+
+    // The API's MCP endpoint (`/mcp/pizza/v1`) is the same resource to the gateway; its
+    // metadata names that URI, the one MCP clients check.
+    let mcp: Value = client()
+        .get(format!("{base}{WELL_KNOWN}/mcp/pizza/v1"))
+        .send()
+        .await
+        .expect("metadata")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(mcp["resource"], format!("{base}/mcp/pizza/v1"));
+    let mcp_bound = token(&km, Some(&format!("{base}/mcp/pizza/v1"))).await;
+    assert_eq!(call(&pizza, Some(&mcp_bound)).await.0, 200);
+    assert_eq!(call(&other, Some(&mcp_bound)).await.0, 401);
 
     let for_other = token(&km, Some(&format!("{base}/other/v1"))).await;
     assert_eq!(call(&other, Some(&for_other)).await.0, 200);

@@ -63,8 +63,10 @@ impl ClientStore for MemoryStore {
     async fn user(&self, username: &str) -> Result<Option<UserRecord>, StoreError> {
         Ok(self.lock().users.get(username).cloned())
     }
+    /// An API's path or its MCP endpoint's (`/mcp/{context}/{version}`).
     async fn api_exists(&self, path: &str) -> Result<bool, StoreError> {
-        Ok(self.lock().apis.contains(path))
+        let apis = &self.lock().apis;
+        Ok(apis.contains(path) || path.strip_prefix("/mcp").is_some_and(|p| apis.contains(p)))
     }
     /// Counts and inserts under one lock: two registrations cannot both take the last place.
     async fn register_client(

@@ -32,7 +32,7 @@ use crate::error::AuthError;
 mod resource;
 mod security;
 
-pub use resource::{ResourceMeta, WELL_KNOWN_PRM};
+pub use resource::{is_mcp_path, ResourceMeta, MCP_PREFIX, WELL_KNOWN_PRM};
 pub use security::{prepare, ApiSecurity, ResourceRule, Secured};
 
 /// Authenticates and authorises each request of a secured API.
@@ -48,10 +48,11 @@ impl AuthPolicy {
         &self.sec
     }
 
-    /// This API's RFC 9728 metadata document for a request that reached the gateway
-    /// like `req` did; `None` unless the API publishes it (`auth.resource_metadata`).
-    pub fn resource_metadata(&self, https: bool, req: &Parts) -> Option<String> {
-        self.sec.resource.document(https, req)
+    /// This API's RFC 9728 metadata document (its MCP endpoint's with `mcp`) for a
+    /// request that reached the gateway like `req` did; `None` unless the API publishes
+    /// it (`auth.resource_metadata`).
+    pub fn resource_metadata(&self, https: bool, req: &Parts, mcp: bool) -> Option<String> {
+        self.sec.resource.document(https, req, mcp)
     }
 }
 

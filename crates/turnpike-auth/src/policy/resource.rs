@@ -17,6 +17,17 @@ use crate::error::AuthError;
 /// The well-known prefix of RFC 9728 §3.1; the resource's path follows it.
 pub const WELL_KNOWN_PRM: &str = "/.well-known/oauth-protected-resource";
 
+/// The prefix of an API's MCP endpoint (`/mcp/{context}/{version}`, docs/mcp.md): the
+/// same API, and the resource URI its agents know it by.
+pub const MCP_PREFIX: &str = "/mcp";
+
+/// Whether `path` is the MCP endpoint of the API at `api_path` (or below it).
+pub fn is_mcp_path(path: &str, api_path: &str) -> bool {
+    path.strip_prefix(MCP_PREFIX)
+        .and_then(|p| p.strip_prefix(api_path))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// One API's view as a protected resource, compiled with its security.
 #[derive(Debug, Clone, Default)]
 pub struct ResourceMeta {
@@ -58,21 +69,33 @@ impl ResourceMeta {
         }
     }
 
-    /// The resource URI (RFC 8707) of this API for this request's gateway address.
-    pub fn resource_uri(&self, https: bool, req: &Parts) -> String {
-        format!("{}{}", self.base(https, req), self.path)
+    /// The resource's path as the client addresses the API: its MCP endpoint's
+    /// (`mcp`) or its own.
+    fn resource_path(&self, mcp: bool) -> String {
+        match mcp {
+            true => format!("{MCP_PREFIX}{}", self.path),
+            false => self.path.clone(),
+        }
     }
 
-    /// Where this API's metadata document is.
-    pub fn metadata_url(&self, https: bool, req: &Parts) -> String {
-        format!("{}{WELL_KNOWN_PRM}{}", self.base(https, req), self.path)
+    /// The resource URI (RFC 8707) of this API (its MCP endpoint's with `mcp`) for this
+    /// request's gateway address.
+    pub fn resource_uri(&self, https: bool, req: &Parts, mcp: bool) -> String {
+        format!("{}{}", self.base(https, req), self.resource_path(mcp))
     }
 
-    /// The RFC 9728 document, when the API publishes one.
-    pub fn document(&self, https: bool, req: &Parts) -> Option<String> {
+    /// Where the metadata document of this API (of its MCP endpoint) is.
+    pub fn metadata_url(&self, https: bool, req: &Parts, mcp: bool) -> String {
+        let path = self.resource_path(mcp);
+        format!("{}{WELL_KNOWN_PRM}{path}", self.base(https, req))
+    }
+
+    /// The RFC 9728 document, when the API publishes one; `mcp`: for its MCP endpoint
+    /// (what MCP clients check the `resource` against).
+    pub fn document(&self, https: bool, req: &Parts, mcp: bool) -> Option<String> {
         self.publish.then(|| {
             serde_json::json!({
-                "resource": self.resource_uri(https, req),
+                "resource": self.resource_uri(https, req, mcp),
                 "authorization_servers": self.authorization_servers,
                 "scopes_supported": self.scopes_supported,
                 "bearer_methods_supported": ["header"],
@@ -82,12 +105,13 @@ impl ResourceMeta {
         })
     }
 
-    /// Whether `uri` is this API's resource URI, compared without allocating (the
-    /// check of every request that carries a resource-bound token).
+    /// Whether `uri` is this API's resource URI or its MCP endpoint's, compared without
+    /// allocating (the check of every request that carries a resource-bound token).
     fn is_own(&self, uri: &str, https: bool, req: &Parts) -> bool {
         let Some(base) = uri.strip_suffix(self.path.as_str()) else {
             return false;
         };
+        let base = base.strip_suffix(MCP_PREFIX).unwrap_or(base);
         if let Some(b) = &self.base {
             return base == b;
         }
@@ -145,7 +169,9 @@ impl ResourceMeta {
         let Some(rest) = old.strip_prefix("Bearer realm=\"turnpike\"") else {
             return g;
         };
-        let mut extra = format!(", resource_metadata=\"{}\"", self.metadata_url(https, req));
+        let mcp = is_mcp_path(req.uri.path(), &self.path);
+        let url = self.metadata_url(https, req, mcp);
+        let mut extra = format!(", resource_metadata=\"{url}\"");
         let wanted = match scopes {
             Some(ScopeRequirement::AnyOf(s) | ScopeRequirement::AllOf(s)) => s.join(" "),
             _ => String::new(),
@@ -205,13 +231,20 @@ mod tests {
     fn resource_uri_is_the_public_url_or_the_request_host() {
         let req = parts("gw.example:8280");
         assert_eq!(
-            meta(None).resource_uri(false, &req),
+            meta(None).resource_uri(false, &req, false),
             "http://gw.example:8280/pizza/v1"
         );
         assert_eq!(
-            meta(Some("https://api.example")).metadata_url(false, &req),
+            meta(Some("https://api.example")).metadata_url(false, &req, false),
             "https://api.example/.well-known/oauth-protected-resource/pizza/v1"
         );
+        assert_eq!(
+            meta(None).resource_uri(false, &req, true),
+            "http://gw.example:8280/mcp/pizza/v1"
+        );
+        assert!(is_mcp_path("/mcp/pizza/v1", "/pizza/v1"));
+        assert!(!is_mcp_path("/mcp/pizza/v10", "/pizza/v1"));
+        assert!(!is_mcp_path("/pizza/v1", "/pizza/v1"));
     }
 
     #[test]
@@ -220,6 +253,9 @@ mod tests {
         let m = meta(None);
         assert!(m
             .check_audience(&bound(&["http://gw:1/pizza/v1"]), false, &req)
+            .is_ok());
+        assert!(m
+            .check_audience(&bound(&["http://gw:1/mcp/pizza/v1"]), false, &req)
             .is_ok());
         assert!(m
             .check_audience(&bound(&["http://gw:1/other/v1"]), false, &req)
