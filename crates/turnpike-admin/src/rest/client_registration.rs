@@ -114,14 +114,15 @@ async fn put_settings(
         };
         changes.insert("initialAccessTokenSha256".into(), hash);
     }
-    if let Some(o) = f.string("owner", true, 100) {
-        if s.inner.store.user(&o).await.is_err() {
+    // Optional in a PUT (the current value stays), never empty.
+    if let Some(o) = f.string("owner", false, 100) {
+        if o.is_empty() || s.inner.store.user(&o).await.is_err() {
             f.err("owner", "no such user");
         }
         changes.insert("owner".into(), o.into());
     }
-    if let Some(t) = f.string("applicationTier", true, 100) {
-        if s.inner.store.get_tier(TierKind::Application, &t).await.is_err() {
+    if let Some(t) = f.string("applicationTier", false, 100) {
+        if t.is_empty() || s.inner.store.get_tier(TierKind::Application, &t).await.is_err() {
             f.err("applicationTier", "no such application tier");
         }
         changes.insert("applicationTier".into(), t.into());
