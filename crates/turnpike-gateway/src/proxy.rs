@@ -165,7 +165,8 @@ fn route(
     })
 }
 
-/// No API: the error, observed by metrics and the access log only.
+/// No API: the error, observed by metrics and the access log only; or an API's RFC 9728
+/// metadata (`well_known.rs`), whose path no API routes.
 fn unrouted(
     conn: &Arc<ConnCtx>,
     parts: request::Parts,
@@ -173,6 +174,14 @@ fn unrouted(
     request_id: HeaderValue,
     observed: bool,
 ) -> Response<ResponseBody> {
+    if e.kind == ErrorKind::NotFound
+        && parts.uri.path().starts_with(turnpike_auth::policy::WELL_KNOWN_PRM)
+    {
+        let snap = conn.shared.snapshots.load();
+        if let Some(resp) = crate::well_known::protected_resource(&snap, &parts, conn.https) {
+            return resp;
+        }
+    }
     let e = not_ready_or(e, &conn.shared.health);
     let kind = e.kind;
     let mut resp = e.into_response(&request_id).map(ResponseBody::full);

@@ -366,7 +366,9 @@ pub fn schemas() -> Value {
             "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
             "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
             "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
-            "backend_jwt": {"type": "object"}}},
+            "backend_jwt": {"type": "object"},
+            "resource_metadata": {"type": "boolean", "description": "publish RFC 9728 protected resource metadata and name it in 401s (docs/security.md)"},
+            "audience_check": {"type": "boolean", "description": "accept only tokens whose aud is this API's resource URI (RFC 8707)"}}},
         "ApplicationInput": strict(&["name"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 100},
             "throttlingPolicy": {"type": "string", "description": "an application tier (Unlimited when left out)"},

@@ -13,6 +13,7 @@ pub(crate) mod export;
 pub(crate) mod graphql_policies;
 pub(crate) mod keys;
 pub(crate) mod mediation_try;
+pub(crate) mod client_registration;
 pub(crate) mod portal_settings;
 pub(crate) mod publisher;
 pub(crate) mod ready;
@@ -59,6 +60,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(environments::admin_routes())
                 .merge(throttle_settings::admin_routes())
                 .merge(portal_settings::admin_routes())
+                .merge(client_registration::admin_routes())
                 .merge(audit::admin_routes())
                 .merge(analytics::admin_routes()),
         )
