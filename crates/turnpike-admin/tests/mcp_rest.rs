@@ -41,10 +41,20 @@ async fn the_mcp_section_is_stored_checked_and_read_back() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.json);
     let f = r.fields();
     for want in ["mcp.max_sessions", "mcp.tools[0].operation"] {
-        assert!(f.iter().any(|x| x == want), "{want} not in {f:?}: {}", r.json);
+        assert!(
+            f.iter().any(|x| x == want),
+            "{want} not in {f:?}: {}",
+            r.json
+        );
     }
-    let r = cp.post(APIS, "pub", json!({"name": "c", "context": "/c", "version": "v1",
-        "endpoints": ["http://127.0.0.1:9001"], "mcp": "yes"})).await;
+    let r = cp
+        .post(
+            APIS,
+            "pub",
+            json!({"name": "c", "context": "/c", "version": "v1",
+        "endpoints": ["http://127.0.0.1:9001"], "mcp": "yes"}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.json);
     assert_eq!(r.fields(), ["mcp"]);
 }

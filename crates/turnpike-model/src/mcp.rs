@@ -10,10 +10,13 @@ use crate::Quantity;
 /// the protocol's own messages; a tool call is named by its tool).
 pub const ENDPOINT_RESOURCE: &str = "mcp";
 
+/// What an API's MCP endpoint path starts with, before the API's id.
+pub const ENDPOINT_PREFIX: &str = "/mcp";
+
 /// The gateway path of an API's MCP endpoint: `/mcp{context}/{version}` (`/pets`, `v1`
 /// -> `/mcp/pets/v1`).
 pub fn endpoint_path(context: &str, version: &str) -> String {
-    format!("/mcp{}", crate::api_id(context, version))
+    format!("{ENDPOINT_PREFIX}{}", crate::api_id(context, version))
 }
 
 /// The `mcp:` section of an API: its presence exposes the API as an MCP server.

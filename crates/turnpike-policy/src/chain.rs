@@ -116,9 +116,10 @@ impl Chain {
     #[inline]
     pub fn wants_early_body(&self, ctx: &RequestCtx, req: &request::Parts) -> bool {
         self.hooks.contains(Hooks::EARLY_BODY)
-            && self.policies.iter().any(|p| {
-                p.hooks().contains(Hooks::EARLY_BODY) && p.wants_early_body(ctx, req)
-            })
+            && self
+                .policies
+                .iter()
+                .any(|p| p.hooks().contains(Hooks::EARLY_BODY) && p.wants_early_body(ctx, req))
     }
 
     /// Runs `on_early_body` front to back over the body read before the request-headers

@@ -361,3 +361,100 @@ fn the_typescript_sdk_lists_and_calls_tools() {
     assert_eq!(r["get"]["isError"], false);
     assert_eq!(r["get"]["structured"]["target"], "/pets/42");
 }
+
+const CP_TOKEN: &str = "mcp-e2e-gateway-token";
+const PASSWORD: &str = "mcp-e2e-admin-password";
+
+/// `method path` on the control plane as `admin`: the JSON answer (a 2xx asserted).
+fn admin(cp: &str, method: &str, path: &str, body: Option<Value>) -> Value {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-o", "-", "-w", "\n%{http_code}", "-X", method])
+        .args(["-u", &format!("admin:{PASSWORD}")])
+        .arg(format!("http://{cp}{path}"));
+    if let Some(b) = body {
+        cmd.args(["-H", "content-type: application/json", "-d", &b.to_string()]);
+    }
+    let out = cmd.output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    let code: u16 = code.trim().parse().unwrap_or(0);
+    assert!((200..300).contains(&code), "{method} {path}: {code} {body}");
+    serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+/// The contract's OAuth half: an API published through the control plane with an `mcp`
+/// section and bearer tokens: the MCP endpoint's 401 names its RFC 9728 metadata, which
+/// names the key manager; the official SDK's OAuth client (tests/py/mcp_oauth.py)
+/// registers, is consented, gets a token bound to the MCP endpoint and lists the tools.
+#[test]
+fn an_agent_gets_a_token_for_the_mcp_endpoint_through_oauth_and_lists_tools() {
+    let dir = TempDir::new();
+    let support::Stack {
+        _procs,
+        echo,
+        cp,
+        gw,
+    } = support::cp_stack(&dir, CP_TOKEN, PASSWORD);
+    let api = admin(
+        &cp,
+        "POST",
+        "/api/am/publisher/v1/apis",
+        Some(json!({"name": "menu", "context": "/menu", "version": "v1",
+            "endpoints": [format!("http://{echo}")],
+            "resources": [{"path": "/items", "methods": ["GET"]}],
+            "mcp": {"instructions": "The menu."}})),
+    );
+    let id = api["id"].as_str().expect("id").to_owned();
+    let security = json!({"oauth2": true, "subscription": true, "audience_check": true});
+    admin(
+        &cp,
+        "PUT",
+        &format!("/api/am/publisher/v1/apis/{id}/security"),
+        Some(security),
+    );
+    let publish = format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={id}&action=Publish");
+    admin(&cp, "POST", &publish, None);
+    admin(
+        &cp,
+        "PUT",
+        "/api/am/admin/v1/settings/client-registration",
+        Some(json!({"enabled": true, "owner": "admin", "maxClients": 10})),
+    );
+    let url = format!("http://{gw}/mcp/menu/v1");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
+    support::wait_until("the MCP endpoint is live", || {
+        post(&url, &[], init).0 == 401
+    });
+    let (_, head, _) = post(&url, &[], init);
+    let metadata = format!("http://{gw}/.well-known/oauth-protected-resource/mcp/menu/v1");
+    assert!(
+        head.contains(&format!("resource_metadata=\"{metadata}\"")),
+        "{head}"
+    );
+    let (status, doc) = support::get(&metadata);
+    assert_eq!(status, 200, "{doc}");
+    let doc: Value = serde_json::from_str(&doc).expect("metadata");
+    assert_eq!(doc["resource"], url);
+    assert_eq!(
+        doc["authorization_servers"],
+        json!([format!("http://{cp}")])
+    );
+
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_oauth.py"
+        ))
+        .args([&url, &format!("http://{cp}"), &id, "admin", PASSWORD])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "mcp_oauth.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json from the script");
+    assert_eq!(r["tools"], json!(["get_items"]), "{r}");
+    assert_eq!(r["resource_asked"], json!([url]), "{r}");
+    assert_eq!(r["aud"], json!([url]), "{r}");
+}

@@ -19,7 +19,7 @@ pub const WELL_KNOWN_PRM: &str = "/.well-known/oauth-protected-resource";
 
 /// The prefix of an API's MCP endpoint (`/mcp/{context}/{version}`, docs/mcp.md): the
 /// same API, and the resource URI its agents know it by.
-pub const MCP_PREFIX: &str = "/mcp";
+pub const MCP_PREFIX: &str = turnpike_model::mcp::ENDPOINT_PREFIX;
 
 /// Whether `path` is the MCP endpoint of the API at `api_path` (or below it).
 pub fn is_mcp_path(path: &str, api_path: &str) -> bool {
@@ -143,7 +143,11 @@ impl ResourceMeta {
                 false => Ok(()),
             };
         }
-        match identity.resources.iter().any(|r| self.is_own(r, https, req)) {
+        match identity
+            .resources
+            .iter()
+            .any(|r| self.is_own(r, https, req))
+        {
             true => Ok(()),
             false => Err(AuthError::InvalidToken(
                 "the token was issued for another resource",

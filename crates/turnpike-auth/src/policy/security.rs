@@ -155,7 +155,12 @@ fn compile(
     } else {
         None
     };
-    let servers: Vec<String> = file.security.issuers.iter().map(|i| i.issuer.clone()).collect();
+    let servers: Vec<String> = file
+        .security
+        .issuers
+        .iter()
+        .map(|i| i.issuer.clone())
+        .collect();
     let apis = file
         .apis
         .iter()
@@ -243,7 +248,9 @@ fn resource_meta(
     ResourceMeta {
         path: api_id(&api.context, &api.version),
         base: runtime.public_url().map(str::to_owned),
-        publish: spec.resource_metadata,
+        // An MCP endpoint that takes bearer tokens is how agents find where to get one
+        // (the MCP authorization spec): its metadata is on whatever the auth section says.
+        publish: spec.resource_metadata || (api.mcp.is_some() && spec.oauth2),
         audience_check: spec.audience_check,
         authorization_servers: servers.to_vec(),
         scopes_supported: scopes,
