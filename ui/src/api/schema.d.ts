@@ -164,6 +164,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/admin/v1/settings/client-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key manager's dynamic client registration policy (RFC 7591): enabled, initialAccessTokenSet, owner, applicationTier, grantTypes, scopes, maxClients, perMinute
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        get: operations["getClientRegistrationSettings"];
+        /**
+         * Set the dynamic client registration policy (initialAccessToken is write-only; "" opens registration)
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        put: operations["setClientRegistrationSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/admin/v1/settings/devportal": {
         parameters: {
             query?: never;
@@ -1854,11 +1878,15 @@ export interface components {
             api_key?: boolean;
             api_key_header?: string;
             api_key_query?: string;
+            /** @description accept only tokens whose aud is this API's resource URI (RFC 8707) */
+            audience_check?: boolean;
             backend_jwt?: {
                 [key: string]: unknown;
             };
             basic?: boolean;
             oauth2?: boolean;
+            /** @description publish RFC 9728 protected resource metadata and name it in 401s (docs/security.md) */
+            resource_metadata?: boolean;
             subscription?: boolean;
         };
         /**
@@ -3489,6 +3517,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SigningKeys"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getClientRegistrationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setClientRegistrationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
