@@ -19,8 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use turnpike_keymanager::{
     AuthorizeClient, ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager,
-    KeyManagerConfig, Registration, RegistrationPolicy, StoreError as KmError, Stores,
-    SystemClock, TokenFormat, UserRecord,
+    KeyManagerConfig, Registration, RegistrationPolicy, StoreError as KmError, Stores, SystemClock,
+    TokenFormat, UserRecord,
 };
 use turnpike_model::rest::CLI_CLIENT_ID;
 use turnpike_model::security::{
@@ -323,7 +323,8 @@ pub async fn spec(
 /// (`resource_audiences`, docs/security.md "Agents"). Until some API does, the snapshot
 /// stays as before and such tokens, whose `aud` is not `turnpike`, pass nowhere.
 pub fn binds_resources(stored_auth: &str) -> bool {
-    stored_auth.contains("\"resource_metadata\":true") || stored_auth.contains("\"audience_check\":true")
+    stored_auth.contains("\"resource_metadata\":true")
+        || stored_auth.contains("\"audience_check\":true")
 }
 
 /// The API's stored `auth:`; `None` is the default (OAuth2 and a subscription).

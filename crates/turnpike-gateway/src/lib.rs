@@ -326,7 +326,10 @@ fn parse_public_url(s: &str) -> Result<String, String> {
     let uri: http::Uri = s.parse().map_err(|e| format!("not a URL: {e}"))?;
     let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
     if !scheme_ok || uri.authority().is_none() || uri.query().is_some() || s.contains('#') {
-        return Err("an absolute http:// or https:// URL without query, e.g. https://api.example.com".into());
+        return Err(
+            "an absolute http:// or https:// URL without query, e.g. https://api.example.com"
+                .into(),
+        );
     }
     Ok(s.trim_end_matches('/').to_owned())
 }

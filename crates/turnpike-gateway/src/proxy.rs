@@ -175,7 +175,10 @@ fn unrouted(
     observed: bool,
 ) -> Response<ResponseBody> {
     if e.kind == ErrorKind::NotFound
-        && parts.uri.path().starts_with(turnpike_auth::policy::WELL_KNOWN_PRM)
+        && parts
+            .uri
+            .path()
+            .starts_with(turnpike_auth::policy::WELL_KNOWN_PRM)
     {
         let snap = conn.shared.snapshots.load();
         if let Some(resp) = crate::well_known::protected_resource(&snap, &parts, conn.https) {

@@ -140,7 +140,10 @@ async fn a_bound_token_opens_its_own_api_only() {
     let (status, _, _) = call(&format!("{base}{WELL_KNOWN}/other/v1"), None).await;
     assert_eq!(status, 404, "other publishes no metadata");
     let (status, challenge, _) = call(&other, None).await;
-    assert_eq!((status, challenge.as_str()), (401, "Bearer realm=\"turnpike\""));
+    assert_eq!(
+        (status, challenge.as_str()),
+        (401, "Bearer realm=\"turnpike\"")
+    );
 
     let bound = token(&km, Some(&format!("{base}/pizza/v1"))).await;
     assert_eq!(call(&pizza, Some(&bound)).await.0, 200);
@@ -182,8 +185,8 @@ async fn the_public_url_is_the_base_of_resource_uris() {
     let echo = http(echo().await);
     let runtime = PolicyRuntime::new();
     runtime.auth.set_public_url("https://api.example/");
-    let snap = Snapshot::from_yaml_with(&file(&km, &jwks, &echo), "test", &runtime)
-        .expect("valid config");
+    let snap =
+        Snapshot::from_yaml_with(&file(&km, &jwks, &echo), "test", &runtime).expect("valid config");
     let gw = gateway_serving(snap, |_| {}).await;
     let pizza = gw.url("/pizza/v1/menu");
     let (_, challenge, _) = call(&pizza, None).await;
@@ -194,5 +197,9 @@ async fn the_public_url_is_the_base_of_resource_uris() {
     let bound = token(&km, Some("https://api.example/pizza/v1")).await;
     assert_eq!(call(&pizza, Some(&bound)).await.0, 200);
     let host_bound = token(&km, Some(&format!("http://{}/pizza/v1", gw.http))).await;
-    assert_eq!(call(&pizza, Some(&host_bound)).await.0, 401, "the public URL wins over Host");
+    assert_eq!(
+        call(&pizza, Some(&host_bound)).await.0,
+        401,
+        "the public URL wins over Host"
+    );
 }

@@ -430,12 +430,17 @@ impl KeyManager {
         let scopes = crate::token::resolve_scopes(record.scope.as_deref(), &allowed)?;
         // RFC 8707 §2.2: the token request may repeat the authorized resource, not
         // change it; checked again (the API may be gone, the client opaque).
-        if form.get("resource").is_some_and(|r| Some(r) != record.resource.as_deref()) {
+        if form
+            .get("resource")
+            .is_some_and(|r| Some(r) != record.resource.as_deref())
+        {
             return Err(OAuthError::InvalidTarget(
                 "resource differs from the authorization request's",
             ));
         }
-        let aud = self.target(record.resource.as_deref(), Some(client)).await?;
+        let aud = self
+            .target(record.resource.as_deref(), Some(client))
+            .await?;
         let grant = Grant {
             client_id: client.client_id.clone(),
             subject: user.username.clone(),
@@ -450,10 +455,10 @@ impl KeyManager {
 /// What a consent is remembered by: the user, the client, the scopes (in any order)
 /// and the resource, hashed.
 fn consent_key(req: &AuthRequest, user: &str) -> TokenHash {
-    let mut scopes: Vec<&str> = req
-        .scope
-        .as_deref()
-        .map_or_else(|| vec!["*"], |s| s.split(' ').filter(|s| !s.is_empty()).collect());
+    let mut scopes: Vec<&str> = req.scope.as_deref().map_or_else(
+        || vec!["*"],
+        |s| s.split(' ').filter(|s| !s.is_empty()).collect(),
+    );
     scopes.sort_unstable();
     scopes.dedup();
     let resource = req.resource.as_deref().unwrap_or("");

@@ -48,7 +48,8 @@ pub use registration::RegistrationPolicy;
 pub use secret::{hash_secret, hash_secret_for_tests, random_token, token_hash, verify_secret};
 pub use store::{
     ClientRecord, ClientStore, Grant, GrantType, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,
-    Registration, RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore, UserRecord,
+    Registration, RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore,
+    UserRecord,
 };
 pub use token::{key_type_name, AccessClaims};
 pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};

@@ -75,7 +75,11 @@ impl ClientStore for MemoryStore {
         max_clients: u64,
     ) -> Result<Option<ClientRecord>, StoreError> {
         let mut inner = self.lock();
-        let owned = inner.clients.values().filter(|c| c.owner == reg.owner).count();
+        let owned = inner
+            .clients
+            .values()
+            .filter(|c| c.owner == reg.owner)
+            .count();
         if owned as u64 >= max_clients {
             return Ok(None);
         }
@@ -95,7 +99,9 @@ impl ClientStore for MemoryStore {
             sandbox: false,
             redirect_uris: reg.redirect_uris.clone(),
         };
-        inner.clients.insert(record.client_id.clone(), record.clone());
+        inner
+            .clients
+            .insert(record.client_id.clone(), record.clone());
         Ok(Some(record))
     }
 }

@@ -50,7 +50,10 @@ pub struct RegistrationPolicy {
 impl RegistrationPolicy {
     /// What [`Self::initial_access_token_sha256`] holds for `token`.
     pub fn token_sha256(token: &str) -> String {
-        token_hash(token).iter().map(|b| format!("{b:02x}")).collect()
+        token_hash(token)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 }
 
@@ -162,7 +165,9 @@ fn redirect_uri_ok(uri: &str) -> bool {
         .is_some_and(|r| !r.is_empty() && !r.starts_with('/'));
     uri.len() <= MAX_URI_LEN
         && !uri.contains('#')
-        && !uri.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        && !uri
+            .bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
         && (https_host || is_loopback_http(uri))
 }
 
@@ -171,16 +176,21 @@ fn check(m: Metadata, policy: &RegistrationPolicy) -> Result<Checked, Refused> {
     let method = m
         .token_endpoint_auth_method
         .unwrap_or_else(|| "client_secret_basic".into());
-    let public = match method.as_str() {
-        "none" => true,
-        "client_secret_basic" | "client_secret_post" => false,
-        _ => return Err(bad_metadata("token_endpoint_auth_method: use none, client_secret_basic or client_secret_post")),
-    };
+    let public =
+        match method.as_str() {
+            "none" => true,
+            "client_secret_basic" | "client_secret_post" => false,
+            _ => return Err(bad_metadata(
+                "token_endpoint_auth_method: use none, client_secret_basic or client_secret_post",
+            )),
+        };
     let grants = m
         .grant_types
         .unwrap_or_else(|| vec!["authorization_code".into()]);
     if grants.is_empty() || grants.iter().any(|g| !policy.grant_types.contains(g)) {
-        return Err(bad_metadata("grant_types: a grant type is not allowed here"));
+        return Err(bad_metadata(
+            "grant_types: a grant type is not allowed here",
+        ));
     }
     let code = grants.iter().any(|g| g == "authorization_code");
     if public && grants.iter().any(|g| g == "client_credentials") {
@@ -265,7 +275,11 @@ impl KeyManager {
                 .unwrap_or("");
             let presented = RegistrationPolicy::token_sha256(presented);
             if !bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
-                let mut r = refusal(StatusCode::UNAUTHORIZED, "invalid_token", "an initial access token is required");
+                let mut r = refusal(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_token",
+                    "an initial access token is required",
+                );
                 if let Ok(v) = "Bearer realm=\"turnpike\", error=\"invalid_token\"".parse() {
                     r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
                 }
@@ -274,9 +288,15 @@ impl KeyManager {
         }
         let now = self.inner.clock.now_secs();
         if !self.inner.registrations.admit(ip, now, policy.per_minute) {
-            let mut r = refusal(StatusCode::TOO_MANY_REQUESTS, "slow_down", "too many registrations from this address; retry in a minute");
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("60"));
+            let mut r = refusal(
+                StatusCode::TOO_MANY_REQUESTS,
+                "slow_down",
+                "too many registrations from this address; retry in a minute",
+            );
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("60"),
+            );
             return Some(r);
         }
         None
@@ -292,12 +312,19 @@ impl KeyManager {
                 let s = s.clone();
                 match tokio::task::spawn_blocking(move || hash_secret(&s)).await {
                     Ok(Ok(h)) => h,
-                    _ => return crate::OAuthError::Server("hashing a client secret".into()).into_response(),
+                    _ => {
+                        return crate::OAuthError::Server("hashing a client secret".into())
+                            .into_response()
+                    }
                 }
             }
         };
         // Application names are unique per owner: the id's head tells same-named agents apart.
-        let shown = if c.name.is_empty() { "agent" } else { c.name.as_str() };
+        let shown = if c.name.is_empty() {
+            "agent"
+        } else {
+            c.name.as_str()
+        };
         let reg = Registration {
             client_id: client_id.clone(),
             secret_hash,
@@ -311,7 +338,13 @@ impl KeyManager {
         let max = policy.max_clients;
         match self.inner.stores.clients.register_client(&reg, max).await {
             Ok(Some(_)) => {}
-            Ok(None) => return refusal(StatusCode::FORBIDDEN, "access_denied", "the registration limit is reached"),
+            Ok(None) => {
+                return refusal(
+                    StatusCode::FORBIDDEN,
+                    "access_denied",
+                    "the registration limit is reached",
+                )
+            }
             Err(e) => return crate::OAuthError::from(e).into_response(),
         }
         tracing::info!(client_id = %client_id, owner = %owner, "client registered (RFC 7591)");
@@ -345,7 +378,11 @@ pub(crate) async fn register(
     let policy = match km.registration_policy().await {
         Ok(Some(p)) => p,
         Ok(None) => {
-            return refusal(StatusCode::NOT_FOUND, "not_found", "dynamic client registration is off")
+            return refusal(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "dynamic client registration is off",
+            )
         }
         Err(e) => return e.into_response(),
     };

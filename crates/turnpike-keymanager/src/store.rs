@@ -137,9 +137,7 @@ pub trait ClientStore: Send + Sync + 'static {
 
     /// The dynamic client registration policy an administrator set (RFC 7591);
     /// `None`: registration is off. Default: off.
-    async fn registration_policy(
-        &self,
-    ) -> Result<Option<crate::RegistrationPolicy>, StoreError> {
+    async fn registration_policy(&self) -> Result<Option<crate::RegistrationPolicy>, StoreError> {
         Ok(None)
     }
 

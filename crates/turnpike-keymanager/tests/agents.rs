@@ -93,17 +93,27 @@ async fn registration_follows_its_policy() {
     let (status, body) = register(&km, Some("wrong"), public_client()).await;
     assert_eq!(status, 401, "{body}");
 
-    let bad_uri = json!({"redirect_uris": ["http://agent.example/cb"], "token_endpoint_auth_method": "none"});
+    let bad_uri =
+        json!({"redirect_uris": ["http://agent.example/cb"], "token_endpoint_auth_method": "none"});
     let (status, body) = register(&km, Some(IAT), bad_uri).await;
-    assert_eq!((status, &body["error"]), (400, &json!("invalid_redirect_uri")));
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("invalid_redirect_uri"))
+    );
 
     let (status, c) = register(&km, Some(IAT), public_client()).await;
     assert_eq!(status, 201, "{c}");
-    assert!(c.get("client_secret").is_none(), "a public client has no secret");
+    assert!(
+        c.get("client_secret").is_none(),
+        "a public client has no secret"
+    );
     assert_eq!(c["token_endpoint_auth_method"], "none");
     assert_eq!(c["redirect_uris"], json!([REDIRECT]));
     assert_eq!(c["scope"], "read", "a scope outside the policy is dropped");
-    assert!(c["client_name"].as_str().unwrap_or("").starts_with("pizza agent ("));
+    assert!(c["client_name"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("pizza agent ("));
 
     let confidential = json!({"grant_types": ["client_credentials"], "scope": "read"});
     let (status, body) = register(&km, Some(IAT), confidential).await;
@@ -116,10 +126,18 @@ async fn registration_follows_its_policy() {
     assert_eq!(status, 201, "{c2}");
     // The rate (4 a minute, refusals of the metadata included) and the cap (2 applications of `agents`).
     let (status, body) = register(&km, Some(IAT), public_client()).await;
-    assert_eq!((status, &body["error"]), (429, &json!("slow_down")), "{body}");
+    assert_eq!(
+        (status, &body["error"]),
+        (429, &json!("slow_down")),
+        "{body}"
+    );
     km.clock.advance(std::time::Duration::from_secs(60));
     let (status, body) = register(&km, Some(IAT), public_client()).await;
-    assert_eq!((status, &body["error"]), (403, &json!("access_denied")), "{body}");
+    assert_eq!(
+        (status, &body["error"]),
+        (403, &json!("access_denied")),
+        "{body}"
+    );
 }
 
 /// The authorization URL of a registered public client, with PKCE and `resource`.
@@ -238,19 +256,28 @@ async fn an_agent_gets_a_token_bound_to_one_api_after_consent() {
         .await
         .expect("authorize");
     let location = unknown.headers()["location"].to_str().expect("location");
-    assert_eq!(query_param(location, "error").as_deref(), Some("invalid_target"));
+    assert_eq!(
+        query_param(location, "error").as_deref(),
+        Some("invalid_target")
+    );
 
     // The consent page names the client, the scope and the resource; Deny says no.
     let url = authorize_url(&km, client_id, RESOURCE);
     let (html, cookies, session) = sign_in(&km, &url).await;
     assert!(html.contains("pizza agent"), "{html}");
-    assert!(html.contains(&format!("<code id=\"resource\">{RESOURCE}</code>")), "{html}");
+    assert!(
+        html.contains(&format!("<code id=\"resource\">{RESOURCE}</code>")),
+        "{html}"
+    );
     assert!(html.contains("<code>read</code>"), "{html}");
     let mut deny = hidden_fields(&html);
     deny.push(("consent".into(), "deny".into()));
     let denied = post_form(&km, &cookies, &deny).await;
     let location = denied.headers()["location"].to_str().expect("location");
-    assert_eq!(query_param(location, "error").as_deref(), Some("access_denied"));
+    assert_eq!(
+        query_param(location, "error").as_deref(),
+        Some("access_denied")
+    );
 
     // Allow: a code, exchanged (public client: no secret) for a token bound to the API.
     let page = http()
@@ -266,7 +293,8 @@ async fn an_agent_gets_a_token_bound_to_one_api_after_consent() {
     let allowed = post_form(&km, &cookies, &allow).await;
     let location = allowed.headers()["location"].to_str().expect("location");
     let code = query_param(location, "code").expect("code");
-    let (status, body) = exchange(&km, client_id, &code, Some("http://gw.test:8280/other/v1")).await;
+    let (status, body) =
+        exchange(&km, client_id, &code, Some("http://gw.test:8280/other/v1")).await;
     assert_eq!((status, &body["error"]), (400, &json!("invalid_target")));
     // The code was spent by that attempt: ask again, and the consent is remembered.
     let again = http()
@@ -275,12 +303,19 @@ async fn an_agent_gets_a_token_bound_to_one_api_after_consent() {
         .send()
         .await
         .expect("authorize again");
-    assert_eq!(again.status(), 302, "a remembered consent redirects at once");
+    assert_eq!(
+        again.status(),
+        302,
+        "a remembered consent redirects at once"
+    );
     let location = again.headers()["location"].to_str().expect("location");
     let code = query_param(location, "code").expect("code");
     let (status, token) = exchange(&km, client_id, &code, Some(RESOURCE)).await;
     assert_eq!(status, 200, "{token}");
-    assert!(token.get("refresh_token").is_none(), "a bound grant is not refreshed");
+    assert!(
+        token.get("refresh_token").is_none(),
+        "a bound grant is not refreshed"
+    );
     let jwks = km.km.jwks();
     let claims = verify_independently(
         token["access_token"].as_str().expect("jwt"),
@@ -293,7 +328,12 @@ async fn an_agent_gets_a_token_bound_to_one_api_after_consent() {
 
     // Other scopes are another consent.
     let more = authorize_url(&km, client_id, RESOURCE).replace("scope=read", "scope=read+write");
-    let page = http().get(&more).header("cookie", &session).send().await.expect("get");
+    let page = http()
+        .get(&more)
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("get");
     assert_eq!(page.status(), 200, "new scopes ask again");
 }
 
@@ -310,7 +350,11 @@ async fn client_credentials_take_a_resource_too() {
     assert_eq!(status, 200, "{body}");
     let (_, claims, _, _) = split(body["access_token"].as_str().expect("jwt"));
     assert_eq!(claims["aud"], json!([RESOURCE]));
-    for bad in ["http://gw.test/nope/v1", "pizza/v1", "http://gw.test/pizza/v1#x"] {
+    for bad in [
+        "http://gw.test/nope/v1",
+        "pizza/v1",
+        "http://gw.test/pizza/v1#x",
+    ] {
         let (status, _, body) = km
             .post(
                 "/oauth2/token",
@@ -318,7 +362,11 @@ async fn client_credentials_take_a_resource_too() {
                 &[("grant_type", "client_credentials"), ("resource", bad)],
             )
             .await;
-        assert_eq!((status, &body["error"]), (400, &json!("invalid_target")), "{bad}");
+        assert_eq!(
+            (status, &body["error"]),
+            (400, &json!("invalid_target")),
+            "{bad}"
+        );
     }
     let (status, _, body) = km
         .post(
@@ -327,5 +375,9 @@ async fn client_credentials_take_a_resource_too() {
             &[("grant_type", "client_credentials"), ("resource", RESOURCE)],
         )
         .await;
-    assert_eq!((status, &body["error"]), (400, &json!("invalid_target")), "{body}");
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("invalid_target")),
+        "{body}"
+    );
 }

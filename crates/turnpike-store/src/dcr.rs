@@ -58,8 +58,12 @@ pub(crate) async fn register(
         audience: Vec::new(),
         callback_url: Some(reg.redirect_uris.join(" ")).filter(|u| !u.is_empty()),
     };
-    tx.create_oauth_client(&app.id, &reg.client_id, &input).await?;
-    let summary = format!("client {} registered as application {}", reg.client_id, app.id);
+    tx.create_oauth_client(&app.id, &reg.client_id, &input)
+        .await?;
+    let summary = format!(
+        "client {} registered as application {}",
+        reg.client_id, app.id
+    );
     tx.commit(&reg.owner, &summary).await?;
     Ok(Some(ClientRecord {
         client_id: reg.client_id.clone(),

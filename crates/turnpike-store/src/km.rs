@@ -12,8 +12,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 use turnpike_keymanager::{
     ClientRecord, ClientStore, Grant, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,
-    Registration, RevokedJti, SigningAlg, StoreError as KmError, StoredKey, TokenStore,
-    UserRecord,
+    Registration, RevokedJti, SigningAlg, StoreError as KmError, StoredKey, TokenStore, UserRecord,
 };
 
 use crate::oauth::{decode_client, join_words, split_words};
@@ -155,7 +154,9 @@ impl ClientStore for Store {
         reg: &Registration,
         max_clients: u64,
     ) -> Result<Option<ClientRecord>, KmError> {
-        crate::dcr::register(self, reg, max_clients).await.map_err(err)
+        crate::dcr::register(self, reg, max_clients)
+            .await
+            .map_err(err)
     }
 }
 

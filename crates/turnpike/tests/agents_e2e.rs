@@ -101,7 +101,9 @@ fn an_agent_discovers_registers_and_calls_with_an_audience_bound_token() {
     });
 
     // Registration is off until an admin turns it on: no endpoint in the metadata, 404.
-    let meta = support::get(&format!("http://{cp}/.well-known/oauth-authorization-server"));
+    let meta = support::get(&format!(
+        "http://{cp}/.well-known/oauth-authorization-server"
+    ));
     let meta: Value = serde_json::from_str(&meta.1).expect("metadata");
     assert!(meta.get("registration_endpoint").is_none(), "{meta}");
     let (status, body) = curl(
@@ -127,7 +129,10 @@ fn an_agent_discovers_registers_and_calls_with_an_audience_bound_token() {
     );
 
     let out = Command::new(python())
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/agent_oauth.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/agent_oauth.py"
+        ))
         .args([
             &format!("http://{gw}"),
             "/pizza/v1/menu",
@@ -158,10 +163,16 @@ fn an_agent_discovers_registers_and_calls_with_an_audience_bound_token() {
     assert_eq!(prm["status"], 200, "{r}");
     assert_eq!(prm["cors"], "*");
     assert_eq!(prm["doc"]["resource"], resource);
-    assert_eq!(prm["doc"]["authorization_servers"], json!([format!("http://{cp}")]));
+    assert_eq!(
+        prm["doc"]["authorization_servers"],
+        json!([format!("http://{cp}")])
+    );
     assert_eq!(prm["doc"]["scopes_supported"], json!(["read"]));
     assert_eq!(prm["doc"]["bearer_methods_supported"], json!(["header"]));
-    assert_eq!(r["registration_endpoint"], format!("http://{cp}/oauth2/register"));
+    assert_eq!(
+        r["registration_endpoint"],
+        format!("http://{cp}/oauth2/register")
+    );
     assert_eq!(r["registration"]["status"], 201, "{r}");
     assert_eq!(r["subscription_status"], 201, "{r}");
     assert_eq!(r["consent"]["status"], 200, "{r}");

@@ -51,7 +51,11 @@ fn stored(v: Option<Value>) -> Value {
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -122,7 +126,13 @@ async fn put_settings(
         changes.insert("owner".into(), o.into());
     }
     if let Some(t) = f.string("applicationTier", false, 100) {
-        if t.is_empty() || s.inner.store.get_tier(TierKind::Application, &t).await.is_err() {
+        if t.is_empty()
+            || s.inner
+                .store
+                .get_tier(TierKind::Application, &t)
+                .await
+                .is_err()
+        {
             f.err("applicationTier", "no such application tier");
         }
         changes.insert("applicationTier".into(), t.into());
@@ -149,6 +159,7 @@ async fn put_settings(
         o.extend(changes);
     }
     tx.set_setting(KEY, &v).await?;
-    tx.commit(&caller.name, "client registration settings").await?;
+    tx.commit(&caller.name, "client registration settings")
+        .await?;
     Ok(axum::Json(view(v)).into_response())
 }

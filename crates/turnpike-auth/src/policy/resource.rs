@@ -143,7 +143,11 @@ impl ResourceMeta {
                 false => Ok(()),
             };
         }
-        match identity.resources.iter().any(|r| self.is_own(r, https, req)) {
+        match identity
+            .resources
+            .iter()
+            .any(|r| self.is_own(r, https, req))
+        {
             true => Ok(()),
             false => Err(AuthError::InvalidToken(
                 "the token was issued for another resource",

@@ -155,7 +155,12 @@ fn compile(
     } else {
         None
     };
-    let servers: Vec<String> = file.security.issuers.iter().map(|i| i.issuer.clone()).collect();
+    let servers: Vec<String> = file
+        .security
+        .issuers
+        .iter()
+        .map(|i| i.issuer.clone())
+        .collect();
     let apis = file
         .apis
         .iter()
