@@ -41,16 +41,23 @@ fn rest(method: &str, cp: &str, path: &str, body: Value) -> Value {
     v
 }
 
-/// A published API on the echo back end with `auth` as its security; returns its id.
-fn publish(cp: &str, echo: &str, name: &str, scopes: &[&str], auth: Value) -> String {
-    let api = rest(
-        "POST",
-        cp,
-        "/api/am/publisher/v1/apis",
-        json!({"name": name, "context": format!("/{name}"), "version": "v1",
-            "endpoints": [format!("http://{echo}")],
-            "resources": [{"path": "/menu", "methods": ["GET"], "scopes": scopes}]}),
-    );
+/// A published API on the echo back end with `auth` as its security and `extra` fields
+/// (e.g. an `mcp` section); returns its id.
+fn publish_with(
+    cp: &str,
+    echo: &str,
+    name: &str,
+    scopes: &[&str],
+    auth: Value,
+    extra: Value,
+) -> String {
+    let mut body = json!({"name": name, "context": format!("/{name}"), "version": "v1",
+        "endpoints": [format!("http://{echo}")],
+        "resources": [{"path": "/menu", "methods": ["GET"], "scopes": scopes}]});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    let api = rest("POST", cp, "/api/am/publisher/v1/apis", body);
     let id = api["id"].as_str().expect("id").to_owned();
     rest(
         "PUT",
@@ -65,6 +72,20 @@ fn publish(cp: &str, echo: &str, name: &str, scopes: &[&str], auth: Value) -> St
         Value::Null,
     );
     id
+}
+
+fn publish(cp: &str, echo: &str, name: &str, scopes: &[&str], auth: Value) -> String {
+    publish_with(cp, echo, name, scopes, auth, json!({}))
+}
+
+/// Turns dynamic client registration on: open, owned by `admin`, scope `read`.
+fn open_registration(cp: &str) -> Value {
+    rest(
+        "PUT",
+        cp,
+        "/api/am/admin/v1/settings/client-registration",
+        json!({"enabled": true, "owner": "admin", "scopes": ["read"], "maxClients": 10}),
+    )
 }
 
 /// Debian's interpreter, where apt puts python3-authlib (a pyenv `python3` may shadow it).
@@ -112,12 +133,7 @@ fn an_agent_discovers_registers_and_calls_with_an_audience_bound_token() {
         Some(&json!({"redirect_uris": ["http://127.0.0.1:1/cb"]})),
     );
     assert_eq!(status, 404, "{body}");
-    let settings = rest(
-        "PUT",
-        &cp,
-        "/api/am/admin/v1/settings/client-registration",
-        json!({"enabled": true, "owner": "admin", "scopes": ["read"], "maxClients": 10}),
-    );
+    let settings = open_registration(&cp);
     assert_eq!(settings["initialAccessTokenSet"], false, "{settings}");
     // An API that publishes no metadata has none.
     assert_eq!(
@@ -191,4 +207,56 @@ fn an_agent_discovers_registers_and_calls_with_an_audience_bound_token() {
         format!("http://{gw}/.well-known/oauth-protected-resource/other/v1")
     );
     assert_eq!(other["challenge"]["error"], "invalid_token");
+}
+
+/// The official MCP Python SDK's OAuth client (tests/py/mcp_oauth.py) through the same
+/// discovery, registration, consent and PKCE against an API's MCP endpoint, then
+/// initialize and tools/list with the audience-bound token.
+#[test]
+#[ignore = "needs the MCP endpoint (/mcp/{context}/{version}, branch mcp, issue 31 item 1): run with --ignored once it is merged"]
+fn the_mcp_sdk_signs_in_through_discovery_and_registration() {
+    let dir = TempDir::new();
+    let Stack {
+        _procs,
+        echo,
+        cp,
+        gw,
+    } = support::cp_stack(&dir, TOKEN, PASSWORD);
+    let agents = json!({"oauth2": true, "subscription": true,
+        "resource_metadata": true, "audience_check": true});
+    let id = publish_with(&cp, &echo, "tools", &[], agents, json!({"mcp": {}}));
+    let endpoint = format!("http://{gw}/mcp/tools/v1");
+    support::wait_until("the MCP endpoint is live", || {
+        Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+            .args([
+                "-H",
+                "content-type: application/json",
+                "-d",
+                "{}",
+                &endpoint,
+            ])
+            .output()
+            .is_ok_and(|o| o.stdout == b"401")
+    });
+    open_registration(&cp);
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_oauth.py"
+        ))
+        .args([&endpoint, &format!("http://{cp}"), &id, "admin", PASSWORD])
+        .output()
+        .expect("python3 runs (tools/python/requirements.txt: mcp)");
+    assert!(
+        out.status.success(),
+        "mcp_oauth.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json from the script");
+    assert_eq!(r["resource_asked"], json!([endpoint]), "{r}");
+    assert_eq!(r["consent_page"], true, "{r}");
+    assert_eq!(r["subscription_status"], 201, "{r}");
+    assert_eq!(r["aud"], json!([endpoint]), "{r}");
+    assert!(r["tools"].as_array().is_some_and(|t| !t.is_empty()), "{r}");
 }
