@@ -213,7 +213,6 @@ fn an_agent_discovers_registers_and_calls_with_an_audience_bound_token() {
 /// discovery, registration, consent and PKCE against an API's MCP endpoint, then
 /// initialize and tools/list with the audience-bound token.
 #[test]
-#[ignore = "needs the MCP endpoint (/mcp/{context}/{version}, branch mcp, issue 31 item 1): run with --ignored once it is merged"]
 fn the_mcp_sdk_signs_in_through_discovery_and_registration() {
     let dir = TempDir::new();
     let Stack {
