@@ -10,11 +10,16 @@ pub mod echo_ws;
 pub mod graphql_echo;
 pub mod load;
 pub mod matrix;
+pub mod pin;
 pub mod plan;
 pub mod procstat;
+pub mod reference;
 pub mod report;
 pub mod run;
+pub mod setup;
+pub mod stack;
 pub mod stats;
+pub mod tokens;
 
 /// Why a bench command failed.
 #[derive(Debug, thiserror::Error)]

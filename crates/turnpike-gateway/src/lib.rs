@@ -215,7 +215,8 @@ pub struct GatewayArgs {
     #[arg(long, env = "TURNPIKE_WORKERS")]
     pub workers: Option<usize>,
     /// Redis URL (`redis://host:port/db`): share throttle quotas with the other gateways,
-    /// leased in batches by a background task (no Redis call on the request path).
+    /// leased in batches by a background task (no Redis call on the request path), and
+    /// the response cache of APIs whose cache says `shared: redis` (docs/caching.md).
     #[arg(long, env = "TURNPIKE_REDIS")]
     pub redis: Option<String>,
     /// While Redis is unreachable: `open` (each gateway enforces the full limit alone)

@@ -1512,6 +1512,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
@@ -1733,6 +1735,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
@@ -1955,6 +1959,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];

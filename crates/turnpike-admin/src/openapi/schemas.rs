@@ -48,6 +48,7 @@ fn cache_props() -> Value {
             "stale_if_error": {"type": "string"},
             "lock_timeout": {"type": "string"},
             "tag_header": {"type": "string", "example": "Cache-Tag"},
+            "shared": {"type": "string", "enum": ["none", "redis"]},
             "purges": {"type": "array", "maxItems": 32, "items": {"$ref": "#/components/schemas/CachePurge"}}}})
 }
 
