@@ -19,7 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use turnpike_keymanager::{
     AuthorizeClient, ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager,
-    KeyManagerConfig, StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
+    KeyManagerConfig, Registration, RegistrationPolicy, StoreError as KmError, Stores, SystemClock,
+    TokenFormat, UserRecord,
 };
 use turnpike_model::rest::CLI_CLIENT_ID;
 use turnpike_model::security::{
@@ -91,6 +92,21 @@ impl ClientStore for Clients {
             .map(|u| u.roles)
             .unwrap_or_default();
         Ok(Some(crate::scopes::for_roles(&roles)))
+    }
+    async fn api_exists(&self, path: &str) -> Result<bool, KmError> {
+        self.store.api_exists(path).await
+    }
+    async fn registration_policy(&self) -> Result<Option<RegistrationPolicy>, KmError> {
+        crate::rest::client_registration::policy(&self.store)
+            .await
+            .map_err(|e| KmError::new(e.to_string()))
+    }
+    async fn register_client(
+        &self,
+        reg: &Registration,
+        max_clients: u64,
+    ) -> Result<Option<ClientRecord>, KmError> {
+        self.store.register_client(reg, max_clients).await
     }
 }
 
@@ -239,11 +255,13 @@ pub async fn rotate_signing_key(state: &AppState, who: &str) -> Result<Vec<KeyIn
 }
 
 /// The snapshot's `security:` section without its subscriptions (the snapshot builder
-/// adds those from its index).
+/// adds those from its index). `resource_audiences`: some API publishes resource
+/// metadata or checks audiences ([`binds_resources`]).
 pub async fn spec(
     store: &Store,
     sec: &Security,
     gateway_token: &str,
+    resource_audiences: bool,
 ) -> Result<SecuritySpec, ApiError> {
     let jwks = serde_json::to_value(sec.km.jwks()).map_err(|_| ApiError::internal())?;
     let now = std::time::SystemTime::now()
@@ -282,6 +300,9 @@ pub async fn spec(
             jwks: Some(jwks),
             jwks_url: None,
             claims: HashMap::new(),
+            // Tokens asked for with `resource` (RFC 8707) carry that API's URI as `aud`;
+            // set once some API asks, so other deployments' snapshots stay as they were.
+            resource_audiences,
         }],
         api_keys,
         basic_users: Vec::new(),
@@ -295,6 +316,15 @@ pub async fn spec(
             client_secret: gateway_token.to_string(),
         }),
     })
+}
+
+/// Whether an API's stored `auth:` (compact JSON) publishes resource metadata or
+/// checks audiences: then the key manager's issuer admits resource-bound tokens
+/// (`resource_audiences`, docs/security.md "Agents"). Until some API does, the snapshot
+/// stays as before and such tokens, whose `aud` is not `turnpike`, pass nowhere.
+pub fn binds_resources(stored_auth: &str) -> bool {
+    stored_auth.contains("\"resource_metadata\":true")
+        || stored_auth.contains("\"audience_check\":true")
 }
 
 /// The API's stored `auth:`; `None` is the default (OAuth2 and a subscription).

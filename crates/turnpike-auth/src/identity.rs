@@ -25,6 +25,8 @@ fn principal_heap_bytes(p: &Principal) -> usize {
         + p.scopes.capacity() * std::mem::size_of::<String>()
         + p.scopes.iter().map(String::capacity).sum::<usize>()
         + p.claims.heap_bytes()
+        + p.resources.capacity() * std::mem::size_of::<String>()
+        + p.resources.iter().map(String::capacity).sum::<usize>()
 }
 
 impl CacheWeight for Arc<Identity> {
@@ -153,6 +155,7 @@ impl ClaimMapping {
         key_id: Option<String>,
         kept: Option<&KeptClaims>,
         principals: &Principals,
+        resources: Vec<String>,
     ) -> Identity {
         let scopes = match lookup(claims, &self.scopes) {
             Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
@@ -180,6 +183,7 @@ impl ClaimMapping {
                 .filter(|k| !k.is_empty())
                 .map(|k| extract(k, claims))
                 .unwrap_or_default(),
+            resources,
         };
         Identity {
             kind,

@@ -229,6 +229,8 @@ impl Introspector {
             None,
             None,
             &self.principals,
+            // The key manager refuses `resource` for opaque tokens: never bound.
+            Vec::new(),
         ));
         let until = (now + self.cache_ttl).min(exp.unwrap_or(u64::MAX));
         self.positive.insert(key, id.clone(), until);

@@ -154,6 +154,9 @@ pub struct TrustedIssuer {
     pub issuer: String,
     /// Accepted `aud` values (any one suffices); empty disables the audience check.
     pub audiences: Vec<String>,
+    /// A token for none of `audiences` but for resource URIs only passes, bound to them
+    /// (`Principal::resources`; RFC 8707).
+    pub resource_audiences: bool,
     pub mapping: ClaimMapping,
     keys: ArcSwap<KeySet>,
     pub(crate) changed: tokio::sync::watch::Sender<u64>,
@@ -165,6 +168,7 @@ impl TrustedIssuer {
         Self {
             issuer: issuer.into(),
             audiences,
+            resource_audiences: false,
             mapping: ClaimMapping::default(),
             keys: ArcSwap::from_pointee(keys),
             changed: tokio::sync::watch::channel(0).0,
@@ -174,6 +178,12 @@ impl TrustedIssuer {
 
     pub fn with_mapping(mut self, mapping: ClaimMapping) -> Self {
         self.mapping = mapping;
+        self
+    }
+
+    /// See [`TrustedIssuer::resource_audiences`].
+    pub fn with_resource_audiences(mut self, on: bool) -> Self {
+        self.resource_audiences = on;
         self
     }
 
@@ -267,6 +277,25 @@ fn audience_ok(claims: &Value, accepted: &[String]) -> Result<(), AuthError> {
         Some(v) if is_accepted(v) => Ok(()),
         Some(_) => Err(wrong),
     }
+}
+
+/// Caps the resources one token may be bound to: each costs a comparison per request.
+const MAX_TOKEN_RESOURCES: usize = 8;
+
+/// The token's `aud` when it is one to [`MAX_TOKEN_RESOURCES`] absolute `http(s)` URIs:
+/// the resources (RFC 8707) the token is bound to; `None` for any other audience.
+fn resource_audiences(claims: &Value) -> Option<Vec<String>> {
+    let is_uri = |a: &str| a.starts_with("https://") || a.starts_with("http://");
+    let list: Vec<String> = match claims.get("aud")? {
+        Value::String(a) => vec![a.clone()],
+        Value::Array(list) => list
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()?,
+        _ => return None,
+    };
+    let ok = !list.is_empty() && list.len() <= MAX_TOKEN_RESOURCES;
+    (ok && list.iter().all(|a| is_uri(a))).then_some(list)
 }
 
 impl JwtValidator {
@@ -386,8 +415,16 @@ impl JwtValidator {
         jws.verify(&vk.key)?;
         // Signed by a trusted key: now the claims mean something.
         let exp = self.check_times(&claims)?;
+        let mut resources = Vec::new();
         if !issuer.audiences.is_empty() {
-            audience_ok(&claims, &issuer.audiences)?;
+            if let Err(e) = audience_ok(&claims, &issuer.audiences) {
+                // Not for the issuer's usual audience: still good if bound to resources.
+                resources = issuer
+                    .resource_audiences
+                    .then(|| resource_audiences(&claims))
+                    .flatten()
+                    .ok_or(e)?;
+            }
         }
         let mut id = issuer.mapping.identity(
             CredentialKind::Jwt,
@@ -395,6 +432,7 @@ impl JwtValidator {
             Some(kid.to_owned()),
             self.kept.get(),
             &self.principals,
+            resources,
         );
         id.expires_at = Some(exp);
         Ok(id)

@@ -92,6 +92,8 @@ pub struct AuthRuntime {
     /// One back-end JWT signer per (issuer, header, ttl): its key lives as long as the
     /// gateway, so back ends keep verifying across reloads.
     backend_signers: Mutex<HashMap<(String, String, u64), Arc<BackendJwtSigner>>>,
+    /// The gateway's public URL (`--public-url`): the base of every API's resource URI.
+    public_url: std::sync::OnceLock<String>,
 }
 
 /// A compiled spec: shared by every API's authenticator in one snapshot.
@@ -121,7 +123,20 @@ impl AuthRuntime {
             remote_issuers: Mutex::new(HashMap::new()),
             leeway: 30,
             backend_signers: Mutex::new(HashMap::new()),
+            public_url: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets the gateway's public URL once, before the first snapshot is compiled: the
+    /// base of every API's resource URI (RFC 8707, RFC 9728). Unset, each request's own
+    /// scheme and `Host` are. Later calls are ignored.
+    pub fn set_public_url(&self, url: &str) {
+        let _ = self.public_url.set(url.trim_end_matches('/').to_owned());
+    }
+
+    /// See [`Self::set_public_url`].
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.get().map(String::as_str)
     }
 
     /// The verified-token cache's lookups and size (kept across snapshots).
@@ -275,7 +290,8 @@ impl AuthRuntime {
                 (Some(jwks), None) => match KeySet::from_jwks_json(jwks.to_string().as_bytes()) {
                     Ok(keys) => out.push(Arc::new(
                         TrustedIssuer::new(is.issuer.clone(), is.audiences.clone(), keys)
-                            .with_mapping(map),
+                            .with_mapping(map)
+                            .with_resource_audiences(is.resource_audiences),
                     )),
                     Err(e) => err(errors, format!("{path}.jwks"), e.to_string()),
                 },
@@ -302,13 +318,18 @@ impl AuthRuntime {
             .unwrap_or_else(|p| p.into_inner());
         let key = (is.issuer.clone(), uri.to_string());
         if let Some((issuer, task)) = remote.get(&key) {
-            if !task.is_finished() && issuer.audiences == is.audiences && issuer.mapping == map {
+            if !task.is_finished()
+                && issuer.audiences == is.audiences
+                && issuer.resource_audiences == is.resource_audiences
+                && issuer.mapping == map
+            {
                 return issuer.clone();
             }
         }
         let issuer = Arc::new(
             TrustedIssuer::new(is.issuer.clone(), is.audiences.clone(), KeySet::default())
-                .with_mapping(map),
+                .with_mapping(map)
+                .with_resource_audiences(is.resource_audiences),
         );
         let task = match HttpClient::new(Duration::from_secs(10)) {
             Ok(client) => spawn_jwks_refresh(issuer.clone(), JwksSource::new(uri), client),

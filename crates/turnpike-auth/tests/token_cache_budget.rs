@@ -57,6 +57,7 @@ fn identity(i: u64, principals: &Principals) -> Arc<Identity> {
             key_type: KeyType::Production,
             key_id: Some("km-key-1".into()),
             claims: Default::default(),
+            resources: Vec::new(),
         }),
     })
 }

@@ -9,7 +9,9 @@
 //! 2. deprecation headers, then the edge kinds of the `policies:` list (CORS), as
 //!    written (`Edge`);
 //! 3. lifecycle (`Admission`), body limit (`Limits`), auth (`Auth`), throttle
-//!    (`Throttle`);
+//!    (`Throttle`), then an MCP endpoint's tool calls (`Throttle` too, after the
+//!    quota: it answers the protocol's own messages once the caller is admitted and
+//!    wraps a tool's answer, seeing the response last of the transforms);
 //! 4. the response cache of the `policies:` list, then mediation (`Transform`: last on
 //!    the request, first on the response; a cache hit skips mediation, whose output
 //!    the cache stored);
@@ -31,6 +33,7 @@ use turnpike_auth::Subscriptions;
 use turnpike_cache::{Cache, ResourceCaches};
 use turnpike_edge::{BodyLimit, Cors, Deprecation, Lifecycle};
 use turnpike_graphql::Graphql;
+use turnpike_mcp::Mcp;
 use turnpike_mediation::policy::Mediation;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
@@ -114,6 +117,7 @@ fn build_entry(spec: &EntrySpec<'_>, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc
         EntrySpec::BodyLimit(q) => build::<BodyLimit>(q, cx),
         EntrySpec::Auth => build::<Auth>(&(), cx),
         EntrySpec::Throttle => build::<Throttle>(&(), cx),
+        EntrySpec::Mcp(m) => build::<Mcp>(m, cx),
         EntrySpec::Mediation => build::<Mediation>(&(), cx),
         EntrySpec::Graphql(g) => build::<Graphql>(g, cx),
         EntrySpec::TokenBudget => build::<TokenBudget>(&(), cx),

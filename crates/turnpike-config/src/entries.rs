@@ -1,12 +1,13 @@
 //! Desugars each API's sections into the policy entries its chain is built from: the
 //! file keeps its user-facing sections (`soap:`, `deprecation:`, `policies:`,
 //! `lifecycle:`, `max_body_size:`, `auth:` with the file's `security:`, `throttling:`,
-//! `mediation:`, `graphql:`), and `crate::chain` sees one list per API. The entries
+//! `mcp:`, `mediation:`, `graphql:`), and `crate::chain` sees one list per API. The entries
 //! borrow the spec: the `ApiSpec` is never rewritten, so the file format, the wire JSON
 //! and the sync hashes stay as they are.
 
 use turnpike_model::ai::AiSpec;
 use turnpike_model::graphql::GraphqlSpec;
+use turnpike_model::mcp::McpSpec;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::soap::SoapSpec;
 use turnpike_model::{ApiSpec, Quantity};
@@ -38,6 +39,8 @@ pub(crate) enum EntrySpec<'a> {
     Auth,
     /// `throttling:` of the API, its resources or its GraphQL operations.
     Throttle,
+    /// `mcp:`: the API's operations as MCP tools.
+    Mcp(&'a McpSpec),
     /// `mediation:` of the API or its resources.
     Mediation,
     /// `graphql:`.
@@ -72,6 +75,9 @@ pub(crate) fn entries(i: usize, api: &ApiSpec) -> Vec<Entry<'_>> {
     );
     push(at("auth"), EntrySpec::Auth);
     push(at("throttling"), EntrySpec::Throttle);
+    if let Some(m) = &api.mcp {
+        push(at("mcp"), EntrySpec::Mcp(m));
+    }
     push(at("mediation"), EntrySpec::Mediation);
     if let Some(g) = &api.graphql {
         push(at("graphql"), EntrySpec::Graphql(g));

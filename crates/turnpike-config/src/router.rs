@@ -167,6 +167,18 @@ impl Router {
                     ));
                 }
             }
+            if let Some(m) = &c.mcp_endpoint {
+                let cand = Candidate {
+                    api: slot,
+                    file_index: c.index,
+                    prefix_len: m.route.len(),
+                    methods: mcp_methods(),
+                    explicit: true,
+                    origin: &m.origin,
+                    resource: &m.resource,
+                };
+                plan.add(m.route.clone(), cand, problems);
+            }
         }
         let mut router = Router::default();
         for (host, plan) in plans {
@@ -183,6 +195,12 @@ impl Router {
         }
         router
     }
+}
+
+/// An MCP endpoint's methods: `POST` for messages, `DELETE` to end a session.
+fn mcp_methods() -> MethodSet {
+    let post = MethodSet::parse("POST").unwrap_or_default();
+    post.union(MethodSet::parse("DELETE").unwrap_or_default())
 }
 
 #[inline]

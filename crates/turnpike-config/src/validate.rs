@@ -28,6 +28,18 @@ pub(crate) struct Checked {
     /// The API answers its own errors (a SOAP pass-through's Faults), so the paths below
     /// its prefix that no resource serves are its 404s (see `router`).
     pub owns_unmatched: bool,
+    /// The MCP endpoint of an API with an `mcp:` section (docs/mcp.md).
+    pub mcp_endpoint: Option<McpEndpoint>,
+}
+
+/// Where an API's MCP server answers: `/mcp{context}/{version}`, for `POST` (JSON-RPC
+/// messages) and `DELETE` (a session's end); a `GET` gets 405 (no server stream).
+pub(crate) struct McpEndpoint {
+    pub route: String,
+    /// What analytics names the endpoint's own requests by (a tool call is named by its
+    /// tool).
+    pub resource: Arc<str>,
+    pub origin: String,
 }
 
 pub(crate) struct CheckedResource {
@@ -159,6 +171,11 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         .soap
         .as_ref()
         .is_some_and(|s| s.api_type == turnpike_model::soap::SoapApiType::Soap);
+    let mcp_endpoint = spec.mcp.as_ref().map(|_| McpEndpoint {
+        route: turnpike_model::mcp::endpoint_path(&spec.context, &spec.version),
+        resource: Arc::from(turnpike_model::mcp::ENDPOINT_RESOURCE),
+        origin: format!("apis[{index}].mcp"),
+    });
 
     if problems.len() > before {
         return None;
@@ -192,6 +209,7 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         index,
         resources,
         owns_unmatched,
+        mcp_endpoint,
     })
 }
 

@@ -1,8 +1,8 @@
 //! Golden test of chain assembly: which policies each kind of API gets, in which order,
 //! and which problems a file with one error per kind reports (paths and order). Every
 //! way into a chain (the `soap:` section, deprecation, `policies:`, lifecycle,
-//! `max_body_size`, `auth:` with the file's `security:`, `throttling:`, the cache of
-//! `policies:`, `mediation:`,
+//! `max_body_size`, `auth:` with the file's `security:`, `throttling:`, `mcp:`, the cache
+//! of `policies:`, `mediation:`,
 //! `graphql:`) appears once, so a refactor of the chain builder cannot reorder them
 //! unnoticed.
 
@@ -46,6 +46,7 @@ apis:
     max_body_size: 1MB
     auth: {{ api_key: true, oauth2: false }}
     throttling: Tiny
+    mcp: {{ max_sessions: 3 }}
     mediation:
       request: {{ headers: {{ set: {{ x-api: rest }} }} }}
     resources:
@@ -93,6 +94,7 @@ fn each_api_gets_its_policies_in_the_documented_order() {
                     "body_limit",
                     "auth",
                     "throttle",
+                    "mcp",
                     "cache",
                     "mediation",
                 ]
@@ -120,8 +122,8 @@ fn bad_file() -> String {
             "auth: { api_key_header: \"\" }",
         )
         .replace(
-            "throttling: Tiny\n    mediation",
-            "throttling: NoSuchPolicy\n    mediation",
+            "throttling: Tiny\n    mcp",
+            "throttling: NoSuchPolicy\n    mcp",
         )
         .replace("x-api: rest", "content-length: \"1\"")
         .replace("throttling: Tiny }", "throttling: Missing }")

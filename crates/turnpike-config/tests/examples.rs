@@ -67,3 +67,33 @@ fn gateway_example_routes_as_its_comments_say() {
         Some("/backend")
     );
 }
+
+/// examples/mcp.yaml: the API's MCP endpoint is `/mcp{context}/{version}`, for POST and
+/// DELETE, beside its REST resources; its chain has the `mcp` policy with both tools.
+#[test]
+fn mcp_example_routes_its_endpoint_beside_its_resources() {
+    use http::Method;
+    use turnpike_config::RouteResult;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mcp.yaml");
+    let s = match Snapshot::load(&path) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    let to = |m: Method, p: &str| match s.route(None, &m, p) {
+        RouteResult::Matched {
+            api, upstream_path, ..
+        } => format!("{} {upstream_path}", api.name),
+        RouteResult::MethodNotAllowed { allow, .. } => format!("405 {allow:?}"),
+        RouteResult::NotFoundIn { .. } | RouteResult::NotFound => "404".into(),
+    };
+    assert_eq!(to(Method::POST, "/mcp/pets/v1"), "pets /");
+    assert_eq!(to(Method::DELETE, "/mcp/pets/v1"), "pets /");
+    assert_eq!(to(Method::GET, "/mcp/pets/v1"), "405 \"POST, DELETE\"");
+    assert_eq!(to(Method::POST, "/mcp/pets/v1/x"), "404");
+    assert_eq!(to(Method::GET, "/pets/v1/pets/7"), "pets /pets/7");
+    let mcp = s.apis[0]
+        .chain
+        .find::<turnpike_mcp::McpPolicy>()
+        .expect("the mcp policy");
+    assert_eq!(mcp.tool_names().collect::<Vec<_>>(), ["getPet", "addPet"]);
+}

@@ -39,6 +39,7 @@ mod server;
 mod throttle_runtime;
 mod upgrade;
 mod upstream;
+mod well_known;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -48,7 +49,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use turnpike_analytics::{Analytics, FileFormat, JsonLinesSink, PipelineSettings};
-use turnpike_config::Snapshot;
+use turnpike_config::{PolicyRuntime, Snapshot};
 use turnpike_otel::{Tracer, TracerSettings};
 
 pub use access_log::{AccessLog, AccessLogTarget};
@@ -196,6 +197,13 @@ pub struct GatewayArgs {
     /// dropped and `X-Forwarded-For` starts at the peer. Empty (default): nobody.
     #[arg(long, env = "TURNPIKE_TRUSTED_PROXIES", default_value = "", value_parser = headers::TrustedProxies::parse)]
     pub trusted_proxies: headers::TrustedProxies,
+    /// The gateway's public base URL as clients reach it (`https://api.example.com`):
+    /// the base of each API's OAuth resource URI (RFC 8707 `resource`, a token's `aud`)
+    /// and of its Protected Resource Metadata (RFC 9728; docs/security.md). Default:
+    /// the scheme and `Host` of each request, i.e. the listen address for clients that
+    /// dial it.
+    #[arg(long = "public-url", env = "TURNPIKE_GATEWAY_PUBLIC_URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
     /// MiB that all request bodies being buffered (an API's `request_buffering`) may hold
     /// at once; past it, a body streams to the upstream as it arrives instead.
     #[arg(long, env = "TURNPIKE_REQUEST_BUFFER_MIB", default_value_t = server::DEFAULT_REQUEST_BUFFER_MIB)]
@@ -314,7 +322,28 @@ fn secs(name: &str, v: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(v).map_err(|_| format!("--{name}: `{v}` is not a duration"))
 }
 
+/// `--public-url`: an absolute `http(s)` URL without query or fragment.
+fn parse_public_url(s: &str) -> Result<String, String> {
+    let uri: http::Uri = s.parse().map_err(|e| format!("not a URL: {e}"))?;
+    let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
+    if !scheme_ok || uri.authority().is_none() || uri.query().is_some() || s.contains('#') {
+        return Err(
+            "an absolute http:// or https:// URL without query, e.g. https://api.example.com"
+                .into(),
+        );
+    }
+    Ok(s.trim_end_matches('/').to_owned())
+}
+
 impl GatewayArgs {
+    /// Gives the policies `--public-url` (the base of every API's resource URI) before
+    /// any snapshot is compiled against `runtime`.
+    pub fn share_public_url(&self, runtime: &PolicyRuntime) {
+        if let Some(url) = &self.public_url {
+            runtime.auth.set_public_url(url);
+        }
+    }
+
     /// The TLS of every call to the control plane (snapshot long-poll, status reports,
     /// analytics shipping): `--control-plane-ca` and the mTLS pair; `None` when neither
     /// is set (the web PKI roots, no client certificate).
@@ -387,6 +416,7 @@ pub async fn run(args: GatewayArgs) -> Result<(), Box<dyn std::error::Error + Se
         "`turnpike gateway` needs --config FILE (DB-less) or --control-plane URL --gateway-token T",
     )?;
     let runtime = Arc::new(policy_runtime());
+    args.share_public_url(&runtime);
     let _throttling = start_throttling(&args, &runtime)?;
     let snapshot = Snapshot::load_with(&config, &runtime)?;
     tracing::info!(file = %config.display(), apis = snapshot.apis.len(), "config loaded");

@@ -165,7 +165,8 @@ fn route(
     })
 }
 
-/// No API: the error, observed by metrics and the access log only.
+/// No API: the error, observed by metrics and the access log only; or an API's RFC 9728
+/// metadata (`well_known.rs`), whose path no API routes.
 fn unrouted(
     conn: &Arc<ConnCtx>,
     parts: request::Parts,
@@ -173,6 +174,17 @@ fn unrouted(
     request_id: HeaderValue,
     observed: bool,
 ) -> Response<ResponseBody> {
+    if e.kind == ErrorKind::NotFound
+        && parts
+            .uri
+            .path()
+            .starts_with(turnpike_auth::policy::WELL_KNOWN_PRM)
+    {
+        let snap = conn.shared.snapshots.load();
+        if let Some(resp) = crate::well_known::protected_resource(&snap, &parts, conn.https) {
+            return resp;
+        }
+    }
     let e = not_ready_or(e, &conn.shared.health);
     let kind = e.kind;
     let mut resp = e.into_response(&request_id).map(ResponseBody::full);
@@ -312,50 +324,68 @@ async fn request_side(
     if conn.shared.health.is_stale() {
         stale_refusal(api, ctx, parts).map_err(|e| stop(end, e))?;
     }
-    chain.request_headers(ctx, parts).await?;
-    let body = if chain.hooks().contains(Hooks::REQUEST_BODY) {
-        let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let timed = ClientBody::new(body, None, conn.shared.body_read_timeout);
-        let mut bytes = body::collect(timed, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
+    // An API whose policy reads the request's meaning from its body (an MCP endpoint's
+    // JSON-RPC message) has it read before the request-headers hooks; the others pay
+    // this one bit test.
+    let read = if chain.wants_early_body(ctx, parts) {
+        let mut bytes = read_whole(conn, api, body)
             .await
             .map_err(|e| stop(end, e))?;
-        chain.request_body(ctx, parts, &mut bytes).await?;
-        body::set_length(&mut parts.headers, bytes.len());
-        if let Some(m) = marks.as_deref_mut() {
-            m.bytes_in.buffered(bytes.len() as u64);
-        }
-        ClientBody::full(bytes)
+        chain.early_body(ctx, parts, &mut bytes).await?;
+        ReadBody::Whole(bytes)
     } else {
-        let mut b = match api
-            .request_buffering
-            .filter(|_| !http_body::Body::is_end_stream(&body))
-            // A gRPC call's messages may stream both ways (client and bidirectional
-            // streaming): its body is never held back.
-            .filter(|_| !is_grpc_call(parts))
-        {
-            // Before any upstream connection: a slow body holds none (request_buffer.rs).
-            // Boxed: a request without a body does not carry this future.
-            Some(rb) => crate::request_buffer::boxed(body, rb, api, conn, &mut parts.headers)
-                .await
-                .map_err(|e| stop(end, e))?,
-            None => ClientBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
-        };
-        if let Some(m) = marks.as_deref_mut() {
-            // A body of unknown length (chunked) is counted as it streams; a declared
-            // one (or none) was noted when the finisher was made.
-            if !matches!(m.bytes_in, BytesIn::Declared(_)) {
-                match http_body::Body::size_hint(&b).exact() {
-                    // Read whole by request buffering.
-                    Some(n) => m.bytes_in.buffered(n),
-                    None => {
-                        let counter = Arc::new(AtomicU64::new(0));
-                        m.bytes_in.streaming(counter.clone());
-                        b.count_into(counter);
+        ReadBody::Stream(body)
+    };
+    chain.request_headers(ctx, parts).await?;
+    let read = match read {
+        ReadBody::Stream(b) if chain.hooks().contains(Hooks::REQUEST_BODY) => {
+            ReadBody::Whole(read_whole(conn, api, b).await.map_err(|e| stop(end, e))?)
+        }
+        other => other,
+    };
+    let body = match read {
+        ReadBody::Whole(mut bytes) => {
+            if chain.hooks().contains(Hooks::REQUEST_BODY) {
+                chain.request_body(ctx, parts, &mut bytes).await?;
+            }
+            body::set_length(&mut parts.headers, bytes.len());
+            if let Some(m) = marks.as_deref_mut() {
+                m.bytes_in.buffered(bytes.len() as u64);
+            }
+            ClientBody::full(bytes)
+        }
+        ReadBody::Stream(body) => {
+            let mut b = match api
+                .request_buffering
+                .filter(|_| !http_body::Body::is_end_stream(&body))
+                // A gRPC call's messages may stream both ways (client and bidirectional
+                // streaming): its body is never held back.
+                .filter(|_| !is_grpc_call(parts))
+            {
+                // Before any upstream connection: a slow body holds none (request_buffer.rs).
+                // Boxed: a request without a body does not carry this future.
+                Some(rb) => crate::request_buffer::boxed(body, rb, api, conn, &mut parts.headers)
+                    .await
+                    .map_err(|e| stop(end, e))?,
+                None => ClientBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
+            };
+            if let Some(m) = marks.as_deref_mut() {
+                // A body of unknown length (chunked) is counted as it streams; a declared
+                // one (or none) was noted when the finisher was made.
+                if !matches!(m.bytes_in, BytesIn::Declared(_)) {
+                    match http_body::Body::size_hint(&b).exact() {
+                        // Read whole by request buffering.
+                        Some(n) => m.bytes_in.buffered(n),
+                        None => {
+                            let counter = Arc::new(AtomicU64::new(0));
+                            m.bytes_in.streaming(counter.clone());
+                            b.count_into(counter);
+                        }
                     }
                 }
             }
+            b
         }
-        b
     };
     if let Some(m) = marks {
         m.sent = Some(Instant::now());
@@ -387,6 +417,23 @@ async fn request_side(
     forward(&conn.shared, api, parts, body, &ctx.upstream, &fwd)
         .await
         .map_err(|e| stop(end, e))
+}
+
+/// A request body read whole (for the body hooks) or left to stream.
+enum ReadBody {
+    Whole(bytes::Bytes),
+    Stream(Incoming),
+}
+
+/// The whole request body, up to the API's limit (413 above).
+fn read_whole(
+    conn: &ConnCtx,
+    api: &CompiledApi,
+    body: Incoming,
+) -> impl std::future::Future<Output = Result<bytes::Bytes, GatewayError>> {
+    let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+    let timed = ClientBody::new(body, None, conn.shared.body_read_timeout);
+    body::collect(timed, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
 }
 
 /// The request's trace context when tracing is on (one branch otherwise).

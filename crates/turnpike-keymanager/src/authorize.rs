@@ -31,7 +31,7 @@ use crate::clientauth::Form;
 use crate::error::{no_store, OAuthError};
 use crate::login_page::{self, LoginPage};
 use crate::secret::{random_token, token_hash, TokenHash};
-use crate::store::{ClientRecord, Grant, GrantType};
+use crate::store::{ClientRecord, Grant};
 use crate::token::TokenResponse;
 use crate::KeyManager;
 
@@ -47,6 +47,9 @@ const CODE_TTL: u64 = 60;
 /// Caps on what unauthenticated callers can make the server hold.
 const MAX_CODES: usize = 10_000;
 const MAX_SESSIONS: usize = 100_000;
+const MAX_CONSENTS: usize = 100_000;
+/// How long a remembered consent spares the user the consent page.
+const CONSENT_TTL: u64 = 30 * 24 * 3600;
 const SESSION_COOKIE: &str = "tp_session";
 const CSRF_COOKIE: &str = "tp_csrf";
 
@@ -56,6 +59,7 @@ struct CodeRecord {
     challenge: String,
     username: String,
     scope: Option<String>,
+    resource: Option<String>,
     expires_at: u64,
 }
 
@@ -69,6 +73,8 @@ struct SessionRecord {
 pub(crate) struct BrowserState {
     codes: Mutex<HashMap<TokenHash, CodeRecord>>,
     sessions: Mutex<HashMap<TokenHash, SessionRecord>>,
+    /// Consents given, by [`consent_key`], with when they lapse.
+    consents: Mutex<HashMap<TokenHash, u64>>,
 }
 
 /// A validated authorization request.
@@ -79,6 +85,10 @@ pub(crate) struct AuthRequest {
     pub(crate) state: Option<String>,
     pub(crate) code_challenge: String,
     pub(crate) scope: Option<String>,
+    /// The API the token is for (RFC 8707), checked.
+    pub(crate) resource: Option<String>,
+    /// `prompt=consent` (OpenID Connect): ask even when the user allowed the same before.
+    pub(crate) force_consent: bool,
     /// Set for an application (a third party): the user consents before a code is
     /// issued. `None` for the first-party portals.
     pub(crate) consent: Option<ConsentFor>,
@@ -204,9 +214,17 @@ impl KeyManager {
         if scope.as_ref().is_some_and(|s| s.len() > 1024) {
             return Err(refuse("invalid_scope", "scope is too long"));
         }
+        let resource = match self.target(get("resource").as_deref(), None).await {
+            Ok(r) => r,
+            Err(OAuthError::InvalidTarget(why)) => return Err(refuse("invalid_target", why)),
+            Err(e) => return Err(Refusal::Store(e)),
+        };
+        let force_consent = get("prompt").is_some_and(|p| p.split(' ').any(|p| p == "consent"));
         Ok(AuthRequest {
             code_challenge,
             scope,
+            resource,
+            force_consent,
             ..partial
         })
     }
@@ -259,10 +277,52 @@ impl KeyManager {
                 challenge: req.code_challenge.clone(),
                 username: username.to_owned(),
                 scope: req.scope.clone(),
+                resource: req.resource.clone(),
                 expires_at: now + CODE_TTL,
             },
         );
         Ok(code)
+    }
+
+    /// Whether `user` already allowed this client these scopes for this resource.
+    fn consented(&self, req: &AuthRequest, user: &str) -> bool {
+        let now = self.inner.clock.now_secs();
+        let Ok(consents) = self.inner.browser.consents.lock() else {
+            return false;
+        };
+        consents
+            .get(&consent_key(req, user))
+            .is_some_and(|until| *until > now)
+    }
+
+    /// Remembers an Allow (bounded: expired ones go first, then nothing new is kept),
+    /// or forgets one on a Deny.
+    fn remember_consent(&self, req: &AuthRequest, user: &str, allow: bool) {
+        let now = self.inner.clock.now_secs();
+        let Ok(mut consents) = self.inner.browser.consents.lock() else {
+            return;
+        };
+        if !allow {
+            consents.remove(&consent_key(req, user));
+            return;
+        }
+        if consents.len() >= MAX_CONSENTS {
+            consents.retain(|_, until| *until > now);
+        }
+        if consents.len() < MAX_CONSENTS {
+            consents.insert(consent_key(req, user), now + CONSENT_TTL);
+        }
+    }
+
+    /// The consent page, or the code at once when the user allowed the same before.
+    fn consent_or_code(&self, req: &AuthRequest, user: &str, status: StatusCode) -> Response {
+        if req.force_consent || !self.consented(req, user) {
+            return self.consent_page(req, user);
+        }
+        match self.issue_code(req, user) {
+            Ok(code) => code_redirect(status, req, &code),
+            Err(e) => e.into_response(),
+        }
     }
 
     fn cookie_attrs(&self) -> &'static str {
@@ -368,18 +428,45 @@ impl KeyManager {
             .cloned()
             .collect();
         let scopes = crate::token::resolve_scopes(record.scope.as_deref(), &allowed)?;
+        // RFC 8707 §2.2: the token request may repeat the authorized resource, not
+        // change it; checked again (the API may be gone, the client opaque).
+        if form
+            .get("resource")
+            .is_some_and(|r| Some(r) != record.resource.as_deref())
+        {
+            return Err(OAuthError::InvalidTarget(
+                "resource differs from the authorization request's",
+            ));
+        }
+        let aud = self
+            .target(record.resource.as_deref(), Some(client))
+            .await?;
         let grant = Grant {
             client_id: client.client_id.clone(),
             subject: user.username.clone(),
             username: Some(user.username),
             scopes,
         };
-        let refresh = client
-            .grant_types
-            .contains(&GrantType::RefreshToken)
-            .then(|| (crate::secret::random_id(), grant.clone()));
-        self.issue(client, grant, refresh).await
+        let refresh = crate::token::refresh_for(client, &grant, aud.as_deref());
+        self.issue(client, grant, refresh, aud).await
     }
+}
+
+/// What a consent is remembered by: the user, the client, the scopes (in any order)
+/// and the resource, hashed.
+fn consent_key(req: &AuthRequest, user: &str) -> TokenHash {
+    let mut scopes: Vec<&str> = req.scope.as_deref().map_or_else(
+        || vec!["*"],
+        |s| s.split(' ').filter(|s| !s.is_empty()).collect(),
+    );
+    scopes.sort_unstable();
+    scopes.dedup();
+    let resource = req.resource.as_deref().unwrap_or("");
+    token_hash(&format!(
+        "{user}\0{}\0{}\0{resource}",
+        req.client_id,
+        scopes.join(" ")
+    ))
 }
 
 fn poisoned<T>(_: T) -> OAuthError {
@@ -468,7 +555,7 @@ pub(crate) async fn authorize_get(
     };
     let force_login = get("prompt").as_deref() == Some("login");
     match km.session_user(&headers).filter(|_| !force_login) {
-        Some(user) if req.consent.is_some() => km.consent_page(&req, &user),
+        Some(user) if req.consent.is_some() => km.consent_or_code(&req, &user, StatusCode::FOUND),
         Some(user) => match km.issue_code(&req, &user) {
             Ok(code) => code_redirect(StatusCode::FOUND, &req, &code),
             Err(e) => e.into_response(),
@@ -492,6 +579,7 @@ fn consent_answer(
         );
     };
     if !allow || req.consent.is_none() {
+        km.remember_consent(req, &user, false);
         let mut params = vec![
             ("error", "access_denied"),
             ("error_description", "the user denied the request"),
@@ -501,6 +589,7 @@ fn consent_answer(
         }
         return redirect(StatusCode::SEE_OTHER, &req.redirect_uri, &params);
     }
+    km.remember_consent(req, &user, true);
     match km.issue_code(req, &user) {
         Ok(code) => code_redirect(StatusCode::SEE_OTHER, req, &code),
         Err(e) => e.into_response(),
@@ -577,7 +666,7 @@ pub(crate) async fn authorize_post(
     );
     // An application asks the user next; the portals get their code at once.
     if req.consent.is_some() {
-        let mut page = km.consent_page(&req, username);
+        let mut page = km.consent_or_code(&req, username, StatusCode::SEE_OTHER);
         if let Ok(v) = HeaderValue::from_str(&session) {
             page.headers_mut().append(header::SET_COOKIE, v);
         }

@@ -124,11 +124,15 @@ impl KeyManager {
         let public = self.inner.config.public_clients.contains(&p.client_id);
         let Some(secret) = p.secret else {
             // A public client has no secret to check; any other client must send one.
-            return match public {
-                true => self.inner.stores.clients.client(&p.client_id).await?,
-                false => None,
-            }
-            .ok_or(OAuthError::InvalidClient);
+            // A registered client without a secret (RFC 7591 `none`) is public too.
+            return self
+                .inner
+                .stores
+                .clients
+                .client(&p.client_id)
+                .await?
+                .filter(|c| public || c.secret_hash.is_empty())
+                .ok_or(OAuthError::InvalidClient);
         };
         if public {
             return Err(OAuthError::InvalidClient);

@@ -216,6 +216,7 @@ pub(crate) async fn jwks(State(km): State<KeyManager>) -> Response {
 
 /// The server's metadata: OpenID discovery and RFC 8414 serve the same document. The
 /// authorization endpoint is always there (any application may register redirect URIs);
+/// the registration endpoint (RFC 7591) only while registration is on;
 /// `none` is the public clients' token endpoint authentication (the portals, the CLI).
 pub(crate) async fn discovery(State(km): State<KeyManager>) -> Response {
     let iss = km.inner.config.issuer.trim_end_matches('/');
@@ -248,5 +249,10 @@ pub(crate) async fn discovery(State(km): State<KeyManager>) -> Response {
         "introspection_endpoint_auth_methods_supported": auth_methods,
         "id_token_signing_alg_values_supported": [alg],
     });
+    let mut doc = doc;
+    // A store that cannot answer leaves the endpoint out (a registration then says why).
+    if km.registration_policy().await.ok().flatten().is_some() {
+        doc["registration_endpoint"] = format!("{iss}/oauth2/register").into();
+    }
     Json(doc).into_response()
 }

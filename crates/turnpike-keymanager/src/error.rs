@@ -25,6 +25,9 @@ pub enum OAuthError {
     UnsupportedGrantType,
     #[error("invalid_scope: {0}")]
     InvalidScope(String),
+    /// RFC 8707 §2: the `resource` is malformed or names no API.
+    #[error("invalid_target: {0}")]
+    InvalidTarget(&'static str),
     #[error("unsupported_token_type")]
     UnsupportedTokenType,
     /// The store is down or full: 503 `temporarily_unavailable` with `Retry-After`.
@@ -53,6 +56,7 @@ impl OAuthError {
             Self::UnauthorizedClient(_) => ("unauthorized_client", StatusCode::BAD_REQUEST),
             Self::UnsupportedGrantType => ("unsupported_grant_type", StatusCode::BAD_REQUEST),
             Self::InvalidScope(_) => ("invalid_scope", StatusCode::BAD_REQUEST),
+            Self::InvalidTarget(_) => ("invalid_target", StatusCode::BAD_REQUEST),
             Self::UnsupportedTokenType => ("unsupported_token_type", StatusCode::BAD_REQUEST),
             Self::Server(_) => ("server_error", StatusCode::INTERNAL_SERVER_ERROR),
             Self::Unavailable(_) => ("temporarily_unavailable", StatusCode::SERVICE_UNAVAILABLE),
@@ -61,9 +65,10 @@ impl OAuthError {
 
     fn description(&self) -> Option<&str> {
         match self {
-            Self::InvalidRequest(d) | Self::InvalidGrant(d) | Self::UnauthorizedClient(d) => {
-                Some(d)
-            }
+            Self::InvalidRequest(d)
+            | Self::InvalidGrant(d)
+            | Self::UnauthorizedClient(d)
+            | Self::InvalidTarget(d) => Some(d),
             Self::InvalidClient => Some("client authentication failed"),
             Self::TooManyAttempts { .. } => {
                 Some("too many failed authentication attempts; retry later")

@@ -20,6 +20,8 @@ mod limiter;
 mod login_page;
 mod memory;
 mod peer;
+mod registration;
+mod resource;
 mod secret;
 mod store;
 mod token;
@@ -42,10 +44,12 @@ pub use keys::{Jwk, Jwks, KeyError};
 pub use limiter::{user_account, BruteForcePolicy, PasswordGuard};
 pub use memory::MemoryStore;
 pub use peer::PeerIp;
+pub use registration::RegistrationPolicy;
 pub use secret::{hash_secret, hash_secret_for_tests, random_token, token_hash, verify_secret};
 pub use store::{
     ClientRecord, ClientStore, Grant, GrantType, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,
-    RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore, UserRecord,
+    Registration, RevokedJti, SigningAlg, StoreError, StoredKey, TokenFormat, TokenStore,
+    UserRecord,
 };
 pub use token::{key_type_name, AccessClaims};
 pub use turnpike_model::clock::{Clock, ManualClock, SystemClock};
@@ -77,6 +81,8 @@ pub struct KeyManagerConfig {
     pub authorize_clients: Vec<AuthorizeClient>,
     /// How long a browser login session lasts (the login page is skipped meanwhile).
     pub session_ttl: Duration,
+    /// Dynamic client registration (RFC 7591); `None` (the default): off.
+    pub registration: Option<RegistrationPolicy>,
 }
 
 impl KeyManagerConfig {
@@ -90,6 +96,7 @@ impl KeyManagerConfig {
             public_clients: Vec::new(),
             authorize_clients: Vec::new(),
             session_ttl: Duration::from_secs(8 * 3600),
+            registration: None,
         }
     }
 }
@@ -127,8 +134,10 @@ pub(crate) struct Inner {
     pub(crate) guard: Arc<PasswordGuard>,
     /// Bumped after every revocation: the control plane publishes a snapshot on change.
     pub(crate) revocations: tokio::sync::watch::Sender<u64>,
-    /// Authorization codes and login sessions (`authorize.rs`).
+    /// Authorization codes, login sessions and consents (`authorize.rs`).
     pub(crate) browser: authorize::BrowserState,
+    /// Registrations per client address (`registration.rs`).
+    pub(crate) registrations: registration::RegistrationLimiter,
 }
 
 /// The authorization server. Cheap to clone.
@@ -170,6 +179,7 @@ impl KeyManager {
                 guard,
                 revocations: tokio::sync::watch::channel(0).0,
                 browser: authorize::BrowserState::default(),
+                registrations: registration::RegistrationLimiter::default(),
             }),
         })
     }
@@ -183,6 +193,7 @@ impl KeyManager {
                 get(authorize::authorize_get).post(authorize::authorize_post),
             )
             .route("/oauth2/logout", post(authorize::logout))
+            .route("/oauth2/register", post(registration::register))
             .route("/oauth2/revoke", post(endpoints::revoke))
             .route("/oauth2/introspect", post(endpoints::introspect))
             .route("/oauth2/jwks", get(endpoints::jwks))

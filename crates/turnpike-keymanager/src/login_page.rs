@@ -72,6 +72,8 @@ fn request_fields(r: &AuthRequest, csrf: &str) -> String {
         ("code_challenge_method", Some("S256")),
         ("state", r.state.as_deref()),
         ("scope", r.scope.as_deref()),
+        ("resource", r.resource.as_deref()),
+        ("prompt", r.force_consent.then_some("consent")),
         ("csrf", Some(csrf)),
     ] {
         if let Some(v) = value {
@@ -127,10 +129,14 @@ pub(crate) fn consent(r: &AuthRequest, csrf: &str, user: &str) -> String {
         Some(s) => format!("with the scopes <code>{}</code>", escape(s)),
         None => "with the scopes its keys allow".to_owned(),
     };
+    let target = match r.resource.as_deref() {
+        Some(res) => format!("the API <code id=\"resource\">{}</code>", escape(res)),
+        None => "APIs".to_owned(),
+    };
     let fields = request_fields(r, csrf);
     let body = format!(
         "<h1>Allow access?</h1><p class=\"sub\">Signed in as <strong>{}</strong></p>\
-         <p>{who} asks to call APIs as you, {scopes}. It is sent back to <code>{}</code>.</p>\
+         <p>{who} asks to call {target} as you, {scopes}. It is sent back to <code>{}</code>.</p>\
          <form method=\"post\" action=\"/oauth2/authorize\">{fields}\
          <button type=\"submit\" name=\"consent\" value=\"allow\">Allow</button>\
          <button type=\"submit\" name=\"consent\" value=\"deny\" class=\"secondary\">Deny</button></form>",
@@ -162,6 +168,8 @@ mod tests {
             state: Some("\"><script>alert(1)</script>".into()),
             code_challenge: "a".repeat(43),
             scope: None,
+            resource: None,
+            force_consent: false,
             consent: None,
         };
         let html = render(&LoginPage {

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 
 use crate::secret::TokenHash;
 use crate::store::{
-    ClientRecord, ClientStore, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse, RevokedJti,
-    StoreError, StoredKey, TokenStore, UserRecord,
+    ClientRecord, ClientStore, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse, Registration,
+    RevokedJti, StoreError, StoredKey, TokenStore, UserRecord,
 };
 
 #[derive(Default)]
@@ -21,6 +21,8 @@ struct Inner {
     opaque: HashMap<TokenHash, OpaqueRecord>,
     revoked: HashMap<String, u64>,
     keys: Vec<StoredKey>,
+    /// API paths (`/{context}/{version}`) a token may be bound to.
+    apis: HashSet<String>,
 }
 
 /// In-memory store. One mutex: fine for tests and small deployments.
@@ -46,6 +48,11 @@ impl MemoryStore {
     pub fn add_user(&self, user: UserRecord) {
         self.lock().users.insert(user.username.clone(), user);
     }
+
+    /// Makes `/{context}/{version}` a valid `resource` path (RFC 8707).
+    pub fn add_api(&self, path: &str) {
+        self.lock().apis.insert(path.to_owned());
+    }
 }
 
 #[async_trait]
@@ -55,6 +62,47 @@ impl ClientStore for MemoryStore {
     }
     async fn user(&self, username: &str) -> Result<Option<UserRecord>, StoreError> {
         Ok(self.lock().users.get(username).cloned())
+    }
+    /// An API's path or its MCP endpoint's (`/mcp/{context}/{version}`).
+    async fn api_exists(&self, path: &str) -> Result<bool, StoreError> {
+        let apis = &self.lock().apis;
+        Ok(apis.contains(path) || path.strip_prefix("/mcp").is_some_and(|p| apis.contains(p)))
+    }
+    /// Counts and inserts under one lock: two registrations cannot both take the last place.
+    async fn register_client(
+        &self,
+        reg: &Registration,
+        max_clients: u64,
+    ) -> Result<Option<ClientRecord>, StoreError> {
+        let mut inner = self.lock();
+        let owned = inner
+            .clients
+            .values()
+            .filter(|c| c.owner == reg.owner)
+            .count();
+        if owned as u64 >= max_clients {
+            return Ok(None);
+        }
+        let record = ClientRecord {
+            client_id: reg.client_id.clone(),
+            secret_hash: reg.secret_hash.clone(),
+            application_id: format!("app-{}", reg.client_id),
+            application_name: reg.name.clone(),
+            owner: reg.owner.clone(),
+            grant_types: reg.grant_types.clone(),
+            scopes: reg.scopes.clone(),
+            token_format: crate::TokenFormat::Jwt,
+            access_token_ttl: std::time::Duration::from_secs(3600),
+            refresh_token_ttl: std::time::Duration::from_secs(86_400),
+            audience: Vec::new(),
+            can_introspect: false,
+            sandbox: false,
+            redirect_uris: reg.redirect_uris.clone(),
+        };
+        inner
+            .clients
+            .insert(record.client_id.clone(), record.clone());
+        Ok(Some(record))
     }
 }
 

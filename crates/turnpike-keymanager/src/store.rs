@@ -126,6 +126,50 @@ pub trait ClientStore: Send + Sync + 'static {
         let _ = client;
         Ok(user.scopes.clone())
     }
+
+    /// Whether `path` (`/{context}/{version}`, the path of a resource URI) names an API
+    /// a token may be bound to (RFC 8707 `resource`). Default: none (every `resource`
+    /// is `invalid_target`).
+    async fn api_exists(&self, path: &str) -> Result<bool, StoreError> {
+        let _ = path;
+        Ok(false)
+    }
+
+    /// The dynamic client registration policy an administrator set (RFC 7591);
+    /// `None`: registration is off. Default: off.
+    async fn registration_policy(&self) -> Result<Option<crate::RegistrationPolicy>, StoreError> {
+        Ok(None)
+    }
+
+    /// Stores a dynamically registered client (RFC 7591) as a new application of
+    /// `reg.owner`, in one transaction that first counts the owner's applications:
+    /// `Ok(None)` when they already number `max_clients`. Default: unsupported.
+    async fn register_client(
+        &self,
+        reg: &Registration,
+        max_clients: u64,
+    ) -> Result<Option<ClientRecord>, StoreError> {
+        let _ = (reg, max_clients);
+        Err(StoreError::new("this store cannot register clients"))
+    }
+}
+
+/// A client to register (RFC 7591), already checked against the registration policy.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub client_id: String,
+    /// argon2 PHC string; empty for a public client (`token_endpoint_auth_method:
+    /// none`), which authenticates with its `client_id` and PKCE only.
+    pub secret_hash: String,
+    /// The application's name (`client_name`, or the client id).
+    pub name: String,
+    /// The designated owner of registered applications.
+    pub owner: String,
+    /// The application tier of registered applications.
+    pub tier: String,
+    pub grant_types: Vec<GrantType>,
+    pub scopes: Vec<String>,
+    pub redirect_uris: Vec<String>,
 }
 
 /// What was granted: shared by refresh tokens and opaque access tokens.

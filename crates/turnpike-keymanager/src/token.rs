@@ -116,13 +116,14 @@ impl KeyManager {
             Some(GrantType::ClientCredentials) => {
                 allowed(client, GrantType::ClientCredentials)?;
                 let scopes = resolve_scopes(form.get("scope"), &client.scopes)?;
+                let aud = self.target(form.get("resource"), Some(client)).await?;
                 let grant = Grant {
                     client_id: client.client_id.clone(),
                     subject: client.client_id.clone(),
                     username: None,
                     scopes,
                 };
-                self.issue(client, grant, None).await
+                self.issue(client, grant, None, aud).await
             }
             Some(GrantType::Password) => self.password(client, form, ip).await,
             Some(GrantType::RefreshToken) => self.refresh(client, form).await,
@@ -173,17 +174,15 @@ impl KeyManager {
             None => client.scopes.clone(),
         };
         let scopes = resolve_scopes(form.get("scope"), &allowed_scopes)?;
+        let aud = self.target(form.get("resource"), Some(client)).await?;
         let grant = Grant {
             client_id: client.client_id.clone(),
             subject: user.username.clone(),
             username: Some(user.username),
             scopes,
         };
-        let refresh = client
-            .grant_types
-            .contains(&GrantType::RefreshToken)
-            .then(|| (random_id(), grant.clone()));
-        self.issue(client, grant, refresh).await
+        let refresh = refresh_for(client, &grant, aud.as_deref());
+        self.issue(client, grant, refresh, aud).await
     }
 
     async fn refresh(
@@ -222,7 +221,10 @@ impl KeyManager {
             scopes,
             ..record.grant.clone()
         };
-        self.issue(client, access, Some((record.family, record.grant)))
+        // An unbound grant may be narrowed to one resource per access token (RFC 8707
+        // §2.2); the refresh token stays the grant's.
+        let aud = self.target(form.get("resource"), Some(client)).await?;
+        self.issue(client, access, Some((record.family, record.grant)), aud)
             .await
     }
 
@@ -249,7 +251,7 @@ impl KeyManager {
             username: None,
             scopes: client.scopes.clone(),
         };
-        Ok(self.issue(&client, grant, None).await?.access_token)
+        Ok(self.issue(&client, grant, None, None).await?.access_token)
     }
 
     /// Revokes every refresh token of a family and the access tokens issued with them.
@@ -261,12 +263,14 @@ impl KeyManager {
     }
 
     /// Issues an access token for `grant` and, with `refresh = Some((family, grant))`, a
-    /// new refresh token in that family.
+    /// new refresh token in that family. `resource` (checked, RFC 8707) becomes the
+    /// token's only `aud`.
     pub(crate) async fn issue(
         &self,
         client: &ClientRecord,
         grant: Grant,
         refresh: Option<(String, Grant)>,
+        resource: Option<String>,
     ) -> Result<TokenResponse, OAuthError> {
         let cfg = &self.inner.config;
         let now = self.inner.clock.now_secs();
@@ -277,10 +281,10 @@ impl KeyManager {
             .max(1);
         let exp = now + ttl;
         let jti = random_id();
-        let audience = if client.audience.is_empty() {
-            cfg.audience.clone()
-        } else {
-            client.audience.clone()
+        let audience = match resource {
+            Some(r) => vec![r],
+            None if client.audience.is_empty() => cfg.audience.clone(),
+            None => client.audience.clone(),
         };
         let scope = grant.scopes.join(" ");
         let access_token = match client.token_format {
@@ -344,6 +348,19 @@ impl KeyManager {
             scope,
         })
     }
+}
+
+/// A new refresh family for `grant` when the client may refresh. A grant bound to a
+/// resource gets none: refresh records carry no resource, and a refreshed token must
+/// not outgrow its binding (the client asks again; a remembered consent makes that a
+/// redirect).
+pub(crate) fn refresh_for(
+    client: &ClientRecord,
+    grant: &Grant,
+    resource: Option<&str>,
+) -> Option<(String, Grant)> {
+    (resource.is_none() && client.grant_types.contains(&GrantType::RefreshToken))
+        .then(|| (random_id(), grant.clone()))
 }
 
 /// What a revocation of one token id needs: kept here so revoke and refresh agree.

@@ -13,6 +13,7 @@ pub mod applications;
 pub mod clock;
 pub mod fnv;
 pub mod graphql;
+pub mod mcp;
 pub mod mediation;
 pub mod policy;
 mod quantity;
@@ -145,6 +146,10 @@ pub struct ApiSpec {
     /// omitted); gateways read each subscription's own tier, not this list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subscription_tiers: Vec<String>,
+    /// Also an MCP server at `/mcp{context}/{version}`: its operations as tools (see
+    /// [`mcp`], docs/mcp.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<mcp::McpSpec>,
 }
 
 /// Per-API request-path options (docs/security.md, "Request paths").

@@ -26,6 +26,7 @@ pub const OPTION_FIELDS: [(&str, &str); 13] = [
     ("resilience", "resilience"),
     ("upstreamProtocol", "upstream_protocol"),
     ("ai", "ai"),
+    ("mcp", "mcp"),
 ];
 
 /// The built-in public client for REST-API tokens (password and refresh_token grants,

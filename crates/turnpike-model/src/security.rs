@@ -26,6 +26,12 @@ pub struct IssuerSpec {
     /// Claim names, keyed by identity field (`application`, `scopes`, `subscriber`, ...).
     #[serde(default)]
     pub claims: HashMap<String, String>,
+    /// A token whose `aud` names none of `audiences` but only absolute `http(s)` URIs is
+    /// bound to those resources (RFC 8707 resource indicators): it passes here and is
+    /// accepted only by the API whose resource URI it names (docs/security.md "Resource
+    /// indicators"). The control plane sets it for its own key manager.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resource_audiences: bool,
 }
 
 /// An API key, stored as its SHA-256 digest only.
@@ -183,6 +189,18 @@ pub struct ApiAuthSpec {
     /// Send the caller's identity upstream as a signed JWT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_jwt: Option<BackendJwtSpec>,
+    /// Publish RFC 9728 Protected Resource Metadata for this API at
+    /// `/.well-known/oauth-protected-resource/{context}/{version}` on the gateway, and
+    /// name it in every bearer 401's `WWW-Authenticate` (`resource_metadata=`): how an
+    /// agent (an MCP client) discovers where to get a token. Off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resource_metadata: bool,
+    /// Accept only tokens issued for this API (RFC 8707: `aud` names its resource URI,
+    /// `{gateway public URL}/{context}/{version}`); a token for another resource or
+    /// for no resource is `401 invalid_token`. Off: today's tokens still work here,
+    /// and a token bound to another resource is refused all the same.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub audience_check: bool,
 }
 
 fn yes() -> bool {
@@ -199,6 +217,8 @@ impl Default for ApiAuthSpec {
             basic: false,
             subscription: true,
             backend_jwt: None,
+            resource_metadata: false,
+            audience_check: false,
         }
     }
 }

@@ -57,6 +57,10 @@ pub struct Principal {
     pub key_id: Option<String>,
     /// The token claims that compiled conditions read (see [`KeptClaims`]).
     pub claims: Claims,
+    /// The resource URIs the token is bound to (RFC 8707: its `aud` when that names
+    /// only resources, from an issuer with `resource_audiences`); empty for a token
+    /// usable at any API of its issuer. Only the API of one of these URIs admits it.
+    pub resources: Vec<String>,
 }
 
 impl std::ops::Deref for Identity {

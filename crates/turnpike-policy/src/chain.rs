@@ -121,6 +121,33 @@ impl Chain {
         Ok(())
     }
 
+    /// Whether some policy reads this request's body before the request-headers hooks
+    /// (see [`Policy::wants_early_body`]).
+    #[inline]
+    pub fn wants_early_body(&self, ctx: &RequestCtx, req: &request::Parts) -> bool {
+        self.hooks.contains(Hooks::EARLY_BODY)
+            && self
+                .policies
+                .iter()
+                .any(|p| p.hooks().contains(Hooks::EARLY_BODY) && p.wants_early_body(ctx, req))
+    }
+
+    /// Runs `on_early_body` front to back over the body read before the request-headers
+    /// hooks (asked only when the chain's hooks contain [`Hooks::EARLY_BODY`]).
+    pub async fn early_body(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), Stop> {
+        for (at, p) in self.policies.iter().enumerate() {
+            if p.hooks().contains(Hooks::EARLY_BODY) {
+                stop_at(at, p.on_early_body(ctx, req, body).resolve().await)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `on_request_headers` front to back.
     pub async fn request_headers(
         &self,

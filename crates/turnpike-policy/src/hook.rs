@@ -78,6 +78,9 @@ impl Hooks {
     /// [`Policy::response_stream`]: asked for each response, whose body then passes
     /// through the policy's [`ResponseStream`] chunk by chunk (never buffered).
     pub const RESPONSE_STREAM: Hooks = Hooks(1 << 6);
+    /// [`Policy::on_early_body`]: the gateway buffers the request body before the
+    /// request-headers hooks.
+    pub const EARLY_BODY: Hooks = Hooks(1 << 7);
 
     #[inline]
     pub const fn union(self, other: Hooks) -> Hooks {
@@ -121,6 +124,27 @@ pub trait Policy: std::any::Any + Send + Sync {
     /// Before the method check, lifecycle and auth (CORS preflight, IP deny lists).
     fn pre_route<'a>(&'a self, _ctx: &'a mut RequestCtx, _req: &'a mut request::Parts) -> Step<'a> {
         Step::CONTINUE
+    }
+
+    /// The whole request body (up to the API's limit) before any request-headers hook,
+    /// for a policy whose request means what its body says: an MCP endpoint's JSON-RPC
+    /// message names the operation that auth, scopes and throttling must then see, so
+    /// the policy rewrites the method, path and body here. Runs after `pre_route` and the
+    /// method check. An API without such a policy pays one bit test.
+    fn on_early_body<'a>(
+        &'a self,
+        _ctx: &'a mut RequestCtx,
+        _req: &'a mut request::Parts,
+        _body: &'a mut Bytes,
+    ) -> Step<'a> {
+        Step::CONTINUE
+    }
+
+    /// Whether this request's body is read for [`on_early_body`](Policy::on_early_body)
+    /// (an API's MCP endpoint, not its REST resources); asked only of policies that
+    /// declare [`Hooks::EARLY_BODY`].
+    fn wants_early_body(&self, _ctx: &RequestCtx, _req: &request::Parts) -> bool {
+        true
     }
 
     /// After routing, before the body is read and the upstream is called.

@@ -78,6 +78,29 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
     })
 }
 
+/// Whether a media type (parameters allowed) is JSON: `application/json` or a `+json`
+/// type, in any letter case.
+pub fn is_json(media_type: &[u8]) -> bool {
+    let essence = media_type
+        .split(|b| *b == b';')
+        .next()
+        .map(<[u8]>::trim_ascii)
+        .unwrap_or_default();
+    essence.eq_ignore_ascii_case(b"application/json")
+        || essence
+            .len()
+            .checked_sub(5)
+            .and_then(|at| essence.get(at..))
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(b"+json"))
+}
+
+/// Whether the message's `Content-Type` is JSON (see [`is_json`]).
+pub fn has_json_body(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| is_json(v.as_bytes()))
+}
+
 /// The `Content-Type` without its parameters.
 fn media_type(headers: &HeaderMap) -> Option<&[u8]> {
     let ct = headers.get(CONTENT_TYPE)?.as_bytes();
@@ -203,5 +226,19 @@ mod tests {
         assert!(!h("application/json"));
         assert!(!h("text/event-streamx"));
         assert!(!super::is_stream(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn json_media_types() {
+        for yes in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/problem+json",
+        ] {
+            assert!(is_json(yes.as_bytes()), "{yes}");
+        }
+        for no in ["text/plain", "application/jsonx", "json", ""] {
+            assert!(!is_json(no.as_bytes()), "{no}");
+        }
     }
 }

@@ -12,7 +12,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 use turnpike_keymanager::{
     ClientRecord, ClientStore, Grant, KeyStore, OpaqueRecord, RefreshRecord, RefreshUse,
-    RevokedJti, SigningAlg, StoreError as KmError, StoredKey, TokenStore, UserRecord,
+    Registration, RevokedJti, SigningAlg, StoreError as KmError, StoredKey, TokenStore, UserRecord,
 };
 
 use crate::oauth::{decode_client, join_words, split_words};
@@ -143,6 +143,20 @@ impl ClientStore for Store {
             password_hash,
             scopes: None,
         }))
+    }
+
+    async fn api_exists(&self, path: &str) -> Result<bool, KmError> {
+        crate::dcr::api_exists(self, path).await.map_err(err)
+    }
+
+    async fn register_client(
+        &self,
+        reg: &Registration,
+        max_clients: u64,
+    ) -> Result<Option<ClientRecord>, KmError> {
+        crate::dcr::register(self, reg, max_clients)
+            .await
+            .map_err(err)
     }
 }
 

@@ -19,6 +19,7 @@ mod audit;
 mod backup;
 mod bulk;
 mod cluster;
+mod dcr;
 mod documents;
 mod km;
 mod migrate;

@@ -124,6 +124,7 @@ fn long_poll_wait(max_age: std::time::Duration) -> std::time::Duration {
 async fn follow_with(args: &GatewayArgs, mut cfg: FollowerConfig) -> Result<Following, BoxError> {
     let max_age = args.max_snapshot_age()?;
     let runtime = Arc::new(turnpike_gateway::policy_runtime());
+    args.share_public_url(&runtime);
     let throttling = turnpike_gateway::start_throttling(args, &runtime)?;
     cfg.runtime = runtime;
     cfg.tls = args.control_plane_tls()?;

@@ -148,7 +148,9 @@ fn an_application_signs_a_user_in_with_authorization_code_and_pkce() {
     assert_eq!(allow["answer_status"], 303, "{r}");
     assert_eq!(allow["redirected_to"], REDIRECT);
     assert_eq!(allow["state_kept"], true);
-    assert_eq!(allow["second_visit_asks_consent"], true);
+    // An Allow is remembered (per user, client and scopes): the next visit redirects.
+    assert_eq!(allow["second_visit_asks_consent"], false);
+    assert_eq!(allow["second_visit_redirects"], true);
 
     assert_eq!(r["token"]["token_type"], "Bearer", "{r}");
     assert_eq!(r["claims"]["client_id"], ck);

@@ -164,6 +164,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/admin/v1/settings/client-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key manager's dynamic client registration policy (RFC 7591): enabled, initialAccessTokenSet, owner, applicationTier, grantTypes, scopes, maxClients, perMinute
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        get: operations["getClientRegistrationSettings"];
+        /**
+         * Set the dynamic client registration policy (initialAccessToken is write-only; "" opens registration)
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        put: operations["setClientRegistrationSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/admin/v1/settings/devportal": {
         parameters: {
             query?: never;
@@ -1583,6 +1607,26 @@ export interface components {
             loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
+            /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
+            mcp?: {
+                instructions?: string;
+                /** @default 10000 */
+                max_sessions?: number;
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                openapi?: string;
+                /** @example 30m */
+                session_idle?: number | string;
+                /** @description the operations that become tools (every one when omitted) */
+                tools?: {
+                    description?: string;
+                    name?: string;
+                    /**
+                     * @description an operationId, or METHOD /path
+                     * @example getPet
+                     */
+                    operation: string;
+                }[];
+            };
             mediation?: components["schemas"]["Mediation"];
             name: string;
             /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
@@ -1808,6 +1852,26 @@ export interface components {
             loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
+            /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
+            mcp?: {
+                instructions?: string;
+                /** @default 10000 */
+                max_sessions?: number;
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                openapi?: string;
+                /** @example 30m */
+                session_idle?: number | string;
+                /** @description the operations that become tools (every one when omitted) */
+                tools?: {
+                    description?: string;
+                    name?: string;
+                    /**
+                     * @description an operationId, or METHOD /path
+                     * @example getPet
+                     */
+                    operation: string;
+                }[];
+            };
             mediation?: components["schemas"]["Mediation"];
             name: string;
             /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
@@ -1922,11 +1986,15 @@ export interface components {
             api_key?: boolean;
             api_key_header?: string;
             api_key_query?: string;
+            /** @description accept only tokens whose aud is this API's resource URI (RFC 8707) */
+            audience_check?: boolean;
             backend_jwt?: {
                 [key: string]: unknown;
             };
             basic?: boolean;
             oauth2?: boolean;
+            /** @description publish RFC 9728 protected resource metadata and name it in 401s (docs/security.md) */
+            resource_metadata?: boolean;
             subscription?: boolean;
         };
         /**
@@ -2030,6 +2098,26 @@ export interface components {
             loadBalancing?: "round_robin" | "failover" | "weighted_round_robin" | "least_connections";
             /** @description bytes, or a size such as 10MiB */
             maxBodySize?: number | string;
+            /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
+            mcp?: {
+                instructions?: string;
+                /** @default 10000 */
+                max_sessions?: number;
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                openapi?: string;
+                /** @example 30m */
+                session_idle?: number | string;
+                /** @description the operations that become tools (every one when omitted) */
+                tools?: {
+                    description?: string;
+                    name?: string;
+                    /**
+                     * @description an operationId, or METHOD /path
+                     * @example getPet
+                     */
+                    operation: string;
+                }[];
+            };
             mediation?: components["schemas"]["Mediation"];
             name?: string;
             /** @description how lenient the gateway is about request paths (docs/security.md, Request paths); strict when omitted */
@@ -3617,6 +3705,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SigningKeys"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getClientRegistrationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setClientRegistrationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */

@@ -559,6 +559,20 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/admin/v1/settings/client-registration",
+        "getClientRegistrationSettings",
+        "The key manager's dynamic client registration policy (RFC 7591): enabled, initialAccessTokenSet, owner, applicationTier, grantTypes, scopes, maxClients, perMinute",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/settings/client-registration",
+        "setClientRegistrationSettings",
+        "Set the dynamic client registration policy (initialAccessToken is write-only; \"\" opens registration)",
+        "apim:admin",
+    ),
+    op(
+        "get",
         "/api/am/admin/v1/gateways",
         "listGateways",
         "Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times, and each tracked endpoint's state (endpoints: api, id, endpoint, pool, state, untilMs, failures, inFlight)",

@@ -80,6 +80,15 @@ fn api_props() -> Value {
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
         "mediation": r("Mediation"),
+        "mcp": {"type": "object", "additionalProperties": false, "description": "expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section", "properties": {
+            "openapi": {"type": "string", "description": "the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted"},
+            "tools": {"type": "array", "maxItems": 1000, "description": "the operations that become tools (every one when omitted)", "items": {"type": "object", "additionalProperties": false, "required": ["operation"], "properties": {
+                "operation": {"type": "string", "example": "getPet", "description": "an operationId, or METHOD /path"},
+                "name": {"type": "string", "maxLength": 128},
+                "description": {"type": "string"}}}},
+            "max_sessions": {"type": "integer", "minimum": 1, "default": 10000},
+            "session_idle": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 30}], "example": "30m"},
+            "instructions": {"type": "string"}}},
         "requestBuffering": {"type": "object", "additionalProperties": false, "description": "read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md)", "properties": {
             "enabled": {"type": "boolean"},
             "size": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "maxLength": 30}], "example": "1MiB"},
@@ -374,7 +383,9 @@ pub fn schemas() -> Value {
             "oauth2": {"type": "boolean"}, "api_key": {"type": "boolean"},
             "api_key_header": {"type": "string"}, "api_key_query": {"type": "string"},
             "basic": {"type": "boolean"}, "subscription": {"type": "boolean"},
-            "backend_jwt": {"type": "object"}}},
+            "backend_jwt": {"type": "object"},
+            "resource_metadata": {"type": "boolean", "description": "publish RFC 9728 protected resource metadata and name it in 401s (docs/security.md)"},
+            "audience_check": {"type": "boolean", "description": "accept only tokens whose aud is this API's resource URI (RFC 8707)"}}},
         "ApplicationInput": strict(&["name"], json!({
             "name": {"type": "string", "minLength": 1, "maxLength": 100},
             "throttlingPolicy": {"type": "string", "description": "an application tier (Unlimited when left out)"},

@@ -6,6 +6,7 @@ pub mod admin;
 pub(crate) mod analytics;
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod client_registration;
 pub(crate) mod devportal;
 pub(crate) mod documents;
 pub mod environments;
@@ -60,6 +61,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(environments::admin_routes())
                 .merge(throttle_settings::admin_routes())
                 .merge(portal_settings::admin_routes())
+                .merge(client_registration::admin_routes())
                 .merge(audit::admin_routes())
                 .merge(analytics::admin_routes()),
         )

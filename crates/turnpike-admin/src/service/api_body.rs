@@ -146,6 +146,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
 /// `resilience` is checked for meaning by compiling (docs/resilience.md).
 const SECTION_FIELDS: [(&str, bool); 5] = [
     ("graphql", false),
+    ("mcp", false),
     ("mediation", false),
     ("requestBuffering", false),
     ("resilience", false),

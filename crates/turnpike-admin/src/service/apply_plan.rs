@@ -75,6 +75,7 @@ pub(crate) fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         ("requestBuffering", json!(spec.request_buffering)),
         ("resilience", json!(spec.resilience)),
         ("ai", json!(spec.ai)),
+        ("mcp", json!(spec.mcp)),
     ];
     for (k, v) in options {
         if !v.is_null() {

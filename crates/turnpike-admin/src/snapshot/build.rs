@@ -161,7 +161,10 @@ async fn read(
     let reread = subscriptions_reread(store, &indexes.subs, changes).await?;
     let subs_ms = started.elapsed().as_millis() - apis_ms;
     let sec_spec = match security {
-        Some((sec, token)) => Some(crate::security::spec(store, sec, token).await?),
+        Some((sec, token)) => {
+            let bound = auth.values().any(|a| crate::security::binds_resources(a));
+            Some(crate::security::spec(store, sec, token, bound).await?)
+        }
         None => None,
     };
     let security_ms = started.elapsed().as_millis() - apis_ms - subs_ms;

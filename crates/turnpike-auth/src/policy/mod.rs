@@ -29,8 +29,10 @@ use crate::authenticator::{strip_credentials, Check};
 use crate::authz::ScopeRequirement;
 use crate::error::AuthError;
 
+mod resource;
 mod security;
 
+pub use resource::{is_mcp_path, ResourceMeta, MCP_PREFIX, WELL_KNOWN_PRM};
 pub use security::{prepare, ApiSecurity, ResourceRule, Secured};
 
 /// Authenticates and authorises each request of a secured API.
@@ -44,6 +46,13 @@ impl AuthPolicy {
     #[inline]
     pub fn security(&self) -> &ApiSecurity {
         &self.sec
+    }
+
+    /// This API's RFC 9728 metadata document (its MCP endpoint's with `mcp`) for a
+    /// request that reached the gateway like `req` did; `None` unless the API publishes
+    /// it (`auth.resource_metadata`).
+    pub fn resource_metadata(&self, https: bool, req: &Parts, mcp: bool) -> Option<String> {
+        self.sec.resource.document(https, req, mcp)
     }
 }
 
@@ -97,20 +106,31 @@ impl AuthPolicy {
         scopes: Option<&ScopeRequirement>,
     ) -> HookResult {
         let sec = &*self.sec;
-        let identity = identity.map_err(|e| match e {
-            // Name every scheme the API takes, not only Bearer.
-            AuthError::Missing => {
-                let mut g = refuse(e);
-                if let Some(c) = sec.authenticator.as_ref().and_then(|a| a.challenge()) {
-                    g = g.with_header(WWW_AUTHENTICATE, c);
+        let https = ctx.https;
+        // A bearer refusal of an API published as a protected resource says where its
+        // metadata is (RFC 9728 §5.1).
+        let refused = |g: GatewayError| sec.resource.challenge(g, scopes, https, req);
+        let identity = identity
+            .and_then(|id| {
+                if !id.resources.is_empty() || sec.resource.audience_check {
+                    sec.resource.check_audience(&id, https, req)?;
                 }
-                g
-            }
-            e => refuse(e),
-        })?;
+                Ok(id)
+            })
+            .map_err(|e| match e {
+                // Name every scheme the API takes, not only Bearer.
+                AuthError::Missing => {
+                    let mut g = refuse(e);
+                    if let Some(c) = sec.authenticator.as_ref().and_then(|a| a.challenge()) {
+                        g = g.with_header(WWW_AUTHENTICATE, c);
+                    }
+                    refused(g)
+                }
+                e => refused(refuse(e)),
+            })?;
         let subscription = sec.subscription(&identity).map_err(refuse)?;
         if let Some(s) = scopes {
-            s.check(&identity).map_err(refuse)?;
+            s.check(&identity).map_err(|e| refused(refuse(e)))?;
         }
         strip_credentials(req, sec.api_key_location.as_ref());
         if let Some(q) = sec

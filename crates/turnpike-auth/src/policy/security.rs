@@ -22,6 +22,8 @@ use crate::backend_jwt::{BackendJwtConfig, BackendJwtSigner};
 use crate::error::AuthError;
 use crate::spec::{AuthRuntime, CompiledSecurity};
 
+use super::resource::ResourceMeta;
+
 /// Every API's compiled `security:` view (indexed like `file.apis`), prepared once per
 /// file by [`prepare`] into the build's scratch.
 pub struct Secured(Vec<Option<Arc<ApiSecurity>>>);
@@ -48,6 +50,8 @@ pub struct ApiSecurity {
     /// Some operation of the API (a GraphQL `auth: none` operation) is open: a request
     /// without any credential goes on, marked [`turnpike_policy::Anonymous`].
     pub anonymous_operations: bool,
+    /// The API as a protected resource (RFC 9728 metadata, RFC 8707 binding).
+    pub resource: ResourceMeta,
 }
 
 /// A resource's own rule.
@@ -151,11 +155,19 @@ fn compile(
     } else {
         None
     };
+    let servers: Vec<String> = file
+        .security
+        .issuers
+        .iter()
+        .map(|i| i.issuer.clone())
+        .collect();
     let apis = file
         .apis
         .iter()
         .enumerate()
-        .map(|(i, api)| compile_api(i, api, compiled.as_ref(), runtime, problems).map(Arc::new))
+        .map(|(i, api)| {
+            compile_api(i, api, &servers, compiled.as_ref(), runtime, problems).map(Arc::new)
+        })
         .collect();
     (apis, compiled.map(|c| c.subscriptions))
 }
@@ -163,6 +175,7 @@ fn compile(
 fn compile_api(
     i: usize,
     api: &ApiSpec,
+    servers: &[String],
     compiled: Option<&CompiledSecurity>,
     runtime: &AuthRuntime,
     problems: &mut Vec<Problem>,
@@ -202,7 +215,9 @@ fn compile_api(
     };
     check_credential_sources(i, spec, compiled, problems);
     let backend_jwt = backend_jwt(i, spec, runtime, problems);
+    let resource = resource_meta(api, spec, servers, runtime);
     Some(ApiSecurity {
+        resource,
         api_id: api_id(&api.context, &api.version),
         api_key_location: authenticator.api_keys.as_ref().map(|(l, _)| l.clone()),
         authenticator: Some(authenticator),
@@ -214,6 +229,33 @@ fn compile_api(
             .as_ref()
             .is_some_and(|g| g.operations.iter().any(|o| o.auth.is_some())),
     })
+}
+
+/// The API as a protected resource: its path, the gateway's public URL, the issuers as
+/// authorization servers and every scope its resources name.
+fn resource_meta(
+    api: &ApiSpec,
+    spec: &ApiAuthSpec,
+    servers: &[String],
+    runtime: &AuthRuntime,
+) -> ResourceMeta {
+    let mut scopes: Vec<String> = Vec::new();
+    for s in api.resources.iter().flat_map(|r| &r.scopes) {
+        if !scopes.contains(s) {
+            scopes.push(s.clone());
+        }
+    }
+    ResourceMeta {
+        path: api_id(&api.context, &api.version),
+        base: runtime.public_url().map(str::to_owned),
+        // An MCP endpoint that takes bearer tokens is how agents find where to get one
+        // (the MCP authorization spec): its metadata is on whatever the auth section says.
+        publish: spec.resource_metadata || (api.mcp.is_some() && spec.oauth2),
+        audience_check: spec.audience_check,
+        authorization_servers: servers.to_vec(),
+        scopes_supported: scopes,
+        name: api.name.clone(),
+    }
 }
 
 /// An API that accepts bearer tokens from nobody is a mistake worth naming.

@@ -27,8 +27,9 @@ def form_fields(page):
 
 
 def browser_flow(meta, answer):
-    """authlib builds the authorization URL; the browser signs in and answers the consent
-    page with `answer`. Returns (authlib session, verifier, final redirect, pages seen)."""
+    """authlib builds the authorization URL (`prompt=consent`: the consent page even when
+    the user allowed before); the browser signs in and answers the consent page with
+    `answer`. Returns (authlib session, verifier, final redirect, pages seen)."""
     client = OAuth2Session(
         client_id,
         client_secret,
@@ -38,7 +39,9 @@ def browser_flow(meta, answer):
         token_endpoint_auth_method="client_secret_basic",
     )
     verifier = generate_token(64)
-    url, state = client.create_authorization_url(meta["authorization_endpoint"], code_verifier=verifier)
+    url, state = client.create_authorization_url(
+        meta["authorization_endpoint"], code_verifier=verifier, prompt="consent"
+    )
     browser = requests.Session()
     login = browser.get(url, allow_redirects=False)
     seen = {"login_status": login.status_code, "login_names_app": "to continue to" in login.text}
@@ -53,10 +56,12 @@ def browser_flow(meta, answer):
     seen["answer_status"] = done.status_code
     location = done.headers.get("location", "")
     seen["state_kept"] = parse_qs(urlparse(location).query).get("state") == [state]
-    # A second authorization in the same browser session skips the login, not the consent.
+    # A second authorization in the same browser session skips the login, and after an
+    # Allow the consent too (remembered per user, client and scopes); after a Deny it asks.
     again_url, _ = client.create_authorization_url(meta["authorization_endpoint"], state=state, code_verifier=verifier)
     again = browser.get(again_url, allow_redirects=False)
     seen["second_visit_asks_consent"] = again.status_code == 200 and "Allow access?" in again.text
+    seen["second_visit_redirects"] = again.status_code == 302 and "code=" in again.headers.get("location", "")
     seen["state"] = state
     return client, verifier, location, seen
 

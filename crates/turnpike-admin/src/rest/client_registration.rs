@@ -1,0 +1,165 @@
+//! The key manager's dynamic client registration policy (RFC 7591, docs/security.md
+//! "Dynamic client registration"): `GET` / `PUT /api/am/admin/v1/settings/client-registration`
+//! with `{"enabled", "initialAccessToken" (write-only: "" clears it, opening
+//! registration; GET says `initialAccessTokenSet`), "owner", "applicationTier",
+//! "grantTypes", "scopes", "maxClients", "perMinute"}`. Off until an admin turns it on.
+//! Stored as one setting (the token as its SHA-256 only); the key manager reads it on
+//! each registration ([`policy`]), so a change applies at once, on every control plane.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+use turnpike_keymanager::RegistrationPolicy;
+use turnpike_store::{Store, StoreError, TierKind};
+
+use crate::auth::Admin;
+use crate::error::ApiResult;
+use crate::http::JsonBody;
+use crate::validate::{check_scope, Fields};
+use crate::AppState;
+
+const KEY: &str = "client_registration";
+const GRANTS: [&str; 3] = ["authorization_code", "refresh_token", "client_credentials"];
+
+pub fn admin_routes() -> Router<AppState> {
+    Router::new().route(
+        "/settings/client-registration",
+        get(get_settings).put(put_settings),
+    )
+}
+
+/// The stored setting with defaults filled in (the token's hash included).
+fn stored(v: Option<Value>) -> Value {
+    let d = RegistrationPolicy::default();
+    let mut out = json!({
+        "enabled": false,
+        "initialAccessTokenSha256": Value::Null,
+        "owner": d.owner,
+        "applicationTier": d.application_tier,
+        "grantTypes": d.grant_types,
+        "scopes": d.scopes,
+        "maxClients": d.max_clients,
+        "perMinute": d.per_minute,
+    });
+    if let (Some(Value::Object(set)), Some(o)) = (v, out.as_object_mut()) {
+        o.extend(set);
+    }
+    out
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The policy in force, `None` while registration is off (what the key manager asks).
+pub(crate) async fn policy(store: &Store) -> Result<Option<RegistrationPolicy>, StoreError> {
+    let v = stored(store.setting(KEY).await?);
+    if v["enabled"] != true {
+        return Ok(None);
+    }
+    let d = RegistrationPolicy::default();
+    Ok(Some(RegistrationPolicy {
+        initial_access_token_sha256: v["initialAccessTokenSha256"].as_str().map(str::to_owned),
+        owner: v["owner"].as_str().map_or(d.owner, str::to_owned),
+        application_tier: v["applicationTier"]
+            .as_str()
+            .map_or(d.application_tier, str::to_owned),
+        grant_types: strings(&v["grantTypes"]),
+        scopes: strings(&v["scopes"]),
+        max_clients: v["maxClients"].as_u64().unwrap_or(d.max_clients),
+        per_minute: v["perMinute"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(d.per_minute),
+    }))
+}
+
+/// The REST view: the token's hash never leaves.
+fn view(mut v: Value) -> Value {
+    let set = !v["initialAccessTokenSha256"].is_null();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("initialAccessTokenSha256");
+        o.insert("initialAccessTokenSet".into(), set.into());
+    }
+    v
+}
+
+async fn get_settings(State(s): State<AppState>, _c: Admin) -> ApiResult<Response> {
+    let v = stored(s.inner.store.setting(KEY).await?);
+    Ok(axum::Json(view(v)).into_response())
+}
+
+async fn put_settings(
+    State(s): State<AppState>,
+    Admin(caller): Admin,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let mut f = Fields::new(&body, "");
+    let mut changes = serde_json::Map::new();
+    if let Some(b) = f.boolean("enabled") {
+        changes.insert("enabled".into(), b.into());
+    }
+    if let Some(t) = f.string("initialAccessToken", false, 512) {
+        let hash = match t.is_empty() {
+            true => Value::Null,
+            false if t.len() < 32 => {
+                f.err("initialAccessToken", "use at least 32 characters");
+                Value::Null
+            }
+            false => RegistrationPolicy::token_sha256(&t).into(),
+        };
+        changes.insert("initialAccessTokenSha256".into(), hash);
+    }
+    // Optional in a PUT (the current value stays), never empty.
+    if let Some(o) = f.string("owner", false, 100) {
+        if o.is_empty() || s.inner.store.user(&o).await.is_err() {
+            f.err("owner", "no such user");
+        }
+        changes.insert("owner".into(), o.into());
+    }
+    if let Some(t) = f.string("applicationTier", false, 100) {
+        if t.is_empty()
+            || s.inner
+                .store
+                .get_tier(TierKind::Application, &t)
+                .await
+                .is_err()
+        {
+            f.err("applicationTier", "no such application tier");
+        }
+        changes.insert("applicationTier".into(), t.into());
+    }
+    let grant = |g: &str| (!GRANTS.contains(&g)).then(|| format!("one of {GRANTS:?}"));
+    if let Some(g) = f.strings("grantTypes", 3, grant) {
+        changes.insert("grantTypes".into(), g.into());
+    }
+    if let Some(sc) = f.strings("scopes", 100, check_scope) {
+        changes.insert("scopes".into(), sc.into());
+    }
+    if let Some(n) = f.integer("maxClients", 1, 100_000) {
+        changes.insert("maxClients".into(), n.into());
+    }
+    if let Some(n) = f.integer("perMinute", 1, 10_000) {
+        changes.insert("perMinute".into(), n.into());
+    }
+    f.finish_unknown();
+    f.into_result()?;
+    // Read inside the write transaction, so a concurrent change is not undone.
+    let mut tx = s.inner.store.begin_write().await?;
+    let mut v = stored(tx.setting(KEY).await?);
+    if let Some(o) = v.as_object_mut() {
+        o.extend(changes);
+    }
+    tx.set_setting(KEY, &v).await?;
+    tx.commit(&caller.name, "client registration settings")
+        .await?;
+    Ok(axum::Json(view(v)).into_response())
+}

@@ -1,0 +1,256 @@
+//! What one request to an MCP endpoint asks for, read from its body before auth runs
+//! ([`McpPolicy`]'s early-body hook): a protocol message answered once the caller is
+//! admitted, or a tool call rewritten into its operation's HTTP request so that auth,
+//! scopes, throttling and mediation see the REST call.
+
+use bytes::Bytes;
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
+use http::{request, HeaderName, HeaderValue, Method, StatusCode};
+use rmcp::model::{
+    CallToolRequestParams, ErrorCode, ErrorData, InitializeRequestParams, ProtocolVersion,
+    RequestId,
+};
+use serde_json::Value;
+use turnpike_policy::RequestCtx;
+
+use crate::rpc::{self, Message, Refusal};
+use crate::tools::Catalog;
+use crate::{args, session};
+
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
+/// The protocol versions with an `initialize` handshake this server speaks, newest
+/// first (the first is offered to a client asking for another).
+pub(crate) static VERSIONS: [ProtocolVersion; 4] = [
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2024_11_05,
+];
+
+/// One request to the endpoint, as the early-body hook read it (in `ctx.ext`, whose
+/// values are `Clone`).
+#[derive(Clone)]
+pub(crate) struct Exchange {
+    /// The `Mcp-Session-Id` the request named.
+    pub session: Option<u128>,
+    pub step: Next,
+}
+
+/// What happens once the caller is admitted.
+#[derive(Clone)]
+pub(crate) enum Next {
+    /// Answer this error.
+    Refuse(Refusal),
+    /// Open a session at this version and answer `initialize`.
+    Initialize {
+        id: RequestId,
+        version: &'static ProtocolVersion,
+    },
+    /// Answer this body (`ping`, `tools/list`, an unknown method's error).
+    Reply(Bytes),
+    /// `202 Accepted` (a notification or a response).
+    Accepted,
+    /// End the session (`DELETE`).
+    Delete,
+    /// Go upstream: the request is now the tool's operation.
+    Call(ToolCall),
+}
+
+/// A tool call on its way upstream (in `ctx.ext` until its answer is wrapped).
+#[derive(Clone)]
+pub(crate) struct ToolCall {
+    pub id: RequestId,
+    /// The upstream's status and whether its body is JSON, noted by the response
+    /// headers hook.
+    pub status: StatusCode,
+    pub json: bool,
+}
+
+impl Catalog {
+    /// Reads the request into its [`Exchange`].
+    pub(crate) fn read(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> Exchange {
+        let header = req
+            .headers
+            .get(MCP_SESSION_ID)
+            .map(|v| v.as_bytes().to_vec());
+        let session = header.as_deref().and_then(session::parse_id);
+        let step = if req.method == Method::DELETE {
+            Next::Delete
+        } else {
+            match self.message(ctx, req, body) {
+                Ok(next) => next,
+                Err(r) => Next::Refuse(r),
+            }
+        };
+        let needs_session = !matches!(step, Next::Initialize { .. } | Next::Refuse(_));
+        let step = match (needs_session, &header, session) {
+            (true, None, _) => Next::Refuse(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                "this request needs the Mcp-Session-Id that initialize gave".into(),
+            )),
+            (true, Some(_), None) => Next::Refuse(unknown_session()),
+            _ => step,
+        };
+        req.headers.remove(MCP_SESSION_ID);
+        req.headers.remove(MCP_PROTOCOL_VERSION);
+        Exchange { session, step }
+    }
+
+    fn message(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> Result<Next, Refusal> {
+        if !turnpike_policy::http::has_json_body(&req.headers) {
+            let msg = "a message is sent as application/json".to_string();
+            return Err(Refusal::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                msg,
+            ));
+        }
+        let (id, method, params) = match rpc::parse(body)? {
+            Message::NoAnswer => return Ok(Next::Accepted),
+            Message::Request { id, method, params } => (id, method, params),
+        };
+        if method != "initialize" {
+            check_version_header(req)?;
+        }
+        Ok(match method.as_str() {
+            "initialize" => Next::Initialize {
+                version: negotiate(
+                    &parse_params::<InitializeRequestParams>(&id, params)?.protocol_version,
+                ),
+                id,
+            },
+            "ping" => Next::Reply(rpc::result(id, serde_json::json!({}))),
+            "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
+            "tools/call" => {
+                let call = parse_params::<CallToolRequestParams>(&id, params)?;
+                self.rewrite(ctx, req, body, &call)
+                    .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
+                Next::Call(ToolCall {
+                    id,
+                    status: StatusCode::OK,
+                    json: false,
+                })
+            }
+            other => Next::Refuse(Refusal::answer(
+                id,
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("this server does not serve `{other}`"),
+            )),
+        })
+    }
+
+    /// Turns the request into the tool's operation: method, path, query, headers, body.
+    fn rewrite(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+        call: &CallToolRequestParams,
+    ) -> Result<(), String> {
+        let Some(&i) = self.by_name.get(&*call.name) else {
+            return Err(format!("no tool is named `{}`", call.name));
+        };
+        let tool = &self.tools[i];
+        let http = args::request(&tool.plan, call.arguments.as_ref())?;
+        ctx.upstream
+            .set_path(&http.path)
+            .map_err(|e| e.to_string())?;
+        ctx.upstream
+            .set_query(http.query.as_deref())
+            .map_err(|e| e.to_string())?;
+        ctx.resource = Some(self.resources[i].clone());
+        req.method = tool.plan.method.clone();
+        // The answer is read back into a tool result: uncompressed JSON preferred.
+        req.headers.remove(ACCEPT_ENCODING);
+        req.headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, */*;q=0.5"),
+        );
+        req.headers.remove(CONTENT_TYPE);
+        for (name, value) in http.headers {
+            req.headers.insert(name, value);
+        }
+        *body = match http.body {
+            Some((content_type, bytes)) => {
+                req.headers.insert(CONTENT_TYPE, content_type);
+                bytes
+            }
+            None => Bytes::new(),
+        };
+        Ok(())
+    }
+}
+
+/// A request's params as the method's type, or `Invalid params`.
+fn parse_params<T: serde::de::DeserializeOwned>(
+    id: &RequestId,
+    params: Option<Value>,
+) -> Result<T, Refusal> {
+    let v = params.unwrap_or_else(|| Value::Object(Default::default()));
+    serde_json::from_value(v).map_err(|e| {
+        Refusal::answer(
+            id.clone(),
+            ErrorCode::INVALID_PARAMS,
+            format!("params: {e}"),
+        )
+    })
+}
+
+/// The version a client asked for when this server speaks it, else the newest.
+fn negotiate(asked: &ProtocolVersion) -> &'static ProtocolVersion {
+    VERSIONS
+        .iter()
+        .find(|v| *v == asked)
+        .unwrap_or(&VERSIONS[0])
+}
+
+/// `MCP-Protocol-Version`, when sent, must be one this server speaks (a client that
+/// sends none is taken to speak 2025-03-26, as the specification says).
+fn check_version_header(req: &request::Parts) -> Result<(), Refusal> {
+    let Some(v) = req.headers.get(MCP_PROTOCOL_VERSION) else {
+        return Ok(());
+    };
+    if VERSIONS
+        .iter()
+        .any(|known| known.as_str().as_bytes() == v.as_bytes())
+    {
+        return Ok(());
+    }
+    let asked = String::from_utf8_lossy(v.as_bytes()).into_owned();
+    let error = ErrorData::new(
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
+        Some(serde_json::json!({ "requested": asked, "supported": VERSIONS })),
+    );
+    Err(Refusal {
+        status: StatusCode::BAD_REQUEST,
+        id: None,
+        error,
+    })
+}
+
+/// A session this server does not hold (never issued, ended, expired, or another
+/// caller's): 404, after which a client starts a new one.
+pub(crate) fn unknown_session() -> Refusal {
+    Refusal::new(
+        StatusCode::NOT_FOUND,
+        None,
+        ErrorCode::INVALID_REQUEST,
+        "no such session: initialize a new one".into(),
+    )
+}

@@ -1,0 +1,26 @@
+//! The MCP kind: an API exposed as a Model Context Protocol server over the Streamable
+//! HTTP transport, at `/mcp{context}/{version}` on the gateway (docs/mcp.md). Each
+//! selected operation of the API (from its OpenAPI document, or its resources) is a
+//! tool; a `tools/call` is rewritten into the operation's HTTP request before auth, so
+//! the API's own chain (auth, subscription, scopes, throttling, mediation, analytics)
+//! runs on it exactly as on a REST call, and the answer is wrapped back into the
+//! call's result. Sessions live in the gateway's runtime, bounded and expiring.
+//!
+//! Protocol types are the official SDK's (`rmcp::model`); its server runtime is not
+//! used: the gateway's chain is the server. Depends on turnpike-policy and
+//! turnpike-model only (a policy kind), never on the gateway or the config compiler.
+
+mod args;
+mod exchange;
+#[cfg(test)]
+mod fuzz;
+pub mod openapi;
+mod policy;
+mod rpc;
+mod session;
+mod tools;
+mod wrap;
+
+pub use policy::{Mcp, McpPolicy, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECS};
+pub use rpc::MAX_MESSAGE_BYTES;
+pub use tools::MAX_TOOL_NAME;

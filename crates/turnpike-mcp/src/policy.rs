@@ -1,0 +1,293 @@
+//! The `mcp` kind: an API's `mcp:` section compiled into [`McpPolicy`], which serves the
+//! API's MCP endpoint (`/mcp{context}/{version}`) inside the API's own chain:
+//!
+//! - early body (before auth): reads the JSON-RPC message; a `tools/call` becomes the
+//!   tool's operation (method, path, query, headers, body), so auth, scopes,
+//!   throttling and mediation run on the REST call as for any client;
+//! - request headers (after auth and throttling, stage `Throttle`): answers
+//!   `initialize` (a session bound to the caller), `ping`, `tools/list`,
+//!   notifications and `DELETE`, checks a call's session, lets a call go upstream;
+//! - response: wraps the operation's answer into the call's `CallToolResult`.
+//!
+//! Requests to the API's REST resources pass with a test of their resource name.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{request, response, HeaderValue, Response, StatusCode};
+use rmcp::model::{
+    Implementation, InitializeResult, ProtocolVersion, RequestId, ServerCapabilities,
+    ToolsCapability,
+};
+use turnpike_model::clock::Clock;
+use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
+use turnpike_policy::spec::duration::parse_duration;
+use turnpike_policy::{
+    BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+};
+
+use crate::exchange::{unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
+use crate::rpc::{self, Refusal};
+use crate::session::{self, Found, Limits, Registry, Sessions};
+use crate::tools::{self, Catalog};
+
+/// Sessions an API keeps at once when its `mcp:` section does not say.
+pub const DEFAULT_MAX_SESSIONS: u32 = 10_000;
+/// How long an unused session lives when the section does not say.
+pub const DEFAULT_SESSION_IDLE_SECS: u64 = 30 * 60;
+
+/// The `mcp` kind (the `mcp:` section of an API).
+pub struct Mcp;
+
+impl PolicyKind for Mcp {
+    const NAME: &'static str = "mcp";
+    type Spec = McpSpec;
+
+    fn stage(_: &McpSpec) -> Stage {
+        Stage::Throttle
+    }
+
+    fn build(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        // The file outlives `cx`'s borrows: problems are pushed while the API is read.
+        let file = cx.file;
+        let api = file.apis.get(cx.api)?;
+        let limits = limits(spec, cx);
+        let tools = match tools::build(spec, api) {
+            Ok(t) => t,
+            Err(problems) => {
+                for (below, msg) in problems {
+                    cx.problem(&below, msg);
+                }
+                return None;
+            }
+        };
+        let limits = limits?;
+        let api_id = turnpike_model::api_id(&api.context, &api.version);
+        let mut server = Implementation::new(api.name.clone(), api.version.clone());
+        server.title = Some(api.name.clone());
+        Some(Arc::new(McpPolicy {
+            catalog: Catalog::new(tools),
+            server,
+            instructions: spec.instructions.clone(),
+            sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
+            limits,
+            clock: cx.runtime.clock().clone(),
+        }))
+    }
+}
+
+/// The section's session limits, each problem reported.
+fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
+    let max_sessions = spec.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
+    let mut ok = true;
+    if max_sessions == 0 {
+        cx.problem(".max_sessions", "at least 1");
+        ok = false;
+    }
+    let idle_secs = match spec.session_idle.as_ref().map(parse_duration) {
+        None => DEFAULT_SESSION_IDLE_SECS,
+        Some(Ok(d)) if d.as_secs() > 0 => d.as_secs(),
+        Some(Ok(_)) => {
+            cx.problem(".session_idle", "at least one second");
+            ok = false;
+            0
+        }
+        Some(Err(e)) => {
+            cx.problem(".session_idle", e);
+            ok = false;
+            0
+        }
+    };
+    ok.then_some(Limits {
+        max_sessions: max_sessions as usize,
+        idle_secs,
+    })
+}
+
+/// An API's MCP server (see the module doc).
+pub struct McpPolicy {
+    catalog: Catalog,
+    server: Implementation,
+    instructions: Option<String>,
+    sessions: Arc<Sessions>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+}
+
+impl McpPolicy {
+    /// The tools as `tools/list` gives them (tests and tools read it).
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.catalog.tools.iter().map(|t| &*t.tool.name)
+    }
+
+    /// The API's live sessions on this gateway.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// What comes after the caller was admitted.
+    fn admitted(&self, ctx: &mut RequestCtx, ex: Exchange) -> Result<Flow, GatewayError> {
+        let caller = caller_key(ctx);
+        let now = self.clock.now_secs();
+        let (session, next) = match (ex.step, ex.session) {
+            (Next::Refuse(r), _) => return Ok(refusal(&r)),
+            (Next::Initialize { id, version }, _) => {
+                return Ok(self.initialize(id, version, caller, now))
+            }
+            (next, Some(s)) => (s, next),
+            (_, None) => return Ok(refusal(&unknown_session())),
+        };
+        if let Next::Delete = next {
+            return Ok(match self.sessions.close(session, caller) {
+                true => Flow::Respond(empty(StatusCode::NO_CONTENT)),
+                false => refusal(&unknown_session()),
+            });
+        }
+        if self
+            .sessions
+            .touch(session, caller, now, self.limits.idle_secs)
+            == Found::Unknown
+        {
+            return Ok(refusal(&unknown_session()));
+        }
+        Ok(match next {
+            Next::Reply(body) => Flow::Respond(json(StatusCode::OK, body)),
+            Next::Call(call) => {
+                ctx.ext.insert(call);
+                Flow::Continue
+            }
+            _ => Flow::Respond(empty(StatusCode::ACCEPTED)),
+        })
+    }
+
+    fn initialize(
+        &self,
+        id: RequestId,
+        version: &'static ProtocolVersion,
+        caller: u64,
+        now: u64,
+    ) -> Flow {
+        let Some(session) = self
+            .sessions
+            .open(caller, version.as_str(), now, self.limits)
+        else {
+            let r = Refusal::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(id),
+                rmcp::model::ErrorCode(-32000),
+                "this server holds as many sessions as it may: try again later".into(),
+            );
+            return refusal(&r);
+        };
+        let mut caps = ServerCapabilities::default();
+        caps.tools = Some(ToolsCapability::default());
+        let mut result = InitializeResult::new(caps)
+            .with_server_info(self.server.clone())
+            .with_protocol_version(version.clone());
+        if let Some(i) = &self.instructions {
+            result = result.with_instructions(i.clone());
+        }
+        let mut resp = json(StatusCode::OK, rpc::result(id, result));
+        if let Ok(v) = HeaderValue::from_str(&session::format_id(session)) {
+            resp.headers_mut().insert(MCP_SESSION_ID, v);
+        }
+        Flow::Respond(resp)
+    }
+}
+
+impl Policy for McpPolicy {
+    fn name(&self) -> &'static str {
+        Mcp::NAME
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::EARLY_BODY | Hooks::REQUEST_HEADERS | Hooks::RESPONSE_HEADERS | Hooks::RESPONSE_BODY
+    }
+
+    fn wants_early_body(&self, ctx: &RequestCtx, _req: &request::Parts) -> bool {
+        ctx.resource.as_deref() == Some(ENDPOINT_RESOURCE)
+    }
+
+    fn on_early_body<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+        body: &'a mut Bytes,
+    ) -> Step<'a> {
+        let ex = self.catalog.read(ctx, req, body);
+        ctx.ext.insert(ex);
+        Step::CONTINUE
+    }
+
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        _req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        match ctx.ext.remove::<Exchange>() {
+            None => Step::CONTINUE,
+            Some(ex) => Step::Done(self.admitted(ctx, ex)),
+        }
+    }
+
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
+        match ctx.ext.get_mut::<ToolCall>() {
+            Some(call) => crate::wrap::head(call, resp),
+            None => Ok(()),
+        }
+    }
+
+    fn wants_response_body(&self, ctx: &RequestCtx, _resp: &response::Parts) -> bool {
+        ctx.ext.get::<ToolCall>().is_some()
+    }
+
+    fn on_response_body(
+        &self,
+        ctx: &mut RequestCtx,
+        _resp: &mut response::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        if let Some(call) = ctx.ext.remove::<ToolCall>() {
+            *body = crate::wrap::body(call, body);
+        }
+        Ok(())
+    }
+}
+
+/// Who a session belongs to: the caller's subject and application (0 on an open API).
+fn caller_key(ctx: &RequestCtx) -> u64 {
+    use turnpike_model::fnv::{fnv64, fnv64_extend};
+    match ctx.identity() {
+        None => 0,
+        Some(i) => {
+            let app = i.principal.application_id.as_deref().unwrap_or("");
+            fnv64_extend(
+                fnv64_extend(fnv64(i.subject.as_bytes()), b"\0"),
+                app.as_bytes(),
+            )
+        }
+    }
+}
+
+fn refusal(r: &Refusal) -> Flow {
+    Flow::Respond(json(r.status, r.body()))
+}
+
+fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn empty(status: StatusCode) -> Response<Bytes> {
+    let mut resp = Response::new(Bytes::new());
+    *resp.status_mut() = status;
+    resp
+}

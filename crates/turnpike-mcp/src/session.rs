@@ -1,0 +1,168 @@
+//! MCP sessions: issued by `initialize` (`Mcp-Session-Id`), required after, ended by
+//! `DELETE` or after an idle time, at most a set number per API. They live in the
+//! gateway's runtime, keyed by the API's id, so a snapshot swap keeps them; lock-free
+//! maps (papaya), touched only by MCP endpoints' requests.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Every API's sessions on this gateway (in the runtime's type map).
+#[derive(Default)]
+pub struct Registry {
+    apis: papaya::HashMap<String, Arc<Sessions>>,
+}
+
+impl Registry {
+    /// The sessions of the API with this id.
+    pub fn for_api(&self, api_id: &str) -> Arc<Sessions> {
+        let apis = self.apis.pin();
+        if let Some(s) = apis.get(api_id) {
+            return s.clone();
+        }
+        apis.get_or_insert_with(api_id.to_owned(), || Arc::new(Sessions::default()))
+            .clone()
+    }
+}
+
+/// How many sessions an API keeps and for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_sessions: usize,
+    pub idle_secs: u64,
+}
+
+/// One session: who opened it, the protocol version it agreed, when it was last used.
+struct Session {
+    caller: u64,
+    version: &'static str,
+    last_seen: AtomicU64,
+}
+
+/// What a session id names now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// A live session of this caller, with its protocol version.
+    Live(&'static str),
+    /// No session (never issued, ended, expired, or another caller's).
+    Unknown,
+}
+
+/// One API's sessions.
+#[derive(Default)]
+pub struct Sessions {
+    map: papaya::HashMap<u128, Session>,
+}
+
+impl Sessions {
+    /// Opens a session for `caller`; `None` when the API has `max_sessions` live ones.
+    pub fn open(
+        &self,
+        caller: u64,
+        version: &'static str,
+        now: u64,
+        limits: Limits,
+    ) -> Option<u128> {
+        if self.map.len() >= limits.max_sessions {
+            self.sweep(now, limits.idle_secs);
+            if self.map.len() >= limits.max_sessions {
+                return None;
+            }
+        }
+        let id: u128 = rand::random();
+        let s = Session {
+            caller,
+            version,
+            last_seen: AtomicU64::new(now),
+        };
+        self.map.pin().insert(id, s);
+        Some(id)
+    }
+
+    /// The session `id` of `caller`, its idle clock restarted; an expired one is
+    /// dropped.
+    pub fn touch(&self, id: u128, caller: u64, now: u64, idle_secs: u64) -> Found {
+        let map = self.map.pin();
+        let Some(s) = map.get(&id) else {
+            return Found::Unknown;
+        };
+        if s.caller != caller {
+            return Found::Unknown;
+        }
+        if now.saturating_sub(s.last_seen.load(Ordering::Relaxed)) > idle_secs {
+            map.remove(&id);
+            return Found::Unknown;
+        }
+        s.last_seen.store(now, Ordering::Relaxed);
+        Found::Live(s.version)
+    }
+
+    /// Ends `caller`'s session `id`; whether there was one.
+    pub fn close(&self, id: u128, caller: u64) -> bool {
+        let map = self.map.pin();
+        matches!(map.remove_if(&id, |_, s| s.caller == caller), Ok(Some(_)))
+    }
+
+    /// Drops the sessions idle longer than `idle_secs` (cold: when the cap is reached).
+    #[cold]
+    fn sweep(&self, now: u64, idle_secs: u64) {
+        self.map
+            .pin()
+            .retain(|_, s| now.saturating_sub(s.last_seen.load(Ordering::Relaxed)) <= idle_secs);
+    }
+
+    /// How many sessions are held.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// A session id as the `Mcp-Session-Id` header carries it: 32 lower-case hex digits.
+pub fn format_id(id: u128) -> String {
+    format!("{id:032x}")
+}
+
+/// The session id of a header value; `None` for anything else.
+pub fn parse_id(text: &[u8]) -> Option<u128> {
+    if text.len() != 32 || !text.iter().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u128::from_str_radix(std::str::from_utf8(text).ok()?, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_sessions: 2,
+        idle_secs: 60,
+    };
+
+    #[test]
+    fn sessions_are_bounded_bound_to_their_caller_and_expire() {
+        let s = Sessions::default();
+        let a = s.open(1, "2025-06-18", 0, LIMITS).expect("first");
+        let b = s.open(1, "2025-06-18", 0, LIMITS).expect("second");
+        assert_eq!(s.open(1, "2025-06-18", 0, LIMITS), None, "the cap holds");
+        assert_eq!(s.touch(a, 2, 10, 60), Found::Unknown, "another caller's");
+        assert_eq!(s.touch(a, 1, 50, 60), Found::Live("2025-06-18"));
+        // At 100 b has idled past 60 s (a was used at 50): the full map drops it.
+        assert!(
+            s.open(1, "2025-06-18", 100, LIMITS).is_some(),
+            "an expired one made room"
+        );
+        assert_eq!(s.touch(b, 1, 100, 60), Found::Unknown);
+        assert_eq!(s.len(), 2);
+        assert!(!s.close(a, 2));
+        assert!(s.close(a, 1));
+        assert_eq!(s.touch(a, 1, 101, 60), Found::Unknown, "closed");
+    }
+
+    #[test]
+    fn ids_round_trip_and_refuse_other_text() {
+        let id = 0x0123_4567_89ab_cdef_0011_2233_4455_6677u128;
+        assert_eq!(parse_id(format_id(id).as_bytes()), Some(id));
+        assert_eq!(parse_id(b"xyz"), None);
+        assert_eq!(parse_id(&[b'g'; 32]), None);
+    }
+}

@@ -1,0 +1,280 @@
+//! The MCP policy alone, without sockets: built from an API's `mcp:` section by its
+//! kind, then its hooks run on a request context as the gateway would (early body,
+//! request headers, response headers and body), on the runtime's injected clock.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
+use serde_json::{json, Value};
+use turnpike_mcp::{Mcp, McpPolicy};
+use turnpike_model::clock::ManualClock;
+use turnpike_model::GatewayFile;
+use turnpike_policy::{
+    BuildCx, Flow, Policy, PolicyKind, Problem, RequestCtx, Runtime, Scratch, UpstreamTarget,
+};
+
+const FILE: &str = r##"
+apis:
+  - name: pets
+    context: /pets
+    version: v1
+    endpoints: ["http://127.0.0.1:1"]
+    resources:
+      - { path: "/pets/{id}", methods: [GET, DELETE] }
+      - { path: /pets, methods: [POST] }
+    mcp:
+      session_idle: 60s
+      max_sessions: 2
+"##;
+
+fn build(yaml: &str, runtime: &Runtime) -> (Option<Arc<dyn Policy>>, Vec<Problem>) {
+    let file: GatewayFile = serde_yaml::from_str(yaml).expect("yaml");
+    let mut problems = Vec::new();
+    let mut scratch = Scratch::default();
+    let spec = file.apis[0].mcp.clone().expect("mcp section");
+    let mut cx = BuildCx {
+        api: 0,
+        at: "apis[0].mcp".into(),
+        problems: &mut problems,
+        runtime,
+        file: &file,
+        scratch: &mut scratch,
+    };
+    let p = Mcp::build(&spec, &mut cx);
+    (p, problems)
+}
+
+fn ctx() -> RequestCtx {
+    let uri: Uri = "/mcp/pets/v1".parse().expect("uri");
+    let mut c = RequestCtx::new(
+        HeaderValue::from_static("rid"),
+        SocketAddr::from(([127, 0, 0, 1], 1)),
+        false,
+        UpstreamTarget::suffix(uri, "/mcp/pets/v1".len()),
+    );
+    c.resource = Some(Arc::from(turnpike_model::mcp::ENDPOINT_RESOURCE));
+    c
+}
+
+/// Runs the request side of one message; the answer, or `None` when it goes upstream.
+async fn send(
+    p: &dyn Policy,
+    c: &mut RequestCtx,
+    session: Option<&str>,
+    msg: Value,
+) -> (Option<Response<Bytes>>, http::request::Parts, Bytes) {
+    let mut b = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp/pets/v1")
+        .header("content-type", "application/json");
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s);
+    }
+    let (mut parts, ()) = b.body(()).expect("request").into_parts();
+    let mut body = Bytes::from(msg.to_string());
+    assert!(p.wants_early_body(c, &parts));
+    p.on_early_body(c, &mut parts, &mut body)
+        .resolve()
+        .await
+        .expect("early body");
+    match p
+        .on_request_headers(c, &mut parts)
+        .resolve()
+        .await
+        .expect("headers")
+    {
+        Flow::Respond(r) => (Some(r), parts, body),
+        Flow::Continue => (None, parts, body),
+    }
+}
+
+fn json_of(r: &Response<Bytes>) -> Value {
+    serde_json::from_slice(r.body()).expect("json answer")
+}
+
+async fn initialize(p: &dyn Policy) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (r, _, _) = send(p, &mut ctx(), None, init).await;
+    let r = r.expect("answered");
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        json_of(&r)["result"]["protocolVersion"],
+        "2025-11-25",
+        "an unknown version gets the newest"
+    );
+    r.headers()["mcp-session-id"]
+        .to_str()
+        .expect("ascii")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_call_becomes_its_operation_and_its_answer_a_tool_result() {
+    let runtime = Runtime::default();
+    let (p, problems) = build(FILE, &runtime);
+    assert!(problems.is_empty(), "{problems:?}");
+    let p = p.expect("built");
+    let mcp = (&*p as &dyn std::any::Any)
+        .downcast_ref::<McpPolicy>()
+        .expect("McpPolicy");
+    assert_eq!(
+        mcp.tool_names().collect::<Vec<_>>(),
+        ["get_pets_id", "delete_pets_id", "post_pets"]
+    );
+    let sid = initialize(&*p).await;
+
+    let mut c = ctx();
+    let call = json!({"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+        "params": {"name": "get_pets_id", "arguments": {"id": "7/../x"}}});
+    let (r, parts, body) = send(&*p, &mut c, Some(&sid), call).await;
+    assert!(r.is_none(), "goes upstream");
+    assert_eq!(parts.method, Method::GET);
+    assert_eq!(c.upstream.path(), "/pets/7%2F..%2Fx");
+    assert_eq!(
+        c.resource.as_deref(),
+        Some("get_pets_id"),
+        "analytics names the tool"
+    );
+    assert!(body.is_empty() && !parts.headers.contains_key("mcp-session-id"));
+
+    let mut resp = Response::builder()
+        .status(404)
+        .header("content-type", "application/json")
+        .header("etag", "\"1\"")
+        .body(())
+        .expect("resp")
+        .into_parts()
+        .0;
+    p.on_response_headers(&mut c, &mut resp).expect("head");
+    assert_eq!(resp.status, StatusCode::OK);
+    assert!(!resp.headers.contains_key("etag"));
+    assert!(p.wants_response_body(&c, &resp));
+    let mut out = Bytes::from_static(br#"{"error":"no pet"}"#);
+    p.on_response_body(&mut c, &mut resp, &mut out)
+        .expect("body");
+    let v: Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(v["id"], "c1");
+    assert_eq!(v["result"]["isError"], true);
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        "HTTP 404 Not Found: {\"error\":\"no pet\"}"
+    );
+}
+
+#[tokio::test]
+async fn protocol_errors_are_json_rpc_errors() {
+    let runtime = Runtime::default();
+    let p = build(FILE, &runtime).0.expect("built");
+    let sid = initialize(&*p).await;
+    let cases = [
+        (
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope"}}),
+            -32602,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_pets_id", "arguments": {}}}),
+            -32602,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "get_pets_id", "arguments": {"id": ".."}}}),
+            -32602,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "post_pets", "arguments": {"id": 1}}}),
+            -32602,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 6, "method": "prompts/list"}),
+            -32601,
+        ),
+    ];
+    for (msg, code) in cases {
+        let (r, _, _) = send(&*p, &mut ctx(), Some(&sid), msg.clone()).await;
+        let r = r.expect("answered here");
+        assert_eq!(json_of(&r)["error"]["code"], code, "{msg}");
+        assert_eq!(json_of(&r)["id"], msg["id"]);
+    }
+}
+
+#[tokio::test]
+async fn sessions_are_capped_and_expire_on_the_injected_clock() {
+    let clock = Arc::new(ManualClock::at_secs(1_000));
+    let runtime = Runtime::default().with_clock(clock.clone());
+    let p = build(FILE, &runtime).0.expect("built");
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"});
+    let a = initialize(&*p).await;
+    let _b = initialize(&*p).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (r, _, _) = send(&*p, &mut ctx(), None, init.clone()).await;
+    assert_eq!(
+        r.expect("answer").status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "max_sessions: 2"
+    );
+    clock.advance(std::time::Duration::from_secs(30));
+    let (r, _, _) = send(&*p, &mut ctx(), Some(&a), list.clone()).await;
+    assert_eq!(
+        r.expect("answer").status(),
+        StatusCode::OK,
+        "a used at 1030"
+    );
+    clock.advance(std::time::Duration::from_secs(45));
+    // b idled 75 s > 60 s: a new session takes its place.
+    let (r, _, _) = send(&*p, &mut ctx(), None, init).await;
+    assert_eq!(r.expect("answer").status(), StatusCode::OK);
+    clock.advance(std::time::Duration::from_secs(61));
+    let (r, _, _) = send(&*p, &mut ctx(), Some(&a), list).await;
+    assert_eq!(
+        r.expect("answer").status(),
+        StatusCode::NOT_FOUND,
+        "a expired"
+    );
+}
+
+#[test]
+fn a_bad_section_names_every_problem() {
+    let runtime = Runtime::default();
+    let yaml = FILE.replace(
+        "      session_idle: 60s\n      max_sessions: 2\n",
+        "      session_idle: soon\n      max_sessions: 0\n      tools:\n        - { operation: nope }\n        - { operation: \"GET /pets/{id}\", name: \"bad name\" }\n",
+    );
+    let (p, problems) = build(&yaml, &runtime);
+    assert!(p.is_none());
+    let paths: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+    for want in [
+        "apis[0].mcp.max_sessions",
+        "apis[0].mcp.session_idle",
+        "apis[0].mcp.tools[0].operation",
+        "bad name",
+    ] {
+        assert!(
+            paths.iter().any(|p| p.contains(want)),
+            "{want} in {paths:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn rest_requests_of_the_api_pass_untouched() {
+    let runtime = Runtime::default();
+    let p = build(FILE, &runtime).0.expect("built");
+    let mut c = ctx();
+    c.resource = Some(Arc::from("/pets/{id}"));
+    let (mut parts, ()) = Request::builder()
+        .uri("/pets/v1/pets/1")
+        .body(())
+        .expect("req")
+        .into_parts();
+    assert!(!p.wants_early_body(&c, &parts));
+    assert!(matches!(
+        p.on_request_headers(&mut c, &mut parts).resolve().await,
+        Ok(Flow::Continue)
+    ));
+    let mut resp = Response::new(()).into_parts().0;
+    p.on_response_headers(&mut c, &mut resp).expect("head");
+    assert!(!p.wants_response_body(&c, &resp));
+}

@@ -1,0 +1,60 @@
+//! An API's `mcp:` section: the API is also an MCP server (Model Context Protocol,
+//! Streamable HTTP) at `/mcp{context}/{version}` on the gateway, each selected operation
+//! a tool whose call runs through the API's own chain (docs/mcp.md).
+
+use serde::{Deserialize, Serialize};
+
+use crate::Quantity;
+
+/// What a request to an MCP endpoint is routed as (its resource, as analytics names
+/// the protocol's own messages; a tool call is named by its tool).
+pub const ENDPOINT_RESOURCE: &str = "mcp";
+
+/// What an API's MCP endpoint path starts with, before the API's id.
+pub const ENDPOINT_PREFIX: &str = "/mcp";
+
+/// The gateway path of an API's MCP endpoint: `/mcp{context}/{version}` (`/pets`, `v1`
+/// -> `/mcp/pets/v1`).
+pub fn endpoint_path(context: &str, version: &str) -> String {
+    format!("{ENDPOINT_PREFIX}{}", crate::api_id(context, version))
+}
+
+/// The `mcp:` section of an API: its presence exposes the API as an MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSpec {
+    /// The API's OpenAPI 3 document (YAML or JSON text) the tools are built from
+    /// (operationId, summary, parameters, request body schema). Without it each
+    /// resource and method of the API is a tool with its path parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openapi: Option<String>,
+    /// The operations that become tools, with the publisher's names and descriptions;
+    /// every operation when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<McpToolSpec>>,
+    /// Most sessions this API keeps at once on a gateway (10000 when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sessions: Option<u32>,
+    /// How long an unused session lives, e.g. `"30m"` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_idle: Option<Quantity>,
+    /// What the server tells agents about itself in `initialize` (`instructions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// One operation exposed as a tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpToolSpec {
+    /// The operation: its OpenAPI `operationId`, or `METHOD /path` as the API's
+    /// resources write it (`GET /pets/{id}`).
+    pub operation: String,
+    /// The tool's name (the operationId, or one made of the method and path, when
+    /// omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The tool's description (the operation's summary and description when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
