@@ -53,3 +53,38 @@ test('dashboards draw zero-filled time axes and latency in units that fit', asyn
   await expect(hint).not.toContainText('0.00 ms');
   await expect(page.getByRole('region', { name: 'Latency' }).getByRole('heading')).toHaveText(/Latency, p95 \((µs|ms)\)/);
 });
+
+// AI APIs' calls as a gateway ships them (minute rollups with provider, model, tokens and
+// time to first token): the dashboard's AI section shows their tokens, their cost from
+// the built-in price of gpt-4o-mini, and a table by model.
+test('dashboards show AI tokens, cost and time to first token by model', async ({ browser, request }) => {
+  const minute = Math.floor(Date.now() / 60_000) * 60;
+  const row = {
+    bucket: minute, period: 60, gateway: 'gw-e2e', api_name: 'Chat', api_context: '/ai', api_version: 'v1',
+    resource: '/chat/completions', method: 'POST', application_id: '', application_name: '', status_class: 2,
+    outcome: 'served', reason: '', provider: 'openai', model: 'gpt-4o-mini',
+    requests: 2, errors: 0, throttled: 0, cache_hits: 0, bytes_in: 10, bytes_out: 20,
+    lat_total: '5:2', lat_gateway: '5:2', lat_upstream: '5:2', lat_before: '5:2', lat_after: '5:2',
+    prompt_tokens: 1_000_000, completion_tokens: 1_000_000, cached_tokens: 0, lat_ttft: '105:2', // two calls at ~40 ms (histogram bucket 105: 36,864-40,959 µs)
+  };
+  const shipped = await request.post(`${base()}/api/am/gateway/v1/analytics`, {
+    headers: { authorization: `Bearer ${process.env.TP_GATEWAY_TOKEN}` },
+    data: { rollups: [row] },
+  });
+  expect(shipped.status(), await shipped.text()).toBe(202);
+
+  const context = await browser.newContext({ baseURL: base() });
+  const page = await context.newPage();
+  await page.goto('/');
+  await page.getByLabel('Username').fill('admin');
+  await page.getByLabel('Password').fill(process.env.TP_ADMIN_PASSWORD!);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('link', { name: 'Admin', exact: true }).click();
+  await page.getByRole('link', { name: 'Dashboards', exact: true }).click();
+  const ai = page.getByRole('region', { name: 'AI usage' });
+  await expect(page.getByTestId('ai-tokens')).toHaveText(/^2,000,000 tokens$/);
+  // gpt-4o-mini: $0.15 per 1M input + $0.60 per 1M output.
+  await expect(page.getByTestId('ai-cost')).toHaveText('$0.7500');
+  const byModel = ai.getByRole('table', { name: 'AI usage by model' });
+  await expect(byModel.getByRole('row', { name: /gpt-4o-mini \(openai\)/ })).toContainText('ms');
+});

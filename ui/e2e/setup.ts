@@ -61,6 +61,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   process.env.TP_GATEWAY = `http://127.0.0.1:${gwPort}`;
   process.env.TP_ECHO = echo;
   process.env.TP_ADMIN_PASSWORD = password;
+  process.env.TP_GATEWAY_TOKEN = /gateway token:\s+(\S+)/.exec(out)?.[1] ?? '';
   return async () => {
     child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));

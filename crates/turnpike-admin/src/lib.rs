@@ -8,6 +8,7 @@
 //!
 //! [`router`] builds the app so tests call it without a socket; [`serve`] runs it.
 
+mod ai_report;
 mod analytics_report;
 mod auth;
 mod error;

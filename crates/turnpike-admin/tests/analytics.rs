@@ -63,6 +63,7 @@ fn event(i: u64, app: &str, time_s: i64) -> Event {
         snapshot_version: 3,
         client_ip: None,
         trace_id: None,
+        ai: None,
     }
 }
 
@@ -398,8 +399,133 @@ async fn one_application_one_named_row(url: String) {
     }
 }
 
-const CASES: &[(&str, turnpike_store::testing::Case)] =
-    turnpike_store::cases![reports_match_the_events, one_application_one_named_row];
+/// AI calls' events carry tokens and a time to first token: the `ai` report sums them
+/// by model and application and prices them with the built-in table and the Admin API's
+/// edits; other requests are left out.
+async fn ai_tokens_cost_and_ttft(url: String) {
+    let cp = control_plane(&url).await;
+    let ai = |i: u64, app: &str, model: &str, ttft_ms: u64| {
+        let mut e = event(3 + i * 7, app, T0 + i as i64 * 61);
+        e.ai = Some(turnpike_analytics::AiUsage {
+            provider: "openai".into(),
+            model: model.into(),
+            prompt_tokens: 1_000_000,
+            completion_tokens: 500_000,
+            cached_tokens: 200_000,
+            total_tokens: 1_500_000,
+            ttft_us: Some(ttft_ms * 1000),
+            ..Default::default()
+        });
+        e
+    };
+    let events = vec![
+        ai(0, "app-a", "gpt-4o-mini-2024-07-18", 40),
+        ai(1, "app-b", "gpt-4o-mini", 60),
+        ai(2, "app-b", "home-made", 80),
+        event(3, "app-b", T0 + 200),
+    ];
+    assert_eq!(ingest_rollups(&cp, &events).await.0, StatusCode::ACCEPTED);
+    let window = format!("from={T0}&to={}", T0 + 3600);
+    let r = cp
+        .get(&format!("/api/am/admin/v1/analytics/ai?{window}"), "admin")
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json);
+    let t = &r.json["totals"];
+    assert_eq!(
+        (t["requests"].as_u64(), t["totalTokens"].as_u64()),
+        (Some(3), Some(4_500_000))
+    );
+    assert_eq!(t["timeToFirstToken"]["count"], 3);
+    // gpt-4o-mini: 800k input x $0.15 + 200k cached x $0.075 + 500k output x $0.60 per 1M.
+    let mini = 0.12 + 0.015 + 0.3;
+    let cost = t["costUsd"].as_f64().unwrap_or(-1.0);
+    assert!((cost - 2.0 * mini).abs() < 1e-9, "{}", r.json);
+    assert_eq!(r.json["unpricedModels"], json!(["home-made"]));
+    let models: Vec<&str> = r.json["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter_map(|g| g["model"].as_str())
+        .collect();
+    assert_eq!(
+        models.len(),
+        3,
+        "dated names are their own rows: {models:?}"
+    );
+
+    let edit = json!({"inputPerMillion": 1.0, "outputPerMillion": 2.0});
+    let put = cp
+        .call(
+            Method::PUT,
+            "/api/am/admin/v1/ai-prices/home-made",
+            Some("admin"),
+            Some(edit),
+            &[],
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.json);
+    assert_eq!(put.json["cachedInputPerMillion"], 1.0);
+    let bad = json!({"inputPerMillion": -1, "outputPerMillion": "x", "colour": 1});
+    let refused = cp
+        .call(
+            Method::PUT,
+            "/api/am/admin/v1/ai-prices/m",
+            Some("admin"),
+            Some(bad),
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.json);
+    let listed = cp.get("/api/am/admin/v1/ai-prices", "admin").await;
+    let sources: Vec<(&str, &str)> = listed.json["list"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|p| Some((p["model"].as_str()?, p["source"].as_str()?)))
+        .filter(|(m, _)| *m == "home-made" || *m == "gpt-4o-mini")
+        .collect();
+    assert_eq!(
+        sources,
+        [("gpt-4o-mini", "built-in"), ("home-made", "edited")]
+    );
+    let r = cp
+        .get(
+            &format!("/api/am/admin/v1/analytics/ai?{window}&by=application"),
+            "admin",
+        )
+        .await;
+    // home-made: 1M input (cached at the input price) x $1 + 500k output x $2.
+    let cost = r.json["totals"]["costUsd"].as_f64().unwrap_or(-1.0);
+    assert!((cost - (2.0 * mini + 2.0)).abs() < 1e-9, "{}", r.json);
+    assert_eq!(r.json["unpricedModels"], json!([]));
+    assert_eq!(r.json["groups"][0]["applicationId"], "app-b");
+    let del = cp
+        .call(
+            Method::DELETE,
+            "/api/am/admin/v1/ai-prices/home-made",
+            Some("admin"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(del.status, StatusCode::NO_CONTENT);
+    let again = cp
+        .call(
+            Method::DELETE,
+            "/api/am/admin/v1/ai-prices/home-made",
+            Some("admin"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+}
+
+const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
+    reports_match_the_events,
+    one_application_one_named_row,
+    ai_tokens_cost_and_ttft
+];
 
 #[tokio::test]
 async fn sqlite() {

@@ -19,11 +19,12 @@ use std::time::Instant;
 
 use foldhash::fast::RandomState;
 use http::Method;
+use turnpike_policy::ai::TokenUsage;
 use turnpike_policy::Principal;
 use turnpike_policy::{ApiLabel, Completion, ErrorKind, RequestCtx};
 
 use crate::event::{status_class, Latency, Outcome, WallClock};
-use crate::rollup::{compact, Counted, Rollup, RollupKey, Row, MINUTE};
+use crate::rollup::{compact, Counted, Rollup, RollupKey, Row, Tokens, MINUTE};
 
 /// What one request adds to the sums, borrowed (from the request itself, or from its
 /// queued record): nothing is cloned unless the request opens a new key.
@@ -43,6 +44,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) upstream_answered: bool,
     /// Answered by the response cache.
     pub(crate) cache_hit: bool,
+    /// An AI API call's usage and time to first byte (µs).
+    pub(crate) ai: Option<(&'a TokenUsage, Option<u64>)>,
 }
 
 impl<'a> Facts<'a> {
@@ -63,6 +66,13 @@ impl<'a> Facts<'a> {
             bytes_out: done.bytes_out,
             upstream_answered: done.upstream_status.is_some(),
             cache_hit: ctx.ext.get::<turnpike_policy::FromCache>().is_some(),
+            ai: ctx.ext.get::<TokenUsage>().map(|u| {
+                let ttft = done.timings.first_byte;
+                (
+                    u,
+                    ttft.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+                )
+            }),
         }
     }
 }
@@ -78,6 +88,9 @@ struct Slot {
     outcome: Outcome,
     error: Option<ErrorKind>,
     throttled_by: usize,
+    /// An AI call's provider and model, by content (a provider's answer names them).
+    provider: Option<Arc<str>>,
+    model: Option<Arc<str>>,
 }
 
 /// What a slot holds: the labels its pointers name, and the sums.
@@ -134,6 +147,8 @@ impl Aggregator {
             outcome,
             error: r.error,
             throttled_by: ptr(r.throttled_by),
+            provider: r.ai.and_then(|(u, _)| u.provider.clone()),
+            model: r.ai.and_then(|(u, _)| u.model.clone()),
         };
         let entry = match &self.last {
             Some((app, last_slot, entry)) if *last_slot == slot && self.apps[*app].id == app_id => {
@@ -148,6 +163,12 @@ impl Aggregator {
             bytes_out: r.bytes_out,
             latency: r.latency,
             upstream_answered: r.upstream_answered,
+            tokens: r.ai.map(|(u, ttft_us)| Tokens {
+                prompt: u.prompt,
+                completion: u.completion,
+                cached: u.cached,
+                ttft_us,
+            }),
         });
         self.records += 1;
     }
@@ -216,6 +237,8 @@ impl Aggregator {
                         e.throttled_by.as_deref(),
                     )
                     .unwrap_or_default(),
+                    provider: text(slot.provider.as_deref()),
+                    model: text(slot.model.as_deref()),
                 };
                 rows.push(Row {
                     bucket: slot.minute,

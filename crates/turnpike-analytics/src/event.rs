@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderValue, Method};
 use serde::{Deserialize, Serialize};
+use turnpike_policy::ai::TokenUsage;
 use turnpike_policy::{ApiLabel, Blame, Completion, ErrorKind, RequestCtx};
 use turnpike_policy::{Identity, KeyType};
 
@@ -224,6 +225,71 @@ pub struct Event {
     /// The W3C trace id, when tracing is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// What an AI (LLM) API's call used; absent for every other request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai: Option<AiUsage>,
+}
+
+/// What an AI (LLM) API's call used, from the [`TokenUsage`] its policy left in the
+/// request's context, and how fast the answer came.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AiUsage {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Prompt tokens the provider served from its cache (part of `prompt_tokens`).
+    pub cached_tokens: u64,
+    pub total_tokens: u64,
+    /// Counted by the gateway's tokenizer because the provider reported none.
+    #[serde(default)]
+    pub estimated: bool,
+    /// Request head to the first response body byte: the time to first token, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_us: Option<u64>,
+    /// Completion tokens per second from the first response byte to the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_second: Option<f64>,
+}
+
+impl AiUsage {
+    fn of(r: &AiRecord, total_us: u64) -> AiUsage {
+        let u = &r.usage;
+        let text = |v: &Option<Arc<str>>| v.as_deref().unwrap_or_default().to_string();
+        let streaming_us = r.ttft_us.map(|t| total_us.saturating_sub(t));
+        AiUsage {
+            provider: text(&u.provider),
+            model: text(&u.model),
+            prompt_tokens: u.prompt,
+            completion_tokens: u.completion,
+            cached_tokens: u.cached,
+            total_tokens: u.total,
+            estimated: u.estimated,
+            ttft_us: r.ttft_us,
+            tokens_per_second: streaming_us
+                .filter(|&us| us > 0 && u.completion > 0)
+                .map(|us| u.completion as f64 * 1e6 / us as f64),
+        }
+    }
+}
+
+/// An AI call's usage as the request path hands it over: reference counts only.
+pub(crate) struct AiRecord {
+    pub(crate) usage: TokenUsage,
+    pub(crate) ttft_us: Option<u64>,
+}
+
+impl AiRecord {
+    /// The call's usage, if the request was an AI API's call.
+    pub(crate) fn of(ctx: &RequestCtx, done: &Completion) -> Option<AiRecord> {
+        let usage = ctx.ext.get::<TokenUsage>()?;
+        Some(AiRecord {
+            usage: usage.clone(),
+            ttft_us: done.timings.first_byte.map(micros),
+        })
+    }
 }
 
 impl Event {
@@ -327,10 +393,12 @@ pub struct Record {
     pub(crate) snapshot_version: u64,
     /// The W3C trace id when the request is traced (no allocation: 16 bytes).
     pub(crate) trace_id: Option<[u8; 16]>,
+    /// An AI API call's usage (boxed: most requests have none).
+    pub(crate) ai: Option<Box<AiRecord>>,
 }
 
 impl Record {
-    /// Built in `on_complete`: no allocation.
+    /// Built in `on_complete`: no allocation (but for an AI API call's usage).
     pub fn new(ctx: &RequestCtx, done: &Completion) -> Record {
         Record {
             start: done.started,
@@ -351,6 +419,7 @@ impl Record {
             bytes_out: done.bytes_out,
             snapshot_version: ctx.snapshot_version,
             trace_id: ctx.trace.as_ref().map(|t| t.trace_id),
+            ai: AiRecord::of(ctx, done).map(Box::new),
         }
     }
 
@@ -376,6 +445,7 @@ impl Record {
             bytes_out: self.bytes_out,
             upstream_answered: self.upstream_status.is_some(),
             cache_hit: self.cache_hit,
+            ai: self.ai.as_deref().map(|a| (&a.usage, a.ttft_us)),
         }
     }
 
@@ -432,6 +502,10 @@ impl Record {
                     s
                 })
             }),
+            ai: self
+                .ai
+                .as_deref()
+                .map(|a| AiUsage::of(a, self.latency.total_us)),
         }
     }
 }

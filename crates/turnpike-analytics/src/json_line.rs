@@ -42,6 +42,11 @@ pub fn write(e: &Event, out: &mut Vec<u8>) {
     uint(out, e.snapshot_version);
     opt_str(out, b",\"client_ip\":", &e.client_ip);
     opt_str(out, b",\"trace_id\":", &e.trace_id);
+    if let Some(ai) = &e.ai {
+        // Only AI calls have it, and their cost is the provider's: serde's writer here.
+        out.extend_from_slice(b",\"ai\":");
+        let _ = serde_json::to_writer(&mut *out, ai);
+    }
     out.push(b'}');
 }
 

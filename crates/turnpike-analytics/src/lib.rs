@@ -13,8 +13,9 @@
 //!   with the gateway token; [`spool`] keeps what it could not ship, bounded, until the
 //!   control plane answers again.
 //! * [`hist`] and [`rollup`]: per-minute rollups keyed by API, resource, application,
-//!   status class, outcome and gateway, with mergeable latency histograms, which the
-//!   store keeps and the control plane's analytics API reads.
+//!   status class, outcome, gateway and (AI calls) provider and model, with mergeable
+//!   latency histograms and token sums, which the store keeps and the control plane's
+//!   analytics API reads; [`prices`] what AI calls' tokens cost.
 //!
 //! Nothing here runs unless a gateway is started with analytics on: without an observer
 //! the gateway does not even build the completion.
@@ -24,6 +25,7 @@ pub mod event;
 pub mod hist;
 pub mod json_line;
 pub mod pipeline;
+pub mod prices;
 pub mod rollup;
 pub mod ship;
 pub mod sink;
@@ -31,7 +33,7 @@ pub mod spool;
 pub mod time;
 pub mod wso2;
 
-pub use event::{Event, Latency, Outcome};
+pub use event::{AiUsage, Event, Latency, Outcome};
 pub use hist::Hist;
 pub use pipeline::{Analytics, PipelineSettings, Stats};
 pub use rollup::{Rollup, RollupKey};

@@ -413,4 +413,57 @@ mod tests {
         let outcomes: Vec<&str> = rows.iter().map(|r| r.key.outcome.as_str()).collect();
         assert!(outcomes.contains(&"cache_hit"), "{outcomes:?}");
     }
+
+    #[tokio::test]
+    async fn an_ai_calls_tokens_and_time_to_first_token_reach_its_model_row() {
+        let rows = Arc::new(StdMutex::new(Vec::new()));
+        let a = Analytics::start(PipelineSettings::default(), Box::new(Rows(rows.clone())));
+        let mut call = request();
+        call.ext.insert(turnpike_policy::ai::TokenUsage {
+            prompt: 120,
+            completion: 80,
+            cached: 20,
+            total: 200,
+            model: Some("gpt-4o-mini".into()),
+            provider: Some("openai".into()),
+            estimated: false,
+        });
+        let mut done = completion(200);
+        done.timings.first_byte = Some(Duration::from_millis(40));
+        a.on_complete(&call, &done);
+        a.on_complete(&call, &done);
+        a.on_complete(&request(), &completion(200));
+        a.close(Duration::from_secs(5)).await;
+        let rows = rows.lock().map(|r| r.clone()).unwrap_or_default();
+        let ai: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.key.model == "gpt-4o-mini")
+            .collect();
+        assert_eq!(ai.len(), 1, "{rows:?}");
+        let (k, s) = (&ai[0].key, &ai[0].sums);
+        assert_eq!(k.provider, "openai");
+        assert_eq!(
+            (
+                s.requests,
+                s.prompt_tokens,
+                s.completion_tokens,
+                s.cached_tokens
+            ),
+            (2, 240, 160, 40)
+        );
+        assert_eq!(s.ttft.count(), 2);
+        assert!(
+            s.ttft
+                .percentile(0.5)
+                .is_some_and(|us| (40_000..=45_000).contains(&us)),
+            "{:?}",
+            s.ttft
+        );
+        let other: u64 = rows
+            .iter()
+            .filter(|r| r.key.model.is_empty())
+            .map(|r| r.sums.prompt_tokens + r.sums.ttft.count())
+            .sum();
+        assert_eq!(other, 0, "a plain request adds no tokens");
+    }
 }

@@ -32,6 +32,11 @@ pub struct RollupKey {
     pub outcome: String,
     /// The error code or the throttling policy (see [`Event::reason`]).
     pub reason: String,
+    /// An AI API call's provider and model (empty for other requests).
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default)]
+    pub model: String,
 }
 
 impl RollupKey {
@@ -49,6 +54,12 @@ impl RollupKey {
             status_class: e.status_class(),
             outcome: e.outcome.as_str().to_string(),
             reason: s(&e.reason),
+            provider: e
+                .ai
+                .as_ref()
+                .map(|a| a.provider.clone())
+                .unwrap_or_default(),
+            model: e.ai.as_ref().map(|a| a.model.clone()).unwrap_or_default(),
         }
     }
 }
@@ -76,6 +87,16 @@ pub struct Rollup {
     pub before: Hist,
     #[serde(rename = "lat_after")]
     pub after: Hist,
+    /// AI API calls' tokens (zero for other requests).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// AI API calls' time to first token (request head to first response byte).
+    #[serde(rename = "lat_ttft", default)]
+    pub ttft: Hist,
 }
 
 impl Rollup {
@@ -87,6 +108,12 @@ impl Rollup {
             bytes_out: e.bytes_out,
             latency: e.latency,
             upstream_answered: e.upstream_status.is_some(),
+            tokens: e.ai.as_ref().map(|a| Tokens {
+                prompt: a.prompt_tokens,
+                completion: a.completion_tokens,
+                cached: a.cached_tokens,
+                ttft_us: a.ttft_us,
+            }),
         });
     }
 
@@ -106,6 +133,14 @@ impl Rollup {
         }
         self.before.record(l.before_us);
         self.after.record(l.after_us);
+        if let Some(t) = &c.tokens {
+            self.prompt_tokens += t.prompt;
+            self.completion_tokens += t.completion;
+            self.cached_tokens += t.cached;
+            if let Some(us) = t.ttft_us {
+                self.ttft.record(us);
+            }
+        }
     }
 
     pub fn merge(&mut self, o: &Rollup) {
@@ -120,6 +155,10 @@ impl Rollup {
         self.upstream.merge(&o.upstream);
         self.before.merge(&o.before);
         self.after.merge(&o.after);
+        self.prompt_tokens += o.prompt_tokens;
+        self.completion_tokens += o.completion_tokens;
+        self.cached_tokens += o.cached_tokens;
+        self.ttft.merge(&o.ttft);
     }
 }
 
@@ -132,6 +171,17 @@ pub struct Counted {
     pub bytes_out: u64,
     pub latency: Latency,
     pub upstream_answered: bool,
+    /// An AI API call's tokens.
+    pub tokens: Option<Tokens>,
+}
+
+/// What an AI API call adds to a rollup.
+#[derive(Debug, Clone, Copy)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    pub cached: u64,
+    pub ttft_us: Option<u64>,
 }
 
 /// A rollup row: the period's start (Unix seconds, a multiple of `period`), its length
@@ -165,7 +215,8 @@ impl Row {
             s.before.count(),
             s.after.count(),
         ];
-        if counts.iter().any(|&c| c != s.requests) || s.upstream.count() > s.requests {
+        let partial = s.upstream.count().max(s.ttft.count());
+        if counts.iter().any(|&c| c != s.requests) || partial > s.requests {
             return Err(format!(
                 "rollup row: histograms count {counts:?} (upstream {}) for {} requests",
                 s.upstream.count(),

@@ -2,7 +2,7 @@
 //! strings with quotes, backslashes, control characters and non-ASCII text included.
 
 use proptest::prelude::*;
-use turnpike_analytics::{json_line, Event, Latency, Outcome};
+use turnpike_analytics::{json_line, AiUsage, Event, Latency, Outcome};
 
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -56,6 +56,17 @@ prop_compose! {
             snapshot_version: numbers[6],
             client_ip: options[10].clone(),
             trace_id: options[11].clone(),
+            ai: (numbers[6] % 2 == 0).then(|| AiUsage {
+                provider: strings[0].clone(),
+                model: strings[1].clone(),
+                prompt_tokens: numbers[0],
+                completion_tokens: numbers[1],
+                cached_tokens: numbers[2],
+                total_tokens: numbers[3],
+                estimated: numbers[4] % 2 == 0,
+                ttft_us: upstream_status.map(u64::from),
+                tokens_per_second: Some(numbers[5] as f64 / 7.0),
+            }),
         }
     }
 }

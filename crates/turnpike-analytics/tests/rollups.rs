@@ -56,6 +56,7 @@ fn event(
         snapshot_version: 1,
         client_ip: None,
         trace_id: None,
+        ai: None,
     }
 }
 

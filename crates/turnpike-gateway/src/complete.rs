@@ -58,6 +58,8 @@ pub(crate) struct Marks {
     pub(crate) head: Option<Instant>,
     /// The status of that head.
     pub(crate) upstream_status: Option<StatusCode>,
+    /// The first response body byte went out.
+    pub(crate) first_byte: Option<Instant>,
     pub(crate) bytes_in: BytesIn,
 }
 
@@ -101,6 +103,7 @@ impl Finisher {
                 sent: None,
                 head: None,
                 upstream_status: None,
+                first_byte: None,
                 bytes_in: declared.map_or(BytesIn::None, BytesIn::Declared),
             },
             line,
@@ -125,16 +128,19 @@ impl Finisher {
 
     fn timings(&self, now: Instant) -> Timings {
         let m = &self.marks;
+        let first_byte = m.first_byte.map(|f| f.saturating_duration_since(m.start));
         match (m.sent, m.head) {
             (Some(sent), Some(head)) => Timings {
                 gateway_before: sent.saturating_duration_since(m.start),
                 upstream: Some(head.saturating_duration_since(sent)),
                 gateway_after: now.saturating_duration_since(head),
+                first_byte,
             },
             _ => Timings {
                 gateway_before: now.saturating_duration_since(m.start),
                 upstream: None,
                 gateway_after: Duration::ZERO,
+                first_byte,
             },
         }
     }
@@ -178,6 +184,9 @@ impl Finisher {
         };
         if let Some(m) = shared.metrics.as_deref() {
             m.observe(self.api.as_ref(), self.status, to_head, self.error);
+            if let Some(usage) = self.ctx.ext.get::<turnpike_policy::ai::TokenUsage>() {
+                m.observe_ai(done.api.map(|a| &**a), usage, t.first_byte);
+            }
             if m.per_resource() {
                 if let (Some(api), Some(template)) = (&self.api, &self.ctx.resource) {
                     m.observe_resource(api, template, self.status);
@@ -205,7 +214,8 @@ impl Finisher {
 }
 
 impl BodyEnd for Finisher {
-    fn end(&mut self, bytes_out: u64, how: Ending) {
+    fn end(&mut self, bytes_out: u64, first_byte: Option<Instant>, how: Ending) {
+        self.marks.first_byte = first_byte;
         if how == Ending::UpstreamBroke {
             // The head went out; the body broke: an upstream failure, not the client's.
             self.error.get_or_insert(ErrorKind::UpstreamReset);

@@ -20,6 +20,7 @@ mod drain;
 mod edge;
 pub mod endpoint_states;
 mod error;
+mod genai_metrics;
 mod h1_conn;
 mod headers;
 pub mod health;

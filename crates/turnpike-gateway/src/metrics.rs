@@ -319,6 +319,8 @@ pub struct GatewayMetrics {
     sections: Mutex<Vec<Section>>,
     /// Requests are also counted per resource template (`--metrics-per-resource`).
     per_resource: bool,
+    /// AI API calls' tokens and time to first token (`genai_metrics.rs`).
+    genai: crate::genai_metrics::GenAiMetrics,
 }
 
 /// Writes Prometheus text for one part of the process.
@@ -373,6 +375,7 @@ impl GatewayMetrics {
             apis,
             sections: Mutex::new(Vec::new()),
             per_resource,
+            genai: Default::default(),
         });
         m.refresh();
         m
@@ -396,6 +399,16 @@ impl GatewayMetrics {
         if let Some(m) = self.table.load().by_ptr.get(&key) {
             m.observe_resource(template, status);
         }
+    }
+
+    /// Records an AI API call's tokens and time to first token.
+    pub(crate) fn observe_ai(
+        &self,
+        api: Option<&turnpike_policy::ApiLabel>,
+        usage: &turnpike_policy::ai::TokenUsage,
+        ttft: Option<Duration>,
+    ) {
+        self.genai.observe(api, usage, ttft, escape);
     }
 
     /// Records one answered request: `api` is the routed API (`None`: no API matched),
@@ -538,6 +551,7 @@ impl GatewayMetrics {
         render_token_caches(&self.snapshots.load(), &mut out);
         render_throttle_store(&self.snapshots.load(), &mut out);
         crate::endpoint_states::render(&self.snapshots.load(), &mut out, escape);
+        self.genai.render(&mut out);
         if let Ok(sections) = self.sections.lock() {
             sections.iter().for_each(|s| s(&mut out));
         }

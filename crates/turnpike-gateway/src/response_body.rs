@@ -12,6 +12,7 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
@@ -110,9 +111,10 @@ pub(crate) enum Ending {
     UpstreamBroke,
 }
 
-/// Told once how a client-bound body ended, with the bytes sent.
+/// Told once how a client-bound body ended, with the bytes sent and when the first of
+/// them went out.
 pub(crate) trait BodyEnd: Send {
-    fn end(&mut self, bytes_out: u64, how: Ending);
+    fn end(&mut self, bytes_out: u64, first_byte: Option<Instant>, how: Ending);
 
     /// The request's extensions, where a body's [`ResponseStream`]s settle what they
     /// learnt just before [`BodyEnd::end`].
@@ -124,6 +126,8 @@ pub(crate) trait BodyEnd: Send {
 /// What must hear about the end of a body, boxed only when something does.
 struct Tail {
     bytes: u64,
+    /// When the first data frame was handed to the connection (time to first token).
+    first: Option<Instant>,
     end: Option<Box<dyn BodyEnd>>,
 }
 
@@ -135,7 +139,7 @@ impl Tail {
                     s.settle(ext);
                 }
             }
-            e.end(self.bytes, how);
+            e.end(self.bytes, self.first, how);
         }
     }
 }
@@ -228,6 +232,7 @@ impl ResponseBody {
         self.tail.get_or_insert_with(|| {
             Box::new(Tail {
                 bytes: 0,
+                first: None,
                 end: None,
             })
         })
@@ -318,6 +323,9 @@ impl Body for ResponseBody {
             match &r {
                 Poll::Ready(Some(Ok(frame))) => {
                     if let Some(d) = frame.data_ref() {
+                        if t.first.is_none() && !d.is_empty() {
+                            t.first = Some(Instant::now());
+                        }
                         t.bytes += d.len() as u64;
                     }
                     if this.inner.is_end_stream() {

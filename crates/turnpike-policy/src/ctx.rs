@@ -228,6 +228,9 @@ pub struct Timings {
     /// From the upstream's response head to the last body byte sent (response
     /// policies, streaming to the client).
     pub gateway_after: Duration,
+    /// From the request head to the first response body byte handed to the client's
+    /// connection: an LLM stream's time to first token. `None` for a bodiless answer.
+    pub first_byte: Option<Duration>,
 }
 
 impl Timings {

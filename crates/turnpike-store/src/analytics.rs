@@ -58,7 +58,7 @@ pub struct Compacted {
     pub days_deleted: u64,
 }
 
-const COLUMNS: &str = "period, bucket, gateway, api_name, api_context, api_version, resource, method, application_id, application_name, status_class, outcome, reason, requests, errors, throttled, cache_hits, bytes_in, bytes_out, lat_total, lat_gateway, lat_upstream, lat_before, lat_after";
+const COLUMNS: &str = "period, bucket, gateway, api_name, api_context, api_version, resource, method, application_id, application_name, status_class, outcome, reason, requests, errors, throttled, cache_hits, bytes_in, bytes_out, lat_total, lat_gateway, lat_upstream, lat_before, lat_after, provider, model, prompt_tokens, completion_tokens, cached_tokens, lat_ttft";
 
 fn i(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -70,7 +70,7 @@ fn u(v: i64) -> u64 {
 
 async fn insert(tx: &mut Transaction<'_, Any>, rows: &[Row]) -> Result<(), StoreError> {
     let sql = format!(
-        "INSERT INTO analytics_rollups ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
+        "INSERT INTO analytics_rollups ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)"
     );
     for r in rows {
         let (k, s) = (&r.key, &r.sums);
@@ -99,6 +99,12 @@ async fn insert(tx: &mut Transaction<'_, Any>, rows: &[Row]) -> Result<(), Store
             .bind(s.upstream.encode())
             .bind(s.before.encode())
             .bind(s.after.encode())
+            .bind(&k.provider)
+            .bind(&k.model)
+            .bind(i(s.prompt_tokens))
+            .bind(i(s.completion_tokens))
+            .bind(i(s.cached_tokens))
+            .bind(s.ttft.encode())
             .execute(&mut **tx)
             .await?;
     }
@@ -127,6 +133,8 @@ fn decode(row: &sqlx::any::AnyRow) -> Result<Row, StoreError> {
             status_class: u8::try_from(class).unwrap_or(0),
             outcome: row.try_get("outcome")?,
             reason: row.try_get("reason")?,
+            provider: row.try_get("provider")?,
+            model: row.try_get("model")?,
         },
         sums: Rollup {
             requests: u(row.try_get("requests")?),
@@ -140,6 +148,10 @@ fn decode(row: &sqlx::any::AnyRow) -> Result<Row, StoreError> {
             upstream: hist(row, "lat_upstream")?,
             before: hist(row, "lat_before")?,
             after: hist(row, "lat_after")?,
+            prompt_tokens: u(row.try_get("prompt_tokens")?),
+            completion_tokens: u(row.try_get("completion_tokens")?),
+            cached_tokens: u(row.try_get("cached_tokens")?),
+            ttft: hist(row, "lat_ttft")?,
         },
     })
 }

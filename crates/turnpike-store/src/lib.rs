@@ -12,6 +12,7 @@
 //! control planes share the database: writes are serial across them too, each learns the
 //! others' versions, and one at a time writes derived state (`cluster.rs`).
 
+mod ai_prices;
 mod analytics;
 mod apis;
 mod apps;

@@ -227,7 +227,34 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: crate::cluster::CLUSTER_SQL,
         postgres: crate::cluster::CLUSTER_SQL,
     },
+    Migration {
+        version: 11,
+        name: "ai_usage",
+        separator: ";",
+        sqlite: AI_USAGE,
+        postgres: AI_USAGE,
+    },
 ];
+
+/// AI (LLM) API calls in the rollups: provider and model in the key, tokens summed, the
+/// time to first token as a histogram (issue 30); and the price table the cost reports
+/// read (`ai_prices.rs`): USD per million tokens, in millionths of a dollar.
+const AI_USAGE: &str = r#"
+ALTER TABLE analytics_rollups ADD COLUMN provider TEXT NOT NULL DEFAULT '';
+ALTER TABLE analytics_rollups ADD COLUMN model TEXT NOT NULL DEFAULT '';
+ALTER TABLE analytics_rollups ADD COLUMN prompt_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE analytics_rollups ADD COLUMN completion_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE analytics_rollups ADD COLUMN cached_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE analytics_rollups ADD COLUMN lat_ttft TEXT NOT NULL DEFAULT '';
+CREATE INDEX analytics_rollups_model ON analytics_rollups (model, bucket);
+CREATE TABLE ai_prices (
+  model TEXT PRIMARY KEY,
+  input_micro_usd BIGINT NOT NULL,
+  output_micro_usd BIGINT NOT NULL,
+  cached_input_micro_usd BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+)
+"#;
 
 /// Where an API's SANDBOX-key calls go (a JSON array of URLs, like `endpoints`); APIs
 /// created before have none, and their sandbox calls are refused, not sent to production.

@@ -434,6 +434,75 @@ async fn sandbox_endpoints_migrate_and_round_trip(url: String) {
     );
 }
 
+/// AI calls' rollups keep provider, model, tokens and time to first token through the
+/// store, and the price table's edits are set, replaced, listed and deleted.
+async fn ai_rollups_and_prices_round_trip(url: String) {
+    use turnpike_analytics::prices::Price;
+    use turnpike_analytics::rollup::{Counted, Row, Tokens, MINUTE};
+    use turnpike_analytics::{Latency, Outcome, Rollup, RollupKey};
+    let s = open(url).await;
+    let mut sums = Rollup::default();
+    sums.count(&Counted {
+        status: 200,
+        outcome: Outcome::Served,
+        bytes_in: 1,
+        bytes_out: 2,
+        latency: Latency::default(),
+        upstream_answered: true,
+        tokens: Some(Tokens {
+            prompt: 70,
+            completion: 30,
+            cached: 20,
+            ttft_us: Some(25_000),
+        }),
+    });
+    let row = Row {
+        bucket: 1_700_000_040,
+        period: MINUTE,
+        key: RollupKey {
+            provider: "openai".into(),
+            model: "gpt-4o-mini".into(),
+            status_class: 2,
+            ..RollupKey::default()
+        },
+        sums,
+    };
+    s.insert_rollups(std::slice::from_ref(&row))
+        .await
+        .expect("insert");
+    let filter = turnpike_store::RollupFilter {
+        from: 1_700_000_000,
+        to: 1_700_000_100,
+        ..Default::default()
+    };
+    let read = s.rollups(&filter).await.expect("read");
+    assert_eq!(read, vec![row]);
+    assert_eq!(read[0].sums.ttft.count(), 1);
+
+    let p = Price {
+        input: 150_000,
+        output: 600_000,
+        cached_input: 75_000,
+    };
+    s.put_ai_price("gpt-4o-mini", p, 1).await.expect("put");
+    s.put_ai_price("home-made", p, 1).await.expect("put");
+    let cheaper = Price { input: 1, ..p };
+    s.put_ai_price("gpt-4o-mini", cheaper, 2)
+        .await
+        .expect("replace");
+    let all = s.ai_prices().await.expect("list");
+    assert_eq!(
+        all,
+        vec![
+            (String::from("gpt-4o-mini"), cheaper),
+            (String::from("home-made"), p)
+        ]
+    );
+    assert!(s.delete_ai_price("home-made").await.expect("delete"));
+    assert!(!s.delete_ai_price("home-made").await.expect("delete again"));
+    assert_eq!(s.ai_prices().await.expect("list").len(), 1);
+}
+
 const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
     seeds_default_tiers,
     create_get_list_and_duplicate,
@@ -448,6 +517,7 @@ const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
     new_version_copies,
     reopen_keeps_data_and_version,
     sandbox_endpoints_migrate_and_round_trip,
+    ai_rollups_and_prices_round_trip,
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

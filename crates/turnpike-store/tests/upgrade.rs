@@ -100,6 +100,17 @@ const SEEDS: &[Seed] = &[
         rows: &["INSERT INTO analytics_rollups (period, bucket, gateway, api_name, api_context, api_version, resource, method, application_id, application_name, status_class, outcome, reason, requests, errors, throttled, cache_hits, bytes_in, bytes_out, lat_total, lat_gateway, lat_upstream, lat_before, lat_after) VALUES (60, 600, 'gw', 'Pets', '/pets', 'v1', '/*', 'GET', 'up-app-1', 'Mobile', 2, 'success', '', 5, 0, 0, 0, 10, 20, '1:5', '1:5', '1:5', '1:5', '1:5')"],
         checks: &["SELECT COUNT(*) FROM analytics_rollups WHERE requests = 5 AND application_id = 'up-app-1'"],
     },
+    Seed {
+        version: 11,
+        rows: &[
+            "INSERT INTO analytics_rollups (period, bucket, gateway, api_name, api_context, api_version, resource, method, application_id, application_name, status_class, outcome, reason, requests, errors, throttled, cache_hits, bytes_in, bytes_out, lat_total, lat_gateway, lat_upstream, lat_before, lat_after, provider, model, prompt_tokens, completion_tokens, cached_tokens, lat_ttft) VALUES (60, 660, 'gw', 'Chat', '/ai', 'v1', '/chat/completions', 'POST', 'up-app-1', 'Mobile', 2, 'served', '', 1, 0, 0, 0, 10, 20, '1:1', '1:1', '1:1', '1:1', '1:1', 'openai', 'gpt-4o-mini', 7, 3, 0, '1:1')",
+            "INSERT INTO ai_prices (model, input_micro_usd, output_micro_usd, cached_input_micro_usd, updated_at) VALUES ('up-model', 1000000, 2000000, 500000, 1000)",
+        ],
+        checks: &[
+            "SELECT COUNT(*) FROM analytics_rollups WHERE model = 'gpt-4o-mini' AND prompt_tokens = 7",
+            "SELECT COUNT(*) FROM ai_prices WHERE model = 'up-model'",
+        ],
+    },
 ];
 
 fn seeds_up_to(version: i64) -> impl Iterator<Item = &'static Seed> {

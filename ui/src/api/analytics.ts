@@ -45,7 +45,28 @@ export interface TopRow extends Counts {
   latency?: Latency;
 }
 
-type Report = 'summary' | 'traffic' | 'top' | 'errors' | 'throttling' | 'latency';
+/** One group of the `ai` report (tokens, cost, time to first token of AI API calls). */
+export interface AiRow {
+  requests: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  totalTokens: number;
+  costUsd: number;
+  timeToFirstToken: { count: number; p50Us: number | null; p90Us: number | null; p99Us: number | null };
+  provider?: string;
+  model?: string;
+  applicationId?: string;
+  applicationName?: string;
+  apiName?: string;
+  apiContext?: string;
+  apiVersion?: string;
+}
+
+export type AiBy = 'model' | 'application' | 'api';
+
+type Report = 'summary' | 'traffic' | 'top' | 'errors' | 'throttling' | 'latency' | 'ai';
 
 async function report(scope: AnalyticsScope, name: Report, w: Window, extra: Record<string, string> = {}): Promise<unknown> {
   const query = { from: w.from, to: w.to, interval: w.interval, ...extra } as never;
@@ -84,6 +105,9 @@ export const analytics = {
   },
   async errors(s: AnalyticsScope, w: Window) {
     return (await report(s, 'errors', w)) as { list: { outcome: string; reason: string; statusClass: string; requests: number }[] };
+  },
+  async ai(s: AnalyticsScope, w: Window, by: AiBy) {
+    return (await report(s, 'ai', w, { by })) as { totals: AiRow; groups: AiRow[]; unpricedModels: string[] };
   },
   async throttled(s: AnalyticsScope, w: Window) {
     return (await report(s, 'throttling', w)) as {

@@ -8,7 +8,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Analytics over all traffic: summary, traffic (over time), top (by api, application or resource), errors, throttling, latency (percentiles, gateway vs back end); filters apiContext+apiVersion, applicationId, gateway
+         * Analytics over all traffic: summary, traffic (over time), top (by api, application or resource), errors, throttling, latency (percentiles, gateway vs back end), ai (tokens, cost and time to first token of AI APIs by model, application or api); filters apiContext+apiVersion, applicationId, gateway
          * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
          */
         get: operations["getAnalytics"];

@@ -3,7 +3,8 @@
 // throttled), latency percentiles split gateway vs back end, the busiest APIs /
 // applications / resources, and the error and throttling breakdowns. One component for
 // the three scopes: the whole platform (Admin), one API (Publisher), one application
-// (Developer Portal). Loaded on demand: the charts library stays out of the other pages.
+// (Developer Portal); for AI APIs, tokens, cost and time to first token (`AiUsage.tsx`).
+// Loaded on demand: the charts library stays out of the other pages.
 // Time axes come zero-filled from the API (a minute without traffic is a 0, not a
 // missing point); lines are straight between points (no smoothing that would draw a gap
 // as a ramp), latency gaps stay gaps, and latency is in µs when it is under 1 ms.
@@ -11,9 +12,10 @@ import '@mantine/charts/styles.css';
 import { useState } from 'react';
 import { AreaChart, LineChart } from '@mantine/charts';
 import { Card, Group, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
-import { analytics, type AnalyticsScope, type LatencyBlock } from '../api/analytics';
+import { analytics, type AiBy, type AnalyticsScope, type LatencyBlock } from '../api/analytics';
 import { useLoad } from '../lib/load';
 import { duration, latencyScale, scaled } from '../lib/units';
+import AiUsage, { type AiReports } from './AiUsage';
 import { Loading } from './common';
 
 const WINDOWS = {
@@ -46,7 +48,13 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
           async (by) => [by, await analytics.top(scope, window, by)] as const,
         ),
       );
-      return { summary, traffic, latency, errors, throttled, tops };
+      const byAi: AiBy[] = scope.kind === 'application' ? ['model', 'api'] : ['model', 'application', 'api'];
+      const aiReports = await Promise.all(byAi.map((by) => analytics.ai(scope, window, by)));
+      const ai: AiReports | null =
+        aiReports.length > 0 && aiReports[0].totals.requests > 0
+          ? { totals: aiReports[0].totals, unpricedModels: aiReports[0].unpricedModels, by: byAi.map((by, i) => [by, aiReports[i].groups] as const) }
+          : null;
+      return { summary, traffic, latency, errors, throttled, tops, ai };
     },
     [key],
   );
@@ -119,6 +127,7 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
               />
               <LatencyTable latency={d.latency} />
             </Card>
+            {d.ai && <AiUsage ai={d.ai} />}
             <SimpleGrid cols={{ base: 1, md: 2 }}>
               {d.tops.map(([by, top]) => (
                 <Card withBorder key={by} component="section" aria-label={`Top ${by}s`}>

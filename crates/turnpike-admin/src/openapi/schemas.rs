@@ -321,6 +321,15 @@ pub fn schemas() -> Value {
             "unauthenticatedTier": {"type": "string", "nullable": true, "description": "subscription tier applied per client IP to requests without an application (Unauthenticated when null)"},
             "rateLimitHeaders": {"type": "string", "enum": ["ietf", "legacy", "both", "none"]}
         }), json!({"unauthenticatedTier": "Bronze", "rateLimitHeaders": "both"})),
+        "AiPriceInput": strict(&["inputPerMillion", "outputPerMillion"], json!({
+            "inputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million prompt tokens"},
+            "outputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million completion tokens"},
+            "cachedInputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million prompt tokens served from the provider's cache (default: inputPerMillion)"}
+        }), json!({"inputPerMillion": 0.15, "outputPerMillion": 0.6, "cachedInputPerMillion": 0.075})),
+        "AiPrice": {"type": "object", "required": ["model", "inputPerMillion", "outputPerMillion", "cachedInputPerMillion", "source"], "properties": {
+            "model": {"type": "string"}, "inputPerMillion": {"type": "number"}, "outputPerMillion": {"type": "number"},
+            "cachedInputPerMillion": {"type": "number"}, "source": {"type": "string", "enum": ["built-in", "edited"]}}},
+        "AiPriceList": list_of("AiPrice", false),
         "Pagination": {"type": "object", "required": ["offset", "limit", "total"], "properties": {
             "offset": {"type": "integer"}, "limit": {"type": "integer"}, "total": {"type": "integer"}}},
         "ApiList": list_of("ApiRecord", true)

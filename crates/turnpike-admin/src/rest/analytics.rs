@@ -24,6 +24,7 @@ use turnpike_analytics::rollup::{roll_up, DAY, HOUR, MINUTE};
 use turnpike_analytics::ship::Batch;
 use turnpike_store::RollupFilter;
 
+use crate::ai_report::AiBy;
 use crate::analytics_report::{self as report, TopBy};
 use crate::auth::{constant_time_eq, Admin, ApiViewer};
 use crate::error::{ApiError, ApiResult};
@@ -31,13 +32,14 @@ use crate::rest::devportal::OwnApp;
 use crate::AppState;
 
 /// The reports every analytics path serves.
-pub const REPORTS: [&str; 6] = [
+pub const REPORTS: [&str; 7] = [
     "summary",
     "traffic",
     "top",
     "errors",
     "throttling",
     "latency",
+    "ai",
 ];
 
 /// The longest window a query may span (the day rows' default retention).
@@ -166,6 +168,9 @@ async fn answer(s: &AppState, name: &str, w: Window, mut f: RollupFilter) -> Api
             REPORTS.join(", ")
         )));
     }
+    if name == "ai" {
+        return ai_answer(s, w, f).await;
+    }
     let by = match name {
         "top" => Some(
             TopBy::parse(w.q.get("by").map_or("api", String::as_str))
@@ -199,6 +204,34 @@ async fn answer(s: &AppState, name: &str, w: Window, mut f: RollupFilter) -> Api
     };
     let mut body = body;
     if let Value::Object(m) = &mut body {
+        m.insert("from".into(), w.from.into());
+        m.insert("to".into(), w.to.into());
+    }
+    Ok(Json(body).into_response())
+}
+
+/// The AI report: tokens, cost and time to first token (`ai_report.rs`).
+async fn ai_answer(s: &AppState, w: Window, f: RollupFilter) -> ApiResult<Response> {
+    let by = AiBy::parse(w.q.get("by").map_or("model", String::as_str))
+        .ok_or_else(|| ApiError::bad_request("by must be model, application or api"))?;
+    let limit = int(&w.q, "limit")?.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::bad_request("limit must be 1..100"));
+    }
+    let mut rows = s.inner.store.rollups(&f).await?;
+    let names = s
+        .inner
+        .store
+        .application_names(&report::application_ids(&rows))
+        .await?;
+    report::name_applications(&mut rows, &names);
+    let prices = s.inner.store.ai_prices().await?;
+    let mut body = crate::ai_report::ai(&rows, by, &prices, limit as usize);
+    if let Value::Object(m) = &mut body {
+        m.insert(
+            "by".into(),
+            w.q.get("by").map_or("model", String::as_str).into(),
+        );
         m.insert("from".into(), w.from.into());
         m.insert("to".into(), w.to.into());
     }

@@ -3,6 +3,7 @@
 //! store, the gateways' own compile) is `crate::service`'s, imports are `crate::import`'s.
 
 pub mod admin;
+pub(crate) mod ai_prices;
 pub(crate) mod analytics;
 pub(crate) mod apply;
 pub(crate) mod audit;
@@ -63,7 +64,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(portal_settings::admin_routes())
                 .merge(client_registration::admin_routes())
                 .merge(audit::admin_routes())
-                .merge(analytics::admin_routes()),
+                .merge(analytics::admin_routes())
+                .merge(ai_prices::admin_routes()),
         )
         .nest(
             "/api/am/gateway/v1",
