@@ -45,6 +45,8 @@ pub struct CompiledApi {
     pub label: Arc<turnpike_policy::ApiLabel>,
     /// How lenient the API is about request paths (`;` parameters, letter case).
     pub paths: turnpike_model::PathsSpec,
+    /// What the router indexes it by.
+    pub(crate) routes: Arc<crate::validate::Routes>,
 }
 
 impl CompiledApi {

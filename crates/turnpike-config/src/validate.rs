@@ -18,11 +18,19 @@ use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
 use turnpike_policy::spec::template::{is_path_char, Template};
 
-/// An API that passed validation, with what the router needs to index it.
+/// An API that passed validation.
 pub(crate) struct Checked {
     pub api: CompiledApi,
-    pub host: Option<HostPattern>,
     /// Index in the file, for problem paths.
+    pub index: usize,
+}
+
+/// What the router indexes an API by. Kept with the compiled API, so a snapshot that
+/// reuses the API (`crate::incremental`) indexes it again without its spec.
+#[derive(Debug)]
+pub(crate) struct Routes {
+    pub host: Option<HostPattern>,
+    /// Index in the file the API was compiled from, for problem paths.
     pub index: usize,
     pub resources: Vec<CheckedResource>,
     /// The API answers its own errors (a SOAP pass-through's Faults), so the paths below
@@ -30,6 +38,7 @@ pub(crate) struct Checked {
     pub owns_unmatched: bool,
 }
 
+#[derive(Debug)]
 pub(crate) struct CheckedResource {
     pub template: Template,
     /// The path template as written (what analytics names the resource by).
@@ -49,7 +58,7 @@ pub(crate) fn check_file(file: GatewayFile, problems: &mut Vec<Problem>) -> Vec<
             ));
         }
     }
-    let duplicates = check_uniqueness(&file.apis, problems);
+    let duplicates = check_uniqueness(file.apis.iter(), problems);
     file.apis
         .into_iter()
         .enumerate()
@@ -187,11 +196,14 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             chain: turnpike_policy::Chain::default(),
             label,
             paths: spec.paths,
+            routes: Arc::new(Routes {
+                host,
+                index,
+                resources,
+                owns_unmatched,
+            }),
         },
-        host,
         index,
-        resources,
-        owns_unmatched,
     })
 }
 
@@ -368,11 +380,14 @@ fn check_version(version: &str) -> Result<(), String> {
 /// Runs on the specs as written, so a duplicate is reported even when its first
 /// declaration has problems of its own.
 /// Returns the indices of the APIs refused as duplicates.
-fn check_uniqueness(apis: &[ApiSpec], problems: &mut Vec<Problem>) -> Vec<usize> {
+pub(crate) fn check_uniqueness<'a>(
+    apis: impl IntoIterator<Item = &'a ApiSpec>,
+    problems: &mut Vec<Problem>,
+) -> Vec<usize> {
     let mut duplicates = Vec::new();
     let mut versions: HashMap<(Option<String>, &str, &str), usize> = HashMap::new();
     let mut defaults: HashMap<(Option<String>, &str), usize> = HashMap::new();
-    for (i, a) in apis.iter().enumerate() {
+    for (i, a) in apis.into_iter().enumerate() {
         let host = a
             .host
             .as_deref()

@@ -31,7 +31,7 @@ use crate::error::AuthError;
 
 mod security;
 
-pub use security::{prepare, ApiSecurity, ResourceRule, Secured};
+pub use security::{prepare, ApiSecurity, ResourceRule, Secured, SharedSecurity};
 
 /// Authenticates and authorises each request of a secured API.
 pub struct AuthPolicy {

@@ -22,7 +22,9 @@ use turnpike_policy::{
     PolicyKind, RequestCtx, Stage, Step,
 };
 
-pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
+pub use build::{
+    condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, SharedThrottle, Throttled,
+};
 
 use crate::{Decision, Lookup, RequestFacts};
 
