@@ -57,8 +57,8 @@ pub(crate) fn prepare(
         reuse.clone(),
         || {
             // The throttling conditions' and mediation's claims.
-            let mediation = mediation_claims
-                .unwrap_or_else(|| turnpike_mediation::policy::claim_names(file));
+            let mediation =
+                mediation_claims.unwrap_or_else(|| turnpike_mediation::policy::claim_names(file));
             turnpike_auth::KeptClaims::new(
                 turnpike_throttle::policy::condition_claims(file).chain(mediation),
             )

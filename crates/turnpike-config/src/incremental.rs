@@ -168,8 +168,7 @@ fn compile_partial(
     let seed = prev.shared().clone();
     let table = Some(subscriptions.clone());
     let claims = Some(mediation_claims(apis));
-    let (built, _, shared) =
-        crate::compile_apis(wide, runtime, table, claims, seed, &mut problems);
+    let (built, _, shared) = crate::compile_apis(wide, runtime, table, claims, seed, &mut problems);
     if !problems.is_empty() {
         return Err(problems);
     }

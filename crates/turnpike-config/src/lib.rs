@@ -178,7 +178,10 @@ pub(crate) fn compile_apis(
 
 /// Gives each API its endpoints' long-lived states (once the snapshot compiled: a
 /// refused one must not register endpoints).
-pub(crate) fn attach_states(apis: Vec<CompiledApi>, runtime: &PolicyRuntime) -> Vec<Arc<CompiledApi>> {
+pub(crate) fn attach_states(
+    apis: Vec<CompiledApi>,
+    runtime: &PolicyRuntime,
+) -> Vec<Arc<CompiledApi>> {
     let registry = runtime
         .kernel()
         .get_or_init(endpoint_state::EndpointRegistry::default);

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use http::{HeaderValue, Method};
 
+use crate::api::CompiledApi;
 use crate::error::Problem;
 use crate::host::{normalise, HostPattern, MAX_HOST};
-use crate::api::CompiledApi;
 use turnpike_policy::spec::methods::MethodSet;
 
 /// What one route in a tree leads to.

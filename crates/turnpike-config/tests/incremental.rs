@@ -81,8 +81,16 @@ fn step(
     rt: &PolicyRuntime,
 ) -> Snapshot {
     let (file, h) = wide(throttling);
-    compile_changes(prev, file, h, &entries(apis), prev.version + 1, rt, subs.clone())
-        .expect("compiles")
+    compile_changes(
+        prev,
+        file,
+        h,
+        &entries(apis),
+        prev.version + 1,
+        rt,
+        subs.clone(),
+    )
+    .expect("compiles")
 }
 
 /// What a full compile of the same file gives.
@@ -120,7 +128,10 @@ fn a_change_to_one_api_reuses_every_other_compiled_api() {
     assert_eq!(second.compiled_apis(), 1);
     for i in (0..20).filter(|i| *i != 3) {
         let name = format!("api{i}");
-        assert!(Arc::ptr_eq(find(&first, &name), find(&second, &name)), "{name}");
+        assert!(
+            Arc::ptr_eq(find(&first, &name), find(&second, &name)),
+            "{name}"
+        );
     }
     let changed = find(&second, "api3");
     assert!(!Arc::ptr_eq(find(&first, "api3"), changed));
@@ -155,7 +166,10 @@ fn a_changed_api_gets_its_new_chain() {
     apis[2] = held(api(2, json!({"lifecycle": "BLOCKED"})));
     let second = step(&first, &apis, None, &subs, &rt);
     assert!(names(&second, "api2").contains(&"lifecycle"));
-    assert_eq!(names(&second, "api2"), names(&full(&apis, None, &subs), "api2"));
+    assert_eq!(
+        names(&second, "api2"),
+        names(&full(&apis, None, &subs), "api2")
+    );
 }
 
 #[test]
@@ -255,7 +269,11 @@ fn apply(apis: &mut Vec<Held>, throttling: &mut Option<&'static str>, c: &Change
         }
     };
     match *c {
-        Change::Endpoint(i, p) => set(apis, i, json!({"endpoints": [format!("http://127.0.0.1:{p}")]})),
+        Change::Endpoint(i, p) => set(
+            apis,
+            i,
+            json!({"endpoints": [format!("http://127.0.0.1:{p}")]}),
+        ),
         Change::Remove(i) if !apis.is_empty() => {
             apis.remove(i % n);
         }
@@ -267,7 +285,11 @@ fn apply(apis: &mut Vec<Held>, throttling: &mut Option<&'static str>, c: &Change
         Change::Secure(i) => set(apis, i, json!({"auth": {"api_key": true, "oauth2": false}})),
         Change::Block(i) => set(apis, i, json!({"lifecycle": "BLOCKED"})),
         Change::Default(i) => set(apis, i, json!({"default": true})),
-        Change::Resource(i) => set(apis, i, json!({"resources": [{"path": "/r/{id}", "methods": ["GET", "POST"]}]})),
+        Change::Resource(i) => set(
+            apis,
+            i,
+            json!({"resources": [{"path": "/r/{id}", "methods": ["GET", "POST"]}]}),
+        ),
         Change::Throttling(on) => *throttling = on.then_some("Bronze"),
     }
 }
@@ -277,16 +299,26 @@ fn fingerprint(s: &Snapshot, apis: &[Held]) -> Vec<String> {
     let mut out = Vec::new();
     for h in apis {
         let (ctx, v) = (&h.spec.context, &h.spec.version);
-        for path in [format!("{ctx}/{v}/x"), format!("{ctx}/{v}/r/1"), format!("{ctx}/r/1")] {
+        for path in [
+            format!("{ctx}/{v}/x"),
+            format!("{ctx}/{v}/r/1"),
+            format!("{ctx}/r/1"),
+        ] {
             for m in [Method::GET, Method::POST] {
                 let seen = match s.route(None, &m, &path) {
-                    RouteResult::Matched { api, resource, upstream_path } => format!(
+                    RouteResult::Matched {
+                        api,
+                        resource,
+                        upstream_path,
+                    } => format!(
                         "{} {resource} {upstream_path} {:?} {:?}",
                         api.name,
                         api.chain.names().collect::<Vec<_>>(),
                         api.endpoints.iter().map(|e| &e.url).collect::<Vec<_>>()
                     ),
-                    RouteResult::MethodNotAllowed { api, allow, .. } => format!("405 {} {allow:?}", api.name),
+                    RouteResult::MethodNotAllowed { api, allow, .. } => {
+                        format!("405 {} {allow:?}", api.name)
+                    }
                     RouteResult::NotFoundIn { api, .. } => format!("404 in {}", api.name),
                     RouteResult::NotFound => "404".into(),
                 };

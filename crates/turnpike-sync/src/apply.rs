@@ -123,15 +123,24 @@ fn compile_changes(
 }
 
 /// The whole file compiled from `parts` (subscriptions included).
-fn compile_whole(version: u64, parts: &Parts, runtime: &PolicyRuntime) -> Result<Snapshot, SyncError> {
+fn compile_whole(
+    version: u64,
+    parts: &Parts,
+    runtime: &PolicyRuntime,
+) -> Result<Snapshot, SyncError> {
     let invalid = |reason: String| SyncError::Invalid { version, reason };
     let file = parts.to_file().map_err(|e| invalid(e.to_string()))?;
-    let snapshot =
-        turnpike_config::compile_with(file, version, runtime).map_err(|e| invalid(e.to_string()))?;
+    let snapshot = turnpike_config::compile_with(file, version, runtime)
+        .map_err(|e| invalid(e.to_string()))?;
     Ok(remember(snapshot, parts))
 }
 
-fn full(version: u64, body: &[u8], hash: String, runtime: &PolicyRuntime) -> Result<Built, SyncError> {
+fn full(
+    version: u64,
+    body: &[u8],
+    hash: String,
+    runtime: &PolicyRuntime,
+) -> Result<Built, SyncError> {
     let invalid = |reason: String| SyncError::Invalid { version, reason };
     let file: GatewayFile = serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
     let (parts, hash) = match Parts::from_file(&file) {
@@ -148,8 +157,8 @@ fn full(version: u64, body: &[u8], hash: String, runtime: &PolicyRuntime) -> Res
             (None, hash)
         }
     };
-    let snapshot =
-        turnpike_config::compile_with(file, version, runtime).map_err(|e| invalid(e.to_string()))?;
+    let snapshot = turnpike_config::compile_with(file, version, runtime)
+        .map_err(|e| invalid(e.to_string()))?;
     let snapshot = match &parts {
         Some(p) => remember(snapshot, p),
         None => snapshot,

@@ -140,8 +140,16 @@ mod tests {
 
     #[test]
     fn diff_finds_gone_new_and_changed_rows() {
-        let old = [sub("a", "1", "ACTIVE"), sub("a", "2", "ACTIVE"), sub("b", "1", "ACTIVE")];
-        let new = [sub("a", "2", "BLOCKED"), sub("b", "1", "ACTIVE"), sub("c", "1", "ACTIVE")];
+        let old = [
+            sub("a", "1", "ACTIVE"),
+            sub("a", "2", "ACTIVE"),
+            sub("b", "1", "ACTIVE"),
+        ];
+        let new = [
+            sub("a", "2", "BLOCKED"),
+            sub("b", "1", "ACTIVE"),
+            sub("c", "1", "ACTIVE"),
+        ];
         let rows: Vec<String> = diff(&old, &new)
             .into_iter()
             .map(|r| match r {

@@ -594,7 +594,12 @@ impl Follower {
                 tokio::task::spawn_blocking(move || {
                     let (t, shared) = (Instant::now(), Arc::strong_count(&old) > 1);
                     drop(old);
-                    tracing::debug!(version, ms = t.elapsed().as_secs_f64() * 1e3, still_held = shared, "sync: replaced snapshot released");
+                    tracing::debug!(
+                        version,
+                        ms = t.elapsed().as_secs_f64() * 1e3,
+                        still_held = shared,
+                        "sync: replaced snapshot released"
+                    );
                 });
                 if let (Some(saver), Some(parts)) = (&self.saver, &done.parts) {
                     // Shared: the next delta copies the parts only if the writer still

@@ -66,7 +66,10 @@ impl Serialize for FileView<'_> {
         let mut map = s.serialize_map(None)?;
         for (name, (v, _)) in &self.0.sections {
             if let Some(k) = name.strip_prefix("security.") {
-                security.push((k, v));
+                // (An empty list there: the rows are in the buckets, written below.)
+                if k != "subscriptions" {
+                    security.push((k, v));
+                }
             } else if let Some(k) = name.strip_prefix("throttling.") {
                 throttling.push((k, v));
             } else if name != "security" && name != "throttling" {

@@ -349,7 +349,11 @@ async fn a_delta_recompiles_only_the_apis_it_touches() {
             .map(|x| x.name.clone())
             .collect()
     };
-    assert!(same(&s0, &s1).is_empty(), "recompiled: {:?}", same(&s0, &s1));
+    assert!(
+        same(&s0, &s1).is_empty(),
+        "recompiled: {:?}",
+        same(&s0, &s1)
+    );
     assert_eq!(status(addr, "/fresh/v1/x").await, 200);
 
     let path = "/api/am/publisher/v1/subscriptions/block-subscription?subscriptionId=bulk-sub-5&blockState=BLOCKED";

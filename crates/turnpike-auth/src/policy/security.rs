@@ -246,9 +246,11 @@ fn compile_api(
         api_id: api_id(&api.context, &api.version),
         api_key_location: authenticator.api_keys.as_ref().map(|(l, _)| l.clone()),
         authenticator: Some(authenticator),
-        subscriptions: spec
-            .subscription
-            .then(|| compiled.subscriptions.for_api(&api_id(&api.context, &api.version))),
+        subscriptions: spec.subscription.then(|| {
+            compiled
+                .subscriptions
+                .for_api(&api_id(&api.context, &api.version))
+        }),
         backend_jwt,
         resources: has_rules.then(|| resource_rules(api)),
         anonymous_operations: api
