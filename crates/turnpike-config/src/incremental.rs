@@ -183,7 +183,10 @@ fn compile_partial(
     if refs.len() != slots.len() {
         return Err(vec![Problem::new("apis", "an API did not compile")]);
     }
-    let router = router::Router::build(&refs, &mut problems);
+    let router = match same_routes(&prev.apis, &refs) {
+        true => prev.router().clone(),
+        false => Arc::new(router::Router::build(&refs, &mut problems)),
+    };
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -193,6 +196,20 @@ fn compile_partial(
     let shared = shared.or(prev.shared());
     let snapshot = Snapshot::assemble(version, apis, router, table).with_shared(shared);
     Ok((snapshot, count))
+}
+
+/// Whether `new` would be indexed exactly as `old` is (same slots, same routes each):
+/// then the router is shared, not rebuilt (a change to endpoints, policies or
+/// subscriptions costs no router).
+fn same_routes(old: &[Arc<CompiledApi>], new: &[&CompiledApi]) -> bool {
+    old.len() == new.len()
+        && old.iter().zip(new).all(|(a, b)| {
+            std::ptr::eq(&**a, *b)
+                || (a.context == b.context
+                    && a.version == b.version
+                    && a.default_version == b.default_version
+                    && a.routes.same_as(&b.routes))
+        })
 }
 
 /// The snapshot's APIs in file order: the reused ones as they are, the built ones with

@@ -129,6 +129,7 @@ fn compile_inner(
         return Err(problems);
     }
     let apis = attach_states(apis, runtime);
+    let router = Arc::new(router);
     Ok(Snapshot::assemble(version, apis, router, subscriptions).with_shared(shared))
 }
 

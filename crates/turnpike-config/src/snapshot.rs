@@ -56,7 +56,8 @@ impl<'a> RouteResult<'a> {
 pub struct Snapshot {
     pub version: u64,
     pub apis: Vec<Arc<CompiledApi>>,
-    router: Router,
+    /// Shared with the next snapshot when no API's routes changed (`crate::incremental`).
+    router: Arc<Router>,
     /// The compiled subscription table, when the file has a security section.
     subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
     /// Some API matches paths case-insensitively (see [`Snapshot::folds_case`]).
@@ -76,7 +77,7 @@ impl Snapshot {
     pub(crate) fn assemble(
         version: u64,
         apis: Vec<Arc<CompiledApi>>,
-        router: Router,
+        router: Arc<Router>,
         subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
     ) -> Snapshot {
         let folds_case = apis.iter().any(|a| a.paths.case_insensitive);
@@ -94,6 +95,10 @@ impl Snapshot {
     pub(crate) fn with_shared(mut self, shared: crate::incremental::Shared) -> Snapshot {
         self.shared = shared;
         self
+    }
+
+    pub(crate) fn router(&self) -> &Arc<Router> {
+        &self.router
     }
 
     pub(crate) fn shared(&self) -> &crate::incremental::Shared {

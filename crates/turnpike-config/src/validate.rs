@@ -38,6 +38,19 @@ pub(crate) struct Routes {
     pub owns_unmatched: bool,
 }
 
+impl Routes {
+    /// Whether `self` indexes into the same routes as `other` (problem paths aside).
+    pub(crate) fn same_as(&self, other: &Routes) -> bool {
+        let resource = |a: &CheckedResource, b: &CheckedResource| {
+            a.template == b.template && a.path == b.path && a.methods == b.methods
+        };
+        self.host == other.host
+            && self.owns_unmatched == other.owns_unmatched
+            && self.resources.len() == other.resources.len()
+            && self.resources.iter().zip(&other.resources).all(|(a, b)| resource(a, b))
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct CheckedResource {
     pub template: Template,
