@@ -2,9 +2,10 @@
 //! file hands [`compile_changes`] every API with its entry hash from the wire, and the
 //! snapshot it serves. An API whose reuse key is the one it was compiled with keeps its
 //! `Arc<CompiledApi>` (chain, endpoints, states: nothing of it is rebuilt); the others
-//! are compiled in a file of their own that carries the file-wide sections, and the
-//! router is rebuilt over all of them (a rebuild is a few milliseconds at 10,000 APIs;
-//! patching it would have to renumber every route after a removed API).
+//! are compiled in a file of their own that carries the file-wide sections. The router
+//! is shared with `prev` when every slot routes as before (a change to endpoints,
+//! policies or subscriptions), rebuilt over all APIs otherwise (patching it would have to
+//! renumber every route after a removed API).
 //!
 //! An API's reuse key is its entry hash plus everything else its compile reads:
 //! - the file-wide sections (`security:` but its subscriptions, `throttling:`,
