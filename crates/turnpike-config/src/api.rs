@@ -7,6 +7,9 @@ use std::time::Duration;
 use turnpike_model::LoadBalancing;
 
 use crate::endpoint::Endpoint;
+use crate::host::HostPattern;
+use turnpike_policy::spec::methods::MethodSet;
+use turnpike_policy::spec::template::Template;
 
 /// An API ready to serve.
 #[derive(Debug)]
@@ -46,7 +49,7 @@ pub struct CompiledApi {
     /// How lenient the API is about request paths (`;` parameters, letter case).
     pub paths: turnpike_model::PathsSpec,
     /// What the router indexes it by.
-    pub(crate) routes: Arc<crate::validate::Routes>,
+    pub(crate) routes: Arc<Routes>,
 }
 
 impl CompiledApi {
@@ -59,4 +62,44 @@ impl CompiledApi {
             None => id,
         }
     }
+}
+
+/// What the router indexes an API by. Kept with the compiled API, so a snapshot that
+/// reuses the API (`crate::incremental`) indexes it again without its spec.
+#[derive(Debug)]
+pub(crate) struct Routes {
+    pub host: Option<HostPattern>,
+    /// Index in the file the API was compiled from, for problem paths.
+    pub index: usize,
+    pub resources: Vec<CheckedResource>,
+    /// The API answers its own errors (a SOAP pass-through's Faults), so the paths below
+    /// its prefix that no resource serves are its 404s (see `router`).
+    pub owns_unmatched: bool,
+}
+
+impl Routes {
+    /// Whether `self` indexes into the same routes as `other` (problem paths aside).
+    pub(crate) fn same_as(&self, other: &Routes) -> bool {
+        let resource = |a: &CheckedResource, b: &CheckedResource| {
+            a.template == b.template && a.path == b.path && a.methods == b.methods
+        };
+        self.host == other.host
+            && self.owns_unmatched == other.owns_unmatched
+            && self.resources.len() == other.resources.len()
+            && self
+                .resources
+                .iter()
+                .zip(&other.resources)
+                .all(|(a, b)| resource(a, b))
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct CheckedResource {
+    pub template: Template,
+    /// The path template as written (what analytics names the resource by).
+    pub path: Arc<str>,
+    pub methods: MethodSet,
+    /// Document path of the resource's `path`, for problems found when indexing.
+    pub origin: String,
 }

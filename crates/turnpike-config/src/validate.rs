@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use turnpike_model::{ApiSpec, GatewayFile, FORMAT_VERSION};
 
-use crate::api::CompiledApi;
+use crate::api::{CheckedResource, CompiledApi, Routes};
 use crate::endpoint::Endpoint;
 use crate::error::Problem;
 use crate::host::HostPattern;
@@ -23,42 +23,6 @@ pub(crate) struct Checked {
     pub api: CompiledApi,
     /// Index in the file, for problem paths.
     pub index: usize,
-}
-
-/// What the router indexes an API by. Kept with the compiled API, so a snapshot that
-/// reuses the API (`crate::incremental`) indexes it again without its spec.
-#[derive(Debug)]
-pub(crate) struct Routes {
-    pub host: Option<HostPattern>,
-    /// Index in the file the API was compiled from, for problem paths.
-    pub index: usize,
-    pub resources: Vec<CheckedResource>,
-    /// The API answers its own errors (a SOAP pass-through's Faults), so the paths below
-    /// its prefix that no resource serves are its 404s (see `router`).
-    pub owns_unmatched: bool,
-}
-
-impl Routes {
-    /// Whether `self` indexes into the same routes as `other` (problem paths aside).
-    pub(crate) fn same_as(&self, other: &Routes) -> bool {
-        let resource = |a: &CheckedResource, b: &CheckedResource| {
-            a.template == b.template && a.path == b.path && a.methods == b.methods
-        };
-        self.host == other.host
-            && self.owns_unmatched == other.owns_unmatched
-            && self.resources.len() == other.resources.len()
-            && self.resources.iter().zip(&other.resources).all(|(a, b)| resource(a, b))
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct CheckedResource {
-    pub template: Template,
-    /// The path template as written (what analytics names the resource by).
-    pub path: Arc<str>,
-    pub methods: MethodSet,
-    /// Document path of the resource's `path`, for problems found when indexing.
-    pub origin: String,
 }
 
 /// Validates the whole file; every problem found is pushed to `problems`.

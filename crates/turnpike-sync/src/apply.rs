@@ -11,8 +11,22 @@ use std::time::Instant;
 
 use turnpike_config::{ApiEntry, GatewayFile, PolicyRuntime, Snapshot};
 
-use crate::follower::SyncError;
 use crate::wire::{hash_hex, Delta, Parts};
+
+/// Why one poll did not produce a snapshot.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("control plane unreachable: {0}")]
+    Unreachable(String),
+    #[error("control plane refused the gateway token (401)")]
+    Unauthorized,
+    #[error("control plane answered {0}")]
+    Status(u16),
+    #[error("snapshot {version} refused: {reason}")]
+    Invalid { version: u64, reason: String },
+    #[error("delta to {version} not applied: {reason}; fetching a full snapshot")]
+    Delta { version: u64, reason: String },
+}
 
 /// What the blocking apply + compile step hands back.
 pub(crate) struct Installed {

@@ -39,6 +39,7 @@ use tokio::sync::watch;
 use turnpike_config::Snapshot;
 
 use crate::apply::build;
+pub use crate::apply::SyncError;
 use crate::report::{HttpClient, Installed as Report, Reporter, StatusReport};
 use crate::saved::{self, Saver};
 use crate::wire::Parts;
@@ -95,21 +96,6 @@ impl FollowerConfig {
             saved_snapshot: None,
         }
     }
-}
-
-/// Why one poll did not produce a snapshot.
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error("control plane unreachable: {0}")]
-    Unreachable(String),
-    #[error("control plane refused the gateway token (401)")]
-    Unauthorized,
-    #[error("control plane answered {0}")]
-    Status(u16),
-    #[error("snapshot {version} refused: {reason}")]
-    Invalid { version: u64, reason: String },
-    #[error("delta to {version} not applied: {reason}; fetching a full snapshot")]
-    Delta { version: u64, reason: String },
 }
 
 /// Counters a test or an operator can read.
