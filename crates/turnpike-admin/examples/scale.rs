@@ -165,9 +165,10 @@ async fn swapped(
     follower.wait_for(v).await;
     let st = follower.stats();
     println!(
-        "{what}: delta {} bytes, apply + compile {:.0} ms, change -> swapped {:.0} ms",
+        "{what}: delta {} bytes, apply + compile {:.0} ms ({} APIs compiled), change -> swapped {:.0} ms",
         st.last_body_bytes.load(Ordering::Relaxed),
         st.last_compile_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        st.last_compiled_apis.load(Ordering::Relaxed),
         t.elapsed().as_secs_f64() * 1000.0
     );
     Ok(())

@@ -123,22 +123,58 @@ impl Subscriptions {
 
     /// The caller's usable subscription to `api_id`, or why there is none.
     pub fn check(&self, identity: &Identity, api_id: &str) -> Result<&Subscription, AuthError> {
-        let app = identity
-            .application_id
-            .as_deref()
-            .ok_or(AuthError::NotSubscribed)?;
-        let sub = self
-            .by_api
-            .get(api_id)
-            .and_then(|apps| apps.get(app))
-            .ok_or(AuthError::NotSubscribed)?;
-        match (sub.state, identity.key_type) {
-            (SubscriptionState::Active, _) => Ok(sub),
-            (SubscriptionState::ProdOnlyBlocked, KeyType::Sandbox) => Ok(sub),
-            (SubscriptionState::OnHold, _) => Err(AuthError::SubscriptionOnHold),
-            (SubscriptionState::Rejected, _) => Err(AuthError::NotSubscribed),
-            _ => Err(AuthError::SubscriptionBlocked),
+        check_in(self.by_api.get(api_id).map(|apps| &**apps), identity)
+    }
+
+    /// `api_id`'s subscriptions, shared with this table: what a compiled API holds.
+    pub fn for_api(&self, api_id: &str) -> ApiSubscriptions {
+        ApiSubscriptions(self.by_api.get(api_id).cloned())
+    }
+
+    /// Whether `api_id` has the same subscriptions in both tables (the same map, as
+    /// [`Subscriptions::with_changes`] leaves an API it does not touch): then an API
+    /// compiled against `other` can be served with this table unchanged.
+    pub fn shares_api(&self, other: &Subscriptions, api_id: &str) -> bool {
+        match (self.by_api.get(api_id), other.by_api.get(api_id)) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
         }
+    }
+}
+
+/// One API's subscriptions by application, taken from the table when the API is
+/// compiled. The API's auth policy holds this and not the whole table, so an API whose
+/// subscriptions a change left alone keeps its compiled chain across the swap, and an
+/// old table is not kept alive by the APIs compiled against it.
+#[derive(Debug, Clone, Default)]
+pub struct ApiSubscriptions(Option<Arc<AppSubscriptions>>);
+
+impl ApiSubscriptions {
+    /// The caller's usable subscription to this API, or why there is none.
+    #[inline]
+    pub fn check(&self, identity: &Identity) -> Result<&Subscription, AuthError> {
+        check_in(self.0.as_deref(), identity)
+    }
+}
+
+fn check_in<'a>(
+    apps: Option<&'a AppSubscriptions>,
+    identity: &Identity,
+) -> Result<&'a Subscription, AuthError> {
+    let app = identity
+        .application_id
+        .as_deref()
+        .ok_or(AuthError::NotSubscribed)?;
+    let sub = apps
+        .and_then(|apps| apps.get(app))
+        .ok_or(AuthError::NotSubscribed)?;
+    match (sub.state, identity.key_type) {
+        (SubscriptionState::Active, _) => Ok(sub),
+        (SubscriptionState::ProdOnlyBlocked, KeyType::Sandbox) => Ok(sub),
+        (SubscriptionState::OnHold, _) => Err(AuthError::SubscriptionOnHold),
+        (SubscriptionState::Rejected, _) => Err(AuthError::NotSubscribed),
+        _ => Err(AuthError::SubscriptionBlocked),
     }
 }
 

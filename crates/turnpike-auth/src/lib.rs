@@ -28,7 +28,9 @@ mod spec;
 
 pub use apikey::{hash_api_key, ApiKeyRecord, ApiKeyValidator};
 pub use authenticator::{strip_credentials, ApiKeyLocation, Authenticator, Check, Pending};
-pub use authz::{ScopeRequirement, Subscription, SubscriptionState, Subscriptions};
+pub use authz::{
+    ApiSubscriptions, ScopeRequirement, Subscription, SubscriptionState, Subscriptions,
+};
 pub use backend_jwt::{BackendJwtConfig, BackendJwtError, BackendJwtSigner};
 pub use basic::{BasicUser, BasicValidator};
 pub use cache::{CacheStats, CacheWeight, Guard, Lookup, TokenCache, TokenKey, ENTRY_OVERHEAD};

@@ -7,6 +7,9 @@ use std::time::Duration;
 use turnpike_model::LoadBalancing;
 
 use crate::endpoint::Endpoint;
+use crate::host::HostPattern;
+use turnpike_policy::spec::methods::MethodSet;
+use turnpike_policy::spec::template::Template;
 
 /// An API ready to serve.
 #[derive(Debug)]
@@ -45,6 +48,8 @@ pub struct CompiledApi {
     pub label: Arc<turnpike_policy::ApiLabel>,
     /// How lenient the API is about request paths (`;` parameters, letter case).
     pub paths: turnpike_model::PathsSpec,
+    /// What the router indexes it by.
+    pub(crate) routes: Arc<Routes>,
 }
 
 impl CompiledApi {
@@ -57,4 +62,58 @@ impl CompiledApi {
             None => id,
         }
     }
+}
+
+/// What the router indexes an API by. Kept with the compiled API, so a snapshot that
+/// reuses the API (`crate::incremental`) indexes it again without its spec.
+#[derive(Debug)]
+pub(crate) struct Routes {
+    pub host: Option<HostPattern>,
+    /// Index in the file the API was compiled from, for problem paths.
+    pub index: usize,
+    pub resources: Vec<CheckedResource>,
+    /// The API answers its own errors (a SOAP pass-through's Faults), so the paths below
+    /// its prefix that no resource serves are its 404s (see `router`).
+    pub owns_unmatched: bool,
+    /// The MCP endpoint of an API with an `mcp:` section (docs/mcp.md).
+    pub mcp_endpoint: Option<McpEndpoint>,
+}
+
+/// Where an API's MCP server answers: `/mcp{context}/{version}`, for `POST` (JSON-RPC
+/// messages) and `DELETE` (a session's end); a `GET` gets 405 (no server stream).
+pub(crate) struct McpEndpoint {
+    pub route: String,
+    /// What analytics names the endpoint's own requests by (a tool call is named by its
+    /// tool).
+    pub resource: Arc<str>,
+    pub origin: String,
+}
+
+impl Routes {
+    /// Whether `self` indexes into the same routes as `other` (problem paths aside).
+    pub(crate) fn same_as(&self, other: &Routes) -> bool {
+        let resource = |a: &CheckedResource, b: &CheckedResource| {
+            a.template == b.template && a.path == b.path && a.methods == b.methods
+        };
+        self.host == other.host
+            && self.owns_unmatched == other.owns_unmatched
+            && self.mcp_endpoint.as_ref().map(|m| &m.route)
+                == other.mcp_endpoint.as_ref().map(|m| &m.route)
+            && self.resources.len() == other.resources.len()
+            && self
+                .resources
+                .iter()
+                .zip(&other.resources)
+                .all(|(a, b)| resource(a, b))
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct CheckedResource {
+    pub template: Template,
+    /// The path template as written (what analytics names the resource by).
+    pub path: Arc<str>,
+    pub methods: MethodSet,
+    /// Document path of the resource's `path`, for problems found when indexing.
+    pub origin: String,
 }

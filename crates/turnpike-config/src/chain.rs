@@ -46,11 +46,13 @@ use crate::PolicyRuntime;
 
 /// Compiles the file-wide sections into `scratch` (what the kinds' builds read), each
 /// reporting its problems; the subscription table for the snapshot. `reuse`: an
-/// already compiled subscription table to keep.
+/// already compiled subscription table to keep. `mediation_claims`: the claims every
+/// API's mediation reads, when `file` holds only some of the APIs (`crate::incremental`).
 pub(crate) fn prepare(
     file: &mut GatewayFile,
     runtime: &PolicyRuntime,
     reuse: Option<Arc<Subscriptions>>,
+    mediation_claims: Option<Vec<Box<str>>>,
     scratch: &mut Scratch,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
@@ -63,9 +65,10 @@ pub(crate) fn prepare(
         reuse.clone(),
         || {
             // The throttling conditions' and mediation's claims.
+            let mediation =
+                mediation_claims.unwrap_or_else(|| turnpike_mediation::policy::claim_names(file));
             turnpike_auth::KeptClaims::new(
-                turnpike_throttle::policy::condition_claims(file)
-                    .chain(turnpike_mediation::policy::claim_names(file)),
+                turnpike_throttle::policy::condition_claims(file).chain(mediation),
             )
         },
         scratch,

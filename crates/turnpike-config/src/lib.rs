@@ -17,7 +17,8 @@
 //! `path_chars` (its checks beyond ASCII, and case folding),
 //! `entries` (an API's sections as policy entries), `chain` (the registry: each API's
 //! ordered chain, built by each kind's `PolicyKind` in its own crate), `api` and
-//! `snapshot` (the result).
+//! `snapshot` (the result), `incremental` (a follower's compile of only the APIs a
+//! change touched).
 
 mod api;
 mod buffering;
@@ -30,6 +31,7 @@ mod entries;
 mod error;
 mod format;
 mod host;
+mod incremental;
 mod path;
 mod path_chars;
 pub mod resilience;
@@ -49,6 +51,7 @@ pub use buffering::{
 pub use depth::{check_depth, TooDeep, MAX_DEPTH};
 pub use endpoint::Endpoint;
 pub use error::{ConfigError, Location, Problem, Problems};
+pub use incremental::{compile_changes, ApiEntry};
 pub use path::{fold_case, normalise_path, normalise_path_stripping_parameters, PathError};
 pub use runtime::PolicyRuntime;
 pub use snapshot::{RouteResult, Snapshot};
@@ -122,32 +125,82 @@ pub(crate) fn compile_checked(
 }
 
 fn compile_inner(
-    mut file: GatewayFile,
+    file: GatewayFile,
     version: u64,
     runtime: &PolicyRuntime,
     reuse: Option<Arc<turnpike_auth::Subscriptions>>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
-    let mut scratch = turnpike_policy::Scratch::default();
-    let subscriptions = chain::prepare(&mut file, runtime, reuse, &mut scratch, &mut problems);
-    let mut chains = chain::build_all(&file, runtime.kernel(), &mut scratch, &mut problems);
-    let mut checked = validate::check_file(file, &mut problems);
-    for c in &mut checked {
-        c.api.chain = chains
-            .get_mut(c.index)
-            .map(std::mem::take)
-            .unwrap_or_default();
-    }
-    let router = router::Router::build(&checked, &mut problems);
+    let shared = incremental::Shared::default();
+    let (apis, subscriptions, shared) =
+        compile_apis(file, runtime, reuse, None, shared, &mut problems);
+    let refs: Vec<&CompiledApi> = apis.iter().collect();
+    let router = router::Router::build(&refs, &mut problems);
     if !problems.is_empty() {
         return Err(problems);
     }
+    let apis = attach_states(apis, runtime);
+    let router = Arc::new(router);
+    Ok(Snapshot::assemble(version, apis, router, subscriptions).with_shared(shared))
+}
+
+/// What [`compile_apis`] returns: the APIs, the subscription table for the snapshot and
+/// the file-wide sections as compiled.
+type CompiledApis = (
+    Vec<CompiledApi>,
+    Option<Arc<turnpike_auth::Subscriptions>>,
+    incremental::Shared,
+);
+
+/// Validates `file`'s APIs and builds their chains (problems pushed to `problems`)
+/// against `shared` (file-wide sections compiled before; empty: compiled now). See
+/// [`chain::prepare`] for the other arguments.
+pub(crate) fn compile_apis(
+    mut file: GatewayFile,
+    runtime: &PolicyRuntime,
+    reuse: Option<Arc<turnpike_auth::Subscriptions>>,
+    mediation_claims: Option<Vec<Box<str>>>,
+    shared: incremental::Shared,
+    problems: &mut Vec<Problem>,
+) -> CompiledApis {
+    let mut scratch = turnpike_policy::Scratch::default();
+    shared.seed(&mut scratch);
+    let subscriptions = chain::prepare(
+        &mut file,
+        runtime,
+        reuse,
+        mediation_claims,
+        &mut scratch,
+        problems,
+    );
+    let mut chains = chain::build_all(&file, runtime.kernel(), &mut scratch, problems);
+    let checked = validate::check_file(file, problems);
+    let apis = checked
+        .into_iter()
+        .map(|mut c| {
+            c.api.chain = chains
+                .get_mut(c.index)
+                .map(std::mem::take)
+                .unwrap_or_default();
+            c.api
+        })
+        .collect();
+    (apis, subscriptions, incremental::Shared::of(&scratch))
+}
+
+/// Gives each API its endpoints' long-lived states (once the snapshot compiled: a
+/// refused one must not register endpoints).
+pub(crate) fn attach_states(
+    apis: Vec<CompiledApi>,
+    runtime: &PolicyRuntime,
+) -> Vec<Arc<CompiledApi>> {
     let registry = runtime
         .kernel()
         .get_or_init(endpoint_state::EndpointRegistry::default);
-    for c in &mut checked {
-        validate::attach_states(&mut c.api, &registry);
-    }
-    let apis = checked.into_iter().map(|c| Arc::new(c.api)).collect();
-    Ok(Snapshot::assemble(version, apis, router, subscriptions))
+    apis.into_iter()
+        .map(|mut api| {
+            validate::attach_states(&mut api, &registry);
+            Arc::new(api)
+        })
+        .collect()
 }

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use http::{HeaderValue, Method};
 
+use crate::api::CompiledApi;
 use crate::error::Problem;
 use crate::host::{normalise, HostPattern, MAX_HOST};
-use crate::validate::Checked;
 use turnpike_policy::spec::methods::MethodSet;
 
 /// What one route in a tree leads to.
@@ -132,15 +132,17 @@ impl Router {
         None
     }
 
-    /// Indexes every checked API; route conflicts become problems.
-    pub(crate) fn build(apis: &[Checked], problems: &mut Vec<Problem>) -> Router {
+    /// Indexes every API (`apis[slot]` is `Snapshot::apis[slot]`); route conflicts
+    /// become problems.
+    pub(crate) fn build(apis: &[&CompiledApi], problems: &mut Vec<Problem>) -> Router {
         let mut plans: BTreeMap<Option<&HostPattern>, Plan> = BTreeMap::new();
-        for (slot, c) in apis.iter().enumerate() {
+        for (slot, api) in apis.iter().enumerate() {
+            let c = &*api.routes;
             let plan = plans.entry(c.host.as_ref()).or_default();
-            let versioned = turnpike_model::api_id(&c.api.context, &c.api.version);
+            let versioned = turnpike_model::api_id(&api.context, &api.version);
             let mut prefixes = vec![versioned];
-            if c.api.default_version {
-                prefixes.push(c.api.context.clone());
+            if api.default_version {
+                prefixes.push(api.context.clone());
             }
             for prefix in &prefixes {
                 for r in &c.resources {

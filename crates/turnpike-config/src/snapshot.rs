@@ -56,11 +56,16 @@ impl<'a> RouteResult<'a> {
 pub struct Snapshot {
     pub version: u64,
     pub apis: Vec<Arc<CompiledApi>>,
-    router: Router,
+    /// Shared with the next snapshot when no API's routes changed (`crate::incremental`).
+    router: Arc<Router>,
     /// The compiled subscription table, when the file has a security section.
     subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
     /// Some API matches paths case-insensitively (see [`Snapshot::folds_case`]).
     folds_case: bool,
+    /// Each API's reuse key, when compiled by [`crate::compile_changes`].
+    reuse: Option<crate::incremental::ReuseKeys>,
+    /// The file-wide sections as compiled, for the next [`crate::compile_changes`].
+    shared: crate::incremental::Shared,
 }
 
 impl Snapshot {
@@ -72,7 +77,7 @@ impl Snapshot {
     pub(crate) fn assemble(
         version: u64,
         apis: Vec<Arc<CompiledApi>>,
-        router: Router,
+        router: Arc<Router>,
         subscriptions: Option<Arc<turnpike_auth::Subscriptions>>,
     ) -> Snapshot {
         let folds_case = apis.iter().any(|a| a.paths.case_insensitive);
@@ -82,7 +87,42 @@ impl Snapshot {
             router,
             subscriptions,
             folds_case,
+            reuse: None,
+            shared: Default::default(),
         }
+    }
+
+    pub(crate) fn with_shared(mut self, shared: crate::incremental::Shared) -> Snapshot {
+        self.shared = shared;
+        self
+    }
+
+    pub(crate) fn router(&self) -> &Arc<Router> {
+        &self.router
+    }
+
+    pub(crate) fn shared(&self) -> &crate::incremental::Shared {
+        &self.shared
+    }
+
+    pub(crate) fn with_reuse_keys(mut self, keys: crate::incremental::ReuseKeys) -> Snapshot {
+        self.reuse = Some(keys);
+        self
+    }
+
+    pub(crate) fn reuse_keys(&self) -> Option<&crate::incremental::ReuseKeys> {
+        self.reuse.as_ref()
+    }
+
+    /// How many APIs this snapshot's compile built; the others were reused from the
+    /// snapshot it replaced ([`crate::compile_changes`]). All of them for a snapshot
+    /// compiled otherwise.
+    pub fn compiled_apis(&self) -> usize {
+        self.reuse.as_ref().map_or(self.apis.len(), |k| k.built)
+    }
+
+    pub(crate) fn subscriptions_ref(&self) -> Option<&turnpike_auth::Subscriptions> {
+        self.subscriptions.as_deref()
     }
 
     /// Whether some API matches paths in any letter case (`paths.case_insensitive`): only

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use turnpike_model::{ApiSpec, GatewayFile, FORMAT_VERSION};
 
-use crate::api::CompiledApi;
+use crate::api::{CheckedResource, CompiledApi, McpEndpoint, Routes};
 use crate::endpoint::Endpoint;
 use crate::error::Problem;
 use crate::host::HostPattern;
@@ -18,37 +18,11 @@ use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::size::{parse_size, DEFAULT_MAX_BODY_BYTES};
 use turnpike_policy::spec::template::{is_path_char, Template};
 
-/// An API that passed validation, with what the router needs to index it.
+/// An API that passed validation.
 pub(crate) struct Checked {
     pub api: CompiledApi,
-    pub host: Option<HostPattern>,
     /// Index in the file, for problem paths.
     pub index: usize,
-    pub resources: Vec<CheckedResource>,
-    /// The API answers its own errors (a SOAP pass-through's Faults), so the paths below
-    /// its prefix that no resource serves are its 404s (see `router`).
-    pub owns_unmatched: bool,
-    /// The MCP endpoint of an API with an `mcp:` section (docs/mcp.md).
-    pub mcp_endpoint: Option<McpEndpoint>,
-}
-
-/// Where an API's MCP server answers: `/mcp{context}/{version}`, for `POST` (JSON-RPC
-/// messages) and `DELETE` (a session's end); a `GET` gets 405 (no server stream).
-pub(crate) struct McpEndpoint {
-    pub route: String,
-    /// What analytics names the endpoint's own requests by (a tool call is named by its
-    /// tool).
-    pub resource: Arc<str>,
-    pub origin: String,
-}
-
-pub(crate) struct CheckedResource {
-    pub template: Template,
-    /// The path template as written (what analytics names the resource by).
-    pub path: Arc<str>,
-    pub methods: MethodSet,
-    /// Document path of the resource's `path`, for problems found when indexing.
-    pub origin: String,
 }
 
 /// Validates the whole file; every problem found is pushed to `problems`.
@@ -61,7 +35,7 @@ pub(crate) fn check_file(file: GatewayFile, problems: &mut Vec<Problem>) -> Vec<
             ));
         }
     }
-    let duplicates = check_uniqueness(&file.apis, problems);
+    let duplicates = check_uniqueness(file.apis.iter(), problems);
     file.apis
         .into_iter()
         .enumerate()
@@ -204,12 +178,15 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
             chain: turnpike_policy::Chain::default(),
             label,
             paths: spec.paths,
+            routes: Arc::new(Routes {
+                host,
+                index,
+                resources,
+                owns_unmatched,
+                mcp_endpoint,
+            }),
         },
-        host,
         index,
-        resources,
-        owns_unmatched,
-        mcp_endpoint,
     })
 }
 
@@ -386,11 +363,14 @@ fn check_version(version: &str) -> Result<(), String> {
 /// Runs on the specs as written, so a duplicate is reported even when its first
 /// declaration has problems of its own.
 /// Returns the indices of the APIs refused as duplicates.
-fn check_uniqueness(apis: &[ApiSpec], problems: &mut Vec<Problem>) -> Vec<usize> {
+pub(crate) fn check_uniqueness<'a>(
+    apis: impl IntoIterator<Item = &'a ApiSpec>,
+    problems: &mut Vec<Problem>,
+) -> Vec<usize> {
     let mut duplicates = Vec::new();
     let mut versions: HashMap<(Option<String>, &str, &str), usize> = HashMap::new();
     let mut defaults: HashMap<(Option<String>, &str), usize> = HashMap::new();
-    for (i, a) in apis.iter().enumerate() {
+    for (i, a) in apis.into_iter().enumerate() {
         let host = a
             .host
             .as_deref()

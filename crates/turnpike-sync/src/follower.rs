@@ -36,11 +36,13 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
-use turnpike_config::{GatewayFile, Snapshot};
+use turnpike_config::Snapshot;
 
+use crate::apply::build;
+pub use crate::apply::SyncError;
 use crate::report::{HttpClient, Installed as Report, Reporter, StatusReport};
 use crate::saved::{self, Saver};
-use crate::wire::{hash_hex, Delta, Parts};
+use crate::wire::Parts;
 use crate::{ACCEPT_DELTA_HEADER, KIND_HEADER, WIRE_HEADER, WIRE_VERSION};
 
 /// How to follow a control plane.
@@ -96,21 +98,6 @@ impl FollowerConfig {
     }
 }
 
-/// Why one poll did not produce a snapshot.
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error("control plane unreachable: {0}")]
-    Unreachable(String),
-    #[error("control plane refused the gateway token (401)")]
-    Unauthorized,
-    #[error("control plane answered {0}")]
-    Status(u16),
-    #[error("snapshot {version} refused: {reason}")]
-    Invalid { version: u64, reason: String },
-    #[error("delta to {version} not applied: {reason}; fetching a full snapshot")]
-    Delta { version: u64, reason: String },
-}
-
 /// Counters a test or an operator can read.
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -124,6 +111,8 @@ pub struct Stats {
     pub last_body_bytes: AtomicU64,
     /// Microseconds the last apply + compile took (off the request threads).
     pub last_compile_us: AtomicU64,
+    /// APIs the last install compiled (a delta reuses the others).
+    pub last_compiled_apis: AtomicU64,
     /// Snapshots served from the saved file on start (0 or 1).
     pub restored: AtomicU64,
 }
@@ -226,7 +215,7 @@ struct Follower {
     cursor: u64,
     served_hash: String,
     /// The file being served, split for deltas; `None` asks for a full snapshot.
-    parts: Option<Parts>,
+    parts: Option<Arc<Parts>>,
     /// The last install and the control plane in use, for the reporter task.
     report_tx: watch::Sender<Option<Report>>,
 }
@@ -278,16 +267,6 @@ pub fn spawn(cfg: FollowerConfig, snapshots: Arc<ArcSwap<Snapshot>>) -> Follower
         stats,
         task,
     }
-}
-
-/// What the blocking apply + compile step hands back.
-struct Installed {
-    parts: Option<Parts>,
-    /// A copy of `parts` for the disk writer (made off the async workers).
-    to_save: Option<Parts>,
-    hash: String,
-    snapshot: Snapshot,
-    apis: usize,
 }
 
 impl Follower {
@@ -376,7 +355,8 @@ impl Follower {
             let restored = saved::load(&path)?;
             let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
             Ok::<_, saved::SavedError>(restored.map(|r| {
-                let compiled = turnpike_config::compile_with(r.file, r.version, &runtime);
+                let compiled = turnpike_config::compile_with(r.file, r.version, &runtime)
+                    .map(|s| crate::apply::remember(s, &r.parts));
                 (r.version, r.hash, r.parts, (compiled, mtime))
             }))
         });
@@ -402,7 +382,7 @@ impl Follower {
         let apis = snapshot.apis.len();
         self.snapshots.store(Arc::new(snapshot));
         self.cursor = version;
-        self.parts = Some(parts);
+        self.parts = Some(Arc::new(parts));
         self.served_hash = hash;
         self.stats.restored.fetch_add(1, Ordering::Relaxed);
         // As old as the last confirmation before the restart (the file's mtime).
@@ -566,19 +546,14 @@ impl Follower {
             });
         }
         let runtime = self.cfg.runtime.clone();
-        // The table the served snapshot compiled from `base`: kept when the delta leaves
-        // every subscription bucket alone, carried over (changed buckets only) otherwise.
-        let compiled_subs = self.snapshots.load().subscriptions();
+        // The served snapshot, compiled from `base`: a delta reuses its compiled APIs and
+        // subscription table where the change left them alone.
+        let served = self.snapshots.load_full();
         let started = Instant::now();
-        let keep_copy = self.saver.is_some();
         let job = tokio::task::spawn_blocking(move || {
             // A full snapshot replaces the old parts: freed here, not on an async worker.
             let base = if delta { base } else { None };
-            let mut done = build(version, &body, hash, base, compiled_subs, &runtime)?;
-            if keep_copy {
-                done.to_save = done.parts.clone();
-            }
-            Ok(done)
+            build(version, &body, hash, base, &served, &runtime)
         });
         let result = job.await.map_err(|e| SyncError::Invalid {
             version,
@@ -589,6 +564,9 @@ impl Follower {
                 self.stats
                     .last_compile_us
                     .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                self.stats
+                    .last_compiled_apis
+                    .store(done.compiled as u64, Ordering::Relaxed);
                 let counter = if delta {
                     &self.stats.deltas
                 } else {
@@ -599,11 +577,22 @@ impl Follower {
                 let old = self.snapshots.swap(Arc::new(done.snapshot));
                 // Freeing a large snapshot takes a while; requests still holding it finish
                 // on it, and the last of them or this thread frees it.
-                tokio::task::spawn_blocking(move || drop(old));
-                self.parts = done.parts;
-                if let (Some(saver), Some(parts)) = (&self.saver, done.to_save) {
-                    saver.offer(version, done.hash.clone(), parts);
+                tokio::task::spawn_blocking(move || {
+                    let (t, shared) = (Instant::now(), Arc::strong_count(&old) > 1);
+                    drop(old);
+                    tracing::debug!(
+                        version,
+                        ms = t.elapsed().as_secs_f64() * 1e3,
+                        still_held = shared,
+                        "sync: replaced snapshot released"
+                    );
+                });
+                if let (Some(saver), Some(parts)) = (&self.saver, &done.parts) {
+                    // Shared: the next delta copies the parts only if the writer still
+                    // holds them (`Arc::make_mut`).
+                    saver.offer(version, done.hash.clone(), parts.clone());
                 }
+                self.parts = done.parts;
                 self.served_hash = done.hash;
                 self.served_tx.send_replace(version);
                 self.ready_tx
@@ -611,6 +600,7 @@ impl Follower {
                 tracing::info!(
                     version,
                     apis = done.apis,
+                    compiled = done.compiled,
                     delta,
                     "sync: snapshot swapped in"
                 );
@@ -646,72 +636,6 @@ fn touch(path: &Path, at: SystemTime) {
             tracing::debug!(error = %e, "sync: cannot refresh the saved snapshot's time");
         }
     }
-}
-
-/// Turns a response body into a compiled snapshot and the parts it was compiled from.
-/// `compiled_subs` is the subscription table compiled from `base`.
-fn build(
-    version: u64,
-    body: &[u8],
-    hash: String,
-    base: Option<Parts>,
-    compiled_subs: Option<Arc<turnpike_config::Subscriptions>>,
-    runtime: &turnpike_config::PolicyRuntime,
-) -> Result<Installed, SyncError> {
-    let invalid = |reason: String| SyncError::Invalid { version, reason };
-    let mut keep_subs = None;
-    let (parts, hash, file) = match base {
-        Some(mut parts) => {
-            let bad = |reason: String| SyncError::Delta { version, reason };
-            let d: Delta = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
-            // Shared pointers: the buckets as they were, to tell what the delta changed.
-            let buckets_before = parts.buckets.clone();
-            parts.apply(d).map_err(|e| bad(e.to_string()))?;
-            let held = hash_hex(parts.hash());
-            if held != hash {
-                return Err(bad(format!("hash {held} after applying, announced {hash}")));
-            }
-            keep_subs = compiled_subs
-                .and_then(|t| crate::carry::carry(&t, &buckets_before, &parts.buckets));
-            let file = match keep_subs {
-                Some(_) => parts.to_file_without_subscriptions(),
-                None => parts.to_file(),
-            }
-            .map_err(|e| invalid(e.to_string()))?;
-            (Some(parts), hash, file)
-        }
-        None => {
-            let file: GatewayFile =
-                serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
-            match Parts::from_file(&file) {
-                Ok(p) if hash_hex(p.hash()) == hash => (Some(p), hash, file),
-                Ok(p) => {
-                    // Still served, but deltas against it cannot be checked: the control
-                    // plane sees this hash differ from its own and keeps sending full files.
-                    let held = hash_hex(p.hash());
-                    tracing::warn!(%held, announced = %hash, "sync: full snapshot hash differs; deltas off");
-                    (None, held, file)
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "sync: snapshot cannot take deltas");
-                    (None, hash, file)
-                }
-            }
-        }
-    };
-    let apis = file.apis.len();
-    let snapshot = match keep_subs {
-        Some(subs) => turnpike_config::compile_reusing(file, version, runtime, subs),
-        None => turnpike_config::compile_with(file, version, runtime),
-    }
-    .map_err(|e| invalid(e.to_string()))?;
-    Ok(Installed {
-        parts,
-        to_save: None,
-        hash,
-        snapshot,
-        apis,
-    })
 }
 
 /// HTTP and HTTPS (certificate verified against `tls`'s roots, or the web PKI's).

@@ -8,12 +8,15 @@
 //! `GET /api/am/gateway/v1/snapshot?after=V` (version as cursor, gateway token as bearer),
 //! asks for a delta against the file it holds, applies it, checks the result's hash against
 //! the one the control plane announced (a full snapshot is fetched when it differs),
-//! compiles it with `turnpike_config::compile_with` off the request threads, and swaps it
+//! compiles it off the request threads (a delta: only the APIs it changed,
+//! `turnpike_config::compile_changes`), and swaps it
 //! into the gateway's one `ArcSwap<Snapshot>`, and keeps the last good one on disk for a
 //! restart while the control plane is down. Never depends on the store or the admin API.
 
 pub mod wire;
 
+#[cfg(feature = "follower")]
+mod apply;
 #[cfg(feature = "follower")]
 mod carry;
 #[cfg(feature = "follower")]

@@ -389,6 +389,22 @@ impl Parts {
     /// The file with `security.subscriptions` left empty (a follower that keeps its
     /// compiled subscription table needs nothing else).
     pub fn to_file_without_subscriptions(&self) -> Result<GatewayFile, WireError> {
+        let mut file = self.wide_file()?;
+        file.apis = self.apis.values().map(|(a, _)| a.clone()).collect();
+        Ok(file)
+    }
+
+    /// A fingerprint of the file-wide sections alone (names and hashes): equal values,
+    /// equal sections, so a follower can keep what it compiled from them.
+    pub fn sections_hash(&self) -> u64 {
+        self.sections.iter().fold(FNV_OFFSET, |h, (name, (_, sh))| {
+            let h = fnv64_extend(fnv64_extend(h, name.as_bytes()), &[0]);
+            fnv64_extend(h, &sh.to_le_bytes())
+        })
+    }
+
+    /// The file-wide sections as a file: no APIs, no subscriptions.
+    pub fn wide_file(&self) -> Result<GatewayFile, WireError> {
         let mut top = Map::new();
         let mut security = Map::new();
         let mut throttling = Map::new();
@@ -403,13 +419,10 @@ impl Parts {
         }
         top.insert("security".into(), Value::Object(security));
         top.insert("throttling".into(), Value::Object(throttling));
-        let mut file: GatewayFile =
-            serde_json::from_value(Value::Object(top)).map_err(|e| WireError::Section {
-                name: "file".into(),
-                reason: e.to_string(),
-            })?;
-        file.apis = self.apis.values().map(|(a, _)| a.clone()).collect();
-        Ok(file)
+        serde_json::from_value(Value::Object(top)).map_err(|e| WireError::Section {
+            name: "file".into(),
+            reason: e.to_string(),
+        })
     }
 
     /// What turns `base` into `self`.

@@ -118,6 +118,15 @@ async fn gateway(
     dir: &std::path::Path,
 ) -> (GatewayHandle, FollowerHandle, SocketAddr) {
     let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
+    gateway_on(cp, dir, snapshots).await
+}
+
+/// [`gateway`] serving from `snapshots` (which a test reads too).
+async fn gateway_on(
+    cp: SocketAddr,
+    dir: &std::path::Path,
+    snapshots: Arc<ArcSwap<Snapshot>>,
+) -> (GatewayHandle, FollowerHandle, SocketAddr) {
     let follower = turnpike_sync::spawn(
         FollowerConfig::new(format!("http://{cp}"), TOKEN, "gw-delta"),
         snapshots.clone(),
@@ -308,6 +317,69 @@ async fn a_delta_without_subscription_changes_keeps_the_compiled_subscription_ta
     assert_eq!(s.fulls.load(Ordering::Relaxed), 1, "one full snapshot only");
     assert_eq!(s.delta_failures.load(Ordering::Relaxed), 0);
     follower.stop();
+    cp.stop().await;
+}
+
+/// A delta compiles only what it touched: a publish leaves every served API's
+/// `Arc<CompiledApi>` in place (pointer-equal across the swap), and blocking one
+/// subscription recompiles exactly the API it names (whose subscription map moved).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delta_recompiles_only_the_apis_it_touches() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let echo = turnpike_bench::echo::spawn(Default::default())
+        .await
+        .expect("echo");
+    let endpoint = format!("http://{echo}");
+    let cp = control_plane(dir.path(), &bulk(40, 10, 300, endpoint.clone())).await;
+    let snapshots = Arc::new(ArcSwap::from_pointee(Snapshot::default()));
+    let (gw, follower, addr) = gateway_on(cp.addr, dir.path(), snapshots.clone()).await;
+    let v0 = cp.state.store().current_version().await.expect("version");
+    follower.wait_for(v0).await;
+    let s0 = snapshots.load_full();
+
+    publish_open(cp.addr, "/fresh", &endpoint).await;
+    let v1 = cp.state.store().current_version().await.expect("version");
+    follower.wait_for(v1).await;
+    let s1 = snapshots.load_full();
+    assert_eq!(s1.apis.len(), s0.apis.len() + 1);
+    let same = |a: &Snapshot, b: &Snapshot| -> Vec<String> {
+        a.apis
+            .iter()
+            .filter(|x| !b.apis.iter().any(|y| Arc::ptr_eq(x, y)))
+            .map(|x| x.name.clone())
+            .collect()
+    };
+    assert!(
+        same(&s0, &s1).is_empty(),
+        "recompiled: {:?}",
+        same(&s0, &s1)
+    );
+    assert_eq!(status(addr, "/fresh/v1/x").await, 200);
+
+    let path = "/api/am/publisher/v1/subscriptions/block-subscription?subscriptionId=bulk-sub-5&blockState=BLOCKED";
+    admin(cp.addr, http::Method::POST, path, None, 200).await;
+    let v2 = cp.state.store().current_version().await.expect("version");
+    follower.wait_for(v2).await;
+    let s2 = snapshots.load_full();
+    let blocked = s2
+        .subscriptions()
+        .expect("table")
+        .iter()
+        .find(|s| s.state.as_str() == "BLOCKED")
+        .map(|s| s.api_id.clone())
+        .expect("the blocked row");
+    let recompiled: Vec<String> = s2
+        .apis
+        .iter()
+        .filter(|x| !s1.apis.iter().any(|y| Arc::ptr_eq(x, y)))
+        .map(|x| format!("{}/{}", x.context, x.version))
+        .collect();
+    assert_eq!(recompiled, vec![blocked]);
+    assert_eq!(s2.compiled_apis(), 1);
+    assert_eq!(status(addr, "/bulk3/v1/x").await, 200);
+    assert_eq!(follower.stats().delta_failures.load(Ordering::Relaxed), 0);
+    follower.stop();
+    let _ = gw.shutdown().await;
     cp.stop().await;
 }
 

@@ -33,7 +33,7 @@ mod resource;
 mod security;
 
 pub use resource::{is_mcp_path, ResourceMeta, MCP_PREFIX, WELL_KNOWN_PRM};
-pub use security::{prepare, ApiSecurity, ResourceRule, Secured};
+pub use security::{prepare, ApiSecurity, ResourceRule, Secured, SharedSecurity};
 
 /// Authenticates and authorises each request of a secured API.
 pub struct AuthPolicy {

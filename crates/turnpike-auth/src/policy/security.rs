@@ -17,7 +17,7 @@ use turnpike_policy::spec::template::Template;
 use turnpike_policy::{KeptClaims, Problem, Scratch};
 
 use crate::authenticator::{ApiKeyLocation, Authenticator};
-use crate::authz::{ScopeRequirement, Subscription, Subscriptions};
+use crate::authz::{ApiSubscriptions, ScopeRequirement, Subscription, Subscriptions};
 use crate::backend_jwt::{BackendJwtConfig, BackendJwtSigner};
 use crate::error::AuthError;
 use crate::spec::{AuthRuntime, CompiledSecurity};
@@ -41,8 +41,9 @@ pub struct ApiSecurity {
     pub api_id: String,
     /// `None` when the API is open.
     pub authenticator: Option<Authenticator>,
-    /// `None` when no subscription is required.
-    pub subscriptions: Option<Arc<Subscriptions>>,
+    /// This API's subscriptions (not the whole table: see [`ApiSubscriptions`]); `None`
+    /// when no subscription is required.
+    pub subscriptions: Option<ApiSubscriptions>,
     /// Where the API key is read from (to strip it before the upstream).
     pub api_key_location: Option<ApiKeyLocation>,
     pub backend_jwt: Option<Arc<BackendJwtSigner>>,
@@ -88,7 +89,7 @@ impl ApiSecurity {
         identity: &turnpike_policy::Identity,
     ) -> Result<Option<&Subscription>, AuthError> {
         match &self.subscriptions {
-            Some(s) => s.check(identity, &self.api_id).map(Some),
+            Some(s) => s.check(identity).map(Some),
             None => Ok(None),
         }
     }
@@ -117,28 +118,69 @@ pub fn prepare(
     scratch: &mut Scratch,
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
-    let (secured, subscriptions) = compile(file, runtime, reuse, kept_claims, problems);
+    let shared = scratch.get::<SharedSecurity>().cloned();
+    let (secured, compiled) = compile(file, runtime, reuse, shared, kept_claims, problems);
     scratch.insert(Secured(secured));
-    subscriptions
+    let compiled = compiled?;
+    scratch.insert(SharedSecurity::of(&compiled));
+    Some(compiled.subscriptions)
 }
 
-/// Compiles the security section and every API's rules; `None` per API that needs
-/// nothing (open, published, no resource rules): such APIs cost one branch per request.
-/// Also returns the compiled subscription table: `reuse` itself when given.
+/// The compiled `security:` section but its subscription table, which [`prepare`] leaves
+/// in the scratch. A compile that finds one there (put by a follower compiling only the
+/// APIs a change touched, when the section did not change) uses it instead of compiling
+/// the section again: every API of a snapshot then shares one compiled section, however
+/// many compiles its APIs come from.
+#[derive(Clone)]
+pub struct SharedSecurity(Arc<CompiledSecurity>);
+
+impl SharedSecurity {
+    fn of(c: &CompiledSecurity) -> Self {
+        SharedSecurity(Arc::new(CompiledSecurity {
+            jwt: c.jwt.clone(),
+            introspector: c.introspector.clone(),
+            api_keys: c.api_keys.clone(),
+            basic: c.basic.clone(),
+            // Not kept: a table held here would outlive the snapshots that use it.
+            subscriptions: Arc::default(),
+            revocations: c.revocations.clone(),
+        }))
+    }
+
+    fn with(&self, subscriptions: Arc<Subscriptions>) -> CompiledSecurity {
+        let c = &self.0;
+        CompiledSecurity {
+            jwt: c.jwt.clone(),
+            introspector: c.introspector.clone(),
+            api_keys: c.api_keys.clone(),
+            basic: c.basic.clone(),
+            subscriptions,
+            revocations: c.revocations.clone(),
+        }
+    }
+}
+
+/// Compiles the security section (or takes `shared`) and every API's rules; `None` per
+/// API that needs nothing (open, published, no resource rules): such APIs cost one
+/// branch per request. Also returns the compiled section, whose table is `reuse` itself
+/// when given.
 fn compile(
     file: &GatewayFile,
     runtime: &AuthRuntime,
     reuse: Option<Arc<Subscriptions>>,
+    shared: Option<SharedSecurity>,
     kept_claims: impl FnOnce() -> KeptClaims,
     problems: &mut Vec<Problem>,
-) -> (Vec<Option<Arc<ApiSecurity>>>, Option<Arc<Subscriptions>>) {
+) -> (Vec<Option<Arc<ApiSecurity>>>, Option<CompiledSecurity>) {
     let secured = file
         .apis
         .iter()
         .any(|a| a.auth.as_ref().is_some_and(|s| !s.is_open()));
     let reused = reuse.as_ref().is_some_and(|s| !s.is_empty());
-    let compiled = if secured || reused || !file.security.is_empty() {
-        match runtime.compile_reusing(&file.security, reuse) {
+    let compiled = match shared {
+        _ if !(secured || reused || !file.security.is_empty()) => None,
+        Some(shared) => Some(shared.with(reuse.unwrap_or_default())),
+        None => match runtime.compile_reusing(&file.security, reuse) {
             Ok(c) => {
                 if let Some(jwt) = &c.jwt {
                     jwt.keep_claims(kept_claims());
@@ -151,9 +193,7 @@ fn compile(
                 }
                 None
             }
-        }
-    } else {
-        None
+        },
     };
     let servers: Vec<String> = file
         .security
@@ -169,7 +209,7 @@ fn compile(
             compile_api(i, api, &servers, compiled.as_ref(), runtime, problems).map(Arc::new)
         })
         .collect();
-    (apis, compiled.map(|c| c.subscriptions))
+    (apis, compiled)
 }
 
 fn compile_api(
@@ -221,7 +261,11 @@ fn compile_api(
         api_id: api_id(&api.context, &api.version),
         api_key_location: authenticator.api_keys.as_ref().map(|(l, _)| l.clone()),
         authenticator: Some(authenticator),
-        subscriptions: spec.subscription.then(|| compiled.subscriptions.clone()),
+        subscriptions: spec.subscription.then(|| {
+            compiled
+                .subscriptions
+                .for_api(&api_id(&api.context, &api.version))
+        }),
         backend_jwt,
         resources: has_rules.then(|| resource_rules(api)),
         anonymous_operations: api

@@ -31,7 +31,7 @@ use crate::{BodyTransform, Caller, Inputs, MediationErrorKind, Transform};
 
 mod select;
 
-pub use select::{claim_names, ApiMediation, Sample, Selected, Tried};
+pub use select::{api_claim_names, claim_names, ApiMediation, Sample, Selected, Tried};
 
 /// One API's transformations, as a chain step.
 pub struct MediationPolicy {

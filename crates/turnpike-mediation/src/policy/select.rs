@@ -306,16 +306,19 @@ fn compile_one(
 
 /// The token claims the file's jq programs name (`$identity.claims.tier`).
 pub fn claim_names(file: &GatewayFile) -> Vec<Box<str>> {
-    let specs = file.apis.iter().flat_map(|a| {
-        a.mediation
-            .iter()
-            .chain(a.resources.iter().filter_map(|r| r.mediation.as_ref()))
-    });
-    specs
+    file.apis.iter().flat_map(api_claim_names).collect()
+}
+
+/// The token claims one API's jq programs name (its own `mediation:` and its
+/// resources'): a follower compiling only the APIs that changed still asks the token
+/// validator for every API's claims.
+pub fn api_claim_names(api: &ApiSpec) -> impl Iterator<Item = Box<str>> + '_ {
+    api.mediation
+        .iter()
+        .chain(api.resources.iter().filter_map(|r| r.mediation.as_ref()))
         .flat_map(|m| m.request.iter().chain(m.response.iter()))
         .filter_map(|t| t.body.as_ref()?.jq.as_deref())
         .flat_map(crate::jq::claim_names)
-        .collect()
 }
 
 /// `{name}` segments of a resource template, in order.

@@ -137,35 +137,50 @@ pub fn prepare(
         apis: vec![None; file.apis.len()],
     };
     if wanted(file) || reused_tiers.as_ref().is_some_and(|t| !t.is_empty()) {
-        compile(
+        let shared = scratch.get::<SharedThrottle>().cloned();
+        let shared = compile(
             file,
             runtime,
             reused_tiers.unwrap_or_default(),
+            shared,
             &mut out,
             problems,
         );
+        if let Some(shared) = shared {
+            scratch.insert(shared);
+        }
     }
     scratch.insert(out);
 }
 
+/// The compiled `throttling:` section (the throttler and the application tiers), which
+/// [`prepare`] leaves in the scratch. A compile that finds one there (put by a follower
+/// compiling only the APIs a change touched, when the section did not change) uses it
+/// instead of compiling the section again, so every API of a snapshot shares one.
+#[derive(Clone)]
+pub struct SharedThrottle {
+    throttler: Arc<Throttler>,
+    application_tiers: Arc<HashMap<Box<str>, Box<str>>>,
+}
+
+/// The section compiled (or `shared`), then every API's throttling into `out`.
 fn compile(
     file: &GatewayFile,
     runtime: &Runtime,
     reused_tiers: Vec<&str>,
+    shared: Option<SharedThrottle>,
     out: &mut Throttled,
     problems: &mut Vec<Problem>,
-) {
-    let spec = file.throttling.clone().over_wso2_defaults();
-    let throttler = match Throttler::build(&spec, counters(runtime)) {
-        Ok(t) => Arc::new(t),
-        Err(found) => {
-            for p in found {
-                let at = locate(&file.throttling, &p.message);
-                problems.push(Problem::new(at, p.message));
-            }
-            return;
-        }
+) -> Option<SharedThrottle> {
+    let shared = match shared {
+        Some(s) => s,
+        None => compile_section(file, runtime, problems)?,
     };
+    let SharedThrottle {
+        throttler,
+        application_tiers,
+    } = shared.clone();
+    let headers = file.throttling.headers;
     check_references(file, &throttler, problems);
     for tier in reused_tiers {
         if !throttler.has_subscription_tier(tier) {
@@ -175,12 +190,6 @@ fn compile(
             ));
         }
     }
-    let application_tiers: Arc<HashMap<Box<str>, Box<str>>> = Arc::new(
-        spec.applications
-            .iter()
-            .map(|a| (a.application.as_str().into(), a.tier.as_str().into()))
-            .collect(),
-    );
     // A section that names an unauthenticated tier (not Unlimited) throttles open APIs'
     // callers by it, per API x client IP; left out, open APIs pay nothing for throttling.
     let unauthenticated = file
@@ -203,14 +212,45 @@ fn compile(
                     .filter(|p| *p != UNLIMITED)
                     .map(Into::into),
                 application_tiers: application_tiers.clone(),
-                headers: spec.headers,
+                headers,
                 resources: resources.then(|| resource_policies(api)),
             })
         })
     };
     out.apis = file.apis.iter().map(api_throttle).collect();
-    out.headers = spec.headers;
+    out.headers = headers;
     out.throttler = Some(throttler);
+    Some(shared)
+}
+
+/// The section's throttler and application tiers; `None` (problems pushed) when the
+/// section does not compile.
+fn compile_section(
+    file: &GatewayFile,
+    runtime: &Runtime,
+    problems: &mut Vec<Problem>,
+) -> Option<SharedThrottle> {
+    let spec = file.throttling.clone().over_wso2_defaults();
+    let throttler = match Throttler::build(&spec, counters(runtime)) {
+        Ok(t) => Arc::new(t),
+        Err(found) => {
+            for p in found {
+                let at = locate(&file.throttling, &p.message);
+                problems.push(Problem::new(at, p.message));
+            }
+            return None;
+        }
+    };
+    let application_tiers = Arc::new(
+        spec.applications
+            .iter()
+            .map(|a| (a.application.as_str().into(), a.tier.as_str().into()))
+            .collect(),
+    );
+    Some(SharedThrottle {
+        throttler,
+        application_tiers,
+    })
 }
 
 /// Whether a token budget can reach a call of `api`: its own or a resource's advanced

@@ -23,7 +23,9 @@ use turnpike_policy::{
     BuildCx, Completion, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
-pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
+pub use build::{
+    condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, SharedThrottle, Throttled,
+};
 pub use shared::Tokens;
 pub use tokens::TokenBudget;
 
