@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use serde_json::{json, Value};
+use serde_json::Value;
 use turnpike_keymanager::RegistrationPolicy;
 use turnpike_store::TierKind;
 
