@@ -1,6 +1,7 @@
 //! `PUT` resets nothing it is not given, and `PATCH` is a JSON Merge Patch (RFC 7396), on
-//! APIs, applications and tiers, run against SQLite and a real PostgreSQL; OAuth2 keys
-//! change in place (scopes, grant types, callback) with the same consumer key.
+//! APIs, applications and tiers (token budgets too), run against SQLite and a real
+//! PostgreSQL; OAuth2 keys change in place (scopes, grant types, callback) with the same
+//! consumer key.
 
 mod support;
 
@@ -282,6 +283,89 @@ async fn tiers_keep_what_a_put_leaves_out(url: String) {
     assert!(r.json.get("conditionalGroups").is_none(), "{}", r.json);
 }
 
+/// Token budgets (LLM APIs) on any tier family: validated with every problem named,
+/// kept by a `PUT` that leaves them out, cleared by `[]`, carried in the snapshot as the
+/// file's `tokens:`, and shown to subscribers by the DevPortal's tier list.
+async fn tiers_carry_token_limits(url: String) {
+    let cp = control_plane(&url).await;
+    let base = "/api/am/admin/v1/throttling/policies";
+    let limits = json!([{"total": 5000, "per": "minute"}, {"prompt": 100000, "per": "day", "by": ["model"]}]);
+    let r = cp
+        .post(
+            &format!("{base}/subscription"),
+            "admin",
+            json!({"name": "AiGold", "requestCount": 100, "unitSeconds": 60, "tokenLimits": limits}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.json);
+    assert_eq!(r.json["tokenLimits"], limits);
+    let path = format!("{base}/subscription/AiGold");
+    let r = send(
+        &cp,
+        Method::PUT,
+        &path,
+        "admin",
+        json!({"description": "LLM"}),
+    )
+    .await;
+    assert_eq!(r.json["tokenLimits"], limits, "PUT keeps them");
+    let snap = cp
+        .call(
+            Method::GET,
+            "/api/am/gateway/v1/snapshot",
+            None,
+            None,
+            &[("authorization", &format!("Bearer {}", support::TOKEN))],
+        )
+        .await;
+    let tier = snap.json["throttling"]["subscription_tiers"]
+        .as_array()
+        .and_then(|a| a.iter().find(|t| t["name"] == "AiGold").cloned())
+        .expect("AiGold in the snapshot");
+    assert_eq!(tier["tokens"], limits, "the file's tokens:");
+    assert_eq!(tier["quota"], json!({"requests": 100, "per": "minute"}));
+    let listed = cp
+        .get(
+            "/api/am/devportal/v1/throttling-policies/subscription",
+            "sub",
+        )
+        .await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.json);
+    let shown = listed.json["list"]
+        .as_array()
+        .and_then(|l| l.iter().find(|t| t["name"] == "AiGold").cloned());
+    assert_eq!(shown.map(|t| t["tokenLimits"].clone()), Some(limits));
+
+    // Two parts in one limit, an unknown key, five limits: each named.
+    let r = cp
+        .post(
+            &format!("{base}/application"),
+            "admin",
+            json!({"name": "A", "tokenLimits": [{"total": 10, "prompt": 5, "per": "minute"},
+                {"total": 1, "per": "hour", "by": ["colour"]}]}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.json);
+    let mut f = r.fields();
+    f.sort();
+    assert_eq!(f, ["tokenLimits[0]", "tokenLimits[1].by"], "{}", r.json);
+    let five: Vec<Value> = ["second", "minute", "hour", "day", "month"]
+        .iter()
+        .map(|per| json!({"total": 1, "per": per}))
+        .collect();
+    let r = cp
+        .post(
+            &format!("{base}/advanced"),
+            "admin",
+            json!({"name": "Adv", "tokenLimits": five}),
+        )
+        .await;
+    assert_eq!(r.fields(), ["tokenLimits"], "{}", r.json);
+    let r = merge(&cp, &path, "admin", json!({"tokenLimits": []}), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json);
+    assert!(r.json.get("tokenLimits").is_none(), "{}", r.json);
+}
+
 /// Keys generated without scopes get some later, with the same consumer key.
 async fn keys_change_in_place(url: String) {
     let cp = control_plane(&url).await;
@@ -368,6 +452,7 @@ const CASES: &[(&str, turnpike_store::testing::Case)] = turnpike_store::cases![
     apis_keep_what_a_put_leaves_out,
     applications_keep_what_a_put_leaves_out,
     tiers_keep_what_a_put_leaves_out,
+    tiers_carry_token_limits,
     keys_change_in_place,
 ];
 

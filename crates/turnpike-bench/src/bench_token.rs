@@ -2,7 +2,8 @@
 //! JWT tokens: one P-256 key made per process, its public JWK (the matrix's gateway
 //! trusts it as an issuer) and one ES256 token for the bench application, valid for a
 //! day. The gateway verifies it as any token (its verified-token cache then answers),
-//! so the GraphQL cells pay what a JWT-secured API pays.
+//! so the GraphQL cells pay what a JWT-secured API pays. The secured scenarios send a pool
+//! of such tokens (`tokens: N` in a plan) when the plan's `auth` is `jwt`.
 
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,12 +27,29 @@ pub const APPLICATION: &str = "bench";
 pub struct BenchIssuer {
     pub jwk: Value,
     pub token: String,
+    pair: EcdsaKeyPair,
 }
 
 impl BenchIssuer {
     /// The request header carrying the token.
     pub fn header(&self) -> String {
         format!("authorization: Bearer {}", self.token)
+    }
+
+    /// `n` distinct tokens for the bench application (distinct subject and `jti`), as the
+    /// latency study's pool of 5,000: the gateway verifies each once, then its cache
+    /// answers. The first is [`BenchIssuer::token`]'s claims with a `jti`.
+    pub fn pool(&self, n: usize) -> Result<Vec<String>, BenchError> {
+        if n == 0 || n > crate::tokens::MAX_TOKENS {
+            return Err(BenchError::Usage(format!(
+                "tokens: between 1 and {}, not {n}",
+                crate::tokens::MAX_TOKENS
+            )));
+        }
+        (0..n)
+            .map(|i| sign(&self.pair, &format!("bench-user-{i}"), Some(i)))
+            .collect::<Result<_, _>>()
+            .map_err(BenchError::Token)
     }
 }
 
@@ -61,13 +79,22 @@ fn make() -> Result<BenchIssuer, String> {
         "x": URL_SAFE_NO_PAD.encode(x),
         "y": URL_SAFE_NO_PAD.encode(y),
     });
+    let token = sign(&pair, APPLICATION, None)?;
+    Ok(BenchIssuer { jwk, token, pair })
+}
+
+/// One ES256 token for the bench application, valid for a day.
+fn sign(pair: &EcdsaKeyPair, sub: &str, jti: Option<usize>) -> Result<String, String> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let claims = json!({
-        "iss": ISSUER, "aud": AUDIENCE, "sub": APPLICATION, "application": APPLICATION,
+    let mut claims = json!({
+        "iss": ISSUER, "aud": AUDIENCE, "sub": sub, "application": APPLICATION,
         "iat": now, "exp": now + 86_400,
     });
+    if let Some(i) = jti {
+        claims["jti"] = json!(format!("bench-{i}"));
+    }
     let b64 = |v: &Value| URL_SAFE_NO_PAD.encode(v.to_string());
     let input = format!(
         "{}.{}",
@@ -75,8 +102,7 @@ fn make() -> Result<BenchIssuer, String> {
         b64(&claims)
     );
     let sig = pair
-        .sign(&rng, input.as_bytes())
+        .sign(&SystemRandom::new(), input.as_bytes())
         .map_err(|_| "signing the bench token failed".to_owned())?;
-    let token = format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()));
-    Ok(BenchIssuer { jwk, token })
+    Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())))
 }

@@ -227,8 +227,9 @@ pub struct RequestTemplate {
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
-    /// `Authorization` values cycled over requests (empty: none).
+    /// Credential values cycled over requests (empty: none), sent as `token_header`.
     tokens: Arc<[HeaderValue]>,
+    token_header: HeaderName,
     sent_estimate: u64,
 }
 
@@ -276,8 +277,19 @@ impl RequestTemplate {
             headers: map,
             body,
             tokens: tokens.into(),
+            token_header: AUTHORIZATION,
             sent_estimate,
         })
+    }
+
+    /// Sends the tokens in `name` (e.g. `apikey`) instead of `Authorization`.
+    pub fn with_token_header(mut self, name: HeaderName) -> Self {
+        let old = self.token_header.as_str().len() as u64;
+        if !self.tokens.is_empty() {
+            self.sent_estimate = self.sent_estimate - old + name.as_str().len() as u64;
+        }
+        self.token_header = name;
+        self
     }
 
     /// The `n`th request (n picks the token).
@@ -288,7 +300,7 @@ impl RequestTemplate {
         *req.headers_mut() = self.headers.clone();
         if !self.tokens.is_empty() {
             let token = self.tokens[n % self.tokens.len()].clone();
-            req.headers_mut().insert(AUTHORIZATION, token);
+            req.headers_mut().insert(self.token_header.clone(), token);
         }
         req
     }

@@ -13,6 +13,9 @@
 //!
 //! WebSockets (`echo_ws.rs`): frames echoed on any path ending in `/ws`; with
 //! `--graphql`, subscriptions over `graphql-transport-ws` and `graphql-ws`.
+//!
+//! With `--llm` it is a deterministic LLM provider instead (`echo_llm/`): the OpenAI and
+//! Anthropic APIs, streamed or not, on the same listener.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -64,6 +67,21 @@ pub struct EchoArgs {
     /// Schema (SDL file) for `--graphql`; the bundled Star Wars schema by default.
     #[arg(long, requires = "graphql")]
     pub graphql_schema: Option<std::path::PathBuf>,
+    /// Be a deterministic LLM provider instead of echoing: the OpenAI API
+    /// (`/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/models`) and
+    /// Anthropic's Messages API (`/v1/messages`), streamed or not, with exact token usage.
+    #[arg(long, conflicts_with_all = ["graphql", "soap"])]
+    pub llm: bool,
+    /// `--llm`: tokens per second of a streamed answer (0: as fast as the client reads).
+    #[arg(long, default_value_t = 0.0, requires = "llm")]
+    pub llm_tokens_per_second: f64,
+    /// `--llm`: delay before an answer's first token, in milliseconds.
+    #[arg(long, default_value_t = 0, requires = "llm")]
+    pub llm_first_token_ms: u64,
+    /// `--llm`: the API key clients must send (`Authorization: Bearer`, `x-api-key` or
+    /// `api-key`); without it any key or none is accepted.
+    #[arg(long, env = "TURNPIKE_ECHO_LLM_KEY", requires = "llm")]
+    pub llm_key: Option<String>,
 }
 
 /// What the echo server does; shared read-only by every connection.
@@ -79,6 +97,8 @@ pub struct EchoConfig {
     pub soap: bool,
     /// Answer GraphQL requests (`turnpike echo --graphql`).
     pub graphql: Option<Arc<crate::graphql_echo::GraphqlBackend>>,
+    /// Be an LLM provider (`turnpike echo --llm`, see [`crate::echo_llm`]).
+    pub llm: Option<Arc<crate::echo_llm::LlmConfig>>,
 }
 
 impl From<&EchoArgs> for EchoConfig {
@@ -89,6 +109,13 @@ impl From<&EchoArgs> for EchoConfig {
             h2c_only: args.h2c,
             soap: args.soap,
             graphql: None,
+            llm: args.llm.then(|| {
+                Arc::new(crate::echo_llm::LlmConfig {
+                    tokens_per_second: args.llm_tokens_per_second,
+                    first_token: Duration::from_millis(args.llm_first_token_ms),
+                    key: args.llm_key.clone(),
+                })
+            }),
         }
     }
 }
@@ -109,7 +136,7 @@ pub async fn run(args: EchoArgs) -> Result<(), Box<dyn std::error::Error + Send 
         )?));
     }
     println!("echo listening on http://{addr}");
-    tracing::info!(%addr, delay_ms = args.delay_ms, size = ?args.size, graphql = args.graphql, "echo back end started");
+    tracing::info!(%addr, delay_ms = args.delay_ms, size = ?args.size, graphql = args.graphql, llm = args.llm, "echo back end started");
     serve(listener, cfg).await?;
     Ok(())
 }
@@ -126,16 +153,47 @@ pub async fn spawn(cfg: EchoConfig) -> std::io::Result<SocketAddr> {
     Ok(addr)
 }
 
+/// Serves `echo --llm` on 127.0.0.1:0 in a background task; returns the address.
+pub async fn spawn_llm(cfg: crate::echo_llm::LlmConfig) -> std::io::Result<SocketAddr> {
+    spawn(EchoConfig {
+        llm: Some(Arc::new(cfg)),
+        ..EchoConfig::default()
+    })
+    .await
+}
+
 /// Serves connections accepted on `listener` forever.
 pub async fn serve(listener: TcpListener, cfg: EchoConfig) -> std::io::Result<()> {
-    let state = Arc::new(State::new(cfg));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().keep_alive(true);
     builder.http2().max_concurrent_streams(10_000);
-    if state.cfg.h2c_only {
+    if cfg.h2c_only {
         builder = builder.http2_only();
     }
     let builder = Arc::new(builder);
+    if let Some(llm) = cfg.llm.clone() {
+        let state = Arc::new(crate::echo_llm::State::new(llm));
+        return accept(listener, builder, move |req| {
+            crate::echo_llm::handle(req, state.clone())
+        })
+        .await;
+    }
+    let state = Arc::new(State::new(cfg));
+    accept(listener, builder, move |req| handle(req, state.clone())).await
+}
+
+/// Accepts connections forever, each served by `svc` on its own task.
+async fn accept<F, Fut, B>(
+    listener: TcpListener,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    svc: F,
+) -> std::io::Result<()>
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(conn) => conn,
@@ -147,13 +205,12 @@ pub async fn serve(listener: TcpListener, cfg: EchoConfig) -> std::io::Result<()
             }
         };
         let _ = stream.set_nodelay(true);
-        let state = state.clone();
         let builder = builder.clone();
+        let svc = svc.clone();
         tokio::spawn(async move {
-            let svc = service_fn(move |req| handle(req, state.clone()));
             // Client resets and closes are normal in load tests: nothing to report.
             let _ = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                .serve_connection_with_upgrades(TokioIo::new(stream), service_fn(svc))
                 .await;
         });
     }

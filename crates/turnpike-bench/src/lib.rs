@@ -1,20 +1,29 @@
-//! The bench kit: `turnpike echo` (the seeds' back end), `turnpike bench run|matrix|report`.
+//! The bench kit: `turnpike echo` (the seeds' back end; `--llm`: a test LLM provider),
+//! `turnpike bench run|matrix|report`.
 //! Owns load generation and its statistics; depends on no other Turnpike crate at run time
-//! (the matrix starts the `turnpike` binary as a process).
+//! but `turnpike-tokens` (the exact usage of `echo --llm`; the matrix starts the
+//! `turnpike` binary as a process).
 
 pub mod bench_token;
 pub mod client;
 pub mod echo;
+pub mod echo_llm;
 pub mod echo_soap;
 pub mod echo_ws;
 pub mod graphql_echo;
+pub mod llm;
 pub mod load;
 pub mod matrix;
+pub mod pin;
 pub mod plan;
 pub mod procstat;
+pub mod reference;
 pub mod report;
 pub mod run;
+pub mod setup;
+pub mod stack;
 pub mod stats;
+pub mod tokens;
 
 /// Why a bench command failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +58,8 @@ pub enum BenchCommand {
     Matrix(matrix::MatrixArgs),
     /// (Re)build the report of a matrix output directory.
     Report(report::ReportArgs),
+    /// Concurrent streamed LLM calls: time to first token and tokens per second.
+    Llm(llm::LlmArgs),
 }
 
 /// Runs `turnpike bench …`.
@@ -57,6 +68,7 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error + Send
         BenchCommand::Run(a) => run::run(a).await?,
         BenchCommand::Matrix(a) => matrix::run(a).await?,
         BenchCommand::Report(a) => report::run(a).await?,
+        BenchCommand::Llm(a) => llm::run(a).await?,
     }
     Ok(())
 }

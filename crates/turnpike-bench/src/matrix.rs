@@ -8,18 +8,24 @@
 //! (delays then travel as the echo's `?delay_ms=` control). A plan with the `graphql`
 //! scenario also gets `turnpike echo --graphql` and, in the gateway, a secured GRAPHQL API
 //! over it (`/starwars/v1`, the bundled Star Wars schema); its cells need the matrix's own
-//! echo and gateway.
+//! echo and gateway. A plan's `auth`, `tokens`, `protocol` and `pin` say how the gateway
+//! cells are sent (a pool of bench-issuer JWTs by default, HTTPS or HTTP/2 on request) and
+//! where each process runs; a plan's `target` replaces the gateway by any running one,
+//! its token source giving the secured scenarios' credential (`setup.rs`). The processes
+//! are `stack.rs`'s.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncBufReadExt;
-use tokio::process::{Child, Command};
 
+use crate::pin::{self, Pinning};
 use crate::plan::{Plan, RunKey, Scenario, Via};
 use crate::run::{execute, RunArgs, RunResult};
+use crate::setup::{Auth, Pin};
+pub use crate::stack::{gateway_config, gateway_config_with, BENCH_API_KEY, TRANSFORMATION_JQ};
+use crate::stack::{start_echo, start_gateway, GatewayOpts, Proc};
 use crate::BenchError;
 
 /// Arguments of `turnpike bench matrix`.
@@ -59,6 +65,10 @@ pub struct MatrixArgs {
     /// Describes the machine in the report (e.g. "2 vCPU VM").
     #[arg(long)]
     pub label: Option<String>,
+    /// Published reference results to draw beside the measured rows (`seed-3.0`, …;
+    /// repeatable): see `turnpike bench report --compare`.
+    #[arg(long)]
+    pub compare: Vec<String>,
 }
 
 /// `DIR/results.json`: the plan, the machine and every run.
@@ -68,7 +78,21 @@ pub struct MatrixResults {
     pub machine: Machine,
     /// How the gateway was reached ("started", a URL, or "none: why").
     pub gateway: String,
+    /// Transport, credential and core sets (results of older kits have none).
+    #[serde(default)]
+    pub setup: Setup,
     pub cells: Vec<Cell>,
+}
+
+/// How the gateway cells were sent, for the report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Setup {
+    pub protocol: String,
+    pub credential: String,
+    pub pinning: Pinning,
+    /// A target gateway's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// One run of the matrix (or a skipped one).
@@ -86,6 +110,41 @@ pub struct Cell {
     /// Why the run did not happen.
     pub skipped: Option<String>,
     pub result: Option<RunResult>,
+}
+
+impl Setup {
+    /// The transport, or what older results imply.
+    pub fn protocol_or_default(&self) -> &str {
+        match self.protocol.as_str() {
+            "" => "HTTP/1.1 (not recorded)",
+            p => p,
+        }
+    }
+
+    /// The credential, or that older results did not record it.
+    pub fn credential_or_default(&self) -> &str {
+        match self.credential.as_str() {
+            "" => "credential not recorded",
+            c => c,
+        }
+    }
+}
+
+impl Cell {
+    /// A cell for `key`, not run yet.
+    fn of(key: &RunKey) -> Cell {
+        Cell {
+            via: key.target,
+            scenario: key.scenario,
+            method: key.method.to_owned(),
+            users: key.users,
+            size: key.size,
+            delay_ms: key.delay_ms,
+            graphql_query: key.graphql_query,
+            skipped: None,
+            result: None,
+        }
+    }
 }
 
 /// What the report says about the hardware.
@@ -122,280 +181,17 @@ impl Machine {
     }
 }
 
-/// A child process killed when dropped.
-struct Proc {
-    child: Child,
-    name: &'static str,
-}
-
-impl Proc {
-    fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Err(e) = self.child.start_kill() {
-            tracing::debug!(name = self.name, error = %e, "child already gone");
-        }
-    }
-}
-
-/// Starts `turnpike echo --soap --port 0 --delay-ms D` (`--graphql` instead of `--soap`
-/// when `graphql`) and reads its address from stdout.
-async fn start_echo(
-    exe: &Path,
-    delay_ms: u64,
-    graphql: bool,
-) -> Result<(Proc, String), BenchError> {
-    let kind = if graphql { "--graphql" } else { "--soap" };
-    let mut child = Command::new(exe)
-        .args(["--log", "warn", "echo", kind, "--port", "0", "--delay-ms"])
-        .arg(delay_ms.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| BenchError::Io(format!("starting {} echo: {e}", exe.display())))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| BenchError::Io("echo: no stdout".into()))?;
-    let proc = Proc {
-        child,
-        name: "echo",
-    };
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .map_err(|_| BenchError::Io("echo did not report its address within 10 s".into()))?
-        .map_err(|e| BenchError::Io(format!("echo stdout: {e}")))?
-        .ok_or_else(|| BenchError::Io("echo exited before listening".into()))?;
-    let url = line
-        .strip_prefix("echo listening on ")
-        .ok_or_else(|| BenchError::Io(format!("unexpected echo output: {line}")))?
-        .to_owned();
-    Ok((proc, url))
-}
-
-fn free_port() -> Result<u16, BenchError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| BenchError::Io(format!("finding a free port: {e}")))
-}
-
-/// The API key the secured scenarios send (its SHA-256 is in [`gateway_config`]).
-pub const BENCH_API_KEY: &str = "turnpike-bench-key";
-
-/// The jq program of the transformation scenario: the seeds' "Mediation API" rewrites
-/// the echoed JSON payload (WSO2 with a PayloadFactory, here on the parsed value).
-pub const TRANSFORMATION_JQ: &str = "{data: {payload: .p, length: (.p | length)}}";
-
-/// The gateway config for one echo back end: `/echo/v1` (open, the passthrough
-/// scenarios) and `/secured/v1` (an API key and a subscription): `/secured/v1/mediation`
-/// rewrites the request body with [`TRANSFORMATION_JQ`] (transformation), any other
-/// path of it is proxied as is (secured-passthrough); `/soap/v1` is the echo's SOAP
-/// service as a SOAP pass-through API and `/soaprest/v1` the same service published as
-/// REST (both from the WSDL `turnpike echo --soap` serves).
-pub fn gateway_config(echo_url: &str) -> String {
-    gateway_config_with(echo_url, None)
-}
-
-/// [`gateway_config`], plus, with `graphql` (a `turnpike echo --graphql` URL and the
-/// JWK of the bench issuer, [`crate::bench_token`]), the `graphql` scenario's API:
-/// `/starwars/v1`, secured with JWT as the seed's tests were (the bench issuer trusted,
-/// an Unlimited subscription for the bench application), the bundled Star Wars schema
-/// with the limits bench/graphql.sh uses (depth 15, complexity 5000: WSO2's three
-/// queries pass).
-pub fn gateway_config_with(echo_url: &str, graphql: Option<(&str, &serde_json::Value)>) -> String {
-    // A JSON string is a valid YAML double-quoted scalar: the WSDL goes inline.
-    let wsdl = serde_json::Value::String(crate::echo_soap::WSDL.to_owned()).to_string();
-    let issuers = match graphql {
-        Some((_, jwk)) => format!(
-            "\n  issuers:\n    - {{ issuer: \"{}\", audiences: [{}], jwks: {{ \"keys\": [{jwk}] }} }}",
-            crate::bench_token::ISSUER,
-            crate::bench_token::AUDIENCE,
-        ),
-        None => String::new(),
-    };
-    let (graphql_sub, graphql_api) = match graphql.map(|(url, _)| url) {
-        Some(url) => {
-            let schema = serde_json::Value::String(crate::graphql_echo::STARWARS_SCHEMA.to_owned())
-                .to_string();
-            (
-                "\n    - { api: /starwars/v1, application: bench, state: ACTIVE, tier: Unlimited }",
-                format!(
-                    r#"  - name: starwars
-    context: /starwars
-    version: v1
-    endpoints: ["{url}"]
-    auth: {{ oauth2: true }}
-    resources:
-      - {{ path: "/*", methods: [GET, POST] }}
-    graphql:
-      limits: {{ max_depth: 15, max_complexity: 5000 }}
-      schema: {schema}
-"#
-                ),
-            )
-        }
-        None => ("", String::new()),
-    };
-    format!(
-        r#"# Written by `turnpike bench matrix`.
-security:{issuers}
-  api_keys:
-    # SHA-256 of "{BENCH_API_KEY}"
-    - {{ sha256: "28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef", application: bench, subscriber: bench }}
-  subscriptions:
-    - {{ api: /secured/v1, application: bench, state: ACTIVE, tier: Unlimited }}{graphql_sub}
-apis:
-  - name: echo
-    context: /echo
-    version: v1
-    default: true
-    endpoints: ["{echo_url}"]
-    resources:
-      - {{ path: "/*", methods: [GET, POST, PUT, DELETE] }}
-  - name: secured
-    context: /secured
-    version: v1
-    endpoints: ["{echo_url}"]
-    auth: {{ oauth2: false, api_key: true }}
-    resources:
-      - path: /mediation
-        methods: [POST]
-        mediation:
-          request:
-            name: seed-mediation
-            body: {{ jq: "{TRANSFORMATION_JQ}" }}
-      - {{ path: "/*", methods: [GET, POST, PUT, DELETE] }}
-  - name: soap
-    context: /soap
-    version: v1
-    endpoints: ["{echo_url}/soap"]
-    soap: {{ type: SOAP, port: Echo12, wsdl: {wsdl} }}
-  - name: soaprest
-    context: /soaprest
-    version: v1
-    endpoints: ["{echo_url}/soap"]
-    soap: {{ type: SOAP_TO_REST, port: Echo12, wsdl: {wsdl} }}
-{graphql_api}"#
-    )
-}
-
 /// The base URL a scenario goes through: the secured scenarios use `/secured/v1` next
 /// to the echo API (`/secured/v1/mediation` for the rewrite), found from the echo API's
-/// URL; `None` when that URL does not end in `/echo/v1`.
+/// URL (`Scenario::default_path`); `None` when that URL does not end in `/echo/v1`.
 fn scenario_base(echo_api: &str, scenario: Option<Scenario>) -> Option<String> {
-    let sibling = |api: &str| {
-        echo_api
+    match scenario.map(Scenario::default_path) {
+        None | Some("/echo/v1") => Some(echo_api.to_owned()),
+        Some(path) => echo_api
             .trim_end_matches('/')
             .strip_suffix("/echo/v1")
-            .map(|root| format!("{root}{api}"))
-    };
-    match scenario {
-        Some(Scenario::Transformation) => sibling("/secured/v1/mediation"),
-        Some(Scenario::SecuredPassthrough) => sibling("/secured/v1"),
-        Some(Scenario::SoapProxy) => sibling("/soap/v1"),
-        Some(Scenario::SoapToRest) => sibling("/soaprest/v1/echo"),
-        Some(Scenario::Graphql) => sibling("/starwars/v1/graphql"),
-        _ => Some(echo_api.to_owned()),
+            .map(|root| format!("{root}{path}")),
     }
-}
-
-/// Whether a scenario sends the bench API key.
-fn is_secured(scenario: Option<Scenario>) -> bool {
-    matches!(
-        scenario,
-        Some(Scenario::Transformation | Scenario::SecuredPassthrough | Scenario::Graphql)
-    )
-}
-
-/// Starts `turnpike gateway` routing /echo/v1 to `echo_url` (and /starwars/v1 to
-/// `graphql_url`); waits until it answers.
-async fn start_gateway(
-    exe: &Path,
-    echo_url: &str,
-    graphql_url: Option<&str>,
-    dir: &Path,
-    tag: &str,
-) -> Result<(Proc, String), String> {
-    let config = dir.join(format!("gateway-{tag}.yaml"));
-    let issuer = match graphql_url {
-        Some(_) => Some(crate::bench_token::issuer().map_err(|e| e.to_string())?),
-        None => None,
-    };
-    let graphql = graphql_url.zip(issuer.map(|i| &i.jwk));
-    std::fs::write(&config, gateway_config_with(echo_url, graphql))
-        .map_err(|e| format!("writing {}: {e}", config.display()))?;
-    let log_path = dir.join(format!("gateway-{tag}.log"));
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
-    let port = free_port().map_err(|e| e.to_string())?;
-    let child = Command::new(exe)
-        .args(["--log", "warn", "gateway", "--config"])
-        .arg(&config)
-        .args(["--http-port", &port.to_string(), "--https-port", "off"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("starting {} gateway: {e}", exe.display()))?;
-    let mut proc = Proc {
-        child,
-        name: "gateway",
-    };
-    let base = format!("http://127.0.0.1:{port}/echo/v1");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(Some(status)) = proc.child.try_wait() {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let tail: String = log.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
-            return Err(format!("gateway exited ({status}): {tail}"));
-        }
-        if probe(&format!("{base}/ready")).await == Some(200) {
-            return Ok((proc, base));
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "gateway did not answer 200 on {base}/ready within 20 s (log: {})",
-                log_path.display()
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// One GET; the status, or None when nothing answered.
-async fn probe(url: &str) -> Option<u16> {
-    let uri: http::Uri = url.parse().ok()?;
-    let target = crate::client::Target::resolve(&uri, false, true)
-        .await
-        .ok()?;
-    let req = crate::client::RequestTemplate::new(
-        http::Method::GET,
-        &uri,
-        false,
-        vec![],
-        bytes::Bytes::new(),
-        vec![],
-    )
-    .ok()?;
-    let local = tokio::task::LocalSet::new();
-    local
-        .run_until(async {
-            let mut conn = target.connect().await.ok()?;
-            let fut = conn.exchange(req.build(0));
-            tokio::time::timeout(Duration::from_secs(2), fut)
-                .await
-                .ok()?
-                .ok()
-                .map(|(s, _)| s)
-        })
-        .await
 }
 
 /// The URL and SOAP version of a run: SOAP runs go to the echo's SOAP service (direct,
@@ -440,18 +236,328 @@ fn fmt_secs(d: Duration) -> String {
     format!("{}:{:02}", s / 60, s % 60)
 }
 
+/// A credential of the secured scenarios: the header template and the tokens it is
+/// filled with (cycled over requests).
+#[derive(Debug, Clone)]
+struct Credential {
+    header: String,
+    tokens: Arc<[String]>,
+    /// For the report.
+    describe: String,
+}
+
+/// The bench issuer's `n` JWTs, sent as `Authorization: Bearer`.
+fn bench_jwts(n: usize) -> Result<Credential, BenchError> {
+    let tokens = crate::bench_token::issuer()?.pool(n)?;
+    Ok(Credential {
+        header: crate::setup::default_header(),
+        tokens: tokens.into(),
+        describe: format!("JWT (ES256, bench issuer), {n} distinct token(s)"),
+    })
+}
+
+/// The secured scenarios' credential: a target's token source, else the plan's `auth`
+/// against the matrix's own gateway (a `--gateway-url` gateway gets the bench API key:
+/// it cannot know this process's issuer key).
+async fn credential(plan: &Plan, args: &MatrixArgs) -> Result<Option<Credential>, BenchError> {
+    if let Some(t) = &plan.target {
+        let Some(src) = &t.token else {
+            return Ok(None);
+        };
+        let tokens = src
+            .resolve(plan.tokens, t.insecure || args.insecure)
+            .await?;
+        let describe = format!("{} token(s) sent as `{}`", tokens.len(), src.header);
+        return Ok(Some(Credential {
+            header: src.header.clone(),
+            tokens: tokens.into(),
+            describe,
+        }));
+    }
+    match (plan.auth, &args.gateway_url) {
+        (Auth::Jwt, None) => bench_jwts(plan.tokens).map(Some),
+        _ => Ok(Some(Credential {
+            header: "apikey: {token}".into(),
+            tokens: vec![BENCH_API_KEY.to_owned()].into(),
+            describe: "API key (`apikey` header)".into(),
+        })),
+    }
+}
+
+/// Where a delay's gateway runs go.
+struct GatewayAt {
+    /// The echo API's base (`…/echo/v1`).
+    echo_api: String,
+    target: Option<crate::setup::Target>,
+    pid: Option<u32>,
+    insecure: bool,
+}
+
+impl GatewayAt {
+    fn url(&self, s: Scenario) -> Option<String> {
+        match &self.target {
+            Some(t) => Some(t.scenario_url(s.name(), s.default_path())),
+            None => scenario_base(&self.echo_api, Some(s)),
+        }
+    }
+}
+
+/// The processes and URLs of one back-end delay (children live as long as it).
+struct Stage {
+    _procs: Vec<Proc>,
+    echo_base: String,
+    delay_in_query: bool,
+    graphql_base: Option<String>,
+    gateway: Result<GatewayAt, String>,
+}
+
+/// What every run of a matrix shares, fixed before the first.
+struct Session {
+    plan: Plan,
+    args: MatrixArgs,
+    exe: PathBuf,
+    warmup: Duration,
+    duration: Duration,
+    pinning: Pinning,
+    credential: Option<Credential>,
+    /// The GraphQL API's JWTs (it is JWT-secured whatever `auth` says).
+    graphql_jwt: Option<Credential>,
+}
+
+impl Session {
+    async fn new(args: MatrixArgs) -> Result<Session, BenchError> {
+        let plan = Plan::load(&args.plan)?;
+        let warmup = plan.warmup().map_err(BenchError::Usage)?;
+        let duration = plan.duration().map_err(BenchError::Usage)?;
+        std::fs::create_dir_all(&args.out)
+            .map_err(|e| BenchError::Io(format!("creating {}: {e}", args.out.display())))?;
+        let exe = match &args.turnpike {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| BenchError::Io(format!("finding this executable: {e}")))?,
+        };
+        let cpus = pin::allowed();
+        if let Pin::Sets(sets) = &plan.pin {
+            let errors = pin::check(sets, &cpus);
+            if !errors.is_empty() {
+                return Err(BenchError::Usage(errors.join("; ")));
+            }
+        }
+        let own_gateway = plan.target.is_none() && args.gateway_url.is_none() && !args.no_gateway;
+        let mut pinning = pin::plan(&plan.pin, &cpus, own_gateway);
+        let own_backend =
+            args.echo_url.is_none() && plan.target.as_ref().is_none_or(|t| t.backend.is_none());
+        if !own_backend {
+            // A back end the matrix did not start is not its to pin.
+            pinning.backend = None;
+        }
+        let pinning = pin::apply(pinning);
+        let credential = credential(&plan, &args).await?;
+        let graphql_jwt = match plan.scenarios.contains(&Scenario::Graphql) {
+            true => Some(bench_jwts(plan.tokens)?),
+            false => None,
+        };
+        Ok(Session {
+            plan,
+            args,
+            exe,
+            warmup,
+            duration,
+            pinning,
+            credential,
+            graphql_jwt,
+        })
+    }
+
+    fn setup(&self) -> Setup {
+        Setup {
+            protocol: self.plan.protocol.name().to_owned(),
+            credential: self
+                .credential
+                .as_ref()
+                .map_or("none".to_owned(), |c| c.describe.clone()),
+            pinning: self.pinning.clone(),
+            target: self.plan.target.as_ref().map(|t| t.url.clone()),
+        }
+    }
+
+    /// Starts (or finds) the back ends and the gateway of one delay.
+    async fn stage(&self, delay: u64) -> Result<Stage, BenchError> {
+        let mut procs = Vec::new();
+        let backend = self
+            .plan
+            .target
+            .as_ref()
+            .and_then(|t| t.backend.clone())
+            .or_else(|| self.args.echo_url.clone());
+        let cpus = self.pinning.backend.as_deref();
+        let (echo_base, delay_in_query) = match &backend {
+            Some(url) => (url.trim_end_matches('/').to_owned(), true),
+            None => {
+                let (p, url) = start_echo(&self.exe, delay, false, cpus).await?;
+                procs.push(p);
+                (url, false)
+            }
+        };
+        let graphql_base = match (&backend, self.graphql_jwt.is_some()) {
+            (None, true) => {
+                let (p, url) = start_echo(&self.exe, delay, true, cpus).await?;
+                procs.push(p);
+                Some(format!("{url}/graphql"))
+            }
+            _ => None,
+        };
+        let gateway = self
+            .gateway(delay, &echo_base, graphql_base.as_deref(), &mut procs)
+            .await;
+        Ok(Stage {
+            _procs: procs,
+            echo_base,
+            delay_in_query,
+            graphql_base,
+            gateway,
+        })
+    }
+
+    async fn gateway(
+        &self,
+        delay: u64,
+        echo_base: &str,
+        graphql_base: Option<&str>,
+        procs: &mut Vec<Proc>,
+    ) -> Result<GatewayAt, String> {
+        let insecure = self.args.insecure;
+        if self.args.no_gateway {
+            return Err("--no-gateway given".into());
+        }
+        if let Some(t) = &self.plan.target {
+            return Ok(GatewayAt {
+                echo_api: t.scenario_url("passthrough", "/echo/v1"),
+                pid: t.pid.or(self.args.gateway_pid),
+                insecure: t.insecure || insecure,
+                target: Some(t.clone()),
+            });
+        }
+        if let Some(url) = &self.args.gateway_url {
+            return Ok(GatewayAt {
+                echo_api: url.trim_end_matches('/').to_owned(),
+                target: None,
+                pid: self.args.gateway_pid,
+                insecure,
+            });
+        }
+        let opts = GatewayOpts {
+            auth: self.plan.auth,
+            tls: self.plan.protocol.tls(),
+            cpus: self.pinning.gateway.as_deref(),
+        };
+        let tag = format!("delay-{delay}");
+        match start_gateway(
+            &self.exe,
+            echo_base,
+            graphql_base,
+            &self.args.out,
+            &tag,
+            &opts,
+        )
+        .await
+        {
+            Ok((p, base)) => {
+                let pid = p.pid();
+                procs.push(p);
+                // The gateway's own self-signed pair.
+                Ok(GatewayAt {
+                    echo_api: base,
+                    target: None,
+                    pid,
+                    insecure: true,
+                })
+            }
+            Err(e) => {
+                eprintln!("gateway unavailable for delay {delay} ms: {e}");
+                Err(format!("gateway unavailable: {e}"))
+            }
+        }
+    }
+
+    /// The arguments of one run, or why it cannot run.
+    fn run_args(&self, stage: &Stage, key: &RunKey) -> Result<RunArgs, String> {
+        let foreign = self.args.gateway_url.is_some() || self.plan.target.is_some();
+        if let Some(why) = graphql_unreachable(key, foreign, stage.graphql_base.is_some()) {
+            return Err(why.to_owned());
+        }
+        if let Some(reason) = key.scenario.and_then(|s| s.skip_reason()) {
+            return Err(reason.to_owned());
+        }
+        let (base, gateway) = match (key.target, key.scenario) {
+            (Via::Gateway, Some(s)) => {
+                let g = stage.gateway.as_ref().map_err(Clone::clone)?;
+                let url = g.url(s).ok_or_else(|| {
+                    format!(
+                        "needs a gateway URL ending in /echo/v1 to find /secured/v1 (got {})",
+                        g.echo_api
+                    )
+                })?;
+                (url, Some(g))
+            }
+            _ => match (key.graphql_query, &stage.graphql_base) {
+                (Some(_), Some(g)) => (g.clone(), None),
+                _ => (stage.echo_base.clone(), None),
+            },
+        };
+        let (url, soap) = match key.graphql_query {
+            // WSO2's query N POSTed to the base URL itself.
+            Some(_) => (base, None),
+            None => soap_target(&base, key, stage.delay_in_query),
+        };
+        let mut a = RunArgs::closed(url, key.users, self.duration, self.warmup);
+        let post = soap.is_some() || matches!(key.method, "SOAP" | "GRAPHQL");
+        a.method = Some(if post { "POST" } else { key.method }.to_owned());
+        a.soap = soap;
+        a.graphql = key.graphql_query;
+        a.size = (key.method != "GET" && key.graphql_query.is_none()).then_some(key.size);
+        a.threads = self.args.threads;
+        a.insecure = self.args.insecure;
+        a.timeout = Duration::from_secs(60);
+        if let Some(g) = gateway {
+            a.pid = g.pid;
+            a.insecure |= g.insecure;
+            a.http2 = self.plan.protocol.http2();
+            let credential = match key.scenario {
+                Some(Scenario::Graphql) => self.graphql_jwt.as_ref(),
+                Some(s) if s.is_secured() => self.credential.as_ref(),
+                _ => None,
+            };
+            if let Some(c) = credential {
+                a.token_header = c.header.clone();
+                a.token_pool = Some(c.tokens.clone());
+            }
+        }
+        Ok(a)
+    }
+}
+
+/// `direct POST users=… size=… delay=…ms` for the progress lines.
+fn label(key: &RunKey) -> String {
+    format!(
+        "{} {}{} users={} size={} delay={}ms",
+        match key.target {
+            Via::Direct => "direct",
+            Via::Gateway => "gateway",
+        },
+        key.scenario.map_or(key.method, |s| s.name()),
+        key.graphql_query
+            .map_or(String::new(), |q| format!(" q{q}")),
+        key.users,
+        key.size,
+        key.delay_ms
+    )
+}
+
 /// `turnpike bench matrix`.
 pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
-    let plan = Plan::load(&args.plan)?;
-    let warmup = plan.warmup().map_err(BenchError::Usage)?;
-    let duration = plan.duration().map_err(BenchError::Usage)?;
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| BenchError::Io(format!("creating {}: {e}", args.out.display())))?;
-    let exe = match &args.turnpike {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| BenchError::Io(format!("finding this executable: {e}")))?,
-    };
+    let session = Session::new(args).await?;
+    let plan = &session.plan;
     let total = plan
         .runs()
         .iter()
@@ -459,188 +565,69 @@ pub async fn run(args: MatrixArgs) -> Result<(), BenchError> {
         .count();
     let mut results = MatrixResults {
         plan: plan.clone(),
-        machine: Machine::detect(args.label.clone()),
+        machine: Machine::detect(session.args.label.clone()),
         gateway: String::new(),
+        setup: session.setup(),
         cells: Vec::new(),
     };
+    eprintln!(
+        "matrix: {} to the gateway, {}; {}",
+        results.setup.protocol,
+        results.setup.credential,
+        results.setup.pinning.describe()
+    );
     let started = Instant::now();
     let mut done = 0usize;
-    let per_run = warmup + duration;
+    let per_run = session.warmup + session.duration;
     for &delay in &plan.delays_ms {
-        // Children live until the end of this delay's runs.
-        let (_echo, echo_base, delay_in_query) = match &args.echo_url {
-            Some(url) => (None, url.trim_end_matches('/').to_owned(), true),
-            None => {
-                let (p, url) = start_echo(&exe, delay, false).await?;
-                (Some(p), url, false)
-            }
-        };
-        let wants_graphql = plan.scenarios.contains(&Scenario::Graphql);
-        let (_graphql_echo, graphql_base) = match (&args.echo_url, wants_graphql) {
-            (None, true) => {
-                let (p, url) = start_echo(&exe, delay, true).await?;
-                (Some(p), Some(format!("{url}/graphql")))
-            }
-            _ => (None, None),
-        };
-        let (_gw, gateway): (Option<Proc>, Result<(String, Option<u32>), String>) = if args
-            .no_gateway
-        {
-            (None, Err("--no-gateway given".into()))
-        } else if let Some(url) = &args.gateway_url {
-            (
-                None,
-                Ok((url.trim_end_matches('/').to_owned(), args.gateway_pid)),
-            )
-        } else {
-            let tag = format!("delay-{delay}");
-            match start_gateway(&exe, &echo_base, graphql_base.as_deref(), &args.out, &tag).await {
-                Ok((p, base)) => {
-                    let pid = p.pid();
-                    (Some(p), Ok((base, pid)))
-                }
-                Err(e) => {
-                    eprintln!("gateway unavailable for delay {delay} ms: {e}");
-                    (None, Err(format!("gateway unavailable: {e}")))
-                }
-            }
-        };
-        results.gateway = match (&gateway, &args.gateway_url) {
-            (Ok(_), Some(url)) => url.clone(),
-            (Ok(_), None) => "started by the matrix".into(),
-            (Err(e), _) => format!("none: {e}"),
+        let stage = session.stage(delay).await?;
+        results.gateway = match (&stage.gateway, &plan.target, &session.args.gateway_url) {
+            (Ok(_), Some(t), _) => t.url.clone(),
+            (Ok(_), None, Some(url)) => url.clone(),
+            (Ok(_), None, None) => "started by the matrix".into(),
+            (Err(e), _, _) => format!("none: {e}"),
         };
         for key in plan.runs_for_delay(delay) {
-            let mut cell = Cell {
-                via: key.target,
-                scenario: key.scenario,
-                method: key.method.to_owned(),
-                users: key.users,
-                size: key.size,
-                delay_ms: key.delay_ms,
-                graphql_query: key.graphql_query,
-                skipped: None,
-                result: None,
-            };
-            if let Some(why) = graphql_unreachable(&key, &args, graphql_base.is_some()) {
-                cell.skipped = Some(why.to_owned());
-                results.cells.push(cell);
-                done += 1;
-                continue;
-            }
-            let (base, pid) = match (
-                key.target,
-                key.scenario.and_then(|s| s.skip_reason()),
-                &gateway,
-            ) {
-                (_, Some(reason), _) => {
-                    cell.skipped = Some(reason.to_owned());
-                    results.cells.push(cell);
-                    continue;
-                }
-                (Via::Direct, None, _) => match (key.graphql_query, &graphql_base) {
-                    (Some(_), Some(g)) => (g.clone(), None),
-                    _ => (echo_base.clone(), None),
-                },
-                (Via::Gateway, None, Ok((base, pid))) => match scenario_base(base, key.scenario) {
-                    Some(b) => (b, *pid),
-                    None => {
-                        cell.skipped = Some(format!(
-                            "needs a gateway URL ending in /echo/v1 to find /secured/v1 (got {base})"
-                        ));
-                        results.cells.push(cell);
-                        done += 1;
-                        continue;
+            let mut cell = Cell::of(&key);
+            done += 1;
+            match session.run_args(&stage, &key) {
+                Err(why) => cell.skipped = Some(why),
+                Ok(run_args) => match execute(&run_args).await {
+                    Ok(r) => {
+                        let s = &r.summary;
+                        let left = total.saturating_sub(done) as u32;
+                        let avg_run = started.elapsed() / done.max(1) as u32;
+                        eprintln!(
+                            "[{done:>3}/{total}] {} elapsed, ETA {}  {}: {:.0} req/s avg {:.2} ms p99 {:.2} ms err {:.2}%",
+                            fmt_secs(started.elapsed()),
+                            fmt_secs(avg_run.max(per_run) * left),
+                            label(&key),
+                            s.throughput_rps,
+                            s.avg_ms,
+                            s.p99_ms,
+                            s.error_pct
+                        );
+                        cell.result = Some(r);
+                    }
+                    Err(e) => {
+                        eprintln!("[{done:>3}/{total}] {}: failed: {e}", label(&key));
+                        cell.skipped = Some(format!("run failed: {e}"));
                     }
                 },
-                (Via::Gateway, None, Err(e)) => {
-                    cell.skipped = Some(e.clone());
-                    results.cells.push(cell);
-                    done += 1;
-                    continue;
-                }
-            };
-            let (url, soap) = match key.graphql_query {
-                // WSO2's query N POSTed to the base URL itself.
-                Some(_) => (base.clone(), None),
-                None => soap_target(&base, &key, delay_in_query),
-            };
-            let mut run_args = RunArgs::closed(url, key.users, duration, warmup);
-            run_args.method = Some(
-                if soap.is_some() || matches!(key.method, "SOAP" | "GRAPHQL") {
-                    "POST"
-                } else {
-                    key.method
-                }
-                .to_owned(),
-            );
-            run_args.soap = soap;
-            run_args.graphql = key.graphql_query;
-            run_args.size =
-                (key.method != "GET" && key.graphql_query.is_none()).then_some(key.size);
-            run_args.threads = args.threads;
-            run_args.pid = pid;
-            run_args.insecure = args.insecure;
-            run_args.timeout = Duration::from_secs(60);
-            if key.target == Via::Gateway && is_secured(key.scenario) {
-                // The GraphQL API takes the bench JWT (its issuer was made when the
-                // gateway started), the others the bench API key.
-                let credential = match key.scenario {
-                    Some(Scenario::Graphql) => crate::bench_token::issuer()
-                        .map_or_else(|e| format!("x-bench-token-error: {e}"), |i| i.header()),
-                    _ => format!("apikey: {BENCH_API_KEY}"),
-                };
-                run_args.headers = vec![credential];
-            }
-            let label = format!(
-                "{} {}{} users={} size={} delay={}ms",
-                match key.target {
-                    Via::Direct => "direct",
-                    Via::Gateway => "gateway",
-                },
-                key.scenario.map_or(key.method, |s| s.name()),
-                key.graphql_query
-                    .map_or(String::new(), |q| format!(" q{q}")),
-                key.users,
-                key.size,
-                key.delay_ms
-            );
-            match execute(&run_args).await {
-                Ok(r) => {
-                    done += 1;
-                    let s = &r.summary;
-                    let left = total.saturating_sub(done) as u32;
-                    let avg_run = started.elapsed() / done.max(1) as u32;
-                    eprintln!(
-                        "[{done:>3}/{total}] {} elapsed, ETA {}  {label}: {:.0} req/s avg {:.2} ms p99 {:.2} ms err {:.2}%",
-                        fmt_secs(started.elapsed()),
-                        fmt_secs(avg_run.max(per_run) * left),
-                        s.throughput_rps,
-                        s.avg_ms,
-                        s.p99_ms,
-                        s.error_pct
-                    );
-                    cell.result = Some(r);
-                }
-                Err(e) => {
-                    done += 1;
-                    eprintln!("[{done:>3}/{total}] {label}: failed: {e}");
-                    cell.skipped = Some(format!("run failed: {e}"));
-                }
             }
             results.cells.push(cell);
-            save(&args.out, &results)?;
+            save(&session.args.out, &results)?;
         }
     }
-    save(&args.out, &results)?;
+    save(&session.args.out, &results)?;
     for line in transformation_ratios(&results)
         .into_iter()
         .chain(crate::report::graphql::ratio_lines(&results))
     {
         eprintln!("{line}");
     }
-    let slos = crate::report::parse_slos(&args.slo)?;
-    let index = crate::report::write(&args.out, &slos)?;
+    let slos = crate::report::parse_slos(&session.args.slo)?;
+    let index = crate::report::write_compared(&session.args.out, &slos, &session.args.compare)?;
     eprintln!(
         "matrix done in {}: report at {}",
         fmt_secs(started.elapsed()),
@@ -682,14 +669,15 @@ pub fn transformation_ratios(results: &MatrixResults) -> Vec<String> {
 }
 
 /// Why a GraphQL run cannot happen here: its back end is the matrix's own `turnpike echo
-/// --graphql`, which a remote echo or gateway does not know. `None` for other runs.
-fn graphql_unreachable(key: &RunKey, args: &MatrixArgs, have_echo: bool) -> Option<&'static str> {
+/// --graphql`, which a remote echo or gateway (`foreign`) does not know. `None` for other
+/// runs.
+fn graphql_unreachable(key: &RunKey, foreign: bool, have_echo: bool) -> Option<&'static str> {
     key.graphql_query?;
     if !have_echo {
-        return Some("the graphql scenario needs the matrix's own `turnpike echo --graphql` (not with --echo-url)");
+        return Some("the graphql scenario needs the matrix's own `turnpike echo --graphql` (not with --echo-url or a target's backend)");
     }
-    if key.target == Via::Gateway && args.gateway_url.is_some() {
-        return Some("the graphql scenario needs the matrix's own gateway (its /starwars/v1 API), not --gateway-url");
+    if key.target == Via::Gateway && foreign {
+        return Some("the graphql scenario needs the matrix's own gateway (its /starwars/v1 API), not --gateway-url or a target");
     }
     None
 }
@@ -782,9 +770,9 @@ mod tests {
             scenario_base("http://g:1/echo/v1", Some(Scenario::Graphql)).as_deref(),
             Some("http://g:1/starwars/v1/graphql")
         );
-        assert!(is_secured(Some(Scenario::Graphql)));
-        assert!(is_secured(Some(Scenario::Transformation)));
-        assert!(!is_secured(Some(Scenario::Passthrough)));
+        assert!(Scenario::Graphql.is_secured());
+        assert!(Scenario::Transformation.is_secured());
+        assert!(!Scenario::Passthrough.is_secured());
     }
 
     #[test]
@@ -795,6 +783,7 @@ mod tests {
         let c = gateway_config_with(
             "http://127.0.0.1:9000",
             Some(("http://127.0.0.1:9001/graphql", &jwk)),
+            Auth::ApiKey,
         );
         let file: serde_yaml::Value = serde_yaml::from_str(&c).expect("yaml");
         let api = &file["apis"][4];

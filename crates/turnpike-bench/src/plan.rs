@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::setup::{Auth, Pin, Protocol, Target, MAX_TOKENS};
 use crate::BenchError;
 
 /// The bundled plans, by name.
@@ -68,6 +69,43 @@ impl Scenario {
         }
     }
 
+    /// Every scenario.
+    pub const ALL: [Scenario; 8] = [
+        Scenario::Passthrough,
+        Scenario::Get,
+        Scenario::Post,
+        Scenario::Transformation,
+        Scenario::SecuredPassthrough,
+        Scenario::Graphql,
+        Scenario::SoapProxy,
+        Scenario::SoapToRest,
+    ];
+
+    pub fn from_name(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Where the scenario's API is under the matrix's own gateway (and, unless a target's
+    /// `paths` says otherwise, under a target's URL).
+    pub fn default_path(self) -> &'static str {
+        match self {
+            Scenario::Transformation => "/secured/v1/mediation",
+            Scenario::SecuredPassthrough => "/secured/v1",
+            Scenario::SoapProxy => "/soap/v1",
+            Scenario::SoapToRest => "/soaprest/v1/echo",
+            Scenario::Graphql => "/starwars/v1/graphql",
+            Scenario::Passthrough | Scenario::Get | Scenario::Post => "/echo/v1",
+        }
+    }
+
+    /// Whether the scenario's API is secured (it gets the plan's credential).
+    pub fn is_secured(self) -> bool {
+        matches!(
+            self,
+            Scenario::Transformation | Scenario::SecuredPassthrough | Scenario::Graphql
+        )
+    }
+
     /// Why the scenario cannot run yet, or None when it can.
     pub fn skip_reason(self) -> Option<&'static str> {
         match self {
@@ -115,10 +153,30 @@ pub struct Plan {
     /// size is its own).
     #[serde(default = "default_graphql_queries")]
     pub graphql_queries: Vec<u8>,
+    /// The secured scenarios' credential: `jwt` (default) or `api-key`.
+    #[serde(default)]
+    pub auth: Auth,
+    /// Distinct tokens the secured scenarios cycle over (JWTs from the bench issuer, or
+    /// client-credentials grants of a target); 1 by default.
+    #[serde(default = "default_tokens")]
+    pub tokens: usize,
+    /// `http` (default), `https` (HTTP/1.1 over TLS) or `h2` (HTTP/2 over TLS) to the gateway.
+    #[serde(default)]
+    pub protocol: Protocol,
+    /// `auto` (default), `off`, or `{ gateway, backend, generator }` CPU lists.
+    #[serde(default)]
+    pub pin: Pin,
+    /// A running gateway to drive instead of the matrix's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
 }
 
 fn default_graphql_queries() -> Vec<u8> {
     vec![1]
+}
+
+fn default_tokens() -> usize {
+    1
 }
 
 impl Plan {
@@ -168,6 +226,17 @@ impl Plan {
                 "graphql_queries: must be a non-empty list of 1, 2 or 3 (WSO2's queries)"
                     .to_owned(),
             );
+        }
+        if plan.tokens == 0 || plan.tokens > MAX_TOKENS {
+            errors.push(format!("tokens: between 1 and {MAX_TOKENS}"));
+        }
+        if let Some(t) = &plan.target {
+            t.check(&mut errors);
+            for name in t.paths.keys() {
+                if Scenario::from_name(name).is_none() {
+                    errors.push(format!("target.paths.{name}: not a scenario"));
+                }
+            }
         }
         if matches!(plan.duration(), Ok(d) if d.is_zero()) {
             errors.push("duration: must be above 0".to_owned());
@@ -285,6 +354,46 @@ mod tests {
         assert_eq!(seed.users, vec![100, 200, 300, 1000, 2000]);
         assert_eq!(seed.sizes, vec![50, 1024, 10240, 102400]);
         assert_eq!(seed.delays_ms, vec![0, 30, 500, 1000]);
+    }
+
+    #[test]
+    fn security_transport_pinning_and_target_are_plan_options() {
+        let base = "name: x\nscenarios: [secured-passthrough]\nusers: [1]\nsizes: [1]\ndelays_ms: [0]\nwarmup: 1s\nduration: 1s\n";
+        let p = Plan::parse(base).expect("defaults");
+        assert_eq!(
+            (p.auth, p.tokens, p.protocol),
+            (Auth::Jwt, 1, Protocol::Http)
+        );
+        assert_eq!(p.pin, Pin::default());
+        let p = Plan::parse(&format!(
+            "{base}auth: api-key\ntokens: 5000\nprotocol: h2\npin: {{ gateway: \"1\", generator: \"0\" }}\n\
+             target:\n  url: https://gw:8443\n  insecure: true\n  paths: {{ secured-passthrough: /kong/echo }}\n\
+             \x20 token: {{ file: t.txt, header: \"apikey: {{token}}\" }}\n"
+        ))
+        .expect("options");
+        assert_eq!(
+            (p.auth, p.tokens, p.protocol),
+            (Auth::ApiKey, 5000, Protocol::H2)
+        );
+        let t = p.target.expect("target");
+        let url = |s: Scenario| t.scenario_url(s.name(), s.default_path());
+        assert_eq!(
+            url(Scenario::SecuredPassthrough),
+            "https://gw:8443/kong/echo"
+        );
+        assert_eq!(url(Scenario::Passthrough), "https://gw:8443/echo/v1");
+        let err = Plan::parse(&format!(
+            "{base}tokens: 0\ntarget:\n  url: gw:1\n  paths: {{ nope: /x }}\n  token: {{ header: \"apikey: x\" }}\n"
+        ))
+        .expect_err("bad");
+        assert!(
+            err.contains("tokens")
+                && err.contains("target.url")
+                && err.contains("exactly one")
+                && err.contains("target.token.header")
+                && err.contains("target.paths.nope"),
+            "{err}"
+        );
     }
 
     #[test]

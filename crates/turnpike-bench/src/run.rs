@@ -14,6 +14,7 @@ use crate::client::{self, RequestTemplate, Target};
 use crate::load::{self, LoadSpec, Mode};
 use crate::procstat::{self, Resources};
 use crate::stats::{Summary, Window};
+use crate::tokens::HeaderTemplate;
 use crate::BenchError;
 
 /// Arguments of `turnpike bench run`.
@@ -68,9 +69,18 @@ pub struct RunArgs {
     pub client_id: Option<String>,
     #[arg(long, env = "TURNPIKE_BENCH_CLIENT_SECRET", hide_env_values = true)]
     pub client_secret: Option<String>,
+    /// With --token-url: this many grants, each a distinct token, cycled over requests.
+    #[arg(long, default_value_t = 1)]
+    pub token_count: usize,
     /// File of access tokens, one a line, cycled over requests.
     #[arg(long)]
     pub tokens: Option<PathBuf>,
+    /// How a token is sent: `Name: …{token}…` (e.g. `apikey: {token}`).
+    #[arg(long, default_value = "Authorization: Bearer {token}")]
+    pub token_header: String,
+    /// Tokens given by the caller (the matrix), used before --tokens and --token-url.
+    #[arg(skip)]
+    pub token_pool: Option<Arc<[String]>>,
     /// Generator threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -108,7 +118,10 @@ impl RunArgs {
             token_url: None,
             client_id: None,
             client_secret: None,
+            token_count: 1,
             tokens: None,
+            token_header: crate::setup::default_header(),
+            token_pool: None,
             threads: None,
             timeout: Duration::from_secs(30),
             pid: None,
@@ -173,35 +186,22 @@ fn parse_header(h: &str) -> Result<(HeaderName, HeaderValue), BenchError> {
     Ok((k, v))
 }
 
-async fn tokens(args: &RunArgs, insecure: bool) -> Result<Vec<HeaderValue>, BenchError> {
-    if let Some(path) = &args.tokens {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BenchError::Usage(format!("reading {}: {e}", path.display())))?;
-        let tokens = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(client::bearer)
-            .collect::<Result<Vec<_>, _>>()?;
-        if tokens.is_empty() {
-            return Err(BenchError::Usage(format!(
-                "{} holds no tokens",
-                path.display()
-            )));
-        }
-        return Ok(tokens);
-    }
-    if let Some(url) = &args.token_url {
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| BenchError::Usage(format!("bad --token-url {url}: {e}")))?;
+/// The credential header and its values, from the caller's pool, a file or
+/// `--token-count` client-credentials grants; none without a token source.
+async fn tokens(args: &RunArgs) -> Result<Option<(HeaderName, Vec<HeaderValue>)>, BenchError> {
+    let raw: Vec<String> = if let Some(pool) = &args.token_pool {
+        pool.to_vec()
+    } else if let Some(path) = &args.tokens {
+        crate::tokens::from_file(path)?
+    } else if let Some(url) = &args.token_url {
         let id = args.client_id.as_deref().unwrap_or_default();
         let secret = args.client_secret.as_deref().unwrap_or_default();
-        return Ok(vec![
-            client::client_credentials(&uri, id, secret, insecure).await?,
-        ]);
-    }
-    Ok(Vec::new())
+        crate::tokens::client_credentials(url, id, secret, args.token_count, args.insecure).await?
+    } else {
+        return Ok(None);
+    };
+    let template = HeaderTemplate::parse(&args.token_header)?;
+    Ok(Some((template.name.clone(), template.values(&raw)?)))
 }
 
 /// Builds the load from `args` (everything checked before any load is sent).
@@ -267,9 +267,15 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
             ),
         );
     }
-    let tokens = tokens(args, args.insecure).await?;
+    let tokens = tokens(args).await?;
     let target = Target::resolve(&uri, args.http2, args.insecure).await?;
-    let request = RequestTemplate::new(method, &uri, args.http2, headers, body, tokens)?;
+    let request = match tokens {
+        Some((name, values)) => {
+            RequestTemplate::new(method, &uri, args.http2, headers, body, values)?
+                .with_token_header(name)
+        }
+        None => RequestTemplate::new(method, &uri, args.http2, headers, body, Vec::new())?,
+    };
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

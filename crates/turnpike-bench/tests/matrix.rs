@@ -14,7 +14,7 @@ async fn baseline_only_matrix_leaves_results_and_report() {
     std::fs::write(
         &plan,
         "name: tiny\nscenarios: [passthrough, get, transformation]\nusers: [1, 2, 4]\nsizes: [50, 100]\n\
-         delays_ms: [0, 20]\nwarmup: 50ms\nduration: 200ms\n",
+         delays_ms: [0, 20]\nwarmup: 50ms\nduration: 200ms\npin: off\n",
     )
     .expect("plan");
     let out = dir.path().join("out");
@@ -30,6 +30,7 @@ async fn baseline_only_matrix_leaves_results_and_report() {
         threads: Some(1),
         slo: vec!["avg=10ms".into()],
         label: Some("test".into()),
+        compare: Vec::new(),
     };
     matrix::run(args).await.expect("matrix");
 

@@ -87,6 +87,7 @@ fn results_at(levels: &[(usize, u64, u64)]) -> MatrixResults {
             memory_mb: 1,
         },
         gateway: "started by the matrix".into(),
+        setup: Default::default(),
         cells,
     }
 }
@@ -361,4 +362,66 @@ fn summaries_show_p50_p90_p95_p99() {
     ] {
         assert!(html.contains(p), "{p}");
     }
+}
+
+/// `--compare seed-3.0`: WSO2 3.0's published rows beside the measured cells of the same
+/// scenario, users, size and delay, with measured / published and per-vCPU ratios, and
+/// "not measured" where the run has no such cell; in the markdown and the HTML.
+#[test]
+fn compare_draws_the_published_rows_and_ratios_beside_the_measured_ones() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut results = results_at(&[(300, 80, 6000)]);
+    for c in &mut results.cells {
+        if c.scenario == Some(Scenario::Passthrough) {
+            c.scenario = Some(Scenario::SecuredPassthrough);
+        }
+    }
+    // A 4-vCPU gateway against WSO2's 2-vCPU c5.large: per-vCPU figures differ.
+    results.machine.cpus = 4;
+    std::fs::write(
+        dir.path().join("results.json"),
+        serde_json::to_string(&results).expect("json"),
+    )
+    .expect("write");
+    report::write_compared(dir.path(), &[], &["seed-3.0".into()]).expect("report");
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).expect("md");
+    assert!(md.contains("(cross-machine comparison)"), "{md}");
+    assert!(md.contains("c5.large") && md.contains("2 vCPU"), "{md}");
+    let measured = results
+        .cells
+        .iter()
+        .find(|c| c.scenario == Some(Scenario::SecuredPassthrough))
+        .and_then(|c| c.result.as_ref())
+        .map(|r| r.summary.throughput_rps)
+        .expect("measured");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| secured-passthrough | Passthrough | 300 | 50 | 0 |"))
+        .expect("reference row at 300 users");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cells[6], "3355", "{row}");
+    assert_eq!(cells[7], format!("{measured:.0}"), "{row}");
+    assert_eq!(cells[8], format!("{:.2}x", measured / 3354.91), "{row}");
+    assert_eq!(cells[9], format!("{:.0}", 3354.91 / 2.0), "{row}");
+    assert_eq!(cells[10], format!("{:.0}", measured / 4.0), "{row}");
+    assert_eq!(
+        cells[11],
+        format!("{:.2}x", (measured / 4.0) / (3354.91 / 2.0)),
+        "{row}"
+    );
+    assert_eq!(cells[14], "252", "published p99: {row}");
+    let missing = md
+        .lines()
+        .find(|l| l.starts_with("| secured-passthrough | Passthrough | 500 |"))
+        .expect("reference row at 500 users");
+    assert!(missing.contains("not measured"), "{missing}");
+    assert!(
+        md.contains("| transformation | Transformation | 1000 |"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("index.html")).expect("html");
+    assert!(html.contains("<th>Measured / published</th>"), "{html}");
+    assert!(html.contains("cross-machine comparison"));
+    let err = report::write_compared(dir.path(), &[], &["seed-9".into()]).expect_err("unknown");
+    assert!(err.to_string().contains("seed-3.0"), "{err}");
 }

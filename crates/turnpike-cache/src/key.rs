@@ -20,62 +20,70 @@ const CONSUMER: char = '\u{1}';
 /// Marks a consumer part that is a credential's digest (not an application and subject).
 const CREDENTIAL: char = '\u{2}';
 
-/// The keys of one request.
+/// The keys of one request, in one string: the shared key, then (when the consumer is
+/// part of the key) the caller's part, so the caller's own key is the whole and the
+/// shared one its head (one allocation for both).
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
-    /// Shared by every caller: where a `public` response lives.
-    pub(crate) shared: String,
-    /// The caller's own (`None`: the consumer is not part of the key).
-    pub(crate) consumer: Option<String>,
+    text: String,
+    shared_len: usize,
 }
 
 impl Keys {
+    /// Shared by every caller: where a `public` response lives.
+    pub(crate) fn shared(&self) -> &str {
+        &self.text[..self.shared_len]
+    }
+
+    /// The caller's own (`None`: the consumer is not part of the key).
+    pub(crate) fn consumer(&self) -> Option<&str> {
+        (self.text.len() > self.shared_len).then_some(self.text.as_str())
+    }
+
     /// The key a private (not `public`) response of this request is stored under.
     pub(crate) fn own(&self) -> &str {
-        self.consumer.as_deref().unwrap_or(&self.shared)
+        &self.text
+    }
+
+    /// The key to store under: the shared one for a `public` answer, else its own.
+    pub(crate) fn into_key(mut self, public: bool) -> String {
+        if public {
+            self.text.truncate(self.shared_len);
+        }
+        self.text
     }
 }
 
 /// The keys of a request to `method` with the context's upstream target.
 pub(crate) fn keys(s: &Settings, ctx: &RequestCtx, req: &request::Parts) -> Keys {
-    let shared = shared(s, &req.method, ctx, req);
-    let consumer = if s.consumer {
-        Some(consumer(s, &shared, ctx, req))
-    } else {
-        None
-    };
-    Keys { shared, consumer }
+    let mut text = shared(s, &req.method, ctx, req);
+    let shared_len = text.len();
+    if s.consumer {
+        consumer(s, &mut text, ctx, req);
+    }
+    Keys { text, shared_len }
 }
 
-/// The authenticated caller's key, an anonymous caller's credential's, or, with
-/// neither, the anonymous callers' own: never the shared key, which holds `public`
-/// answers only (else a caller with a credential would find an anonymous answer there).
-fn consumer(s: &Settings, shared: &str, ctx: &RequestCtx, req: &request::Parts) -> String {
+/// Appends the authenticated caller's part, an anonymous caller's credential's, or,
+/// with neither, the anonymous callers' marker: a consumer key is never the shared key,
+/// which holds `public` answers only (else a caller with a credential would find an
+/// anonymous answer there).
+fn consumer(s: &Settings, k: &mut String, ctx: &RequestCtx, req: &request::Parts) {
+    k.push(CONSUMER);
     if let Some(id) = ctx.identity() {
-        let app = id.application_id.as_deref().unwrap_or("");
-        let mut k = String::with_capacity(shared.len() + app.len() + id.subject.len() + 2);
-        k.push_str(shared);
-        k.push(CONSUMER);
-        k.push_str(app);
+        k.push_str(id.application_id.as_deref().unwrap_or(""));
         k.push(SEP);
         k.push_str(&id.subject);
-        return k;
+        return;
     }
     let Some(digest) = credential_digest(s, req) else {
-        let mut k = String::with_capacity(shared.len() + 1);
-        k.push_str(shared);
-        k.push(CONSUMER);
-        return k;
+        return;
     };
-    let mut k = String::with_capacity(shared.len() + 2 + 2 * digest.len());
-    k.push_str(shared);
-    k.push(CONSUMER);
     k.push(CREDENTIAL);
     for b in digest {
         k.push(char::from(HEX[usize::from(b >> 4)]));
         k.push(char::from(HEX[usize::from(b & 15)]));
     }
-    k
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -97,7 +105,8 @@ fn credential_digest(s: &Settings, req: &request::Parts) -> Option<[u8; 32]> {
 
 fn shared(s: &Settings, method: &Method, ctx: &RequestCtx, req: &request::Parts) -> String {
     let path = ctx.upstream.path();
-    let mut k = String::with_capacity(method.as_str().len() + path.len() + 32);
+    // Room for the query and the consumer part (a credential's digest is 66 bytes).
+    let mut k = String::with_capacity(method.as_str().len() + path.len() + 96);
     k.push_str(method.as_str());
     k.push(' ');
     k.push_str(path);

@@ -11,16 +11,36 @@
 //! the keys, and the byte-bounded stores kept in the gateway's `Runtime` per API id (a
 //! snapshot swap keeps them).
 //!
+//! With `shared: redis`, a second level in the gateway's Redis (`shared.rs`: written
+//! through off the request path, read on a local miss under a few milliseconds, a
+//! circuit while Redis is away; `wire.rs`: the entry's bytes, decoded as untrusted).
+//!
 //! Must not depend on the gateway, the config compiler, a store or any other kind: of
 //! the workspace, only `turnpike-model` and `turnpike-policy`.
 
+mod flight;
 mod key;
 mod policy;
 mod resources;
 mod revalidate;
 mod rfc;
 mod settings;
+mod shared;
 mod store;
+pub mod wire;
 
 pub use policy::{Cache, ResourceCaches, ResponseCache};
+pub use shared::{SharedConfig, SharedLevel};
 pub use store::CacheStores;
+
+/// Gives the caches `runtime` builds from now on with `shared: redis` the shared level
+/// `level` (the gateway calls it once at start with `--redis`, before the first
+/// snapshot). `false` if the runtime has one already.
+pub fn attach_shared(
+    runtime: &turnpike_policy::Runtime,
+    level: std::sync::Arc<SharedLevel>,
+) -> bool {
+    runtime
+        .get_or_init(CacheStores::default)
+        .attach_shared(level)
+}

@@ -17,14 +17,17 @@ use http_cache_semantics::CachePolicy;
 use turnpike_model::clock::Clock;
 use turnpike_model::policy::CacheSpec;
 use turnpike_policy::{
-    BuildCx, Flow, FromCache, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
+    BuildCx, Flow, FromCache, GatewayError, HookResult, Hooks, Policy, PolicyKind, RequestCtx,
+    Stage, Step,
 };
 
 use crate::key::{keys, Keys};
 use crate::revalidate;
 use crate::rfc::{self, directive, seconds_directive};
 use crate::settings::Settings;
+use crate::shared::{Fetched, SharedLevel, Write};
 use crate::store::{ApiStore, Flight, Found, Presented, Received, Variant};
+use crate::wire::WireEntry;
 
 /// The header that says how the cache answered.
 pub const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
@@ -65,6 +68,9 @@ struct Exchange {
     fallback: Option<Arc<Variant>>,
     /// Whether the upstream request asks conditionally for `fallback` (revalidate.rs).
     revalidating: bool,
+    /// The API's purge generation in the shared level, read before going upstream:
+    /// what the answer is written through with (`None`: not written through).
+    generation: Option<u64>,
     /// Set by the response headers hook: the stored answer sent instead of the
     /// upstream's (stale in place of a failure, or revalidated by a 304).
     serve: Option<(Arc<Variant>, Label)>,
@@ -109,14 +115,25 @@ impl ResponseCache {
     }
 
     /// The caller's own entry first, then the shared (`public`) one.
+    /// (The shared key is not looked up while the API never stored a `public` answer
+    /// under callers' keys: most APIs never do, and a miss then costs one lookup.)
     fn find(&self, keys: &Keys, req: &Presented<'_>, now: SystemTime) -> Found {
-        if let Some(own) = &keys.consumer {
+        if let Some(own) = keys.consumer() {
             let found = self.store.lookup(own, req, now);
-            if !matches!(found, Found::Nothing) {
+            if !matches!(found, Found::Nothing) || !self.store.holds_public() {
                 return found;
             }
         }
-        self.store.lookup(&keys.shared, req, now)
+        self.store.lookup(keys.shared(), req, now)
+    }
+
+    /// The key an answer is stored under: the caller's own, or for a `public` one the
+    /// shared key (which callers' lookups then fall back to).
+    fn key_for(&self, keys: Keys, public: bool) -> String {
+        if public && keys.consumer().is_some() {
+            self.store.mark_public();
+        }
+        keys.into_key(public)
     }
 
     fn answer(&self, v: &Variant, now: SystemTime, label: Label, head: bool) -> Response<Bytes> {
@@ -142,19 +159,16 @@ impl ResponseCache {
         let waiting = match self.store.fly(keys.own()) {
             Ok(flight) => {
                 x.leader = Some(Arc::new(flight));
-                x.keys = Some(keys);
-                if let Some(v) = &x.fallback {
-                    x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);
+                if let Some(level) = self.shared_level() {
+                    return Step::Pending(Box::pin(self.lead_shared(ctx, req, x, keys, level)));
                 }
-                ctx.ext.insert(x);
+                lead(ctx, req, x, keys);
                 return Step::CONTINUE;
             }
             Err(waiting) => waiting,
         };
         Step::Pending(Box::pin(async move {
-            let mut waiting = waiting;
-            // Err: the leader is gone (its sender dropped), which is the signal.
-            let _ = tokio::time::timeout(self.settings.lock_timeout, waiting.changed()).await;
+            waiting.wait(self.settings.lock_timeout).await;
             let now = self.now();
             let presented = Presented {
                 method: &req.method,
@@ -172,6 +186,100 @@ impl ResponseCache {
         }))
     }
 
+    /// The shared level, for an API that says `shared: redis`, while it is up and no
+    /// purge of the API is on its way to it.
+    fn shared_level(&self) -> Option<&SharedLevel> {
+        if !self.settings.shared {
+            return None;
+        }
+        self.store.shared().filter(|l| l.is_up()).map(|l| &**l)
+    }
+
+    /// The leader of a miss on an API with a shared level: asks Redis first; a fresh
+    /// answer there fills this gateway's store and is sent (`HIT`, its `Age` counted
+    /// from when the back end gave it); otherwise the request goes upstream, and its
+    /// answer will be written through with the generation just read.
+    async fn lead_shared(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        mut x: Exchange,
+        keys: Keys,
+        level: &SharedLevel,
+    ) -> HookResult {
+        let fetched = level
+            .fetch(self.store.id(), keys.consumer(), keys.shared())
+            .await;
+        if let Some(Fetched {
+            generation,
+            own,
+            shared,
+        }) = fetched
+        {
+            let now = self.now();
+            if let Some(v) = self.adopt(&keys, [own, shared], req, now) {
+                ctx.ext.insert(FromCache);
+                let head = req.method == Method::HEAD;
+                // Dropping `x` ends the flight: its followers find the entry stored.
+                return Ok(Flow::Respond(self.answer(&v, now, Label::Hit, head)));
+            }
+            x.generation = Some(generation);
+        }
+        lead(ctx, req, x, keys);
+        Ok(Flow::Continue)
+    }
+
+    /// The first entry read from the shared level that is fresh for `req`, stored here
+    /// under its key.
+    /// (`found`: what Redis holds under the caller's own key and under the shared one.)
+    fn adopt(
+        &self,
+        keys: &Keys,
+        found: [Option<WireEntry>; 2],
+        req: &request::Parts,
+        now: SystemTime,
+    ) -> Option<Arc<Variant>> {
+        let presented = Presented {
+            method: &req.method,
+            headers: &req.headers,
+        };
+        let [own, shared] = found;
+        for (entry, public) in [(own, false), (shared, true)] {
+            let Some(entry) = entry else {
+                continue;
+            };
+            let variant = Arc::new(Variant::from_wire(entry));
+            if let Found::Fresh(v) = variant.judge(&presented, now) {
+                let key = self.key_for(keys.clone(), public);
+                self.store.store(key, &presented, v.clone(), now);
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// Stores `variant` under `key`, and writes it through to the shared level when
+    /// this request read the level's generation before going upstream.
+    fn put(&self, x: &Exchange, key: String, req: &Presented<'_>, variant: Arc<Variant>) {
+        let now = self.now();
+        let through = x.generation.zip(self.shared_level());
+        let Some((generation, level)) = through else {
+            self.store.store(key, req, variant, now);
+            return;
+        };
+        self.store.store(key.clone(), req, variant.clone(), now);
+        let ttl = variant.shared_ttl(now);
+        if !ttl.is_zero() {
+            level.write(Write {
+                api: self.store.id().clone(),
+                key,
+                generation,
+                entry: variant,
+                ttl,
+            });
+        }
+    }
+
     /// Whether the upstream's answer may be stored, judged from its head alone.
     fn candidate(&self, x: &Exchange, resp: &response::Parts) -> Option<Candidate> {
         let keys = x.keys.as_ref()?;
@@ -185,7 +293,7 @@ impl ResponseCache {
         if !storable_status || too_large || resp.headers.contains_key(SET_COOKIE) {
             return None;
         }
-        let by_consumer = keys.consumer.is_some();
+        let by_consumer = keys.consumer().is_some();
         let at = self.now();
         if rfc::is_plain(
             &x.method,
@@ -241,18 +349,14 @@ impl ResponseCache {
         let Some(keys) = x.keys.take() else {
             return;
         };
-        let key = match keys.consumer {
-            Some(own) if !c.public => own,
-            _ => keys.shared,
-        };
+        let key = self.key_for(keys, c.public);
         let received = self.received(resp.status, resp.headers.clone(), body.clone(), c.at);
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
         };
         let variant = Variant::new(received, &presented, c.policy);
-        self.store
-            .store(key, &presented, Arc::new(variant), self.now());
+        self.put(x, key, &presented, Arc::new(variant));
     }
 
     /// An answer about to be stored: its stale windows (none for one that must be
@@ -295,7 +399,7 @@ impl ResponseCache {
     ) -> Option<Arc<Variant>> {
         let head = revalidate::updated_head(&stored.headers, &resp.headers, &X_CACHE)?;
         let keys = x.keys.take()?;
-        let by_consumer = keys.consumer.is_some();
+        let by_consumer = keys.consumer().is_some();
         let at = self.now();
         let policy = (!rfc::is_plain(&x.method, &x.req_headers, stored.status, &head, by_consumer))
             .then(|| {
@@ -307,10 +411,7 @@ impl ResponseCache {
                 rfc::policy(&presented, stored.status, &head, self.settings.ttl, at)
             });
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
-        let key = match keys.consumer {
-            Some(own) if !directive(&head, "public") => own,
-            _ => keys.shared,
-        };
+        let key = self.key_for(keys, directive(&head, "public"));
         let received = self.received(stored.status, head, stored.body.clone(), at);
         let presented = Presented {
             method: &x.method,
@@ -318,7 +419,7 @@ impl ResponseCache {
         };
         let variant = Arc::new(Variant::new(received, &presented, policy));
         if keep {
-            self.store.store(key, &presented, variant.clone(), at);
+            self.put(x, key, &presented, variant.clone());
         }
         Some(variant)
     }
@@ -361,6 +462,7 @@ impl Policy for ResponseCache {
             leader: None,
             fallback: None,
             revalidating: false,
+            generation: None,
             serve: None,
             candidate: None,
         };
@@ -492,6 +594,16 @@ fn stale_windows(headers: &HeaderMap, defaults: (Duration, Duration)) -> (Durati
 /// `max-age=0`) with a validator to revalidate it with.
 fn storable(policy: &CachePolicy, head: &HeaderMap, at: SystemTime) -> bool {
     policy.is_storable() && (!policy.time_to_live(at).is_zero() || revalidate::has_validator(head))
+}
+
+/// Makes the request the leader of its key's miss: it goes upstream (conditionally
+/// when a stored answer with a validator may be revalidated).
+fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Exchange, keys: Keys) {
+    x.keys = Some(keys);
+    if let Some(v) = &x.fallback {
+        x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);
+    }
+    ctx.ext.insert(x);
 }
 
 /// `Age` (the time it arrived with plus the time stored), and `X-Cache`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{request, response, Method};
 use turnpike_model::clock::Clock;
-use turnpike_model::policy::{CacheSpec, ResourceCacheSpec};
+use turnpike_model::policy::{CacheSpec, ResourceCacheSpec, SharedCache};
 use turnpike_model::ApiSpec;
 use turnpike_policy::spec::methods::MethodSet;
 use turnpike_policy::spec::template::Template;
@@ -45,7 +45,7 @@ pub(crate) fn build(
         .get_or_init(CacheStores::default)
         .for_api(&id, max_size);
     if let Some(s) = api {
-        store.apply_purges(&s.purges);
+        store.apply_purges(&s.purges, shares(spec, s));
     }
     let clock = cx.runtime.clock().clone();
     let new = |settings| make(settings, store.clone(), clock.clone());
@@ -67,6 +67,18 @@ pub(crate) fn build(
         caches: caches.into(),
         fallback,
     }))
+}
+
+/// Whether any of the API's caches says `shared: redis` (its purges then reach Redis).
+fn shares(spec: &ApiSpec, api: &CacheSpec) -> bool {
+    let own = spec.resources.iter().filter_map(|r| match &r.cache {
+        Some(ResourceCacheSpec::Settings(s)) => s.shared,
+        _ => None,
+    });
+    std::iter::once(api.shared)
+        .flatten()
+        .chain(own)
+        .any(|s| s == SharedCache::Redis)
 }
 
 /// The resources' routes, each naming its cache (`add` builds a resource's own and
@@ -149,6 +161,9 @@ fn own_settings(
     );
     or(&own.stale_if_error, &mut merged.stale_if_error);
     or(&own.lock_timeout, &mut merged.lock_timeout);
+    if own.shared.is_some() {
+        merged.shared = own.shared;
+    }
     if own.tag_header.is_some() {
         merged.tag_header.clone_from(&own.tag_header);
     }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use http::HeaderName;
-use turnpike_model::policy::CacheSpec;
+use turnpike_model::policy::{CacheSpec, SharedCache};
 use turnpike_model::Quantity;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::methods::MethodSet;
@@ -50,6 +50,8 @@ pub(crate) struct Settings {
     /// Request headers that carry a credential (`Authorization` and the API's API-key
     /// header): an anonymous request holding one is keyed by it (RFC 9111 section 3.5).
     pub(crate) credentials: Box<[HeaderName]>,
+    /// Entries are written to and read from the shared level (`shared: redis`).
+    pub(crate) shared: bool,
 }
 
 /// The settings, or `None` after pushing every problem into `cx`.
@@ -99,6 +101,7 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
             .as_deref()
             .and_then(|h| header(cx, ".tag_header", h)),
         credentials: credential_headers(cx),
+        shared: spec.shared == Some(SharedCache::Redis),
     };
     purges(cx, &spec.purges);
     if settings.max_entry > settings.max_size {

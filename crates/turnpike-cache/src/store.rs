@@ -4,9 +4,9 @@
 //! that request collapsing waits on.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use foldhash::fast::RandomState;
@@ -15,11 +15,13 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_cache_semantics::{BeforeRequest, CachePolicy};
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
-use tokio::sync::watch;
 use turnpike_model::policy::CachePurge;
 
+use crate::flight::{self, Flights};
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
+use crate::shared::SharedLevel;
+use crate::wire::{ToWire, WireEntry};
 
 /// Variants of one key kept for `Vary` (the oldest goes when one more arrives).
 const MAX_VARIANTS: usize = 8;
@@ -30,6 +32,8 @@ const ENTRY_OVERHEAD: u64 = 512;
 #[derive(Default)]
 pub struct CacheStores {
     apis: Mutex<HashMap<Box<str>, Arc<ApiStore>>>,
+    /// The shared level, when the gateway was started with one (`--redis`).
+    shared: OnceLock<Arc<SharedLevel>>,
 }
 
 impl CacheStores {
@@ -37,15 +41,29 @@ impl CacheStores {
     /// resizes it, keeping what fits). Locked at build time only.
     pub(crate) fn for_api(&self, id: &str, max_size: u64) -> Arc<ApiStore> {
         let mut apis = self.apis.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(store) = apis.get(id) {
-            if store.entries.capacity() != max_size {
-                store.entries.set_capacity(max_size);
+        let store = match apis.get(id) {
+            Some(store) => {
+                if store.entries.capacity() != max_size {
+                    store.entries.set_capacity(max_size);
+                }
+                store.clone()
             }
-            return store.clone();
+            None => {
+                let store = Arc::new(ApiStore::new(id, max_size));
+                apis.insert(id.into(), store.clone());
+                store
+            }
+        };
+        if let Some(level) = self.shared.get() {
+            let _ = store.shared.set(level.clone());
         }
-        let store = Arc::new(ApiStore::new(max_size));
-        apis.insert(id.into(), store.clone());
         store
+    }
+
+    /// Gives every API built from now on with `shared: redis` the shared level `level`.
+    /// `false` if one was attached already (one per process).
+    pub fn attach_shared(&self, level: Arc<SharedLevel>) -> bool {
+        self.shared.set(level).is_ok()
     }
 
     /// The store of API `id`, if one was built.
@@ -72,10 +90,20 @@ impl Weighter<String, Variants> for ByBytes {
 /// was a tenth of a miss's instructions, and a seeded hash still keeps a client from
 /// choosing colliding keys offline).
 pub struct ApiStore {
+    /// The API's id (the shared level's namespace).
+    id: Arc<str>,
     entries: Cache<String, Variants, ByBytes, RandomState>,
-    flights: papaya::HashMap<Arc<str>, watch::Receiver<()>, RandomState>,
+    flights: Flights,
     /// The highest purge id applied (purges arrive with every snapshot; each applies once).
     purged: AtomicU64,
+    /// The shared level, when the process has one (used only by caches saying
+    /// `shared: redis`), and the purges applied here that have not reached it yet
+    /// (while any is pending, this API reads and writes around it).
+    shared: OnceLock<Arc<SharedLevel>>,
+    purges_pending: Arc<AtomicUsize>,
+    /// Whether a `public` answer was ever stored under the shared key of a request
+    /// whose callers have keys of their own (until then their misses look up one key).
+    public: AtomicBool,
 }
 
 /// One stored response (one `Vary` variant of a key).
@@ -210,7 +238,7 @@ impl Variant {
         self.staleness(now).is_none_or(|s| s <= self.stale_if_error)
     }
 
-    fn judge(self: &Arc<Self>, req: &Presented<'_>, now: SystemTime) -> Found {
+    pub(crate) fn judge(self: &Arc<Self>, req: &Presented<'_>, now: SystemTime) -> Found {
         if let Some(found) = self.judge_plain(req, now) {
             return found;
         }
@@ -253,6 +281,76 @@ impl Variant {
     }
 }
 
+impl ToWire for Variant {
+    /// Its shared-level form under the full `key`, fetched in purge `generation`.
+    fn to_wire(&self, key: &str, generation: u64) -> WireEntry {
+        WireEntry {
+            key: key.to_owned(),
+            generation,
+            status: self.status,
+            method: self.method.clone(),
+            selecting: self.selecting.to_vec(),
+            vary_star: self.vary_star,
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+            received_at_ms: unix_ms(self.received_at),
+            fresh_until_ms: unix_ms(self.fresh_until),
+            arrived_age_s: self.arrived_age.as_secs(),
+            ttl_ms: millis(self.ttl),
+            stale_while_revalidate_ms: millis(self.stale_while_revalidate),
+            stale_if_error_ms: millis(self.stale_if_error),
+            tags: self.tags.to_vec(),
+        }
+    }
+}
+
+impl Variant {
+    /// A variant read back from the shared level (its RFC policy, if ever needed, is
+    /// rebuilt from what it kept, as for a plain answer).
+    pub(crate) fn from_wire(e: WireEntry) -> Variant {
+        let header_bytes: usize = e
+            .headers
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 8)
+            .sum();
+        Variant {
+            policy: OnceLock::new(),
+            status: e.status,
+            weight: ENTRY_OVERHEAD + e.body.len() as u64 + header_bytes as u64,
+            headers: e.headers,
+            body: e.body,
+            fresh_until: UNIX_EPOCH + Duration::from_millis(e.fresh_until_ms),
+            stale_while_revalidate: Duration::from_millis(e.stale_while_revalidate_ms),
+            stale_if_error: Duration::from_millis(e.stale_if_error_ms),
+            tags: e.tags.into(),
+            received_at: UNIX_EPOCH + Duration::from_millis(e.received_at_ms),
+            arrived_age: Duration::from_secs(e.arrived_age_s),
+            ttl: Duration::from_millis(e.ttl_ms),
+            method: e.method,
+            selecting: e.selecting.into(),
+            vary_star: e.vary_star,
+        }
+    }
+
+    /// How long the shared level should keep it from `now`: its freshness left plus
+    /// the longer of its stale windows (zero: not worth sharing).
+    pub(crate) fn shared_ttl(&self, now: SystemTime) -> Duration {
+        let fresh = self.fresh_until.duration_since(now).unwrap_or_default();
+        if fresh.is_zero() {
+            return Duration::ZERO;
+        }
+        fresh + self.stale_while_revalidate.max(self.stale_if_error)
+    }
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    millis(t.duration_since(UNIX_EPOCH).unwrap_or_default())
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Request headers and the values a stored answer was selected by.
 type Selecting = Box<[(HeaderName, Option<HeaderValue>)]>;
 
@@ -275,10 +373,11 @@ fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
 }
 
 impl ApiStore {
-    fn new(max_size: u64) -> ApiStore {
+    fn new(id: &str, max_size: u64) -> ApiStore {
         // Estimated items: a 4 KiB average entry.
         let items = (max_size / 4096).clamp(16, 1 << 20) as usize;
         ApiStore {
+            id: id.into(),
             entries: Cache::with(
                 items,
                 max_size,
@@ -286,9 +385,35 @@ impl ApiStore {
                 RandomState::default(),
                 Default::default(),
             ),
-            flights: papaya::HashMap::with_hasher(RandomState::default()),
+            flights: Flights::default(),
             purged: AtomicU64::new(0),
+            shared: OnceLock::new(),
+            purges_pending: Arc::new(AtomicUsize::new(0)),
+            public: AtomicBool::new(false),
         }
+    }
+
+    /// Whether callers' lookups must fall back to the shared key.
+    pub(crate) fn holds_public(&self) -> bool {
+        self.public.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_public(&self) {
+        if !self.holds_public() {
+            self.public.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The API's id.
+    pub(crate) fn id(&self) -> &Arc<str> {
+        &self.id
+    }
+
+    /// The shared level, if the process has one and no purge of this API is still on
+    /// its way to it.
+    pub(crate) fn shared(&self) -> Option<&Arc<SharedLevel>> {
+        let level = self.shared.get()?;
+        (self.purges_pending.load(Ordering::Acquire) == 0).then_some(level)
     }
 
     /// The best answer stored under `key` for `req`: fresh, else stale, else fallback.
@@ -339,7 +464,9 @@ impl ApiStore {
 
     /// Applies the purges not applied yet (those above the highest id applied), at
     /// build time. A store created after a purge was listed has nothing it could drop.
-    pub(crate) fn apply_purges(&self, purges: &[CachePurge]) {
+    /// With a shared level (and a cache of the API that uses it), each also bumps the
+    /// API's generation there (shared.rs).
+    pub(crate) fn apply_purges(self: &Arc<Self>, purges: &[CachePurge], shared: bool) {
         let done = self.purged.load(Ordering::Acquire);
         let mut highest = done;
         for p in purges.iter().filter(|p| p.id > done) {
@@ -347,6 +474,9 @@ impl ApiStore {
                 (Some(prefix), _) => self.purge_prefix(prefix),
                 (None, Some(tag)) => self.purge_tag(tag),
                 (None, None) => self.purge_all(),
+            }
+            if let Some(level) = self.shared.get().filter(|_| shared) {
+                level.purge(self.id.clone(), self.purges_pending.clone(), p.id);
             }
             highest = highest.max(p.id);
         }
@@ -371,24 +501,19 @@ impl ApiStore {
     }
 
     /// Joins the miss in flight for `key`, or leads it: `Ok(guard)` for the leader
-    /// (dropping it wakes the followers), `Err(receiver)` for a follower.
-    pub(crate) fn fly(self: &Arc<Self>, key: &str) -> Result<Flight, watch::Receiver<()>> {
-        let flights = self.flights.pin();
-        let (tx, rx) = watch::channel(());
-        let key: Arc<str> = key.into();
-        match flights.try_insert(key.clone(), rx) {
-            Ok(_) => Ok(Flight {
-                store: self.clone(),
-                key,
-                _done: tx,
-            }),
-            Err(occupied) => Err(occupied.current.clone()),
-        }
+    /// (dropping it wakes the followers), `Err(flight)` for a follower to wait on.
+    pub(crate) fn fly(self: &Arc<Self>, key: &str) -> Result<Flight, Arc<flight::State>> {
+        let (hash, state) = self.flights.join(key)?;
+        Ok(Flight {
+            store: self.clone(),
+            hash,
+            state,
+        })
     }
 
     /// Whether a miss of `key` is in flight (someone is refreshing it).
     pub(crate) fn in_flight(&self, key: &str) -> bool {
-        self.flights.pin().contains_key(key)
+        self.flights.in_flight(key)
     }
 }
 
@@ -396,13 +521,12 @@ impl ApiStore {
 /// not storable, failed, or the request went away), they wake.
 pub(crate) struct Flight {
     store: Arc<ApiStore>,
-    key: Arc<str>,
-    _done: watch::Sender<()>,
+    hash: u64,
+    state: Arc<flight::State>,
 }
 
 impl Drop for Flight {
     fn drop(&mut self) {
-        // Before the sender drops (after this body), so a woken follower finds no flight.
-        self.store.flights.pin().remove(&*self.key);
+        self.store.flights.end(self.hash, &self.state);
     }
 }

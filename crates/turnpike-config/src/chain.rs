@@ -4,7 +4,8 @@
 //! calls its [`PolicyKind`] build; the chain is then sorted, stably, by each kind's
 //! [`Stage`]:
 //!
-//! 1. a SOAP pass-through API's envelope/Fault policy (`Envelope`);
+//! 1. a SOAP pass-through API's envelope/Fault policy, an AI API's policy (`Envelope`:
+//!    their response sides see every refusal);
 //! 2. deprecation headers, then the edge kinds of the `policies:` list (CORS), as
 //!    written (`Edge`);
 //! 3. lifecycle (`Admission`), body limit (`Limits`), auth (`Auth`), throttle
@@ -13,15 +14,18 @@
 //!    the request, first on the response; a cache hit skips mediation, whose output
 //!    the cache stored);
 //! 5. a SOAP-to-REST API's mapper (`Mapper`; mediation sees the REST JSON on both
-//!    sides), then GraphQL (`Late`).
+//!    sides), then GraphQL (`Late`);
+//! 6. an LLM API's token budgets (`Budget`: after every kind that reads the body).
 //!
 //! The file-wide sections are compiled first, in this order, each reporting its own
-//! problems ([`prepare`]): `soap:` (it fills in the resources routing needs), each
+//! problems ([`prepare`]): `soap:` (it fills in the resources routing needs), `ai:`
+//! (an AI API's endpoint and resources), each
 //! API's `lifecycle:`, `security:`, `throttling:`, `mediation:`. Then each API's entries are built in
 //! document order. Adding a kind: docs/ARCHITECTURE.md, "Adding a policy kind".
 
 use std::sync::Arc;
 
+use turnpike_ai::Ai;
 use turnpike_auth::policy::Auth;
 use turnpike_auth::Subscriptions;
 use turnpike_cache::{Cache, ResourceCaches};
@@ -32,7 +36,7 @@ use turnpike_model::policy::PolicySpec;
 use turnpike_model::GatewayFile;
 use turnpike_policy::{BuildCx, Chain, Policy, PolicyKind, Problem, Runtime, Scratch, Stage};
 use turnpike_soap::policy::Soap;
-use turnpike_throttle::policy::Throttle;
+use turnpike_throttle::policy::{Throttle, TokenBudget};
 
 use crate::entries::{entries, EntrySpec};
 use crate::PolicyRuntime;
@@ -48,6 +52,7 @@ pub(crate) fn prepare(
     problems: &mut Vec<Problem>,
 ) -> Option<Arc<Subscriptions>> {
     scratch.insert(turnpike_soap::policy::expand(file, problems));
+    turnpike_ai::expand(file, problems);
     turnpike_edge::lifecycle::prepare(file, scratch, problems);
     let subscriptions = turnpike_auth::policy::prepare(
         file,
@@ -101,6 +106,7 @@ pub(crate) fn build_all(
 fn build_entry(spec: &EntrySpec<'_>, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc<dyn Policy>)> {
     match spec {
         EntrySpec::Soap(s) => build::<Soap>(s, cx),
+        EntrySpec::Ai(a) => build::<Ai>(a, cx),
         EntrySpec::Deprecation(api) => build::<Deprecation>(api, cx),
         EntrySpec::Declared(p) => declared(p, cx),
         EntrySpec::ResourceCaches => build::<ResourceCaches>(&(), cx),
@@ -110,6 +116,7 @@ fn build_entry(spec: &EntrySpec<'_>, cx: &mut BuildCx<'_>) -> Option<(Stage, Arc
         EntrySpec::Throttle => build::<Throttle>(&(), cx),
         EntrySpec::Mediation => build::<Mediation>(&(), cx),
         EntrySpec::Graphql(g) => build::<Graphql>(g, cx),
+        EntrySpec::TokenBudget => build::<TokenBudget>(&(), cx),
     }
 }
 

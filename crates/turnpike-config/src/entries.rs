@@ -5,6 +5,7 @@
 //! borrow the spec: the `ApiSpec` is never rewritten, so the file format, the wire JSON
 //! and the sync hashes stay as they are.
 
+use turnpike_model::ai::AiSpec;
 use turnpike_model::graphql::GraphqlSpec;
 use turnpike_model::policy::PolicySpec;
 use turnpike_model::soap::SoapSpec;
@@ -20,6 +21,8 @@ pub(crate) struct Entry<'a> {
 pub(crate) enum EntrySpec<'a> {
     /// The `soap:` section (pass-through or SOAP-to-REST).
     Soap(&'a SoapSpec),
+    /// The `ai:` section (an LLM API).
+    Ai(&'a AiSpec),
     /// A `DEPRECATED` lifecycle or `deprecation:` dates (both read from the API).
     Deprecation(&'a ApiSpec),
     /// One entry of the `policies:` list (it must name exactly one kind).
@@ -39,6 +42,8 @@ pub(crate) enum EntrySpec<'a> {
     Mediation,
     /// `graphql:`.
     Graphql(&'a GraphqlSpec),
+    /// The `tokens:` budgets of the `throttling:` section that can reach the API.
+    TokenBudget,
 }
 
 /// API `i`'s entries, in the order their problems are reported.
@@ -48,6 +53,9 @@ pub(crate) fn entries(i: usize, api: &ApiSpec) -> Vec<Entry<'_>> {
     let mut push = |at: String, spec| out.push(Entry { at, spec });
     if let Some(soap) = &api.soap {
         push(at("soap"), EntrySpec::Soap(soap));
+    }
+    if let Some(ai) = &api.ai {
+        push(at("ai"), EntrySpec::Ai(ai));
     }
     push(at("deprecation"), EntrySpec::Deprecation(api));
     for (j, spec) in api.policies.iter().enumerate() {
@@ -68,5 +76,6 @@ pub(crate) fn entries(i: usize, api: &ApiSpec) -> Vec<Entry<'_>> {
     if let Some(g) = &api.graphql {
         push(at("graphql"), EntrySpec::Graphql(g));
     }
+    push(at("throttling"), EntrySpec::TokenBudget);
     out
 }

@@ -68,6 +68,17 @@ pub fn compile(file: GatewayFile, version: u64) -> Result<Snapshot, ConfigError>
     compile_with(file, version, &PolicyRuntime::new())
 }
 
+/// [`compile`] for a compiler that only checks the file and never serves it (the
+/// control plane): secret references (an AI API's provider keys) are checked for their
+/// form, not read (`turnpike_policy::ai::SecretsUnread`).
+pub fn check(file: GatewayFile, version: u64) -> Result<Snapshot, ConfigError> {
+    let runtime = PolicyRuntime::new();
+    runtime
+        .kernel()
+        .get_or_init(|| turnpike_policy::ai::SecretsUnread);
+    compile_with(file, version, &runtime)
+}
+
 /// [`compile`] against a gateway's long-lived [`PolicyRuntime`] (token caches, throttle
 /// counters), which the compiled policies keep using after the swap.
 pub fn compile_with(

@@ -214,6 +214,10 @@ impl BodyEnd for Finisher {
         let bodiless = self.head_request || matches!(self.status.as_u16(), 100..=199 | 204 | 304);
         self.report(bytes_out, how == Ending::ClientGone && !bodiless);
     }
+
+    fn ext(&mut self) -> Option<&mut http::Extensions> {
+        Some(&mut self.ctx.ext)
+    }
 }
 
 impl Drop for Finisher {

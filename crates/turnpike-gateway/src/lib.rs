@@ -65,8 +65,8 @@ pub use server::{
 pub use throttle_runtime::{start_throttling, ThrottleTasks};
 pub use turnpike_policy::error::{Blame, ErrorKind, GatewayError};
 pub use turnpike_policy::{
-    Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx, Step,
-    Timings, UpstreamTarget,
+    Answer, Authenticated, Chain, Completion, Flow, Hooks, Observer, Policy, RequestCtx,
+    ResponseStream, Step, Timings, UpstreamTarget,
 };
 pub use turnpike_tls::TlsSource;
 pub use upgrade::ws;
@@ -215,7 +215,8 @@ pub struct GatewayArgs {
     #[arg(long, env = "TURNPIKE_WORKERS")]
     pub workers: Option<usize>,
     /// Redis URL (`redis://host:port/db`): share throttle quotas with the other gateways,
-    /// leased in batches by a background task (no Redis call on the request path).
+    /// leased in batches by a background task (no Redis call on the request path), and
+    /// the response cache of APIs whose cache says `shared: redis` (docs/caching.md).
     #[arg(long, env = "TURNPIKE_REDIS")]
     pub redis: Option<String>,
     /// While Redis is unreachable: `open` (each gateway enforces the full limit alone)

@@ -289,6 +289,13 @@ async fn exchange(
             }
         };
     }
+    if chain.hooks().contains(Hooks::RESPONSE_STREAM) {
+        let streams = chain.response_streams(ctx, &rparts, upto);
+        if !streams.is_empty() {
+            rparts.headers.remove(http::header::CONTENT_LENGTH);
+            rbody = rbody.transformed(streams);
+        }
+    }
     (Response::from_parts(rparts, rbody), failed)
 }
 

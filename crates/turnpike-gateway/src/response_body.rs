@@ -2,7 +2,10 @@
 //! upstream's (which hands its HTTP/1.1 connection back to the pool at end of stream,
 //! `upstream/body.rs`). When someone must know how the body ended (bytes sent, client
 //! gone: `on_complete`, the access log, metrics, bandwidth quotas), a [`BodyEnd`] rides
-//! along and is told once. [`collect`] reads a whole body (either
+//! along and is told once. A body some policy wants to see as it passes goes through
+//! its [`ResponseStream`]s chunk by chunk ([`ResponseBody::transformed`]), and what they
+//! learnt is settled into the request's context before the [`BodyEnd`] hears the end.
+//! [`collect`] reads a whole body (either
 //! side) for a policy that asked for it; [`set_length`] is the one place that fixes
 //! `Content-Length`/`Transfer-Encoding` after a body was replaced, for both upstream
 //! clients and the client side.
@@ -15,6 +18,7 @@ use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
+use turnpike_policy::ResponseStream;
 
 use crate::client_body::BodyError;
 use crate::error::{ErrorKind, GatewayError};
@@ -109,6 +113,12 @@ pub(crate) enum Ending {
 /// Told once how a client-bound body ended, with the bytes sent.
 pub(crate) trait BodyEnd: Send {
     fn end(&mut self, bytes_out: u64, how: Ending);
+
+    /// The request's extensions, where a body's [`ResponseStream`]s settle what they
+    /// learnt just before [`BodyEnd::end`].
+    fn ext(&mut self) -> Option<&mut http::Extensions> {
+        None
+    }
 }
 
 /// What must hear about the end of a body, boxed only when something does.
@@ -118,8 +128,13 @@ struct Tail {
 }
 
 impl Tail {
-    fn finish(&mut self, how: Ending) {
+    fn finish(&mut self, how: Ending, inner: &mut Inner) {
         if let Some(mut e) = self.end.take() {
+            if let (Inner::Transformed(t), Some(ext)) = (inner, e.ext()) {
+                for s in &mut t.streams {
+                    s.settle(ext);
+                }
+            }
             e.end(self.bytes, how);
         }
     }
@@ -137,6 +152,8 @@ enum Inner {
     Direct(DirectBody),
     /// An upstream body under the API's read-idle guard (`read_idle.rs`).
     Watched(Box<ReadIdle<ResponseBody>>),
+    /// A body passing through policies' stream transformers.
+    Transformed(Box<Transformed>),
 }
 
 /// What the client receives.
@@ -191,6 +208,22 @@ impl ResponseBody {
         }
     }
 
+    /// Passes the body through `streams` (in order) chunk by chunk as it arrives. The
+    /// tail stays outside, so the bytes counted are those the client got.
+    pub(crate) fn transformed(mut self, streams: Vec<Box<dyn ResponseStream>>) -> Self {
+        let tail = self.tail.take();
+        let inner = std::mem::replace(&mut self.inner, Inner::Full(None));
+        let body = ResponseBody { inner, tail: None };
+        ResponseBody {
+            inner: Inner::Transformed(Box::new(Transformed {
+                body,
+                streams,
+                ended: false,
+            })),
+            tail,
+        }
+    }
+
     fn tail(&mut self) -> &mut Tail {
         self.tail.get_or_insert_with(|| {
             Box::new(Tail {
@@ -214,6 +247,7 @@ impl ResponseBody {
             Inner::Full(b) => Ok(b.unwrap_or_default()),
             Inner::Direct(d) => collect(d, limit, too_large, broken).await,
             Inner::Watched(w) => collect(w, limit, too_large, broken).await,
+            Inner::Transformed(t) => collect(t, limit, too_large, broken).await,
             Inner::Upstream(mut u) => {
                 let r = collect(&mut u.inner, limit, too_large, broken).await;
                 if r.is_ok() {
@@ -229,9 +263,9 @@ impl Drop for ResponseBody {
     fn drop(&mut self) {
         if let Some(t) = self.tail.as_mut() {
             if self.inner.is_end_stream() {
-                t.finish(Ending::Complete);
+                t.finish(Ending::Complete, &mut self.inner);
             } else {
-                t.finish(Ending::ClientGone);
+                t.finish(Ending::ClientGone, &mut self.inner);
             }
         }
     }
@@ -244,6 +278,7 @@ impl Inner {
             Inner::Upstream(u) => u.inner.is_end_stream(),
             Inner::Direct(d) => d.is_end_stream(),
             Inner::Watched(w) => w.is_end_stream(),
+            Inner::Transformed(t) => t.ended,
         }
     }
 }
@@ -263,6 +298,7 @@ impl Body for ResponseBody {
                 .poll_frame(cx)
                 .map(|o| o.map(|r| r.map_err(BoxError::from))),
             Inner::Watched(w) => Pin::new(w.as_mut()).poll_frame(cx),
+            Inner::Transformed(t) => Pin::new(t.as_mut()).poll_frame(cx),
             Inner::Upstream(u) => {
                 let r = Pin::new(&mut u.inner).poll_frame(cx);
                 match &r {
@@ -285,11 +321,11 @@ impl Body for ResponseBody {
                         t.bytes += d.len() as u64;
                     }
                     if this.inner.is_end_stream() {
-                        t.finish(Ending::Complete);
+                        t.finish(Ending::Complete, &mut this.inner);
                     }
                 }
-                Poll::Ready(None) => t.finish(Ending::Complete),
-                Poll::Ready(Some(Err(_))) => t.finish(Ending::UpstreamBroke),
+                Poll::Ready(None) => t.finish(Ending::Complete, &mut this.inner),
+                Poll::Ready(Some(Err(_))) => t.finish(Ending::UpstreamBroke, &mut this.inner),
                 Poll::Pending => {}
             }
         }
@@ -307,6 +343,96 @@ impl Body for ResponseBody {
             Inner::Upstream(u) => u.inner.size_hint(),
             Inner::Direct(d) => d.size_hint(),
             Inner::Watched(w) => w.size_hint(),
+            Inner::Transformed(_) => SizeHint::default(),
         }
+    }
+}
+
+/// A body and the stream transformers it passes through (see
+/// [`ResponseBody::transformed`]).
+pub(crate) struct Transformed {
+    body: ResponseBody,
+    streams: Vec<Box<dyn ResponseStream>>,
+    /// Every transformer was told the end (and what they gave back went out).
+    ended: bool,
+}
+
+impl Transformed {
+    /// `chunk` through every transformer in turn; empty when one holds it.
+    fn pass(&mut self, from: usize, mut chunk: Bytes) -> Result<Bytes, GatewayError> {
+        for s in self.streams.iter_mut().skip(from) {
+            if chunk.is_empty() {
+                break;
+            }
+            chunk = s.on_chunk(chunk)?;
+        }
+        Ok(chunk)
+    }
+
+    /// Tells each transformer the end, in order: what the ones before gave back on
+    /// their end passes this one as a chunk before it is told.
+    fn end(&mut self) -> Result<Bytes, GatewayError> {
+        let mut carried = Bytes::new();
+        for s in &mut self.streams {
+            if !carried.is_empty() {
+                carried = s.on_chunk(carried)?;
+            }
+            if let Some(last) = s.on_end()?.filter(|b| !b.is_empty()) {
+                carried = if carried.is_empty() {
+                    last
+                } else {
+                    let mut both = BytesMut::with_capacity(carried.len() + last.len());
+                    both.extend_from_slice(&carried);
+                    both.extend_from_slice(&last);
+                    both.freeze()
+                };
+            }
+        }
+        Ok(carried)
+    }
+}
+
+impl Body for Transformed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        loop {
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let next = match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(next) => next,
+            };
+            let out = match next {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => this.pass(0, data),
+                    // Trailers: not a transformer's business.
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => {
+                    this.ended = true;
+                    this.end()
+                }
+            };
+            match out {
+                Ok(data) if data.is_empty() => continue,
+                Ok(data) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                Err(e) => {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(BoxError::from(e))));
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended
     }
 }

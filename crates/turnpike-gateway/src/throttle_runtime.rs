@@ -1,6 +1,8 @@
 //! The throttling side of a gateway process: the background tasks that keep the
 //! long-lived `CounterStore` (`PolicyRuntime.throttle`) bounded (a sweep every second)
 //! and, with `--redis`, in cluster mode (the lease task of `turnpike_throttle::Cluster`).
+//! The same `--redis` gives the response cache its shared level (the task of
+//! `turnpike_cache::SharedLevel`, used by APIs whose cache says `shared: redis`).
 //! Both the DB-less gateway and the control-plane follower start them.
 
 use std::sync::Arc;
@@ -65,5 +67,17 @@ pub fn start_throttling(
             Some(c)
         }
     };
+    if let Some(url) = &args.redis {
+        tasks.push(share_cache(runtime, url)?);
+    }
     Ok(ThrottleTasks { tasks, cluster })
+}
+
+/// Attaches the response cache's shared level on `url` to the runtime (before the first
+/// snapshot is built) and starts its task (connect, write through, purges, probes).
+fn share_cache(runtime: &PolicyRuntime, url: &str) -> Result<tokio::task::JoinHandle<()>, String> {
+    let level = turnpike_cache::SharedLevel::new(turnpike_cache::SharedConfig::new(url))
+        .map_err(|e| format!("--redis: {e}"))?;
+    turnpike_cache::attach_shared(runtime.kernel(), level.clone());
+    Ok(level.spawn())
 }

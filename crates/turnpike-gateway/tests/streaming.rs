@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http_body_util::{Full, StreamBody};
-use hyper::body::{Frame, Incoming};
+use http_body_util::Full;
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -26,39 +26,6 @@ use turnpike_config::Snapshot;
 use turnpike_gateway::{Completion, Observer, RequestCtx};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// An SSE back end: each request's event sender goes to the test, which decides when
-/// each event is produced.
-async fn sse_upstream() -> (SocketAddr, mpsc::UnboundedReceiver<mpsc::Sender<Bytes>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (streams, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            let streams = streams.clone();
-            let svc = service_fn(move |_req: Request<Incoming>| {
-                let (tx, events) = mpsc::channel::<Bytes>(1);
-                let _ = streams.send(tx);
-                let frames = futures_util::stream::unfold(events, |mut events| async move {
-                    let e = events.recv().await?;
-                    Some((Ok::<_, Infallible>(Frame::data(e)), events))
-                });
-                let resp = Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .header("cache-control", "no-cache")
-                    .body(StreamBody::new(frames))
-                    .expect("response");
-                async move { Ok::<_, Infallible>(resp) }
-            });
-            tokio::spawn(async move {
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(s), svc)
-                    .await;
-            });
-        }
-    });
-    (addr, rx)
-}
 
 /// Tells the test each completed exchange's bytes out and whether it was cut short.
 struct Ended(mpsc::UnboundedSender<(u64, bool)>);

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod ai;
 pub mod applications;
 pub mod clock;
 pub mod fnv;
@@ -77,6 +78,8 @@ pub struct ApiSpec {
     /// Upstream base URLs (`http://` or `https://`); a path in the URL prefixes the
     /// upstream path.
     /// Each a URL or `{url, weight, timeouts}` (see [`resilience::EndpointSpec`]).
+    /// An AI API (`ai:`) may leave them out: its providers' URLs are its endpoints.
+    #[serde(default)]
     pub endpoints: Vec<resilience::EndpointSpec>,
     /// Where calls with SANDBOX keys go; such calls get 403 `sandbox_not_configured`
     /// when this is empty.
@@ -131,6 +134,9 @@ pub struct ApiSpec {
     /// A SOAP service (pass-through or published as REST) and its WSDL (see [`soap`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soap: Option<soap::SoapSpec>,
+    /// An LLM API: its providers, model routes and request caps (see [`ai`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai: Option<ai::AiSpec>,
     /// How lenient this API is about request paths (`;` parameters, letter case); the
     /// strict default refuses `;` and matches templates case-sensitively.
     #[serde(default, skip_serializing_if = "PathsSpec::is_default")]

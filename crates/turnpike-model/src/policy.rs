@@ -105,11 +105,26 @@ pub struct CacheSpec {
     /// (e.g. `Cache-Tag`, `Surrogate-Key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag_header: Option<String>,
+    /// A second level shared by the gateways of a cluster (`redis`: the gateway's
+    /// `--redis`), read on a local miss before the back end is called; `none` (a
+    /// resource opting out of its API's) or omitted: this gateway's memory only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedCache>,
     /// Purges (the control plane appends one per Publisher purge; a file may list them
     /// too): each gateway applies a purge once, when it first sees its `id`, so a purge
     /// travels with the snapshot to every gateway.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub purges: Vec<CachePurge>,
+}
+
+/// Where a cache's second level lives (docs/caching.md, "Shared level").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SharedCache {
+    /// No second level: this gateway's memory only.
+    None,
+    /// The Redis the gateway was started with (`--redis`).
+    Redis,
 }
 
 /// One purge of an API's cached responses: every entry, those whose upstream path

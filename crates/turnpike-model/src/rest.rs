@@ -10,9 +10,9 @@ use crate::policy::CorsSpec;
 pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
 /// An API's gateway settings: (REST field, the declarative file's field). `graphql`,
-/// `mediation`, `requestBuffering` and `resilience` are sections in the file's own shape, stored as
+/// `mediation`, `requestBuffering`, `resilience` and `ai` are sections in the file's own shape, stored as
 /// given and checked by compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 12] = [
+pub const OPTION_FIELDS: [(&str, &str); 13] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),
@@ -25,6 +25,7 @@ pub const OPTION_FIELDS: [(&str, &str); 12] = [
     ("requestBuffering", "request_buffering"),
     ("resilience", "resilience"),
     ("upstreamProtocol", "upstream_protocol"),
+    ("ai", "ai"),
 ];
 
 /// The built-in public client for REST-API tokens (password and refresh_token grants,

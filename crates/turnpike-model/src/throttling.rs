@@ -93,6 +93,51 @@ impl Limit {
     }
 }
 
+/// A token budget of an LLM API (the AI API type): `total`, `prompt` or `completion`
+/// tokens (exactly one) per `every` x `per`, counted in the scope of the tier or policy
+/// that declares it (a subscription: application x API; an application tier:
+/// application x end user; an advanced policy: API or resource) and, with `by`,
+/// separately for each value of `model` (the model the request is sent to), `user` (the
+/// caller's end user), `header:NAME` or `claim:NAME`. Checked before a call against its
+/// estimate (prompt + `max_tokens`), charged after it with the tokens it used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenLimit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<u64>,
+    pub per: TimeUnit,
+    /// Window length in units of `per`; 1 when omitted.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub every: u32,
+    /// Extra keys the budget is counted per: `model`, `user`, `header:NAME`,
+    /// `claim:NAME` (at most [`MAX_TOKEN_KEYS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by: Vec<String>,
+}
+
+/// The most token limits one tier or policy declares.
+pub const MAX_TOKEN_LIMITS: usize = 4;
+/// The most `by` keys of one token limit.
+pub const MAX_TOKEN_KEYS: usize = 3;
+
+impl TokenLimit {
+    /// `count` total tokens per `per`.
+    pub fn total(count: u64, per: TimeUnit) -> Self {
+        TokenLimit {
+            total: Some(count),
+            prompt: None,
+            completion: None,
+            per,
+            every: 1,
+            by: Vec::new(),
+        }
+    }
+}
+
 /// The unit of a burst (spike) limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -123,6 +168,9 @@ pub struct SubscriptionTier {
     pub quota: Option<Limit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<BurstLimit>,
+    /// Token budgets (LLM APIs), beside the request quota.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<TokenLimit>,
     /// `true`: requests over the quota get 429. `false` (billing): they pass, flagged.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub stop_on_quota: bool,
@@ -135,6 +183,7 @@ impl SubscriptionTier {
             description: Some(format!("Allows {requests} requests per minute")),
             quota: Some(Limit::requests(requests, TimeUnit::Minute)),
             burst: None,
+            tokens: Vec::new(),
             stop_on_quota: true,
         }
     }
@@ -162,6 +211,7 @@ impl SubscriptionTier {
             description: Some("Allows unlimited requests".to_owned()),
             quota: None,
             burst: None,
+            tokens: Vec::new(),
             stop_on_quota: true,
         }
     }
@@ -177,6 +227,9 @@ pub struct ApplicationTier {
     /// No quota means unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<Limit>,
+    /// Token budgets (LLM APIs), per application and end user across all APIs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<TokenLimit>,
 }
 
 impl ApplicationTier {
@@ -185,6 +238,7 @@ impl ApplicationTier {
             name: name.to_owned(),
             description: Some(format!("Allows {requests} requests per minute")),
             quota: Some(Limit::requests(requests, TimeUnit::Minute)),
+            tokens: Vec::new(),
         }
     }
 
@@ -193,6 +247,7 @@ impl ApplicationTier {
             name: UNLIMITED.to_owned(),
             description: Some("Allows unlimited requests".to_owned()),
             quota: None,
+            tokens: Vec::new(),
         }
     }
 }
@@ -212,6 +267,9 @@ pub struct AdvancedPolicy {
     pub default_limit: Option<Limit>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<ConditionGroup>,
+    /// Token budgets (LLM APIs) of the API (or resource), whatever group matched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<TokenLimit>,
 }
 
 impl AdvancedPolicy {
@@ -221,6 +279,7 @@ impl AdvancedPolicy {
             description: Some(format!("Allows {requests} requests per minute")),
             default_limit: Some(Limit::requests(requests, TimeUnit::Minute)),
             groups: Vec::new(),
+            tokens: Vec::new(),
         }
     }
 
@@ -230,6 +289,7 @@ impl AdvancedPolicy {
             description: Some("Allows unlimited requests".to_owned()),
             default_limit: None,
             groups: Vec::new(),
+            tokens: Vec::new(),
         }
     }
 }

@@ -37,3 +37,10 @@ pub struct TokenUsage {
     /// Counted by the gateway's tokenizer because the provider reported none.
     pub estimated: bool,
 }
+
+/// Held by the runtime of a compiler that only checks what it is given and never serves
+/// it (the control plane validating an API): an AI API's secret references (provider
+/// keys) are checked for their form, not read; the gateway that compiles the snapshot to
+/// serve it reads them, so the control plane needs none of the providers' keys.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SecretsUnread;

@@ -10,7 +10,7 @@ use http::{request, response, Response};
 
 use crate::ctx::{Completion, RequestCtx};
 use crate::error::GatewayError;
-use crate::hook::{Flow, Hooks, Policy};
+use crate::hook::{Flow, Hooks, Policy, ResponseStream};
 
 /// Why the request side stopped early: policy `at` answered.
 pub struct Stop {
@@ -55,6 +55,16 @@ impl Chain {
     pub fn appended(&self, p: Arc<dyn Policy>) -> Chain {
         let mut v: Vec<Arc<dyn Policy>> = self.policies.to_vec();
         v.push(p);
+        Chain::new(v)
+    }
+
+    /// This chain with `p` added at the front (a test's stand-in for a kind whose
+    /// request-body hook must run before the compiled ones', e.g. the AI kind's token
+    /// estimate before the token budget).
+    pub fn prepended(&self, p: Arc<dyn Policy>) -> Chain {
+        let mut v: Vec<Arc<dyn Policy>> = Vec::with_capacity(self.policies.len() + 1);
+        v.push(p);
+        v.extend(self.policies.iter().cloned());
         Chain::new(v)
     }
 
@@ -199,6 +209,26 @@ impl Chain {
             }
         }
         Ok(())
+    }
+
+    /// The body transformers of the policies before `upto` that want this response
+    /// streamed through them (see [`Policy::response_stream`]), back to front: the order
+    /// each chunk passes them. Empty (no allocation) when no policy declares the hook.
+    pub fn response_streams(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &response::Parts,
+        upto: usize,
+    ) -> Vec<Box<dyn ResponseStream>> {
+        if !self.hooks.contains(Hooks::RESPONSE_STREAM) {
+            return Vec::new();
+        }
+        let ran = self.policies.get(..upto).unwrap_or(&self.policies);
+        ran.iter()
+            .rev()
+            .filter(|p| p.hooks().contains(Hooks::RESPONSE_STREAM))
+            .filter_map(|p| p.response_stream(ctx, resp))
+            .collect()
     }
 
     /// Runs `on_complete` back to front over every policy that has it.

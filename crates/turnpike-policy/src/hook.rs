@@ -75,6 +75,9 @@ impl Hooks {
     pub const RESPONSE_BODY: Hooks = Hooks(1 << 4);
     /// [`Policy::on_complete`].
     pub const COMPLETE: Hooks = Hooks(1 << 5);
+    /// [`Policy::response_stream`]: asked for each response, whose body then passes
+    /// through the policy's [`ResponseStream`] chunk by chunk (never buffered).
+    pub const RESPONSE_STREAM: Hooks = Hooks(1 << 6);
 
     #[inline]
     pub const fn union(self, other: Hooks) -> Hooks {
@@ -168,6 +171,21 @@ pub trait Policy: std::any::Any + Send + Sync {
         Ok(())
     }
 
+    /// A transformer this response's body passes through as it arrives, asked after the
+    /// response headers hooks (and after `on_response_body`, if one ran) in reverse
+    /// chain order, for the policies whose request side ran. Each chunk goes out as soon
+    /// as the transformers let it: an LLM's Server-Sent Events translated between
+    /// providers' shapes, a cache storing what it relays. `None` (the default): the body
+    /// passes untouched. The gateway drops the response's `Content-Length` when a
+    /// transformer is given, since it may change the length.
+    fn response_stream(
+        &self,
+        _ctx: &mut RequestCtx,
+        _resp: &response::Parts,
+    ) -> Option<Box<dyn ResponseStream>> {
+        None
+    }
+
     /// Once per request, whatever happened, after the last body byte went out (or the
     /// client went away). Must not block: queue work elsewhere.
     fn on_complete(&self, _ctx: &RequestCtx, _done: &Completion) {}
@@ -179,6 +197,26 @@ pub trait Policy: std::any::Any + Send + Sync {
     fn upgrade_guard(&self, _ctx: &RequestCtx) -> Option<Box<dyn OperationGuard>> {
         None
     }
+}
+
+/// One response's body transformer (see [`Policy::response_stream`]): told each chunk
+/// as it arrives, then the end. It lives as long as the response body, on the request's
+/// task, so it needs no lock.
+pub trait ResponseStream: Send + 'static {
+    /// One chunk as it arrived: return it (pass), a rewrite, or empty bytes to hold it
+    /// (e.g. until an event is whole). An `Err` ends the body there (the head is out: the
+    /// client sees the stream cut, `on_complete` an upstream failure).
+    fn on_chunk(&mut self, chunk: Bytes) -> Result<Bytes, GatewayError>;
+
+    /// The upstream's body ended: what is still held, or a closing chunk of its own.
+    fn on_end(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        Ok(None)
+    }
+
+    /// Called once when the body ended or was dropped (the client went away), before any
+    /// policy's `on_complete` runs: leave what the stream learnt (an LLM answer's token
+    /// usage) in the request's extensions (`ctx.ext`) for those who read it there.
+    fn settle(&mut self, _ext: &mut http::Extensions) {}
 }
 
 /// Checks the operations sent over an upgraded connection (see

@@ -38,6 +38,9 @@ pub enum Stage {
     Mapper,
     /// Kinds that read the admitted caller's body (GraphQL analysis).
     Late,
+    /// Token budgets: after every kind that reads the request body, so that the AI
+    /// kind's token estimate is in `ctx.ext` when the budget is checked.
+    Budget,
 }
 
 /// A policy kind: its name in the file, its spec, its stage and its build.

@@ -3,7 +3,7 @@
 //! snapshot) and whoever runs them (`turnpike-gateway`):
 //!
 //! - [`Policy`]: named hooks (pre-route, request headers, request body, response
-//!   headers, response body, on complete) with no-op defaults, declared in [`Hooks`];
+//!   headers, response body, response stream, on complete) with no-op defaults, declared in [`Hooks`];
 //!   request hooks answer with a [`Step`] (ready now, or a boxed future on the slow path);
 //! - [`RequestCtx`]: the per-request context (caller, throttle decision, the upstream
 //!   path and query a policy may rewrite, typed extensions), and the plain types it
@@ -50,7 +50,7 @@ pub use ctx::{
     UpstreamTarget,
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
-pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, Step};
+pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, ResponseStream, Step};
 pub use kind::{BuildCx, PolicyKind, Scratch, Stage};
 pub use observer::Observer;
 pub use offload::{Inline, Offload};

@@ -135,18 +135,54 @@ impl ClusterLink {
             }
         };
         let (ok, used) = counter::window_take(&s.word, window, cost, allowance.min(limit), force);
-        if (!ok || used >= granted) && !s.lease_pending.swap(true, Ordering::AcqRel) {
-            let req = LeaseReq {
-                key,
-                window,
-                unit_ns,
-                limit,
-            };
-            if self.tx.try_send(req).is_err() {
-                s.lease_pending.store(false, Ordering::Release);
-            }
+        if !ok || used >= granted {
+            self.queue_lease(s, key, window, unit_ns, limit);
         }
         (ok, used, used.saturating_add(others))
+    }
+
+    /// A hold of many units at once (a token budget's estimate): admitted while the
+    /// window's count as this node knows it (its own, and the others' at its last
+    /// lease) leaves room for all of it. Not bounded by this node's grants plus a
+    /// credit as [`take`](Self::take) is: that credit is sized for one unit per request
+    /// and would refuse a large hold far from the limit. While Redis is away, `Open`
+    /// holds against the whole limit, `Closed` against what was granted. Returns
+    /// (admitted, estimated global count).
+    pub(crate) fn hold(
+        &self,
+        s: &Slot,
+        key: u64,
+        window: u64,
+        unit_ns: u64,
+        cost: u64,
+        limit: u64,
+    ) -> (bool, u64) {
+        let others = counter::window_used(&s.others, window);
+        let room = match (self.up.load(Ordering::Relaxed), self.fail_mode) {
+            (true, _) | (false, FailMode::Open) => limit.saturating_sub(others),
+            (false, FailMode::Closed) => counter::lease_read(&s.lease, window).0,
+        };
+        let (ok, used) = counter::window_take(&s.word, window, cost, room, false);
+        // Every hold asks for a lease round: the next one tells this node what the
+        // others used (and grants it more when it needs more).
+        self.queue_lease(s, key, window, unit_ns, limit);
+        (ok, used.saturating_add(others))
+    }
+
+    /// Asks the background task for a lease of this slot's window (once until it runs).
+    fn queue_lease(&self, s: &Slot, key: u64, window: u64, unit_ns: u64, limit: u64) {
+        if s.lease_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let req = LeaseReq {
+            key,
+            window,
+            unit_ns,
+            limit,
+        };
+        if self.tx.try_send(req).is_err() {
+            s.lease_pending.store(false, Ordering::Release);
+        }
     }
 
     /// How far past its grants a node may run: one batch, or a share of the quota not
@@ -341,7 +377,14 @@ impl Cluster {
             let asked = self.store.peek(req.key, |s| {
                 let used = counter::window_used(&s.word, req.window);
                 let (granted, _) = counter::lease_read(&s.lease, req.window);
-                (granted, used.saturating_sub(granted) + b)
+                // Within its grants (a token hold asks to learn the others' count), a
+                // node asks for nothing: it would only hoard what others need.
+                let want = if used >= granted {
+                    used - granted + b
+                } else {
+                    0
+                };
+                (granted, want)
             });
             if let Some((mine, want)) = asked {
                 out.push((req, mine, want));

@@ -15,6 +15,7 @@ use crate::ip::IpRange;
 use crate::stats::RuleStats;
 use crate::store::{CounterStore, KeyHash};
 use crate::throttler::Throttler;
+use crate::token_limit::{TokenPart, TokenRef};
 
 /// Policy names to compiled policies. Names come from the configuration, never from a
 /// client, so a fast non-keyed hash (FNV-1a with a multiply finaliser) is safe here and
@@ -47,6 +48,8 @@ pub(crate) enum RuleKind {
     Quota { bytes: bool, unit_ns: u64 },
     /// A GCRA spike limit: emission interval `t_ns`.
     Burst { t_ns: u64 },
+    /// A token budget (LLM APIs): a fixed window charged with a call's tokens.
+    Tokens { part: TokenPart, unit_ns: u64 },
 }
 
 /// One compiled limit.
@@ -70,6 +73,13 @@ pub(crate) struct SubTierC {
     pub quota: Option<RuleId>,
     pub burst: Option<RuleId>,
     pub stop_on_quota: bool,
+    pub tokens: Box<[TokenRef]>,
+}
+
+#[derive(Debug)]
+pub(crate) struct AppTierC {
+    pub quota: Option<RuleId>,
+    pub tokens: Box<[TokenRef]>,
 }
 
 #[derive(Debug)]
@@ -115,12 +125,13 @@ pub(crate) struct AdvancedC {
     pub default: Option<RuleId>,
     /// Sorted by limit, lowest first: the first group that matches is the one that applies.
     pub groups: Vec<GroupC>,
+    pub tokens: Box<[TokenRef]>,
 }
 
 #[derive(Default)]
-struct Builder {
-    rules: Vec<Rule>,
-    problems: Vec<String>,
+pub(crate) struct Builder {
+    pub(crate) rules: Vec<Rule>,
+    pub(crate) problems: Vec<String>,
 }
 
 impl Builder {
@@ -147,7 +158,7 @@ impl Builder {
         self.push(store, policy, label, kind, amount, secs)
     }
 
-    fn push(
+    pub(crate) fn push(
         &mut self,
         store: &CounterStore,
         policy: &str,
@@ -159,6 +170,7 @@ impl Builder {
         let (tag, extra) = match kind {
             RuleKind::Quota { bytes, .. } => (if bytes { "bytes" } else { "requests" }, 0),
             RuleKind::Burst { t_ns } => ("burst", t_ns),
+            RuleKind::Tokens { part, .. } => (part.name(), 0),
         };
         // Keyed by what the count means (label, kind, window), not by the limit: raising
         // a tier's limit keeps the count of the current window.
@@ -223,6 +235,7 @@ fn rate_order(rules: &[Rule], a: RuleId, b: RuleId) -> std::cmp::Ordering {
     let key = |r: &Rule| match r.kind {
         RuleKind::Quota { bytes, unit_ns } => (bytes, r.limit, unit_ns),
         RuleKind::Burst { t_ns } => (false, r.limit, t_ns),
+        RuleKind::Tokens { unit_ns, .. } => (true, r.limit, unit_ns),
     };
     let (ab, an, au) = key(&rules[a.index()]);
     let (bb, bn, bu) = key(&rules[b.index()]);
@@ -279,12 +292,14 @@ impl Throttler {
                     secs,
                 )
             });
+            let tokens = b.tokens(&store, &t.name, &format!("sub:{}", t.name), &t.tokens);
             subs.insert(
                 Box::<str>::from(t.name.as_str()),
                 SubTierC {
                     quota,
                     burst,
                     stop_on_quota: t.stop_on_quota,
+                    tokens,
                 },
             );
         }
@@ -295,7 +310,11 @@ impl Throttler {
                 .quota
                 .as_ref()
                 .map(|l| b.quota(&store, &t.name, format!("app:{}", t.name), l));
-            apps.insert(Box::<str>::from(t.name.as_str()), quota);
+            let tokens = b.tokens(&store, &t.name, &format!("app:{}", t.name), &t.tokens);
+            apps.insert(
+                Box::<str>::from(t.name.as_str()),
+                AppTierC { quota, tokens },
+            );
         }
 
         let mut advanced = NameMap::default();
@@ -354,9 +373,14 @@ impl Throttler {
                 groups.push(GroupC { conds, rule });
             }
             groups.sort_by(|x, y| rate_order(&b.rules, x.rule, y.rule));
+            let tokens = b.tokens(&store, &p.name, &format!("adv:{}", p.name), &p.tokens);
             advanced.insert(
                 Box::<str>::from(p.name.as_str()),
-                AdvancedC { default, groups },
+                AdvancedC {
+                    default,
+                    groups,
+                    tokens,
+                },
             );
         }
 

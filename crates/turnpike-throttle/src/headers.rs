@@ -25,7 +25,7 @@ pub fn retry_after_secs(d: &Decision) -> u64 {
 }
 
 /// Whole seconds, rounded up (a client told "0" would retry at once).
-fn ceil_secs(d: std::time::Duration) -> u64 {
+pub(crate) fn ceil_secs(d: std::time::Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
@@ -41,6 +41,25 @@ fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
         }
     }
     &buf[i..]
+}
+
+/// `"label";r=REMAINING;t=RESET`: the quoted label is the prefix of the rule's policy
+/// value.
+fn ratelimit_value(rule: &crate::compile::Rule, remaining: u64, reset: u64) -> Option<HeaderValue> {
+    let p = rule.policy_header.as_bytes();
+    let label_end = p
+        .iter()
+        .skip(1)
+        .position(|b| *b == b'"')
+        .map_or(0, |i| i + 2);
+    let mut v = Vec::with_capacity(label_end + 28);
+    v.extend_from_slice(&p[..label_end]);
+    let mut buf = [0u8; 20];
+    v.extend_from_slice(b";r=");
+    v.extend_from_slice(digits(remaining, &mut buf));
+    v.extend_from_slice(b";t=");
+    v.extend_from_slice(digits(reset, &mut buf));
+    HeaderValue::from_maybe_shared(Bytes::from(v)).ok()
 }
 
 fn num(n: u64) -> HeaderValue {
@@ -62,21 +81,7 @@ impl Throttler {
         let reset = ceil_secs(d.reset);
         if matches!(style, HeaderStyle::Ietf | HeaderStyle::Both) {
             headers.insert(RATELIMIT_POLICY.clone(), rule.policy_header.clone());
-            // The quoted label is the prefix of the policy value: `"label"`.
-            let p = rule.policy_header.as_bytes();
-            let label_end = p
-                .iter()
-                .skip(1)
-                .position(|b| *b == b'"')
-                .map_or(0, |i| i + 2);
-            let mut v = Vec::with_capacity(label_end + 28);
-            v.extend_from_slice(&p[..label_end]);
-            let mut buf = [0u8; 20];
-            v.extend_from_slice(b";r=");
-            v.extend_from_slice(digits(d.remaining, &mut buf));
-            v.extend_from_slice(b";t=");
-            v.extend_from_slice(digits(reset, &mut buf));
-            if let Ok(hv) = HeaderValue::from_maybe_shared(Bytes::from(v)) {
+            if let Some(hv) = ratelimit_value(rule, d.remaining, reset) {
                 headers.insert(RATELIMIT.clone(), hv);
             }
         }
@@ -85,6 +90,46 @@ impl Throttler {
             headers.insert(RATELIMIT_REMAINING.clone(), num(d.remaining));
             headers.insert(RATELIMIT_RESET.clone(), num(reset));
         }
+    }
+
+    /// Adds the token budget's IETF `RateLimit-Policy` / `RateLimit` to `headers`,
+    /// beside the request quota's (each is a list: a second field line is a second
+    /// member); `Retry-After` when refused. The legacy trio has room for one limit, the
+    /// request quota's: with `headers: legacy`, only `Retry-After`.
+    pub fn write_token_headers(
+        &self,
+        d: &crate::TokenDecision,
+        style: HeaderStyle,
+        headers: &mut HeaderMap,
+    ) {
+        if let Some(retry) = d.retry_after {
+            headers.insert(RETRY_AFTER, num(ceil_secs(retry).max(1)));
+        }
+        let Some(rule) = d.rule.and_then(|id| self.rule(id)) else {
+            return;
+        };
+        if matches!(style, HeaderStyle::Ietf | HeaderStyle::Both) {
+            headers.append(RATELIMIT_POLICY.clone(), rule.policy_header.clone());
+            if let Some(hv) = ratelimit_value(rule, d.remaining, ceil_secs(d.reset)) {
+                headers.append(RATELIMIT.clone(), hv);
+            }
+        }
+    }
+
+    /// The client-facing message of a token budget's refusal.
+    pub fn token_message(&self, d: &crate::TokenDecision) -> String {
+        let Some(rule) = d.rule.and_then(|id| self.rule(id)) else {
+            return "token budget exhausted".to_owned();
+        };
+        let what = match rule.kind {
+            crate::compile::RuleKind::Tokens { part, .. } => part.name(),
+            _ => "tokens",
+        };
+        let retry = d.retry_after.map_or(0, |r| ceil_secs(r).max(1));
+        format!(
+            "token budget of policy {:?} exhausted: {} {what} per {} s, {} left; retry after {retry} s",
+            &*rule.policy, rule.limit, rule.window_secs, d.remaining
+        )
     }
 
     /// The client-facing message of a refusal.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use turnpike_policy::{Charges, Decision, RuleId};
 
-use crate::compile::{AdvancedC, CondC, NameMap, Rule, RuleKind, SubTierC};
+use crate::compile::{AdvancedC, AppTierC, CondC, NameMap, Rule, RuleKind, SubTierC};
 use crate::counter;
 use crate::facts::RequestFacts;
 use crate::store::{CounterStore, KeyHash, SlotKind};
@@ -42,10 +42,10 @@ const MAX_STEPS: usize = 6;
 pub struct Throttler {
     pub(crate) store: Arc<CounterStore>,
     pub(crate) rules: Vec<Rule>,
-    subs: NameMap<SubTierC>,
-    apps: NameMap<Option<RuleId>>,
-    advanced: NameMap<AdvancedC>,
-    unauth: Box<str>,
+    pub(crate) subs: NameMap<SubTierC>,
+    pub(crate) apps: NameMap<AppTierC>,
+    pub(crate) advanced: NameMap<AdvancedC>,
+    pub(crate) unauth: Box<str>,
     unknown: AtomicU64,
 }
 
@@ -57,7 +57,7 @@ impl std::fmt::Debug for Throttler {
     }
 }
 
-fn ip_bytes(ip: IpAddr) -> [u8; 16] {
+pub(crate) fn ip_bytes(ip: IpAddr) -> [u8; 16] {
     match ip {
         IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
         IpAddr::V6(v6) => v6.octets(),
@@ -69,7 +69,7 @@ impl Throttler {
         store: Arc<CounterStore>,
         rules: Vec<Rule>,
         subs: NameMap<SubTierC>,
-        apps: NameMap<Option<RuleId>>,
+        apps: NameMap<AppTierC>,
         advanced: NameMap<AdvancedC>,
         unauth: Box<str>,
     ) -> Self {
@@ -180,11 +180,11 @@ impl Throttler {
                 }
             }
             if let (Some(app), Some(tier)) = (f.application_id, f.application_tier) {
-                match self.apps.get(tier) {
+                match self.apps.get(tier).map(|t| t.quota) {
                     Some(Some(q)) => {
                         let user = f.user.unwrap_or("").as_bytes();
                         let scope = [app.as_bytes(), user];
-                        if push(self.quota_step(*q, f.bytes, now, b"A", &scope, false)) {
+                        if push(self.quota_step(q, f.bytes, now, b"A", &scope, false)) {
                             break 'levels true;
                         }
                     }

@@ -1,6 +1,7 @@
 //! Three throttlers (three gateways) share one real Redis: the global limit holds within
 //! the documented bound `limit + nodes x batch`, and when Redis dies they keep serving on
-//! local limits, then resynchronise when it returns.
+//! local limits, then resynchronise when it returns. Two throttlers share one token
+//! budget the same way (what one gateway's calls used refuses the other's).
 
 mod support;
 
@@ -8,6 +9,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use support::Redis;
+use turnpike_policy::ai::{TokenEstimate, TokenUsage};
 use turnpike_throttle::*;
 
 const T0: UnixNanos = UnixNanos::from_secs(1_704_067_200);
@@ -275,4 +277,92 @@ async fn no_false_refusal_far_below_the_limit_when_leases_come_late() {
     let small = nodes(&redis, 600, 20, FailMode::Open, &clock);
     let admitted = drive(&small, third, [50, 50, 50]).await;
     assert!(admitted <= 600 + 3 * 20, "admitted {admitted}");
+}
+
+const TOKENS: u64 = 10_000;
+const TOKEN_BATCH: u64 = 100;
+
+fn token_node(redis: &Redis, i: usize, clock: &ManualClock) -> Node {
+    let spec = ThrottleSpec {
+        subscription_tiers: vec![SubscriptionTier {
+            name: "AiShared".into(),
+            tokens: vec![TokenLimit::total(TOKENS, TimeUnit::Minute)],
+            ..SubscriptionTier::unlimited()
+        }],
+        ..Default::default()
+    };
+    let store = CounterStore::new(StoreConfig::default());
+    let cfg = ClusterConfig {
+        batch: TOKEN_BATCH,
+        node_id: Some(format!("node{i}")),
+        ..ClusterConfig::new(redis.url())
+    };
+    let cluster = Cluster::attach(&store, cfg, Arc::new(clock.clone())).expect("attach");
+    let throttler = Throttler::build(&spec, store).expect("spec");
+    Node { throttler, cluster }
+}
+
+fn llm_req() -> RequestFacts<'static> {
+    RequestFacts {
+        application_id: Some("app1"),
+        subscription_tier: Some("AiShared"),
+        ..RequestFacts::new("llm", IpAddr::from([10, 0, 0, 1]))
+    }
+}
+
+/// One call holding `prompt + max` and using `used`: whether it was admitted.
+fn token_call(n: &Node, prompt: u64, max: u64, used: u64) -> bool {
+    let est = TokenEstimate {
+        prompt,
+        max_completion: max,
+    };
+    let d = n.throttler.check_tokens(&llm_req(), None, Some(&est), T0);
+    if d.allowed {
+        let usage = TokenUsage {
+            prompt,
+            completion: used.saturating_sub(prompt),
+            total: used,
+            ..TokenUsage::default()
+        };
+        n.throttler.settle_tokens(&d, Some(&usage), T0);
+    }
+    d.allowed
+}
+
+async fn sync_all(nodes: &[&Node]) {
+    for n in nodes {
+        n.cluster.sync_once().await;
+    }
+}
+
+#[tokio::test]
+async fn two_gateways_share_one_token_budget() {
+    let redis = Redis::start();
+    let clock = ManualClock::new(T0);
+    let (a, b) = (token_node(&redis, 0, &clock), token_node(&redis, 1, &clock));
+    // Gateway A spends 9,000 tokens in nine calls (each held 1,200, used 1,000).
+    for i in 0..9 {
+        assert!(token_call(&a, 200, 1_000, 1_000), "A's call {i}");
+        sync_all(&[&a, &b]).await;
+    }
+    // Gateway B: its first call is admitted on what B knows before any lease (nothing
+    // of A's); its lease tells it A's 9,000: alone it would admit 15 more calls of 600,
+    // sharing the budget none (9,600 + 600 > 10,000), while 300 still fit.
+    assert!(token_call(&b, 100, 500, 600), "B's first call");
+    sync_all(&[&a, &b]).await;
+    assert!(!token_call(&b, 100, 500, 600), "B must see A's 9,000");
+    assert!(token_call(&b, 100, 200, 300), "9,900: fits");
+    sync_all(&[&a, &b]).await;
+    assert!(!token_call(&b, 100, 100, 200), "100 left");
+    // A learns B's 900 at its next lease round (its hold asks for one): then a call of
+    // 100 on top of 9,950 is refused.
+    assert!(token_call(&a, 25, 25, 50), "A's view is its last lease's");
+    sync_all(&[&a, &b]).await;
+    assert!(!token_call(&a, 50, 50, 100), "A must see B's usage");
+    // Redis never granted past the budget.
+    let totals = redis.totals().await;
+    eprintln!(
+        "cluster tokens: limit {TOKENS}, used 9,950 over two gateways, Redis granted {totals:?}"
+    );
+    assert!(totals.iter().all(|t| *t <= TOKENS), "{totals:?}");
 }

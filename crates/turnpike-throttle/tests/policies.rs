@@ -25,6 +25,7 @@ fn sub(name: &str, n: u64, per: TimeUnit) -> SubscriptionTier {
         description: None,
         quota: Some(Limit::requests(n, per)),
         burst: None,
+        tokens: Vec::new(),
         stop_on_quota: true,
     }
 }
@@ -330,6 +331,7 @@ fn advanced(groups: Vec<ConditionGroup>) -> Throttler {
             description: None,
             default_limit: Some(Limit::requests(100, TimeUnit::Minute)),
             groups,
+            tokens: Vec::new(),
         }],
         ..Default::default()
     })

@@ -271,6 +271,12 @@ export const devportal = {
       await api.GET('/api/am/devportal/v1/subscriptions', { params: { query: filter } }),
     );
   },
+  /** The tiers of a family with their limits (requests, burst, token budgets). */
+  async tiers(kind: TierKind): Promise<Listing<Tier>> {
+    return must(
+      await api.GET('/api/am/devportal/v1/throttling-policies/{kind}' as never, { params: { path: { kind } } } as never),
+    ) as Listing<Tier>;
+  },
   async subscribe(applicationId: string, apiId: string, throttlingPolicy: string): Promise<Subscription> {
     return must(
       await api.POST('/api/am/devportal/v1/subscriptions', {

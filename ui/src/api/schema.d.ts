@@ -884,6 +884,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/devportal/v1/throttling-policies/{kind}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tiers of a family (subscription, application, advanced) with their limits, as subscribers choose them
+         * @description Bearer tokens need the apim:subscribe scope; HTTP Basic callers need the any role.
+         */
+        get: operations["listDevportalTiers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/gateway/v1/analytics": {
         parameters: {
             query?: never;
@@ -1496,6 +1516,28 @@ export interface components {
          *     }
          */
         Api: {
+            /**
+             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
+             * @example {
+             *       "models": [
+             *         {
+             *           "name": "gpt-4o-mini",
+             *           "provider": "openai"
+             *         }
+             *       ],
+             *       "providers": [
+             *         {
+             *           "key": "env:OPENAI_API_KEY",
+             *           "kind": "openai",
+             *           "name": "openai",
+             *           "url": "https://api.openai.com/v1"
+             *         }
+             *       ]
+             *     }
+             */
+            ai?: {
+                [key: string]: unknown;
+            };
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -1512,6 +1554,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
@@ -1697,6 +1741,28 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         ApiRecord: {
+            /**
+             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
+             * @example {
+             *       "models": [
+             *         {
+             *           "name": "gpt-4o-mini",
+             *           "provider": "openai"
+             *         }
+             *       ],
+             *       "providers": [
+             *         {
+             *           "key": "env:OPENAI_API_KEY",
+             *           "kind": "openai",
+             *           "name": "openai",
+             *           "url": "https://api.openai.com/v1"
+             *         }
+             *       ]
+             *     }
+             */
+            ai?: {
+                [key: string]: unknown;
+            };
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -1713,6 +1779,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
@@ -1899,6 +1967,28 @@ export interface components {
          *     }
          */
         ApiUpdate: {
+            /**
+             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
+             * @example {
+             *       "models": [
+             *         {
+             *           "name": "gpt-4o-mini",
+             *           "provider": "openai"
+             *         }
+             *       ],
+             *       "providers": [
+             *         {
+             *           "key": "env:OPENAI_API_KEY",
+             *           "kind": "openai",
+             *           "name": "openai",
+             *           "url": "https://api.openai.com/v1"
+             *         }
+             *       ]
+             *     }
+             */
+            ai?: {
+                [key: string]: unknown;
+            };
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -1915,6 +2005,8 @@ export interface components {
                 max_size?: string;
                 methods?: string[];
                 purges?: components["schemas"]["CachePurge"][];
+                /** @enum {string} */
+                shared?: "none" | "redis";
                 stale_if_error?: string;
                 stale_while_revalidate?: string;
                 statuses?: number[];
@@ -2853,6 +2945,18 @@ export interface components {
             readonly revision: number;
             /** @description subscription tiers: false makes a billing tier (over-quota requests pass) */
             stopOnQuota?: boolean;
+            /** @description an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage */
+            tokenLimits?: {
+                /** @description counted per each value of: model, user, header:NAME, claim:NAME */
+                by?: string[];
+                completion?: number;
+                every?: number;
+                /** @enum {string} */
+                per: "second" | "minute" | "hour" | "day" | "month";
+                prompt?: number;
+                /** @description prompt + completion tokens (exactly one of total, prompt, completion) */
+                total?: number;
+            }[];
             unitSeconds: number;
         };
         /**
@@ -2887,6 +2991,18 @@ export interface components {
             readonly revision?: number;
             /** @description subscription tiers: false makes a billing tier (over-quota requests pass) */
             stopOnQuota?: boolean;
+            /** @description an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage */
+            tokenLimits?: {
+                /** @description counted per each value of: model, user, header:NAME, claim:NAME */
+                by?: string[];
+                completion?: number;
+                every?: number;
+                /** @enum {string} */
+                per: "second" | "minute" | "hour" | "day" | "month";
+                prompt?: number;
+                /** @description prompt + completion tokens (exactly one of total, prompt, completion) */
+                total?: number;
+            }[];
             unitSeconds?: number;
         };
         TierList: {
@@ -2920,6 +3036,18 @@ export interface components {
             readonly revision?: number;
             /** @description subscription tiers: false makes a billing tier (over-quota requests pass) */
             stopOnQuota?: boolean;
+            /** @description an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage */
+            tokenLimits?: {
+                /** @description counted per each value of: model, user, header:NAME, claim:NAME */
+                by?: string[];
+                completion?: number;
+                every?: number;
+                /** @enum {string} */
+                per: "second" | "minute" | "hour" | "day" | "month";
+                prompt?: number;
+                /** @description prompt + completion tokens (exactly one of total, prompt, completion) */
+                total?: number;
+            }[];
             unitSeconds?: number;
         };
         /**
@@ -7018,6 +7146,65 @@ export interface operations {
             };
             /** @description If-Match names an older revision */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDevportalTiers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description an ETag; 304 when it is still current */
+                "If-None-Match"?: string;
+            };
+            path: {
+                kind: "subscription" | "application" | "advanced";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TierList"];
+                };
+            };
+            /** @description If-None-Match already has it */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

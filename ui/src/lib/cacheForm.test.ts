@@ -12,9 +12,13 @@ describe('the Cache tab form', () => {
       stale_if_error: '5m',
       lock_timeout: '2s',
       tag_header: 'Cache-Tag',
+      shared: 'redis' as const,
       purges: [{ id: 7, tag: 't1' }],
     };
     expect(configOf(formOf(stored), stored)).toEqual(stored);
+    // Switched off, the shared level is left out (the default: this gateway's memory).
+    const local = configOf({ ...formOf(stored), shared: false }, stored)!;
+    expect(local.shared).toBeUndefined();
   });
 
   it('sends null when switched off and numbers as numbers', () => {

@@ -17,6 +17,8 @@ export interface CacheConfig {
   stale_if_error?: number | string;
   lock_timeout?: number | string;
   tag_header?: string;
+  /** `redis`: a second level shared by the cluster's gateways (their `--redis`). */
+  shared?: 'none' | 'redis';
   purges?: CachePurge[];
 }
 
@@ -37,6 +39,7 @@ export interface Form {
   swr: string;
   sie: string;
   tagHeader: string;
+  shared: boolean;
 }
 
 const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
@@ -56,6 +59,7 @@ export const formOf = (c: CacheConfig | null | undefined): Form => ({
   swr: text(c?.stale_while_revalidate),
   sie: text(c?.stale_if_error),
   tagHeader: c?.tag_header ?? '',
+  shared: c?.shared === 'redis',
 });
 
 /** The configuration to send: `null` (no cache) or the fields given, the stored purges
@@ -77,6 +81,7 @@ export function configOf(f: Form, start: CacheConfig | null | undefined): CacheC
   if (statuses.length) c.statuses = statuses;
   c.key = { query: f.query, headers: list(f.headers), consumer: f.consumer };
   if (f.tagHeader.trim()) c.tag_header = f.tagHeader.trim();
+  if (f.shared) c.shared = 'redis';
   if (start?.purges?.length) c.purges = start.purges;
   return c;
 }

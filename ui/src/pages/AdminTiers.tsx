@@ -1,6 +1,7 @@
 // The Admin console's tiers: every family (subscription, application, advanced), each a
 // request count or a bandwidth (bytes) per time unit; subscription tiers add a burst
-// limit (a spike cap under the quota). Added and edited in one form, deleted from the table.
+// limit (a spike cap under the quota); any tier may add token budgets for LLM APIs
+// (TokenLimits.tsx). Added and edited in one form, deleted from the table.
 import { useState } from 'react';
 import { Button, Card, Group, NumberInput, SegmentedControl, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { admin, type TierKind } from '../api/calls';
@@ -8,6 +9,7 @@ import type { Tier } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
 import { ErrorNote, Loading } from './common';
 import { ConfirmButton } from './Confirm';
+import { TokenLimitsField, tokenText, type TokenRow, rowsOf, limitsOf } from './TokenLimits';
 
 type Limit = 'requests' | 'bandwidth';
 const UNITS = [
@@ -26,7 +28,8 @@ export function bytes(n: number): string {
 function limitText(t: Tier): string {
   const quota =
     t.dataAmount != null ? `${bytes(t.dataAmount)} / ${t.unitSeconds} s` : t.requestCount == null ? 'unlimited' : `${t.requestCount} / ${t.unitSeconds} s`;
-  return t.burst ? `${quota} · burst ${t.burst.requests} / ${t.burst.per}` : quota;
+  const withBurst = t.burst ? `${quota} · burst ${t.burst.requests} / ${t.burst.per}` : quota;
+  return t.tokenLimits?.length ? `${withBurst} · ${tokenText(t.tokenLimits)}` : withBurst;
 }
 
 export function Tiers() {
@@ -116,6 +119,7 @@ function TierForm({ kind, current, onDone }: { kind: TierKind; current: Tier | n
   const [burst, setBurst] = useState<number | string>(current?.burst?.requests ?? '');
   const [burstPer, setBurstPer] = useState<string>(current?.burst?.per ?? 'second');
   const [description, setDescription] = useState(current?.description ?? '');
+  const [tokens, setTokens] = useState<TokenRow[]>(() => rowsOf(current?.tokenLimits));
   const [error, setError] = useState<string | null>(null);
   const save = async () => {
     setError(null);
@@ -127,6 +131,8 @@ function TierForm({ kind, current, onDone }: { kind: TierKind; current: Tier | n
         dataAmount: limit === 'bandwidth' ? Math.round(Number(amount) * Number(unitBytes)) : null,
       };
       if (kind === 'subscription') body.burst = burst === '' ? null : { requests: Number(burst), per: burstPer };
+      // [] clears them on an edit; a new tier without any leaves the field out.
+      if (current || tokens.length) body.tokenLimits = limitsOf(tokens);
       if (current) await admin.patchTier(kind, current.name, body);
       else await admin.createTier(kind, { ...Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null)), name } as Tier);
       onDone();
@@ -189,6 +195,7 @@ function TierForm({ kind, current, onDone }: { kind: TierKind; current: Tier | n
               </Button>
             )}
           </Group>
+          <TokenLimitsField rows={tokens} onChange={setTokens} />
           {current && (
             <Text size="sm" c="dimmed">
               Editing {current.name}: gateways apply the new limits with the next snapshot.

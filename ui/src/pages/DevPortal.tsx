@@ -23,11 +23,12 @@ import {
   Title,
 } from '@mantine/core';
 import { devportal } from '../api/calls';
-import type { KeyType, PortalApi as Api, TryRequest, TryResult } from '../api/types';
+import type { KeyType, PortalApi as Api, Tier, TryRequest, TryResult } from '../api/types';
 import { login, type User } from '../auth';
 import { errorText, useLoad } from '../lib/load';
 import { buildPath, operations, type Operation } from '../lib/openapi';
 import { Link, match } from '../router';
+import { tokenText } from './TokenLimits';
 import { ErrorNote, Loading, StateBadge } from './common';
 import { ApiDocs } from './ApiDocs';
 import { saveFile } from '../lib/download';
@@ -198,6 +199,14 @@ const METHOD_COLORS: Record<string, string> = {
   DELETE: 'red',
 };
 
+/** What a tier allows: its requests per window, burst and token budgets. */
+function tierText(t: Tier): string {
+  const requests = t.requestCount == null ? 'unlimited requests' : `${t.requestCount} requests / ${t.unitSeconds} s`;
+  const burst = t.burst ? `, burst ${t.burst.requests} / ${t.burst.per}` : '';
+  const tokens = t.tokenLimits?.length ? `; ${tokenText(t.tokenLimits)}` : '';
+  return `${t.name}: ${requests}${burst}${tokens}`;
+}
+
 function Subscribe({ api }: { api: Api }) {
   const apps = useLoad(() => devportal.applications(), []);
   // Subscriptions are listed per application: the caller's to this API.
@@ -210,6 +219,9 @@ function Subscribe({ api }: { api: Api }) {
   }, [api.id]);
   const [app, setApp] = useState<string | null>(null);
   const [tier, setTier] = useState<string | null>(api.policies[0] ?? null);
+  // What each tier allows (requests, token budgets), shown under the choice.
+  const tiers = useLoad(() => devportal.tiers('subscription'), []);
+  const chosen = tiers.data?.list.find((t) => t.name === tier);
   // WSO2: a deprecated API keeps its subscribers but takes no new ones.
   const deprecated = api.lifecycleStatus === 'DEPRECATED';
   const [error, setError] = useState<string | null>(null);
@@ -258,6 +270,11 @@ function Subscribe({ api }: { api: Api }) {
           <Select label="Tier" data={api.policies} value={tier} onChange={setTier} />
           <Button onClick={() => void subscribe()}>Subscribe</Button>
         </Group>
+      )}
+      {chosen && !deprecated && (
+        <Text size="sm" c="dimmed" mt={4} aria-label="Tier limits">
+          {tierText(chosen)}
+        </Text>
       )}
       <ErrorNote error={error} />
     </Card>

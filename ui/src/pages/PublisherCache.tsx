@@ -90,6 +90,13 @@ export function CacheEditor({ api, onSaved, canEdit }: { api: Api; onSaved: () =
                   <Switch label="Query string" checked={form.query} onChange={(e) => set({ query: e.currentTarget.checked })} disabled={!canEdit} />
                   <Switch label="Consumer (unless the answer is public)" checked={form.consumer} onChange={(e) => set({ consumer: e.currentTarget.checked })} disabled={!canEdit} />
                 </Group>
+                <Switch
+                  label="Shared with the cluster (Redis)"
+                  description="a second level in the gateways' Redis (their --redis): one gateway's stored answers serve the others"
+                  checked={form.shared}
+                  onChange={(e) => set({ shared: e.currentTarget.checked })}
+                  disabled={!canEdit}
+                />
                 <TextInput label="Key headers" description="comma-separated request headers (at most 16)" value={form.headers} onChange={(e) => set({ headers: e.currentTarget.value })} disabled={!canEdit} />
               </>
             )}

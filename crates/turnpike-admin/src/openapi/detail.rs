@@ -349,7 +349,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         | "patchApplication"
         | "getAnyApplication"
         | "setApplicationStatus" => (200, r("Application")),
-        "listTiers" | "listPublisherTiers" => (200, r("TierList")),
+        "listTiers" | "listPublisherTiers" | "listDevportalTiers" => (200, r("TierList")),
         "createTier" => (201, r("Tier")),
         "getTier" | "updateTier" | "patchTier" => (200, r("Tier")),
         "listUsers" => (200, r("UserList")),
@@ -411,6 +411,7 @@ pub fn sends_etag(id: &str) -> bool {
             | "getSubscription"
             | "listTiers"
             | "listPublisherTiers"
+            | "listDevportalTiers"
             | "getTier"
             | "listUsers"
             | "listAllApplications"

@@ -293,6 +293,13 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/devportal/v1/throttling-policies/{kind}",
+        "listDevportalTiers",
+        "The tiers of a family (subscription, application, advanced) with their limits, as subscribers choose them",
+        "apim:subscribe",
+    ),
+    op(
+        "get",
         "/api/am/devportal/v1/applications",
         "listApplications",
         "The caller's applications",

@@ -48,6 +48,7 @@ fn cache_props() -> Value {
             "stale_if_error": {"type": "string"},
             "lock_timeout": {"type": "string"},
             "tag_header": {"type": "string", "example": "Cache-Tag"},
+            "shared": {"type": "string", "enum": ["none", "redis"]},
             "purges": {"type": "array", "maxItems": 32, "items": {"$ref": "#/components/schemas/CachePurge"}}}})
 }
 
@@ -102,12 +103,20 @@ fn api_props() -> Value {
     });
     // Its own call: one more nested object in the one above reaches `json!`'s recursion limit.
     p["cacheConfiguration"] = cache_props();
+    p["ai"] = ai_props();
     if let (Some(o), Some(ro)) = (p.as_object_mut(), read_only_props().as_object()) {
         for (k, v) in ro {
             o.insert(k.clone(), v.clone());
         }
     }
     p
+}
+
+/// An AI API's `ai:` section, in the file's shape (docs/ai-gateway.md).
+fn ai_props() -> Value {
+    json!({"type": "object", "description": "an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)",
+        "example": {"providers": [{"name": "openai", "kind": "openai", "url": "https://api.openai.com/v1", "key": "env:OPENAI_API_KEY"}],
+                    "models": [{"name": "gpt-4o-mini", "provider": "openai"}]}})
 }
 
 fn api_example() -> Value {
@@ -129,6 +138,14 @@ fn tier_props() -> Value {
             "description": "subscription tiers: a spike limit on top of the quota"},
         "stopOnQuota": {"type": "boolean", "description": "subscription tiers: false makes a billing tier (over-quota requests pass)"},
         "conditionalGroups": {"type": "array", "items": {"type": "object"}, "description": "advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}})"},
+        "tokenLimits": {"type": "array", "maxItems": 4, "description": "an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage", "items": {
+            "type": "object", "additionalProperties": false, "required": ["per"], "properties": {
+                "total": {"type": "integer", "minimum": 1, "description": "prompt + completion tokens (exactly one of total, prompt, completion)"},
+                "prompt": {"type": "integer", "minimum": 1},
+                "completion": {"type": "integer", "minimum": 1},
+                "per": {"type": "string", "enum": ["second", "minute", "hour", "day", "month"]},
+                "every": {"type": "integer", "minimum": 1},
+                "by": {"type": "array", "maxItems": 3, "items": {"type": "string"}, "description": "counted per each value of: model, user, header:NAME, claim:NAME"}}}},
         "kind": {"type": "string", "readOnly": true},
         "revision": {"type": "integer", "readOnly": true}
     })

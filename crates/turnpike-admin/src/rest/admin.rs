@@ -44,6 +44,22 @@ pub fn publisher_routes() -> Router<AppState> {
     Router::new().route("/throttling-policies/{kind}", get(publisher_tiers))
 }
 
+/// `/api/am/devportal/v1/throttling-policies/{kind}`: the tiers with their limits
+/// (requests, burst, token budgets), for subscribers choosing one (WSO2's DevPortal
+/// `throttling-policies/{policyLevel}`).
+pub fn devportal_routes() -> Router<AppState> {
+    Router::new().route("/throttling-policies/{kind}", get(devportal_tiers))
+}
+
+async fn devportal_tiers(
+    State(s): State<AppState>,
+    _caller: crate::auth::Portal,
+    Path(k): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    tier_list(&s, &k, &headers).await
+}
+
 async fn publisher_tiers(
     State(s): State<AppState>,
     _caller: crate::auth::ApiViewer,
@@ -82,7 +98,9 @@ async fn list_tiers(
 /// unlimited); subscription tiers add `burst` (`{"requests", "per": "second"|"minute"}`)
 /// and `stopOnQuota` (false: a billing tier, over-quota requests pass flagged);
 /// advanced policies add `conditionalGroups` (the declarative file's groups:
-/// `{"name", "conditions": [{"type": "ip"|"header"|"query"|"claim", ...}], "limit"}`).
+/// `{"name", "conditions": [{"type": "ip"|"header"|"query"|"claim", ...}], "limit"}`);
+/// every family may add `tokenLimits`, an LLM API's token budgets (the file's
+/// `tokens:`: `[{"total"|"prompt"|"completion": N, "per", "every", "by"}]`).
 pub(crate) fn tier_body(
     v: &serde_json::Value,
     kind: TierKind,
@@ -129,6 +147,7 @@ pub(crate) fn tier_body(
         .or_else(|| current.map(|c| c.unit_seconds))
         .unwrap_or(60);
     tier_extras(&mut f, kind, &mut options);
+    token_limits(&mut f, &mut options);
     f.finish_unknown();
     f.into_result()?;
     Ok(Tier {
@@ -171,6 +190,32 @@ fn tier_extras(f: &mut Fields<'_>, kind: TierKind, options: &mut turnpike_store:
             Err(e) => f.err(field, e.to_string()),
         }
     }
+}
+
+/// `tokenLimits`: checked as the file's `tokens:` is (every problem named with its
+/// entry, `tokenLimits[1]`); `[]` removes them (left out, a `PUT` keeps them).
+fn token_limits(f: &mut Fields<'_>, options: &mut turnpike_store::Options) {
+    use turnpike_model::throttling::TokenLimit;
+    let Some(value) = f.value("tokenLimits") else {
+        return;
+    };
+    let limits = match serde_json::from_value::<Vec<TokenLimit>>(value.clone()) {
+        Ok(l) => l,
+        Err(e) => return f.err("tokenLimits", e.to_string()),
+    };
+    let problems = turnpike_throttle::token_limit_problems(&limits);
+    for p in &problems {
+        // `tokens[1]: ...` as the REST field `tokenLimits[1]`.
+        let (at, message) = p.split_once(": ").unwrap_or(("tokens", p));
+        f.err(&at.replacen("tokens", "tokenLimits", 1), message);
+    }
+    if !problems.is_empty() {
+        return;
+    }
+    match limits.is_empty() {
+        true => options.remove("tokenLimits"),
+        false => options.insert("tokenLimits".into(), value.clone()),
+    };
 }
 
 async fn create_tier(

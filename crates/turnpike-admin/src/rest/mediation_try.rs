@@ -95,7 +95,7 @@ pub(crate) async fn try_mediation(
         }],
         ..GatewayFile::default()
     };
-    let snap = match turnpike_config::compile(file, 0) {
+    let snap = match turnpike_config::check(file, 0) {
         Ok(snap) => snap,
         Err(turnpike_config::ConfigError::Problems(p)) => {
             let errors = p

@@ -50,7 +50,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(try_it::routes())
                 .merge(sdk::routes())
                 .merge(portal_settings::devportal_routes())
-                .merge(analytics::devportal_routes()),
+                .merge(analytics::devportal_routes())
+                .merge(admin::devportal_routes()),
         )
         .nest(
             "/api/am/admin/v1",

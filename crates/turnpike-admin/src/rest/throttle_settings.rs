@@ -72,7 +72,7 @@ async fn put_settings(
         throttling: spec,
         ..Default::default()
     };
-    if let Err(e) = turnpike_config::compile(file, 0) {
+    if let Err(e) = turnpike_config::check(file, 0) {
         let errors: Vec<FieldError> = e
             .problems()
             .iter()

@@ -109,7 +109,7 @@ async fn check_compiles(state: &AppState, input: &ApiInput) -> ApiResult<Vec<Fie
         throttling: crate::snapshot::throttling::throttling_spec(&state.inner.store).await?,
         ..Default::default()
     };
-    Ok(match turnpike_config::compile(file, 0) {
+    Ok(match turnpike_config::check(file, 0) {
         Ok(_) => Vec::new(),
         Err(e) => e
             .problems()

@@ -144,11 +144,12 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
 /// `resilience` is checked for meaning by compiling (docs/resilience.md).
-const SECTION_FIELDS: [(&str, bool); 4] = [
+const SECTION_FIELDS: [(&str, bool); 5] = [
     ("graphql", false),
     ("mediation", false),
     ("requestBuffering", false),
     ("resilience", false),
+    ("ai", false),
 ];
 
 /// At most this many endpoints per list (the file's limit, docs/resilience.md).

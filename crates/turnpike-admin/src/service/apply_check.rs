@@ -83,7 +83,7 @@ fn issuer_supplied_by_the_control_plane(message: &str) -> bool {
 pub(crate) async fn problems(store: &Store, file: &GatewayFile) -> ApiResult<Vec<FieldError>> {
     let checked = with_server_tiers(file, &server_tiers(store).await?);
     let mut out = unoffered_tiers(&checked);
-    let Err(e) = turnpike_config::compile(checked, 0) else {
+    let Err(e) = turnpike_config::check(checked, 0) else {
         return Ok(out);
     };
     if e.problems().is_empty() {

@@ -74,6 +74,7 @@ pub(crate) fn desired(spec: &turnpike_model::ApiSpec) -> Value {
         ),
         ("requestBuffering", json!(spec.request_buffering)),
         ("resilience", json!(spec.resilience)),
+        ("ai", json!(spec.ai)),
     ];
     for (k, v) in options {
         if !v.is_null() {
@@ -173,26 +174,43 @@ pub(crate) fn wanted_tiers(file: &GatewayFile) -> Vec<(&'static str, Value)> {
         if !t.stop_on_quota {
             body["stopOnQuota"] = json!(false);
         }
+        with_tokens(&mut body, &t.tokens);
         out.push(("subscription", body));
     }
     for t in &th.application_tiers {
-        out.push(("application", tier_json(&t.name, &t.description, &t.quota)));
+        let mut body = tier_json(&t.name, &t.description, &t.quota);
+        with_tokens(&mut body, &t.tokens);
+        out.push(("application", body));
     }
     for p in &th.advanced_policies {
         let mut body = tier_json(&p.name, &p.description, &p.default_limit);
         if !p.groups.is_empty() {
             body["conditionalGroups"] = json!(p.groups);
         }
+        with_tokens(&mut body, &p.tokens);
         out.push(("advanced", body));
     }
     out
+}
+
+/// A tier's token budgets (the file's `tokens:`) as its REST field `tokenLimits`.
+fn with_tokens(body: &mut Value, tokens: &[turnpike_model::throttling::TokenLimit]) {
+    if !tokens.is_empty() {
+        body["tokenLimits"] = json!(tokens);
+    }
 }
 
 /// What a stored tier says, in the shape [`wanted_tiers`] writes (so they compare).
 pub(crate) fn tier_as_written(current: &Value) -> Value {
     let mut t = json!({"name": current["name"], "description": current["description"]});
     let limited = !current["requestCount"].is_null() || current.get("dataAmount").is_some();
-    for k in ["requestCount", "dataAmount", "burst", "conditionalGroups"] {
+    for k in [
+        "requestCount",
+        "dataAmount",
+        "burst",
+        "conditionalGroups",
+        "tokenLimits",
+    ] {
         if let Some(v) = current.get(k).filter(|v| !v.is_null()) {
             t[k] = v.clone();
         }
@@ -207,11 +225,12 @@ pub(crate) fn tier_as_written(current: &Value) -> Value {
 }
 
 /// A tier's fields that a file may leave out.
-pub(crate) const TIER_FIELDS: [&str; 6] = [
+pub(crate) const TIER_FIELDS: [&str; 7] = [
     "requestCount",
     "dataAmount",
     "unitSeconds",
     "burst",
     "conditionalGroups",
     "stopOnQuota",
+    "tokenLimits",
 ];

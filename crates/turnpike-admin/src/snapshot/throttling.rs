@@ -24,6 +24,7 @@ pub(crate) async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiEr
             description: Some(t.description.clone()).filter(|d| !d.is_empty()),
             quota: tier_limit(&t),
             burst: tier_option(&t, "burst"),
+            tokens: tier_option(&t, "tokenLimits").unwrap_or_default(),
             stop_on_quota: tier_option(&t, "stopOnQuota").unwrap_or(true),
         });
     }
@@ -32,6 +33,7 @@ pub(crate) async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiEr
             name: t.name.clone(),
             description: Some(t.description.clone()).filter(|d| !d.is_empty()),
             quota: tier_limit(&t),
+            tokens: tier_option(&t, "tokenLimits").unwrap_or_default(),
         });
     }
     for t in store.list_tiers(TierKind::Advanced).await? {
@@ -40,6 +42,7 @@ pub(crate) async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiEr
             description: Some(t.description.clone()).filter(|d| !d.is_empty()),
             default_limit: tier_limit(&t),
             groups: tier_option(&t, "conditionalGroups").unwrap_or_default(),
+            tokens: tier_option(&t, "tokenLimits").unwrap_or_default(),
         });
     }
     // An application whose tier was deleted counts on no application tier rather than

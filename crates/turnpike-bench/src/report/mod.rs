@@ -3,11 +3,16 @@
 //! the linear fit of latency against users (r²), the capacity answer (most users under a
 //! latency objective, users level of peak throughput), SVG charts and an index.html;
 //! GraphQL cells are named by their query (`graphql q3`, `direct GRAPHQL q3`) and get
-//! their own section (`graphql.rs`). Reads files only: a report can be rebuilt at any
+//! their own section (`graphql.rs`); `--compare` adds published results beside the
+//! measured rows (`compare.rs`, data from `crate::reference`). Reads files only: a report can be rebuilt at any
 //! time from the results.
 
 mod charts;
+pub mod compare;
 pub mod graphql;
+mod table;
+
+pub(crate) use table::md_table;
 pub mod svg;
 
 use std::collections::BTreeMap;
@@ -16,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::matrix::{Cell, MatrixResults};
 use crate::plan::Via;
+use crate::reference::Reference;
 use crate::stats::Summary;
 use crate::BenchError;
 
@@ -27,6 +33,10 @@ pub struct ReportArgs {
     /// Latency objectives, e.g. avg=100ms or p99=500ms (repeatable).
     #[arg(long, default_values_t = ["avg=100ms".to_string()])]
     pub slo: Vec<String>,
+    /// Draw published results beside the measured rows: a bundled reference (seed-3.0,
+    /// seed-2.6, graphql, coldfusion) or a reference YAML file (repeatable).
+    #[arg(long)]
+    pub compare: Vec<String>,
 }
 
 /// A latency statistic a service-level objective can bound.
@@ -266,18 +276,6 @@ pub fn csv(rows: &[Row]) -> String {
     out
 }
 
-pub(crate) fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = format!("| {} |\n|", header.join(" | "));
-    for (i, _) in header.iter().enumerate() {
-        s.push_str(if i == 0 { "---|" } else { "---:|" });
-    }
-    s.push('\n');
-    for r in rows {
-        let _ = writeln!(s, "| {} |", r.join(" | ").replace('\n', " "));
-    }
-    s
-}
-
 /// Least-squares line y = a + b x with its r².
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fit {
@@ -409,19 +407,32 @@ fn percentile_table(rows: &[Row]) -> String {
     )
 }
 
-/// The markdown report.
+/// The markdown report, with a section per reference in `compared`.
 pub fn markdown(
     results: &MatrixResults,
     rows: &[Row],
     slos: &[Slo],
     charts: &[(String, String)],
+    compared: &[Reference],
 ) -> String {
     let m = &results.machine;
     let p = &results.plan;
     let mut s = format!(
         "# Turnpike capacity report: plan `{}`\n\n{}\n\n- Machine: {} ({} CPUs, {}, {} MB RAM); load generator, echo back end and gateway all on it\n\
-         - Gateway: {}\n- Warm-up {} then {} measured per run; closed-loop users, one keep-alive connection each\n\n",
-        p.name, p.description, m.label, m.cpus, m.cpu_model, m.memory_mb, results.gateway, p.warmup, p.duration
+         - Gateway: {}\n- Transport to the gateway: {}; secured scenarios: {}\n- Cores: {}\n\
+         - Warm-up {} then {} measured per run; closed-loop users, one keep-alive connection each\n\n",
+        p.name,
+        p.description,
+        m.label,
+        m.cpus,
+        m.cpu_model,
+        m.memory_mb,
+        results.gateway,
+        results.setup.protocol_or_default(),
+        results.setup.credential_or_default(),
+        results.setup.pinning.describe(),
+        p.warmup,
+        p.duration
     );
     s.push_str("## Summary (seed layout)\n\n");
     let table: Vec<Vec<String>> = rows.iter().map(|r| cells_of(r)[..12].to_vec()).collect();
@@ -530,6 +541,37 @@ pub fn markdown(
         &caps,
     ));
     s.push_str(&graphql::section(&results.cells));
+    let this_run = compare::ThisRun {
+        description: format!(
+            "{} ({} CPUs, {}); {}, {}",
+            m.label,
+            m.cpus,
+            m.cpu_model,
+            results.setup.protocol_or_default(),
+            results.setup.credential_or_default()
+        ),
+        gateway_vcpus: match &results.setup.pinning.gateway {
+            Some(set) => crate::pin::parse_list(set).len().max(1),
+            None => m.cpus.max(1),
+        },
+    };
+    let measured: Vec<compare::Measured> = rows
+        .iter()
+        .filter(|r| r.via == Via::Gateway)
+        .map(|r| compare::Measured {
+            name: r.name.clone(),
+            users: r.users,
+            size: r.size,
+            delay_ms: r.delay_ms,
+            throughput: r.summary.throughput_rps,
+            avg_ms: r.summary.avg_ms,
+            p99_ms: r.summary.p99_ms,
+            added_ms: r.direct.map(|d| r.summary.avg_ms - d.0),
+        })
+        .collect();
+    for reference in compared {
+        s.push_str(&compare::section(reference, &measured, &this_run));
+    }
     let skipped: BTreeMap<String, String> = results
         .cells
         .iter()
@@ -620,6 +662,15 @@ fn index_html(md: &str, charts: &[(String, String)]) -> String {
 /// Writes summary.md, summary.csv, charts/*.svg and index.html into `dir`; returns the
 /// index path.
 pub fn write(dir: &Path, slos: &[Slo]) -> Result<PathBuf, BenchError> {
+    write_compared(dir, slos, &[])
+}
+
+/// [`write`], with the published results named in `compare` beside the measured rows.
+pub fn write_compared(dir: &Path, slos: &[Slo], compare: &[String]) -> Result<PathBuf, BenchError> {
+    let compared = compare
+        .iter()
+        .map(|name| Reference::load(name))
+        .collect::<Result<Vec<_>, _>>()?;
     let path = dir.join("results.json");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| BenchError::Usage(format!("reading {}: {e}", path.display())))?;
@@ -635,7 +686,7 @@ pub fn write(dir: &Path, slos: &[Slo]) -> Result<PathBuf, BenchError> {
         std::fs::write(&p, chart.to_svg()).map_err(|e| io(&p, e))?;
         listed.push((file, chart.title));
     }
-    let md = markdown(&results, &rows, slos, &listed);
+    let md = markdown(&results, &rows, slos, &listed, &compared);
     for (name, content) in [
         ("summary.md", md.clone()),
         ("summary.csv", csv(&rows)),
@@ -650,7 +701,7 @@ pub fn write(dir: &Path, slos: &[Slo]) -> Result<PathBuf, BenchError> {
 /// `turnpike bench report`.
 pub async fn run(args: ReportArgs) -> Result<(), BenchError> {
     let slos = parse_slos(&args.slo)?;
-    let index = write(&args.dir, &slos)?;
+    let index = write_compared(&args.dir, &slos, &args.compare)?;
     println!("report written: {}", index.display());
     Ok(())
 }

@@ -367,3 +367,36 @@ pub async fn tls_to(
         .await
         .expect("TLS")
 }
+
+/// An SSE back end: each request's event sender goes to the test, which decides when
+/// each event is produced.
+pub async fn sse_upstream() -> (SocketAddr, mpsc::UnboundedReceiver<mpsc::Sender<Bytes>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (streams, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            let streams = streams.clone();
+            let svc = service_fn(move |_req: Request<Incoming>| {
+                let (tx, events) = mpsc::channel::<Bytes>(1);
+                let _ = streams.send(tx);
+                let frames = futures_util::stream::unfold(events, |mut events| async move {
+                    let e = events.recv().await?;
+                    Some((Ok::<_, Infallible>(hyper::body::Frame::data(e)), events))
+                });
+                let resp = Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .header("cache-control", "no-cache")
+                    .body(http_body_util::StreamBody::new(frames))
+                    .expect("response");
+                async move { Ok::<_, Infallible>(resp) }
+            });
+            tokio::spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, rx)
+}

@@ -30,6 +30,9 @@ pub struct ApiThrottle {
     /// Each application's tier (shared by every API of the snapshot).
     pub application_tiers: Arc<HashMap<Box<str>, Box<str>>>,
     pub headers: HeaderStyle,
+    /// Some token budget may apply to this API's calls: its chain gets a
+    /// token budget policy.
+    pub counts_tokens: bool,
     resources: Option<matchit::Router<Vec<ResourcePolicy>>>,
 }
 
@@ -189,7 +192,9 @@ fn compile(
         let secured = api.auth.as_ref().is_some_and(|a| !a.is_open());
         let resources = api.resources.iter().any(|r| r.throttling.is_some());
         (secured || resources || api.throttling.is_some() || unauthenticated).then(|| {
+            let counts_tokens = counts_tokens(&throttler, api, secured, unauthenticated);
             Arc::new(ApiThrottle {
+                counts_tokens,
                 throttler: throttler.clone(),
                 api_id: turnpike_model::api_id(&api.context, &api.version).into(),
                 api_policy: api
@@ -208,11 +213,29 @@ fn compile(
     out.throttler = Some(throttler);
 }
 
+/// Whether a token budget can reach a call of `api`: its own or a resource's advanced
+/// policy counts tokens, or (secured) a subscription or application tier does (a
+/// subscription's tier is known per call only), or (open to anonymous callers) the
+/// unauthenticated tier does. APIs no budget reaches pay nothing for them.
+fn counts_tokens(t: &Throttler, api: &ApiSpec, secured: bool, unauthenticated: bool) -> bool {
+    if !t.has_token_limits() {
+        return false;
+    }
+    let mut policies = api
+        .throttling
+        .iter()
+        .chain(api.resources.iter().filter_map(|r| r.throttling.as_ref()));
+    policies.any(|p| t.policy_counts_tokens(p))
+        || (secured && t.caller_tiers_count_tokens())
+        || ((secured || unauthenticated) && t.tier_counts_tokens(t.unauthenticated_tier()))
+}
+
 /// The token claims the file's throttling conditions read (the JWT validator keeps
 /// these, with mediation's, in each verified token's identity, so a `claim` condition
 /// is a lookup in a short list).
 pub fn condition_claims(file: &GatewayFile) -> impl Iterator<Item = Box<str>> + '_ {
-    file.throttling
+    let t = &file.throttling;
+    let conditions = t
         .advanced_policies
         .iter()
         .flat_map(|p| &p.groups)
@@ -220,7 +243,19 @@ pub fn condition_claims(file: &GatewayFile) -> impl Iterator<Item = Box<str>> + 
         .filter_map(|c| match c {
             Condition::Claim { name, .. } => Some(Box::<str>::from(name.as_str())),
             _ => None,
-        })
+        });
+    // Token budgets counted per a claim (`by: [claim:NAME]`).
+    let budgets = t
+        .subscription_tiers
+        .iter()
+        .flat_map(|x| &x.tokens)
+        .chain(t.application_tiers.iter().flat_map(|x| &x.tokens))
+        .chain(t.advanced_policies.iter().flat_map(|x| &x.tokens))
+        .flat_map(|l| &l.by)
+        .filter_map(|k| k.strip_prefix("claim:"))
+        .filter(|n| !n.is_empty())
+        .map(Box::<str>::from);
+    conditions.chain(budgets)
 }
 
 /// Every name the file uses must be a declared (or default) policy of the right kind.

@@ -7,24 +7,29 @@
 //! quota also counts the response: the bytes sent are charged when the exchange
 //! completes (`on_complete`), a hook only an API whose throttler has one asks for.
 //!
-//! `build.rs` compiles the file's `throttling:` section once per file ([`prepare`]).
+//! `build.rs` compiles the file's `throttling:` section once per file ([`prepare`]);
+//! `tokens.rs` is the token budget kind of LLM APIs, whose `RateLimit` headers this
+//! policy writes beside the request quota's.
 
 mod build;
+mod shared;
+mod tokens;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use http::{request, response, HeaderMap};
 use turnpike_model::clock::Clock;
-use turnpike_policy::http::{content_length, query_param};
 use turnpike_policy::{
-    Authenticated, BuildCx, Claims, Completion, ErrorKind, GatewayError, Hooks, Identity, Policy,
-    PolicyKind, RequestCtx, Stage, Step,
+    BuildCx, Completion, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
 pub use build::{condition_claims, counters, prepare, ApiThrottle, ResourcePolicy, Throttled};
+pub use shared::Tokens;
+pub use tokens::TokenBudget;
 
-use crate::{Decision, Lookup, RequestFacts};
+use shared::{request_facts, throttled, RequestLookup};
+
+use crate::Decision;
 
 /// The throttle step of a throttled API's chain. Counters live in the runtime's
 /// `CounterStore` ([`counters`]), the compiled policies in `ApiThrottle`.
@@ -38,28 +43,6 @@ impl ThrottlePolicy {
     /// What the policy compiled for its API (its throttler, ids and resource policies).
     pub fn api(&self) -> &ApiThrottle {
         &self.t
-    }
-}
-
-/// Headers, the raw query string and the token claims the snapshot's conditions read
-/// (kept in the identity at verification): conditional groups look here.
-struct RequestLookup<'a> {
-    headers: &'a HeaderMap,
-    query: Option<&'a str>,
-    claims: Option<&'a Claims>,
-}
-
-impl Lookup for RequestLookup<'_> {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-
-    fn query(&self, name: &str) -> Option<Cow<'_, str>> {
-        query_param(self.query?, name)
-    }
-
-    fn claim(&self, name: &str) -> Option<&str> {
-        self.claims?.get(name)
     }
 }
 
@@ -78,31 +61,13 @@ impl Policy for ThrottlePolicy {
         req: &'a mut request::Parts,
     ) -> Step<'a> {
         let t = &*self.t;
-        let identity = ctx.auth.as_ref().map(|a: &Authenticated| &*a.identity);
-        let application = identity.and_then(|i| i.application_id.as_deref());
-        let resource = t.resource_policy(&req.method, ctx.upstream.path());
+        let identity = ctx.identity().map(|i| &**i);
         let lookup = RequestLookup {
             headers: &req.headers,
             query: req.uri.query(),
             claims: identity.map(|i| &i.claims),
         };
-        // No usable length (absent, bad or conflicting) charges nothing on the way in.
-        let bytes = content_length(&req.headers).ok().flatten().unwrap_or(0);
-        let facts = RequestFacts {
-            api_id: &t.api_id,
-            resource: resource.map(|r| &*r.key),
-            application_id: application,
-            user: identity.map(end_user),
-            // An authenticated caller without a subscription (an API that does not
-            // require one) counts on its application tier only.
-            subscription_tier: ctx.subscription_tier(),
-            application_tier: application.and_then(|a| t.application_tier(a)),
-            api_policy: t.api_policy.as_deref(),
-            resource_policy: resource.map(|r| &*r.policy),
-            client_ip: ctx.client.ip(),
-            bytes,
-            lookup: &lookup,
-        };
+        let facts = request_facts(t, ctx, req, &lookup);
         let decision = t.throttler.check(&facts, self.clock.now());
         if !decision.allowed {
             let e = refusal(t, &decision);
@@ -122,9 +87,16 @@ impl Policy for ThrottlePolicy {
         ctx: &mut RequestCtx,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
+        let t = &*self.t;
         if let Some(d) = ctx.throttle.as_ref() {
-            let t = &*self.t;
             t.throttler.write_headers(d, t.headers, &mut resp.headers);
+        }
+        // Only an API with token budgets looks: the others pay one branch.
+        if t.counts_tokens {
+            if let Some(Tokens(d)) = ctx.ext.get::<Tokens>() {
+                t.throttler
+                    .write_token_headers(d, t.headers, &mut resp.headers);
+            }
         }
         Ok(())
     }
@@ -142,20 +114,6 @@ impl Policy for ThrottlePolicy {
     }
 }
 
-/// The end user an application tier counts: the credential's subject, except for a token
-/// a client got for itself (client credentials: its `sub` is the client id, RFC 9068
-/// §2.2), which counts as the application's owner, the end user of the application's
-/// API keys too (WSO2's rule): one application's key and token share one quota.
-fn end_user(i: &Identity) -> &str {
-    match (
-        i.principal.client_id.as_deref(),
-        i.principal.subscriber.as_deref(),
-    ) {
-        (Some(client), Some(owner)) if client == &*i.subject => owner,
-        _ => &i.subject,
-    }
-}
-
 /// The 429: a table error carrying the throttler's headers and fields.
 #[cold]
 fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
@@ -163,16 +121,10 @@ fn refusal(t: &ApiThrottle, d: &Decision) -> GatewayError {
     if let Some(rule) = d.rule {
         tracing::debug!(api = %t.api_id, rule = throttler.rule_label(rule), "throttled");
     }
-    let mut e = GatewayError::new(ErrorKind::Throttled);
     let mut h = HeaderMap::new();
     throttler.write_headers(d, t.headers, &mut h);
-    let retry_after = crate::retry_after_secs(d);
-    e.headers = Some(Box::new(h));
-    e.detail = Some(Cow::Owned(throttler.message(d)));
     let policy = d.rule.map_or("", |id| throttler.policy_name(id));
-    e.fields.push(("policy", policy.into()));
-    e.fields.push(("retry_after", retry_after.into()));
-    e
+    throttled(h, throttler.message(d), policy, crate::retry_after_secs(d))
 }
 
 /// The throttle kind: `throttling:` of the API and its resources (problems reported
@@ -205,6 +157,8 @@ impl PolicyKind for Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Lookup;
+    use http::HeaderMap;
     use turnpike_model::GatewayFile;
     use turnpike_policy::{Runtime, Scratch};
 

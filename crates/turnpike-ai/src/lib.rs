@@ -1,0 +1,35 @@
+//! LLM APIs (issue 30; docs/ai-gateway.md): the `ai` policy kind. An API with an `ai:`
+//! section serves an OpenAI-compatible front (`/chat/completions`, `/completions`,
+//! `/embeddings`, `/models`) and Anthropic's `/messages` under its context; each request
+//! names a model, which picks the provider and the provider's model; the request is
+//! translated to the provider's API when it speaks the other one, the provider's key
+//! (a secret reference resolved when the snapshot is compiled) replaces the client's
+//! credential, and the answer, whole or streamed (Server-Sent Events, through the
+//! gateway's response stream hook), comes back in the front's shape, errors included
+//! (the gateway's own 401/403/429 too). What a call costs is left in `ctx.ext` for the
+//! kinds that count it: [`turnpike_policy::ai::TokenEstimate`] before the throttle's
+//! check, [`turnpike_policy::ai::TokenUsage`] before `on_complete`.
+//!
+//! Modules: `kind` (the spec compiled: providers, keys, routes; [`expand`] fills in an
+//! AI API's endpoint and resources before routing), `policy` (the hooks), `request`
+//! (the front named by the path; the body parsed once under caps), `errors` (each
+//! front's error shape), `to_anthropic` and `to_openai` (the translations, whole and
+//! streamed), `sse` (events cut from chunks), `stream` (the response stream), `usage`.
+//!
+//! A policy kind: depends on `turnpike-policy` and `turnpike-model` only, no IO but
+//! the secret read at build.
+
+mod errors;
+mod kind;
+mod policy;
+pub mod request;
+mod secret;
+mod sse;
+mod stream;
+pub mod to_anthropic;
+pub mod to_openai;
+pub mod usage;
+
+pub use kind::{expand, Ai};
+pub use policy::AiPolicy;
+pub use request::{Front, Limits};

@@ -1,0 +1,462 @@
+//! [`AiPolicy`], the hooks of an AI API:
+//!
+//! - `pre_route`: names the front from the path (so even auth's 401 takes its shape)
+//!   and reads an SDK's key header (`Authorization: Bearer`, Anthropic's `x-api-key`)
+//!   as the API's key header;
+//! - `on_request_body`: the body parsed once under caps, the model routed to its
+//!   provider, the body translated when the provider speaks the other API, the
+//!   client's credentials replaced by the provider's key, the token estimate left in
+//!   `ctx.ext` (before the throttle's token check, which runs after this stage);
+//! - `on_response_body`: a whole answer translated and its usage read; every error in
+//!   the front's shape;
+//! - `response_stream`: a streamed answer relayed or translated event by event
+//!   (`stream.rs`).
+//!
+//! The policy's own refusals (a bad body, an unknown model) are answered in the front's
+//! shape directly, since a policy's response side never sees its own refusal.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ACCEPT_ENCODING, AUTHORIZATION, CONTENT_TYPE};
+use http::{request, response, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
+use serde_json::{json, Map, Value};
+use turnpike_model::ai::ProviderKind;
+use turnpike_policy::ai::TokenEstimate;
+use turnpike_policy::{
+    ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
+};
+
+use crate::request::{Front, Limits};
+use crate::stream::{AiStream, Mode};
+use crate::to_anthropic::StreamToOpenai;
+use crate::usage;
+use crate::{errors, to_anthropic, to_openai};
+
+const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+const ANTHROPIC_VERSION: HeaderName = HeaderName::from_static("anthropic-version");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// A compiled provider.
+pub(crate) struct Provider {
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: ProviderKind,
+    /// The key as its header's value (`Bearer …` for OpenAI), marked sensitive.
+    pub(crate) auth: Option<HeaderValue>,
+}
+
+/// Where a model name goes.
+pub(crate) struct Route {
+    pub(crate) provider: usize,
+    pub(crate) model: Arc<str>,
+}
+
+/// How an SDK's own key header becomes the API's key header (see `kind.rs`).
+pub(crate) struct ClientKey {
+    pub(crate) header: HeaderName,
+    pub(crate) bearer_jwts: bool,
+    pub(crate) introspected: bool,
+}
+
+impl ClientKey {
+    fn adopt(&self, headers: &mut HeaderMap) {
+        if headers.contains_key(&self.header) {
+            return;
+        }
+        if let Some(v) = headers.remove(X_API_KEY) {
+            headers.insert(self.header.clone(), v);
+            return;
+        }
+        let Some(token) = headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        let token_like = self.introspected || token.bytes().filter(|b| *b == b'.').count() == 2;
+        if self.bearer_jwts && token_like {
+            return;
+        }
+        if let Ok(v) = HeaderValue::from_str(token.trim()) {
+            headers.insert(self.header.clone(), v);
+            headers.remove(AUTHORIZATION);
+        }
+    }
+}
+
+/// An AI API's policy, built by the `ai` kind.
+pub struct AiPolicy {
+    pub(crate) providers: Vec<Provider>,
+    pub(crate) routes: HashMap<String, Route>,
+    pub(crate) default_max_tokens: u64,
+    pub(crate) limits: Limits,
+    pub(crate) passthrough: bool,
+    pub(crate) client_key: Option<ClientKey>,
+}
+
+/// What the request side learnt, for the response side.
+#[derive(Clone)]
+struct Call {
+    front: Front,
+    /// The provider a front call went to (none: pass-through, `/models`, refused).
+    provider: Option<usize>,
+    model: Option<Arc<str>>,
+    stream: bool,
+    /// The client asked for OpenAI's usage chunk (`stream_options.include_usage`); the
+    /// gateway always asks an OpenAI provider for it, reads it, and leaves it out of
+    /// what the client gets unless asked.
+    usage_chunk: bool,
+}
+
+fn bad_request(message: String) -> GatewayError {
+    let mut e = GatewayError::new(ErrorKind::BadRequest);
+    e.detail = Some(message.into());
+    e
+}
+
+impl AiPolicy {
+    /// The provider and the provider's model for the model a client asked for.
+    fn route(&self, asked: &str) -> Result<(usize, Arc<str>), GatewayError> {
+        if self.routes.is_empty() {
+            return Ok((0, asked.into()));
+        }
+        match self.routes.get(asked) {
+            Some(r) => Ok((r.provider, r.model.clone())),
+            None => {
+                let mut e = GatewayError::new(ErrorKind::NotFound);
+                e.detail = Some(format!("the model {asked:?} is not served by this API").into());
+                Err(e)
+            }
+        }
+    }
+
+    /// `GET /models`: the model names clients may ask for, in OpenAI's list shape.
+    fn models(&self) -> Response<Bytes> {
+        let mut names: Vec<(&String, &Route)> = self.routes.iter().collect();
+        names.sort_by(|a, b| a.0.cmp(b.0));
+        let data: Vec<Value> = names
+            .into_iter()
+            .map(|(name, r)| {
+                let owner = self.providers.get(r.provider).map_or("", |p| &*p.name);
+                json!({"id": name, "object": "model", "created": 0, "owned_by": owner})
+            })
+            .collect();
+        let body = serde_json::to_vec(&json!({"object": "list", "data": data})).unwrap_or_default();
+        let mut resp = Response::new(Bytes::from(body));
+        resp.headers_mut().insert(CONTENT_TYPE, JSON);
+        resp
+    }
+
+    /// The client's credentials out, the provider's key in; an identity encoding, so
+    /// the answer can be read.
+    fn provider_headers(&self, p: &Provider, headers: &mut HeaderMap) {
+        headers.remove(AUTHORIZATION);
+        headers.remove(X_API_KEY);
+        if let Some(k) = &self.client_key {
+            headers.remove(&k.header);
+        }
+        headers.remove(ACCEPT_ENCODING);
+        match (p.kind, &p.auth) {
+            (ProviderKind::Openai, Some(a)) => {
+                headers.insert(AUTHORIZATION, a.clone());
+            }
+            (ProviderKind::Anthropic, Some(a)) => {
+                headers.insert(X_API_KEY, a.clone());
+            }
+            _ => {}
+        }
+        if p.kind == ProviderKind::Anthropic && !headers.contains_key(ANTHROPIC_VERSION) {
+            headers.insert(ANTHROPIC_VERSION, HeaderValue::from_static("2023-06-01"));
+        }
+        if p.kind == ProviderKind::Openai {
+            headers.remove(ANTHROPIC_VERSION);
+        }
+    }
+
+    /// A front call: parse, route, translate, re-key, estimate.
+    fn front_call(
+        &self,
+        front: Front,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        if req.method != Method::POST {
+            let mut e = GatewayError::new(ErrorKind::MethodNotAllowed)
+                .with_header(http::header::ALLOW, HeaderValue::from_static("POST"));
+            e.detail = Some("this front takes POST".into());
+            return Err(e);
+        }
+        let parsed = crate::request::parse(body, &self.limits).map_err(bad_request)?;
+        let (index, model) = self.route(crate::request::model(&parsed).map_err(bad_request)?)?;
+        let provider = self
+            .providers
+            .get(index)
+            .ok_or_else(|| GatewayError::new(ErrorKind::Internal))?;
+        let stream = parsed.get("stream").and_then(Value::as_bool) == Some(true);
+        let asked_usage = parsed
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        let (path, out) = translate(
+            front,
+            provider.kind,
+            &parsed,
+            &model,
+            self.default_max_tokens,
+        )?;
+        ctx.upstream
+            .set_path(path)
+            .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?;
+        let estimate = estimate(front, &parsed, body.len(), self.default_max_tokens);
+        *body = Bytes::from(
+            serde_json::to_vec(&out)
+                .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
+        );
+        self.provider_headers(provider, &mut req.headers);
+        req.headers.insert(CONTENT_TYPE, JSON);
+        ctx.ext.insert(estimate);
+        ctx.ext.insert(Call {
+            front,
+            provider: Some(index),
+            model: Some(model),
+            stream,
+            usage_chunk: asked_usage,
+        });
+        Ok(())
+    }
+
+    fn request_body(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> HookResult {
+        let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
+        match front {
+            Front::Models => Ok(Flow::Respond(self.models())),
+            Front::Other if self.passthrough => {
+                if let Some(p) = self.providers.first() {
+                    self.provider_headers(p, &mut req.headers);
+                }
+                Ok(Flow::Continue)
+            }
+            Front::Other => {
+                let mut e = GatewayError::new(ErrorKind::NotFound);
+                e.detail = Some("not an AI front: /chat/completions, /completions, /embeddings, /models or /messages".into());
+                Err(e)
+            }
+            _ => self
+                .front_call(front, ctx, req, body)
+                .map(|()| Flow::Continue),
+        }
+    }
+
+    /// A whole answer: usage read, translated when the provider spoke the other API.
+    fn answer(&self, ctx: &mut RequestCtx, call: &Call, body: &mut Bytes) {
+        let Some(p) = call.provider.and_then(|i| self.providers.get(i)) else {
+            return;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(body) else {
+            return;
+        };
+        let (counts, translated) = match (call.front.is_anthropic(), p.kind) {
+            (false, ProviderKind::Openai) => (v.get("usage").and_then(usage::from_openai), None),
+            (true, ProviderKind::Anthropic) => (v.get("usage").map(usage::from_anthropic), None),
+            (false, ProviderKind::Anthropic) => to_anthropic::response(&v)
+                .map(|(o, c)| (Some(c), Some(o)))
+                .unwrap_or((None, None)),
+            (true, ProviderKind::Openai) => to_openai::response(&v)
+                .map(|(o, c)| (Some(c), Some(o)))
+                .unwrap_or((None, None)),
+        };
+        if let Some(out) = translated.and_then(|o| serde_json::to_vec(&o).ok()) {
+            *body = Bytes::from(out);
+        }
+        if let Some(c) = counts {
+            ctx.ext.insert(usage::token_usage(
+                c,
+                call.model.clone(),
+                p.name.clone(),
+                false,
+            ));
+        }
+    }
+}
+
+/// What a call may cost before it is sent: the prompt at 4 bytes a token of the
+/// request's JSON (cheap, and a little over; the provider's usage replaces it once the
+/// answer says it) and the completion cap it asked for (none for embeddings).
+fn estimate(
+    front: Front,
+    parsed: &Map<String, Value>,
+    bytes: usize,
+    default_max: u64,
+) -> TokenEstimate {
+    let max_completion = match front {
+        Front::Embeddings => 0,
+        _ => ["max_completion_tokens", "max_tokens"]
+            .iter()
+            .find_map(|k| parsed.get(*k).and_then(Value::as_u64))
+            .unwrap_or(default_max),
+    };
+    TokenEstimate {
+        prompt: bytes as u64 / 4,
+        max_completion,
+    }
+}
+
+/// The provider's path and body for a front call.
+fn translate(
+    front: Front,
+    kind: ProviderKind,
+    body: &Map<String, Value>,
+    model: &str,
+    default_max: u64,
+) -> Result<(&'static str, Value), GatewayError> {
+    let same = |with_usage: bool| {
+        let mut out = body.clone();
+        out.insert("model".into(), Value::from(model));
+        if with_usage && out.get("stream").and_then(Value::as_bool) == Some(true) {
+            let opts = out.entry("stream_options").or_insert_with(|| json!({}));
+            if let Value::Object(o) = opts {
+                o.insert("include_usage".into(), Value::Bool(true));
+            }
+        }
+        Value::Object(out)
+    };
+    Ok(match (front, kind) {
+        (Front::Chat, ProviderKind::Openai) => ("/chat/completions", same(true)),
+        (Front::Completions, ProviderKind::Openai) => ("/completions", same(true)),
+        (Front::Embeddings, ProviderKind::Openai) => ("/embeddings", same(false)),
+        (Front::Messages, ProviderKind::Anthropic) => ("/messages", same(false)),
+        (Front::Chat, ProviderKind::Anthropic) => {
+            ("/messages", to_anthropic::request(body, model, default_max))
+        }
+        (Front::Messages, ProviderKind::Openai) => (
+            "/chat/completions",
+            to_openai::request(body, model, default_max),
+        ),
+        _ => {
+            return Err(bad_request(
+                "this model's provider (Anthropic) has no such API".into(),
+            ))
+        }
+    })
+}
+
+impl Policy for AiPolicy {
+    fn name(&self) -> &'static str {
+        "ai"
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::PRE_ROUTE | Hooks::REQUEST_BODY | Hooks::RESPONSE_BODY | Hooks::RESPONSE_STREAM
+    }
+
+    fn pre_route<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts) -> Step<'a> {
+        let front = Front::of(ctx.upstream.path());
+        ctx.ext.insert(Call {
+            front,
+            provider: None,
+            model: None,
+            stream: false,
+            usage_chunk: false,
+        });
+        if let Some(k) = &self.client_key {
+            k.adopt(&mut req.headers);
+        }
+        Step::CONTINUE
+    }
+
+    fn on_request_body<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+        body: &'a mut Bytes,
+    ) -> Step<'a> {
+        let r = self.request_body(ctx, req, body).or_else(|e| {
+            // Our own refusal: the chain would show it to the policies before this one
+            // only, so it leaves in the front's shape from here.
+            let anthropic = ctx
+                .ext
+                .get::<Call>()
+                .is_some_and(|c| c.front.is_anthropic());
+            let resp = e.into_response(&ctx.request_id);
+            let (mut parts, b) = resp.into_parts();
+            let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
+            parts.headers.insert(CONTENT_TYPE, JSON);
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+            Ok(Flow::Respond(Response::from_parts(parts, b)))
+        });
+        Step::Done(r)
+    }
+
+    fn wants_response_body(&self, ctx: &RequestCtx, resp: &response::Parts) -> bool {
+        let Some(call) = ctx.ext.get::<Call>() else {
+            return false;
+        };
+        resp.status.as_u16() >= 400 || (call.provider.is_some() && !call.stream)
+    }
+
+    fn on_response_body(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        let Some(call) = ctx.ext.get::<Call>().cloned() else {
+            return Ok(());
+        };
+        if resp.status.as_u16() >= 400 {
+            if let Some(b) = errors::reshape(call.front.is_anthropic(), resp.status, body) {
+                *body = Bytes::from(b);
+                resp.headers.insert(CONTENT_TYPE, JSON);
+            }
+            return Ok(());
+        }
+        if resp.status == StatusCode::OK {
+            self.answer(ctx, &call, body);
+        }
+        Ok(())
+    }
+
+    fn response_stream(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &response::Parts,
+    ) -> Option<Box<dyn ResponseStream>> {
+        let call = ctx.ext.get::<Call>()?;
+        if !call.stream
+            || !resp.status.is_success()
+            || !turnpike_policy::http::is_stream(&resp.headers)
+        {
+            return None;
+        }
+        let p = self.providers.get(call.provider?)?;
+        let mode = match (call.front.is_anthropic(), p.kind) {
+            (false, ProviderKind::Openai) => Mode::ObserveOpenai {
+                strip_usage: !call.usage_chunk,
+            },
+            (true, ProviderKind::Anthropic) => Mode::ObserveAnthropic,
+            (false, ProviderKind::Anthropic) => {
+                Mode::ToOpenai(Box::new(StreamToOpenai::new(call.usage_chunk)))
+            }
+            (true, ProviderKind::Openai) => Mode::ToAnthropic(Box::default()),
+        };
+        let estimate = ctx.ext.get::<TokenEstimate>().copied().unwrap_or_default();
+        Some(Box::new(AiStream::new(
+            mode,
+            estimate,
+            call.model.clone(),
+            p.name.clone(),
+        )))
+    }
+}
