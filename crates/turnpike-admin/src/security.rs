@@ -27,7 +27,7 @@ use turnpike_model::security::{
     ApiAuthSpec, ApiKeySpec, IntrospectionSpec, IssuerSpec, SecuritySpec,
 };
 use turnpike_model::ResourceSpec;
-use turnpike_store::{Api, Resource, Store};
+use turnpike_store::{Api, Resource, Store, StoreError};
 
 use crate::error::{ApiError, FieldError};
 use crate::scopes::Scope;
@@ -97,7 +97,7 @@ impl ClientStore for Clients {
         self.store.api_exists(path).await
     }
     async fn registration_policy(&self) -> Result<Option<RegistrationPolicy>, KmError> {
-        crate::rest::client_registration::policy(&self.store)
+        registration_policy(&self.store)
             .await
             .map_err(|e| KmError::new(e.to_string()))
     }
@@ -394,4 +394,62 @@ pub fn resource_specs(api: &Api) -> Vec<ResourceSpec> {
                 .and_then(|c| serde_json::from_value(c.clone()).ok()),
         })
         .collect()
+}
+
+/// The setting of the dynamic client registration policy
+/// (`rest/client_registration.rs`).
+pub(crate) const REGISTRATION_KEY: &str = "client_registration";
+
+/// The stored setting with defaults filled in (the token's hash included).
+pub(crate) fn registration_setting(v: Option<serde_json::Value>) -> serde_json::Value {
+    let d = RegistrationPolicy::default();
+    let mut out = serde_json::json!({
+        "enabled": false,
+        "initialAccessTokenSha256": serde_json::Value::Null,
+        "owner": d.owner,
+        "applicationTier": d.application_tier,
+        "grantTypes": d.grant_types,
+        "scopes": d.scopes,
+        "maxClients": d.max_clients,
+        "perMinute": d.per_minute,
+    });
+    if let (Some(serde_json::Value::Object(set)), Some(o)) = (v, out.as_object_mut()) {
+        o.extend(set);
+    }
+    out
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The policy in force, `None` while registration is off (what the key manager asks).
+pub(crate) async fn registration_policy(
+    store: &Store,
+) -> Result<Option<RegistrationPolicy>, StoreError> {
+    let v = registration_setting(store.setting(REGISTRATION_KEY).await?);
+    if v["enabled"] != true {
+        return Ok(None);
+    }
+    let d = RegistrationPolicy::default();
+    Ok(Some(RegistrationPolicy {
+        initial_access_token_sha256: v["initialAccessTokenSha256"].as_str().map(str::to_owned),
+        owner: v["owner"].as_str().map_or(d.owner, str::to_owned),
+        application_tier: v["applicationTier"]
+            .as_str()
+            .map_or(d.application_tier, str::to_owned),
+        grant_types: strings(&v["grantTypes"]),
+        scopes: strings(&v["scopes"]),
+        max_clients: v["maxClients"].as_u64().unwrap_or(d.max_clients),
+        per_minute: v["perMinute"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(d.per_minute),
+    }))
 }

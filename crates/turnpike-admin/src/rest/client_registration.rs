@@ -4,23 +4,24 @@
 //! registration; GET says `initialAccessTokenSet`), "owner", "applicationTier",
 //! "grantTypes", "scopes", "maxClients", "perMinute"}`. Off until an admin turns it on.
 //! Stored as one setting (the token as its SHA-256 only); the key manager reads it on
-//! each registration ([`policy`]), so a change applies at once, on every control plane.
+//! each registration (`crate::security::registration_policy`), so a change applies at
+//! once, on every control plane.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use serde_json::{json, Value};
+use serde_json::Value;
 use turnpike_keymanager::RegistrationPolicy;
-use turnpike_store::{Store, StoreError, TierKind};
+use turnpike_store::TierKind;
 
 use crate::auth::Admin;
 use crate::error::ApiResult;
 use crate::http::JsonBody;
+use crate::security::{registration_setting as stored, REGISTRATION_KEY as KEY};
 use crate::validate::{check_scope, Fields};
 use crate::AppState;
 
-const KEY: &str = "client_registration";
 const GRANTS: [&str; 3] = ["authorization_code", "refresh_token", "client_credentials"];
 
 pub fn admin_routes() -> Router<AppState> {
@@ -28,58 +29,6 @@ pub fn admin_routes() -> Router<AppState> {
         "/settings/client-registration",
         get(get_settings).put(put_settings),
     )
-}
-
-/// The stored setting with defaults filled in (the token's hash included).
-fn stored(v: Option<Value>) -> Value {
-    let d = RegistrationPolicy::default();
-    let mut out = json!({
-        "enabled": false,
-        "initialAccessTokenSha256": Value::Null,
-        "owner": d.owner,
-        "applicationTier": d.application_tier,
-        "grantTypes": d.grant_types,
-        "scopes": d.scopes,
-        "maxClients": d.max_clients,
-        "perMinute": d.per_minute,
-    });
-    if let (Some(Value::Object(set)), Some(o)) = (v, out.as_object_mut()) {
-        o.extend(set);
-    }
-    out
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The policy in force, `None` while registration is off (what the key manager asks).
-pub(crate) async fn policy(store: &Store) -> Result<Option<RegistrationPolicy>, StoreError> {
-    let v = stored(store.setting(KEY).await?);
-    if v["enabled"] != true {
-        return Ok(None);
-    }
-    let d = RegistrationPolicy::default();
-    Ok(Some(RegistrationPolicy {
-        initial_access_token_sha256: v["initialAccessTokenSha256"].as_str().map(str::to_owned),
-        owner: v["owner"].as_str().map_or(d.owner, str::to_owned),
-        application_tier: v["applicationTier"]
-            .as_str()
-            .map_or(d.application_tier, str::to_owned),
-        grant_types: strings(&v["grantTypes"]),
-        scopes: strings(&v["scopes"]),
-        max_clients: v["maxClients"].as_u64().unwrap_or(d.max_clients),
-        per_minute: v["perMinute"]
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(d.per_minute),
-    }))
 }
 
 /// The REST view: the token's hash never leaves.
