@@ -81,6 +81,7 @@ pub(crate) struct Routes {
 
 /// Where an API's MCP server answers: `/mcp{context}/{version}`, for `POST` (JSON-RPC
 /// messages) and `DELETE` (a session's end); a `GET` gets 405 (no server stream).
+#[derive(Debug)]
 pub(crate) struct McpEndpoint {
     pub route: String,
     /// What analytics names the endpoint's own requests by (a tool call is named by its

@@ -1,79 +1,26 @@
-//! Token budgets through a real gateway and a real upstream on 127.0.0.1:0. The AI
-//! kind's part (reading the call's estimate from the body, its usage from the answer)
-//! is played by a small stand-in policy put at the front of the chain (`Estimator`:
-//! `max_tokens` and a prompt of one token per 4 bytes, usage from the test's `use`
-//! field), so these stories test the budget's side of the seam: a call whose estimate
-//! does not fit is refused 429 before the upstream is called, with `RateLimit` headers
-//! in tokens and the error table's body; usage past the budget is charged and refuses
-//! the next call; a call that never reached the upstream costs nothing.
+//! Token budgets (issue 30 item 3) through a real gateway, the real AI kind and the
+//! deterministic provider `turnpike echo --llm` on 127.0.0.1:0: the AI policy estimates
+//! each call before it is sent (a prompt of one token per 4 bytes, plus `max_tokens`)
+//! and reads the provider's usage from its answer; the budget holds the estimate,
+//! refuses 429 before the provider is called when it cannot fit (with `RateLimit`
+//! headers in tokens, the body in the OpenAI front's shape), and charges the real usage,
+//! which may take the window below what was held.
 
 mod support;
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-
-use bytes::Bytes;
-use http::{request, response};
+use serde_json::{json, Value};
 use support::*;
-use turnpike_config::Snapshot;
-use turnpike_gateway::{GatewayError, Hooks, Policy, RequestCtx, Step};
-use turnpike_policy::ai::{TokenEstimate, TokenUsage};
+use turnpike_bench::echo::spawn_llm;
+use turnpike_bench::echo_llm::LlmConfig;
 
-/// Stands in for the AI kind: the estimate from the body before the call, the usage
-/// (the body's `use`) when the answer's head arrives.
-struct Estimator;
-
-#[derive(Clone, Copy)]
-struct WillUse(u64);
-
-impl Policy for Estimator {
-    fn name(&self) -> &'static str {
-        "estimator"
-    }
-
-    fn hooks(&self) -> Hooks {
-        Hooks::REQUEST_BODY | Hooks::RESPONSE_HEADERS
-    }
-
-    fn on_request_body<'a>(
-        &'a self,
-        ctx: &'a mut RequestCtx,
-        _req: &'a mut request::Parts,
-        body: &'a mut Bytes,
-    ) -> Step<'a> {
-        let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-        ctx.ext.insert(TokenEstimate {
-            prompt: body.len() as u64 / 4,
-            max_completion: v["max_tokens"].as_u64().unwrap_or(0),
-        });
-        ctx.ext.insert(WillUse(v["use"].as_u64().unwrap_or(0)));
-        Step::CONTINUE
-    }
-
-    fn on_response_headers(
-        &self,
-        ctx: &mut RequestCtx,
-        resp: &mut response::Parts,
-    ) -> Result<(), GatewayError> {
-        if let (true, Some(WillUse(n))) = (resp.status.is_success(), ctx.ext.get::<WillUse>()) {
-            let usage = TokenUsage {
-                completion: *n,
-                total: *n,
-                ..TokenUsage::default()
-            };
-            ctx.ext.insert(usage);
-        }
-        Ok(())
-    }
-}
-
-fn yaml(upstream: &str) -> String {
+fn yaml(provider: &str) -> String {
     format!(
         "throttling:\n  advanced_policies:\n    - name: AiBudget\n      tokens:\n        \
          - {{ total: 1000, per: hour }}\n\
          apis:\n  - name: llm\n    context: /llm\n    version: v1\n    \
-         throttling: AiBudget\n    endpoints: [\"{upstream}\"]\n    \
-         resources: [ {{ path: \"/*\", methods: [\"*\"] }} ]\n"
+         throttling: AiBudget\n    \
+         ai:\n      providers:\n        - {{ name: echo, kind: openai, url: \"{provider}/v1\" }}\n      \
+         models:\n        - {{ name: m, provider: echo }}\n"
     )
 }
 
@@ -86,95 +33,129 @@ fn members(r: &reqwest::Response, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The token budget's member of header `name`.
-fn token_member(r: &reqwest::Response, name: &str) -> String {
-    let all = members(r, name);
-    all.iter()
-        .find(|m| m.starts_with("\"adv:AiBudget"))
-        .unwrap_or_else(|| panic!("no token member in {all:?}"))
-        .clone()
+/// What the token budget's `RateLimit` member says is left.
+fn tokens_left(r: &reqwest::Response) -> i64 {
+    let all = members(r, "ratelimit");
+    let m = all
+        .iter()
+        .find(|m| m.starts_with("\"adv:AiBudget/tokens-per-hour\""))
+        .unwrap_or_else(|| panic!("no token member in {all:?}"));
+    let r = m
+        .split(';')
+        .find_map(|p| p.strip_prefix("r="))
+        .unwrap_or_else(|| panic!("no r= in {m}"));
+    r.parse().expect("a number")
+}
+
+fn chat(content: &str, max_tokens: u64) -> Value {
+    json!({"model": "m", "max_tokens": max_tokens,
+           "messages": [{"role": "user", "content": content}]})
+}
+
+/// The last request the provider received (its `/_echo/last`).
+async fn provider_last(c: &reqwest::Client, provider: &str) -> String {
+    let r = c
+        .get(format!("{provider}/_echo/last"))
+        .send()
+        .await
+        .expect("echo");
+    r.text().await.expect("text")
 }
 
 #[tokio::test]
-async fn a_call_over_the_token_budget_is_refused_before_the_upstream() {
-    let upstream = numbered().await;
-    let mut snap = Snapshot::from_yaml(&yaml(&http(upstream.addr)), "test").expect("valid");
-    for api in snap.apis.iter_mut() {
-        let api = Arc::get_mut(api).expect("a fresh snapshot owns its APIs");
-        assert!(
-            api.chain.names().any(|n| n == "token_budget"),
-            "{:?}",
-            api.chain
-        );
-        api.chain = api.chain.prepended(Arc::new(Estimator));
-    }
-    let gw = gateway_built(
-        Arc::new(arc_swap::ArcSwap::from_pointee(snap)),
-        |_| {},
-        |b| b,
-    )
-    .await;
+async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
+    let echo = spawn_llm(LlmConfig::default()).await.expect("echo --llm");
+    let provider = http(echo);
+    let gw = gateway(&yaml(&provider)).await;
     let c = client();
     let url = gw.url("/llm/v1/chat/completions");
-    let send = |body: &'static str| c.post(&url).body(body).send();
 
-    // 40 bytes: a prompt of 10, max_tokens 300: held 310 of 1000; it uses 700.
-    let r = send(r#"{"max_tokens":300,"use":700,"p":"abcde"}"#)
-        .await
-        .expect("call");
+    // A call that fits: charged its real usage, as the provider reported it.
+    let r = c.post(&url).json(&chat("lorem 200", 300)).send().await.expect("call");
     assert_eq!(r.status(), 200);
-    // Beside the request quota's (the Unauthenticated tier, per client IP).
-    assert_eq!(
-        members(&r, "ratelimit-policy"),
-        [
-            "\"sub:Unauthenticated\";q=500;w=60",
-            "\"adv:AiBudget/tokens-per-hour\";q=1000;w=3600"
-        ]
-    );
-    let rl = token_member(&r, "ratelimit");
     assert!(
-        rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=690;t="),
-        "{rl}"
+        members(&r, "ratelimit-policy")
+            .contains(&"\"adv:AiBudget/tokens-per-hour\";q=1000;w=3600".to_owned()),
+        "{:?}",
+        members(&r, "ratelimit-policy")
     );
-    let _ = r.bytes().await;
+    let answer: Value = r.json().await.expect("json");
+    let used = answer["usage"]["total_tokens"].as_i64().expect("usage");
+    assert!(used > 200, "{answer}");
 
-    // 300 left: a call asking for 400 more is refused, and the upstream never sees it.
-    let calls = upstream.calls.load(Ordering::SeqCst);
-    let r = send(r#"{"max_tokens":400,"use":10,"p":"abcde"}"#)
+    // The next call's head says what the first one left; one asking for more than that
+    // is refused 429 in the OpenAI front's shape, and the provider never sees it.
+    let r = c.post(&url).json(&chat("lorem 1", 1)).send().await.expect("call");
+    assert_eq!(r.status(), 200);
+    let after_two = {
+        let body: Value = r.json().await.expect("json");
+        1000 - used - body["usage"]["total_tokens"].as_i64().expect("usage")
+    };
+    let r = c
+        .post(&url)
+        .json(&chat("the refused call", after_two as u64 + 10))
+        .send()
         .await
         .expect("call");
     assert_eq!(r.status(), 429);
     assert!(r.headers().contains_key("retry-after"));
-    let rl = token_member(&r, "ratelimit");
+    assert_eq!(tokens_left(&r), after_two);
+    let body: Value = r.json().await.expect("json");
     assert!(
-        rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=300;t="),
-        "{rl}"
-    );
-    let body = error_body(r).await;
-    assert_eq!(body["code"], "throttled");
-    assert_eq!(body["policy"], "AiBudget");
-    assert!(
-        body["message"].as_str().unwrap_or("").contains("tokens"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("tokens"),
         "{body}"
     );
-    assert_eq!(
-        upstream.calls.load(Ordering::SeqCst),
-        calls,
-        "refused before the upstream"
+    assert!(
+        !provider_last(&c, &provider).await.contains("the refused call"),
+        "refused before the provider"
     );
 
-    // What fits still passes, and its usage past the budget (600 > 300) is charged...
-    let r = send(r#"{"max_tokens":200,"use":600,"p":"abcde"}"#)
-        .await
-        .expect("call");
+    // A call whose estimate fits but whose real prompt is twice the estimate ("a a a..."
+    // is a token per 2 bytes) is charged in full: the window goes to nothing, and even
+    // the smallest call is refused until the hour ends.
+    let words = "a ".repeat(after_two as usize * 2 - 100);
+    let r = c.post(&url).json(&chat(&words, 1)).send().await.expect("call");
     assert_eq!(r.status(), 200);
-    let _ = r.bytes().await;
-    // ...so that even the smallest call is refused until the hour ends.
-    let r = send(r#"{"max_tokens":1}"#).await.expect("call");
-    assert_eq!(r.status(), 429);
-    let rl = token_member(&r, "ratelimit");
+    let body: Value = r.json().await.expect("json");
     assert!(
-        rl.starts_with("\"adv:AiBudget/tokens-per-hour\";r=0;t="),
-        "{rl}"
+        body["usage"]["prompt_tokens"].as_i64().expect("usage") > after_two,
+        "{body}"
+    );
+    let r = c.post(&url).json(&chat("x", 1)).send().await.expect("call");
+    assert_eq!(r.status(), 429);
+    assert_eq!(tokens_left(&r), 0);
+}
+
+/// A secured REST API whose subscription tier counts tokens gets no token budget
+/// policy (nothing there estimates or reports tokens), so it buffers no request body.
+#[tokio::test]
+async fn an_api_that_is_not_an_llm_api_gets_no_token_budget() {
+    let upstream = numbered().await;
+    let yaml = format!(
+        "security:\n  api_keys:\n    - {{ sha256: \"{sha}\", application: app, subscriber: alice }}\n  \
+         subscriptions:\n    - {{ api: /rest/v1, application: app, state: ACTIVE, tier: Gold }}\n\
+         throttling:\n  subscription_tiers:\n    - name: Gold\n      quota: {{ requests: 100, per: minute }}\n      \
+         tokens: [ {{ total: 1000, per: hour }} ]\n\
+         apis:\n  - name: rest\n    context: /rest\n    version: v1\n    endpoints: [\"{up}\"]\n    \
+         auth: {{ oauth2: false, api_key: true }}\n    \
+         resources: [ {{ path: \"/*\", methods: [\"*\"] }} ]\n",
+        sha = "64dbdc38ede19b85cac8beccc15d52debb1a30e42c2fa15716ce95ac0913ad09",
+        up = http(upstream.addr)
+    );
+    let gw = gateway(&yaml).await;
+    let snap = gw.snapshots().load();
+    let api = snap.apis.first().expect("one API");
+    assert!(
+        api.chain.names().any(|n| n == "throttle"),
+        "the tier's request quota still applies: {:?}",
+        api.chain
+    );
+    assert!(
+        !api.chain.names().any(|n| n == "token_budget"),
+        "{:?}",
+        api.chain
     );
 }

@@ -12,7 +12,7 @@ pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD",
 /// An API's gateway settings: (REST field, the declarative file's field). `graphql`,
 /// `mediation`, `requestBuffering`, `resilience` and `ai` are sections in the file's own shape, stored as
 /// given and checked by compiling them.
-pub const OPTION_FIELDS: [(&str, &str); 13] = [
+pub const OPTION_FIELDS: [(&str, &str); 14] = [
     ("host", "host"),
     ("loadBalancing", "load_balancing"),
     ("maxBodySize", "max_body_size"),

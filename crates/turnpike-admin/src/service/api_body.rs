@@ -144,7 +144,7 @@ fn resources(f: &mut Fields<'_>) -> Option<Vec<Resource>> {
 
 /// The sections kept in the declarative file's shape: (REST field, must be an array).
 /// `resilience` is checked for meaning by compiling (docs/resilience.md).
-const SECTION_FIELDS: [(&str, bool); 5] = [
+const SECTION_FIELDS: [(&str, bool); 6] = [
     ("graphql", false),
     ("mcp", false),
     ("mediation", false),

@@ -253,12 +253,13 @@ fn compile_section(
     })
 }
 
-/// Whether a token budget can reach a call of `api`: its own or a resource's advanced
-/// policy counts tokens, or (secured) a subscription or application tier does (a
-/// subscription's tier is known per call only), or (open to anonymous callers) the
-/// unauthenticated tier does. APIs no budget reaches pay nothing for them.
+/// Whether a token budget can reach a call of `api`: an LLM API (`ai:`, the only kind
+/// that estimates and reports tokens) whose own or a resource's advanced policy counts
+/// tokens, or (secured) a subscription or application tier does (a subscription's tier
+/// is known per call only), or (open to anonymous callers) the unauthenticated tier
+/// does. Other APIs pay nothing for them, even under a tier that counts tokens.
 fn counts_tokens(t: &Throttler, api: &ApiSpec, secured: bool, unauthenticated: bool) -> bool {
-    if !t.has_token_limits() {
+    if api.ai.is_none() || !t.has_token_limits() {
         return false;
     }
     let mut policies = api
