@@ -300,12 +300,16 @@ fn estimate(
     bytes: usize,
     default_max: u64,
 ) -> TokenEstimate {
+    // The completion the client asked to be capped at; without a cap nothing is held
+    // for it (holding the API's default cap would refuse every uncapped call under a
+    // budget smaller than that cap): the real usage is charged when the answer ends.
     let max_completion = match front {
         Front::Embeddings => 0,
         _ => ["max_completion_tokens", "max_tokens"]
             .iter()
             .find_map(|k| parsed.get(*k).and_then(Value::as_u64))
-            .unwrap_or(default_max),
+            .unwrap_or(0)
+            .min(default_max),
     };
     TokenEstimate {
         prompt: bytes as u64 / 4,

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 /// The most tokens a request can use, known before it is sent: the prompt's estimate
-/// and the completion cap it asked for (`max_tokens`, or the API's default cap). Put in
+/// and the completion cap it asked for (`max_tokens`; 0 when it set none: its real
+/// usage is charged after the call). Put in
 /// `ctx.ext` by the AI policy's request phase, which runs before a token budget's
 /// check so that a call that cannot fit is refused before it starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

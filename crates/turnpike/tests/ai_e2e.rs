@@ -4,7 +4,8 @@
 //! as its bearer key, Anthropic's against the Anthropic front with the key as its
 //! `x-api-key`. Each completes a call and a streamed call whose chunks arrive one by one,
 //! a tool round trip (the Anthropic front's over an OpenAI provider is translated both
-//! ways), and sees refusals in its own error shape.
+//! ways), and sees refusals in its own error shape; then the OpenAI SDK spends the
+//! example tier's tokens until a call is refused 429 with token RateLimit headers.
 
 mod support;
 
@@ -130,4 +131,18 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
     assert_eq!(e["class"], "BadRequestError", "{e}");
     assert_eq!(e["body"]["type"], "error", "Anthropic's shape: {e}");
     assert_eq!(e["body"]["error"]["type"], "invalid_request_error", "{e}");
+
+    // The contract's last line: once the tier's tokens are spent, the next call gets
+    // 429 with RateLimit headers counting tokens.
+    let b = &v["openai_budget"];
+    assert_eq!(b["status"], 429, "never refused: {v}");
+    assert!(b["spent"].as_array().is_some_and(|s| !s.is_empty()), "{b}");
+    assert!(b["retry_after"].is_string(), "{b}");
+    let policy = b["policy"].to_string();
+    assert!(policy.contains("tokens-per-minute") && policy.contains("q=3000"), "{b}");
+    assert!(b["ratelimit"].to_string().contains("tokens-per-minute"), "{b}");
+    assert!(
+        b["body"]["message"].as_str().is_some_and(|m| m.contains("tokens")),
+        "OpenAI's shape: {b}"
+    );
 }

@@ -1,6 +1,7 @@
 """The official OpenAI and Anthropic Python SDKs against a Turnpike AI API
 (crates/turnpike/tests/ai_e2e.rs runs it): a chat call and a streamed chat call on
-each front, a tool round trip on each, and a provider error in each front's shape.
+each front, a tool round trip on each, a provider error in each front's shape, and
+the example tier's token budget spent until a call is refused 429.
 Prints one JSON object of what each call saw; the Rust test asserts on it.
 
 usage: ai_sdks.py GATEWAY_URL API_KEY
@@ -114,5 +115,20 @@ try:
                        extra_headers={"x-echo-error": "400"})
 except anthropic.APIStatusError as e:
     out["anthropic_provider_error"] = {"status": e.status_code, "body": e.body, "class": type(e).__name__}
+
+# The example's tier allows a few thousand tokens a minute: calls of ~600 tokens each
+# spend it, and the next is refused 429 in OpenAI's shape with RateLimit headers in tokens.
+spent = []
+for _ in range(20):
+    try:
+        r = oa.chat.completions.with_raw_response.create(
+            model="gpt-4o-mini", max_tokens=500, messages=[{"role": "user", "content": "lorem 500"}])
+        spent.append(r.parse().usage.total_tokens)
+    except openai.RateLimitError as e:
+        out["openai_budget"] = {"status": e.status_code, "body": e.body, "spent": spent,
+                                "ratelimit": e.response.headers.get_list("ratelimit"),
+                                "policy": e.response.headers.get_list("ratelimit-policy"),
+                                "retry_after": e.response.headers.get("retry-after")}
+        break
 
 print(json.dumps(out))
