@@ -71,7 +71,12 @@ async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
     let url = gw.url("/llm/v1/chat/completions");
 
     // A call that fits: charged its real usage, as the provider reported it.
-    let r = c.post(&url).json(&chat("lorem 200", 300)).send().await.expect("call");
+    let r = c
+        .post(&url)
+        .json(&chat("lorem 200", 300))
+        .send()
+        .await
+        .expect("call");
     assert_eq!(r.status(), 200);
     assert!(
         members(&r, "ratelimit-policy")
@@ -85,7 +90,12 @@ async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
 
     // The next call's head says what the first one left; one asking for more than that
     // is refused 429 in the OpenAI front's shape, and the provider never sees it.
-    let r = c.post(&url).json(&chat("lorem 1", 1)).send().await.expect("call");
+    let r = c
+        .post(&url)
+        .json(&chat("lorem 1", 1))
+        .send()
+        .await
+        .expect("call");
     assert_eq!(r.status(), 200);
     let after_two = {
         let body: Value = r.json().await.expect("json");
@@ -109,7 +119,9 @@ async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
         "{body}"
     );
     assert!(
-        !provider_last(&c, &provider).await.contains("the refused call"),
+        !provider_last(&c, &provider)
+            .await
+            .contains("the refused call"),
         "refused before the provider"
     );
 
@@ -117,7 +129,12 @@ async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
     // is a token per 2 bytes) is charged in full: the window goes to nothing, and even
     // the smallest call is refused until the hour ends.
     let words = "a ".repeat(after_two as usize * 2 - 100);
-    let r = c.post(&url).json(&chat(&words, 1)).send().await.expect("call");
+    let r = c
+        .post(&url)
+        .json(&chat(&words, 1))
+        .send()
+        .await
+        .expect("call");
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.expect("json");
     assert!(

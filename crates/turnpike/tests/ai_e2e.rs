@@ -139,10 +139,18 @@ fn the_official_sdks_call_both_fronts_of_the_example() {
     assert!(b["spent"].as_array().is_some_and(|s| !s.is_empty()), "{b}");
     assert!(b["retry_after"].is_string(), "{b}");
     let policy = b["policy"].to_string();
-    assert!(policy.contains("tokens-per-minute") && policy.contains("q=3000"), "{b}");
-    assert!(b["ratelimit"].to_string().contains("tokens-per-minute"), "{b}");
     assert!(
-        b["body"]["message"].as_str().is_some_and(|m| m.contains("tokens")),
+        policy.contains("tokens-per-minute") && policy.contains("q=3000"),
+        "{b}"
+    );
+    assert!(
+        b["ratelimit"].to_string().contains("tokens-per-minute"),
+        "{b}"
+    );
+    assert!(
+        b["body"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("tokens")),
         "OpenAI's shape: {b}"
     );
 }
