@@ -198,7 +198,8 @@ mod tests {
         )];
         let r = ai(&rows, AiBy::Application, &edited, 1);
         assert_eq!(r["groups"].as_array().map(Vec::len), Some(1), "limit");
-        assert_eq!(r["groups"][0]["applicationId"], "a1");
+        // Groups come by tokens, most first: a2's 1,000,020 before a1's 1,000,000.
+        assert_eq!(r["groups"][0]["applicationId"], "a2");
         assert_eq!(r["unpricedModels"], json!([]));
     }
 }

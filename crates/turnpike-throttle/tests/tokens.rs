@@ -45,6 +45,14 @@ apis:
     version: v1
     auth: { api_key: true }
     endpoints: ["http://127.0.0.1:9"]
+    ai:
+      providers: [ { name: p, kind: openai, url: "http://127.0.0.1:9/v1" } ]
+      models: [ { name: m, provider: p } ]
+  - name: secured-rest
+    context: /srest
+    version: v1
+    auth: { api_key: true }
+    endpoints: ["http://127.0.0.1:9"]
   - name: rest
     context: /rest
     version: v1
@@ -447,8 +455,11 @@ fn a_call_without_an_estimate_is_not_checked_but_its_usage_is_charged() {
 #[test]
 fn an_api_no_budget_reaches_gets_no_budget_policy() {
     let clock = ManualClock::at_secs(T0);
-    // The open API under an advanced policy without tokens.
+    // A secured API that is not an LLM API, under tiers that count tokens: nothing
+    // there estimates or reports tokens.
     assert!(compile(FILE, 1, &clock).budget.is_none());
+    // The open API under an advanced policy without tokens.
+    assert!(compile(FILE, 2, &clock).budget.is_none());
     // A file without any token budget: not even its secured APIs.
     let none = r#"
 throttling:

@@ -293,6 +293,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "updateApiDocument" => ("DocumentUpdate", true),
         "setEnvironments" => ("Environments", true),
         "setThrottlingSettings" => ("ThrottlingSettings", true),
+        "setClientRegistrationSettings" => ("ClientRegistrationSettingsInput", true),
         "setAiPrice" => ("AiPriceInput", true),
         "selfSignup" => ("SignUp", true),
         "setSelfSignupSettings" => ("SelfSignupSettings", true),
@@ -334,6 +335,9 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getApiSdk" => (200, None),
         "getEnvironments" | "setEnvironments" => (200, r("Environments")),
         "getThrottlingSettings" | "setThrottlingSettings" => (200, r("ThrottlingSettings")),
+        "getClientRegistrationSettings" | "setClientRegistrationSettings" => {
+            (200, r("ClientRegistrationSettings"))
+        }
         "listAiPrices" => (200, r("AiPriceList")),
         "setAiPrice" => (200, r("AiPrice")),
         "deleteAiPrice" => (204, None),

@@ -65,8 +65,10 @@ fn tag_of(path: &str) -> &'static str {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 27] = [
+const NEVER_404: [&str; 29] = [
     "applyFile",
+    "getClientRegistrationSettings",
+    "setClientRegistrationSettings",
     "getEnvironments",
     "setEnvironments",
     "getThrottlingSettings",

@@ -321,6 +321,21 @@ pub fn schemas() -> Value {
             "unauthenticatedTier": {"type": "string", "nullable": true, "description": "subscription tier applied per client IP to requests without an application (Unauthenticated when null)"},
             "rateLimitHeaders": {"type": "string", "enum": ["ietf", "legacy", "both", "none"]}
         }), json!({"unauthenticatedTier": "Bronze", "rateLimitHeaders": "both"})),
+        "ClientRegistrationSettingsInput": strict(&[], json!({
+            "enabled": {"type": "boolean", "description": "dynamic client registration (RFC 7591) at the key manager's /oauth2/register"},
+            "initialAccessToken": {"type": "string", "maxLength": 512, "writeOnly": true, "description": "the bearer token a registration must send (at least 32 characters; \"\" opens registration to anyone)"},
+            "owner": {"type": "string", "description": "the user who owns registered clients' applications"},
+            "applicationTier": {"type": "string", "description": "the application tier registered applications get"},
+            "grantTypes": {"type": "array", "maxItems": 3, "items": {"type": "string", "enum": ["authorization_code", "refresh_token", "client_credentials"]}},
+            "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "description": "scopes a registered client may ask for (others are dropped)"},
+            "maxClients": {"type": "integer", "minimum": 1, "maximum": 100000},
+            "perMinute": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "registrations a minute per client address"}
+        }), json!({"enabled": true, "owner": "admin", "applicationTier": "Unlimited", "grantTypes": ["authorization_code"], "maxClients": 1000, "perMinute": 10})),
+        "ClientRegistrationSettings": {"type": "object", "required": ["enabled", "initialAccessTokenSet", "owner", "applicationTier", "grantTypes", "scopes", "maxClients", "perMinute"], "properties": {
+            "enabled": {"type": "boolean"}, "initialAccessTokenSet": {"type": "boolean"},
+            "owner": {"type": "string"}, "applicationTier": {"type": "string"},
+            "grantTypes": {"type": "array", "items": {"type": "string"}}, "scopes": {"type": "array", "items": {"type": "string"}},
+            "maxClients": {"type": "integer"}, "perMinute": {"type": "integer"}}},
         "AiPriceInput": strict(&["inputPerMillion", "outputPerMillion"], json!({
             "inputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million prompt tokens"},
             "outputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million completion tokens"},

@@ -116,13 +116,14 @@ try:
 except anthropic.APIStatusError as e:
     out["anthropic_provider_error"] = {"status": e.status_code, "body": e.body, "class": type(e).__name__}
 
-# The example's tier allows a few thousand tokens a minute: calls of ~600 tokens each
-# spend it, and the next is refused 429 in OpenAI's shape with RateLimit headers in tokens.
+# The example's tier allows a few thousand tokens a minute: calls of ~1,000 prompt tokens
+# each (not paced: only answers stream at the provider's pace) spend it, and the next is
+# refused 429 in OpenAI's shape with RateLimit headers in tokens.
 spent = []
 for _ in range(20):
     try:
         r = oa.chat.completions.with_raw_response.create(
-            model="gpt-4o-mini", max_tokens=500, messages=[{"role": "user", "content": "lorem 500"}])
+            model="gpt-4o-mini", max_tokens=1, messages=[{"role": "user", "content": "a " * 1000}])
         spent.append(r.parse().usage.total_tokens)
     except openai.RateLimitError as e:
         out["openai_budget"] = {"status": e.status_code, "body": e.body, "spent": spent,
