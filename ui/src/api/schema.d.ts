@@ -2401,6 +2401,44 @@ export interface components {
             /** @description a value of the cache's tag_header */
             tag?: string;
         };
+        ClientRegistrationSettings: {
+            applicationTier: string;
+            enabled: boolean;
+            grantTypes: string[];
+            initialAccessTokenSet: boolean;
+            maxClients: number;
+            owner: string;
+            perMinute: number;
+            scopes: string[];
+        };
+        /**
+         * @example {
+         *       "applicationTier": "Unlimited",
+         *       "enabled": true,
+         *       "grantTypes": [
+         *         "authorization_code"
+         *       ],
+         *       "maxClients": 1000,
+         *       "owner": "admin",
+         *       "perMinute": 10
+         *     }
+         */
+        ClientRegistrationSettingsInput: {
+            /** @description the application tier registered applications get */
+            applicationTier?: string;
+            /** @description dynamic client registration (RFC 7591) at the key manager's /oauth2/register */
+            enabled?: boolean;
+            grantTypes?: ("authorization_code" | "refresh_token" | "client_credentials")[];
+            /** @description the bearer token a registration must send (at least 32 characters; "" opens registration to anyone) */
+            initialAccessToken?: string;
+            maxClients?: number;
+            /** @description the user who owns registered clients' applications */
+            owner?: string;
+            /** @description registrations a minute per client address */
+            perMinute?: number;
+            /** @description scopes a registered client may ask for (others are dropped) */
+            scopes?: string[];
+        };
         /**
          * @description the declarative file (docs/control-plane.md, `turnpike apply`; every field in examples/gateway.yaml)
          * @example {
@@ -4023,9 +4061,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ClientRegistrationSettings"];
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
@@ -4039,15 +4075,6 @@ export interface operations {
             };
             /** @description the caller's roles or token scopes do not allow it */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not found (or not the caller's) */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4064,7 +4091,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientRegistrationSettingsInput"];
+            };
+        };
         responses: {
             /** @description success */
             200: {
@@ -4072,9 +4103,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ClientRegistrationSettings"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
@@ -4095,8 +4133,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description not found (or not the caller's) */
-            404: {
+            /** @description conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4104,8 +4142,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description conflicts with the current state */
-            409: {
+            /** @description body over the limit (2 MiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not JSON */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
