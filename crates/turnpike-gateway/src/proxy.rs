@@ -299,6 +299,23 @@ async fn exchange(
     (Response::from_parts(rparts, rbody), failed)
 }
 
+/// The whole request body, read before the request-headers hooks and given to the
+/// policies that asked for it (`Policy::on_early_body`).
+async fn early_body(
+    conn: &ConnCtx,
+    api: &CompiledApi,
+    ctx: &mut RequestCtx,
+    parts: &mut request::Parts,
+    body: Incoming,
+) -> Result<bytes::Bytes, Stop> {
+    let end = api.chain.len();
+    let mut bytes = read_whole(conn, api, body)
+        .await
+        .map_err(|e| stop(end, e))?;
+    api.chain.early_body(ctx, parts, &mut bytes).await?;
+    Ok(bytes)
+}
+
 /// The owned-404 check, pre-route, the 405 check, request headers, request body, then the upstream.
 async fn request_side(
     conn: &ConnCtx,
@@ -328,11 +345,9 @@ async fn request_side(
     // JSON-RPC message) has it read before the request-headers hooks; the others pay
     // this one bit test.
     let read = if chain.wants_early_body(ctx, parts) {
-        let mut bytes = read_whole(conn, api, body)
-            .await
-            .map_err(|e| stop(end, e))?;
-        chain.early_body(ctx, parts, &mut bytes).await?;
-        ReadBody::Whole(bytes)
+        // Boxed: the request future of an API without such a policy does not carry (and
+        // move) this path's state.
+        ReadBody::Whole(Box::pin(early_body(conn, api, ctx, parts, body)).await?)
     } else {
         ReadBody::Stream(body)
     };
