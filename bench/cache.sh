@@ -69,14 +69,23 @@ for size in 50 10240; do
   [ "$(x_cache "$url")" = HIT ] || { echo "second request not a HIT" >&2; exit 1; }
 done
 
-# Every run starts its counter at its own start time: a counter from 0 each run asked
-# again for the keys an earlier round stored (under 60 s ago), so later rounds of the
-# `miss` arm measured hits and ghost-admitted inserts, not misses.
+# Every key is new: the run's start time, the wrk thread's own number (each thread is
+# its own Lua state: without it every thread asked for the same keys, and all but the
+# first were hits) and a counter. A counter from 0 each run asked again for the keys an
+# earlier round stored (under 60 s ago), so later rounds measured hits, not misses.
 cat >"$work/unique.lua" <<'LUA'
-local n = os.time() * 1000000
+local threads = 0
+function setup(thread)
+  thread:set("id", threads)
+  threads = threads + 1
+end
+local prefix, n = "", 0
+function init(args)
+  prefix = os.time() .. "-" .. id .. "-"
+end
 request = function()
   n = n + 1
-  return wrk.format("GET", "/api/v1/x?size=50&n=" .. n)
+  return wrk.format("GET", "/api/v1/x?size=50&n=" .. prefix .. n)
 end
 LUA
 
