@@ -47,6 +47,21 @@ fn tokens_left(r: &reqwest::Response) -> i64 {
     r.parse().expect("a number")
 }
 
+/// Posts `body` as JSON (without reqwest's `json` feature, which this crate's tests do
+/// not turn on).
+async fn post(c: &reqwest::Client, url: &str, body: &Value) -> reqwest::Response {
+    c.post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("call")
+}
+
+async fn json(r: reqwest::Response) -> Value {
+    serde_json::from_slice(&r.bytes().await.expect("body")).expect("json")
+}
+
 fn chat(content: &str, max_tokens: u64) -> Value {
     json!({"model": "m", "max_tokens": max_tokens,
            "messages": [{"role": "user", "content": content}]})
@@ -71,12 +86,7 @@ async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
     let url = gw.url("/llm/v1/chat/completions");
 
     // A call that fits: charged its real usage, as the provider reported it.
-    let r = c
-        .post(&url)
-        .json(&chat("lorem 200", 300))
-        .send()
-        .await
-        .expect("call");
+    let r = post(&c, &url, &chat("lorem 200", 300)).await;
     assert_eq!(r.status(), 200);
     assert!(
         members(&r, "ratelimit-policy")
@@ -84,33 +94,23 @@ async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
         "{:?}",
         members(&r, "ratelimit-policy")
     );
-    let answer: Value = r.json().await.expect("json");
+    let answer: Value = json(r).await;
     let used = answer["usage"]["total_tokens"].as_i64().expect("usage");
     assert!(used > 200, "{answer}");
 
     // The next call's head says what the first one left; one asking for more than that
     // is refused 429 in the OpenAI front's shape, and the provider never sees it.
-    let r = c
-        .post(&url)
-        .json(&chat("lorem 1", 1))
-        .send()
-        .await
-        .expect("call");
+    let r = post(&c, &url, &chat("lorem 1", 1)).await;
     assert_eq!(r.status(), 200);
     let after_two = {
-        let body: Value = r.json().await.expect("json");
+        let body: Value = json(r).await;
         1000 - used - body["usage"]["total_tokens"].as_i64().expect("usage")
     };
-    let r = c
-        .post(&url)
-        .json(&chat("the refused call", after_two as u64 + 10))
-        .send()
-        .await
-        .expect("call");
+    let r = post(&c, &url, &chat("the refused call", after_two as u64 + 10)).await;
     assert_eq!(r.status(), 429);
     assert!(r.headers().contains_key("retry-after"));
     assert_eq!(tokens_left(&r), after_two);
-    let body: Value = r.json().await.expect("json");
+    let body: Value = json(r).await;
     assert!(
         body["error"]["message"]
             .as_str()
@@ -129,19 +129,14 @@ async fn a_call_over_the_token_budget_is_refused_before_the_provider() {
     // is a token per 2 bytes) is charged in full: the window goes to nothing, and even
     // the smallest call is refused until the hour ends.
     let words = "a ".repeat(after_two as usize * 2 - 100);
-    let r = c
-        .post(&url)
-        .json(&chat(&words, 1))
-        .send()
-        .await
-        .expect("call");
+    let r = post(&c, &url, &chat(&words, 1)).await;
     assert_eq!(r.status(), 200);
-    let body: Value = r.json().await.expect("json");
+    let body: Value = json(r).await;
     assert!(
         body["usage"]["prompt_tokens"].as_i64().expect("usage") > after_two,
         "{body}"
     );
-    let r = c.post(&url).json(&chat("x", 1)).send().await.expect("call");
+    let r = post(&c, &url, &chat("x", 1)).await;
     assert_eq!(r.status(), 429);
     assert_eq!(tokens_left(&r), 0);
 }
