@@ -208,11 +208,6 @@ fn compile_body(
     })
 }
 
-/// True for `application/json` and `*/*+json` (parameters ignored).
-fn is_json(essence: &str) -> bool {
-    essence == "application/json" || essence.ends_with("+json")
-}
-
 fn is_xml(essence: &str) -> bool {
     essence == "application/xml" || essence == "text/xml" || essence.ends_with("+xml")
 }
@@ -245,7 +240,7 @@ impl BodyTransform {
         let reads = match (&essence, self.input) {
             (None, BodyFormat::Json) => empty,
             (None, BodyFormat::Xml) => false,
-            (Some(e), BodyFormat::Json) => is_json(e),
+            (Some(e), BodyFormat::Json) => turnpike_policy::http::is_json(e.as_bytes()),
             (Some(e), BodyFormat::Xml) => is_xml(e),
         };
         match (reads, self.other_content) {
