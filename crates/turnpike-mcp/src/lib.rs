@@ -16,6 +16,7 @@ mod exchange;
 mod fuzz;
 pub mod openapi;
 mod policy;
+mod proxy;
 mod rpc;
 mod session;
 mod tools;

@@ -27,7 +27,7 @@ use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
-use crate::exchange::{unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
+use crate::exchange::{sessions_full, unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
 use crate::rpc::{self, Refusal};
 use crate::session::{self, Found, Limits, Registry, Sessions};
 use crate::tools::{self, Catalog};
@@ -49,6 +49,9 @@ impl PolicyKind for Mcp {
     }
 
     fn build(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        if spec.upstream.is_some() {
+            return crate::proxy::build(spec, cx);
+        }
         // The file outlives `cx`'s borrows: problems are pushed while the API is read.
         let file = cx.file;
         let api = file.apis.get(cx.api)?;
@@ -78,7 +81,7 @@ impl PolicyKind for Mcp {
 }
 
 /// The section's session limits, each problem reported.
-fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
+pub(crate) fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
     let max_sessions = spec.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
     let mut ok = true;
     if max_sessions == 0 {
@@ -172,13 +175,7 @@ impl McpPolicy {
             .sessions
             .open(caller, version.as_str(), now, self.limits)
         else {
-            let r = Refusal::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some(id),
-                rmcp::model::ErrorCode(-32000),
-                "this server holds as many sessions as it may: try again later".into(),
-            );
-            return refusal(&r);
+            return refusal(&sessions_full(Some(id)));
         };
         let mut caps = ServerCapabilities::default();
         caps.tools = Some(ToolsCapability::default());
@@ -260,7 +257,7 @@ impl Policy for McpPolicy {
 }
 
 /// Who a session belongs to: the caller's subject and application (0 on an open API).
-fn caller_key(ctx: &RequestCtx) -> u64 {
+pub(crate) fn caller_key(ctx: &RequestCtx) -> u64 {
     use turnpike_model::fnv::{fnv64, fnv64_extend};
     match ctx.identity() {
         None => 0,
@@ -274,11 +271,11 @@ fn caller_key(ctx: &RequestCtx) -> u64 {
     }
 }
 
-fn refusal(r: &Refusal) -> Flow {
+pub(crate) fn refusal(r: &Refusal) -> Flow {
     Flow::Respond(json(r.status, r.body()))
 }
 
-fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
+pub(crate) fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
     resp.headers_mut()
@@ -286,7 +283,7 @@ fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
     resp
 }
 
-fn empty(status: StatusCode) -> Response<Bytes> {
+pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
     let mut resp = Response::new(Bytes::new());
     *resp.status_mut() = status;
     resp

@@ -4,7 +4,7 @@
 //! maps (papaya), touched only by MCP endpoints' requests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Every API's sessions on this gateway (in the runtime's type map).
 #[derive(Default)]
@@ -36,6 +36,9 @@ struct Session {
     caller: u64,
     version: &'static str,
     last_seen: AtomicU64,
+    /// A proxied server's own session id for this session (never shown to the client),
+    /// set once its `initialize` answered.
+    upstream: OnceLock<Box<str>>,
 }
 
 /// What a session id names now.
@@ -73,6 +76,7 @@ impl Sessions {
             caller,
             version,
             last_seen: AtomicU64::new(now),
+            upstream: OnceLock::new(),
         };
         self.map.pin().insert(id, s);
         Some(id)
@@ -100,6 +104,18 @@ impl Sessions {
     pub fn close(&self, id: u128, caller: u64) -> bool {
         let map = self.map.pin();
         matches!(map.remove_if(&id, |_, s| s.caller == caller), Ok(Some(_)))
+    }
+
+    /// Records the proxied server's session id for session `id` (once).
+    pub fn bind_upstream(&self, id: u128, upstream: &str) {
+        if let Some(s) = self.map.pin().get(&id) {
+            let _ = s.upstream.set(upstream.into());
+        }
+    }
+
+    /// The proxied server's session id for session `id`, if it gave one.
+    pub fn upstream_of(&self, id: u128) -> Option<Box<str>> {
+        self.map.pin().get(&id)?.upstream.get().cloned()
     }
 
     /// Drops the sessions idle longer than `idle_secs` (cold: when the cap is reached).

@@ -37,6 +37,7 @@ pub mod log_limit;
 mod observer;
 pub mod offload;
 pub mod problem;
+pub mod sse;
 mod quota;
 mod runtime;
 pub mod spec;
