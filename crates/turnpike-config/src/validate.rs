@@ -262,7 +262,9 @@ fn check_resources(
     spec: &ApiSpec,
     problems: &mut Vec<Problem>,
 ) -> Vec<CheckedResource> {
-    if spec.resources.is_empty() {
+    // A proxied MCP server's API is its MCP endpoint alone (docs/mcp.md).
+    let mcp_proxy = spec.mcp.as_ref().is_some_and(|m| m.upstream.is_some());
+    if spec.resources.is_empty() && !mcp_proxy {
         problems.push(Problem::new(
             format!("apis[{index}].resources"),
             "an API needs at least one resource, e.g. { path: \"/*\", methods: [\"*\"] }",

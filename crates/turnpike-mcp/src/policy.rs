@@ -52,6 +52,10 @@ impl PolicyKind for Mcp {
         if spec.upstream.is_some() {
             return crate::proxy::build(spec, cx);
         }
+        if spec.deny_tools.is_some() {
+            cx.problem(".deny_tools", "only a proxied server (`upstream:`) denies tools");
+            return None;
+        }
         // The file outlives `cx`'s borrows: problems are pushed while the API is read.
         let file = cx.file;
         let api = file.apis.get(cx.api)?;

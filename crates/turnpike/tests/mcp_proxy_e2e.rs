@@ -206,3 +206,33 @@ fn sessions_are_the_gateways_and_end_at_the_remote_too() {
     assert!(code.starts_with('2'), "the remote ended its session: {code}");
     assert_eq!(post(&url, &[&key, &sid], list).0, 404, "ended");
 }
+
+/// The official TypeScript SDK's client (tools/mcp-node/proxy-client.mjs) through the
+/// proxy: lists the filtered tools, calls a renamed one, is refused a denied one, ends
+/// its session.
+#[test]
+fn the_typescript_sdk_reaches_the_remote_through_the_proxy() {
+    let dir = TempDir::new();
+    let log = dir.path().join("remote.log");
+    let (_remote, remote_url) = remote("weather", &log);
+    let (_gw, gw) = gateway(&dir, &remote_url);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tools/mcp-node/proxy-client.mjs"
+    );
+    let out = Command::new("node")
+        .args([script, &format!("http://{gw}/mcp/weather/v1"), KEY])
+        .output()
+        .expect("node runs (scripts/install-test-deps.sh installs tools/mcp-node)");
+    assert!(
+        out.status.success(),
+        "proxy-client.mjs failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json from the script");
+    assert_eq!(r["session"].as_str().map(str::len), Some(32));
+    assert_eq!(r["tools"], json!(["echo", "session", "sum"]));
+    assert_eq!(r["sum"], json!({"isError": false, "text": "42"}));
+    assert_eq!(r["denied"], -32602);
+    assert_eq!(ran(&log), ["add"]);
+}

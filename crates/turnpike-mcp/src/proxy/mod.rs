@@ -13,8 +13,8 @@
 //!   shown; a `tools/list` answer is filtered and renamed, whole (JSON) or event by event
 //!   (SSE); every other answer streams through untouched.
 
-mod answer;
-mod filter;
+pub(crate) mod answer;
+pub(crate) mod filter;
 
 use std::sync::Arc;
 
@@ -299,7 +299,7 @@ impl Policy for McpProxy {
 
 /// A `tools/call` body with the tool's remote name; refused (before the remote hears of
 /// it) when the section hides the tool.
-fn call(filter: &Filter, id: RequestId, body: &[u8]) -> Result<Bytes, Refusal> {
+pub(crate) fn call(filter: &Filter, id: RequestId, body: &[u8]) -> Result<Bytes, Refusal> {
     let invalid = |msg: String| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, msg);
     let mut v: Value = serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
     let Some(name) = v.pointer_mut("/params/name") else {
