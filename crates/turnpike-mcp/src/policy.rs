@@ -53,7 +53,10 @@ impl PolicyKind for Mcp {
             return crate::proxy::build(spec, cx);
         }
         if spec.deny_tools.is_some() {
-            cx.problem(".deny_tools", "only a proxied server (`upstream:`) denies tools");
+            cx.problem(
+                ".deny_tools",
+                "only a proxied server (`upstream:`) denies tools",
+            );
             return None;
         }
         // The file outlives `cx`'s borrows: problems are pushed while the API is read.

@@ -322,10 +322,8 @@ async fn a_proxy_maps_its_sessions_to_the_remotes() {
     assert!(r.is_none());
     assert_eq!(parts.headers["mcp-session-id"], "remote-1");
     let mut head = Response::new(()).into_parts().0;
-    head.headers.insert(
-        "content-type",
-        HeaderValue::from_static("application/json"),
-    );
+    head.headers
+        .insert("content-type", HeaderValue::from_static("application/json"));
     p.on_response_headers(&mut c, &mut head).expect("head");
     assert!(p.wants_response_body(&c, &head), "a tool list is filtered");
     let mut body = Bytes::from(
@@ -381,16 +379,25 @@ async fn a_proxy_refuses_hidden_tools_and_renames_calls_back() {
     }
     let (r, parts, body) = send(&*p, &mut ctx(), Some(&ours), call("sum")).await;
     assert!(r.is_none());
-    assert!(!parts.headers.contains_key("mcp-session-id"), "the remote gave none");
+    assert!(
+        !parts.headers.contains_key("mcp-session-id"),
+        "the remote gave none"
+    );
     let sent: Value = serde_json::from_slice(&body).expect("json");
-    assert_eq!(sent["params"], json!({"name": "add", "arguments": {"a": 1}}));
+    assert_eq!(
+        sent["params"],
+        json!({"name": "add", "arguments": {"a": 1}})
+    );
 }
 
 #[test]
 fn a_bad_proxy_section_names_every_problem() {
     let runtime = Runtime::default();
     let yaml = PROXY
-        .replace("deny_tools: [secret]", "deny_tools: [echo]\n      openapi: \"{}\"")
+        .replace(
+            "deny_tools: [secret]",
+            "deny_tools: [echo]\n      openapi: \"{}\"",
+        )
         .replace("name: sum", "name: \"bad name\"");
     let (p, problems) = build(&yaml, &runtime);
     assert!(p.is_none());
@@ -400,9 +407,18 @@ fn a_bad_proxy_section_names_every_problem() {
         "apis[0].mcp.tools[0].name",
         "apis[0].mcp.tools[1].tool",
     ] {
-        assert!(paths.iter().any(|p| p.contains(want)), "{want} in {paths:?}");
+        assert!(
+            paths.iter().any(|p| p.contains(want)),
+            "{want} in {paths:?}"
+        );
     }
-    let (p, problems) = build(&FILE.replace("max_sessions: 2", "max_sessions: 2\n      deny_tools: [x]"), &runtime);
+    let (p, problems) = build(
+        &FILE.replace("max_sessions: 2", "max_sessions: 2\n      deny_tools: [x]"),
+        &runtime,
+    );
     assert!(p.is_none());
-    assert!(problems[0].to_string().contains("apis[0].mcp.deny_tools"), "{problems:?}");
+    assert!(
+        problems[0].to_string().contains("apis[0].mcp.deny_tools"),
+        "{problems:?}"
+    );
 }

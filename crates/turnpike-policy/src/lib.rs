@@ -37,10 +37,10 @@ pub mod log_limit;
 mod observer;
 pub mod offload;
 pub mod problem;
-pub mod sse;
 mod quota;
 mod runtime;
 pub mod spec;
+pub mod sse;
 pub mod trace;
 
 pub use caller::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};

@@ -194,16 +194,33 @@ fn sessions_are_the_gateways_and_end_at_the_remote_too() {
     assert_eq!(post(&url, &[&key, other], list).0, 404, "unknown session");
     let (status, head, body) = post(&url, &[&key, &sid], list);
     assert_eq!(status, 200, "{body}");
-    assert!(!head.contains("mcp-session-id"), "never the remote's: {head}");
-    assert!(body.contains(r#""name":"sum""#) && !body.contains("secret"), "{body}");
+    assert!(
+        !head.contains("mcp-session-id"),
+        "never the remote's: {head}"
+    );
+    assert!(
+        body.contains(r#""name":"sum""#) && !body.contains("secret"),
+        "{body}"
+    );
 
     let delete = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE"])
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "DELETE",
+        ])
         .args(["-H", &key, "-H", &sid, &url])
         .output()
         .expect("curl");
     let code = String::from_utf8_lossy(&delete.stdout).into_owned();
-    assert!(code.starts_with('2'), "the remote ended its session: {code}");
+    assert!(
+        code.starts_with('2'),
+        "the remote ended its session: {code}"
+    );
     assert_eq!(post(&url, &[&key, &sid], list).0, 404, "ended");
 }
 

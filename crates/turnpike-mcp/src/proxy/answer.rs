@@ -97,7 +97,9 @@ mod tests {
             "the whole event goes out at once, the partial one waits"
         );
         let second = s
-            .on_chunk(Bytes::from_static(b"\"result\":{\"tools\":[{\"name\":\"rm\"},{\"name\":\"ls\"}]}}\r\n\r\n"))
+            .on_chunk(Bytes::from_static(
+                b"\"result\":{\"tools\":[{\"name\":\"rm\"},{\"name\":\"ls\"}]}}\r\n\r\n",
+            ))
             .expect("chunk");
         assert_eq!(
             second,
@@ -108,8 +110,11 @@ mod tests {
     #[test]
     fn an_unreadable_list_is_an_error_never_the_unfiltered_list() {
         let f = deny("rm");
-        let v: Value = serde_json::from_slice(&rewrite(&f, br#"{"jsonrpc":"2.0","id":"a","result":{"x":1}}"#))
-            .expect("json");
+        let v: Value = serde_json::from_slice(&rewrite(
+            &f,
+            br#"{"jsonrpc":"2.0","id":"a","result":{"x":1}}"#,
+        ))
+        .expect("json");
         assert_eq!(v["id"], "a");
         assert_eq!(v["error"]["code"], -32603);
         let v: Value = serde_json::from_slice(&rewrite(&f, b"nope")).expect("json");

@@ -56,7 +56,8 @@ impl Filter {
                 }
                 let name = t.name.clone().unwrap_or_else(|| remote.clone());
                 if !valid_name(&name) {
-                    let msg = format!("tool name `{name}`: 1 to {MAX_TOOL_NAME} of A-Z a-z 0-9 _ - .");
+                    let msg =
+                        format!("tool name `{name}`: 1 to {MAX_TOOL_NAME} of A-Z a-z 0-9 _ - .");
                     problems.push((format!("{at}.name"), msg));
                 }
                 let exposed = Exposed {
@@ -182,15 +183,22 @@ mod tests {
 
     #[test]
     fn bad_sections_and_answers_are_named() {
-        let bad = spec(Some(vec![("a", Some("x y")), ("b", Some("c")), ("c", Some("c"))]), &["b"]);
+        let bad = spec(
+            Some(vec![("a", Some("x y")), ("b", Some("c")), ("c", Some("c"))]),
+            &["b"],
+        );
         let problems = Filter::build(&bad).err().expect("refused");
         let fields: Vec<&str> = problems.iter().map(|(f, _)| f.as_str()).collect();
         assert!(fields.contains(&".tools[0].name"), "{problems:?}");
         assert!(fields.contains(&".tools[1].tool"), "{problems:?}");
         assert!(fields.contains(&".tools"), "{problems:?}");
-        let f = Filter::build(&spec(None, &["x"])).expect("ok").expect("filter");
+        let f = Filter::build(&spec(None, &["x"]))
+            .expect("ok")
+            .expect("filter");
         assert!(f.list(&mut json!({"nope": 1})).is_err());
-        let many: Vec<Value> = (0..=MAX_TOOLS).map(|i| json!({"name": format!("t{i}")})).collect();
+        let many: Vec<Value> = (0..=MAX_TOOLS)
+            .map(|i| json!({"name": format!("t{i}")}))
+            .collect();
         assert!(f.list(&mut json!({ "tools": many })).is_err());
     }
 }

@@ -44,7 +44,10 @@ pub(crate) fn build(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Poli
     let api = file.apis.get(cx.api)?;
     let limits = limits(spec, cx);
     if spec.openapi.is_some() {
-        cx.problem(".openapi", "a proxied server lists its own tools: no openapi");
+        cx.problem(
+            ".openapi",
+            "a proxied server lists its own tools: no openapi",
+        );
     }
     let filter = match Filter::build(spec) {
         Ok(f) => f,
@@ -82,8 +85,13 @@ enum Read {
     Refuse(Refusal),
     Initialize,
     /// Any other message, forwarded; `list`: a `tools/list` whose answer is filtered.
-    Forward { session: u128, list: bool },
-    Delete { session: u128 },
+    Forward {
+        session: u128,
+        list: bool,
+    },
+    Delete {
+        session: u128,
+    },
 }
 
 /// A message on its way to the remote (in `ctx.ext` until its answer's head passed).
@@ -174,7 +182,9 @@ impl McpProxy {
                 (session, false, false)
             }
             Read::Forward { session, list } => {
-                if self.sessions.touch(session, caller, now, self.limits.idle_secs)
+                if self
+                    .sessions
+                    .touch(session, caller, now, self.limits.idle_secs)
                     == Found::Unknown
                 {
                     return refusal(&unknown_session());
@@ -331,4 +341,3 @@ fn remote_id(v: &[u8]) -> Option<&str> {
         && v.iter().all(|b| (0x21..=0x7e).contains(b));
     ok.then(|| std::str::from_utf8(v).ok()).flatten()
 }
-
