@@ -145,10 +145,11 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         .soap
         .as_ref()
         .is_some_and(|s| s.api_type == turnpike_model::soap::SoapApiType::Soap);
-    let mcp_endpoint = spec.mcp.as_ref().map(|_| McpEndpoint {
+    let mcp_endpoint = spec.mcp.as_ref().map(|m| McpEndpoint {
         route: turnpike_model::mcp::endpoint_path(&spec.context, &spec.version),
         resource: Arc::from(turnpike_model::mcp::ENDPOINT_RESOURCE),
         origin: format!("apis[{index}].mcp"),
+        server_stream: m.upstream.is_some(),
     });
 
     if problems.len() > before {

@@ -8,7 +8,8 @@
 //! SSE answers are relayed (a log event before the result), a denied tool and a
 //! renamed tool's remote name are refused before the remote hears of them, the remote's
 //! session id never reaches the client, and a caller without a key gets 401. Then the
-//! transport by hand: sessions required, ended by DELETE (the remote's too).
+//! transport by hand: sessions required, the server stream (GET) relayed, ended by
+//! DELETE (the remote's too).
 
 mod support;
 
@@ -202,6 +203,28 @@ fn sessions_are_the_gateways_and_end_at_the_remote_too() {
         body.contains(r#""name":"sum""#) && !body.contains("secret"),
         "{body}"
     );
+
+    // The server stream: opened at the remote in its session, relayed as it streams.
+    let stream = Command::new("curl")
+        .args(["-s", "-D", "-", "-o", "/dev/null", "--max-time", "2"])
+        .args([
+            "-H",
+            &key,
+            "-H",
+            &sid,
+            "-H",
+            "accept: text/event-stream",
+            &url,
+        ])
+        .output()
+        .expect("curl");
+    let stream_head = String::from_utf8_lossy(&stream.stdout).to_ascii_lowercase();
+    assert!(stream_head.starts_with("http/1.1 200"), "{stream_head}");
+    assert!(
+        stream_head.contains("content-type: text/event-stream"),
+        "{stream_head}"
+    );
+    assert!(!stream_head.contains("mcp-session-id"), "{stream_head}");
 
     let delete = Command::new("curl")
         .args([

@@ -9,6 +9,8 @@
 //!   as for any MCP endpoint) and is forwarded, so the client sees the remote's own
 //!   capabilities and version; every other message needs the client's session, whose
 //!   `Mcp-Session-Id` is swapped for the remote's before it is forwarded;
+//! - `GET` (the server stream) is forwarded in the client's session and relayed as it
+//!   streams;
 //! - response: the remote's `Mcp-Session-Id` is recorded on `initialize` and never
 //!   shown; a `tools/list` answer is filtered and renamed, whole (JSON) or event by event
 //!   (SSE); every other answer streams through untouched.
@@ -113,6 +115,8 @@ impl McpProxy {
             .map(|v| session::parse_id(v.as_bytes()));
         let message = match req.method {
             Method::DELETE => None,
+            // The server stream: forwarded in the session as a notification is.
+            Method::GET => Some(None),
             _ => match self.message(req, body) {
                 Ok(m) => Some(m),
                 Err(r) => return Read::Refuse(r),
@@ -158,6 +162,22 @@ impl McpProxy {
         Ok(Some(method))
     }
 
+    /// Ends the client's session; the remote's too, when it gave one (`Ok`: forward the
+    /// `DELETE`, whose answer is the client's).
+    fn delete(&self, req: &mut request::Parts, session: u128, caller: u64) -> Result<(), Flow> {
+        let upstream = self.sessions.upstream_of(session);
+        if !self.sessions.close(session, caller) {
+            return Err(refusal(&unknown_session()));
+        }
+        match upstream {
+            Some(upstream) => {
+                set_upstream(req, Some(&upstream));
+                Ok(())
+            }
+            None => Err(Flow::Respond(empty(StatusCode::NO_CONTENT))),
+        }
+    }
+
     /// After admission (see the module doc).
     fn admitted(&self, ctx: &mut RequestCtx, req: &mut request::Parts, read: Read) -> Flow {
         let caller = caller_key(ctx);
@@ -168,19 +188,10 @@ impl McpProxy {
                 Some(s) => (s, true, false),
                 None => return refusal(&sessions_full(None)),
             },
-            Read::Delete { session } => {
-                let upstream = self.sessions.upstream_of(session);
-                if !self.sessions.close(session, caller) {
-                    return refusal(&unknown_session());
-                }
-                // The remote's session ends too (its answer is the client's); a remote
-                // that gave none has nothing to end.
-                let Some(upstream) = upstream else {
-                    return Flow::Respond(empty(StatusCode::NO_CONTENT));
-                };
-                set_upstream(req, Some(&upstream));
-                (session, false, false)
-            }
+            Read::Delete { session } => match self.delete(req, session, caller) {
+                Ok(()) => (session, false, false),
+                Err(answer) => return answer,
+            },
             Read::Forward { session, list } => {
                 if self
                     .sessions
@@ -286,10 +297,16 @@ impl Policy for McpProxy {
     fn on_response_body(
         &self,
         ctx: &mut RequestCtx,
-        _resp: &mut response::Parts,
+        resp: &mut response::Parts,
         body: &mut Bytes,
     ) -> Result<(), GatewayError> {
-        if let (Some(f), Some(_)) = (&self.filter, ctx.ext.get::<Forwarded>()) {
+        // Asked of every policy once one of the chain wanted the body: only a JSON tool
+        // list is this policy's to rewrite.
+        if let Some(f) = self
+            .filter
+            .as_ref()
+            .filter(|_| self.wants_response_body(ctx, resp))
+        {
             *body = answer::rewrite(f, body);
         }
         Ok(())
