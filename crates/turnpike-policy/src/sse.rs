@@ -55,7 +55,7 @@ impl Events {
     }
 
     /// The next whole event, if one arrived.
-    pub fn next(&mut self) -> Option<Event> {
+    pub fn next_event(&mut self) -> Option<Event> {
         loop {
             let end = self.buf.windows(2).position(|w| w == b"\n\n")?;
             let raw: Vec<u8> = self.buf.drain(..end + 2).collect();
@@ -97,11 +97,11 @@ mod tests {
     fn events_span_chunks_and_chunks_hold_several() {
         let mut ev = Events::default();
         ev.push(b"event: a\r\ndata: {\"x\"").expect("push");
-        assert_eq!(ev.next(), None);
+        assert_eq!(ev.next_event(), None);
         ev.push(b":1}\r\n\r\n: comment\n\ndata: 2\ndata: 3\n\n")
             .expect("push");
         assert_eq!(
-            ev.next(),
+            ev.next_event(),
             Some(Event {
                 name: Some("a".into()),
                 id: None,
@@ -109,14 +109,14 @@ mod tests {
             })
         );
         assert_eq!(
-            ev.next(),
+            ev.next_event(),
             Some(Event {
                 name: None,
                 id: None,
                 data: "2\n3".into()
             })
         );
-        assert_eq!(ev.next(), None);
+        assert_eq!(ev.next_event(), None);
         let big = vec![b'x'; MAX_EVENT + 1];
         assert!(ev.push(&big).is_err());
     }

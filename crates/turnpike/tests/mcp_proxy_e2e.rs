@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use support::{Proc, TempDir};
+use support::{post_json as post, Proc, TempDir};
 
 const KEY: &str = "agent-key-1";
 
@@ -147,25 +147,6 @@ fn the_python_sdk_reaches_a_remote_mcp_server_through_the_gateway_filtered_and_r
     assert_eq!(r["refused"], json!([-32602, -32602]));
     assert_eq!(ran(&log), ["add", "echo", "session"]);
     assert_eq!(r["anonymous_status"], 401);
-}
-
-fn post(url: &str, headers: &[&str], body: &str) -> (u16, String, String) {
-    let mut cmd = Command::new("curl");
-    cmd.args(["-s", "-D", "-", "-o", "-", "-w", "\n%{http_code}"]);
-    cmd.args(["-H", "content-type: application/json"]);
-    cmd.args(["-H", "accept: application/json, text/event-stream"]);
-    for h in headers {
-        cmd.args(["-H", h]);
-    }
-    let out = cmd.args(["-d", body, url]).output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (rest, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    let (head, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
-    (
-        code.trim().parse().unwrap_or(0),
-        head.to_ascii_lowercase(),
-        body.to_owned(),
-    )
 }
 
 #[test]

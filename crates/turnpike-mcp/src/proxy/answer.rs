@@ -61,7 +61,7 @@ impl ResponseStream for ListStream {
             GatewayError::with_source(ErrorKind::UpstreamProtocol, std::io::Error::other(e))
         })?;
         let mut out = Vec::new();
-        while let Some(mut event) = self.events.next() {
+        while let Some(mut event) = self.events.next_event() {
             if !event.data.is_empty() {
                 let data = rewrite(&self.filter, event.data.as_bytes());
                 event.data = String::from_utf8_lossy(&data).into_owned();

@@ -162,19 +162,19 @@ impl McpProxy {
         Ok(Some(method))
     }
 
-    /// Ends the client's session; the remote's too, when it gave one (`Ok`: forward the
-    /// `DELETE`, whose answer is the client's).
-    fn delete(&self, req: &mut request::Parts, session: u128, caller: u64) -> Result<(), Flow> {
+    /// Ends the client's session; the remote's too, when it gave one (`None`: forward
+    /// the `DELETE`, whose answer is the client's; else the gateway's own answer).
+    fn delete(&self, req: &mut request::Parts, session: u128, caller: u64) -> Option<Flow> {
         let upstream = self.sessions.upstream_of(session);
         if !self.sessions.close(session, caller) {
-            return Err(refusal(&unknown_session()));
+            return Some(refusal(&unknown_session()));
         }
         match upstream {
             Some(upstream) => {
                 set_upstream(req, Some(&upstream));
-                Ok(())
+                None
             }
-            None => Err(Flow::Respond(empty(StatusCode::NO_CONTENT))),
+            None => Some(Flow::Respond(empty(StatusCode::NO_CONTENT))),
         }
     }
 
@@ -189,8 +189,8 @@ impl McpProxy {
                 None => return refusal(&sessions_full(None)),
             },
             Read::Delete { session } => match self.delete(req, session, caller) {
-                Ok(()) => (session, false, false),
-                Err(answer) => return answer,
+                None => (session, false, false),
+                Some(answer) => return answer,
             },
             Read::Forward { session, list } => {
                 if self
