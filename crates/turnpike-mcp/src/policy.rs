@@ -14,8 +14,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
-use http::{request, response, HeaderValue, Response, StatusCode};
+use http::{request, response, HeaderValue, StatusCode};
 use rmcp::model::{
     Implementation, InitializeResult, ProtocolVersion, RequestId, ServerCapabilities,
     ToolsCapability,
@@ -28,8 +27,8 @@ use turnpike_policy::{
 };
 
 use crate::exchange::{sessions_full, unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
-use crate::rpc::{self, Refusal};
-use crate::session::{self, Found, Limits, Registry, Sessions};
+use crate::rpc::{self, empty, json, refusal};
+use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
 use crate::tools::{self, Catalog};
 
 /// Sessions an API keeps at once when its `mcp:` section does not say.
@@ -50,7 +49,8 @@ impl PolicyKind for Mcp {
 
     fn build(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
         if spec.upstream.is_some() {
-            return crate::proxy::build(spec, cx);
+            let limits = limits(spec, cx);
+            return crate::proxy::build(spec, cx, limits);
         }
         if spec.deny_tools.is_some() {
             cx.problem(
@@ -88,7 +88,7 @@ impl PolicyKind for Mcp {
 }
 
 /// The section's session limits, each problem reported.
-pub(crate) fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
+fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
     let max_sessions = spec.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
     let mut ok = true;
     if max_sessions == 0 {
@@ -261,37 +261,4 @@ impl Policy for McpPolicy {
         }
         Ok(())
     }
-}
-
-/// Who a session belongs to: the caller's subject and application (0 on an open API).
-pub(crate) fn caller_key(ctx: &RequestCtx) -> u64 {
-    use turnpike_model::fnv::{fnv64, fnv64_extend};
-    match ctx.identity() {
-        None => 0,
-        Some(i) => {
-            let app = i.principal.application_id.as_deref().unwrap_or("");
-            fnv64_extend(
-                fnv64_extend(fnv64(i.subject.as_bytes()), b"\0"),
-                app.as_bytes(),
-            )
-        }
-    }
-}
-
-pub(crate) fn refusal(r: &Refusal) -> Flow {
-    Flow::Respond(json(r.status, r.body()))
-}
-
-pub(crate) fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
-    let mut resp = Response::new(body);
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
-    let mut resp = Response::new(Bytes::new());
-    *resp.status_mut() = status;
-    resp
 }

@@ -6,6 +6,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use turnpike_policy::RequestCtx;
+
 /// Every API's sessions on this gateway (in the runtime's type map).
 #[derive(Default)]
 pub struct Registry {
@@ -129,6 +131,21 @@ impl Sessions {
     /// How many sessions are held.
     pub(crate) fn len(&self) -> usize {
         self.map.len()
+    }
+}
+
+/// Who a session belongs to: the caller's subject and application (0 on an open API).
+pub(crate) fn caller_key(ctx: &RequestCtx) -> u64 {
+    use turnpike_model::fnv::{fnv64, fnv64_extend};
+    match ctx.identity() {
+        None => 0,
+        Some(i) => {
+            let app = i.principal.application_id.as_deref().unwrap_or("");
+            fnv64_extend(
+                fnv64_extend(fnv64(i.subject.as_bytes()), b"\0"),
+                app.as_bytes(),
+            )
+        }
     }
 }
 

@@ -28,23 +28,26 @@ use serde_json::Value;
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
 use turnpike_policy::{
-    BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, ResponseStream, Step,
+    BuildCx, Flow, GatewayError, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
 use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
-use crate::policy::{caller_key, empty, limits, refusal};
-use crate::rpc::{self, Message, Refusal};
-use crate::session::{self, Found, Limits, Registry, Sessions};
+use crate::rpc::{self, empty, refusal, Message, Refusal};
+use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
 use filter::Filter;
 
 /// Longest remote session id kept (the specification's ids are visible ASCII).
 const MAX_UPSTREAM_SESSION_ID: usize = 256;
 
-/// Builds the proxy of an `mcp:` section with an `upstream:`.
-pub(crate) fn build(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+/// Builds the proxy of an `mcp:` section with an `upstream:` (`limits`: its session
+/// limits, read as for any MCP endpoint; `None` when they had problems).
+pub(crate) fn build(
+    spec: &McpSpec,
+    cx: &mut BuildCx<'_>,
+    limits: Option<Limits>,
+) -> Option<Arc<dyn Policy>> {
     let file = cx.file;
     let api = file.apis.get(cx.api)?;
-    let limits = limits(spec, cx);
     if spec.openapi.is_some() {
         cx.problem(
             ".openapi",
@@ -224,7 +227,8 @@ impl McpProxy {
 
 impl Policy for McpProxy {
     fn name(&self) -> &'static str {
-        <crate::Mcp as PolicyKind>::NAME
+        // The kind's name (`Mcp::NAME`): a proxy is the same kind.
+        "mcp"
     }
 
     fn hooks(&self) -> Hooks {
