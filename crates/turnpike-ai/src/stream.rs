@@ -11,6 +11,7 @@ use serde_json::Value;
 use turnpike_policy::ai::TokenEstimate;
 use turnpike_policy::{ErrorKind, GatewayError, ResponseStream};
 
+use crate::foreign::Foreign;
 use crate::sse::Events;
 use crate::to_anthropic::StreamToOpenai;
 use crate::to_openai::StreamToAnthropic;
@@ -30,6 +31,8 @@ pub(crate) enum Mode {
     ToOpenai(Box<StreamToOpenai>),
     /// OpenAI chunks to Anthropic events.
     ToAnthropic(Box<StreamToAnthropic>),
+    /// A provider that speaks neither front's API (Gemini, Bedrock), in its own framing.
+    Foreign(Box<Foreign>),
 }
 
 pub(crate) struct AiStream {
@@ -94,6 +97,7 @@ impl AiStream {
                 Mode::ObserveAnthropic => observe_anthropic(&mut self.counts, &v),
                 Mode::ToOpenai(s) => s.event(&v, out),
                 Mode::ToAnthropic(s) => s.chunk(&v, out),
+                Mode::Foreign(_) => {}
             }
         }
     }
@@ -102,6 +106,7 @@ impl AiStream {
         match &self.mode {
             Mode::ToOpenai(s) => s.counts(),
             Mode::ToAnthropic(s) => s.counts(),
+            Mode::Foreign(f) => f.counts(),
             _ => self.counts,
         }
     }
@@ -122,13 +127,22 @@ fn observe_anthropic(counts: &mut Option<Counts>, v: &Value) {
     }
 }
 
+/// A stream that cannot be read as its framing says.
+fn protocol(message: String) -> GatewayError {
+    let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
+    e.detail = Some(message.into());
+    e
+}
+
 impl ResponseStream for AiStream {
     fn on_chunk(&mut self, chunk: Bytes) -> Result<Bytes, GatewayError> {
-        self.events.push(&chunk).map_err(|m| {
-            let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
-            e.detail = Some(m.into());
-            e
-        })?;
+        if let Mode::Foreign(f) = &mut self.mode {
+            let mut out = Vec::new();
+            self.relayed += chunk.len() as u64;
+            f.push(&chunk, &mut out).map_err(protocol)?;
+            return Ok(Bytes::from(out));
+        }
+        self.events.push(&chunk).map_err(protocol)?;
         let mut out = Vec::new();
         self.drain(&mut out);
         Ok(match self.mode {
@@ -139,6 +153,11 @@ impl ResponseStream for AiStream {
     }
 
     fn on_end(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        if let Mode::Foreign(f) = &mut self.mode {
+            let mut out = Vec::new();
+            f.finish(&mut out);
+            return Ok(Some(Bytes::from(out)));
+        }
         let _ = self.events.push(b"\n\n");
         let mut out = Vec::new();
         self.drain(&mut out);
