@@ -57,10 +57,16 @@ fn tools(body: &Value, count: &mut ChatCount) -> Result<(Vec<Tool>, ToolChoice),
         let name = parse::string(spec, "name")
             .map_err(|_| Failure::bad("toolConfig", "tools[].toolSpec.name: required"))?;
         count.text(&spec.to_string());
-        let schema = spec.pointer("/inputSchema/json").cloned().unwrap_or(Value::Null);
+        let schema = spec
+            .pointer("/inputSchema/json")
+            .cloned()
+            .unwrap_or(Value::Null);
         out.push(Tool { name, schema });
     }
-    let choice = match config.pointer("/toolChoice/tool/name").and_then(Value::as_str) {
+    let choice = match config
+        .pointer("/toolChoice/tool/name")
+        .and_then(Value::as_str)
+    {
         Some(n) => ToolChoice::Named(n.to_owned()),
         None => ToolChoice::Auto,
     };
@@ -181,7 +187,11 @@ pub(super) fn answer_frames(call: &Call, a: &Answer) -> Vec<Event> {
             }
         }
     }
-    frames.push(frame("contentBlockStop", &json!({"contentBlockIndex": 0}), false));
+    frames.push(frame(
+        "contentBlockStop",
+        &json!({"contentBlockIndex": 0}),
+        false,
+    ));
     let stop = json!({"stopReason": stop_reason(&a.reply)});
     frames.push(frame("messageStop", &stop, false));
     let meta = json!({"usage": usage(a), "metrics": {"latencyMs": 0}});

@@ -148,7 +148,12 @@ pub(super) fn answer_events(call: &Call, a: &Answer) -> Vec<Event> {
     match &a.reply {
         Reply::Text { pieces, .. } => {
             for p in pieces {
-                events.push(chunk(&response(call, json!([{ "text": p }]), None, usage(a, 0))));
+                events.push(chunk(&response(
+                    call,
+                    json!([{ "text": p }]),
+                    None,
+                    usage(a, 0),
+                )));
             }
             let end = response(
                 call,

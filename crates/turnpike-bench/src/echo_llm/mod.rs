@@ -98,9 +98,13 @@ enum Route {
     Messages,
     CountTokens,
     /// Gemini's `models/{m}:generateContent` (`stream`: `:streamGenerateContent`).
-    Gemini { stream: bool },
+    Gemini {
+        stream: bool,
+    },
     /// Bedrock's `/model/{id}/converse` (`stream`: `/converse-stream`).
-    Converse { stream: bool },
+    Converse {
+        stream: bool,
+    },
     Stats,
     Last,
     NotFound,
@@ -370,9 +374,15 @@ async fn foreign(
     let a = answer::answer(&prompt);
     if stream {
         let (events, kind) = if gemini {
-            (gemini::answer_events(&call, &a), "text/event-stream; charset=utf-8")
+            (
+                gemini::answer_events(&call, &a),
+                "text/event-stream; charset=utf-8",
+            )
         } else {
-            (bedrock::answer_frames(&call, &a), "application/vnd.amazon.eventstream")
+            (
+                bedrock::answer_frames(&call, &a),
+                "application/vnd.amazon.eventstream",
+            )
         };
         let body = PacedBody::new(events, pace, state.stats.clone());
         let mut resp = sse_response(body, &call.id);
@@ -569,7 +579,10 @@ mod tests {
     fn azure_deployments_name_the_model() {
         let m = model_of(&json!({}), "/openai/deployments/gpt-4o/chat/completions");
         assert_eq!(m.expect("model"), "gpt-4o");
-        let m = model_of(&json!({}), "/v1beta/models/gemini-2.0-flash:generateContent");
+        let m = model_of(
+            &json!({}),
+            "/v1beta/models/gemini-2.0-flash:generateContent",
+        );
         assert_eq!(m.expect("model"), "gemini-2.0-flash");
         let m = model_of(&json!({}), "/model/anthropic.claude-v2%3A1/converse-stream");
         assert_eq!(m.expect("model"), "anthropic.claude-v2:1");
