@@ -10,10 +10,13 @@
 
 mod support;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{start, start_file_gateway, TempDir};
+use support::{get, start, start_file_gateway, TempDir};
 
 const KEY: &str = "ai-demo-key-123";
 const KEY_SHA: &str = "07d57a391962697fc4028c9b30c0cba4323664d7636b99ba0c1faa8206b6bcc8";
@@ -289,4 +292,57 @@ fn gemini_mistral_bedrock_and_azure_through_both_fronts() {
         e["anthropic"]["body"]["error"]["type"], "rate_limit_error",
         "{e}"
     );
+}
+
+/// echo's stream counters.
+fn streams(echo: &str) -> Value {
+    let (status, body) = get(&format!("http://{echo}/_echo/stats"));
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str::<Value>(&body).expect("stats JSON")["streams"].clone()
+}
+
+/// A client that reads the first streamed bytes of a long answer and hangs up: the
+/// provider's stream is cancelled (its connection closed) within moments, not left to
+/// run the minutes its answer would take; once for a relayed stream (Mistral, OpenAI's
+/// wire) and once for a translated one (Bedrock's event-stream frames).
+#[test]
+fn a_client_that_hangs_up_cancels_the_providers_stream() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(
+        &["echo", "--llm", "--llm-key", PROVIDER_KEY, "--llm-tokens-per-second", "50", "--port", "0"],
+        "echo listening on http://",
+    );
+    let cfg = dir.path().join("ai.yaml");
+    std::fs::write(&cfg, config(&echo, dir.path())).expect("write config");
+    let (_gw, gw) = start_file_gateway(&cfg, dir.path(), &[]);
+    for (i, model) in ["mistral-small", "bedrock-haiku"].into_iter().enumerate() {
+        let body = format!(
+            r#"{{"model":"{model}","stream":true,"messages":[{{"role":"user","content":"lorem 5000"}}]}}"#
+        );
+        let mut s = TcpStream::connect(&gw).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        write!(
+            s,
+            "POST /ai/v1/chat/completions HTTP/1.1\r\nhost: gw\r\napikey: {KEY}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains("data: {") {
+            let n = s.read(&mut buf).expect("the stream's first events");
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
+        let before = streams(&echo);
+        assert_eq!(before["cancelled"], i, "{before}");
+        drop(s);
+        let hung_up = Instant::now();
+        while streams(&echo)["cancelled"] != i + 1 {
+            assert!(hung_up.elapsed() < Duration::from_secs(3), "{model}: the provider's stream still runs: {}", streams(&echo));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(streams(&echo)["finished"], 0, "{model}: no stream ran to its end");
+    }
 }
