@@ -74,7 +74,7 @@ fn tool_config(body: &Map<String, Value>) -> Option<Value> {
 }
 
 /// A Messages-shaped request as a Converse body; `Err` for what Converse cannot take.
-pub(crate) fn request(body: &Map<String, Value>) -> Result<Value, String> {
+pub fn request(body: &Map<String, Value>) -> Result<Value, String> {
     let mut messages = Vec::new();
     for m in body
         .get("messages")
@@ -144,7 +144,7 @@ fn counts(u: &Value) -> Option<Counts> {
 
 /// A Converse answer as a `chat.completion` (Converse names neither the answer nor
 /// the model: `model` is the routed one).
-pub(crate) fn response(v: &Value, model: &str) -> Option<(Value, Counts)> {
+pub fn response(v: &Value, model: &str) -> Option<(Value, Counts)> {
     let content = v.pointer("/output/message/content")?.as_array()?;
     let mut text = String::new();
     let mut calls = Vec::new();
@@ -170,13 +170,13 @@ pub(crate) fn response(v: &Value, model: &str) -> Option<(Value, Counts)> {
 }
 
 /// A streamed answer, frame by frame.
-pub(crate) struct Stream {
+pub struct Stream {
     pub(crate) chunks: Chunks,
     reason: Option<&'static str>,
 }
 
 impl Stream {
-    pub(crate) fn new(model: &str) -> Stream {
+    pub fn new(model: &str) -> Stream {
         Stream {
             chunks: Chunks::new(model),
             reason: None,
@@ -184,7 +184,7 @@ impl Stream {
     }
 
     /// One frame; `Err` with the message of an exception frame.
-    pub(crate) fn frame(&mut self, f: &Frame, out: &mut Vec<Value>) -> Result<(), String> {
+    pub fn frame(&mut self, f: &Frame, out: &mut Vec<Value>) -> Result<(), String> {
         let v: Value = serde_json::from_slice(&f.payload).unwrap_or(Value::Null);
         if f.message_type.as_deref() == Some("exception") {
             let kind = f.exception_type.as_deref().unwrap_or("exception");
@@ -226,7 +226,7 @@ impl Stream {
         }
     }
 
-    pub(crate) fn finish(&mut self, out: &mut Vec<Value>) {
+    pub fn finish(&mut self, out: &mut Vec<Value>) {
         self.chunks.finish(self.reason, out);
     }
 }

@@ -136,7 +136,7 @@ fn generation_config(body: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// A Messages-shaped request as a `generateContent` body.
-pub(crate) fn request(body: &Map<String, Value>) -> Value {
+pub fn request(body: &Map<String, Value>) -> Value {
     let empty = Vec::new();
     let messages = body
         .get("messages")
@@ -223,7 +223,7 @@ fn call_id(p: &Value, n: u64) -> Value {
 }
 
 /// A `GenerateContentResponse` as a `chat.completion`.
-pub(crate) fn response(v: &Value, model: &str) -> Option<(Value, Counts)> {
+pub fn response(v: &Value, model: &str) -> Option<(Value, Counts)> {
     let candidate = v.get("candidates")?.get(0)?;
     let mut text = String::new();
     let mut calls = Vec::new();
@@ -256,20 +256,20 @@ pub(crate) fn response(v: &Value, model: &str) -> Option<(Value, Counts)> {
 }
 
 /// A streamed answer, event by event (each a partial `GenerateContentResponse`).
-pub(crate) struct Stream {
+pub struct Stream {
     pub(crate) chunks: Chunks,
     reason: Option<&'static str>,
 }
 
 impl Stream {
-    pub(crate) fn new(model: &str) -> Stream {
+    pub fn new(model: &str) -> Stream {
         Stream {
             chunks: Chunks::new(model),
             reason: None,
         }
     }
 
-    pub(crate) fn event(&mut self, v: &Value, out: &mut Vec<Value>) {
+    pub fn event(&mut self, v: &Value, out: &mut Vec<Value>) {
         if let Some(c) = v.get("usageMetadata").and_then(counts) {
             self.chunks.counts = Some(c);
         }
@@ -295,7 +295,7 @@ impl Stream {
         }
     }
 
-    pub(crate) fn finish(&mut self, out: &mut Vec<Value>) {
+    pub fn finish(&mut self, out: &mut Vec<Value>) {
         self.chunks.finish(self.reason, out);
     }
 }

@@ -22,11 +22,11 @@
 //! A policy kind: depends on `turnpike-policy` and `turnpike-model` only, no IO but
 //! the secret read at build.
 
-mod bedrock;
+pub mod bedrock;
 mod errors;
 pub mod eventstream;
 mod foreign;
-mod gemini;
+pub mod gemini;
 mod kind;
 mod policy;
 mod providers;

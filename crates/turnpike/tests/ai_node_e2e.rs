@@ -17,7 +17,14 @@ fn the_openai_node_sdk_chats_streams_and_calls_tools() {
     let dir = TempDir::new();
     // 100 tokens a second: 12 tokens take ~110 ms to stream.
     let (_echo, echo) = start(
-        &["echo", "--llm", "--llm-tokens-per-second", "100", "--port", "0"],
+        &[
+            "echo",
+            "--llm",
+            "--llm-tokens-per-second",
+            "100",
+            "--port",
+            "0",
+        ],
         "echo listening on http://",
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -45,16 +52,27 @@ fn the_openai_node_sdk_chats_streams_and_calls_tools() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("the script's JSON");
 
     let chat = &v["chat"];
-    assert!(chat["content"].as_str().is_some_and(|c| c.contains("Say hello")), "{chat}");
+    assert!(
+        chat["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("Say hello")),
+        "{chat}"
+    );
     assert_eq!(chat["finish"], "stop", "{chat}");
-    assert!(chat["prompt"].as_u64() > Some(0) && chat["completion"].as_u64() > Some(0), "{chat}");
+    assert!(
+        chat["prompt"].as_u64() > Some(0) && chat["completion"].as_u64() > Some(0),
+        "{chat}"
+    );
 
     let s = &v["stream"];
     assert_eq!(s["pieces"], 12, "one chunk a token: {s}");
     assert!(s["total"].as_u64() > Some(12), "the usage chunk: {s}");
     // The provider takes ~110 ms for the 12 tokens: chunks yielded as they came spread
     // over a good part of it (a buffered stream would arrive in one burst).
-    assert!(s["spreadMs"].as_f64() > Some(50.0), "chunks arrived together: {s}");
+    assert!(
+        s["spreadMs"].as_f64() > Some(50.0),
+        "chunks arrived together: {s}"
+    );
 
     let t = &v["tool_call"];
     assert_eq!(t["finish"], "tool_calls", "{t}");
@@ -66,5 +84,10 @@ fn the_openai_node_sdk_chats_streams_and_calls_tools() {
     let e = &v["error"];
     assert_eq!(e["status"], 404, "{e}");
     assert_eq!(e["type"], "not_found_error", "{e}");
-    assert!(e["message"].as_str().is_some_and(|m| m.contains("no-such-model")), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no-such-model")),
+        "{e}"
+    );
 }
