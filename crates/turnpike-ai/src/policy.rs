@@ -225,7 +225,14 @@ impl AiPolicy {
         );
         self.provider_headers(provider, &mut req.headers);
         req.headers.insert(CONTENT_TYPE, JSON);
-        providers::sign(provider, &path, query.as_deref(), body, &mut req.headers);
+        providers::sign(
+            provider,
+            "POST",
+            &path,
+            query.as_deref(),
+            body,
+            &mut req.headers,
+        );
         ctx.ext.insert(estimate);
         ctx.ext.insert(Call {
             front,
@@ -249,6 +256,9 @@ impl AiPolicy {
             Front::Other if self.passthrough => {
                 if let Some(p) = self.providers.first() {
                     self.provider_headers(p, &mut req.headers);
+                    // Bedrock's own API (InvokeModel, ...) signed as it goes.
+                    let (path, query) = (ctx.upstream.path(), ctx.upstream.query());
+                    providers::sign(p, req.method.as_str(), path, query, body, &mut req.headers);
                 }
                 Ok(Flow::Continue)
             }

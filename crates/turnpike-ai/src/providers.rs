@@ -190,11 +190,18 @@ pub(crate) fn body(
 }
 
 /// Signs a Bedrock request with the provider's credentials (a no-op for others).
-pub(crate) fn sign(p: &Provider, path: &str, query: Option<&str>, body: &[u8], h: &mut HeaderMap) {
+pub(crate) fn sign(
+    p: &Provider,
+    method: &str,
+    path: &str,
+    query: Option<&str>,
+    body: &[u8],
+    h: &mut HeaderMap,
+) {
     let Some(aws) = &p.aws else { return };
     let full = format!("{}{path}", p.base_path);
     let req = sigv4::Signed {
-        method: "POST",
+        method,
         host: &p.host,
         path: &full,
         query,

@@ -36,6 +36,7 @@ security:
     - {{ sha256: "{KEY_SHA}", application: app, subscriber: alice }}
   subscriptions:
     - {{ api: /ai/v1, application: app, state: ACTIVE, tier: Plenty }}
+    - {{ api: /bedrock/v1, application: app, state: ACTIVE, tier: Plenty }}
 throttling:
   subscription_tiers:
     - {{ name: Plenty, quota: {{ requests: 100000, per: minute }} }}
@@ -58,6 +59,16 @@ apis:
         - {{ name: bedrock-haiku, provider: bed, model: "anthropic.claude-3-haiku-20240307-v1:0" }}
         - {{ name: bedrock-broken, provider: bed, model: error-429 }}
         - {{ name: azure-4o, provider: az, model: my-deployment }}
+  # Bedrock's own API passed through, signed.
+  - name: bedrock
+    context: /bedrock
+    version: v1
+    auth: {{ oauth2: false, api_key: true }}
+    ai:
+      passthrough: true
+      providers:
+        - {{ name: bed, kind: bedrock, url: "http://{echo}", region: eu-west-1,
+             key_id: "file:{key}", key: "file:{secret}" }}
 "#
     )
 }
@@ -298,6 +309,49 @@ fn gemini_mistral_bedrock_and_azure_through_both_fronts() {
     assert_eq!(
         e["anthropic"]["body"]["error"]["type"], "rate_limit_error",
         "{e}"
+    );
+}
+
+/// Bedrock's native Converse path through a pass-through API: the client's body as
+/// sent, the request signed (SigV4) for the provider's region.
+#[test]
+fn bedrock_pass_through_is_signed() {
+    let dir = TempDir::new();
+    let (_echo, echo) = start(
+        &["echo", "--llm", "--llm-key", PROVIDER_KEY, "--port", "0"],
+        "echo listening on http://",
+    );
+    let cfg = dir.path().join("ai.yaml");
+    std::fs::write(&cfg, config(&echo, dir.path())).expect("write config");
+    let (_gw, gw) = start_file_gateway(&cfg, dir.path(), &[]);
+    let body = r#"{"messages":[{"role":"user","content":[{"text":"native hello"}]}],"inferenceConfig":{"maxTokens":9}}"#;
+    let mut s = TcpStream::connect(&gw).expect("connect");
+    write!(
+        s,
+        "POST /bedrock/v1/model/m1/converse HTTP/1.1\r\nhost: gw\r\napikey: {KEY}\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.contains("native hello"),
+        "Converse's own answer: {answer}"
+    );
+    let (_, last) = get(&format!("http://{echo}/_echo/last"));
+    let last: Value = serde_json::from_str(&last).expect("JSON");
+    assert_eq!(last["path"], "/model/m1/converse", "{last}");
+    assert_eq!(last["body"]["inferenceConfig"]["maxTokens"], 9, "{last}");
+    let auth = last["headers"]["authorization"].as_str().unwrap_or("");
+    assert!(
+        auth.starts_with(&format!("AWS4-HMAC-SHA256 Credential={PROVIDER_KEY}/"))
+            && auth.contains("/eu-west-1/bedrock/aws4_request"),
+        "{last}"
+    );
+    assert!(
+        last["headers"].get("apikey").is_none(),
+        "the client's key stays: {last}"
     );
 }
 
