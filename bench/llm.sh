@@ -3,22 +3,24 @@
 # runs STREAMS concurrent streamed chat calls (each `lorem TOKENS`, paced by the provider
 # at TPS tokens a second) against `turnpike echo --llm` directly and through a gateway
 # serving examples/ai.yaml (its tier raised so the budget never refuses), in alternating
-# rounds (the order swapped every round so drift hits both sides), and prints each
+# rounds (the order swapped every round so drift hits both sides; a stream must start
+# after the warm-up and end inside the window to count, so DURATION is kept well over a
+# stream's TOKENS/TPS seconds), and prints each
 # round and the medians: time to first token p50/p99 on each side, what the gateway
 # adds (per-round differences, their median) and the throughput ratio (gateway tokens/s
 # over direct tokens/s, per round, its median).
 # Targets (issue 30): <= 1 ms added TTFT at p99 under 100 concurrent streams; >= 0.9x
 # the direct stream throughput in tokens/s.
 #
-#   TURNPIKE_PROFILE=ci-bench bench/llm.sh      # ROUNDS=5 STREAMS=100 TPS=50 TOKENS=200 DURATION=10s
+#   TURNPIKE_PROFILE=ci-bench bench/llm.sh      # ROUNDS=5 STREAMS=100 TPS=100 TOKENS=100 DURATION=10s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
 rounds=${ROUNDS:-5}
 streams=${STREAMS:-100}
-tps=${TPS:-50}
-tokens=${TOKENS:-200}
+tps=${TPS:-100}
+tokens=${TOKENS:-100}
 duration=${DURATION:-10s}
 
 echo_port=$(free_port)
@@ -36,10 +38,10 @@ pids+=($!)
 wait_port "$gw_port"
 key=$(sed -n 's/^# example key: //p' examples/ai.yaml)
 
-run() { # run NAME URL [ARGS...]: one measurement, its JSON appended to $work/NAME.jsonl
+run() { # run NAME URL [ARGS...]: round $r's measurement, its JSON in $work/NAME.$r.json
   local name=$1 url=$2; shift 2
   "$bin" bench llm --url "$url" --streams "$streams" --duration "$duration" --warmup 2s \
-    --prompt "lorem $tokens" --max-tokens $((tokens * 2)) --json "$@" >>"$work/$name.jsonl"
+    --prompt "lorem $tokens" --max-tokens $((tokens * 2)) --json "$@" >"$work/$name.$r.json"
 }
 direct="http://127.0.0.1:$echo_port/v1/chat/completions"
 gateway="http://127.0.0.1:$gw_port/ai/v1/chat/completions"
@@ -51,10 +53,11 @@ for r in $(seq "$rounds"); do
   fi
 done
 
-python3 - "$work/direct.jsonl" "$work/gateway.jsonl" "$streams" "$tps" "$tokens" <<'EOF'
+python3 - "$work" "$rounds" "$streams" "$tps" "$tokens" <<'EOF'
 import json, statistics, sys
-direct = [json.loads(l) for l in open(sys.argv[1])]
-gateway = [json.loads(l) for l in open(sys.argv[2])]
+work, rounds = sys.argv[1], int(sys.argv[2])
+direct = [json.load(open(f"{work}/direct.{r}.json")) for r in range(1, rounds + 1)]
+gateway = [json.load(open(f"{work}/gateway.{r}.json")) for r in range(1, rounds + 1)]
 streams, tps, tokens = sys.argv[3:6]
 print(f"llm: {streams} concurrent streams, {tokens} tokens each at {tps} tokens/s, {len(direct)} alternating rounds")
 print("round  direct p50/p99 ms  gateway p50/p99 ms  added p99 ms  tokens/s direct  gateway  ratio  errors d/g")

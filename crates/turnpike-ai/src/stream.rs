@@ -77,6 +77,18 @@ impl AiStream {
                 }
                 continue;
             }
+            // A relayed event is read only when it may carry the usage: the content
+            // deltas, nearly all of a stream, pass as their bytes, unparsed.
+            let observed = matches!(
+                self.mode,
+                Mode::ObserveOpenai { .. } | Mode::ObserveAnthropic
+            );
+            if observed && !names_usage(&e.data) {
+                if strip {
+                    raw_event(&e.data, out);
+                }
+                continue;
+            }
             let Ok(v) = serde_json::from_str::<Value>(&e.data) else {
                 continue;
             };
@@ -88,7 +100,7 @@ impl AiStream {
                             .and_then(Value::as_array)
                             .is_some_and(Vec::is_empty);
                     if strip && !usage_only {
-                        crate::to_anthropic::data(&v, out);
+                        raw_event(&e.data, out);
                     }
                     if counts.is_some() {
                         self.counts = counts;
@@ -110,6 +122,22 @@ impl AiStream {
             _ => self.counts,
         }
     }
+}
+
+/// Whether an event's JSON may hold a usage object: a `"usage"` key not set to null
+/// (OpenAI sends `"usage": null` in every chunk before the last when asked for it).
+/// A string's `"usage"` is escaped (`\"usage\"`) and never matches.
+fn names_usage(data: &str) -> bool {
+    data.contains("\"usage\"")
+        && !data.contains("\"usage\":null")
+        && !data.contains("\"usage\": null")
+}
+
+/// One `data:` event with its JSON as it came.
+fn raw_event(data: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(data.as_bytes());
+    out.extend_from_slice(b"\n\n");
 }
 
 /// An Anthropic stream's counts: the prompt in `message_start`, the answer's in
@@ -232,6 +260,20 @@ mod tests {
             (u.prompt, u.completion, u.total, u.estimated),
             (4, 2, 6, false)
         );
+    }
+
+    #[test]
+    fn only_events_that_name_a_usage_are_read() {
+        assert!(names_usage(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#));
+        assert!(!names_usage(
+            r#"{"choices":[{"delta":{"content":"hi"}}],"usage":null}"#
+        ));
+        assert!(!names_usage(
+            r#"{"choices":[{"delta":{"content":"the \"usage\" is"}}]}"#
+        ));
+        assert!(names_usage(
+            r#"{"type":"message_delta","usage":{"output_tokens":3}}"#
+        ));
     }
 
     #[test]
