@@ -115,7 +115,7 @@ fn analytics_query_params(id: &str) -> Vec<Value> {
 pub fn query_params(id: &str) -> Vec<Value> {
     let s = json!({"type": "string"});
     match id {
-        "listApis" | "listVisibleApis" => api_filters(),
+        "listApis" | "listVisibleApis" | "listMcpServers" => api_filters(),
         "applyFile" => {
             let flag = json!({"type": "boolean", "default": false});
             vec![
@@ -319,6 +319,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getGraphqlComplexityTypes" => (200, r("GraphqlSchemaTypeList")),
         "tryIt" => (200, r("TryItResult")),
         "tryApiMediation" => (200, r("MediationTryResult")),
+        "getApiMcpTools" => (200, r("McpTools")),
+        "listMcpServers" => (200, r("McpServerList")),
         "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
         "applyFile" => (200, r("ApplyResult")),
@@ -412,6 +414,7 @@ pub fn sends_etag(id: &str) -> bool {
             | "getApi"
             | "listApiSubscriptions"
             | "listVisibleApis"
+            | "listMcpServers"
             | "getVisibleApi"
             | "listApplications"
             | "getApplication"

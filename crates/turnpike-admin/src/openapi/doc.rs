@@ -65,7 +65,7 @@ fn tag_of(path: &str) -> &'static str {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 29] = [
+const NEVER_404: [&str; 30] = [
     "applyFile",
     "getClientRegistrationSettings",
     "setClientRegistrationSettings",
@@ -82,6 +82,7 @@ const NEVER_404: [&str; 29] = [
     "listAuditLog",
     "listApis",
     "listVisibleApis",
+    "listMcpServers",
     "createApi",
     "importOpenApi",
     "importGraphqlSchema",

@@ -14,6 +14,7 @@ pub mod environments;
 pub(crate) mod export;
 pub(crate) mod graphql_policies;
 pub(crate) mod keys;
+pub(crate) mod mcp_tools;
 pub(crate) mod mediation_try;
 pub(crate) mod portal_settings;
 pub(crate) mod publisher;
@@ -40,7 +41,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(documents::publisher_routes())
                 .merge(admin::publisher_routes())
                 .merge(analytics::publisher_routes())
-                .merge(graphql_policies::routes()),
+                .merge(graphql_policies::routes())
+                .merge(mcp_tools::publisher_routes()),
         )
         .nest(
             "/api/am/devportal/v1",
@@ -52,7 +54,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(sdk::routes())
                 .merge(portal_settings::devportal_routes())
                 .merge(analytics::devportal_routes())
-                .merge(admin::devportal_routes()),
+                .merge(admin::devportal_routes())
+                .merge(mcp_tools::devportal_routes()),
         )
         .nest(
             "/api/am/admin/v1",
