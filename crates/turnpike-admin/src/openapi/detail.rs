@@ -294,6 +294,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "setEnvironments" => ("Environments", true),
         "setThrottlingSettings" => ("ThrottlingSettings", true),
         "setClientRegistrationSettings" => ("ClientRegistrationSettingsInput", true),
+        "setClientIdMetadataDocumentsSettings" => ("ClientIdMetadataDocumentsSettingsInput", true),
         "setAiPrice" => ("AiPriceInput", true),
         "selfSignup" => ("SignUp", true),
         "setSelfSignupSettings" => ("SelfSignupSettings", true),
@@ -339,6 +340,9 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getThrottlingSettings" | "setThrottlingSettings" => (200, r("ThrottlingSettings")),
         "getClientRegistrationSettings" | "setClientRegistrationSettings" => {
             (200, r("ClientRegistrationSettings"))
+        }
+        "getClientIdMetadataDocumentsSettings" | "setClientIdMetadataDocumentsSettings" => {
+            (200, r("ClientIdMetadataDocumentsSettings"))
         }
         "listAiPrices" => (200, r("AiPriceList")),
         "setAiPrice" => (200, r("AiPrice")),

@@ -65,10 +65,12 @@ fn tag_of(path: &str) -> &'static str {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 30] = [
+const NEVER_404: [&str; 32] = [
     "applyFile",
     "getClientRegistrationSettings",
     "setClientRegistrationSettings",
+    "getClientIdMetadataDocumentsSettings",
+    "setClientIdMetadataDocumentsSettings",
     "getEnvironments",
     "setEnvironments",
     "getThrottlingSettings",

@@ -587,6 +587,20 @@ pub const OPERATIONS: &[Operation] = &[
     ),
     op(
         "get",
+        "/api/am/admin/v1/settings/client-id-metadata-documents",
+        "getClientIdMetadataDocumentsSettings",
+        "The key manager's client ID metadata documents policy (an https client_id whose document is fetched): enabled, allowedHosts, allowPrivateAddresses, owner, applicationTier, scopes, maxClients",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/settings/client-id-metadata-documents",
+        "setClientIdMetadataDocumentsSettings",
+        "Set the client ID metadata documents policy",
+        "apim:admin",
+    ),
+    op(
+        "get",
         "/api/am/admin/v1/gateways",
         "listGateways",
         "Gateways, the version each serves, its lag (maxLag seconds: the lagging threshold), last contact, apply and convergence times, and each tracked endpoint's state (endpoints: api, id, endpoint, pool, state, untilMs, failures, inFlight)",

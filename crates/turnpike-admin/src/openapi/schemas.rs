@@ -371,6 +371,19 @@ pub fn schemas() -> Value {
             "owner": {"type": "string"}, "applicationTier": {"type": "string"},
             "grantTypes": {"type": "array", "items": {"type": "string"}}, "scopes": {"type": "array", "items": {"type": "string"}},
             "maxClients": {"type": "integer"}, "perMinute": {"type": "integer"}}},
+        "ClientIdMetadataDocumentsSettingsInput": strict(&[], json!({
+            "enabled": {"type": "boolean", "description": "accept an https URL as client_id and fetch its client ID metadata document (the MCP authorization specification)"},
+            "allowedHosts": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 255}, "description": "hosts whose documents are accepted (exact, or *.example.com); empty: any host with a public address"},
+            "allowPrivateAddresses": {"type": "boolean", "description": "also loopback, private and link-local addresses, and plain http to loopback (tests and labs only)"},
+            "owner": {"type": "string", "description": "the user who owns these clients' applications"},
+            "applicationTier": {"type": "string"},
+            "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "description": "scopes such a client may ask for"},
+            "maxClients": {"type": "integer", "minimum": 1, "maximum": 100000}
+        }), json!({"enabled": true, "allowedHosts": ["*.agents.example"], "owner": "admin", "applicationTier": "Unlimited"})),
+        "ClientIdMetadataDocumentsSettings": {"type": "object", "required": ["enabled", "allowedHosts", "allowPrivateAddresses", "owner", "applicationTier", "scopes", "maxClients"], "properties": {
+            "enabled": {"type": "boolean"}, "allowedHosts": {"type": "array", "items": {"type": "string"}},
+            "allowPrivateAddresses": {"type": "boolean"}, "owner": {"type": "string"}, "applicationTier": {"type": "string"},
+            "scopes": {"type": "array", "items": {"type": "string"}}, "maxClients": {"type": "integer"}}},
         "AiPriceInput": strict(&["inputPerMillion", "outputPerMillion"], json!({
             "inputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million prompt tokens"},
             "outputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million completion tokens"},

@@ -7,6 +7,7 @@ pub(crate) mod ai_prices;
 pub(crate) mod analytics;
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod client_metadata_documents;
 pub(crate) mod client_registration;
 pub(crate) mod devportal;
 pub(crate) mod documents;
@@ -66,6 +67,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(throttle_settings::admin_routes())
                 .merge(portal_settings::admin_routes())
                 .merge(client_registration::admin_routes())
+                .merge(client_metadata_documents::admin_routes())
                 .merge(audit::admin_routes())
                 .merge(analytics::admin_routes())
                 .merge(ai_prices::admin_routes()),
