@@ -208,6 +208,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/admin/v1/settings/client-id-metadata-documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key manager's client ID metadata documents policy (an https client_id whose document is fetched): enabled, allowedHosts, allowPrivateAddresses, owner, applicationTier, scopes, maxClients
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        get: operations["getClientIdMetadataDocumentsSettings"];
+        /**
+         * Set the client ID metadata documents policy
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        put: operations["setClientIdMetadataDocumentsSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/admin/v1/settings/client-registration": {
         parameters: {
             query?: never;
@@ -2441,6 +2465,39 @@ export interface components {
             /** @description a value of the cache's tag_header */
             tag?: string;
         };
+        ClientIdMetadataDocumentsSettings: {
+            allowPrivateAddresses: boolean;
+            allowedHosts: string[];
+            applicationTier: string;
+            enabled: boolean;
+            maxClients: number;
+            owner: string;
+            scopes: string[];
+        };
+        /**
+         * @example {
+         *       "allowedHosts": [
+         *         "*.agents.example"
+         *       ],
+         *       "applicationTier": "Unlimited",
+         *       "enabled": true,
+         *       "owner": "admin"
+         *     }
+         */
+        ClientIdMetadataDocumentsSettingsInput: {
+            /** @description also loopback, private and link-local addresses, and plain http to loopback (tests and labs only) */
+            allowPrivateAddresses?: boolean;
+            /** @description hosts whose documents are accepted (exact, or *.example.com); empty: any host with a public address */
+            allowedHosts?: string[];
+            applicationTier?: string;
+            /** @description accept an https URL as client_id and fetch its client ID metadata document (the MCP authorization specification) */
+            enabled?: boolean;
+            maxClients?: number;
+            /** @description the user who owns these clients' applications */
+            owner?: string;
+            /** @description scopes such a client may ask for */
+            scopes?: string[];
+        };
         ClientRegistrationSettings: {
             applicationTier: string;
             enabled: boolean;
@@ -4153,6 +4210,122 @@ export interface operations {
             };
             /** @description conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getClientIdMetadataDocumentsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientIdMetadataDocumentsSettings"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setClientIdMetadataDocumentsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientIdMetadataDocumentsSettingsInput"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientIdMetadataDocumentsSettings"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body over the limit (2 MiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not JSON */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
