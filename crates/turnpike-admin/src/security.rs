@@ -19,9 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use turnpike_keymanager::{
     AuthorizeClient, ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager,
-    KeyManagerConfig, MetadataDocumentPolicy, Registration, RegistrationPolicy, StoreError as KmError,
-    Stores, SystemClock,
-    TokenFormat, UserRecord,
+    KeyManagerConfig, MetadataDocumentPolicy, Registration, RegistrationPolicy,
+    StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
 };
 use turnpike_model::rest::CLI_CLIENT_ID;
 use turnpike_model::security::{

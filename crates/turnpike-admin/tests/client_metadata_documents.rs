@@ -17,8 +17,13 @@ const REDIRECT: &str = "http://127.0.0.1:33418/callback";
 
 /// Serves `/client.json`, a document naming itself, on 127.0.0.1 (port 0).
 async fn document() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/client.json", listener.local_addr().expect("addr"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "http://{}/client.json",
+        listener.local_addr().expect("addr")
+    );
     let body = json!({"client_id": url, "client_name": "Docs agent", "redirect_uris": [REDIRECT]});
     let app = axum::Router::new().route(
         "/client.json",
@@ -39,14 +44,27 @@ fn supported(doc: &Value) -> bool {
 async fn documents_follow_the_admins_policy() {
     let cp = control_plane(false).await;
     let meta = "/.well-known/oauth-authorization-server";
-    let r = cp.call(Method::GET, SETTINGS, Auth::Basic("admin"), None).await;
-    assert_eq!((r.status, &r.json["enabled"]), (200, &json!(false)), "{}", r.json);
-    assert!(!supported(&cp.call(Method::GET, meta, Auth::None, None).await.json));
-    let r = cp.call(Method::GET, SETTINGS, Auth::Basic("pub"), None).await;
+    let r = cp
+        .call(Method::GET, SETTINGS, Auth::Basic("admin"), None)
+        .await;
+    assert_eq!(
+        (r.status, &r.json["enabled"]),
+        (200, &json!(false)),
+        "{}",
+        r.json
+    );
+    assert!(!supported(
+        &cp.call(Method::GET, meta, Auth::None, None).await.json
+    ));
+    let r = cp
+        .call(Method::GET, SETTINGS, Auth::Basic("pub"), None)
+        .await;
     assert_eq!(r.status, 403, "admins only");
 
     let bad = json!({"enabled": "yes", "allowedHosts": ["ok.example", "bad host"], "owner": "nobody", "maxClients": 0, "extra": 1});
-    let r = cp.call(Method::PUT, SETTINGS, Auth::Basic("admin"), Some(bad)).await;
+    let r = cp
+        .call(Method::PUT, SETTINGS, Auth::Basic("admin"), Some(bad))
+        .await;
     assert_eq!(r.status, 400, "{}", r.json);
     let fields: Vec<&str> = r.json["errors"]
         .as_array()
@@ -59,10 +77,14 @@ async fn documents_follow_the_admins_policy() {
     }
 
     let on = json!({"enabled": true, "allowPrivateAddresses": true, "owner": "sub", "allowedHosts": ["127.0.0.1"]});
-    let r = cp.call(Method::PUT, SETTINGS, Auth::Basic("admin"), Some(on)).await;
+    let r = cp
+        .call(Method::PUT, SETTINGS, Auth::Basic("admin"), Some(on))
+        .await;
     assert_eq!(r.status, 200, "{}", r.json);
     assert_eq!(r.json["allowedHosts"], json!(["127.0.0.1"]));
-    assert!(supported(&cp.call(Method::GET, meta, Auth::None, None).await.json));
+    assert!(supported(
+        &cp.call(Method::GET, meta, Auth::None, None).await.json
+    ));
 
     let client_id = document().await;
     let q = format!(
@@ -74,7 +96,12 @@ async fn documents_follow_the_admins_policy() {
     let r = cp.call(Method::GET, &q, Auth::None, None).await;
     assert_eq!(r.status, 200, "the login page: {}", r.json);
     let apps = cp
-        .ok(Method::GET, "/api/am/devportal/v1/applications", Auth::Basic("sub"), None)
+        .ok(
+            Method::GET,
+            "/api/am/devportal/v1/applications",
+            Auth::Basic("sub"),
+            None,
+        )
         .await;
     let names: Vec<&str> = apps["list"]
         .as_array()
@@ -82,11 +109,15 @@ async fn documents_follow_the_admins_policy() {
         .flatten()
         .filter_map(|a| a["name"].as_str())
         .collect();
-    assert!(names.iter().any(|n| n.starts_with("Docs agent (")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("Docs agent (")),
+        "{names:?}"
+    );
 
     // A host the policy does not list is refused before anything is fetched.
     let off_list = json!({"allowedHosts": ["agents.example"]});
-    cp.ok(Method::PUT, SETTINGS, Auth::Basic("admin"), Some(off_list)).await;
+    cp.ok(Method::PUT, SETTINGS, Auth::Basic("admin"), Some(off_list))
+        .await;
     let other = q.replace("client.json", "other.json");
     let r = cp.call(Method::GET, &other, Auth::None, None).await;
     assert_eq!(r.status, 400);

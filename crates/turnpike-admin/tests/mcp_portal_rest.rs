@@ -75,14 +75,23 @@ async fn publisher_reviews_the_tools_and_developers_see_the_servers() {
     assert_eq!(r.json["source"], "openapi");
     assert_eq!(r.json["openapi"], DOC);
     assert_eq!(names(&r.json["tools"], true), ["getPet", "post_pets"]);
-    assert_eq!(of(&r.json["tools"], "POST /pets")["tool"]["name"], "post_pets");
+    assert_eq!(
+        of(&r.json["tools"], "POST /pets")["tool"]["name"],
+        "post_pets"
+    );
     let get = of(&r.json["tools"], "getPet");
     assert_eq!(get["tool"]["inputSchema"]["required"], json!(["id"]));
 
     // Exposed with one tool renamed: the other is listed, not selected.
     let mcp = json!({"openapi": DOC, "tools": [{"operation": "getPet", "name": "fetch_pet", "description": "Reads a pet"}]});
     let r = cp
-        .call(Method::PATCH, &format!("{APIS}/{id}"), Some("pub"), Some(json!({"mcp": mcp})), &[])
+        .call(
+            Method::PATCH,
+            &format!("{APIS}/{id}"),
+            Some("pub"),
+            Some(json!({"mcp": mcp})),
+            &[],
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.json);
     let r = cp.get(&tools_path, "pub").await;
@@ -91,27 +100,51 @@ async fn publisher_reviews_the_tools_and_developers_see_the_servers() {
     assert_eq!(names(&r.json["tools"], false), ["fetch_pet", "post_pets"]);
     assert_eq!(names(&r.json["tools"], true), ["fetch_pet"]);
     let get = of(&r.json["tools"], "getPet");
-    assert_eq!((&get["defaultName"], &get["selected"]), (&json!("getPet"), &json!(true)));
+    assert_eq!(
+        (&get["defaultName"], &get["selected"]),
+        (&json!("getPet"), &json!(true))
+    );
     assert_eq!(get["tool"]["description"], "Reads a pet");
     assert_eq!(r.json["problems"], json!([]));
     let r = cp.get(&format!("{APIS}/nope/mcp-tools"), "pub").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     let r = cp.get(&tools_path, "sub").await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN, "a subscriber is no publisher");
+    assert_eq!(
+        r.status,
+        StatusCode::FORBIDDEN,
+        "a subscriber is no publisher"
+    );
 
     // The DevPortal lists it once published; an API without mcp: is no MCP server.
     let r = cp.get(SERVERS, "sub").await;
-    assert_eq!((r.status, r.json["count"].clone()), (StatusCode::OK, json!(0)), "{}", r.json);
+    assert_eq!(
+        (r.status, r.json["count"].clone()),
+        (StatusCode::OK, json!(0)),
+        "{}",
+        r.json
+    );
     assert_eq!(cp.lifecycle(&id, "Publish").await.status, StatusCode::OK);
-    let plain = cp.create_api("/plain", "v1", "http://127.0.0.1:9", false).await;
+    let plain = cp
+        .create_api("/plain", "v1", "http://127.0.0.1:9", false)
+        .await;
     assert_eq!(cp.lifecycle(&plain, "Publish").await.status, StatusCode::OK);
     let r = cp.get(SERVERS, "sub").await;
     assert_eq!(r.json["count"], 1, "{}", r.json);
     let s = &r.json["list"][0];
-    assert_eq!((&s["apiId"], &s["endpoint"]), (&json!(id), &json!("/mcp/store/v1")));
-    let tools: Vec<&str> = s["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(
+        (&s["apiId"], &s["endpoint"]),
+        (&json!(id), &json!("/mcp/store/v1"))
+    );
+    let tools: Vec<&str> = s["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
     assert_eq!(tools, ["fetch_pet"]);
     assert!(s["endpointURLs"].is_array(), "{s}");
-    let r = cp.get(&format!("{SERVERS}?query=nothing-like-it"), "sub").await;
+    let r = cp
+        .get(&format!("{SERVERS}?query=nothing-like-it"), "sub")
+        .await;
     assert_eq!(r.json["count"], 0);
 }

@@ -161,13 +161,19 @@ fn is_public(ip: IpAddr) -> bool {
 }
 
 /// The one address the fetch connects to: every address the name has must be allowed.
-async fn resolve(host: &str, port: u16, policy: &MetadataDocumentPolicy) -> Result<SocketAddr, Refused> {
+async fn resolve(
+    host: &str,
+    port: u16,
+    policy: &MetadataDocumentPolicy,
+) -> Result<SocketAddr, Refused> {
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
         .await
         .map_err(|_| "client_id: its host does not resolve")?
         .take(16)
         .collect();
-    let first = *addrs.first().ok_or("client_id: its host does not resolve")?;
+    let first = *addrs
+        .first()
+        .ok_or("client_id: its host does not resolve")?;
     if !policy.allow_private_addresses && addrs.iter().any(|a| !is_public(a.ip())) {
         return Err("client_id: its host has a private or special address");
     }
@@ -191,10 +197,15 @@ async fn fetch(url: &reqwest::Url, host: &str, addr: SocketAddr) -> Result<Vec<u
         .await
         .map_err(|_| UNREACHABLE)?;
     if resp.status() != reqwest::StatusCode::OK {
-        return Err("client_id: its metadata document did not answer 200 (redirects are not followed)");
+        return Err(
+            "client_id: its metadata document did not answer 200 (redirects are not followed)",
+        );
     }
     let too_large = "client_id: its metadata document is larger than 5 KiB";
-    if resp.content_length().is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64) {
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
+    {
         return Err(too_large);
     }
     let mut body = Vec::new();
@@ -231,9 +242,14 @@ fn read(client_id: &str, body: &[u8]) -> Result<ClientDocument, Refused> {
     }
     let uris: Vec<String> = v["redirect_uris"]
         .as_array()
-        .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
-    if uris.is_empty() || uris.len() > MAX_REDIRECT_URIS || !uris.iter().all(|u| redirect_uri_ok(u)) {
+    if uris.is_empty() || uris.len() > MAX_REDIRECT_URIS || !uris.iter().all(|u| redirect_uri_ok(u))
+    {
         return Err("client_id: redirect_uris must be 1 to 10 https or loopback http URIs");
     }
     let name: String = v["client_name"]
@@ -335,7 +351,11 @@ impl KeyManager {
             .take(4)
             .map(|b| format!("{b:02x}"))
             .collect();
-        let shown = if doc.name.is_empty() { "agent" } else { doc.name.as_str() };
+        let shown = if doc.name.is_empty() {
+            "agent"
+        } else {
+            doc.name.as_str()
+        };
         let reg = Registration {
             client_id: client_id.to_owned(),
             secret_hash: String::new(),
@@ -347,7 +367,13 @@ impl KeyManager {
             scopes: policy.scopes.clone(),
             redirect_uris: doc.redirect_uris.clone(),
         };
-        match self.inner.stores.clients.register_client(&reg, policy.max_clients).await? {
+        match self
+            .inner
+            .stores
+            .clients
+            .register_client(&reg, policy.max_clients)
+            .await?
+        {
             Some(_) => {
                 tracing::info!(client_id, owner = %policy.owner, "client ID metadata document registered");
                 Ok(Ok(()))
@@ -388,7 +414,18 @@ mod tests {
 
     #[test]
     fn special_addresses_are_not_public() {
-        for private in ["127.0.0.1", "10.1.2.3", "192.168.0.1", "169.254.169.254", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "0.0.0.0"] {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "0.0.0.0",
+        ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
         for public in ["93.184.216.34", "2606:4700::1111"] {

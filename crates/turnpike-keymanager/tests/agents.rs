@@ -388,7 +388,9 @@ async fn client_credentials_take_a_resource_too() {
 async fn document_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use axum::response::IntoResponse;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let hits = std::sync::Arc::new(AtomicUsize::new(0));
     let (b, h) = (base.clone(), hits.clone());
@@ -421,7 +423,10 @@ async fn refusal_page(km: &Km, client_id: &str) -> (u16, String) {
         .send()
         .await
         .expect("authorize");
-    (resp.status().as_u16(), resp.text().await.unwrap_or_default())
+    (
+        resp.status().as_u16(),
+        resp.text().await.unwrap_or_default(),
+    )
 }
 
 #[tokio::test]
@@ -454,7 +459,10 @@ async fn a_client_id_metadata_document_is_fetched_under_its_policy() {
     );
     let (status, html) = refusal_page(&strict, &client_id).await;
     assert_eq!(status, 400);
-    assert!(html.contains("not a usable metadata document URL"), "http is refused: {html}");
+    assert!(
+        html.contains("not a usable metadata document URL"),
+        "http is refused: {html}"
+    );
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
 
     // Allowed for the test: each bad document is refused with its reason.

@@ -128,11 +128,17 @@ paths:
             ("getPet", true),
             "{get:?}"
         );
-        assert_eq!((&*get.tool.name, get.default_name.as_str()), ("fetch_pet", "getPet"));
+        assert_eq!(
+            (&*get.tool.name, get.default_name.as_str()),
+            ("fetch_pet", "getPet")
+        );
         assert_eq!(get.tool.description.as_deref(), Some("Reads a pet"));
         assert_eq!(get.tool.input_schema["required"][0], "petId");
         let post = find("POST /pets");
-        assert_eq!((post.operation.as_str(), post.selected), ("POST /pets", false));
+        assert_eq!(
+            (post.operation.as_str(), post.selected),
+            ("POST /pets", false)
+        );
         assert_eq!(&*post.tool.name, "post_pets");
         assert_eq!(post.tool.input_schema["required"][0], "body");
     }
@@ -153,7 +159,10 @@ paths:
         });
         let (list, problems) = preview(&spec(Some(bad.to_vec())), &ApiSpec::default());
         assert_eq!(list.len(), 2);
-        assert!(problems.iter().any(|(p, _)| p == ".tools[0].operation"), "{problems:?}");
+        assert!(
+            problems.iter().any(|(p, _)| p == ".tools[0].operation"),
+            "{problems:?}"
+        );
         let unreadable = McpSpec {
             openapi: Some("paths: 3".into()),
             ..McpSpec::default()

@@ -242,7 +242,11 @@ fn template_names(path: &str) -> impl Iterator<Item = &str> {
         .filter_map(|s| s.split_once('}').map(|(name, _)| name))
 }
 
-pub(crate) fn tool(op: &Operation, name: String, description: Option<&str>) -> Result<ToolDef, String> {
+pub(crate) fn tool(
+    op: &Operation,
+    name: String,
+    description: Option<&str>,
+) -> Result<ToolDef, String> {
     let plan = plan(op)?;
     let mut properties = Map::new();
     let mut required = Vec::new();

@@ -49,9 +49,7 @@ pub(crate) async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
 
 /// The query's filter, its states narrowed to those developers see (none left: none
 /// match).
-pub(crate) fn visible_filter(
-    q: &HashMap<String, String>,
-) -> ApiResult<turnpike_store::ApiFilter> {
+pub(crate) fn visible_filter(q: &HashMap<String, String>) -> ApiResult<turnpike_store::ApiFilter> {
     let mut filter = crate::rest::publisher::filter_from(q)?;
     let visible = [
         LifecycleState::Published,
