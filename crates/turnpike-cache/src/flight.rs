@@ -112,7 +112,9 @@ impl Flights {
         if slot.load(Ordering::SeqCst) != tag | FOLLOWED {
             return Follow(None);
         }
-        let state = followed.entry(tag).or_insert_with(|| Arc::new(State::new()));
+        let state = followed
+            .entry(tag)
+            .or_insert_with(|| Arc::new(State::new()));
         Follow(Some(state.clone()))
     }
 
@@ -181,5 +183,90 @@ impl Follow {
         if !state.done.load(Ordering::SeqCst) {
             let _ = tokio::time::timeout(limit, notified).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Two keys whose tags share a slot (found by trying keys: the seed is per process).
+    fn same_slot(f: &Flights) -> (String, String) {
+        let mut seen = HashMap::new();
+        for i in 0.. {
+            let key = format!("GET /k{i}");
+            let (index, _) = f.tag(&key);
+            if let Some(other) = seen.insert(index, key.clone()) {
+                return (other, key);
+            }
+        }
+        unreachable!()
+    }
+
+    #[tokio::test]
+    async fn a_follower_of_a_slot_flight_wakes_when_it_ends() {
+        let f = Arc::new(Flights::default());
+        let Ok(led) = f.join("GET /a") else {
+            panic!("the first miss leads")
+        };
+        assert!(matches!(led, Led::Slot { .. }));
+        assert!(f.in_flight("GET /a"));
+        let Err(follow) = f.join("GET /a") else {
+            panic!("the second follows")
+        };
+        let waiting = tokio::spawn(async move {
+            let t = Instant::now();
+            follow.wait(Duration::from_secs(10)).await;
+            t.elapsed()
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        f.end(&led);
+        let waited = waiting.await.expect("the follower ran");
+        assert!(
+            waited < Duration::from_secs(5),
+            "woken by the end, not the limit"
+        );
+        assert!(!f.in_flight("GET /a"));
+        assert!(matches!(f.join("GET /a"), Ok(Led::Slot { .. })), "led anew");
+    }
+
+    #[tokio::test]
+    async fn a_key_whose_slot_is_taken_leads_in_the_map_and_is_followed_there() {
+        let f = Flights::default();
+        let (first, second) = same_slot(&f);
+        let Ok(a) = f.join(&first) else {
+            panic!("leads")
+        };
+        let Ok(b) = f.join(&second) else {
+            panic!("another key in the same slot leads too")
+        };
+        assert!(matches!(b, Led::Map { .. }));
+        assert!(f.in_flight(&second));
+        let Err(follow) = f.join(&second) else {
+            panic!("the map flight is followed")
+        };
+        f.end(&b);
+        // Ended: the follower does not wait at all.
+        tokio::time::timeout(Duration::from_secs(1), follow.wait(Duration::from_secs(10)))
+            .await
+            .expect("no wait after the end");
+        assert!(!f.in_flight(&second));
+        assert!(f.in_flight(&first));
+        f.end(&a);
+        assert!(!f.in_flight(&first));
+    }
+
+    #[tokio::test]
+    async fn a_flight_that_ended_before_its_follower_marked_it_is_not_waited_for() {
+        let f = Flights::default();
+        let Ok(led) = f.join("GET /b") else {
+            panic!("leads")
+        };
+        let (index, tag) = f.tag("GET /b");
+        f.end(&led);
+        let follow = f.follow(f.slot(index), tag);
+        assert!(follow.0.is_none());
+        assert!(f.followed.lock().expect("unpoisoned").is_empty());
     }
 }

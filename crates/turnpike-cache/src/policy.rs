@@ -413,7 +413,13 @@ impl ResponseCache {
                     method: &x.method,
                     headers: &kept,
                 };
-                Box::new(rfc::policy(&presented, stored.status, &head, self.settings.ttl, at))
+                Box::new(rfc::policy(
+                    &presented,
+                    stored.status,
+                    &head,
+                    self.settings.ttl,
+                    at,
+                ))
             });
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
         let key = self.key_for(keys, directive(&head, "public"));
@@ -494,7 +500,12 @@ impl Policy for ResponseCache {
             // Someone already refreshes it: this one gets the stale answer.
             Found::Stale(v) if self.store.in_flight(keys.own()) => {
                 ctx.ext.insert(FromCache);
-                return Step::Done(Ok(Flow::Respond(self.answer(&v, now(), Label::Stale, head))));
+                return Step::Done(Ok(Flow::Respond(self.answer(
+                    &v,
+                    now(),
+                    Label::Stale,
+                    head,
+                ))));
             }
             Found::Stale(v) | Found::Fallback(v) => x.fallback = Some(v),
             Found::Nothing => {}

@@ -31,9 +31,8 @@ pub(crate) fn is_plain(
     // One pass over each head's names: a lookup by name hashes it, and these are
     // seven lookups of names that are mostly absent from heads of a few fields.
     let directives = |n: &HeaderName| *n == CACHE_CONTROL || *n == PRAGMA;
-    let in_resp = |n: &HeaderName| {
-        directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp))
-    };
+    let in_resp =
+        |n: &HeaderName| directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp));
     let in_req = |n: &HeaderName| directives(n) || (!by_consumer && *n == AUTHORIZATION);
     (*method == Method::GET || *method == Method::HEAD)
         && UNDERSTOOD_STATUSES.contains(&status.as_u16())
