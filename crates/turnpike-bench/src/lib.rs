@@ -11,6 +11,8 @@ pub mod echo_llm;
 pub mod echo_soap;
 pub mod echo_ws;
 pub mod graphql_echo;
+pub mod h1;
+pub mod jtl;
 pub mod llm;
 pub mod load;
 pub mod matrix;

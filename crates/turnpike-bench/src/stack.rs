@@ -289,12 +289,12 @@ pub async fn probe(url: &str) -> Option<u16> {
     local
         .run_until(async {
             let mut conn = target.connect().await.ok()?;
-            let fut = conn.exchange(req.build(0));
+            let fut = conn.exchange(&req, 0);
             tokio::time::timeout(Duration::from_secs(2), fut)
                 .await
                 .ok()?
                 .ok()
-                .map(|(s, _)| s)
+                .map(|(s, _, _)| s)
         })
         .await
 }
