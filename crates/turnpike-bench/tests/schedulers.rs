@@ -39,6 +39,7 @@ async fn closed_loop_throughput_is_users_over_latency() {
         s.min_ms
     );
     // Little's law ties the two numbers together.
+    assert!(s.send_lag.is_none(), "a closed loop has no due times");
     let users = s.throughput_rps * s.avg_ms / 1000.0;
     assert!(
         (users - 100.0).abs() < 10.0,
@@ -65,6 +66,10 @@ async fn open_loop_holds_its_rate() {
         s.throughput_rps
     );
     assert!(s.p50_ms >= 10.0 && s.p50_ms < 100.0, "p50 {}", s.p50_ms);
+    // The open loop reports how late its writes were; never early, so p50 <= p99 <= max.
+    let lag = s.send_lag.as_ref().expect("open loop reports its send lag");
+    assert!(lag.p50_us <= lag.p99_us && lag.p99_us <= lag.max_us, "{lag:?}");
+    assert!(r.summary.to_text().contains("send lag us"));
 }
 
 /// 200 req/s offered to 2 connections at a 50 ms back end (capacity 40 req/s): requests
