@@ -7,8 +7,9 @@
 # Markdown table with the machine (CPU model, cores, RAM, kernel), the commit and the ratios
 # to the direct echo and to nginx, to stdout and to --out FILE.
 #
-# Core sets: the gateway (and nginx) on the upper half of the cores, the echo and the
-# generator on the lower half (one core: nothing pinned, everything shares it).
+# Core sets: the matrix's `pin: auto` (the gateway on the upper half of the cores, the echo
+# and the generator on the lower half; one core: nothing pinned); nginx gets the gateway's
+# half and its echo the lower half.
 #
 # Usage: TURNPIKE_BIN=... bench/release.sh [--users 100] [--duration 30s] [--warmup 5s]
 #          [--tokens 1000] [--out FILE] [--quick]
@@ -30,16 +31,12 @@ while [ $# -gt 0 ]; do
 done
 source bench/lib.sh
 
-# Core sets as the matrix's `pin: auto` chooses them, written out so nginx gets the same.
 cpus=$(nproc)
 if [ "$cpus" -ge 2 ]; then
   half=$((cpus / 2))
-  gw_cpus="$half-$((cpus - 1))"; low_cpus="0-$((half - 1))"
-  pin="{ gateway: \"$gw_cpus\", backend: \"$low_cpus\", generator: \"$low_cpus\" }"
-  on_gw() { taskset -c "$gw_cpus" "$@"; }
-  on_low() { taskset -c "$low_cpus" "$@"; }
+  on_gw() { taskset -c "$half-$((cpus - 1))" "$@"; }
+  on_low() { taskset -c "0-$((half - 1))" "$@"; }
 else
-  pin=off
   on_gw() { "$@"; }
   on_low() { "$@"; }
 fi
@@ -51,7 +48,7 @@ sizes: [1024]
 delays_ms: [0]
 warmup: $warmup
 duration: $duration
-pin: $pin
+pin: auto
 YAML
 }
 

@@ -32,9 +32,11 @@ pub enum H1Error {
 /// One keep-alive connection.
 pub struct H1Conn {
     io: Box<dyn Io>,
-    /// Bytes read but not yet consumed (`buf[pos..]`).
+    /// Read buffer, zeroed once and reused: bytes read but not yet consumed are
+    /// `buf[pos..end]`.
     buf: Vec<u8>,
     pos: usize,
+    end: usize,
     /// The request being written (reused).
     out: Vec<u8>,
     closed: bool,
@@ -53,8 +55,9 @@ impl H1Conn {
     pub fn new(io: Box<dyn Io>) -> Self {
         H1Conn {
             io,
-            buf: Vec::with_capacity(READ_CHUNK),
+            buf: vec![0; READ_CHUNK],
             pos: 0,
+            end: 0,
             out: Vec::with_capacity(1024),
             closed: false,
             consumed: 0,
@@ -97,7 +100,7 @@ impl H1Conn {
     }
 
     fn buffered(&self) -> usize {
-        self.buf.len() - self.pos
+        self.end - self.pos
     }
 
     fn advance(&mut self, n: usize) {
@@ -107,37 +110,42 @@ impl H1Conn {
 
     /// Reads more bytes; end of stream is an error (a response was still expected).
     async fn fill(&mut self) -> Result<(), H1Error> {
-        if self.pos > 0 && self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
+        self.compact();
+        if self.end == self.buf.len() {
+            if self.pos > 0 {
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.end -= self.pos;
+                self.pos = 0;
+            } else {
+                // Only a head or chunk line longer than the buffer gets here, and those
+                // are refused beyond MAX_HEAD: the buffer stays bounded.
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
         }
-        let len = self.buf.len();
-        self.buf.resize(len + READ_CHUNK, 0);
-        let n = self.io.read(&mut self.buf[len..]).await;
-        self.buf.truncate(len + *n.as_ref().unwrap_or(&0));
-        match n? {
+        match self.io.read(&mut self.buf[self.end..]).await? {
             0 => {
                 self.closed = true;
                 Err(H1Error::Closed)
             }
-            _ => Ok(()),
+            n => {
+                self.end += n;
+                Ok(())
+            }
         }
     }
 
-    /// Drops consumed bytes so the buffer does not grow across responses.
+    /// Starts the buffer over once everything read is consumed (the usual case).
     fn compact(&mut self) {
-        if self.pos == self.buf.len() {
-            self.buf.clear();
-        } else {
-            self.buf.drain(..self.pos);
+        if self.pos == self.end {
+            self.pos = 0;
+            self.end = 0;
         }
-        self.pos = 0;
     }
 
     fn parse_head(&mut self, head_request: bool) -> Result<Option<(u16, usize, BodyLen)>, H1Error> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut headers);
-        let head_len = match resp.parse(&self.buf[self.pos..]) {
+        let head_len = match resp.parse(&self.buf[self.pos..self.end]) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if self.buffered() > MAX_HEAD => {
                 return Err(H1Error::Parse("response head too large"))
@@ -225,7 +233,7 @@ impl H1Conn {
     /// if it is not all buffered yet.
     fn take_line(&mut self) -> Result<Option<std::ops::Range<usize>>, H1Error> {
         let start = self.pos;
-        let rest = &self.buf[start..];
+        let rest = &self.buf[start..self.end];
         match rest.windows(2).position(|w| w == b"\r\n") {
             Some(i) => {
                 self.advance(i + 2);

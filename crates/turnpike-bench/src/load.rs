@@ -200,6 +200,10 @@ async fn user(ctx: &ThreadCtx, id: usize) {
     let spec = &ctx.spec;
     let mut conn: Option<Conn> = None;
     let mut n = id;
+    // One timer per user, moved forward per request: extending a tokio timer is an atomic
+    // update, while a new `timeout` per request inserts into and removes from the wheel.
+    let timer = tokio::time::sleep(spec.timeout);
+    tokio::pin!(timer);
     tokio::time::sleep_until(tokio::time::Instant::from_std(ctx.start)).await;
     loop {
         let due = match spec.mode {
@@ -231,18 +235,25 @@ async fn user(ctx: &ThreadCtx, id: usize) {
         if let Mode::Open { .. } = spec.mode {
             ctx.record_send_lag(due, Instant::now());
         }
-        let exchange = c.exchange(&spec.request, n);
+        timer
+            .as_mut()
+            .reset(tokio::time::Instant::now() + spec.timeout);
+        let result = tokio::select! {
+            biased;
+            r = c.exchange(&spec.request, n) => Some(r),
+            _ = &mut timer => None,
+        };
         n = n.wrapping_add(1);
-        match tokio::time::timeout(spec.timeout, exchange).await {
-            Ok(Ok((status, sent, received))) => {
+        match result {
+            Some(Ok((status, sent, received))) => {
                 ctx.record(due, id, Outcome::Status(status), sent, received)
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 tracing::debug!(error = %e, "request failed");
                 ctx.record(due, id, Outcome::Failed, 0, 0);
                 conn = None;
             }
-            Err(_) => {
+            None => {
                 ctx.record(due, id, Outcome::Failed, 0, 0);
                 conn = None;
             }

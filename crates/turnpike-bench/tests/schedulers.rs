@@ -138,3 +138,17 @@ async fn bad_arguments_are_refused_before_any_load() {
     let err = execute(&args).await.expect_err("zero users");
     assert!(err.to_string().contains("--users"), "{err}");
 }
+
+/// A back end slower than `--timeout`: every request is an error, and the users go on
+/// sending (a new connection each time) instead of waiting for the slow answers.
+#[tokio::test]
+async fn a_response_slower_than_the_timeout_is_an_error() {
+    let url = echo(2000).await;
+    let mut args = RunArgs::closed(url, 2, Duration::from_millis(700), Duration::ZERO);
+    args.timeout = Duration::from_millis(100);
+    args.threads = Some(1);
+    let r = execute(&args).await.expect("run");
+    let s = &r.summary;
+    assert!(s.samples >= 6, "{s:?}");
+    assert_eq!(s.errors, s.samples);
+}
