@@ -6,6 +6,7 @@
 
 pub mod bench_token;
 pub mod client;
+pub mod due;
 pub mod echo;
 pub mod echo_llm;
 pub mod echo_soap;

@@ -5,9 +5,8 @@
 //! measures it (no coordinated omission). Work is split over `threads` OS threads, each
 //! with its own single-threaded runtime and recorder, merged at the end: no locks and no
 //! cross-thread wake-ups on the hot path. Open-loop requests are written at their due time
-//! to within microseconds: tokio's timer (1 ms ticks) for all but the last millisecond,
-//! then yielding to the other connections, then a short spin; the lag of every write
-//! behind its due time is measured and reported (`SendLag`).
+//! to within microseconds (`due::DueTimer`); the lag of every write behind its due time is
+//! measured and reported (`SendLag`).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -41,10 +40,6 @@ pub struct LoadSpec {
     pub jtl_cap: usize,
 }
 
-/// How long before a due time the timer wakes a connection (its granularity).
-const TIMER_SLACK: Duration = Duration::from_millis(1);
-/// Below this much time to go, spin instead of yielding to other connections.
-const SPIN_SLACK: Duration = Duration::from_micros(20);
 
 /// Runs the load on `spec.threads` threads and returns the merged samples and the wall-clock
 /// time of the start. Blocking: call it from a plain thread or `spawn_blocking`.
@@ -78,27 +73,6 @@ fn recorder(spec: &LoadSpec, jtl_cap: usize) -> Recorder {
     match spec.mode {
         Mode::Open { .. } => rec.with_send_lag(),
         Mode::Closed { .. } => rec,
-    }
-}
-
-/// Waits until `due`: the timer while more than its granularity is left, then yielding
-/// (other connections' I/O still runs), then spinning for the last microseconds.
-async fn wait_until(due: Instant) {
-    if let Some(early) = due.checked_sub(TIMER_SLACK) {
-        if Instant::now() < early {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(early)).await;
-        }
-    }
-    loop {
-        let now = Instant::now();
-        if now >= due {
-            return;
-        }
-        if due - now > SPIN_SLACK {
-            tokio::task::yield_now().await;
-        } else {
-            std::hint::spin_loop();
-        }
     }
 }
 
@@ -204,13 +178,19 @@ async fn user(ctx: &ThreadCtx, id: usize) {
     // update, while a new `timeout` per request inserts into and removes from the wheel.
     let timer = tokio::time::sleep(spec.timeout);
     tokio::pin!(timer);
+    let mut due_timer = match spec.mode {
+        Mode::Open { .. } => Some(crate::due::DueTimer::new()),
+        Mode::Closed { .. } => None,
+    };
     tokio::time::sleep_until(tokio::time::Instant::from_std(ctx.start)).await;
     loop {
         let due = match spec.mode {
             Mode::Closed { .. } => Instant::now(),
             Mode::Open { rate, .. } => match ctx.next_due(rate) {
                 Some(due) => {
-                    wait_until(due).await;
+                    if let Some(t) = &mut due_timer {
+                        t.wait(due).await;
+                    }
                     due
                 }
                 None => return,
