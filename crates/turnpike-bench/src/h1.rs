@@ -162,8 +162,7 @@ impl H1Conn {
                     .and_then(|v| v.trim().parse().ok())
                     .ok_or(H1Error::Parse("bad content-length"))?;
                 body = BodyLen::Fixed(n);
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding")
-                && ends_with_chunked(h.value)
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") && ends_with_chunked(h.value)
             {
                 body = BodyLen::Chunked;
             } else if h.name.eq_ignore_ascii_case("connection")
@@ -252,7 +251,11 @@ fn ends_with_chunked(v: &[u8]) -> bool {
 }
 
 fn chunk_size(line: &[u8]) -> Result<u64, H1Error> {
-    let hex = line.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+    let hex = line
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii();
     std::str::from_utf8(hex)
         .ok()
         .and_then(|h| u64::from_str_radix(h, 16).ok())
@@ -288,7 +291,10 @@ mod tests {
         assert!(!c.is_closed());
         let (status, _) = c.receive(false).await.expect("4");
         assert_eq!(status, 200);
-        assert!(c.is_closed(), "a body to the end of the stream closes the connection");
+        assert!(
+            c.is_closed(),
+            "a body to the end of the stream closes the connection"
+        );
     }
 
     #[tokio::test]
@@ -306,9 +312,12 @@ mod tests {
         assert!(matches!(c.receive(false).await, Err(H1Error::Closed)));
         let mut c = conn_reading(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n").await;
         assert!(matches!(c.receive(false).await, Err(H1Error::Parse(_))));
-        let mut c = conn_reading(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n").await;
+        let mut c =
+            conn_reading(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n").await;
         assert!(matches!(c.receive(false).await, Err(H1Error::Parse(_))));
-        let mut c = conn_reading(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
+        let mut c =
+            conn_reading(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+                .await;
         assert!(c.receive(false).await.is_ok());
         assert!(c.is_closed());
     }

@@ -167,7 +167,7 @@ fn parse_row(cols: &Columns, line: &str, n: usize) -> Result<Row, BenchError> {
             })
     };
     let code = get(cols.code).and_then(|c| c.trim().parse::<u16>().ok());
-    let success = get(cols.success).map_or(true, |s| s.trim().eq_ignore_ascii_case("true"));
+    let success = get(cols.success).is_none_or(|s| s.trim().eq_ignore_ascii_case("true"));
     let outcome = match (code, success) {
         (Some(c), true) => Outcome::Status(c),
         (Some(c), false) if c >= 400 => Outcome::Status(c),
@@ -186,7 +186,10 @@ fn parse_row(cols: &Columns, line: &str, n: usize) -> Result<Row, BenchError> {
 }
 
 /// Calls `each` for every data row of the JTL at `path`.
-fn rows(path: &Path, mut each: impl FnMut(Row) -> Result<(), BenchError>) -> Result<(), BenchError> {
+fn rows(
+    path: &Path,
+    mut each: impl FnMut(Row) -> Result<(), BenchError>,
+) -> Result<(), BenchError> {
     let io = |e: std::io::Error| BenchError::Io(format!("reading {}: {e}", path.display()));
     let mut lines = BufReader::new(std::fs::File::open(path).map_err(io)?).lines();
     let header = lines
@@ -214,7 +217,10 @@ pub fn summaries(path: &Path) -> Result<Vec<(String, Summary)>, BenchError> {
         Ok(())
     })?;
     if first == u64::MAX {
-        return Err(BenchError::Usage(format!("{} has no samples", path.display())));
+        return Err(BenchError::Usage(format!(
+            "{} has no samples",
+            path.display()
+        )));
     }
     // One millisecond more so the last sample's end falls inside the window.
     let window = Window {
@@ -232,7 +238,9 @@ pub fn summaries(path: &Path) -> Result<Vec<(String, Summary)>, BenchError> {
                 path.display()
             )));
         }
-        let rec = labels.entry(r.label).or_insert_with(|| Recorder::new(window));
+        let rec = labels
+            .entry(r.label)
+            .or_insert_with(|| Recorder::new(window));
         rec.record(start, end, r.outcome, r.sent, r.bytes);
         total.record(start, end, r.outcome, r.sent, r.bytes);
         Ok(())
@@ -267,8 +275,19 @@ pub fn markdown(rows: &[(String, Summary)]) -> String {
         .collect();
     crate::report::md_table(
         &[
-            "Label", "# Samples", "Average ms", "Median", "90% Line", "95% Line", "99% Line",
-            "Min", "Max", "Error %", "Throughput /s", "Received KB/s", "Sent KB/s",
+            "Label",
+            "# Samples",
+            "Average ms",
+            "Median",
+            "90% Line",
+            "95% Line",
+            "99% Line",
+            "Min",
+            "Max",
+            "Error %",
+            "Throughput /s",
+            "Received KB/s",
+            "Sent KB/s",
         ],
         &body,
     )
@@ -280,7 +299,12 @@ mod tests {
 
     #[test]
     fn csv_fields_quote_and_split_back() {
-        let line = [csv_field("a,b"), csv_field("say \"hi\""), csv_field("plain")].join(",");
+        let line = [
+            csv_field("a,b"),
+            csv_field("say \"hi\""),
+            csv_field("plain"),
+        ]
+        .join(",");
         assert_eq!(split_csv(&line), vec!["a,b", "say \"hi\"", "plain"]);
         assert_eq!(split_csv("1,,3"), vec!["1", "", "3"]);
     }

@@ -53,6 +53,8 @@ pub struct BenchArgs {
 }
 
 /// The `turnpike bench` subcommands.
+// Parsed once per process: the size of the largest arguments costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum BenchCommand {
     /// Run one load test and print its statistics.

@@ -40,7 +40,6 @@ pub struct LoadSpec {
     pub jtl_cap: usize,
 }
 
-
 /// Runs the load on `spec.threads` threads and returns the merged samples and the wall-clock
 /// time of the start. Blocking: call it from a plain thread or `spawn_blocking`.
 pub fn run_blocking(spec: Arc<LoadSpec>) -> Result<(Recorder, SystemTime), BenchError> {

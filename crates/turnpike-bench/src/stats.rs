@@ -250,7 +250,11 @@ impl Recorder {
             per_second: self.per_second.clone(),
             percentile_curve: percentile_curve(h),
             histogram: histogram_bins(h, 40),
-            send_lag: self.send_lag.as_ref().filter(|h| !h.is_empty()).map(SendLag::of),
+            send_lag: self
+                .send_lag
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(SendLag::of),
         }
     }
 }

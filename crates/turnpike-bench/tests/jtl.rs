@@ -37,7 +37,10 @@ async fn kit_to_jtl_to_report_round_trip() {
     assert_eq!(lines.next(), Some(jtl::HEADER));
     let first: Vec<&str> = lines.next().expect("a row").split(',').collect();
     assert_eq!(first.len(), 17, "{first:?}");
-    assert_eq!((first[2], first[3], first[4], first[7]), ("POST /bench", "200", "OK", "true"));
+    assert_eq!(
+        (first[2], first[3], first[4], first[7]),
+        ("POST /bench", "200", "OK", "true")
+    );
     assert_eq!(text.lines().count() as u64, kit.samples + 1);
 
     let rows = jtl::summaries(&path).expect("read back");
@@ -45,8 +48,16 @@ async fn kit_to_jtl_to_report_round_trip() {
     assert_eq!(label, TOTAL);
     assert_eq!((back.samples, back.errors), (kit.samples, kit.errors));
     let bytes = |kbps: f64, s: &turnpike_bench::stats::Summary| kbps * s.duration_s;
-    assert!(close(bytes(back.received_kbps, back), bytes(kit.received_kbps, &kit), 0.01));
-    assert!(close(bytes(back.sent_kbps, back), bytes(kit.sent_kbps, &kit), 0.01));
+    assert!(close(
+        bytes(back.received_kbps, back),
+        bytes(kit.received_kbps, &kit),
+        0.01
+    ));
+    assert!(close(
+        bytes(back.sent_kbps, back),
+        bytes(kit.sent_kbps, &kit),
+        0.01
+    ));
     for (a, b, what) in [
         (back.avg_ms, kit.avg_ms, "avg"),
         (back.p50_ms, kit.p50_ms, "p50"),
@@ -87,14 +98,25 @@ fn a_jtl_as_jmeter_writes_it_reads_per_label() {
     assert_eq!((echo.samples, echo.errors), (3, 1));
     assert!(close(echo.avg_ms, 16.0, 0.05), "avg {}", echo.avg_ms);
     let login = &rows[1].1;
-    assert_eq!((login.samples, login.errors), (2, 1), "a 401 is unsuccessful");
+    assert_eq!(
+        (login.samples, login.errors),
+        (2, 1),
+        "a 401 is unsuccessful"
+    );
     let total = &rows[2].1;
     assert_eq!((total.samples, total.errors), (5, 2));
     // JMeter's window: first start (…400000) to last end (…402000), 2.001 s with the
     // kit's inclusive last millisecond.
-    assert!(close(total.throughput_rps, 5.0 / 2.001, 1e-6), "{}", total.throughput_rps);
+    assert!(
+        close(total.throughput_rps, 5.0 / 2.001, 1e-6),
+        "{}",
+        total.throughput_rps
+    );
     let table = jtl::markdown(&rows);
-    assert!(table.starts_with("| Label | # Samples | Average ms |"), "{table}");
+    assert!(
+        table.starts_with("| Label | # Samples | Average ms |"),
+        "{table}"
+    );
     assert!(table.contains("| Login, step 1 | 2 |"), "{table}");
 }
 

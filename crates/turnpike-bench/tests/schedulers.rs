@@ -70,7 +70,10 @@ async fn open_loop_holds_its_rate() {
     assert!(s.p50_ms >= 10.0 && s.p50_ms < 100.0, "p50 {}", s.p50_ms);
     // The open loop reports how late its writes were; never early, so p50 <= p99 <= max.
     let lag = s.send_lag.as_ref().expect("open loop reports its send lag");
-    assert!(lag.p50_us <= lag.p99_us && lag.p99_us <= lag.max_us, "{lag:?}");
+    assert!(
+        lag.p50_us <= lag.p99_us && lag.p99_us <= lag.max_us,
+        "{lag:?}"
+    );
     assert!(r.summary.to_text().contains("send lag us"));
 }
 

@@ -31,8 +31,14 @@ fn release_script_writes_the_dated_table() {
     let table = std::fs::read_to_string(&out).expect("table written");
     let mut lines = table.lines();
     let title = lines.next().unwrap_or_default();
-    assert!(title.starts_with("## Turnpike ") && title.contains("commit ") && title.ends_with(" UTC"), "{title}");
-    assert!(table.contains("cores,") && table.contains("GiB RAM, Linux "), "{table}");
+    assert!(
+        title.starts_with("## Turnpike ") && title.contains("commit ") && title.ends_with(" UTC"),
+        "{title}"
+    );
+    assert!(
+        table.contains("cores,") && table.contains("GiB RAM, Linux "),
+        "{table}"
+    );
     assert!(table.contains("| API | req/s | avg ms | p99 ms | added avg ms | errors % | vs echo direct | vs nginx passthrough |"));
     let rows: Vec<Vec<&str>> = table
         .lines()
@@ -54,7 +60,11 @@ fn release_script_writes_the_dated_table() {
     }
     let nginx = Command::new("sh").args(["-c", "command -v nginx"]).output();
     let has_nginx = nginx.is_ok_and(|o| o.status.success());
-    assert_eq!(names.iter().any(|n| n.starts_with("nginx")), has_nginx, "{names:?}");
+    assert_eq!(
+        names.iter().any(|n| n.starts_with("nginx")),
+        has_nginx,
+        "{names:?}"
+    );
     for r in &rows {
         assert_eq!(r.len(), 8, "{r:?}");
         let rps: f64 = r[1].replace(',', "").parse().expect("req/s");
