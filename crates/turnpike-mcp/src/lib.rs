@@ -16,6 +16,7 @@ mod exchange;
 mod fuzz;
 pub mod openapi;
 mod policy;
+pub mod preview;
 mod proxy;
 mod rpc;
 mod session;
