@@ -49,6 +49,8 @@ def session(ctx: Context) -> str:
 
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 sock.bind(("127.0.0.1", 0))
+# Listening before the URL is printed: a test connects as soon as it reads it.
+sock.listen(128)
 port = sock.getsockname()[1]
 app = server.streamable_http_app(host="127.0.0.1")
 print(f"remote mcp on http://127.0.0.1:{port}/mcp", flush=True)
