@@ -62,6 +62,8 @@ pub(crate) enum Next {
 #[derive(Clone)]
 pub(crate) struct ToolCall {
     pub id: RequestId,
+    /// The tool's index in the catalog.
+    pub tool: usize,
     /// The upstream's status and whether its body is JSON, noted by the response
     /// headers hook.
     pub status: StatusCode,
@@ -138,10 +140,12 @@ impl Catalog {
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             "tools/call" => {
                 let call = parse_params::<CallToolRequestParams>(&id, params)?;
-                self.rewrite(ctx, req, body, &call)
+                let tool = self
+                    .rewrite(ctx, req, body, &call)
                     .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
                 Next::Call(ToolCall {
                     id,
+                    tool,
                     status: StatusCode::OK,
                     json: false,
                 })
@@ -154,14 +158,15 @@ impl Catalog {
         })
     }
 
-    /// Turns the request into the tool's operation: method, path, query, headers, body.
+    /// Turns the request into the tool's operation: method, path, query, headers, body;
+    /// the tool's index.
     fn rewrite(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
         call: &CallToolRequestParams,
-    ) -> Result<(), String> {
+    ) -> Result<usize, String> {
         let Some(&i) = self.by_name.get(&*call.name) else {
             return Err(format!("no tool is named `{}`", call.name));
         };
@@ -192,7 +197,7 @@ impl Catalog {
             }
             None => Bytes::new(),
         };
-        Ok(())
+        Ok(i)
     }
 }
 

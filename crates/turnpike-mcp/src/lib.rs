@@ -7,13 +7,15 @@
 //! call's result. Sessions live in the gateway's runtime, bounded and expiring.
 //!
 //! Protocol types are the official SDK's (`rmcp::model`); its server runtime is not
-//! used: the gateway's chain is the server. Depends on turnpike-policy and
-//! turnpike-model only (a policy kind), never on the gateway or the config compiler.
+//! used: the gateway's chain is the server. Depends on turnpike-policy, turnpike-model
+//! and turnpike-throttle (the tools' own limits count in the snapshot's throttler), never
+//! on the gateway or the config compiler.
 
 mod args;
 mod exchange;
 #[cfg(test)]
 mod fuzz;
+mod govern;
 pub mod openapi;
 mod policy;
 mod rpc;

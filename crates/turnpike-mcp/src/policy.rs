@@ -27,6 +27,7 @@ use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
+use crate::govern::{self, ToolThrottle};
 use crate::exchange::{unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
 use crate::rpc::{self, Refusal};
 use crate::session::{self, Found, Limits, Registry, Sessions};
@@ -64,6 +65,7 @@ impl PolicyKind for Mcp {
         };
         let limits = limits?;
         let api_id = turnpike_model::api_id(&api.context, &api.version);
+        let throttle = ToolThrottle::new(&tools, &api_id, cx);
         let mut server = Implementation::new(api.name.clone(), api.version.clone());
         server.title = Some(api.name.clone());
         Some(Arc::new(McpPolicy {
@@ -73,6 +75,7 @@ impl PolicyKind for Mcp {
             sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
             limits,
             clock: cx.runtime.clock().clone(),
+            throttle,
         }))
     }
 }
@@ -113,6 +116,8 @@ pub struct McpPolicy {
     sessions: Arc<Sessions>,
     limits: Limits,
     clock: Arc<dyn Clock>,
+    /// Where the tools' own throttling policies count (`None`: no tool has one).
+    throttle: Option<ToolThrottle>,
 }
 
 impl McpPolicy {
@@ -154,6 +159,10 @@ impl McpPolicy {
         Ok(match next {
             Next::Reply(body) => Flow::Respond(json(StatusCode::OK, body)),
             Next::Call(call) => {
+                let tool = &self.catalog.tools[call.tool];
+                if let Some(answer) = govern::admit(ctx, tool, &call.id, self.throttle.as_ref())? {
+                    return Ok(Flow::Respond(answer));
+                }
                 ctx.ext.insert(call);
                 Flow::Continue
             }

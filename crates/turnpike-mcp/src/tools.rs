@@ -8,7 +8,7 @@ use std::sync::Arc;
 use http::{HeaderName, HeaderValue, Method};
 use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
-use turnpike_model::mcp::McpSpec;
+use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
 
 use crate::openapi::{self, Location, Operation, Param};
@@ -50,6 +50,10 @@ impl Catalog {
 pub struct ToolDef {
     pub tool: Tool,
     pub plan: CallPlan,
+    /// The section's `scopes` of the tool (the caller needs one), checked after auth.
+    pub scopes: Box<[String]>,
+    /// The section's advanced policy of the tool (per API, tool and application).
+    pub throttling: Option<Box<str>>,
 }
 
 /// How a call's arguments become the operation's request.
@@ -115,13 +119,13 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
         None => from_resources(api),
     };
     let mut problems = Vec::new();
-    let chosen: Vec<(&Operation, Option<&str>, Option<&str>)> = match &spec.tools {
-        None => ops.iter().map(|o| (o, None, None)).collect(),
+    let chosen: Vec<(&Operation, Option<&McpToolSpec>)> = match &spec.tools {
+        None => ops.iter().map(|o| (o, None)).collect(),
         Some(list) => list
             .iter()
             .enumerate()
             .filter_map(|(i, t)| match ops.iter().find(|o| names(o, &t.operation)) {
-                Some(o) => Some((o, t.name.as_deref(), t.description.as_deref())),
+                Some(o) => Some((o, Some(t))),
                 None => {
                     let msg = format!("the API has no operation `{}`", t.operation);
                     problems.push((format!(".tools[{i}].operation"), msg));
@@ -131,15 +135,17 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
             .collect(),
     };
     let mut tools: Vec<ToolDef> = Vec::with_capacity(chosen.len());
-    for (op, name, description) in chosen {
-        let name = name.map_or_else(|| default_name(op), str::to_owned);
+    for (op, edit) in chosen {
+        let name = edit
+            .and_then(|e| e.name.clone())
+            .unwrap_or_else(|| default_name(op));
         if !valid_name(&name) {
             let msg = format!("tool name `{name}`: 1 to {MAX_TOOL_NAME} of A-Z a-z 0-9 _ - .");
             problems.push((".tools".into(), msg));
         } else if tools.iter().any(|t| t.tool.name == name) {
             problems.push((".tools".into(), format!("two tools are named `{name}`")));
         } else {
-            match tool(op, name, description) {
+            match tool(op, name, edit) {
                 Ok(t) => tools.push(t),
                 Err(e) => problems.push((".openapi".into(), e)),
             }
@@ -236,7 +242,8 @@ fn template_names(path: &str) -> impl Iterator<Item = &str> {
         .filter_map(|s| s.split_once('}').map(|(name, _)| name))
 }
 
-fn tool(op: &Operation, name: String, description: Option<&str>) -> Result<ToolDef, String> {
+fn tool(op: &Operation, name: String, edit: Option<&McpToolSpec>) -> Result<ToolDef, String> {
+    let description = edit.and_then(|e| e.description.as_deref());
     let plan = plan(op)?;
     let mut properties = Map::new();
     let mut required = Vec::new();
@@ -264,7 +271,12 @@ fn tool(op: &Operation, name: String, description: Option<&str>) -> Result<ToolD
             .destructive(op.method == Method::DELETE)
             .idempotent(idempotent),
     );
-    Ok(ToolDef { tool, plan })
+    Ok(ToolDef {
+        tool,
+        plan,
+        scopes: edit.map(|e| e.scopes.clone().into()).unwrap_or_default(),
+        throttling: edit.and_then(|e| e.throttling.as_deref().map(Box::from)),
+    })
 }
 
 /// The operation's summary and description, or its method and path.

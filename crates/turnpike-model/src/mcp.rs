@@ -41,6 +41,56 @@ pub struct McpSpec {
     /// What the server tells agents about itself in `initialize` (`instructions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// Prompt templates agents list and fill in (`prompts/list`, `prompts/get`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<McpPromptSpec>,
+    /// Documents served as resources (`resources/list`, `resources/read`), beside the
+    /// `openapi:` document.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<McpDocumentSpec>,
+}
+
+/// A prompt template: `text` with `{{argument}}` placeholders, one user message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpPromptSpec {
+    /// 1-128 of `A-Z a-z 0-9 _ - .`, distinct within the section.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<McpPromptArgument>,
+    /// The message's text; each `{{name}}` is replaced by that argument's value.
+    pub text: String,
+}
+
+/// One argument of a prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpPromptArgument {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+}
+
+/// A document served as a resource at `docs://{name}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpDocumentSpec {
+    /// 1-128 of `A-Z a-z 0-9 _ - .`, distinct within the section.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `text/markdown` when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    pub text: String,
 }
 
 /// One operation exposed as a tool.
@@ -57,4 +107,11 @@ pub struct McpToolSpec {
     /// The tool's description (the operation's summary and description when omitted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Scopes of which the caller needs any one to call this tool, on top of what the
+    /// operation's resource asks (docs/mcp.md, "Per-tool scopes and limits").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// An advanced throttling policy counted per API, tool and application.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling: Option<String>,
 }

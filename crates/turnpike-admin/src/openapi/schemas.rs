@@ -85,7 +85,22 @@ fn api_props() -> Value {
             "tools": {"type": "array", "maxItems": 1000, "description": "the operations that become tools (every one when omitted)", "items": {"type": "object", "additionalProperties": false, "required": ["operation"], "properties": {
                 "operation": {"type": "string", "example": "getPet", "description": "an operationId, or METHOD /path"},
                 "name": {"type": "string", "maxLength": 128},
-                "description": {"type": "string"}}}},
+                "description": {"type": "string"},
+                "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "description": "the caller needs one of these to call the tool, besides its operation's scopes"},
+                "throttling": {"type": "string", "description": "an advanced policy counted per API, tool and application"}}}},
+            "prompts": {"type": "array", "maxItems": 100, "description": "prompt templates (prompts/list, prompts/get)", "items": {"type": "object", "additionalProperties": false, "required": ["name", "text"], "properties": {
+                "name": {"type": "string", "maxLength": 128},
+                "title": {"type": "string"},
+                "description": {"type": "string"},
+                "arguments": {"type": "array", "maxItems": 32, "items": {"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
+                    "name": {"type": "string", "maxLength": 128}, "description": {"type": "string"}, "required": {"type": "boolean"}}}},
+                "text": {"type": "string", "description": "the message; {{argument}} is replaced by the argument's value"}}}},
+            "documents": {"type": "array", "maxItems": 100, "description": "documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document", "items": {"type": "object", "additionalProperties": false, "required": ["name", "text"], "properties": {
+                "name": {"type": "string", "maxLength": 128},
+                "title": {"type": "string"},
+                "description": {"type": "string"},
+                "mime_type": {"type": "string", "default": "text/markdown"},
+                "text": {"type": "string"}}}},
             "max_sessions": {"type": "integer", "minimum": 1, "default": 10000},
             "session_idle": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 30}], "example": "30m"},
             "instructions": {"type": "string"}}},
