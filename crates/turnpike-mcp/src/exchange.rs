@@ -150,11 +150,15 @@ impl Catalog {
                     json: false,
                 })
             }
-            other => Next::Refuse(Refusal::answer(
-                id,
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("this server does not serve `{other}`"),
-            )),
+            other => match self.library.answer(&id, other, params) {
+                Some(Ok(body)) => Next::Reply(body),
+                Some(Err(refusal)) => Next::Refuse(refusal),
+                None => Next::Refuse(Refusal::answer(
+                    id,
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("this server does not serve `{other}`"),
+                )),
+            },
         })
     }
 
@@ -202,7 +206,7 @@ impl Catalog {
 }
 
 /// A request's params as the method's type, or `Invalid params`.
-fn parse_params<T: serde::de::DeserializeOwned>(
+pub(crate) fn parse_params<T: serde::de::DeserializeOwned>(
     id: &RequestId,
     params: Option<Value>,
 ) -> Result<T, Refusal> {

@@ -17,8 +17,8 @@ use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{request, response, HeaderValue, Response, StatusCode};
 use rmcp::model::{
-    Implementation, InitializeResult, ProtocolVersion, RequestId, ServerCapabilities,
-    ToolsCapability,
+    Implementation, InitializeResult, PromptsCapability, ProtocolVersion, RequestId,
+    ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
@@ -27,6 +27,7 @@ use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
+use crate::content::Library;
 use crate::govern::{self, ToolThrottle};
 use crate::exchange::{unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
 use crate::rpc::{self, Refusal};
@@ -63,13 +64,22 @@ impl PolicyKind for Mcp {
                 return None;
             }
         };
-        let limits = limits?;
+        let library = match Library::build(spec) {
+            Ok(l) => Some(l),
+            Err(problems) => {
+                for (below, msg) in problems {
+                    cx.problem(&below, msg);
+                }
+                None
+            }
+        };
+        let (limits, library) = (limits?, library?);
         let api_id = turnpike_model::api_id(&api.context, &api.version);
         let throttle = ToolThrottle::new(&tools, &api_id, cx);
         let mut server = Implementation::new(api.name.clone(), api.version.clone());
         server.title = Some(api.name.clone());
         Some(Arc::new(McpPolicy {
-            catalog: Catalog::new(tools),
+            catalog: Catalog::new(tools, library),
             server,
             instructions: spec.instructions.clone(),
             sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
@@ -191,6 +201,9 @@ impl McpPolicy {
         };
         let mut caps = ServerCapabilities::default();
         caps.tools = Some(ToolsCapability::default());
+        let library = &self.catalog.library;
+        caps.prompts = library.has_prompts().then(PromptsCapability::default);
+        caps.resources = library.has_resources().then(ResourcesCapability::default);
         let mut result = InitializeResult::new(caps)
             .with_server_info(self.server.clone())
             .with_protocol_version(version.clone());

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
 
+use crate::content::Library;
 use crate::openapi::{self, Location, Operation, Param};
 
 /// Longest tool name (the MCP specification's bound).
@@ -25,10 +26,12 @@ pub struct Catalog {
     pub resources: Vec<Arc<str>>,
     /// The `tools/list` result.
     pub list: Box<str>,
+    /// The server's resources and prompts.
+    pub library: Library,
 }
 
 impl Catalog {
-    pub fn new(tools: Vec<ToolDef>) -> Catalog {
+    pub fn new(tools: Vec<ToolDef>, library: Library) -> Catalog {
         let mut list =
             ListToolsResult::with_all_items(tools.iter().map(|t| t.tool.clone()).collect());
         // The handshake versions know no result type.
@@ -42,6 +45,7 @@ impl Catalog {
             resources: tools.iter().map(|t| Arc::from(&*t.tool.name)).collect(),
             list: serde_json::to_string(&list).unwrap_or_default().into(),
             tools,
+            library,
         }
     }
 }
