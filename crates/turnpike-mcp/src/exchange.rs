@@ -64,6 +64,8 @@ pub(crate) struct ToolCall {
     pub id: RequestId,
     /// The tool's index in the catalog.
     pub tool: usize,
+    /// A GraphQL field's call: an answer with `errors` is a tool error.
+    pub graphql: bool,
     /// The upstream's status and whether its body is JSON, noted by the response
     /// headers hook.
     pub status: StatusCode,
@@ -145,6 +147,7 @@ impl Catalog {
                     .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
                 Next::Call(ToolCall {
                     id,
+                    graphql: self.tools[tool].plan.graphql.is_some(),
                     tool,
                     status: StatusCode::OK,
                     json: false,

@@ -17,6 +17,7 @@ mod exchange;
 #[cfg(test)]
 mod fuzz;
 mod govern;
+pub mod graphql;
 pub mod openapi;
 mod policy;
 mod rpc;

@@ -22,6 +22,8 @@ pub enum Location {
     Path,
     Query,
     Header,
+    /// A GraphQL variable (a GraphQL API's root field argument).
+    Variable,
 }
 
 /// One parameter of an operation.
@@ -54,6 +56,8 @@ pub struct Operation {
     pub description: Option<String>,
     pub params: Vec<Param>,
     pub body: Option<Body>,
+    /// A GraphQL API's root field: the document its call sends.
+    pub graphql: Option<crate::graphql::GraphqlCall>,
 }
 
 const METHODS: [(&str, Method); 7] = [
@@ -150,6 +154,7 @@ fn operation<'a>(
         description: text("description"),
         params,
         body,
+        graphql: None,
     })
 }
 

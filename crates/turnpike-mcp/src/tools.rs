@@ -12,6 +12,7 @@ use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
 
 use crate::content::Library;
+use crate::graphql;
 use crate::openapi::{self, Location, Operation, Param};
 
 /// Longest tool name (the MCP specification's bound).
@@ -67,6 +68,9 @@ pub struct CallPlan {
     /// The path template, split at its parameters.
     pub path: Vec<Piece>,
     pub args: Vec<Arg>,
+    /// A GraphQL field's document: the call is a POST of it with the arguments as its
+    /// variables.
+    pub graphql: Option<String>,
 }
 
 /// A piece of a path template.
@@ -97,6 +101,8 @@ pub enum Place {
         content_type: HeaderValue,
         json: bool,
     },
+    /// A GraphQL variable.
+    Variable,
 }
 
 /// Headers an OpenAPI header parameter may not set (OpenAPI ignores the first three;
@@ -114,13 +120,20 @@ const RESERVED_HEADERS: [&str; 8] = [
 
 /// The API's tools, or every problem (document path below `mcp`, message).
 pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String, String)>> {
-    let ops = match &spec.openapi {
-        Some(text) => openapi::operations(text).map_err(|ps| {
-            ps.into_iter()
-                .map(|p| (".openapi".into(), p))
-                .collect::<Vec<_>>()
-        })?,
-        None => from_resources(api),
+    let (ops, schema) = match (&spec.openapi, &api.graphql) {
+        (Some(text), _) => {
+            let ops = openapi::operations(text).map_err(|ps| {
+                ps.into_iter()
+                    .map(|p| (".openapi".into(), p))
+                    .collect::<Vec<_>>()
+            })?;
+            (ops, None)
+        }
+        (None, Some(g)) => {
+            let (ops, schema) = graphql::operations(&g.schema).map_err(|e| vec![(String::new(), e)])?;
+            (ops, Some(schema))
+        }
+        (None, None) => (from_resources(api), None),
     };
     let mut problems = Vec::new();
     let chosen: Vec<(&Operation, Option<&McpToolSpec>)> = match &spec.tools {
@@ -148,6 +161,8 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
             problems.push((".tools".into(), msg));
         } else if tools.iter().any(|t| t.tool.name == name) {
             problems.push((".tools".into(), format!("two tools are named `{name}`")));
+        } else if let Some(problem) = bad_selection(schema.as_ref(), op, edit) {
+            problems.push((".tools".into(), problem));
         } else {
             match tool(op, name, edit) {
                 Ok(t) => tools.push(t),
@@ -160,6 +175,18 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
     } else {
         Err(problems)
     }
+}
+
+/// A publisher's `selection` that is no valid document for its GraphQL field, or is
+/// given for a tool that is not one.
+fn bad_selection(schema: Option<&apollo_compiler::Schema>, op: &Operation, edit: Option<&McpToolSpec>) -> Option<String> {
+    let selection = edit?.selection.as_deref()?;
+    let (Some(schema), Some(call)) = (schema, &op.graphql) else {
+        return Some(format!("`{}`: a selection is for a GraphQL API's tools", edit?.operation));
+    };
+    graphql::check_selection(schema, call, selection)
+        .err()
+        .map(|e| format!("`{}`: {e}", edit.map_or("", |t| &t.operation)))
 }
 
 /// Whether `wanted` (an operationId, or `METHOD /path`) names `op`.
@@ -233,6 +260,7 @@ fn from_resources(api: &ApiSpec) -> Vec<Operation> {
                 description: None,
                 params,
                 body,
+                graphql: None,
             });
         }
     }
@@ -248,7 +276,7 @@ fn template_names(path: &str) -> impl Iterator<Item = &str> {
 
 fn tool(op: &Operation, name: String, edit: Option<&McpToolSpec>) -> Result<ToolDef, String> {
     let description = edit.and_then(|e| e.description.as_deref());
-    let plan = plan(op)?;
+    let plan = plan(op, edit.and_then(|e| e.selection.as_deref()))?;
     let mut properties = Map::new();
     let mut required = Vec::new();
     for a in &plan.args {
@@ -267,7 +295,11 @@ fn tool(op: &Operation, name: String, edit: Option<&McpToolSpec>) -> Result<Tool
     let description = description.map_or_else(|| describe(op), str::to_owned);
     let mut tool = Tool::new(name, description, Arc::new(schema));
     tool.title = op.summary.clone();
-    let read_only = matches!(op.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    // A GraphQL query reads; a mutation may do anything.
+    let read_only = match &op.graphql {
+        Some(g) => g.kind == "query",
+        None => matches!(op.method, Method::GET | Method::HEAD | Method::OPTIONS),
+    };
     let idempotent = read_only || matches!(op.method, Method::PUT | Method::DELETE);
     tool.annotations = Some(
         ToolAnnotations::new()
@@ -292,13 +324,14 @@ fn describe(op: &Operation) -> String {
     }
 }
 
-fn plan(op: &Operation) -> Result<CallPlan, String> {
+fn plan(op: &Operation, selection: Option<&str>) -> Result<CallPlan, String> {
     let at = || format!("{} {}", op.method, op.path);
     let mut args: Vec<Arg> = Vec::with_capacity(op.params.len() + 1);
     for p in &op.params {
         let place = match p.location {
             Location::Path => Place::Path,
             Location::Query => Place::Query,
+            Location::Variable => Place::Variable,
             Location::Header => {
                 let lower = p.name.to_ascii_lowercase();
                 if RESERVED_HEADERS.contains(&lower.as_str()) {
@@ -348,6 +381,7 @@ fn plan(op: &Operation) -> Result<CallPlan, String> {
         method: op.method.clone(),
         path,
         args,
+        graphql: op.graphql.as_ref().map(|g| g.document(selection)),
     })
 }
 

@@ -24,8 +24,8 @@ pub fn endpoint_path(context: &str, version: &str) -> String {
 #[serde(deny_unknown_fields)]
 pub struct McpSpec {
     /// The API's OpenAPI 3 document (YAML or JSON text) the tools are built from
-    /// (operationId, summary, parameters, request body schema). Without it each
-    /// resource and method of the API is a tool with its path parameters.
+    /// (operationId, summary, parameters, request body schema). Without it a GraphQL
+    /// API's root fields are its tools, another API's resources and methods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openapi: Option<String>,
     /// The operations that become tools, with the publisher's names and descriptions;
@@ -114,4 +114,8 @@ pub struct McpToolSpec {
     /// An advanced throttling policy counted per API, tool and application.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttling: Option<String>,
+    /// A GraphQL API's tool: the selection set its document asks for (`{ id name }`)
+    /// instead of the generated one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<String>,
 }

@@ -609,7 +609,8 @@ fn mcp_section() -> Value {
                 "name": {"type": "string", "maxLength": 128},
                 "description": {"type": "string"},
                 "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "description": "the caller needs one of these to call the tool, besides its operation's scopes"},
-                "throttling": {"type": "string", "description": "an advanced policy counted per API, tool and application"}}}},
+                "throttling": {"type": "string", "description": "an advanced policy counted per API, tool and application"},
+                "selection": {"type": "string", "example": "{ id name }", "description": "a GraphQL API's tool: the selection set asked for instead of the generated one"}}}},
             "prompts": {"type": "array", "maxItems": 100, "description": "prompt templates (prompts/list, prompts/get)", "items": {"type": "object", "additionalProperties": false, "required": ["name", "text"], "properties": {
                 "name": {"type": "string", "maxLength": 128},
                 "title": {"type": "string"},
