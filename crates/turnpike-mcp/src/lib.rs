@@ -1,7 +1,7 @@
 //! The MCP kind: an API exposed as a Model Context Protocol server over the Streamable
 //! HTTP transport, at `/mcp{context}/{version}` on the gateway (docs/mcp.md). Each
-//! selected operation of the API (from its OpenAPI document, or its resources) is a
-//! tool; a `tools/call` is rewritten into the operation's HTTP request before auth, so
+//! selected operation of the API (from its OpenAPI document, a GraphQL API's root
+//! fields, or its resources) is a tool; a `tools/call` is rewritten into the operation's HTTP request before auth, so
 //! the API's own chain (auth, subscription, scopes, throttling, mediation, analytics)
 //! runs on it exactly as on a REST call, and the answer is wrapped back into the
 //! call's result. Sessions live in the gateway's runtime, bounded and expiring.
