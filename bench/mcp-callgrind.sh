@@ -14,6 +14,8 @@
 # out), on one keep-alive connection.
 #
 # Usage: bench/mcp-callgrind.sh BIN [BIN...] [--n1 300] [--n2 1500] [--keep DIR]
+# GATEWAY_ARGS="--metrics-addr 127.0.0.1:0" adds flags to each gateway (a build before
+# the MCP endpoint kept its resource unobserved needs an observer, such as metrics).
 # --keep DIR keeps each run's callgrind.out (BINNAME.CASE.N) for callgrind_annotate.
 # Needs: valgrind, python3.
 set -euo pipefail
@@ -88,7 +90,7 @@ count() { # bin case mode n -> Ir
   port=$(free_port); out="$work/cg.$port"
   TURNPIKE_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
     "$bin" gateway --config "$work/apis.yaml" --workers 1 --http-port "$port" \
-    --https-port off --data-dir "$work/data" >"$work/gw-$port.log" 2>&1 &
+    --https-port off --data-dir "$work/data" ${GATEWAY_ARGS:-} >"$work/gw-$port.log" 2>&1 &
   local pid=$!
   wait_port "$port"
   python3 "$work/client.py" "$port" "$case" "$mode" "$n"

@@ -77,7 +77,8 @@ impl Library {
         }
         let mut listed = ListResourcesResult::with_all_items(resources);
         listed.result_type = None;
-        let mut prompts = ListPromptsResult::with_all_items(spec.prompts.iter().map(prompt).collect());
+        let mut prompts =
+            ListPromptsResult::with_all_items(spec.prompts.iter().map(prompt).collect());
         prompts.result_type = None;
         Ok(Library {
             prompts: spec.prompts.clone(),
@@ -136,7 +137,10 @@ impl Library {
             .keys()
             .find(|k| !prompt.arguments.iter().any(|a| &a.name == *k))
         {
-            return Err(format!("prompt `{}` has no argument `{unknown}`", prompt.name));
+            return Err(format!(
+                "prompt `{}` has no argument `{unknown}`",
+                prompt.name
+            ));
         }
         if let Some(missing) = prompt
             .arguments
@@ -189,7 +193,10 @@ fn check_names<'a>(
 
 fn document(d: &McpDocumentSpec) -> (Resource, (String, String, String)) {
     let uri = format!("docs://{}", d.name);
-    let mime = d.mime_type.clone().unwrap_or_else(|| "text/markdown".into());
+    let mime = d
+        .mime_type
+        .clone()
+        .unwrap_or_else(|| "text/markdown".into());
     let mut r = Resource::new(uri.clone(), d.name.clone())
         .with_mime_type(mime.clone())
         .with_size(d.text.len() as u64);
@@ -246,7 +253,9 @@ fn fill(template: &str, value: impl Fn(&str) -> Option<String>) -> Result<String
     }
     out.push_str(rest);
     if out.len() > MAX_PROMPT_BYTES {
-        return Err(format!("the filled-in prompt is over {MAX_PROMPT_BYTES} bytes"));
+        return Err(format!(
+            "the filled-in prompt is over {MAX_PROMPT_BYTES} bytes"
+        ));
     }
     Ok(out)
 }

@@ -70,7 +70,11 @@ impl ToolThrottle {
         if d.allowed {
             return None;
         }
-        let message = format!("tool `{}` is {}", tool.tool.name, self.throttler.message(&d));
+        let message = format!(
+            "tool `{}` is {}",
+            tool.tool.name,
+            self.throttler.message(&d)
+        );
         let policy = d.rule.map_or("", |r| self.throttler.policy_name(r));
         let retry_after = d.retry_after.map_or(0, |r| r.as_secs_f64().ceil() as u64);
         let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
@@ -99,7 +103,10 @@ pub(crate) fn admit(
     throttle: Option<&ToolThrottle>,
 ) -> Result<Option<Response<Bytes>>, GatewayError> {
     if !tool.scopes.is_empty() {
-        let held = ctx.identity().map(|i| &i.principal.scopes[..]).unwrap_or(&[]);
+        let held = ctx
+            .identity()
+            .map(|i| &i.principal.scopes[..])
+            .unwrap_or(&[]);
         if !tool.scopes.iter().any(|s| held.contains(s)) {
             return Err(insufficient_scope(&tool.tool.name, &tool.scopes));
         }

@@ -69,7 +69,10 @@ pub fn operations(sdl: &str) -> Result<(Vec<Operation>, Schema), String> {
 
 /// Whether `selection` (a publisher's) makes a valid document for `call`.
 pub fn check_selection(schema: &Schema, call: &GraphqlCall, selection: &str) -> Result<(), String> {
-    let valid = schema.clone().validate().map_err(|e| e.errors.to_string())?;
+    let valid = schema
+        .clone()
+        .validate()
+        .map_err(|e| e.errors.to_string())?;
     ExecutableDocument::parse_and_validate(&valid, call.document(Some(selection)), "tool.graphql")
         .map(|_| ())
         .map_err(|e| format!("selection: {}", e.errors))
@@ -142,7 +145,11 @@ fn selection(schema: &Schema, ty: &Name, depth: usize, budget: &mut usize) -> St
         out.push("__typename".to_owned());
     }
     for f in fields.values() {
-        if *budget == 0 || f.arguments.iter().any(|a| a.ty.is_non_null() && a.default_value.is_none()) {
+        if *budget == 0
+            || f.arguments
+                .iter()
+                .any(|a| a.ty.is_non_null() && a.default_value.is_none())
+        {
             continue;
         }
         let inner = f.ty.inner_named_type();
@@ -229,7 +236,10 @@ mod tests {
     #[test]
     fn root_fields_become_operations_with_variables_and_a_bounded_selection() {
         let (ops, schema) = operations(SDL).expect("schema");
-        let names: Vec<_> = ops.iter().filter_map(|o| o.operation_id.as_deref()).collect();
+        let names: Vec<_> = ops
+            .iter()
+            .filter_map(|o| o.operation_id.as_deref())
+            .collect();
         assert_eq!(names, ["hero", "version", "review"]);
         let hero = ops[0].graphql.as_ref().expect("graphql");
         assert_eq!(
@@ -237,12 +247,21 @@ mod tests {
             "query($episode: Episode) { hero(episode: $episode) \
              { __typename id name friends { __typename id name } } }"
         );
-        assert_eq!(ops[0].params[0].schema, json!({"type": "string", "enum": ["NEWHOPE", "JEDI"]}));
-        assert_eq!(ops[1].graphql.as_ref().map(|g| g.document(None)).as_deref(), Some("query { version  }"));
+        assert_eq!(
+            ops[0].params[0].schema,
+            json!({"type": "string", "enum": ["NEWHOPE", "JEDI"]})
+        );
+        assert_eq!(
+            ops[1].graphql.as_ref().map(|g| g.document(None)).as_deref(),
+            Some("query { version  }")
+        );
         let review = &ops[2];
         assert!(review.params[0].required);
         assert_eq!(review.params[0].schema["required"], json!(["stars"]));
-        assert_eq!(review.params[0].schema["properties"]["tags"]["items"]["type"], "string");
+        assert_eq!(
+            review.params[0].schema["properties"]["tags"]["items"]["type"],
+            "string"
+        );
         assert!(check_selection(&schema, hero, "{ name }").is_ok());
         assert!(check_selection(&schema, hero, "{ nope }").is_err());
     }

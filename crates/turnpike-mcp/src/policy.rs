@@ -28,8 +28,8 @@ use turnpike_policy::{
 };
 
 use crate::content::Library;
-use crate::govern::{self, ToolThrottle};
 use crate::exchange::{unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
+use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, Refusal};
 use crate::session::{self, Found, Limits, Registry, Sessions};
 use crate::tools::{self, Catalog};

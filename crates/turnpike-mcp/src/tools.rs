@@ -130,7 +130,8 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
             (ops, None)
         }
         (None, Some(g)) => {
-            let (ops, schema) = graphql::operations(&g.schema).map_err(|e| vec![(String::new(), e)])?;
+            let (ops, schema) =
+                graphql::operations(&g.schema).map_err(|e| vec![(String::new(), e)])?;
             (ops, Some(schema))
         }
         (None, None) => (from_resources(api), None),
@@ -179,10 +180,17 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
 
 /// A publisher's `selection` that is no valid document for its GraphQL field, or is
 /// given for a tool that is not one.
-fn bad_selection(schema: Option<&apollo_compiler::Schema>, op: &Operation, edit: Option<&McpToolSpec>) -> Option<String> {
+fn bad_selection(
+    schema: Option<&apollo_compiler::Schema>,
+    op: &Operation,
+    edit: Option<&McpToolSpec>,
+) -> Option<String> {
     let selection = edit?.selection.as_deref()?;
     let (Some(schema), Some(call)) = (schema, &op.graphql) else {
-        return Some(format!("`{}`: a selection is for a GraphQL API's tools", edit?.operation));
+        return Some(format!(
+            "`{}`: a selection is for a GraphQL API's tools",
+            edit?.operation
+        ));
     };
     graphql::check_selection(schema, call, selection)
         .err()

@@ -108,7 +108,10 @@ fn tools_have_their_own_scopes_and_limits_and_the_server_its_prompts_and_resourc
     let refused = &calls[2]["structured"];
     assert_eq!(refused["code"], "throttled");
     assert_eq!(refused["policy"], "TwoPerMin");
-    assert!(refused["retry_after"].as_u64().unwrap_or(0) >= 1, "{refused}");
+    assert!(
+        refused["retry_after"].as_u64().unwrap_or(0) >= 1,
+        "{refused}"
+    );
 
     // By hand: the same refusal's HTTP answer carries the throttler's headers.
     let throttled = &r["raw"]["throttled"];
@@ -136,7 +139,10 @@ fn tools_have_their_own_scopes_and_limits_and_the_server_its_prompts_and_resourc
     // Another application counts on its own, and holds the tool's scope.
     let admin = r["admin"]["calls"].as_array().expect("calls");
     assert_eq!(
-        admin.iter().map(|c| c["is_error"].clone()).collect::<Vec<_>>(),
+        admin
+            .iter()
+            .map(|c| c["is_error"].clone())
+            .collect::<Vec<_>>(),
         [false, false, false],
         "{admin:?}"
     );

@@ -59,7 +59,10 @@ fn graphql_fields_are_tools_whose_calls_are_queries_through_the_chain() {
         ["hero", {"episode": "PHANTOM"}]
     ]);
     let out = Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/mcp_calls.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_calls.py"
+        ))
         .arg(format!("http://{gw}/mcp/starwars/v1"))
         .arg(calls.to_string())
         .output()
@@ -72,13 +75,12 @@ fn graphql_fields_are_tools_whose_calls_are_queries_through_the_chain() {
     let r: Value = serde_json::from_slice(&out.stdout).expect("json from the script");
 
     let tools = &r["tools"];
-    assert_eq!(
-        tools.as_object().map(|t| t.len()),
-        Some(4),
-        "{tools}"
-    );
+    assert_eq!(tools.as_object().map(|t| t.len()), Some(4), "{tools}");
     let episode = &tools["hero"]["schema"]["properties"]["episode"];
-    assert_eq!(episode["enum"], json!(["NEWHOPE", "EMPIRE", "JEDI", "SITH"]));
+    assert_eq!(
+        episode["enum"],
+        json!(["NEWHOPE", "EMPIRE", "JEDI", "SITH"])
+    );
     assert_eq!(tools["hero"]["read_only"], true);
     let review = &tools["createReview"]["schema"];
     assert_eq!(review["required"], json!(["review"]));
@@ -99,7 +101,10 @@ fn graphql_fields_are_tools_whose_calls_are_queries_through_the_chain() {
     assert!(created["stars"].is_i64(), "{created}");
     // The publisher's selection, as written (serde_json's map sorts the keys).
     let human = &calls[2]["structured"]["data"]["human"];
-    let keys: Vec<&String> = human.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    let keys: Vec<&String> = human
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
     assert_eq!(keys, ["height", "name"], "{human}");
     // The API's max_depth refuses the deep selection: a tool error, not the back end's.
     assert_eq!(calls[3]["is_error"], true, "{}", calls[3]);
