@@ -108,10 +108,10 @@ impl Library {
             "resources/list" if self.has_resources() => {
                 Ok(rpc::raw_result(id, &self.resource_list))
             }
-            "prompts/get" if self.has_prompts() => crate::exchange::parse_params(id, params)
+            "prompts/get" if self.has_prompts() => rpc::params(id, params)
                 .and_then(|p| self.get_prompt(&p).map_err(|e| invalid(id, e)))
                 .map(|r| rpc::result(id.clone(), r)),
-            "resources/read" if self.has_resources() => crate::exchange::parse_params(id, params)
+            "resources/read" if self.has_resources() => rpc::params(id, params)
                 .and_then(|p| self.read(&p).map_err(|e| invalid(id, e)))
                 .map(|r| rpc::result(id.clone(), r)),
             _ => return None,

@@ -10,9 +10,9 @@ use rmcp::model::{
     CallToolRequestParams, ErrorCode, ErrorData, InitializeRequestParams, ProtocolVersion,
     RequestId,
 };
-use serde_json::Value;
 use turnpike_policy::RequestCtx;
 
+use crate::content::Library;
 use crate::rpc::{self, Message, Refusal};
 use crate::tools::Catalog;
 use crate::{args, session};
@@ -79,6 +79,7 @@ impl Catalog {
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
+        library: &Library,
     ) -> Exchange {
         let header = req
             .headers
@@ -88,7 +89,7 @@ impl Catalog {
         let step = if req.method == Method::DELETE {
             Next::Delete
         } else {
-            match self.message(ctx, req, body) {
+            match self.message(ctx, req, body, library) {
                 Ok(next) => next,
                 Err(r) => Next::Refuse(r),
             }
@@ -114,6 +115,7 @@ impl Catalog {
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
+        library: &Library,
     ) -> Result<Next, Refusal> {
         if !turnpike_policy::http::has_json_body(&req.headers) {
             let msg = "a message is sent as application/json".to_string();
@@ -134,14 +136,14 @@ impl Catalog {
         Ok(match method.as_str() {
             "initialize" => Next::Initialize {
                 version: negotiate(
-                    &parse_params::<InitializeRequestParams>(&id, params)?.protocol_version,
+                    &rpc::params::<InitializeRequestParams>(&id, params)?.protocol_version,
                 ),
                 id,
             },
             "ping" => Next::Reply(rpc::result(id, serde_json::json!({}))),
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             "tools/call" => {
-                let call = parse_params::<CallToolRequestParams>(&id, params)?;
+                let call = rpc::params::<CallToolRequestParams>(&id, params)?;
                 let tool = self
                     .rewrite(ctx, req, body, &call)
                     .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
@@ -153,7 +155,7 @@ impl Catalog {
                     json: false,
                 })
             }
-            other => match self.library.answer(&id, other, params) {
+            other => match library.answer(&id, other, params) {
                 Some(Ok(body)) => Next::Reply(body),
                 Some(Err(refusal)) => Next::Refuse(refusal),
                 None => Next::Refuse(Refusal::answer(
@@ -206,21 +208,6 @@ impl Catalog {
         };
         Ok(i)
     }
-}
-
-/// A request's params as the method's type, or `Invalid params`.
-pub(crate) fn parse_params<T: serde::de::DeserializeOwned>(
-    id: &RequestId,
-    params: Option<Value>,
-) -> Result<T, Refusal> {
-    let v = params.unwrap_or_else(|| Value::Object(Default::default()));
-    serde_json::from_value(v).map_err(|e| {
-        Refusal::answer(
-            id.clone(),
-            ErrorCode::INVALID_PARAMS,
-            format!("params: {e}"),
-        )
-    })
 }
 
 /// The version a client asked for when this server speaks it, else the newest.

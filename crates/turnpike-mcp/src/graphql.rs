@@ -11,7 +11,7 @@ use apollo_compiler::{ExecutableDocument, Name, Schema};
 use http::Method;
 use serde_json::{json, Map, Value};
 
-use crate::openapi::{Location, Operation, Param};
+use crate::openapi::{GraphqlCall, Location, Operation, Param};
 
 /// How deep a generated selection goes below the root field: its own fields (1) and
 /// those of the objects it holds (2); deeper objects are left out.
@@ -20,31 +20,6 @@ pub const SELECTION_DEPTH: usize = 2;
 pub const MAX_INPUT_DEPTH: usize = 5;
 /// Most fields one generated selection holds.
 const MAX_SELECTED: usize = 500;
-
-/// A root field's call: its operation type and the document's parts.
-#[derive(Debug, Clone)]
-pub struct GraphqlCall {
-    /// `query` or `mutation`.
-    pub kind: &'static str,
-    pub field: String,
-    /// `($episode: Episode, $review: ReviewInput!)`, or empty.
-    pub variables: String,
-    /// `(episode: $episode, review: $review)`, or empty.
-    pub arguments: String,
-    /// `{ id name }`, or empty for a scalar field.
-    pub selection: String,
-}
-
-impl GraphqlCall {
-    /// The document sent, with `selection` (the publisher's) in place of the generated.
-    pub fn document(&self, selection: Option<&str>) -> String {
-        let sel = selection.unwrap_or(&self.selection);
-        format!(
-            "{}{} {{ {}{} {sel} }}",
-            self.kind, self.variables, self.field, self.arguments
-        )
-    }
-}
 
 /// The schema's root fields, or why the schema is unusable.
 pub fn operations(sdl: &str) -> Result<(Vec<Operation>, Schema), String> {

@@ -79,7 +79,8 @@ impl PolicyKind for Mcp {
         let mut server = Implementation::new(api.name.clone(), api.version.clone());
         server.title = Some(api.name.clone());
         Some(Arc::new(McpPolicy {
-            catalog: Catalog::new(tools, library),
+            catalog: Catalog::new(tools),
+            library,
             server,
             instructions: spec.instructions.clone(),
             sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
@@ -121,6 +122,8 @@ fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
 /// An API's MCP server (see the module doc).
 pub struct McpPolicy {
     catalog: Catalog,
+    /// The server's prompts and resources.
+    library: Library,
     server: Implementation,
     instructions: Option<String>,
     sessions: Arc<Sessions>,
@@ -201,7 +204,7 @@ impl McpPolicy {
         };
         let mut caps = ServerCapabilities::default();
         caps.tools = Some(ToolsCapability::default());
-        let library = &self.catalog.library;
+        let library = &self.library;
         caps.prompts = library.has_prompts().then(PromptsCapability::default);
         caps.resources = library.has_resources().then(ResourcesCapability::default);
         let mut result = InitializeResult::new(caps)
@@ -237,7 +240,7 @@ impl Policy for McpPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
-        let ex = self.catalog.read(ctx, req, body);
+        let ex = self.catalog.read(ctx, req, body, &self.library);
         ctx.ext.insert(ex);
         Step::CONTINUE
     }

@@ -11,7 +11,6 @@ use serde_json::{Map, Value};
 use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
 
-use crate::content::Library;
 use crate::graphql;
 use crate::openapi::{self, Location, Operation, Param};
 
@@ -27,12 +26,10 @@ pub struct Catalog {
     pub resources: Vec<Arc<str>>,
     /// The `tools/list` result.
     pub list: Box<str>,
-    /// The server's resources and prompts.
-    pub library: Library,
 }
 
 impl Catalog {
-    pub fn new(tools: Vec<ToolDef>, library: Library) -> Catalog {
+    pub fn new(tools: Vec<ToolDef>) -> Catalog {
         let mut list =
             ListToolsResult::with_all_items(tools.iter().map(|t| t.tool.clone()).collect());
         // The handshake versions know no result type.
@@ -46,7 +43,6 @@ impl Catalog {
             resources: tools.iter().map(|t| Arc::from(&*t.tool.name)).collect(),
             list: serde_json::to_string(&list).unwrap_or_default().into(),
             tools,
-            library,
         }
     }
 }
