@@ -13,6 +13,7 @@ import sys
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_util import result_of
 
 
 async def main():
@@ -33,11 +34,7 @@ async def main():
                 for name, args in calls:
                     try:
                         r = await session.call_tool(name, args)
-                        out["calls"].append({
-                            "is_error": bool(r.is_error),
-                            "structured": r.structured_content,
-                            "text": r.content[0].text if r.content else None,
-                        })
+                        out["calls"].append(result_of(r))
                     except Exception as e:  # the SDK raises the JSON-RPC error
                         out["calls"].append({"error": getattr(getattr(e, "error", None), "code", str(e))})
     print(json.dumps(out))
