@@ -1680,11 +1680,33 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
                 /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -1696,6 +1718,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
             };
             mediation?: components["schemas"]["Mediation"];
@@ -1925,11 +1956,33 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
                 /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -1941,6 +1994,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
             };
             mediation?: components["schemas"]["Mediation"];
@@ -2171,11 +2233,33 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
                 /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -2187,6 +2271,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
             };
             mediation?: components["schemas"]["Mediation"];
