@@ -16,7 +16,8 @@
 # Usage: bench/mcp-callgrind.sh BIN [BIN...] [--n1 300] [--n2 1500] [--keep DIR]
 # GATEWAY_ARGS="--metrics-addr 127.0.0.1:0" adds flags to each gateway (a build before
 # the MCP endpoint kept its resource unobserved needs an observer, such as metrics).
-# --keep DIR keeps each run's callgrind.out (BINNAME.CASE.N) for callgrind_annotate.
+# --keep DIR keeps each run's callgrind.out (BINNAME.CASE-MODE.N) for callgrind_annotate;
+# CASES="get" measures only those.
 # Needs: valgrind, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,7 +104,7 @@ count() { # bin case mode n -> Ir
 
 printf '%-40s %-6s %-14s %-14s %s\n' binary case rest/request mcp/request ratio
 for bin in "${bins[@]}"; do
-  for case in get post; do
+  for case in ${CASES:-get post}; do
     ra=$(count "$bin" "$case" rest "$n1"); rb=$(count "$bin" "$case" rest "$n2")
     ma=$(count "$bin" "$case" mcp "$n1"); mb=$(count "$bin" "$case" mcp "$n2")
     rest=$(( (rb - ra) / (n2 - n1) )); mcp=$(( (mb - ma) / (n2 - n1) ))

@@ -603,7 +603,7 @@ pub fn schemas() -> Value {
 /// macro's recursion limit).
 fn mcp_section() -> Value {
     json!({"type": "object", "additionalProperties": false, "description": "expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section", "properties": {
-            "openapi": {"type": "string", "description": "the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted"},
+            "openapi": {"type": "string", "description": "the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources"},
             "tools": {"type": "array", "maxItems": 1000, "description": "the operations that become tools (every one when omitted)", "items": {"type": "object", "additionalProperties": false, "required": ["operation"], "properties": {
                 "operation": {"type": "string", "example": "getPet", "description": "an operationId, or METHOD /path"},
                 "name": {"type": "string", "maxLength": 128},
