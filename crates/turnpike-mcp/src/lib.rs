@@ -20,6 +20,7 @@ mod govern;
 pub mod graphql;
 pub mod openapi;
 mod policy;
+pub mod preview;
 mod rpc;
 mod session;
 mod tools;

@@ -114,24 +114,12 @@ const RESERVED_HEADERS: [&str; 8] = [
     "cookie",
 ];
 
+/// Operations, and the GraphQL schema they come from (a GraphQL API's).
+pub(crate) type Operations = (Vec<Operation>, Option<apollo_compiler::Schema>);
+
 /// The API's tools, or every problem (document path below `mcp`, message).
 pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String, String)>> {
-    let (ops, schema) = match (&spec.openapi, &api.graphql) {
-        (Some(text), _) => {
-            let ops = openapi::operations(text).map_err(|ps| {
-                ps.into_iter()
-                    .map(|p| (".openapi".into(), p))
-                    .collect::<Vec<_>>()
-            })?;
-            (ops, None)
-        }
-        (None, Some(g)) => {
-            let (ops, schema) =
-                graphql::operations(&g.schema).map_err(|e| vec![(String::new(), e)])?;
-            (ops, Some(schema))
-        }
-        (None, None) => (from_resources(api), None),
-    };
+    let (ops, schema) = operations_of(spec, api)?;
     let mut problems = Vec::new();
     let chosen: Vec<(&Operation, Option<&McpToolSpec>)> = match &spec.tools {
         None => ops.iter().map(|o| (o, None)).collect(),
@@ -193,8 +181,26 @@ fn bad_selection(
         .map(|e| format!("`{}`: {e}", edit.map_or("", |t| &t.operation)))
 }
 
+/// The operations tools may be made of: the section's OpenAPI document's, else a GraphQL
+/// API's root fields (with its schema, which checks a publisher's selections), else the
+/// API's resources.
+pub(crate) fn operations_of(
+    spec: &McpSpec,
+    api: &ApiSpec,
+) -> Result<Operations, Vec<(String, String)>> {
+    match (&spec.openapi, &api.graphql) {
+        (Some(text), _) => openapi::operations(text)
+            .map(|ops| (ops, None))
+            .map_err(|ps| ps.into_iter().map(|p| (".openapi".into(), p)).collect()),
+        (None, Some(g)) => graphql::operations(&g.schema)
+            .map(|(ops, schema)| (ops, Some(schema)))
+            .map_err(|e| vec![(String::new(), e)]),
+        (None, None) => Ok((from_resources(api), None)),
+    }
+}
+
 /// Whether `wanted` (an operationId, or `METHOD /path`) names `op`.
-fn names(op: &Operation, wanted: &str) -> bool {
+pub(crate) fn names(op: &Operation, wanted: &str) -> bool {
     if op.operation_id.as_deref() == Some(wanted) {
         return true;
     }
@@ -214,7 +220,7 @@ pub fn valid_name(name: &str) -> bool {
 
 /// The operationId when it is a valid name, else one made of the method and path
 /// (`get_pets_petId`).
-fn default_name(op: &Operation) -> String {
+pub(crate) fn default_name(op: &Operation) -> String {
     if let Some(id) = op.operation_id.as_deref().filter(|id| valid_name(id)) {
         return id.to_owned();
     }
@@ -278,7 +284,11 @@ fn template_names(path: &str) -> impl Iterator<Item = &str> {
         .filter_map(|s| s.split_once('}').map(|(name, _)| name))
 }
 
-fn tool(op: &Operation, name: String, edit: Option<&McpToolSpec>) -> Result<ToolDef, String> {
+pub(crate) fn tool(
+    op: &Operation,
+    name: String,
+    edit: Option<&McpToolSpec>,
+) -> Result<ToolDef, String> {
     let description = edit.and_then(|e| e.description.as_deref());
     let plan = plan(op, edit.and_then(|e| e.selection.as_deref()))?;
     let mut properties = Map::new();
@@ -320,7 +330,7 @@ fn tool(op: &Operation, name: String, edit: Option<&McpToolSpec>) -> Result<Tool
 }
 
 /// The operation's summary and description, or its method and path.
-fn describe(op: &Operation) -> String {
+pub(crate) fn describe(op: &Operation) -> String {
     match (&op.summary, &op.description) {
         (Some(s), Some(d)) => format!("{s}\n\n{d}"),
         (Some(t), None) | (None, Some(t)) => t.clone(),
