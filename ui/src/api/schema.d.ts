@@ -1756,7 +1756,7 @@ export interface components {
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
                 /** @description prompt templates (prompts/list, prompts/get) */
                 prompts?: {
@@ -2032,7 +2032,7 @@ export interface components {
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
                 /** @description prompt templates (prompts/list, prompts/get) */
                 prompts?: {
@@ -2309,7 +2309,7 @@ export interface components {
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
                 /** @description prompt templates (prompts/list, prompts/get) */
                 prompts?: {
