@@ -105,7 +105,8 @@ struct Routed {
     api: Arc<CompiledApi>,
     target: UpstreamTarget,
     refuse: Option<Refuse>,
-    /// The resource's template, kept only when the request is observed.
+    /// The resource's template, kept only when the request is observed or the API's
+    /// chain reads bodies early.
     resource: Option<Arc<str>>,
     snapshot_version: u64,
 }
@@ -150,6 +151,10 @@ fn route(
         }
         RouteResult::NotFound => return Err(GatewayError::new(ErrorKind::NotFound)),
     };
+    // Kept for the observers, and for a chain whose policy decides on it whether to read
+    // the body early (an MCP endpoint is the resource `mcp`): without it, the endpoint
+    // would be proxied as a REST call when nothing observes the request.
+    let keep = observed || api.chain.hooks().contains(Hooks::EARLY_BODY);
     let uri = parts.uri.clone(); // refcounted
     let target = if path.ends_with(upstream_path) {
         UpstreamTarget::suffix(uri, path.len() - upstream_path.len())
@@ -160,11 +165,7 @@ fn route(
         api: api.clone(),
         target,
         refuse,
-        // An early-body policy (an MCP endpoint's) tells its endpoint from the API's
-        // REST resources by it, observed or not.
-        resource: resource
-            .filter(|_| observed || api.chain.hooks().contains(Hooks::EARLY_BODY))
-            .cloned(),
+        resource: resource.filter(|_| keep).cloned(),
         snapshot_version: snap.version,
     })
 }

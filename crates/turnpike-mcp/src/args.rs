@@ -65,10 +65,21 @@ pub fn request(plan: &CallPlan, args: Option<&JsonObject>) -> Result<HttpCall, S
             }
         }
     }
-    for (a, v) in plan.args.iter().zip(values) {
+    for (a, v) in plan.args.iter().zip(&values) {
         if let Some(v) = v {
             place(a, v, &mut call)?;
         }
+    }
+    if let Some(document) = &plan.graphql {
+        let variables: JsonObject = plan
+            .args
+            .iter()
+            .zip(values)
+            .filter_map(|(a, v)| Some((a.name.clone(), v?.clone())))
+            .collect();
+        let body = serde_json::json!({"query": document, "variables": variables});
+        let json = HeaderValue::from_static("application/json");
+        call.body = Some((json, Bytes::from(body.to_string())));
     }
     Ok(call)
 }
@@ -86,7 +97,7 @@ fn segment(a: &Arg, v: Option<&Value>) -> Result<String, String> {
 
 fn place(a: &Arg, v: &Value, call: &mut HttpCall) -> Result<(), String> {
     match &a.place {
-        Place::Path => {}
+        Place::Path | Place::Variable => {}
         Place::Query => {
             let q = call.query.get_or_insert_with(String::new);
             let items: &[Value] = match v {

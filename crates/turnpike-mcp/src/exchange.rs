@@ -10,9 +10,9 @@ use rmcp::model::{
     CallToolRequestParams, ErrorCode, ErrorData, InitializeRequestParams, ProtocolVersion,
     RequestId,
 };
-use serde_json::Value;
 use turnpike_policy::RequestCtx;
 
+use crate::content::Library;
 use crate::rpc::{self, Message, Refusal};
 use crate::tools::Catalog;
 use crate::{args, session};
@@ -62,6 +62,10 @@ pub(crate) enum Next {
 #[derive(Clone)]
 pub(crate) struct ToolCall {
     pub id: RequestId,
+    /// The tool's index in the catalog.
+    pub tool: usize,
+    /// A GraphQL field's call: an answer with `errors` is a tool error.
+    pub graphql: bool,
     /// The upstream's status and whether its body is JSON, noted by the response
     /// headers hook.
     pub status: StatusCode,
@@ -75,6 +79,7 @@ impl Catalog {
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
+        library: &Library,
     ) -> Exchange {
         let header = req
             .headers
@@ -84,7 +89,7 @@ impl Catalog {
         let step = if req.method == Method::DELETE {
             Next::Delete
         } else {
-            match self.message(ctx, req, body) {
+            match self.message(ctx, req, body, library) {
                 Ok(next) => next,
                 Err(r) => Next::Refuse(r),
             }
@@ -110,6 +115,7 @@ impl Catalog {
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
+        library: &Library,
     ) -> Result<Next, Refusal> {
         if !turnpike_policy::http::has_json_body(&req.headers) {
             let msg = "a message is sent as application/json".to_string();
@@ -130,38 +136,46 @@ impl Catalog {
         Ok(match method.as_str() {
             "initialize" => Next::Initialize {
                 version: negotiate(
-                    &parse_params::<InitializeRequestParams>(&id, params)?.protocol_version,
+                    &rpc::params::<InitializeRequestParams>(&id, params)?.protocol_version,
                 ),
                 id,
             },
             "ping" => Next::Reply(rpc::result(id, serde_json::json!({}))),
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             "tools/call" => {
-                let call = parse_params::<CallToolRequestParams>(&id, params)?;
-                self.rewrite(ctx, req, body, &call)
+                let call = rpc::params::<CallToolRequestParams>(&id, params)?;
+                let tool = self
+                    .rewrite(ctx, req, body, &call)
                     .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
                 Next::Call(ToolCall {
                     id,
+                    graphql: self.tools[tool].plan.graphql.is_some(),
+                    tool,
                     status: StatusCode::OK,
                     json: false,
                 })
             }
-            other => Next::Refuse(Refusal::answer(
-                id,
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("this server does not serve `{other}`"),
-            )),
+            other => match library.answer(&id, other, params) {
+                Some(Ok(body)) => Next::Reply(body),
+                Some(Err(refusal)) => Next::Refuse(refusal),
+                None => Next::Refuse(Refusal::answer(
+                    id,
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("this server does not serve `{other}`"),
+                )),
+            },
         })
     }
 
-    /// Turns the request into the tool's operation: method, path, query, headers, body.
+    /// Turns the request into the tool's operation: method, path, query, headers, body;
+    /// the tool's index.
     fn rewrite(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
         call: &CallToolRequestParams,
-    ) -> Result<(), String> {
+    ) -> Result<usize, String> {
         let Some(&i) = self.by_name.get(&*call.name) else {
             return Err(format!("no tool is named `{}`", call.name));
         };
@@ -192,23 +206,8 @@ impl Catalog {
             }
             None => Bytes::new(),
         };
-        Ok(())
+        Ok(i)
     }
-}
-
-/// A request's params as the method's type, or `Invalid params`.
-fn parse_params<T: serde::de::DeserializeOwned>(
-    id: &RequestId,
-    params: Option<Value>,
-) -> Result<T, Refusal> {
-    let v = params.unwrap_or_else(|| Value::Object(Default::default()));
-    serde_json::from_value(v).map_err(|e| {
-        Refusal::answer(
-            id.clone(),
-            ErrorCode::INVALID_PARAMS,
-            format!("params: {e}"),
-        )
-    })
 }
 
 /// The version a client asked for when this server speaks it, else the newest.

@@ -22,6 +22,8 @@ pub enum Location {
     Path,
     Query,
     Header,
+    /// A GraphQL variable (a GraphQL API's root field argument).
+    Variable,
 }
 
 /// One parameter of an operation.
@@ -54,6 +56,34 @@ pub struct Operation {
     pub description: Option<String>,
     pub params: Vec<Param>,
     pub body: Option<Body>,
+    /// A GraphQL API's root field: the document its call sends.
+    pub graphql: Option<GraphqlCall>,
+}
+
+/// A GraphQL API's root field as an operation's call (`graphql.rs` builds it): its
+/// operation type and the document's parts.
+#[derive(Debug, Clone)]
+pub struct GraphqlCall {
+    /// `query` or `mutation`.
+    pub kind: &'static str,
+    pub field: String,
+    /// `($episode: Episode, $review: ReviewInput!)`, or empty.
+    pub variables: String,
+    /// `(episode: $episode, review: $review)`, or empty.
+    pub arguments: String,
+    /// `{ id name }`, or empty for a scalar field.
+    pub selection: String,
+}
+
+impl GraphqlCall {
+    /// The document sent, with `selection` (the publisher's) in place of the generated.
+    pub fn document(&self, selection: Option<&str>) -> String {
+        let sel = selection.unwrap_or(&self.selection);
+        format!(
+            "{}{} {{ {}{} {sel} }}",
+            self.kind, self.variables, self.field, self.arguments
+        )
+    }
 }
 
 const METHODS: [(&str, Method); 7] = [
@@ -150,6 +180,7 @@ fn operation<'a>(
         description: text("description"),
         params,
         body,
+        graphql: None,
     })
 }
 

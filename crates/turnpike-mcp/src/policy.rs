@@ -16,8 +16,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{request, response, HeaderValue, StatusCode};
 use rmcp::model::{
-    Implementation, InitializeResult, ProtocolVersion, RequestId, ServerCapabilities,
-    ToolsCapability,
+    Implementation, InitializeResult, PromptsCapability, ProtocolVersion, RequestId,
+    ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
@@ -26,7 +26,9 @@ use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
+use crate::content::Library;
 use crate::exchange::{sessions_full, unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
+use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, json, refusal};
 use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
 use crate::tools::{self, Catalog};
@@ -72,17 +74,29 @@ impl PolicyKind for Mcp {
                 return None;
             }
         };
-        let limits = limits?;
+        let library = match Library::build(spec) {
+            Ok(l) => Some(l),
+            Err(problems) => {
+                for (below, msg) in problems {
+                    cx.problem(&below, msg);
+                }
+                None
+            }
+        };
+        let (limits, library) = (limits?, library?);
         let api_id = turnpike_model::api_id(&api.context, &api.version);
+        let throttle = ToolThrottle::new(&tools, &api_id, cx);
         let mut server = Implementation::new(api.name.clone(), api.version.clone());
         server.title = Some(api.name.clone());
         Some(Arc::new(McpPolicy {
             catalog: Catalog::new(tools),
+            library,
             server,
             instructions: spec.instructions.clone(),
             sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
             limits,
             clock: cx.runtime.clock().clone(),
+            throttle,
         }))
     }
 }
@@ -118,11 +132,15 @@ fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
 /// An API's MCP server (see the module doc).
 pub struct McpPolicy {
     catalog: Catalog,
+    /// The server's prompts and resources.
+    library: Library,
     server: Implementation,
     instructions: Option<String>,
     sessions: Arc<Sessions>,
     limits: Limits,
     clock: Arc<dyn Clock>,
+    /// Where the tools' own throttling policies count (`None`: no tool has one).
+    throttle: Option<ToolThrottle>,
 }
 
 impl McpPolicy {
@@ -164,6 +182,10 @@ impl McpPolicy {
         Ok(match next {
             Next::Reply(body) => Flow::Respond(json(StatusCode::OK, body)),
             Next::Call(call) => {
+                let tool = &self.catalog.tools[call.tool];
+                if let Some(answer) = govern::admit(ctx, tool, &call.id, self.throttle.as_ref())? {
+                    return Ok(Flow::Respond(answer));
+                }
                 ctx.ext.insert(call);
                 Flow::Continue
             }
@@ -186,6 +208,9 @@ impl McpPolicy {
         };
         let mut caps = ServerCapabilities::default();
         caps.tools = Some(ToolsCapability::default());
+        let library = &self.library;
+        caps.prompts = library.has_prompts().then(PromptsCapability::default);
+        caps.resources = library.has_resources().then(ResourcesCapability::default);
         let mut result = InitializeResult::new(caps)
             .with_server_info(self.server.clone())
             .with_protocol_version(version.clone());
@@ -219,7 +244,7 @@ impl Policy for McpPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
-        let ex = self.catalog.read(ctx, req, body);
+        let ex = self.catalog.read(ctx, req, body, &self.library);
         ctx.ext.insert(ex);
         Step::CONTINUE
     }

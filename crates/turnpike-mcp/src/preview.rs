@@ -33,7 +33,7 @@ pub struct Candidate {
 /// (path below `mcp`, message): problems do not hide the candidates that could be read.
 pub fn preview(spec: &McpSpec, api: &ApiSpec) -> (Vec<Candidate>, Vec<(String, String)>) {
     let ops = match operations_of(spec, api) {
-        Ok(ops) => ops,
+        Ok((ops, _)) => ops,
         Err(problems) => return (Vec::new(), problems),
     };
     let mut problems = build(spec, api).err().unwrap_or_default();
@@ -61,8 +61,7 @@ fn candidate(spec: &McpSpec, op: &Operation) -> Result<Candidate, String> {
     let name = edit
         .and_then(|t| t.name.clone())
         .unwrap_or_else(|| default_name.clone());
-    let description = edit.and_then(|t| t.description.as_deref());
-    let def = tool(op, name, description)?;
+    let def = tool(op, name, edit)?;
     let operation = match op.operation_id.as_deref() {
         Some(id) if !id.trim().is_empty() && !id.contains(' ') => id.to_owned(),
         _ => format!("{} {}", op.method, op.path),
@@ -117,6 +116,7 @@ paths:
             operation: "getPet".into(),
             name: Some("fetch_pet".into()),
             description: Some("Reads a pet".into()),
+            ..McpToolSpec::default()
         };
         let (list, problems) = preview(&spec(Some(vec![edit])), &ApiSpec::default());
         assert!(problems.is_empty(), "{problems:?}");

@@ -161,6 +161,21 @@ pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
     resp
 }
 
+/// A request's params as the method's type, or `Invalid params`.
+pub(crate) fn params<T: serde::de::DeserializeOwned>(
+    id: &RequestId,
+    params: Option<Value>,
+) -> Result<T, Refusal> {
+    let v = params.unwrap_or_else(|| Value::Object(Default::default()));
+    serde_json::from_value(v).map_err(|e| {
+        Refusal::answer(
+            id.clone(),
+            ErrorCode::INVALID_PARAMS,
+            format!("params: {e}"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use http::{HeaderName, HeaderValue, Method};
 use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
-use turnpike_model::mcp::McpSpec;
+use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
 
+use crate::graphql;
 use crate::openapi::{self, Location, Operation, Param};
 
 /// Longest tool name (the MCP specification's bound).
@@ -50,6 +51,10 @@ impl Catalog {
 pub struct ToolDef {
     pub tool: Tool,
     pub plan: CallPlan,
+    /// The section's `scopes` of the tool (the caller needs one), checked after auth.
+    pub scopes: Box<[String]>,
+    /// The section's advanced policy of the tool (per API, tool and application).
+    pub throttling: Option<Box<str>>,
 }
 
 /// How a call's arguments become the operation's request.
@@ -59,6 +64,9 @@ pub struct CallPlan {
     /// The path template, split at its parameters.
     pub path: Vec<Piece>,
     pub args: Vec<Arg>,
+    /// A GraphQL field's document: the call is a POST of it with the arguments as its
+    /// variables.
+    pub graphql: Option<String>,
 }
 
 /// A piece of a path template.
@@ -89,6 +97,8 @@ pub enum Place {
         content_type: HeaderValue,
         json: bool,
     },
+    /// A GraphQL variable.
+    Variable,
 }
 
 /// Headers an OpenAPI header parameter may not set (OpenAPI ignores the first three;
@@ -104,17 +114,20 @@ const RESERVED_HEADERS: [&str; 8] = [
     "cookie",
 ];
 
+/// Operations, and the GraphQL schema they come from (a GraphQL API's).
+pub(crate) type Operations = (Vec<Operation>, Option<apollo_compiler::Schema>);
+
 /// The API's tools, or every problem (document path below `mcp`, message).
 pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String, String)>> {
-    let ops = operations_of(spec, api)?;
+    let (ops, schema) = operations_of(spec, api)?;
     let mut problems = Vec::new();
-    let chosen: Vec<(&Operation, Option<&str>, Option<&str>)> = match &spec.tools {
-        None => ops.iter().map(|o| (o, None, None)).collect(),
+    let chosen: Vec<(&Operation, Option<&McpToolSpec>)> = match &spec.tools {
+        None => ops.iter().map(|o| (o, None)).collect(),
         Some(list) => list
             .iter()
             .enumerate()
             .filter_map(|(i, t)| match ops.iter().find(|o| names(o, &t.operation)) {
-                Some(o) => Some((o, t.name.as_deref(), t.description.as_deref())),
+                Some(o) => Some((o, Some(t))),
                 None => {
                     let msg = format!("the API has no operation `{}`", t.operation);
                     problems.push((format!(".tools[{i}].operation"), msg));
@@ -124,15 +137,19 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
             .collect(),
     };
     let mut tools: Vec<ToolDef> = Vec::with_capacity(chosen.len());
-    for (op, name, description) in chosen {
-        let name = name.map_or_else(|| default_name(op), str::to_owned);
+    for (op, edit) in chosen {
+        let name = edit
+            .and_then(|e| e.name.clone())
+            .unwrap_or_else(|| default_name(op));
         if !valid_name(&name) {
             let msg = format!("tool name `{name}`: 1 to {MAX_TOOL_NAME} of A-Z a-z 0-9 _ - .");
             problems.push((".tools".into(), msg));
         } else if tools.iter().any(|t| t.tool.name == name) {
             problems.push((".tools".into(), format!("two tools are named `{name}`")));
+        } else if let Some(problem) = bad_selection(schema.as_ref(), op, edit) {
+            problems.push((".tools".into(), problem));
         } else {
-            match tool(op, name, description) {
+            match tool(op, name, edit) {
                 Ok(t) => tools.push(t),
                 Err(e) => problems.push((".openapi".into(), e)),
             }
@@ -145,16 +162,40 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
     }
 }
 
-/// The operations tools may be made of: the section's OpenAPI document's, else the
+/// A publisher's `selection` that is no valid document for its GraphQL field, or is
+/// given for a tool that is not one.
+fn bad_selection(
+    schema: Option<&apollo_compiler::Schema>,
+    op: &Operation,
+    edit: Option<&McpToolSpec>,
+) -> Option<String> {
+    let selection = edit?.selection.as_deref()?;
+    let (Some(schema), Some(call)) = (schema, &op.graphql) else {
+        return Some(format!(
+            "`{}`: a selection is for a GraphQL API's tools",
+            edit?.operation
+        ));
+    };
+    graphql::check_selection(schema, call, selection)
+        .err()
+        .map(|e| format!("`{}`: {e}", edit.map_or("", |t| &t.operation)))
+}
+
+/// The operations tools may be made of: the section's OpenAPI document's, else a GraphQL
+/// API's root fields (with its schema, which checks a publisher's selections), else the
 /// API's resources.
 pub(crate) fn operations_of(
     spec: &McpSpec,
     api: &ApiSpec,
-) -> Result<Vec<Operation>, Vec<(String, String)>> {
-    match &spec.openapi {
-        Some(text) => openapi::operations(text)
+) -> Result<Operations, Vec<(String, String)>> {
+    match (&spec.openapi, &api.graphql) {
+        (Some(text), _) => openapi::operations(text)
+            .map(|ops| (ops, None))
             .map_err(|ps| ps.into_iter().map(|p| (".openapi".into(), p)).collect()),
-        None => Ok(from_resources(api)),
+        (None, Some(g)) => graphql::operations(&g.schema)
+            .map(|(ops, schema)| (ops, Some(schema)))
+            .map_err(|e| vec![(String::new(), e)]),
+        (None, None) => Ok((from_resources(api), None)),
     }
 }
 
@@ -229,6 +270,7 @@ fn from_resources(api: &ApiSpec) -> Vec<Operation> {
                 description: None,
                 params,
                 body,
+                graphql: None,
             });
         }
     }
@@ -245,9 +287,10 @@ fn template_names(path: &str) -> impl Iterator<Item = &str> {
 pub(crate) fn tool(
     op: &Operation,
     name: String,
-    description: Option<&str>,
+    edit: Option<&McpToolSpec>,
 ) -> Result<ToolDef, String> {
-    let plan = plan(op)?;
+    let description = edit.and_then(|e| e.description.as_deref());
+    let plan = plan(op, edit.and_then(|e| e.selection.as_deref()))?;
     let mut properties = Map::new();
     let mut required = Vec::new();
     for a in &plan.args {
@@ -266,7 +309,11 @@ pub(crate) fn tool(
     let description = description.map_or_else(|| describe(op), str::to_owned);
     let mut tool = Tool::new(name, description, Arc::new(schema));
     tool.title = op.summary.clone();
-    let read_only = matches!(op.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    // A GraphQL query reads; a mutation may do anything.
+    let read_only = match &op.graphql {
+        Some(g) => g.kind == "query",
+        None => matches!(op.method, Method::GET | Method::HEAD | Method::OPTIONS),
+    };
     let idempotent = read_only || matches!(op.method, Method::PUT | Method::DELETE);
     tool.annotations = Some(
         ToolAnnotations::new()
@@ -274,7 +321,12 @@ pub(crate) fn tool(
             .destructive(op.method == Method::DELETE)
             .idempotent(idempotent),
     );
-    Ok(ToolDef { tool, plan })
+    Ok(ToolDef {
+        tool,
+        plan,
+        scopes: edit.map(|e| e.scopes.clone().into()).unwrap_or_default(),
+        throttling: edit.and_then(|e| e.throttling.as_deref().map(Box::from)),
+    })
 }
 
 /// The operation's summary and description, or its method and path.
@@ -286,13 +338,14 @@ pub(crate) fn describe(op: &Operation) -> String {
     }
 }
 
-fn plan(op: &Operation) -> Result<CallPlan, String> {
+fn plan(op: &Operation, selection: Option<&str>) -> Result<CallPlan, String> {
     let at = || format!("{} {}", op.method, op.path);
     let mut args: Vec<Arg> = Vec::with_capacity(op.params.len() + 1);
     for p in &op.params {
         let place = match p.location {
             Location::Path => Place::Path,
             Location::Query => Place::Query,
+            Location::Variable => Place::Variable,
             Location::Header => {
                 let lower = p.name.to_ascii_lowercase();
                 if RESERVED_HEADERS.contains(&lower.as_str()) {
@@ -342,6 +395,7 @@ fn plan(op: &Operation) -> Result<CallPlan, String> {
         method: op.method.clone(),
         path,
         args,
+        graphql: op.graphql.as_ref().map(|g| g.document(selection)),
     })
 }
 

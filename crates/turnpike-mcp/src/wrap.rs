@@ -55,7 +55,21 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
 /// The JSON-RPC answer to the call.
 pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> Bytes {
     let text = String::from_utf8_lossy(upstream).into_owned();
-    let failed = call.status.is_client_error() || call.status.is_server_error();
+    let structured = match call.json {
+        true => serde_json::from_slice::<Value>(upstream)
+            .ok()
+            .filter(Value::is_object),
+        false => None,
+    };
+    // A GraphQL answer's `errors` (RFC: a list of at least one) is the call's failure,
+    // whatever the status (GraphQL over HTTP answers 200 with `errors`).
+    let graphql_failed = call.graphql
+        && structured
+            .as_ref()
+            .and_then(|v| v.get("errors"))
+            .and_then(Value::as_array)
+            .is_some_and(|e| !e.is_empty());
+    let failed = call.status.is_client_error() || call.status.is_server_error() || graphql_failed;
     let mut result = if failed {
         let text = format!("HTTP {}: {text}", call.status);
         CallToolResult::error(vec![ContentBlock::text(text)])
@@ -64,10 +78,6 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> Bytes {
     };
     // The handshake versions know no result type.
     result.result_type = None;
-    if call.json {
-        if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(upstream) {
-            result.structured_content = Some(v);
-        }
-    }
+    result.structured_content = structured;
     rpc::result(call.id, result)
 }

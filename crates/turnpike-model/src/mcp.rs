@@ -24,8 +24,8 @@ pub fn endpoint_path(context: &str, version: &str) -> String {
 #[serde(deny_unknown_fields)]
 pub struct McpSpec {
     /// The API's OpenAPI 3 document (YAML or JSON text) the tools are built from
-    /// (operationId, summary, parameters, request body schema). Without it each
-    /// resource and method of the API is a tool with its path parameters.
+    /// (operationId, summary, parameters, request body schema). Without it a GraphQL
+    /// API's root fields are its tools, another API's resources and methods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openapi: Option<String>,
     /// The operations that become tools, with the publisher's names and descriptions;
@@ -50,6 +50,13 @@ pub struct McpSpec {
     /// A proxied server's tools that agents never see nor call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deny_tools: Option<Vec<String>>,
+    /// Prompt templates agents list and fill in (`prompts/list`, `prompts/get`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<McpPromptSpec>,
+    /// Documents served as resources (`resources/list`, `resources/read`), beside the
+    /// `openapi:` document.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<McpDocumentSpec>,
 }
 
 /// The transport a proxied MCP server speaks.
@@ -58,6 +65,49 @@ pub struct McpSpec {
 pub enum McpUpstream {
     /// Streamable HTTP (2025-03-26 and later): JSON-RPC POSTs answered as JSON or SSE.
     StreamableHttp,
+}
+
+/// A prompt template: `text` with `{{argument}}` placeholders, one user message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpPromptSpec {
+    /// 1-128 of `A-Z a-z 0-9 _ - .`, distinct within the section.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<McpPromptArgument>,
+    /// The message's text; each `{{name}}` is replaced by that argument's value.
+    pub text: String,
+}
+
+/// One argument of a prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpPromptArgument {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+}
+
+/// A document served as a resource at `docs://{name}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpDocumentSpec {
+    /// 1-128 of `A-Z a-z 0-9 _ - .`, distinct within the section.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `text/markdown` when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    pub text: String,
 }
 
 /// One operation exposed as a tool.
@@ -76,4 +126,15 @@ pub struct McpToolSpec {
     /// The tool's description (the operation's summary and description when omitted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Scopes of which the caller needs any one to call this tool, on top of what the
+    /// operation's resource asks (docs/mcp.md, "Per-tool scopes and limits").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// An advanced throttling policy counted per API, tool and application.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling: Option<String>,
+    /// A GraphQL API's tool: the selection set its document asks for (`{ id name }`)
+    /// instead of the generated one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<String>,
 }

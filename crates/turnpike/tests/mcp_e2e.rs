@@ -263,12 +263,23 @@ fn sessions_are_issued_required_and_ended() {
     let (status, _, body) = post(
         &url,
         &[&key, &sid],
-        r#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"completion/complete"}"#,
     );
     assert_eq!(status, 200);
     assert_eq!(
         serde_json::from_str::<Value>(&body).expect("json")["error"]["code"],
         -32601
+    );
+    // The section's OpenAPI document is a resource.
+    let (_, _, body) = post(
+        &url,
+        &[&key, &sid],
+        r#"{"jsonrpc":"2.0","id":4,"method":"resources/list"}"#,
+    );
+    let listed: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        listed["result"]["resources"][0]["uri"], "docs://openapi",
+        "{listed}"
     );
     // A call is counted under its tool's name (per-tool metrics and analytics).
     let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"getPet","arguments":{"petId":"9"}}}"#;

@@ -1744,11 +1744,33 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -1760,6 +1782,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
             };
             mediation?: components["schemas"]["Mediation"];
@@ -1989,11 +2020,33 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -2005,6 +2058,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
             };
             mediation?: components["schemas"]["Mediation"];
@@ -2235,11 +2297,33 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -2251,6 +2335,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
             };
             mediation?: components["schemas"]["Mediation"];

@@ -80,17 +80,7 @@ fn api_props() -> Value {
         "apiThrottlingPolicy": {"type": "string", "description": "the API's advanced policy"},
         "graphql": {"type": "object", "description": "a GraphQL API's section as in the declarative file (schema, introspection, cost, caps, limits, tiers, operations, applications)"},
         "mediation": r("Mediation"),
-        "mcp": {"type": "object", "additionalProperties": false, "description": "expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section", "properties": {
-            "openapi": {"type": "string", "description": "the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted"},
-            "tools": {"type": "array", "maxItems": 1000, "description": "the operations that become tools (every one when omitted)", "items": {"type": "object", "additionalProperties": false, "required": ["operation"], "properties": {
-                "operation": {"type": "string", "example": "getPet", "description": "an operationId, or METHOD /path"},
-                "name": {"type": "string", "maxLength": 128},
-                "description": {"type": "string"}}}},
-            "max_sessions": {"type": "integer", "minimum": 1, "default": 10000},
-            "session_idle": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 30}], "example": "30m"},
-            "instructions": {"type": "string"},
-            "upstream": {"type": "string", "enum": ["streamable_http"], "description": "the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)"},
-            "deny_tools": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 128}, "description": "a proxied server's tools agents never see nor call"}}},
+        "mcp": mcp_section(),
         "requestBuffering": {"type": "object", "additionalProperties": false, "description": "read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md)", "properties": {
             "enabled": {"type": "boolean"},
             "size": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "maxLength": 30}], "example": "1MiB"},
@@ -658,4 +648,36 @@ pub fn schemas() -> Value {
         all.extend(m);
     }
     Value::Object(all)
+}
+
+/// The API's `mcp:` section (its own function: one `json!` this deep overflows the
+/// macro's recursion limit).
+fn mcp_section() -> Value {
+    json!({"type": "object", "additionalProperties": false, "description": "expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section", "properties": {
+            "openapi": {"type": "string", "description": "the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources"},
+            "tools": {"type": "array", "maxItems": 1000, "description": "the operations that become tools (every one when omitted)", "items": {"type": "object", "additionalProperties": false, "required": ["operation"], "properties": {
+                "operation": {"type": "string", "example": "getPet", "description": "an operationId, or METHOD /path"},
+                "name": {"type": "string", "maxLength": 128},
+                "description": {"type": "string"},
+                "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "description": "the caller needs one of these to call the tool, besides its operation's scopes"},
+                "throttling": {"type": "string", "description": "an advanced policy counted per API, tool and application"},
+                "selection": {"type": "string", "example": "{ id name }", "description": "a GraphQL API's tool: the selection set asked for instead of the generated one"}}}},
+            "prompts": {"type": "array", "maxItems": 100, "description": "prompt templates (prompts/list, prompts/get)", "items": {"type": "object", "additionalProperties": false, "required": ["name", "text"], "properties": {
+                "name": {"type": "string", "maxLength": 128},
+                "title": {"type": "string"},
+                "description": {"type": "string"},
+                "arguments": {"type": "array", "maxItems": 32, "items": {"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
+                    "name": {"type": "string", "maxLength": 128}, "description": {"type": "string"}, "required": {"type": "boolean"}}}},
+                "text": {"type": "string", "description": "the message; {{argument}} is replaced by the argument's value"}}}},
+            "documents": {"type": "array", "maxItems": 100, "description": "documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document", "items": {"type": "object", "additionalProperties": false, "required": ["name", "text"], "properties": {
+                "name": {"type": "string", "maxLength": 128},
+                "title": {"type": "string"},
+                "description": {"type": "string"},
+                "mime_type": {"type": "string", "default": "text/markdown"},
+                "text": {"type": "string"}}}},
+            "max_sessions": {"type": "integer", "minimum": 1, "default": 10000},
+            "session_idle": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 30}], "example": "30m"},
+            "instructions": {"type": "string"},
+            "upstream": {"type": "string", "enum": ["streamable_http"], "description": "the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)"},
+            "deny_tools": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 128}, "description": "a proxied server's tools agents never see nor call"}}})
 }

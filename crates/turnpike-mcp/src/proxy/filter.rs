@@ -147,6 +147,7 @@ mod tests {
                         operation: op.into(),
                         name: name.map(Into::into),
                         description: None,
+                        ..McpToolSpec::default()
                     })
                     .collect()
             }),

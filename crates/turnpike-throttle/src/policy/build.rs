@@ -82,7 +82,17 @@ fn wanted(file: &GatewayFile) -> bool {
             a.throttling.is_some()
                 || a.resources.iter().any(|r| r.throttling.is_some())
                 || graphql_throttled(a)
+                || mcp_throttled(a)
         })
+}
+
+/// Whether one of an MCP server's tools names a throttling policy.
+fn mcp_throttled(api: &ApiSpec) -> bool {
+    mcp_tools(api).any(|t| t.throttling.is_some())
+}
+
+fn mcp_tools(api: &ApiSpec) -> impl Iterator<Item = &turnpike_model::mcp::McpToolSpec> {
+    api.mcp.iter().flat_map(|m| m.tools.iter().flatten())
 }
 
 /// Whether one of a GraphQL API's operations names a throttling policy.
@@ -323,6 +333,11 @@ fn check_references(file: &GatewayFile, t: &Throttler, problems: &mut Vec<Proble
             if let Some(p) = &op.throttling {
                 let at = format!("apis[{i}].graphql.operations[{j}].throttling");
                 advanced(p, at, problems);
+            }
+        }
+        for (j, tool) in mcp_tools(api).enumerate() {
+            if let Some(p) = &tool.throttling {
+                advanced(p, format!("apis[{i}].mcp.tools[{j}].throttling"), problems);
             }
         }
     }

@@ -12,14 +12,7 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-
-def result_of(r):
-    return {
-        "is_error": bool(r.is_error),
-        "structured": r.structured_content,
-        "text": r.content[0].text if r.content else None,
-    }
+from mcp_util import result_of
 
 
 async def agent(url, key):
