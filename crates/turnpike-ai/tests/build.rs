@@ -27,6 +27,7 @@ fn route(name: &str, provider: &str) -> ModelRoute {
         name: name.into(),
         provider: provider.into(),
         model: None,
+        targets: Vec::new(),
     }
 }
 
