@@ -212,18 +212,19 @@ fn targets(
 ) -> Option<(Vec<Target>, Vec<u32>)> {
     let at = format!(".models[{i}]");
     let one = [(r.provider.as_str(), r.model.as_deref(), Some(1))];
-    let listed: Vec<(&str, Option<&str>, Option<u32>)> = match (r.provider.is_empty(), r.targets.is_empty()) {
-        (false, true) => one.to_vec(),
-        (true, false) => r
-            .targets
-            .iter()
-            .map(|t| (t.provider.as_str(), t.model.as_deref(), t.weight))
-            .collect(),
-        _ => {
-            cx.problem(&at, "give either `provider` (one target) or `targets`");
-            return None;
-        }
-    };
+    let listed: Vec<(&str, Option<&str>, Option<u32>)> =
+        match (r.provider.is_empty(), r.targets.is_empty()) {
+            (false, true) => one.to_vec(),
+            (true, false) => r
+                .targets
+                .iter()
+                .map(|t| (t.provider.as_str(), t.model.as_deref(), t.weight))
+                .collect(),
+            _ => {
+                cx.problem(&at, "give either `provider` (one target) or `targets`");
+                return None;
+            }
+        };
     if listed.len() > routing::MAX_TARGETS {
         cx.problem(
             &format!("{at}.targets"),

@@ -175,11 +175,13 @@ impl AiPolicy {
         let (first, now) = (r.first(), now_ms(&*self.clock));
         let admitted = (0..r.targets.len())
             .filter_map(|k| r.nth(first, k).map(|i| (k, &r.targets[i])))
-            .find(|(_, t)| self.provider(t.provider).is_some_and(|p| p.health.admits(now)));
+            .find(|(_, t)| {
+                self.provider(t.provider)
+                    .is_some_and(|p| p.health.admits(now))
+            });
         let Some((k, t)) = admitted else {
             let mut e = GatewayError::new(ErrorKind::EndpointsSuspended);
-            e.detail =
-                Some(format!("every provider of the model {asked:?} is suspended").into());
+            e.detail = Some(format!("every provider of the model {asked:?} is suspended").into());
             return Err(e);
         };
         Ok(Picked {
@@ -200,7 +202,9 @@ impl AiPolicy {
         if self.tier_models.is_empty() {
             return Ok(());
         }
-        let listed = ctx.subscription_tier().and_then(|t| self.tier_models.get(t));
+        let listed = ctx
+            .subscription_tier()
+            .and_then(|t| self.tier_models.get(t));
         match listed {
             Some(models) if !models.contains(asked) => {
                 let mut e = GatewayError::new(ErrorKind::ModelNotAllowed);
@@ -408,7 +412,8 @@ impl AiPolicy {
         let front = call.front;
         let p = self.provider(index)?;
         let parsed = crate::request::parse(&original, &self.limits).ok()?;
-        let (path, out) = translate(front, p.kind, &parsed, &model, self.default_max_tokens).ok()?;
+        let (path, out) =
+            translate(front, p.kind, &parsed, &model, self.default_max_tokens).ok()?;
         ctx.upstream.set_path(path).ok()?;
         self.provider_headers(p, &mut req.headers);
         req.headers.insert(CONTENT_TYPE, JSON);

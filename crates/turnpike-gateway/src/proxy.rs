@@ -418,7 +418,11 @@ async fn request_side(
     let ai_choice = chain
         .hooks()
         .contains(Hooks::REQUEST_BODY)
-        .then(|| ctx.ext.get::<turnpike_policy::ai::ProviderChoice>().copied())
+        .then(|| {
+            ctx.ext
+                .get::<turnpike_policy::ai::ProviderChoice>()
+                .copied()
+        })
         .flatten();
     if let Some(choice) = ai_choice {
         return crate::upstream::ai::forward(&conn.shared, api, ctx, parts, body, &fwd, choice)
