@@ -379,8 +379,33 @@ impl AiPolicy {
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
     ) -> Option<(usize, Bytes)> {
-        let now = now_ms(&*self.clock);
         let call = ctx.ext.get_mut::<Call>()?;
+        let (index, model) = self.next_target(call)?;
+        let (original, front) = (call.tries.as_ref()?.original.clone(), call.front);
+        let p = self.provider(index)?;
+        let parsed = crate::request::parse(&original, &self.limits).ok()?;
+        let (path, out) =
+            translate(front, p.kind, &parsed, &model, self.default_max_tokens).ok()?;
+        let out = serde_json::to_vec(&out).ok()?;
+        ctx.upstream.set_path(path).ok()?;
+        if let Some(call) = ctx.ext.get_mut::<Call>() {
+            call.provider = Some(index);
+            call.model = Some(model);
+        }
+        self.provider_headers(p, &mut req.headers);
+        req.headers.insert(CONTENT_TYPE, JSON);
+        ctx.ext.insert(ProviderChoice {
+            endpoint: p.endpoint,
+            may_fall_back: true,
+        });
+        Some((p.endpoint, Bytes::from(out)))
+    }
+
+    /// Counts the failed try against its provider and moves the call to its next
+    /// target: the same one while retries are left, else the route's next one whose
+    /// provider is not suspended. None when the call has no try left.
+    fn next_target(&self, call: &mut Call) -> Option<(usize, Arc<str>)> {
+        let now = now_ms(&*self.clock);
         let tries = call.tries.as_deref_mut()?;
         self.provider(call.provider?)?
             .health
@@ -391,37 +416,20 @@ impl AiPolicy {
         if tries.failed >= self.fallback.attempts(targets) {
             return None;
         }
-        let (index, model) = if tries.same_left > 0 {
+        if tries.same_left > 0 {
             tries.same_left -= 1;
-            (call.provider?, call.model.clone()?)
-        } else {
-            let r = route?;
-            let t = loop {
-                tries.k += 1;
-                let t = &r.targets[r.nth(tries.first, tries.k)?];
-                if self.provider(t.provider)?.health.admits(now) {
-                    break t;
-                }
-            };
-            tries.same_left = self.fallback.retries;
-            (t.provider, t.model.clone())
+            return Some((call.provider?, call.model.clone()?));
+        }
+        let r = route?;
+        let t = loop {
+            tries.k += 1;
+            let t = &r.targets[r.nth(tries.first, tries.k)?];
+            if self.provider(t.provider)?.health.admits(now) {
+                break t;
+            }
         };
-        let original = tries.original.clone();
-        call.provider = Some(index);
-        call.model = Some(model.clone());
-        let front = call.front;
-        let p = self.provider(index)?;
-        let parsed = crate::request::parse(&original, &self.limits).ok()?;
-        let (path, out) =
-            translate(front, p.kind, &parsed, &model, self.default_max_tokens).ok()?;
-        ctx.upstream.set_path(path).ok()?;
-        self.provider_headers(p, &mut req.headers);
-        req.headers.insert(CONTENT_TYPE, JSON);
-        ctx.ext.insert(ProviderChoice {
-            endpoint: p.endpoint,
-            may_fall_back: true,
-        });
-        Some((p.endpoint, Bytes::from(serde_json::to_vec(&out).ok()?)))
+        tries.same_left = self.fallback.retries;
+        Some((t.provider, t.model.clone()))
     }
 
     /// The call's try was answered (not a failure [`AiPolicy::fall_back`] takes): its

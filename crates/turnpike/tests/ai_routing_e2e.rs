@@ -4,8 +4,8 @@
 //! and the official OpenAI Python SDK (tests/py/ai_routing.py). A model with targets
 //! weighted 3:1 answers from each in that share; a model whose first target answers 500
 //! (whole and streamed) or 429 (falling back to an Anthropic-kind provider, translated)
-//! or refuses the connection is answered by the next; when every target fails, the last
-//! failure is the answer; the provider whose port is closed is suspended after two
+//! or refuses the connection or does not answer in time is answered by the next; when
+//! every target fails, the last failure is the answer; the provider whose port is closed is suspended after two
 //! failures (`/metrics`), and once a provider listens there and the suspension is over
 //! it answers again; a model the caller's tier does not list is refused 403
 //! `model_not_allowed` in OpenAI's error shape.
@@ -25,7 +25,7 @@ use support::{get, start, Proc, TempDir, BIN};
 const KEY: &str = "ai-routing-key";
 const KEY_SHA256: &str = "56d901d56db4962fc0c0251f035f1335f1ee40ee2f928b33c367f5809a99ce18";
 
-fn config(echo1: &str, echo2: &str, down: u16) -> String {
+fn config(echo1: &str, echo2: &str, down: u16, hang: u16) -> String {
     format!(
         r#"
 security:
@@ -37,12 +37,13 @@ throttling:
   subscription_tiers:
     - name: Limited
       quota: {{ requests: 10000, per: minute }}
-      models: [weighted, fail500, fail429, refused, allfail]
+      models: [weighted, fail500, fail429, refused, allfail, slow]
 apis:
   - name: ai
     context: /ai
     version: v1
     auth: {{ oauth2: false, api_key: true }}
+    timeouts: {{ response: 2s }}
     ai:
       providers:
         - {{ name: a, kind: openai, url: "http://{echo1}/v1" }}
@@ -53,6 +54,7 @@ apis:
         - {{ name: down, kind: openai, url: "http://127.0.0.1:{down}/v1" }}
         - {{ name: broken1, kind: openai, url: "http://{echo1}/v1" }}
         - {{ name: broken2, kind: openai, url: "http://{echo2}/v1" }}
+        - {{ name: hang, kind: openai, url: "http://127.0.0.1:{hang}/v1" }}
       models:
         - name: weighted
           targets: [{{ provider: a, model: model-a, weight: 3 }}, {{ provider: b, model: model-b, weight: 1 }}]
@@ -64,8 +66,10 @@ apis:
           targets: [{{ provider: down, model: down-m }}, {{ provider: a, model: model-a, weight: 0 }}]
         - name: allfail
           targets: [{{ provider: broken1, model: error-503 }}, {{ provider: broken2, model: error-502, weight: 0 }}]
+        - name: slow
+          targets: [{{ provider: hang, model: hang-m }}, {{ provider: b, model: model-b, weight: 0 }}]
         - {{ name: secret, provider: a }}
-      fallback: {{ suspend_after: 2, suspend_for: 1500ms }}
+      fallback: {{ suspend_after: 2, suspend_for: 2s }}
 "#
     )
 }
@@ -129,11 +133,26 @@ fn provider_series(metrics: &str, name: &str, provider: &str) -> Option<u64> {
         .find_map(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
+/// `turnpike echo --llm` on `port`, its first call made (a debug build's tokenizer
+/// loads then, which on a busy machine may take longer than the API's response timeout).
 fn echo(port: &str) -> (Proc, String) {
-    start(
+    let (p, addr) = start(
         &["echo", "--llm", "--port", port],
         "echo listening on http://",
-    )
+    );
+    let body = r#"{"model":"m","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}"#;
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "60"])
+        .args(["-H", "content-type: application/json", "-d", body])
+        .arg(format!("http://{addr}/v1/chat/completions"))
+        .output()
+        .expect("curl runs");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "200",
+        "echo --llm answers"
+    );
+    (p, addr)
 }
 
 #[test]
@@ -142,8 +161,11 @@ fn models_route_by_weight_fall_back_suspend_and_recover() {
     let (_e1, echo1) = echo("0");
     let (_e2, echo2) = echo("0");
     let down = closed_port();
+    // Takes connections (the kernel's backlog) and never answers.
+    let hang = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let hang_port = hang.local_addr().expect("addr").port();
     let cfg = dir.path().join("ai.yaml");
-    std::fs::write(&cfg, config(&echo1, &echo2, down)).expect("write config");
+    std::fs::write(&cfg, config(&echo1, &echo2, down, hang_port)).expect("write config");
     let (_gw, gw, metrics) = gateway(&cfg, dir.path());
 
     let v = sdk(&gw, "routes");
@@ -182,6 +204,8 @@ fn models_route_by_weight_fall_back_suspend_and_recover() {
         serde_json::json!(["model-a", "model-a", "model-a"]),
         "{v}"
     );
+    // No answer within the API's response timeout: the next target answers.
+    assert_eq!(v["slow"]["model"], "model-b", "{v}");
     // Every target failed: the last failure is the answer, in OpenAI's shape.
     assert_eq!(v["allfail"]["status"], 502, "{v}");
     assert_eq!(v["not_allowed"]["status"], 403, "{v}");
@@ -210,7 +234,7 @@ fn models_route_by_weight_fall_back_suspend_and_recover() {
 
     // The provider comes up; once the suspension is over its first call is its probe.
     let (_e3, _) = echo(&down.to_string());
-    std::thread::sleep(Duration::from_millis(1600));
+    std::thread::sleep(Duration::from_millis(2100));
     let v = sdk(&gw, "recovered");
     assert_eq!(v["refused"]["model"], "down-m", "{v}");
     assert_eq!(

@@ -158,16 +158,12 @@ export function AiEditor({ api, onSaved, canEdit }: { api: Api; onSaved: () => v
   const { save, note } = useSave(api.id, onSaved);
   const names = providers.map((p) => p.name).filter(Boolean);
   const submit = () => {
-    const fb: NonNullable<AiSection['fallback']> = {};
-    if (fallback.retries.trim()) fb.retries = Number(fallback.retries);
-    if (fallback.suspendAfter.trim()) fb.suspend_after = Number(fallback.suspendAfter);
-    if (fallback.suspendFor.trim()) fb.suspend_for = fallback.suspendFor.trim();
-    const ai: AiSection = {
-      ...start,
-      providers,
-      models: models.map(modelSpec),
-      ...(Object.keys(fb).length ? { fallback: fb } : { fallback: undefined }),
-    };
+    // A JSON Merge Patch: `null` removes a field (a setting left blank); the lists
+    // (providers, models) are replaced whole.
+    const num = (t: string) => (t.trim() ? Number(t) : null);
+    const fb = { retries: num(fallback.retries), suspend_after: num(fallback.suspendAfter), suspend_for: fallback.suspendFor.trim() || null };
+    const blank = Object.values(fb).every((v) => v === null) && start?.fallback?.max_attempts === undefined;
+    const ai = { providers, models: models.map(modelSpec), fallback: blank ? null : fb };
     // The providers' URLs are the API's endpoints: left to the gateway.
     void save({ ai, endpoints: [] });
   };

@@ -183,6 +183,7 @@ fn tier_props() -> Value {
             "requests": {"type": "integer", "minimum": 0}, "per": {"type": "string", "enum": ["second", "minute"]}},
             "description": "subscription tiers: a spike limit on top of the quota"},
         "stopOnQuota": {"type": "boolean", "description": "subscription tiers: false makes a billing tier (over-quota requests pass)"},
+        "models": {"type": "array", "maxItems": 1000, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "subscription tiers: the LLM API models (names clients ask for) its subscribers may call; any when empty; others get 403 model_not_allowed"},
         "conditionalGroups": {"type": "array", "items": {"type": "object"}, "description": "advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}})"},
         "tokenLimits": {"type": "array", "maxItems": 4, "description": "an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage", "items": {
             "type": "object", "additionalProperties": false, "required": ["per"], "properties": {

@@ -3,7 +3,8 @@
 
 usage: ai_routing.py GATEWAY_URL API_KEY PHASE
   PHASE "routes": a weighted model called 40 times (which model answered each call),
-  models whose first target fails (500, 429, refused connection; whole and streamed)
+  models whose first target fails (500, 429, refused connection, no answer in time;
+  whole and streamed)
   and one whose every target fails, and a model the caller's tier does not allow.
   PHASE "recovered": the model whose first provider was down, called again.
 Prints one JSON object.
@@ -48,8 +49,10 @@ if phase == "routes":
     out["fail500"] = chat("fail500")
     out["fail500_stream"] = stream("fail500")
     out["fail429"] = chat("fail429")
-    out["refused"] = [chat("refused")["model"] for _ in range(3)]
     out["allfail"] = refusal("allfail")
+    out["slow"] = chat("slow")
+    # Last: the test reads the suspension this leaves while it lasts.
+    out["refused"] = [chat("refused")["model"] for _ in range(3)]
     out["not_allowed"] = refusal("secret")
 else:
     out["refused"] = chat("refused")
