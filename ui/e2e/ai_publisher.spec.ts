@@ -39,10 +39,10 @@ test('an AI API created in the Publisher portal answers a chat call through the 
     await page.goto('/publisher');
     await page.getByRole('button', { name: 'Create AI API', exact: true }).click();
     const form = page.getByRole('dialog');
-    await form.getByLabel('Name', { exact: true }).fill('AiUi');
-    await form.getByLabel('Context', { exact: true }).fill('/aiui');
-    await form.getByLabel('Provider URL').fill(`${provider.url}/v1`);
-    await form.getByLabel('Models').fill('gpt-4o-mini');
+    await form.getByRole('textbox', { name: 'Name', exact: true }).fill('AiUi');
+    await form.getByRole('textbox', { name: 'Context', exact: true }).fill('/aiui');
+    await form.getByRole('textbox', { name: 'Provider URL', exact: true }).fill(`${provider.url}/v1`);
+    await form.getByRole('textbox', { name: 'Models', exact: true }).fill('gpt-4o-mini');
     await form.getByRole('button', { name: 'Create', exact: true }).click();
     await expect(page.getByRole('tab', { name: 'AI', exact: true })).toBeVisible();
     const id = /\/publisher\/apis\/([^/?#]+)/.exec(page.url())?.[1];
@@ -56,11 +56,11 @@ test('an AI API created in the Publisher portal answers a chat call through the 
     await page.getByLabel('Model 2 target 1 model').fill('gpt-4o-mini');
     await page.getByLabel('Model 2 target 1 weight').fill('3');
     await page.getByRole('button', { name: 'Add target', exact: true }).nth(1).click();
-    await page.getByLabel('Model 2 target 2 provider').click();
+    await page.getByRole('combobox', { name: 'Model 2 target 2 provider' }).click();
     await page.getByRole('option', { name: 'main', exact: true }).click();
     await page.getByLabel('Model 2 target 2 model').fill('gpt-4o');
     await page.getByLabel('Model 2 target 2 weight').fill('0');
-    await page.getByLabel('Suspend after failures').fill('2');
+    await page.getByRole('textbox', { name: 'Suspend after failures', exact: true }).fill('2');
     await page.getByRole('button', { name: 'Save AI settings', exact: true }).click();
     await expect(page.getByText('Saved.')).toBeVisible();
 
