@@ -193,7 +193,7 @@ fn providers_urls_become_the_endpoints_and_bad_routes_are_named() {
         fallback: Some(FallbackSpec {
             retries: Some(4),
             max_attempts: Some(0),
-            suspend_for: Some(turnpike_model::quantity::Quantity::Text("soon".into())),
+            suspend_for: Some(turnpike_model::Quantity::Text("soon".into())),
             ..FallbackSpec::default()
         }),
         ..AiSpec::default()

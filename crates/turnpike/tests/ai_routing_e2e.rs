@@ -8,7 +8,8 @@
 //! every target fails, the last failure is the answer; the provider whose port is closed is suspended after two
 //! failures (`/metrics`), and once a provider listens there and the suspension is over
 //! it answers again; a model the caller's tier does not list is refused 403
-//! `model_not_allowed` in OpenAI's error shape.
+//! `model_not_allowed` in OpenAI's error shape; token usage is reported under the
+//! provider and model that answered.
 
 mod support;
 
@@ -215,6 +216,22 @@ fn models_route_by_weight_fall_back_suspend_and_recover() {
             .as_str()
             .is_some_and(|m| m.contains("secret")),
         "{v}"
+    );
+
+    // Token usage is reported under the provider and model that answered: the
+    // Anthropic-kind fallback of `fail429`, never the provider that refused.
+    let (_, text) = get(&format!("http://{metrics}/metrics"));
+    let answered = |provider: &str, model: &str| {
+        let labels =
+            format!("gen_ai_provider_name=\"{provider}\",gen_ai_response_model=\"{model}\"");
+        text.lines()
+            .any(|l| l.starts_with("gen_ai_client_token_usage_count{") && l.contains(&labels))
+    };
+    assert!(answered("claude", "claude-x"), "{text}");
+    assert!(answered("b", "model-b"), "{text}");
+    assert!(
+        !text.contains("gen_ai_provider_name=\"flaky429\""),
+        "{text}"
     );
 
     // Two refused connections in a row suspended `down`; the third call went straight
