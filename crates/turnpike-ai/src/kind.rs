@@ -31,15 +31,14 @@ pub struct Ai;
 pub fn expand(file: &mut GatewayFile, problems: &mut Vec<Problem>) {
     for (i, api) in file.apis.iter_mut().enumerate() {
         let Some(ai) = &api.ai else { continue };
-        let Some(first) = ai.providers.first() else {
+        if ai.providers.is_empty() {
             problems.push(Problem::new(
                 format!("apis[{i}].ai.providers"),
                 "an AI API needs at least one provider",
             ));
             continue;
-        };
+        }
         if api.endpoints.is_empty() {
-            let _ = first;
             let mut urls: Vec<&str> = Vec::new();
             for p in &ai.providers {
                 if !urls.iter().any(|u| same_url(u, &p.url)) {

@@ -12,58 +12,65 @@ pub(crate) const M_SUSPENDED: &str = "turnpike_ai_provider_suspended";
 pub(crate) const M_FAILURES: &str = "turnpike_ai_provider_consecutive_failures";
 pub(crate) const M_SUSPENSIONS: &str = "turnpike_ai_provider_suspensions_total";
 
+/// One provider's series values, with its labels.
+struct Row {
+    labels: String,
+    suspended: bool,
+    failures: u32,
+    suspensions: u64,
+}
+
 /// One row per provider: `api`, `version`, `context` as the per-API series label an
 /// API, then `provider`.
 pub(crate) fn render(snap: &Snapshot, out: &mut String, escape: fn(&str) -> String) {
-    let mut rows: Vec<(String, bool, u32, u64)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     for api in &snap.apis {
         let Some(ai) = api.chain.find::<AiPolicy>() else {
             continue;
         };
         let now = ai.now_ms();
         for (name, h) in ai.provider_health() {
-            let labels = format!(
-                "api=\"{}\",version=\"{}\",context=\"{}\",provider=\"{}\"",
-                escape(&api.name),
-                escape(&api.version),
-                escape(&api.context),
-                escape(name)
-            );
-            rows.push((
-                labels,
-                h.suspended(now),
-                h.consecutive_failures(),
-                h.suspensions(),
-            ));
+            rows.push(Row {
+                labels: format!(
+                    "api=\"{}\",version=\"{}\",context=\"{}\",provider=\"{}\"",
+                    escape(&api.name),
+                    escape(&api.version),
+                    escape(&api.context),
+                    escape(name)
+                ),
+                suspended: h.suspended(now),
+                failures: h.consecutive_failures(),
+                suspensions: h.suspensions(),
+            });
         }
     }
     if rows.is_empty() {
         return;
     }
-    let series: [(&str, &str, &str, &dyn Fn(&(String, bool, u32, u64)) -> u64); 3] = [
+    let series: [(&str, &str, &str, fn(&Row) -> u64); 3] = [
         (
             M_SUSPENDED,
             "gauge",
             "1 while the AI provider is suspended after failures",
-            &|r| u64::from(r.1),
+            |r| u64::from(r.suspended),
         ),
         (
             M_FAILURES,
             "gauge",
             "The AI provider's failed calls in a row",
-            &|r| u64::from(r.2),
+            |r| u64::from(r.failures),
         ),
         (
             M_SUSPENSIONS,
             "counter",
             "Times the AI provider was suspended",
-            &|r| r.3,
+            |r| r.suspensions,
         ),
     ];
     for (name, kind, help, value) in series {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         for r in &rows {
-            let _ = writeln!(out, "{name}{{{}}} {}", r.0, value(r));
+            let _ = writeln!(out, "{name}{{{}}} {}", r.labels, value(r));
         }
     }
 }
