@@ -31,6 +31,8 @@ use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
+use crate::foreign::{Foreign, Sink, Source};
+use crate::providers::{self, Wire};
 use crate::request::{Front, Limits};
 use crate::routing::{now_ms, Fallback, ProviderHealth, Route};
 use crate::stream::{AiStream, Mode};
@@ -48,6 +50,13 @@ pub(crate) struct Provider {
     pub(crate) kind: ProviderKind,
     /// The key as its header's value (`Bearer …` for OpenAI), marked sensitive.
     pub(crate) auth: Option<HeaderValue>,
+    /// Bedrock's signing credentials (the key is then the secret access key).
+    pub(crate) aws: Option<Box<crate::sigv4::Credentials>>,
+    /// Azure's `api-version=...` query.
+    pub(crate) azure_query: String,
+    /// The URL's `host[:port]` and path, as the request is signed with them.
+    pub(crate) host: String,
+    pub(crate) base_path: String,
     /// The API's endpoint with this provider's URL.
     pub(crate) endpoint: usize,
     /// Long-lived: kept across snapshots (`routing::HealthRegistry`).
@@ -150,12 +159,6 @@ struct Picked {
     may_fall_back: bool,
 }
 
-fn bad_request(message: String) -> GatewayError {
-    let mut e = GatewayError::new(ErrorKind::BadRequest);
-    e.detail = Some(message.into());
-    e
-}
-
 impl AiPolicy {
     /// The target a call of the model a client asked for goes to first: the weighted
     /// choice, or the next one in order while that one's provider is suspended.
@@ -239,24 +242,20 @@ impl AiPolicy {
     /// the answer can be read.
     fn provider_headers(&self, p: &Provider, headers: &mut HeaderMap) {
         headers.remove(AUTHORIZATION);
-        headers.remove(X_API_KEY);
+        for h in providers::KEY_HEADERS {
+            headers.remove(h);
+        }
         if let Some(k) = &self.client_key {
             headers.remove(&k.header);
         }
         headers.remove(ACCEPT_ENCODING);
-        match (p.kind, &p.auth) {
-            (ProviderKind::Openai, Some(a)) => {
-                headers.insert(AUTHORIZATION, a.clone());
-            }
-            (ProviderKind::Anthropic, Some(a)) => {
-                headers.insert(X_API_KEY, a.clone());
-            }
-            _ => {}
+        if let Some(a) = &p.auth {
+            headers.insert(providers::key_header(p.kind).0, a.clone());
         }
         if p.kind == ProviderKind::Anthropic && !headers.contains_key(ANTHROPIC_VERSION) {
             headers.insert(ANTHROPIC_VERSION, HeaderValue::from_static("2023-06-01"));
         }
-        if p.kind == ProviderKind::Openai {
+        if p.kind != ProviderKind::Anthropic {
             headers.remove(ANTHROPIC_VERSION);
         }
     }
@@ -275,8 +274,8 @@ impl AiPolicy {
             e.detail = Some("this front takes POST".into());
             return Err(e);
         }
-        let parsed = crate::request::parse(body, &self.limits).map_err(bad_request)?;
-        let asked = crate::request::model(&parsed).map_err(bad_request)?;
+        let parsed = crate::request::parse(body, &self.limits).map_err(providers::bad_request)?;
+        let asked = crate::request::model(&parsed).map_err(providers::bad_request)?;
         self.allowed(ctx, asked)?;
         let picked = self.route(asked)?;
         let (index, model) = (picked.provider, picked.model.clone());
@@ -306,23 +305,8 @@ impl AiPolicy {
             .and_then(|o| o.get("include_usage"))
             .and_then(Value::as_bool)
             == Some(true);
-        let (path, out) = translate(
-            front,
-            provider.kind,
-            &parsed,
-            &model,
-            self.default_max_tokens,
-        )?;
-        ctx.upstream
-            .set_path(path)
-            .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?;
         let estimate = estimate(front, &parsed, body.len(), self.default_max_tokens);
-        *body = Bytes::from(
-            serde_json::to_vec(&out)
-                .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
-        );
-        self.provider_headers(provider, &mut req.headers);
-        req.headers.insert(CONTENT_TYPE, JSON);
+        *body = self.to_provider(provider, front, &parsed, &model, stream, ctx, req)?;
         ctx.ext.insert(estimate);
         ctx.ext.insert(Call {
             front,
@@ -333,6 +317,36 @@ impl AiPolicy {
             tries,
         });
         Ok(())
+    }
+
+    /// The request for `p`: the body in its API's shape, its path and query, its key
+    /// (and signature); the first try's and each fallback's.
+    #[allow(clippy::too_many_arguments)]
+    fn to_provider(
+        &self,
+        p: &Provider,
+        front: Front,
+        parsed: &Map<String, Value>,
+        model: &str,
+        stream: bool,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+    ) -> Result<Bytes, GatewayError> {
+        let internal = |e| GatewayError::with_source(ErrorKind::Internal, e);
+        let out = providers::body(front, p.kind, parsed, model, self.default_max_tokens)?;
+        let (path, query) = providers::target(p, front, model, stream)?;
+        ctx.upstream.set_path(&path).map_err(internal)?;
+        if query.is_some() {
+            ctx.upstream.set_query(query.as_deref()).map_err(internal)?;
+        }
+        let body = Bytes::from(
+            serde_json::to_vec(&out)
+                .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
+        );
+        self.provider_headers(p, &mut req.headers);
+        req.headers.insert(CONTENT_TYPE, JSON);
+        providers::sign(p, "POST", &path, query.as_deref(), &body, &mut req.headers);
+        Ok(body)
     }
 
     fn request_body(
@@ -347,6 +361,9 @@ impl AiPolicy {
             Front::Other if self.passthrough => {
                 if let Some(p) = self.providers.first() {
                     self.provider_headers(p, &mut req.headers);
+                    // Bedrock's own API (InvokeModel, ...) signed as it goes.
+                    let (path, query) = (ctx.upstream.path(), ctx.upstream.query());
+                    providers::sign(p, req.method.as_str(), path, query, body, &mut req.headers);
                     if self.endpoints > 1 {
                         ctx.ext.insert(ProviderChoice {
                             endpoint: p.endpoint,
@@ -382,23 +399,21 @@ impl AiPolicy {
         let call = ctx.ext.get_mut::<Call>()?;
         let (index, model) = self.next_target(call)?;
         let (original, front) = (call.tries.as_ref()?.original.clone(), call.front);
+        let stream = call.stream;
         let p = self.provider(index)?;
         let parsed = crate::request::parse(&original, &self.limits).ok()?;
-        let (path, out) =
-            translate(front, p.kind, &parsed, &model, self.default_max_tokens).ok()?;
-        let out = serde_json::to_vec(&out).ok()?;
-        ctx.upstream.set_path(path).ok()?;
+        let body = self
+            .to_provider(p, front, &parsed, &model, stream, ctx, req)
+            .ok()?;
         if let Some(call) = ctx.ext.get_mut::<Call>() {
             call.provider = Some(index);
             call.model = Some(model);
         }
-        self.provider_headers(p, &mut req.headers);
-        req.headers.insert(CONTENT_TYPE, JSON);
         ctx.ext.insert(ProviderChoice {
             endpoint: p.endpoint,
             may_fall_back: true,
         });
-        Some((p.endpoint, Bytes::from(out)))
+        Some((p.endpoint, body))
     }
 
     /// Counts the failed try against its provider and moves the call to its next
@@ -459,15 +474,27 @@ impl AiPolicy {
         let Ok(v) = serde_json::from_slice::<Value>(body) else {
             return;
         };
-        let (counts, translated) = match (call.front.is_anthropic(), p.kind) {
-            (false, ProviderKind::Openai) => (v.get("usage").and_then(usage::from_openai), None),
-            (true, ProviderKind::Anthropic) => (v.get("usage").map(usage::from_anthropic), None),
-            (false, ProviderKind::Anthropic) => to_anthropic::response(&v)
+        let model = call.model.as_deref().unwrap_or("");
+        let (counts, translated) = match (call.front.is_anthropic(), providers::wire(p.kind)) {
+            (false, Wire::Openai) => (v.get("usage").and_then(usage::from_openai), None),
+            (true, Wire::Anthropic) => (v.get("usage").map(usage::from_anthropic), None),
+            (false, Wire::Anthropic) => to_anthropic::response(&v)
                 .map(|(o, c)| (Some(c), Some(o)))
                 .unwrap_or((None, None)),
-            (true, ProviderKind::Openai) => to_openai::response(&v)
+            (true, Wire::Openai) => to_openai::response(&v)
                 .map(|(o, c)| (Some(c), Some(o)))
                 .unwrap_or((None, None)),
+            (anthropic, wire) => {
+                let read = match wire {
+                    Wire::Gemini => crate::gemini::response(&v, model),
+                    _ => crate::bedrock::response(&v, model),
+                };
+                match read {
+                    Some((o, c)) if anthropic => (Some(c), to_openai::response(&o).map(|a| a.0)),
+                    Some((o, c)) => (Some(c), Some(o)),
+                    None => (None, None),
+                }
+            }
         };
         if let Some(out) = translated.and_then(|o| serde_json::to_vec(&o).ok()) {
             *body = Bytes::from(out);
@@ -523,52 +550,17 @@ fn estimate(
     }
 }
 
-/// The provider's path and body for a front call.
-fn translate(
-    front: Front,
-    kind: ProviderKind,
-    body: &Map<String, Value>,
-    model: &str,
-    default_max: u64,
-) -> Result<(&'static str, Value), GatewayError> {
-    let same = |with_usage: bool| {
-        let mut out = body.clone();
-        out.insert("model".into(), Value::from(model));
-        if with_usage && out.get("stream").and_then(Value::as_bool) == Some(true) {
-            let opts = out.entry("stream_options").or_insert_with(|| json!({}));
-            if let Value::Object(o) = opts {
-                o.insert("include_usage".into(), Value::Bool(true));
-            }
-        }
-        Value::Object(out)
-    };
-    Ok(match (front, kind) {
-        (Front::Chat, ProviderKind::Openai) => ("/chat/completions", same(true)),
-        (Front::Completions, ProviderKind::Openai) => ("/completions", same(true)),
-        (Front::Embeddings, ProviderKind::Openai) => ("/embeddings", same(false)),
-        (Front::Messages, ProviderKind::Anthropic) => ("/messages", same(false)),
-        (Front::Chat, ProviderKind::Anthropic) => {
-            ("/messages", to_anthropic::request(body, model, default_max))
-        }
-        (Front::Messages, ProviderKind::Openai) => (
-            "/chat/completions",
-            to_openai::request(body, model, default_max),
-        ),
-        _ => {
-            return Err(bad_request(
-                "this model's provider (Anthropic) has no such API".into(),
-            ))
-        }
-    })
-}
-
 impl Policy for AiPolicy {
     fn name(&self) -> &'static str {
         "ai"
     }
 
     fn hooks(&self) -> Hooks {
-        Hooks::PRE_ROUTE | Hooks::REQUEST_BODY | Hooks::RESPONSE_BODY | Hooks::RESPONSE_STREAM
+        Hooks::PRE_ROUTE
+            | Hooks::REQUEST_BODY
+            | Hooks::RESPONSE_HEADERS
+            | Hooks::RESPONSE_BODY
+            | Hooks::RESPONSE_STREAM
     }
 
     fn pre_route<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts) -> Step<'a> {
@@ -608,6 +600,29 @@ impl Policy for AiPolicy {
             Ok(Flow::Respond(Response::from_parts(parts, b)))
         });
         Step::Done(r)
+    }
+
+    /// Bedrock streams AWS event-stream frames: the client gets Server-Sent Events, so
+    /// the head says so before the gateway decides to stream the body.
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
+        let Some(call) = ctx.ext.get::<Call>() else {
+            return Ok(());
+        };
+        let bedrock = call
+            .provider
+            .and_then(|i| self.providers.get(i))
+            .is_some_and(|p| p.kind == ProviderKind::Bedrock);
+        if bedrock && call.stream && resp.status.is_success() {
+            resp.headers.insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream; charset=utf-8"),
+            );
+        }
+        Ok(())
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, resp: &response::Parts) -> bool {
@@ -652,15 +667,16 @@ impl Policy for AiPolicy {
             return None;
         }
         let p = self.providers.get(call.provider?)?;
-        let mode = match (call.front.is_anthropic(), p.kind) {
-            (false, ProviderKind::Openai) => Mode::ObserveOpenai {
+        let mode = match (call.front.is_anthropic(), providers::wire(p.kind)) {
+            (false, Wire::Openai) => Mode::ObserveOpenai {
                 strip_usage: !call.usage_chunk,
             },
-            (true, ProviderKind::Anthropic) => Mode::ObserveAnthropic,
-            (false, ProviderKind::Anthropic) => {
+            (true, Wire::Anthropic) => Mode::ObserveAnthropic,
+            (false, Wire::Anthropic) => {
                 Mode::ToOpenai(Box::new(StreamToOpenai::new(call.usage_chunk)))
             }
-            (true, ProviderKind::Openai) => Mode::ToAnthropic(Box::default()),
+            (true, Wire::Openai) => Mode::ToAnthropic(Box::default()),
+            (anthropic, wire) => Mode::Foreign(Box::new(foreign_stream(call, anthropic, wire))),
         };
         let estimate = ctx.ext.get::<TokenEstimate>().copied().unwrap_or_default();
         Some(Box::new(AiStream::new(
@@ -670,4 +686,27 @@ impl Policy for AiPolicy {
             p.name.clone(),
         )))
     }
+}
+
+/// The stream of a provider that speaks neither front's API.
+fn foreign_stream(call: &Call, anthropic: bool, wire: Wire) -> Foreign {
+    let model = call.model.as_deref().unwrap_or("");
+    let source = match wire {
+        Wire::Gemini => Source::Gemini(
+            crate::sse::Events::default(),
+            Box::new(crate::gemini::Stream::new(model)),
+        ),
+        _ => Source::Bedrock(
+            crate::eventstream::Frames::default(),
+            Box::new(crate::bedrock::Stream::new(model)),
+        ),
+    };
+    let sink = if anthropic {
+        Sink::Anthropic(Box::default())
+    } else {
+        Sink::Openai {
+            usage_chunk: call.usage_chunk,
+        }
+    };
+    Foreign::new(source, sink)
 }

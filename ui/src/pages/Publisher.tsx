@@ -36,6 +36,7 @@ import { RequestHandlingEditor } from './PublisherRequestHandling';
 import { ResilienceEditor } from './PublisherResilience';
 import { CacheEditor } from './PublisherCache';
 import { AiEditor, aiSection, CreateAiApi } from './PublisherAi';
+import { McpEditor } from './PublisherMcp';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
 
@@ -336,6 +337,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               {aiSection(api.data) && <Tabs.Tab value="ai">AI</Tabs.Tab>}
               <Tabs.Tab value="resilience">Resilience</Tabs.Tab>
               <Tabs.Tab value="cache">Cache</Tabs.Tab>
+              <Tabs.Tab value="mcp">MCP server</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
               <Tabs.Tab value="documents">Documents</Tabs.Tab>
@@ -367,6 +369,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="cache" pt="md">
               <CacheEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="mcp" pt="md">
+              <McpEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="lifecycle" pt="md">
               <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />
