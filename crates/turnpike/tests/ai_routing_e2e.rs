@@ -70,7 +70,7 @@ apis:
         - name: slow
           targets: [{{ provider: hang, model: hang-m }}, {{ provider: b, model: model-b, weight: 0 }}]
         - {{ name: secret, provider: a }}
-      fallback: {{ suspend_after: 2, suspend_for: 2s }}
+      fallback: {{ suspend_after: 2, suspend_for: 4s }}
 "#
     )
 }
@@ -218,6 +218,30 @@ fn models_route_by_weight_fall_back_suspend_and_recover() {
         "{v}"
     );
 
+    // Two refused connections in a row suspended `down`; the third call went straight
+    // to the standby (two failures counted, not three). Read first: the gauge is
+    // timed (the suspension lasts 4 s).
+    assert_eq!(
+        provider_series(&metrics, "turnpike_ai_provider_suspended", "down"),
+        Some(1)
+    );
+    assert_eq!(
+        provider_series(
+            &metrics,
+            "turnpike_ai_provider_consecutive_failures",
+            "down"
+        ),
+        Some(2)
+    );
+    assert_eq!(
+        provider_series(&metrics, "turnpike_ai_provider_suspensions_total", "down"),
+        Some(1)
+    );
+    assert_eq!(
+        provider_series(&metrics, "turnpike_ai_provider_suspended", "a"),
+        Some(0)
+    );
+
     // Token usage is reported under the provider and model that answered: the
     // Anthropic-kind fallback of `fail429`, never the provider that refused.
     let (_, text) = get(&format!("http://{metrics}/metrics"));
@@ -234,24 +258,9 @@ fn models_route_by_weight_fall_back_suspend_and_recover() {
         "{text}"
     );
 
-    // Two refused connections in a row suspended `down`; the third call went straight
-    // to the standby.
-    assert_eq!(
-        provider_series(&metrics, "turnpike_ai_provider_suspended", "down"),
-        Some(1)
-    );
-    assert_eq!(
-        provider_series(&metrics, "turnpike_ai_provider_suspensions_total", "down"),
-        Some(1)
-    );
-    assert_eq!(
-        provider_series(&metrics, "turnpike_ai_provider_suspended", "a"),
-        Some(0)
-    );
-
     // The provider comes up; once the suspension is over its first call is its probe.
     let (_e3, _) = echo(&down.to_string());
-    std::thread::sleep(Duration::from_millis(2100));
+    std::thread::sleep(Duration::from_millis(4100));
     let v = sdk(&gw, "recovered");
     assert_eq!(v["refused"]["model"], "down-m", "{v}");
     assert_eq!(
