@@ -122,21 +122,18 @@ fn same_url(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 
-/// The API's id for the providers' long-lived health.
-fn api_id(cx: &BuildCx<'_>) -> String {
-    cx.file
-        .apis
-        .get(cx.api)
-        .map(|a| format!("{}/{}", a.context, a.version))
-        .unwrap_or_default()
-}
-
 /// Each provider with its key header and endpoint; problems for bad URLs and
 /// unreadable keys.
 fn providers(spec: &AiSpec, endpoints: &[String], cx: &mut BuildCx<'_>) -> Vec<Provider> {
     let mut out = Vec::new();
     let registry = cx.runtime.get_or_init(HealthRegistry::default);
-    let api = api_id(cx);
+    // The providers' long-lived health is keyed by the API's id.
+    let api = cx
+        .file
+        .apis
+        .get(cx.api)
+        .map(|a| turnpike_model::api_id(&a.context, &a.version))
+        .unwrap_or_default();
     let unread = cx
         .runtime
         .get::<turnpike_policy::ai::SecretsUnread>()
