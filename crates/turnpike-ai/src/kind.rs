@@ -1,21 +1,23 @@
 //! The `ai` kind: an API's `ai:` section compiled once per snapshot into an
 //! [`AiPolicy`]: each provider's URL checked and key read from its secret reference,
-//! each model route pointed at its provider. [`expand`] runs first, before routing: an
-//! AI API without `endpoints` or `resources` gets its first provider's URL and one
-//! resource for every path and method, so its fronts route.
+//! each model route pointed at its targets (`routing.rs`). [`expand`] runs first, before
+//! routing: an AI API without `endpoints` gets its providers' URLs (each once, in order;
+//! a provider's calls go to its own), without `resources` one resource for every path
+//! and method, so its fronts route.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use http::HeaderValue;
-use turnpike_model::ai::{AiSpec, ProviderKind, ProviderSpec};
+use turnpike_model::ai::{AiSpec, FallbackSpec, ModelRoute, ProviderKind, ProviderSpec};
 use turnpike_model::resilience::EndpointSpec;
 use turnpike_model::{GatewayFile, ResourceSpec};
 use turnpike_policy::{BuildCx, Policy, PolicyKind, Problem, Stage};
 
-use crate::policy::{AiPolicy, Provider, Route};
+use crate::policy::{AiPolicy, Provider};
 use crate::providers;
 use crate::request::Limits;
+use crate::routing::{self, Fallback, HealthRegistry, ProviderHealth, Route, Target};
 use crate::secret::{self, Secret};
 use crate::sigv4::Credentials;
 
@@ -29,20 +31,30 @@ const AZURE_API_VERSION: &str = "2024-10-21";
 /// The kind (`ai:`).
 pub struct Ai;
 
-/// Fills in what an AI API may leave out: its endpoint (the first provider's URL) and
-/// its resources (every path, every method: the fronts are told apart by the policy).
+/// Fills in what an AI API may leave out: its endpoints (its providers' URLs, each once,
+/// in order) and its resources (every path, every method: the fronts are told apart by
+/// the policy).
 pub fn expand(file: &mut GatewayFile, problems: &mut Vec<Problem>) {
     for (i, api) in file.apis.iter_mut().enumerate() {
         let Some(ai) = &api.ai else { continue };
-        let Some(first) = ai.providers.first() else {
+        if ai.providers.is_empty() {
             problems.push(Problem::new(
                 format!("apis[{i}].ai.providers"),
                 "an AI API needs at least one provider",
             ));
             continue;
-        };
+        }
         if api.endpoints.is_empty() {
-            api.endpoints = vec![EndpointSpec::Url(first.url.clone())];
+            let mut urls: Vec<&str> = Vec::new();
+            for p in &ai.providers {
+                if !urls.iter().any(|u| same_url(u, &p.url)) {
+                    urls.push(&p.url);
+                }
+            }
+            api.endpoints = urls
+                .into_iter()
+                .map(|u| EndpointSpec::Url(u.to_owned()))
+                .collect();
         }
         if api.resources.is_empty() {
             api.resources = vec![ResourceSpec {
@@ -66,13 +78,24 @@ impl PolicyKind for Ai {
     }
 
     fn build(spec: &AiSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
-        let endpoint = cx.file.apis.get(cx.api).and_then(|a| a.endpoints.first());
-        let endpoint = endpoint.map(|e| match e {
-            EndpointSpec::Url(u) => u.clone(),
-            EndpointSpec::Detailed(d) => d.url.clone(),
-        });
-        let providers = providers(spec, endpoint.as_deref(), cx);
+        let endpoints: Vec<String> = cx
+            .file
+            .apis
+            .get(cx.api)
+            .map(|a| {
+                a.endpoints
+                    .iter()
+                    .map(|e| match e {
+                        EndpointSpec::Url(u) => u.clone(),
+                        EndpointSpec::Detailed(d) => d.url.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let providers = providers(spec, &endpoints, cx);
         let routes = routes(spec, &providers, cx);
+        let fallback = fallback(spec.fallback.as_ref(), cx);
+        let tier_models = tier_models(cx);
         if providers.is_empty() {
             return None;
         }
@@ -87,13 +110,30 @@ impl PolicyKind for Ai {
             limits,
             passthrough: spec.passthrough,
             client_key: client_key(cx),
+            fallback,
+            clock: cx.runtime.clock().clone(),
+            tier_models,
+            endpoints: endpoints.len(),
         }))
     }
 }
 
-/// Each provider with its key header; problems for bad URLs and unreadable keys.
-fn providers(spec: &AiSpec, endpoint: Option<&str>, cx: &mut BuildCx<'_>) -> Vec<Provider> {
+fn same_url(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// Each provider with its key header and endpoint; problems for bad URLs and
+/// unreadable keys.
+fn providers(spec: &AiSpec, endpoints: &[String], cx: &mut BuildCx<'_>) -> Vec<Provider> {
     let mut out = Vec::new();
+    let registry = cx.runtime.get_or_init(HealthRegistry::default);
+    // The providers' long-lived health is keyed by the API's id.
+    let api = cx
+        .file
+        .apis
+        .get(cx.api)
+        .map(|a| turnpike_model::api_id(&a.context, &a.version))
+        .unwrap_or_default();
     let unread = cx
         .runtime
         .get::<turnpike_policy::ai::SecretsUnread>()
@@ -103,22 +143,31 @@ fn providers(spec: &AiSpec, endpoint: Option<&str>, cx: &mut BuildCx<'_>) -> Vec
         if !(p.url.starts_with("http://") || p.url.starts_with("https://")) {
             cx.problem(&format!("{at}.url"), "must be an http:// or https:// URL");
         }
-        // Every provider is reached through the API's endpoint: one base URL per API.
-        if endpoint.is_some_and(|e| e.trim_end_matches('/') != p.url.trim_end_matches('/')) {
+        // A provider's calls go to the API's endpoint with its URL (`expand` lists
+        // them all when the API names none).
+        let endpoint = endpoints.iter().position(|e| same_url(e, &p.url));
+        if endpoint.is_none() {
             cx.problem(
                 &format!("{at}.url"),
-                "each provider of one API must have the API's endpoint URL (one provider URL per API)",
+                "must be one of the API's endpoints (leave `endpoints` out to use the providers' URLs)",
             );
         }
         let key = read_secret(p.key.as_deref(), unread, &format!("{at}.key"), cx);
         let aws = aws_credentials(p, key.clone(), unread, &at, cx);
-        out.push(compiled(p, key.filter(|_| aws.is_none()), aws));
+        let at_url = (endpoint.unwrap_or(0), registry.health(&api, &p.name));
+        out.push(compiled(p, key.filter(|_| aws.is_none()), aws, at_url));
     }
     out
 }
 
-/// One provider compiled: its key as its header's value, its URL's parts.
-fn compiled(p: &ProviderSpec, key: Option<Secret>, aws: Option<Box<Credentials>>) -> Provider {
+/// One provider compiled: its key as its header's value, its URL's parts, its endpoint
+/// (index in the API's) and long-lived health.
+fn compiled(
+    p: &ProviderSpec,
+    key: Option<Secret>,
+    aws: Option<Box<Credentials>>,
+    (endpoint, health): (usize, Arc<ProviderHealth>),
+) -> Provider {
     let auth = key.and_then(|k| {
         let text = if providers::key_header(p.kind).1 {
             format!("Bearer {}", k.expose())
@@ -146,6 +195,8 @@ fn compiled(p: &ProviderSpec, key: Option<Secret>, aws: Option<Box<Credentials>>
             .map_or("", |u| u.path())
             .trim_end_matches('/')
             .to_owned(),
+        endpoint,
+        health,
     }
 }
 
@@ -211,21 +262,16 @@ fn aws_credentials(
     }))
 }
 
-/// Model names to (provider index, provider's model); problems for unknown providers
-/// and names given twice.
+/// Model names to their targets; problems for unknown providers, names given twice,
+/// a route with both or neither of `provider` and `targets`, bad weights.
 fn routes(spec: &AiSpec, providers: &[Provider], cx: &mut BuildCx<'_>) -> HashMap<String, Route> {
     let mut out = HashMap::new();
     for (i, r) in spec.models.iter().enumerate() {
-        let Some(provider) = providers.iter().position(|p| *p.name == *r.provider) else {
-            cx.problem(
-                &format!(".models[{i}].provider"),
-                format!("no provider is named {:?}", r.provider),
-            );
+        let Some((targets, weights)) = targets(i, r, providers, cx) else {
             continue;
         };
-        let model: Arc<str> = r.model.as_deref().unwrap_or(&r.name).into();
         if out
-            .insert(r.name.clone(), Route { provider, model })
+            .insert(r.name.clone(), Route::new(targets, &weights))
             .is_some()
         {
             cx.problem(
@@ -235,6 +281,105 @@ fn routes(spec: &AiSpec, providers: &[Provider], cx: &mut BuildCx<'_>) -> HashMa
         }
     }
     out
+}
+
+/// One route's targets and their weights.
+fn targets(
+    i: usize,
+    r: &ModelRoute,
+    providers: &[Provider],
+    cx: &mut BuildCx<'_>,
+) -> Option<(Vec<Target>, Vec<u32>)> {
+    let at = format!(".models[{i}]");
+    let one = [(r.provider.as_str(), r.model.as_deref(), Some(1))];
+    let listed: Vec<(&str, Option<&str>, Option<u32>)> =
+        match (r.provider.is_empty(), r.targets.is_empty()) {
+            (false, true) => one.to_vec(),
+            (true, false) => r
+                .targets
+                .iter()
+                .map(|t| (t.provider.as_str(), t.model.as_deref(), t.weight))
+                .collect(),
+            _ => {
+                cx.problem(&at, "give either `provider` (one target) or `targets`");
+                return None;
+            }
+        };
+    if listed.len() > routing::MAX_TARGETS {
+        cx.problem(
+            &format!("{at}.targets"),
+            format!("at most {} targets", routing::MAX_TARGETS),
+        );
+        return None;
+    }
+    let (mut targets, mut weights) = (Vec::new(), Vec::new());
+    for (k, (provider, model, weight)) in listed.into_iter().enumerate() {
+        let below = if r.targets.is_empty() {
+            format!("{at}.provider")
+        } else {
+            format!("{at}.targets[{k}].provider")
+        };
+        let Some(index) = providers.iter().position(|p| *p.name == *provider) else {
+            cx.problem(&below, format!("no provider is named {provider:?}"));
+            continue;
+        };
+        let weight = weight.unwrap_or(1);
+        if weight > 100 {
+            cx.problem(&format!("{at}.targets[{k}].weight"), "must be 0..=100");
+        }
+        targets.push(Target {
+            provider: index,
+            model: model.unwrap_or(&r.name).into(),
+        });
+        weights.push(weight.min(100));
+    }
+    (!targets.is_empty()).then_some((targets, weights))
+}
+
+/// The `fallback:` section with its defaults; problems for values past their caps.
+fn fallback(spec: Option<&FallbackSpec>, cx: &mut BuildCx<'_>) -> Fallback {
+    let mut f = Fallback::default();
+    let Some(s) = spec else { return f };
+    if let Some(r) = s.retries {
+        if r > routing::MAX_RETRIES {
+            cx.problem(
+                ".fallback.retries",
+                format!("at most {}", routing::MAX_RETRIES),
+            );
+        }
+        f.retries = r.min(routing::MAX_RETRIES);
+    }
+    if let Some(m) = s.max_attempts {
+        if m == 0 || m > routing::MAX_ATTEMPTS {
+            cx.problem(
+                ".fallback.max_attempts",
+                format!("must be 1..={}", routing::MAX_ATTEMPTS),
+            );
+        }
+        f.max_attempts = Some(m.clamp(1, routing::MAX_ATTEMPTS));
+    }
+    if let Some(n) = s.suspend_after {
+        f.suspend_after = n;
+    }
+    if let Some(q) = &s.suspend_for {
+        match turnpike_policy::spec::duration::parse_duration(q) {
+            Ok(d) if !d.is_zero() => f.suspend_for = d,
+            Ok(_) => cx.problem(".fallback.suspend_for", "must be longer than 0"),
+            Err(m) => cx.problem(".fallback.suspend_for", m),
+        }
+    }
+    f
+}
+
+/// The models each subscription tier that lists some may call.
+fn tier_models(cx: &BuildCx<'_>) -> HashMap<String, HashSet<String>> {
+    cx.file
+        .throttling
+        .subscription_tiers
+        .iter()
+        .filter(|t| !t.models.is_empty())
+        .map(|t| (t.name.clone(), t.models.iter().cloned().collect()))
+        .collect()
 }
 
 /// The header the API reads keys from when an SDK's own key header (`Authorization:

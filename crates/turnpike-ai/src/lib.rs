@@ -12,7 +12,8 @@
 //!
 //! Modules: `kind` (the spec compiled: providers, keys, routes; [`expand`] fills in an
 //! AI API's endpoint and resources before routing), `policy` (the hooks), `request`
-//! (the front named by the path; the body parsed once under caps), `errors` (each
+//! (the front named by the path; the body parsed once under caps), `routing` (a
+//! model's targets by weight, fallback order, providers' suspension), `errors` (each
 //! front's error shape), `to_anthropic` and `to_openai` (the translations, whole and
 //! streamed), `sse` (events cut from chunks), `stream` (the response stream), `usage`;
 //! `providers` (what differs by kind: path, body, key header, Bedrock's signature),
@@ -31,6 +32,7 @@ mod kind;
 mod policy;
 mod providers;
 pub mod request;
+mod routing;
 mod secret;
 mod sigv4;
 mod sse;
@@ -42,3 +44,4 @@ pub mod usage;
 pub use kind::{expand, Ai};
 pub use policy::AiPolicy;
 pub use request::{Front, Limits};
+pub use routing::{falls_back_on, ProviderHealth};

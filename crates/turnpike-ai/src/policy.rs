@@ -3,8 +3,10 @@
 //! - `pre_route`: names the front from the path (so even auth's 401 takes its shape)
 //!   and reads an SDK's key header (`Authorization: Bearer`, Anthropic's `x-api-key`)
 //!   as the API's key header;
-//! - `on_request_body`: the body parsed once under caps, the model routed to its
-//!   provider, the body translated when the provider speaks the other API, the
+//! - `on_request_body`: the body parsed once under caps, the caller's tier checked
+//!   against its allowed models, the model routed to a target (`routing.rs`; the next
+//!   ones are tried by [`AiPolicy::fall_back`], which the gateway calls when a try
+//!   fails before any byte reached the client), the body translated when the provider speaks the other API, the
 //!   client's credentials replaced by the provider's key, the token estimate left in
 //!   `ctx.ext` (before the throttle's token check, which runs after this stage);
 //! - `on_response_body`: a whole answer translated and its usage read; every error in
@@ -15,7 +17,7 @@
 //! The policy's own refusals (a bad body, an unknown model) are answered in the front's
 //! shape directly, since a policy's response side never sees its own refusal.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -23,7 +25,8 @@ use http::header::{ACCEPT_ENCODING, AUTHORIZATION, CONTENT_TYPE};
 use http::{request, response, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use serde_json::{json, Map, Value};
 use turnpike_model::ai::ProviderKind;
-use turnpike_policy::ai::TokenEstimate;
+use turnpike_model::clock::Clock;
+use turnpike_policy::ai::{ProviderChoice, TokenEstimate};
 use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
@@ -31,6 +34,7 @@ use turnpike_policy::{
 use crate::foreign::{Foreign, Sink, Source};
 use crate::providers::{self, Wire};
 use crate::request::{Front, Limits};
+use crate::routing::{now_ms, Fallback, ProviderHealth, Route};
 use crate::stream::{AiStream, Mode};
 use crate::to_anthropic::StreamToOpenai;
 use crate::usage;
@@ -53,12 +57,10 @@ pub(crate) struct Provider {
     /// The URL's `host[:port]` and path, as the request is signed with them.
     pub(crate) host: String,
     pub(crate) base_path: String,
-}
-
-/// Where a model name goes.
-pub(crate) struct Route {
-    pub(crate) provider: usize,
-    pub(crate) model: Arc<str>,
+    /// The API's endpoint with this provider's URL.
+    pub(crate) endpoint: usize,
+    /// Long-lived: kept across snapshots (`routing::HealthRegistry`).
+    pub(crate) health: Arc<ProviderHealth>,
 }
 
 /// How an SDK's own key header becomes the API's key header (see `kind.rs`).
@@ -107,6 +109,12 @@ pub struct AiPolicy {
     pub(crate) limits: Limits,
     pub(crate) passthrough: bool,
     pub(crate) client_key: Option<ClientKey>,
+    pub(crate) fallback: Fallback,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The models a subscription tier may call, for the tiers that list some.
+    pub(crate) tier_models: HashMap<String, HashSet<String>>,
+    /// How many endpoints the API has (its providers' URLs).
+    pub(crate) endpoints: usize,
 }
 
 /// What the request side learnt, for the response side.
@@ -121,21 +129,94 @@ struct Call {
     /// gateway always asks an OpenAI provider for it, reads it, and leaves it out of
     /// what the client gets unless asked.
     usage_chunk: bool,
+    /// A call that may go to another target when this one fails.
+    tries: Option<Box<Tries>>,
+}
+
+/// Where a call that may fall back is in its route.
+#[derive(Clone)]
+struct Tries {
+    /// The model the client asked for (its route).
+    asked: Box<str>,
+    /// The client's body, translated again for each target.
+    original: Bytes,
+    /// The target tried first, and how far past it the call is.
+    first: usize,
+    k: usize,
+    /// Further tries of the current target.
+    same_left: u32,
+    /// Tries that failed.
+    failed: u32,
+}
+
+/// The target a call goes to first.
+struct Picked {
+    provider: usize,
+    model: Arc<str>,
+    /// Where it is in its route, when the call may fall back.
+    first: usize,
+    k: usize,
+    may_fall_back: bool,
 }
 
 impl AiPolicy {
-    /// The provider and the provider's model for the model a client asked for.
-    fn route(&self, asked: &str) -> Result<(usize, Arc<str>), GatewayError> {
-        if self.routes.is_empty() {
-            return Ok((0, asked.into()));
+    /// The target a call of the model a client asked for goes to first: the weighted
+    /// choice, or the next one in order while that one's provider is suspended.
+    fn route(&self, asked: &str) -> Result<Picked, GatewayError> {
+        let retries = self.fallback.retries > 0;
+        let Some(r) = self.routes.get(asked) else {
+            if self.routes.is_empty() {
+                return Ok(Picked::only(0, asked.into(), retries));
+            }
+            let mut e = GatewayError::new(ErrorKind::NotFound);
+            e.detail = Some(format!("the model {asked:?} is not served by this API").into());
+            return Err(e);
+        };
+        if let [t] = &*r.targets {
+            return Ok(Picked::only(t.provider, t.model.clone(), retries));
         }
-        match self.routes.get(asked) {
-            Some(r) => Ok((r.provider, r.model.clone())),
-            None => {
-                let mut e = GatewayError::new(ErrorKind::NotFound);
-                e.detail = Some(format!("the model {asked:?} is not served by this API").into());
+        let (first, now) = (r.first(), now_ms(&*self.clock));
+        let admitted = (0..r.targets.len())
+            .filter_map(|k| r.nth(first, k).map(|i| (k, &r.targets[i])))
+            .find(|(_, t)| {
+                self.provider(t.provider)
+                    .is_some_and(|p| p.health.admits(now))
+            });
+        let Some((k, t)) = admitted else {
+            let mut e = GatewayError::new(ErrorKind::EndpointsSuspended);
+            e.detail = Some(format!("every provider of the model {asked:?} is suspended").into());
+            return Err(e);
+        };
+        Ok(Picked {
+            provider: t.provider,
+            model: t.model.clone(),
+            first,
+            k,
+            may_fall_back: true,
+        })
+    }
+
+    fn provider(&self, i: usize) -> Option<&Provider> {
+        self.providers.get(i)
+    }
+
+    /// A caller whose tier lists models may call those only.
+    fn allowed(&self, ctx: &RequestCtx, asked: &str) -> Result<(), GatewayError> {
+        if self.tier_models.is_empty() {
+            return Ok(());
+        }
+        let listed = ctx
+            .subscription_tier()
+            .and_then(|t| self.tier_models.get(t));
+        match listed {
+            Some(models) if !models.contains(asked) => {
+                let mut e = GatewayError::new(ErrorKind::ModelNotAllowed);
+                e.detail = Some(
+                    format!("your subscription's tier does not allow the model {asked:?}").into(),
+                );
                 Err(e)
             }
+            _ => Ok(()),
         }
     }
 
@@ -146,7 +227,8 @@ impl AiPolicy {
         let data: Vec<Value> = names
             .into_iter()
             .map(|(name, r)| {
-                let owner = self.providers.get(r.provider).map_or("", |p| &*p.name);
+                let first = r.targets.first().and_then(|t| self.provider(t.provider));
+                let owner = first.map_or("", |p| &*p.name);
                 json!({"id": name, "object": "model", "created": 0, "owned_by": owner})
             })
             .collect();
@@ -193,46 +275,38 @@ impl AiPolicy {
             return Err(e);
         }
         let parsed = crate::request::parse(body, &self.limits).map_err(providers::bad_request)?;
-        let (index, model) =
-            self.route(crate::request::model(&parsed).map_err(providers::bad_request)?)?;
+        let asked = crate::request::model(&parsed).map_err(providers::bad_request)?;
+        self.allowed(ctx, asked)?;
+        let picked = self.route(asked)?;
+        let (index, model) = (picked.provider, picked.model.clone());
         let provider = self
             .providers
             .get(index)
             .ok_or_else(|| GatewayError::new(ErrorKind::Internal))?;
+        let tries = picked.may_fall_back.then(|| {
+            Box::new(Tries {
+                asked: asked.into(),
+                original: body.clone(),
+                first: picked.first,
+                k: picked.k,
+                same_left: self.fallback.retries,
+                failed: 0,
+            })
+        });
+        if self.endpoints > 1 || tries.is_some() {
+            ctx.ext.insert(ProviderChoice {
+                endpoint: provider.endpoint,
+                may_fall_back: tries.is_some(),
+            });
+        }
         let stream = parsed.get("stream").and_then(Value::as_bool) == Some(true);
         let asked_usage = parsed
             .get("stream_options")
             .and_then(|o| o.get("include_usage"))
             .and_then(Value::as_bool)
             == Some(true);
-        let out = providers::body(
-            front,
-            provider.kind,
-            &parsed,
-            &model,
-            self.default_max_tokens,
-        )?;
-        let (path, query) = providers::target(provider, front, &model, stream)?;
-        let internal = |e| GatewayError::with_source(ErrorKind::Internal, e);
-        ctx.upstream.set_path(&path).map_err(internal)?;
-        if query.is_some() {
-            ctx.upstream.set_query(query.as_deref()).map_err(internal)?;
-        }
         let estimate = estimate(front, &parsed, body.len(), self.default_max_tokens);
-        *body = Bytes::from(
-            serde_json::to_vec(&out)
-                .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
-        );
-        self.provider_headers(provider, &mut req.headers);
-        req.headers.insert(CONTENT_TYPE, JSON);
-        providers::sign(
-            provider,
-            "POST",
-            &path,
-            query.as_deref(),
-            body,
-            &mut req.headers,
-        );
+        *body = self.to_provider(provider, front, &parsed, &model, stream, ctx, req)?;
         ctx.ext.insert(estimate);
         ctx.ext.insert(Call {
             front,
@@ -240,8 +314,39 @@ impl AiPolicy {
             model: Some(model),
             stream,
             usage_chunk: asked_usage,
+            tries,
         });
         Ok(())
+    }
+
+    /// The request for `p`: the body in its API's shape, its path and query, its key
+    /// (and signature); the first try's and each fallback's.
+    #[allow(clippy::too_many_arguments)]
+    fn to_provider(
+        &self,
+        p: &Provider,
+        front: Front,
+        parsed: &Map<String, Value>,
+        model: &str,
+        stream: bool,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+    ) -> Result<Bytes, GatewayError> {
+        let internal = |e| GatewayError::with_source(ErrorKind::Internal, e);
+        let out = providers::body(front, p.kind, parsed, model, self.default_max_tokens)?;
+        let (path, query) = providers::target(p, front, model, stream)?;
+        ctx.upstream.set_path(&path).map_err(internal)?;
+        if query.is_some() {
+            ctx.upstream.set_query(query.as_deref()).map_err(internal)?;
+        }
+        let body = Bytes::from(
+            serde_json::to_vec(&out)
+                .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
+        );
+        self.provider_headers(p, &mut req.headers);
+        req.headers.insert(CONTENT_TYPE, JSON);
+        providers::sign(p, "POST", &path, query.as_deref(), &body, &mut req.headers);
+        Ok(body)
     }
 
     fn request_body(
@@ -259,6 +364,12 @@ impl AiPolicy {
                     // Bedrock's own API (InvokeModel, ...) signed as it goes.
                     let (path, query) = (ctx.upstream.path(), ctx.upstream.query());
                     providers::sign(p, req.method.as_str(), path, query, body, &mut req.headers);
+                    if self.endpoints > 1 {
+                        ctx.ext.insert(ProviderChoice {
+                            endpoint: p.endpoint,
+                            may_fall_back: false,
+                        });
+                    }
                 }
                 Ok(Flow::Continue)
             }
@@ -271,6 +382,88 @@ impl AiPolicy {
                 .front_call(front, ctx, req, body)
                 .map(|()| Flow::Continue),
         }
+    }
+
+    /// The next try of a call whose try failed before any byte reached the client (a
+    /// 429 or 5xx answer, a refused connection, a timeout: the gateway's judgement,
+    /// [`crate::falls_back_on`]): counts the failure against the provider, picks the
+    /// same target again while retries are left, else the route's next target whose
+    /// provider is not suspended, and prepares the request for it (translated for its
+    /// provider's API, its key). The endpoint and body to send, or None when the call
+    /// has no try left: the failure is the answer.
+    pub fn fall_back(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+    ) -> Option<(usize, Bytes)> {
+        let call = ctx.ext.get_mut::<Call>()?;
+        let (index, model) = self.next_target(call)?;
+        let (original, front) = (call.tries.as_ref()?.original.clone(), call.front);
+        let stream = call.stream;
+        let p = self.provider(index)?;
+        let parsed = crate::request::parse(&original, &self.limits).ok()?;
+        let body = self
+            .to_provider(p, front, &parsed, &model, stream, ctx, req)
+            .ok()?;
+        if let Some(call) = ctx.ext.get_mut::<Call>() {
+            call.provider = Some(index);
+            call.model = Some(model);
+        }
+        ctx.ext.insert(ProviderChoice {
+            endpoint: p.endpoint,
+            may_fall_back: true,
+        });
+        Some((p.endpoint, body))
+    }
+
+    /// Counts the failed try against its provider and moves the call to its next
+    /// target: the same one while retries are left, else the route's next one whose
+    /// provider is not suspended. None when the call has no try left.
+    fn next_target(&self, call: &mut Call) -> Option<(usize, Arc<str>)> {
+        let now = now_ms(&*self.clock);
+        let tries = call.tries.as_deref_mut()?;
+        self.provider(call.provider?)?
+            .health
+            .failed(&self.fallback, now);
+        tries.failed += 1;
+        let route = self.routes.get(&*tries.asked);
+        let targets = route.map_or(1, |r| r.targets.len());
+        if tries.failed >= self.fallback.attempts(targets) {
+            return None;
+        }
+        if tries.same_left > 0 {
+            tries.same_left -= 1;
+            return Some((call.provider?, call.model.clone()?));
+        }
+        let r = route?;
+        let t = loop {
+            tries.k += 1;
+            let t = &r.targets[r.nth(tries.first, tries.k)?];
+            if self.provider(t.provider)?.health.admits(now) {
+                break t;
+            }
+        };
+        tries.same_left = self.fallback.retries;
+        Some((t.provider, t.model.clone()))
+    }
+
+    /// The call's try was answered (not a failure [`AiPolicy::fall_back`] takes): its
+    /// provider's failures in a row start again from 0.
+    pub fn answered(&self, ctx: &RequestCtx) {
+        let provider = ctx.ext.get::<Call>().and_then(|c| c.provider);
+        if let Some(p) = provider.and_then(|i| self.provider(i)) {
+            p.health.succeeded();
+        }
+    }
+
+    /// Each provider's name and health (for `/metrics`).
+    pub fn provider_health(&self) -> impl Iterator<Item = (&str, &ProviderHealth)> {
+        self.providers.iter().map(|p| (&*p.name, &*p.health))
+    }
+
+    /// The current time as the providers' suspensions read it.
+    pub fn now_ms(&self) -> u64 {
+        now_ms(&*self.clock)
     }
 
     /// A whole answer: usage read, translated when the provider spoke the other API.
@@ -313,6 +506,20 @@ impl AiPolicy {
                 p.name.clone(),
                 false,
             ));
+        }
+    }
+}
+
+impl Picked {
+    /// A route's one target (or no route): falls back only to itself, when the API
+    /// retries.
+    fn only(provider: usize, model: Arc<str>, retries: bool) -> Picked {
+        Picked {
+            provider,
+            model,
+            first: 0,
+            k: 0,
+            may_fall_back: retries,
         }
     }
 }
@@ -364,6 +571,7 @@ impl Policy for AiPolicy {
             model: None,
             stream: false,
             usage_chunk: false,
+            tries: None,
         });
         if let Some(k) = &self.client_key {
             k.adopt(&mut req.headers);

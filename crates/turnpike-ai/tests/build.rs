@@ -2,12 +2,17 @@
 //! once under its document path; an AI API without endpoints or resources gets its
 //! first provider's URL and one resource for every path (`expand`); a control plane
 //! that only checks (`SecretsUnread`) never reads a key; a good spec builds the policy
-//! at the outermost stage, so its response side sees every refusal.
+//! at the outermost stage, so its response side sees every refusal. Routing: providers
+//! with different URLs become the API's endpoints, each once; a bad route (both or
+//! neither of `provider` and `targets`, an unknown target provider, a weight over 100,
+//! too many targets) and bad `fallback:` values are named by path.
 
 use std::sync::Arc;
 
 use turnpike_ai::{expand, Ai, AiPolicy};
-use turnpike_model::ai::{AiSpec, ModelRoute, ProviderKind, ProviderSpec};
+use turnpike_model::ai::{
+    AiSpec, FallbackSpec, ModelRoute, ModelTarget, ProviderKind, ProviderSpec,
+};
 use turnpike_model::resilience::EndpointSpec;
 use turnpike_model::{ApiSpec, GatewayFile};
 use turnpike_policy::ai::SecretsUnread;
@@ -28,6 +33,7 @@ fn route(name: &str, provider: &str) -> ModelRoute {
         name: name.into(),
         provider: provider.into(),
         model: None,
+        targets: Vec::new(),
     }
 }
 
@@ -140,4 +146,109 @@ fn a_checking_compiler_never_reads_keys() {
     let (built, problems) = build(&spec, &runtime);
     assert!(problems.is_empty(), "{problems:?}");
     assert!(built.is_some());
+}
+
+fn target(provider: &str, weight: Option<u32>) -> ModelTarget {
+    ModelTarget {
+        provider: provider.into(),
+        model: None,
+        weight,
+    }
+}
+
+#[test]
+fn providers_urls_become_the_endpoints_and_bad_routes_are_named() {
+    let spec = AiSpec {
+        providers: vec![
+            provider("p1", "http://127.0.0.1:9/v1", None),
+            provider("p2", "http://127.0.0.1:10/v1/", None),
+            provider("p3", "http://127.0.0.1:9/v1/", None),
+        ],
+        models: vec![
+            ModelRoute {
+                name: "fast".into(),
+                targets: vec![target("p1", Some(3)), target("p2", None)],
+                ..ModelRoute::default()
+            },
+            ModelRoute {
+                name: "both".into(),
+                provider: "p1".into(),
+                targets: vec![target("p2", None)],
+                ..ModelRoute::default()
+            },
+            ModelRoute {
+                name: "neither".into(),
+                ..ModelRoute::default()
+            },
+            ModelRoute {
+                name: "bad".into(),
+                targets: vec![target("nobody", None), target("p1", Some(101))],
+                ..ModelRoute::default()
+            },
+            ModelRoute {
+                name: "many".into(),
+                targets: (0..17).map(|_| target("p1", None)).collect(),
+                ..ModelRoute::default()
+            },
+        ],
+        fallback: Some(FallbackSpec {
+            retries: Some(4),
+            max_attempts: Some(0),
+            suspend_for: Some(turnpike_model::Quantity::Text("soon".into())),
+            ..FallbackSpec::default()
+        }),
+        ..AiSpec::default()
+    };
+    let mut f = file(&spec);
+    let mut problems = Vec::new();
+    expand(&mut f, &mut problems);
+    assert_eq!(
+        f.apis[0].endpoints,
+        vec![
+            EndpointSpec::Url("http://127.0.0.1:9/v1".into()),
+            EndpointSpec::Url("http://127.0.0.1:10/v1/".into())
+        ]
+    );
+    let (_, problems) = build(&spec, &Runtime::default());
+    let text = paths(&problems).join("\n");
+    for want in [
+        "apis[0].ai.models[1]: give either",
+        "apis[0].ai.models[2]: give either",
+        "apis[0].ai.models[3].targets[0].provider",
+        "apis[0].ai.models[3].targets[1].weight",
+        "apis[0].ai.models[4].targets: at most 16",
+        "apis[0].ai.fallback.retries",
+        "apis[0].ai.fallback.max_attempts",
+        "apis[0].ai.fallback.suspend_for",
+    ] {
+        assert!(text.contains(want), "{want} missing from:\n{text}");
+    }
+    assert!(!text.contains("models[0]"), "a good route is fine:\n{text}");
+}
+
+#[test]
+fn a_provider_outside_the_apis_endpoints_is_named() {
+    let spec = AiSpec {
+        providers: vec![provider("p1", "http://127.0.0.1:9/v1", None)],
+        ..AiSpec::default()
+    };
+    let mut f = file(&spec);
+    f.apis[0].endpoints = vec![EndpointSpec::Url("http://127.0.0.1:11/v1".into())];
+    let mut problems = Vec::new();
+    let runtime = Runtime::default();
+    let mut scratch = Scratch::default();
+    let mut cx = BuildCx {
+        api: 0,
+        at: "apis[0].ai".into(),
+        problems: &mut problems,
+        runtime: &runtime,
+        file: &f,
+        scratch: &mut scratch,
+    };
+    let _ = Ai::build(&spec, &mut cx);
+    let text = paths(&problems).join("\n");
+    assert!(
+        text.contains("apis[0].ai.providers[0].url: must be one of the API's endpoints"),
+        "{text}"
+    );
 }

@@ -11,6 +11,7 @@
 #![warn(unreachable_pub)]
 
 mod access_log;
+mod ai_providers;
 mod answer;
 mod client_body;
 mod complete;

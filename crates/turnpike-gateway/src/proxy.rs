@@ -418,6 +418,22 @@ async fn request_side(
         client_ip: &conn.client_ip,
         https: conn.https,
     };
+    // An AI call whose provider its policy chose (several provider URLs, fallback): the
+    // bit test first, so other APIs read no extension.
+    let ai_choice = chain
+        .hooks()
+        .contains(Hooks::REQUEST_BODY)
+        .then(|| {
+            ctx.ext
+                .get::<turnpike_policy::ai::ProviderChoice>()
+                .copied()
+        })
+        .flatten();
+    if let Some(choice) = ai_choice {
+        return crate::upstream::ai::forward(&conn.shared, api, ctx, parts, body, &fwd, choice)
+            .await
+            .map_err(|e| stop(end, e));
+    }
     let sandbox = ctx
         .identity()
         .is_some_and(|i| i.key_type == turnpike_policy::KeyType::Sandbox);

@@ -29,6 +29,31 @@ pub struct AiSpec {
     /// provider as they are, with its key: pass-through. Off: they are 404.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub passthrough: bool,
+    /// What happens when a provider fails a call (429, 5xx, refused connection, timeout)
+    /// before any byte reached the client: the next target of the model is tried, and a
+    /// provider failing often is left out for a while. Defaults apply when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<FallbackSpec>,
+}
+
+/// Retries and suspension of a model's targets (docs/ai-gateway.md "Routing and
+/// fallback"; Kong's `ai-proxy-advanced` `retries`, `max_fails`, `fail_timeout`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackSpec {
+    /// Further tries of the same target before the next one (0 when omitted, at most 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
+    /// All tries of one request, across targets (each target once, plus its retries,
+    /// when omitted; at most 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// Consecutive failed calls that suspend a provider (3 when omitted; 0: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_after: Option<u32>,
+    /// How long a suspended provider is left out (`30s` when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_for: Option<crate::quantity::Quantity>,
 }
 
 /// One provider: what it speaks, where, and with which key.
@@ -84,15 +109,35 @@ pub enum ProviderKind {
     Azure,
 }
 
-/// A model name clients use and the provider's model it stands for.
+/// A model name clients use and the provider's model it stands for: one `provider`
+/// (and `model`), or several `targets` shared by weight, each the next one's fallback.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelRoute {
     /// The name in the client's request (`gpt-4o-mini`, `fast`).
     pub name: String,
-    /// A provider's `name`.
+    /// A provider's `name` (one target; leave out when `targets` is given).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub provider: String,
     /// The provider's model; the client's name when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Several targets: calls are shared by weight (smooth weighted round robin), and a
+    /// target that fails is followed by the others in the order written. At most 16.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<ModelTarget>,
+}
+
+/// One target of a model: a provider, its model name, and its share of the calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelTarget {
+    /// A provider's `name`.
+    pub provider: String,
+    /// The provider's model; the route's `name` when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Share of the calls, 0..=100 (1 when omitted); 0: a standby, only a fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
 }

@@ -171,6 +171,10 @@ pub struct SubscriptionTier {
     /// Token budgets (LLM APIs), beside the request quota.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens: Vec<TokenLimit>,
+    /// The models of an LLM API this tier may call (the names clients ask for); any
+    /// when empty. Others are refused `403 model_not_allowed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     /// `true`: requests over the quota get 429. `false` (billing): they pass, flagged.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub stop_on_quota: bool,
@@ -184,6 +188,7 @@ impl SubscriptionTier {
             quota: Some(Limit::requests(requests, TimeUnit::Minute)),
             burst: None,
             tokens: Vec::new(),
+            models: Vec::new(),
             stop_on_quota: true,
         }
     }
@@ -212,6 +217,7 @@ impl SubscriptionTier {
             quota: None,
             burst: None,
             tokens: Vec::new(),
+            models: Vec::new(),
             stop_on_quota: true,
         }
     }

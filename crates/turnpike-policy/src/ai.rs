@@ -45,3 +45,16 @@ pub struct TokenUsage {
 /// serve it reads them, so the control plane needs none of the providers' keys.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SecretsUnread;
+
+/// The provider endpoint an AI call goes to (an index into the API's endpoints, which
+/// are its providers' URLs), put in `ctx.ext` by the AI policy when the API has more
+/// than one endpoint or the call may fall back to another provider. The gateway then
+/// sends the call there instead of balancing, and on a failure before any byte reached
+/// the client asks the AI policy for the next target. Absent: the API's one endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProviderChoice {
+    pub endpoint: usize,
+    /// Whether a failure of this try may be followed by another (the model has another
+    /// target, or the API retries): the gateway keeps the request's headers to resend.
+    pub may_fall_back: bool,
+}

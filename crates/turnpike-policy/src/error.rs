@@ -106,6 +106,9 @@ pub enum ErrorKind {
     /// Every endpoint of the API is suspended (circuit open) or failing its health
     /// check: answered at once rather than waiting on a back end known to be down.
     EndpointsSuspended,
+    /// An LLM API's caller asked for a model its subscription tier does not list
+    /// (`models:` of the tier, docs/ai-gateway.md).
+    ModelNotAllowed,
 }
 
 /// One row of the table: status, stable code, default client message, blame.
@@ -400,6 +403,12 @@ impl ErrorKind {
                 "endpoints_suspended",
                 "every endpoint of this API is suspended or unhealthy; retry shortly",
                 Upstream,
+            ),
+            ModelNotAllowed => row(
+                StatusCode::FORBIDDEN,
+                "model_not_allowed",
+                "your subscription's tier does not allow this model",
+                Client,
             ),
         }
     }

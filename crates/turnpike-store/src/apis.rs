@@ -328,7 +328,9 @@ impl WriteTx<'_> {
                 allowed
             )));
         };
-        if next.is_live() && current.endpoints.is_empty() {
+        // An AI API's endpoints are its providers' URLs (its `ai` section).
+        let has_endpoints = !current.endpoints.is_empty() || current.options.contains_key("ai");
+        if next.is_live() && !has_endpoints {
             return Err(StoreError::Conflict(format!(
                 "API {id} has no endpoints; add one before {}",
                 action.as_str()

@@ -26,6 +26,7 @@ fn sub(name: &str, n: u64, per: TimeUnit) -> SubscriptionTier {
         quota: Some(Limit::requests(n, per)),
         burst: None,
         tokens: Vec::new(),
+        models: Vec::new(),
         stop_on_quota: true,
     }
 }

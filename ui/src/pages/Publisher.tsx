@@ -35,6 +35,7 @@ import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } fr
 import { RequestHandlingEditor } from './PublisherRequestHandling';
 import { ResilienceEditor } from './PublisherResilience';
 import { CacheEditor } from './PublisherCache';
+import { AiEditor, aiSection, CreateAiApi } from './PublisherAi';
 import { McpEditor } from './PublisherMcp';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
@@ -65,6 +66,9 @@ function ApiList({ user }: { user: User }) {
             </Button>
             <Button variant="default" onClick={() => setCreating('scratch')}>
               Create API
+            </Button>
+            <Button variant="default" onClick={() => setCreating('ai')}>
+              Create AI API
             </Button>
           </Group>
         )}
@@ -114,22 +118,24 @@ function ApiList({ user }: { user: User }) {
         title={creating ? TITLES[creating] : ''}
         size="lg"
       >
-        {creating && <CreateApi kind={creating} />}
+        {creating === 'ai' && <CreateAiApi />}
+        {creating && creating !== 'ai' && <CreateApi kind={creating} />}
       </Modal>
     </Stack>
   );
 }
 
-type CreateKind = 'scratch' | 'openapi' | 'wsdl' | 'graphql';
+type CreateKind = 'scratch' | 'openapi' | 'wsdl' | 'graphql' | 'ai';
 
 const TITLES: Record<CreateKind, string> = {
   scratch: 'Create an API',
+  ai: 'Create an AI API (LLM providers)',
   openapi: 'Import an OpenAPI document',
   wsdl: 'Import a WSDL (SOAP)',
   graphql: 'Import a GraphQL schema',
 };
 
-const FILES: Record<Exclude<CreateKind, 'scratch'>, { label: string; description: string; accept: string }> = {
+const FILES: Record<Exclude<CreateKind, 'scratch' | 'ai'>, { label: string; description: string; accept: string }> = {
   openapi: {
     label: 'OpenAPI document',
     description: "OpenAPI 3 (JSON or YAML); its title, description and paths become the API's",
@@ -168,7 +174,7 @@ async function importFile(file: File | null, props: Record<string, unknown>): Pr
   return publisher.importOpenApi(definition, props);
 }
 
-function CreateApi({ kind }: { kind: CreateKind }) {
+function CreateApi({ kind }: { kind: Exclude<CreateKind, 'ai'> }) {
   const fromFile = kind !== 'scratch';
   const [soapType, setSoapType] = useState<'SOAP' | 'SOAP_TO_REST'>('SOAP');
   const [file, setFile] = useState<File | null>(null);
@@ -328,6 +334,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               <Tabs.Tab value="cors">CORS</Tabs.Tab>
               <Tabs.Tab value="transformations">Transformations</Tabs.Tab>
               <Tabs.Tab value="requests">Request handling</Tabs.Tab>
+              {aiSection(api.data) && <Tabs.Tab value="ai">AI</Tabs.Tab>}
               <Tabs.Tab value="resilience">Resilience</Tabs.Tab>
               <Tabs.Tab value="cache">Cache</Tabs.Tab>
               <Tabs.Tab value="mcp">MCP server</Tabs.Tab>
@@ -353,6 +360,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="requests" pt="md">
               <RequestHandlingEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="ai" pt="md">
+              <AiEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="resilience" pt="md">
               <ResilienceEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />

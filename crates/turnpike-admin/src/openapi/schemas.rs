@@ -115,9 +115,46 @@ fn api_props() -> Value {
 
 /// An AI API's `ai:` section, in the file's shape (docs/ai-gateway.md).
 fn ai_props() -> Value {
-    json!({"type": "object", "description": "an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)",
-        "example": {"providers": [{"name": "openai", "kind": "openai", "url": "https://api.openai.com/v1", "key": "env:OPENAI_API_KEY"}],
-                    "models": [{"name": "gpt-4o-mini", "provider": "openai"}]}})
+    r("AiSection")
+}
+
+/// The `ai:` section's schemas: providers, model routes with weighted targets, fallback.
+fn ai_schemas() -> Value {
+    let duration = json!({"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 30}], "example": "30s"});
+    json!({
+        "AiSection": strict(&["providers"], json!({
+            "providers": {"type": "array", "minItems": 1, "maxItems": 64, "items": r("AiProvider")},
+            "models": {"type": "array", "maxItems": 1000, "items": r("AiModel"), "description": "the model names clients may ask for; when empty, any name goes to the first provider"},
+            "default_max_tokens": {"type": "integer", "minimum": 1, "description": "the completion cap sent to a provider that needs one when a request sets none (4096)"},
+            "max_messages": {"type": "integer", "minimum": 1, "description": "most messages a request may carry (256)"},
+            "passthrough": {"type": "boolean", "description": "other paths go to the first provider's own API with its key"},
+            "fallback": r("AiFallback")}),
+            json!({"providers": [{"name": "openai", "kind": "openai", "url": "https://api.openai.com/v1", "key": "env:OPENAI_API_KEY"}],
+                   "models": [{"name": "gpt-4o-mini", "provider": "openai"}]})),
+        "AiProvider": strict(&["name", "kind", "url"], json!({
+            "name": {"type": "string", "minLength": 1, "maxLength": 100},
+            "kind": {"type": "string", "enum": ["openai", "anthropic"], "description": "openai: OpenAI and every OpenAI-compatible server; anthropic: Anthropic's Messages API"},
+            "url": {"type": "string", "format": "uri", "description": "the provider's base URL up to its version segment"},
+            "key": {"type": "string", "maxLength": 1000, "description": "a secret reference, env:NAME or file:/path, read by the gateway; never the key itself"}}),
+            json!({"name": "openai", "kind": "openai", "url": "https://api.openai.com/v1", "key": "env:OPENAI_API_KEY"})),
+        "AiModel": strict(&["name"], json!({
+            "name": {"type": "string", "minLength": 1, "maxLength": 256, "description": "the name clients ask for"},
+            "provider": {"type": "string", "description": "one target: a provider's name (or give targets)"},
+            "model": {"type": "string", "description": "the provider's model; the name when omitted"},
+            "targets": {"type": "array", "maxItems": 16, "items": r("AiTarget"), "description": "several targets shared by weight, each the others' fallback"}}),
+            json!({"name": "fast", "targets": [{"provider": "openai", "model": "gpt-4o-mini", "weight": 3}, {"provider": "local", "model": "llama3", "weight": 1}]})),
+        "AiTarget": strict(&["provider"], json!({
+            "provider": {"type": "string"},
+            "model": {"type": "string"},
+            "weight": {"type": "integer", "minimum": 0, "maximum": 100, "description": "share of the calls (1); 0 is a standby"}}),
+            json!({"provider": "openai", "model": "gpt-4o-mini", "weight": 3})),
+        "AiFallback": strict(&[], json!({
+            "retries": {"type": "integer", "minimum": 0, "maximum": 3, "description": "further tries of the same target before the next"},
+            "max_attempts": {"type": "integer", "minimum": 1, "maximum": 10, "description": "all tries of one call"},
+            "suspend_after": {"type": "integer", "minimum": 0, "description": "failed calls in a row that suspend a provider (3; 0: never)"},
+            "suspend_for": duration}),
+            json!({"retries": 0, "max_attempts": 3, "suspend_after": 3, "suspend_for": "30s"})),
+    })
 }
 
 fn api_example() -> Value {
@@ -138,6 +175,7 @@ fn tier_props() -> Value {
             "requests": {"type": "integer", "minimum": 0}, "per": {"type": "string", "enum": ["second", "minute"]}},
             "description": "subscription tiers: a spike limit on top of the quota"},
         "stopOnQuota": {"type": "boolean", "description": "subscription tiers: false makes a billing tier (over-quota requests pass)"},
+        "models": {"type": "array", "maxItems": 1000, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "subscription tiers: the LLM API models (names clients ask for) its subscribers may call; any when empty; others get 403 model_not_allowed"},
         "conditionalGroups": {"type": "array", "items": {"type": "object"}, "description": "advanced policies: the declarative file's groups ({name, conditions: [{type: ip|header|query|claim, ...}], limit: {requests|bytes, per, every}})"},
         "tokenLimits": {"type": "array", "maxItems": 4, "description": "an LLM API's token budgets (the file's tokens:), checked before a call against its estimate and charged with its usage", "items": {
             "type": "object", "additionalProperties": false, "required": ["per"], "properties": {
@@ -285,6 +323,9 @@ pub fn schemas() -> Value {
     let tier_example = json!({"name": "Platinum", "requestCount": 20000, "unitSeconds": 60, "burst": {"requests": 500, "per": "second"}});
     let mut all = serde_json::Map::new();
     if let Value::Object(m) = apply_schemas() {
+        all.extend(m);
+    }
+    if let Value::Object(m) = ai_schemas() {
         all.extend(m);
     }
     let part = json!({

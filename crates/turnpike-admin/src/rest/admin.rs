@@ -161,13 +161,14 @@ pub(crate) fn tier_body(
     })
 }
 
-/// `burst` and `stopOnQuota` (subscription tiers), `conditionalGroups` (advanced
-/// policies), checked against the declarative file's types.
+/// `burst`, `stopOnQuota` and `models` (subscription tiers), `conditionalGroups`
+/// (advanced policies), checked against the declarative file's types.
 fn tier_extras(f: &mut Fields<'_>, kind: TierKind, options: &mut turnpike_store::Options) {
     use turnpike_model::throttling::{BurstLimit, ConditionGroup};
-    let fields: [(&'static str, TierKind); 3] = [
+    let fields: [(&'static str, TierKind); 4] = [
         ("burst", TierKind::Subscription),
         ("stopOnQuota", TierKind::Subscription),
+        ("models", TierKind::Subscription),
         ("conditionalGroups", TierKind::Advanced),
     ];
     for (field, only) in fields {
@@ -179,17 +180,34 @@ fn tier_extras(f: &mut Fields<'_>, kind: TierKind, options: &mut turnpike_store:
             continue;
         }
         let checked = match field {
-            "burst" => serde_json::from_value::<BurstLimit>(value.clone()).map(|_| ()),
-            "stopOnQuota" => serde_json::from_value::<bool>(value.clone()).map(|_| ()),
-            _ => serde_json::from_value::<Vec<ConditionGroup>>(value.clone()).map(|_| ()),
+            "burst" => json_as::<BurstLimit>(value),
+            "stopOnQuota" => json_as::<bool>(value),
+            "models" => allowed_models(value),
+            _ => json_as::<Vec<ConditionGroup>>(value),
         };
         match checked {
             Ok(()) => {
                 options.insert(field.into(), value.clone());
             }
-            Err(e) => f.err(field, e.to_string()),
+            Err(e) => f.err(field, e),
         }
     }
+}
+
+/// Whether `value` reads as a `T`, or why not.
+fn json_as<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<(), String> {
+    serde_json::from_value::<T>(value.clone())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// A tier's `models`: at most 1000 names of 1 to 256 bytes.
+fn allowed_models(value: &serde_json::Value) -> Result<(), String> {
+    let names = serde_json::from_value::<Vec<String>>(value.clone()).map_err(|e| e.to_string())?;
+    if names.len() > 1000 || names.iter().any(|n| n.is_empty() || n.len() > 256) {
+        return Err("at most 1000 model names, each 1 to 256 bytes".into());
+    }
+    Ok(())
 }
 
 /// `tokenLimits`: checked as the file's `tokens:` is (every problem named with its

@@ -71,8 +71,9 @@ async fn check_compiles(state: &AppState, input: &ApiInput) -> ApiResult<Vec<Fie
         lifecycle_status: LifecycleState::Published,
         api_type: input.api_type.clone(),
         description: String::new(),
-        // An API is published only with endpoints; that rule is the lifecycle's.
-        endpoints: if input.endpoints.is_empty() {
+        // An API is published only with endpoints; that rule is the lifecycle's. An AI
+        // API's endpoints are its providers' URLs (`turnpike_ai::expand`).
+        endpoints: if input.endpoints.is_empty() && !input.options.contains_key("ai") {
             vec!["http://127.0.0.1:9".into()]
         } else {
             input.endpoints.clone()

@@ -25,6 +25,7 @@ pub(crate) async fn throttling_spec(store: &Store) -> Result<ThrottleSpec, ApiEr
             quota: tier_limit(&t),
             burst: tier_option(&t, "burst"),
             tokens: tier_option(&t, "tokenLimits").unwrap_or_default(),
+            models: tier_option(&t, "models").unwrap_or_default(),
             stop_on_quota: tier_option(&t, "stopOnQuota").unwrap_or(true),
         });
     }

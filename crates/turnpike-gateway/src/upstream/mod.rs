@@ -4,6 +4,7 @@
 //! (`body.rs`). Nothing here names the client side's connection state beyond the
 //! shared state the forwarder is handed.
 
+pub(crate) mod ai;
 pub(crate) mod body;
 pub(crate) mod checks;
 pub(crate) mod forward;
