@@ -74,6 +74,23 @@ impl PolicyKind for Ai {
             max_messages: spec.max_messages.unwrap_or(Limits::default().max_messages),
             ..Limits::default()
         };
+        let api_id = cx
+            .file
+            .apis
+            .get(cx.api)
+            .map_or_else(String::new, |a| turnpike_model::api_id(&a.context, &a.version));
+        let guard = spec
+            .guards
+            .as_ref()
+            .map(|g| Arc::new(crate::guard::Guard::build(g, cx)));
+        let first = (
+            endpoint.as_deref().unwrap_or_default(),
+            providers.first().and_then(|p| p.auth.as_ref()),
+        );
+        let cache = spec
+            .cache
+            .as_ref()
+            .map(|c| Arc::new(crate::cache::AnswerCache::build(c, &api_id, first, cx)));
         Some(Arc::new(AiPolicy {
             providers,
             routes,
@@ -81,6 +98,9 @@ impl PolicyKind for Ai {
             limits,
             passthrough: spec.passthrough,
             client_key: client_key(cx),
+            guard,
+            cache,
+            api_id: api_id.into(),
         }))
     }
 }

@@ -19,15 +19,22 @@
 //! A policy kind: depends on `turnpike-policy` and `turnpike-model` only, no IO but
 //! the secret read at build.
 
+mod cache;
 mod errors;
+mod external;
+mod flow;
+mod guard;
 mod kind;
+pub mod pii;
 mod policy;
 pub mod request;
 mod secret;
+mod semantic;
 mod sse;
 mod stream;
 pub mod to_anthropic;
 pub mod to_openai;
+mod unmask_stream;
 pub mod usage;
 
 pub use kind::{expand, Ai};

@@ -98,15 +98,19 @@ pub struct AiPolicy {
     pub(crate) limits: Limits,
     pub(crate) passthrough: bool,
     pub(crate) client_key: Option<ClientKey>,
+    /// Guardrails and the answer cache (`flow.rs`); none: the plain path.
+    pub(crate) guard: Option<Arc<crate::guard::Guard>>,
+    pub(crate) cache: Option<Arc<crate::cache::AnswerCache>>,
+    pub(crate) api_id: Arc<str>,
 }
 
 /// What the request side learnt, for the response side.
 #[derive(Clone)]
-struct Call {
-    front: Front,
+pub(crate) struct Call {
+    pub(crate) front: Front,
     /// The provider a front call went to (none: pass-through, `/models`, refused).
-    provider: Option<usize>,
-    model: Option<Arc<str>>,
+    pub(crate) provider: Option<usize>,
+    pub(crate) model: Option<Arc<str>>,
     stream: bool,
     /// The client asked for OpenAI's usage chunk (`stream_options.include_usage`); the
     /// gateway always asks an OpenAI provider for it, reads it, and leaves it out of
@@ -259,6 +263,35 @@ impl AiPolicy {
         }
     }
 
+    /// The request body hook's outcome, the policy's own refusals in the front's shape.
+    pub(crate) fn answered(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> HookResult {
+        self.request_body(ctx, req, body)
+            .or_else(|e| Ok(Flow::Respond(self.refusal(ctx, e))))
+    }
+
+    /// Our own refusal: the chain would show it to the policies before this one only,
+    /// so it leaves in the front's shape from here (its kind in the response's
+    /// extensions, for the analytics reason).
+    pub(crate) fn refusal(&self, ctx: &RequestCtx, e: GatewayError) -> Response<Bytes> {
+        let anthropic = ctx
+            .ext
+            .get::<Call>()
+            .is_some_and(|c| c.front.is_anthropic());
+        let kind = e.kind;
+        let resp = e.into_response(&ctx.request_id);
+        let (mut parts, b) = resp.into_parts();
+        let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
+        parts.headers.insert(CONTENT_TYPE, JSON);
+        parts.headers.remove(http::header::CONTENT_LENGTH);
+        parts.extensions.insert(kind);
+        Response::from_parts(parts, b)
+    }
+
     /// A whole answer: usage read, translated when the provider spoke the other API.
     fn answer(&self, ctx: &mut RequestCtx, call: &Call, body: &mut Bytes) {
         let Some(p) = call.provider.and_then(|i| self.providers.get(i)) else {
@@ -386,21 +419,10 @@ impl Policy for AiPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
-        let r = self.request_body(ctx, req, body).or_else(|e| {
-            // Our own refusal: the chain would show it to the policies before this one
-            // only, so it leaves in the front's shape from here.
-            let anthropic = ctx
-                .ext
-                .get::<Call>()
-                .is_some_and(|c| c.front.is_anthropic());
-            let resp = e.into_response(&ctx.request_id);
-            let (mut parts, b) = resp.into_parts();
-            let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
-            parts.headers.insert(CONTENT_TYPE, JSON);
-            parts.headers.remove(http::header::CONTENT_LENGTH);
-            Ok(Flow::Respond(Response::from_parts(parts, b)))
-        });
-        Step::Done(r)
+        if self.guard.is_some() || self.cache.is_some() {
+            return crate::flow::request(self, ctx, req, body);
+        }
+        Step::Done(self.answered(ctx, req, body))
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, resp: &response::Parts) -> bool {
@@ -428,6 +450,9 @@ impl Policy for AiPolicy {
         }
         if resp.status == StatusCode::OK {
             self.answer(ctx, &call, body);
+            if self.guard.is_some() || self.cache.is_some() {
+                crate::flow::answer(self, ctx, &call, resp, body);
+            }
         }
         Ok(())
     }
@@ -456,11 +481,17 @@ impl Policy for AiPolicy {
             (true, ProviderKind::Openai) => Mode::ToAnthropic(Box::default()),
         };
         let estimate = ctx.ext.get::<TokenEstimate>().copied().unwrap_or_default();
-        Some(Box::new(AiStream::new(
+        let anthropic = call.front.is_anthropic();
+        let stream = Box::new(AiStream::new(
             mode,
             estimate,
             call.model.clone(),
             p.name.clone(),
-        )))
+        ));
+        let masks = ctx.ext.get::<crate::flow::Pending>();
+        Some(match masks.and_then(|m| m.guarded.masks.clone()) {
+            Some(m) => Box::new(crate::unmask_stream::UnmaskStream::new(stream, m, anthropic)),
+            None => stream,
+        })
     }
 }

@@ -29,6 +29,12 @@ pub struct AiSpec {
     /// provider as they are, with its key: pass-through. Off: they are 404.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub passthrough: bool,
+    /// Guardrails on prompts and answers (`ai_guard.rs`); none when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<crate::ai_guard::GuardSpec>,
+    /// The answer cache (`ai_guard.rs`); off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::ai_guard::AiCacheSpec>,
 }
 
 /// One provider: what it speaks, where, and with which key.
