@@ -160,7 +160,7 @@ impl AiCaches {
                     max_size,
                     ByBytes,
                     RandomState::default(),
-                    quick_cache::DefaultLifecycle::default(),
+                    Default::default(),
                 ),
                 semantic: Arc::default(),
             })

@@ -81,7 +81,9 @@ pub(crate) fn request<'a>(
         if let (None, Some(s), true) = (&cached, semantic, front != Front::Embeddings) {
             if checked.pending.key.is_some() {
                 vector = s.embed(&checked.texts).await.map(|v| {
-                    let scope = crate::semantic::scope(&checked.consumer, &checked.model);
+                    // The front too: a cached answer is in its front's shape.
+                    let who = format!("{}\u{0}{front:?}", checked.consumer);
+                    let scope = crate::semantic::scope(&who, &checked.model);
                     (scope, Arc::<[f32]>::from(v))
                 });
             }

@@ -1,19 +1,25 @@
 //! Fuzzing the PII scanner (proptest, stable Rust) over text made of what its patterns
-//! look for (digits, separators, `@`, `+`, `<`, `>`, IBAN-like letters) mixed with
-//! anything: it never panics; masking then unmasking gives the text back; and a masked answer streamed in arbitrary pieces through
+//! look for (digits, separators, `@`, `+`, IBAN-like letters) mixed with anything but
+//! `<` (a prompt that already holds a placeholder-like `<NAME_1>` cannot round-trip), and
+//! over any text with placeholder-like pieces: it never panics; masking then unmasking gives the text back; and a masked answer streamed in arbitrary pieces through
 //! the unmasker comes out exactly as unmasking it whole.
 //!
-//! Cases: `TURNPIKE_FUZZ_CASES` (default 2,000, about a second); `bench/fuzz.sh` may run
+//! Cases: `TURNPIKE_FUZZ_CASES` (default 1,000, a few seconds in a debug build); `bench/fuzz.sh` may run
 //! more.
+
+use std::sync::LazyLock;
 
 use proptest::prelude::*;
 use turnpike_ai::pii::{Masks, Scanner, Unmasker};
+
+/// Compiled once: the scanner is built once per snapshot, not per request.
+static SCANNER: LazyLock<Scanner> = LazyLock::new(|| Scanner::new(&[]));
 
 fn cases() -> u32 {
     std::env::var("TURNPIKE_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2000)
+        .unwrap_or(1000)
 }
 
 fn piiish() -> impl Strategy<Value = String> {
@@ -22,10 +28,8 @@ fn piiish() -> impl Strategy<Value = String> {
         Just("DE89370400440532013000".to_owned()),
         Just("bob@example.com".to_owned()),
         Just("+1 (415) 555-0134".to_owned()),
-        Just("<EMAIL_1>".to_owned()),
-        Just("<CARD_".to_owned()),
-        "[0-9 +()@.<>_A-Z-]{0,24}",
-        "\\PC{0,12}",
+        "[0-9 +()@._A-Z-]{0,24}",
+        "[^<]{0,12}",
     ];
     prop::collection::vec(piece, 0..12).prop_map(|v| v.concat())
 }
@@ -35,7 +39,7 @@ proptest! {
 
     #[test]
     fn mask_then_unmask_is_the_identity(text in piiish(), cuts in prop::collection::vec(0usize..64, 0..8)) {
-        let scanner = Scanner::new(&[]);
+        let scanner = &*SCANNER;
         let mut masks = Masks::default();
         let Ok(masked) = scanner.mask(&text, &mut masks) else {
             return Ok(());
@@ -43,9 +47,6 @@ proptest! {
         let Some(masked) = masked else {
             return Ok(());
         };
-        // A text that already held a placeholder-like string cannot round-trip exactly:
-        // unmasking is only promised for the answer's placeholders.
-        prop_assume!(!text.contains('<'));
         prop_assert_eq!(masks.unmask(&masked), text.clone());
 
         // Streamed in pieces cut anywhere (on char boundaries).
@@ -67,8 +68,8 @@ proptest! {
     }
 
     #[test]
-    fn any_text_scans_without_panicking(text in "\\PC{0,256}") {
-        let scanner = Scanner::new(&[]);
+    fn any_text_scans_without_panicking(text in "(\\PC|<[A-Z_0-9]{0,8}>?){0,64}") {
+        let scanner = &*SCANNER;
         let _ = scanner.mask(&text, &mut Masks::default());
     }
 }
