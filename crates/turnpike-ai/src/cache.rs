@@ -95,7 +95,10 @@ impl AnswerCache {
             None => DEFAULT_MAX_SIZE,
             Some(Ok(Some(n))) if n > 0 => n,
             Some(Ok(_)) => {
-                cx.problem(".cache.max_size", "a cache needs a bound, such as \"16MiB\"");
+                cx.problem(
+                    ".cache.max_size",
+                    "a cache needs a bound, such as \"16MiB\"",
+                );
                 DEFAULT_MAX_SIZE
             }
             Some(Err(e)) => {
@@ -128,13 +131,7 @@ impl AnswerCache {
     }
 
     /// Keeps `body` under `key` for the TTL.
-    pub(crate) fn put(
-        &self,
-        key: Key,
-        body: Bytes,
-        model: Option<Arc<str>>,
-        provider: Arc<str>,
-    ) {
+    pub(crate) fn put(&self, key: Key, body: Bytes, model: Option<Arc<str>>, provider: Arc<str>) {
         let expires_ns = self
             .clock
             .now()

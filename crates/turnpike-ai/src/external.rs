@@ -92,7 +92,10 @@ impl External {
                 tracing::warn!(error = %why, "ai guard unavailable, failing open");
                 Ok(())
             }
-            Err(why) => Err(GatewayError::with_source(ErrorKind::AiGuardUnavailable, why)),
+            Err(why) => Err(GatewayError::with_source(
+                ErrorKind::AiGuardUnavailable,
+                why,
+            )),
         }
     }
 
@@ -120,7 +123,10 @@ impl External {
         match v.get("allow").and_then(Value::as_bool) {
             Some(true) => Ok(None),
             Some(false) => {
-                let reason = v.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
+                let reason = v
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
                 Ok(Some(reason.chars().take(MAX_REASON_CHARS).collect()))
             }
             None => Err(NoVerdict::Garbled),

@@ -72,7 +72,10 @@ pub(crate) fn request<'a>(
     }
     Step::Pending(Box::pin(async move {
         if let Some(x) = external {
-            if let Err(e) = x.check(&p.api_id, Some(&checked.model), &checked.texts).await {
+            if let Err(e) = x
+                .check(&p.api_id, Some(&checked.model), &checked.texts)
+                .await
+            {
                 return Ok(Flow::Respond(p.refusal(ctx, e)));
             }
         }
@@ -218,7 +221,8 @@ pub(crate) fn answer(
         if let (Some(s), Some((scope, v))) = (&c.semantic, pending.vector) {
             s.remember(scope, v, k);
         }
-        resp.headers.insert(X_CACHE, HeaderValue::from_static("MISS"));
+        resp.headers
+            .insert(X_CACHE, HeaderValue::from_static("MISS"));
     }
     if let Some(m) = &pending.guarded.masks {
         *body = Bytes::from(m.unmask(&String::from_utf8_lossy(body)));

@@ -308,7 +308,12 @@ fn schema(parsed: &Map<String, Value>) -> Result<Option<Arc<jsonschema::Validato
         .with_pattern_options(jsonschema::PatternOptions::regex().size_limit(REGEX_SIZE_LIMIT))
         .build(schema)
         .map(|v| Some(Arc::new(v)))
-        .map_err(|e| refusal(ErrorKind::BadRequest, format!("response_format's schema: {e}")))
+        .map_err(|e| {
+            refusal(
+                ErrorKind::BadRequest,
+                format!("response_format's schema: {e}"),
+            )
+        })
 }
 
 impl Guarded {

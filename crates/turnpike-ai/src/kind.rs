@@ -74,11 +74,9 @@ impl PolicyKind for Ai {
             max_messages: spec.max_messages.unwrap_or(Limits::default().max_messages),
             ..Limits::default()
         };
-        let api_id = cx
-            .file
-            .apis
-            .get(cx.api)
-            .map_or_else(String::new, |a| turnpike_model::api_id(&a.context, &a.version));
+        let api_id = cx.file.apis.get(cx.api).map_or_else(String::new, |a| {
+            turnpike_model::api_id(&a.context, &a.version)
+        });
         let guard = spec
             .guards
             .as_ref()

@@ -278,8 +278,14 @@ mod tests {
         assert!(out.contains("<EMAIL_1>") && !out.contains("bob@"), "{out}");
         assert_eq!(out.matches("<EMAIL_1>").count(), 2, "{out}");
         assert!(out.contains("<PHONE_1>"), "{out}");
-        assert!(out.contains("<CARD_1>") && out.contains("<IBAN_1>"), "{out}");
-        assert!(out.contains("4111-1111-1111-1112"), "a bad Luhn digit: {out}");
+        assert!(
+            out.contains("<CARD_1>") && out.contains("<IBAN_1>"),
+            "{out}"
+        );
+        assert!(
+            out.contains("4111-1111-1111-1112"),
+            "a bad Luhn digit: {out}"
+        );
         assert_eq!(m.unmask(&out), text);
     }
 

@@ -490,7 +490,9 @@ impl Policy for AiPolicy {
         ));
         let masks = ctx.ext.get::<crate::flow::Pending>();
         Some(match masks.and_then(|m| m.guarded.masks.clone()) {
-            Some(m) => Box::new(crate::unmask_stream::UnmaskStream::new(stream, m, anthropic)),
+            Some(m) => Box::new(crate::unmask_stream::UnmaskStream::new(
+                stream, m, anthropic,
+            )),
             None => stream,
         })
     }

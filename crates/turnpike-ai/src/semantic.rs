@@ -10,7 +10,7 @@
 //! exact level's store; one evicted there is a miss here.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, RwLock, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use http::HeaderValue;
@@ -80,7 +80,10 @@ impl Semantic {
             }
         };
         if spec.embedding_model.is_empty() {
-            cx.problem(".cache.semantic.embedding_model", "name the embeddings model");
+            cx.problem(
+                ".cache.semantic.embedding_model",
+                "name the embeddings model",
+            );
         }
         let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
         Some(Semantic {
@@ -134,13 +137,20 @@ impl Semantic {
         if raw.is_empty() || raw.len() > MAX_DIMENSIONS {
             return None;
         }
-        let floats: Vec<f32> = raw.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect();
+        let floats: Vec<f32> = raw
+            .iter()
+            .map(|x| x.as_f64().unwrap_or(0.0) as f32)
+            .collect();
         unit(floats)
     }
 
     /// The key of the most similar cached answer in `scope` at or above the threshold.
     pub(crate) fn nearest(&self, scope: u64, v: &[f32]) -> Option<(Key, f32)> {
-        let vectors = self.index.vectors.read().unwrap_or_else(PoisonError::into_inner);
+        let vectors = self
+            .index
+            .vectors
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         vectors
             .iter()
             .filter(|e| e.scope == scope && e.unit.len() == v.len())
@@ -151,7 +161,11 @@ impl Semantic {
 
     /// Remembers the vector of a newly cached answer (the oldest goes past the bound).
     pub(crate) fn remember(&self, scope: u64, unit: Arc<[f32]>, key: Key) {
-        let mut vectors = self.index.vectors.write().unwrap_or_else(PoisonError::into_inner);
+        let mut vectors = self
+            .index
+            .vectors
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         while vectors.len() >= self.max_entries {
             vectors.pop_back();
         }

@@ -72,7 +72,10 @@ impl UnmaskStream {
             if v.get("type").and_then(Value::as_str) != Some("content_block_delta") {
                 return None;
             }
-            return v.get_mut("delta")?.get_mut("text").filter(|t| t.is_string());
+            return v
+                .get_mut("delta")?
+                .get_mut("text")
+                .filter(|t| t.is_string());
         }
         v.get_mut("choices")?
             .get_mut(0)?
@@ -93,7 +96,10 @@ impl UnmaskStream {
             event(Some("content_block_delta"), &v.to_string(), out);
             return;
         }
-        let mut v = self.last.clone().unwrap_or_else(|| json!({"choices": [{"index": 0, "delta": {}}]}));
+        let mut v = self
+            .last
+            .clone()
+            .unwrap_or_else(|| json!({"choices": [{"index": 0, "delta": {}}]}));
         v["choices"][0]["delta"] = json!({"content": text});
         v["choices"][0]["finish_reason"] = Value::Null;
         data(&v, out);
@@ -131,5 +137,107 @@ impl ResponseStream for UnmaskStream {
 
     fn settle(&mut self, ext: &mut http::Extensions) {
         self.inner.settle(ext);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pii::Scanner;
+
+    struct Pass;
+    impl ResponseStream for Pass {
+        fn on_chunk(&mut self, chunk: Bytes) -> Result<Bytes, GatewayError> {
+            Ok(chunk)
+        }
+    }
+
+    fn masks() -> Arc<Masks> {
+        let mut m = Masks::default();
+        let s = Scanner::new(&[]);
+        s.mask("a@b.io", &mut m).expect("bounded").expect("found");
+        Arc::new(m)
+    }
+
+    fn texts(out: &[u8], anthropic: bool) -> String {
+        let mut ev = Events::default();
+        ev.push(out).expect("push");
+        let mut text = String::new();
+        while let Some(e) = ev.next() {
+            let Ok(v) = serde_json::from_str::<Value>(&e.data) else {
+                continue;
+            };
+            let t = if anthropic {
+                v["delta"]["text"].as_str()
+            } else {
+                v["choices"][0]["delta"]["content"].as_str()
+            };
+            text.push_str(t.unwrap_or_default());
+        }
+        text
+    }
+
+    #[test]
+    fn a_placeholder_cut_across_chunks_and_events_is_put_back() {
+        let chunk = |t: &str| {
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": t}}]})
+            )
+        };
+        let wire = [
+            chunk("mail <EM"),
+            chunk("AIL_"),
+            chunk("1> now <EMAIL_1"),
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                .into(),
+            "data: [DONE]\n\n".into(),
+        ]
+        .concat();
+        // Cut the wire at every byte: events split across chunks too.
+        for cut in [1, 7, 40, wire.len() / 2, wire.len() - 3] {
+            let mut s = UnmaskStream::new(Box::new(Pass), masks(), false);
+            let mut out = s
+                .on_chunk(Bytes::from(wire[..cut].to_owned()))
+                .expect("chunk")
+                .to_vec();
+            out.extend_from_slice(
+                &s.on_chunk(Bytes::from(wire[cut..].to_owned()))
+                    .expect("chunk"),
+            );
+            out.extend_from_slice(&s.on_end().expect("end").unwrap_or_default());
+            assert_eq!(
+                texts(&out, false),
+                "mail a@b.io now <EMAIL_1",
+                "cut at {cut}"
+            );
+            assert!(String::from_utf8_lossy(&out).contains("[DONE]"));
+        }
+    }
+
+    #[test]
+    fn anthropic_text_deltas_are_put_back_before_the_block_stops() {
+        let delta = |t: &str| {
+            format!(
+                "event: content_block_delta\ndata: {}\n\n",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}})
+            )
+        };
+        let wire = [
+            delta("to <EMAIL"),
+            delta("_1"),
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+                .into(),
+        ]
+        .concat();
+        let mut s = UnmaskStream::new(Box::new(Pass), masks(), true);
+        let out = s.on_chunk(Bytes::from(wire)).expect("chunk");
+        let text = String::from_utf8_lossy(&out).to_string();
+        assert_eq!(texts(&out, true), "to <EMAIL_1", "{text}");
+        let stop = text.find("content_block_stop").expect("stop");
+        assert!(
+            text[..stop].contains("_1"),
+            "held text goes out before the stop: {text}"
+        );
     }
 }

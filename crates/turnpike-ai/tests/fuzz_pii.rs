@@ -1,10 +1,11 @@
-//! Fuzzing the PII scanner (proptest, stable Rust) over text made of what its patterns
+//! Fuzzing the PII scanner (proptest, stable Rust). Over text made of what its patterns
 //! look for (digits, separators, `@`, `+`, IBAN-like letters) mixed with anything but
-//! `<` (a prompt that already holds a placeholder-like `<NAME_1>` cannot round-trip), and
-//! over any text with placeholder-like pieces: it never panics; masking then unmasking gives the text back; and a masked answer streamed in arbitrary pieces through
-//! the unmasker comes out exactly as unmasking it whole.
+//! `<` (a prompt that already holds a placeholder-like `<NAME_1>` cannot round-trip):
+//! masking then unmasking gives the text back, and a masked answer streamed in arbitrary
+//! pieces through the unmasker comes out exactly as the text. Over any text with
+//! placeholder-like pieces: it never panics.
 //!
-//! Cases: `TURNPIKE_FUZZ_CASES` (default 1,000, a few seconds in a debug build); `bench/fuzz.sh` may run
+//! Cases: `TURNPIKE_FUZZ_CASES` (default 1,000, under a second); `bench/fuzz.sh` may run
 //! more.
 
 use std::sync::LazyLock;

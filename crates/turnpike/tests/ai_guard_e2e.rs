@@ -142,7 +142,10 @@ apis:"#
 
 fn run() -> Value {
     let dir = TempDir::new();
-    let (_echo, echo) = start(&["echo", "--llm", "--port", "0"], "echo listening on http://");
+    let (_echo, echo) = start(
+        &["echo", "--llm", "--port", "0"],
+        "echo listening on http://",
+    );
     let guard = guard_service();
     // Accepts connections (the kernel's backlog) and never answers.
     let dead = TcpListener::bind("127.0.0.1:0").expect("bind dead guard");
@@ -186,7 +189,11 @@ fn guards_and_caches_through_the_official_sdks() {
 fn refusals(v: &Value) {
     let d = &v["deny_openai"];
     assert_eq!(d["status"], 400, "{d}");
-    assert_eq!(openai_code(d), "ai_prompt_denied", "OpenAI's shape, its code: {d}");
+    assert_eq!(
+        openai_code(d),
+        "ai_prompt_denied",
+        "OpenAI's shape, its code: {d}"
+    );
     assert_eq!(d["class"], "BadRequestError", "{d}");
     let d = &v["deny_anthropic"];
     assert_eq!(d["status"], 400, "{d}");
@@ -206,14 +213,25 @@ fn refusals(v: &Value) {
 fn pii(v: &Value) {
     let w = &v["pii_whole"];
     let saw = w["provider_saw"].as_str().unwrap_or_default();
-    assert!(saw.contains("<EMAIL_1>") && saw.contains("<PHONE_1>"), "{w}");
-    assert!(!saw.contains("bob@example.com") && !saw.contains("555"), "{w}");
+    assert!(
+        saw.contains("<EMAIL_1>") && saw.contains("<PHONE_1>"),
+        "{w}"
+    );
+    assert!(
+        !saw.contains("bob@example.com") && !saw.contains("555"),
+        "{w}"
+    );
     let answer = w["answer"].as_str().unwrap_or_default();
     assert!(answer.contains("bob@example.com"), "put back: {w}");
     assert!(answer.contains("+1 415 555 0134"), "put back: {w}");
 
     let r = &v["pii_raw"];
-    assert!(r["answer"].as_str().is_some_and(|a| a.contains("<EMAIL_1>")), "{r}");
+    assert!(
+        r["answer"]
+            .as_str()
+            .is_some_and(|a| a.contains("<EMAIL_1>")),
+        "{r}"
+    );
 
     let s = &v["pii_stream"];
     let saw = s["provider_saw"].as_str().unwrap_or_default();
@@ -224,7 +242,10 @@ fn pii(v: &Value) {
         answer.contains("alice.smith@example.org") && answer.contains("4111 1111 1111 1111"),
         "{s}"
     );
-    assert!(s["pieces"].as_array().is_some_and(|p| p.len() > 3), "streamed: {s}");
+    assert!(
+        s["pieces"].as_array().is_some_and(|p| p.len() > 3),
+        "streamed: {s}"
+    );
 
     let a = &v["pii_stream_anthropic"];
     let saw = a["provider_saw"].as_str().unwrap_or_default();
@@ -240,7 +261,12 @@ fn external_and_schema(v: &Value) {
     let e = &v["external_refused"];
     assert_eq!(e["status"], 400, "{e}");
     assert_eq!(openai_code(e), "ai_guard_refused", "{e}");
-    assert!(e["body"]["message"].as_str().is_some_and(|m| m.contains("off-topic")), "{e}");
+    assert!(
+        e["body"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("off-topic")),
+        "{e}"
+    );
     assert_eq!(v["external_allowed"]["status"], 200, "{v}");
     assert_eq!(v["fail_open"]["status"], 200, "fail open: {v}");
     let c = &v["fail_closed"];
@@ -258,21 +284,47 @@ fn caches(v: &Value) {
     assert_eq!(e["x_cache"][0], "MISS", "{e}");
     assert_eq!(e["x_cache"][1], "HIT", "{e}");
     assert_eq!(e["x_cache"][2], "MISS", "another application: {e}");
-    assert!(e["x_cache"][3].is_null(), "temperature 0.7 is not cached: {e}");
+    assert!(
+        e["x_cache"][3].is_null(),
+        "temperature 0.7 is not cached: {e}"
+    );
     assert_eq!(e["same_answer"], true, "{e}");
-    assert_eq!(e["calls_for_two"], 1, "one provider call for two requests: {e}");
-    assert_eq!(e["calls_after"], 3, "other app, warm temperature, stream: {e}");
+    assert_eq!(
+        e["calls_for_two"], 1,
+        "one provider call for two requests: {e}"
+    );
+    assert_eq!(
+        e["calls_after"], 3,
+        "other app, warm temperature, stream: {e}"
+    );
 
     let p = &v["exact_pii"];
     assert_eq!(p["x_cache"][1], "HIT", "{p}");
-    assert!(p["answers"][1].as_str().is_some_and(|a| a.contains("carol@example.com")), "{p}");
+    assert!(
+        p["answers"][1]
+            .as_str()
+            .is_some_and(|a| a.contains("carol@example.com")),
+        "{p}"
+    );
 
     let s = &v["semantic"];
     let (similar, dissimilar) = (s["similar"].as_f64(), s["dissimilar"].as_f64());
-    assert!(similar >= Some(0.9) && dissimilar < Some(0.9), "the echo's vectors: {s}");
+    assert!(
+        similar >= Some(0.9) && dissimilar < Some(0.9),
+        "the echo's vectors: {s}"
+    );
     assert_eq!(s["x_cache"][0], "MISS", "{s}");
-    assert_eq!(s["x_cache"][1], "HIT", "a paraphrase above the threshold: {s}");
+    assert_eq!(
+        s["x_cache"][1], "HIT",
+        "a paraphrase above the threshold: {s}"
+    );
     assert_eq!(s["x_cache"][2], "MISS", "below the threshold: {s}");
-    assert_eq!(s["answers"][1], s["answers"][0], "the first answer, reused: {s}");
-    assert_eq!(s["provider_calls"], 5, "2 misses x (embed + chat) + 1 embed: {s}");
+    assert_eq!(
+        s["answers"][1], s["answers"][0],
+        "the first answer, reused: {s}"
+    );
+    assert_eq!(
+        s["provider_calls"], 5,
+        "2 misses x (embed + chat) + 1 embed: {s}"
+    );
 }
