@@ -16,12 +16,30 @@ use serde_json::{Map, Value};
 use turnpike_policy::ai::TokenUsage;
 use turnpike_policy::{ErrorKind, Flow, FromCache, GatewayError, HookResult, RequestCtx, Step};
 
-use crate::cache::{self, Key};
-use crate::guard::Guarded;
-use crate::policy::{AiPolicy, Call};
+use crate::cache::{self, AnswerCache, Key};
+use crate::guard::{Guard, Guarded};
 use crate::request::Front;
 
 const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
+
+/// An AI API's guardrails and answer cache, compiled.
+pub(crate) struct Extras {
+    pub(crate) guard: Option<Guard>,
+    pub(crate) cache: Option<AnswerCache>,
+    pub(crate) api_id: Arc<str>,
+}
+
+/// What the policy does around this module: its own routing and translation, and its
+/// refusals in the front's shape.
+pub(crate) trait Proceed: Sync {
+    fn proceed(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> HookResult;
+    fn refuse(&self, ctx: &RequestCtx, e: GatewayError) -> Response<Bytes>;
+}
 
 /// What the request side of a guarded or cached call leaves for its answer.
 #[derive(Clone, Default)]
@@ -50,36 +68,37 @@ fn is_call(front: Front) -> bool {
 
 /// `on_request_body` of a guarded or cached API.
 pub(crate) fn request<'a>(
-    p: &'a AiPolicy,
+    x: &'a Extras,
+    p: &'a dyn Proceed,
+    front: Front,
     ctx: &'a mut RequestCtx,
     req: &'a mut request::Parts,
     body: &'a mut Bytes,
 ) -> Step<'a> {
-    let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
     if !is_call(front) {
-        return Step::Done(p.answered(ctx, req, body));
+        return Step::Done(p.proceed(ctx, req, body));
     }
-    let checked = match check(p, front, ctx, body) {
+    let checked = match check(x, front, ctx, body) {
         Ok(Some(c)) => c,
         // Not JSON: the policy's own parse says why.
-        Ok(None) => return Step::Done(p.answered(ctx, req, body)),
-        Err(e) => return Step::Done(Ok(Flow::Respond(p.refusal(ctx, e)))),
+        Ok(None) => return Step::Done(p.proceed(ctx, req, body)),
+        Err(e) => return Step::Done(Ok(Flow::Respond(p.refuse(ctx, e)))),
     };
-    let external = p.guard.as_ref().and_then(|g| g.external.as_ref());
-    let semantic = p.cache.as_ref().and_then(|c| c.semantic.as_ref());
+    let external = x.guard.as_ref().and_then(|g| g.external.as_ref());
+    let semantic = x.cache.as_ref().and_then(|c| c.semantic.as_ref());
     if external.is_none() && (semantic.is_none() || front == Front::Embeddings) {
-        return Step::Done(lookup(p, ctx, req, body, checked, None));
+        return Step::Done(lookup(x, p, ctx, req, body, checked, None));
     }
     Step::Pending(Box::pin(async move {
-        if let Some(x) = external {
-            if let Err(e) = x
-                .check(&p.api_id, Some(&checked.model), &checked.texts)
+        if let Some(guard) = external {
+            if let Err(e) = guard
+                .check(&x.api_id, Some(&checked.model), &checked.texts)
                 .await
             {
-                return Ok(Flow::Respond(p.refusal(ctx, e)));
+                return Ok(Flow::Respond(p.refuse(ctx, e)));
             }
         }
-        let cached = checked.pending.key.and_then(|k| p.cache.as_ref()?.get(&k));
+        let cached = checked.pending.key.and_then(|k| x.cache.as_ref()?.get(&k));
         let mut vector = None;
         if let (None, Some(s), true) = (&cached, semantic, front != Front::Embeddings) {
             if checked.pending.key.is_some() {
@@ -91,13 +110,13 @@ pub(crate) fn request<'a>(
                 });
             }
         }
-        lookup(p, ctx, req, body, checked, vector)
+        lookup(x, p, ctx, req, body, checked, vector)
     }))
 }
 
 /// Parses and checks a front call; `None` when the body is not a JSON object.
 fn check(
-    p: &AiPolicy,
+    x: &Extras,
     front: Front,
     ctx: &RequestCtx,
     body: &mut Bytes,
@@ -105,7 +124,7 @@ fn check(
     let Ok(Value::Object(mut parsed)) = serde_json::from_slice::<Value>(body) else {
         return Ok(None);
     };
-    let (guarded, mut texts, masked) = match &p.guard {
+    let (guarded, mut texts, masked) = match &x.guard {
         Some(g) => g.request(front, &mut parsed, body.len())?,
         None => Default::default(),
     };
@@ -116,12 +135,12 @@ fn check(
         );
     }
     let consumer = cache::consumer(ctx);
-    let key = p
+    let key = x
         .cache
         .as_ref()
         .filter(|_| cache::cacheable(front, &parsed))
         .map(|_| cache::key(&consumer, front, &parsed));
-    if texts.is_empty() && p.cache.as_ref().is_some_and(|c| c.semantic.is_some()) {
+    if texts.is_empty() && x.cache.as_ref().is_some_and(|c| c.semantic.is_some()) {
         texts = crate::guard::texts(&parsed);
     }
     let model = parsed
@@ -143,7 +162,8 @@ fn check(
 
 /// The exact (then semantic) lookup; a miss goes on to the provider.
 fn lookup(
-    p: &AiPolicy,
+    x: &Extras,
+    p: &dyn Proceed,
     ctx: &mut RequestCtx,
     req: &mut request::Parts,
     body: &mut Bytes,
@@ -151,7 +171,7 @@ fn lookup(
     vector: Option<(u64, Arc<[f32]>)>,
 ) -> HookResult {
     let mut pending = checked.pending;
-    if let (Some(c), Some(k)) = (&p.cache, pending.key) {
+    if let (Some(c), Some(k)) = (&x.cache, pending.key) {
         let similar = || {
             let (scope, v) = vector.as_ref()?;
             let (near, _) = c.semantic.as_ref()?.nearest(*scope, v)?;
@@ -162,7 +182,7 @@ fn lookup(
         }
     }
     pending.vector = vector;
-    let r = p.answered(ctx, req, body);
+    let r = p.proceed(ctx, req, body);
     if matches!(r, Ok(Flow::Continue)) && (pending.key.is_some() || !pending.guarded.is_empty()) {
         ctx.ext.insert(pending);
     }
@@ -191,9 +211,10 @@ fn hit(ctx: &mut RequestCtx, guarded: &Guarded, entry: &cache::Entry) -> Respons
 
 /// A whole 200 answer (already in the front's shape): schema, cache, unmask.
 pub(crate) fn answer(
-    p: &AiPolicy,
+    x: &Extras,
+    p: &dyn Proceed,
     ctx: &mut RequestCtx,
-    call: &Call,
+    answered_by: (Option<Arc<str>>, Arc<str>),
     resp: &mut response::Parts,
     body: &mut Bytes,
 ) {
@@ -203,7 +224,7 @@ pub(crate) fn answer(
     if pending.guarded.schema.is_some() {
         let v: Value = serde_json::from_slice(body).unwrap_or(Value::Object(Map::new()));
         if let Err(e) = pending.guarded.check_answer(&v) {
-            let refused = p.refusal(ctx, e);
+            let refused = p.refuse(ctx, e);
             let (parts, b) = refused.into_parts();
             resp.status = parts.status;
             resp.headers = parts.headers;
@@ -212,12 +233,9 @@ pub(crate) fn answer(
             return;
         }
     }
-    if let (Some(c), Some(k)) = (&p.cache, pending.key) {
-        let provider = call
-            .provider
-            .and_then(|i| p.providers.get(i))
-            .map_or_else(|| Arc::from(""), |pr| pr.name.clone());
-        c.put(k, body.clone(), call.model.clone(), provider);
+    if let (Some(c), Some(k)) = (&x.cache, pending.key) {
+        let (model, provider) = answered_by;
+        c.put(k, body.clone(), model, provider);
         if let (Some(s), Some((scope, v))) = (&c.semantic, pending.vector) {
             s.remember(scope, v, k);
         }

@@ -80,7 +80,7 @@ impl PolicyKind for Ai {
         let guard = spec
             .guards
             .as_ref()
-            .map(|g| Arc::new(crate::guard::Guard::build(g, cx)));
+            .map(|g| crate::guard::Guard::build(g, cx));
         let first = (
             endpoint.as_deref().unwrap_or_default(),
             providers.first().and_then(|p| p.auth.as_ref()),
@@ -88,7 +88,14 @@ impl PolicyKind for Ai {
         let cache = spec
             .cache
             .as_ref()
-            .map(|c| Arc::new(crate::cache::AnswerCache::build(c, &api_id, first, cx)));
+            .map(|c| crate::cache::AnswerCache::build(c, &api_id, first, cx));
+        let extras = (guard.is_some() || cache.is_some()).then(|| {
+            Box::new(crate::flow::Extras {
+                guard,
+                cache,
+                api_id: api_id.into(),
+            })
+        });
         Some(Arc::new(AiPolicy {
             providers,
             routes,
@@ -96,9 +103,7 @@ impl PolicyKind for Ai {
             limits,
             passthrough: spec.passthrough,
             client_key: client_key(cx),
-            guard,
-            cache,
-            api_id: api_id.into(),
+            extras,
         }))
     }
 }

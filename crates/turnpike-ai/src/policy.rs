@@ -28,6 +28,7 @@ use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
+use crate::flow::Proceed;
 use crate::request::{Front, Limits};
 use crate::stream::{AiStream, Mode};
 use crate::to_anthropic::StreamToOpenai;
@@ -99,18 +100,16 @@ pub struct AiPolicy {
     pub(crate) passthrough: bool,
     pub(crate) client_key: Option<ClientKey>,
     /// Guardrails and the answer cache (`flow.rs`); none: the plain path.
-    pub(crate) guard: Option<Arc<crate::guard::Guard>>,
-    pub(crate) cache: Option<Arc<crate::cache::AnswerCache>>,
-    pub(crate) api_id: Arc<str>,
+    pub(crate) extras: Option<Box<crate::flow::Extras>>,
 }
 
 /// What the request side learnt, for the response side.
 #[derive(Clone)]
-pub(crate) struct Call {
-    pub(crate) front: Front,
+struct Call {
+    front: Front,
     /// The provider a front call went to (none: pass-through, `/models`, refused).
-    pub(crate) provider: Option<usize>,
-    pub(crate) model: Option<Arc<str>>,
+    provider: Option<usize>,
+    model: Option<Arc<str>>,
     stream: bool,
     /// The client asked for OpenAI's usage chunk (`stream_options.include_usage`); the
     /// gateway always asks an OpenAI provider for it, reads it, and leaves it out of
@@ -264,32 +263,14 @@ impl AiPolicy {
     }
 
     /// The request body hook's outcome, the policy's own refusals in the front's shape.
-    pub(crate) fn answered(
+    fn answered(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
     ) -> HookResult {
         self.request_body(ctx, req, body)
-            .or_else(|e| Ok(Flow::Respond(self.refusal(ctx, e))))
-    }
-
-    /// Our own refusal: the chain would show it to the policies before this one only,
-    /// so it leaves in the front's shape from here (its kind in the response's
-    /// extensions, for the analytics reason).
-    pub(crate) fn refusal(&self, ctx: &RequestCtx, e: GatewayError) -> Response<Bytes> {
-        let anthropic = ctx
-            .ext
-            .get::<Call>()
-            .is_some_and(|c| c.front.is_anthropic());
-        let kind = e.kind;
-        let resp = e.into_response(&ctx.request_id);
-        let (mut parts, b) = resp.into_parts();
-        let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
-        parts.headers.insert(CONTENT_TYPE, JSON);
-        parts.headers.remove(http::header::CONTENT_LENGTH);
-        parts.extensions.insert(kind);
-        Response::from_parts(parts, b)
+            .or_else(|e| Ok(Flow::Respond(self.refuse(ctx, e))))
     }
 
     /// A whole answer: usage read, translated when the provider spoke the other API.
@@ -321,6 +302,35 @@ impl AiPolicy {
                 false,
             ));
         }
+    }
+}
+
+impl crate::flow::Proceed for AiPolicy {
+    fn proceed(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> HookResult {
+        self.answered(ctx, req, body)
+    }
+
+    /// Our own refusal: the chain would show it to the policies before this one only,
+    /// so it leaves in the front's shape from here (its kind in the response's
+    /// extensions, for the analytics reason).
+    fn refuse(&self, ctx: &RequestCtx, e: GatewayError) -> Response<Bytes> {
+        let anthropic = ctx
+            .ext
+            .get::<Call>()
+            .is_some_and(|c| c.front.is_anthropic());
+        let kind = e.kind;
+        let resp = e.into_response(&ctx.request_id);
+        let (mut parts, b) = resp.into_parts();
+        let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
+        parts.headers.insert(CONTENT_TYPE, JSON);
+        parts.headers.remove(http::header::CONTENT_LENGTH);
+        parts.extensions.insert(kind);
+        Response::from_parts(parts, b)
     }
 }
 
@@ -419,8 +429,9 @@ impl Policy for AiPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
-        if self.guard.is_some() || self.cache.is_some() {
-            return crate::flow::request(self, ctx, req, body);
+        if let Some(x) = &self.extras {
+            let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
+            return crate::flow::request(x, self, front, ctx, req, body);
         }
         Step::Done(self.answered(ctx, req, body))
     }
@@ -450,8 +461,11 @@ impl Policy for AiPolicy {
         }
         if resp.status == StatusCode::OK {
             self.answer(ctx, &call, body);
-            if self.guard.is_some() || self.cache.is_some() {
-                crate::flow::answer(self, ctx, &call, resp, body);
+            if let Some(x) = &self.extras {
+                let provider = call.provider.and_then(|i| self.providers.get(i));
+                let provider = provider.map_or_else(|| Arc::from(""), |p| p.name.clone());
+                let by = (call.model.clone(), provider);
+                crate::flow::answer(x, self, ctx, by, resp, body);
             }
         }
         Ok(())

@@ -19,7 +19,8 @@ use turnpike_model::ai_guard::SemanticCacheSpec;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::BuildCx;
 
-use crate::cache::Key;
+/// The exact level's key of an answer (`cache.rs`), kept here as its bytes.
+type Key = [u8; 32];
 
 const DEFAULT_THRESHOLD: f64 = 0.95;
 const DEFAULT_MAX_ENTRIES: usize = 1000;
