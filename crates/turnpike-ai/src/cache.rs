@@ -20,7 +20,6 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use turnpike_model::ai_guard::AiCacheSpec;
 use turnpike_model::clock::Clock;
-use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::size::parse_size;
 use turnpike_policy::{BuildCx, RequestCtx};
 
@@ -79,18 +78,8 @@ impl AnswerCache {
         provider: (&str, Option<&http::HeaderValue>),
         cx: &mut BuildCx<'_>,
     ) -> AnswerCache {
-        let ttl = match spec.ttl.as_ref().map(parse_duration) {
-            None => DEFAULT_TTL,
-            Some(Ok(d)) if d > Duration::ZERO && d <= MAX_TTL => d,
-            Some(Ok(_)) => {
-                cx.problem(".cache.ttl", "between 1s and 7 days");
-                DEFAULT_TTL
-            }
-            Some(Err(e)) => {
-                cx.problem(".cache.ttl", e);
-                DEFAULT_TTL
-            }
-        };
+        let ttl =
+            crate::settings::duration(cx, ".cache.ttl", spec.ttl.as_ref(), DEFAULT_TTL, MAX_TTL);
         let max_size = match spec.max_size.as_ref().map(parse_size) {
             None => DEFAULT_MAX_SIZE,
             Some(Ok(Some(n))) if n > 0 => n,

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use turnpike_model::ai_guard::ExternalGuardSpec;
-use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::{BuildCx, ErrorKind, GatewayError};
 
 /// Largest verdict read.
@@ -45,18 +44,13 @@ impl External {
             cx.problem(".guards.external.url", "must be an http:// or https:// URL");
             return None;
         }
-        let timeout = match spec.timeout.as_ref().map(parse_duration) {
-            None => DEFAULT_TIMEOUT,
-            Some(Ok(d)) if d > Duration::ZERO && d <= MAX_TIMEOUT => d,
-            Some(Ok(_)) => {
-                cx.problem(".guards.external.timeout", "between 1ms and 30s");
-                DEFAULT_TIMEOUT
-            }
-            Some(Err(e)) => {
-                cx.problem(".guards.external.timeout", e);
-                DEFAULT_TIMEOUT
-            }
-        };
+        let timeout = crate::settings::duration(
+            cx,
+            ".guards.external.timeout",
+            spec.timeout.as_ref(),
+            DEFAULT_TIMEOUT,
+            MAX_TIMEOUT,
+        );
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())

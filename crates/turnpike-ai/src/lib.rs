@@ -30,6 +30,7 @@ mod policy;
 pub mod request;
 mod secret;
 mod semantic;
+mod settings;
 mod sse;
 mod stream;
 pub mod to_anthropic;

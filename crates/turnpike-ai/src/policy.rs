@@ -262,17 +262,6 @@ impl AiPolicy {
         }
     }
 
-    /// The request body hook's outcome, the policy's own refusals in the front's shape.
-    fn answered(
-        &self,
-        ctx: &mut RequestCtx,
-        req: &mut request::Parts,
-        body: &mut Bytes,
-    ) -> HookResult {
-        self.request_body(ctx, req, body)
-            .or_else(|e| Ok(Flow::Respond(self.refuse(ctx, e))))
-    }
-
     /// A whole answer: usage read, translated when the provider spoke the other API.
     fn answer(&self, ctx: &mut RequestCtx, call: &Call, body: &mut Bytes) {
         let Some(p) = call.provider.and_then(|i| self.providers.get(i)) else {
@@ -306,13 +295,15 @@ impl AiPolicy {
 }
 
 impl crate::flow::Proceed for AiPolicy {
+    /// The request body hook's outcome, the policy's own refusals in the front's shape.
     fn proceed(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         body: &mut Bytes,
     ) -> HookResult {
-        self.answered(ctx, req, body)
+        self.request_body(ctx, req, body)
+            .or_else(|e| Ok(Flow::Respond(self.refuse(ctx, e))))
     }
 
     /// Our own refusal: the chain would show it to the policies before this one only,
@@ -433,7 +424,7 @@ impl Policy for AiPolicy {
             let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
             return crate::flow::request(x, self, front, ctx, req, body);
         }
-        Step::Done(self.answered(ctx, req, body))
+        Step::Done(self.proceed(ctx, req, body))
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, resp: &response::Parts) -> bool {

@@ -16,7 +16,6 @@ use std::time::Duration;
 use http::HeaderValue;
 use serde_json::{json, Value};
 use turnpike_model::ai_guard::SemanticCacheSpec;
-use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::BuildCx;
 
 /// The exact level's key of an answer (`cache.rs`), kept here as its bytes.
@@ -26,6 +25,7 @@ const DEFAULT_THRESHOLD: f64 = 0.95;
 const DEFAULT_MAX_ENTRIES: usize = 1000;
 const MAX_ENTRIES: usize = 100_000;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest embeddings answer read, and most dimensions kept.
 const MAX_EMBEDDING_BYTES: usize = 1 << 20;
 const MAX_DIMENSIONS: usize = 8192;
@@ -71,15 +71,13 @@ impl Semantic {
         if max_entries == 0 || max_entries > MAX_ENTRIES {
             cx.problem(".cache.semantic.max_entries", format!("1 to {MAX_ENTRIES}"));
         }
-        let timeout = match spec.timeout.as_ref().map(parse_duration) {
-            None => DEFAULT_TIMEOUT,
-            Some(Ok(d)) if d > Duration::ZERO => d,
-            Some(Ok(_)) => DEFAULT_TIMEOUT,
-            Some(Err(e)) => {
-                cx.problem(".cache.semantic.timeout", e);
-                DEFAULT_TIMEOUT
-            }
-        };
+        let timeout = crate::settings::duration(
+            cx,
+            ".cache.semantic.timeout",
+            spec.timeout.as_ref(),
+            DEFAULT_TIMEOUT,
+            MAX_TIMEOUT,
+        );
         if spec.embedding_model.is_empty() {
             cx.problem(
                 ".cache.semantic.embedding_model",
