@@ -92,7 +92,7 @@ pub fn luhn(text: &str) -> bool {
             (_, x) => x,
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// ISO 13616: the first four characters moved to the end, letters as 10..35, the
