@@ -103,6 +103,32 @@ impl PolicyKind for Ai {
             max_messages: spec.max_messages.unwrap_or(Limits::default().max_messages),
             ..Limits::default()
         };
+        let api_id = cx.file.apis.get(cx.api).map_or_else(String::new, |a| {
+            turnpike_model::api_id(&a.context, &a.version)
+        });
+        let guard = spec
+            .guards
+            .as_ref()
+            .map(|g| crate::guard::Guard::build(g, cx));
+        // The semantic cache asks the first provider for embeddings, at its own URL.
+        let first = (
+            providers
+                .first()
+                .and_then(|p| endpoints.get(p.endpoint))
+                .map_or("", String::as_str),
+            providers.first().and_then(|p| p.auth.as_ref()),
+        );
+        let cache = spec
+            .cache
+            .as_ref()
+            .map(|c| crate::cache::AnswerCache::build(c, &api_id, first, cx));
+        let extras = (guard.is_some() || cache.is_some()).then(|| {
+            Box::new(crate::flow::Extras {
+                guard,
+                cache,
+                api_id: api_id.into(),
+            })
+        });
         Some(Arc::new(AiPolicy {
             providers,
             routes,
@@ -114,6 +140,7 @@ impl PolicyKind for Ai {
             clock: cx.runtime.clock().clone(),
             tier_models,
             endpoints: endpoints.len(),
+            extras,
         }))
     }
 }

@@ -20,25 +20,34 @@
 //! `foreign` (the hub for providers that speak neither front's API), `gemini`,
 //! `bedrock`, `eventstream` (AWS event-stream frames), `sigv4` (AWS Signature V4).
 //!
-//! A policy kind: depends on `turnpike-policy` and `turnpike-model` only, no IO but
-//! the secret read at build.
+//! A policy kind: depends on `turnpike-policy` and `turnpike-model` only; no IO but
+//! the secret read at build, and for APIs that configure them, the external guard's
+//! call and the semantic cache's embeddings call (`reqwest`).
 
 pub mod bedrock;
+mod cache;
 mod errors;
 pub mod eventstream;
+mod external;
+mod flow;
 mod foreign;
 pub mod gemini;
+mod guard;
 mod kind;
+pub mod pii;
 mod policy;
 mod providers;
 pub mod request;
 mod routing;
 mod secret;
+mod semantic;
+mod settings;
 mod sigv4;
 mod sse;
 mod stream;
 pub mod to_anthropic;
 pub mod to_openai;
+mod unmask_stream;
 pub mod usage;
 
 pub use kind::{expand, Ai};

@@ -31,6 +31,7 @@ use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
+use crate::flow::Proceed;
 use crate::foreign::{Foreign, Sink, Source};
 use crate::providers::{self, Wire};
 use crate::request::{Front, Limits};
@@ -115,6 +116,8 @@ pub struct AiPolicy {
     pub(crate) tier_models: HashMap<String, HashSet<String>>,
     /// How many endpoints the API has (its providers' URLs).
     pub(crate) endpoints: usize,
+    /// Guardrails and the answer cache (`flow.rs`); none: the plain path.
+    pub(crate) extras: Option<Box<crate::flow::Extras>>,
 }
 
 /// What the request side learnt, for the response side.
@@ -524,6 +527,37 @@ impl Picked {
     }
 }
 
+impl crate::flow::Proceed for AiPolicy {
+    /// The request body hook's outcome, the policy's own refusals in the front's shape.
+    fn proceed(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        body: &mut Bytes,
+    ) -> HookResult {
+        self.request_body(ctx, req, body)
+            .or_else(|e| Ok(Flow::Respond(self.refuse(ctx, e))))
+    }
+
+    /// Our own refusal: the chain would show it to the policies before this one only,
+    /// so it leaves in the front's shape from here (its kind in the response's
+    /// extensions, for the analytics reason).
+    fn refuse(&self, ctx: &RequestCtx, e: GatewayError) -> Response<Bytes> {
+        let anthropic = ctx
+            .ext
+            .get::<Call>()
+            .is_some_and(|c| c.front.is_anthropic());
+        let kind = e.kind;
+        let resp = e.into_response(&ctx.request_id);
+        let (mut parts, b) = resp.into_parts();
+        let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
+        parts.headers.insert(CONTENT_TYPE, JSON);
+        parts.headers.remove(http::header::CONTENT_LENGTH);
+        parts.extensions.insert(kind);
+        Response::from_parts(parts, b)
+    }
+}
+
 /// What a call may cost before it is sent: the prompt at 4 bytes a token of the
 /// request's JSON (cheap, and a little over; the provider's usage replaces it once the
 /// answer says it) and the completion cap it asked for (none for embeddings).
@@ -585,21 +619,11 @@ impl Policy for AiPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
-        let r = self.request_body(ctx, req, body).or_else(|e| {
-            // Our own refusal: the chain would show it to the policies before this one
-            // only, so it leaves in the front's shape from here.
-            let anthropic = ctx
-                .ext
-                .get::<Call>()
-                .is_some_and(|c| c.front.is_anthropic());
-            let resp = e.into_response(&ctx.request_id);
-            let (mut parts, b) = resp.into_parts();
-            let b = errors::reshape(anthropic, parts.status, &b).map_or(b, Bytes::from);
-            parts.headers.insert(CONTENT_TYPE, JSON);
-            parts.headers.remove(http::header::CONTENT_LENGTH);
-            Ok(Flow::Respond(Response::from_parts(parts, b)))
-        });
-        Step::Done(r)
+        if let Some(x) = &self.extras {
+            let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
+            return crate::flow::request(x, self, front, ctx, req, body);
+        }
+        Step::Done(self.proceed(ctx, req, body))
     }
 
     /// Bedrock streams AWS event-stream frames: the client gets Server-Sent Events, so
@@ -650,6 +674,12 @@ impl Policy for AiPolicy {
         }
         if resp.status == StatusCode::OK {
             self.answer(ctx, &call, body);
+            if let Some(x) = &self.extras {
+                let provider = call.provider.and_then(|i| self.providers.get(i));
+                let provider = provider.map_or_else(|| Arc::from(""), |p| p.name.clone());
+                let by = (call.model.clone(), provider);
+                crate::flow::answer(x, self, ctx, by, resp, body);
+            }
         }
         Ok(())
     }
@@ -679,12 +709,20 @@ impl Policy for AiPolicy {
             (anthropic, wire) => Mode::Foreign(Box::new(foreign_stream(call, anthropic, wire))),
         };
         let estimate = ctx.ext.get::<TokenEstimate>().copied().unwrap_or_default();
-        Some(Box::new(AiStream::new(
+        let anthropic = call.front.is_anthropic();
+        let stream = Box::new(AiStream::new(
             mode,
             estimate,
             call.model.clone(),
             p.name.clone(),
-        )))
+        ));
+        let masks = ctx.ext.get::<crate::flow::Pending>();
+        Some(match masks.and_then(|m| m.guarded.masks.clone()) {
+            Some(m) => Box::new(crate::unmask_stream::UnmaskStream::new(
+                stream, m, anthropic,
+            )),
+            None => stream,
+        })
     }
 }
 

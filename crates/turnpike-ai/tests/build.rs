@@ -252,3 +252,45 @@ fn a_provider_outside_the_apis_endpoints_is_named() {
         "{text}"
     );
 }
+
+#[test]
+fn every_bad_guard_and_cache_setting_is_reported_with_its_path() {
+    use turnpike_model::ai_guard::{AiCacheSpec, ExternalGuardSpec, GuardSpec, SemanticCacheSpec};
+    let spec = AiSpec {
+        providers: vec![provider("p1", "http://127.0.0.1:9/v1", None)],
+        guards: Some(GuardSpec {
+            max_request_bytes: Some("lots".into()),
+            deny: vec!["(unclosed".into()],
+            allow: vec!["x".repeat(2000)],
+            external: Some(ExternalGuardSpec {
+                url: "ftp://guard".into(),
+                ..ExternalGuardSpec::default()
+            }),
+            ..GuardSpec::default()
+        }),
+        cache: Some(AiCacheSpec {
+            ttl: Some("forever".into()),
+            max_size: Some(0.into()),
+            semantic: Some(SemanticCacheSpec {
+                embedding_model: String::new(),
+                threshold: Some(1.5),
+                ..SemanticCacheSpec::default()
+            }),
+        }),
+        ..AiSpec::default()
+    };
+    let (_, problems) = build(&spec, &Runtime::default());
+    let text = paths(&problems).join("\n");
+    for want in [
+        "apis[0].ai.guards.max_request_bytes",
+        "apis[0].ai.guards.deny",
+        "apis[0].ai.guards.allow[0]",
+        "apis[0].ai.guards.external.url",
+        "apis[0].ai.cache.ttl",
+        "apis[0].ai.cache.max_size",
+        "apis[0].ai.cache.semantic.threshold",
+        "apis[0].ai.cache.semantic.embedding_model",
+    ] {
+        assert!(text.contains(want), "{want} missing from:\n{text}");
+    }
+}

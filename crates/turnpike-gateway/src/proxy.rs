@@ -301,6 +301,9 @@ async fn exchange(
             rbody = rbody.transformed(streams);
         }
     }
+    // A policy that answered with a refusal of its own shaping (an AI API's error in
+    // its front's shape) names the error's kind in the response's extensions.
+    let failed = failed.or_else(|| rparts.extensions.get::<ErrorKind>().copied());
     (Response::from_parts(rparts, rbody), failed)
 }
 

@@ -34,6 +34,12 @@ pub struct AiSpec {
     /// provider failing often is left out for a while. Defaults apply when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<FallbackSpec>,
+    /// Guardrails on prompts and answers (`ai_guard.rs`); none when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<crate::ai_guard::GuardSpec>,
+    /// The answer cache (`ai_guard.rs`); off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::ai_guard::AiCacheSpec>,
 }
 
 /// Retries and suspension of a model's targets (docs/ai-gateway.md "Routing and

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod ai;
+pub mod ai_guard;
 pub mod applications;
 pub mod clock;
 pub mod fnv;

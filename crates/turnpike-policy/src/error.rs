@@ -109,6 +109,19 @@ pub enum ErrorKind {
     /// An LLM API's caller asked for a model its subscription tier does not list
     /// (`models:` of the tier, docs/ai-gateway.md).
     ModelNotAllowed,
+    // AI guardrails (turnpike-ai guard.rs; docs/ai-gateway.md).
+    /// A prompt matches a deny pattern of its AI API, or none of its allow patterns.
+    AiPromptDenied,
+    /// A prompt carries personal data its AI API refuses (or more than it can mask).
+    AiPiiDetected,
+    /// A request asks for more completion tokens than its AI API allows.
+    AiMaxTokensExceeded,
+    /// The external guard service refused the prompt.
+    AiGuardRefused,
+    /// The external guard service gave no verdict and the API fails closed.
+    AiGuardUnavailable,
+    /// A provider's structured answer does not meet the request's JSON schema.
+    AiAnswerInvalid,
 }
 
 /// One row of the table: status, stable code, default client message, blame.
@@ -409,6 +422,42 @@ impl ErrorKind {
                 "model_not_allowed",
                 "your subscription's tier does not allow this model",
                 Client,
+            ),
+            AiPromptDenied => row(
+                StatusCode::BAD_REQUEST,
+                "ai_prompt_denied",
+                "the prompt is not allowed by this API's guardrails",
+                Client,
+            ),
+            AiPiiDetected => row(
+                StatusCode::BAD_REQUEST,
+                "ai_pii_detected",
+                "the prompt carries personal data this API refuses",
+                Client,
+            ),
+            AiMaxTokensExceeded => row(
+                StatusCode::BAD_REQUEST,
+                "ai_max_tokens_exceeded",
+                "the request asks for more tokens than this API allows",
+                Client,
+            ),
+            AiGuardRefused => row(
+                StatusCode::BAD_REQUEST,
+                "ai_guard_refused",
+                "the guard service refused the prompt",
+                Client,
+            ),
+            AiGuardUnavailable => row(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ai_guard_unavailable",
+                "the guard service could not be asked; retry shortly",
+                Upstream,
+            ),
+            AiAnswerInvalid => row(
+                StatusCode::BAD_GATEWAY,
+                "ai_answer_invalid",
+                "the model's answer does not meet the requested schema",
+                Upstream,
             ),
         }
     }
