@@ -19,8 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use turnpike_keymanager::{
     AuthorizeClient, ClientRecord, ClientStore, Clock, GrantType, KeyInfo, KeyManager,
-    KeyManagerConfig, Registration, RegistrationPolicy, StoreError as KmError, Stores, SystemClock,
-    TokenFormat, UserRecord,
+    KeyManagerConfig, MetadataDocumentPolicy, Registration, RegistrationPolicy,
+    StoreError as KmError, Stores, SystemClock, TokenFormat, UserRecord,
 };
 use turnpike_model::rest::CLI_CLIENT_ID;
 use turnpike_model::security::{
@@ -98,6 +98,11 @@ impl ClientStore for Clients {
     }
     async fn registration_policy(&self) -> Result<Option<RegistrationPolicy>, KmError> {
         registration_policy(&self.store)
+            .await
+            .map_err(|e| KmError::new(e.to_string()))
+    }
+    async fn metadata_document_policy(&self) -> Result<Option<MetadataDocumentPolicy>, KmError> {
+        crate::rest::client_metadata_documents::policy(&self.store)
             .await
             .map_err(|e| KmError::new(e.to_string()))
     }

@@ -141,19 +141,31 @@ impl KeyManager {
     async fn requester(
         &self,
         client_id: &str,
-    ) -> Result<Option<(Vec<String>, Option<ConsentFor>)>, OAuthError> {
+    ) -> Result<Option<(Vec<String>, Option<ConsentFor>)>, Refusal> {
         if let Some(c) = self.authorize_client(client_id) {
             return Ok(Some((c.redirect_uris.clone(), None)));
         }
-        let Some(app) = self.inner.stores.clients.client(client_id).await? else {
+        // A metadata document's client: its redirect URIs are the document's, fresh.
+        let document = match crate::metadata_document::is_document_url(client_id) {
+            true => self
+                .client_document(client_id)
+                .await
+                .map_err(Refusal::Store)?
+                .transpose()
+                .map_err(Refusal::Page)?,
+            false => None,
+        };
+        let app = self.inner.stores.clients.client(client_id).await;
+        let Some(app) = app.map_err(|e| Refusal::Store(e.into()))? else {
             return Ok(None);
         };
-        Ok((!app.redirect_uris.is_empty()).then(|| {
+        let uris = document.map_or(app.redirect_uris, |d| d.redirect_uris);
+        Ok((!uris.is_empty()).then(|| {
             let consent = ConsentFor {
                 application: app.application_name,
                 owner: app.owner,
             };
-            (app.redirect_uris, Some(consent))
+            (uris, Some(consent))
         }))
     }
 
@@ -168,8 +180,7 @@ impl KeyManager {
         let client_id = get("client_id").ok_or(Refusal::Page("client_id is required"))?;
         let (redirect_uris, consent) = self
             .requester(&client_id)
-            .await
-            .map_err(Refusal::Store)?
+            .await?
             .ok_or(Refusal::Page("unknown client"))?;
         let redirect_uri = get("redirect_uri").ok_or(Refusal::Page("redirect_uri is required"))?;
         if !redirect_uris.contains(&redirect_uri) {

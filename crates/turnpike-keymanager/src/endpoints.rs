@@ -254,5 +254,8 @@ pub(crate) async fn discovery(State(km): State<KeyManager>) -> Response {
     if km.registration_policy().await.ok().flatten().is_some() {
         doc["registration_endpoint"] = format!("{iss}/oauth2/register").into();
     }
+    if km.metadata_document_policy().await.ok().flatten().is_some() {
+        doc["client_id_metadata_document_supported"] = true.into();
+    }
     Json(doc).into_response()
 }

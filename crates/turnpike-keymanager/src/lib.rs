@@ -19,6 +19,7 @@ mod keys;
 mod limiter;
 mod login_page;
 mod memory;
+mod metadata_document;
 mod peer;
 mod registration;
 mod resource;
@@ -43,6 +44,7 @@ pub use error::OAuthError;
 pub use keys::{Jwk, Jwks, KeyError};
 pub use limiter::{user_account, BruteForcePolicy, PasswordGuard};
 pub use memory::MemoryStore;
+pub use metadata_document::MetadataDocumentPolicy;
 pub use peer::PeerIp;
 pub use registration::RegistrationPolicy;
 pub use secret::{hash_secret, hash_secret_for_tests, random_token, token_hash, verify_secret};
@@ -83,6 +85,9 @@ pub struct KeyManagerConfig {
     pub session_ttl: Duration,
     /// Dynamic client registration (RFC 7591); `None` (the default): off.
     pub registration: Option<RegistrationPolicy>,
+    /// Client ID metadata documents; `None` (the default): the store's policy decides
+    /// (off unless an administrator turned them on).
+    pub metadata_documents: Option<MetadataDocumentPolicy>,
 }
 
 impl KeyManagerConfig {
@@ -97,6 +102,7 @@ impl KeyManagerConfig {
             authorize_clients: Vec::new(),
             session_ttl: Duration::from_secs(8 * 3600),
             registration: None,
+            metadata_documents: None,
         }
     }
 }
@@ -138,6 +144,7 @@ pub(crate) struct Inner {
     pub(crate) browser: authorize::BrowserState,
     /// Registrations per client address (`registration.rs`).
     pub(crate) registrations: registration::RegistrationLimiter,
+    pub(crate) documents: metadata_document::DocumentCache,
 }
 
 /// The authorization server. Cheap to clone.
@@ -180,6 +187,7 @@ impl KeyManager {
                 revocations: tokio::sync::watch::channel(0).0,
                 browser: authorize::BrowserState::default(),
                 registrations: registration::RegistrationLimiter::default(),
+                documents: metadata_document::DocumentCache::default(),
             }),
         })
     }

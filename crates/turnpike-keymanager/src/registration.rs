@@ -159,7 +159,7 @@ fn is_loopback_http(uri: &str) -> bool {
 
 /// A redirect URI this server accepts: `https` or loopback `http`, absolute, with a
 /// host, no fragment, no characters a `Location` or the store's word list would break.
-fn redirect_uri_ok(uri: &str) -> bool {
+pub(crate) fn redirect_uri_ok(uri: &str) -> bool {
     let https_host = uri
         .strip_prefix("https://")
         .is_some_and(|r| !r.is_empty() && !r.starts_with('/'));

@@ -141,6 +141,14 @@ pub trait ClientStore: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The client ID metadata document policy an administrator set; `None`: such
+    /// documents are not fetched. Default: off.
+    async fn metadata_document_policy(
+        &self,
+    ) -> Result<Option<crate::MetadataDocumentPolicy>, StoreError> {
+        Ok(None)
+    }
+
     /// Stores a dynamically registered client (RFC 7591) as a new application of
     /// `reg.owner`, in one transaction that first counts the owner's applications:
     /// `Ok(None)` when they already number `max_clients`. Default: unsupported.

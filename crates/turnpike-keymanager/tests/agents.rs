@@ -381,3 +381,132 @@ async fn client_credentials_take_a_resource_too() {
         "{body}"
     );
 }
+
+/// Serves client ID metadata documents on 127.0.0.1 (port 0), counting the fetches:
+/// `/client.json` names itself, `/other.json` names another client, `/moved` redirects,
+/// `/large.json` is over 5 KiB.
+async fn document_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::response::IntoResponse;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let (b, h) = (base.clone(), hits.clone());
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let (b, h) = (b.clone(), h.clone());
+        async move {
+            h.fetch_add(1, Ordering::SeqCst);
+            let doc = |id: String, pad: usize| {
+                axum::Json(json!({"client_id": id, "client_name": "docs agent",
+                    "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none",
+                    "padding": "x".repeat(pad)}))
+                .into_response()
+            };
+            match uri.path() {
+                "/client.json" => doc(format!("{b}/client.json"), 0),
+                "/other.json" => doc(format!("{b}/client.json"), 0),
+                "/large.json" => doc(format!("{b}/large.json"), 6000),
+                "/moved" => axum::response::Redirect::temporary("/client.json").into_response(),
+                _ => axum::http::StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, hits)
+}
+
+async fn refusal_page(km: &Km, client_id: &str) -> (u16, String) {
+    let resp = http()
+        .get(authorize_url(km, client_id, RESOURCE))
+        .send()
+        .await
+        .expect("authorize");
+    (
+        resp.status().as_u16(),
+        resp.text().await.unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn a_client_id_metadata_document_is_fetched_under_its_policy() {
+    let (base, hits) = document_server().await;
+    let client_id = format!("{base}/client.json");
+
+    // Off by default: the URL is an unknown client and nothing is fetched.
+    let km = start_agents(None).await;
+    assert!(metadata(&km)
+        .await
+        .get("client_id_metadata_document_supported")
+        .is_none());
+    let (status, html) = refusal_page(&km, &client_id).await;
+    assert_eq!(status, 400, "{html}");
+    assert!(html.contains("unknown client"), "{html}");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // On, but loopback addresses are not allowed (as on a real server).
+    let mut config = KeyManagerConfig::new("");
+    config.metadata_documents = Some(MetadataDocumentPolicy {
+        owner: "agents".into(),
+        scopes: vec!["read".into()],
+        ..MetadataDocumentPolicy::default()
+    });
+    let strict = start_with(config).await;
+    assert_eq!(
+        metadata(&strict).await["client_id_metadata_document_supported"],
+        true
+    );
+    let (status, html) = refusal_page(&strict, &client_id).await;
+    assert_eq!(status, 400);
+    assert!(
+        html.contains("not a usable metadata document URL"),
+        "http is refused: {html}"
+    );
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // Allowed for the test: each bad document is refused with its reason.
+    let mut config = KeyManagerConfig::new("");
+    config.metadata_documents = Some(MetadataDocumentPolicy {
+        owner: "agents".into(),
+        scopes: vec!["read".into()],
+        allow_private_addresses: true,
+        ..MetadataDocumentPolicy::default()
+    });
+    let km = start_with(config).await;
+    km.store.add_api("/pizza/v1");
+    for (path, why) in [
+        ("/other.json", "names another client_id"),
+        ("/moved", "redirects are not followed"),
+        ("/large.json", "larger than 5 KiB"),
+    ] {
+        let (status, html) = refusal_page(&km, &format!("{base}{path}")).await;
+        assert_eq!(status, 400, "{path}");
+        assert!(html.contains(why), "{path}: {html}");
+    }
+
+    // A good document: login, consent naming the client, a code, a bound token.
+    let before = hits.load(std::sync::atomic::Ordering::SeqCst);
+    let url = authorize_url(&km, &client_id, RESOURCE);
+    let (html, cookies, session) = sign_in(&km, &url).await;
+    assert!(html.contains("docs agent"), "{html}");
+    let mut allow = hidden_fields(&html);
+    allow.push(("consent".into(), "allow".into()));
+    let allowed = post_form(&km, &cookies, &allow).await;
+    let location = allowed.headers()["location"].to_str().expect("location");
+    let code = query_param(location, "code").expect("code");
+    let (status, token) = exchange(&km, &client_id, &code, Some(RESOURCE)).await;
+    assert_eq!(status, 200, "{token}");
+    let (_, claims, _, _) = split(token["access_token"].as_str().expect("jwt"));
+    assert_eq!(claims["aud"], json!([RESOURCE]));
+    assert_eq!(claims["subscriber"], "agents");
+    // The document was fetched once for all of it: cached.
+    let again = http()
+        .get(&url)
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("authorize again");
+    assert_eq!(again.status(), 302, "consent remembered");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), before + 1);
+}

@@ -16,6 +16,7 @@ mod exchange;
 mod fuzz;
 pub mod openapi;
 mod policy;
+pub mod preview;
 mod rpc;
 mod session;
 mod tools;

@@ -106,14 +106,7 @@ const RESERVED_HEADERS: [&str; 8] = [
 
 /// The API's tools, or every problem (document path below `mcp`, message).
 pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String, String)>> {
-    let ops = match &spec.openapi {
-        Some(text) => openapi::operations(text).map_err(|ps| {
-            ps.into_iter()
-                .map(|p| (".openapi".into(), p))
-                .collect::<Vec<_>>()
-        })?,
-        None => from_resources(api),
-    };
+    let ops = operations_of(spec, api)?;
     let mut problems = Vec::new();
     let chosen: Vec<(&Operation, Option<&str>, Option<&str>)> = match &spec.tools {
         None => ops.iter().map(|o| (o, None, None)).collect(),
@@ -152,8 +145,21 @@ pub fn build(spec: &McpSpec, api: &ApiSpec) -> Result<Vec<ToolDef>, Vec<(String,
     }
 }
 
+/// The operations tools may be made of: the section's OpenAPI document's, else the
+/// API's resources.
+pub(crate) fn operations_of(
+    spec: &McpSpec,
+    api: &ApiSpec,
+) -> Result<Vec<Operation>, Vec<(String, String)>> {
+    match &spec.openapi {
+        Some(text) => openapi::operations(text)
+            .map_err(|ps| ps.into_iter().map(|p| (".openapi".into(), p)).collect()),
+        None => Ok(from_resources(api)),
+    }
+}
+
 /// Whether `wanted` (an operationId, or `METHOD /path`) names `op`.
-fn names(op: &Operation, wanted: &str) -> bool {
+pub(crate) fn names(op: &Operation, wanted: &str) -> bool {
     if op.operation_id.as_deref() == Some(wanted) {
         return true;
     }
@@ -173,7 +179,7 @@ pub fn valid_name(name: &str) -> bool {
 
 /// The operationId when it is a valid name, else one made of the method and path
 /// (`get_pets_petId`).
-fn default_name(op: &Operation) -> String {
+pub(crate) fn default_name(op: &Operation) -> String {
     if let Some(id) = op.operation_id.as_deref().filter(|id| valid_name(id)) {
         return id.to_owned();
     }
@@ -236,7 +242,11 @@ fn template_names(path: &str) -> impl Iterator<Item = &str> {
         .filter_map(|s| s.split_once('}').map(|(name, _)| name))
 }
 
-fn tool(op: &Operation, name: String, description: Option<&str>) -> Result<ToolDef, String> {
+pub(crate) fn tool(
+    op: &Operation,
+    name: String,
+    description: Option<&str>,
+) -> Result<ToolDef, String> {
     let plan = plan(op)?;
     let mut properties = Map::new();
     let mut required = Vec::new();
@@ -268,7 +278,7 @@ fn tool(op: &Operation, name: String, description: Option<&str>) -> Result<ToolD
 }
 
 /// The operation's summary and description, or its method and path.
-fn describe(op: &Operation) -> String {
+pub(crate) fn describe(op: &Operation) -> String {
     match (&op.summary, &op.description) {
         (Some(s), Some(d)) => format!("{s}\n\n{d}"),
         (Some(t), None) | (None, Some(t)) => t.clone(),

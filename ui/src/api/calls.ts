@@ -86,6 +86,12 @@ export const publisher = {
       }),
     ) as CachePurge;
   },
+  /** The API's operations as MCP tools: served or not, names, descriptions, input schemas. */
+  async mcpTools(id: string): Promise<Schemas['McpTools']> {
+    return must(
+      await api.GET('/api/am/publisher/v1/apis/{apiId}/mcp-tools', { params: { path: { apiId: id } } }),
+    );
+  },
   async tryMediation(id: string, body: Schemas['MediationTryInput']): Promise<Schemas['MediationTryResult']> {
     return must(
       await api.POST('/api/am/publisher/v1/apis/{apiId}/mediation/try', {
@@ -200,6 +206,14 @@ export const devportal = {
   async apis(search: string): Promise<Listing<PortalApi>> {
     return must(
       await api.GET('/api/am/devportal/v1/apis', {
+        params: { query: { query: search || undefined, limit: 100 } },
+      }),
+    );
+  },
+  /** The visible APIs that are MCP servers, with their endpoint URLs and tools. */
+  async mcpServers(search: string): Promise<Listing<Schemas['McpServer']>> {
+    return must(
+      await api.GET('/api/am/devportal/v1/mcp-servers', {
         params: { query: { query: search || undefined, limit: 100 } },
       }),
     );

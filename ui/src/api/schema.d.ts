@@ -208,6 +208,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/admin/v1/settings/client-id-metadata-documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key manager's client ID metadata documents policy (an https client_id whose document is fetched): enabled, allowedHosts, allowPrivateAddresses, owner, applicationTier, scopes, maxClients
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        get: operations["getClientIdMetadataDocumentsSettings"];
+        /**
+         * Set the client ID metadata documents policy
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        put: operations["setClientIdMetadataDocumentsSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/admin/v1/settings/client-registration": {
         parameters: {
             query?: never;
@@ -820,6 +844,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/devportal/v1/mcp-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the visible APIs that are MCP servers: endpoint URLs and tools
+         * @description No credentials while anonymous browsing is on (/api/am/admin/v1/settings/devportal); otherwise bearer tokens need the apim:subscribe scope.
+         */
+        get: operations["listMcpServers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/devportal/v1/me/change-password": {
         parameters: {
             query?: never;
@@ -1332,6 +1376,26 @@ export interface paths {
          * @description Bearer tokens need the apim:api_view scope; HTTP Basic callers need the publisher role.
          */
         get: operations["getApiLifecycleState"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/am/publisher/v1/apis/{apiId}/mcp-tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The API's operations as MCP tools: which its mcp: section serves, their names, descriptions and input schemas (a first proposal when it has none)
+         * @description Bearer tokens need the apim:api_view scope; HTTP Basic callers need the publisher role.
+         */
+        get: operations["getApiMcpTools"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2401,6 +2465,39 @@ export interface components {
             /** @description a value of the cache's tag_header */
             tag?: string;
         };
+        ClientIdMetadataDocumentsSettings: {
+            allowPrivateAddresses: boolean;
+            allowedHosts: string[];
+            applicationTier: string;
+            enabled: boolean;
+            maxClients: number;
+            owner: string;
+            scopes: string[];
+        };
+        /**
+         * @example {
+         *       "allowedHosts": [
+         *         "*.agents.example"
+         *       ],
+         *       "applicationTier": "Unlimited",
+         *       "enabled": true,
+         *       "owner": "admin"
+         *     }
+         */
+        ClientIdMetadataDocumentsSettingsInput: {
+            /** @description also loopback, private and link-local addresses, and plain http to loopback (tests and labs only) */
+            allowPrivateAddresses?: boolean;
+            /** @description hosts whose documents are accepted (exact, or *.example.com); empty: any host with a public address */
+            allowedHosts?: string[];
+            applicationTier?: string;
+            /** @description accept an https URL as client_id and fetch its client ID metadata document (the MCP authorization specification) */
+            enabled?: boolean;
+            maxClients?: number;
+            /** @description the user who owns these clients' applications */
+            owner?: string;
+            /** @description scopes such a client may ask for */
+            scopes?: string[];
+        };
         ClientRegistrationSettings: {
             applicationTier: string;
             enabled: boolean;
@@ -2834,6 +2931,82 @@ export interface components {
         LifecycleState: {
             availableTransitions: ("Publish" | "Deploy as a Prototype" | "Demote to Created" | "Block" | "Deprecate" | "Re-Publish" | "Retire")[];
             state: string;
+        };
+        McpServer: {
+            apiId: string;
+            context: string;
+            description?: string;
+            /** @example /mcp/pets/v1 */
+            endpoint: string;
+            endpointURLs: {
+                URLs: {
+                    http?: string;
+                    https?: string;
+                };
+                environmentName: string;
+            }[];
+            instructions?: string | null;
+            lifecycleStatus?: string;
+            name: string;
+            tools: components["schemas"]["McpTool"][];
+            version: string;
+        };
+        McpServerList: {
+            count: number;
+            list: components["schemas"]["McpServer"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description an MCP tool as tools/list lists it */
+        McpTool: {
+            annotations?: {
+                destructiveHint?: boolean;
+                idempotentHint?: boolean;
+                readOnlyHint?: boolean;
+            };
+            description?: string;
+            /** @description JSON Schema of the arguments */
+            inputSchema: {
+                [key: string]: unknown;
+            };
+            name: string;
+            title?: string;
+        };
+        McpToolCandidate: {
+            defaultDescription: string;
+            defaultName: string;
+            method: string;
+            /**
+             * @description what mcp.tools[].operation names it by: the operationId, or METHOD /path
+             * @example getPet
+             */
+            operation: string;
+            path: string;
+            /** @description served as a tool (mcp.tools lists it, or lists nothing) */
+            selected: boolean;
+            tool: components["schemas"]["McpTool"];
+        };
+        McpTools: {
+            /**
+             * @description the MCP endpoint's path on the gateway
+             * @example /mcp/pets/v1
+             */
+            endpoint: string;
+            /** @description the API has an mcp: section; false: the candidates are those a first save would offer */
+            exposed: boolean;
+            /** @description not exposed yet: the stored OpenAPI document a first save puts in mcp.openapi */
+            openapi?: string;
+            /** @description what the gateway's compile would refuse */
+            problems: {
+                /** @example mcp.tools[0].operation */
+                field: string;
+                message: string;
+            }[];
+            /**
+             * @description what the tools are made of
+             * @enum {string}
+             */
+            source: "openapi" | "resources";
+            tools: components["schemas"]["McpToolCandidate"][];
         };
         /**
          * @description request and response transformations (headers, query, path, a jq program on the body), as the declarative file's mediation: (docs/mediation.md); a resource's direction replaces the API's
@@ -4037,6 +4210,122 @@ export interface operations {
             };
             /** @description conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getClientIdMetadataDocumentsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientIdMetadataDocumentsSettings"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setClientIdMetadataDocumentsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientIdMetadataDocumentsSettingsInput"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientIdMetadataDocumentsSettings"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body over the limit (2 MiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not JSON */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7080,6 +7369,76 @@ export interface operations {
             };
         };
     };
+    listMcpServers: {
+        parameters: {
+            query?: {
+                /** @description substring of name, context or description */
+                query?: string;
+                /** @description substring of the name */
+                name?: string;
+                /** @description exact context */
+                context?: string;
+                /** @description lifecycle states, comma separated */
+                state?: string;
+                /** @description page size */
+                limit?: number;
+                /** @description items to skip */
+                offset?: number;
+            };
+            header?: {
+                /** @description an ETag; 304 when it is still current */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerList"];
+                };
+            };
+            /** @description If-None-Match already has it */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     changeOwnPassword: {
         parameters: {
             query?: never;
@@ -9408,6 +9767,55 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LifecycleState"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiMcpTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apiId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpTools"];
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */

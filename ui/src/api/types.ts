@@ -41,3 +41,9 @@ export type GatewayList = Schemas['GatewayList'];
 export type SigningKey = Schemas['SigningKeys']['list'][number];
 /** Which credentials an API accepts (the file's `auth`), as the Publisher edits them. */
 export type ApiSecurity = Schemas['ApiSecuritySettings'];
+/** An API's operations as MCP tools, as the Publisher reviews them. */
+export type McpTools = Schemas['McpTools'];
+export type McpToolCandidate = Schemas['McpToolCandidate'];
+/** An MCP server as the Developer Portal lists it. */
+export type McpServer = Schemas['McpServer'];
+export type McpTool = Schemas['McpTool'];

@@ -34,10 +34,12 @@ import { ApiDocs } from './ApiDocs';
 import { saveFile } from '../lib/download';
 import { toYaml } from '../lib/yaml';
 import { AppList, AppPage, SubscriptionLine } from './DevPortalApps';
+import { McpServers } from './DevPortalMcp';
 
 export const devportalNav = [
   { href: '/devportal', label: 'APIs' },
   { href: '/devportal/applications', label: 'Applications' },
+  { href: '/devportal/mcp-servers', label: 'MCP servers' },
 ];
 
 export function DevPortalPage({ path, user }: { path: string; user: User | null }) {
@@ -46,6 +48,7 @@ export function DevPortalPage({ path, user }: { path: string; user: User | null 
   const appPage = match('/devportal/applications/:id', path);
   if (appPage) return <AppPage id={appPage.id} />;
   if (path.startsWith('/devportal/applications')) return <AppList />;
+  if (path.startsWith('/devportal/mcp-servers')) return <McpServers />;
   return <Catalogue />;
 }
 

@@ -35,6 +35,7 @@ import { CorsEditor, ResourcesEditor, SecurityEditor, TransformationsEditor } fr
 import { RequestHandlingEditor } from './PublisherRequestHandling';
 import { ResilienceEditor } from './PublisherResilience';
 import { CacheEditor } from './PublisherCache';
+import { McpEditor } from './PublisherMcp';
 
 export const publisherNav = [{ href: '/publisher', label: 'APIs' }];
 
@@ -329,6 +330,7 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
               <Tabs.Tab value="requests">Request handling</Tabs.Tab>
               <Tabs.Tab value="resilience">Resilience</Tabs.Tab>
               <Tabs.Tab value="cache">Cache</Tabs.Tab>
+              <Tabs.Tab value="mcp">MCP server</Tabs.Tab>
               <Tabs.Tab value="lifecycle">Lifecycle</Tabs.Tab>
               <Tabs.Tab value="subscriptions">Subscriptions</Tabs.Tab>
               <Tabs.Tab value="documents">Documents</Tabs.Tab>
@@ -357,6 +359,9 @@ function ApiDetail({ id, user }: { id: string; user: User }) {
             </Tabs.Panel>
             <Tabs.Panel value="cache" pt="md">
               <CacheEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
+            </Tabs.Panel>
+            <Tabs.Panel value="mcp" pt="md">
+              <McpEditor api={api.data} onSaved={api.reload} canEdit={canEdit} />
             </Tabs.Panel>
             <Tabs.Panel value="lifecycle" pt="md">
               <Lifecycle id={id} onChanged={api.reload} canPublish={user.scopes.includes('apim:api_publish')} />

@@ -115,7 +115,7 @@ fn analytics_query_params(id: &str) -> Vec<Value> {
 pub fn query_params(id: &str) -> Vec<Value> {
     let s = json!({"type": "string"});
     match id {
-        "listApis" | "listVisibleApis" => api_filters(),
+        "listApis" | "listVisibleApis" | "listMcpServers" => api_filters(),
         "applyFile" => {
             let flag = json!({"type": "boolean", "default": false});
             vec![
@@ -294,6 +294,7 @@ pub fn request_body(id: &str) -> Option<(&'static str, bool)> {
         "setEnvironments" => ("Environments", true),
         "setThrottlingSettings" => ("ThrottlingSettings", true),
         "setClientRegistrationSettings" => ("ClientRegistrationSettingsInput", true),
+        "setClientIdMetadataDocumentsSettings" => ("ClientIdMetadataDocumentsSettingsInput", true),
         "setAiPrice" => ("AiPriceInput", true),
         "selfSignup" => ("SignUp", true),
         "setSelfSignupSettings" => ("SelfSignupSettings", true),
@@ -319,6 +320,8 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getGraphqlComplexityTypes" => (200, r("GraphqlSchemaTypeList")),
         "tryIt" => (200, r("TryItResult")),
         "tryApiMediation" => (200, r("MediationTryResult")),
+        "getApiMcpTools" => (200, r("McpTools")),
+        "listMcpServers" => (200, r("McpServerList")),
         "purgeApiCache" => (202, r("CachePurge")),
         "importWsdl" => (201, r("ApiRecord")),
         "applyFile" => (200, r("ApplyResult")),
@@ -337,6 +340,9 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getThrottlingSettings" | "setThrottlingSettings" => (200, r("ThrottlingSettings")),
         "getClientRegistrationSettings" | "setClientRegistrationSettings" => {
             (200, r("ClientRegistrationSettings"))
+        }
+        "getClientIdMetadataDocumentsSettings" | "setClientIdMetadataDocumentsSettings" => {
+            (200, r("ClientIdMetadataDocumentsSettings"))
         }
         "listAiPrices" => (200, r("AiPriceList")),
         "setAiPrice" => (200, r("AiPrice")),
@@ -412,6 +418,7 @@ pub fn sends_etag(id: &str) -> bool {
             | "getApi"
             | "listApiSubscriptions"
             | "listVisibleApis"
+            | "listMcpServers"
             | "getVisibleApi"
             | "listApplications"
             | "getApplication"

@@ -65,10 +65,12 @@ fn tag_of(path: &str) -> &'static str {
 }
 
 /// Operations that take no id (in the path or the query), so never answer 404.
-const NEVER_404: [&str; 29] = [
+const NEVER_404: [&str; 32] = [
     "applyFile",
     "getClientRegistrationSettings",
     "setClientRegistrationSettings",
+    "getClientIdMetadataDocumentsSettings",
+    "setClientIdMetadataDocumentsSettings",
     "getEnvironments",
     "setEnvironments",
     "getThrottlingSettings",
@@ -82,6 +84,7 @@ const NEVER_404: [&str; 29] = [
     "listAuditLog",
     "listApis",
     "listVisibleApis",
+    "listMcpServers",
     "createApi",
     "importOpenApi",
     "importGraphqlSchema",

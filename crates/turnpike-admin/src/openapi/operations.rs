@@ -215,6 +215,13 @@ pub const OPERATIONS: &[Operation] = &[
         "apim:api_view",
     ),
     op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/mcp-tools",
+        "getApiMcpTools",
+        "The API's operations as MCP tools: which its mcp: section serves, their names, descriptions and input schemas (a first proposal when it has none)",
+        "apim:api_view",
+    ),
+    op(
         "post",
         "/api/am/publisher/v1/apis/{apiId}/cache/purge",
         "purgeApiCache",
@@ -247,6 +254,13 @@ pub const OPERATIONS: &[Operation] = &[
         "/api/am/devportal/v1/apis",
         "listVisibleApis",
         "List and search visible APIs (with endpointURLs: gateway URLs per environment)",
+        "catalogue",
+    ),
+    op(
+        "get",
+        "/api/am/devportal/v1/mcp-servers",
+        "listMcpServers",
+        "List the visible APIs that are MCP servers: endpoint URLs and tools",
         "catalogue",
     ),
     op(
@@ -569,6 +583,20 @@ pub const OPERATIONS: &[Operation] = &[
         "/api/am/admin/v1/settings/client-registration",
         "setClientRegistrationSettings",
         "Set the dynamic client registration policy (initialAccessToken is write-only; \"\" opens registration)",
+        "apim:admin",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/settings/client-id-metadata-documents",
+        "getClientIdMetadataDocumentsSettings",
+        "The key manager's client ID metadata documents policy (an https client_id whose document is fetched): enabled, allowedHosts, allowPrivateAddresses, owner, applicationTier, scopes, maxClients",
+        "apim:admin",
+    ),
+    op(
+        "put",
+        "/api/am/admin/v1/settings/client-id-metadata-documents",
+        "setClientIdMetadataDocumentsSettings",
+        "Set the client ID metadata documents policy",
         "apim:admin",
     ),
     op(

@@ -229,6 +229,41 @@ fn try_schemas() -> Value {
     })
 }
 
+/// An API's MCP server in the portals: the Publisher's tool candidates and the
+/// DevPortal's list of MCP servers (`rest/mcp_tools.rs`).
+fn mcp_schemas() -> Value {
+    let tool = json!({"type": "object", "required": ["name", "inputSchema"], "description": "an MCP tool as tools/list lists it", "properties": {
+        "name": {"type": "string", "maxLength": 128}, "title": {"type": "string"}, "description": {"type": "string"},
+        "inputSchema": {"type": "object", "description": "JSON Schema of the arguments"},
+        "annotations": {"type": "object", "properties": {"readOnlyHint": {"type": "boolean"}, "destructiveHint": {"type": "boolean"}, "idempotentHint": {"type": "boolean"}}}}});
+    let problem = json!({"type": "object", "required": ["field", "message"], "properties": {"field": {"type": "string", "example": "mcp.tools[0].operation"}, "message": {"type": "string"}}});
+    let urls = json!({"type": "object", "properties": {"http": {"type": "string"}, "https": {"type": "string"}}});
+    json!({
+        "McpTool": tool,
+        "McpToolCandidate": {"type": "object", "required": ["operation", "method", "path", "selected", "defaultName", "defaultDescription", "tool"], "properties": {
+            "operation": {"type": "string", "example": "getPet", "description": "what mcp.tools[].operation names it by: the operationId, or METHOD /path"},
+            "method": {"type": "string"}, "path": {"type": "string"},
+            "selected": {"type": "boolean", "description": "served as a tool (mcp.tools lists it, or lists nothing)"},
+            "defaultName": {"type": "string"}, "defaultDescription": {"type": "string"},
+            "tool": r("McpTool")}},
+        "McpTools": {"type": "object", "required": ["exposed", "endpoint", "source", "tools", "problems"], "properties": {
+            "exposed": {"type": "boolean", "description": "the API has an mcp: section; false: the candidates are those a first save would offer"},
+            "endpoint": {"type": "string", "example": "/mcp/pets/v1", "description": "the MCP endpoint's path on the gateway"},
+            "source": {"type": "string", "enum": ["openapi", "resources"], "description": "what the tools are made of"},
+            "openapi": {"type": "string", "description": "not exposed yet: the stored OpenAPI document a first save puts in mcp.openapi"},
+            "tools": {"type": "array", "items": r("McpToolCandidate")},
+            "problems": {"type": "array", "items": problem, "description": "what the gateway's compile would refuse"}}},
+        "McpServer": {"type": "object", "required": ["apiId", "name", "context", "version", "endpoint", "endpointURLs", "tools"], "properties": {
+            "apiId": {"type": "string"}, "name": {"type": "string"}, "context": {"type": "string"}, "version": {"type": "string"},
+            "description": {"type": "string"}, "lifecycleStatus": {"type": "string"},
+            "endpoint": {"type": "string", "example": "/mcp/pets/v1"},
+            "endpointURLs": {"type": "array", "items": {"type": "object", "required": ["environmentName", "URLs"], "properties": {"environmentName": {"type": "string"}, "URLs": urls}}},
+            "instructions": {"type": "string", "nullable": true},
+            "tools": {"type": "array", "items": r("McpTool")}}},
+        "McpServerList": list_of("McpServer", true),
+    })
+}
+
 /// The body of `POST /publisher/v1/apply` and its answer.
 fn apply_schemas() -> Value {
     json!({
@@ -336,6 +371,19 @@ pub fn schemas() -> Value {
             "owner": {"type": "string"}, "applicationTier": {"type": "string"},
             "grantTypes": {"type": "array", "items": {"type": "string"}}, "scopes": {"type": "array", "items": {"type": "string"}},
             "maxClients": {"type": "integer"}, "perMinute": {"type": "integer"}}},
+        "ClientIdMetadataDocumentsSettingsInput": strict(&[], json!({
+            "enabled": {"type": "boolean", "description": "accept an https URL as client_id and fetch its client ID metadata document (the MCP authorization specification)"},
+            "allowedHosts": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 255}, "description": "hosts whose documents are accepted (exact, or *.example.com); empty: any host with a public address"},
+            "allowPrivateAddresses": {"type": "boolean", "description": "also loopback, private and link-local addresses, and plain http to loopback (tests and labs only)"},
+            "owner": {"type": "string", "description": "the user who owns these clients' applications"},
+            "applicationTier": {"type": "string"},
+            "scopes": {"type": "array", "maxItems": 100, "items": {"type": "string"}, "description": "scopes such a client may ask for"},
+            "maxClients": {"type": "integer", "minimum": 1, "maximum": 100000}
+        }), json!({"enabled": true, "allowedHosts": ["*.agents.example"], "owner": "admin", "applicationTier": "Unlimited"})),
+        "ClientIdMetadataDocumentsSettings": {"type": "object", "required": ["enabled", "allowedHosts", "allowPrivateAddresses", "owner", "applicationTier", "scopes", "maxClients"], "properties": {
+            "enabled": {"type": "boolean"}, "allowedHosts": {"type": "array", "items": {"type": "string"}},
+            "allowPrivateAddresses": {"type": "boolean"}, "owner": {"type": "string"}, "applicationTier": {"type": "string"},
+            "scopes": {"type": "array", "items": {"type": "string"}}, "maxClients": {"type": "integer"}}},
         "AiPriceInput": strict(&["inputPerMillion", "outputPerMillion"], json!({
             "inputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million prompt tokens"},
             "outputPerMillion": {"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "USD per million completion tokens"},
@@ -602,6 +650,9 @@ pub fn schemas() -> Value {
         all.extend(m);
     }
     if let Value::Object(m) = try_schemas() {
+        all.extend(m);
+    }
+    if let Value::Object(m) = mcp_schemas() {
         all.extend(m);
     }
     Value::Object(all)

@@ -46,6 +46,40 @@ async fn get_settings(State(s): State<AppState>, _c: Admin) -> ApiResult<Respons
     Ok(axum::Json(view(v)).into_response())
 }
 
+/// What registered clients become, in a PUT: `owner`, `applicationTier`, `scopes`,
+/// `maxClients` (each optional: the current value stays; never empty), checked into
+/// `changes`. Shared by the client ID metadata documents' settings.
+pub(crate) async fn client_owner_fields(
+    s: &AppState,
+    f: &mut Fields<'_>,
+    changes: &mut serde_json::Map<String, Value>,
+) {
+    if let Some(o) = f.string("owner", false, 100) {
+        if o.is_empty() || s.inner.store.user(&o).await.is_err() {
+            f.err("owner", "no such user");
+        }
+        changes.insert("owner".into(), o.into());
+    }
+    if let Some(t) = f.string("applicationTier", false, 100) {
+        if t.is_empty()
+            || s.inner
+                .store
+                .get_tier(TierKind::Application, &t)
+                .await
+                .is_err()
+        {
+            f.err("applicationTier", "no such application tier");
+        }
+        changes.insert("applicationTier".into(), t.into());
+    }
+    if let Some(sc) = f.strings("scopes", 100, check_scope) {
+        changes.insert("scopes".into(), sc.into());
+    }
+    if let Some(n) = f.integer("maxClients", 1, 100_000) {
+        changes.insert("maxClients".into(), n.into());
+    }
+}
+
 async fn put_settings(
     State(s): State<AppState>,
     Admin(caller): Admin,
@@ -67,34 +101,10 @@ async fn put_settings(
         };
         changes.insert("initialAccessTokenSha256".into(), hash);
     }
-    // Optional in a PUT (the current value stays), never empty.
-    if let Some(o) = f.string("owner", false, 100) {
-        if o.is_empty() || s.inner.store.user(&o).await.is_err() {
-            f.err("owner", "no such user");
-        }
-        changes.insert("owner".into(), o.into());
-    }
-    if let Some(t) = f.string("applicationTier", false, 100) {
-        if t.is_empty()
-            || s.inner
-                .store
-                .get_tier(TierKind::Application, &t)
-                .await
-                .is_err()
-        {
-            f.err("applicationTier", "no such application tier");
-        }
-        changes.insert("applicationTier".into(), t.into());
-    }
+    client_owner_fields(&s, &mut f, &mut changes).await;
     let grant = |g: &str| (!GRANTS.contains(&g)).then(|| format!("one of {GRANTS:?}"));
     if let Some(g) = f.strings("grantTypes", 3, grant) {
         changes.insert("grantTypes".into(), g.into());
-    }
-    if let Some(sc) = f.strings("scopes", 100, check_scope) {
-        changes.insert("scopes".into(), sc.into());
-    }
-    if let Some(n) = f.integer("maxClients", 1, 100_000) {
-        changes.insert("maxClients".into(), n.into());
     }
     if let Some(n) = f.integer("perMinute", 1, 10_000) {
         changes.insert("perMinute".into(), n.into());

@@ -47,13 +47,10 @@ pub(crate) async fn visible_api(s: &AppState, id: &str) -> ApiResult<Api> {
     Ok(api)
 }
 
-async fn list_apis(
-    State(s): State<AppState>,
-    _caller: PortalReader,
-    pg: Paged,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    let mut filter = crate::rest::publisher::filter_from(&pg.q)?;
+/// The query's filter, its states narrowed to those developers see (none left: none
+/// match).
+pub(crate) fn visible_filter(q: &HashMap<String, String>) -> ApiResult<turnpike_store::ApiFilter> {
+    let mut filter = crate::rest::publisher::filter_from(q)?;
     let visible = [
         LifecycleState::Published,
         LifecycleState::Prototyped,
@@ -68,6 +65,16 @@ async fn list_apis(
             .filter(|s| visible.contains(s))
             .collect()
     };
+    Ok(filter)
+}
+
+async fn list_apis(
+    State(s): State<AppState>,
+    _caller: PortalReader,
+    pg: Paged,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let filter = visible_filter(&pg.q)?;
     let apis = if filter.states.is_empty() {
         turnpike_store::Page {
             total: 0,

@@ -7,6 +7,7 @@ pub(crate) mod ai_prices;
 pub(crate) mod analytics;
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod client_metadata_documents;
 pub(crate) mod client_registration;
 pub(crate) mod devportal;
 pub(crate) mod documents;
@@ -14,6 +15,7 @@ pub mod environments;
 pub(crate) mod export;
 pub(crate) mod graphql_policies;
 pub(crate) mod keys;
+pub(crate) mod mcp_tools;
 pub(crate) mod mediation_try;
 pub(crate) mod portal_settings;
 pub(crate) mod publisher;
@@ -40,7 +42,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(documents::publisher_routes())
                 .merge(admin::publisher_routes())
                 .merge(analytics::publisher_routes())
-                .merge(graphql_policies::routes()),
+                .merge(graphql_policies::routes())
+                .merge(mcp_tools::publisher_routes()),
         )
         .nest(
             "/api/am/devportal/v1",
@@ -52,7 +55,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(sdk::routes())
                 .merge(portal_settings::devportal_routes())
                 .merge(analytics::devportal_routes())
-                .merge(admin::devportal_routes()),
+                .merge(admin::devportal_routes())
+                .merge(mcp_tools::devportal_routes()),
         )
         .nest(
             "/api/am/admin/v1",
@@ -63,6 +67,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(throttle_settings::admin_routes())
                 .merge(portal_settings::admin_routes())
                 .merge(client_registration::admin_routes())
+                .merge(client_metadata_documents::admin_routes())
                 .merge(audit::admin_routes())
                 .merge(analytics::admin_routes())
                 .merge(ai_prices::admin_routes()),

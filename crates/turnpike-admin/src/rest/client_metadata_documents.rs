@@ -1,0 +1,123 @@
+//! The key manager's client ID metadata documents policy (docs/security.md "Client ID
+//! metadata documents"): `GET` / `PUT /api/am/admin/v1/settings/client-id-metadata-documents`
+//! with `{"enabled", "allowedHosts" (exact or `*.example.com`; empty: any public host),
+//! "allowPrivateAddresses" (loopback, private and link-local addresses and plain http to
+//! loopback: tests and labs only), "owner", "applicationTier", "scopes", "maxClients"}`.
+//! Off until an admin turns it on. Stored as one setting; the key manager reads it on each
+//! authorization request of a URL client (`crate::security`), so a change applies at once.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+use turnpike_keymanager::MetadataDocumentPolicy;
+use turnpike_store::{Store, StoreError};
+
+use crate::auth::Admin;
+use crate::error::ApiResult;
+use crate::http::JsonBody;
+use crate::rest::client_registration::client_owner_fields;
+use crate::validate::Fields;
+use crate::AppState;
+
+pub(crate) const KEY: &str = "client_id_metadata_documents";
+const MAX_HOSTS: usize = 100;
+
+pub fn admin_routes() -> Router<AppState> {
+    Router::new().route(
+        "/settings/client-id-metadata-documents",
+        get(get_settings).put(put_settings),
+    )
+}
+
+/// The stored setting with defaults filled in.
+fn setting(v: Option<Value>) -> Value {
+    let d = MetadataDocumentPolicy::default();
+    let mut out = json!({
+        "enabled": false,
+        "allowedHosts": d.allowed_hosts,
+        "allowPrivateAddresses": d.allow_private_addresses,
+        "owner": d.owner,
+        "applicationTier": d.application_tier,
+        "scopes": d.scopes,
+        "maxClients": d.max_clients,
+    });
+    if let (Some(Value::Object(set)), Some(o)) = (v, out.as_object_mut()) {
+        o.extend(set);
+    }
+    out
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The policy in force, `None` while documents are off (what the key manager asks).
+pub(crate) async fn policy(store: &Store) -> Result<Option<MetadataDocumentPolicy>, StoreError> {
+    let v = setting(store.setting(KEY).await?);
+    if v["enabled"] != true {
+        return Ok(None);
+    }
+    let d = MetadataDocumentPolicy::default();
+    Ok(Some(MetadataDocumentPolicy {
+        allowed_hosts: strings(&v["allowedHosts"]),
+        allow_private_addresses: v["allowPrivateAddresses"] == true,
+        owner: v["owner"].as_str().map_or(d.owner, str::to_owned),
+        application_tier: v["applicationTier"]
+            .as_str()
+            .map_or(d.application_tier, str::to_owned),
+        scopes: strings(&v["scopes"]),
+        max_clients: v["maxClients"].as_u64().unwrap_or(d.max_clients),
+    }))
+}
+
+/// A host name, or `*.` and one: letters, digits, `-` and `.`, at most 253.
+fn check_host(h: &str) -> Option<String> {
+    let name = h.strip_prefix("*.").unwrap_or(h);
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+    (!ok).then(|| "a host name, or *. and one".into())
+}
+
+async fn get_settings(State(s): State<AppState>, _c: Admin) -> ApiResult<Response> {
+    Ok(axum::Json(setting(s.inner.store.setting(KEY).await?)).into_response())
+}
+
+async fn put_settings(
+    State(s): State<AppState>,
+    Admin(caller): Admin,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let mut f = Fields::new(&body, "");
+    let mut changes = serde_json::Map::new();
+    for field in ["enabled", "allowPrivateAddresses"] {
+        if let Some(b) = f.boolean(field) {
+            changes.insert(field.into(), b.into());
+        }
+    }
+    if let Some(h) = f.strings("allowedHosts", MAX_HOSTS, check_host) {
+        let lower: Vec<String> = h.iter().map(|h| h.to_ascii_lowercase()).collect();
+        changes.insert("allowedHosts".into(), lower.into());
+    }
+    client_owner_fields(&s, &mut f, &mut changes).await;
+    f.finish_unknown();
+    f.into_result()?;
+    // Read inside the write transaction, so a concurrent change is not undone.
+    let mut tx = s.inner.store.begin_write().await?;
+    let mut v = setting(tx.setting(KEY).await?);
+    if let Some(o) = v.as_object_mut() {
+        o.extend(changes);
+    }
+    tx.set_setting(KEY, &v).await?;
+    tx.commit(&caller.name, "client ID metadata documents settings")
+        .await?;
+    Ok(axum::Json(v).into_response())
+}
