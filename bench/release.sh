@@ -85,7 +85,8 @@ http {
   }
 }
 CONF
-  on_gw nginx -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" &
+  # Its own output file: an inherited stdout would keep a caller's pipe open.
+  on_gw nginx -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >"$work/nginx/out.log" 2>&1 &
   pids+=($!)
   wait_port "$echo_port"; wait_port "$nginx_port"
   { cat <<YAML
@@ -106,7 +107,7 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit (with uncommitted changes)"
 table=$(python3 - "$work/turnpike/results.json" "$nginx_results" "$commit" "$("$bin" --version 2>/dev/null || echo turnpike)" \
   "$(uname -r)" "$(nginx -v 2>&1 | sed 's/.*nginx\///' || true)" <<'PY'
-import datetime, json, sys
+import datetime, json, os, sys
 tp_path, nginx_path, commit, version, kernel, nginx_version = sys.argv[1:7]
 tp = json.load(open(tp_path))
 m = tp["machine"]
@@ -157,7 +158,7 @@ for k, s in sorted(direct.items(), key=lambda kv: str(kv[0])):
 pinning = tp.get("setup", {}).get("pinning", {})
 today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 print(f"## Turnpike {version.replace('turnpike ', '')}, commit {commit}, {today}\n")
-print(f"Machine: {m['cpu_model']}, {m['cpus']} cores, {m['memory_mb'] / 1024:.1f} GiB RAM, Linux {kernel}.  ")
+print(f"Machine: {m['cpu_model']}, {os.cpu_count()} cores, {m['memory_mb'] / 1024:.1f} GiB RAM, Linux {kernel}.  ")
 print(f"Load: `turnpike bench` closed loop, {plan['users'][0]} users, 1 KiB JSON POST (GraphQL: WSO2's queries; SOAP: a 1 KiB envelope), "
       f"no back-end delay, {plan['warmup']} warm-up + {plan['duration']} measured per cell; "
       f"{tp.get('setup', {}).get('protocol', 'HTTP/1.1')}; credential: {tp.get('setup', {}).get('credential', 'JWT')}.  ")

@@ -251,46 +251,32 @@ pub fn summaries(path: &Path) -> Result<Vec<(String, Summary)>, BenchError> {
     Ok(out)
 }
 
-/// JMeter's Aggregate Report as a Markdown table.
+/// JMeter's Aggregate Report as a Markdown table (written here, not with the matrix
+/// report's table helper: `report` depends on `run`, which writes JTLs).
 pub fn markdown(rows: &[(String, Summary)]) -> String {
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|(label, s)| {
-            vec![
-                label.clone(),
-                s.samples.to_string(),
-                format!("{:.1}", s.avg_ms),
-                format!("{:.1}", s.p50_ms),
-                format!("{:.1}", s.p90_ms),
-                format!("{:.1}", s.p95_ms),
-                format!("{:.1}", s.p99_ms),
-                format!("{:.1}", s.min_ms),
-                format!("{:.1}", s.max_ms),
-                format!("{:.2} %", s.error_pct),
-                format!("{:.1}", s.throughput_rps),
-                format!("{:.1}", s.received_kbps),
-                format!("{:.1}", s.sent_kbps),
-            ]
-        })
-        .collect();
-    crate::report::md_table(
-        &[
-            "Label",
-            "# Samples",
-            "Average ms",
-            "Median",
-            "90% Line",
-            "95% Line",
-            "99% Line",
-            "Min",
-            "Max",
-            "Error %",
-            "Throughput /s",
-            "Received KB/s",
-            "Sent KB/s",
-        ],
-        &body,
-    )
+    let mut out = String::from(
+        "| Label | # Samples | Average ms | Median | 90% Line | 95% Line | 99% Line | Min | Max | Error % | Throughput /s | Received KB/s | Sent KB/s |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (label, s) in rows {
+        out.push_str(&format!(
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} % | {:.1} | {:.1} | {:.1} |\n",
+            label.replace('|', "/"),
+            s.samples,
+            s.avg_ms,
+            s.p50_ms,
+            s.p90_ms,
+            s.p95_ms,
+            s.p99_ms,
+            s.min_ms,
+            s.max_ms,
+            s.error_pct,
+            s.throughput_rps,
+            s.received_kbps,
+            s.sent_kbps
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -72,7 +72,11 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error + Send
     match args.command {
         BenchCommand::Run(a) => run::run(a).await?,
         BenchCommand::Matrix(a) => matrix::run(a).await?,
-        BenchCommand::Report(a) => report::run(a).await?,
+        // A JTL's report is jtl's (report's tables are a leaf jtl uses: no cycle).
+        BenchCommand::Report(a) => match &a.from_jtl {
+            Some(path) => print!("{}", jtl::markdown(&jtl::summaries(path)?)),
+            None => report::run(a).await?,
+        },
         BenchCommand::Llm(a) => llm::run(a).await?,
     }
     Ok(())

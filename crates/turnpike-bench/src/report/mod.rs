@@ -706,10 +706,6 @@ pub fn write_compared(dir: &Path, slos: &[Slo], compare: &[String]) -> Result<Pa
 /// `turnpike bench report`.
 pub async fn run(args: ReportArgs) -> Result<(), BenchError> {
     let slos = parse_slos(&args.slo)?;
-    if let Some(jtl) = &args.from_jtl {
-        print!("{}", crate::jtl::markdown(&crate::jtl::summaries(jtl)?));
-        return Ok(());
-    }
     let dir = args
         .dir
         .as_ref()
