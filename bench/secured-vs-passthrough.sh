@@ -14,7 +14,7 @@
 # Needs: wrk, taskset, python3 (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=5; users=300; rounds=3
+duration=5; users=300; rounds=5
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration=$2; shift 2;;
@@ -86,8 +86,10 @@ run_one() { # generator api
     out=$(cpu_of taskset -c 0 wrk -t1 -c"$users" -d"${duration}s" -s "$work/post.lua" "${hdr[@]}" "$url")
     rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
   else
+    # kit-hyper: the generator's HTTP/1.1 client before issue 32 (hyper's), to compare.
+    local extra=(); [ "$1" = kit-hyper ] && extra=(--hyper-h1)
     out=$(cpu_of taskset -c 0 "$bin" bench run --url "$url" --users "$users" --size 50 --threads 1 \
-      --warmup 0s --duration "${duration}s" "${hdr[@]}")
+      --warmup 0s --duration "${duration}s" "${hdr[@]}" "${extra[@]}")
     rps=$(awk '/^throughput/ {print $2}' <<<"$out")
   fi
   t1=$(cpu_ticks "$gw")
@@ -96,7 +98,28 @@ run_one() { # generator api
 print(f'{g:8} {a:8} {rps:8.0f} req/s  gateway {(int(t)/100)*1e6/n:6.1f} us/req  generator {float(gen)*1e6/n:6.1f} us/req')" \
     "$1" "$2" "$rps" "$((t1 - t0))" "$gen"
 }
+gens=(wrk kit kit-hyper)
+"$bin" bench run --help | grep -q -- --hyper-h1 || gens=(wrk kit)
 for r in $(seq "$rounds"); do
   echo "round $r"
-  for g in wrk kit; do for a in echo secured; do run_one "$g" "$a"; done; done
+  for i in "${!gens[@]}"; do
+    g=${gens[$(((i + r) % ${#gens[@]}))]}
+    for a in echo secured; do run_one "$g" "$a" | tee -a "$work/runs"; done
+  done
 done
+python3 - "$work/runs" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    runs.setdefault((f[0], f[1]), []).append((float(f[2]), float(f[5]), float(f[8])))
+print("medians (req/s, gateway us/request, generator us/request):")
+for (g, a), v in sorted(runs.items()):
+    print(f"  {g:9} {a:8} {statistics.median(x[0] for x in v):8.0f} {statistics.median(x[1] for x in v):6.1f} {statistics.median(x[2] for x in v):6.1f}")
+for g in sorted({g for g, _ in runs}):
+    e, s = runs.get((g, "echo")), runs.get((g, "secured"))
+    if e and s:
+        me = [statistics.median(x[i] for x in e) for i in range(3)]
+        ms = [statistics.median(x[i] for x in s) for i in range(3)]
+        print(f"  {g}: secured/passthrough throughput {ms[0] / me[0]:.2f}x, gateway CPU/request {ms[1] / me[1]:.2f}x, generator CPU/request {ms[2] / me[2]:.2f}x")
+PY

@@ -39,6 +39,8 @@ command -v mvn >/dev/null || apt_install maven
 (cd "$here/../tools/openapi" && npm ci --no-audit --no-fund --silent)
 # The official TypeScript MCP SDK's client (crates/turnpike/tests/mcp_e2e.rs), pinned.
 (cd "$here/../tools/mcp-node" && npm ci --no-audit --no-fund --silent)
+# The official OpenAI Node SDK (crates/turnpike/tests/ai_node_e2e.rs), pinned.
+(cd "$here/../tools/openai-node" && npm ci --no-audit --no-fund --silent)
 for artifact in \
   org.openapitools:openapi-generator-cli:7.17.0 \
   com.fasterxml.jackson.core:jackson-databind:2.19.2 \

@@ -25,6 +25,9 @@ fn read(body: &[u8]) -> Option<(Said, Shape)> {
     if let Some(Value::Object(e)) = o.get("error") {
         let shape = if o.get("type").and_then(Value::as_str) == Some("error") {
             Shape::Anthropic
+        } else if e.get("status").is_some_and(Value::is_string) && e.get("type").is_none() {
+            // Google's `{"error": {"code": 400, "message", "status": "INVALID_ARGUMENT"}}`.
+            Shape::Google
         } else {
             Shape::Openai
         };
@@ -49,6 +52,7 @@ fn read(body: &[u8]) -> Option<(Said, Shape)> {
 #[derive(PartialEq)]
 enum Shape {
     Openai,
+    Google,
     Anthropic,
     Gateway,
 }
@@ -98,7 +102,7 @@ pub(crate) fn reshape(anthropic_front: bool, status: StatusCode, body: &[u8]) ->
         }
         (false, shape) => {
             let kind = match (shape, said.kind) {
-                (Shape::Gateway, _) | (_, None) => openai_type(status).to_owned(),
+                (Shape::Gateway | Shape::Google, _) | (_, None) => openai_type(status).to_owned(),
                 (_, Some(k)) => k,
             };
             let mut o = json!({
@@ -152,5 +156,11 @@ mod tests {
         ));
         assert_eq!(o["error"]["type"], "overloaded_error");
         assert!(reshape(false, StatusCode::BAD_GATEWAY, b"<html>").is_none());
+        let google = br#"{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}"#;
+        let o = parsed(reshape(false, StatusCode::BAD_REQUEST, google));
+        assert_eq!(o["error"]["type"], "invalid_request_error");
+        assert_eq!(o["error"]["message"], "bad");
+        let a = parsed(reshape(true, StatusCode::BAD_REQUEST, google));
+        assert_eq!(a["error"]["type"], "invalid_request_error");
     }
 }

@@ -8,17 +8,23 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use http::HeaderValue;
-use turnpike_model::ai::{AiSpec, ProviderKind};
+use turnpike_model::ai::{AiSpec, ProviderKind, ProviderSpec};
 use turnpike_model::resilience::EndpointSpec;
 use turnpike_model::{GatewayFile, ResourceSpec};
 use turnpike_policy::{BuildCx, Policy, PolicyKind, Problem, Stage};
 
 use crate::policy::{AiPolicy, Provider, Route};
+use crate::providers;
 use crate::request::Limits;
-use crate::secret;
+use crate::secret::{self, Secret};
+use crate::sigv4::Credentials;
 
 /// The default completion cap a budget reserves for a request without `max_tokens`.
 const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// Azure OpenAI's `api-version` when a provider names none (the GA version of
+/// October 2024).
+const AZURE_API_VERSION: &str = "2024-10-21";
 
 /// The kind (`ai:`).
 pub struct Ai;
@@ -104,34 +110,105 @@ fn providers(spec: &AiSpec, endpoint: Option<&str>, cx: &mut BuildCx<'_>) -> Vec
                 "each provider of one API must have the API's endpoint URL (one provider URL per API)",
             );
         }
-        let key = match p
-            .key
-            .as_deref()
-            .map(|r| secret::resolve(r, unread))
-            .transpose()
-        {
-            Ok(k) => k,
-            Err(m) => {
-                cx.problem(&format!("{at}.key"), m);
-                None
-            }
-        };
-        let auth = key.flatten().and_then(|k| {
-            let text = match p.kind {
-                ProviderKind::Openai => format!("Bearer {}", k.expose()),
-                ProviderKind::Anthropic => k.expose().to_owned(),
-            };
-            let mut v = HeaderValue::from_str(&text).ok()?;
-            v.set_sensitive(true);
-            Some(v)
-        });
-        out.push(Provider {
-            name: p.name.as_str().into(),
-            kind: p.kind,
-            auth,
-        });
+        let key = read_secret(p.key.as_deref(), unread, &format!("{at}.key"), cx);
+        let aws = aws_credentials(p, key.clone(), unread, &at, cx);
+        out.push(compiled(p, key.filter(|_| aws.is_none()), aws));
     }
     out
+}
+
+/// One provider compiled: its key as its header's value, its URL's parts.
+fn compiled(p: &ProviderSpec, key: Option<Secret>, aws: Option<Box<Credentials>>) -> Provider {
+    let auth = key.and_then(|k| {
+        let text = if providers::key_header(p.kind).1 {
+            format!("Bearer {}", k.expose())
+        } else {
+            k.expose().to_owned()
+        };
+        let mut v = HeaderValue::from_str(&text).ok()?;
+        v.set_sensitive(true);
+        Some(v)
+    });
+    let uri = p.url.parse::<http::Uri>().ok();
+    let version = p.api_version.as_deref().unwrap_or(AZURE_API_VERSION);
+    Provider {
+        name: p.name.as_str().into(),
+        kind: p.kind,
+        auth,
+        aws,
+        azure_query: format!("api-version={version}"),
+        host: uri
+            .as_ref()
+            .and_then(|u| u.authority())
+            .map_or_else(String::new, |a| a.as_str().to_owned()),
+        base_path: uri
+            .as_ref()
+            .map_or("", |u| u.path())
+            .trim_end_matches('/')
+            .to_owned(),
+    }
+}
+
+/// A secret reference read (`None` when absent, unread, or unreadable: a problem).
+fn read_secret(
+    reference: Option<&str>,
+    unread: bool,
+    at: &str,
+    cx: &mut BuildCx<'_>,
+) -> Option<Secret> {
+    match reference.map(|r| secret::resolve(r, unread)).transpose() {
+        Ok(k) => k.flatten(),
+        Err(m) => {
+            cx.problem(at, m);
+            None
+        }
+    }
+}
+
+/// Bedrock's SigV4 credentials, when `key_id` is given (`key` is the secret access
+/// key, `region` required).
+fn aws_credentials(
+    p: &ProviderSpec,
+    secret: Option<Secret>,
+    unread: bool,
+    at: &str,
+    cx: &mut BuildCx<'_>,
+) -> Option<Box<Credentials>> {
+    let key_id = p.key_id.as_deref()?;
+    if p.kind != ProviderKind::Bedrock {
+        cx.problem(
+            &format!("{at}.key_id"),
+            "only a bedrock provider signs with an AWS key id",
+        );
+        return None;
+    }
+    let Some(region) = p.region.clone().filter(|r| !r.is_empty()) else {
+        cx.problem(
+            &format!("{at}.region"),
+            "a bedrock provider with key_id needs its region (us-east-1, ...)",
+        );
+        return None;
+    };
+    if p.key.is_none() {
+        cx.problem(
+            &format!("{at}.key"),
+            "a bedrock provider with key_id needs key: the secret access key's reference",
+        );
+    }
+    let id = read_secret(Some(key_id), unread, &format!("{at}.key_id"), cx);
+    let token = read_secret(
+        p.session_token.as_deref(),
+        unread,
+        &format!("{at}.session_token"),
+        cx,
+    );
+    Some(Box::new(Credentials {
+        key_id: id?,
+        secret: secret?,
+        session_token: token,
+        region,
+        service: "bedrock",
+    }))
 }
 
 /// Model names to (provider index, provider's model); problems for unknown providers

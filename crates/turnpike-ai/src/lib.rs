@@ -14,16 +14,25 @@
 //! AI API's endpoint and resources before routing), `policy` (the hooks), `request`
 //! (the front named by the path; the body parsed once under caps), `errors` (each
 //! front's error shape), `to_anthropic` and `to_openai` (the translations, whole and
-//! streamed), `sse` (events cut from chunks), `stream` (the response stream), `usage`.
+//! streamed), `sse` (events cut from chunks), `stream` (the response stream), `usage`;
+//! `providers` (what differs by kind: path, body, key header, Bedrock's signature),
+//! `foreign` (the hub for providers that speak neither front's API), `gemini`,
+//! `bedrock`, `eventstream` (AWS event-stream frames), `sigv4` (AWS Signature V4).
 //!
 //! A policy kind: depends on `turnpike-policy` and `turnpike-model` only, no IO but
 //! the secret read at build.
 
+pub mod bedrock;
 mod errors;
+pub mod eventstream;
+mod foreign;
+pub mod gemini;
 mod kind;
 mod policy;
+mod providers;
 pub mod request;
 mod secret;
+mod sigv4;
 mod sse;
 mod stream;
 pub mod to_anthropic;

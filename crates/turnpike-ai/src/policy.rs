@@ -28,6 +28,8 @@ use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
+use crate::foreign::{Foreign, Sink, Source};
+use crate::providers::{self, Wire};
 use crate::request::{Front, Limits};
 use crate::stream::{AiStream, Mode};
 use crate::to_anthropic::StreamToOpenai;
@@ -44,6 +46,13 @@ pub(crate) struct Provider {
     pub(crate) kind: ProviderKind,
     /// The key as its header's value (`Bearer …` for OpenAI), marked sensitive.
     pub(crate) auth: Option<HeaderValue>,
+    /// Bedrock's signing credentials (the key is then the secret access key).
+    pub(crate) aws: Option<Box<crate::sigv4::Credentials>>,
+    /// Azure's `api-version=...` query.
+    pub(crate) azure_query: String,
+    /// The URL's `host[:port]` and path, as the request is signed with them.
+    pub(crate) host: String,
+    pub(crate) base_path: String,
 }
 
 /// Where a model name goes.
@@ -114,12 +123,6 @@ struct Call {
     usage_chunk: bool,
 }
 
-fn bad_request(message: String) -> GatewayError {
-    let mut e = GatewayError::new(ErrorKind::BadRequest);
-    e.detail = Some(message.into());
-    e
-}
-
 impl AiPolicy {
     /// The provider and the provider's model for the model a client asked for.
     fn route(&self, asked: &str) -> Result<(usize, Arc<str>), GatewayError> {
@@ -157,24 +160,20 @@ impl AiPolicy {
     /// the answer can be read.
     fn provider_headers(&self, p: &Provider, headers: &mut HeaderMap) {
         headers.remove(AUTHORIZATION);
-        headers.remove(X_API_KEY);
+        for h in providers::KEY_HEADERS {
+            headers.remove(h);
+        }
         if let Some(k) = &self.client_key {
             headers.remove(&k.header);
         }
         headers.remove(ACCEPT_ENCODING);
-        match (p.kind, &p.auth) {
-            (ProviderKind::Openai, Some(a)) => {
-                headers.insert(AUTHORIZATION, a.clone());
-            }
-            (ProviderKind::Anthropic, Some(a)) => {
-                headers.insert(X_API_KEY, a.clone());
-            }
-            _ => {}
+        if let Some(a) = &p.auth {
+            headers.insert(providers::key_header(p.kind).0, a.clone());
         }
         if p.kind == ProviderKind::Anthropic && !headers.contains_key(ANTHROPIC_VERSION) {
             headers.insert(ANTHROPIC_VERSION, HeaderValue::from_static("2023-06-01"));
         }
-        if p.kind == ProviderKind::Openai {
+        if p.kind != ProviderKind::Anthropic {
             headers.remove(ANTHROPIC_VERSION);
         }
     }
@@ -193,8 +192,9 @@ impl AiPolicy {
             e.detail = Some("this front takes POST".into());
             return Err(e);
         }
-        let parsed = crate::request::parse(body, &self.limits).map_err(bad_request)?;
-        let (index, model) = self.route(crate::request::model(&parsed).map_err(bad_request)?)?;
+        let parsed = crate::request::parse(body, &self.limits).map_err(providers::bad_request)?;
+        let (index, model) =
+            self.route(crate::request::model(&parsed).map_err(providers::bad_request)?)?;
         let provider = self
             .providers
             .get(index)
@@ -205,16 +205,19 @@ impl AiPolicy {
             .and_then(|o| o.get("include_usage"))
             .and_then(Value::as_bool)
             == Some(true);
-        let (path, out) = translate(
+        let out = providers::body(
             front,
             provider.kind,
             &parsed,
             &model,
             self.default_max_tokens,
         )?;
-        ctx.upstream
-            .set_path(path)
-            .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?;
+        let (path, query) = providers::target(provider, front, &model, stream)?;
+        let internal = |e| GatewayError::with_source(ErrorKind::Internal, e);
+        ctx.upstream.set_path(&path).map_err(internal)?;
+        if query.is_some() {
+            ctx.upstream.set_query(query.as_deref()).map_err(internal)?;
+        }
         let estimate = estimate(front, &parsed, body.len(), self.default_max_tokens);
         *body = Bytes::from(
             serde_json::to_vec(&out)
@@ -222,6 +225,14 @@ impl AiPolicy {
         );
         self.provider_headers(provider, &mut req.headers);
         req.headers.insert(CONTENT_TYPE, JSON);
+        providers::sign(
+            provider,
+            "POST",
+            &path,
+            query.as_deref(),
+            body,
+            &mut req.headers,
+        );
         ctx.ext.insert(estimate);
         ctx.ext.insert(Call {
             front,
@@ -245,6 +256,9 @@ impl AiPolicy {
             Front::Other if self.passthrough => {
                 if let Some(p) = self.providers.first() {
                     self.provider_headers(p, &mut req.headers);
+                    // Bedrock's own API (InvokeModel, ...) signed as it goes.
+                    let (path, query) = (ctx.upstream.path(), ctx.upstream.query());
+                    providers::sign(p, req.method.as_str(), path, query, body, &mut req.headers);
                 }
                 Ok(Flow::Continue)
             }
@@ -267,15 +281,27 @@ impl AiPolicy {
         let Ok(v) = serde_json::from_slice::<Value>(body) else {
             return;
         };
-        let (counts, translated) = match (call.front.is_anthropic(), p.kind) {
-            (false, ProviderKind::Openai) => (v.get("usage").and_then(usage::from_openai), None),
-            (true, ProviderKind::Anthropic) => (v.get("usage").map(usage::from_anthropic), None),
-            (false, ProviderKind::Anthropic) => to_anthropic::response(&v)
+        let model = call.model.as_deref().unwrap_or("");
+        let (counts, translated) = match (call.front.is_anthropic(), providers::wire(p.kind)) {
+            (false, Wire::Openai) => (v.get("usage").and_then(usage::from_openai), None),
+            (true, Wire::Anthropic) => (v.get("usage").map(usage::from_anthropic), None),
+            (false, Wire::Anthropic) => to_anthropic::response(&v)
                 .map(|(o, c)| (Some(c), Some(o)))
                 .unwrap_or((None, None)),
-            (true, ProviderKind::Openai) => to_openai::response(&v)
+            (true, Wire::Openai) => to_openai::response(&v)
                 .map(|(o, c)| (Some(c), Some(o)))
                 .unwrap_or((None, None)),
+            (anthropic, wire) => {
+                let read = match wire {
+                    Wire::Gemini => crate::gemini::response(&v, model),
+                    _ => crate::bedrock::response(&v, model),
+                };
+                match read {
+                    Some((o, c)) if anthropic => (Some(c), to_openai::response(&o).map(|a| a.0)),
+                    Some((o, c)) => (Some(c), Some(o)),
+                    None => (None, None),
+                }
+            }
         };
         if let Some(out) = translated.and_then(|o| serde_json::to_vec(&o).ok()) {
             *body = Bytes::from(out);
@@ -317,52 +343,17 @@ fn estimate(
     }
 }
 
-/// The provider's path and body for a front call.
-fn translate(
-    front: Front,
-    kind: ProviderKind,
-    body: &Map<String, Value>,
-    model: &str,
-    default_max: u64,
-) -> Result<(&'static str, Value), GatewayError> {
-    let same = |with_usage: bool| {
-        let mut out = body.clone();
-        out.insert("model".into(), Value::from(model));
-        if with_usage && out.get("stream").and_then(Value::as_bool) == Some(true) {
-            let opts = out.entry("stream_options").or_insert_with(|| json!({}));
-            if let Value::Object(o) = opts {
-                o.insert("include_usage".into(), Value::Bool(true));
-            }
-        }
-        Value::Object(out)
-    };
-    Ok(match (front, kind) {
-        (Front::Chat, ProviderKind::Openai) => ("/chat/completions", same(true)),
-        (Front::Completions, ProviderKind::Openai) => ("/completions", same(true)),
-        (Front::Embeddings, ProviderKind::Openai) => ("/embeddings", same(false)),
-        (Front::Messages, ProviderKind::Anthropic) => ("/messages", same(false)),
-        (Front::Chat, ProviderKind::Anthropic) => {
-            ("/messages", to_anthropic::request(body, model, default_max))
-        }
-        (Front::Messages, ProviderKind::Openai) => (
-            "/chat/completions",
-            to_openai::request(body, model, default_max),
-        ),
-        _ => {
-            return Err(bad_request(
-                "this model's provider (Anthropic) has no such API".into(),
-            ))
-        }
-    })
-}
-
 impl Policy for AiPolicy {
     fn name(&self) -> &'static str {
         "ai"
     }
 
     fn hooks(&self) -> Hooks {
-        Hooks::PRE_ROUTE | Hooks::REQUEST_BODY | Hooks::RESPONSE_BODY | Hooks::RESPONSE_STREAM
+        Hooks::PRE_ROUTE
+            | Hooks::REQUEST_BODY
+            | Hooks::RESPONSE_HEADERS
+            | Hooks::RESPONSE_BODY
+            | Hooks::RESPONSE_STREAM
     }
 
     fn pre_route<'a>(&'a self, ctx: &'a mut RequestCtx, req: &'a mut request::Parts) -> Step<'a> {
@@ -401,6 +392,29 @@ impl Policy for AiPolicy {
             Ok(Flow::Respond(Response::from_parts(parts, b)))
         });
         Step::Done(r)
+    }
+
+    /// Bedrock streams AWS event-stream frames: the client gets Server-Sent Events, so
+    /// the head says so before the gateway decides to stream the body.
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
+        let Some(call) = ctx.ext.get::<Call>() else {
+            return Ok(());
+        };
+        let bedrock = call
+            .provider
+            .and_then(|i| self.providers.get(i))
+            .is_some_and(|p| p.kind == ProviderKind::Bedrock);
+        if bedrock && call.stream && resp.status.is_success() {
+            resp.headers.insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream; charset=utf-8"),
+            );
+        }
+        Ok(())
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, resp: &response::Parts) -> bool {
@@ -445,15 +459,16 @@ impl Policy for AiPolicy {
             return None;
         }
         let p = self.providers.get(call.provider?)?;
-        let mode = match (call.front.is_anthropic(), p.kind) {
-            (false, ProviderKind::Openai) => Mode::ObserveOpenai {
+        let mode = match (call.front.is_anthropic(), providers::wire(p.kind)) {
+            (false, Wire::Openai) => Mode::ObserveOpenai {
                 strip_usage: !call.usage_chunk,
             },
-            (true, ProviderKind::Anthropic) => Mode::ObserveAnthropic,
-            (false, ProviderKind::Anthropic) => {
+            (true, Wire::Anthropic) => Mode::ObserveAnthropic,
+            (false, Wire::Anthropic) => {
                 Mode::ToOpenai(Box::new(StreamToOpenai::new(call.usage_chunk)))
             }
-            (true, ProviderKind::Openai) => Mode::ToAnthropic(Box::default()),
+            (true, Wire::Openai) => Mode::ToAnthropic(Box::default()),
+            (anthropic, wire) => Mode::Foreign(Box::new(foreign_stream(call, anthropic, wire))),
         };
         let estimate = ctx.ext.get::<TokenEstimate>().copied().unwrap_or_default();
         Some(Box::new(AiStream::new(
@@ -463,4 +478,27 @@ impl Policy for AiPolicy {
             p.name.clone(),
         )))
     }
+}
+
+/// The stream of a provider that speaks neither front's API.
+fn foreign_stream(call: &Call, anthropic: bool, wire: Wire) -> Foreign {
+    let model = call.model.as_deref().unwrap_or("");
+    let source = match wire {
+        Wire::Gemini => Source::Gemini(
+            crate::sse::Events::default(),
+            Box::new(crate::gemini::Stream::new(model)),
+        ),
+        _ => Source::Bedrock(
+            crate::eventstream::Frames::default(),
+            Box::new(crate::bedrock::Stream::new(model)),
+        ),
+    };
+    let sink = if anthropic {
+        Sink::Anthropic(Box::default())
+    } else {
+        Sink::Openai {
+            usage_chunk: call.usage_chunk,
+        }
+    };
+    Foreign::new(source, sink)
 }

@@ -10,6 +10,11 @@ use std::fmt;
 pub(crate) struct Secret(String);
 
 impl Secret {
+    #[cfg(test)]
+    pub(crate) fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
     pub(crate) fn expose(&self) -> &str {
         &self.0
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use turnpike_policy::ai::TokenEstimate;
 use turnpike_policy::{ErrorKind, GatewayError, ResponseStream};
 
+use crate::foreign::Foreign;
 use crate::sse::Events;
 use crate::to_anthropic::StreamToOpenai;
 use crate::to_openai::StreamToAnthropic;
@@ -30,6 +31,8 @@ pub(crate) enum Mode {
     ToOpenai(Box<StreamToOpenai>),
     /// OpenAI chunks to Anthropic events.
     ToAnthropic(Box<StreamToAnthropic>),
+    /// A provider that speaks neither front's API (Gemini, Bedrock), in its own framing.
+    Foreign(Box<Foreign>),
 }
 
 pub(crate) struct AiStream {
@@ -74,6 +77,18 @@ impl AiStream {
                 }
                 continue;
             }
+            // A relayed event is read only when it may carry the usage: the content
+            // deltas, nearly all of a stream, pass as their bytes, unparsed.
+            let observed = matches!(
+                self.mode,
+                Mode::ObserveOpenai { .. } | Mode::ObserveAnthropic
+            );
+            if observed && !names_usage(&e.data) {
+                if strip {
+                    raw_event(&e.data, out);
+                }
+                continue;
+            }
             let Ok(v) = serde_json::from_str::<Value>(&e.data) else {
                 continue;
             };
@@ -85,7 +100,7 @@ impl AiStream {
                             .and_then(Value::as_array)
                             .is_some_and(Vec::is_empty);
                     if strip && !usage_only {
-                        crate::to_anthropic::data(&v, out);
+                        raw_event(&e.data, out);
                     }
                     if counts.is_some() {
                         self.counts = counts;
@@ -94,6 +109,7 @@ impl AiStream {
                 Mode::ObserveAnthropic => observe_anthropic(&mut self.counts, &v),
                 Mode::ToOpenai(s) => s.event(&v, out),
                 Mode::ToAnthropic(s) => s.chunk(&v, out),
+                Mode::Foreign(_) => {}
             }
         }
     }
@@ -102,9 +118,26 @@ impl AiStream {
         match &self.mode {
             Mode::ToOpenai(s) => s.counts(),
             Mode::ToAnthropic(s) => s.counts(),
+            Mode::Foreign(f) => f.counts(),
             _ => self.counts,
         }
     }
+}
+
+/// Whether an event's JSON may hold a usage object: a `"usage"` key not set to null
+/// (OpenAI sends `"usage": null` in every chunk before the last when asked for it).
+/// A string's `"usage"` is escaped (`\"usage\"`) and never matches.
+fn names_usage(data: &str) -> bool {
+    data.contains("\"usage\"")
+        && !data.contains("\"usage\":null")
+        && !data.contains("\"usage\": null")
+}
+
+/// One `data:` event with its JSON as it came.
+fn raw_event(data: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(data.as_bytes());
+    out.extend_from_slice(b"\n\n");
 }
 
 /// An Anthropic stream's counts: the prompt in `message_start`, the answer's in
@@ -122,13 +155,22 @@ fn observe_anthropic(counts: &mut Option<Counts>, v: &Value) {
     }
 }
 
+/// A stream that cannot be read as its framing says.
+fn protocol(message: String) -> GatewayError {
+    let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
+    e.detail = Some(message.into());
+    e
+}
+
 impl ResponseStream for AiStream {
     fn on_chunk(&mut self, chunk: Bytes) -> Result<Bytes, GatewayError> {
-        self.events.push(&chunk).map_err(|m| {
-            let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
-            e.detail = Some(m.into());
-            e
-        })?;
+        if let Mode::Foreign(f) = &mut self.mode {
+            let mut out = Vec::new();
+            self.relayed += chunk.len() as u64;
+            f.push(&chunk, &mut out).map_err(protocol)?;
+            return Ok(Bytes::from(out));
+        }
+        self.events.push(&chunk).map_err(protocol)?;
         let mut out = Vec::new();
         self.drain(&mut out);
         Ok(match self.mode {
@@ -139,6 +181,11 @@ impl ResponseStream for AiStream {
     }
 
     fn on_end(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        if let Mode::Foreign(f) = &mut self.mode {
+            let mut out = Vec::new();
+            f.finish(&mut out);
+            return Ok(Some(Bytes::from(out)));
+        }
         let _ = self.events.push(b"\n\n");
         let mut out = Vec::new();
         self.drain(&mut out);
@@ -213,6 +260,20 @@ mod tests {
             (u.prompt, u.completion, u.total, u.estimated),
             (4, 2, 6, false)
         );
+    }
+
+    #[test]
+    fn only_events_that_name_a_usage_are_read() {
+        assert!(names_usage(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#));
+        assert!(!names_usage(
+            r#"{"choices":[{"delta":{"content":"hi"}}],"usage":null}"#
+        ));
+        assert!(!names_usage(
+            r#"{"choices":[{"delta":{"content":"the \"usage\" is"}}]}"#
+        ));
+        assert!(names_usage(
+            r#"{"type":"message_delta","usage":{"output_tokens":3}}"#
+        ));
     }
 
     #[test]

@@ -19,6 +19,7 @@ fn provider(name: &str, url: &str, key: Option<&str>) -> ProviderSpec {
         kind: ProviderKind::Openai,
         url: url.into(),
         key: key.map(str::to_owned),
+        ..ProviderSpec::default()
     }
 }
 

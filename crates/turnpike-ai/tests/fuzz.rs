@@ -1,12 +1,16 @@
 //! Bounded fuzzing (proptest, stable Rust) of what reads hostile input in an AI API: the
 //! request body under caps, and both translations (requests, whole answers, streamed
-//! events) over arbitrary JSON in the fronts' and providers' vocabulary. None may panic.
+//! events) over arbitrary JSON in the fronts' and providers' vocabulary (Gemini's and
+//! Bedrock's too), and AWS event-stream frames (arbitrary bytes cut anywhere; valid frames
+//! with flipped bits). None may panic; a valid frame cut anywhere reads back whole.
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use turnpike_ai::eventstream::{self, Frames};
 use turnpike_ai::request::{self, Limits};
 use turnpike_ai::to_anthropic::{self, StreamToOpenai};
 use turnpike_ai::to_openai::{self, StreamToAnthropic};
+use turnpike_ai::{bedrock, gemini};
 
 /// JSON made of the words both APIs use, nested a few levels.
 fn jsonish() -> impl Strategy<Value = Value> {
@@ -46,6 +50,14 @@ fn jsonish() -> impl Strategy<Value = Value> {
         Just("message_delta"),
         Just("finish_reason"),
         Just("data:x;base64,y"),
+        Just("candidates"),
+        Just("parts"),
+        Just("functionCall"),
+        Just("usageMetadata"),
+        Just("finishReason"),
+        Just("toolUse"),
+        Just("contentBlockDelta"),
+        Just("output"),
     ];
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -90,5 +102,66 @@ proptest! {
         }
         a.finish(&mut out);
         o.finish(&mut out);
+    }
+
+    #[test]
+    fn foreign_translations_never_panic(v in jsonish(), w in jsonish()) {
+        let body = match json!({"messages": v.clone(), "tools": w.clone(), "system": w.clone(), "tool_choice": v.clone()}) {
+            Value::Object(o) => o,
+            _ => unreachable!(),
+        };
+        let _ = gemini::request(&body);
+        let _ = bedrock::request(&body);
+        let _ = gemini::response(&json!({"candidates": [{"content": {"parts": v.clone()}}], "usageMetadata": w.clone()}), "m");
+        let _ = bedrock::response(&json!({"output": {"message": {"content": v.clone()}}, "usage": w.clone()}), "m");
+        let (mut g, mut out) = (gemini::Stream::new("m"), Vec::new());
+        g.event(&v, &mut out);
+        g.event(&json!({"candidates": [{"content": {"parts": w.clone()}}]}), &mut out);
+        g.finish(&mut out);
+        let mut b = bedrock::Stream::new("m");
+        for kind in ["contentBlockStart", "contentBlockDelta", "messageStop", "metadata"] {
+            let frame = eventstream::encode(&[(":message-type", "event"), (":event-type", kind)], v.to_string().as_bytes());
+            let mut f = Frames::default();
+            f.push(&frame);
+            if let Ok(Some(frame)) = f.next() {
+                let _ = b.frame(&frame, &mut out);
+            }
+        }
+        b.finish(&mut out);
+    }
+
+    #[test]
+    fn event_stream_frames_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512), cut in 0usize..512) {
+        let mut f = Frames::default();
+        let cut = cut.min(bytes.len());
+        f.push(&bytes[..cut]);
+        while let Ok(Some(_)) = f.next() {}
+        f.push(&bytes[cut..]);
+        while let Ok(Some(_)) = f.next() {}
+    }
+
+    #[test]
+    fn a_valid_frame_cut_anywhere_reads_back(payload in "[ -~]{0,300}", cut in 0usize..400, flip in any::<Option<(usize, u8)>>()) {
+        let mut bytes = eventstream::encode(&[(":event-type", "contentBlockDelta")], payload.as_bytes());
+        let cut = cut.min(bytes.len());
+        let mut f = Frames::default();
+        if let Some((at, bit)) = flip {
+            let at = at % bytes.len();
+            bytes[at] ^= 1 << (bit % 8);
+            f.push(&bytes);
+            // A flipped bit is a checksum or length error, or (in a length) a frame still
+            // waiting for bytes; never a different frame.
+            if let Ok(Some(frame)) = f.next() {
+                prop_assert_eq!(frame.payload, payload.as_bytes());
+            }
+            return Ok(());
+        }
+        f.push(&bytes[..cut]);
+        let early = f.next();
+        prop_assert!(matches!(early, Ok(None)) || cut == bytes.len());
+        f.push(&bytes[cut..]);
+        let frame = match early { Ok(Some(fr)) => fr, _ => f.next().expect("valid").expect("whole") };
+        prop_assert_eq!(frame.event_type.as_deref(), Some("contentBlockDelta"));
+        prop_assert_eq!(frame.payload, payload.as_bytes());
     }
 }

@@ -1,7 +1,9 @@
 //! The generator's HTTP client: one connection per user (HTTP/1.1 keep-alive or HTTP/2,
-//! plain or TLS), a request template built once and cloned per request (reference counts,
-//! not copies), and response bodies counted frame by frame, never collected. Also fetches
-//! one OAuth2 token by client credentials. Owns no scheduling: see `load`.
+//! plain or TLS), a request template built once. HTTP/1.1 requests are written as bytes
+//! by the generator's own client (`h1`: the wire form rendered once, a token line spliced
+//! in per request); HTTP/2 goes through hyper, the template cloned per request (reference
+//! counts, not copies). Response bodies are counted, never collected. Also fetches one
+//! OAuth2 token by client credentials. Owns no scheduling: see `load`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
+use crate::h1::{H1Conn, H1Error, Io};
 use crate::BenchError;
 
 /// Where requests go: resolved once.
@@ -23,6 +26,9 @@ pub struct Target {
     pub addr: SocketAddr,
     pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
     pub http2: bool,
+    /// HTTP/1.1 through hyper's client instead of the kit's own (`--hyper-h1`: the
+    /// generator as it was before issue 32, kept to compare the two on one binary).
+    pub hyper_h1: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -42,6 +48,8 @@ pub enum ClientError {
     Io(#[from] std::io::Error),
     #[error("http: {0}")]
     Http(#[from] hyper::Error),
+    #[error("http/1.1: {0}")]
+    H1(#[from] H1Error),
 }
 
 impl Target {
@@ -72,35 +80,38 @@ impl Target {
         } else {
             None
         };
-        Ok(Target { addr, tls, http2 })
+        Ok(Target {
+            addr,
+            tls,
+            http2,
+            hyper_h1: false,
+        })
     }
 
-    /// Opens one connection; its driver task runs on the current `LocalSet`.
+    /// Opens one connection; an HTTP/2 driver task runs on the current `LocalSet`.
     pub async fn connect(&self) -> Result<Conn, ClientError> {
-        let tcp = TcpStream::connect(self.addr).await?;
-        let _ = tcp.set_nodelay(true);
-        match &self.tls {
-            None => Ok(self.handshake(TokioIo::new(tcp)).await?),
-            Some((connector, name)) => {
-                let tls = connector.connect(name.clone(), tcp).await?;
-                Ok(self.handshake(TokioIo::new(tls)).await?)
-            }
-        }
-    }
-
-    async fn handshake<I>(&self, io: I) -> Result<Conn, hyper::Error>
-    where
-        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    {
+        let io = self.stream().await?;
         if self.http2 {
-            let (sender, conn) = http2::handshake(TokioExecutor::new(), io).await?;
+            let (sender, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(io)).await?;
             tokio::task::spawn_local(conn);
             Ok(Conn::H2(sender))
-        } else {
-            let (sender, conn) = http1::handshake(io).await?;
+        } else if self.hyper_h1 {
+            let (sender, conn) = http1::handshake(TokioIo::new(io)).await?;
             tokio::task::spawn_local(conn);
-            Ok(Conn::H1(sender))
+            Ok(Conn::HyperH1(sender))
+        } else {
+            Ok(Conn::H1(H1Conn::new(io)))
         }
+    }
+
+    /// A TCP connection, under TLS for https.
+    async fn stream(&self) -> Result<Box<dyn Io>, std::io::Error> {
+        let tcp = TcpStream::connect(self.addr).await?;
+        let _ = tcp.set_nodelay(true);
+        Ok(match &self.tls {
+            None => Box::new(tcp),
+            Some((connector, name)) => Box::new(connector.connect(name.clone(), tcp).await?),
+        })
     }
 }
 
@@ -173,44 +184,64 @@ mod danger {
 
 /// One user's connection.
 pub enum Conn {
-    H1(http1::SendRequest<Full<Bytes>>),
+    H1(H1Conn),
+    HyperH1(http1::SendRequest<Full<Bytes>>),
     H2(http2::SendRequest<Full<Bytes>>),
 }
+
+/// What one exchange measured: status, bytes sent, bytes received.
+pub type Exchanged = (u16, u64, u64);
 
 impl Conn {
     pub fn is_closed(&self) -> bool {
         match self {
-            Conn::H1(s) => s.is_closed(),
+            Conn::H1(c) => c.is_closed(),
+            Conn::HyperH1(s) => s.is_closed(),
             Conn::H2(s) => s.is_closed(),
         }
     }
 
-    /// Sends `req` and reads the whole response body, counting bytes.
-    /// Returns (status, bytes received including an estimate of the head).
+    /// Sends the template's `n`th request and reads the whole response, counting bytes
+    /// (HTTP/2: the head's bytes estimated from its fields).
     pub async fn exchange(
         &mut self,
-        req: Request<Full<Bytes>>,
-    ) -> Result<(u16, u64), hyper::Error> {
-        let resp = match self {
-            Conn::H1(s) => {
+        template: &RequestTemplate,
+        n: usize,
+    ) -> Result<Exchanged, ClientError> {
+        match self {
+            Conn::H1(c) => {
+                let sent = c.send(|out| template.write_h1(n, out)).await?;
+                let (status, received) = c.receive(template.method == Method::HEAD).await?;
+                Ok((status, sent, received))
+            }
+            Conn::HyperH1(s) => {
                 s.ready().await?;
-                s.send_request(req).await?
+                let resp = s.send_request(template.build(n)).await?;
+                let (status, received) = count_response(resp).await?;
+                Ok((status, template.sent_estimate, received))
             }
             Conn::H2(s) => {
                 s.ready().await?;
-                s.send_request(req).await?
-            }
-        };
-        let status = resp.status().as_u16();
-        let mut received = 17 + head_len(resp.headers());
-        let mut body = resp.into_body();
-        while let Some(frame) = body.frame().await {
-            if let Some(data) = frame?.data_ref() {
-                received += data.len() as u64;
+                let resp = s.send_request(template.build(n)).await?;
+                let (status, received) = count_response(resp).await?;
+                Ok((status, template.sent_estimate, received))
             }
         }
-        Ok((status, received))
     }
+}
+
+async fn count_response(
+    resp: http::Response<hyper::body::Incoming>,
+) -> Result<(u16, u64), hyper::Error> {
+    let status = resp.status().as_u16();
+    let mut received = 17 + head_len(resp.headers());
+    let mut body = resp.into_body();
+    while let Some(frame) = body.frame().await {
+        if let Some(data) = frame?.data_ref() {
+            received += data.len() as u64;
+        }
+    }
+    Ok((status, received))
 }
 
 fn head_len(h: &HeaderMap) -> u64 {
@@ -231,6 +262,10 @@ pub struct RequestTemplate {
     tokens: Arc<[HeaderValue]>,
     token_header: HeaderName,
     sent_estimate: u64,
+    /// HTTP/1.1 wire form around the token line: request line and headers, then the
+    /// framing header, the blank line and the body.
+    h1_head: Bytes,
+    h1_tail: Bytes,
 }
 
 impl RequestTemplate {
@@ -271,6 +306,7 @@ impl RequestTemplate {
             + token_len
             + body.len() as u64
             + if body.is_empty() { 0 } else { 20 };
+        let (h1_head, h1_tail) = h1_wire(&method, path, &map, &body);
         Ok(RequestTemplate {
             method,
             uri: req_uri,
@@ -279,7 +315,22 @@ impl RequestTemplate {
             tokens: tokens.into(),
             token_header: AUTHORIZATION,
             sent_estimate,
+            h1_head,
+            h1_tail,
         })
+    }
+
+    /// Appends the `n`th request's HTTP/1.1 bytes to `out`.
+    pub fn write_h1(&self, n: usize, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.h1_head);
+        if !self.tokens.is_empty() {
+            let token = &self.tokens[n % self.tokens.len()];
+            out.extend_from_slice(self.token_header.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(token.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(&self.h1_tail);
     }
 
     /// Sends the tokens in `name` (e.g. `apikey`) instead of `Authorization`.
@@ -313,6 +364,29 @@ impl RequestTemplate {
     pub fn sent_estimate(&self) -> u64 {
         self.sent_estimate
     }
+}
+
+/// The HTTP/1.1 request around the token line, framed as hyper frames it (a length for a
+/// body, and `content-length: 0` for an empty POST, PUT or PATCH).
+fn h1_wire(method: &Method, path: &str, headers: &HeaderMap, body: &Bytes) -> (Bytes, Bytes) {
+    let mut head = Vec::with_capacity(256);
+    for part in [method.as_str(), " ", path, " HTTP/1.1\r\n"] {
+        head.extend_from_slice(part.as_bytes());
+    }
+    for (k, v) in headers {
+        head.extend_from_slice(k.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(v.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    let mut tail = Vec::with_capacity(body.len() + 32);
+    let wants_length = matches!(*method, Method::POST | Method::PUT | Method::PATCH);
+    if !headers.contains_key(http::header::CONTENT_LENGTH) && (!body.is_empty() || wants_length) {
+        tail.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+    }
+    tail.extend_from_slice(b"\r\n");
+    tail.extend_from_slice(body);
+    (head.into(), tail.into())
 }
 
 /// A JSON body of exactly `n` bytes (`{"p":"aaa…"}`), or `n` letters when too short for that.
@@ -356,15 +430,14 @@ pub async fn client_credentials(
     )?;
     let body = local
         .run_until(async {
-            let conn = target
-                .connect()
+            let io = target
+                .stream()
                 .await
                 .map_err(|e| BenchError::Connect(format!("token endpoint: {e}")))?;
-            let Conn::H1(mut sender) = conn else {
-                return Err(BenchError::Connect(
-                    "token endpoint: unexpected HTTP/2".into(),
-                ));
-            };
+            let (mut sender, conn) = http1::handshake(TokioIo::new(io))
+                .await
+                .map_err(|e| BenchError::Connect(format!("token endpoint: {e}")))?;
+            tokio::task::spawn_local(conn);
             let resp = sender
                 .send_request(template.build(0))
                 .await

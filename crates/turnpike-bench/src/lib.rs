@@ -6,11 +6,14 @@
 
 pub mod bench_token;
 pub mod client;
+pub mod due;
 pub mod echo;
 pub mod echo_llm;
 pub mod echo_soap;
 pub mod echo_ws;
 pub mod graphql_echo;
+pub mod h1;
+pub mod jtl;
 pub mod llm;
 pub mod load;
 pub mod matrix;
@@ -50,6 +53,8 @@ pub struct BenchArgs {
 }
 
 /// The `turnpike bench` subcommands.
+// Parsed once per process: the size of the largest arguments costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum BenchCommand {
     /// Run one load test and print its statistics.

@@ -4,15 +4,17 @@
 //! measured from the time it was *due*, so a slow server cannot slow the clock that
 //! measures it (no coordinated omission). Work is split over `threads` OS threads, each
 //! with its own single-threaded runtime and recorder, merged at the end: no locks and no
-//! cross-thread wake-ups on the hot path.
+//! cross-thread wake-ups on the hot path. Open-loop requests are written at their due time
+//! to within microseconds (`due::DueTimer`); the lag of every write behind its due time is
+//! measured and reported (`SendLag`).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::client::{Conn, RequestTemplate, Target};
-use crate::stats::{Outcome, Recorder, Window};
+use crate::stats::{Outcome, Recorder, Sample, Window};
 use crate::BenchError;
 
 /// How load is offered.
@@ -34,15 +36,18 @@ pub struct LoadSpec {
     pub threads: usize,
     /// Per-request timeout (counted as an error).
     pub timeout: Duration,
+    /// Keep up to this many samples for a JTL (0: none).
+    pub jtl_cap: usize,
 }
 
-/// Runs the load on `spec.threads` threads and returns the merged samples. Blocking: call
-/// it from a plain thread or `spawn_blocking`.
-pub fn run_blocking(spec: Arc<LoadSpec>) -> Result<Recorder, BenchError> {
+/// Runs the load on `spec.threads` threads and returns the merged samples and the wall-clock
+/// time of the start. Blocking: call it from a plain thread or `spawn_blocking`.
+pub fn run_blocking(spec: Arc<LoadSpec>) -> Result<(Recorder, SystemTime), BenchError> {
     let threads = spec.threads.max(1);
     // Every thread shares one start instant so their windows line up for the merge. The
     // short lead lets threads build their runtimes before the clock starts.
-    let start = Instant::now() + Duration::from_millis(20);
+    let lead = Duration::from_millis(20);
+    let (start, started) = (Instant::now() + lead, SystemTime::now() + lead);
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let spec = spec.clone();
@@ -52,14 +57,22 @@ pub fn run_blocking(spec: Arc<LoadSpec>) -> Result<Recorder, BenchError> {
         })
         .collect::<Result<_, _>>()
         .map_err(|e| BenchError::Io(format!("spawning generator threads: {e}")))?;
-    let mut total = Recorder::new(spec.window);
+    let mut total = recorder(&spec, spec.jtl_cap);
     for h in handles {
         let rec = h
             .join()
             .map_err(|_| BenchError::Io("a generator thread panicked".into()))??;
         total.merge(&rec);
     }
-    Ok(total)
+    Ok((total, started))
+}
+
+fn recorder(spec: &LoadSpec, jtl_cap: usize) -> Recorder {
+    let rec = Recorder::new(spec.window).with_samples(jtl_cap);
+    match spec.mode {
+        Mode::Open { .. } => rec.with_send_lag(),
+        Mode::Closed { .. } => rec,
+    }
 }
 
 /// This thread's share of `n` split over `threads`.
@@ -89,18 +102,22 @@ impl ThreadCtx {
         (due < self.end).then_some(due)
     }
 
-    fn record(&self, due: Instant, outcome: Outcome, received: u64) {
+    fn record(&self, due: Instant, user: usize, outcome: Outcome, sent: u64, received: u64) {
         let now = Instant::now();
-        let sent = match outcome {
-            Outcome::Failed => 0,
-            Outcome::Status(_) => self.spec.request.sent_estimate(),
-        };
-        self.rec.borrow_mut().record(
-            due.saturating_duration_since(self.start),
-            now.saturating_duration_since(self.start),
+        self.rec.borrow_mut().record_sample(Sample {
+            start: due.saturating_duration_since(self.start),
+            elapsed: now.saturating_duration_since(due),
             outcome,
             sent,
             received,
+            user: user as u32,
+        });
+    }
+
+    fn record_send_lag(&self, due: Instant, sent: Instant) {
+        self.rec.borrow_mut().record_send_lag(
+            due.saturating_duration_since(self.start),
+            sent.saturating_duration_since(self.start),
         );
     }
 }
@@ -119,7 +136,7 @@ fn run_thread(
         spec: spec.clone(),
         start,
         end: start + spec.window.end(),
-        rec: RefCell::new(Recorder::new(spec.window)),
+        rec: RefCell::new(recorder(spec, share(spec.jtl_cap, t, threads))),
         next: Cell::new(0),
         thread: t as u64,
         threads: threads as u64,
@@ -156,13 +173,23 @@ async fn user(ctx: &ThreadCtx, id: usize) {
     let spec = &ctx.spec;
     let mut conn: Option<Conn> = None;
     let mut n = id;
+    // One timer per user, moved forward per request: extending a tokio timer is an atomic
+    // update, while a new `timeout` per request inserts into and removes from the wheel.
+    let timer = tokio::time::sleep(spec.timeout);
+    tokio::pin!(timer);
+    let mut due_timer = match spec.mode {
+        Mode::Open { .. } => Some(crate::due::DueTimer::new()),
+        Mode::Closed { .. } => None,
+    };
     tokio::time::sleep_until(tokio::time::Instant::from_std(ctx.start)).await;
     loop {
         let due = match spec.mode {
             Mode::Closed { .. } => Instant::now(),
             Mode::Open { rate, .. } => match ctx.next_due(rate) {
                 Some(due) => {
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+                    if let Some(t) = &mut due_timer {
+                        t.wait(due).await;
+                    }
                     due
                 }
                 None => return,
@@ -177,24 +204,36 @@ async fn user(ctx: &ThreadCtx, id: usize) {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
                     tracing::debug!(error = %e, "connect failed");
-                    ctx.record(due, Outcome::Failed, 0);
+                    ctx.record(due, id, Outcome::Failed, 0, 0);
                     // Do not spin on a refusing server; the error is counted.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 }
             },
         };
-        let req = spec.request.build(n);
+        if let Mode::Open { .. } = spec.mode {
+            ctx.record_send_lag(due, Instant::now());
+        }
+        timer
+            .as_mut()
+            .reset(tokio::time::Instant::now() + spec.timeout);
+        let result = tokio::select! {
+            biased;
+            r = c.exchange(&spec.request, n) => Some(r),
+            _ = &mut timer => None,
+        };
         n = n.wrapping_add(1);
-        match tokio::time::timeout(spec.timeout, c.exchange(req)).await {
-            Ok(Ok((status, received))) => ctx.record(due, Outcome::Status(status), received),
-            Ok(Err(e)) => {
+        match result {
+            Some(Ok((status, sent, received))) => {
+                ctx.record(due, id, Outcome::Status(status), sent, received)
+            }
+            Some(Err(e)) => {
                 tracing::debug!(error = %e, "request failed");
-                ctx.record(due, Outcome::Failed, 0);
+                ctx.record(due, id, Outcome::Failed, 0, 0);
                 conn = None;
             }
-            Err(_) => {
-                ctx.record(due, Outcome::Failed, 0);
+            None => {
+                ctx.record(due, id, Outcome::Failed, 0, 0);
                 conn = None;
             }
         }

@@ -49,6 +49,11 @@ pub enum Scenario {
     /// GRAPHQL API (schema analysis, depth and complexity limits) to `turnpike echo
     /// --graphql`; its baseline is the same query sent straight to that back end.
     Graphql,
+    /// `secured-passthrough` with a rate limit: the same secured API's resources under a
+    /// second API whose subscription is on a tier with a request quota (too high to refuse
+    /// anything), so every request is counted by the limiter (Kong's published "key-auth +
+    /// rate limit" case).
+    SecuredRateLimited,
     /// SOAP 1.2 proxy.
     SoapProxy,
     /// SOAP service published as a REST API.
@@ -63,6 +68,7 @@ impl Scenario {
             Scenario::Post => "post",
             Scenario::Transformation => "transformation",
             Scenario::SecuredPassthrough => "secured-passthrough",
+            Scenario::SecuredRateLimited => "secured-rate-limited",
             Scenario::Graphql => "graphql",
             Scenario::SoapProxy => "soap-proxy",
             Scenario::SoapToRest => "soap-to-rest",
@@ -70,12 +76,13 @@ impl Scenario {
     }
 
     /// Every scenario.
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::Passthrough,
         Scenario::Get,
         Scenario::Post,
         Scenario::Transformation,
         Scenario::SecuredPassthrough,
+        Scenario::SecuredRateLimited,
         Scenario::Graphql,
         Scenario::SoapProxy,
         Scenario::SoapToRest,
@@ -91,6 +98,7 @@ impl Scenario {
         match self {
             Scenario::Transformation => "/secured/v1/mediation",
             Scenario::SecuredPassthrough => "/secured/v1",
+            Scenario::SecuredRateLimited => "/limited/v1",
             Scenario::SoapProxy => "/soap/v1",
             Scenario::SoapToRest => "/soaprest/v1/echo",
             Scenario::Graphql => "/starwars/v1/graphql",
@@ -102,7 +110,10 @@ impl Scenario {
     pub fn is_secured(self) -> bool {
         matches!(
             self,
-            Scenario::Transformation | Scenario::SecuredPassthrough | Scenario::Graphql
+            Scenario::Transformation
+                | Scenario::SecuredPassthrough
+                | Scenario::SecuredRateLimited
+                | Scenario::Graphql
         )
     }
 
@@ -114,6 +125,7 @@ impl Scenario {
             | Scenario::Post
             | Scenario::Transformation
             | Scenario::SecuredPassthrough
+            | Scenario::SecuredRateLimited
             | Scenario::Graphql => None,
             Scenario::SoapProxy | Scenario::SoapToRest => None,
         }

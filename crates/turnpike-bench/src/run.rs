@@ -96,6 +96,18 @@ pub struct RunArgs {
     /// Also write the JSON result to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write the measured samples to this file in JMeter's CSV results format (JTL).
+    #[arg(long)]
+    pub jtl: Option<PathBuf>,
+    /// Most samples the JTL keeps (the first ones measured; memory is ~40 B a sample).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=20_000_000))]
+    pub jtl_max: u64,
+    /// The JTL's sample label (default: `METHOD /path`).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// HTTP/1.1 through hyper's client instead of the kit's own (to compare the two).
+    #[arg(long, hide = true)]
+    pub hyper_h1: bool,
 }
 
 impl RunArgs {
@@ -127,6 +139,10 @@ impl RunArgs {
             pid: None,
             json: false,
             out: None,
+            jtl: None,
+            jtl_max: 1_000_000,
+            label: None,
+            hyper_h1: false,
         }
     }
 }
@@ -268,7 +284,8 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
         );
     }
     let tokens = tokens(args).await?;
-    let target = Target::resolve(&uri, args.http2, args.insecure).await?;
+    let mut target = Target::resolve(&uri, args.http2, args.insecure).await?;
+    target.hyper_h1 = args.hyper_h1;
     let request = match tokens {
         Some((name, values)) => {
             RequestTemplate::new(method, &uri, args.http2, headers, body, values)?
@@ -289,6 +306,11 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
         },
         threads,
         timeout: args.timeout,
+        jtl_cap: if args.jtl.is_some() {
+            args.jtl_max as usize
+        } else {
+            0
+        },
     })
 }
 
@@ -311,7 +333,7 @@ pub async fn execute(args: &RunArgs) -> Result<RunResult, BenchError> {
         ))
     });
     let load_spec = spec.clone();
-    let rec = tokio::task::spawn_blocking(move || load::run_blocking(load_spec))
+    let (rec, started) = tokio::task::spawn_blocking(move || load::run_blocking(load_spec))
         .await
         .map_err(|e| BenchError::Io(format!("generator: {e}")))??;
     let resources = match sampler {
@@ -322,6 +344,9 @@ pub async fn execute(args: &RunArgs) -> Result<RunResult, BenchError> {
         Mode::Closed { users } => ("closed", Some(users), None),
         Mode::Open { rate, connections } => ("open", Some(connections), Some(rate)),
     };
+    if let Some(path) = &args.jtl {
+        write_jtl(args, &spec, users.unwrap_or(0), &rec, started, path)?;
+    }
     Ok(RunResult {
         url: args.url.clone(),
         method: spec.request.method().to_string(),
@@ -334,6 +359,42 @@ pub async fn execute(args: &RunArgs) -> Result<RunResult, BenchError> {
         summary: rec.summary(),
         resources,
     })
+}
+
+fn write_jtl(
+    args: &RunArgs,
+    spec: &LoadSpec,
+    threads: usize,
+    rec: &crate::stats::Recorder,
+    started: std::time::SystemTime,
+    path: &std::path::Path,
+) -> Result<(), BenchError> {
+    let path_only = args
+        .url
+        .parse::<Uri>()
+        .ok()
+        .and_then(|u| u.path_and_query().map(|p| p.to_string()))
+        .unwrap_or_else(|| "/".into());
+    let label = args
+        .label
+        .clone()
+        .unwrap_or_else(|| format!("{} {path_only}", spec.request.method()));
+    let run = crate::jtl::JtlRun {
+        label: &label,
+        url: &args.url,
+        threads,
+        started,
+    };
+    crate::jtl::write(path, &run, rec.samples())?;
+    if rec.samples_dropped() > 0 {
+        eprintln!(
+            "{}: kept the first {} samples, {} more not written (--jtl-max)",
+            path.display(),
+            rec.samples().len(),
+            rec.samples_dropped()
+        );
+    }
+    Ok(())
 }
 
 /// `turnpike bench run`.

@@ -161,6 +161,11 @@ security:{issuers}
     - {{ sha256: "28a1d26071724d185aafe4153ee11aa474c2ca077f7bdd89ec182fdc06bcb1ef", application: bench, subscriber: bench }}
   subscriptions:
     - {{ api: /secured/v1, application: bench, state: ACTIVE, tier: Unlimited }}{graphql_sub}
+    - {{ api: /limited/v1, application: bench, state: ACTIVE, tier: BenchLimit }}
+throttling:
+  # Counts every request of secured-rate-limited; too high to refuse any.
+  subscription_tiers:
+    - {{ name: BenchLimit, quota: {{ requests: 1000000000, per: minute }} }}
 apis:
   - name: echo
     context: /echo
@@ -192,7 +197,14 @@ apis:
     version: v1
     endpoints: ["{echo_url}/soap"]
     soap: {{ type: SOAP_TO_REST, port: Echo12, wsdl: {wsdl} }}
-{graphql_api}"#
+{graphql_api}  - name: limited
+    context: /limited
+    version: v1
+    endpoints: ["{echo_url}"]
+    auth: {secured_auth}
+    resources:
+      - {{ path: "/*", methods: [GET, POST, PUT, DELETE] }}
+"#
     )
 }
 
@@ -289,12 +301,12 @@ pub async fn probe(url: &str) -> Option<u16> {
     local
         .run_until(async {
             let mut conn = target.connect().await.ok()?;
-            let fut = conn.exchange(req.build(0));
+            let fut = conn.exchange(&req, 0);
             tokio::time::timeout(Duration::from_secs(2), fut)
                 .await
                 .ok()?
                 .ok()
-                .map(|(s, _)| s)
+                .map(|(s, _, _)| s)
         })
         .await
 }

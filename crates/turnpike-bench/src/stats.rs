@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 /// Highest latency the histogram holds (longer ones are clamped to it): 10 minutes.
 const MAX_LATENCY_US: u64 = 600_000_000;
+/// Highest send lag the open loop's histogram holds, in nanoseconds: 10 s.
+const MAX_LAG_NS: u64 = 10_000_000_000;
 
 /// The measurement window of a run, as offsets from the run's start.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +48,25 @@ pub struct Recorder {
     received: u64,
     /// Completions per second of the measurement window.
     per_second: Vec<u64>,
+    /// Open loop: how late each request was written after its due time, in ns.
+    send_lag: Option<Histogram<u64>>,
+    /// The samples kept for a JTL (`--jtl`), up to `sample_cap`.
+    samples: Vec<Sample>,
+    sample_cap: usize,
+    /// In-window samples not kept because the cap was reached.
+    samples_dropped: u64,
+}
+
+/// One request as a JTL row needs it (offsets from the run's start).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub start: Duration,
+    pub elapsed: Duration,
+    pub outcome: Outcome,
+    pub sent: u64,
+    pub received: u64,
+    /// The generator's user (connection) that sent it.
+    pub user: u32,
 }
 
 impl Recorder {
@@ -62,7 +83,67 @@ impl Recorder {
             sent: 0,
             received: 0,
             per_second: vec![0; secs.max(1)],
+            send_lag: None,
+            samples: Vec::new(),
+            sample_cap: 0,
+            samples_dropped: 0,
         }
+    }
+
+    /// Also measures send lag (open loop).
+    pub fn with_send_lag(mut self) -> Self {
+        self.send_lag = Some(
+            Histogram::new_with_bounds(1, MAX_LAG_NS, 3)
+                .expect("constant histogram bounds are valid"),
+        );
+        self
+    }
+
+    /// Also keeps up to `cap` in-window samples for a JTL.
+    pub fn with_samples(mut self, cap: usize) -> Self {
+        self.sample_cap = cap;
+        self.samples = Vec::with_capacity(cap.min(1 << 16));
+        self
+    }
+
+    /// Open loop: request due at `due` was written at `sent` (offsets from the start).
+    pub fn record_send_lag(&mut self, due: Duration, sent: Duration) {
+        if let Some(h) = &mut self.send_lag {
+            if due >= self.window.warmup && due < self.window.end() {
+                let ns = sent.saturating_sub(due).as_nanos() as u64;
+                h.saturating_record(ns.clamp(1, MAX_LAG_NS));
+            }
+        }
+    }
+
+    /// Records `sample` and keeps it for a JTL when asked to.
+    pub fn record_sample(&mut self, sample: Sample) -> bool {
+        let end = sample.start + sample.elapsed;
+        let inside = self.record(
+            sample.start,
+            end,
+            sample.outcome,
+            sample.sent,
+            sample.received,
+        );
+        if inside && self.sample_cap > 0 {
+            if self.samples.len() < self.sample_cap {
+                self.samples.push(sample);
+            } else {
+                self.samples_dropped += 1;
+            }
+        }
+        inside
+    }
+
+    /// The kept samples, in the order they completed per thread.
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    /// In-window samples beyond the cap, not kept.
+    pub fn samples_dropped(&self) -> u64 {
+        self.samples_dropped
     }
 
     /// Records one request meant to be sent at `start` that ended at `end` (offsets from the
@@ -108,6 +189,17 @@ impl Recorder {
         for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
             *a += b;
         }
+        match (&mut self.send_lag, &other.send_lag) {
+            (Some(a), Some(b)) => {
+                let _ = a.add(b);
+            }
+            (None, Some(b)) => self.send_lag = Some(b.clone()),
+            _ => {}
+        }
+        let room = self.sample_cap.saturating_sub(self.samples.len());
+        let take = other.samples.len().min(room);
+        self.samples.extend_from_slice(&other.samples[..take]);
+        self.samples_dropped += other.samples_dropped + (other.samples.len() - take) as u64;
     }
 
     /// The statistics of the measurement window.
@@ -158,6 +250,32 @@ impl Recorder {
             per_second: self.per_second.clone(),
             percentile_curve: percentile_curve(h),
             histogram: histogram_bins(h, 40),
+            send_lag: self
+                .send_lag
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(SendLag::of),
+        }
+    }
+}
+
+/// Open loop: how late requests were written after their due time (microseconds).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SendLag {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl SendLag {
+    fn of(h: &Histogram<u64>) -> Self {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        SendLag {
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
         }
     }
 }
@@ -219,6 +337,9 @@ pub struct Summary {
     pub percentile_curve: Vec<(f64, f64)>,
     /// (bin upper edge ms, count) of the latency histogram.
     pub histogram: Vec<(f64, u64)>,
+    /// Open loop: the send-time error distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<SendLag>,
 }
 
 impl Summary {
@@ -250,7 +371,16 @@ impl Summary {
             self.p95_ms,
             self.p99_ms,
             self.p999_ms
-        )
+        ) + &self
+            .send_lag
+            .as_ref()
+            .map(|l| {
+                format!(
+                    "send lag us  p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1} (write time - due time)\n",
+                    l.p50_us, l.p99_us, l.p999_us, l.max_us
+                )
+            })
+            .unwrap_or_default()
     }
 }
 

@@ -39,6 +39,7 @@ async fn closed_loop_throughput_is_users_over_latency() {
         s.min_ms
     );
     // Little's law ties the two numbers together.
+    assert!(s.send_lag.is_none(), "a closed loop has no due times");
     let users = s.throughput_rps * s.avg_ms / 1000.0;
     assert!(
         (users - 100.0).abs() < 10.0,
@@ -55,7 +56,9 @@ async fn open_loop_holds_its_rate() {
     args.users = None;
     args.rate = Some(400.0);
     args.connections = 20;
-    args.threads = Some(2);
+    // One thread: the open loop spends each request's last millisecond yielding and
+    // spinning for an exact send time, and the tests beside this one need the other core.
+    args.threads = Some(1);
     let r = execute(&args).await.expect("run");
     let s = &r.summary;
     assert_eq!(s.errors, 0);
@@ -65,6 +68,13 @@ async fn open_loop_holds_its_rate() {
         s.throughput_rps
     );
     assert!(s.p50_ms >= 10.0 && s.p50_ms < 100.0, "p50 {}", s.p50_ms);
+    // The open loop reports how late its writes were; never early, so p50 <= p99 <= max.
+    let lag = s.send_lag.as_ref().expect("open loop reports its send lag");
+    assert!(
+        lag.p50_us <= lag.p99_us && lag.p99_us <= lag.max_us,
+        "{lag:?}"
+    );
+    assert!(r.summary.to_text().contains("send lag us"));
 }
 
 /// 200 req/s offered to 2 connections at a 50 ms back end (capacity 40 req/s): requests
@@ -132,4 +142,18 @@ async fn bad_arguments_are_refused_before_any_load() {
     args.users = Some(0);
     let err = execute(&args).await.expect_err("zero users");
     assert!(err.to_string().contains("--users"), "{err}");
+}
+
+/// A back end slower than `--timeout`: every request is an error, and the users go on
+/// sending (a new connection each time) instead of waiting for the slow answers.
+#[tokio::test]
+async fn a_response_slower_than_the_timeout_is_an_error() {
+    let url = echo(2000).await;
+    let mut args = RunArgs::closed(url, 2, Duration::from_millis(700), Duration::ZERO);
+    args.timeout = Duration::from_millis(100);
+    args.threads = Some(1);
+    let r = execute(&args).await.expect("run");
+    let s = &r.summary;
+    assert!(s.samples >= 6, "{s:?}");
+    assert_eq!(s.errors, s.samples);
 }

@@ -9,6 +9,7 @@
 
 use http::{request, Method};
 use sha2::{Digest, Sha256};
+use turnpike_policy::Identity;
 use turnpike_policy::RequestCtx;
 
 use crate::settings::Settings;
@@ -55,29 +56,56 @@ impl Keys {
 }
 
 /// The keys of a request to `method` with the context's upstream target.
+/// (The string is sized for what it will hold: a stored key keeps its allocation.)
 pub(crate) fn keys(s: &Settings, ctx: &RequestCtx, req: &request::Parts) -> Keys {
-    let mut text = shared(s, &req.method, ctx, req);
+    let caller = s.consumer.then(|| match ctx.identity() {
+        Some(id) => Caller::Known(id),
+        None => Caller::Anonymous(credential_digest(s, req)),
+    });
+    let room = caller.as_ref().map_or(0, Caller::len);
+    let mut text = shared(s, &req.method, ctx, req, room);
     let shared_len = text.len();
-    if s.consumer {
-        consumer(s, &mut text, ctx, req);
+    if let Some(caller) = caller {
+        consumer(&mut text, caller);
     }
     Keys { text, shared_len }
+}
+
+/// Who the consumer part of a key names.
+enum Caller<'a> {
+    Known(&'a Identity),
+    /// The digest of the credentials an anonymous request carries, if any.
+    Anonymous(Option<[u8; 32]>),
+}
+
+impl Caller<'_> {
+    /// Its bytes in a key.
+    fn len(&self) -> usize {
+        match self {
+            Caller::Known(id) => {
+                2 + id.application_id.as_deref().map_or(0, str::len) + id.subject.len()
+            }
+            Caller::Anonymous(Some(_)) => 2 + 64,
+            Caller::Anonymous(None) => 1,
+        }
+    }
 }
 
 /// Appends the authenticated caller's part, an anonymous caller's credential's, or,
 /// with neither, the anonymous callers' marker: a consumer key is never the shared key,
 /// which holds `public` answers only (else a caller with a credential would find an
 /// anonymous answer there).
-fn consumer(s: &Settings, k: &mut String, ctx: &RequestCtx, req: &request::Parts) {
+fn consumer(k: &mut String, caller: Caller<'_>) {
     k.push(CONSUMER);
-    if let Some(id) = ctx.identity() {
-        k.push_str(id.application_id.as_deref().unwrap_or(""));
-        k.push(SEP);
-        k.push_str(&id.subject);
-        return;
-    }
-    let Some(digest) = credential_digest(s, req) else {
-        return;
+    let digest = match caller {
+        Caller::Known(id) => {
+            k.push_str(id.application_id.as_deref().unwrap_or(""));
+            k.push(SEP);
+            k.push_str(&id.subject);
+            return;
+        }
+        Caller::Anonymous(None) => return,
+        Caller::Anonymous(Some(digest)) => digest,
     };
     k.push(CREDENTIAL);
     for b in digest {
@@ -103,18 +131,26 @@ fn credential_digest(s: &Settings, req: &request::Parts) -> Option<[u8; 32]> {
     hasher.map(|h| h.finalize().into())
 }
 
-fn shared(s: &Settings, method: &Method, ctx: &RequestCtx, req: &request::Parts) -> String {
+/// The shared key, in a string with `room` bytes more for the consumer part.
+fn shared(
+    s: &Settings,
+    method: &Method,
+    ctx: &RequestCtx,
+    req: &request::Parts,
+    room: usize,
+) -> String {
     let path = ctx.upstream.path();
-    // Room for the query and the consumer part (a credential's digest is 66 bytes).
-    let mut k = String::with_capacity(method.as_str().len() + path.len() + 96);
+    let query = ctx.upstream.query().filter(|_| s.query);
+    // Chosen headers' values: a guess (most keys have none).
+    let headers = s.headers.len() * 32;
+    let len = method.as_str().len() + 1 + path.len() + query.map_or(0, |q| 1 + q.len());
+    let mut k = String::with_capacity(len + headers + room);
     k.push_str(method.as_str());
     k.push(' ');
     k.push_str(path);
-    if s.query {
-        if let Some(q) = ctx.upstream.query() {
-            k.push('?');
-            k.push_str(q);
-        }
+    if let Some(q) = query {
+        k.push('?');
+        k.push_str(q);
     }
     for name in s.headers.iter() {
         k.push(SEP);

@@ -54,8 +54,7 @@ impl Label {
     }
 }
 
-/// What one request's request side left for its response side (in `ctx.ext`).
-#[derive(Clone)]
+/// What one request's request side left for its response side (in `ctx.cache`).
 struct Exchange {
     label: Label,
     keys: Option<Keys>,
@@ -63,7 +62,7 @@ struct Exchange {
     /// The request headers RFC 9111 compares later (host, cache directives, the
     /// `Vary`'d ones: filtered when the answer is stored).
     req_headers: HeaderMap,
-    leader: Option<Arc<Flight>>,
+    leader: Option<Flight>,
     /// A stored answer to send if the upstream fails.
     fallback: Option<Arc<Variant>>,
     /// Whether the upstream request asks conditionally for `fallback` (revalidate.rs).
@@ -79,12 +78,12 @@ struct Exchange {
 }
 
 /// An answer judged storable from its head.
-#[derive(Clone)]
 struct Candidate {
     /// `public`: stored under the shared key, else under the caller's.
     public: bool,
     /// The RFC policy, built only for an answer with caching headers (`None`: plain).
-    policy: Option<CachePolicy>,
+    /// Boxed: it is large, and a plain answer's `Exchange` should not carry its room.
+    policy: Option<Box<CachePolicy>>,
     /// When its head arrived.
     at: SystemTime,
 }
@@ -117,7 +116,8 @@ impl ResponseCache {
     /// The caller's own entry first, then the shared (`public`) one.
     /// (The shared key is not looked up while the API never stored a `public` answer
     /// under callers' keys: most APIs never do, and a miss then costs one lookup.)
-    fn find(&self, keys: &Keys, req: &Presented<'_>, now: SystemTime) -> Found {
+    /// (`now` is read only when something is stored under a key.)
+    fn find(&self, keys: &Keys, req: &Presented<'_>, now: &dyn Fn() -> SystemTime) -> Found {
         if let Some(own) = keys.consumer() {
             let found = self.store.lookup(own, req, now);
             if !matches!(found, Found::Nothing) || !self.store.holds_public() {
@@ -158,7 +158,7 @@ impl ResponseCache {
         };
         let waiting = match self.store.fly(keys.own()) {
             Ok(flight) => {
-                x.leader = Some(Arc::new(flight));
+                x.leader = Some(flight);
                 if let Some(level) = self.shared_level() {
                     return Step::Pending(Box::pin(self.lead_shared(ctx, req, x, keys, level)));
                 }
@@ -174,14 +174,14 @@ impl ResponseCache {
                 method: &req.method,
                 headers: &req.headers,
             };
-            if let Found::Fresh(v) = self.find(&keys, &presented, now) {
+            if let Found::Fresh(v) = self.find(&keys, &presented, &|| now) {
                 ctx.ext.insert(FromCache);
                 let head = req.method == Method::HEAD;
                 return Ok(Flow::Respond(self.answer(&v, now, Label::Hit, head)));
             }
             // Not storable, failed, or too slow: this one goes upstream itself.
             x.keys = Some(keys);
-            ctx.ext.insert(x);
+            keep_exchange(ctx, x);
             Ok(Flow::Continue)
         }))
     }
@@ -281,16 +281,21 @@ impl ResponseCache {
     }
 
     /// Whether the upstream's answer may be stored, judged from its head alone.
+    /// The cheapest checks first: an unstorable status costs no header lookup.
     fn candidate(&self, x: &Exchange, resp: &response::Parts) -> Option<Candidate> {
         let keys = x.keys.as_ref()?;
-        let storable_status = self.settings.statuses.contains(&resp.status.as_u16());
-        let too_large = turnpike_policy::http::content_length(&resp.headers)
-            .ok()
-            .flatten()
-            .is_some_and(|n| n > self.settings.max_entry);
+        if !self.settings.statuses.contains(&resp.status.as_u16()) {
+            return None;
+        }
+        let too_large = || {
+            turnpike_policy::http::content_length(&resp.headers)
+                .ok()
+                .flatten()
+                .is_some_and(|n| n > self.settings.max_entry)
+        };
         // A response that sets a cookie is one caller's, whatever it says (RFC 9111
         // allows storing it; every gateway that did leaked sessions).
-        if !storable_status || too_large || resp.headers.contains_key(SET_COOKIE) {
+        if resp.headers.contains_key(SET_COOKIE) || too_large() {
             return None;
         }
         let by_consumer = keys.consumer().is_some();
@@ -336,7 +341,7 @@ impl ResponseCache {
         }
         Some(Candidate {
             public: directive(&resp.headers, "public"),
-            policy: Some(policy),
+            policy: Some(Box::new(policy)),
             at,
         })
     }
@@ -408,7 +413,13 @@ impl ResponseCache {
                     method: &x.method,
                     headers: &kept,
                 };
-                rfc::policy(&presented, stored.status, &head, self.settings.ttl, at)
+                Box::new(rfc::policy(
+                    &presented,
+                    stored.status,
+                    &head,
+                    self.settings.ttl,
+                    at,
+                ))
             });
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
         let key = self.key_for(keys, directive(&head, "public"));
@@ -467,27 +478,34 @@ impl Policy for ResponseCache {
             candidate: None,
         };
         if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
-            ctx.ext.insert(x);
+            keep_exchange(ctx, x);
             return Step::CONTINUE;
         }
         let keys = keys(&self.settings, ctx, req);
-        let now = self.now();
+        // The clock is read only when a stored answer is judged (a miss never does).
+        let clock = std::cell::OnceCell::new();
+        let now = || *clock.get_or_init(|| self.now());
         let presented = Presented {
             method: &req.method,
             headers: &req.headers,
         };
         let head = req.method == Method::HEAD;
-        let found = self.find(&keys, &presented, now);
+        let found = self.find(&keys, &presented, &now);
         x.label = Label::Miss;
         match found {
             Found::Fresh(v) => {
                 ctx.ext.insert(FromCache);
-                return Step::Done(Ok(Flow::Respond(self.answer(&v, now, Label::Hit, head))));
+                return Step::Done(Ok(Flow::Respond(self.answer(&v, now(), Label::Hit, head))));
             }
             // Someone already refreshes it: this one gets the stale answer.
             Found::Stale(v) if self.store.in_flight(keys.own()) => {
                 ctx.ext.insert(FromCache);
-                return Step::Done(Ok(Flow::Respond(self.answer(&v, now, Label::Stale, head))));
+                return Step::Done(Ok(Flow::Respond(self.answer(
+                    &v,
+                    now(),
+                    Label::Stale,
+                    head,
+                ))));
             }
             Found::Stale(v) | Found::Fallback(v) => x.fallback = Some(v),
             Found::Nothing => {}
@@ -504,8 +522,7 @@ impl Policy for ResponseCache {
         ctx: &mut RequestCtx,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
-        let now = self.now();
-        let Some(x) = ctx.ext.get_mut::<Exchange>() else {
+        let Some(x) = exchange(ctx) else {
             return Ok(());
         };
         resp.headers.insert(X_CACHE, x.label.value());
@@ -520,6 +537,7 @@ impl Policy for ResponseCache {
         if x.serve.is_some() {
             // Refreshed and stored: the followers wake and find it.
         } else if resp.status.is_server_error() {
+            let now = self.now();
             x.serve = x
                 .fallback
                 .take()
@@ -533,15 +551,16 @@ impl Policy for ResponseCache {
             // response has streamed.
             x.leader = None;
         }
-        if !resp.headers.contains_key(AGE) {
-            resp.headers.insert(AGE, HeaderValue::from_static("0"));
-        }
+        resp.headers
+            .entry(AGE)
+            .or_insert_with(|| HeaderValue::from_static("0"));
         Ok(())
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, _: &response::Parts) -> bool {
-        ctx.ext
-            .get::<Exchange>()
+        ctx.cache
+            .as_ref()
+            .and_then(|x| x.downcast_ref::<Exchange>())
             .is_some_and(|x| x.serve.is_some() || x.candidate.is_some())
     }
 
@@ -551,7 +570,8 @@ impl Policy for ResponseCache {
         resp: &mut response::Parts,
         body: &mut Bytes,
     ) -> Result<(), GatewayError> {
-        let Some(mut x) = ctx.ext.remove::<Exchange>() else {
+        // Taken from in place: moving the exchange out of the context is a copy.
+        let Some(x) = exchange(ctx) else {
             return Ok(());
         };
         if let Some((v, label)) = x.serve.take() {
@@ -567,7 +587,7 @@ impl Policy for ResponseCache {
             return Ok(());
         }
         if let Some(c) = x.candidate.take() {
-            self.keep(&mut x, c, resp, body);
+            self.keep(x, c, resp, body);
         }
         // Stored: the followers wake and find it.
         x.leader = None;
@@ -596,6 +616,16 @@ fn storable(policy: &CachePolicy, head: &HeaderMap, at: SystemTime) -> bool {
     policy.is_storable() && (!policy.time_to_live(at).is_zero() || revalidate::has_validator(head))
 }
 
+/// Leaves `x` for the response side.
+fn keep_exchange(ctx: &mut RequestCtx, x: Exchange) {
+    ctx.cache = Some(Box::new(x));
+}
+
+/// What the request side left.
+fn exchange(ctx: &mut RequestCtx) -> Option<&mut Exchange> {
+    ctx.cache.as_mut()?.downcast_mut::<Exchange>()
+}
+
 /// Makes the request the leader of its key's miss: it goes upstream (conditionally
 /// when a stored answer with a validator may be revalidated).
 fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Exchange, keys: Keys) {
@@ -603,7 +633,7 @@ fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Exchange, keys: K
     if let Some(v) = &x.fallback {
         x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);
     }
-    ctx.ext.insert(x);
+    keep_exchange(ctx, x);
 }
 
 /// `Age` (the time it arrived with plus the time stored), and `X-Cache`.

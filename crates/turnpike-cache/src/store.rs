@@ -17,7 +17,7 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use turnpike_model::policy::CachePurge;
 
-use crate::flight::{self, Flights};
+use crate::flight::{Flights, Follow, Led};
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
 use crate::shared::SharedLevel;
@@ -110,8 +110,9 @@ pub struct ApiStore {
 pub(crate) struct Variant {
     /// The RFC 9111 policy: built when stored for an answer with caching headers of its
     /// own, else (a plain answer, [`rfc::is_plain`]) on first need: a request with
-    /// directives of its own, or a stale entry judged.
-    policy: OnceLock<CachePolicy>,
+    /// directives of its own, or a stale entry judged. Boxed: most entries never have
+    /// one, and each byte of an entry is held for its life.
+    policy: OnceLock<Box<CachePolicy>>,
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
@@ -163,7 +164,11 @@ impl Variant {
     /// `policy`: the RFC policy already built for an answer with caching headers;
     /// `None` for a plain one (its freshness is the TTL less the `Age` it arrived with,
     /// which is what the policy would compute).
-    pub(crate) fn new(r: Received, req: &Presented<'_>, policy: Option<CachePolicy>) -> Variant {
+    pub(crate) fn new(
+        r: Received,
+        req: &Presented<'_>,
+        policy: Option<Box<CachePolicy>>,
+    ) -> Variant {
         let arrived_age = rfc::age_header(&r.headers);
         let fresh_until = match &policy {
             Some(p) => r.at + p.time_to_live(r.at),
@@ -212,13 +217,13 @@ impl Variant {
                 method: &self.method,
                 headers: &req,
             };
-            rfc::policy(
+            Box::new(rfc::policy(
                 &presented,
                 self.status,
                 &self.headers,
                 self.ttl,
                 self.received_at,
-            )
+            ))
         })
     }
 
@@ -417,10 +422,17 @@ impl ApiStore {
     }
 
     /// The best answer stored under `key` for `req`: fresh, else stale, else fallback.
-    pub(crate) fn lookup(&self, key: &str, req: &Presented<'_>, now: SystemTime) -> Found {
+    /// (`now` is read only when something is stored under `key`.)
+    pub(crate) fn lookup(
+        &self,
+        key: &str,
+        req: &Presented<'_>,
+        now: &dyn Fn() -> SystemTime,
+    ) -> Found {
         let Some(variants) = self.entries.get(key) else {
             return Found::Nothing;
         };
+        let now = now();
         let mut best = Found::Nothing;
         for v in variants.iter() {
             match v.judge(req, now) {
@@ -442,14 +454,16 @@ impl ApiStore {
         variant: Arc<Variant>,
         now: SystemTime,
     ) {
-        let mut list: Vec<Arc<Variant>> = match self.entries.get(key.as_str()) {
-            Some(old) => old
-                .iter()
-                .filter(|v| matches!(v.judge(req, now), Found::Nothing))
-                .cloned()
-                .collect(),
-            None => Vec::new(),
+        let Some(old) = self.entries.get(key.as_str()) else {
+            // A new key (most stores): the list made in place, one allocation.
+            self.entries.insert(key, Arc::new([variant]));
+            return;
         };
+        let mut list: Vec<Arc<Variant>> = old
+            .iter()
+            .filter(|v| matches!(v.judge(req, now), Found::Nothing))
+            .cloned()
+            .collect();
         if list.len() >= MAX_VARIANTS {
             list.remove(0);
         }
@@ -502,12 +516,11 @@ impl ApiStore {
 
     /// Joins the miss in flight for `key`, or leads it: `Ok(guard)` for the leader
     /// (dropping it wakes the followers), `Err(flight)` for a follower to wait on.
-    pub(crate) fn fly(self: &Arc<Self>, key: &str) -> Result<Flight, Arc<flight::State>> {
-        let (hash, state) = self.flights.join(key)?;
+    pub(crate) fn fly(self: &Arc<Self>, key: &str) -> Result<Flight, Follow> {
+        let led = self.flights.join(key)?;
         Ok(Flight {
             store: self.clone(),
-            hash,
-            state,
+            led,
         })
     }
 
@@ -521,12 +534,11 @@ impl ApiStore {
 /// not storable, failed, or the request went away), they wake.
 pub(crate) struct Flight {
     store: Arc<ApiStore>,
-    hash: u64,
-    state: Arc<flight::State>,
+    led: Led,
 }
 
 impl Drop for Flight {
     fn drop(&mut self) {
-        self.store.flights.end(self.hash, &self.state);
+        self.store.flights.end(&self.led);
     }
 }

@@ -45,6 +45,20 @@ pub struct ProviderSpec {
     /// the gateway) or `file:/path` (a file's first line). None: no key is sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// Bedrock: the AWS region requests are signed for (SigV4), e.g. `us-east-1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Bedrock: the AWS access key id as a secret reference; with it `key` is the secret
+    /// access key and requests are SigV4-signed. Without it `key` is a Bedrock API key
+    /// (a bearer token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// Bedrock: a temporary credential's session token, as a secret reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_token: Option<String>,
+    /// Azure OpenAI: the `api-version` query parameter (`2024-10-21` when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
 }
 
 /// The API a provider speaks.
@@ -57,6 +71,17 @@ pub enum ProviderKind {
     Openai,
     /// Anthropic's Messages API.
     Anthropic,
+    /// Google Gemini's API (`models/{model}:generateContent`), key as `x-goog-api-key`.
+    Gemini,
+    /// Mistral's API: OpenAI's chat shape with Mistral's differences (`random_seed`,
+    /// `tool_choice: any`, no `stream_options`).
+    Mistral,
+    /// AWS Bedrock's Converse API (`/model/{id}/converse`, SigV4-signed), streamed as
+    /// AWS event-stream frames.
+    Bedrock,
+    /// Azure OpenAI's deployments (`/deployments/{model}/chat/completions?api-version=`),
+    /// key as `api-key`.
+    Azure,
 }
 
 /// A model name clients use and the provider's model it stands for.

@@ -212,12 +212,15 @@ impl Chain {
         resp: &response::Parts,
         upto: usize,
     ) -> bool {
-        if !self.hooks.contains(Hooks::RESPONSE_BODY) || crate::http::is_stream(&resp.headers) {
+        if !self.hooks.contains(Hooks::RESPONSE_BODY) {
             return false;
         }
+        // The policies first: most answers are wanted by none (a cache's unstorable
+        // miss), and then the media type is never looked up.
         let ran = self.policies.get(..upto).unwrap_or(&self.policies);
         ran.iter()
             .any(|p| p.hooks().contains(Hooks::RESPONSE_BODY) && p.wants_response_body(ctx, resp))
+            && !crate::http::is_stream(&resp.headers)
     }
 
     /// Runs `on_response_body` back to front over the policies before `upto`; errors

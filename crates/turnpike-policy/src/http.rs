@@ -63,19 +63,21 @@ pub fn query_param<'q>(query: &'q str, name: &str) -> Option<Cow<'q, str>> {
 /// Such a body is passed on frame by frame: a policy that would read it whole would hold
 /// every event until the stream ends, and would drop gRPC's trailers.
 pub fn is_stream(headers: &HeaderMap) -> bool {
-    media_type(headers).is_some_and(|m| m.eq_ignore_ascii_case(b"text/event-stream"))
-        || is_grpc(headers)
+    media_type(headers).is_some_and(|m| m.eq_ignore_ascii_case(b"text/event-stream") || grpc(m))
 }
 
 /// Whether a message is gRPC over HTTP/2 (`application/grpc`, `application/grpc+proto`;
 /// not gRPC-Web, which is `application/grpc-web`).
 pub fn is_grpc(headers: &HeaderMap) -> bool {
+    media_type(headers).is_some_and(grpc)
+}
+
+/// Whether a media type is gRPC's (see [`is_grpc`]).
+fn grpc(m: &[u8]) -> bool {
     let grpc = b"application/grpc";
-    media_type(headers).is_some_and(|m| {
-        m.get(..grpc.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(grpc))
-            && matches!(m.get(grpc.len()), None | Some(b'+'))
-    })
+    m.get(..grpc.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(grpc))
+        && matches!(m.get(grpc.len()), None | Some(b'+'))
 }
 
 /// Whether a media type (parameters allowed) is JSON: `application/json` or a `+json`

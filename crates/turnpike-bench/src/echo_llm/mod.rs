@@ -21,7 +21,9 @@
 
 mod answer;
 mod anthropic;
+mod bedrock;
 mod embeddings;
+mod gemini;
 mod openai;
 mod paced;
 mod parse;
@@ -82,6 +84,8 @@ pub(crate) type LlmBody = Either<Full<Bytes>, PacedBody>;
 enum Front {
     OpenAi,
     Anthropic,
+    Gemini,
+    Bedrock,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -93,6 +97,14 @@ enum Route {
     Model(String),
     Messages,
     CountTokens,
+    /// Gemini's `models/{m}:generateContent` (`stream`: `:streamGenerateContent`).
+    Gemini {
+        stream: bool,
+    },
+    /// Bedrock's `/model/{id}/converse` (`stream`: `/converse-stream`).
+    Converse {
+        stream: bool,
+    },
     Stats,
     Last,
     NotFound,
@@ -105,6 +117,10 @@ fn route(method: &Method, path: &str) -> (Front, Route) {
     let r = match () {
         _ if get && path == "/_echo/stats" => Route::Stats,
         _ if get && path == "/_echo/last" => Route::Last,
+        _ if post && path.ends_with(":generateContent") => Route::Gemini { stream: false },
+        _ if post && path.ends_with(":streamGenerateContent") => Route::Gemini { stream: true },
+        _ if post && path.ends_with("/converse") => Route::Converse { stream: false },
+        _ if post && path.ends_with("/converse-stream") => Route::Converse { stream: true },
         _ if post && path.ends_with("/messages/count_tokens") => Route::CountTokens,
         _ if post && path.ends_with("/messages") => Route::Messages,
         _ if post && path.ends_with("/chat/completions") => Route::Chat,
@@ -119,6 +135,8 @@ fn route(method: &Method, path: &str) -> (Front, Route) {
     };
     let front = match r {
         Route::Messages | Route::CountTokens => Front::Anthropic,
+        Route::Gemini { .. } => Front::Gemini,
+        Route::Converse { .. } => Front::Bedrock,
         _ => Front::OpenAi,
     };
     (front, r)
@@ -176,10 +194,22 @@ fn authorized(h: &HeaderMap, key: &str) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     let plain = |name: &str| h.get(name).and_then(|v| v.to_str().ok());
-    [bearer, plain("x-api-key"), plain("api-key")]
-        .into_iter()
-        .flatten()
-        .any(|k| k == key)
+    // A SigV4-signed request: its credential's access key id.
+    let signed = h
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("AWS4-HMAC-SHA256 Credential="))
+        .and_then(|v| v.split('/').next());
+    [
+        bearer,
+        plain("x-api-key"),
+        plain("api-key"),
+        plain("x-goog-api-key"),
+        signed,
+    ]
+    .into_iter()
+    .flatten()
+    .any(|k| k == key)
 }
 
 pub(crate) async fn handle(
@@ -276,6 +306,9 @@ async fn generate(
     pace: Pace,
     state: &State,
 ) -> Result<Response<LlmBody>, Failure> {
+    if let Route::Gemini { stream } | Route::Converse { stream } = route {
+        return foreign(&route, body, call, stream, pace, state).await;
+    }
     let model = call.model.clone();
     let (front, prompt, stream, include_usage) = match route {
         Route::Embeddings => {
@@ -309,7 +342,7 @@ async fn generate(
         let events = match front {
             Front::Anthropic => anthropic::message_events(&call, &a),
             Front::OpenAi if chat => openai::chat_events(&call, &a, include_usage),
-            Front::OpenAi => openai::completion_events(&call, &a, include_usage),
+            _ => openai::completion_events(&call, &a, include_usage),
         };
         let body = PacedBody::new(events, pace, state.stats.clone());
         return Ok(sse_response(body, &call.id));
@@ -318,7 +351,50 @@ async fn generate(
     let out = match front {
         Front::Anthropic => anthropic::message_json(&call, &a),
         Front::OpenAi if chat => openai::chat_json(&call, &a),
-        Front::OpenAi => openai::completion_json(&call, &a),
+        _ => openai::completion_json(&call, &a),
+    };
+    Ok(json_response(StatusCode::OK, &out, &call.id))
+}
+
+/// A Gemini or Converse call: parsed, answered whole or streamed in its own framing.
+async fn foreign(
+    route: &Route,
+    body: &Value,
+    call: Call,
+    stream: bool,
+    pace: Pace,
+    state: &State,
+) -> Result<Response<LlmBody>, Failure> {
+    let gemini = matches!(route, Route::Gemini { .. });
+    let prompt = if gemini {
+        gemini::parse(body, call.model.clone())?
+    } else {
+        bedrock::parse(body, call.model.clone())?
+    };
+    let a = answer::answer(&prompt);
+    if stream {
+        let (events, kind) = if gemini {
+            (
+                gemini::answer_events(&call, &a),
+                "text/event-stream; charset=utf-8",
+            )
+        } else {
+            (
+                bedrock::answer_frames(&call, &a),
+                "application/vnd.amazon.eventstream",
+            )
+        };
+        let body = PacedBody::new(events, pace, state.stats.clone());
+        let mut resp = sse_response(body, &call.id);
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+        return Ok(resp);
+    }
+    tokio::time::sleep(pace.due(a.completion_tokens)).await;
+    let out = if gemini {
+        gemini::answer_json(&call, &a)
+    } else {
+        bedrock::answer_json(&call, &a)
     };
     Ok(json_response(StatusCode::OK, &out, &call.id))
 }
@@ -360,7 +436,8 @@ async fn read_json(req: Request<Incoming>, state: &State) -> Result<(String, Val
     Ok((path, body))
 }
 
-/// The body's `model`, or an Azure deployment's name from the path.
+/// The body's `model`, or the one the path names: an Azure deployment's, Gemini's
+/// `models/{m}:...`, Bedrock's `/model/{id}/...` (`%3A` read as `:`).
 fn model_of(body: &Value, path: &str) -> Result<String, Failure> {
     if let Some(m) = body.get("model").filter(|m| !m.is_null()) {
         return match m.as_str() {
@@ -368,10 +445,21 @@ fn model_of(body: &Value, path: &str) -> Result<String, Failure> {
             _ => Err(Failure::bad("model", "must be a non-empty string")),
         };
     }
-    path.split_once("/deployments/")
+    let deployment = path
+        .split_once("/deployments/")
+        .and_then(|(_, rest)| rest.split('/').next());
+    let gemini = path
+        .rsplit_once("/models/")
+        .and_then(|(_, rest)| rest.split(':').next());
+    let bedrock = path
+        .split_once("/model/")
         .and_then(|(_, rest)| rest.split('/').next())
-        .filter(|d| !d.is_empty())
+        .map(|m| m.replace("%3A", ":").replace("%3a", ":"));
+    deployment
+        .or(gemini)
         .map(str::to_owned)
+        .or(bedrock)
+        .filter(|d| !d.is_empty())
         .ok_or_else(|| Failure::bad("model", "Field required"))
 }
 
@@ -418,11 +506,22 @@ fn sse_response(body: PacedBody, id: &str) -> Response<LlmBody> {
 
 /// A failure in the front's own error shape.
 fn failure(front: Front, f: &Failure, id: &str) -> Response<LlmBody> {
+    let mut amzn = None;
     let body = match front {
         Front::OpenAi => openai::error_json(f),
         Front::Anthropic => anthropic::error_json(f, &format!("req_{id}")),
+        Front::Gemini => gemini::error_json(f),
+        Front::Bedrock => {
+            let (b, kind) = bedrock::error_json(f);
+            amzn = Some(kind);
+            b
+        }
     };
     let mut resp = json_response(f.status, &body, id);
+    if let Some(kind) = amzn {
+        resp.headers_mut()
+            .insert("x-amzn-errortype", HeaderValue::from_static(kind));
+    }
     if f.status == StatusCode::TOO_MANY_REQUESTS {
         resp.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -480,6 +579,13 @@ mod tests {
     fn azure_deployments_name_the_model() {
         let m = model_of(&json!({}), "/openai/deployments/gpt-4o/chat/completions");
         assert_eq!(m.expect("model"), "gpt-4o");
+        let m = model_of(
+            &json!({}),
+            "/v1beta/models/gemini-2.0-flash:generateContent",
+        );
+        assert_eq!(m.expect("model"), "gemini-2.0-flash");
+        let m = model_of(&json!({}), "/model/anthropic.claude-v2%3A1/converse-stream");
+        assert_eq!(m.expect("model"), "anthropic.claude-v2:1");
         assert!(model_of(&json!({}), "/v1/chat/completions").is_err());
     }
 }

@@ -29,7 +29,12 @@ use crate::BenchError;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
     /// A matrix output directory (holding results.json).
-    pub dir: PathBuf,
+    #[arg(required_unless_present = "from_jtl")]
+    pub dir: Option<PathBuf>,
+    /// Instead of a matrix: a JMeter CSV result file (JTL, from JMeter or `bench run
+    /// --jtl`); prints its Aggregate Report per label as Markdown.
+    #[arg(long, conflicts_with = "dir")]
+    pub from_jtl: Option<PathBuf>,
     /// Latency objectives, e.g. avg=100ms or p99=500ms (repeatable).
     #[arg(long, default_values_t = ["avg=100ms".to_string()])]
     pub slo: Vec<String>,
@@ -701,7 +706,15 @@ pub fn write_compared(dir: &Path, slos: &[Slo], compare: &[String]) -> Result<Pa
 /// `turnpike bench report`.
 pub async fn run(args: ReportArgs) -> Result<(), BenchError> {
     let slos = parse_slos(&args.slo)?;
-    let index = write_compared(&args.dir, &slos, &args.compare)?;
+    if let Some(jtl) = &args.from_jtl {
+        print!("{}", crate::jtl::markdown(&crate::jtl::summaries(jtl)?));
+        return Ok(());
+    }
+    let dir = args
+        .dir
+        .as_ref()
+        .ok_or_else(|| BenchError::Usage("give a matrix directory or --from-jtl FILE".into()))?;
+    let index = write_compared(dir, &slos, &args.compare)?;
     println!("report written: {}", index.display());
     Ok(())
 }

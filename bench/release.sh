@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Issue 32 item 6: the numbers published with each release. One fixed plan through
+# `turnpike bench matrix` (passthrough, JWT-secured passthrough, JWT + rate limit,
+# transformation, GraphQL Q1 and Q3, SOAP proxy; 1 KiB bodies, no back-end delay), the same
+# passthrough through nginx (a plain reverse proxy, 1 worker, upstream keep-alive) when
+# nginx is installed, and the echo called directly (the matrix's baselines). Writes a dated
+# Markdown table with the machine (CPU model, cores, RAM, kernel), the commit and the ratios
+# to the direct echo and to nginx, to stdout and to --out FILE.
+#
+# Core sets: the matrix's `pin: auto` (the gateway on the upper half of the cores, the echo
+# and the generator on the lower half; one core: nothing pinned); nginx gets the gateway's
+# half and its echo the lower half.
+#
+# Usage: TURNPIKE_BIN=... bench/release.sh [--users 100] [--duration 30s] [--warmup 5s]
+#          [--tokens 1000] [--out FILE] [--quick]
+#   --quick: 10 users, 0.5 s cells, 200 ms warm-up (the table's shape, for tests; not numbers).
+# Needs: python3; nginx for the nginx column (scripts/install-test-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+users=100; duration=30s; warmup=5s; tokens=1000; out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --users) users=$2; shift 2;;
+    --duration) duration=$2; shift 2;;
+    --warmup) warmup=$2; shift 2;;
+    --tokens) tokens=$2; shift 2;;
+    --out) out=$2; shift 2;;
+    --quick) users=10; duration=500ms; warmup=200ms; tokens=10; shift;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+source bench/lib.sh
+
+cpus=$(nproc)
+if [ "$cpus" -ge 2 ]; then
+  half=$((cpus / 2))
+  on_gw() { taskset -c "$half-$((cpus - 1))" "$@"; }
+  on_low() { taskset -c "0-$((half - 1))" "$@"; }
+else
+  on_gw() { "$@"; }
+  on_low() { "$@"; }
+fi
+
+common() { # the cells every table row shares
+  cat <<YAML
+users: [$users]
+sizes: [1024]
+delays_ms: [0]
+warmup: $warmup
+duration: $duration
+pin: auto
+YAML
+}
+
+{ cat <<YAML
+name: release
+description: per-release numbers (bench/release.sh)
+scenarios: [passthrough, secured-passthrough, secured-rate-limited, transformation, graphql, soap-proxy]
+graphql_queries: [1, 3]
+auth: jwt
+tokens: $tokens
+YAML
+  common; } >"$work/release.yaml"
+"$bin" --log warn bench matrix --plan "$work/release.yaml" --out "$work/turnpike" >"$work/turnpike.log" 2>&1 \
+  || { cat "$work/turnpike.log" >&2; exit 1; }
+
+nginx_results=""
+if command -v nginx >/dev/null; then
+  echo_port=$(free_port); nginx_port=$(free_port)
+  on_low "$bin" echo --port "$echo_port" --threads 1 >/dev/null 2>&1 &
+  pids+=($!)
+  mkdir -p "$work/nginx"
+  cat >"$work/nginx/nginx.conf" <<CONF
+worker_processes 1;
+error_log $work/nginx/error.log;
+pid $work/nginx/nginx.pid;
+daemon off;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  upstream echo { server 127.0.0.1:$echo_port; keepalive 64; }
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location /echo/v1/ { proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://echo/; }
+  }
+}
+CONF
+  on_gw nginx -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" &
+  pids+=($!)
+  wait_port "$echo_port"; wait_port "$nginx_port"
+  { cat <<YAML
+name: release-nginx
+description: nginx as a plain reverse proxy, the release plan's passthrough
+scenarios: [passthrough]
+target:
+  url: http://127.0.0.1:$nginx_port
+  backend: http://127.0.0.1:$echo_port
+YAML
+    common; } >"$work/nginx.yaml"
+  "$bin" --log warn bench matrix --plan "$work/nginx.yaml" --out "$work/nginx-out" >"$work/nginx.log" 2>&1 \
+    || { cat "$work/nginx.log" >&2; exit 1; }
+  nginx_results="$work/nginx-out/results.json"
+fi
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit (with uncommitted changes)"
+table=$(python3 - "$work/turnpike/results.json" "$nginx_results" "$commit" "$("$bin" --version 2>/dev/null || echo turnpike)" \
+  "$(uname -r)" "$(nginx -v 2>&1 | sed 's/.*nginx\///' || true)" <<'PY'
+import datetime, json, sys
+tp_path, nginx_path, commit, version, kernel, nginx_version = sys.argv[1:7]
+tp = json.load(open(tp_path))
+m = tp["machine"]
+plan = tp["plan"]
+
+def cells(results, via):
+    return [c for c in results["cells"] if c["via"] == via and c.get("result")]
+
+def key(c):
+    return (c["method"], c.get("graphql_query"))
+
+direct = {key(c): c["result"]["summary"] for c in cells(tp, "direct")}
+nginx = None
+if nginx_path:
+    ng = cells(json.load(open(nginx_path)), "gateway")
+    nginx = ng[0]["result"]["summary"] if ng else None
+
+names = {
+    "passthrough": "Passthrough (no auth)",
+    "secured-passthrough": "JWT-secured passthrough",
+    "secured-rate-limited": "JWT + rate limit",
+    "transformation": "JWT + JSON transformation",
+    "graphql": "GraphQL (JWT)",
+    "soap-proxy": "SOAP 1.2 proxy",
+}
+order = list(names)
+rows = []
+gw = sorted(cells(tp, "gateway"), key=lambda c: (order.index(c["scenario"]) if c["scenario"] in order else 99, c.get("graphql_query") or 0))
+def line(name, s, base):
+    rps = s["throughput_rps"]
+    vs_direct = f"{rps / base['throughput_rps']:.2f}" if base and base["throughput_rps"] else "—"
+    vs_nginx = f"{rps / nginx['throughput_rps']:.2f}" if nginx and nginx["throughput_rps"] else "—"
+    added = f"{s['avg_ms'] - base['avg_ms']:.2f}" if base else "—"
+    return (f"| {name} | {rps:,.0f} | {s['avg_ms']:.2f} | {s['p99_ms']:.2f} | {added} | {s['error_pct']:.2f} | "
+            f"{vs_direct} | {vs_nginx} |")
+for c in gw:
+    name = names.get(c["scenario"], c["scenario"])
+    if c.get("graphql_query"):
+        name += f" Q{c['graphql_query']}"
+    rows.append(line(name, c["result"]["summary"], direct.get(key(c))))
+if nginx:
+    rows.append(line(f"nginx {nginx_version or ''} passthrough (reference)".replace("  ", " "), nginx, direct.get(("POST", None))))
+for k, s in sorted(direct.items(), key=lambda kv: str(kv[0])):
+    what = {"POST": "Echo called directly (POST)", "SOAP": "SOAP echo called directly",
+            "GRAPHQL": f"GraphQL echo called directly Q{k[1]}"}.get(k[0], f"direct {k[0]}")
+    rows.append(f"| {what} | {s['throughput_rps']:,.0f} | {s['avg_ms']:.2f} | {s['p99_ms']:.2f} | — | {s['error_pct']:.2f} | 1.00 | "
+                + (f"{s['throughput_rps'] / nginx['throughput_rps']:.2f} |" if nginx and nginx["throughput_rps"] else "— |"))
+pinning = tp.get("setup", {}).get("pinning", {})
+today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+print(f"## Turnpike {version.replace('turnpike ', '')}, commit {commit}, {today}\n")
+print(f"Machine: {m['cpu_model']}, {m['cpus']} cores, {m['memory_mb'] / 1024:.1f} GiB RAM, Linux {kernel}.  ")
+print(f"Load: `turnpike bench` closed loop, {plan['users'][0]} users, 1 KiB JSON POST (GraphQL: WSO2's queries; SOAP: a 1 KiB envelope), "
+      f"no back-end delay, {plan['warmup']} warm-up + {plan['duration']} measured per cell; "
+      f"{tp.get('setup', {}).get('protocol', 'HTTP/1.1')}; credential: {tp.get('setup', {}).get('credential', 'JWT')}.  ")
+print(f"Cores: {json.dumps(pinning) if pinning else 'not recorded'}; nginx (1 worker, upstream keep-alive) on the gateway's cores.\n")
+print("| API | req/s | avg ms | p99 ms | added avg ms | errors % | vs echo direct | vs nginx passthrough |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print("\n".join(rows))
+PY
+)
+echo "$table"
+if [ -n "$out" ]; then printf '%s\n' "$table" >"$out"; fi
