@@ -177,7 +177,7 @@ impl Foreign {
         match &mut self.source {
             Source::Gemini(events, s) => {
                 events.push(chunk)?;
-                while let Some(e) = events.next() {
+                while let Some(e) = events.next_event() {
                     if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
                         s.event(&v, &mut chunks);
                     }
@@ -208,7 +208,7 @@ impl Foreign {
         match &mut self.source {
             Source::Gemini(events, s) => {
                 let _ = events.push(b"\n\n");
-                while let Some(e) = events.next() {
+                while let Some(e) = events.next_event() {
                     if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
                         s.event(&v, &mut chunks);
                     }

@@ -66,7 +66,7 @@ impl AiStream {
 
     /// Every whole event so far: read, and translated into `out` when translating.
     fn drain(&mut self, out: &mut Vec<u8>) {
-        while let Some(e) = self.events.next() {
+        while let Some(e) = self.events.next_event() {
             self.relayed += e.data.len() as u64;
             let strip = matches!(self.mode, Mode::ObserveOpenai { strip_usage: true });
             if e.data == "[DONE]" {

@@ -80,7 +80,8 @@ pub(crate) struct Routes {
 }
 
 /// Where an API's MCP server answers: `/mcp{context}/{version}`, for `POST` (JSON-RPC
-/// messages) and `DELETE` (a session's end); a `GET` gets 405 (no server stream).
+/// messages) and `DELETE` (a session's end); a `GET` gets 405 (no server stream)
+/// unless the endpoint proxies a remote server, whose stream it relays.
 #[derive(Debug)]
 pub(crate) struct McpEndpoint {
     pub route: String,
@@ -88,6 +89,8 @@ pub(crate) struct McpEndpoint {
     /// tool).
     pub resource: Arc<str>,
     pub origin: String,
+    /// `GET` opens the server stream too (a proxied remote server's, relayed).
+    pub server_stream: bool,
 }
 
 impl Routes {

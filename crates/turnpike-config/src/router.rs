@@ -174,7 +174,7 @@ impl Router {
                     api: slot,
                     file_index: c.index,
                     prefix_len: m.route.len(),
-                    methods: mcp_methods(),
+                    methods: mcp_methods(m.server_stream),
                     explicit: true,
                     origin: &m.origin,
                     resource: &m.resource,
@@ -199,10 +199,15 @@ impl Router {
     }
 }
 
-/// An MCP endpoint's methods: `POST` for messages, `DELETE` to end a session.
-fn mcp_methods() -> MethodSet {
+/// An MCP endpoint's methods: `POST` for messages, `DELETE` to end a session, and
+/// `GET` for the server stream when the endpoint has one (a proxied remote's).
+fn mcp_methods(server_stream: bool) -> MethodSet {
     let post = MethodSet::parse("POST").unwrap_or_default();
-    post.union(MethodSet::parse("DELETE").unwrap_or_default())
+    let methods = post.union(MethodSet::parse("DELETE").unwrap_or_default());
+    match server_stream {
+        true => methods.union(MethodSet::parse("GET").unwrap_or_default()),
+        false => methods,
+    }
 }
 
 #[inline]

@@ -145,10 +145,11 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         .soap
         .as_ref()
         .is_some_and(|s| s.api_type == turnpike_model::soap::SoapApiType::Soap);
-    let mcp_endpoint = spec.mcp.as_ref().map(|_| McpEndpoint {
+    let mcp_endpoint = spec.mcp.as_ref().map(|m| McpEndpoint {
         route: turnpike_model::mcp::endpoint_path(&spec.context, &spec.version),
         resource: Arc::from(turnpike_model::mcp::ENDPOINT_RESOURCE),
         origin: format!("apis[{index}].mcp"),
+        server_stream: m.upstream.is_some(),
     });
 
     if problems.len() > before {
@@ -262,7 +263,9 @@ fn check_resources(
     spec: &ApiSpec,
     problems: &mut Vec<Problem>,
 ) -> Vec<CheckedResource> {
-    if spec.resources.is_empty() {
+    // A proxied MCP server's API is its MCP endpoint alone (docs/mcp.md).
+    let mcp_proxy = spec.mcp.as_ref().is_some_and(|m| m.upstream.is_some());
+    if spec.resources.is_empty() && !mcp_proxy {
         problems.push(Problem::new(
             format!("apis[{index}].resources"),
             "an API needs at least one resource, e.g. { path: \"/*\", methods: [\"*\"] }",

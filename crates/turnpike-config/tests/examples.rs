@@ -97,3 +97,30 @@ fn mcp_example_routes_its_endpoint_beside_its_resources() {
         .expect("the mcp policy");
     assert_eq!(mcp.tool_names().collect::<Vec<_>>(), ["getPet", "addPet"]);
 }
+
+/// examples/mcp-proxy.yaml: a proxied remote MCP server's API has no resources; its MCP
+/// endpoint also takes `GET` (the remote's server stream, relayed).
+#[test]
+fn mcp_proxy_example_routes_its_endpoint_with_the_server_stream() {
+    use http::Method;
+    use turnpike_config::RouteResult;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mcp-proxy.yaml");
+    let s = match Snapshot::load(&path) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    for m in [Method::POST, Method::GET, Method::DELETE] {
+        assert!(
+            matches!(
+                s.route(None, &m, "/mcp/weather/v1"),
+                RouteResult::Matched { .. }
+            ),
+            "{m}"
+        );
+    }
+    assert!(matches!(
+        s.route(None, &Method::PUT, "/mcp/weather/v1"),
+        RouteResult::MethodNotAllowed { .. }
+    ));
+    assert_eq!(s.apis[0].endpoints[0].base_path, "/mcp");
+}

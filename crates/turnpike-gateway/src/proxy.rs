@@ -160,7 +160,11 @@ fn route(
         api: api.clone(),
         target,
         refuse,
-        resource: resource.filter(|_| observed).cloned(),
+        // An early-body policy (an MCP endpoint's) tells its endpoint from the API's
+        // REST resources by it, observed or not.
+        resource: resource
+            .filter(|_| observed || api.chain.hooks().contains(Hooks::EARLY_BODY))
+            .cloned(),
         snapshot_version: snap.version,
     })
 }

@@ -254,3 +254,13 @@ pub(crate) fn unknown_session() -> Refusal {
         "no such session: initialize a new one".into(),
     )
 }
+
+/// An API holding as many sessions as it may: `initialize` is refused for now.
+pub(crate) fn sessions_full(id: Option<RequestId>) -> Refusal {
+    Refusal::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        ErrorCode(-32000),
+        "this server holds as many sessions as it may: try again later".into(),
+    )
+}

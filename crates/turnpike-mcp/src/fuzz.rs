@@ -1,5 +1,6 @@
 //! No-panic suites over everything this crate parses from hostile input: JSON-RPC
-//! messages, OpenAPI documents, tool arguments, session ids (proptest, as
+//! messages, OpenAPI documents, tool arguments, session ids, a proxied server's answers
+//! and calls (proptest, as
 //! crates/turnpike-config/tests/fuzz.rs).
 
 use proptest::prelude::*;
@@ -65,5 +66,29 @@ proptest! {
     #[test]
     fn session_ids_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..40)) {
         let _ = session::parse_id(&bytes);
+    }
+
+    #[test]
+    fn proxied_answers_and_calls_never_panic(
+        chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..8),
+        v in json_value(),
+    ) {
+        use std::sync::Arc;
+        use turnpike_policy::ResponseStream;
+        use crate::proxy::{answer, filter::Filter};
+        let spec = turnpike_model::mcp::McpSpec {
+            deny_tools: Some(vec!["x".into()]),
+            ..Default::default()
+        };
+        let f = Arc::new(Filter::build(&spec).ok().flatten().expect("a filter"));
+        let mut s = answer::ListStream::new(f.clone());
+        for c in chunks {
+            let _ = s.on_chunk(bytes::Bytes::from(c));
+        }
+        let _ = answer::rewrite(&f, v.to_string().as_bytes());
+        let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": v.clone()}});
+        let _ = answer::rewrite(&f, list.to_string().as_bytes());
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": v});
+        let _ = crate::proxy::call(&f, rmcp::model::RequestId::Number(1), call.to_string().as_bytes());
     }
 }

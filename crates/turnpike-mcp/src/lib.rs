@@ -17,6 +17,7 @@ mod fuzz;
 pub mod openapi;
 mod policy;
 pub mod preview;
+mod proxy;
 mod rpc;
 mod session;
 mod tools;

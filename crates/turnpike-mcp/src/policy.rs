@@ -14,8 +14,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
-use http::{request, response, HeaderValue, Response, StatusCode};
+use http::{request, response, HeaderValue, StatusCode};
 use rmcp::model::{
     Implementation, InitializeResult, ProtocolVersion, RequestId, ServerCapabilities,
     ToolsCapability,
@@ -27,9 +26,9 @@ use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
-use crate::exchange::{unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
-use crate::rpc::{self, Refusal};
-use crate::session::{self, Found, Limits, Registry, Sessions};
+use crate::exchange::{sessions_full, unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
+use crate::rpc::{self, empty, json, refusal};
+use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
 use crate::tools::{self, Catalog};
 
 /// Sessions an API keeps at once when its `mcp:` section does not say.
@@ -49,6 +48,17 @@ impl PolicyKind for Mcp {
     }
 
     fn build(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Arc<dyn Policy>> {
+        if spec.upstream.is_some() {
+            let limits = limits(spec, cx);
+            return crate::proxy::build(spec, cx, limits);
+        }
+        if spec.deny_tools.is_some() {
+            cx.problem(
+                ".deny_tools",
+                "only a proxied server (`upstream:`) denies tools",
+            );
+            return None;
+        }
         // The file outlives `cx`'s borrows: problems are pushed while the API is read.
         let file = cx.file;
         let api = file.apis.get(cx.api)?;
@@ -172,13 +182,7 @@ impl McpPolicy {
             .sessions
             .open(caller, version.as_str(), now, self.limits)
         else {
-            let r = Refusal::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some(id),
-                rmcp::model::ErrorCode(-32000),
-                "this server holds as many sessions as it may: try again later".into(),
-            );
-            return refusal(&r);
+            return refusal(&sessions_full(Some(id)));
         };
         let mut caps = ServerCapabilities::default();
         caps.tools = Some(ToolsCapability::default());
@@ -257,37 +261,4 @@ impl Policy for McpPolicy {
         }
         Ok(())
     }
-}
-
-/// Who a session belongs to: the caller's subject and application (0 on an open API).
-fn caller_key(ctx: &RequestCtx) -> u64 {
-    use turnpike_model::fnv::{fnv64, fnv64_extend};
-    match ctx.identity() {
-        None => 0,
-        Some(i) => {
-            let app = i.principal.application_id.as_deref().unwrap_or("");
-            fnv64_extend(
-                fnv64_extend(fnv64(i.subject.as_bytes()), b"\0"),
-                app.as_bytes(),
-            )
-        }
-    }
-}
-
-fn refusal(r: &Refusal) -> Flow {
-    Flow::Respond(json(r.status, r.body()))
-}
-
-fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
-    let mut resp = Response::new(body);
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-fn empty(status: StatusCode) -> Response<Bytes> {
-    let mut resp = Response::new(Bytes::new());
-    *resp.status_mut() = status;
-    resp
 }

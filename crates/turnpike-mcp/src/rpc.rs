@@ -3,12 +3,14 @@
 //! policy dispatches on; answers written with the SDK's model types.
 
 use bytes::Bytes;
-use http::StatusCode;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, Response, StatusCode};
 use rmcp::model::{
     ErrorCode, ErrorData, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
 };
 use serde::Serialize;
 use serde_json::Value;
+use turnpike_policy::Flow;
 
 /// Largest JSON-RPC message read (the API's `max_body_size` may be smaller).
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
@@ -136,6 +138,27 @@ pub fn raw_result(id: &RequestId, result: &str) -> Bytes {
     out.push_str(result);
     out.push('}');
     Bytes::from(out)
+}
+
+/// A refusal as the endpoint answers it.
+pub(crate) fn refusal(r: &Refusal) -> Flow {
+    Flow::Respond(json(r.status, r.body()))
+}
+
+/// A JSON answer.
+pub(crate) fn json(status: StatusCode, body: Bytes) -> Response<Bytes> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// An answer without a body.
+pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
+    let mut resp = Response::new(Bytes::new());
+    *resp.status_mut() = status;
+    resp
 }
 
 #[cfg(test)]

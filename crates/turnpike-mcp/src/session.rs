@@ -4,7 +4,9 @@
 //! maps (papaya), touched only by MCP endpoints' requests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use turnpike_policy::RequestCtx;
 
 /// Every API's sessions on this gateway (in the runtime's type map).
 #[derive(Default)]
@@ -36,6 +38,9 @@ struct Session {
     caller: u64,
     version: &'static str,
     last_seen: AtomicU64,
+    /// A proxied server's own session id for this session (never shown to the client),
+    /// set once its `initialize` answered.
+    upstream: OnceLock<Box<str>>,
 }
 
 /// What a session id names now.
@@ -73,6 +78,7 @@ impl Sessions {
             caller,
             version,
             last_seen: AtomicU64::new(now),
+            upstream: OnceLock::new(),
         };
         self.map.pin().insert(id, s);
         Some(id)
@@ -102,6 +108,18 @@ impl Sessions {
         matches!(map.remove_if(&id, |_, s| s.caller == caller), Ok(Some(_)))
     }
 
+    /// Records the proxied server's session id for session `id` (once).
+    pub fn bind_upstream(&self, id: u128, upstream: &str) {
+        if let Some(s) = self.map.pin().get(&id) {
+            let _ = s.upstream.set(upstream.into());
+        }
+    }
+
+    /// The proxied server's session id for session `id`, if it gave one.
+    pub fn upstream_of(&self, id: u128) -> Option<Box<str>> {
+        self.map.pin().get(&id)?.upstream.get().cloned()
+    }
+
     /// Drops the sessions idle longer than `idle_secs` (cold: when the cap is reached).
     #[cold]
     fn sweep(&self, now: u64, idle_secs: u64) {
@@ -113,6 +131,21 @@ impl Sessions {
     /// How many sessions are held.
     pub(crate) fn len(&self) -> usize {
         self.map.len()
+    }
+}
+
+/// Who a session belongs to: the caller's subject and application (0 on an open API).
+pub(crate) fn caller_key(ctx: &RequestCtx) -> u64 {
+    use turnpike_model::fnv::{fnv64, fnv64_extend};
+    match ctx.identity() {
+        None => 0,
+        Some(i) => {
+            let app = i.principal.application_id.as_deref().unwrap_or("");
+            fnv64_extend(
+                fnv64_extend(fnv64(i.subject.as_bytes()), b"\0"),
+                app.as_bytes(),
+            )
+        }
     }
 }
 

@@ -278,3 +278,147 @@ async fn rest_requests_of_the_api_pass_untouched() {
     p.on_response_headers(&mut c, &mut resp).expect("head");
     assert!(!p.wants_response_body(&c, &resp));
 }
+
+const PROXY: &str = r##"
+apis:
+  - name: remote
+    context: /remote
+    version: v1
+    endpoints: ["http://127.0.0.1:1/mcp"]
+    mcp:
+      upstream: streamable_http
+      tools:
+        - { tool: add, name: sum }
+        - { tool: echo }
+      deny_tools: [secret]
+"##;
+
+/// A proxied server's session: the gateway's own id to the client, the remote's on
+/// every forwarded message, forgotten with the remote's.
+#[tokio::test]
+async fn a_proxy_maps_its_sessions_to_the_remotes() {
+    let runtime = Runtime::default();
+    let p = build(PROXY, &runtime).0.expect("built");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let mut c = ctx();
+    let (r, _, body) = send(&*p, &mut c, None, init.clone()).await;
+    assert!(r.is_none(), "initialize is forwarded");
+    assert_eq!(serde_json::from_slice::<Value>(&body).ok(), Some(init));
+    assert_eq!(c.upstream.path(), "", "the endpoint's URL as written");
+    let mut head = Response::new(()).into_parts().0;
+    head.headers
+        .insert("mcp-session-id", HeaderValue::from_static("remote-1"));
+    p.on_response_headers(&mut c, &mut head).expect("head");
+    let ours = head.headers["mcp-session-id"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert_eq!(ours.len(), 32, "the gateway's own id, never the remote's");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut c = ctx();
+    let (r, parts, _) = send(&*p, &mut c, Some(&ours), list.clone()).await;
+    assert!(r.is_none());
+    assert_eq!(parts.headers["mcp-session-id"], "remote-1");
+    let mut head = Response::new(()).into_parts().0;
+    head.headers
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    p.on_response_headers(&mut c, &mut head).expect("head");
+    assert!(p.wants_response_body(&c, &head), "a tool list is filtered");
+    let mut body = Bytes::from(
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+            {"name": "add"}, {"name": "echo"}, {"name": "secret"}, {"name": "other"}]}})
+        .to_string(),
+    );
+    p.on_response_body(&mut c, &mut head, &mut body)
+        .expect("body");
+    let names: Vec<Value> = serde_json::from_slice::<Value>(&body).expect("json")["result"]
+        ["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("sum"), json!("echo")]);
+
+    // The remote forgot its session: so does the gateway.
+    let mut c = ctx();
+    let (r, _, _) = send(&*p, &mut c, Some(&ours), list.clone()).await;
+    assert!(r.is_none());
+    let mut head = Response::new(()).into_parts().0;
+    head.status = StatusCode::NOT_FOUND;
+    p.on_response_headers(&mut c, &mut head).expect("head");
+    let (r, _, _) = send(&*p, &mut ctx(), Some(&ours), list).await;
+    assert_eq!(r.map(|r| r.status()), Some(StatusCode::NOT_FOUND));
+}
+
+#[tokio::test]
+async fn a_proxy_refuses_hidden_tools_and_renames_calls_back() {
+    let runtime = Runtime::default();
+    let p = build(PROXY, &runtime).0.expect("built");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let mut c = ctx();
+    send(&*p, &mut c, None, init).await;
+    let mut head = Response::new(()).into_parts().0;
+    p.on_response_headers(&mut c, &mut head).expect("head");
+    let ours = head.headers["mcp-session-id"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let call = |name: &str| {
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": name, "arguments": {"a": 1}}})
+    };
+    for hidden in ["secret", "add", "other"] {
+        let (r, _, _) = send(&*p, &mut ctx(), Some(&ours), call(hidden)).await;
+        let r = r.expect("refused before the remote");
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(json_of(&r)["error"]["code"], -32602, "{hidden}");
+    }
+    let (r, parts, body) = send(&*p, &mut ctx(), Some(&ours), call("sum")).await;
+    assert!(r.is_none());
+    assert!(
+        !parts.headers.contains_key("mcp-session-id"),
+        "the remote gave none"
+    );
+    let sent: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(
+        sent["params"],
+        json!({"name": "add", "arguments": {"a": 1}})
+    );
+}
+
+#[test]
+fn a_bad_proxy_section_names_every_problem() {
+    let runtime = Runtime::default();
+    let yaml = PROXY
+        .replace(
+            "deny_tools: [secret]",
+            "deny_tools: [echo]\n      openapi: \"{}\"",
+        )
+        .replace("name: sum", "name: \"bad name\"");
+    let (p, problems) = build(&yaml, &runtime);
+    assert!(p.is_none());
+    let paths: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+    for want in [
+        "apis[0].mcp.openapi",
+        "apis[0].mcp.tools[0].name",
+        "apis[0].mcp.tools[1].tool",
+    ] {
+        assert!(
+            paths.iter().any(|p| p.contains(want)),
+            "{want} in {paths:?}"
+        );
+    }
+    let (p, problems) = build(
+        &FILE.replace("max_sessions: 2", "max_sessions: 2\n      deny_tools: [x]"),
+        &runtime,
+    );
+    assert!(p.is_none());
+    assert!(
+        problems[0].to_string().contains("apis[0].mcp.deny_tools"),
+        "{problems:?}"
+    );
+}

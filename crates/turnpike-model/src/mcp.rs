@@ -41,6 +41,23 @@ pub struct McpSpec {
     /// What the server tells agents about itself in `initialize` (`instructions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// The API's endpoint is a remote MCP server spoken to over this transport: the
+    /// gateway proxies its tools (filtered and renamed by `tools:` and `deny_tools:`)
+    /// instead of making tools of the API's operations (docs/mcp.md, "Proxying a remote
+    /// MCP server").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<McpUpstream>,
+    /// A proxied server's tools that agents never see nor call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_tools: Option<Vec<String>>,
+}
+
+/// The transport a proxied MCP server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpUpstream {
+    /// Streamable HTTP (2025-03-26 and later): JSON-RPC POSTs answered as JSON or SSE.
+    StreamableHttp,
 }
 
 /// One operation exposed as a tool.
@@ -48,7 +65,9 @@ pub struct McpSpec {
 #[serde(deny_unknown_fields)]
 pub struct McpToolSpec {
     /// The operation: its OpenAPI `operationId`, or `METHOD /path` as the API's
-    /// resources write it (`GET /pets/{id}`).
+    /// resources write it (`GET /pets/{id}`); for a proxied server, the remote tool's
+    /// name (`tool:` says the same).
+    #[serde(alias = "tool")]
     pub operation: String,
     /// The tool's name (the operationId, or one made of the method and path, when
     /// omitted).

@@ -196,6 +196,13 @@ impl UpstreamTarget {
         Ok(())
     }
 
+    /// Sends the request to the endpoint's URL as written, nothing appended (a proxied
+    /// MCP server's endpoint is one URL: `/mcp`, never `/mcp/`).
+    pub fn set_endpoint_only(&mut self) {
+        self.path = Path::Owned("".into());
+        self.query = Query::Owned(None);
+    }
+
     /// Rewrites (or, with `None`, drops) the upstream query (without `?`).
     pub fn set_query(&mut self, query: Option<&str>) -> Result<(), InvalidTarget> {
         if let Some(q) = query {
@@ -215,6 +222,10 @@ impl UpstreamTarget {
     pub fn write_to(&self, base: &str, out: &mut String) {
         out.push_str(base);
         out.push_str(self.path());
+        if out.is_empty() {
+            // An endpoint with no path of its own, asked for as it is.
+            out.push('/');
+        }
         if let Some(q) = self.query() {
             out.push('?');
             out.push_str(q);

@@ -40,6 +40,7 @@ pub mod problem;
 mod quota;
 mod runtime;
 pub mod spec;
+pub mod sse;
 pub mod trace;
 
 pub use caller::{Claims, CredentialKind, Identity, KeptClaims, KeyType, Principal};

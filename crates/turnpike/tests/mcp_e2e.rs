@@ -15,7 +15,7 @@ use std::net::TcpListener;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use support::TempDir;
+use support::{post_json as post, TempDir};
 
 const KEY: &str = "agent-key-1";
 const STRANGER: &str = "stranger-key-2";
@@ -188,33 +188,6 @@ fn the_python_sdk_lists_and_calls_an_apis_operations_as_tools() {
     assert_ne!(r["anonymous"], "initialized");
     assert_eq!(r["anonymous_status"], 401);
     assert_eq!(r["stranger_status"], 403);
-}
-
-fn post(url: &str, headers: &[&str], body: &str) -> (u16, String, String) {
-    let mut cmd = Command::new("curl");
-    cmd.args([
-        "-s",
-        "-D",
-        "-",
-        "-o",
-        "-",
-        "-w",
-        "\n%{http_code}",
-        "-H",
-        "content-type: application/json",
-    ]);
-    for h in headers {
-        cmd.args(["-H", h]);
-    }
-    let out = cmd.args(["-d", body, url]).output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (rest, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    let (head, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
-    (
-        code.trim().parse().unwrap_or(0),
-        head.to_ascii_lowercase(),
-        body.to_owned(),
-    )
 }
 
 fn curl_status(args: &[&str]) -> u16 {

@@ -88,7 +88,9 @@ fn api_props() -> Value {
                 "description": {"type": "string"}}}},
             "max_sessions": {"type": "integer", "minimum": 1, "default": 10000},
             "session_idle": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 30}], "example": "30m"},
-            "instructions": {"type": "string"}}},
+            "instructions": {"type": "string"},
+            "upstream": {"type": "string", "enum": ["streamable_http"], "description": "the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)"},
+            "deny_tools": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 128}, "description": "a proxied server's tools agents never see nor call"}}},
         "requestBuffering": {"type": "object", "additionalProperties": false, "description": "read the request body (up to size) before connecting upstream, so slow clients hold no back-end connection; on by default (docs/operations.md)", "properties": {
             "enabled": {"type": "boolean"},
             "size": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "maxLength": 30}], "example": "1MiB"},

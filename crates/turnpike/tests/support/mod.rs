@@ -285,3 +285,24 @@ pub fn follower(
     let mgmt = found[0].trim_end_matches("/metrics").to_owned();
     (p, found[1].clone(), mgmt)
 }
+
+/// `POST` a JSON `body` with curl (and `headers`, each `name: value`), as an MCP client
+/// does (it accepts JSON or an event stream): the status, the head lower-cased, the body.
+pub fn post_json(url: &str, headers: &[&str], body: &str) -> (u16, String, String) {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-D", "-", "-o", "-", "-w", "\n%{http_code}"]);
+    cmd.args(["-H", "content-type: application/json"]);
+    cmd.args(["-H", "accept: application/json, text/event-stream"]);
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    let out = cmd.args(["-d", body, url]).output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (rest, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    let (head, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
+    (
+        code.trim().parse().unwrap_or(0),
+        head.to_ascii_lowercase(),
+        body.to_owned(),
+    )
+}

@@ -136,6 +136,10 @@ fn encode_head(
     out.push(b' ');
     out.extend_from_slice(path.base.as_bytes());
     out.extend_from_slice(path.path.as_bytes());
+    if path.base.is_empty() && path.path.is_empty() {
+        // `UpstreamTarget::set_endpoint_only` on an endpoint with no path of its own.
+        out.push(b'/');
+    }
     if let Some(q) = path.query {
         out.push(b'?');
         out.extend_from_slice(q.as_bytes());

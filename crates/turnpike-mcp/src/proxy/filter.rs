@@ -1,0 +1,204 @@
+//! Which of a proxied server's tools agents see, and under which names: the `mcp:`
+//! section's `tools:` (an allow list, each entry a remote tool with an optional new
+//! name and description) and `deny_tools:`. Applied to every `tools/list` answer on
+//! its way down and to every `tools/call` on its way up (a hidden tool is refused
+//! before the remote hears of it; a renamed one is called by its remote name).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+use turnpike_model::mcp::McpSpec;
+
+use crate::tools::{valid_name, MAX_TOOL_NAME};
+
+/// Most entries in `tools:` or `deny_tools:`, and most tools a `tools/list` answer of
+/// the remote may hold.
+pub(crate) const MAX_TOOLS: usize = 1000;
+
+/// A tool as agents see it.
+struct Exposed {
+    name: String,
+    description: Option<String>,
+}
+
+/// The section's filter (see the module doc).
+pub(crate) struct Filter {
+    /// Remote name -> how it is shown; `None`: every tool not denied, as named.
+    allow: Option<HashMap<String, Exposed>>,
+    /// Shown name -> remote name (the allow list's, inverted).
+    inbound: HashMap<String, String>,
+    deny: HashSet<String>,
+}
+
+impl Filter {
+    /// The section's filter, `Ok(None)` when it lets every tool through unchanged;
+    /// problems as (field below the section, message).
+    pub(crate) fn build(spec: &McpSpec) -> Result<Option<Filter>, Vec<(String, String)>> {
+        let mut problems = Vec::new();
+        let deny: HashSet<String> = spec.deny_tools.iter().flatten().cloned().collect();
+        if deny.len() > MAX_TOOLS {
+            problems.push((".deny_tools".into(), format!("at most {MAX_TOOLS} names")));
+        }
+        let allow = spec.tools.as_ref().map(|list| {
+            if list.len() > MAX_TOOLS {
+                problems.push((".tools".into(), format!("at most {MAX_TOOLS} tools")));
+            }
+            let mut allow = HashMap::with_capacity(list.len());
+            for (i, t) in list.iter().enumerate() {
+                let at = format!(".tools[{i}]");
+                let remote = &t.operation;
+                if remote.is_empty() || remote.len() > MAX_TOOL_NAME {
+                    let msg = format!("a remote tool's name: 1 to {MAX_TOOL_NAME} bytes");
+                    problems.push((format!("{at}.tool"), msg));
+                }
+                if deny.contains(remote) {
+                    problems.push((format!("{at}.tool"), format!("`{remote}` is also denied")));
+                }
+                let name = t.name.clone().unwrap_or_else(|| remote.clone());
+                if !valid_name(&name) {
+                    let msg =
+                        format!("tool name `{name}`: 1 to {MAX_TOOL_NAME} of A-Z a-z 0-9 _ - .");
+                    problems.push((format!("{at}.name"), msg));
+                }
+                let exposed = Exposed {
+                    name,
+                    description: t.description.clone(),
+                };
+                if allow.insert(remote.clone(), exposed).is_some() {
+                    problems.push((format!("{at}.tool"), format!("`{remote}` is listed twice")));
+                }
+            }
+            allow
+        });
+        let inbound: HashMap<String, String> = allow
+            .iter()
+            .flatten()
+            .map(|(remote, e)| (e.name.clone(), remote.clone()))
+            .collect();
+        if allow.as_ref().is_some_and(|a| a.len() != inbound.len()) {
+            problems.push((".tools".into(), "two tools are shown under one name".into()));
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        Ok((allow.is_some() || !deny.is_empty()).then_some(Filter {
+            allow,
+            inbound,
+            deny,
+        }))
+    }
+
+    /// The remote name of the tool agents call `shown`; `None` when they may not.
+    pub(crate) fn to_remote<'a>(&'a self, shown: &'a str) -> Option<&'a str> {
+        match &self.allow {
+            Some(_) => self.inbound.get(shown).map(String::as_str),
+            None => (!self.deny.contains(shown)).then_some(shown),
+        }
+    }
+
+    /// Filters and renames the tools of a `tools/list` result in place; `Err` when the
+    /// remote listed more than [`MAX_TOOLS`] or the result has no `tools` array.
+    pub(crate) fn list(&self, result: &mut Value) -> Result<(), String> {
+        let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+            return Err("the remote's tools/list result has no `tools` array".into());
+        };
+        if tools.len() > MAX_TOOLS {
+            return Err(format!("the remote listed more than {MAX_TOOLS} tools"));
+        }
+        tools.retain_mut(|tool| self.show(tool));
+        Ok(())
+    }
+
+    /// Whether one listed tool is shown, renamed and described as the section says.
+    fn show(&self, tool: &mut Value) -> bool {
+        let Some(remote) = tool.get("name").and_then(Value::as_str) else {
+            return false;
+        };
+        if self.deny.contains(remote) {
+            return false;
+        }
+        let Some(allow) = &self.allow else {
+            return true;
+        };
+        let Some(e) = allow.get(remote) else {
+            return false;
+        };
+        if let Some(obj) = tool.as_object_mut() {
+            obj.insert("name".into(), Value::String(e.name.clone()));
+            if let Some(d) = &e.description {
+                obj.insert("description".into(), Value::String(d.clone()));
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use turnpike_model::mcp::McpToolSpec;
+
+    fn spec(tools: Option<Vec<(&str, Option<&str>)>>, deny: &[&str]) -> McpSpec {
+        McpSpec {
+            tools: tools.map(|l| {
+                l.into_iter()
+                    .map(|(op, name)| McpToolSpec {
+                        operation: op.into(),
+                        name: name.map(Into::into),
+                        description: None,
+                    })
+                    .collect()
+            }),
+            deny_tools: Some(deny.iter().map(|s| s.to_string()).collect()),
+            ..McpSpec::default()
+        }
+    }
+
+    #[test]
+    fn an_allow_list_shows_and_calls_only_its_tools_under_their_new_names() {
+        let f = Filter::build(&spec(Some(vec![("add", Some("sum")), ("echo", None)]), &[]))
+            .expect("valid")
+            .expect("a filter");
+        let mut r = json!({"tools": [{"name": "add"}, {"name": "echo"}, {"name": "secret"}]});
+        f.list(&mut r).expect("listed");
+        assert_eq!(r, json!({"tools": [{"name": "sum"}, {"name": "echo"}]}));
+        assert_eq!(f.to_remote("sum"), Some("add"));
+        assert_eq!(f.to_remote("echo"), Some("echo"));
+        assert_eq!(f.to_remote("add"), None, "only by its shown name");
+        assert_eq!(f.to_remote("secret"), None);
+    }
+
+    #[test]
+    fn a_deny_list_hides_its_tools_and_nothing_else() {
+        let f = Filter::build(&spec(None, &["rm"]))
+            .expect("valid")
+            .expect("a filter");
+        let mut r = json!({"tools": [{"name": "rm"}, {"name": "ls"}]});
+        f.list(&mut r).expect("listed");
+        assert_eq!(r, json!({"tools": [{"name": "ls"}]}));
+        assert_eq!((f.to_remote("rm"), f.to_remote("ls")), (None, Some("ls")));
+        assert!(Filter::build(&spec(None, &[])).expect("valid").is_none());
+    }
+
+    #[test]
+    fn bad_sections_and_answers_are_named() {
+        let bad = spec(
+            Some(vec![("a", Some("x y")), ("b", Some("c")), ("c", Some("c"))]),
+            &["b"],
+        );
+        let problems = Filter::build(&bad).err().expect("refused");
+        let fields: Vec<&str> = problems.iter().map(|(f, _)| f.as_str()).collect();
+        assert!(fields.contains(&".tools[0].name"), "{problems:?}");
+        assert!(fields.contains(&".tools[1].tool"), "{problems:?}");
+        assert!(fields.contains(&".tools"), "{problems:?}");
+        let f = Filter::build(&spec(None, &["x"]))
+            .expect("ok")
+            .expect("filter");
+        assert!(f.list(&mut json!({"nope": 1})).is_err());
+        let many: Vec<Value> = (0..=MAX_TOOLS)
+            .map(|i| json!({"name": format!("t{i}")}))
+            .collect();
+        assert!(f.list(&mut json!({ "tools": many })).is_err());
+    }
+}

@@ -1,0 +1,364 @@
+//! A remote MCP server proxied as an API (`mcp: {upstream: streamable_http}`; the API's
+//! endpoint is the remote server's URL). The gateway terminates the client's session
+//! and keeps one upstream session per client session:
+//!
+//! - early body (before auth): reads the JSON-RPC message (under the same caps as an
+//!   API's own MCP server); a `tools/call` of a tool the section hides is refused, a
+//!   renamed one gets its remote name back;
+//! - request headers (after auth and throttling): `initialize` opens a session (bounded
+//!   as for any MCP endpoint) and is forwarded, so the client sees the remote's own
+//!   capabilities and version; every other message needs the client's session, whose
+//!   `Mcp-Session-Id` is swapped for the remote's before it is forwarded;
+//! - `GET` (the server stream) is forwarded in the client's session and relayed as it
+//!   streams;
+//! - response: the remote's `Mcp-Session-Id` is recorded on `initialize` and never
+//!   shown; a `tools/list` answer is filtered and renamed, whole (JSON) or event by event
+//!   (SSE); every other answer streams through untouched.
+
+pub(crate) mod answer;
+pub(crate) mod filter;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::ACCEPT_ENCODING;
+use http::{request, response, HeaderValue, Method, StatusCode};
+use rmcp::model::{ErrorCode, RequestId};
+use serde_json::Value;
+use turnpike_model::clock::Clock;
+use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
+use turnpike_policy::{
+    BuildCx, Flow, GatewayError, Hooks, Policy, RequestCtx, ResponseStream, Step,
+};
+
+use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
+use crate::rpc::{self, empty, refusal, Message, Refusal};
+use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
+use filter::Filter;
+
+/// Longest remote session id kept (the specification's ids are visible ASCII).
+const MAX_UPSTREAM_SESSION_ID: usize = 256;
+
+/// Builds the proxy of an `mcp:` section with an `upstream:` (`limits`: its session
+/// limits, read as for any MCP endpoint; `None` when they had problems).
+pub(crate) fn build(
+    spec: &McpSpec,
+    cx: &mut BuildCx<'_>,
+    limits: Option<Limits>,
+) -> Option<Arc<dyn Policy>> {
+    let file = cx.file;
+    let api = file.apis.get(cx.api)?;
+    if spec.openapi.is_some() {
+        cx.problem(
+            ".openapi",
+            "a proxied server lists its own tools: no openapi",
+        );
+    }
+    let filter = match Filter::build(spec) {
+        Ok(f) => f,
+        Err(problems) => {
+            for (below, msg) in problems {
+                cx.problem(&below, msg);
+            }
+            return None;
+        }
+    };
+    if spec.openapi.is_some() {
+        return None;
+    }
+    let api_id = turnpike_model::api_id(&api.context, &api.version);
+    Some(Arc::new(McpProxy {
+        filter: filter.map(Arc::new),
+        sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
+        limits: limits?,
+        clock: cx.runtime.clock().clone(),
+    }))
+}
+
+/// A proxied MCP server (see the module doc).
+pub struct McpProxy {
+    /// `None`: every tool passes as the remote names it.
+    filter: Option<Arc<Filter>>,
+    sessions: Arc<Sessions>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+}
+
+/// What the early-body hook read (in `ctx.ext` until the caller is admitted).
+#[derive(Clone)]
+enum Read {
+    Refuse(Refusal),
+    Initialize,
+    /// Any other message, forwarded; `list`: a `tools/list` whose answer is filtered.
+    Forward {
+        session: u128,
+        list: bool,
+    },
+    Delete {
+        session: u128,
+    },
+}
+
+/// A message on its way to the remote (in `ctx.ext` until its answer's head passed).
+#[derive(Clone)]
+struct Forwarded {
+    session: u128,
+    caller: u64,
+    initialize: bool,
+    list: bool,
+    /// The remote session id sent with it.
+    upstream: bool,
+}
+
+impl McpProxy {
+    fn read(&self, req: &request::Parts, body: &mut Bytes) -> Read {
+        let session = req
+            .headers
+            .get(MCP_SESSION_ID)
+            .map(|v| session::parse_id(v.as_bytes()));
+        let message = match req.method {
+            Method::DELETE => None,
+            // The server stream: forwarded in the session as a notification is.
+            Method::GET => Some(None),
+            _ => match self.message(req, body) {
+                Ok(m) => Some(m),
+                Err(r) => return Read::Refuse(r),
+            },
+        };
+        match (message, session) {
+            (Some(Some(method)), _) if method == "initialize" => Read::Initialize,
+            (_, None) => Read::Refuse(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                "this request needs the Mcp-Session-Id that initialize gave".into(),
+            )),
+            (_, Some(None)) => Read::Refuse(unknown_session()),
+            (None, Some(Some(session))) => Read::Delete { session },
+            (Some(method), Some(Some(session))) => Read::Forward {
+                session,
+                list: self.filter.is_some() && method.as_deref() == Some("tools/list"),
+            },
+        }
+    }
+
+    /// The message's method (`None`: a notification or a response, forwarded as is);
+    /// a `tools/call` checked against the filter and its tool renamed back.
+    fn message(&self, req: &request::Parts, body: &mut Bytes) -> Result<Option<String>, Refusal> {
+        if !turnpike_policy::http::has_json_body(&req.headers) {
+            return Err(Refusal::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                "a message is sent as application/json".into(),
+            ));
+        }
+        let (id, method) = match rpc::parse(body)? {
+            Message::NoAnswer => return Ok(None),
+            Message::Request { id, method, .. } => (id, method),
+        };
+        if method == "tools/call" {
+            if let Some(f) = &self.filter {
+                *body = call(f, id, body)?;
+            }
+        }
+        Ok(Some(method))
+    }
+
+    /// Ends the client's session; the remote's too, when it gave one (`None`: forward
+    /// the `DELETE`, whose answer is the client's; else the gateway's own answer).
+    fn delete(&self, req: &mut request::Parts, session: u128, caller: u64) -> Option<Flow> {
+        let upstream = self.sessions.upstream_of(session);
+        if !self.sessions.close(session, caller) {
+            return Some(refusal(&unknown_session()));
+        }
+        match upstream {
+            Some(upstream) => {
+                set_upstream(req, Some(&upstream));
+                None
+            }
+            None => Some(Flow::Respond(empty(StatusCode::NO_CONTENT))),
+        }
+    }
+
+    /// After admission (see the module doc).
+    fn admitted(&self, ctx: &mut RequestCtx, req: &mut request::Parts, read: Read) -> Flow {
+        let caller = caller_key(ctx);
+        let now = self.clock.now_secs();
+        let (session, initialize, list) = match read {
+            Read::Refuse(r) => return refusal(&r),
+            Read::Initialize => match self.sessions.open(caller, "", now, self.limits) {
+                Some(s) => (s, true, false),
+                None => return refusal(&sessions_full(None)),
+            },
+            Read::Delete { session } => match self.delete(req, session, caller) {
+                None => (session, false, false),
+                Some(answer) => return answer,
+            },
+            Read::Forward { session, list } => {
+                if self
+                    .sessions
+                    .touch(session, caller, now, self.limits.idle_secs)
+                    == Found::Unknown
+                {
+                    return refusal(&unknown_session());
+                }
+                set_upstream(req, self.sessions.upstream_of(session).as_deref());
+                (session, false, list)
+            }
+        };
+        if initialize {
+            req.headers.remove(MCP_SESSION_ID);
+        }
+        // The answer may be read back (a tool list): uncompressed.
+        req.headers.remove(ACCEPT_ENCODING);
+        ctx.upstream.set_endpoint_only();
+        let upstream = req.headers.contains_key(MCP_SESSION_ID);
+        ctx.ext.insert(Forwarded {
+            session,
+            caller,
+            initialize,
+            list,
+            upstream,
+        });
+        Flow::Continue
+    }
+}
+
+impl Policy for McpProxy {
+    fn name(&self) -> &'static str {
+        // The kind's name (`Mcp::NAME`): a proxy is the same kind.
+        "mcp"
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::EARLY_BODY
+            | Hooks::REQUEST_HEADERS
+            | Hooks::RESPONSE_HEADERS
+            | Hooks::RESPONSE_BODY
+            | Hooks::RESPONSE_STREAM
+    }
+
+    fn wants_early_body(&self, ctx: &RequestCtx, _req: &request::Parts) -> bool {
+        ctx.resource.as_deref() == Some(ENDPOINT_RESOURCE)
+    }
+
+    fn on_early_body<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+        body: &'a mut Bytes,
+    ) -> Step<'a> {
+        let read = self.read(req, body);
+        ctx.ext.insert(read);
+        Step::CONTINUE
+    }
+
+    fn on_request_headers<'a>(
+        &'a self,
+        ctx: &'a mut RequestCtx,
+        req: &'a mut request::Parts,
+    ) -> Step<'a> {
+        match ctx.ext.remove::<Read>() {
+            None => Step::CONTINUE,
+            Some(read) => Step::Done(Ok(self.admitted(ctx, req, read))),
+        }
+    }
+
+    fn on_response_headers(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+    ) -> Result<(), GatewayError> {
+        let Some(f) = ctx.ext.get::<Forwarded>() else {
+            return Ok(());
+        };
+        let remote = resp.headers.remove(MCP_SESSION_ID);
+        if f.initialize {
+            if !resp.status.is_success() {
+                self.sessions.close(f.session, f.caller);
+                return Ok(());
+            }
+            if let Some(id) = remote.as_ref().and_then(|v| remote_id(v.as_bytes())) {
+                self.sessions.bind_upstream(f.session, id);
+            }
+            if let Ok(v) = HeaderValue::from_str(&session::format_id(f.session)) {
+                resp.headers.insert(MCP_SESSION_ID, v);
+            }
+        } else if f.upstream && resp.status == StatusCode::NOT_FOUND {
+            // The remote forgot its session: so does the gateway, and the client's 404
+            // tells it to initialise again.
+            self.sessions.close(f.session, f.caller);
+        }
+        Ok(())
+    }
+
+    fn wants_response_body(&self, ctx: &RequestCtx, resp: &response::Parts) -> bool {
+        ctx.ext.get::<Forwarded>().is_some_and(|f| f.list)
+            && turnpike_policy::http::has_json_body(&resp.headers)
+    }
+
+    fn on_response_body(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &mut response::Parts,
+        body: &mut Bytes,
+    ) -> Result<(), GatewayError> {
+        // Asked of every policy once one of the chain wanted the body: only a JSON tool
+        // list is this policy's to rewrite.
+        if let Some(f) = self
+            .filter
+            .as_ref()
+            .filter(|_| self.wants_response_body(ctx, resp))
+        {
+            *body = answer::rewrite(f, body);
+        }
+        Ok(())
+    }
+
+    fn response_stream(
+        &self,
+        ctx: &mut RequestCtx,
+        resp: &response::Parts,
+    ) -> Option<Box<dyn ResponseStream>> {
+        let list = ctx.ext.get::<Forwarded>().is_some_and(|f| f.list);
+        let filter = self.filter.as_ref().filter(|_| list)?;
+        turnpike_policy::http::is_stream(&resp.headers)
+            .then(|| Box::new(answer::ListStream::new(filter.clone())) as Box<dyn ResponseStream>)
+    }
+}
+
+/// A `tools/call` body with the tool's remote name; refused (before the remote hears of
+/// it) when the section hides the tool.
+pub(crate) fn call(filter: &Filter, id: RequestId, body: &[u8]) -> Result<Bytes, Refusal> {
+    let invalid = |msg: String| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, msg);
+    let mut v: Value = serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
+    let Some(name) = v.pointer_mut("/params/name") else {
+        return Err(invalid("params: a tools/call names its tool".into()));
+    };
+    let shown = name.as_str().unwrap_or_default();
+    let Some(remote) = filter.to_remote(shown) else {
+        return Err(invalid(format!("no tool is named `{shown}`")));
+    };
+    if remote == shown {
+        return Ok(Bytes::copy_from_slice(body));
+    }
+    *name = Value::String(remote.to_owned());
+    Ok(Bytes::from(serde_json::to_vec(&v).unwrap_or_default()))
+}
+
+/// Names the remote's session on the forwarded request (the client's id never leaves).
+fn set_upstream(req: &mut request::Parts, upstream: Option<&str>) {
+    req.headers.remove(MCP_SESSION_ID);
+    if let Some(v) = upstream.and_then(|u| HeaderValue::from_str(u).ok()) {
+        req.headers.insert(MCP_SESSION_ID, v);
+    }
+}
+
+/// A remote session id worth keeping: visible ASCII, bounded.
+fn remote_id(v: &[u8]) -> Option<&str> {
+    let ok = !v.is_empty()
+        && v.len() <= MAX_UPSTREAM_SESSION_ID
+        && v.iter().all(|b| (0x21..=0x7e).contains(b));
+    ok.then(|| std::str::from_utf8(v).ok()).flatten()
+}

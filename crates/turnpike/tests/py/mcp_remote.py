@@ -1,0 +1,57 @@
+"""A remote MCP server for the proxy tests (mcp_proxy_e2e.rs): the official Python SDK's
+own server (MCPServer, formerly FastMCP) over Streamable HTTP at /mcp on 127.0.0.1:0,
+answering POSTs with Server-Sent Events (the SDK's default). Prints its URL, then serves.
+Each tool it runs is appended to LOG, so a test knows what reached the remote.
+
+usage: mcp_remote.py NAME LOG
+"""
+
+import asyncio
+import socket
+import sys
+
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
+
+name, log = sys.argv[1], sys.argv[2]
+server = MCPServer(name)
+
+
+def ran(tool):
+    with open(log, "a") as f:
+        f.write(tool + "\n")
+
+
+@server.tool(description="Adds two integers.")
+def add(a: int, b: int) -> int:
+    ran("add")
+    return a + b
+
+
+@server.tool(description="Says the text back, logging first (two events on one stream).")
+async def echo(text: str, ctx: Context) -> str:
+    ran("echo")
+    await ctx.info(f"{name} echoes {text}")
+    return f"{name}: {text}"
+
+
+@server.tool(description="What the remote must never tell an agent.")
+def secret() -> str:
+    ran("secret")
+    return "the remote's secret"
+
+
+@server.tool(description="The Mcp-Session-Id this server sees.")
+def session(ctx: Context) -> str:
+    ran("session")
+    return (ctx.headers or {}).get("mcp-session-id", "")
+
+
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sock.bind(("127.0.0.1", 0))
+# Listening before the URL is printed: a test connects as soon as it reads it.
+sock.listen(128)
+port = sock.getsockname()[1]
+app = server.streamable_http_app(host="127.0.0.1")
+print(f"remote mcp on http://127.0.0.1:{port}/mcp", flush=True)
+asyncio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve(sockets=[sock]))
