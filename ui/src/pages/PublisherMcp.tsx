@@ -13,6 +13,12 @@ import { sectionFrom, type Section, type ToolRow } from '../lib/mcpSection';
 import { Loading } from './common';
 import { useSave } from './PublisherPolicies';
 
+const SOURCES: Record<string, string> = {
+  openapi: "the API's OpenAPI document",
+  resources: "the API's resources",
+  upstream: 'the remote MCP server (its tools are listed by it)',
+};
+
 const row = (c: McpToolCandidate): ToolRow => ({
   operation: c.operation,
   selected: c.selected,
@@ -77,7 +83,7 @@ function McpForm({
           </Group>
           <Text size="sm">
             Endpoint on the gateway: <Code>{preview.endpoint}</Code> · tools made from{' '}
-            {preview.source === 'openapi' ? "the API's OpenAPI document" : "the API's resources"} · {served} of {rows.length} served
+            {SOURCES[preview.source] ?? preview.source} · {served} of {rows.length} served
           </Text>
           {preview.problems.length > 0 && (
             <Alert color="orange" title="The gateway would refuse this section" role="alert">
