@@ -1744,6 +1744,8 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description a proxied server's tools agents never see nor call */
+                deny_tools?: string[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
@@ -1761,6 +1763,11 @@ export interface components {
                      */
                     operation: string;
                 }[];
+                /**
+                 * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
+                 * @enum {string}
+                 */
+                upstream?: "streamable_http";
             };
             mediation?: components["schemas"]["Mediation"];
             name: string;
@@ -1989,6 +1996,8 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description a proxied server's tools agents never see nor call */
+                deny_tools?: string[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
@@ -2006,6 +2015,11 @@ export interface components {
                      */
                     operation: string;
                 }[];
+                /**
+                 * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
+                 * @enum {string}
+                 */
+                upstream?: "streamable_http";
             };
             mediation?: components["schemas"]["Mediation"];
             name: string;
@@ -2235,6 +2249,8 @@ export interface components {
             maxBodySize?: number | string;
             /** @description expose the API as an MCP server at /mcp{context}/{version} on the gateway, its operations as tools (docs/mcp.md); the declarative file's mcp: section */
             mcp?: {
+                /** @description a proxied server's tools agents never see nor call */
+                deny_tools?: string[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
@@ -2252,6 +2268,11 @@ export interface components {
                      */
                     operation: string;
                 }[];
+                /**
+                 * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
+                 * @enum {string}
+                 */
+                upstream?: "streamable_http";
             };
             mediation?: components["schemas"]["Mediation"];
             name?: string;
@@ -3002,10 +3023,10 @@ export interface components {
                 message: string;
             }[];
             /**
-             * @description what the tools are made of
+             * @description what the tools are made of; upstream: a proxied MCP server's, listed by it at run time (tools is then empty)
              * @enum {string}
              */
-            source: "openapi" | "resources";
+            source: "openapi" | "resources" | "upstream";
             tools: components["schemas"]["McpToolCandidate"][];
         };
         /**
