@@ -52,7 +52,10 @@ test('publisher exposes an API as an MCP server; a developer copies its config a
   await expect(tools.getByTestId('schema of placeOrder')).toBeVisible();
   await page.getByRole('button', { name: 'Save MCP server', exact: true }).click();
   await expect(page.getByText('Saved.')).toBeVisible();
+  // The tab shows what the gateway now serves: exposed, one tool, renamed.
   await expect(page.getByText('MCP server', { exact: true }).last()).toBeVisible();
+  await expect(page.getByText('1 of 2 served')).toBeVisible();
+  await expect(tools.getByRole('textbox', { name: 'Tool name of placeOrder' })).toHaveValue('place_order');
   const stored = await rest(request, 'GET', `/api/am/publisher/v1/apis/${api.id}`);
   expect(stored.mcp.tools).toEqual([{ operation: 'placeOrder', name: 'place_order', description: 'Places an order for an item' }]);
   expect(JSON.parse(stored.mcp.openapi).paths['/orders'].post.operationId).toBe('placeOrder');

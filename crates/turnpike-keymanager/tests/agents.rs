@@ -216,6 +216,16 @@ async fn sign_in(km: &Km, url: &str) -> (String, String, String) {
     (html, cookies, session)
 }
 
+/// A GET of `url` with the browser's session cookie.
+async fn with_session(url: &str, session: &str, what: &str) -> reqwest::Response {
+    http()
+        .get(url)
+        .header("cookie", session)
+        .send()
+        .await
+        .expect(what)
+}
+
 fn query_param(location: &str, name: &str) -> Option<String> {
     let q = location.split_once('?')?.1;
     form_urlencoded::parse(q.as_bytes())
@@ -280,12 +290,7 @@ async fn an_agent_gets_a_token_bound_to_one_api_after_consent() {
     );
 
     // Allow: a code, exchanged (public client: no secret) for a token bound to the API.
-    let page = http()
-        .get(&url)
-        .header("cookie", &session)
-        .send()
-        .await
-        .expect("consent again");
+    let page = with_session(&url, &session, "consent again").await;
     assert_eq!(page.status(), 200, "deny remembers nothing");
     let (html, cookies) = form_page(page, &session).await;
     let mut allow = hidden_fields(&html);
@@ -297,12 +302,7 @@ async fn an_agent_gets_a_token_bound_to_one_api_after_consent() {
         exchange(&km, client_id, &code, Some("http://gw.test:8280/other/v1")).await;
     assert_eq!((status, &body["error"]), (400, &json!("invalid_target")));
     // The code was spent by that attempt: ask again, and the consent is remembered.
-    let again = http()
-        .get(&url)
-        .header("cookie", &session)
-        .send()
-        .await
-        .expect("authorize again");
+    let again = with_session(&url, &session, "authorize again").await;
     assert_eq!(
         again.status(),
         302,
@@ -328,12 +328,7 @@ async fn an_agent_gets_a_token_bound_to_one_api_after_consent() {
 
     // Other scopes are another consent.
     let more = authorize_url(&km, client_id, RESOURCE).replace("scope=read", "scope=read+write");
-    let page = http()
-        .get(&more)
-        .header("cookie", &session)
-        .send()
-        .await
-        .expect("get");
+    let page = with_session(&more, &session, "get").await;
     assert_eq!(page.status(), 200, "new scopes ask again");
 }
 
@@ -501,12 +496,7 @@ async fn a_client_id_metadata_document_is_fetched_under_its_policy() {
     assert_eq!(claims["aud"], json!([RESOURCE]));
     assert_eq!(claims["subscriber"], "agents");
     // The document was fetched once for all of it: cached.
-    let again = http()
-        .get(&url)
-        .header("cookie", &session)
-        .send()
-        .await
-        .expect("authorize again");
+    let again = with_session(&url, &session, "authorize again").await;
     assert_eq!(again.status(), 302, "consent remembered");
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), before + 1);
 }

@@ -32,6 +32,10 @@ pub struct Candidate {
 /// The candidates, and every problem the section has as the gateway would report it
 /// (path below `mcp`, message): problems do not hide the candidates that could be read.
 pub fn preview(spec: &McpSpec, api: &ApiSpec) -> (Vec<Candidate>, Vec<(String, String)>) {
+    // A proxied server's tools are the remote's, known only by asking it.
+    if spec.upstream.is_some() {
+        return (Vec::new(), Vec::new());
+    }
     let ops = match operations_of(spec, api) {
         Ok((ops, _)) => ops,
         Err(problems) => return (Vec::new(), problems),

@@ -13,6 +13,12 @@ import { sectionFrom, type Section, type ToolRow } from '../lib/mcpSection';
 import { Loading } from './common';
 import { useSave } from './PublisherPolicies';
 
+const SOURCES: Record<string, string> = {
+  openapi: "the API's OpenAPI document",
+  resources: "the API's resources",
+  upstream: 'the remote MCP server (its tools are listed by it)',
+};
+
 const row = (c: McpToolCandidate): ToolRow => ({
   operation: c.operation,
   selected: c.selected,
@@ -23,28 +29,34 @@ const row = (c: McpToolCandidate): ToolRow => ({
 });
 
 export function McpEditor({ api, onSaved, canEdit }: { api: Api; onSaved: () => void; canEdit: boolean }) {
-  // Reloaded with each revision: a save shows what the gateway now serves.
+  // Reloaded with each revision: a save shows what the gateway now serves. The form
+  // waits for the fresh list (never mounts on the previous one); the save's note stays.
   const tools = useLoad(() => publisher.mcpTools(api.id), [api.id, api.revision]);
+  const { save, note } = useSave(api.id, onSaved);
   return (
-    <Loading error={tools.error} loading={tools.loading && !tools.data}>
-      {tools.data && (
-        <McpForm
-          key={`${api.revision}`}
-          api={api}
-          preview={tools.data}
-          canEdit={canEdit}
-          onSaved={onSaved}
-        />
-      )}
-    </Loading>
+    <Stack>
+      <Loading error={tools.error} loading={tools.loading}>
+        {tools.data && <McpForm key={api.revision} api={api} preview={tools.data} canEdit={canEdit} save={save} />}
+      </Loading>
+      {note}
+    </Stack>
   );
 }
 
-function McpForm({ api, preview, onSaved, canEdit }: { api: Api; preview: McpTools; onSaved: () => void; canEdit: boolean }) {
+function McpForm({
+  api,
+  preview,
+  save,
+  canEdit,
+}: {
+  api: Api;
+  preview: McpTools;
+  save: (patch: Record<string, unknown>) => Promise<void>;
+  canEdit: boolean;
+}) {
   const existing = (api as Api & { mcp?: Section | null }).mcp ?? null;
   const [expose, setExpose] = useState(preview.exposed);
   const [rows, setRows] = useState<ToolRow[]>(preview.tools.map(row));
-  const { save, note } = useSave(api.id, onSaved);
   const set = (i: number, r: Partial<ToolRow>) => setRows(rows.map((x, j) => (j === i ? { ...x, ...r } : x)));
   const submit = () => void save({ mcp: expose ? sectionFrom(existing, rows, preview.openapi) : null });
   const served = rows.filter((r) => r.selected).length;
@@ -71,7 +83,7 @@ function McpForm({ api, preview, onSaved, canEdit }: { api: Api; preview: McpToo
           </Group>
           <Text size="sm">
             Endpoint on the gateway: <Code>{preview.endpoint}</Code> · tools made from{' '}
-            {preview.source === 'openapi' ? "the API's OpenAPI document" : "the API's resources"} · {served} of {rows.length} served
+            {SOURCES[preview.source] ?? preview.source} · {served} of {rows.length} served
           </Text>
           {preview.problems.length > 0 && (
             <Alert color="orange" title="The gateway would refuse this section" role="alert">
@@ -83,7 +95,6 @@ function McpForm({ api, preview, onSaved, canEdit }: { api: Api; preview: McpToo
             </Alert>
           )}
           <ToolTable rows={rows} candidates={preview.tools} set={set} disabled={!canEdit || !expose} />
-          {note}
           {canEdit && (
             <Group>
               <Button type="submit">Save MCP server</Button>

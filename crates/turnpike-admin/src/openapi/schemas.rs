@@ -279,7 +279,7 @@ fn mcp_schemas() -> Value {
         "McpTools": {"type": "object", "required": ["exposed", "endpoint", "source", "tools", "problems"], "properties": {
             "exposed": {"type": "boolean", "description": "the API has an mcp: section; false: the candidates are those a first save would offer"},
             "endpoint": {"type": "string", "example": "/mcp/pets/v1", "description": "the MCP endpoint's path on the gateway"},
-            "source": {"type": "string", "enum": ["openapi", "resources"], "description": "what the tools are made of"},
+            "source": {"type": "string", "enum": ["openapi", "resources", "upstream"], "description": "what the tools are made of; upstream: a proxied MCP server's, listed by it at run time (tools is then empty)"},
             "openapi": {"type": "string", "description": "not exposed yet: the stored OpenAPI document a first save puts in mcp.openapi"},
             "tools": {"type": "array", "items": r("McpToolCandidate")},
             "problems": {"type": "array", "items": problem, "description": "what the gateway's compile would refuse"}}},

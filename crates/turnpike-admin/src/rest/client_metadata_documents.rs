@@ -17,7 +17,7 @@ use turnpike_store::{Store, StoreError};
 use crate::auth::Admin;
 use crate::error::ApiResult;
 use crate::http::JsonBody;
-use crate::rest::client_registration::client_owner_fields;
+use crate::rest::client_registration::{client_owner_fields, merge_setting};
 use crate::validate::Fields;
 use crate::AppState;
 
@@ -110,14 +110,7 @@ async fn put_settings(
     client_owner_fields(&s, &mut f, &mut changes).await;
     f.finish_unknown();
     f.into_result()?;
-    // Read inside the write transaction, so a concurrent change is not undone.
-    let mut tx = s.inner.store.begin_write().await?;
-    let mut v = setting(tx.setting(KEY).await?);
-    if let Some(o) = v.as_object_mut() {
-        o.extend(changes);
-    }
-    tx.set_setting(KEY, &v).await?;
-    tx.commit(&caller.name, "client ID metadata documents settings")
-        .await?;
+    let what = "client ID metadata documents";
+    let v = merge_setting(&s, KEY, setting, changes, &caller.name, what).await?;
     Ok(axum::Json(v).into_response())
 }

@@ -111,14 +111,35 @@ async fn put_settings(
     }
     f.finish_unknown();
     f.into_result()?;
-    // Read inside the write transaction, so a concurrent change is not undone.
+    let v = merge_setting(
+        &s,
+        KEY,
+        stored,
+        changes,
+        &caller.name,
+        "client registration",
+    )
+    .await?;
+    Ok(axum::Json(view(v)).into_response())
+}
+
+/// Writes `changes` over the stored setting `key` (its defaults filled in by
+/// `with_defaults`), read inside the write transaction so a concurrent change is not
+/// undone; the setting as stored.
+pub(crate) async fn merge_setting(
+    s: &AppState,
+    key: &str,
+    with_defaults: fn(Option<Value>) -> Value,
+    changes: serde_json::Map<String, Value>,
+    user: &str,
+    what: &str,
+) -> ApiResult<Value> {
     let mut tx = s.inner.store.begin_write().await?;
-    let mut v = stored(tx.setting(KEY).await?);
+    let mut v = with_defaults(tx.setting(key).await?);
     if let Some(o) = v.as_object_mut() {
         o.extend(changes);
     }
-    tx.set_setting(KEY, &v).await?;
-    tx.commit(&caller.name, "client registration settings")
-        .await?;
-    Ok(axum::Json(view(v)).into_response())
+    tx.set_setting(key, &v).await?;
+    tx.commit(user, &format!("{what} settings")).await?;
+    Ok(v)
 }

@@ -68,6 +68,16 @@ fn proposal(api: &Api) -> McpSpec {
     }
 }
 
+/// What the tools are made of: a remote server's (proxied, listed by it), the section's
+/// OpenAPI document, or the API's resources.
+fn source(spec: &McpSpec) -> &'static str {
+    match (&spec.upstream, &spec.openapi) {
+        (Some(_), _) => "upstream",
+        (None, Some(_)) => "openapi",
+        (None, None) => "resources",
+    }
+}
+
 fn problems_json(problems: Vec<(String, String)>) -> Value {
     let list: Vec<Value> = problems
         .into_iter()
@@ -89,7 +99,7 @@ async fn mcp_tools(
     let mut body = json!({
         "exposed": exposed,
         "endpoint": turnpike_model::mcp::endpoint_path(&api.context, &api.version),
-        "source": if spec.openapi.is_some() { "openapi" } else { "resources" },
+        "source": source(&spec),
         "tools": tools,
         "problems": problems_json(problems),
     });
