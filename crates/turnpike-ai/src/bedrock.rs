@@ -298,7 +298,7 @@ mod tests {
         frames.push(&bytes);
         let mut s = Stream::new("m");
         let mut out = Vec::new();
-        while let Some(f) = frames.next().expect("valid") {
+        while let Some(f) = frames.next_frame().expect("valid") {
             s.frame(&f, &mut out).expect("an event");
         }
         s.finish(&mut out);
@@ -318,7 +318,7 @@ mod tests {
         );
         let mut frames = Frames::default();
         frames.push(&ex);
-        let f = frames.next().expect("valid").expect("whole");
+        let f = frames.next_frame().expect("valid").expect("whole");
         assert_eq!(
             s.frame(&f, &mut out).expect_err("exception"),
             "throttlingException: slow down"

@@ -89,7 +89,7 @@ impl Frames {
     /// The next whole frame, `Ok(None)` until one arrived, `Err` for a frame that
     /// cannot be one (its length out of bounds, a checksum wrong, a header cut short):
     /// the stream cannot be read past it.
-    pub fn next(&mut self) -> Result<Option<Frame>, String> {
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, String> {
         let (Some(total), Some(header_len), Some(crc)) =
             (be32(&self.buf, 0), be32(&self.buf, 4), be32(&self.buf, 8))
         else {
@@ -165,17 +165,17 @@ mod tests {
         bytes.extend(event("contentBlockDelta", r#"{"delta":{"text":"Hi"}}"#));
         let mut f = Frames::default();
         f.push(&bytes[..5]);
-        assert_eq!(f.next(), Ok(None));
+        assert_eq!(f.next_frame(), Ok(None));
         f.push(&bytes[5..40]);
-        assert_eq!(f.next(), Ok(None));
+        assert_eq!(f.next_frame(), Ok(None));
         f.push(&bytes[40..]);
-        let a = f.next().expect("valid").expect("whole");
+        let a = f.next_frame().expect("valid").expect("whole");
         assert_eq!(a.event_type.as_deref(), Some("messageStart"));
         assert_eq!(a.message_type.as_deref(), Some("event"));
         assert_eq!(a.payload, br#"{"role":"assistant"}"#);
-        let b = f.next().expect("valid").expect("whole");
+        let b = f.next_frame().expect("valid").expect("whole");
         assert_eq!(b.event_type.as_deref(), Some("contentBlockDelta"));
-        assert_eq!(f.next(), Ok(None));
+        assert_eq!(f.next_frame(), Ok(None));
         assert_eq!(f.pending(), 0);
     }
 
@@ -186,16 +186,19 @@ mod tests {
         bytes[last] ^= 1;
         let mut f = Frames::default();
         f.push(&bytes);
-        assert!(f.next().expect_err("message crc").contains("checksum"));
+        assert!(f
+            .next_frame()
+            .expect_err("message crc")
+            .contains("checksum"));
         let mut f = Frames::default();
         let mut huge = (u32::MAX).to_be_bytes().to_vec();
         huge.extend([0; 8]);
         f.push(&huge);
-        assert!(f.next().expect_err("too long").contains("at most"));
+        assert!(f.next_frame().expect_err("too long").contains("at most"));
         let mut f = Frames::default();
         let mut bytes = event("x", "{}");
         bytes[9] ^= 1;
         f.push(&bytes);
-        assert!(f.next().expect_err("prelude crc").contains("prelude"));
+        assert!(f.next_frame().expect_err("prelude crc").contains("prelude"));
     }
 }

@@ -185,7 +185,7 @@ impl Foreign {
             }
             Source::Bedrock(frames, s) => {
                 frames.push(chunk);
-                while let Some(f) = frames.next()? {
+                while let Some(f) = frames.next_frame()? {
                     if let Err(m) = s.frame(&f, &mut chunks) {
                         failed = Some(m);
                     }

@@ -123,7 +123,7 @@ proptest! {
             let frame = eventstream::encode(&[(":message-type", "event"), (":event-type", kind)], v.to_string().as_bytes());
             let mut f = Frames::default();
             f.push(&frame);
-            if let Ok(Some(frame)) = f.next() {
+            if let Ok(Some(frame)) = f.next_frame() {
                 let _ = b.frame(&frame, &mut out);
             }
         }
@@ -135,9 +135,9 @@ proptest! {
         let mut f = Frames::default();
         let cut = cut.min(bytes.len());
         f.push(&bytes[..cut]);
-        while let Ok(Some(_)) = f.next() {}
+        while let Ok(Some(_)) = f.next_frame() {}
         f.push(&bytes[cut..]);
-        while let Ok(Some(_)) = f.next() {}
+        while let Ok(Some(_)) = f.next_frame() {}
     }
 
     #[test]
@@ -151,16 +151,16 @@ proptest! {
             f.push(&bytes);
             // A flipped bit is a checksum or length error, or (in a length) a frame still
             // waiting for bytes; never a different frame.
-            if let Ok(Some(frame)) = f.next() {
+            if let Ok(Some(frame)) = f.next_frame() {
                 prop_assert_eq!(frame.payload, payload.as_bytes());
             }
             return Ok(());
         }
         f.push(&bytes[..cut]);
-        let early = f.next();
+        let early = f.next_frame();
         prop_assert!(matches!(early, Ok(None)) || cut == bytes.len());
         f.push(&bytes[cut..]);
-        let frame = match early { Ok(Some(fr)) => fr, _ => f.next().expect("valid").expect("whole") };
+        let frame = match early { Ok(Some(fr)) => fr, _ => f.next_frame().expect("valid").expect("whole") };
         prop_assert_eq!(frame.event_type.as_deref(), Some("contentBlockDelta"));
         prop_assert_eq!(frame.payload, payload.as_bytes());
     }
