@@ -7,8 +7,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::chunks::{tool_call, Chunks, Reply};
 use crate::eventstream::Frame;
-use crate::foreign::{tool_call, Chunks, Reply};
 use crate::gemini::{blocks, text};
 use crate::usage::Counts;
 
@@ -158,7 +158,7 @@ pub fn response(v: &Value, model: &str) -> Option<(Value, Counts)> {
     }
     Some(
         Reply {
-            id: Value::from(format!("chatcmpl-{:x}", crate::foreign::now())),
+            id: Value::from(format!("chatcmpl-{:x}", crate::chunks::now())),
             model: Value::from(model),
             text,
             calls,

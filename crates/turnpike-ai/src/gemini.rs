@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::foreign::{tool_call, Chunks, Reply};
+use crate::chunks::{tool_call, Chunks, Reply};
 use crate::usage::Counts;
 
 /// Schema keywords Gemini's function declarations refuse.

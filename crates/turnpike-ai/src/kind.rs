@@ -14,8 +14,8 @@ use turnpike_model::resilience::EndpointSpec;
 use turnpike_model::{GatewayFile, ResourceSpec};
 use turnpike_policy::{BuildCx, Policy, PolicyKind, Problem, Stage};
 
-use crate::policy::{AiPolicy, Provider};
-use crate::providers;
+use crate::policy::AiPolicy;
+use crate::providers::{self, Provider};
 use crate::request::Limits;
 use crate::routing::{self, Fallback, HealthRegistry, ProviderHealth, Route, Target};
 use crate::secret::{self, Secret};

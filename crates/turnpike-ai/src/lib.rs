@@ -17,7 +17,8 @@
 //! front's error shape), `to_anthropic` and `to_openai` (the translations, whole and
 //! streamed), `sse` (events cut from chunks), `stream` (the response stream), `usage`;
 //! `providers` (what differs by kind: path, body, key header, Bedrock's signature),
-//! `foreign` (the hub for providers that speak neither front's API), `gemini`,
+//! `foreign` (the hub for providers that speak neither front's API; `chunks`: the
+//! OpenAI shapes it builds), `gemini`,
 //! `bedrock`, `eventstream` (AWS event-stream frames), `sigv4` (AWS Signature V4).
 //!
 //! A policy kind: depends on `turnpike-policy` and `turnpike-model` only; no IO but
@@ -26,6 +27,7 @@
 
 pub mod bedrock;
 mod cache;
+mod chunks;
 mod errors;
 pub mod eventstream;
 mod external;

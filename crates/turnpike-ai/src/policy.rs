@@ -33,7 +33,7 @@ use turnpike_policy::{
 
 use crate::flow::Proceed;
 use crate::foreign::{Foreign, Sink, Source};
-use crate::providers::{self, Wire};
+use crate::providers::{self, Provider, Wire};
 use crate::request::{Front, Limits};
 use crate::routing::{now_ms, Fallback, ProviderHealth, Route};
 use crate::stream::{AiStream, Mode};
@@ -44,25 +44,6 @@ use crate::{errors, to_anthropic, to_openai};
 const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 const ANTHROPIC_VERSION: HeaderName = HeaderName::from_static("anthropic-version");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
-
-/// A compiled provider.
-pub(crate) struct Provider {
-    pub(crate) name: Arc<str>,
-    pub(crate) kind: ProviderKind,
-    /// The key as its header's value (`Bearer …` for OpenAI), marked sensitive.
-    pub(crate) auth: Option<HeaderValue>,
-    /// Bedrock's signing credentials (the key is then the secret access key).
-    pub(crate) aws: Option<Box<crate::sigv4::Credentials>>,
-    /// Azure's `api-version=...` query.
-    pub(crate) azure_query: String,
-    /// The URL's `host[:port]` and path, as the request is signed with them.
-    pub(crate) host: String,
-    pub(crate) base_path: String,
-    /// The API's endpoint with this provider's URL.
-    pub(crate) endpoint: usize,
-    /// Long-lived: kept across snapshots (`routing::HealthRegistry`).
-    pub(crate) health: Arc<ProviderHealth>,
-}
 
 /// How an SDK's own key header becomes the API's key header (see `kind.rs`).
 pub(crate) struct ClientKey {

@@ -6,15 +6,34 @@
 //! (or Bedrock's SigV4 signature, [`sign`], over the final body).
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
-use http::{HeaderMap, HeaderName};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 use turnpike_model::ai::ProviderKind;
 use turnpike_policy::{ErrorKind, GatewayError};
 
-use crate::policy::Provider;
 use crate::request::Front;
 use crate::{bedrock, gemini, sigv4, to_anthropic, to_openai};
+
+/// A compiled provider.
+pub(crate) struct Provider {
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: ProviderKind,
+    /// The key as its header's value (`Bearer …` for OpenAI), marked sensitive.
+    pub(crate) auth: Option<HeaderValue>,
+    /// Bedrock's signing credentials (the key is then the secret access key).
+    pub(crate) aws: Option<Box<crate::sigv4::Credentials>>,
+    /// Azure's `api-version=...` query.
+    pub(crate) azure_query: String,
+    /// The URL's `host[:port]` and path, as the request is signed with them.
+    pub(crate) host: String,
+    pub(crate) base_path: String,
+    /// The API's endpoint with this provider's URL.
+    pub(crate) endpoint: usize,
+    /// Long-lived: kept across snapshots (`routing::HealthRegistry`).
+    pub(crate) health: Arc<crate::routing::ProviderHealth>,
+}
 
 /// The API a provider speaks on the wire.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -207,7 +226,7 @@ pub(crate) fn sign(
         query,
         body,
     };
-    sigv4::sign(aws, &req, h, crate::foreign::now());
+    sigv4::sign(aws, &req, h, crate::chunks::now());
 }
 
 #[cfg(test)]
