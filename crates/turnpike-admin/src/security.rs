@@ -102,7 +102,7 @@ impl ClientStore for Clients {
             .map_err(|e| KmError::new(e.to_string()))
     }
     async fn metadata_document_policy(&self) -> Result<Option<MetadataDocumentPolicy>, KmError> {
-        crate::rest::client_metadata_documents::policy(&self.store)
+        metadata_document_policy(&self.store)
             .await
             .map_err(|e| KmError::new(e.to_string()))
     }
@@ -456,5 +456,47 @@ pub(crate) async fn registration_policy(
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(d.per_minute),
+    }))
+}
+
+/// The client ID metadata documents setting (`/admin/v1/settings/client-id-metadata-documents`).
+pub(crate) const METADATA_DOCUMENTS_KEY: &str = "client_id_metadata_documents";
+
+/// The stored setting with defaults filled in.
+pub(crate) fn metadata_documents_setting(v: Option<serde_json::Value>) -> serde_json::Value {
+    let d = MetadataDocumentPolicy::default();
+    let mut out = serde_json::json!({
+        "enabled": false,
+        "allowedHosts": d.allowed_hosts,
+        "allowPrivateAddresses": d.allow_private_addresses,
+        "owner": d.owner,
+        "applicationTier": d.application_tier,
+        "scopes": d.scopes,
+        "maxClients": d.max_clients,
+    });
+    if let (Some(serde_json::Value::Object(set)), Some(o)) = (v, out.as_object_mut()) {
+        o.extend(set);
+    }
+    out
+}
+
+/// The policy in force, `None` while documents are off (what the key manager asks).
+pub(crate) async fn metadata_document_policy(
+    store: &Store,
+) -> Result<Option<MetadataDocumentPolicy>, StoreError> {
+    let v = metadata_documents_setting(store.setting(METADATA_DOCUMENTS_KEY).await?);
+    if v["enabled"] != true {
+        return Ok(None);
+    }
+    let d = MetadataDocumentPolicy::default();
+    Ok(Some(MetadataDocumentPolicy {
+        allowed_hosts: strings(&v["allowedHosts"]),
+        allow_private_addresses: v["allowPrivateAddresses"] == true,
+        owner: v["owner"].as_str().map_or(d.owner, str::to_owned),
+        application_tier: v["applicationTier"]
+            .as_str()
+            .map_or(d.application_tier, str::to_owned),
+        scopes: strings(&v["scopes"]),
+        max_clients: v["maxClients"].as_u64().unwrap_or(d.max_clients),
     }))
 }

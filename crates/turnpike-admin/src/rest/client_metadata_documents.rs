@@ -10,18 +10,15 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use serde_json::{json, Value};
-use turnpike_keymanager::MetadataDocumentPolicy;
-use turnpike_store::{Store, StoreError};
 
 use crate::auth::Admin;
 use crate::error::ApiResult;
 use crate::http::JsonBody;
 use crate::rest::client_registration::{client_owner_fields, merge_setting};
+use crate::security::{metadata_documents_setting as setting, METADATA_DOCUMENTS_KEY as KEY};
 use crate::validate::Fields;
 use crate::AppState;
 
-pub(crate) const KEY: &str = "client_id_metadata_documents";
 const MAX_HOSTS: usize = 100;
 
 pub fn admin_routes() -> Router<AppState> {
@@ -29,51 +26,6 @@ pub fn admin_routes() -> Router<AppState> {
         "/settings/client-id-metadata-documents",
         get(get_settings).put(put_settings),
     )
-}
-
-/// The stored setting with defaults filled in.
-fn setting(v: Option<Value>) -> Value {
-    let d = MetadataDocumentPolicy::default();
-    let mut out = json!({
-        "enabled": false,
-        "allowedHosts": d.allowed_hosts,
-        "allowPrivateAddresses": d.allow_private_addresses,
-        "owner": d.owner,
-        "applicationTier": d.application_tier,
-        "scopes": d.scopes,
-        "maxClients": d.max_clients,
-    });
-    if let (Some(Value::Object(set)), Some(o)) = (v, out.as_object_mut()) {
-        o.extend(set);
-    }
-    out
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str().map(str::to_owned))
-        .collect()
-}
-
-/// The policy in force, `None` while documents are off (what the key manager asks).
-pub(crate) async fn policy(store: &Store) -> Result<Option<MetadataDocumentPolicy>, StoreError> {
-    let v = setting(store.setting(KEY).await?);
-    if v["enabled"] != true {
-        return Ok(None);
-    }
-    let d = MetadataDocumentPolicy::default();
-    Ok(Some(MetadataDocumentPolicy {
-        allowed_hosts: strings(&v["allowedHosts"]),
-        allow_private_addresses: v["allowPrivateAddresses"] == true,
-        owner: v["owner"].as_str().map_or(d.owner, str::to_owned),
-        application_tier: v["applicationTier"]
-            .as_str()
-            .map_or(d.application_tier, str::to_owned),
-        scopes: strings(&v["scopes"]),
-        max_clients: v["maxClients"].as_u64().unwrap_or(d.max_clients),
-    }))
 }
 
 /// A host name, or `*.` and one: letters, digits, `-` and `.`, at most 253.
