@@ -1592,6 +1592,51 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @example {
+         *       "max_attempts": 3,
+         *       "retries": 0,
+         *       "suspend_after": 3,
+         *       "suspend_for": "30s"
+         *     }
+         */
+        AiFallback: {
+            /** @description all tries of one call */
+            max_attempts?: number;
+            /** @description further tries of the same target before the next */
+            retries?: number;
+            /** @description failed calls in a row that suspend a provider (3; 0: never) */
+            suspend_after?: number;
+            /** @example 30s */
+            suspend_for?: number | string;
+        };
+        /**
+         * @example {
+         *       "name": "fast",
+         *       "targets": [
+         *         {
+         *           "model": "gpt-4o-mini",
+         *           "provider": "openai",
+         *           "weight": 3
+         *         },
+         *         {
+         *           "model": "llama3",
+         *           "provider": "local",
+         *           "weight": 1
+         *         }
+         *       ]
+         *     }
+         */
+        AiModel: {
+            /** @description the provider's model; the name when omitted */
+            model?: string;
+            /** @description the name clients ask for */
+            name: string;
+            /** @description one target: a provider's name (or give targets) */
+            provider?: string;
+            /** @description several targets shared by weight, each the others' fallback */
+            targets?: components["schemas"]["AiTarget"][];
+        };
         AiPrice: {
             cachedInputPerMillion: number;
             inputPerMillion: number;
@@ -1618,6 +1663,72 @@ export interface components {
         AiPriceList: {
             count: number;
             list: components["schemas"]["AiPrice"][];
+        };
+        /**
+         * @example {
+         *       "key": "env:OPENAI_API_KEY",
+         *       "kind": "openai",
+         *       "name": "openai",
+         *       "url": "https://api.openai.com/v1"
+         *     }
+         */
+        AiProvider: {
+            /** @description a secret reference, env:NAME or file:/path, read by the gateway; never the key itself */
+            key?: string;
+            /**
+             * @description openai: OpenAI and every OpenAI-compatible server; anthropic: Anthropic's Messages API
+             * @enum {string}
+             */
+            kind: "openai" | "anthropic";
+            name: string;
+            /**
+             * Format: uri
+             * @description the provider's base URL up to its version segment
+             */
+            url: string;
+        };
+        /**
+         * @example {
+         *       "models": [
+         *         {
+         *           "name": "gpt-4o-mini",
+         *           "provider": "openai"
+         *         }
+         *       ],
+         *       "providers": [
+         *         {
+         *           "key": "env:OPENAI_API_KEY",
+         *           "kind": "openai",
+         *           "name": "openai",
+         *           "url": "https://api.openai.com/v1"
+         *         }
+         *       ]
+         *     }
+         */
+        AiSection: {
+            /** @description the completion cap sent to a provider that needs one when a request sets none (4096) */
+            default_max_tokens?: number;
+            fallback?: components["schemas"]["AiFallback"];
+            /** @description most messages a request may carry (256) */
+            max_messages?: number;
+            /** @description the model names clients may ask for; when empty, any name goes to the first provider */
+            models?: components["schemas"]["AiModel"][];
+            /** @description other paths go to the first provider's own API with its key */
+            passthrough?: boolean;
+            providers: components["schemas"]["AiProvider"][];
+        };
+        /**
+         * @example {
+         *       "model": "gpt-4o-mini",
+         *       "provider": "openai",
+         *       "weight": 3
+         *     }
+         */
+        AiTarget: {
+            model?: string;
+            provider: string;
+            /** @description share of the calls (1); 0 is a standby */
+            weight?: number;
         };
         /**
          * @example {
@@ -1651,28 +1762,7 @@ export interface components {
          *     }
          */
         Api: {
-            /**
-             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
-             * @example {
-             *       "models": [
-             *         {
-             *           "name": "gpt-4o-mini",
-             *           "provider": "openai"
-             *         }
-             *       ],
-             *       "providers": [
-             *         {
-             *           "key": "env:OPENAI_API_KEY",
-             *           "kind": "openai",
-             *           "name": "openai",
-             *           "url": "https://api.openai.com/v1"
-             *         }
-             *       ]
-             *     }
-             */
-            ai?: {
-                [key: string]: unknown;
-            };
+            ai?: components["schemas"]["AiSection"];
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -1746,11 +1836,33 @@ export interface components {
             mcp?: {
                 /** @description a proxied server's tools agents never see nor call */
                 deny_tools?: string[];
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -1762,6 +1874,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
                 /**
                  * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
@@ -1903,28 +2024,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         ApiRecord: {
-            /**
-             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
-             * @example {
-             *       "models": [
-             *         {
-             *           "name": "gpt-4o-mini",
-             *           "provider": "openai"
-             *         }
-             *       ],
-             *       "providers": [
-             *         {
-             *           "key": "env:OPENAI_API_KEY",
-             *           "kind": "openai",
-             *           "name": "openai",
-             *           "url": "https://api.openai.com/v1"
-             *         }
-             *       ]
-             *     }
-             */
-            ai?: {
-                [key: string]: unknown;
-            };
+            ai?: components["schemas"]["AiSection"];
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -1998,11 +2098,33 @@ export interface components {
             mcp?: {
                 /** @description a proxied server's tools agents never see nor call */
                 deny_tools?: string[];
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -2014,6 +2136,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
                 /**
                  * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
@@ -2156,28 +2287,7 @@ export interface components {
          *     }
          */
         ApiUpdate: {
-            /**
-             * @description an LLM API: its providers (kind openai or anthropic, url, key as a secret reference env:NAME or file:/path read by the gateway), model routes, default_max_tokens, max_messages, passthrough, as the declarative file's ai: section (docs/ai-gateway.md)
-             * @example {
-             *       "models": [
-             *         {
-             *           "name": "gpt-4o-mini",
-             *           "provider": "openai"
-             *         }
-             *       ],
-             *       "providers": [
-             *         {
-             *           "key": "env:OPENAI_API_KEY",
-             *           "kind": "openai",
-             *           "name": "openai",
-             *           "url": "https://api.openai.com/v1"
-             *         }
-             *       ]
-             *     }
-             */
-            ai?: {
-                [key: string]: unknown;
-            };
+            ai?: components["schemas"]["AiSection"];
             /** @description the API's advanced policy */
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
@@ -2251,11 +2361,33 @@ export interface components {
             mcp?: {
                 /** @description a proxied server's tools agents never see nor call */
                 deny_tools?: string[];
+                /** @description documents served as resources at docs://{name} (resources/list, resources/read), beside the OpenAPI document */
+                documents?: {
+                    description?: string;
+                    /** @default text/markdown */
+                    mime_type?: string;
+                    name: string;
+                    text: string;
+                    title?: string;
+                }[];
                 instructions?: string;
                 /** @default 10000 */
                 max_sessions?: number;
-                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; the resources when omitted */
+                /** @description the OpenAPI 3 document (YAML or JSON) the tools are built from; when omitted, a GraphQL API's Query and Mutation fields, another API's resources */
                 openapi?: string;
+                /** @description prompt templates (prompts/list, prompts/get) */
+                prompts?: {
+                    arguments?: {
+                        description?: string;
+                        name: string;
+                        required?: boolean;
+                    }[];
+                    description?: string;
+                    name: string;
+                    /** @description the message; {{argument}} is replaced by the argument's value */
+                    text: string;
+                    title?: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -2267,6 +2399,15 @@ export interface components {
                      * @example getPet
                      */
                     operation: string;
+                    /** @description the caller needs one of these to call the tool, besides its operation's scopes */
+                    scopes?: string[];
+                    /**
+                     * @description a GraphQL API's tool: the selection set asked for instead of the generated one
+                     * @example { id name }
+                     */
+                    selection?: string;
+                    /** @description an advanced policy counted per API, tool and application */
+                    throttling?: string;
                 }[];
                 /**
                  * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
@@ -3302,6 +3443,8 @@ export interface components {
             dataAmount?: number;
             description: string;
             readonly kind: string;
+            /** @description subscription tiers: the LLM API models (names clients ask for) its subscribers may call; any when empty; others get 403 model_not_allowed */
+            models?: string[];
             name: string;
             /** @description requests per unitSeconds; neither this nor dataAmount: unlimited */
             requestCount: number | null;
@@ -3348,6 +3491,8 @@ export interface components {
             dataAmount?: number;
             description?: string;
             readonly kind?: string;
+            /** @description subscription tiers: the LLM API models (names clients ask for) its subscribers may call; any when empty; others get 403 model_not_allowed */
+            models?: string[];
             name: string;
             /** @description requests per unitSeconds; neither this nor dataAmount: unlimited */
             requestCount?: number | null;
@@ -3393,6 +3538,8 @@ export interface components {
             dataAmount?: number;
             description?: string;
             readonly kind?: string;
+            /** @description subscription tiers: the LLM API models (names clients ask for) its subscribers may call; any when empty; others get 403 model_not_allowed */
+            models?: string[];
             name?: string;
             /** @description requests per unitSeconds; neither this nor dataAmount: unlimited */
             requestCount?: number | null;
