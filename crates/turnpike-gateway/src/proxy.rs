@@ -433,11 +433,9 @@ async fn request_side(
         })
         .flatten();
     if let Some(choice) = ai_choice {
-        // Boxed: its retry loop's state would otherwise grow this future, and every
-        // request's moves of it, for APIs that never fall back.
-        let forward =
-            crate::upstream::ai::forward(&conn.shared, api, ctx, parts, body, &fwd, choice);
-        return Box::pin(forward).await.map_err(|e| stop(end, e));
+        return crate::upstream::ai::forward(&conn.shared, api, ctx, parts, body, &fwd, choice)
+            .await
+            .map_err(|e| stop(end, e));
     }
     let sandbox = ctx
         .identity()
