@@ -8,13 +8,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{get, start, wait_for_status, Proc, TempDir, BIN};
+use support::{get, start, start_printing, wait_for_status, Proc, TempDir, BIN};
 
 const TOKEN: &str = "resilience-e2e-gateway-token";
 const PASSWORD: &str = "resilience-e2e-password";
@@ -22,32 +21,30 @@ const PASSWORD: &str = "resilience-e2e-password";
 /// A gateway following `cp`, with `/metrics` on its own listener: (it, its address,
 /// the metrics address).
 fn following_gateway(cp: &str, data: &Path) -> (Proc, String, String) {
-    let mut child = Command::new(BIN)
-        .args(["gateway", "--control-plane", &format!("http://{cp}")])
-        .args(["--gateway-token", TOKEN, "--gateway-id", "gw-1"])
-        .args(["--http-port", "0", "--https-port", "off"])
-        .args(["--metrics-addr", "127.0.0.1:0"])
-        .args(["--data-dir", data.to_str().expect("utf-8 path")])
-        .env("TURNPIKE_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn turnpike");
-    let stdout = child.stdout.take().expect("stdout");
-    let proc = Proc(child);
-    let mut lines = BufReader::new(stdout).lines();
-    let mut metrics = None;
-    let gw = loop {
-        let line = lines.next().expect("gateway exited early").expect("read");
-        if let Some(a) = line.strip_prefix("gateway metrics on http://") {
-            metrics = Some(a.trim_end_matches("/metrics").to_owned());
-        }
-        if let Some(a) = line.strip_prefix("gateway listening on http://") {
-            break a.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (proc, gw, metrics.expect("metrics address printed first"))
+    let (proc, mut printed) = start_printing(
+        &[
+            "gateway",
+            "--control-plane",
+            &format!("http://{cp}"),
+            "--gateway-token",
+            TOKEN,
+            "--gateway-id",
+            "gw-1",
+            "--http-port",
+            "0",
+            "--https-port",
+            "off",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().expect("utf-8 path"),
+        ],
+        &[],
+        &["gateway metrics on http://", "gateway listening on http://"],
+    );
+    let gw = printed.pop().expect("listening address");
+    let metrics = printed.pop().expect("metrics address");
+    (proc, gw, metrics.trim_end_matches("/metrics").to_owned())
 }
 
 fn apply(file: &Path, cp: &str) -> (bool, String) {
