@@ -9,24 +9,10 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use support::{start, start_file_gateway, TempDir};
-
-/// The example with the provider at `echo`, and its key.
-fn example(echo: &str) -> (String, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let text = std::fs::read_to_string(root.join("examples/ai.yaml")).expect("examples/ai.yaml");
-    let key = text
-        .lines()
-        .find_map(|l| l.strip_prefix("# example key: "))
-        .expect("the example names its key")
-        .trim()
-        .to_owned();
-    (text.replace("127.0.0.1:9000", echo), key)
-}
+use support::{ai_example as example, start, start_file_gateway, TempDir};
 
 #[test]
 fn the_official_sdks_call_both_fronts_of_the_example() {

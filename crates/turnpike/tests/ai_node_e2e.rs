@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use support::{start, start_file_gateway, TempDir};
+use support::{ai_example, start, start_file_gateway, TempDir};
 
 #[test]
 fn the_openai_node_sdk_chats_streams_and_calls_tools() {
@@ -27,17 +27,11 @@ fn the_openai_node_sdk_chats_streams_and_calls_tools() {
         ],
         "echo listening on http://",
     );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let text = std::fs::read_to_string(root.join("examples/ai.yaml")).expect("examples/ai.yaml");
-    let key = text
-        .lines()
-        .find_map(|l| l.strip_prefix("# example key: "))
-        .expect("the example names its key")
-        .trim()
-        .to_owned();
+    let (text, key) = ai_example(&echo);
     let cfg = dir.path().join("ai.yaml");
-    std::fs::write(&cfg, text.replace("127.0.0.1:9000", &echo)).expect("write config");
+    std::fs::write(&cfg, text).expect("write config");
     let (_gw, gw) = start_file_gateway(&cfg, dir.path(), &[]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let script = root.join("tools/openai-node/chat.mjs");
     let out = Command::new("node")
         .arg(&script)

@@ -306,3 +306,16 @@ pub fn post_json(url: &str, headers: &[&str], body: &str) -> (u16, String, Strin
         body.to_owned(),
     )
 }
+
+/// examples/ai.yaml with its provider at `echo`, and the key its comment names.
+pub fn ai_example(echo: &str) -> (String, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("examples/ai.yaml")).expect("examples/ai.yaml");
+    let key = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# example key: "))
+        .expect("the example names its key")
+        .trim()
+        .to_owned();
+    (text.replace("127.0.0.1:9000", echo), key)
+}
