@@ -337,8 +337,8 @@ mod tests {
         );
         let last = text
             .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .last()
+            .rev()
+            .find_map(|l| l.strip_prefix("data: "))
             .expect("data");
         let done: Value = serde_json::from_str(last).expect("json");
         assert_eq!(done["sequence_number"], 13);
