@@ -1,19 +1,29 @@
-//! A tool call's arguments checked against the tool's input schema (the subset every
-//! tool's schema is made of: known names, required ones present, each value's JSON
+//! A tool call's arguments checked against the tool's compiled input schema (the subset
+//! every tool's schema is made of: known names, required ones present, each value's JSON
 //! type and `enum`) and turned into the operation's HTTP request: the path with its
 //! parameters filled in and percent-encoded, the query, header parameters and the body.
+//!
+//! The arguments are read as the raw text of each value, borrowed from the message: no
+//! tree of them is built. A value is parsed only where a rule needs it (an `enum`
+//! compares values; a number is written as the parser reads it; an object or array sent
+//! to a header or query parameter is written compactly), and a JSON body argument is
+//! sent as the slice of the message it was.
+
+use std::borrow::Cow;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use rmcp::model::JsonObject;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::tools::{Arg, CallPlan, Piece, Place};
+use crate::rpc::{json_str, Key};
+use crate::tools::{Arg, CallPlan, Kind, Piece, Place};
 
 /// Everything but RFC 3986's unreserved characters is encoded, in a path segment as in
 /// a query component: a value never adds a `/`, `?`, `&` or `=` of its own.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')
@@ -31,27 +41,23 @@ pub struct HttpCall {
 }
 
 /// The request for `args`, or why they do not fit the tool (an `Invalid params`).
-pub fn request(plan: &CallPlan, args: Option<&JsonObject>) -> Result<HttpCall, String> {
-    let empty = JsonObject::new();
-    let args = args.unwrap_or(&empty);
-    if let Some(unknown) = args
-        .keys()
-        .find(|k| !plan.args.iter().any(|a| &a.name == *k))
-    {
-        return Err(format!("unknown argument `{unknown}`"));
-    }
-    let mut values: Vec<Option<&Value>> = Vec::with_capacity(plan.args.len());
-    for a in &plan.args {
-        let v = args.get(&a.name).filter(|v| !v.is_null());
+/// `message` is the body the arguments were read from (a JSON body argument is a slice
+/// of it, not a copy).
+pub fn request(
+    plan: &CallPlan,
+    args: Option<&RawValue>,
+    message: &Bytes,
+) -> Result<HttpCall, String> {
+    let values = values(plan, args)?;
+    for (a, v) in plan.args.iter().zip(&values) {
         match v {
             None if a.required => return Err(format!("argument `{}` is required", a.name)),
             Some(v) => check(a, v)?,
             None => {}
         }
-        values.push(v);
     }
     let mut call = HttpCall {
-        path: String::new(),
+        path: String::with_capacity(plan.path_len + 32),
         query: None,
         headers: Vec::new(),
         body: None,
@@ -59,72 +65,132 @@ pub fn request(plan: &CallPlan, args: Option<&JsonObject>) -> Result<HttpCall, S
     for piece in &plan.path {
         match piece {
             Piece::Literal(s) => call.path.push_str(s),
-            Piece::Arg(i) => {
-                let (a, v) = (&plan.args[*i], values[*i]);
-                call.path.push_str(&segment(a, v)?);
-            }
+            Piece::Arg(i) => segment(&plan.args[*i], values[*i], &mut call.path)?,
         }
     }
     for (a, v) in plan.args.iter().zip(&values) {
         if let Some(v) = v {
-            place(a, v, &mut call)?;
+            place(a, v, &mut call, message)?;
         }
     }
     if let Some(document) = &plan.graphql {
-        let variables: JsonObject = plan
-            .args
-            .iter()
-            .zip(values)
-            .filter_map(|(a, v)| Some((a.name.clone(), v?.clone())))
-            .collect();
-        let body = serde_json::json!({"query": document, "variables": variables});
+        let body = graphql_body(document, plan, &values);
         let json = HeaderValue::from_static("application/json");
-        call.body = Some((json, Bytes::from(body.to_string())));
+        call.body = Some((json, Bytes::from(body)));
     }
     Ok(call)
 }
 
-/// One path parameter's encoded value (a scalar, neither empty nor a dot segment).
-fn segment(a: &Arg, v: Option<&Value>) -> Result<String, String> {
+/// Each argument's raw value by the plan's index (a `null` is absent; a repeated name
+/// counts its last value), or the first name the tool does not know.
+fn values<'a>(
+    plan: &CallPlan,
+    args: Option<&'a RawValue>,
+) -> Result<Vec<Option<&'a RawValue>>, String> {
+    let mut values = vec![None; plan.args.len()];
+    let Some(args) = args else {
+        return Ok(values);
+    };
+    let mut unknown = None;
+    let mut de = serde_json::Deserializer::from_str(args.get());
+    let reader = ArgsReader {
+        plan,
+        values: &mut values,
+        unknown: &mut unknown,
+    };
+    reader
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|e| format!("params: `arguments` must be an object: {e}"))?;
+    match unknown {
+        Some(name) => Err(format!("unknown argument `{name}`")),
+        None => Ok(values),
+    }
+}
+
+/// Reads the arguments object into `values` (a visitor with the plan at hand).
+struct ArgsReader<'p, 'a> {
+    plan: &'p CallPlan,
+    values: &'p mut Vec<Option<&'a RawValue>>,
+    unknown: &'p mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for ArgsReader<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ArgsReader<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object of arguments")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
+            match self.plan.args.iter().position(|a| a.name == name) {
+                Some(i) => {
+                    let v: &'de RawValue = map.next_value()?;
+                    self.values[i] = (v.get() != "null").then_some(v);
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                    if self.unknown.is_none() {
+                        *self.unknown = Some(name.into_owned());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One path parameter's encoded value (a scalar, neither empty nor a dot segment)
+/// appended to `path`.
+fn segment(a: &Arg, v: Option<&RawValue>, path: &mut String) -> Result<(), String> {
     let text = v
-        .and_then(scalar)
+        .map(scalar)
+        .transpose()?
+        .flatten()
         .ok_or_else(|| format!("argument `{}` must be a string, number or boolean", a.name))?;
     if text.is_empty() || text == "." || text == ".." {
         return Err(format!("argument `{}` may not be `{text}`", a.name));
     }
-    Ok(utf8_percent_encode(&text, COMPONENT).to_string())
+    path.extend(utf8_percent_encode(&text, COMPONENT));
+    Ok(())
 }
 
-fn place(a: &Arg, v: &Value, call: &mut HttpCall) -> Result<(), String> {
+fn place(a: &Arg, v: &RawValue, call: &mut HttpCall, message: &Bytes) -> Result<(), String> {
     match &a.place {
         Place::Path | Place::Variable => {}
         Place::Query => {
-            let q = call.query.get_or_insert_with(String::new);
-            let items: &[Value] = match v {
-                Value::Array(items) => items,
-                one => std::slice::from_ref(one),
-            };
-            for item in items {
-                let text = scalar(item).unwrap_or_else(|| item.to_string());
-                if !q.is_empty() {
-                    q.push('&');
+            let q = call.query.get_or_insert_with(|| String::with_capacity(64));
+            match Kind::of(v) {
+                Kind::Array => {
+                    let items: Vec<&RawValue> =
+                        serde_json::from_str(v.get()).map_err(|e| e.to_string())?;
+                    for item in items {
+                        query_pair(q, &a.name, &text(item)?);
+                    }
                 }
-                q.extend(utf8_percent_encode(&a.name, COMPONENT));
-                q.push('=');
-                q.extend(utf8_percent_encode(&text, COMPONENT));
+                _ => query_pair(q, &a.name, &text(v)?),
             }
         }
         Place::Header(name) => {
-            let text = scalar(v).unwrap_or_else(|| v.to_string());
-            let value = HeaderValue::from_str(&text)
+            let value = HeaderValue::from_str(&text(v)?)
                 .map_err(|_| format!("argument `{}` is not a valid header value", a.name))?;
             call.headers.push((name.clone(), value));
         }
         Place::Body { content_type, json } => {
-            let bytes = match (json, v) {
-                (true, v) => Bytes::from(v.to_string()),
-                (false, Value::String(s)) => Bytes::from(s.clone()),
-                (false, _) => return Err(format!("argument `{}` must be a string", a.name)),
+            let bytes = match (json, json_str(v)) {
+                (true, _) => share(message, v.get()),
+                (false, Some(Cow::Borrowed(s))) => share(message, s),
+                (false, Some(Cow::Owned(s))) => Bytes::from(s),
+                (false, None) => return Err(format!("argument `{}` must be a string", a.name)),
             };
             call.body = Some((content_type.clone(), bytes));
         }
@@ -132,32 +198,94 @@ fn place(a: &Arg, v: &Value, call: &mut HttpCall) -> Result<(), String> {
     Ok(())
 }
 
-/// A string, number or boolean as text.
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+fn query_pair(q: &mut String, name: &str, value: &str) {
+    if !q.is_empty() {
+        q.push('&');
+    }
+    q.extend(utf8_percent_encode(name, COMPONENT));
+    q.push('=');
+    q.extend(utf8_percent_encode(value, COMPONENT));
+}
+
+/// `part` of `message` without a copy when it lies inside it (it does when it was read
+/// from it), else copied.
+fn share(message: &Bytes, part: &str) -> Bytes {
+    let range = message.as_ptr_range();
+    let inside = range.start <= part.as_ptr() && part.as_bytes().as_ptr_range().end <= range.end;
+    match inside {
+        true => message.slice_ref(part.as_bytes()),
+        false => Bytes::copy_from_slice(part.as_bytes()),
     }
 }
 
+/// A GraphQL call's body: the document, and the arguments as its variables.
+fn graphql_body(document: &str, plan: &CallPlan, values: &[Option<&RawValue>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(document.len() + 64);
+    out.extend_from_slice(br#"{"query":"#);
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, document);
+    out.extend_from_slice(br#","variables":{"#);
+    let mut first = true;
+    for (a, v) in plan.args.iter().zip(values) {
+        let Some(v) = v else { continue };
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        let _ = serde_json::to_writer(&mut out, &a.name);
+        out.push(b':');
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// A string, number or boolean as text (`None`: an object, array or null).
+fn scalar(v: &RawValue) -> Result<Option<Cow<'_, str>>, String> {
+    Ok(match Kind::of(v) {
+        Kind::String => json_str(v),
+        Kind::Boolean => Some(Cow::Borrowed(v.get())),
+        Kind::Number => Some(number_text(v)?),
+        _ => None,
+    })
+}
+
+/// A scalar as text, anything else as compact JSON.
+fn text(v: &RawValue) -> Result<Cow<'_, str>, String> {
+    match scalar(v)? {
+        Some(t) => Ok(t),
+        None => serde_json::from_str::<Value>(v.get())
+            .map(|v| Cow::Owned(v.to_string()))
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// A number as the parser writes it back (`1e3` is `1000.0`); plain digits as sent.
+fn number_text(v: &RawValue) -> Result<Cow<'_, str>, String> {
+    let t = v.get();
+    // JSON has no leading zeros: digits that fit a u64 print as they were sent.
+    if t.len() < 20 && t.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(Cow::Borrowed(t));
+    }
+    serde_json::from_str::<serde_json::Number>(t)
+        .map(|n| Cow::Owned(n.to_string()))
+        .map_err(|e| format!("a number: {e}"))
+}
+
 /// The value's JSON type and `enum` against the argument's schema.
-fn check(a: &Arg, v: &Value) -> Result<(), String> {
-    let types: Vec<&str> = match a.schema.get("type") {
-        Some(Value::String(t)) => vec![t],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    if !types.is_empty() && !types.iter().any(|t| is_type(v, t)) {
-        return Err(format!(
-            "argument `{}` must be of type {}",
-            a.name,
-            types.join(" or ")
-        ));
+fn check(a: &Arg, v: &RawValue) -> Result<(), String> {
+    if let Some(kinds) = a.kinds {
+        if !Kind::of(v).fits(v, kinds) {
+            return Err(format!(
+                "argument `{}` must be of type {}",
+                a.name,
+                a.type_names().join(" or ")
+            ));
+        }
     }
     if let Some(Value::Array(allowed)) = a.schema.get("enum") {
-        if !allowed.contains(v) {
+        let value: Value = serde_json::from_str(v.get()).map_err(|e| e.to_string())?;
+        if !allowed.contains(&value) {
             return Err(format!(
                 "argument `{}` is not one of its allowed values",
                 a.name
@@ -167,15 +295,160 @@ fn check(a: &Arg, v: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn is_type(v: &Value, t: &str) -> bool {
-    match t {
-        "string" => v.is_string(),
-        "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
-        "number" => v.is_number(),
-        "boolean" => v.is_boolean(),
-        "array" => v.is_array(),
-        "object" => v.is_object(),
-        "null" => v.is_null(),
-        _ => true,
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::tools::{self, ToolDef};
+
+    const OPENAPI: &str = r#"
+openapi: 3.1.0
+info: { title: t, version: v1 }
+paths:
+  /items/{id}:
+    get:
+      operationId: getItem
+      parameters:
+        - { name: id, in: path, required: true, schema: { type: string } }
+        - { name: n, in: query, schema: { type: integer } }
+        - { name: tags, in: query, schema: { type: array, items: { type: string } } }
+        - { name: mode, in: query, schema: { type: string, enum: [fast, slow] } }
+        - { name: x-trace, in: header, schema: { type: [string, object] } }
+    put:
+      operationId: putItem
+      parameters: [{ name: id, in: path, required: true, schema: { type: integer } }]
+      requestBody: { required: true, content: { application/json: { schema: { type: object } } } }
+  /notes:
+    post:
+      operationId: addNote
+      requestBody: { content: { text/plain: { schema: { type: string } } } }
+"#;
+
+    /// A GET with path, query (integer, array, enum) and header arguments; a PUT with a
+    /// JSON body; a POST with a text body.
+    pub(crate) fn tools() -> Vec<ToolDef> {
+        let spec = turnpike_model::mcp::McpSpec {
+            openapi: Some(OPENAPI.into()),
+            ..Default::default()
+        };
+        tools::build(&spec, &turnpike_model::ApiSpec::default()).expect("tools")
+    }
+
+    fn call(tool: &ToolDef, args: &str) -> Result<HttpCall, String> {
+        let message = Bytes::from(format!(r#"{{"arguments":{args}}}"#));
+        let text = std::str::from_utf8(&message).expect("utf-8");
+        let raw = serde_json::from_str::<&RawValue>(&text[13..text.len() - 1]).expect("raw");
+        request(&tool.plan, Some(raw), &message)
+    }
+
+    #[test]
+    fn arguments_fill_the_path_query_and_headers() {
+        let tools = tools();
+        let get = &tools[0];
+        let c = call(
+            get,
+            r#"{"id": "a/../b", "n": 3, "tags": ["a b", "c"], "mode": "fast", "x-trace": {"k": [1, 2]}}"#,
+        )
+        .expect("call");
+        assert_eq!(c.path, "/items/a%2F..%2Fb");
+        assert_eq!(c.query.as_deref(), Some("n=3&tags=a%20b&tags=c&mode=fast"));
+        assert_eq!(
+            c.headers,
+            [(
+                HeaderName::from_static("x-trace"),
+                HeaderValue::from_static(r#"{"k":[1,2]}"#)
+            )]
+        );
+        assert!(c.body.is_none());
+        for (args, path, query) in [
+            (r#"{"id": "7", "n": 3.0}"#, "/items/7", Some("n=3.0")),
+            (
+                r#"{"id": "t", "n": 1e2, "mode": null}"#,
+                "/items/t",
+                Some("n=100.0"),
+            ),
+            (r#"{"id": "\u00e9", "x-trace": "t"}"#, "/items/%C3%A9", None),
+            (r#"{"id": "x", "n": -12}"#, "/items/x", Some("n=-12")),
+        ] {
+            let c = call(get, args).expect(args);
+            assert_eq!(
+                (c.path.as_str(), c.query.as_deref()),
+                (path, query),
+                "{args}"
+            );
+        }
+    }
+
+    #[test]
+    fn arguments_that_do_not_fit_are_refused_with_the_reason() {
+        let tools = tools();
+        let get = &tools[0];
+        for (args, why) in [
+            (r#"{}"#, "argument `id` is required"),
+            (r#"{"id": null}"#, "argument `id` is required"),
+            (r#"{"id": "1", "color": "red"}"#, "unknown argument `color`"),
+            (
+                r#"{"id": "1", "n": 3.5}"#,
+                "argument `n` must be of type integer",
+            ),
+            (
+                r#"{"id": "1", "n": "3"}"#,
+                "argument `n` must be of type integer",
+            ),
+            (
+                r#"{"id": "1", "mode": "medium"}"#,
+                "argument `mode` is not one of its allowed values",
+            ),
+            (
+                r#"{"id": "1", "x-trace": 5}"#,
+                "argument `x-trace` must be of type string or object",
+            ),
+            (r#"{"id": ".."}"#, "argument `id` may not be `..`"),
+            (r#"{"id": ""}"#, "argument `id` may not be ``"),
+            (r#"{"id": ["1"]}"#, "argument `id` must be of type string"),
+        ] {
+            assert_eq!(call(get, args).expect_err(args), why, "{args}");
+        }
+        let e = call(get, "[1]").expect_err("not an object");
+        assert!(
+            e.starts_with("params: `arguments` must be an object"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_body_argument_is_the_operations_body() {
+        let tools = tools();
+        let c = call(
+            &tools[1],
+            r#"{"id": 4, "body": {"name": "Rex", "tag": "dog"}}"#,
+        )
+        .expect("put");
+        assert_eq!(c.path, "/items/4");
+        let (ct, body) = c.body.expect("a body");
+        assert_eq!(
+            (ct.to_str().ok(), &body[..]),
+            (
+                Some("application/json"),
+                &br#"{"name": "Rex", "tag": "dog"}"#[..]
+            )
+        );
+        let e = call(&tools[1], r#"{"id": 4, "body": [1]}"#).expect_err("an object");
+        assert_eq!(e, "argument `body` must be of type object");
+        let c = call(&tools[2], r#"{"body": "two\nlines \u0021"}"#).expect("post");
+        assert_eq!(c.body.map(|b| b.1), Some(Bytes::from("two\nlines !")));
+        let c = call(&tools[2], r#"{"body": "plain"}"#).expect("post");
+        assert_eq!(c.body.map(|b| b.1), Some(Bytes::from("plain")));
+        let e = call(&tools[2], r#"{"body": 5}"#).expect_err("a string");
+        assert_eq!(e, "argument `body` must be of type string");
+    }
+
+    #[test]
+    fn a_body_is_a_slice_of_the_message_not_a_copy() {
+        let tools = tools();
+        let message = Bytes::from_static(br#"{"id":4,"body":{"a":1}}"#);
+        let raw = serde_json::from_slice::<&RawValue>(&message).expect("raw");
+        let c = request(&tools[1].plan, Some(raw), &message).expect("put");
+        let body = c.body.expect("a body").1;
+        assert_eq!(body.as_ptr(), message[15..].as_ptr());
     }
 }

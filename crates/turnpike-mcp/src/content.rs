@@ -10,6 +10,7 @@ use rmcp::model::{
     Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResult,
     RequestId, Resource, ResourceContents, Role,
 };
+use serde_json::value::RawValue;
 use serde_json::Value;
 use turnpike_model::mcp::{McpDocumentSpec, McpPromptSpec, McpSpec};
 
@@ -101,7 +102,7 @@ impl Library {
         &self,
         id: &RequestId,
         method: &str,
-        params: Option<Value>,
+        params: Option<&RawValue>,
     ) -> Option<Result<bytes::Bytes, Refusal>> {
         Some(match method {
             "prompts/list" if self.has_prompts() => Ok(rpc::raw_result(id, &self.prompt_list)),

@@ -3,13 +3,17 @@
 //! admitted, or a tool call rewritten into its operation's HTTP request so that auth,
 //! scopes, throttling and mediation see the REST call.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use http::{request, HeaderName, HeaderValue, Method, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, ErrorCode, ErrorData, InitializeRequestParams, ProtocolVersion,
-    RequestId,
+    ErrorCode, ErrorData, InitializeRequestParams, InputResponses, ProtocolVersion, RequestId,
+    RequestMetaObject,
 };
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use turnpike_policy::RequestCtx;
 
 use crate::content::Library;
@@ -81,11 +85,11 @@ impl Catalog {
         body: &mut Bytes,
         library: &Library,
     ) -> Exchange {
+        // Some(None): a header that names no session this server could have issued.
         let header = req
             .headers
             .get(MCP_SESSION_ID)
-            .map(|v| v.as_bytes().to_vec());
-        let session = header.as_deref().and_then(session::parse_id);
+            .map(|v| session::parse_id(v.as_bytes()));
         let step = if req.method == Method::DELETE {
             Next::Delete
         } else {
@@ -95,16 +99,17 @@ impl Catalog {
             }
         };
         let needs_session = !matches!(step, Next::Initialize { .. } | Next::Refuse(_));
-        let step = match (needs_session, &header, session) {
-            (true, None, _) => Next::Refuse(Refusal::new(
+        let step = match (needs_session, header) {
+            (true, None) => Next::Refuse(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 None,
                 ErrorCode::INVALID_REQUEST,
                 "this request needs the Mcp-Session-Id that initialize gave".into(),
             )),
-            (true, Some(_), None) => Next::Refuse(unknown_session()),
+            (true, Some(None)) => Next::Refuse(unknown_session()),
             _ => step,
         };
+        let session = header.flatten();
         req.headers.remove(MCP_SESSION_ID);
         req.headers.remove(MCP_PROTOCOL_VERSION);
         Exchange { session, step }
@@ -133,7 +138,7 @@ impl Catalog {
         if method != "initialize" {
             check_version_header(req)?;
         }
-        Ok(match method.as_str() {
+        Ok(match &*method {
             "initialize" => Next::Initialize {
                 version: negotiate(
                     &rpc::params::<InitializeRequestParams>(&id, params)?.protocol_version,
@@ -143,10 +148,11 @@ impl Catalog {
             "ping" => Next::Reply(rpc::result(id, serde_json::json!({}))),
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             "tools/call" => {
-                let call = rpc::params::<CallToolRequestParams>(&id, params)?;
-                let tool = self
+                let call = rpc::params::<CallParams>(&id, params)?;
+                let (tool, upstream) = self
                     .rewrite(ctx, req, body, &call)
                     .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
+                *body = upstream;
                 Next::Call(ToolCall {
                     id,
                     graphql: self.tools[tool].plan.graphql.is_some(),
@@ -167,20 +173,21 @@ impl Catalog {
         })
     }
 
-    /// Turns the request into the tool's operation: method, path, query, headers, body;
-    /// the tool's index.
+    /// Turns the request into the tool's operation: method, path, query, headers; the
+    /// tool's index and the operation's body (`message`: the body the call came in,
+    /// which a JSON body argument is a slice of).
     fn rewrite(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
-        body: &mut Bytes,
-        call: &CallToolRequestParams,
-    ) -> Result<usize, String> {
+        message: &Bytes,
+        call: &CallParams,
+    ) -> Result<(usize, Bytes), String> {
         let Some(&i) = self.by_name.get(&*call.name) else {
             return Err(format!("no tool is named `{}`", call.name));
         };
         let tool = &self.tools[i];
-        let http = args::request(&tool.plan, call.arguments.as_ref())?;
+        let http = args::request(&tool.plan, call.arguments, message)?;
         ctx.upstream
             .set_path(&http.path)
             .map_err(|e| e.to_string())?;
@@ -199,15 +206,33 @@ impl Catalog {
         for (name, value) in http.headers {
             req.headers.insert(name, value);
         }
-        *body = match http.body {
+        let body = match http.body {
             Some((content_type, bytes)) => {
                 req.headers.insert(CONTENT_TYPE, content_type);
                 bytes
             }
             None => Bytes::new(),
         };
-        Ok(i)
+        Ok((i, body))
     }
+}
+
+/// `tools/call`'s params, read straight from the message: the name and the arguments
+/// borrowed (the arguments are read against the tool's plan, [`args::request`]); the
+/// members this server does not use typed as the SDK types them, so a malformed one is
+/// refused as before.
+#[derive(Deserialize)]
+pub(crate) struct CallParams<'a> {
+    #[serde(borrow)]
+    pub name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    _meta: Option<RequestMetaObject>,
+    #[serde(rename = "inputResponses", default)]
+    _input_responses: Option<InputResponses>,
+    #[serde(rename = "requestState", default)]
+    _request_state: Option<String>,
 }
 
 /// The version a client asked for when this server speaks it, else the newest.

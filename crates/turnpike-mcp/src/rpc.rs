@@ -1,6 +1,9 @@
 //! JSON-RPC 2.0 as the Streamable HTTP transport carries it: one message per POST (the
 //! current specification has no batches), read under a size cap into the envelope the
-//! policy dispatches on; answers written with the SDK's model types.
+//! policy dispatches on (borrowed from the body: no tree of the message is built);
+//! answers written with the SDK's model types, or straight into a buffer where hot.
+
+use std::borrow::Cow;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
@@ -8,26 +11,27 @@ use http::{HeaderValue, Response, StatusCode};
 use rmcp::model::{
     ErrorCode, ErrorData, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
 };
-use serde::Serialize;
-use serde_json::Value;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use turnpike_policy::Flow;
 
 /// Largest JSON-RPC message read (the API's `max_body_size` may be smaller).
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 
-/// A message a client sent.
+/// A message a client sent, borrowing from its body.
 #[derive(Debug)]
-pub enum Message {
+pub enum Message<'a> {
     /// A request: it gets an answer.
     Request {
         id: RequestId,
-        method: String,
-        params: Option<Value>,
+        method: Cow<'a, str>,
+        /// The params as sent, read into the method's type by [`params`].
+        params: Option<&'a RawValue>,
     },
     /// A notification (no id) or a response to a server request: `202 Accepted`.
     NoAnswer,
 }
-
 /// A message refused before its method ran: the HTTP status and the JSON-RPC error.
 #[derive(Debug, Clone)]
 pub struct Refusal {
@@ -56,8 +60,9 @@ impl Refusal {
     }
 }
 
-/// Reads one message.
-pub fn parse(body: &[u8]) -> Result<Message, Refusal> {
+/// Reads one message: its envelope in one pass over the body, without a tree of it
+/// (`params` kept as the raw text each method reads into its own type).
+pub fn parse(body: &[u8]) -> Result<Message<'_>, Refusal> {
     let bad = |code, msg: &str| Refusal::new(StatusCode::BAD_REQUEST, None, code, msg.into());
     if body.len() > MAX_MESSAGE_BYTES {
         let msg = format!("a message is at most {MAX_MESSAGE_BYTES} bytes");
@@ -68,53 +73,178 @@ pub fn parse(body: &[u8]) -> Result<Message, Refusal> {
             msg,
         ));
     }
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
+    let not_json = |e: &dyn std::fmt::Display| {
         bad(
             ErrorCode::PARSE_ERROR,
             &format!("the body is not JSON: {e}"),
         )
-    })?;
-    let mut m = match v {
-        Value::Object(m) => m,
-        Value::Array(_) => {
+    };
+    // UTF-8 checked once here: the parser then reads the text without checking each string.
+    let text = std::str::from_utf8(body).map_err(|e| not_json(&e))?;
+    let m = match serde_json::from_str::<Top>(text).map_err(|e| not_json(&e))? {
+        Top::Object(m) => m,
+        Top::Array => {
             return Err(bad(
                 ErrorCode::INVALID_REQUEST,
                 "one JSON-RPC message per request: batches are not supported",
             ))
         }
-        _ => {
+        Top::Other => {
             return Err(bad(
                 ErrorCode::INVALID_REQUEST,
                 "a JSON-RPC message is an object",
             ))
         }
     };
-    if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if m.jsonrpc.and_then(json_str).as_deref() != Some("2.0") {
         return Err(bad(ErrorCode::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
     }
-    let id = match m.remove("id") {
+    let id = match m.id {
         None => None,
-        Some(id) => Some(serde_json::from_value::<RequestId>(id).map_err(|_| {
+        Some(id) => Some(request_id(id).ok_or_else(|| {
             bad(
                 ErrorCode::INVALID_REQUEST,
                 "`id` must be a string or an integer",
             )
         })?),
     };
-    match (m.remove("method"), id) {
-        (Some(Value::String(method)), Some(id)) => Ok(Message::Request {
+    match (m.method.map(json_str), id) {
+        (Some(Some(method)), Some(id)) => Ok(Message::Request {
             id,
             method,
-            params: m.remove("params"),
+            params: m.params,
         }),
-        (Some(Value::String(_)), None) => Ok(Message::NoAnswer),
-        (None, Some(_)) if m.contains_key("result") || m.contains_key("error") => {
-            Ok(Message::NoAnswer)
-        }
+        (Some(Some(_)), None) => Ok(Message::NoAnswer),
+        (None, Some(_)) if m.answer => Ok(Message::NoAnswer),
         _ => Err(bad(
             ErrorCode::INVALID_REQUEST,
             "a message needs a string `method`",
         )),
+    }
+}
+
+/// A JSON string's text (borrowed unless it has escapes); `None` for any other value.
+pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        // The parser checked it: no quote or control character is left unescaped.
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+}
+
+/// A request id: a string, or an integer (also one written as `1.0`, as the SDK reads it).
+fn request_id(raw: &RawValue) -> Option<RequestId> {
+    let text = raw.get();
+    // Most ids are small integers: read without the SDK's detour through a `Value`.
+    if text.len() < 19 && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok().map(RequestId::Number);
+    }
+    serde_json::from_str(text).ok()
+}
+
+/// The top of a message: an object's envelope, or the shape it has instead.
+enum Top<'a> {
+    Object(Envelope<'a>),
+    Array,
+    Other,
+}
+
+/// The members JSON-RPC defines, each as its raw text (a repeated member: the last).
+#[derive(Default)]
+struct Envelope<'a> {
+    jsonrpc: Option<&'a RawValue>,
+    id: Option<&'a RawValue>,
+    method: Option<&'a RawValue>,
+    params: Option<&'a RawValue>,
+    /// A `result` or `error` member: a response to a server request.
+    answer: bool,
+}
+
+impl<'de> Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Top<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+        let mut m = Envelope::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let slot = match &*key.0 {
+                "jsonrpc" => &mut m.jsonrpc,
+                "id" => &mut m.id,
+                "method" => &mut m.method,
+                "params" => &mut m.params,
+                other => {
+                    m.answer |= matches!(other, "result" | "error");
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value()?);
+        }
+        Ok(Top::Object(m))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Top::Array)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Top<'de>, E> {
+        Ok(Top::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Top<'de>, E> {
+        Ok(Top::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Top<'de>, E> {
+        Ok(Top::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Top<'de>, E> {
+        Ok(Top::Other)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Top<'de>, E> {
+        Ok(Top::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Top<'de>, E> {
+        Ok(Top::Other)
+    }
+}
+
+/// An object member's name, borrowed from the message unless it has escapes.
+pub(crate) struct Key<'a>(pub Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -161,13 +291,13 @@ pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
     resp
 }
 
-/// A request's params as the method's type, or `Invalid params`.
-pub(crate) fn params<T: serde::de::DeserializeOwned>(
+/// A request's params as the method's type, or `Invalid params` (absent params read as
+/// `{}`).
+pub(crate) fn params<'a, T: Deserialize<'a>>(
     id: &RequestId,
-    params: Option<Value>,
+    params: Option<&'a RawValue>,
 ) -> Result<T, Refusal> {
-    let v = params.unwrap_or_else(|| Value::Object(Default::default()));
-    serde_json::from_value(v).map_err(|e| {
+    serde_json::from_str(params.map_or("{}", RawValue::get)).map_err(|e| {
         Refusal::answer(
             id.clone(),
             ErrorCode::INVALID_PARAMS,
@@ -179,6 +309,7 @@ pub(crate) fn params<T: serde::de::DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn reads_requests_notifications_and_refuses_the_rest() {
@@ -212,6 +343,109 @@ mod tests {
             parse(&big).expect_err("cap").status,
             StatusCode::PAYLOAD_TOO_LARGE
         );
+    }
+
+    #[test]
+    fn the_envelope_is_read_in_any_order_and_borrowed() {
+        let body = br#" { "params" : {"name":"getPet"} , "method":"tools\/call", "x":[[{}]],
+            "id" : "a\u0062", "jsonrpc":"2.0" } "#;
+        let Message::Request { id, method, params } = parse(body).expect("request") else {
+            panic!("a request");
+        };
+        assert_eq!(id, RequestId::String("ab".into()));
+        assert_eq!(method, "tools/call", "escapes read");
+        assert_eq!(params.map(RawValue::get), Some(r#"{"name":"getPet"}"#));
+        let Message::Request { method, .. } =
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).expect("request")
+        else {
+            panic!("a request");
+        };
+        assert!(matches!(method, Cow::Borrowed("ping")), "no copy");
+        // Ids as the SDK reads them: integers, also in float form; strings.
+        for (text, id) in [
+            ("0", RequestId::Number(0)),
+            ("-3", RequestId::Number(-3)),
+            ("2.0", RequestId::Number(2)),
+            ("1e2", RequestId::Number(100)),
+            ("9223372036854775807", RequestId::Number(i64::MAX)),
+            (r#""7""#, RequestId::String("7".into())),
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"ping"}}"#);
+            let m = parse(body.as_bytes()).expect(text);
+            assert!(
+                matches!(m, Message::Request { id: ref got, .. } if *got == id),
+                "{text}"
+            );
+        }
+        // A repeated member counts its last value (as a parsed object's would).
+        let m = parse(br#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"ping"}"#);
+        assert!(m.is_ok());
+        // A response to a server request, and a notification, are not answered.
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#,
+        ] {
+            assert!(matches!(parse(body), Ok(Message::NoAnswer)));
+        }
+        for (bad, code) in [
+            (
+                &b"{\"jsonrpc\":\"2.0\",\"m\":\"\xff\"}"[..],
+                ErrorCode::PARSE_ERROR,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#,
+                ErrorCode::PARSE_ERROR,
+            ),
+            (br#""text""#, ErrorCode::INVALID_REQUEST),
+            (br#"{"id":1,"method":"ping"}"#, ErrorCode::INVALID_REQUEST),
+            (
+                br#"{"jsonrpc":2,"id":1,"method":"ping"}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","method":null}"#,
+                ErrorCode::INVALID_REQUEST,
+            ),
+        ] {
+            let r = parse(bad).expect_err("refused");
+            let shown = String::from_utf8_lossy(bad);
+            assert_eq!(
+                (r.status, r.error.code),
+                (StatusCode::BAD_REQUEST, code),
+                "{shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn params_read_into_the_method_type_or_are_invalid() {
+        let id = RequestId::Number(1);
+        let raw = serde_json::from_str::<&RawValue>(r#"{"uri":"docs://x"}"#).expect("raw");
+        let p: rmcp::model::ReadResourceRequestParams = params(&id, Some(raw)).expect("read");
+        assert_eq!(p.uri, "docs://x");
+        let e = params::<rmcp::model::ReadResourceRequestParams>(&id, None).expect_err("uri");
+        assert_eq!(
+            (e.status, e.error.code),
+            (StatusCode::OK, ErrorCode::INVALID_PARAMS)
+        );
+        assert_eq!(e.id, Some(id));
     }
 
     #[test]

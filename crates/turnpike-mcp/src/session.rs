@@ -156,10 +156,14 @@ pub fn format_id(id: u128) -> String {
 
 /// The session id of a header value; `None` for anything else.
 pub fn parse_id(text: &[u8]) -> Option<u128> {
-    if text.len() != 32 || !text.iter().all(|b| b.is_ascii_hexdigit()) {
+    if text.len() != 32 {
         return None;
     }
-    u128::from_str_radix(std::str::from_utf8(text).ok()?, 16).ok()
+    // Digit by digit: `from_str_radix` on a u128 cost ~800 instructions a call.
+    text.iter().try_fold(0u128, |id, &b| {
+        let digit = char::from(b).to_digit(16)?;
+        Some(id << 4 | u128::from(digit))
+    })
 }
 
 #[cfg(test)]

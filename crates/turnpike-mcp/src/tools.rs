@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Method};
 use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
@@ -63,6 +64,8 @@ pub struct CallPlan {
     pub method: Method,
     /// The path template, split at its parameters.
     pub path: Vec<Piece>,
+    /// The template's literal bytes (a call's path buffer starts this large, plus room).
+    pub path_len: usize,
     pub args: Vec<Arg>,
     /// A GraphQL field's document: the call is a POST of it with the arguments as its
     /// variables.
@@ -84,6 +87,101 @@ pub struct Arg {
     pub place: Place,
     pub required: bool,
     pub schema: Value,
+    /// The schema's `type`s as [`Kind`] bits, compiled once (`None`: any value).
+    pub kinds: Option<u8>,
+}
+
+impl Arg {
+    fn new(name: String, place: Place, required: bool, schema: Value) -> Arg {
+        let kinds = Kind::compile(&Arg::names_in(&schema));
+        Arg {
+            name,
+            place,
+            required,
+            schema,
+            kinds,
+        }
+    }
+
+    /// The schema's `type` names (for a refusal's message).
+    pub fn type_names(&self) -> Vec<&str> {
+        Arg::names_in(&self.schema)
+    }
+
+    fn names_in(schema: &Value) -> Vec<&str> {
+        match schema.get("type") {
+            Some(Value::String(t)) => vec![t],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A JSON value's type, read from the first byte of its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Null,
+    Boolean,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+/// A schema's `type` names, by their [`Kind`] bit.
+const TYPE_NAMES: [&str; 7] = [
+    "string", "integer", "number", "boolean", "array", "object", "null",
+];
+const STRING: u8 = 1;
+const INTEGER: u8 = 1 << 1;
+const NUMBER: u8 = 1 << 2;
+const BOOLEAN: u8 = 1 << 3;
+const ARRAY: u8 = 1 << 4;
+const OBJECT: u8 = 1 << 5;
+const NULL: u8 = 1 << 6;
+
+impl Kind {
+    /// The kind of a value the parser read (so its first byte says which it is).
+    pub fn of(v: &RawValue) -> Kind {
+        match v.get().as_bytes().first() {
+            Some(b'"') => Kind::String,
+            Some(b'{') => Kind::Object,
+            Some(b'[') => Kind::Array,
+            Some(b't' | b'f') => Kind::Boolean,
+            Some(b'n') => Kind::Null,
+            _ => Kind::Number,
+        }
+    }
+
+    /// Type names as bits; `None` when they allow any value (none given, or one this
+    /// checker does not know).
+    fn compile(names: &[&str]) -> Option<u8> {
+        let mut bits = 0;
+        for name in names {
+            let i = TYPE_NAMES.iter().position(|t| t == name)?;
+            bits |= 1 << i;
+        }
+        (bits != 0).then_some(bits)
+    }
+
+    /// Whether `v`, of this kind, is one of the types in `bits`.
+    pub fn fits(self, v: &RawValue, bits: u8) -> bool {
+        let want = match self {
+            Kind::String => STRING,
+            Kind::Boolean => BOOLEAN,
+            Kind::Array => ARRAY,
+            Kind::Object => OBJECT,
+            Kind::Null => NULL,
+            Kind::Number if bits & NUMBER != 0 => NUMBER,
+            Kind::Number => INTEGER * u8::from(is_integer(v.get())),
+        };
+        bits & want != 0
+    }
+}
+
+/// A JSON number that is an integer (`1.0` and `1e2` are, as a parsed value's are).
+fn is_integer(number: &str) -> bool {
+    !number.contains(['.', 'e', 'E']) || number.parse::<f64>().is_ok_and(|f| f.fract() == 0.0)
 }
 
 /// Where an argument goes.
@@ -363,12 +461,8 @@ fn plan(op: &Operation, selection: Option<&str>) -> Result<CallPlan, String> {
                 p.name
             ));
         }
-        args.push(Arg {
-            name: p.name.clone(),
-            place,
-            required: p.required,
-            schema: with_description(&p.schema, p.description.as_deref()),
-        });
+        let schema = with_description(&p.schema, p.description.as_deref());
+        args.push(Arg::new(p.name.clone(), place, p.required, schema));
     }
     if let Some(b) = &op.body {
         let content_type = HeaderValue::from_str(&b.content_type)
@@ -383,16 +477,19 @@ fn plan(op: &Operation, selection: Option<&str>) -> Result<CallPlan, String> {
             true => b.schema.clone(),
             false => serde_json::json!({"type": "string"}),
         };
-        args.push(Arg {
-            name: name.into(),
-            place: Place::Body { content_type, json },
-            required: b.required,
-            schema,
-        });
+        let place = Place::Body { content_type, json };
+        args.push(Arg::new(name.into(), place, b.required, schema));
     }
     let path = pieces(&op.path, &mut args);
     Ok(CallPlan {
         method: op.method.clone(),
+        path_len: path
+            .iter()
+            .map(|p| match p {
+                Piece::Literal(s) => s.len(),
+                Piece::Arg(_) => 0,
+            })
+            .sum(),
         path,
         args,
         graphql: op.graphql.as_ref().map(|g| g.document(selection)),
@@ -417,12 +514,8 @@ fn pieces(template: &str, args: &mut Vec<Arg>) -> Vec<Piece> {
                 i
             }
             None => {
-                args.push(Arg {
-                    name: name.to_owned(),
-                    place: Place::Path,
-                    required: true,
-                    schema: serde_json::json!({"type": "string"}),
-                });
+                let schema = serde_json::json!({"type": "string"});
+                args.push(Arg::new(name.to_owned(), Place::Path, true, schema));
                 args.len() - 1
             }
         };

@@ -1,7 +1,10 @@
 //! A tool's answer: the operation's HTTP response read back into the call's JSON-RPC
 //! result, a `CallToolResult` with the body as text, a JSON object answer also as
 //! structured content, and `isError` for a 4xx or 5xx (the gateway's own errors past
-//! admission, e.g. an upstream that does not answer, included).
+//! admission, e.g. an upstream that does not answer, included). Written directly, the
+//! SDK's `CallToolResult` serialization is the reference its tests compare with.
+
+use std::fmt;
 
 use bytes::Bytes;
 use http::header::{
@@ -9,12 +12,12 @@ use http::header::{
     CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
 };
 use http::{response, HeaderValue, StatusCode};
-use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::Value;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use turnpike_policy::{ErrorKind, GatewayError};
 
 use crate::exchange::ToolCall;
-use crate::rpc;
+use crate::rpc::Key;
 
 /// Headers that describe the operation's body, not the JSON-RPC answer that replaces it.
 const BODY_HEADERS: [http::HeaderName; 9] = [
@@ -44,40 +47,283 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
     call.status = resp.status;
     call.json = turnpike_policy::http::has_json_body(&resp.headers);
     resp.status = StatusCode::OK;
-    for h in &BODY_HEADERS {
-        resp.headers.remove(h);
+    // One pass over the few headers there are, then only those present removed (a
+    // removal of an absent name costs a lookup each).
+    let mut present = 0u16;
+    for name in resp.headers.keys() {
+        if let Some(i) = BODY_HEADERS.iter().position(|h| h == name) {
+            present |= 1 << i;
+        }
+    }
+    for (i, h) in BODY_HEADERS.iter().enumerate() {
+        if present & (1 << i) != 0 {
+            resp.headers.remove(h);
+        }
     }
     resp.headers
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(())
 }
 
-/// The JSON-RPC answer to the call.
+/// The JSON-RPC answer to the call: a `CallToolResult` written straight into one buffer
+/// (the body escaped once as the text content; a JSON object body spliced in as the
+/// structured content as it came, once checked to be valid JSON).
 pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> Bytes {
-    let text = String::from_utf8_lossy(upstream).into_owned();
-    let structured = match call.json {
-        true => serde_json::from_slice::<Value>(upstream)
-            .ok()
-            .filter(Value::is_object),
-        false => None,
+    let text = std::str::from_utf8(upstream);
+    let shape = match (call.json, text) {
+        (true, Ok(t)) => shape(t),
+        _ => Shape::default(),
     };
     // A GraphQL answer's `errors` (RFC: a list of at least one) is the call's failure,
     // whatever the status (GraphQL over HTTP answers 200 with `errors`).
-    let graphql_failed = call.graphql
-        && structured
-            .as_ref()
-            .and_then(|v| v.get("errors"))
-            .and_then(Value::as_array)
-            .is_some_and(|e| !e.is_empty());
-    let failed = call.status.is_client_error() || call.status.is_server_error() || graphql_failed;
-    let mut result = if failed {
-        let text = format!("HTTP {}: {text}", call.status);
-        CallToolResult::error(vec![ContentBlock::text(text)])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(text)])
+    let failed = call.status.is_client_error()
+        || call.status.is_server_error()
+        || (call.graphql && shape.errors);
+    let mut out = Vec::with_capacity(2 * upstream.len() + 128);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Serializing an id or a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, &call.id);
+    out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    let _ = match (failed, text) {
+        (false, Ok(t)) => serde_json::to_writer(&mut out, t),
+        (false, Err(_)) => serde_json::to_writer(&mut out, &String::from_utf8_lossy(upstream)),
+        (true, _) => {
+            let body = String::from_utf8_lossy(upstream);
+            serde_json::to_writer(&mut out, &format!("HTTP {}: {body}", call.status))
+        }
     };
-    // The handshake versions know no result type.
-    result.result_type = None;
-    result.structured_content = structured;
-    rpc::result(call.id, result)
+    out.extend_from_slice(b"}]");
+    if let (true, Ok(t)) = (shape.object, text) {
+        out.extend_from_slice(br#","structuredContent":"#);
+        out.extend_from_slice(t.trim_matches(JSON_SPACE).as_bytes());
+    }
+    out.extend_from_slice(match failed {
+        true => br#","isError":true}}"#,
+        false => br#","isError":false}}"#,
+    });
+    Bytes::from(out)
+}
+
+/// JSON's whitespace.
+const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// What a JSON body is, read in one pass without a tree of it.
+#[derive(Default)]
+struct Shape {
+    /// Valid JSON (as a `serde_json::Value` would read it: numbers in range, nesting
+    /// bounded) and an object: the result's structured content.
+    object: bool,
+    /// Its `errors` member is a list of at least one (a GraphQL answer's failure).
+    errors: bool,
+}
+
+fn shape(text: &str) -> Shape {
+    serde_json::from_str::<Shape>(text).unwrap_or_default()
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Top;
+        impl<'de> Visitor<'de> for Top {
+            type Value = Shape;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+                let mut errors = false;
+                while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
+                    let member = map.next_value::<Valid>()?;
+                    if name == "errors" {
+                        errors = member.0;
+                    }
+                }
+                Ok(Shape {
+                    object: true,
+                    errors,
+                })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Shape, A::Error> {
+                ValidVisitor.visit_seq(seq).map(|_| Shape::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+                Ok(Shape::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+                Ok(Shape::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+                Ok(Shape::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+                Ok(Shape::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+                Ok(Shape::default())
+            }
+            fn visit_unit<E>(self) -> Result<Shape, E> {
+                Ok(Shape::default())
+            }
+        }
+        d.deserialize_any(Top)
+    }
+}
+
+/// Any JSON value, checked as a `serde_json::Value` would read it (numbers parsed,
+/// nesting under the parser's bound) but not kept; `true` for a non-empty array.
+struct Valid(bool);
+
+impl<'de> Deserialize<'de> for Valid {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ValidVisitor)
+    }
+}
+
+struct ValidVisitor;
+
+impl<'de> Visitor<'de> for ValidVisitor {
+    type Value = Valid;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Valid, A::Error> {
+        while map.next_entry::<IgnoredAny, Valid>()?.is_some() {}
+        Ok(Valid(false))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Valid, A::Error> {
+        let mut items = false;
+        while seq.next_element::<Valid>()?.is_some() {
+            items = true;
+        }
+        Ok(Valid(items))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Valid, E> {
+        Ok(Valid(false))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Valid, E> {
+        Ok(Valid(false))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Valid, E> {
+        Ok(Valid(false))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Valid, E> {
+        Ok(Valid(false))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Valid, E> {
+        Ok(Valid(false))
+    }
+
+    fn visit_unit<E>(self) -> Result<Valid, E> {
+        Ok(Valid(false))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use rmcp::model::{CallToolResult, ContentBlock, RequestId};
+    use serde_json::Value;
+
+    /// The answer as the SDK's types serialize it (what `body` wrote before it wrote
+    /// directly): the reference.
+    fn reference(call: &ToolCall, upstream: &[u8]) -> Value {
+        let text = String::from_utf8_lossy(upstream).into_owned();
+        let structured = match call.json {
+            true => serde_json::from_slice::<Value>(upstream)
+                .ok()
+                .filter(Value::is_object),
+            false => None,
+        };
+        let graphql_failed = call.graphql
+            && structured
+                .as_ref()
+                .and_then(|v| v.get("errors"))
+                .and_then(Value::as_array)
+                .is_some_and(|e| !e.is_empty());
+        let failed =
+            call.status.is_client_error() || call.status.is_server_error() || graphql_failed;
+        let mut result = match failed {
+            true => CallToolResult::error(vec![ContentBlock::text(format!(
+                "HTTP {}: {text}",
+                call.status
+            ))]),
+            false => CallToolResult::success(vec![ContentBlock::text(text)]),
+        };
+        result.result_type = None;
+        result.structured_content = structured;
+        serde_json::from_slice(&crate::rpc::result(call.id.clone(), result)).expect("json")
+    }
+
+    pub(crate) fn same_as_reference(call: ToolCall, upstream: &[u8]) {
+        let want = reference(&call, upstream);
+        let got = body(call, upstream);
+        let got: Value = serde_json::from_slice(&got)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&got)));
+        // The reference's structured content went through one more parse and print (a
+        // float may move by its last digit); the same round trip on this side compares
+        // like with like. The answer itself carries the upstream's number text as sent.
+        let got: Value = serde_json::from_str(&got.to_string()).expect("json");
+        assert_eq!(got, want, "{}", String::from_utf8_lossy(upstream));
+    }
+
+    pub(crate) fn call(id: RequestId, status: u16, json: bool, graphql: bool) -> ToolCall {
+        ToolCall {
+            id,
+            tool: 0,
+            graphql,
+            status: StatusCode::from_u16(status).expect("status"),
+            json,
+        }
+    }
+
+    #[test]
+    fn the_answer_is_the_sdks_call_tool_result() {
+        let bodies: [&[u8]; 12] = [
+            br#"{"name":"Rex","tag":"dog"}"#,
+            b" {\"a\" : [1, 2.5, -0, 1e2, {\"b\": null}], \"s\": \"\\u00e9\\\"\\n\"}\n",
+            br#"[{"a":1}]"#,
+            br#""just a string""#,
+            br#"{"a":1"#,
+            br#"{"big":1e400}"#,
+            b"{\"bad\":\"\xff\"}",
+            b"plain \x01 text \"quoted\" \\ back",
+            br#"{"data":null,"errors":[{"message":"no"}]}"#,
+            br#"{"data":{"x":1},"errors":[]}"#,
+            br#"{"errors":{"message":"not a list"}}"#,
+            b"",
+        ];
+        for upstream in bodies {
+            for (status, json, graphql) in [
+                (200, true, false),
+                (200, true, true),
+                (201, false, false),
+                (404, true, false),
+                (502, false, true),
+            ] {
+                for id in [RequestId::Number(7), RequestId::String("c\"1".into())] {
+                    same_as_reference(call(id, status, json, graphql), upstream);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_json_body_is_spliced_in_as_it_came() {
+        let out = body(
+            call(RequestId::Number(1), 200, true, false),
+            b"{\"b\":1,\"a\":2}\n",
+        );
+        let text = std::str::from_utf8(&out).expect("utf-8");
+        assert!(
+            text.contains(r#""structuredContent":{"b":1,"a":2},"isError":false"#),
+            "{text}"
+        );
+    }
 }

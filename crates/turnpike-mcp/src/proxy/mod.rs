@@ -155,7 +155,7 @@ impl McpProxy {
         }
         let (id, method) = match rpc::parse(body)? {
             Message::NoAnswer => return Ok(None),
-            Message::Request { id, method, .. } => (id, method),
+            Message::Request { id, method, .. } => (id, method.into_owned()),
         };
         if method == "tools/call" {
             if let Some(f) = &self.filter {
