@@ -8,11 +8,13 @@
 //! beyond what the API's policies and the gateway's options ask for.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
+use futures_util::future::Either;
 use http::header::ALLOW;
 use http::{request, HeaderValue, Request, Response, Version};
 use hyper::body::Incoming;
@@ -40,16 +42,75 @@ use crate::upstream::forward::{forward, Upstream};
 /// until hyper is done with it (what the park sweep reads as "in flight").
 ///
 /// The steps before and after the exchange are plain functions: each async level a
-/// request's future nests is a copy of the whole future below it as it starts.
-pub(crate) async fn handle(
+/// request's future nests is a copy of the whole future below it as it starts. The
+/// request is taken apart, checked and routed before the future exists ([`begin`]),
+/// and the future uses what it captured in place: hyper moves the whole future into its
+/// slot on every request (`Dispatch::recv_msg`), and an async fn would hold the request
+/// it was given beside the parts taken from it (rust-lang/rust#62958).
+pub(crate) fn handle(
     conn: Arc<ConnCtx>,
     req: Request<Incoming>,
-) -> Result<Response<HeldBody<ResponseBody, Arc<ConnCtx>>>, Infallible> {
+) -> impl Future<Output = Result<Response<HeldBody<ResponseBody, Arc<ConnCtx>>>, Infallible>> {
+    let Begun {
+        api,
+        mut ctx,
+        mut parts,
+        body,
+        refuse,
+        request_id,
+        observed,
+        h1,
+    } = match begin(&conn, req) {
+        Ok(begun) => begun,
+        Err(answered) => return Either::Left(std::future::ready(Ok(answered))),
+    };
+    Either::Right(async move {
+        if crate::upgrade::is_websocket(&parts) {
+            let resp = upgrade(&conn, api, ctx, parts, refuse, observed).await;
+            return Ok(leaving(resp, request_id, h1, &conn));
+        }
+        if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
+            // The fast path: nothing to tell at the end, the context stays here.
+            let (resp, _) = exchange(&conn, &api, &mut ctx, None, &mut parts, body, refuse).await;
+            return Ok(leaving(resp, request_id, h1, &conn));
+        }
+        // Boxed in the finisher with the context: if the client goes away before
+        // the response head, the finisher's drop still reports the request (aborted).
+        let declared = hyper::body::Body::size_hint(&body).exact();
+        let mut f = Finisher::new(&conn, Some(api.clone()), ctx, &parts, declared);
+        let (ctx, marks) = f.parts();
+        let (mut resp, failed) =
+            exchange(&conn, &api, ctx, Some(marks), &mut parts, body, refuse).await;
+        f.responded(resp.status(), failed);
+        resp.body_mut().finish_with(f);
+        Ok(leaving(resp, request_id, h1, &conn))
+    })
+}
+
+/// A routed request, taken apart: what its future captures.
+struct Begun {
+    api: Arc<CompiledApi>,
+    ctx: RequestCtx,
+    parts: request::Parts,
+    body: Incoming,
+    refuse: Option<Refuse>,
+    /// For the answer's `X-Request-Id` (the context keeps its own).
+    request_id: HeaderValue,
+    observed: bool,
+    h1: bool,
+}
+
+/// The synchronous start of every request: the edge's refusals, the request id,
+/// routing and the context. `Err`: the request was answered without an API.
+fn begin(
+    conn: &Arc<ConnCtx>,
+    req: Request<Incoming>,
+) -> Result<Begun, Response<HeldBody<ResponseBody, Arc<ConnCtx>>>> {
     if let Err(e) = crate::edge::check(&req) {
         let id = headers::next_request_id();
         let mut resp = e.into_response(&id).map(ResponseBody::full);
         resp.headers_mut().insert(X_REQUEST_ID.clone(), id);
-        return Ok(resp.map(|b| HeldBody::new(b, conn)));
+        return Err(resp.map(|b| HeldBody::new(b, conn.clone())));
     }
     let h1 = req.version() < Version::HTTP_2;
     let (mut parts, body) = req.into_parts();
@@ -61,42 +122,33 @@ pub(crate) async fn handle(
         || shared.trace;
     let routed = normalise_uri(&mut parts)
         .and_then(|lenient| route(&shared.snapshots, &mut parts, observed, lenient));
-    let resp = match routed {
-        Ok(Routed {
-            api,
-            target,
-            refuse,
-            resource,
-            snapshot_version,
-        }) => {
-            let mut ctx = RequestCtx::new(request_id.clone(), conn.client, conn.https, target);
-            ctx.resource = resource;
-            ctx.snapshot_version = snapshot_version;
-            ctx.trace = trace_context(&conn, &parts);
-            if crate::upgrade::is_websocket(&parts) {
-                let resp = upgrade(&conn, api, ctx, parts, refuse, observed).await;
-                return Ok(leaving(resp, request_id, h1, &conn));
-            }
-            if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
-                // The fast path: nothing to tell at the end, the context stays here.
-                let (resp, _) =
-                    exchange(&conn, &api, &mut ctx, None, &mut parts, body, refuse).await;
-                return Ok(leaving(resp, request_id, h1, &conn));
-            }
-            // Boxed in the finisher with the context: if the client goes away before
-            // the response head, the finisher's drop still reports the request (aborted).
-            let declared = hyper::body::Body::size_hint(&body).exact();
-            let mut f = Finisher::new(&conn, Some(api.clone()), ctx, &parts, declared);
-            let (ctx, marks) = f.parts();
-            let (mut resp, failed) =
-                exchange(&conn, &api, ctx, Some(marks), &mut parts, body, refuse).await;
-            f.responded(resp.status(), failed);
-            resp.body_mut().finish_with(f);
-            resp
+    let Routed {
+        api,
+        target,
+        refuse,
+        resource,
+        snapshot_version,
+    } = match routed {
+        Ok(routed) => routed,
+        Err(e) => {
+            let resp = unrouted(conn, parts, e, request_id.clone(), observed);
+            return Err(leaving(resp, request_id, h1, conn));
         }
-        Err(e) => unrouted(&conn, parts, e, request_id.clone(), observed),
     };
-    Ok(leaving(resp, request_id, h1, &conn))
+    let mut ctx = RequestCtx::new(request_id.clone(), conn.client, conn.https, target);
+    ctx.resource = resource;
+    ctx.snapshot_version = snapshot_version;
+    ctx.trace = trace_context(conn, &parts);
+    Ok(Begun {
+        api,
+        ctx,
+        parts,
+        body,
+        refuse,
+        request_id,
+        observed,
+        h1,
+    })
 }
 
 /// The routing result: the API, where its upstream path is, and the refusal routing
@@ -519,3 +571,6 @@ fn stale_refusal(
 fn is_grpc_call(parts: &request::Parts) -> bool {
     parts.version == http::Version::HTTP_2 && turnpike_policy::http::is_grpc(&parts.headers)
 }
+
+#[cfg(test)]
+mod future_sizes;
