@@ -160,7 +160,7 @@ impl ClientBody {
         }
     }
 
-    #[cfg(test)]
+    /// No body: what is left where a body was taken to be sent.
     pub(crate) fn empty() -> Self {
         Self::full(Bytes::new())
     }

@@ -8,11 +8,13 @@
 //! beyond what the API's policies and the gateway's options ask for.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
+use futures_util::future::Either;
 use http::header::ALLOW;
 use http::{request, HeaderValue, Request, Response, Version};
 use hyper::body::Incoming;
@@ -40,16 +42,75 @@ use crate::upstream::forward::{forward, Upstream};
 /// until hyper is done with it (what the park sweep reads as "in flight").
 ///
 /// The steps before and after the exchange are plain functions: each async level a
-/// request's future nests is a copy of the whole future below it as it starts.
-pub(crate) async fn handle(
+/// request's future nests is a copy of the whole future below it as it starts. The
+/// request is taken apart, checked and routed before the future exists ([`begin`]),
+/// and the future uses what it captured in place: hyper moves the whole future into its
+/// slot on every request (`Dispatch::recv_msg`), and an async fn would hold the request
+/// it was given beside the parts taken from it (rust-lang/rust#62958).
+pub(crate) fn handle(
     conn: Arc<ConnCtx>,
     req: Request<Incoming>,
-) -> Result<Response<HeldBody<ResponseBody, Arc<ConnCtx>>>, Infallible> {
+) -> impl Future<Output = Result<Response<HeldBody<ResponseBody, Arc<ConnCtx>>>, Infallible>> {
+    let Begun {
+        api,
+        mut ctx,
+        mut parts,
+        body,
+        refuse,
+        request_id,
+        observed,
+        h1,
+    } = match begin(&conn, req) {
+        Ok(begun) => begun,
+        Err(answered) => return Either::Left(std::future::ready(Ok(answered))),
+    };
+    Either::Right(async move {
+        if crate::upgrade::is_websocket(&parts) {
+            let resp = upgrade(&conn, api, ctx, parts, refuse, observed).await;
+            return Ok(leaving(resp, request_id, h1, &conn));
+        }
+        if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
+            // The fast path: nothing to tell at the end, the context stays here.
+            let (resp, _) = exchange(&conn, &api, &mut ctx, None, &mut parts, body, refuse).await;
+            return Ok(leaving(resp, request_id, h1, &conn));
+        }
+        // Boxed in the finisher with the context: if the client goes away before
+        // the response head, the finisher's drop still reports the request (aborted).
+        let declared = hyper::body::Body::size_hint(&body).exact();
+        let mut f = Finisher::new(&conn, Some(api.clone()), ctx, &parts, declared);
+        let (ctx, marks) = f.parts();
+        let (mut resp, failed) =
+            exchange(&conn, &api, ctx, Some(marks), &mut parts, body, refuse).await;
+        f.responded(resp.status(), failed);
+        resp.body_mut().finish_with(f);
+        Ok(leaving(resp, request_id, h1, &conn))
+    })
+}
+
+/// A routed request, taken apart: what its future captures.
+struct Begun {
+    api: Arc<CompiledApi>,
+    ctx: RequestCtx,
+    parts: request::Parts,
+    body: Incoming,
+    refuse: Option<Refuse>,
+    /// For the answer's `X-Request-Id` (the context keeps its own).
+    request_id: HeaderValue,
+    observed: bool,
+    h1: bool,
+}
+
+/// The synchronous start of every request: the edge's refusals, the request id,
+/// routing and the context. `Err`: the request was answered without an API.
+fn begin(
+    conn: &Arc<ConnCtx>,
+    req: Request<Incoming>,
+) -> Result<Begun, Response<HeldBody<ResponseBody, Arc<ConnCtx>>>> {
     if let Err(e) = crate::edge::check(&req) {
         let id = headers::next_request_id();
         let mut resp = e.into_response(&id).map(ResponseBody::full);
         resp.headers_mut().insert(X_REQUEST_ID.clone(), id);
-        return Ok(resp.map(|b| HeldBody::new(b, conn)));
+        return Err(resp.map(|b| HeldBody::new(b, conn.clone())));
     }
     let h1 = req.version() < Version::HTTP_2;
     let (mut parts, body) = req.into_parts();
@@ -61,42 +122,33 @@ pub(crate) async fn handle(
         || shared.trace;
     let routed = normalise_uri(&mut parts)
         .and_then(|lenient| route(&shared.snapshots, &mut parts, observed, lenient));
-    let resp = match routed {
-        Ok(Routed {
-            api,
-            target,
-            refuse,
-            resource,
-            snapshot_version,
-        }) => {
-            let mut ctx = RequestCtx::new(request_id.clone(), conn.client, conn.https, target);
-            ctx.resource = resource;
-            ctx.snapshot_version = snapshot_version;
-            ctx.trace = trace_context(&conn, &parts);
-            if crate::upgrade::is_websocket(&parts) {
-                let resp = upgrade(&conn, api, ctx, parts, refuse, observed).await;
-                return Ok(leaving(resp, request_id, h1, &conn));
-            }
-            if !observed && !api.chain.hooks().contains(Hooks::COMPLETE) {
-                // The fast path: nothing to tell at the end, the context stays here.
-                let (resp, _) =
-                    exchange(&conn, &api, &mut ctx, None, &mut parts, body, refuse).await;
-                return Ok(leaving(resp, request_id, h1, &conn));
-            }
-            // Boxed in the finisher with the context: if the client goes away before
-            // the response head, the finisher's drop still reports the request (aborted).
-            let declared = hyper::body::Body::size_hint(&body).exact();
-            let mut f = Finisher::new(&conn, Some(api.clone()), ctx, &parts, declared);
-            let (ctx, marks) = f.parts();
-            let (mut resp, failed) =
-                exchange(&conn, &api, ctx, Some(marks), &mut parts, body, refuse).await;
-            f.responded(resp.status(), failed);
-            resp.body_mut().finish_with(f);
-            resp
+    let Routed {
+        api,
+        target,
+        refuse,
+        resource,
+        snapshot_version,
+    } = match routed {
+        Ok(routed) => routed,
+        Err(e) => {
+            let resp = unrouted(conn, parts, e, request_id.clone(), observed);
+            return Err(leaving(resp, request_id, h1, conn));
         }
-        Err(e) => unrouted(&conn, parts, e, request_id.clone(), observed),
     };
-    Ok(leaving(resp, request_id, h1, &conn))
+    let mut ctx = RequestCtx::new(request_id.clone(), conn.client, conn.https, target);
+    ctx.resource = resource;
+    ctx.snapshot_version = snapshot_version;
+    ctx.trace = trace_context(conn, &parts);
+    Ok(Begun {
+        api,
+        ctx,
+        parts,
+        body,
+        refuse,
+        request_id,
+        observed,
+        h1,
+    })
 }
 
 /// The routing result: the API, where its upstream path is, and the refusal routing
@@ -242,69 +294,72 @@ fn upgrade(
 }
 
 /// Runs the request side, forwards, runs the response side. Returns the response and
-/// the error table's row when the gateway answered with an error.
-async fn exchange(
-    conn: &ConnCtx,
-    api: &CompiledApi,
-    ctx: &mut RequestCtx,
-    mut marks: Option<&mut Marks>,
-    parts: &mut request::Parts,
+/// the error table's row when the gateway answered with an error. (Not an `async fn`:
+/// see [`handle`].)
+fn exchange<'a>(
+    conn: &'a ConnCtx,
+    api: &'a CompiledApi,
+    ctx: &'a mut RequestCtx,
+    mut marks: Option<&'a mut Marks>,
+    parts: &'a mut request::Parts,
     body: Incoming,
     refuse: Option<Refuse>,
-) -> (Response<ResponseBody>, Option<ErrorKind>) {
-    let chain = &api.chain;
-    let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
-    let (mut rparts, mut rbody, upto, mut failed) = match sent {
-        Ok(up) => {
-            let (p, mut b) = upstream_response(up);
-            if let Some(every) = api.read_idle_timeout {
-                b = b.read_idle(every);
+) -> impl Future<Output = (Response<ResponseBody>, Option<ErrorKind>)> + Send + 'a {
+    async move {
+        let chain = &api.chain;
+        let sent = request_side(conn, api, ctx, marks.as_deref_mut(), parts, body, refuse).await;
+        let (mut rparts, mut rbody, upto, mut failed) = match sent {
+            Ok(up) => {
+                let (p, mut b) = upstream_response(up);
+                if let Some(every) = api.read_idle_timeout {
+                    b = b.read_idle(every);
+                }
+                if let Some(m) = marks {
+                    m.head = Some(Instant::now());
+                    m.upstream_status = Some(p.status);
+                }
+                (p, b, chain.len(), None)
             }
-            if let Some(m) = marks {
-                m.head = Some(Instant::now());
-                m.upstream_status = Some(p.status);
-            }
-            (p, b, chain.len(), None)
-        }
-        Err(Stop { at, answer }) => {
-            let (p, b, failed) = answer_response(answer, &ctx.request_id);
-            (p, b, at, failed)
-        }
-    };
-    let upto = response_hooks(chain, ctx, &mut rparts, &mut rbody, upto, &mut failed);
-    if chain.wants_response_body(ctx, &rparts, upto) {
-        let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let result = match rbody.collect(limit).await {
-            Ok(mut bytes) => chain
-                .response_body(ctx, &mut rparts, &mut bytes, upto)
-                .map(|()| bytes)
-                .map_err(|(_, e)| e),
-            Err(e) => Err(e),
-        };
-        rbody = match result {
-            Ok(bytes) => {
-                body::set_length(&mut rparts.headers, bytes.len());
-                ResponseBody::full(bytes)
-            }
-            Err(e) => {
-                failed = Some(e.kind);
-                let (p, b) = error_parts(e, &ctx.request_id);
-                rparts = p;
-                b
+            Err(Stop { at, answer }) => {
+                let (p, b, failed) = answer_response(answer, &ctx.request_id);
+                (p, b, at, failed)
             }
         };
-    }
-    if chain.hooks().contains(Hooks::RESPONSE_STREAM) {
-        let streams = chain.response_streams(ctx, &rparts, upto);
-        if !streams.is_empty() {
-            rparts.headers.remove(http::header::CONTENT_LENGTH);
-            rbody = rbody.transformed(streams);
+        let upto = response_hooks(chain, ctx, &mut rparts, &mut rbody, upto, &mut failed);
+        if chain.wants_response_body(ctx, &rparts, upto) {
+            let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+            let result = match rbody.collect(limit).await {
+                Ok(mut bytes) => chain
+                    .response_body(ctx, &mut rparts, &mut bytes, upto)
+                    .map(|()| bytes)
+                    .map_err(|(_, e)| e),
+                Err(e) => Err(e),
+            };
+            rbody = match result {
+                Ok(bytes) => {
+                    body::set_length(&mut rparts.headers, bytes.len());
+                    ResponseBody::full(bytes)
+                }
+                Err(e) => {
+                    failed = Some(e.kind);
+                    let (p, b) = error_parts(e, &ctx.request_id);
+                    rparts = p;
+                    b
+                }
+            };
         }
+        if chain.hooks().contains(Hooks::RESPONSE_STREAM) {
+            let streams = chain.response_streams(ctx, &rparts, upto);
+            if !streams.is_empty() {
+                rparts.headers.remove(http::header::CONTENT_LENGTH);
+                rbody = rbody.transformed(streams);
+            }
+        }
+        // A policy that answered with a refusal of its own shaping (an AI API's error in
+        // its front's shape) names the error's kind in the response's extensions.
+        let failed = failed.or_else(|| rparts.extensions.get::<ErrorKind>().copied());
+        (Response::from_parts(rparts, rbody), failed)
     }
-    // A policy that answered with a refusal of its own shaping (an AI API's error in
-    // its front's shape) names the error's kind in the response's extensions.
-    let failed = failed.or_else(|| rparts.extensions.get::<ErrorKind>().copied());
-    (Response::from_parts(rparts, rbody), failed)
 }
 
 /// The whole request body, read before the request-headers hooks and given to the
@@ -325,137 +380,144 @@ async fn early_body(
 }
 
 /// The owned-404 check, pre-route, the 405 check, request headers, request body, then the upstream.
-async fn request_side(
-    conn: &ConnCtx,
-    api: &CompiledApi,
-    ctx: &mut RequestCtx,
-    mut marks: Option<&mut Marks>,
-    parts: &mut request::Parts,
+/// (Not an `async fn`: see [`handle`].)
+fn request_side<'a>(
+    conn: &'a ConnCtx,
+    api: &'a CompiledApi,
+    ctx: &'a mut RequestCtx,
+    mut marks: Option<&'a mut Marks>,
+    parts: &'a mut request::Parts,
     body: Incoming,
     refuse: Option<Refuse>,
-) -> Result<Upstream, Stop> {
-    let chain = &api.chain;
-    let end = chain.len();
-    if let Some(Refuse::NotFound) = refuse {
-        let mut e = GatewayError::new(ErrorKind::NotFound);
-        e.detail = Some("no resource of this API serves this path".into());
-        return Err(stop(end, e));
-    }
-    chain.pre_route(ctx, parts).await?;
-    if let Some(Refuse::Method(allow)) = refuse {
-        let e = GatewayError::new(ErrorKind::MethodNotAllowed).with_header(ALLOW, allow);
-        return Err(stop(end, e));
-    }
-    if conn.shared.health.is_stale() {
-        stale_refusal(api, ctx, parts).map_err(|e| stop(end, e))?;
-    }
-    // An API whose policy reads the request's meaning from its body (an MCP endpoint's
-    // JSON-RPC message) has it read before the request-headers hooks; the others pay
-    // this one bit test.
-    let read = if chain.wants_early_body(ctx, parts) {
-        // Boxed: the request future of an API without such a policy does not carry (and
-        // move) this path's state.
-        ReadBody::Whole(Box::pin(early_body(conn, api, ctx, parts, body)).await?)
-    } else {
-        ReadBody::Stream(body)
-    };
-    chain.request_headers(ctx, parts).await?;
-    let read = match read {
-        ReadBody::Stream(b) if chain.hooks().contains(Hooks::REQUEST_BODY) => {
-            ReadBody::Whole(read_whole(conn, api, b).await.map_err(|e| stop(end, e))?)
+) -> impl Future<Output = Result<Upstream, Stop>> + Send + 'a {
+    async move {
+        let chain = &api.chain;
+        let end = chain.len();
+        if let Some(Refuse::NotFound) = refuse {
+            let mut e = GatewayError::new(ErrorKind::NotFound);
+            e.detail = Some("no resource of this API serves this path".into());
+            return Err(stop(end, e));
         }
-        other => other,
-    };
-    let body = match read {
-        ReadBody::Whole(mut bytes) => {
-            if chain.hooks().contains(Hooks::REQUEST_BODY) {
-                chain.request_body(ctx, parts, &mut bytes).await?;
-            }
-            body::set_length(&mut parts.headers, bytes.len());
-            if let Some(m) = marks.as_deref_mut() {
-                m.bytes_in.buffered(bytes.len() as u64);
-            }
-            ClientBody::full(bytes)
+        chain.pre_route(ctx, parts).await?;
+        if let Some(Refuse::Method(allow)) = refuse {
+            let e = GatewayError::new(ErrorKind::MethodNotAllowed).with_header(ALLOW, allow);
+            return Err(stop(end, e));
         }
-        ReadBody::Stream(body) => {
-            let mut b = match api
-                .request_buffering
-                .filter(|_| !http_body::Body::is_end_stream(&body))
-                // A gRPC call's messages may stream both ways (client and bidirectional
-                // streaming): its body is never held back.
-                .filter(|_| !is_grpc_call(parts))
-            {
-                // Before any upstream connection: a slow body holds none (request_buffer.rs).
-                // Boxed: a request without a body does not carry this future.
-                Some(rb) => crate::request_buffer::boxed(body, rb, api, conn, &mut parts.headers)
-                    .await
-                    .map_err(|e| stop(end, e))?,
-                None => ClientBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout),
-            };
-            if let Some(m) = marks.as_deref_mut() {
-                // A body of unknown length (chunked) is counted as it streams; a declared
-                // one (or none) was noted when the finisher was made.
-                if !matches!(m.bytes_in, BytesIn::Declared(_)) {
-                    match http_body::Body::size_hint(&b).exact() {
-                        // Read whole by request buffering.
-                        Some(n) => m.bytes_in.buffered(n),
-                        None => {
-                            let counter = Arc::new(AtomicU64::new(0));
-                            m.bytes_in.streaming(counter.clone());
-                            b.count_into(counter);
+        if conn.shared.health.is_stale() {
+            stale_refusal(api, ctx, parts).map_err(|e| stop(end, e))?;
+        }
+        // An API whose policy reads the request's meaning from its body (an MCP endpoint's
+        // JSON-RPC message) has it read before the request-headers hooks; the others pay
+        // this one bit test.
+        let read = if chain.wants_early_body(ctx, parts) {
+            // Boxed: the request future of an API without such a policy does not carry (and
+            // move) this path's state.
+            ReadBody::Whole(Box::pin(early_body(conn, api, ctx, parts, body)).await?)
+        } else {
+            ReadBody::Stream(body)
+        };
+        chain.request_headers(ctx, parts).await?;
+        let read = match read {
+            ReadBody::Stream(b) if chain.hooks().contains(Hooks::REQUEST_BODY) => {
+                ReadBody::Whole(read_whole(conn, api, b).await.map_err(|e| stop(end, e))?)
+            }
+            other => other,
+        };
+        let body = match read {
+            ReadBody::Whole(mut bytes) => {
+                if chain.hooks().contains(Hooks::REQUEST_BODY) {
+                    chain.request_body(ctx, parts, &mut bytes).await?;
+                }
+                body::set_length(&mut parts.headers, bytes.len());
+                if let Some(m) = marks.as_deref_mut() {
+                    m.bytes_in.buffered(bytes.len() as u64);
+                }
+                ClientBody::full(bytes)
+            }
+            ReadBody::Stream(body) => {
+                let mut b = match api
+                    .request_buffering
+                    .filter(|_| !http_body::Body::is_end_stream(&body))
+                    // A gRPC call's messages may stream both ways (client and bidirectional
+                    // streaming): its body is never held back.
+                    .filter(|_| !is_grpc_call(parts))
+                {
+                    // Before any upstream connection: a slow body holds none (request_buffer.rs).
+                    // Boxed: a request without a body does not carry this future.
+                    Some(rb) => {
+                        crate::request_buffer::boxed(body, rb, api, conn, &mut parts.headers)
+                            .await
+                            .map_err(|e| stop(end, e))?
+                    }
+                    None => {
+                        ClientBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout)
+                    }
+                };
+                if let Some(m) = marks.as_deref_mut() {
+                    // A body of unknown length (chunked) is counted as it streams; a declared
+                    // one (or none) was noted when the finisher was made.
+                    if !matches!(m.bytes_in, BytesIn::Declared(_)) {
+                        match http_body::Body::size_hint(&b).exact() {
+                            // Read whole by request buffering.
+                            Some(n) => m.bytes_in.buffered(n),
+                            None => {
+                                let counter = Arc::new(AtomicU64::new(0));
+                                m.bytes_in.streaming(counter.clone());
+                                b.count_into(counter);
+                            }
                         }
                     }
                 }
+                b
             }
-            b
+        };
+        if let Some(m) = marks {
+            m.sent = Some(Instant::now());
         }
-    };
-    if let Some(m) = marks {
-        m.sent = Some(Instant::now());
-    }
-    headers::strip_request(&mut parts.headers, conn.trusted_proxy);
-    if let Some(t) = &ctx.trace {
-        parts.headers.insert(TRACEPARENT, t.upstream_traceparent());
-    }
-    let fwd = headers::Forwarded {
-        client_ip: &conn.client_ip,
-        https: conn.https,
-    };
-    // An AI call whose provider its policy chose (several provider URLs, fallback): the
-    // bit test first, so other APIs read no extension.
-    let ai_choice = chain
-        .hooks()
-        .contains(Hooks::REQUEST_BODY)
-        .then(|| {
-            ctx.ext
-                .get::<turnpike_policy::ai::ProviderChoice>()
-                .copied()
-        })
-        .flatten();
-    if let Some(choice) = ai_choice {
-        return crate::upstream::ai::forward(&conn.shared, api, ctx, parts, body, &fwd, choice)
+        headers::strip_request(&mut parts.headers, conn.trusted_proxy);
+        if let Some(t) = &ctx.trace {
+            parts.headers.insert(TRACEPARENT, t.upstream_traceparent());
+        }
+        let fwd = headers::Forwarded {
+            client_ip: &conn.client_ip,
+            https: conn.https,
+        };
+        // An AI call whose provider its policy chose (several provider URLs, fallback): the
+        // bit test first, so other APIs read no extension.
+        let ai_choice = chain
+            .hooks()
+            .contains(Hooks::REQUEST_BODY)
+            .then(|| {
+                ctx.ext
+                    .get::<turnpike_policy::ai::ProviderChoice>()
+                    .copied()
+            })
+            .flatten();
+        if let Some(choice) = ai_choice {
+            return crate::upstream::ai::forward(&conn.shared, api, ctx, parts, body, &fwd, choice)
+                .await
+                .map_err(|e| stop(end, e));
+        }
+        let sandbox = ctx
+            .identity()
+            .is_some_and(|i| i.key_type == turnpike_policy::KeyType::Sandbox);
+        if sandbox || api.resilience.is_some() {
+            return crate::upstream::resilient::forward(
+                &conn.shared,
+                api,
+                parts,
+                body,
+                &ctx.upstream,
+                &fwd,
+                sandbox,
+            )
             .await
             .map_err(|e| stop(end, e));
+        }
+        forward(&conn.shared, api, parts, body, &ctx.upstream, &fwd)
+            .await
+            .map_err(|e| stop(end, e))
     }
-    let sandbox = ctx
-        .identity()
-        .is_some_and(|i| i.key_type == turnpike_policy::KeyType::Sandbox);
-    if sandbox || api.resilience.is_some() {
-        return crate::upstream::resilient::forward(
-            &conn.shared,
-            api,
-            parts,
-            body,
-            &ctx.upstream,
-            &fwd,
-            sandbox,
-        )
-        .await
-        .map_err(|e| stop(end, e));
-    }
-    forward(&conn.shared, api, parts, body, &ctx.upstream, &fwd)
-        .await
-        .map_err(|e| stop(end, e))
 }
 
 /// A request body read whole (for the body hooks) or left to stream.
@@ -519,3 +581,6 @@ fn stale_refusal(
 fn is_grpc_call(parts: &request::Parts) -> bool {
     parts.version == http::Version::HTTP_2 && turnpike_policy::http::is_grpc(&parts.headers)
 }
+
+#[cfg(test)]
+mod future_sizes;

@@ -58,7 +58,7 @@ pub(crate) fn forward<'a>(
                 api,
                 ep,
                 parts,
-                body,
+                &mut body,
                 &target,
                 fwd,
                 None,
@@ -72,7 +72,7 @@ pub(crate) fn forward<'a>(
                 policy.answered(ctx);
                 return answer(out);
             }
-            if let Err(Attempt::Connect(e, _) | Attempt::Sent(e)) = &out {
+            if let Err(Attempt::Connect(e) | Attempt::Sent(e)) = &out {
                 endpoint_failed(api, ep, e);
             }
             if let Some(h) = &saved {
@@ -103,6 +103,6 @@ fn failed(out: &Result<Upstream, Attempt>) -> bool {
 
 fn answer(out: Result<Upstream, Attempt>) -> Result<Upstream, GatewayError> {
     out.map_err(|a| match a {
-        Attempt::Connect(e, _) | Attempt::Sent(e) => e,
+        Attempt::Connect(e) | Attempt::Sent(e) => e,
     })
 }

@@ -6,6 +6,7 @@
 
 use std::cell::Cell;
 use std::error::Error as _;
+use std::future::Future;
 use std::sync::Arc;
 
 use http::header::HOST;
@@ -38,65 +39,71 @@ pub(crate) enum Upstream {
 
 /// Picks endpoints round robin, failing over to the next one when connecting fails.
 /// (One async level: every level a request's future nests is copied as it starts.)
-pub(crate) async fn forward(
-    shared: &Shared,
-    api: &CompiledApi,
-    parts: &mut request::Parts,
+/// Not an `async fn`: the block uses the body it captured in place, where an async fn
+/// would hold it twice (its argument and its local; rust-lang/rust#62958), and the
+/// levels below borrow it rather than each holding a copy: every request's future
+/// holds this one.
+pub(crate) fn forward<'a>(
+    shared: &'a Shared,
+    api: &'a CompiledApi,
+    parts: &'a mut request::Parts,
     mut body: ClientBody,
-    target: &UpstreamTarget,
-    fwd: &headers::Forwarded<'_>,
-) -> Result<Upstream, GatewayError> {
-    // A body still arriving: how it ends decides who a timeout blames, and whether an
-    // early upstream answer may pass (not when the body then broke its limit).
-    let watch = (!body.is_end_stream()).then(|| body.watch());
-    let n = api.endpoints.len();
-    if n == 0 {
-        return Err(GatewayError::new(ErrorKind::NoEndpoint));
-    }
-    // Written into the map only for hyper's client; the in-task client writes them while
-    // encoding the head.
-    let mut in_map = false;
-    let first = if n == 1 || api.load_balancing == LoadBalancing::Failover {
-        0
-    } else {
-        ROUND_ROBIN.with(|c| {
-            let v = c.get();
-            c.set(v.wrapping_add(1));
-            v % n
-        })
-    };
-    let mut last_err = GatewayError::new(ErrorKind::NoEndpoint);
-    for i in 0..n {
-        let ep = &api.endpoints[(first + i) % n];
-        match attempt(
-            shared,
-            api,
-            ep,
-            parts,
-            body,
-            target,
-            fwd,
-            watch.as_ref(),
-            &mut in_map,
-        )
-        .await
-        {
-            Ok(up) => return Ok(up),
-            Err(Attempt::Sent(e)) => return Err(e),
-            Err(Attempt::Connect(e, b)) => {
-                endpoint_failed(api, ep, &e);
-                last_err = e;
-                body = b;
+    target: &'a UpstreamTarget,
+    fwd: &'a headers::Forwarded<'a>,
+) -> impl Future<Output = Result<Upstream, GatewayError>> + Send + 'a {
+    async move {
+        // A body still arriving: how it ends decides who a timeout blames, and whether an
+        // early upstream answer may pass (not when the body then broke its limit).
+        let watch = (!body.is_end_stream()).then(|| body.watch());
+        let n = api.endpoints.len();
+        if n == 0 {
+            return Err(GatewayError::new(ErrorKind::NoEndpoint));
+        }
+        // Written into the map only for hyper's client; the in-task client writes them while
+        // encoding the head.
+        let mut in_map = false;
+        let first = if n == 1 || api.load_balancing == LoadBalancing::Failover {
+            0
+        } else {
+            ROUND_ROBIN.with(|c| {
+                let v = c.get();
+                c.set(v.wrapping_add(1));
+                v % n
+            })
+        };
+        let mut last_err = GatewayError::new(ErrorKind::NoEndpoint);
+        for i in 0..n {
+            let ep = &api.endpoints[(first + i) % n];
+            match attempt(
+                shared,
+                api,
+                ep,
+                parts,
+                &mut body,
+                target,
+                fwd,
+                watch.as_ref(),
+                &mut in_map,
+            )
+            .await
+            {
+                Ok(up) => return Ok(up),
+                Err(Attempt::Sent(e)) => return Err(e),
+                Err(Attempt::Connect(e)) => {
+                    endpoint_failed(api, ep, &e);
+                    last_err = e;
+                }
             }
         }
+        Err(last_err)
     }
-    Err(last_err)
 }
 
 /// Why one endpoint did not answer: it could not be reached (nothing was sent, the
-/// body comes back for the next endpoint), or the exchange failed after sending.
+/// body is still the caller's, for the next endpoint), or the exchange failed after
+/// sending.
 pub(crate) enum Attempt {
-    Connect(GatewayError, ClientBody),
+    Connect(GatewayError),
     Sent(GatewayError),
 }
 
@@ -112,64 +119,68 @@ impl Upstream {
 /// One exchange with one endpoint, within its timeouts. `in_map`: the forwarding
 /// headers are already in `parts` (hyper's client needs them there; the in-task client
 /// writes them while encoding the head).
+/// (Not an `async fn`, and the body borrowed: see [`forward`]. A try that sends takes
+/// the body, leaving an empty one.)
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn attempt(
-    shared: &Shared,
-    api: &CompiledApi,
-    ep: &Endpoint,
-    parts: &mut request::Parts,
-    body: ClientBody,
-    target: &UpstreamTarget,
-    fwd: &headers::Forwarded<'_>,
-    watch: Option<&BodyWatch>,
-    in_map: &mut bool,
-) -> Result<Upstream, Attempt> {
-    let https = ep.scheme == Scheme::HTTPS;
-    let pool = shared.upstreams.pool(https, &ep.authority);
-    if !https && !ep.h2c && h1::fits(&parts.headers, &body) {
-        // Plain HTTP with a small body: the in-task client (h1.rs), no connection
-        // task or channels.
-        let conn = match pool.checkout_direct(ep.connect_timeout).await {
-            Ok(conn) => conn,
-            Err(e) => return Err(Attempt::Connect(e, body)),
-        };
-        let path = h1::UpstreamPath {
-            base: &ep.base_path,
-            path: target.path(),
-            query: target.query(),
-            forwarded: (!*in_map).then_some(fwd),
-        };
-        let fut = h1::exchange(pool, conn, parts, body, path);
-        return match tokio::time::timeout(ep.read_timeout, fut).await {
-            Ok(r) => r.map(Upstream::Direct).map_err(Attempt::Sent),
-            Err(_) => Err(Attempt::Sent(blame_the_body(
-                GatewayError::new(ErrorKind::UpstreamResponseTimeout),
-                watch,
-            ))),
-        };
-    }
-    if !*in_map {
-        fwd.apply(&mut parts.headers, &parts.uri);
-        *in_map = true;
-    }
-    // hyper's client: its futures are boxed, so the in-task client's path above
-    // (and every future this one is part of) does not carry, and copy, their
-    // several kilobytes.
-    let conn = if ep.h2c {
-        Box::pin(pool.checkout_h2c(ep.connect_timeout)).await
-    } else {
-        Box::pin(pool.checkout(ep.connect_timeout)).await
-    };
-    match conn {
-        Ok(conn) => {
-            let pq = headers::path_and_query(target, ep).map_err(Attempt::Sent)?;
-            let req = build_request(parts, body, pq);
-            Box::pin(send(pool, conn, req, api, ep, watch))
-                .await
-                .map(|(r, p)| Upstream::Hyper(r, p))
-                .map_err(|e| Attempt::Sent(blame_the_body(e, watch)))
+pub(crate) fn attempt<'a>(
+    shared: &'a Shared,
+    api: &'a CompiledApi,
+    ep: &'a Endpoint,
+    parts: &'a mut request::Parts,
+    body: &'a mut ClientBody,
+    target: &'a UpstreamTarget,
+    fwd: &'a headers::Forwarded<'a>,
+    watch: Option<&'a BodyWatch>,
+    in_map: &'a mut bool,
+) -> impl Future<Output = Result<Upstream, Attempt>> + Send + 'a {
+    async move {
+        let https = ep.scheme == Scheme::HTTPS;
+        let pool = shared.upstreams.pool(https, &ep.authority);
+        if !https && !ep.h2c && h1::fits(&parts.headers, body) {
+            // Plain HTTP with a small body: the in-task client (h1.rs), no connection
+            // task or channels.
+            let conn = match pool.checkout_direct(ep.connect_timeout).await {
+                Ok(conn) => conn,
+                Err(e) => return Err(Attempt::Connect(e)),
+            };
+            let path = h1::UpstreamPath {
+                base: &ep.base_path,
+                path: target.path(),
+                query: target.query(),
+                forwarded: (!*in_map).then_some(fwd),
+            };
+            let fut = h1::exchange(pool, conn, parts, body, path);
+            return match tokio::time::timeout(ep.read_timeout, fut).await {
+                Ok(r) => r.map(Upstream::Direct).map_err(Attempt::Sent),
+                Err(_) => Err(Attempt::Sent(blame_the_body(
+                    GatewayError::new(ErrorKind::UpstreamResponseTimeout),
+                    watch,
+                ))),
+            };
         }
-        Err(e) => Err(Attempt::Connect(e, body)),
+        if !*in_map {
+            fwd.apply(&mut parts.headers, &parts.uri);
+            *in_map = true;
+        }
+        // hyper's client: its futures are boxed, so the in-task client's path above
+        // (and every future this one is part of) does not carry, and copy, their
+        // several kilobytes.
+        let conn = if ep.h2c {
+            Box::pin(pool.checkout_h2c(ep.connect_timeout)).await
+        } else {
+            Box::pin(pool.checkout(ep.connect_timeout)).await
+        };
+        match conn {
+            Ok(conn) => {
+                let pq = headers::path_and_query(target, ep).map_err(Attempt::Sent)?;
+                let req = build_request(parts, std::mem::replace(body, ClientBody::empty()), pq);
+                Box::pin(send(pool, conn, req, api, ep, watch))
+                    .await
+                    .map(|(r, p)| Upstream::Hyper(r, p))
+                    .map_err(|e| Attempt::Sent(blame_the_body(e, watch)))
+            }
+            Err(e) => Err(Attempt::Connect(e)),
+        }
     }
 }
 

@@ -163,7 +163,7 @@ struct Call<'a, 'h> {
 }
 
 impl Call<'_, '_> {
-    async fn exchange(&mut self, ep: &Endpoint, body: ClientBody) -> Outcome {
+    async fn exchange(&mut self, ep: &Endpoint, mut body: ClientBody) -> Outcome {
         if let Some(h) = &self.saved_headers {
             self.parts.headers.clone_from(h);
         }
@@ -176,7 +176,7 @@ impl Call<'_, '_> {
             api,
             ep,
             self.parts,
-            body,
+            &mut body,
             target,
             fwd,
             watch,
@@ -185,7 +185,7 @@ impl Call<'_, '_> {
         .await
         {
             Ok(up) => Outcome::Answered(up),
-            Err(Attempt::Connect(e, b)) => Outcome::Unreached(e, b),
+            Err(Attempt::Connect(e)) => Outcome::Unreached(e, body),
             Err(Attempt::Sent(e)) => Outcome::Failed(e),
         }
     }

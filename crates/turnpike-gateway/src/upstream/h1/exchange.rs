@@ -2,7 +2,7 @@
 //! body) written straight to the socket, the response head parsed with `httparse`, and
 //! the response body left owning the connection (`body.rs`).
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -84,44 +84,51 @@ enum ReqFraming {
 
 /// Sends the request on `conn` and reads the response head. On success the response's
 /// body owns the connection and returns it to `pool` when it ends cleanly.
-pub(crate) async fn exchange(
+/// Not an `async fn`, and the body borrowed from the forwarder (an async fn holds each
+/// argument twice, rust-lang/rust#62958): every plain-HTTP request's future holds this
+/// one. The body is taken (left empty) once written.
+pub(crate) fn exchange<'a>(
     pool: Arc<EndpointPool>,
     mut conn: Box<H1Conn>,
-    parts: &request::Parts,
-    mut body: ClientBody,
-    path: UpstreamPath<'_>,
-) -> Result<Response<DirectBody>, GatewayError> {
-    let head_only = parts.method == Method::HEAD;
-    let framing = if parts.headers.contains_key(CONTENT_LENGTH) {
-        ReqFraming::Length
-    } else if body.is_end_stream() {
-        ReqFraming::None
-    } else {
-        // Not taken through `fits`; kept correct for any caller.
-        ReqFraming::Chunked
-    };
-    let mut out = std::mem::take(&mut conn.wbuf);
-    out.clear();
-    encode_head(
-        &mut out,
-        parts,
-        &pool.host,
-        &path,
-        &framing,
-        body.size_hint(),
-    );
-    write_request(&mut conn, &mut out, &mut body, framing).await?;
-    conn.wbuf = out;
-    drop(body);
-    let (resp, body_framing, keep_alive) = read_head(&mut conn, head_only).await?;
-    let mut direct = DirectBody {
-        conn: Some(conn),
-        pool: Some(pool),
-        framing: body_framing,
-        keep_alive,
-    };
-    direct.release_if_done();
-    Ok(resp.map(|()| direct))
+    parts: &'a request::Parts,
+    body: &'a mut ClientBody,
+    path: UpstreamPath<'a>,
+) -> impl Future<Output = Result<Response<DirectBody>, GatewayError>> + Send + 'a {
+    async move {
+        let head_only = parts.method == Method::HEAD;
+        let framing = if parts.headers.contains_key(CONTENT_LENGTH) {
+            ReqFraming::Length
+        } else if body.is_end_stream() {
+            ReqFraming::None
+        } else {
+            // Not taken through `fits`; kept correct for any caller.
+            ReqFraming::Chunked
+        };
+        let mut out = std::mem::take(&mut conn.wbuf);
+        out.clear();
+        encode_head(
+            &mut out,
+            parts,
+            &pool.host,
+            &path,
+            &framing,
+            body.size_hint(),
+        );
+        write_request(&mut conn, &mut out, body, framing).await?;
+        conn.wbuf = out;
+        // Written: what the body holds (a buffering reservation, the client's stream)
+        // goes now, not when the forwarder ends.
+        drop(std::mem::replace(body, ClientBody::empty()));
+        let (resp, body_framing, keep_alive) = read_head(&mut conn, head_only).await?;
+        let mut direct = DirectBody {
+            conn: Some(conn),
+            pool: Some(pool),
+            framing: body_framing,
+            keep_alive,
+        };
+        direct.release_if_done();
+        Ok(resp.map(|()| direct))
+    }
 }
 
 fn encode_head(

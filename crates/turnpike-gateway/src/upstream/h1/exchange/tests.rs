@@ -140,9 +140,15 @@ async fn get(pool: &Arc<EndpointPool>, path: &str) -> (Response<DirectBody>, Byt
         .await
         .expect("connect");
     let (parts, ()) = http::Request::get(path).body(()).expect("req").into_parts();
-    let resp = exchange(pool.clone(), conn, &parts, ClientBody::empty(), up(path))
-        .await
-        .expect("exchange");
+    let resp = exchange(
+        pool.clone(),
+        conn,
+        &parts,
+        &mut ClientBody::empty(),
+        up(path),
+    )
+    .await
+    .expect("exchange");
     let (head, body) = resp.into_parts();
     let bytes = body.collect().await.expect("body").to_bytes();
     (
@@ -230,10 +236,16 @@ async fn garbage_and_early_close_are_errors() {
             .await
             .expect("connect");
         let (parts, ()) = http::Request::get("/").body(()).expect("req").into_parts();
-        let e = exchange(pool.clone(), conn, &parts, ClientBody::empty(), up("/"))
-            .await
-            .err()
-            .expect("an error");
+        let e = exchange(
+            pool.clone(),
+            conn,
+            &parts,
+            &mut ClientBody::empty(),
+            up("/"),
+        )
+        .await
+        .err()
+        .expect("an error");
         assert_eq!(e.kind, kind);
     }
 }
