@@ -1,6 +1,6 @@
 //! The generator's own HTTP/1.1 keep-alive client: one request written from a buffer the
-//! connection reuses, the response head parsed with `httparse` in place and its body
-//! skipped (Content-Length, chunked, or to the end of the stream), with no per-request
+//! connection reuses, the response head scanned in place for its framing headers and its
+//! body skipped (Content-Length, chunked, or to the end of the stream), with no per-request
 //! allocation, task or channel. hyper's client costs a dispatch task, a oneshot channel and
 //! a header map per request, which made the generator spend more CPU per request than wrk
 //! (issue 32 item 4); HTTP/2 and the token endpoint still use hyper (see `client`).
@@ -142,43 +142,28 @@ impl H1Conn {
         }
     }
 
+    /// The response head at the front of the buffer, if all of it has arrived: its status,
+    /// length and body framing. A scan for the three headers that frame the body instead of
+    /// a full parse (`httparse` with a 64-entry header array cost ~1,800 instructions per
+    /// response, more than wrk's whole request; issue 32 item 4).
     fn parse_head(&mut self, head_request: bool) -> Result<Option<(u16, usize, BodyLen)>, H1Error> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let head_len = match resp.parse(&self.buf[self.pos..self.end]) {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) if self.buffered() > MAX_HEAD => {
-                return Err(H1Error::Parse("response head too large"))
+        let Some(head) = scan_head(&self.buf[self.pos..self.end])? else {
+            if self.buffered() > MAX_HEAD {
+                return Err(H1Error::Parse("response head too large"));
             }
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(_) => return Err(H1Error::Parse("malformed response head")),
+            return Ok(None);
         };
-        let status = resp.code.ok_or(H1Error::Parse("no status"))?;
-        let mut body = BodyLen::ToEof;
-        for h in resp.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
-                let n = std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok())
-                    .ok_or(H1Error::Parse("bad content-length"))?;
-                body = BodyLen::Fixed(n);
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") && ends_with_chunked(h.value)
-            {
-                body = BodyLen::Chunked;
-            } else if h.name.eq_ignore_ascii_case("connection")
-                && h.value.eq_ignore_ascii_case(b"close")
-            {
-                self.closed = true;
-            }
-        }
+        let status = head.status;
+        let mut body = head.body;
+        self.closed |= head.close;
         // RFC 9112 6.3: these never have a body, whatever the headers say.
         if head_request || status == 204 || status == 304 || (100..200).contains(&status) {
             body = BodyLen::Fixed(0);
         }
-        if resp.version == Some(0) && !matches!(body, BodyLen::Fixed(_)) {
+        if head.http10 && !matches!(body, BodyLen::Fixed(_)) {
             self.closed = true;
         }
-        Ok(Some((status, head_len, body)))
+        Ok(Some((status, head.len, body)))
     }
 
     /// Consumes `n` body bytes.
@@ -244,6 +229,90 @@ impl H1Conn {
     }
 }
 
+/// What the generator needs from a response head.
+struct Head {
+    status: u16,
+    /// Bytes up to and including the blank line.
+    len: usize,
+    body: BodyLen,
+    close: bool,
+    http10: bool,
+}
+
+/// Scans `buf` for a complete response head: None when its blank line has not arrived.
+fn scan_head(buf: &[u8]) -> Result<Option<Head>, H1Error> {
+    let Some(first) = memchr::memchr(b'\n', buf) else {
+        return Ok(None);
+    };
+    let (status, http10) = status_line(trim_cr(&buf[..first]))?;
+    let mut head = Head {
+        status,
+        len: 0,
+        body: BodyLen::ToEof,
+        close: false,
+        http10,
+    };
+    let mut at = first + 1;
+    for _ in 0..=MAX_HEADERS {
+        let Some(nl) = memchr::memchr(b'\n', &buf[at..]) else {
+            return Ok(None);
+        };
+        let line = trim_cr(&buf[at..at + nl]);
+        at += nl + 1;
+        if line.is_empty() {
+            head.len = at;
+            return Ok(Some(head));
+        }
+        header_line(line, &mut head)?;
+    }
+    Err(H1Error::Parse("too many response headers"))
+}
+
+/// `HTTP/1.x NNN reason`: the status and whether it is HTTP/1.0.
+fn status_line(line: &[u8]) -> Result<(u16, bool), H1Error> {
+    let bad = H1Error::Parse("malformed status line");
+    match line {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ (b'0' | b'1'), b' ', a, b, c, rest @ ..]
+            if [a, b, c].iter().all(|d| d.is_ascii_digit())
+                && rest.first().is_none_or(|&sp| sp == b' ') =>
+        {
+            let status = [a, b, c]
+                .iter()
+                .fold(0u16, |n, &&d| n * 10 + u16::from(d - b'0'));
+            Ok((status, *minor == b'0'))
+        }
+        _ => Err(bad),
+    }
+}
+
+/// Notes the framing headers (Content-Length, Transfer-Encoding, Connection); others are
+/// only checked for a name.
+fn header_line(line: &[u8], head: &mut Head) -> Result<(), H1Error> {
+    let colon = memchr::memchr(b':', line)
+        .filter(|&i| i > 0)
+        .ok_or(H1Error::Parse("malformed response header"))?;
+    let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+    if name.eq_ignore_ascii_case(b"content-length") {
+        let n = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or(H1Error::Parse("bad content-length"))?;
+        if !matches!(head.body, BodyLen::Chunked) {
+            head.body = BodyLen::Fixed(n);
+        }
+    } else if name.eq_ignore_ascii_case(b"transfer-encoding") && ends_with_chunked(value) {
+        // RFC 9112 6.3: chunked framing wins over a Content-Length.
+        head.body = BodyLen::Chunked;
+    } else if name.eq_ignore_ascii_case(b"connection") && value.eq_ignore_ascii_case(b"close") {
+        head.close = true;
+    }
+    Ok(())
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
 fn ends_with_chunked(v: &[u8]) -> bool {
     v.rsplit(|&b| b == b',')
         .next()
@@ -304,6 +373,37 @@ mod tests {
         let a = c.receive(false).await.expect("1").1;
         let b = c.receive(false).await.expect("2").1;
         assert_eq!(a + b, wire.len() as u64);
+    }
+
+    #[test]
+    fn scans_heads_whole_or_waits_for_the_rest() {
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nX: y\r\n\r\nbody";
+        for cut in 0..wire.len() - 4 {
+            assert!(scan_head(&wire[..cut]).expect("partial").is_none(), "{cut}");
+        }
+        let head = scan_head(wire).expect("ok").expect("complete");
+        assert_eq!((head.status, head.len), (200, wire.len() - 4));
+        assert!(matches!(head.body, BodyLen::Fixed(12)));
+        // Bare LF line ends, no reason phrase, and chunked winning over a length.
+        let lf = b"HTTP/1.0 503\ncontent-length: 3\nTransfer-Encoding: gzip, chunked\n\n";
+        let head = scan_head(lf).expect("ok").expect("complete");
+        assert_eq!((head.status, head.http10, head.len), (503, true, lf.len()));
+        assert!(matches!(head.body, BodyLen::Chunked));
+        for bad in [
+            &b"HTTP/2 200 OK\r\n\r\n"[..],
+            b"HTTP/1.1 2x0 OK\r\n\r\n",
+            b"HTTP/1.1 200OK\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\n: empty name\r\n\r\n",
+        ] {
+            assert!(scan_head(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for _ in 0..=MAX_HEADERS {
+            many.extend_from_slice(b"a: b\r\n");
+        }
+        many.extend_from_slice(b"\r\n");
+        assert!(matches!(scan_head(&many), Err(H1Error::Parse(_))));
     }
 
     #[tokio::test]
