@@ -3,10 +3,11 @@
 //! (start + i / rate); a free connection takes the next due request, and its latency is
 //! measured from the time it was *due*, so a slow server cannot slow the clock that
 //! measures it (no coordinated omission). Work is split over `threads` OS threads, each
-//! with its own single-threaded runtime and recorder, merged at the end: no locks and no
-//! cross-thread wake-ups on the hot path. Open-loop requests are written at their due time
-//! to within microseconds (`due::DueTimer`); the lag of every write behind its due time is
-//! measured and reported (`SendLag`).
+//! with its own recorder, merged at the end: no locks and no cross-thread wake-ups on the
+//! hot path. A closed loop over plain HTTP/1.1 runs on an epoll loop per thread (`epoll`,
+//! as wrk does); everything else on a single-threaded tokio runtime per thread. Open-loop
+//! requests are written at their due time to within microseconds (`due::DueTimer`); the
+//! lag of every write behind its due time is measured and reported (`SendLag`).
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -148,14 +149,28 @@ fn run_thread(
     threads: usize,
     start: Instant,
 ) -> Result<Recorder, BenchError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| BenchError::Io(format!("building a generator runtime: {e}")))?;
     let users = match spec.mode {
         Mode::Closed { users } => share(users, t, threads),
         Mode::Open { connections, .. } => share(connections, t, threads),
     };
+    if let (Mode::Closed { .. }, Some(addr)) = (spec.mode, spec.target.plain_h1()) {
+        let mut rec = recorder(spec, share(spec.jtl_cap, t, threads));
+        let closed = crate::epoll::ClosedLoop {
+            addr,
+            request: &spec.request,
+            timeout: spec.timeout,
+            start,
+            end: start + spec.window.end(),
+            ids: (0..users).map(|u| u * threads + t).collect(),
+        };
+        crate::epoll::run(&closed, &mut rec)
+            .map_err(|e| BenchError::Io(format!("generator thread: {e}")))?;
+        return Ok(rec);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::Io(format!("building a generator runtime: {e}")))?;
     let ctx = Rc::new(ThreadCtx {
         spec: spec.clone(),
         start,
