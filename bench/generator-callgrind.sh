@@ -25,13 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 source bench/lib.sh
-if [ "$(nproc)" -ge 2 ]; then gen_cpu=0; echo_cpu=1; else gen_cpu=0; echo_cpu=0; fi
-
-port=$(free_port)
-taskset -c "$echo_cpu" "$bin" echo --port "$port" --threads 1 >/dev/null 2>&1 &
-pids+=($!)
-wait_port "$port"
-url="http://127.0.0.1:$port/bench"
+echo_apart
 
 # One generator for $2 seconds under callgrind -> "instructions requests".
 measure() {
@@ -53,6 +47,10 @@ echo "user-space instructions per request (callgrind), ${d2}s - ${d1}s runs, $us
 for g in wrk kit kit-tokio kit-hyper; do
   read -r i1 r1 <<<"$(measure "$g" "$d1")"
   read -r i2 r2 <<<"$(measure "$g" "$d2")"
-  awk -v g="$g" -v i1="$i1" -v i2="$i2" -v r1="$r1" -v r2="$r2" \
-    'BEGIN { printf "  %-10s %7.0f  (%d and %d requests)\n", g, (i2 - i1) / (r2 - r1), r1, r2 }'
+  if [ "${r2:-0}" -gt "${r1:-0}" ] 2>/dev/null; then
+    awk -v g="$g" -v i1="$i1" -v i2="$i2" -v r1="$r1" -v r2="$r2" \
+      'BEGIN { printf "  %-10s %7.0f  (%d and %d requests)\n", g, (i2 - i1) / (r2 - r1), r1, r2 }'
+  else
+    echo "  $g: no more requests in the longer run (did it start? an older binary lacks --tokio-h1)"
+  fi
 done

@@ -25,13 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 source bench/lib.sh
-if [ "$(nproc)" -ge 2 ]; then gen_cpu=0; echo_cpu=1; else gen_cpu=0; echo_cpu=0; fi
-
-port=$(free_port)
-taskset -c "$echo_cpu" "$bin" echo --port "$port" --threads 1 >/dev/null 2>&1 &
-pids+=($!)
-wait_port "$port"
-url="http://127.0.0.1:$port/bench"
+echo_apart
 
 # Runs a generator as a child and prints its stdout, then "CPU <user+sys seconds>".
 cpu_of() { python3 -c 'import resource,subprocess,sys
