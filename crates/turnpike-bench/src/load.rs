@@ -269,38 +269,11 @@ async fn user(ctx: &ThreadCtx, local: usize, id: usize) {
     };
     tokio::time::sleep_until(tokio::time::Instant::from_std(ctx.start)).await;
     while !ctx.ended.get() {
-        let due = match spec.mode {
-            Mode::Closed { .. } => Instant::now(),
-            Mode::Open { rate, .. } => match ctx.next_due(rate) {
-                Some(due) => {
-                    if let Some(t) = &mut due_timer {
-                        t.wait(due).await;
-                    }
-                    due
-                }
-                None => return,
-            },
-        };
-        if due >= ctx.end {
+        let Some(due) = next_due(ctx, due_timer.as_mut()).await else {
             return;
-        }
-        let c = match conn.as_mut().filter(|c| !c.is_closed()) {
-            Some(c) => c,
-            None => {
-                let connecting = spec.target.connect();
-                match expiring(ctx, watch, Instant::now() + spec.timeout, connecting).await {
-                    Some(Ok(c)) => conn.insert(c),
-                    failed => {
-                        if let Some(Err(e)) = failed {
-                            tracing::debug!(error = %e, "connect failed");
-                        }
-                        ctx.record(due, id, Outcome::Failed, 0, 0);
-                        // Do not spin on a refusing server; the error is counted.
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                }
-            }
+        };
+        let Some(c) = connection(ctx, watch, &mut conn, due, id).await else {
+            continue;
         };
         // The timeout runs from the write: in the open loop a late write is the
         // generator's delay, reported as send lag, not the server's.
@@ -319,15 +292,56 @@ async fn user(ctx: &ThreadCtx, local: usize, id: usize) {
             Some(Ok((status, sent, received))) => {
                 ctx.record(due, id, Outcome::Status(status), sent, received)
             }
-            Some(Err(e)) => {
-                tracing::debug!(error = %e, "request failed");
+            failed => {
+                if let Some(Err(e)) = failed {
+                    tracing::debug!(error = %e, "request failed");
+                }
                 ctx.record(due, id, Outcome::Failed, 0, 0);
                 conn = None;
             }
-            None => {
-                ctx.record(due, id, Outcome::Failed, 0, 0);
-                conn = None;
+        }
+    }
+}
+
+/// When the user's next request is due (now in the closed loop; in the open loop its slot
+/// in the schedule, waited for); None past the end of the run.
+async fn next_due(ctx: &ThreadCtx, timer: Option<&mut crate::due::DueTimer>) -> Option<Instant> {
+    let due = match ctx.spec.mode {
+        Mode::Closed { .. } => Instant::now(),
+        Mode::Open { rate, .. } => {
+            let due = ctx.next_due(rate)?;
+            if let Some(t) = timer {
+                t.wait(due).await;
             }
+            due
+        }
+    };
+    (due < ctx.end).then_some(due)
+}
+
+/// The user's open connection, or a new one; None when it cannot connect (the failure
+/// recorded against the request due at `due`, after a pause).
+async fn connection<'c>(
+    ctx: &ThreadCtx,
+    watch: &Watch,
+    conn: &'c mut Option<Conn>,
+    due: Instant,
+    id: usize,
+) -> Option<&'c mut Conn> {
+    if conn.as_ref().is_some_and(|c| !c.is_closed()) {
+        return conn.as_mut();
+    }
+    let connecting = ctx.spec.target.connect();
+    match expiring(ctx, watch, Instant::now() + ctx.spec.timeout, connecting).await {
+        Some(Ok(c)) => Some(conn.insert(c)),
+        failed => {
+            if let Some(Err(e)) = failed {
+                tracing::debug!(error = %e, "connect failed");
+            }
+            ctx.record(due, id, Outcome::Failed, 0, 0);
+            // Do not spin on a refusing server; the error is counted.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            None
         }
     }
 }
