@@ -12,7 +12,14 @@
 # Targets (issue 30): <= 1 ms added TTFT at p99 under 100 concurrent streams; >= 0.9x
 # the direct stream throughput in tokens/s.
 #
-#   TURNPIKE_PROFILE=ci-bench bench/llm.sh      # ROUNDS=5 STREAMS=100 TPS=100 TOKENS=100 DURATION=10s
+# RAMP (default 0s: all streams start together, and, being of one length, stay in
+# step) spreads the streams' first calls over that time (`bench llm --ramp`), as a
+# client population that is not synchronised would; keep it under the 2 s warm-up.
+#
+# GATEWAY_BIN runs the gateway from another build (the echo and the load from $bin), to
+# compare two gateways with the same client and provider.
+#
+#   TURNPIKE_PROFILE=ci-bench bench/llm.sh      # ROUNDS=5 STREAMS=100 TPS=100 TOKENS=100 DURATION=10s RAMP=0s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -22,6 +29,7 @@ streams=${STREAMS:-100}
 tps=${TPS:-100}
 tokens=${TOKENS:-100}
 duration=${DURATION:-10s}
+ramp=${RAMP:-0s}
 
 echo_port=$(free_port)
 gw_port=$(free_port)
@@ -32,7 +40,7 @@ sed -e "s/127.0.0.1:9000/127.0.0.1:$echo_port/" \
     -e 's/total: 3000, per: minute/total: 1000000000, per: minute/' \
     -e 's/requests: 3000, per: minute/requests: 100000000, per: minute/' \
     examples/ai.yaml >"$work/ai.yaml"
-TURNPIKE_LOG=warn "$bin" gateway --config "$work/ai.yaml" --http-port "$gw_port" --https-port off \
+TURNPIKE_LOG=warn "${GATEWAY_BIN:-$bin}" gateway --config "$work/ai.yaml" --http-port "$gw_port" --https-port off \
   --data-dir "$work" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 wait_port "$gw_port"
@@ -40,7 +48,7 @@ key=$(sed -n 's/^# example key: //p' examples/ai.yaml)
 
 run() { # run NAME URL [ARGS...]: round $r's measurement, its JSON in $work/NAME.$r.json
   local name=$1 url=$2; shift 2
-  "$bin" bench llm --url "$url" --streams "$streams" --duration "$duration" --warmup 2s \
+  "$bin" bench llm --url "$url" --streams "$streams" --duration "$duration" --warmup 2s --ramp "$ramp" \
     --prompt "lorem $tokens" --max-tokens $((tokens * 2)) --json "$@" >"$work/$name.$r.json"
 }
 direct="http://127.0.0.1:$echo_port/v1/chat/completions"
@@ -53,13 +61,13 @@ for r in $(seq "$rounds"); do
   fi
 done
 
-python3 - "$work" "$rounds" "$streams" "$tps" "$tokens" <<'EOF'
+python3 - "$work" "$rounds" "$streams" "$tps" "$tokens" "$ramp" <<'EOF'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 direct = [json.load(open(f"{work}/direct.{r}.json")) for r in range(1, rounds + 1)]
 gateway = [json.load(open(f"{work}/gateway.{r}.json")) for r in range(1, rounds + 1)]
 streams, tps, tokens = sys.argv[3:6]
-print(f"llm: {streams} concurrent streams, {tokens} tokens each at {tps} tokens/s, {len(direct)} alternating rounds")
+print(f"llm: {streams} concurrent streams, {tokens} tokens each at {tps} tokens/s, starts spread over {sys.argv[6]}, {len(direct)} alternating rounds")
 print("round  direct p50/p99 ms  gateway p50/p99 ms  added p99 ms  tokens/s direct  gateway  ratio  errors d/g")
 for i, (d, g) in enumerate(zip(direct, gateway), 1):
     print(f"{i:5}  {d['ttft_p50_ms']:7.2f}/{d['ttft_p99_ms']:7.2f}  {g['ttft_p50_ms']:7.2f}/{g['ttft_p99_ms']:7.2f}"

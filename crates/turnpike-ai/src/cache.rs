@@ -168,7 +168,9 @@ pub(crate) fn cacheable(front: Front, parsed: &Map<String, Value>) -> bool {
     let seeded = parsed.get("seed").is_some_and(|s| !s.is_null());
     match front {
         Front::Embeddings => true,
-        Front::Chat | Front::Completions | Front::Messages => !streamed && (zero || seeded),
+        Front::Chat | Front::Responses | Front::Completions | Front::Messages => {
+            !streamed && (zero || seeded)
+        }
         _ => false,
     }
 }

@@ -39,6 +39,8 @@ pub(crate) trait Proceed: Sync {
         body: &mut Bytes,
     ) -> HookResult;
     fn refuse(&self, ctx: &RequestCtx, e: GatewayError) -> Response<Bytes>;
+    /// A cached answer in the shape the call's front answers in.
+    fn reshape_hit(&self, ctx: &RequestCtx, body: Bytes) -> Bytes;
 }
 
 /// What the request side of a guarded or cached call leaves for its answer.
@@ -62,7 +64,7 @@ struct Checked {
 fn is_call(front: Front) -> bool {
     matches!(
         front,
-        Front::Chat | Front::Completions | Front::Messages | Front::Embeddings
+        Front::Chat | Front::Responses | Front::Completions | Front::Messages | Front::Embeddings
     )
 }
 
@@ -178,7 +180,7 @@ fn lookup(
             c.get(&near)
         };
         if let Some(entry) = c.get(&k).or_else(similar) {
-            return Ok(Flow::Respond(hit(ctx, &pending.guarded, &entry)));
+            return Ok(Flow::Respond(hit(p, ctx, &pending.guarded, &entry)));
         }
     }
     pending.vector = vector;
@@ -190,11 +192,17 @@ fn lookup(
 }
 
 /// A cached answer, its placeholders put back with this request's values.
-fn hit(ctx: &mut RequestCtx, guarded: &Guarded, entry: &cache::Entry) -> Response<Bytes> {
+fn hit(
+    p: &dyn Proceed,
+    ctx: &mut RequestCtx,
+    guarded: &Guarded,
+    entry: &cache::Entry,
+) -> Response<Bytes> {
     let body = match &guarded.masks {
         Some(m) => Bytes::from(m.unmask(&String::from_utf8_lossy(&entry.body))),
         None => entry.body.clone(),
     };
+    let body = p.reshape_hit(ctx, body);
     let mut resp = Response::new(body);
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

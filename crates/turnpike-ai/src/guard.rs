@@ -155,7 +155,7 @@ impl Guard {
                 }
             }
         }
-        if self.json_schema && front == Front::Chat {
+        if self.json_schema && front.sent_as() == Front::Chat {
             guarded.schema = schema(parsed)?;
         }
         Ok((guarded, texts, masked))

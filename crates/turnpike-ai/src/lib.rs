@@ -15,9 +15,11 @@
 //! (the front named by the path; the body parsed once under caps), `routing` (a
 //! model's targets by weight, fallback order, providers' suspension), `errors` (each
 //! front's error shape), `to_anthropic` and `to_openai` (the translations, whole and
-//! streamed), `sse` (events cut from chunks), `stream` (the response stream), `usage`;
+//! streamed), `observe` (a stream in the front's own API relayed, its usage read),
+//! `responses` and `responses_stream` (OpenAI's Responses API served by
+//! chat calls), `sse` (events cut from chunks), `stream` (the response stream), `usage`;
 //! `providers` (what differs by kind: path, body, key header, Bedrock's signature),
-//! `foreign` (the hub for providers that speak neither front's API; `chunks`: the
+//! `answer` (a whole answer's usage and translation), `embed` (Gemini's and Bedrock's embeddings APIs), `foreign` (the hub for providers that speak neither front's API; `chunks`: the
 //! OpenAI shapes it builds), `gemini`,
 //! `bedrock`, `eventstream` (AWS event-stream frames), `sigv4` (AWS Signature V4).
 //!
@@ -25,9 +27,11 @@
 //! the secret read at build, and for APIs that configure them, the external guard's
 //! call and the semantic cache's embeddings call (`reqwest`).
 
+mod answer;
 pub mod bedrock;
 mod cache;
 mod chunks;
+mod embed;
 mod errors;
 pub mod eventstream;
 mod external;
@@ -36,10 +40,13 @@ mod foreign;
 pub mod gemini;
 mod guard;
 mod kind;
+mod observe;
 pub mod pii;
 mod policy;
 mod providers;
 pub mod request;
+pub mod responses;
+mod responses_stream;
 mod routing;
 mod secret;
 mod semantic;

@@ -31,6 +31,7 @@ use turnpike_policy::{
     ErrorKind, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
+use crate::errors;
 use crate::flow::Proceed;
 use crate::foreign::{Foreign, Sink, Source};
 use crate::providers::{self, Provider, Wire};
@@ -39,7 +40,6 @@ use crate::routing::{now_ms, Fallback, ProviderHealth, Route};
 use crate::stream::{AiStream, Mode};
 use crate::to_anthropic::StreamToOpenai;
 use crate::usage;
-use crate::{errors, to_anthropic, to_openai};
 
 const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 const ANTHROPIC_VERSION: HeaderName = HeaderName::from_static("anthropic-version");
@@ -115,6 +115,10 @@ struct Call {
     usage_chunk: bool,
     /// A call that may go to another target when this one fails.
     tries: Option<Box<Tries>>,
+    /// A `/responses` call: the request fields its Response repeats.
+    responses: Option<Arc<Map<String, Value>>>,
+    /// An embeddings call asking for base64 vectors (for a provider translated).
+    base64: bool,
 }
 
 /// Where a call that may fall back is in its route.
@@ -289,8 +293,9 @@ impl AiPolicy {
             .and_then(|o| o.get("include_usage"))
             .and_then(Value::as_bool)
             == Some(true);
-        let estimate = estimate(front, &parsed, body.len(), self.default_max_tokens);
-        *body = self.to_provider(provider, front, &parsed, &model, stream, ctx, req)?;
+        let sent = front.sent_as();
+        let estimate = estimate(sent, &parsed, body.len(), self.default_max_tokens);
+        *body = self.to_provider(provider, sent, (&parsed, &*body), &model, stream, ctx, req)?;
         ctx.ext.insert(estimate);
         ctx.ext.insert(Call {
             front,
@@ -299,34 +304,40 @@ impl AiPolicy {
             stream,
             usage_chunk: asked_usage,
             tries,
+            responses: ctx.ext.get::<Call>().and_then(|c| c.responses.clone()),
+            base64: crate::embed::wants_base64(&parsed),
         });
         Ok(())
     }
 
-    /// The request for `p`: the body in its API's shape, its path and query, its key
-    /// (and signature); the first try's and each fallback's.
+    /// The request for `p`: the body in its API's shape (`original`, the client's
+    /// bytes, when it already is), its path and query, its key (and signature); the
+    /// first try's and each fallback's.
     #[allow(clippy::too_many_arguments)]
     fn to_provider(
         &self,
         p: &Provider,
         front: Front,
-        parsed: &Map<String, Value>,
+        (parsed, original): (&Map<String, Value>, &Bytes),
         model: &str,
         stream: bool,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
     ) -> Result<Bytes, GatewayError> {
         let internal = |e| GatewayError::with_source(ErrorKind::Internal, e);
-        let out = providers::body(front, p.kind, parsed, model, self.default_max_tokens)?;
-        let (path, query) = providers::target(p, front, model, stream)?;
+        let (out, path, query) =
+            providers::call(p, front, parsed, model, stream, self.default_max_tokens)?;
         ctx.upstream.set_path(&path).map_err(internal)?;
         if query.is_some() {
             ctx.upstream.set_query(query.as_deref()).map_err(internal)?;
         }
-        let body = Bytes::from(
-            serde_json::to_vec(&out)
-                .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
-        );
+        let body = match out {
+            Some(out) => Bytes::from(
+                serde_json::to_vec(&out)
+                    .map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?,
+            ),
+            None => original.clone(),
+        };
         self.provider_headers(p, &mut req.headers);
         req.headers.insert(CONTENT_TYPE, JSON);
         providers::sign(p, "POST", &path, query.as_deref(), &body, &mut req.headers);
@@ -359,7 +370,7 @@ impl AiPolicy {
             }
             Front::Other => {
                 let mut e = GatewayError::new(ErrorKind::NotFound);
-                e.detail = Some("not an AI front: /chat/completions, /completions, /embeddings, /models or /messages".into());
+                e.detail = Some("not an AI front: /chat/completions, /completions, /embeddings, /models, /responses or /messages".into());
                 Err(e)
             }
             _ => self
@@ -382,12 +393,12 @@ impl AiPolicy {
     ) -> Option<(usize, Bytes)> {
         let call = ctx.ext.get_mut::<Call>()?;
         let (index, model) = self.next_target(call)?;
-        let (original, front) = (call.tries.as_ref()?.original.clone(), call.front);
+        let (original, front) = (call.tries.as_ref()?.original.clone(), call.front.sent_as());
         let stream = call.stream;
         let p = self.provider(index)?;
         let parsed = crate::request::parse(&original, &self.limits).ok()?;
         let body = self
-            .to_provider(p, front, &parsed, &model, stream, ctx, req)
+            .to_provider(p, front, (&parsed, &original), &model, stream, ctx, req)
             .ok()?;
         if let Some(call) = ctx.ext.get_mut::<Call>() {
             call.provider = Some(index);
@@ -455,31 +466,14 @@ impl AiPolicy {
         let Some(p) = call.provider.and_then(|i| self.providers.get(i)) else {
             return;
         };
-        let Ok(v) = serde_json::from_slice::<Value>(body) else {
-            return;
+        let asked = crate::answer::Asked {
+            front: call.front,
+            kind: p.kind,
+            model: call.model.as_deref().unwrap_or(""),
+            base64: call.base64,
+            estimate: ctx.ext.get::<TokenEstimate>().map_or(0, |e| e.prompt),
         };
-        let model = call.model.as_deref().unwrap_or("");
-        let (counts, translated) = match (call.front.is_anthropic(), providers::wire(p.kind)) {
-            (false, Wire::Openai) => (v.get("usage").and_then(usage::from_openai), None),
-            (true, Wire::Anthropic) => (v.get("usage").map(usage::from_anthropic), None),
-            (false, Wire::Anthropic) => to_anthropic::response(&v)
-                .map(|(o, c)| (Some(c), Some(o)))
-                .unwrap_or((None, None)),
-            (true, Wire::Openai) => to_openai::response(&v)
-                .map(|(o, c)| (Some(c), Some(o)))
-                .unwrap_or((None, None)),
-            (anthropic, wire) => {
-                let read = match wire {
-                    Wire::Gemini => crate::gemini::response(&v, model),
-                    _ => crate::bedrock::response(&v, model),
-                };
-                match read {
-                    Some((o, c)) if anthropic => (Some(c), to_openai::response(&o).map(|a| a.0)),
-                    Some((o, c)) => (Some(c), Some(o)),
-                    None => (None, None),
-                }
-            }
-        };
+        let (counts, translated) = crate::answer::read(&asked, body);
         if let Some(out) = translated.and_then(|o| serde_json::to_vec(&o).ok()) {
             *body = Bytes::from(out);
         }
@@ -537,6 +531,32 @@ impl crate::flow::Proceed for AiPolicy {
         parts.extensions.insert(kind);
         Response::from_parts(parts, b)
     }
+
+    /// A cached answer (stored in the chat shape) in a `/responses` call's shape.
+    fn reshape_hit(&self, ctx: &RequestCtx, body: Bytes) -> Bytes {
+        match ctx.ext.get::<Call>().and_then(|c| c.responses.as_ref()) {
+            Some(echoed) => crate::responses::answer(&body, echoed),
+            None => body,
+        }
+    }
+}
+
+/// A `/responses` call's body put in the chat shape (`responses.rs`), the fields its
+/// Response repeats kept in its [`Call`].
+fn responses_in(
+    ctx: &mut RequestCtx,
+    body: &mut Bytes,
+    limits: &Limits,
+) -> Result<(), GatewayError> {
+    let parsed = crate::request::parse(body, limits).map_err(providers::bad_request)?;
+    let chat = crate::responses::request(&parsed).map_err(providers::bad_request)?;
+    let bytes =
+        serde_json::to_vec(&chat).map_err(|e| GatewayError::with_source(ErrorKind::Internal, e))?;
+    *body = Bytes::from(bytes);
+    if let Some(call) = ctx.ext.get_mut::<Call>() {
+        call.responses = Some(Arc::new(crate::responses::echoed(&parsed)));
+    }
+    Ok(())
 }
 
 /// What a call may cost before it is sent: the prompt at 4 bytes a token of the
@@ -587,6 +607,8 @@ impl Policy for AiPolicy {
             stream: false,
             usage_chunk: false,
             tries: None,
+            responses: None,
+            base64: false,
         });
         if let Some(k) = &self.client_key {
             k.adopt(&mut req.headers);
@@ -600,8 +622,13 @@ impl Policy for AiPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
+        let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
+        if front == Front::Responses {
+            if let Err(e) = responses_in(ctx, body, &self.limits) {
+                return Step::Done(Ok(Flow::Respond(self.refuse(ctx, e))));
+            }
+        }
         if let Some(x) = &self.extras {
-            let front = ctx.ext.get::<Call>().map_or(Front::Other, |c| c.front);
             return crate::flow::request(x, self, front, ctx, req, body);
         }
         Step::Done(self.proceed(ctx, req, body))
@@ -661,6 +688,9 @@ impl Policy for AiPolicy {
                 let by = (call.model.clone(), provider);
                 crate::flow::answer(x, self, ctx, by, resp, body);
             }
+            if let Some(echoed) = &call.responses {
+                *body = crate::responses::answer(body, echoed);
+            }
         }
         Ok(())
     }
@@ -697,11 +727,16 @@ impl Policy for AiPolicy {
             call.model.clone(),
             p.name.clone(),
         ));
+        let echoed = call.responses.clone();
         let masks = ctx.ext.get::<crate::flow::Pending>();
-        Some(match masks.and_then(|m| m.guarded.masks.clone()) {
+        let stream: Box<dyn ResponseStream> = match masks.and_then(|m| m.guarded.masks.clone()) {
             Some(m) => Box::new(crate::unmask_stream::UnmaskStream::new(
                 stream, m, anthropic,
             )),
+            None => stream,
+        };
+        Some(match echoed {
+            Some(e) => Box::new(crate::responses_stream::ResponsesStream::new(stream, e)),
             None => stream,
         })
     }

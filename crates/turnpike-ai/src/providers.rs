@@ -140,8 +140,64 @@ pub(crate) fn target(
         (ProviderKind::Anthropic, _) => return Err(none("Anthropic")),
         (ProviderKind::Gemini, _) => return Err(none("Gemini, translated")),
         (ProviderKind::Bedrock, _) => return Err(none("Bedrock Converse")),
-        (_, Front::Models | Front::Other) => return Err(none("a front call")),
+        (_, Front::Models | Front::Other | Front::Responses) => return Err(none("a front call")),
     })
+}
+
+/// The body, path and query of a front call for `p`: its embeddings API when that is
+/// not OpenAI's (`embed.rs`), else [`body`] at [`target`]; no body when the client's
+/// goes as it came ([`as_sent`]).
+pub(crate) fn call(
+    p: &Provider,
+    front: Front,
+    parsed: &Map<String, Value>,
+    model: &str,
+    stream: bool,
+    default_max: u64,
+) -> Result<(Option<Value>, String, Option<String>), GatewayError> {
+    if front == Front::Embeddings && matches!(wire(p.kind), Wire::Gemini | Wire::Bedrock) {
+        let (path, body) =
+            crate::embed::request(p.kind, parsed, model, &segment(model)).map_err(bad_request)?;
+        return Ok((Some(body), path, None));
+    }
+    let (path, query) = target(p, front, model, stream)?;
+    if as_sent(front, p.kind, parsed, model, stream) {
+        return Ok((None, path, query));
+    }
+    let out = body(front, p.kind, parsed, model, default_max)?;
+    Ok((Some(out), path, query))
+}
+
+/// Whether [`body`] would give the client's body back unchanged: the provider speaks
+/// the front's API, the model keeps its name and a streamed OpenAI call already asks
+/// for the usage chunk. Such a call is sent as its bytes came, neither copied nor
+/// written again (a call's own CPU queues the next call's first token).
+fn as_sent(
+    front: Front,
+    kind: ProviderKind,
+    parsed: &Map<String, Value>,
+    model: &str,
+    stream: bool,
+) -> bool {
+    if parsed.get("model").and_then(Value::as_str) != Some(model) {
+        return false;
+    }
+    let usage_asked = || {
+        parsed
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
+    match (front, kind) {
+        (_, ProviderKind::Mistral) => false,
+        (Front::Messages, ProviderKind::Anthropic) => true,
+        (Front::Embeddings, _) => wire(kind) == Wire::Openai,
+        (Front::Chat | Front::Completions, _) => {
+            wire(kind) == Wire::Openai && (!stream || usage_asked())
+        }
+        _ => false,
+    }
 }
 
 /// Mistral's chat API is OpenAI's but for a few names: `random_seed`, `tool_choice:

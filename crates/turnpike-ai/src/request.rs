@@ -17,6 +17,8 @@ pub enum Front {
     Models,
     /// Anthropic `POST /messages`.
     Messages,
+    /// OpenAI `POST /responses`, served as a chat call (`responses.rs`).
+    Responses,
     /// Anything else: the provider's own API, when pass-through is on.
     Other,
 }
@@ -32,7 +34,17 @@ impl Front {
             "/embeddings" => Front::Embeddings,
             "/models" => Front::Models,
             "/messages" => Front::Messages,
+            "/responses" => Front::Responses,
             _ => Front::Other,
+        }
+    }
+
+    /// The front a call is translated from for its provider: a `/responses` call is put
+    /// in the chat shape first.
+    pub fn sent_as(self) -> Front {
+        match self {
+            Front::Responses => Front::Chat,
+            f => f,
         }
     }
 
@@ -134,6 +146,7 @@ mod tests {
         assert_eq!(Front::of("/v1/chat/completions/"), Front::Chat);
         assert_eq!(Front::of("/messages"), Front::Messages);
         assert_eq!(Front::of("/models"), Front::Models);
+        assert_eq!(Front::of("/v1/responses"), Front::Responses);
         assert_eq!(Front::of("/v1/files"), Front::Other);
     }
 

@@ -12,6 +12,7 @@ use turnpike_policy::ai::TokenEstimate;
 use turnpike_policy::{ErrorKind, GatewayError, ResponseStream};
 
 use crate::foreign::Foreign;
+use crate::observe::Observer;
 use crate::sse::Events;
 use crate::to_anthropic::StreamToOpenai;
 use crate::to_openai::StreamToAnthropic;
@@ -37,6 +38,8 @@ pub(crate) enum Mode {
 
 pub(crate) struct AiStream {
     events: Events,
+    /// The relay of an observed mode (`observe.rs`).
+    observer: Observer,
     mode: Mode,
     counts: Option<Counts>,
     /// Bytes of the answer's events, for the estimate when no usage came.
@@ -53,8 +56,10 @@ impl AiStream {
         model: Option<Arc<str>>,
         provider: Arc<str>,
     ) -> Self {
+        let strip = matches!(mode, Mode::ObserveOpenai { strip_usage: true });
         AiStream {
             events: Events::default(),
+            observer: Observer::new(strip),
             mode,
             counts: None,
             relayed: 0,
@@ -64,28 +69,14 @@ impl AiStream {
         }
     }
 
-    /// Every whole event so far: read, and translated into `out` when translating.
+    /// Every whole event so far, translated into `out` (the observed modes never come
+    /// here: `observe.rs` relays them).
     fn drain(&mut self, out: &mut Vec<u8>) {
         while let Some(e) = self.events.next_event() {
             self.relayed += e.data.len() as u64;
-            let strip = matches!(self.mode, Mode::ObserveOpenai { strip_usage: true });
             if e.data == "[DONE]" {
-                match &mut self.mode {
-                    Mode::ToAnthropic(s) => s.finish(out),
-                    _ if strip => out.extend_from_slice(b"data: [DONE]\n\n"),
-                    _ => {}
-                }
-                continue;
-            }
-            // A relayed event is read only when it may carry the usage: the content
-            // deltas, nearly all of a stream, pass as their bytes, unparsed.
-            let observed = matches!(
-                self.mode,
-                Mode::ObserveOpenai { .. } | Mode::ObserveAnthropic
-            );
-            if observed && !names_usage(&e.data) {
-                if strip {
-                    raw_event(&e.data, out);
+                if let Mode::ToAnthropic(s) = &mut self.mode {
+                    s.finish(out);
                 }
                 continue;
             }
@@ -93,23 +84,9 @@ impl AiStream {
                 continue;
             };
             match &mut self.mode {
-                Mode::ObserveOpenai { .. } => {
-                    let counts = v.get("usage").and_then(usage::from_openai);
-                    let usage_only = counts.is_some()
-                        && v.get("choices")
-                            .and_then(Value::as_array)
-                            .is_some_and(Vec::is_empty);
-                    if strip && !usage_only {
-                        raw_event(&e.data, out);
-                    }
-                    if counts.is_some() {
-                        self.counts = counts;
-                    }
-                }
-                Mode::ObserveAnthropic => observe_anthropic(&mut self.counts, &v),
                 Mode::ToOpenai(s) => s.event(&v, out),
                 Mode::ToAnthropic(s) => s.chunk(&v, out),
-                Mode::Foreign(_) => {}
+                _ => {}
             }
         }
     }
@@ -122,22 +99,6 @@ impl AiStream {
             _ => self.counts,
         }
     }
-}
-
-/// Whether an event's JSON may hold a usage object: a `"usage"` key not set to null
-/// (OpenAI sends `"usage": null` in every chunk before the last when asked for it).
-/// A string's `"usage"` is escaped (`\"usage\"`) and never matches.
-fn names_usage(data: &str) -> bool {
-    data.contains("\"usage\"")
-        && !data.contains("\"usage\":null")
-        && !data.contains("\"usage\": null")
-}
-
-/// One `data:` event with its JSON as it came.
-fn raw_event(data: &str, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"data: ");
-    out.extend_from_slice(data.as_bytes());
-    out.extend_from_slice(b"\n\n");
 }
 
 /// An Anthropic stream's counts: the prompt in `message_start`, the answer's in
@@ -162,8 +123,42 @@ fn protocol(message: String) -> GatewayError {
     e
 }
 
+impl AiStream {
+    fn observed(&self) -> bool {
+        matches!(
+            self.mode,
+            Mode::ObserveOpenai { .. } | Mode::ObserveAnthropic
+        )
+    }
+}
+
+/// What an observed mode does with a usage event: the counts kept; whether the event
+/// was OpenAI's usage-only chunk (the one a stripping relay cuts).
+fn read_usage(anthropic: bool, counts: &mut Option<Counts>, v: &Value) -> bool {
+    if anthropic {
+        observe_anthropic(counts, v);
+        return false;
+    }
+    let Some(c) = v.get("usage").and_then(usage::from_openai) else {
+        return false;
+    };
+    *counts = Some(c);
+    v.get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+}
+
 impl ResponseStream for AiStream {
     fn on_chunk(&mut self, chunk: Bytes) -> Result<Bytes, GatewayError> {
+        if self.observed() {
+            self.relayed += chunk.len() as u64;
+            let anthropic = matches!(self.mode, Mode::ObserveAnthropic);
+            let counts = &mut self.counts;
+            return self
+                .observer
+                .chunk(chunk, &mut |v: &Value| read_usage(anthropic, counts, v))
+                .map_err(protocol);
+        }
         if let Mode::Foreign(f) = &mut self.mode {
             let mut out = Vec::new();
             self.relayed += chunk.len() as u64;
@@ -173,14 +168,17 @@ impl ResponseStream for AiStream {
         self.events.push(&chunk).map_err(protocol)?;
         let mut out = Vec::new();
         self.drain(&mut out);
-        Ok(match self.mode {
-            // Relayed as it came: no event is held for the reading.
-            Mode::ObserveOpenai { strip_usage: false } | Mode::ObserveAnthropic => chunk,
-            _ => Bytes::from(out),
-        })
+        Ok(Bytes::from(out))
     }
 
     fn on_end(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        if self.observed() {
+            let anthropic = matches!(self.mode, Mode::ObserveAnthropic);
+            let counts = &mut self.counts;
+            return Ok(self
+                .observer
+                .end(&mut |v: &Value| read_usage(anthropic, counts, v)));
+        }
         if let Mode::Foreign(f) = &mut self.mode {
             let mut out = Vec::new();
             f.finish(&mut out);
@@ -260,20 +258,6 @@ mod tests {
             (u.prompt, u.completion, u.total, u.estimated),
             (4, 2, 6, false)
         );
-    }
-
-    #[test]
-    fn only_events_that_name_a_usage_are_read() {
-        assert!(names_usage(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#));
-        assert!(!names_usage(
-            r#"{"choices":[{"delta":{"content":"hi"}}],"usage":null}"#
-        ));
-        assert!(!names_usage(
-            r#"{"choices":[{"delta":{"content":"the \"usage\" is"}}]}"#
-        ));
-        assert!(names_usage(
-            r#"{"type":"message_delta","usage":{"output_tokens":3}}"#
-        ));
     }
 
     #[test]

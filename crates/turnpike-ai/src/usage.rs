@@ -32,6 +32,23 @@ pub fn from_openai(u: &Value) -> Option<Counts> {
     })
 }
 
+/// A whole answer with nothing read but its `usage` (the rest skipped, never built).
+#[derive(serde::Deserialize)]
+struct UsageOf {
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+/// The counts of a whole answer in OpenAI's shape (`anthropic`: Anthropic's).
+pub(crate) fn of_answer(body: &[u8], anthropic: bool) -> Option<Counts> {
+    let u = serde_json::from_slice::<UsageOf>(body).ok()?.usage?;
+    if anthropic {
+        Some(from_anthropic(&u))
+    } else {
+        from_openai(&u)
+    }
+}
+
 /// Anthropic's `usage`: `input_tokens` excludes what the cache read or wrote, so the
 /// prompt is their sum.
 pub fn from_anthropic(u: &Value) -> Counts {

@@ -35,6 +35,12 @@ pub struct LlmArgs {
     /// Warm-up time whose streams are not counted.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub warmup: Duration,
+    /// Spread the streams' first calls evenly over this time (0: all at once). Streams
+    /// of one length that start together stay in step (each burst of N calls queues
+    /// behind itself); a real client population is not synchronised. Keep it under the
+    /// warm-up so every stream runs in the window.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub ramp: Duration,
     #[arg(long, default_value = "gpt-4o-mini")]
     pub model: String,
     /// The user message (`turnpike echo --llm` answers `lorem N` with N tokens).
@@ -189,7 +195,13 @@ async fn one(sender: &mut http1::SendRequest<Full<Bytes>>, t: &Template) -> Opti
 }
 
 /// One stream's loop until `end`: the samples that started after `measure_from`.
-async fn stream_loop(t: Arc<Template>, measure_from: Instant, end: Instant) -> (Vec<Sample>, u64) {
+async fn stream_loop(
+    t: Arc<Template>,
+    first: Instant,
+    measure_from: Instant,
+    end: Instant,
+) -> (Vec<Sample>, u64) {
+    tokio::time::sleep_until(first.into()).await;
     let (mut samples, mut errors) = (Vec::new(), 0);
     let addr = t
         .uri
@@ -240,8 +252,12 @@ pub async fn execute(a: &LlmArgs) -> Result<LlmResult, BenchError> {
     let t = Arc::new(template(a)?);
     let start = Instant::now();
     let (measure_from, end) = (start + a.warmup, start + a.warmup + a.duration);
+    let step = a.ramp / u32::try_from(a.streams).unwrap_or(u32::MAX);
     let tasks: Vec<_> = (0..a.streams)
-        .map(|_| tokio::spawn(stream_loop(t.clone(), measure_from, end)))
+        .map(|i| {
+            let first = start + step * u32::try_from(i).unwrap_or(u32::MAX);
+            tokio::spawn(stream_loop(t.clone(), first, measure_from, end))
+        })
         .collect();
     let mut samples = Vec::new();
     let mut errors = 0;

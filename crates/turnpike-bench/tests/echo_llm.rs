@@ -452,6 +452,7 @@ async fn bench_llm_measures_ttft_and_tokens_against_the_echo() {
             streams: 4,
             duration: Duration::from_millis(600),
             warmup: Duration::from_millis(100),
+            ramp: Duration::from_millis(40),
             model: "gpt-4o-mini".into(),
             prompt: "lorem 100".into(),
             max_tokens: 1024,

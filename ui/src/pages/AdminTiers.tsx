@@ -1,9 +1,11 @@
 // The Admin console's tiers: every family (subscription, application, advanced), each a
 // request count or a bandwidth (bytes) per time unit; subscription tiers add a burst
-// limit (a spike cap under the quota); any tier may add token budgets for LLM APIs
-// (TokenLimits.tsx). Added and edited in one form, deleted from the table.
+// limit (a spike cap under the quota) and the LLM API models their subscribers may call
+// (empty: every model; others get 403 model_not_allowed at the gateway); any tier may add
+// token budgets for LLM APIs (TokenLimits.tsx). Added and edited in one form, deleted
+// from the table.
 import { useState } from 'react';
-import { Button, Card, Group, NumberInput, SegmentedControl, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Button, Card, Group, NumberInput, SegmentedControl, Select, Stack, Table, TagsInput, Text, TextInput, Title } from '@mantine/core';
 import { admin, type TierKind } from '../api/calls';
 import type { Tier } from '../api/types';
 import { errorText, useLoad } from '../lib/load';
@@ -29,8 +31,12 @@ function limitText(t: Tier): string {
   const quota =
     t.dataAmount != null ? `${bytes(t.dataAmount)} / ${t.unitSeconds} s` : t.requestCount == null ? 'unlimited' : `${t.requestCount} / ${t.unitSeconds} s`;
   const withBurst = t.burst ? `${quota} · burst ${t.burst.requests} / ${t.burst.per}` : quota;
-  return t.tokenLimits?.length ? `${withBurst} · ${tokenText(t.tokenLimits)}` : withBurst;
+  const withTokens = t.tokenLimits?.length ? `${withBurst} · ${tokenText(t.tokenLimits)}` : withBurst;
+  return t.models?.length ? `${withTokens} · models ${t.models.join(', ')}` : withTokens;
 }
+
+/** What the REST API caps a tier's model list at (turnpike-admin's `allowed_models`). */
+const MAX_MODELS = 1000;
 
 export function Tiers() {
   const [kind, setKind] = useState<TierKind>('subscription');
@@ -120,6 +126,7 @@ function TierForm({ kind, current, onDone }: { kind: TierKind; current: Tier | n
   const [burstPer, setBurstPer] = useState<string>(current?.burst?.per ?? 'second');
   const [description, setDescription] = useState(current?.description ?? '');
   const [tokens, setTokens] = useState<TokenRow[]>(() => rowsOf(current?.tokenLimits));
+  const [models, setModels] = useState<string[]>(current?.models ?? []);
   const [error, setError] = useState<string | null>(null);
   const save = async () => {
     setError(null);
@@ -131,6 +138,8 @@ function TierForm({ kind, current, onDone }: { kind: TierKind; current: Tier | n
         dataAmount: limit === 'bandwidth' ? Math.round(Number(amount) * Number(unitBytes)) : null,
       };
       if (kind === 'subscription') body.burst = burst === '' ? null : { requests: Number(burst), per: burstPer };
+      // [] clears the list on an edit (every model again); a new tier without one leaves it out.
+      if (kind === 'subscription' && (current || models.length)) body.models = models;
       // [] clears them on an edit; a new tier without any leaves the field out.
       if (current || tokens.length) body.tokenLimits = limitsOf(tokens);
       if (current) await admin.patchTier(kind, current.name, body);
@@ -195,6 +204,19 @@ function TierForm({ kind, current, onDone }: { kind: TierKind; current: Tier | n
               </Button>
             )}
           </Group>
+          {kind === 'subscription' && (
+            <TagsInput
+              label="Allowed models"
+              description="LLM APIs: the model names this tier's subscribers may call (Enter after each); empty allows every model"
+              placeholder={models.length ? undefined : 'every model'}
+              value={models}
+              onChange={setModels}
+              maxTags={MAX_MODELS}
+              splitChars={[',', ' ']}
+              clearable
+              maw={640}
+            />
+          )}
           <TokenLimitsField rows={tokens} onChange={setTokens} />
           {current && (
             <Text size="sm" c="dimmed">

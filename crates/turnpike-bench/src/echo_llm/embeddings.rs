@@ -1,7 +1,9 @@
 //! `POST /v1/embeddings` of `echo --llm`: deterministic vectors where texts that share
 //! tokens are near (a bag of the lowercased text's token ids, each id hashed to one
 //! dimension, L2-normalised), so a semantic cache's threshold can be tested: the same
-//! text gives cosine 1, texts without a common token about 0.
+//! text gives cosine 1, texts without a common token about 0. The same vectors in
+//! Gemini's (`:embedContent`, `:batchEmbedContents`) and Bedrock's `InvokeModel` shapes
+//! (Titan Text Embeddings, Cohere Embed), for a gateway's translation of them.
 
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -55,6 +57,70 @@ pub(super) fn embeddings(body: &Value, model: &str) -> Result<Value, Failure> {
         "object": "list", "data": data, "model": model,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}
     }))
+}
+
+/// Gemini's `embedContent` (`batch`: `batchEmbedContents`) answer: 768 dimensions
+/// unless `outputDimensionality` says otherwise; no token count (Gemini gives none).
+pub(super) fn gemini(body: &Value, model: &str, batch: bool) -> Result<Value, Failure> {
+    let enc = Encoding::for_model(model);
+    let one = |r: &Value| -> Result<Value, Failure> {
+        let text: String = r["content"]["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["text"].as_str())
+            .collect();
+        let ids = inputs(&json!({"input": text}), enc)?.remove(0);
+        let dims = r["outputDimensionality"]
+            .as_u64()
+            .map_or(768, |d| d as usize);
+        if !(1..=3072).contains(&dims) {
+            return Err(Failure::bad("outputDimensionality", "must be 1..=3072"));
+        }
+        Ok(json!({"values": vector(&ids, dims)}))
+    };
+    if !batch {
+        return Ok(json!({"embedding": one(body)?}));
+    }
+    let requests = body["requests"]
+        .as_array()
+        .filter(|r| !r.is_empty() && r.len() <= 100)
+        .ok_or_else(|| Failure::bad("requests", "1 to 100 requests"))?;
+    let all = requests.iter().map(one).collect::<Result<Vec<_>, _>>()?;
+    Ok(json!({"embeddings": all}))
+}
+
+/// Bedrock `InvokeModel` of an embeddings model: Titan Text Embeddings (`inputText`,
+/// `dimensions`, 1024 by default; the token count in `inputTextTokenCount`) or Cohere
+/// Embed (`texts`, 1024 dimensions, `embeddings` as a list).
+pub(super) fn bedrock(body: &Value, model: &str) -> Result<Value, Failure> {
+    let enc = Encoding::Cl100kBase;
+    if model.contains("titan-embed") {
+        let ids = inputs(&json!({"input": body["inputText"]}), enc)?.remove(0);
+        let dims = body["dimensions"].as_u64().map_or(1024, |d| d as usize);
+        if ![256, 512, 1024].contains(&dims) {
+            return Err(Failure::bad("dimensions", "must be 256, 512 or 1024"));
+        }
+        let v = vector(&ids, dims);
+        return Ok(json!({"embedding": v, "inputTextTokenCount": ids.len(),
+                         "embeddingsByType": {"float": v}}));
+    }
+    if model.contains("cohere.embed") {
+        let texts = body["texts"]
+            .as_array()
+            .filter(|t| !t.is_empty() && t.len() <= 96);
+        let texts = texts.ok_or_else(|| Failure::bad("texts", "1 to 96 texts"))?;
+        let ids = inputs(&json!({"input": texts}), enc)?;
+        let all: Vec<Vec<f32>> = ids.iter().map(|i| vector(i, 1024)).collect();
+        return Ok(
+            json!({"id": "echo", "embeddings": all, "response_type": "embeddings_floats",
+                         "texts": texts}),
+        );
+    }
+    Err(Failure::bad(
+        "model",
+        format!("{model} is not an embeddings model"),
+    ))
 }
 
 /// Each input's token ids: a string (lowercased, then encoded), an array of strings, an

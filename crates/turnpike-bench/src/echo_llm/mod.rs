@@ -105,6 +105,12 @@ enum Route {
     Converse {
         stream: bool,
     },
+    /// Gemini's `models/{m}:embedContent` (`batch`: `:batchEmbedContents`).
+    GeminiEmbed {
+        batch: bool,
+    },
+    /// Bedrock's `InvokeModel` (`/model/{id}/invoke`): embeddings models only.
+    Invoke,
     Stats,
     Last,
     NotFound,
@@ -119,6 +125,9 @@ fn route(method: &Method, path: &str) -> (Front, Route) {
         _ if get && path == "/_echo/last" => Route::Last,
         _ if post && path.ends_with(":generateContent") => Route::Gemini { stream: false },
         _ if post && path.ends_with(":streamGenerateContent") => Route::Gemini { stream: true },
+        _ if post && path.ends_with(":embedContent") => Route::GeminiEmbed { batch: false },
+        _ if post && path.ends_with(":batchEmbedContents") => Route::GeminiEmbed { batch: true },
+        _ if post && path.ends_with("/invoke") => Route::Invoke,
         _ if post && path.ends_with("/converse") => Route::Converse { stream: false },
         _ if post && path.ends_with("/converse-stream") => Route::Converse { stream: true },
         _ if post && path.ends_with("/messages/count_tokens") => Route::CountTokens,
@@ -135,8 +144,8 @@ fn route(method: &Method, path: &str) -> (Front, Route) {
     };
     let front = match r {
         Route::Messages | Route::CountTokens => Front::Anthropic,
-        Route::Gemini { .. } => Front::Gemini,
-        Route::Converse { .. } => Front::Bedrock,
+        Route::Gemini { .. } | Route::GeminiEmbed { .. } => Front::Gemini,
+        Route::Converse { .. } | Route::Invoke => Front::Bedrock,
         _ => Front::OpenAi,
     };
     (front, r)
@@ -313,6 +322,14 @@ async fn generate(
     let (front, prompt, stream, include_usage) = match route {
         Route::Embeddings => {
             let out = embeddings::embeddings(body, &model)?;
+            return Ok(json_response(StatusCode::OK, &out, &call.id));
+        }
+        Route::GeminiEmbed { batch } => {
+            let out = embeddings::gemini(body, &model, batch)?;
+            return Ok(json_response(StatusCode::OK, &out, &call.id));
+        }
+        Route::Invoke => {
+            let out = embeddings::bedrock(body, &model)?;
             return Ok(json_response(StatusCode::OK, &out, &call.id));
         }
         Route::CountTokens => {
