@@ -5,7 +5,9 @@
 #   free_port  an unused 127.0.0.1 port;
 #   wait_port  waits (10 s; $WAIT_PORT_TRIES tenths of a second) until a port accepts connections;
 #   cpu_ticks  user + system clock ticks of the processes given (all their threads);
-#   to_us      a wrk latency (`1.23ms`, `850.00us`, `1.2s`) in microseconds.
+#   to_us      a wrk latency (`1.23ms`, `850.00us`, `1.2s`) in microseconds;
+#   echo_apart `turnpike echo --threads 1` on core 1 (core 0 on one CPU), waited for; sets
+#              echo_cpu, gen_cpu (core 0, for the load generator) and url (its /bench).
 if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
   profile=${TURNPIKE_PROFILE:-release}
   cargo build --profile "$profile" -p turnpike >/dev/null; bin=target/$profile/turnpike; fi
@@ -18,3 +20,11 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq "${WAIT_PORT_TRIES:-100}"); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
 to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us$/,"",v); print v+0} else if (v ~ /ms$/) {sub(/ms$/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s$/,"",v); print v*1000000} else print v }'; }
+echo_apart() {
+  if [ "$(nproc)" -ge 2 ]; then gen_cpu=0; echo_cpu=1; else gen_cpu=0; echo_cpu=0; fi
+  local port; port=$(free_port)
+  taskset -c "$echo_cpu" "$bin" echo --port "$port" --threads 1 >/dev/null 2>&1 &
+  pids+=($!)
+  wait_port "$port"
+  url="http://127.0.0.1:$port/bench"
+}

@@ -5,19 +5,21 @@
 # passthrough through nginx (a plain reverse proxy, 1 worker, upstream keep-alive) when
 # nginx is installed, and the echo called directly (the matrix's baselines). Writes a dated
 # Markdown table with the machine (CPU model, cores, RAM, kernel), the commit and the ratios
-# to the direct echo and to nginx, to stdout and to --out FILE.
+# to the direct echo and to nginx, to stdout and to --out FILE. --publish also puts it at
+# the top of docs/performance.md (or --page FILE) and moves the table it replaces to the
+# page's "Earlier releases", newest first.
 #
 # Core sets: the matrix's `pin: auto` (the gateway on the upper half of the cores, the echo
 # and the generator on the lower half; one core: nothing pinned); nginx gets the gateway's
 # half and its echo the lower half.
 #
 # Usage: TURNPIKE_BIN=... bench/release.sh [--users 100] [--duration 30s] [--warmup 5s]
-#          [--tokens 1000] [--out FILE] [--quick]
+#          [--tokens 1000] [--out FILE] [--publish [--page docs/performance.md]] [--quick]
 #   --quick: 10 users, 0.5 s cells, 200 ms warm-up (the table's shape, for tests; not numbers).
 # Needs: python3; nginx for the nginx column (scripts/install-test-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-users=100; duration=30s; warmup=5s; tokens=1000; out=""
+users=100; duration=30s; warmup=5s; tokens=1000; out=""; publish=""; page=docs/performance.md
 while [ $# -gt 0 ]; do
   case "$1" in
     --users) users=$2; shift 2;;
@@ -25,10 +27,18 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2;;
     --tokens) tokens=$2; shift 2;;
     --out) out=$2; shift 2;;
+    --publish) publish=1; shift;;
+    --page) page=$2; shift 2;;
     --quick) users=10; duration=500ms; warmup=200ms; tokens=10; shift;;
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
+# Checked before the run: a page without the markers would waste a 10-minute run.
+if [ -n "$publish" ]; then
+  for marker in '<!-- latest release table' '<!-- end of latest release table -->' '<!-- earlier release tables'; do
+    grep -qF -- "$marker" "$page" || { echo "$page has no \"$marker\" line: cannot publish" >&2; exit 2; }
+  done
+fi
 source bench/lib.sh
 
 cpus=$(nproc)
@@ -170,3 +180,22 @@ PY
 )
 echo "$table"
 if [ -n "$out" ]; then printf '%s\n' "$table" >"$out"; fi
+if [ -n "$publish" ]; then
+  printf '%s\n' "$table" >"$work/table.md"
+  python3 - "$page" "$work/table.md" <<'PY'
+import sys
+page, table = sys.argv[1], open(sys.argv[2]).read().strip()
+text = open(page).read()
+head = text.index("\n", text.index("<!-- latest release table")) + 1
+tail = text.index("<!-- end of latest release table -->")
+replaced = text[head:tail].strip()
+text = text[:head] + table + "\n" + text[tail:]
+if replaced.startswith("## Turnpike"):
+    # One level down under "Earlier releases".
+    replaced = "\n".join("#" + l if l.startswith("## ") else l for l in replaced.splitlines())
+    at = text.index("\n", text.index("<!-- earlier release tables")) + 1
+    text = text[:at] + "\n" + replaced + "\n" + text[at:]
+open(page, "w").write(text)
+PY
+  echo "published at the top of $page" >&2
+fi

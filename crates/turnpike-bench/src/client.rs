@@ -29,6 +29,9 @@ pub struct Target {
     /// HTTP/1.1 through hyper's client instead of the kit's own (`--hyper-h1`: the
     /// generator as it was before issue 32, kept to compare the two on one binary).
     pub hyper_h1: bool,
+    /// HTTP/1.1 closed loops on the tokio runtime instead of the epoll loop (`--tokio-h1`,
+    /// to compare the two on one binary).
+    pub tokio_h1: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -85,7 +88,15 @@ impl Target {
             tls,
             http2,
             hyper_h1: false,
+            tokio_h1: false,
         })
+    }
+
+    /// The address when requests are plain HTTP/1.1 through the kit's own client on the
+    /// epoll loop (`epoll`): no TLS, no HTTP/2, neither hyper nor tokio asked for.
+    pub fn plain_h1(&self) -> Option<SocketAddr> {
+        let plain = self.tls.is_none() && !self.http2 && !self.hyper_h1 && !self.tokio_h1;
+        plain.then_some(self.addr)
     }
 
     /// Opens one connection; an HTTP/2 driver task runs on the current `LocalSet`.

@@ -11,6 +11,7 @@ pub mod echo;
 pub mod echo_llm;
 pub mod echo_soap;
 pub mod echo_ws;
+pub mod epoll;
 pub mod graphql_echo;
 pub mod h1;
 pub mod jtl;

@@ -108,6 +108,9 @@ pub struct RunArgs {
     /// HTTP/1.1 through hyper's client instead of the kit's own (to compare the two).
     #[arg(long, hide = true)]
     pub hyper_h1: bool,
+    /// Closed-loop HTTP/1.1 on the tokio runtime instead of the epoll loop (to compare).
+    #[arg(long, hide = true)]
+    pub tokio_h1: bool,
 }
 
 impl RunArgs {
@@ -143,6 +146,7 @@ impl RunArgs {
             jtl_max: 1_000_000,
             label: None,
             hyper_h1: false,
+            tokio_h1: false,
         }
     }
 }
@@ -286,6 +290,7 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
     let tokens = tokens(args).await?;
     let mut target = Target::resolve(&uri, args.http2, args.insecure).await?;
     target.hyper_h1 = args.hyper_h1;
+    target.tokio_h1 = args.tokio_h1;
     let request = match tokens {
         Some((name, values)) => {
             RequestTemplate::new(method, &uri, args.http2, headers, body, values)?

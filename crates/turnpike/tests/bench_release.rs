@@ -3,6 +3,8 @@
 //! JWT, JWT + rate limit, transformation, GraphQL Q1 and Q3, SOAP), nginx's passthrough
 //! when nginx is installed, the direct echo baselines, and a ratio in every ratio cell.
 //! The numbers of a quick run are not measurements, only the table's shape is checked.
+//! `--publish` puts the table at the top of (a copy of) docs/performance.md and moves the
+//! table it replaces to "Earlier releases".
 
 mod support;
 
@@ -15,9 +17,14 @@ fn release_script_writes_the_dated_table() {
     let dir = TempDir::new();
     let out = dir.path().join("release.md");
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let page = dir.path().join("performance.md");
+    let previous = "## Turnpike 0.0.1, commit 0000000, 2026-01-01 00:00 UTC\n\n| API | req/s |\n";
+    std::fs::write(&page, with_latest(&docs_page(root), previous)).expect("page copy");
     let run = Command::new("bash")
         .arg(format!("{root}/bench/release.sh"))
-        .args(["--quick", "--out"])
+        .args(["--quick", "--publish", "--page"])
+        .arg(&page)
+        .arg("--out")
         .arg(&out)
         .env("TURNPIKE_BIN", BIN)
         .output()
@@ -29,6 +36,7 @@ fn release_script_writes_the_dated_table() {
         String::from_utf8_lossy(&run.stderr)
     );
     let table = std::fs::read_to_string(&out).expect("table written");
+    check_published(&std::fs::read_to_string(&page).expect("page"), &table);
     let mut lines = table.lines();
     let title = lines.next().unwrap_or_default();
     assert!(
@@ -76,4 +84,50 @@ fn release_script_writes_the_dated_table() {
             let _: f64 = r[7].parse().expect("ratio to nginx");
         }
     }
+}
+
+fn docs_page(root: &str) -> String {
+    std::fs::read_to_string(format!("{root}/docs/performance.md")).expect("docs/performance.md")
+}
+
+const LATEST: &str = "<!-- latest release table";
+const LATEST_END: &str = "<!-- end of latest release table -->";
+const EARLIER: &str = "<!-- earlier release tables";
+
+/// `page` with `table` as its latest release table.
+fn with_latest(page: &str, table: &str) -> String {
+    let head = page.find(LATEST).expect("latest marker");
+    let head = head + page[head..].find('\n').expect("marker line") + 1;
+    let tail = page.find(LATEST_END).expect("end marker");
+    format!("{}{table}{}", &page[..head], &page[tail..])
+}
+
+/// The new table is the latest, the one it replaced heads "Earlier releases" one level
+/// down, and the rest of the page is as it was.
+fn check_published(page: &str, table: &str) {
+    let latest = page.find(LATEST).expect("latest marker kept");
+    let end = page.find(LATEST_END).expect("end marker kept");
+    assert!(
+        page[latest..end].contains(table.trim()),
+        "the new table is not the latest:\n{page}"
+    );
+    let earlier = page.find(EARLIER).expect("earlier marker kept");
+    let moved = page[earlier..]
+        .lines()
+        .nth(2)
+        .expect("a table under the earlier marker");
+    assert_eq!(
+        moved, "### Turnpike 0.0.1, commit 0000000, 2026-01-01 00:00 UTC",
+        "{page}"
+    );
+    assert_eq!(page.matches("## Turnpike ").count(), 2, "{page}");
+    let after = |p: &str| {
+        p[p.find(LATEST_END).expect("end")..p.find(EARLIER).expect("earlier")].to_string()
+    };
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    assert_eq!(
+        after(page),
+        after(&docs_page(root)),
+        "the page between the tables changed"
+    );
 }
