@@ -80,11 +80,7 @@ impl ToolThrottle {
         if d.allowed {
             return None;
         }
-        let message = format!(
-            "tool `{}` is {}",
-            tool.name,
-            self.throttler.message(&d)
-        );
+        let message = format!("tool `{}` is {}", tool.name, self.throttler.message(&d));
         let policy = d.rule.map_or("", |r| self.throttler.policy_name(r));
         let retry_after = d.retry_after.map_or(0, |r| r.as_secs_f64().ceil() as u64);
         let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);

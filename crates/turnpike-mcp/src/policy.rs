@@ -54,6 +54,11 @@ impl PolicyKind for Mcp {
             let limits = limits(spec, cx);
             return crate::proxy::build(spec, cx, limits);
         }
+        if !spec.servers.is_empty() {
+            let msg = "remote MCP servers need their transport: `upstream: streamable_http`";
+            cx.problem(".servers", msg);
+            return None;
+        }
         if spec.deny_tools.is_some() {
             cx.problem(
                 ".deny_tools",

@@ -209,9 +209,7 @@ mod tests {
 
     #[test]
     fn a_deny_list_hides_its_tools_and_nothing_else() {
-        let f = build(None, &["rm"])
-            .expect("valid")
-            .expect("a filter");
+        let f = build(None, &["rm"]).expect("valid").expect("a filter");
         let mut r = json!({"tools": [{"name": "rm"}, {"name": "ls"}]});
         f.list(&mut r).expect("listed");
         assert_eq!(r, json!({"tools": [{"name": "ls"}]}));
@@ -231,9 +229,7 @@ mod tests {
         assert!(fields.contains(&".tools[0].name"), "{problems:?}");
         assert!(fields.contains(&".tools[1].tool"), "{problems:?}");
         assert!(fields.contains(&".tools"), "{problems:?}");
-        let f = build(None, &["x"])
-            .expect("ok")
-            .expect("filter");
+        let f = build(None, &["x"]).expect("ok").expect("filter");
         assert!(f.list(&mut json!({"nope": 1})).is_err());
         let many: Vec<Value> = (0..=MAX_TOOLS)
             .map(|i| json!({"name": format!("t{i}")}))

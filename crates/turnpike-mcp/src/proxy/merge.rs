@@ -98,7 +98,8 @@ pub(crate) fn prefixed(server: &str, tools: Vec<Value>) -> impl Iterator<Item = 
         if !valid_name(&shown) {
             return None;
         }
-        tool.as_object_mut()?.insert("name".into(), Value::String(shown));
+        tool.as_object_mut()?
+            .insert("name".into(), Value::String(shown));
         Some(tool)
     })
 }
@@ -125,11 +126,17 @@ mod tests {
     #[test]
     fn tools_are_prefixed_and_invalid_names_left_out() {
         let long = "x".repeat(125);
-        let tools = vec![json!({"name": "add", "x": 1}), json!({"name": long}), json!({"nope": 1})];
+        let tools = vec![
+            json!({"name": "add", "x": 1}),
+            json!({"name": long}),
+            json!({"nope": 1}),
+        ];
         let out: Vec<Value> = prefixed("git", tools).collect();
         assert_eq!(out, vec![json!({"name": "git__add", "x": 1})]);
         let mut tools = Vec::new();
-        let many: Vec<Value> = (0..=MAX_TOOLS).map(|i| json!({"name": format!("t{i}")})).collect();
+        let many: Vec<Value> = (0..=MAX_TOOLS)
+            .map(|i| json!({"name": format!("t{i}")}))
+            .collect();
         assert!(page(None, &mut json!({ "tools": many }), &mut tools).is_err());
         assert!(page(None, &mut json!({"x": 1}), &mut tools).is_err());
         page(None, &mut json!({"tools": [{"name": "a"}]}), &mut tools).expect("a page");

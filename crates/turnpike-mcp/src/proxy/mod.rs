@@ -423,7 +423,10 @@ pub(crate) fn rename_call(
         return Ok((Bytes::copy_from_slice(body), shown));
     }
     *name = Value::String(remote);
-    Ok((Bytes::from(serde_json::to_vec(&v).unwrap_or_default()), shown))
+    Ok((
+        Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+        shown,
+    ))
 }
 
 /// Names the remote's session on the forwarded request (the client's id never leaves).

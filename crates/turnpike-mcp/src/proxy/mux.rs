@@ -34,7 +34,7 @@ use turnpike_policy::{BuildCx, Flow, GatewayError, HookResult, Hooks, Policy, Re
 
 use super::filter::Filter;
 use super::merge;
-use super::remote::{Answer, RemoteClient, Send, PROTOCOL_VERSION};
+use super::remote::{Answer, RemoteClient, Target, PROTOCOL_VERSION};
 use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
 use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, json, refusal, Message, Refusal};
@@ -63,6 +63,7 @@ pub(crate) fn build(
     cx: &mut BuildCx<'_>,
     limits: Option<Limits>,
 ) -> Option<Arc<dyn Policy>> {
+    let before = cx.problems.len();
     if spec.tools.is_some() || spec.deny_tools.is_some() {
         let msg = "with `servers:`, each server lists its own tools and deny_tools";
         cx.problem(".tools", msg);
@@ -83,10 +84,10 @@ pub(crate) fn build(
         // The API's own check names a bad value.
         _ => DEFAULT_TIMEOUT,
     };
-    let ok = servers.len() == spec.servers.len() && spec.tools.is_none();
-    let (limits, true) = (limits?, ok && spec.deny_tools.is_none()) else {
+    let limits = limits?;
+    if cx.problems.len() > before {
         return None;
-    };
+    }
     let api_id = turnpike_model::api_id(&api.context, &api.version);
     let policies = servers
         .iter()
@@ -113,7 +114,9 @@ fn server(s: &McpServerSpec, k: usize, cx: &mut BuildCx<'_>) -> Option<Server> {
     let mut ok = true;
     let named = !s.name.is_empty()
         && s.name.len() <= MAX_SERVER_NAME
-        && s.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        && s.name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
     if !named {
         let msg = format!("1 to {MAX_SERVER_NAME} of A-Z a-z 0-9 - (it prefixes the tools' names)");
         cx.problem(&format!("{at}.name"), msg);
@@ -258,24 +261,11 @@ impl McpMux {
     /// After admission: the session checked, then the message's answer.
     fn admitted<'a>(&'a self, ctx: &mut RequestCtx, ex: Exchange) -> Step<'a> {
         let caller = caller_key(ctx);
-        let now = self.clock.now_secs();
-        let version = ex.version;
-        let session = match (&ex.read, ex.session) {
-            (Read::Refuse(r), _) => return Step::Done(Ok(refusal(r))),
-            (Read::NotAllowed, _) => return Step::Done(Ok(Flow::Respond(not_allowed()))),
-            (Read::Initialize(..), _) => match self.sessions.open(caller, "", now, self.limits) {
-                Some(s) => s,
-                None => return Step::Done(Ok(refusal(&sessions_full(None)))),
-            },
-            (_, None) => return Step::Done(Ok(refusal(&no_session()))),
-            (_, Some(None)) => return Step::Done(Ok(refusal(&unknown_session()))),
-            (_, Some(Some(s))) => {
-                if self.sessions.touch(s, caller, now, self.limits.idle_secs) == Found::Unknown {
-                    return Step::Done(Ok(refusal(&unknown_session())));
-                }
-                s
-            }
+        let session = match self.session(caller, &ex.read, ex.session) {
+            Ok(s) => s,
+            Err(answer) => return Step::Done(Ok(answer)),
         };
+        let version = ex.version;
         let remotes = self
             .sessions
             .with_remotes(session, <[Remote]>::to_vec)
@@ -306,9 +296,39 @@ impl McpMux {
         }
     }
 
+    /// The message's session: a new one for `initialize`, else the live one the
+    /// client named (`Err`: the answer refusing the message).
+    fn session(&self, caller: u64, read: &Read, named: Option<Option<u128>>) -> Result<u128, Flow> {
+        let now = self.clock.now_secs();
+        match (read, named) {
+            (Read::Refuse(r), _) => Err(refusal(r)),
+            (Read::NotAllowed, _) => Err(Flow::Respond(not_allowed())),
+            (Read::Initialize(..), _) => self
+                .sessions
+                .open(caller, "", now, self.limits)
+                .ok_or_else(|| refusal(&sessions_full(None))),
+            (_, None) => Err(refusal(&no_session())),
+            (_, Some(None)) => Err(refusal(&unknown_session())),
+            (_, Some(Some(s))) => {
+                match self.sessions.touch(s, caller, now, self.limits.idle_secs) {
+                    Found::Unknown => Err(refusal(&unknown_session())),
+                    Found::Live(_) => Ok(s),
+                }
+            }
+        }
+    }
+
     /// A governed call's scopes and limit (`Ok(Some)`: the tool error of one over it).
-    fn govern(&self, ctx: &RequestCtx, call: &Call) -> Result<Option<Response<Bytes>>, GatewayError> {
-        match call.governed.as_deref().and_then(|t| self.rules(call.server, t)) {
+    fn govern(
+        &self,
+        ctx: &RequestCtx,
+        call: &Call,
+    ) -> Result<Option<Response<Bytes>>, GatewayError> {
+        match call
+            .governed
+            .as_deref()
+            .and_then(|t| self.rules(call.server, t))
+        {
             Some(rules) => govern::admit(ctx, rules, &call.id, self.throttle.as_ref()),
             None => Ok(None),
         }
@@ -326,8 +346,8 @@ struct At<'a> {
 }
 
 impl At<'_> {
-    fn to<'b>(&'b self, k: usize, session: Option<&'b str>) -> Send<'b> {
-        Send {
+    fn to<'b>(&'b self, k: usize, session: Option<&'b str>) -> Target<'b> {
+        Target {
             url: &self.mux.servers[k].url,
             session,
             version: self.version.as_ref(),
@@ -368,7 +388,12 @@ impl At<'_> {
         if results.is_empty() {
             mux.sessions.close(self.session, self.caller);
             let msg = "no remote server of this endpoint answered initialize".into();
-            let r = Refusal::new(StatusCode::BAD_GATEWAY, Some(id), ErrorCode::INTERNAL_ERROR, msg);
+            let r = Refusal::new(
+                StatusCode::BAD_GATEWAY,
+                Some(id),
+                ErrorCode::INTERNAL_ERROR,
+                msg,
+            );
             return Ok(refusal(&r));
         }
         mux.sessions.bind_remotes(self.session, remotes.into());
@@ -407,7 +432,11 @@ impl At<'_> {
         let mut cursor = None;
         for _ in 0..merge::MAX_LIST_PAGES {
             let body = merge::list_request(&idv, cursor.take());
-            let a = self.mux.client.send(&self.to(k, Some(remote)), Some(body)).await?;
+            let a = self
+                .mux
+                .client
+                .send(&self.to(k, Some(remote)), Some(body))
+                .await?;
             let mut result = answered(&a, &idv)?;
             merge::page(filter, &mut result, &mut tools)?;
             match result.get("nextCursor").filter(|c| !c.is_null()) {
@@ -422,7 +451,11 @@ impl At<'_> {
         let Some(Some(remote)) = self.remotes.get(call.server) else {
             let name = &self.mux.servers[call.server].name;
             let msg = format!("the server `{name}` is not part of this session");
-            return Ok(refusal(&Refusal::answer(call.id, ErrorCode::INVALID_PARAMS, msg)));
+            return Ok(refusal(&Refusal::answer(
+                call.id,
+                ErrorCode::INVALID_PARAMS,
+                msg,
+            )));
         };
         self.relay(call.server, remote, call.id, call.body).await
     }
@@ -436,12 +469,21 @@ impl At<'_> {
 
     /// Sends a request to server `k` and relays its answer whole.
     async fn relay(&self, k: usize, remote: &str, id: RequestId, body: Bytes) -> HookResult {
-        let a = match self.mux.client.send(&self.to(k, Some(remote)), Some(body)).await {
+        let a = match self
+            .mux
+            .client
+            .send(&self.to(k, Some(remote)), Some(body))
+            .await
+        {
             Ok(a) => a,
             Err(why) => {
                 let name = &self.mux.servers[k].name;
                 let msg = format!("the server `{name}` did not answer: {why}");
-                return Ok(refusal(&Refusal::answer(id, ErrorCode::INTERNAL_ERROR, msg)));
+                return Ok(refusal(&Refusal::answer(
+                    id,
+                    ErrorCode::INTERNAL_ERROR,
+                    msg,
+                )));
             }
         };
         if a.status == StatusCode::NOT_FOUND && !remote.is_empty() {

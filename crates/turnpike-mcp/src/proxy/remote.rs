@@ -37,7 +37,7 @@ pub(crate) struct Answer {
 }
 
 /// One message to a remote: where, in which of its sessions, how long to wait.
-pub(crate) struct Send<'a> {
+pub(crate) struct Target<'a> {
     pub url: &'a reqwest::Url,
     pub session: Option<&'a str>,
     pub version: Option<&'a HeaderValue>,
@@ -53,7 +53,11 @@ impl RemoteClient {
     }
 
     /// POSTs `body` (`None`: a `DELETE` ending the session) and reads the answer.
-    pub(crate) async fn send(&self, to: &Send<'_>, body: Option<Bytes>) -> Result<Answer, String> {
+    pub(crate) async fn send(
+        &self,
+        to: &Target<'_>,
+        body: Option<Bytes>,
+    ) -> Result<Answer, String> {
         let client = self.client()?;
         let mut req = match body {
             Some(b) => client
@@ -151,7 +155,10 @@ mod tests {
 
     #[test]
     fn the_answer_to_a_request_is_found_in_json_or_among_events() {
-        let j = answer("application/json", r#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#);
+        let j = answer(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#,
+        );
         assert_eq!(j.message(&json!(3)).expect("found")["result"]["a"], 1);
         assert!(j.message(&json!(4)).is_none(), "another request's");
         let s = answer(
@@ -159,6 +166,8 @@ mod tests {
             "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"x\",\"error\":{\"code\":1,\"message\":\"m\"}}",
         );
         assert_eq!(s.message(&json!("x")).expect("found")["error"]["code"], 1);
-        assert!(answer("application/json", "nope").message(&json!(1)).is_none());
+        assert!(answer("application/json", "nope")
+            .message(&json!(1))
+            .is_none());
     }
 }

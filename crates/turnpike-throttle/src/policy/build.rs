@@ -339,7 +339,11 @@ fn check_references(file: &GatewayFile, t: &Throttler, problems: &mut Vec<Proble
             }
         }
         let mcp = api.mcp.iter();
-        for (j, tool) in mcp.clone().flat_map(|m| m.tools.iter().flatten()).enumerate() {
+        for (j, tool) in mcp
+            .clone()
+            .flat_map(|m| m.tools.iter().flatten())
+            .enumerate()
+        {
             if let Some(p) = &tool.throttling {
                 advanced(p, format!("apis[{i}].mcp.tools[{j}].throttling"), problems);
             }
