@@ -70,6 +70,9 @@ pub struct McpSpec {
 pub enum McpUpstream {
     /// Streamable HTTP (2025-03-26 and later): JSON-RPC POSTs answered as JSON or SSE.
     StreamableHttp,
+    /// The legacy HTTP+SSE transport (2024-11-05): an event stream (`GET` the URL) whose
+    /// `endpoint` event names where messages are POSTed; answers arrive on the stream.
+    Sse,
 }
 
 /// One remote MCP server of a multiplexed endpoint.

@@ -24,12 +24,17 @@ const KEY: &str = "agent-key-1";
 /// The Python SDK's server as the remote: (process, its URL). Each tool it runs is
 /// appended to `log`.
 fn remote(name: &str, log: &std::path::Path) -> (Proc, String) {
+    remote_over(name, log, "streamable_http")
+}
+
+/// The remote over `transport` (`sse`: the legacy HTTP+SSE transport).
+fn remote_over(name: &str, log: &std::path::Path, transport: &str) -> (Proc, String) {
     let mut child = Command::new("python3")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/py/mcp_remote.py"
         ))
-        .args([name, log.to_str().expect("utf-8")])
+        .args([name, log.to_str().expect("utf-8"), transport])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -488,5 +493,61 @@ fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
         r#"{"jsonrpc":"2.0","id":3,"result":{}}"#
     );
     assert_eq!(status("DELETE"), "204");
+    assert_eq!(post(&url, &[&key, &sid], list).0, 404, "ended");
+}
+
+/// A legacy HTTP+SSE remote (the Python SDK's server, `transport="sse"`) behind a
+/// Streamable HTTP endpoint: the SDK's client initialises, lists the filtered tools and
+/// calls them (answers taken off the remote's event stream), a denied tool refused;
+/// `DELETE` ends the session.
+#[test]
+fn a_legacy_sse_remote_is_served_over_streamable_http() {
+    let dir = TempDir::new();
+    let log = dir.path().join("remote.log");
+    let (_remote, remote_url) = remote_over("weather", &log, "sse");
+    let mcp = r#"      tools:
+        - { tool: add, name: sum, throttling: TwoPerMin }
+        - { tool: echo }
+"#;
+    let yaml = governed(&format!("endpoints: [\"{remote_url}\"]"), mcp)
+        .replace("upstream: streamable_http", "upstream: sse");
+    let (_gw, gw) = gateway_of(&dir, &yaml);
+    let url = format!("http://{gw}/mcp/tools/v1");
+    let r = steps(
+        &url,
+        READER,
+        json!([
+            ["list"],
+            ["call", "sum", {"a": 40, "b": 2}],
+            ["call", "echo", {"text": "hi"}],
+            ["call", "secret", {}],
+        ]),
+    );
+    assert_eq!(r["tools"], json!(["echo", "sum"]), "{r}");
+    assert_eq!(r["calls"][0]["text"], "42", "{r}");
+    assert_eq!(r["calls"][1]["text"], "weather: hi", "{r}");
+    assert_eq!(r["calls"][2], json!({"error": -32602}), "{r}");
+    assert_eq!(ran(&log), ["add", "echo"]);
+
+    let key = format!("apikey: {READER}");
+    let (head, body, session) = initialize(&url, &key);
+    assert!(head.contains("content-type: application/json"), "{head}");
+    assert!(body.contains(r#""protocolVersion":"#), "{body}");
+    let sid = format!("mcp-session-id: {session}");
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "DELETE",
+        ])
+        .args(["-H", &key, "-H", &sid, &url])
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "204");
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     assert_eq!(post(&url, &[&key, &sid], list).0, 404, "ended");
 }

@@ -94,7 +94,11 @@ pub(crate) fn page(
 pub(crate) fn prefixed(server: &str, tools: Vec<Value>) -> impl Iterator<Item = Value> + '_ {
     tools.into_iter().filter_map(move |mut tool| {
         let name = tool.get("name")?.as_str()?;
-        let shown = format!("{server}{SEPARATOR}{name}");
+        // A single server (legacy transport) is not prefixed.
+        let shown = match server {
+            "" => name.to_owned(),
+            _ => format!("{server}{SEPARATOR}{name}"),
+        };
         if !valid_name(&shown) {
             return None;
         }

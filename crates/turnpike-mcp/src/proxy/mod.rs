@@ -19,6 +19,7 @@
 
 pub(crate) mod answer;
 pub(crate) mod filter;
+mod legacy;
 mod merge;
 mod mux;
 mod remote;
@@ -31,7 +32,7 @@ use http::{request, response, HeaderValue, Method, StatusCode};
 use rmcp::model::{ErrorCode, RequestId};
 use serde_json::Value;
 use turnpike_model::clock::Clock;
-use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
+use turnpike_model::mcp::{McpSpec, McpUpstream, ENDPOINT_RESOURCE};
 use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
@@ -60,7 +61,7 @@ pub(crate) fn build(
             "a proxied server lists its own tools: no openapi",
         );
     }
-    if !spec.servers.is_empty() {
+    if !spec.servers.is_empty() || spec.upstream == Some(McpUpstream::Sse) {
         return mux::build(spec, api, cx, limits);
     }
     let filter = match Filter::build(spec.tools.as_deref(), spec.deny_tools.as_deref()) {

@@ -27,12 +27,13 @@ use http::{request, HeaderValue, Method, Response, StatusCode};
 use rmcp::model::{ErrorCode, RequestId};
 use serde_json::Value;
 use turnpike_model::clock::Clock;
-use turnpike_model::mcp::{McpServerSpec, McpSpec, ENDPOINT_RESOURCE};
+use turnpike_model::mcp::{McpServerSpec, McpSpec, McpUpstream, ENDPOINT_RESOURCE};
 use turnpike_model::ApiSpec;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::{BuildCx, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, Step};
 
 use super::filter::Filter;
+use super::legacy::{Opening, Streams};
 use super::merge;
 use super::remote::{Answer, RemoteClient, Target, PROTOCOL_VERSION};
 use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
@@ -51,6 +52,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One remote server.
 pub(crate) struct Server {
+    /// Its tools' prefix; empty for the one server of `upstream: sse` without `servers:`.
     pub name: Box<str>,
     url: reqwest::Url,
     pub filter: Option<Filter>,
@@ -64,7 +66,16 @@ pub(crate) fn build(
     limits: Option<Limits>,
 ) -> Option<Arc<dyn Policy>> {
     let before = cx.problems.len();
-    if spec.tools.is_some() || spec.deny_tools.is_some() {
+    let one;
+    let listed = match spec.servers.is_empty() {
+        // `upstream: sse` alone: the API's endpoint is the one server, unprefixed.
+        true => {
+            one = [single(spec, api)];
+            &one[..]
+        }
+        false => &spec.servers[..],
+    };
+    if !spec.servers.is_empty() && (spec.tools.is_some() || spec.deny_tools.is_some()) {
         let msg = "with `servers:`, each server lists its own tools and deny_tools";
         cx.problem(".tools", msg);
     }
@@ -72,8 +83,8 @@ pub(crate) fn build(
         cx.problem(".servers", format!("at most {MAX_SERVERS} servers"));
     }
     let mut names = HashSet::new();
-    let mut servers = Vec::with_capacity(spec.servers.len());
-    for (k, s) in spec.servers.iter().enumerate() {
+    let mut servers = Vec::with_capacity(listed.len());
+    for (k, s) in listed.iter().enumerate() {
         if !names.insert(s.name.as_str()) {
             cx.problem(&format!(".servers[{k}].name"), "listed twice");
         }
@@ -95,6 +106,8 @@ pub(crate) fn build(
         .flat_map(Filter::policies);
     Some(Arc::new(McpMux {
         throttle: ToolThrottle::new(policies, &api_id, cx),
+        legacy: (spec.upstream == Some(McpUpstream::Sse))
+            .then(|| cx.runtime.get_or_init(Streams::default)),
         sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
         client: cx.runtime.get_or_init(RemoteClient::default),
         clock: cx.runtime.clock().clone(),
@@ -108,15 +121,36 @@ pub(crate) fn build(
     }))
 }
 
-/// One server of the section, each problem reported.
+/// The one server of `upstream: sse` without `servers:`: the API's endpoint.
+fn single(spec: &McpSpec, api: &ApiSpec) -> McpServerSpec {
+    McpServerSpec {
+        name: String::new(),
+        url: api
+            .endpoints
+            .first()
+            .map(|e| e.url().to_owned())
+            .unwrap_or_default(),
+        tools: spec.tools.clone(),
+        deny_tools: spec.deny_tools.clone(),
+    }
+}
+
+/// One server of the section, each problem reported (at the section itself for the
+/// single server of `upstream: sse`, whose URL the API's endpoint is).
 fn server(s: &McpServerSpec, k: usize, cx: &mut BuildCx<'_>) -> Option<Server> {
-    let at = format!(".servers[{k}]");
+    let single = s.name.is_empty();
+    let at = if single {
+        String::new()
+    } else {
+        format!(".servers[{k}]")
+    };
     let mut ok = true;
-    let named = !s.name.is_empty()
-        && s.name.len() <= MAX_SERVER_NAME
-        && s.name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let named = single
+        || !s.name.is_empty()
+            && s.name.len() <= MAX_SERVER_NAME
+            && s.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-');
     if !named {
         let msg = format!("1 to {MAX_SERVER_NAME} of A-Z a-z 0-9 - (it prefixes the tools' names)");
         cx.problem(&format!("{at}.name"), msg);
@@ -126,7 +160,12 @@ fn server(s: &McpServerSpec, k: usize, cx: &mut BuildCx<'_>) -> Option<Server> {
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
     if url.is_none() {
-        cx.problem(&format!("{at}.url"), "an http:// or https:// URL");
+        let field = if single {
+            "endpoints".into()
+        } else {
+            format!("{at}.url")
+        };
+        cx.problem(&field, "an http:// or https:// URL");
     }
     let filter = match Filter::build(s.tools.as_deref(), s.deny_tools.as_deref()) {
         Ok(f) => f,
@@ -154,6 +193,9 @@ pub struct McpMux {
     limits: Limits,
     clock: Arc<dyn Clock>,
     client: Arc<RemoteClient>,
+    /// The open event streams of legacy (`upstream: sse`) servers; `None` for
+    /// Streamable HTTP ones.
+    legacy: Option<Arc<Streams>>,
     timeout: Duration,
     info: merge::Info,
 }
@@ -230,8 +272,7 @@ impl McpMux {
     fn route(&self, id: RequestId, body: &[u8]) -> Result<Call, Refusal> {
         let mut server = None;
         let (body, shown) = super::rename_call(id.clone(), body, |shown| {
-            let (prefix, tool) = shown.split_once(SEPARATOR)?;
-            let k = self.servers.iter().position(|s| &*s.name == prefix)?;
+            let (k, tool) = self.server_of(shown)?;
             server = Some(k);
             match &self.servers[k].filter {
                 Some(f) => f.to_remote(tool).map(str::to_owned),
@@ -248,10 +289,22 @@ impl McpMux {
         })
     }
 
+    /// The server of the tool agents call `shown`, and the tool's name there.
+    fn server_of<'a>(&self, shown: &'a str) -> Option<(usize, &'a str)> {
+        if let [s] = &self.servers[..] {
+            if s.name.is_empty() {
+                return Some((0, shown));
+            }
+        }
+        let (prefix, tool) = shown.split_once(SEPARATOR)?;
+        let k = self.servers.iter().position(|s| &*s.name == prefix)?;
+        Some((k, tool))
+    }
+
     /// The scopes and limit of the tool agents call `shown` on server `k`.
     fn rules<'a>(&'a self, k: usize, shown: &'a str) -> Option<govern::ToolRules<'a>> {
         let s = self.servers.get(k)?;
-        let tool = shown.get(s.name.len() + SEPARATOR.len()..)?;
+        let tool = self.server_of(shown).filter(|(at, _)| *at == k)?.1;
         let mut rules = s.filter.as_ref()?.rules(tool)?;
         // Counted by the name agents call it by: one tool of one server.
         rules.name = shown;
@@ -363,14 +416,61 @@ impl At<'_> {
             .filter_map(|(k, s)| s.as_deref().map(|s| (k, s)))
     }
 
+    /// Sends a message to server `k` in its session `remote` (`id`: a request's, whose
+    /// answer is awaited; `body` `None`: the session ends).
+    async fn send(
+        &self,
+        k: usize,
+        remote: &str,
+        id: Option<&Value>,
+        body: Option<Bytes>,
+    ) -> Result<Answer, String> {
+        let (mux, to) = (self.mux, self.to(k, Some(remote)));
+        let Some(streams) = &mux.legacy else {
+            return mux.client.send(&to, body).await;
+        };
+        let Some(body) = body else {
+            streams.close(remote);
+            return Ok(Answer::empty(StatusCode::NO_CONTENT));
+        };
+        let now = mux.clock.now_secs();
+        streams
+            .send(&mux.client, remote, id, body, mux.timeout, now)
+            .await
+    }
+
+    /// Opens a session on server `k` with the client's `initialize` (`id` its id).
+    async fn open(&self, k: usize, id: &Value, body: Bytes) -> Result<Answer, String> {
+        let mux = self.mux;
+        let Some(streams) = &mux.legacy else {
+            return mux.client.send(&self.to(k, None), Some(body)).await;
+        };
+        let key = streams
+            .open(Opening {
+                client: &mux.client,
+                url: &mux.servers[k].url,
+                timeout: mux.timeout,
+                idle_secs: mux.limits.idle_secs,
+                clock: mux.clock.clone(),
+            })
+            .await?;
+        let mut a = self.send(k, &key, Some(id), Some(body)).await;
+        match &mut a {
+            Ok(a) => a.session = HeaderValue::from_str(&key).ok(),
+            Err(_) => streams.close(&key),
+        }
+        a
+    }
+
     async fn initialize(self, id: RequestId, body: Bytes) -> HookResult {
         let (mux, this) = (self.mux, &self);
+        let idv = serde_json::to_value(&id).unwrap_or_default();
+        let idr = &idv;
         let tries = (0..mux.servers.len()).map(|k| {
             let body = body.clone();
-            async move { mux.client.send(&this.to(k, None), Some(body)).await }
+            async move { this.open(k, idr, body).await }
         });
         let answers = join_all(tries).await;
-        let idv = serde_json::to_value(&id).unwrap_or_default();
         let mut remotes = Vec::with_capacity(answers.len());
         let mut results = Vec::new();
         for (s, a) in mux.servers.iter().zip(answers) {
@@ -432,11 +532,7 @@ impl At<'_> {
         let mut cursor = None;
         for _ in 0..merge::MAX_LIST_PAGES {
             let body = merge::list_request(&idv, cursor.take());
-            let a = self
-                .mux
-                .client
-                .send(&self.to(k, Some(remote)), Some(body))
-                .await?;
+            let a = self.send(k, remote, Some(&idv), Some(body)).await?;
             let mut result = answered(&a, &idv)?;
             merge::page(filter, &mut result, &mut tools)?;
             match result.get("nextCursor").filter(|c| !c.is_null()) {
@@ -469,12 +565,8 @@ impl At<'_> {
 
     /// Sends a request to server `k` and relays its answer whole.
     async fn relay(&self, k: usize, remote: &str, id: RequestId, body: Bytes) -> HookResult {
-        let a = match self
-            .mux
-            .client
-            .send(&self.to(k, Some(remote)), Some(body))
-            .await
-        {
+        let idv = serde_json::to_value(&id).unwrap_or_default();
+        let a = match self.send(k, remote, Some(&idv), Some(body)).await {
             Ok(a) => a,
             Err(why) => {
                 let name = &self.mux.servers[k].name;
@@ -501,11 +593,10 @@ impl At<'_> {
     }
 
     async fn notify(self, body: Bytes) -> HookResult {
-        let client = &self.mux.client;
+        let this = &self;
         let sends = self.joined().map(|(k, remote)| {
             let body = body.clone();
-            let to = self.to(k, Some(remote));
-            async move { client.send(&to, Some(body)).await }
+            async move { this.send(k, remote, None, Some(body)).await }
         });
         join_all(sends).await;
         Ok(Flow::Respond(empty(StatusCode::ACCEPTED)))
@@ -515,11 +606,7 @@ impl At<'_> {
         let ends = self
             .joined()
             .filter(|(_, remote)| !remote.is_empty())
-            .map(|(k, remote)| {
-                let to = self.to(k, Some(remote));
-                let client = &self.mux.client;
-                async move { client.send(&to, None).await }
-            });
+            .map(|(k, remote)| self.send(k, remote, None, None));
         join_all(ends).await;
         self.mux.sessions.close(self.session, self.caller);
         Ok(Flow::Respond(empty(StatusCode::NO_CONTENT)))

@@ -45,7 +45,7 @@ pub(crate) struct Target<'a> {
 }
 
 impl RemoteClient {
-    fn client(&self) -> Result<&reqwest::Client, String> {
+    pub(crate) fn client(&self) -> Result<&reqwest::Client, String> {
         self.client
             .get_or_init(|| reqwest::Client::builder().build().ok())
             .as_ref()
@@ -98,6 +98,16 @@ impl RemoteClient {
 }
 
 impl Answer {
+    /// An answer without a body.
+    pub(crate) fn empty(status: StatusCode) -> Answer {
+        Answer {
+            status,
+            session: None,
+            content_type: None,
+            body: Bytes::new(),
+        }
+    }
+
     /// The message answering request `id` (`{"result": ...}` or `{"error": ...}`), from
     /// a JSON body or from the events of a stream.
     pub(crate) fn message(&self, id: &Value) -> Option<Value> {
