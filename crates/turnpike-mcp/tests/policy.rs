@@ -455,6 +455,17 @@ fn a_bad_multiplexed_section_names_every_problem() {
         .replace("upstream: streamable_http", good)
         .replace("      tools:\n        - { tool: add, name: sum }\n        - { tool: echo }\n      deny_tools: [secret]\n", "");
     let (p, problems) = build(&yaml, &runtime);
+    assert!(
+        problems[0].to_string().contains("apis[0].mcp.upstream"),
+        "no endpoints beside servers: {problems:?}"
+    );
+    assert!(p.is_none());
+    let yaml = yaml.replace("    endpoints: [\"http://127.0.0.1:1/mcp\"]\n", "");
+    let (p, problems) = build(&yaml, &runtime);
     assert!(problems.is_empty(), "{problems:?}");
     assert!(p.is_some());
+    // The legacy transport alone: the API's one endpoint is the remote.
+    let legacy = PROXY.replace("upstream: streamable_http", "upstream: sse");
+    let (p, problems) = build(&legacy, &runtime);
+    assert!(problems.is_empty() && p.is_some(), "{problems:?}");
 }

@@ -270,3 +270,69 @@ impl Reader {
         self.clock.now_secs().saturating_sub(last) > self.idle_secs
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turnpike_model::clock::SystemClock;
+    use turnpike_policy::sse::Event;
+
+    fn reader() -> Reader {
+        Reader {
+            streams: Arc::new(Streams::default()),
+            key: "k".into(),
+            base: reqwest::Url::parse("http://127.0.0.1:9/sse").expect("url"),
+            idle_secs: 60,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    fn endpoint(data: &str) -> Event {
+        Event {
+            name: Some("endpoint".into()),
+            id: None,
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn the_endpoint_event_is_resolved_on_the_streams_own_origin_only() {
+        let r = reader();
+        let (tx, mut rx) = oneshot::channel();
+        let mut slot = Some(tx);
+        r.event(endpoint("/messages/?session_id=ab"), &mut slot);
+        let url = rx.try_recv().expect("named");
+        assert_eq!(url.as_str(), "http://127.0.0.1:9/messages/?session_id=ab");
+
+        for elsewhere in [
+            "http://10.0.0.1:9/messages/",
+            "http://127.0.0.1:10/m",
+            "//evil/x",
+        ] {
+            let (tx, mut rx) = oneshot::channel();
+            let mut slot = Some(tx);
+            r.event(endpoint(elsewhere), &mut slot);
+            assert!(rx.try_recv().is_err(), "{elsewhere} ignored");
+        }
+    }
+
+    #[test]
+    fn an_answer_on_the_stream_goes_to_the_request_waiting_for_it() {
+        let s = Stream {
+            post: reqwest::Url::parse("http://127.0.0.1:9/m").expect("url"),
+            pending: Mutex::new(HashMap::new()),
+            last_used: AtomicU64::new(0),
+            task: Mutex::new(None),
+        };
+        let mut rx = s.expect(&serde_json::json!(7)).expect("registered");
+        s.answered(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/x"}));
+        s.answered(serde_json::json!({"jsonrpc": "2.0", "id": 8, "result": {}}));
+        assert!(rx.try_recv().is_err(), "not its answer");
+        s.answered(serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": {"a": 1}}));
+        assert_eq!(rx.try_recv().expect("answered")["result"]["a"], 1);
+        for i in 0..MAX_PENDING {
+            let _ = s.expect(&serde_json::json!(i));
+        }
+        assert!(s.expect(&serde_json::json!("one more")).is_err(), "capped");
+    }
+}

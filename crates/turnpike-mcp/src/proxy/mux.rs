@@ -82,14 +82,12 @@ pub(crate) fn build(
     if spec.servers.len() > MAX_SERVERS {
         cx.problem(".servers", format!("at most {MAX_SERVERS} servers"));
     }
-    let mut names = HashSet::new();
-    let mut servers = Vec::with_capacity(listed.len());
-    for (k, s) in listed.iter().enumerate() {
-        if !names.insert(s.name.as_str()) {
-            cx.problem(&format!(".servers[{k}].name"), "listed twice");
-        }
-        servers.extend(server(s, k, cx));
+    let one_endpoint = api.endpoints.len() == usize::from(spec.servers.is_empty());
+    if !one_endpoint {
+        let msg = "the API's endpoints: the one remote of `upstream: sse`, none with `servers:`";
+        cx.problem(".upstream", msg);
     }
+    let servers = servers(listed, cx);
     let timeout = match api.timeouts.response.as_ref().map(parse_duration) {
         Some(Ok(d)) => d,
         // The API's own check names a bad value.
@@ -119,6 +117,19 @@ pub(crate) fn build(
         limits,
         timeout,
     }))
+}
+
+/// The section's servers, each problem reported (a name listed twice too).
+fn servers(listed: &[McpServerSpec], cx: &mut BuildCx<'_>) -> Vec<Server> {
+    let mut names = HashSet::new();
+    let mut servers = Vec::with_capacity(listed.len());
+    for (k, s) in listed.iter().enumerate() {
+        if !names.insert(s.name.as_str()) {
+            cx.problem(&format!(".servers[{k}].name"), "listed twice");
+        }
+        servers.extend(server(s, k, cx));
+    }
+    servers
 }
 
 /// The one server of `upstream: sse` without `servers:`: the API's endpoint.
@@ -161,11 +172,11 @@ fn server(s: &McpServerSpec, k: usize, cx: &mut BuildCx<'_>) -> Option<Server> {
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
     if url.is_none() {
         let field = if single {
-            "endpoints".into()
+            ".upstream".into()
         } else {
             format!("{at}.url")
         };
-        cx.problem(&field, "an http:// or https:// URL");
+        cx.problem(&field, "the remote's URL: http:// or https://");
     }
     let filter = match Filter::build(s.tools.as_deref(), s.deny_tools.as_deref()) {
         Ok(f) => f,
