@@ -208,6 +208,40 @@ mod tests {
     }
 
     #[test]
+    fn an_entrys_scopes_and_limit_govern_the_tool_by_its_shown_name() {
+        let tools = vec![
+            McpToolSpec {
+                operation: "add".into(),
+                name: Some("sum".into()),
+                throttling: Some("TwoPerMin".into()),
+                ..McpToolSpec::default()
+            },
+            McpToolSpec {
+                operation: "rm".into(),
+                scopes: vec!["admin".into()],
+                ..McpToolSpec::default()
+            },
+            McpToolSpec {
+                operation: "ls".into(),
+                ..McpToolSpec::default()
+            },
+        ];
+        let f = Filter::build(Some(&tools), None)
+            .expect("valid")
+            .expect("a filter");
+        let sum = f.rules("sum").expect("governed");
+        assert_eq!((sum.name, sum.throttling), ("sum", Some("TwoPerMin")));
+        assert_eq!(
+            f.rules("rm").expect("governed").scopes,
+            ["admin".to_owned()]
+        );
+        assert!(f.rules("ls").is_none() && f.rules("add").is_none());
+        let mut policies: Vec<_> = f.policies().collect();
+        policies.sort();
+        assert_eq!(policies, [None, None, Some("TwoPerMin")]);
+    }
+
+    #[test]
     fn a_deny_list_hides_its_tools_and_nothing_else() {
         let f = build(None, &["rm"]).expect("valid").expect("a filter");
         let mut r = json!({"tools": [{"name": "rm"}, {"name": "ls"}]});

@@ -7,8 +7,10 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 use super::filter::{Filter, MAX_TOOLS};
-use super::mux::SEPARATOR;
 use crate::tools::valid_name;
+
+/// Between a server's name and its tool's in the names agents see.
+pub(crate) const SEPARATOR: &str = "__";
 
 /// Most pages of one remote's tool list followed (`nextCursor`).
 pub(crate) const MAX_LIST_PAGES: usize = 10;

@@ -34,7 +34,7 @@ use turnpike_policy::{BuildCx, Flow, GatewayError, HookResult, Hooks, Policy, Re
 
 use super::filter::Filter;
 use super::legacy::{Opening, Streams};
-use super::merge;
+use super::merge::{self, SEPARATOR};
 use super::remote::{Answer, RemoteClient, Target, PROTOCOL_VERSION};
 use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
 use crate::govern::{self, ToolThrottle};
@@ -43,8 +43,6 @@ use crate::session::{self, caller_key, Found, Limits, Registry, Remote, Sessions
 
 /// Most servers behind one endpoint.
 pub(crate) const MAX_SERVERS: usize = 16;
-/// Between a server's name and its tool's in the names agents see.
-pub(crate) const SEPARATOR: &str = "__";
 /// Longest server name.
 const MAX_SERVER_NAME: usize = 32;
 /// How long a remote may take to answer when the API's `timeouts.response` is not set.
