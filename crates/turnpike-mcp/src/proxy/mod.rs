@@ -198,7 +198,7 @@ impl McpProxy {
                 *governed = f
                     .rules(&shown)
                     .is_some()
-                    .then(|| Governed { id, tool: shown });
+                    .then_some(Governed { id, tool: shown });
             }
         }
         Ok(Some(method))

@@ -325,7 +325,7 @@ impl McpMux {
         let caller = caller_key(ctx);
         let session = match self.session(caller, &ex.read, ex.session) {
             Ok(s) => s,
-            Err(answer) => return Step::Done(Ok(answer)),
+            Err(answer) => return Step::Done(Ok(*answer)),
         };
         let version = ex.version;
         let remotes = self
@@ -360,20 +360,26 @@ impl McpMux {
 
     /// The message's session: a new one for `initialize`, else the live one the
     /// client named (`Err`: the answer refusing the message).
-    fn session(&self, caller: u64, read: &Read, named: Option<Option<u128>>) -> Result<u128, Flow> {
+    fn session(
+        &self,
+        caller: u64,
+        read: &Read,
+        named: Option<Option<u128>>,
+    ) -> Result<u128, Box<Flow>> {
         let now = self.clock.now_secs();
+        let refused = |r: &Refusal| Box::new(refusal(r));
         match (read, named) {
-            (Read::Refuse(r), _) => Err(refusal(r)),
-            (Read::NotAllowed, _) => Err(Flow::Respond(not_allowed())),
+            (Read::Refuse(r), _) => Err(refused(r)),
+            (Read::NotAllowed, _) => Err(Box::new(Flow::Respond(not_allowed()))),
             (Read::Initialize(..), _) => self
                 .sessions
                 .open(caller, "", now, self.limits)
-                .ok_or_else(|| refusal(&sessions_full(None))),
-            (_, None) => Err(refusal(&no_session())),
-            (_, Some(None)) => Err(refusal(&unknown_session())),
+                .ok_or_else(|| refused(&sessions_full(None))),
+            (_, None) => Err(refused(&no_session())),
+            (_, Some(None)) => Err(refused(&unknown_session())),
             (_, Some(Some(s))) => {
                 match self.sessions.touch(s, caller, now, self.limits.idle_secs) {
-                    Found::Unknown => Err(refusal(&unknown_session())),
+                    Found::Unknown => Err(refused(&unknown_session())),
                     Found::Live(_) => Ok(s),
                 }
             }
