@@ -64,7 +64,9 @@ fn check_api(index: usize, spec: ApiSpec, problems: &mut Vec<Problem>) -> Option
         fail(at("host"), e);
         None
     });
-    if spec.endpoints.is_empty() {
+    // A multiplexed MCP endpoint's servers are its back ends (`mcp.servers`).
+    let mcp_servers = spec.mcp.as_ref().is_some_and(|m| !m.servers.is_empty());
+    if spec.endpoints.is_empty() && !mcp_servers {
         fail(
             at("endpoints"),
             "an API needs at least one endpoint URL".into(),

@@ -22,7 +22,16 @@ use turnpike_policy::{BuildCx, ErrorKind, GatewayError, RequestCtx};
 use turnpike_throttle::{RequestFacts, Throttler, UNLIMITED};
 
 use crate::rpc;
-use crate::tools::ToolDef;
+
+/// What one tool asks beyond its API's chain: the section's `scopes` (the caller needs
+/// one) and `throttling` (an advanced policy, per API, tool and application).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolRules<'a> {
+    /// The tool's name as agents call it (what the count is keyed by).
+    pub name: &'a str,
+    pub scopes: &'a [String],
+    pub throttling: Option<&'a str>,
+}
 
 /// Where the tools' own policies count; `None` for an API none of whose tools has one.
 pub(crate) struct ToolThrottle {
@@ -35,11 +44,12 @@ pub(crate) struct ToolThrottle {
 impl ToolThrottle {
     /// The throttler the file's `throttling:` section compiled (policy names were
     /// checked there, at `apis[i].mcp.tools[j].throttling`).
-    pub(crate) fn new(tools: &[ToolDef], api_id: &str, cx: &BuildCx<'_>) -> Option<Self> {
-        let counted = tools
-            .iter()
-            .any(|t| t.throttling.as_deref().is_some_and(|p| p != UNLIMITED));
-        if !counted {
+    pub(crate) fn new<'p>(
+        mut policies: impl Iterator<Item = Option<&'p str>>,
+        api_id: &str,
+        cx: &BuildCx<'_>,
+    ) -> Option<Self> {
+        if !policies.any(|p| p.is_some_and(|p| p != UNLIMITED)) {
             return None;
         }
         let throttled = cx.scratch.get::<turnpike_throttle::policy::Throttled>()?;
@@ -52,14 +62,14 @@ impl ToolThrottle {
     }
 
     /// Counts one call of `tool`: the tool error answering `id` when it is over its limit.
-    fn check(&self, ctx: &RequestCtx, tool: &ToolDef, id: &RequestId) -> Option<Response<Bytes>> {
-        let policy = tool.throttling.as_deref()?;
+    fn check(&self, ctx: &RequestCtx, tool: ToolRules, id: &RequestId) -> Option<Response<Bytes>> {
+        let policy = tool.throttling?;
         let application = ctx
             .identity()
             .and_then(|i| i.principal.application_id.as_deref());
         // Per application: each one's agents have their own allowance of the tool; an
         // open API's callers share the tool's.
-        let key = format!("tool:{}\0{}", tool.tool.name, application.unwrap_or(""));
+        let key = format!("tool:{}\0{}", tool.name, application.unwrap_or(""));
         let facts = RequestFacts {
             application_id: application,
             ..RequestFacts::new(&self.api_id, ctx.client.ip())
@@ -70,11 +80,7 @@ impl ToolThrottle {
         if d.allowed {
             return None;
         }
-        let message = format!(
-            "tool `{}` is {}",
-            tool.tool.name,
-            self.throttler.message(&d)
-        );
+        let message = format!("tool `{}` is {}", tool.name, self.throttler.message(&d));
         let policy = d.rule.map_or("", |r| self.throttler.policy_name(r));
         let retry_after = d.retry_after.map_or(0, |r| r.as_secs_f64().ceil() as u64);
         let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
@@ -98,7 +104,7 @@ impl ToolThrottle {
 /// through: `Ok(None)` to go upstream, `Ok(Some(answer))` for a tool over its limit.
 pub(crate) fn admit(
     ctx: &RequestCtx,
-    tool: &ToolDef,
+    tool: ToolRules,
     id: &RequestId,
     throttle: Option<&ToolThrottle>,
 ) -> Result<Option<Response<Bytes>>, GatewayError> {
@@ -108,7 +114,7 @@ pub(crate) fn admit(
             .map(|i| &i.principal.scopes[..])
             .unwrap_or(&[]);
         if !tool.scopes.iter().any(|s| held.contains(s)) {
-            return Err(insufficient_scope(&tool.tool.name, &tool.scopes));
+            return Err(insufficient_scope(tool.name, tool.scopes));
         }
     }
     Ok(throttle.and_then(|t| t.check(ctx, tool, id)))

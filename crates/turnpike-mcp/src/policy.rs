@@ -54,6 +54,11 @@ impl PolicyKind for Mcp {
             let limits = limits(spec, cx);
             return crate::proxy::build(spec, cx, limits);
         }
+        if !spec.servers.is_empty() {
+            let msg = "remote MCP servers need their transport: `upstream: streamable_http`";
+            cx.problem(".servers", msg);
+            return None;
+        }
         if spec.deny_tools.is_some() {
             cx.problem(
                 ".deny_tools",
@@ -85,7 +90,8 @@ impl PolicyKind for Mcp {
         };
         let (limits, library) = (limits?, library?);
         let api_id = turnpike_model::api_id(&api.context, &api.version);
-        let throttle = ToolThrottle::new(&tools, &api_id, cx);
+        let policies = tools.iter().map(|t| t.throttling.as_deref());
+        let throttle = ToolThrottle::new(policies, &api_id, cx);
         let mut server = Implementation::new(api.name.clone(), api.version.clone());
         server.title = Some(api.name.clone());
         Some(Arc::new(McpPolicy {
@@ -183,7 +189,12 @@ impl McpPolicy {
             Next::Reply(body) => Flow::Respond(json(StatusCode::OK, body)),
             Next::Call(call) => {
                 let tool = &self.catalog.tools[call.tool];
-                if let Some(answer) = govern::admit(ctx, tool, &call.id, self.throttle.as_ref())? {
+                let rules = govern::ToolRules {
+                    name: &tool.tool.name,
+                    scopes: &tool.scopes,
+                    throttling: tool.throttling.as_deref(),
+                };
+                if let Some(answer) = govern::admit(ctx, rules, &call.id, self.throttle.as_ref())? {
                     return Ok(Flow::Respond(answer));
                 }
                 ctx.ext.insert(call);

@@ -39,9 +39,14 @@ struct Session {
     version: &'static str,
     last_seen: AtomicU64,
     /// A proxied server's own session id for this session (never shown to the client),
-    /// set once its `initialize` answered.
-    upstream: OnceLock<Box<str>>,
+    /// set once its `initialize` answered: one per server of a multiplexed endpoint, in
+    /// the section's order (see [`Remote`]).
+    upstream: OnceLock<Box<[Remote]>>,
 }
+
+/// One remote server's side of a proxied session: `None` a server left out (it did not
+/// initialise), `Some("")` one that gave no session id, else its id.
+pub type Remote = Option<Box<str>>;
 
 /// What a session id names now.
 #[derive(Debug, PartialEq, Eq)]
@@ -110,14 +115,25 @@ impl Sessions {
 
     /// Records the proxied server's session id for session `id` (once).
     pub fn bind_upstream(&self, id: u128, upstream: &str) {
-        if let Some(s) = self.map.pin().get(&id) {
-            let _ = s.upstream.set(upstream.into());
-        }
+        self.bind_remotes(id, Box::new([Some(upstream.into())]));
     }
 
     /// The proxied server's session id for session `id`, if it gave one.
     pub fn upstream_of(&self, id: u128) -> Option<Box<str>> {
-        self.map.pin().get(&id)?.upstream.get().cloned()
+        self.with_remotes(id, |r| r.first().cloned().flatten())
+            .flatten()
+    }
+
+    /// Records the remote sessions of session `id`, one per server (once).
+    pub fn bind_remotes(&self, id: u128, remotes: Box<[Remote]>) {
+        if let Some(s) = self.map.pin().get(&id) {
+            let _ = s.upstream.set(remotes);
+        }
+    }
+
+    /// `f` of the remote sessions of session `id` (`None`: no session, or none bound).
+    pub fn with_remotes<R>(&self, id: u128, f: impl FnOnce(&[Remote]) -> R) -> Option<R> {
+        Some(f(self.map.pin().get(&id)?.upstream.get()?))
     }
 
     /// Drops the sessions idle longer than `idle_secs` (cold: when the cap is reached).

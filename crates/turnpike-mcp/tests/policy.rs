@@ -422,3 +422,50 @@ fn a_bad_proxy_section_names_every_problem() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn a_bad_multiplexed_section_names_every_problem() {
+    let runtime = Runtime::default();
+    let servers = r#"upstream: streamable_http
+      servers:
+        - { name: weather, url: "http://127.0.0.1:1/mcp" }
+        - { name: "git__x", url: "ftp://x/mcp" }
+        - { name: weather, url: "http://127.0.0.1:2/mcp", tools: [{ tool: a, name: "b c" }] }"#;
+    let yaml = PROXY.replace("upstream: streamable_http", servers);
+    let (p, problems) = build(&yaml, &runtime);
+    assert!(p.is_none());
+    let paths: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+    for want in [
+        "apis[0].mcp.tools",
+        "apis[0].mcp.servers[1].name",
+        "apis[0].mcp.servers[1].url",
+        "apis[0].mcp.servers[2].name",
+        "apis[0].mcp.servers[2].tools[0].name",
+    ] {
+        assert!(
+            paths.iter().any(|p| p.contains(want)),
+            "{want} in {paths:?}"
+        );
+    }
+    let good = r#"upstream: streamable_http
+      servers:
+        - { name: weather, url: "http://127.0.0.1:1/mcp" }
+        - { name: git, url: "https://git.example/mcp", deny_tools: [rm] }"#;
+    let yaml = PROXY
+        .replace("upstream: streamable_http", good)
+        .replace("      tools:\n        - { tool: add, name: sum }\n        - { tool: echo }\n      deny_tools: [secret]\n", "");
+    let (p, problems) = build(&yaml, &runtime);
+    assert!(
+        problems[0].to_string().contains("apis[0].mcp.upstream"),
+        "no endpoints beside servers: {problems:?}"
+    );
+    assert!(p.is_none());
+    let yaml = yaml.replace("    endpoints: [\"http://127.0.0.1:1/mcp\"]\n", "");
+    let (p, problems) = build(&yaml, &runtime);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(p.is_some());
+    // The legacy transport alone: the API's one endpoint is the remote.
+    let legacy = PROXY.replace("upstream: streamable_http", "upstream: sse");
+    let (p, problems) = build(&legacy, &runtime);
+    assert!(problems.is_empty() && p.is_some(), "{problems:?}");
+}

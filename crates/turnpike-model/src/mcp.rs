@@ -50,6 +50,11 @@ pub struct McpSpec {
     /// A proxied server's tools that agents never see nor call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deny_tools: Option<Vec<String>>,
+    /// Several remote servers behind this one endpoint (multiplexed, `upstream:` their
+    /// transport): each one's tools shown as `<server>__<tool>`; the API needs no
+    /// `endpoints:` then (docs/mcp.md, "Several remote servers behind one endpoint").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<McpServerSpec>,
     /// Prompt templates agents list and fill in (`prompts/list`, `prompts/get`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prompts: Vec<McpPromptSpec>,
@@ -65,6 +70,27 @@ pub struct McpSpec {
 pub enum McpUpstream {
     /// Streamable HTTP (2025-03-26 and later): JSON-RPC POSTs answered as JSON or SSE.
     StreamableHttp,
+    /// The legacy HTTP+SSE transport (2024-11-05): an event stream (`GET` the URL) whose
+    /// `endpoint` event names where messages are POSTed; answers arrive on the stream.
+    Sse,
+}
+
+/// One remote MCP server of a multiplexed endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSpec {
+    /// Its tools' prefix (`weather` -> `weather__forecast`): 1-32 of `a-z A-Z 0-9 -`,
+    /// distinct within the section.
+    pub name: String,
+    /// The remote server's URL, exactly (its path included).
+    pub url: String,
+    /// Its tools agents see (by the remote's name, `tool:`), renamed, scoped and
+    /// throttled as a single proxied server's `tools:`; every tool when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<McpToolSpec>>,
+    /// Its tools agents never see nor call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_tools: Option<Vec<String>>,
 }
 
 /// A prompt template: `text` with `{{argument}}` placeholders, one user message.

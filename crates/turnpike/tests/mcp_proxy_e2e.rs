@@ -24,12 +24,17 @@ const KEY: &str = "agent-key-1";
 /// The Python SDK's server as the remote: (process, its URL). Each tool it runs is
 /// appended to `log`.
 fn remote(name: &str, log: &std::path::Path) -> (Proc, String) {
+    remote_over(name, log, "streamable_http")
+}
+
+/// The remote over `transport` (`sse`: the legacy HTTP+SSE transport).
+fn remote_over(name: &str, log: &std::path::Path, transport: &str) -> (Proc, String) {
     let mut child = Command::new("python3")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/py/mcp_remote.py"
         ))
-        .args([name, log.to_str().expect("utf-8")])
+        .args([name, log.to_str().expect("utf-8"), transport])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -75,6 +80,45 @@ fn gateway(dir: &TempDir, remote: &str) -> (Proc, String) {
         ],
         "gateway listening on http://",
     )
+}
+
+/// A session opened by hand (`key`: the `apikey: ...` header): the answer's head and
+/// body, and the session id it issued.
+fn initialize(url: &str, key: &str) -> (String, String, String) {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
+    let (status, head, body) = post(url, &[key], init);
+    assert_eq!(status, 200, "{body}");
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id:"))
+        .map(|s| s.trim().to_owned())
+        .expect("initialize issues a session");
+    (head, body, session)
+}
+
+/// The Python SDK's client running `steps` (tests/py/mcp_steps.py) as `key`.
+fn steps(url: &str, key: &str, steps: Value) -> Value {
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_steps.py"
+        ))
+        .args([url, key, &steps.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "mcp_steps.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json from the script")
+}
+
+/// `yaml` served on port 0.
+fn gateway_of(dir: &TempDir, yaml: &str) -> (Proc, String) {
+    let file = dir.path().join("gateway.yaml");
+    std::fs::write(&file, yaml).expect("write");
+    support::start_file_gateway(&file, &dir.path().join("data"), &[])
 }
 
 fn ran(log: &std::path::Path) -> Vec<String> {
@@ -157,16 +201,9 @@ fn sessions_are_the_gateways_and_end_at_the_remote_too() {
     let (_gw, gw) = gateway(&dir, &remote_url);
     let url = format!("http://{gw}/mcp/weather/v1");
     let key = format!("apikey: {KEY}");
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
-    let (status, head, body) = post(&url, &[&key], init);
-    assert_eq!(status, 200, "{body}");
+    let (head, body, session) = initialize(&url, &key);
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     assert!(body.contains(r#""serverInfo":{"name":"weather""#), "{body}");
-    let session = head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id:"))
-        .map(|s| s.trim().to_owned())
-        .expect("initialize issues a session");
     assert_eq!(session.len(), 32, "the gateway's own id");
     let sid = format!("mcp-session-id: {session}");
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
@@ -256,4 +293,261 @@ fn the_typescript_sdk_reaches_the_remote_through_the_proxy() {
     assert_eq!(r["sum"], json!({"isError": false, "text": "42"}));
     assert_eq!(r["denied"], -32602);
     assert_eq!(ran(&log), ["add"]);
+}
+
+const READER: &str = "reader-key";
+const ADMIN: &str = "admin-key";
+
+/// Two applications (`reader` with `weather:read`, `admin-app` with `weather:admin` too),
+/// a two-calls-a-minute policy, and `mcp` (the section, indented for an API entry).
+fn governed(endpoints: &str, mcp: &str) -> String {
+    format!(
+        r#"
+security:
+  api_keys:
+    - sha256: "ec4408df15da46b328f6f3246fa723d0aa6cb0f0a0dd9c4626080ab1b02aa3b2"  # reader-key
+      application: reader
+      subscriber: alice
+      scopes: [weather:read]
+    - sha256: "69a5265506c94c77b787a7d7377b7685a0eff82e33920a71e7ee22cd6154953e"  # admin-key
+      application: admin-app
+      subscriber: bob
+      scopes: [weather:read, weather:admin]
+  subscriptions:
+    - {{ api: /tools/v1, application: reader, state: ACTIVE, tier: Unlimited }}
+    - {{ api: /tools/v1, application: admin-app, state: ACTIVE, tier: Unlimited }}
+throttling:
+  advanced_policies:
+    - {{ name: TwoPerMin, default_limit: {{ requests: 2, per: minute }} }}
+apis:
+  - name: tools
+    context: /tools
+    version: v1
+    {endpoints}
+    auth: {{ api_key: true, subscription: true }}
+    mcp:
+      upstream: streamable_http
+{mcp}"#
+    )
+}
+
+/// A proxied server's tools governed by their shown names: `sum` (the remote's `add`)
+/// two calls a minute per application, the third a tool error with the throttler's
+/// headers; `echo` only for a caller with `weather:admin` (403 `insufficient_scope`
+/// otherwise); refused calls never reach the remote.
+#[test]
+fn a_proxied_servers_tools_have_their_own_scopes_and_limits() {
+    let dir = TempDir::new();
+    let log = dir.path().join("remote.log");
+    let (_remote, remote_url) = remote("weather", &log);
+    let mcp = r#"      tools:
+        - { tool: add, name: sum, throttling: TwoPerMin }
+        - { tool: echo, scopes: [weather:admin] }
+"#;
+    let yaml = governed(&format!("endpoints: [\"{remote_url}\"]"), mcp);
+    let (_gw, gw) = gateway_of(&dir, &yaml);
+    let url = format!("http://{gw}/mcp/tools/v1");
+    let sum = json!(["call", "sum", {"a": 1, "b": 2}]);
+    let r = steps(&url, READER, json!([sum, sum, sum]));
+    let calls = r["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["text"], "3", "{r}");
+    assert_eq!(calls[1]["is_error"], false, "{r}");
+    assert_eq!(calls[2]["is_error"], true, "the third in a minute: {r}");
+    assert_eq!(calls[2]["structured"]["code"], "throttled", "{r}");
+    assert_eq!(calls[2]["structured"]["policy"], "TwoPerMin", "{r}");
+
+    // Another application counts on its own and holds the scope.
+    let echo = json!(["call", "echo", {"text": "hi"}]);
+    let r = steps(&url, ADMIN, json!([sum, echo]));
+    assert_eq!(r["calls"][0]["text"], "3", "{r}");
+    assert_eq!(r["calls"][1]["text"], "weather: hi", "{r}");
+
+    // By hand: the refusals' HTTP answers.
+    let key = format!("apikey: {READER}");
+    let (_, _, session) = initialize(&url, &key);
+    let sid = format!("mcp-session-id: {session}");
+    let call = |name: &str| {
+        let m = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": name, "arguments": {"a": 1, "b": 2, "text": "x"}}});
+        post(&url, &[&key, &sid], &m.to_string())
+    };
+    let (status, head, body) = call("echo");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains(r#""code":"insufficient_scope""#), "{body}");
+    assert!(
+        head.contains(r#"error="insufficient_scope", scope="weather:admin""#),
+        "{head}"
+    );
+    let (status, head, body) = call("sum");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""isError":true"#), "{body}");
+    assert!(
+        head.contains("retry-after:") && head.contains("ratelimit:"),
+        "{head}"
+    );
+    assert_eq!(
+        ran(&log),
+        ["add", "add", "add", "echo"],
+        "refusals stay here"
+    );
+}
+
+/// Several remotes behind one endpoint: two Python SDK servers (`weather`, `git`) and
+/// one that is down. The SDK client lists every live server's tools as
+/// `<server>__<tool>` (each server filtered as its entry says; the dead one left out),
+/// calls one of each (routed by prefix, the remote's session used), a tool's limit
+/// counts by its prefixed name; then by hand: `GET` is 405, `DELETE` ends the session.
+#[test]
+fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
+    let dir = TempDir::new();
+    let (weather_log, git_log) = (dir.path().join("weather.log"), dir.path().join("git.log"));
+    let (_weather, weather_url) = remote("weather", &weather_log);
+    let (_git, git_url) = remote("git", &git_log);
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}/mcp", l.local_addr().expect("addr"))
+    };
+    let mcp = format!(
+        r#"      servers:
+        - name: weather
+          url: "{weather_url}"
+          tools: [{{ tool: add, throttling: TwoPerMin }}, {{ tool: echo }}]
+        - name: down
+          url: "{down}"
+        - name: git
+          url: "{git_url}"
+          deny_tools: [secret]
+"#
+    );
+    let (_gw, gw) = gateway_of(&dir, &governed("", &mcp));
+    let url = format!("http://{gw}/mcp/tools/v1");
+    let add = json!(["call", "weather__add", {"a": 20, "b": 22}]);
+    let r = steps(
+        &url,
+        READER,
+        json!([
+            ["list"],
+            ["call", "weather__echo", {"text": "hi"}],
+            ["call", "git__echo", {"text": "hi"}],
+            ["call", "git__session", {}],
+            add, add, add,
+            ["call", "git__secret", {}],
+            ["call", "weather__session", {}],
+            ["call", "down__add", {"a": 1, "b": 1}],
+            ["call", "add", {"a": 1, "b": 1}],
+        ]),
+    );
+    assert_eq!(r["server"], "tools", "the endpoint is the API: {r}");
+    assert_eq!(
+        r["tools"],
+        json!([
+            "git__add",
+            "git__echo",
+            "git__session",
+            "weather__add",
+            "weather__echo"
+        ])
+    );
+    let calls = r["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["text"], "weather: hi", "{r}");
+    assert_eq!(calls[1]["text"], "git: hi", "{r}");
+    let git_session = calls[2]["text"].as_str().unwrap_or("");
+    assert!(!git_session.is_empty(), "git's own session: {r}");
+    assert_eq!(calls[3]["text"], "42", "{r}");
+    assert_eq!(calls[4]["is_error"], false, "{r}");
+    assert_eq!(calls[5]["structured"]["code"], "throttled", "{r}");
+    assert_eq!(
+        calls[6..],
+        [
+            json!({"error": -32602}),
+            json!({"error": -32602}),
+            json!({"error": -32602}),
+            json!({"error": -32602})
+        ],
+        "denied, not allowed, a server left out, no prefix: {r}"
+    );
+    assert_eq!(ran(&weather_log), ["echo", "add", "add"]);
+    assert_eq!(ran(&git_log), ["echo", "session"]);
+
+    let key = format!("apikey: {READER}");
+    let (_, body, session) = initialize(&url, &key);
+    assert!(body.contains(r#""serverInfo":{"name":"tools""#), "{body}");
+    assert!(!body.contains(git_session), "never a remote's id: {body}");
+    let sid = format!("mcp-session-id: {session}");
+    let status = |method: &str| {
+        let out = Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", method])
+            .args(["-H", &key, "-H", &sid, &url])
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(status("GET"), "405", "no server stream");
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (code, _, body) = post(&url, &[&key, &sid], list);
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("git__echo"), "{body}");
+    let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+    assert_eq!(
+        post(&url, &[&key, &sid], ping).2,
+        r#"{"jsonrpc":"2.0","id":3,"result":{}}"#
+    );
+    assert_eq!(status("DELETE"), "204");
+    assert_eq!(post(&url, &[&key, &sid], list).0, 404, "ended");
+}
+
+/// A legacy HTTP+SSE remote (the Python SDK's server, `transport="sse"`) behind a
+/// Streamable HTTP endpoint: the SDK's client initialises, lists the filtered tools and
+/// calls them (answers taken off the remote's event stream), a denied tool refused;
+/// `DELETE` ends the session.
+#[test]
+fn a_legacy_sse_remote_is_served_over_streamable_http() {
+    let dir = TempDir::new();
+    let log = dir.path().join("remote.log");
+    let (_remote, remote_url) = remote_over("weather", &log, "sse");
+    let mcp = r#"      tools:
+        - { tool: add, name: sum, throttling: TwoPerMin }
+        - { tool: echo }
+"#;
+    let yaml = governed(&format!("endpoints: [\"{remote_url}\"]"), mcp)
+        .replace("upstream: streamable_http", "upstream: sse");
+    let (_gw, gw) = gateway_of(&dir, &yaml);
+    let url = format!("http://{gw}/mcp/tools/v1");
+    let r = steps(
+        &url,
+        READER,
+        json!([
+            ["list"],
+            ["call", "sum", {"a": 40, "b": 2}],
+            ["call", "echo", {"text": "hi"}],
+            ["call", "secret", {}],
+        ]),
+    );
+    assert_eq!(r["tools"], json!(["echo", "sum"]), "{r}");
+    assert_eq!(r["calls"][0]["text"], "42", "{r}");
+    assert_eq!(r["calls"][1]["text"], "weather: hi", "{r}");
+    assert_eq!(r["calls"][2], json!({"error": -32602}), "{r}");
+    assert_eq!(ran(&log), ["add", "echo"]);
+
+    let key = format!("apikey: {READER}");
+    let (head, body, session) = initialize(&url, &key);
+    assert!(head.contains("content-type: application/json"), "{head}");
+    assert!(body.contains(r#""protocolVersion":"#), "{body}");
+    let sid = format!("mcp-session-id: {session}");
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "DELETE",
+        ])
+        .args(["-H", &key, "-H", &sid, &url])
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "204");
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    assert_eq!(post(&url, &[&key, &sid], list).0, 404, "ended");
 }

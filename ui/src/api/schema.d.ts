@@ -1863,6 +1863,17 @@ export interface components {
                     text: string;
                     title?: string;
                 }[];
+                /** @description several remote MCP servers behind this endpoint (upstream: their transport), each one's tools shown as <name>__<tool>; the API needs no endpoints then */
+                servers?: {
+                    deny_tools?: string[];
+                    name: string;
+                    /** @description the server's tools shown (as a proxied server's tools:) */
+                    tools?: {
+                        [key: string]: unknown;
+                    }[];
+                    /** @example http://10.0.0.7:8000/mcp */
+                    url: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -1885,10 +1896,10 @@ export interface components {
                     throttling?: string;
                 }[];
                 /**
-                 * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
+                 * @description the API's endpoint (or each of servers:) is a remote MCP server over this transport (sse: the legacy HTTP+SSE one): its tools are proxied (tools: then names remote tools to expose)
                  * @enum {string}
                  */
-                upstream?: "streamable_http";
+                upstream?: "streamable_http" | "sse";
             };
             mediation?: components["schemas"]["Mediation"];
             name: string;
@@ -2125,6 +2136,17 @@ export interface components {
                     text: string;
                     title?: string;
                 }[];
+                /** @description several remote MCP servers behind this endpoint (upstream: their transport), each one's tools shown as <name>__<tool>; the API needs no endpoints then */
+                servers?: {
+                    deny_tools?: string[];
+                    name: string;
+                    /** @description the server's tools shown (as a proxied server's tools:) */
+                    tools?: {
+                        [key: string]: unknown;
+                    }[];
+                    /** @example http://10.0.0.7:8000/mcp */
+                    url: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -2147,10 +2169,10 @@ export interface components {
                     throttling?: string;
                 }[];
                 /**
-                 * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
+                 * @description the API's endpoint (or each of servers:) is a remote MCP server over this transport (sse: the legacy HTTP+SSE one): its tools are proxied (tools: then names remote tools to expose)
                  * @enum {string}
                  */
-                upstream?: "streamable_http";
+                upstream?: "streamable_http" | "sse";
             };
             mediation?: components["schemas"]["Mediation"];
             name: string;
@@ -2388,6 +2410,17 @@ export interface components {
                     text: string;
                     title?: string;
                 }[];
+                /** @description several remote MCP servers behind this endpoint (upstream: their transport), each one's tools shown as <name>__<tool>; the API needs no endpoints then */
+                servers?: {
+                    deny_tools?: string[];
+                    name: string;
+                    /** @description the server's tools shown (as a proxied server's tools:) */
+                    tools?: {
+                        [key: string]: unknown;
+                    }[];
+                    /** @example http://10.0.0.7:8000/mcp */
+                    url: string;
+                }[];
                 /** @example 30m */
                 session_idle?: number | string;
                 /** @description the operations that become tools (every one when omitted) */
@@ -2410,10 +2443,10 @@ export interface components {
                     throttling?: string;
                 }[];
                 /**
-                 * @description the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)
+                 * @description the API's endpoint (or each of servers:) is a remote MCP server over this transport (sse: the legacy HTTP+SSE one): its tools are proxied (tools: then names remote tools to expose)
                  * @enum {string}
                  */
-                upstream?: "streamable_http";
+                upstream?: "streamable_http" | "sse";
             };
             mediation?: components["schemas"]["Mediation"];
             name?: string;

@@ -719,6 +719,11 @@ fn mcp_section() -> Value {
             "max_sessions": {"type": "integer", "minimum": 1, "default": 10000},
             "session_idle": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 30}], "example": "30m"},
             "instructions": {"type": "string"},
-            "upstream": {"type": "string", "enum": ["streamable_http"], "description": "the API's endpoint is a remote MCP server: its tools are proxied (tools: then names remote tools to expose)"},
-            "deny_tools": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 128}, "description": "a proxied server's tools agents never see nor call"}}})
+            "upstream": {"type": "string", "enum": ["streamable_http", "sse"], "description": "the API's endpoint (or each of servers:) is a remote MCP server over this transport (sse: the legacy HTTP+SSE one): its tools are proxied (tools: then names remote tools to expose)"},
+            "deny_tools": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 128}, "description": "a proxied server's tools agents never see nor call"},
+            "servers": {"type": "array", "maxItems": 16, "description": "several remote MCP servers behind this endpoint (upstream: their transport), each one's tools shown as <name>__<tool>; the API needs no endpoints then", "items": {"type": "object", "additionalProperties": false, "required": ["name", "url"], "properties": {
+                "name": {"type": "string", "maxLength": 32, "pattern": "^[A-Za-z0-9-]+$"},
+                "url": {"type": "string", "example": "http://10.0.0.7:8000/mcp"},
+                "tools": {"type": "array", "maxItems": 1000, "items": {"type": "object"}, "description": "the server's tools shown (as a proxied server's tools:)"},
+                "deny_tools": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 128}}}}}}})
 }

@@ -82,7 +82,12 @@ mod tests {
             deny_tools: Some(vec![name.into()]),
             ..McpSpec::default()
         };
-        Arc::new(Filter::build(&spec).ok().flatten().expect("a filter"))
+        Arc::new(
+            Filter::build(spec.tools.as_deref(), spec.deny_tools.as_deref())
+                .ok()
+                .flatten()
+                .expect("a filter"),
+        )
     }
 
     #[test]

@@ -2,13 +2,15 @@
 //! section's `tools:` (an allow list, each entry a remote tool with an optional new
 //! name and description) and `deny_tools:`. Applied to every `tools/list` answer on
 //! its way down and to every `tools/call` on its way up (a hidden tool is refused
-//! before the remote hears of it; a renamed one is called by its remote name).
+//! before the remote hears of it; a renamed one is called by its remote name). An
+//! entry's `scopes` and `throttling` govern the tool by its shown name (`govern.rs`).
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
-use turnpike_model::mcp::McpSpec;
+use turnpike_model::mcp::McpToolSpec;
 
+use crate::govern::ToolRules;
 use crate::tools::{valid_name, MAX_TOOL_NAME};
 
 /// Most entries in `tools:` or `deny_tools:`, and most tools a `tools/list` answer of
@@ -19,6 +21,8 @@ pub(crate) const MAX_TOOLS: usize = 1000;
 struct Exposed {
     name: String,
     description: Option<String>,
+    scopes: Box<[String]>,
+    throttling: Option<Box<str>>,
 }
 
 /// The section's filter (see the module doc).
@@ -27,19 +31,24 @@ pub(crate) struct Filter {
     allow: Option<HashMap<String, Exposed>>,
     /// Shown name -> remote name (the allow list's, inverted).
     inbound: HashMap<String, String>,
+    /// Whether an entry has scopes or a throttling policy.
+    governed: bool,
     deny: HashSet<String>,
 }
 
 impl Filter {
     /// The section's filter, `Ok(None)` when it lets every tool through unchanged;
     /// problems as (field below the section, message).
-    pub(crate) fn build(spec: &McpSpec) -> Result<Option<Filter>, Vec<(String, String)>> {
+    pub(crate) fn build(
+        tools: Option<&[McpToolSpec]>,
+        deny_tools: Option<&[String]>,
+    ) -> Result<Option<Filter>, Vec<(String, String)>> {
         let mut problems = Vec::new();
-        let deny: HashSet<String> = spec.deny_tools.iter().flatten().cloned().collect();
+        let deny: HashSet<String> = deny_tools.iter().copied().flatten().cloned().collect();
         if deny.len() > MAX_TOOLS {
             problems.push((".deny_tools".into(), format!("at most {MAX_TOOLS} names")));
         }
-        let allow = spec.tools.as_ref().map(|list| {
+        let allow = tools.map(|list| {
             if list.len() > MAX_TOOLS {
                 problems.push((".tools".into(), format!("at most {MAX_TOOLS} tools")));
             }
@@ -63,6 +72,8 @@ impl Filter {
                 let exposed = Exposed {
                     name,
                     description: t.description.clone(),
+                    scopes: t.scopes.clone().into(),
+                    throttling: t.throttling.as_deref().map(Box::from),
                 };
                 if allow.insert(remote.clone(), exposed).is_some() {
                     problems.push((format!("{at}.tool"), format!("`{remote}` is listed twice")));
@@ -81,11 +92,37 @@ impl Filter {
         if !problems.is_empty() {
             return Err(problems);
         }
+        let governed = allow
+            .iter()
+            .flat_map(HashMap::values)
+            .any(|e| !e.scopes.is_empty() || e.throttling.is_some());
         Ok((allow.is_some() || !deny.is_empty()).then_some(Filter {
             allow,
             inbound,
             deny,
+            governed,
         }))
+    }
+
+    /// The scopes and limit of the tool agents call `shown` (`None`: it has neither).
+    pub(crate) fn rules<'a>(&'a self, shown: &'a str) -> Option<ToolRules<'a>> {
+        if !self.governed {
+            return None;
+        }
+        let e = self.allow.as_ref()?.get(self.inbound.get(shown)?)?;
+        (!e.scopes.is_empty() || e.throttling.is_some()).then_some(ToolRules {
+            name: shown,
+            scopes: &e.scopes,
+            throttling: e.throttling.as_deref(),
+        })
+    }
+
+    /// Every tool's throttling policy (to know whether any is counted).
+    pub(crate) fn policies(&self) -> impl Iterator<Item = Option<&str>> {
+        self.allow
+            .iter()
+            .flat_map(HashMap::values)
+            .map(|e| e.throttling.as_deref())
     }
 
     /// The remote name of the tool agents call `shown`; `None` when they may not.
@@ -139,26 +176,26 @@ mod tests {
     use serde_json::json;
     use turnpike_model::mcp::McpToolSpec;
 
-    fn spec(tools: Option<Vec<(&str, Option<&str>)>>, deny: &[&str]) -> McpSpec {
-        McpSpec {
-            tools: tools.map(|l| {
-                l.into_iter()
-                    .map(|(op, name)| McpToolSpec {
-                        operation: op.into(),
-                        name: name.map(Into::into),
-                        description: None,
-                        ..McpToolSpec::default()
-                    })
-                    .collect()
-            }),
-            deny_tools: Some(deny.iter().map(|s| s.to_string()).collect()),
-            ..McpSpec::default()
-        }
+    fn build(
+        tools: Option<Vec<(&str, Option<&str>)>>,
+        deny: &[&str],
+    ) -> Result<Option<Filter>, Vec<(String, String)>> {
+        let tools: Option<Vec<McpToolSpec>> = tools.map(|l| {
+            l.into_iter()
+                .map(|(op, name)| McpToolSpec {
+                    operation: op.into(),
+                    name: name.map(Into::into),
+                    ..McpToolSpec::default()
+                })
+                .collect()
+        });
+        let deny: Vec<String> = deny.iter().map(|s| s.to_string()).collect();
+        Filter::build(tools.as_deref(), Some(&deny))
     }
 
     #[test]
     fn an_allow_list_shows_and_calls_only_its_tools_under_their_new_names() {
-        let f = Filter::build(&spec(Some(vec![("add", Some("sum")), ("echo", None)]), &[]))
+        let f = build(Some(vec![("add", Some("sum")), ("echo", None)]), &[])
             .expect("valid")
             .expect("a filter");
         let mut r = json!({"tools": [{"name": "add"}, {"name": "echo"}, {"name": "secret"}]});
@@ -171,31 +208,62 @@ mod tests {
     }
 
     #[test]
-    fn a_deny_list_hides_its_tools_and_nothing_else() {
-        let f = Filter::build(&spec(None, &["rm"]))
+    fn an_entrys_scopes_and_limit_govern_the_tool_by_its_shown_name() {
+        let tools = vec![
+            McpToolSpec {
+                operation: "add".into(),
+                name: Some("sum".into()),
+                throttling: Some("TwoPerMin".into()),
+                ..McpToolSpec::default()
+            },
+            McpToolSpec {
+                operation: "rm".into(),
+                scopes: vec!["admin".into()],
+                ..McpToolSpec::default()
+            },
+            McpToolSpec {
+                operation: "ls".into(),
+                ..McpToolSpec::default()
+            },
+        ];
+        let f = Filter::build(Some(&tools), None)
             .expect("valid")
             .expect("a filter");
+        let sum = f.rules("sum").expect("governed");
+        assert_eq!((sum.name, sum.throttling), ("sum", Some("TwoPerMin")));
+        assert_eq!(
+            f.rules("rm").expect("governed").scopes,
+            ["admin".to_owned()]
+        );
+        assert!(f.rules("ls").is_none() && f.rules("add").is_none());
+        let mut policies: Vec<_> = f.policies().collect();
+        policies.sort();
+        assert_eq!(policies, [None, None, Some("TwoPerMin")]);
+    }
+
+    #[test]
+    fn a_deny_list_hides_its_tools_and_nothing_else() {
+        let f = build(None, &["rm"]).expect("valid").expect("a filter");
         let mut r = json!({"tools": [{"name": "rm"}, {"name": "ls"}]});
         f.list(&mut r).expect("listed");
         assert_eq!(r, json!({"tools": [{"name": "ls"}]}));
         assert_eq!((f.to_remote("rm"), f.to_remote("ls")), (None, Some("ls")));
-        assert!(Filter::build(&spec(None, &[])).expect("valid").is_none());
+        assert!(build(None, &[]).expect("valid").is_none());
     }
 
     #[test]
     fn bad_sections_and_answers_are_named() {
-        let bad = spec(
+        let problems = build(
             Some(vec![("a", Some("x y")), ("b", Some("c")), ("c", Some("c"))]),
             &["b"],
-        );
-        let problems = Filter::build(&bad).err().expect("refused");
+        )
+        .err()
+        .expect("refused");
         let fields: Vec<&str> = problems.iter().map(|(f, _)| f.as_str()).collect();
         assert!(fields.contains(&".tools[0].name"), "{problems:?}");
         assert!(fields.contains(&".tools[1].tool"), "{problems:?}");
         assert!(fields.contains(&".tools"), "{problems:?}");
-        let f = Filter::build(&spec(None, &["x"]))
-            .expect("ok")
-            .expect("filter");
+        let f = build(None, &["x"]).expect("ok").expect("filter");
         assert!(f.list(&mut json!({"nope": 1})).is_err());
         let many: Vec<Value> = (0..=MAX_TOOLS)
             .map(|i| json!({"name": format!("t{i}")}))

@@ -5,6 +5,8 @@
 //! - early body (before auth): reads the JSON-RPC message (under the same caps as an
 //!   API's own MCP server); a `tools/call` of a tool the section hides is refused, a
 //!   renamed one gets its remote name back;
+//! - after admission, a call of a tool with its own `scopes` or `throttling` is checked
+//!   as an API's own tool is (`govern.rs`, by the tool's shown name);
 //! - request headers (after auth and throttling): `initialize` opens a session (bounded
 //!   as for any MCP endpoint) and is forwarded, so the client sees the remote's own
 //!   capabilities and version; every other message needs the client's session, whose
@@ -17,6 +19,10 @@
 
 pub(crate) mod answer;
 pub(crate) mod filter;
+mod legacy;
+mod merge;
+mod mux;
+mod remote;
 
 use std::sync::Arc;
 
@@ -26,12 +32,13 @@ use http::{request, response, HeaderValue, Method, StatusCode};
 use rmcp::model::{ErrorCode, RequestId};
 use serde_json::Value;
 use turnpike_model::clock::Clock;
-use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
+use turnpike_model::mcp::{McpSpec, McpUpstream, ENDPOINT_RESOURCE};
 use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
 use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
+use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, refusal, Message, Refusal};
 use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
 use filter::Filter;
@@ -54,7 +61,10 @@ pub(crate) fn build(
             "a proxied server lists its own tools: no openapi",
         );
     }
-    let filter = match Filter::build(spec) {
+    if !spec.servers.is_empty() || spec.upstream == Some(McpUpstream::Sse) {
+        return mux::build(spec, api, cx, limits);
+    }
+    let filter = match Filter::build(spec.tools.as_deref(), spec.deny_tools.as_deref()) {
         Ok(f) => f,
         Err(problems) => {
             for (below, msg) in problems {
@@ -67,7 +77,11 @@ pub(crate) fn build(
         return None;
     }
     let api_id = turnpike_model::api_id(&api.context, &api.version);
+    let throttle = filter
+        .as_ref()
+        .and_then(|f| ToolThrottle::new(f.policies(), &api_id, cx));
     Some(Arc::new(McpProxy {
+        throttle,
         filter: filter.map(Arc::new),
         sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
         limits: limits?,
@@ -79,6 +93,8 @@ pub(crate) fn build(
 pub struct McpProxy {
     /// `None`: every tool passes as the remote names it.
     filter: Option<Arc<Filter>>,
+    /// Where the tools' own throttling policies count (`None`: no tool has one).
+    throttle: Option<ToolThrottle>,
     sessions: Arc<Sessions>,
     limits: Limits,
     clock: Arc<dyn Clock>,
@@ -93,10 +109,20 @@ enum Read {
     Forward {
         session: u128,
         list: bool,
+        /// A call of a tool with its own scopes or limit.
+        governed: Option<Governed>,
     },
     Delete {
         session: u128,
     },
+}
+
+/// A `tools/call` to check against its tool's rules once the caller is known.
+#[derive(Clone)]
+struct Governed {
+    id: RequestId,
+    /// The tool's shown name.
+    tool: Box<str>,
 }
 
 /// A message on its way to the remote (in `ctx.ext` until its answer's head passed).
@@ -116,11 +142,12 @@ impl McpProxy {
             .headers
             .get(MCP_SESSION_ID)
             .map(|v| session::parse_id(v.as_bytes()));
+        let mut governed = None;
         let message = match req.method {
             Method::DELETE => None,
             // The server stream: forwarded in the session as a notification is.
             Method::GET => Some(None),
-            _ => match self.message(req, body) {
+            _ => match self.message(req, body, &mut governed) {
                 Ok(m) => Some(m),
                 Err(r) => return Read::Refuse(r),
             },
@@ -138,13 +165,20 @@ impl McpProxy {
             (Some(method), Some(Some(session))) => Read::Forward {
                 session,
                 list: self.filter.is_some() && method.as_deref() == Some("tools/list"),
+                governed,
             },
         }
     }
 
     /// The message's method (`None`: a notification or a response, forwarded as is);
-    /// a `tools/call` checked against the filter and its tool renamed back.
-    fn message(&self, req: &request::Parts, body: &mut Bytes) -> Result<Option<String>, Refusal> {
+    /// a `tools/call` checked against the filter and its tool renamed back (`governed`:
+    /// set for a tool with its own rules).
+    fn message(
+        &self,
+        req: &request::Parts,
+        body: &mut Bytes,
+        governed: &mut Option<Governed>,
+    ) -> Result<Option<String>, Refusal> {
         if !turnpike_policy::http::has_json_body(&req.headers) {
             return Err(Refusal::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -159,7 +193,12 @@ impl McpProxy {
         };
         if method == "tools/call" {
             if let Some(f) = &self.filter {
-                *body = call(f, id, body)?;
+                let (renamed, shown) = call(f, id.clone(), body)?;
+                *body = renamed;
+                *governed = f
+                    .rules(&shown)
+                    .is_some()
+                    .then_some(Governed { id, tool: shown });
             }
         }
         Ok(Some(method))
@@ -182,26 +221,38 @@ impl McpProxy {
     }
 
     /// After admission (see the module doc).
-    fn admitted(&self, ctx: &mut RequestCtx, req: &mut request::Parts, read: Read) -> Flow {
+    fn admitted(
+        &self,
+        ctx: &mut RequestCtx,
+        req: &mut request::Parts,
+        read: Read,
+    ) -> Result<Flow, GatewayError> {
         let caller = caller_key(ctx);
         let now = self.clock.now_secs();
         let (session, initialize, list) = match read {
-            Read::Refuse(r) => return refusal(&r),
+            Read::Refuse(r) => return Ok(refusal(&r)),
             Read::Initialize => match self.sessions.open(caller, "", now, self.limits) {
                 Some(s) => (s, true, false),
-                None => return refusal(&sessions_full(None)),
+                None => return Ok(refusal(&sessions_full(None))),
             },
             Read::Delete { session } => match self.delete(req, session, caller) {
                 None => (session, false, false),
-                Some(answer) => return answer,
+                Some(answer) => return Ok(answer),
             },
-            Read::Forward { session, list } => {
+            Read::Forward {
+                session,
+                list,
+                governed,
+            } => {
                 if self
                     .sessions
                     .touch(session, caller, now, self.limits.idle_secs)
                     == Found::Unknown
                 {
-                    return refusal(&unknown_session());
+                    return Ok(refusal(&unknown_session()));
+                }
+                if let Some(answer) = self.govern(ctx, governed)? {
+                    return Ok(Flow::Respond(answer));
                 }
                 set_upstream(req, self.sessions.upstream_of(session).as_deref());
                 (session, false, list)
@@ -221,7 +272,22 @@ impl McpProxy {
             list,
             upstream,
         });
-        Flow::Continue
+        Ok(Flow::Continue)
+    }
+
+    /// A governed call's scopes and limit (`Ok(Some)`: the tool error of one over it).
+    fn govern(
+        &self,
+        ctx: &RequestCtx,
+        governed: Option<Governed>,
+    ) -> Result<Option<http::Response<Bytes>>, GatewayError> {
+        let (Some(g), Some(f)) = (governed, &self.filter) else {
+            return Ok(None);
+        };
+        match f.rules(&g.tool) {
+            Some(rules) => govern::admit(ctx, rules, &g.id, self.throttle.as_ref()),
+            None => Ok(None),
+        }
     }
 }
 
@@ -261,7 +327,7 @@ impl Policy for McpProxy {
     ) -> Step<'a> {
         match ctx.ext.remove::<Read>() {
             None => Step::CONTINUE,
-            Some(read) => Step::Done(Ok(self.admitted(ctx, req, read))),
+            Some(read) => Step::Done(self.admitted(ctx, req, read)),
         }
     }
 
@@ -328,23 +394,40 @@ impl Policy for McpProxy {
     }
 }
 
-/// A `tools/call` body with the tool's remote name; refused (before the remote hears of
-/// it) when the section hides the tool.
-pub(crate) fn call(filter: &Filter, id: RequestId, body: &[u8]) -> Result<Bytes, Refusal> {
+/// A `tools/call` body with the tool's remote name, and the name it was called by;
+/// refused (before the remote hears of it) when the section hides the tool.
+pub(crate) fn call(
+    filter: &Filter,
+    id: RequestId,
+    body: &[u8],
+) -> Result<(Bytes, Box<str>), Refusal> {
+    rename_call(id, body, |shown| filter.to_remote(shown).map(str::to_owned))
+}
+
+/// A `tools/call` body with its tool named as `to_remote` says (`None`: no such tool),
+/// and the name it was called by.
+pub(crate) fn rename_call(
+    id: RequestId,
+    body: &[u8],
+    to_remote: impl FnOnce(&str) -> Option<String>,
+) -> Result<(Bytes, Box<str>), Refusal> {
     let invalid = |msg: String| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, msg);
     let mut v: Value = serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
     let Some(name) = v.pointer_mut("/params/name") else {
         return Err(invalid("params: a tools/call names its tool".into()));
     };
-    let shown = name.as_str().unwrap_or_default();
-    let Some(remote) = filter.to_remote(shown) else {
+    let shown: Box<str> = name.as_str().unwrap_or_default().into();
+    let Some(remote) = to_remote(&shown) else {
         return Err(invalid(format!("no tool is named `{shown}`")));
     };
-    if remote == shown {
-        return Ok(Bytes::copy_from_slice(body));
+    if *remote == *shown {
+        return Ok((Bytes::copy_from_slice(body), shown));
     }
-    *name = Value::String(remote.to_owned());
-    Ok(Bytes::from(serde_json::to_vec(&v).unwrap_or_default()))
+    *name = Value::String(remote);
+    Ok((
+        Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+        shown,
+    ))
 }
 
 /// Names the remote's session on the forwarded request (the client's id never leaves).

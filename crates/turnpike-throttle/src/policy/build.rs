@@ -92,7 +92,10 @@ fn mcp_throttled(api: &ApiSpec) -> bool {
 }
 
 fn mcp_tools(api: &ApiSpec) -> impl Iterator<Item = &turnpike_model::mcp::McpToolSpec> {
-    api.mcp.iter().flat_map(|m| m.tools.iter().flatten())
+    api.mcp.iter().flat_map(|m| {
+        let servers = m.servers.iter().flat_map(|s| s.tools.iter().flatten());
+        m.tools.iter().flatten().chain(servers)
+    })
 }
 
 /// Whether one of a GraphQL API's operations names a throttling policy.
@@ -335,9 +338,22 @@ fn check_references(file: &GatewayFile, t: &Throttler, problems: &mut Vec<Proble
                 advanced(p, at, problems);
             }
         }
-        for (j, tool) in mcp_tools(api).enumerate() {
+        let mcp = api.mcp.iter();
+        for (j, tool) in mcp
+            .clone()
+            .flat_map(|m| m.tools.iter().flatten())
+            .enumerate()
+        {
             if let Some(p) = &tool.throttling {
                 advanced(p, format!("apis[{i}].mcp.tools[{j}].throttling"), problems);
+            }
+        }
+        for (k, s) in mcp.flat_map(|m| &m.servers).enumerate() {
+            for (j, tool) in s.tools.iter().flatten().enumerate() {
+                if let Some(p) = &tool.throttling {
+                    let at = format!("apis[{i}].mcp.servers[{k}].tools[{j}].throttling");
+                    advanced(p, at, problems);
+                }
             }
         }
     }

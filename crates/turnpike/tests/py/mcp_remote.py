@@ -3,7 +3,10 @@ own server (MCPServer, formerly FastMCP) over Streamable HTTP at /mcp on 127.0.0
 answering POSTs with Server-Sent Events (the SDK's default). Prints its URL, then serves.
 Each tool it runs is appended to LOG, so a test knows what reached the remote.
 
-usage: mcp_remote.py NAME LOG
+With TRANSPORT `sse` it serves the legacy HTTP+SSE transport (2024-11-05) instead: the
+event stream at /sse, messages POSTed to the /messages/ endpoint it names.
+
+usage: mcp_remote.py NAME LOG [TRANSPORT]
 """
 
 import asyncio
@@ -14,6 +17,7 @@ import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
 name, log = sys.argv[1], sys.argv[2]
+legacy = sys.argv[3:] == ["sse"]
 server = MCPServer(name)
 
 
@@ -52,6 +56,10 @@ sock.bind(("127.0.0.1", 0))
 # Listening before the URL is printed: a test connects as soon as it reads it.
 sock.listen(128)
 port = sock.getsockname()[1]
-app = server.streamable_http_app(host="127.0.0.1")
-print(f"remote mcp on http://127.0.0.1:{port}/mcp", flush=True)
+if legacy:
+    app = server.sse_app(host="127.0.0.1")
+    print(f"remote mcp on http://127.0.0.1:{port}/sse", flush=True)
+else:
+    app = server.streamable_http_app(host="127.0.0.1")
+    print(f"remote mcp on http://127.0.0.1:{port}/mcp", flush=True)
 asyncio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve(sockets=[sock]))
