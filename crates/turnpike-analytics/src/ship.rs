@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
+use crate::audit::AuditRecord;
 use crate::event::Event;
 use crate::rollup::Row;
 use crate::sink::{Sink, SinkError, Takes};
@@ -25,13 +26,15 @@ use crate::spool::{Spool, SpoolSettings, SpoolStats};
 /// The ingest endpoint's path on the control plane.
 pub const INGEST_PATH: &str = "/api/am/gateway/v1/analytics";
 
-/// The body of one POST: events, rollup rows, or both.
+/// The body of one POST: events, rollup rows, MCP audit records, or several.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Batch {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Event>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rollups: Vec<Row>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audits: Vec<AuditRecord>,
 }
 
 /// POSTs batches to a control plane.
@@ -168,6 +171,20 @@ impl Sink for ShipSink {
                 .map_err(|e| SinkError::Other(format!("rollups: {e}")))?;
             let requests = chunk.iter().map(|r| r.sums.requests).sum();
             self.send(Bytes::from(body), requests).await?;
+        }
+        Ok(())
+    }
+
+    /// `{"audits":[...]}`, spooled as rollups are (a record counts as one request).
+    async fn write_audits(&mut self, records: &[AuditRecord]) -> Result<(), SinkError> {
+        #[derive(Serialize)]
+        struct Audits<'a> {
+            audits: &'a [AuditRecord],
+        }
+        for chunk in records.chunks(1_000) {
+            let body = serde_json::to_vec(&Audits { audits: chunk })
+                .map_err(|e| SinkError::Other(format!("audit records: {e}")))?;
+            self.send(Bytes::from(body), chunk.len() as u64).await?;
         }
         Ok(())
     }
