@@ -185,10 +185,6 @@ impl AuditQueue {
             .collect()
     }
 
-    pub(crate) fn queued(&self) -> usize {
-        self.ring.get().map_or(0, ArrayQueue::len)
-    }
-
     /// The counters in Prometheus text format.
     pub(crate) fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write as _;

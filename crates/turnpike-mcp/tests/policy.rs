@@ -443,7 +443,7 @@ async fn an_audited_call_leaves_its_redacted_record_and_how_it_ended() {
     let runtime = Runtime::default();
     let yaml = FILE.replace(
         "      max_sessions: 2\n",
-        "      max_sessions: 2\n      audit: { redact: [/body/name], max_argument_bytes: 64 }\n",
+        "      max_sessions: 2\n      audit: { redact: [/body/name], max_argument_bytes: 100 }\n",
     );
     let (p, problems) = build(&yaml, &runtime);
     assert!(problems.is_empty(), "{problems:?}");
@@ -479,7 +479,7 @@ async fn an_audited_call_leaves_its_redacted_record_and_how_it_ended() {
     answer(&*p, &mut c, 404);
     let a = audit(&c);
     assert!(a.truncated && a.arguments.ends_with("...[TRUNCATED]"), "{a:?}");
-    assert!(a.arguments.len() <= 64 + "...[TRUNCATED]".len());
+    assert!(a.arguments.len() <= 100 + "...[TRUNCATED]".len());
     assert_eq!(a.outcome, ToolOutcome::ToolError { code: None });
 
     // An unknown tool: refused with the JSON-RPC error's number.

@@ -147,7 +147,8 @@ async fn respond(
     headers: &HeaderMap,
     f: McpAuditFilter,
 ) -> ApiResult<Response> {
-    let page = s.inner.store.mcp_audit(&f, pg.limit, pg.offset).await?;
+    let mut page = s.inner.store.mcp_audit(&f, pg.limit, pg.offset).await?;
+    name_applications(s, &mut page.items).await?;
     Ok(pg.respond(
         headers,
         Page {
@@ -155,6 +156,25 @@ async fn respond(
             items: page.items.iter().map(record_json).collect(),
         },
     ))
+}
+
+/// Names each record's application as the store names it now (an API key's calls carry
+/// only the application's id; a renamed application reads by its new name), one lookup a
+/// page; a deleted application keeps the name its record carried.
+async fn name_applications(s: &AppState, records: &mut [AuditRecord]) -> ApiResult<()> {
+    let mut ids: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r.application_id.as_deref())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let names = s.inner.store.application_names(&ids).await?;
+    for r in records.iter_mut() {
+        if let Some(name) = r.application_id.as_ref().and_then(|id| names.get(id)) {
+            r.application_name = Some(name.clone());
+        }
+    }
+    Ok(())
 }
 
 async fn admin_list(
