@@ -207,7 +207,10 @@ fn is_tool_call(resource: &str) -> bool {
 pub fn top(rows: &[Row], by: TopBy, limit: usize) -> Value {
     let mut groups: BTreeMap<Vec<String>, Rollup> = BTreeMap::new();
     let tools_only = matches!(by, TopBy::Tool | TopBy::ToolApplication);
-    for r in rows.iter().filter(|r| !tools_only || is_tool_call(&r.key.resource)) {
+    for r in rows
+        .iter()
+        .filter(|r| !tools_only || is_tool_call(&r.key.resource))
+    {
         let k = &r.key;
         let api = [
             k.api_name.clone(),

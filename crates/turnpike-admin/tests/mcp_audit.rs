@@ -102,7 +102,10 @@ async fn records_are_listed_filtered_paged_and_expire(url: String) {
         ("applicationId=a1", vec!["r3", "r1"]),
         ("outcome=refused", vec!["r4"]),
         (&format!("from={}&to={}", T0 + 2, T0 + 4), vec!["r3", "r2"]),
-        ("apiContext=/echo&apiVersion=v1&limit=1&offset=1", vec!["r3"]),
+        (
+            "apiContext=/echo&apiVersion=v1&limit=1&offset=1",
+            vec!["r3"],
+        ),
         (&format!("apiId={api}&tool=addPet"), vec!["r4", "r3"]),
         ("apiContext=/other&apiVersion=v1", vec![]),
     ] {
@@ -215,7 +218,13 @@ async fn the_tools_report_counts_tool_calls_only(url: String) {
     let list = r.json["list"].as_array().expect("list").clone();
     let rows: Vec<(Value, Value, Value)> = list
         .iter()
-        .map(|t| (t["tool"].clone(), t["requests"].clone(), t["errors"].clone()))
+        .map(|t| {
+            (
+                t["tool"].clone(),
+                t["requests"].clone(),
+                t["errors"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         rows,
@@ -234,7 +243,13 @@ async fn the_tools_report_counts_tool_calls_only(url: String) {
         .as_array()
         .expect("list")
         .iter()
-        .map(|t| (t["tool"].clone(), t["applicationId"].clone(), t["requests"].clone()))
+        .map(|t| {
+            (
+                t["tool"].clone(),
+                t["applicationId"].clone(),
+                t["requests"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         rows,

@@ -99,9 +99,18 @@ impl Pending {
             time_ms: clock.unix_ms(self.start),
             request_id: String::from_utf8_lossy(self.request_id.as_bytes()).into_owned(),
             gateway: gateway.to_string(),
-            api_name: self.api.as_ref().map_or_else(String::new, |a| text(&a.name)),
-            api_context: self.api.as_ref().map_or_else(String::new, |a| text(&a.context)),
-            api_version: self.api.as_ref().map_or_else(String::new, |a| text(&a.version)),
+            api_name: self
+                .api
+                .as_ref()
+                .map_or_else(String::new, |a| text(&a.name)),
+            api_context: self
+                .api
+                .as_ref()
+                .map_or_else(String::new, |a| text(&a.context)),
+            api_version: self
+                .api
+                .as_ref()
+                .map_or_else(String::new, |a| text(&a.version)),
             tool: text(&self.audit.tool),
             application_id: principal.and_then(|p| p.application_id.clone()),
             application_name: principal.and_then(|p| p.application_name.clone()),

@@ -290,10 +290,7 @@ mod tests {
             Err(p) => p.into_iter().map(|(f, _)| f).collect(),
             Ok(_) => panic!("accepted"),
         };
-        assert_eq!(
-            fields,
-            [".audit.redact[0]", ".audit.max_argument_bytes"]
-        );
+        assert_eq!(fields, [".audit.redact[0]", ".audit.max_argument_bytes"]);
     }
 
     #[test]

@@ -478,7 +478,10 @@ async fn an_audited_call_leaves_its_redacted_record_and_how_it_ended() {
     send(&*p, &mut c, Some(&sid), call("2", "get_pets_id", args)).await;
     answer(&*p, &mut c, 404);
     let a = audit(&c);
-    assert!(a.truncated && a.arguments.ends_with("...[TRUNCATED]"), "{a:?}");
+    assert!(
+        a.truncated && a.arguments.ends_with("...[TRUNCATED]"),
+        "{a:?}"
+    );
     assert!(a.arguments.len() <= 100 + "...[TRUNCATED]".len());
     assert_eq!(a.outcome, ToolOutcome::ToolError { code: None });
 
@@ -520,6 +523,9 @@ fn a_bad_audit_section_names_its_fields() {
         "apis[0].mcp.audit.redact[0]",
         "apis[0].mcp.audit.max_argument_bytes",
     ] {
-        assert!(paths.iter().any(|p| p.contains(want)), "{want} in {paths:?}");
+        assert!(
+            paths.iter().any(|p| p.contains(want)),
+            "{want} in {paths:?}"
+        );
     }
 }

@@ -69,11 +69,13 @@ fn publish(cp: &str, echo: &str) -> (String, String, String) {
         cp,
         "POST",
         "/api/am/publisher/v1/apis",
-        Some(json!({"name": "notes", "context": "/notes", "version": "v1",
+        Some(
+            json!({"name": "notes", "context": "/notes", "version": "v1",
             "endpoints": [format!("http://{echo}")],
             "resources": [{"path": "/notes", "methods": ["POST"]}],
             "mcp": {"openapi": OPENAPI,
-                    "audit": {"redact": ["note"], "max_argument_bytes": 256}}})),
+                    "audit": {"redact": ["note"], "max_argument_bytes": 256}}}),
+        ),
     );
     let id = api["id"].as_str().expect("id").to_owned();
     let security = json!({"api_key": true, "subscription": true});
@@ -104,7 +106,10 @@ fn publish(cp: &str, echo: &str) -> (String, String, String) {
         &format!("/api/am/devportal/v1/applications/{app_id}/api-keys"),
         Some(json!({"name": "agent"})),
     );
-    let key = key["apikey"].as_str().expect("the key, shown once").to_owned();
+    let key = key["apikey"]
+        .as_str()
+        .expect("the key, shown once")
+        .to_owned();
     (id, app_id, key)
 }
 
@@ -125,7 +130,10 @@ fn tool_calls_are_audited_with_their_arguments_redacted_and_cut() {
     });
 
     let out = Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/mcp_audit.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_audit.py"
+        ))
         .args([&url, &key])
         .output()
         .expect("python3 runs (scripts/install-test-deps.sh installs the mcp SDK)");
@@ -166,7 +174,10 @@ fn tool_calls_are_audited_with_their_arguments_redacted_and_cut() {
     assert_eq!(login["outcome"], "ok");
     assert_eq!(login["status"], 200);
     assert_eq!(login["apiName"], "notes");
-    assert_eq!((&login["apiContext"], &login["apiVersion"]), (&json!("/notes"), &json!("v1")));
+    assert_eq!(
+        (&login["apiContext"], &login["apiVersion"]),
+        (&json!("/notes"), &json!("v1"))
+    );
     assert_eq!(login["applicationId"], app_id.as_str());
     assert_eq!(login["applicationName"], "agent-app");
     assert_eq!(login["subject"], "admin");
@@ -176,7 +187,10 @@ fn tool_calls_are_audited_with_their_arguments_redacted_and_cut() {
         session.len() == 32 && session.bytes().all(|b| b.is_ascii_hexdigit()),
         "{session}"
     );
-    assert!(login["latencyUs"].as_u64().is_some_and(|us| us > 0), "{login}");
+    assert!(
+        login["latencyUs"].as_u64().is_some_and(|us| us > 0),
+        "{login}"
+    );
 
     let big = by_tool("saveNote", "bob");
     let text = big["arguments"].as_str().expect("text");
@@ -192,7 +206,11 @@ fn tool_calls_are_audited_with_their_arguments_redacted_and_cut() {
 
     // Filters and paging; the Publisher's view of the API.
     let refused = admin(&cp, "GET", &format!("{list}&outcome=refused"), None);
-    assert_eq!(refused["list"].as_array().map(Vec::len), Some(1), "{refused}");
+    assert_eq!(
+        refused["list"].as_array().map(Vec::len),
+        Some(1),
+        "{refused}"
+    );
     let tool = admin(&cp, "GET", &format!("{list}&tool=saveNote&limit=1"), None);
     assert_eq!(tool["list"].as_array().map(Vec::len), Some(1), "{tool}");
     assert_eq!(tool["pagination"]["total"], 2, "{tool}");

@@ -4,11 +4,11 @@
 // them (secrets and the section's rules `[REDACTED]`, long ones cut), how it ended and
 // how long it took. Filtered by API, tool, application and outcome, 50 a page.
 import { useState } from 'react';
-import { Badge, Button, Code, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Badge, Code, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { admin, publisher, type McpAuditRecord } from '../api/calls';
 import { duration } from '../lib/units';
 import { useLoad } from '../lib/load';
-import { Loading } from './common';
+import { Loading, Pager } from './common';
 
 const PAGE = 50;
 const OUTCOME_COLORS: Record<string, string> = { ok: 'green', tool_error: 'orange', refused: 'red' };
@@ -100,19 +100,7 @@ export function McpAudit() {
           </Table.Tbody>
         </Table>
         {total === 0 && <Text c="dimmed">No tool call matches (an MCP server records its calls when its mcp section has audit).</Text>}
-        <Group justify="space-between">
-          <Text size="sm" c="dimmed">
-            {total > 0 ? `${offset + 1}-${Math.min(offset + PAGE, total)} of ${total}` : ''}
-          </Text>
-          <Group gap="xs">
-            <Button variant="default" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
-              Newer
-            </Button>
-            <Button variant="default" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
-              Older
-            </Button>
-          </Group>
-        </Group>
+        <Pager offset={offset} page={PAGE} total={total} setOffset={setOffset} />
       </Loading>
     </Stack>
   );

@@ -176,12 +176,11 @@ async fn answer(s: &AppState, name: &str, w: Window, mut f: RollupFilter) -> Api
     }
     let by = match name {
         "top" => Some(
-            TopBy::parse(w.q.get("by").map_or("api", String::as_str))
-                .ok_or_else(|| {
-                    ApiError::bad_request(
-                        "by must be api, application, resource, tool or tool_application",
-                    )
-                })?,
+            TopBy::parse(w.q.get("by").map_or("api", String::as_str)).ok_or_else(|| {
+                ApiError::bad_request(
+                    "by must be api, application, resource, tool or tool_application",
+                )
+            })?,
         ),
         _ => None,
     };

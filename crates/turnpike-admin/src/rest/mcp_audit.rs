@@ -22,6 +22,7 @@ use turnpike_store::{McpAuditFilter, Page};
 use crate::auth::{Admin, ApiViewer};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::Paged;
+use crate::rest::audit::seconds;
 use crate::AppState;
 
 /// The most records one ingest POST carries (a gateway sends at most 1,000).
@@ -64,7 +65,9 @@ pub(crate) fn check_records(records: &[AuditRecord]) -> ApiResult<()> {
             &r.code,
         ];
         let long = texts.iter().any(|t| t.len() > MAX_TEXT)
-            || optional.iter().any(|t| t.as_ref().is_some_and(|t| t.len() > MAX_TEXT));
+            || optional
+                .iter()
+                .any(|t| t.as_ref().is_some_and(|t| t.len() > MAX_TEXT));
         let why = if long {
             format!("a text is longer than {MAX_TEXT} bytes")
         } else if r.arguments.len() > MAX_ARGUMENTS {
@@ -81,25 +84,10 @@ pub(crate) fn check_records(records: &[AuditRecord]) -> ApiResult<()> {
 
 fn filter(pg: &Paged, api: Option<(String, String)>) -> ApiResult<McpAuditFilter> {
     let mut errors = Vec::new();
-    let mut seconds = |name: &str| {
-        let v = pg.q.get(name)?;
-        match v.parse::<i64>() {
-            Ok(s) if (0..=i64::MAX / 1000).contains(&s) => Some(s * 1000),
-            _ => {
-                errors.push(FieldError {
-                    field: name.into(),
-                    message: "must be Unix seconds".into(),
-                });
-                None
-            }
-        }
-    };
-    let (from_ms, to_ms) = (seconds("from"), seconds("to"));
+    let from_ms = seconds(pg, "from", &mut errors);
+    let to_ms = seconds(pg, "to", &mut errors);
     let outcome = pg.q.get("outcome").cloned();
-    if outcome
-        .as_deref()
-        .is_some_and(|o| !OUTCOMES.contains(&o))
-    {
+    if outcome.as_deref().is_some_and(|o| !OUTCOMES.contains(&o)) {
         errors.push(FieldError {
             field: "outcome".into(),
             message: format!("one of {}", OUTCOMES.join(", ")),
@@ -183,7 +171,11 @@ async fn admin_list(
     pg: Paged,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let api = match (pg.q.get("apiId"), pg.q.get("apiContext"), pg.q.get("apiVersion")) {
+    let api = match (
+        pg.q.get("apiId"),
+        pg.q.get("apiContext"),
+        pg.q.get("apiVersion"),
+    ) {
         (Some(id), _, _) => {
             let api = s.inner.store.get_api(id).await?;
             Some((api.context, api.version))
