@@ -26,6 +26,9 @@ use crate::spool::{Spool, SpoolSettings, SpoolStats};
 /// The ingest endpoint's path on the control plane.
 pub const INGEST_PATH: &str = "/api/am/gateway/v1/analytics";
 
+/// The size past which a POST of audit records is sent and another begun.
+const AUDIT_POST_BYTES: usize = 1 << 20;
+
 /// The body of one POST: events, rollup rows, MCP audit records, or several.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Batch {
@@ -175,16 +178,26 @@ impl Sink for ShipSink {
         Ok(())
     }
 
-    /// `{"audits":[...]}`, spooled as rollups are (a record counts as one request).
+    /// `{"audits":[...]}`, spooled as rollups are (a record counts as one request): at
+    /// most 1,000 records and about [`AUDIT_POST_BYTES`] a POST (a record's arguments
+    /// may be 64 KiB; the control plane's body limit is 2 MiB).
     async fn write_audits(&mut self, records: &[AuditRecord]) -> Result<(), SinkError> {
-        #[derive(Serialize)]
-        struct Audits<'a> {
-            audits: &'a [AuditRecord],
-        }
-        for chunk in records.chunks(1_000) {
-            let body = serde_json::to_vec(&Audits { audits: chunk })
+        let mut body = Vec::new();
+        let mut n = 0u64;
+        for r in records {
+            body.extend_from_slice(if n == 0 { b"{\"audits\":[" } else { b"," });
+            serde_json::to_writer(&mut body, r)
                 .map_err(|e| SinkError::Other(format!("audit records: {e}")))?;
-            self.send(Bytes::from(body), chunk.len() as u64).await?;
+            n += 1;
+            if n == 1_000 || body.len() >= AUDIT_POST_BYTES {
+                body.extend_from_slice(b"]}");
+                self.send(Bytes::from(std::mem::take(&mut body)), n).await?;
+                n = 0;
+            }
+        }
+        if n > 0 {
+            body.extend_from_slice(b"]}");
+            self.send(Bytes::from(body), n).await?;
         }
         Ok(())
     }

@@ -26,7 +26,7 @@ async def main():
                 out["session"] = rest[0]() if rest else None
                 login = {"body": {"user": "ann", "password": "hunter2", "note": "call me"}}
                 out["login"] = result_of(await session.call_tool("saveNote", login))
-                big = {"body": {"user": "bob", "note": "x" * 5000}}
+                big = {"body": {"user": "bob" + "x" * 5000, "note": "long"}}
                 out["big"] = result_of(await session.call_tool("saveNote", big))
                 try:
                     await session.call_tool("noSuchTool", {"password": "p"})
