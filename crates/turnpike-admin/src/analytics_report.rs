@@ -231,7 +231,7 @@ pub fn top(rows: &[Row], by: TopBy, limit: usize) -> Value {
                 k.method.clone(),
                 k.resource.clone(),
             ],
-            TopBy::Tool => [&api[..], &[k.resource.clone()]].concat(),
+            TopBy::Tool => [&api[..], std::slice::from_ref(&k.resource)].concat(),
             TopBy::ToolApplication => [
                 &api[..],
                 &[
