@@ -275,7 +275,7 @@ mod tests {
         assert!(cut);
         assert!(text.ends_with(CUT), "{text}");
         let kept = text.len() - CUT.len();
-        assert!(kept <= 40 && kept >= 39, "{text}");
+        assert!((39..=40).contains(&kept), "{text}");
         let (short, cut) = a.record(json!({"n": 1}));
         assert_eq!((short.as_str(), cut), ("{\"n\":1}", false));
     }
