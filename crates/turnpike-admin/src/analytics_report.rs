@@ -175,6 +175,10 @@ pub enum TopBy {
     Api,
     Application,
     Resource,
+    /// MCP tool calls only, by tool (a tool call's resource is its tool's name).
+    Tool,
+    /// MCP tool calls only, by tool and application.
+    ToolApplication,
 }
 
 impl TopBy {
@@ -183,16 +187,36 @@ impl TopBy {
             "api" => Some(TopBy::Api),
             "application" => Some(TopBy::Application),
             "resource" => Some(TopBy::Resource),
+            "tool" => Some(TopBy::Tool),
+            "tool_application" => Some(TopBy::ToolApplication),
             _ => None,
         }
     }
 }
 
+/// Whether a row's resource is an MCP tool call's: tools are named without the `/` a
+/// resource's path template starts with, and the endpoint's own messages (`initialize`,
+/// `tools/list`, ...) are its `mcp` resource.
+fn is_tool_call(resource: &str) -> bool {
+    !resource.is_empty()
+        && !resource.starts_with('/')
+        && resource != turnpike_model::mcp::ENDPOINT_RESOURCE
+}
+
 /// The `limit` busiest groups, by requests (ties by name), with counts and latency.
 pub fn top(rows: &[Row], by: TopBy, limit: usize) -> Value {
     let mut groups: BTreeMap<Vec<String>, Rollup> = BTreeMap::new();
-    for r in rows {
+    let tools_only = matches!(by, TopBy::Tool | TopBy::ToolApplication);
+    for r in rows
+        .iter()
+        .filter(|r| !tools_only || is_tool_call(&r.key.resource))
+    {
         let k = &r.key;
+        let api = [
+            k.api_name.clone(),
+            k.api_context.clone(),
+            k.api_version.clone(),
+        ];
         let key = match by {
             TopBy::Api => vec![
                 k.api_name.clone(),
@@ -207,6 +231,16 @@ pub fn top(rows: &[Row], by: TopBy, limit: usize) -> Value {
                 k.method.clone(),
                 k.resource.clone(),
             ],
+            TopBy::Tool => [&api[..], std::slice::from_ref(&k.resource)].concat(),
+            TopBy::ToolApplication => [
+                &api[..],
+                &[
+                    k.resource.clone(),
+                    k.application_id.clone(),
+                    k.application_name.clone(),
+                ],
+            ]
+            .concat(),
         };
         groups.entry(key).or_default().merge(&r.sums);
     }
@@ -216,6 +250,15 @@ pub fn top(rows: &[Row], by: TopBy, limit: usize) -> Value {
         TopBy::Api => &["apiName", "apiContext", "apiVersion"],
         TopBy::Application => &["applicationId", "applicationName"],
         TopBy::Resource => &["apiName", "apiContext", "apiVersion", "method", "resource"],
+        TopBy::Tool => &["apiName", "apiContext", "apiVersion", "tool"],
+        TopBy::ToolApplication => &[
+            "apiName",
+            "apiContext",
+            "apiVersion",
+            "tool",
+            "applicationId",
+            "applicationName",
+        ],
     };
     let items: Vec<Value> = list
         .into_iter()

@@ -21,6 +21,7 @@
 //! the gateway does not even build the completion.
 
 pub mod aggregate;
+pub mod audit;
 pub mod event;
 pub mod hist;
 pub mod json_line;
@@ -33,6 +34,7 @@ pub mod spool;
 pub mod time;
 pub mod wso2;
 
+pub use audit::AuditRecord;
 pub use event::{AiUsage, Event, Latency, Outcome};
 pub use hist::Hist;
 pub use pipeline::{Analytics, PipelineSettings, Stats};

@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 use turnpike_policy::{Completion, Observer, RequestCtx};
 
 use crate::aggregate::{Aggregator, Facts};
+use crate::audit::AuditQueue;
 use crate::event::{Record, WallClock};
 use crate::sink::{Sink, Takes};
 
@@ -79,6 +80,8 @@ struct Shared {
     stop: Notify,
     /// The sink's backlog while its destination is away (shipping only).
     spool: Option<Arc<crate::spool::SpoolStats>>,
+    /// Audited MCP tool calls (`crate::audit`).
+    audits: AuditQueue,
 }
 
 /// One thread's sums and the wall clock its requests' minutes are read with (renewed by
@@ -129,6 +132,7 @@ impl Analytics {
             failed: AtomicU64::new(0),
             stop: Notify::new(),
             spool: sink.spool_stats(),
+            audits: AuditQueue::new(settings.capacity),
         });
         let task = match sink.takes() {
             Takes::Events => tokio::spawn(drain(shared.clone(), settings, sink)),
@@ -188,6 +192,7 @@ impl Analytics {
         if let Some(spool) = &self.shared.spool {
             spool.render_metrics(out);
         }
+        self.shared.audits.render_metrics(out);
     }
 }
 
@@ -203,6 +208,7 @@ impl Observer for Analytics {
     }
 
     fn on_complete(&self, ctx: &RequestCtx, done: &Completion) {
+        self.shared.audits.observe(ctx, done);
         let shards = &self.shared.shards;
         if !shards.is_empty() {
             if let Ok(mut shard) = shards[shard_index(shards.len())].try_lock() {
@@ -252,7 +258,36 @@ async fn drain(shared: Arc<Shared>, settings: PipelineSettings, mut sink: Box<dy
                 break;
             }
         }
+        write_audits(&shared, &settings, &mut *sink, &clock).await;
         if stopping {
+            return;
+        }
+    }
+}
+
+/// Hands the queued audit records to the sink, in batches.
+async fn write_audits(
+    shared: &Shared,
+    settings: &PipelineSettings,
+    sink: &mut dyn Sink,
+    clock: &WallClock,
+) {
+    let max = settings.batch.max(1);
+    loop {
+        let batch = shared.audits.take(max, &settings.gateway, clock);
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len() as u64;
+        let counter = match sink.write_audits(&batch).await {
+            Ok(()) => &shared.audits.written,
+            Err(e) => {
+                tracing::warn!(error = %e, records = n, "analytics: the sink refused MCP audit records");
+                &shared.audits.failed
+            }
+        };
+        counter.fetch_add(n, Ordering::Relaxed);
+        if batch.len() < max {
             return;
         }
     }
@@ -311,6 +346,7 @@ async fn drain_rollups(shared: Arc<Shared>, settings: PipelineSettings, mut sink
                     }
                 };
             }
+            write_audits(&shared, &settings, &mut *sink, &clock).await;
         }
         if stopping {
             return;

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
+use crate::audit::AuditRecord;
 use crate::event::Event;
 use crate::rollup::Row;
 use crate::sink::{Sink, SinkError, Takes};
@@ -25,13 +26,18 @@ use crate::spool::{Spool, SpoolSettings, SpoolStats};
 /// The ingest endpoint's path on the control plane.
 pub const INGEST_PATH: &str = "/api/am/gateway/v1/analytics";
 
-/// The body of one POST: events, rollup rows, or both.
+/// The size past which a POST of audit records is sent and another begun.
+const AUDIT_POST_BYTES: usize = 1 << 20;
+
+/// The body of one POST: events, rollup rows, MCP audit records, or several.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Batch {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Event>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rollups: Vec<Row>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audits: Vec<AuditRecord>,
 }
 
 /// POSTs batches to a control plane.
@@ -168,6 +174,30 @@ impl Sink for ShipSink {
                 .map_err(|e| SinkError::Other(format!("rollups: {e}")))?;
             let requests = chunk.iter().map(|r| r.sums.requests).sum();
             self.send(Bytes::from(body), requests).await?;
+        }
+        Ok(())
+    }
+
+    /// `{"audits":[...]}`, spooled as rollups are (a record counts as one request): at
+    /// most 1,000 records and about [`AUDIT_POST_BYTES`] a POST (a record's arguments
+    /// may be 64 KiB; the control plane's body limit is 2 MiB).
+    async fn write_audits(&mut self, records: &[AuditRecord]) -> Result<(), SinkError> {
+        let mut body = Vec::new();
+        let mut n = 0u64;
+        for r in records {
+            body.extend_from_slice(if n == 0 { b"{\"audits\":[" } else { b"," });
+            serde_json::to_writer(&mut body, r)
+                .map_err(|e| SinkError::Other(format!("audit records: {e}")))?;
+            n += 1;
+            if n == 1_000 || body.len() >= AUDIT_POST_BYTES {
+                body.extend_from_slice(b"]}");
+                self.send(Bytes::from(std::mem::take(&mut body)), n).await?;
+                n = 0;
+            }
+        }
+        if n > 0 {
+            body.extend_from_slice(b"]}");
+            self.send(Bytes::from(body), n).await?;
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::audit::AuditRecord;
 use crate::event::Event;
 use crate::rollup::Row;
 
@@ -46,6 +47,12 @@ pub trait Sink: Send + 'static {
     /// What the sink keeps waiting and dropped, for `/metrics` (shipping only).
     fn spool_stats(&self) -> Option<std::sync::Arc<crate::spool::SpoolStats>> {
         None
+    }
+
+    /// MCP tool-call audit records (`crate::audit`), in order, whatever the sink takes.
+    async fn write_audits(&mut self, records: &[AuditRecord]) -> Result<(), SinkError> {
+        let _ = records;
+        Err(SinkError::Other("this sink keeps no audit records".into()))
     }
 
     /// Called instead of [`Sink::write`] when [`Sink::takes`] says rollups.
@@ -172,6 +179,22 @@ impl Sink for JsonLinesSink {
         buf.clear();
         for r in rows {
             if serde_json::to_writer(&mut buf, r).is_ok() {
+                buf.push(b'\n');
+            }
+        }
+        self.append(buf).await
+    }
+
+    /// One `{"mcp_audit": {...}}` line a record, beside the events or rows.
+    async fn write_audits(&mut self, records: &[AuditRecord]) -> Result<(), SinkError> {
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            mcp_audit: &'a AuditRecord,
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        for r in records {
+            if serde_json::to_writer(&mut buf, &Line { mcp_audit: r }).is_ok() {
                 buf.push(b'\n');
             }
         }

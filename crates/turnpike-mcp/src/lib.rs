@@ -12,6 +12,7 @@
 //! on the gateway or the config compiler.
 
 mod args;
+mod audit;
 mod content;
 mod exchange;
 #[cfg(test)]

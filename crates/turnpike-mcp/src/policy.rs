@@ -21,11 +21,13 @@ use rmcp::model::{
 };
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
+use turnpike_policy::mcp::ToolOutcome;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
 };
 
+use crate::audit::{self, Auditor};
 use crate::content::Library;
 use crate::exchange::{sessions_full, unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
 use crate::govern::{self, ToolThrottle};
@@ -88,7 +90,8 @@ impl PolicyKind for Mcp {
                 None
             }
         };
-        let (limits, library) = (limits?, library?);
+        let auditor = auditor(spec, cx);
+        let (limits, library, auditor) = (limits?, library?, auditor?);
         let api_id = turnpike_model::api_id(&api.context, &api.version);
         let policies = tools.iter().map(|t| t.throttling.as_deref());
         let throttle = ToolThrottle::new(policies, &api_id, cx);
@@ -103,7 +106,24 @@ impl PolicyKind for Mcp {
             limits,
             clock: cx.runtime.clock().clone(),
             throttle,
+            auditor,
         }))
+    }
+}
+
+/// The section's audit rules (`Some(None)`: no audit), each problem reported.
+fn auditor(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Option<Auditor>> {
+    let Some(audit) = &spec.audit else {
+        return Some(None);
+    };
+    match Auditor::build(audit) {
+        Ok(a) => Some(Some(a)),
+        Err(problems) => {
+            for (below, msg) in problems {
+                cx.problem(&below, msg);
+            }
+            None
+        }
     }
 }
 
@@ -147,6 +167,8 @@ pub struct McpPolicy {
     clock: Arc<dyn Clock>,
     /// Where the tools' own throttling policies count (`None`: no tool has one).
     throttle: Option<ToolThrottle>,
+    /// The audit trail's rules (`None`: the section asks for no audit).
+    auditor: Option<Auditor>,
 }
 
 impl McpPolicy {
@@ -165,7 +187,11 @@ impl McpPolicy {
         let caller = caller_key(ctx);
         let now = self.clock.now_secs();
         let (session, next) = match (ex.step, ex.session) {
-            (Next::Refuse(r), _) => return Ok(refusal(&r)),
+            (Next::Refuse(r), _) => {
+                let code = r.error.code.0.to_string().into();
+                audit::settle(ctx, ToolOutcome::Refused { code });
+                return Ok(refusal(&r));
+            }
             (Next::Initialize { id, version }, _) => {
                 return Ok(self.initialize(id, version, caller, now))
             }
@@ -195,6 +221,8 @@ impl McpPolicy {
                     throttling: tool.throttling.as_deref(),
                 };
                 if let Some(answer) = govern::admit(ctx, rules, &call.id, self.throttle.as_ref())? {
+                    let code = Some("throttled".into());
+                    audit::settle(ctx, ToolOutcome::ToolError { code });
                     return Ok(Flow::Respond(answer));
                 }
                 ctx.ext.insert(call);
@@ -255,6 +283,9 @@ impl Policy for McpPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
+        if let Some(auditor) = &self.auditor {
+            auditor.note(ctx, req, body);
+        }
         let ex = self.catalog.read(ctx, req, body, &self.library);
         ctx.ext.insert(ex);
         Step::CONTINUE
@@ -294,6 +325,9 @@ impl Policy for McpPolicy {
     ) -> Result<(), GatewayError> {
         if let Some(call) = ctx.ext.remove::<ToolCall>() {
             *body = crate::wrap::body(call, body);
+            if self.auditor.is_some() {
+                audit::settle(ctx, audit::outcome_of_answer(body));
+            }
         }
         Ok(())
     }

@@ -469,3 +469,110 @@ fn a_bad_multiplexed_section_names_every_problem() {
     let (p, problems) = build(&legacy, &runtime);
     assert!(problems.is_empty() && p.is_some(), "{problems:?}");
 }
+
+/// The tool error a 404 answer becomes, run through the response hooks.
+fn answer(p: &dyn Policy, c: &mut RequestCtx, status: u16) {
+    let mut resp = Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(())
+        .expect("resp")
+        .into_parts()
+        .0;
+    p.on_response_headers(c, &mut resp).expect("head");
+    let mut out = Bytes::from_static(br#"{"ok":true}"#);
+    p.on_response_body(c, &mut resp, &mut out).expect("body");
+}
+
+#[tokio::test]
+async fn an_audited_call_leaves_its_redacted_record_and_how_it_ended() {
+    use turnpike_policy::mcp::{ToolCallAudit, ToolOutcome};
+    let runtime = Runtime::default();
+    let yaml = FILE.replace(
+        "      max_sessions: 2\n",
+        "      max_sessions: 2\n      audit: { redact: [/body/name], max_argument_bytes: 100 }\n",
+    );
+    let (p, problems) = build(&yaml, &runtime);
+    assert!(problems.is_empty(), "{problems:?}");
+    let p = p.expect("built");
+    let sid = initialize(&*p).await;
+    let call = |id: &str, name: &str, args: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": args}})
+    };
+    let audit = |c: &RequestCtx| c.ext.get::<ToolCallAudit>().cloned().expect("a record");
+
+    // Redacted: the rule's pointer and a secret-looking key; answered 200: `ok`.
+    let mut c = ctx();
+    let args = json!({"body": {"name": "rex", "api_key": "k", "kind": "dog"}});
+    let (r, _, _) = send(&*p, &mut c, Some(&sid), call("1", "post_pets", args)).await;
+    assert!(r.is_none(), "goes upstream");
+    answer(&*p, &mut c, 200);
+    let a = audit(&c);
+    assert_eq!(&*a.tool, "post_pets");
+    assert_eq!(a.session.as_deref(), Some(sid.as_str()));
+    let kept: Value = serde_json::from_str(&a.arguments).expect("JSON");
+    assert_eq!(
+        kept,
+        json!({"body": {"name": "[REDACTED]", "api_key": "[REDACTED]", "kind": "dog"}})
+    );
+    assert!(!a.truncated);
+    assert_eq!(a.outcome, ToolOutcome::Ok);
+
+    // Over the cap: cut and marked; a 404 answer is a tool error.
+    let mut c = ctx();
+    let args = json!({"id": "x".repeat(200)});
+    send(&*p, &mut c, Some(&sid), call("2", "get_pets_id", args)).await;
+    answer(&*p, &mut c, 404);
+    let a = audit(&c);
+    assert!(
+        a.truncated && a.arguments.ends_with("...[TRUNCATED]"),
+        "{a:?}"
+    );
+    assert!(a.arguments.len() <= 100 + "...[TRUNCATED]".len());
+    assert_eq!(a.outcome, ToolOutcome::ToolError { code: None });
+
+    // An unknown tool: refused with the JSON-RPC error's number.
+    let mut c = ctx();
+    let (r, _, _) = send(&*p, &mut c, Some(&sid), call("3", "nope", json!({}))).await;
+    assert!(r.is_some());
+    assert_eq!(
+        audit(&c).outcome,
+        ToolOutcome::Refused {
+            code: "-32602".into()
+        }
+    );
+
+    // A message that is not a tool call, and an API without `audit:`, leave none.
+    let mut c = ctx();
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
+    send(&*p, &mut c, Some(&sid), list).await;
+    assert!(c.ext.get::<ToolCallAudit>().is_none());
+    let plain = build(FILE, &runtime).0.expect("built");
+    let sid = initialize(&*plain).await;
+    let mut c = ctx();
+    let args = json!({"body": {"password": "p"}});
+    send(&*plain, &mut c, Some(&sid), call("5", "post_pets", args)).await;
+    assert!(c.ext.get::<ToolCallAudit>().is_none());
+}
+
+#[test]
+fn a_bad_audit_section_names_its_fields() {
+    let runtime = Runtime::default();
+    let yaml = FILE.replace(
+        "      max_sessions: 2\n",
+        "      max_sessions: 2\n      audit: { redact: [\"\"], max_argument_bytes: 1MiB }\n",
+    );
+    let (p, problems) = build(&yaml, &runtime);
+    assert!(p.is_none());
+    let paths: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+    for want in [
+        "apis[0].mcp.audit.redact[0]",
+        "apis[0].mcp.audit.max_argument_bytes",
+    ] {
+        assert!(
+            paths.iter().any(|p| p.contains(want)),
+            "{want} in {paths:?}"
+        );
+    }
+}

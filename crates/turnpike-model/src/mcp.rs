@@ -62,6 +62,25 @@ pub struct McpSpec {
     /// `openapi:` document.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub documents: Vec<McpDocumentSpec>,
+    /// An audit record of every tool call, its arguments redacted (off when omitted;
+    /// docs/mcp.md, "Audit trail of tool calls").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<McpAuditSpec>,
+}
+
+/// What a tool call's audit record keeps of its arguments.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpAuditSpec {
+    /// Arguments whose values are replaced by `"[REDACTED]"`: a name (`password`, at
+    /// any depth) or a JSON pointer into the arguments (`/card/number`). Keys that look
+    /// like secrets (password, token, secret, apikey, authorization) always are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redact: Vec<String>,
+    /// The most bytes of (redacted) arguments a record keeps, e.g. `"4KiB"` (the
+    /// default); longer ones are cut and marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_argument_bytes: Option<crate::Quantity>,
 }
 
 /// The transport a proxied MCP server speaks.

@@ -34,6 +34,7 @@ mod hook;
 pub mod http;
 mod kind;
 pub mod log_limit;
+pub mod mcp;
 mod observer;
 pub mod offload;
 pub mod problem;

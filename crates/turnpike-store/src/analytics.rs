@@ -24,6 +24,8 @@ pub struct AnalyticsRetention {
     pub hours: Duration,
     /// Day rows older than this are deleted.
     pub days: Duration,
+    /// MCP tool-call audit records older than this are deleted (`mcp_audit.rs`).
+    pub mcp_audit: Duration,
 }
 
 impl Default for AnalyticsRetention {
@@ -32,6 +34,7 @@ impl Default for AnalyticsRetention {
             minutes: Duration::from_secs(2 * 86_400),
             hours: Duration::from_secs(31 * 86_400),
             days: Duration::from_secs(400 * 86_400),
+            mcp_audit: Duration::from_secs(30 * 86_400),
         }
     }
 }
@@ -56,6 +59,8 @@ pub struct Compacted {
     pub minutes_moved: u64,
     pub hours_moved: u64,
     pub days_deleted: u64,
+    /// MCP audit records past their retention.
+    pub audit_deleted: u64,
 }
 
 const COLUMNS: &str = "period, bucket, gateway, api_name, api_context, api_version, resource, method, application_id, application_name, status_class, outcome, reason, requests, errors, throttled, cache_hits, bytes_in, bytes_out, lat_total, lat_gateway, lat_upstream, lat_before, lat_after, provider, model, prompt_tokens, completion_tokens, cached_tokens, lat_ttft";
@@ -215,7 +220,8 @@ impl Store {
 
     /// Moves minute rows older than `retention.minutes` into hour rows, hour rows older
     /// than `retention.hours` into day rows, and deletes day rows older than
-    /// `retention.days`, relative to `now` (Unix seconds).
+    /// `retention.days` and MCP audit records older than `retention.mcp_audit`, relative
+    /// to `now` (Unix seconds).
     pub async fn compact_analytics(
         &self,
         now: i64,
@@ -254,6 +260,9 @@ impl Store {
                 .execute(self.pool())
                 .await?;
         done.days_deleted = deleted.rows_affected();
+        done.audit_deleted = self
+            .prune_mcp_audit((now - secs(retention.mcp_audit)).saturating_mul(1000))
+            .await?;
         Ok(done)
     }
 }

@@ -23,6 +23,7 @@ mod cluster;
 mod dcr;
 mod documents;
 mod km;
+mod mcp_audit;
 mod migrate;
 pub mod model;
 mod oauth;
@@ -46,6 +47,7 @@ pub use backup::{backup_sqlite, check_turnpike, restore_sqlite, sqlite_path, Bac
 pub use bulk::{bulk_app_id, bulk_subscription, BulkSpec};
 pub use cluster::{GatewayContact, GatewayRow, Maintenance, MAX_GATEWAYS, VERSION_POLL};
 pub use documents::ApiDocument;
+pub use mcp_audit::McpAuditFilter;
 pub use migrate::{migrations, MigrationInfo, MigrationStatus};
 pub use model::*;
 pub use oauth::{ApiKey, ApiKeyGrant, OAuthClient, OAuthClientInput};

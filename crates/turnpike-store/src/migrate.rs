@@ -234,7 +234,40 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: AI_USAGE,
         postgres: AI_USAGE,
     },
+    Migration {
+        version: 12,
+        name: "mcp_audit",
+        separator: ";",
+        sqlite: MCP_AUDIT,
+        postgres: MCP_AUDIT,
+    },
 ];
+
+/// The audit trail of MCP tool calls (`mcp_audit.rs`, issue 31): one row per audited
+/// call, its arguments redacted by the gateway; empty texts for what a call lacked.
+const MCP_AUDIT: &str = r#"
+CREATE TABLE mcp_audit (
+  at_ms BIGINT NOT NULL,
+  request_id TEXT NOT NULL,
+  gateway TEXT NOT NULL,
+  api_name TEXT NOT NULL,
+  api_context TEXT NOT NULL,
+  api_version TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  application_id TEXT NOT NULL,
+  application_name TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  arguments TEXT NOT NULL,
+  truncated BIGINT NOT NULL,
+  outcome TEXT NOT NULL,
+  code TEXT NOT NULL,
+  status BIGINT NOT NULL,
+  latency_us BIGINT NOT NULL
+);
+CREATE INDEX mcp_audit_time ON mcp_audit (at_ms);
+CREATE INDEX mcp_audit_api ON mcp_audit (api_context, api_version, at_ms)
+"#;
 
 /// AI (LLM) API calls in the rollups: provider and model in the key, tokens summed, the
 /// time to first token as a histogram (issue 30); and the price table the cost reports

@@ -42,8 +42,12 @@ export interface TopRow extends Counts {
   applicationName?: string;
   method?: string;
   resource?: string;
+  /** `by=tool` and `by=tool_application`: the MCP tool. */
+  tool?: string;
   latency?: Latency;
 }
+
+export type TopBy = 'api' | 'application' | 'resource' | 'tool' | 'tool_application';
 
 /** One group of the `ai` report (tokens, cost, time to first token of AI API calls). */
 export interface AiRow {
@@ -100,7 +104,8 @@ export const analytics = {
       points: { timestamp: number; total: LatencyBlock; gateway: LatencyBlock; backend: LatencyBlock }[];
     };
   },
-  async top(s: AnalyticsScope, w: Window, by: 'api' | 'application' | 'resource') {
+  async top(s: AnalyticsScope, w: Window, by: TopBy, limit?: number) {
+    if (limit) return (await report(s, 'top', w, { by, limit: String(limit) })) as { list: TopRow[] };
     return (await report(s, 'top', w, { by })) as { list: TopRow[] };
   },
   async errors(s: AnalyticsScope, w: Window) {

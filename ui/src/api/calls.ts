@@ -10,6 +10,7 @@ import type {
   Application,
   AuditEntry,
   DevportalSettings,
+  McpAuditRecord,
   GatewayList,
   KeyType,
   LifecycleAction,
@@ -23,7 +24,7 @@ import type {
   User,
 } from './types';
 
-export type { ApiKey, ApiSecurity, AuditEntry, DevportalSettings, Gateway, GatewayList, SignupSettings, SigningKey } from './types';
+export type { ApiKey, ApiSecurity, AuditEntry, McpAuditRecord, DevportalSettings, Gateway, GatewayList, SignupSettings, SigningKey } from './types';
 
 type Schemas = components['schemas'];
 
@@ -440,6 +441,16 @@ export const admin = {
   },
   async auditLog(query: { user?: string; q?: string; limit: number; offset: number }): Promise<Listing<AuditEntry> & { pagination?: { total: number } }> {
     return must(await api.GET('/api/am/admin/v1/audit-log', { params: { query } }));
+  },
+  async mcpAudit(query: {
+    apiId?: string;
+    tool?: string;
+    applicationId?: string;
+    outcome?: McpAuditRecord['outcome'];
+    limit: number;
+    offset: number;
+  }): Promise<Listing<McpAuditRecord> & { pagination?: { total: number } }> {
+    return must(await api.GET('/api/am/admin/v1/mcp-audit', { params: { query } }));
   },
   async signupSettings(): Promise<SignupSettings> {
     return must(await api.GET('/api/am/admin/v1/settings/self-signup', {}));

@@ -208,6 +208,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/am/admin/v1/mcp-audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit trail of MCP tool calls, newest first: time, API, tool, application, subject, session, redacted arguments, outcome (ok, tool_error, refused) with its code, latency (apiId or apiContext+apiVersion, tool, applicationId, outcome, from, to, limit, offset)
+         * @description Bearer tokens need the apim:admin scope; HTTP Basic callers need the admin role.
+         */
+        get: operations["listMcpAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/am/admin/v1/settings/client-id-metadata-documents": {
         parameters: {
             query?: never;
@@ -1002,7 +1022,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * A gateway's batch of analytics events ({events: [...]}, docs/analytics.md), rolled up per minute into the store; gateway token
+         * A gateway's batch of analytics events ({events: [...]}, docs/analytics.md), rolled up per minute into the store, and of MCP tool-call audit records ({audits: [...]}, docs/mcp.md); gateway token
          * @description Gateways only (the gateway token).
          */
         post: operations["ingestAnalytics"];
@@ -1376,6 +1396,26 @@ export interface paths {
          * @description Bearer tokens need the apim:api_view scope; HTTP Basic callers need the publisher role.
          */
         get: operations["getApiLifecycleState"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/am/publisher/v1/apis/{apiId}/mcp-audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit trail of one MCP server's tool calls, newest first (tool, applicationId, outcome, from, to, limit, offset)
+         * @description Bearer tokens need the apim:api_view scope; HTTP Basic callers need the publisher role.
+         */
+        get: operations["listApiMcpAudit"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3127,6 +3167,38 @@ export interface components {
             availableTransitions: ("Publish" | "Deploy as a Prototype" | "Demote to Created" | "Block" | "Deprecate" | "Re-Publish" | "Retire")[];
             state: string;
         };
+        McpAuditLog: {
+            count: number;
+            list: components["schemas"]["McpAuditRecord"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        McpAuditRecord: {
+            apiContext: string;
+            apiName: string;
+            apiVersion: string;
+            applicationId?: string | null;
+            applicationName?: string | null;
+            /** @description the arguments as JSON text, redacted ([REDACTED]) and cut at the API's cap (then ending ...[TRUNCATED]) */
+            arguments: string;
+            /** @description the error table's code or the JSON-RPC error's number */
+            code?: string | null;
+            gateway?: string;
+            latencyUs: number;
+            /** @enum {string} */
+            outcome: "ok" | "tool_error" | "refused";
+            requestId: string;
+            sessionId?: string | null;
+            /** @description the HTTP status the agent got */
+            status: number;
+            /** @description the token's sub when kept, else the application's owner */
+            subject?: string | null;
+            /** Format: date-time */
+            time: string;
+            /** @description when the call arrived, Unix milliseconds */
+            timestamp: number;
+            tool: string;
+            truncated: boolean;
+        };
         McpServer: {
             apiId: string;
             context: string;
@@ -4411,6 +4483,83 @@ export interface operations {
             };
             /** @description conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMcpAudit: {
+        parameters: {
+            query?: {
+                /** @description only this API's calls */
+                apiId?: string;
+                /** @description only this API's calls (with apiVersion) */
+                apiContext?: string;
+                /** @description only this API's calls (with apiContext) */
+                apiVersion?: string;
+                /** @description only this tool's calls */
+                tool?: string;
+                /** @description only this application's calls */
+                applicationId?: string;
+                /** @description only calls that ended so */
+                outcome?: "ok" | "tool_error" | "refused";
+                /** @description from this time on, Unix seconds */
+                from?: number;
+                /** @description before this time, Unix seconds */
+                to?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description items to skip */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpAuditLog"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9968,6 +10117,79 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LifecycleState"];
+                };
+            };
+            /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the caller's roles or token scopes do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApiMcpAudit: {
+        parameters: {
+            query?: {
+                /** @description only this tool's calls */
+                tool?: string;
+                /** @description only this application's calls */
+                applicationId?: string;
+                /** @description only calls that ended so */
+                outcome?: "ok" | "tool_error" | "refused";
+                /** @description from this time on, Unix seconds */
+                from?: number;
+                /** @description before this time, Unix seconds */
+                to?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description items to skip */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                apiId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpAuditLog"];
+                };
+            };
+            /** @description invalid fields, all of them listed in errors[] */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description no or bad credentials (WWW-Authenticate: Basic and Bearer) */

@@ -33,6 +33,7 @@ export type TryRequest = Schemas['TryItInput'];
 export type Mediation = Schemas['Mediation'];
 export type ApiKey = Schemas['ApiKey'];
 export type AuditEntry = Schemas['AuditEntry'];
+export type McpAuditRecord = Schemas['McpAuditRecord'];
 export type SignupSettings = Schemas['SelfSignupSettings'];
 export type DevportalSettings = Schemas['DevportalSettings'];
 export type Gateway = Schemas['Gateway'];

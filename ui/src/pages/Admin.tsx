@@ -1,7 +1,7 @@
 // The Admin console: tiers of every family, users and roles, all applications, the
 // gateways with their snapshot version and lag, signing keys (rotate), and where the
 // analytics dashboards (traffic, errors, throttled, latency split, top APIs and
-// applications), the audit log, the portal settings.
+// applications), the audit log, the MCP tool calls' audit trail, the portal settings.
 import { useState } from 'react';
 import {
   Badge,
@@ -24,6 +24,7 @@ import { ErrorNote, Loading, StateBadge } from './common';
 import { Settings } from './AdminSettings';
 import { Gateways } from './AdminGateways';
 import { AuditLog } from './AuditLog';
+import { McpAudit } from './McpAudit';
 import { Applications } from './AdminApplications';
 import { Tiers } from './AdminTiers';
 import { LazyDashboards } from './LazyDashboards';
@@ -36,6 +37,7 @@ export const adminNav = [
   { href: '/admin/keys', label: 'Signing keys' },
   { href: '/admin/dashboards', label: 'Dashboards' },
   { href: '/admin/audit', label: 'Audit log' },
+  { href: '/admin/mcp-audit', label: 'MCP audit' },
   { href: '/admin/settings', label: 'Settings' },
 ];
 
@@ -55,6 +57,8 @@ export function AdminPage({ path }: { path: string }) {
       return <Settings />;
     case '/admin/audit':
       return <AuditLog />;
+    case '/admin/mcp-audit':
+      return <McpAudit />;
     default:
       return <Tiers />;
   }

@@ -1,10 +1,10 @@
 // The Admin console's audit log: every committed control-plane write, newest first (who,
 // what, when, the version it made), filtered by user and text, 50 a page.
 import { useState } from 'react';
-import { Button, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { admin } from '../api/calls';
 import { useLoad } from '../lib/load';
-import { Loading } from './common';
+import { Loading, Pager } from './common';
 
 const PAGE = 50;
 
@@ -43,19 +43,7 @@ export function AuditLog() {
           </Table.Tbody>
         </Table>
         {total === 0 && <Text c="dimmed">No change matches.</Text>}
-        <Group justify="space-between">
-          <Text size="sm" c="dimmed">
-            {total > 0 ? `${offset + 1}-${Math.min(offset + PAGE, total)} of ${total}` : ''}
-          </Text>
-          <Group gap="xs">
-            <Button variant="default" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
-              Newer
-            </Button>
-            <Button variant="default" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
-              Older
-            </Button>
-          </Group>
-        </Group>
+        <Pager offset={offset} page={PAGE} total={total} setOffset={setOffset} />
       </Loading>
     </Stack>
   );

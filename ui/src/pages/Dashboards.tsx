@@ -3,7 +3,8 @@
 // throttled), latency percentiles split gateway vs back end, the busiest APIs /
 // applications / resources, and the error and throttling breakdowns. One component for
 // the three scopes: the whole platform (Admin), one API (Publisher), one application
-// (Developer Portal); for AI APIs, tokens, cost and time to first token (`AiUsage.tsx`).
+// (Developer Portal); for AI APIs, tokens, cost and time to first token (`AiUsage.tsx`);
+// for an MCP server, its tools' calls, errors and latency (`McpTools.tsx`).
 // Loaded on demand: the charts library stays out of the other pages.
 // Time axes come zero-filled from the API (a minute without traffic is a 0, not a
 // missing point); lines are straight between points (no smoothing that would draw a gap
@@ -16,6 +17,7 @@ import { analytics, type AiBy, type AnalyticsScope, type LatencyBlock } from '..
 import { useLoad } from '../lib/load';
 import { duration, latencyScale, scaled } from '../lib/units';
 import AiUsage, { type AiReports } from './AiUsage';
+import McpTools, { type McpToolReports } from './McpTools';
 import { Loading } from './common';
 
 const WINDOWS = {
@@ -54,7 +56,14 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
         aiReports.length > 0 && aiReports[0].totals.requests > 0
           ? { totals: aiReports[0].totals, unpricedModels: aiReports[0].unpricedModels, by: byAi.map((by, i) => [by, aiReports[i].groups] as const) }
           : null;
-      return { summary, traffic, latency, errors, throttled, tops, ai };
+      const mcp: McpToolReports | null =
+        scope.kind === 'api'
+          ? {
+              byTool: (await analytics.top(scope, window, 'tool', 100)).list,
+              byApplication: (await analytics.top(scope, window, 'tool_application', 100)).list,
+            }
+          : null;
+      return { summary, traffic, latency, errors, throttled, tops, ai, mcp: mcp && mcp.byTool.length > 0 ? mcp : null };
     },
     [key],
   );
@@ -128,6 +137,7 @@ export default function Dashboards({ scope, title }: { scope: AnalyticsScope; ti
               <LatencyTable latency={d.latency} />
             </Card>
             {d.ai && <AiUsage ai={d.ai} />}
+            {d.mcp && <McpTools tools={d.mcp} />}
             <SimpleGrid cols={{ base: 1, md: 2 }}>
               {d.tops.map(([by, top]) => (
                 <Card withBorder key={by} component="section" aria-label={`Top ${by}s`}>

@@ -111,6 +111,46 @@ fn analytics_query_params(id: &str) -> Vec<Value> {
     out
 }
 
+/// The MCP audit trail's filters.
+fn mcp_audit_params(id: &str) -> Vec<Value> {
+    let s = json!({"type": "string"});
+    let secs = json!({"type": "integer", "minimum": 0});
+    let outcome = json!({"type": "string", "enum": ["ok", "tool_error", "refused"]});
+    let mut v = Vec::new();
+    if id == "listMcpAudit" {
+        v.push(query("apiId", false, s.clone(), "only this API's calls"));
+        v.push(query(
+            "apiContext",
+            false,
+            s.clone(),
+            "only this API's calls (with apiVersion)",
+        ));
+        v.push(query(
+            "apiVersion",
+            false,
+            s.clone(),
+            "only this API's calls (with apiContext)",
+        ));
+    }
+    v.push(query("tool", false, s.clone(), "only this tool's calls"));
+    v.push(query(
+        "applicationId",
+        false,
+        s,
+        "only this application's calls",
+    ));
+    v.push(query("outcome", false, outcome, "only calls that ended so"));
+    v.push(query(
+        "from",
+        false,
+        secs.clone(),
+        "from this time on, Unix seconds",
+    ));
+    v.push(query("to", false, secs, "before this time, Unix seconds"));
+    v.extend(page());
+    v
+}
+
 /// Query parameters of an operation.
 pub fn query_params(id: &str) -> Vec<Value> {
     let s = json!({"type": "string"});
@@ -136,6 +176,7 @@ pub fn query_params(id: &str) -> Vec<Value> {
         "getAnalytics" | "getApiAnalytics" | "getApplicationAnalytics" => {
             analytics_query_params(id)
         }
+        "listMcpAudit" | "listApiMcpAudit" => mcp_audit_params(id),
         "listAuditLog" => {
             let secs = json!({"type": "integer", "minimum": 0});
             let mut v = vec![
@@ -368,6 +409,7 @@ pub fn success(id: &str) -> (u16, Option<Value>) {
         "getTier" | "updateTier" | "patchTier" => (200, r("Tier")),
         "listUsers" => (200, r("UserList")),
         "listAuditLog" => (200, r("AuditLog")),
+        "listMcpAudit" | "listApiMcpAudit" => (200, r("McpAuditLog")),
         "createUser" => (201, r("User")),
         "getUser" | "patchUser" => (200, r("User")),
         "selfSignup" => (201, r("User")),

@@ -722,7 +722,7 @@ pub const OPERATIONS: &[Operation] = &[
         "post",
         "/api/am/gateway/v1/analytics",
         "ingestAnalytics",
-        "A gateway's batch of analytics events ({events: [...]}, docs/analytics.md), rolled up per minute into the store; gateway token",
+        "A gateway's batch of analytics events ({events: [...]}, docs/analytics.md), rolled up per minute into the store, and of MCP tool-call audit records ({audits: [...]}, docs/mcp.md); gateway token",
         "gateway",
     ),
     op(
@@ -752,6 +752,20 @@ pub const OPERATIONS: &[Operation] = &[
         "deleteAiPrice",
         "Remove a model's edited price (its built-in price, if any, applies again)",
         "apim:admin",
+    ),
+    op(
+        "get",
+        "/api/am/admin/v1/mcp-audit",
+        "listMcpAudit",
+        "The audit trail of MCP tool calls, newest first: time, API, tool, application, subject, session, redacted arguments, outcome (ok, tool_error, refused) with its code, latency (apiId or apiContext+apiVersion, tool, applicationId, outcome, from, to, limit, offset)",
+        "apim:admin",
+    ),
+    op(
+        "get",
+        "/api/am/publisher/v1/apis/{apiId}/mcp-audit",
+        "listApiMcpAudit",
+        "The audit trail of one MCP server's tool calls, newest first (tool, applicationId, outcome, from, to, limit, offset)",
+        "apim:api_view",
     ),
     op(
         "get",

@@ -92,16 +92,19 @@ async fn ingest(
     for row in &batch.rollups {
         row.check_minute().map_err(ApiError::bad_request)?;
     }
+    crate::rest::mcp_audit::check_records(&batch.audits)?;
     let mut rows = roll_up(&batch.events, MINUTE);
     let requests: u64 = batch.rollups.iter().map(|r| r.sums.requests).sum();
     rows.extend(batch.rollups);
     s.inner.store.insert_rollups(&rows).await?;
+    s.inner.store.insert_mcp_audit(&batch.audits).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({
             "accepted": batch.events.len(),
             "rollupRequests": requests,
             "rows": rows.len(),
+            "audits": batch.audits.len(),
         })),
     )
         .into_response())
@@ -173,8 +176,11 @@ async fn answer(s: &AppState, name: &str, w: Window, mut f: RollupFilter) -> Api
     }
     let by = match name {
         "top" => Some(
-            TopBy::parse(w.q.get("by").map_or("api", String::as_str))
-                .ok_or_else(|| ApiError::bad_request("by must be api, application or resource"))?,
+            TopBy::parse(w.q.get("by").map_or("api", String::as_str)).ok_or_else(|| {
+                ApiError::bad_request(
+                    "by must be api, application, resource, tool or tool_application",
+                )
+            })?,
         ),
         _ => None,
     };
@@ -299,6 +305,9 @@ pub struct RetentionArgs {
     /// Day rollups older than this many days are deleted.
     #[arg(long, env = "TURNPIKE_ANALYTICS_RETENTION_DAYS", default_value_t = 400)]
     pub analytics_retention_days: u64,
+    /// MCP tool-call audit records older than this many days are deleted.
+    #[arg(long, env = "TURNPIKE_MCP_AUDIT_RETENTION_DAYS", default_value_t = 30)]
+    pub mcp_audit_retention_days: u64,
 }
 
 impl Default for RetentionArgs {
@@ -307,6 +316,7 @@ impl Default for RetentionArgs {
             analytics_minute_hours: 48,
             analytics_hour_days: 31,
             analytics_retention_days: 400,
+            mcp_audit_retention_days: 30,
         }
     }
 }
@@ -318,6 +328,7 @@ impl RetentionArgs {
             minutes: Duration::from_secs(self.analytics_minute_hours.saturating_mul(3_600)),
             hours: Duration::from_secs(self.analytics_hour_days.saturating_mul(86_400)),
             days: Duration::from_secs(self.analytics_retention_days.saturating_mul(86_400)),
+            mcp_audit: Duration::from_secs(self.mcp_audit_retention_days.saturating_mul(86_400)),
         }
     }
 }

@@ -27,7 +27,8 @@ pub fn admin_routes() -> Router<AppState> {
     Router::new().route("/audit-log", get(audit_log))
 }
 
-fn seconds(pg: &Paged, name: &str, errors: &mut Vec<FieldError>) -> Option<i64> {
+/// The query's `name` in Unix seconds, as milliseconds (a bad one is a field error).
+pub(crate) fn seconds(pg: &Paged, name: &str, errors: &mut Vec<FieldError>) -> Option<i64> {
     let v = pg.q.get(name)?;
     match v.parse::<i64>() {
         Ok(s) if (0..=i64::MAX / 1000).contains(&s) => Some(s * 1000),

@@ -15,6 +15,7 @@ pub mod environments;
 pub(crate) mod export;
 pub(crate) mod graphql_policies;
 pub(crate) mod keys;
+pub(crate) mod mcp_audit;
 pub(crate) mod mcp_tools;
 pub(crate) mod mediation_try;
 pub(crate) mod portal_settings;
@@ -43,7 +44,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(admin::publisher_routes())
                 .merge(analytics::publisher_routes())
                 .merge(graphql_policies::routes())
-                .merge(mcp_tools::publisher_routes()),
+                .merge(mcp_tools::publisher_routes())
+                .merge(mcp_audit::publisher_routes()),
         )
         .nest(
             "/api/am/devportal/v1",
@@ -70,7 +72,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 .merge(client_metadata_documents::admin_routes())
                 .merge(audit::admin_routes())
                 .merge(analytics::admin_routes())
-                .merge(ai_prices::admin_routes()),
+                .merge(ai_prices::admin_routes())
+                .merge(mcp_audit::admin_routes()),
         )
         .nest(
             "/api/am/gateway/v1",

@@ -345,7 +345,16 @@ fn check_references(file: &GatewayFile, t: &Throttler, problems: &mut Vec<Proble
             .enumerate()
         {
             if let Some(p) = &tool.throttling {
-                advanced(p, format!("apis[{i}].mcp.tools[{j}].throttling"), problems);
+                let at = format!("apis[{i}].mcp.tools[{j}].throttling");
+                if t.policy_counts_tokens(p) {
+                    // A tool's own policy counts its calls; its tokens are its
+                    // operation's, counted by the resource's budget (docs/mcp.md).
+                    problems.push(Problem::new(
+                        at.clone(),
+                        format!("{p:?} has token limits, which a tool's own policy does not count (it counts requests): put them on the policy of the tool's resource (resources[].throttling), which counts the tool's tokens"),
+                    ));
+                }
+                advanced(p, at, problems);
             }
         }
         for (k, s) in mcp.flat_map(|m| &m.servers).enumerate() {
