@@ -265,7 +265,7 @@ impl McpMux {
             Ok(Message::NoAnswer) => return Read::Notify(body.clone()),
             Ok(Message::Request { id, method, .. }) => (id, method),
         };
-        match method.as_str() {
+        match &*method {
             "initialize" => Read::Initialize(id, body.clone()),
             "ping" => Read::Ping(id),
             "tools/list" => Read::List(id),
