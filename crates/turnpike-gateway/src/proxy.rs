@@ -102,6 +102,8 @@ struct Begun {
 
 /// The synchronous start of every request: the edge's refusals, the request id,
 /// routing and the context. `Err`: the request was answered without an API.
+// The refusal is the rare path, returned once per refused request: not worth a box.
+#[allow(clippy::result_large_err)]
 fn begin(
     conn: &Arc<ConnCtx>,
     req: Request<Incoming>,
@@ -296,6 +298,7 @@ fn upgrade(
 /// Runs the request side, forwards, runs the response side. Returns the response and
 /// the error table's row when the gateway answered with an error. (Not an `async fn`:
 /// see [`handle`].)
+#[allow(clippy::manual_async_fn)] // deliberately not an async fn: see the doc comment
 fn exchange<'a>(
     conn: &'a ConnCtx,
     api: &'a CompiledApi,
@@ -381,6 +384,7 @@ async fn early_body(
 
 /// The owned-404 check, pre-route, the 405 check, request headers, request body, then the upstream.
 /// (Not an `async fn`: see [`handle`].)
+#[allow(clippy::manual_async_fn)] // deliberately not an async fn: see the doc comment
 fn request_side<'a>(
     conn: &'a ConnCtx,
     api: &'a CompiledApi,

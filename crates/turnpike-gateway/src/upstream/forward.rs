@@ -43,6 +43,7 @@ pub(crate) enum Upstream {
 /// would hold it twice (its argument and its local; rust-lang/rust#62958), and the
 /// levels below borrow it rather than each holding a copy: every request's future
 /// holds this one.
+#[allow(clippy::manual_async_fn)] // deliberately not an async fn: see the doc comment
 pub(crate) fn forward<'a>(
     shared: &'a Shared,
     api: &'a CompiledApi,
@@ -121,6 +122,7 @@ impl Upstream {
 /// writes them while encoding the head).
 /// (Not an `async fn`, and the body borrowed: see [`forward`]. A try that sends takes
 /// the body, leaving an empty one.)
+#[allow(clippy::manual_async_fn)] // deliberately not an async fn: see the doc comment
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn attempt<'a>(
     shared: &'a Shared,

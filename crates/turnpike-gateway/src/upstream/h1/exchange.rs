@@ -87,6 +87,7 @@ enum ReqFraming {
 /// Not an `async fn`, and the body borrowed from the forwarder (an async fn holds each
 /// argument twice, rust-lang/rust#62958): every plain-HTTP request's future holds this
 /// one. The body is taken (left empty) once written.
+#[allow(clippy::manual_async_fn)] // deliberately not an async fn: see the doc comment
 pub(crate) fn exchange<'a>(
     pool: Arc<EndpointPool>,
     mut conn: Box<H1Conn>,
