@@ -18,6 +18,7 @@
 //! Must not depend on the gateway, the config compiler, a store or any other kind: of
 //! the workspace, only `turnpike-model` and `turnpike-policy`.
 
+mod detach;
 mod flight;
 mod key;
 mod policy;

@@ -17,6 +17,7 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use turnpike_model::policy::CachePurge;
 
+use crate::detach::{copied, detach};
 use crate::flight::{Flights, Follow, Led};
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
@@ -136,6 +137,18 @@ pub(crate) struct Variant {
     weight: u64,
 }
 
+/// What an entry is charged: its bytes (`held`, the values and body [`detach`]ed into
+/// one buffer), each header's name and map slot, the request values it kept, and the
+/// fixed overhead.
+fn weight(headers: &HeaderMap, held: usize, selecting: &Selecting) -> u64 {
+    let names: usize = headers.keys().map(|k| k.as_str().len() + 8).sum();
+    let kept: usize = selecting
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.as_ref().map_or(0, HeaderValue::len) + 16)
+        .sum();
+    ENTRY_OVERHEAD + (held + names + kept) as u64
+}
+
 /// What a lookup found for a request.
 pub(crate) enum Found {
     Fresh(Arc<Variant>),
@@ -175,11 +188,7 @@ impl Variant {
             None => r.at + rfc::default_max_age(r.ttl).saturating_sub(arrived_age),
         };
         let (selecting, vary_star) = selecting(req.headers, &r.headers);
-        let header_bytes: usize = r
-            .headers
-            .iter()
-            .map(|(k, v)| k.as_str().len() + v.len() + 8)
-            .sum();
+        let (headers, body, held) = detach(r.headers, r.body);
         let cell = OnceLock::new();
         if let Some(p) = policy {
             let _ = cell.set(p);
@@ -187,9 +196,9 @@ impl Variant {
         Variant {
             policy: cell,
             status: r.status,
-            weight: ENTRY_OVERHEAD + r.body.len() as u64 + header_bytes as u64,
-            headers: r.headers,
-            body: r.body,
+            weight: weight(&headers, held, &selecting),
+            headers,
+            body,
             fresh_until,
             stale_while_revalidate: r.stale.0,
             stale_if_error: r.stale.1,
@@ -313,17 +322,14 @@ impl Variant {
     /// A variant read back from the shared level (its RFC policy, if ever needed, is
     /// rebuilt from what it kept, as for a plain answer).
     pub(crate) fn from_wire(e: WireEntry) -> Variant {
-        let header_bytes: usize = e
-            .headers
-            .iter()
-            .map(|(k, v)| k.as_str().len() + v.len() + 8)
-            .sum();
+        let (headers, body, held) = detach(e.headers, e.body);
+        let selecting: Selecting = e.selecting.into();
         Variant {
             policy: OnceLock::new(),
             status: e.status,
-            weight: ENTRY_OVERHEAD + e.body.len() as u64 + header_bytes as u64,
-            headers: e.headers,
-            body: e.body,
+            weight: weight(&headers, held, &selecting),
+            headers,
+            body,
             fresh_until: UNIX_EPOCH + Duration::from_millis(e.fresh_until_ms),
             stale_while_revalidate: Duration::from_millis(e.stale_while_revalidate_ms),
             stale_if_error: Duration::from_millis(e.stale_if_error_ms),
@@ -332,7 +338,7 @@ impl Variant {
             arrived_age: Duration::from_secs(e.arrived_age_s),
             ttl: Duration::from_millis(e.ttl_ms),
             method: e.method,
-            selecting: e.selecting.into(),
+            selecting,
             vary_star: e.vary_star,
         }
     }
@@ -362,7 +368,7 @@ type Selecting = Box<[(HeaderName, Option<HeaderValue>)]>;
 /// `Host` and the request's values of the headers the response varies on, and whether
 /// it varies on `*`.
 fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
-    let mut list = vec![(HOST, req.get(HOST).cloned())];
+    let mut list = vec![(HOST, req.get(HOST).map(copied))];
     let mut star = false;
     let names = resp.get_all(VARY).iter().filter_map(|v| v.to_str().ok());
     for name in names.flat_map(|v| v.split(',')).take(MAX_VARY) {
@@ -370,7 +376,7 @@ fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
         if name == "*" {
             star = true;
         } else if let Ok(n) = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()) {
-            let value = req.get(&n).cloned();
+            let value = req.get(&n).map(copied);
             list.push((n, value));
         }
     }
