@@ -9,25 +9,48 @@
 #   post  REST  POST /pets/v1/pets {"name": "Rex", "tag": "dog"}     (JSON echoed back)
 #         MCP   tools/call addPet {"body": {"name": "Rex", "tag": "dog"}}
 #               (the answer also parsed into structuredContent)
-# Each count is (instructions after N2 requests - after N1) / (N2 - N1), each run in its
-# own gateway process under callgrind (startup, warm-up and the MCP `initialize` cancel
-# out), on one keep-alive connection.
 #
-# Usage: bench/mcp-callgrind.sh BIN [BIN...] [--n1 300] [--n2 1500] [--keep DIR]
+# What is counted, and why this way. One gateway process per binary and case serves
+# both modes on two keep-alive connections (REST; MCP after one `initialize`). After a
+# warm-up of W calls of each mode the counters are zeroed (`callgrind_control -z`), then
+# R rounds each run a window of K REST calls and a window of K tool calls (which goes
+# first alternates), each window ended by a dump (`callgrind_control -d`). Everything
+# the process executes in user space during a window counts: the connection task, the
+# upstream exchange, the runtime's scheduling and I/O driver, and any task the calls
+# feed (analytics, audit rows); startup, warm-up and `initialize` do not. A count is the
+# median over the R windows of (window's instructions / K), the ratio the MCP median
+# over the REST median; min-max is printed beside each.
+# Why not (run of N2 calls - run of N1 calls) in two processes, as this script did
+# before 2026-11-27: two runs of the same binaries gave 1.16x-1.68x. Each process adds
+# its own startup (~5M instructions, varying with hash seeds and the allocator) and, more,
+# the number of times the single worker finds a socket not yet readable (a poll that
+# returns Pending, a park in epoll, a wake-up and a second poll: ~1-3k instructions per
+# request) depends on how fast the echo and the client answer the gateway slowed ~50x by
+# valgrind, i.e. on the box's load, which changed between the four processes. Windows of
+# both modes interleaved in one process see the same load and the same process state,
+# and the median drops a window that met a burst. The timers that run while idle (the
+# throttle sweep, health and reload watchers: ~40k instructions per second of wall time,
+# measured with the gateway idle) add < 1 % to a window; they are not subtracted.
+#
+# Usage: bench/mcp-callgrind.sh BIN [BIN...] [--calls 500] [--rounds 5] [--warm 200]
+#        [--keep DIR]
 # GATEWAY_ARGS="--metrics-addr 127.0.0.1:0" adds flags to each gateway (a build before
 # the MCP endpoint kept its resource unobserved needs an observer, such as metrics).
-# --keep DIR keeps each run's callgrind.out (BINNAME.CASE-MODE.N) for callgrind_annotate;
+# --keep DIR keeps each window's profile (BINNAME.CASE.ROUND-MODE) for
+# callgrind_annotate (a tool call's cost above REST: the two windows of one round).
 # CASES="get" measures only those.
-# Needs: valgrind, python3.
+# Needs: valgrind (callgrind_control), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-n1=300; n2=1500; bins=(); keep=
+calls=500; rounds=5; warm=200; bins=(); keep=
 while [ $# -gt 0 ]; do
   case "$1" in
-    --n1) n1=$2; shift 2;;
-    --n2) n2=$2; shift 2;;
+    --calls) calls=$2; shift 2;;
+    --rounds) rounds=$2; shift 2;;
+    --warm) warm=$2; shift 2;;
     --keep) keep=$2; shift 2;;
+    --n1|--n2) echo "$1: this script now counts windows in one process: --calls K --rounds R" >&2; exit 2;;
     *) bins+=("$1"); shift;;
   esac
 done
@@ -46,14 +69,16 @@ wait_port "$echo_port"
 sed "s#http://127.0.0.1:8080#http://127.0.0.1:$echo_port#" examples/mcp.yaml >"$work/apis.yaml"
 grep -q "127.0.0.1:$echo_port" "$work/apis.yaml" || { echo "examples/mcp.yaml names no endpoint" >&2; exit 1; }
 
-# N keep-alive requests on one connection (MCP: after one initialize, in its session);
-# every answer must be a 200, and a tool's result not an error.
+# Warm-up, zero, then rounds of a REST window and a tool-call window, each dumped with
+# its name; every answer must be a 200, and a tool's result not an error.
 cat >"$work/client.py" <<'PY'
-import http.client, json, sys
-port, case, mode, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+import http.client, json, subprocess, sys
+port, pid, case = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+calls, rounds, warm = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 key = {"apikey": "agent-key-1"}
-c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-def send(method, path, headers, body=None):
+def conn():
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+def send(c, method, path, headers, body=None):
     c.request(method, path, body=body, headers=headers)
     r = c.getresponse()
     data = r.read()
@@ -61,54 +86,83 @@ def send(method, path, headers, body=None):
         sys.exit(f"{method} {path}: {r.status} {data[:200]!r}")
     return r, data
 pet = {"name": "Rex", "tag": "dog"}
-if mode == "rest":
-    if case == "get":
-        req = ("GET", "/pets/v1/pets/7?fields=name", key, None)
-    else:
-        req = ("POST", "/pets/v1/pets", dict(key, **{"content-type": "application/json"}), json.dumps(pet))
-    for _ in range(n):
-        send(*req)
-    sys.exit(0)
-mcp = dict(key, **{"content-type": "application/json", "accept": "application/json, text/event-stream"})
+rest = conn()
+if case == "get":
+    rest_req = ("GET", "/pets/v1/pets/7?fields=name", key, None)
+else:
+    rest_req = ("POST", "/pets/v1/pets", dict(key, **{"content-type": "application/json"}), json.dumps(pet))
+mcp = conn()
+hdrs = dict(key, **{"content-type": "application/json", "accept": "application/json, text/event-stream"})
 init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
-r, _ = send("POST", "/mcp/pets/v1", mcp, json.dumps(init))
-mcp["mcp-session-id"] = r.getheader("mcp-session-id")
-mcp["mcp-protocol-version"] = "2025-06-18"
+r, _ = send(mcp, "POST", "/mcp/pets/v1", hdrs, json.dumps(init))
+hdrs["mcp-session-id"] = r.getheader("mcp-session-id")
+hdrs["mcp-protocol-version"] = "2025-06-18"
 if case == "get":
     call = {"name": "getPet", "arguments": {"petId": "7", "fields": "name"}}
 else:
     call = {"name": "addPet", "arguments": {"body": pet}}
-body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
-for _ in range(n):
-    _, data = send("POST", "/mcp/pets/v1", mcp, body)
-    if json.loads(data).get("result", {}).get("isError") is not False:
-        sys.exit(f"tool call: {data[:300]!r}")
+mcp_req = ("POST", "/mcp/pets/v1", hdrs, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}))
+def window(mode, n):
+    for _ in range(n):
+        if mode == "rest":
+            send(rest, *rest_req)
+        else:
+            _, data = send(mcp, *mcp_req)
+            if json.loads(data).get("result", {}).get("isError") is not False:
+                sys.exit(f"tool call: {data[:300]!r}")
+def control(*args):
+    subprocess.run(["callgrind_control", *args, pid], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+window("rest", warm); window("mcp", warm)
+control("-z")
+for r in range(rounds):
+    for mode in (("rest", "mcp") if r % 2 == 0 else ("mcp", "rest")):
+        window(mode, calls)
+        control(f"--dump={r}-{mode}")
 PY
 
-count() { # bin case mode n -> Ir
-  local bin=$1 case=$2 mode=$3 n=$4 port out
+# Reads the dumps: "MODE median min max" per call for each mode.
+cat >"$work/windows.py" <<'PY'
+import glob, re, statistics, sys
+prefix, calls = sys.argv[1], int(sys.argv[2])
+per = {"rest": [], "mcp": []}
+for f in glob.glob(prefix + ".*"):
+    text = open(f).read()
+    m = re.search(r"^desc: Trigger: dump (\d+)-(rest|mcp)$", text, re.M)
+    if m:
+        per[m.group(2)].append(int(re.search(r"^totals: (\d+)", text, re.M).group(1)) / calls)
+for mode, v in per.items():
+    print(mode, round(statistics.median(v)), round(min(v)), round(max(v)))
+PY
+
+count() { # bin case -> lines "MODE median min max"
+  local bin=$1 case=$2 port out
   port=$(free_port); out="$work/cg.$port"
   TURNPIKE_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
     "$bin" gateway --config "$work/apis.yaml" --workers 1 --http-port "$port" \
     --https-port off --data-dir "$work/data" ${GATEWAY_ARGS:-} >"$work/gw-$port.log" 2>&1 &
   local pid=$!
   wait_port "$port"
-  python3 "$work/client.py" "$port" "$case" "$mode" "$n"
+  python3 "$work/client.py" "$port" "$pid" "$case" "$calls" "$rounds" "$warm"
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-  grep -m1 '^summary:' "$out" | awk '{print $2}'
+  python3 "$work/windows.py" "$out" "$calls"
   if [ -n "$keep" ]; then
-    mkdir -p "$keep"; cp "$out" "$keep/$(basename "$bin").$case-$mode.$n"
+    mkdir -p "$keep"
+    local f name
+    for f in "$out".*; do
+      name=$(sed -n 's/^desc: Trigger: dump //p' "$f")
+      [ -n "$name" ] && cp "$f" "$keep/$(basename "$bin").$case.$name"
+    done
   fi
 }
 
-printf '%-40s %-6s %-14s %-14s %s\n' binary case rest/request mcp/request ratio
+printf '%-32s %-5s %-24s %-24s %s\n' binary case "rest/request (min-max)" "mcp/request (min-max)" ratio
 for bin in "${bins[@]}"; do
   for case in ${CASES:-get post}; do
-    ra=$(count "$bin" "$case" rest "$n1"); rb=$(count "$bin" "$case" rest "$n2")
-    ma=$(count "$bin" "$case" mcp "$n1"); mb=$(count "$bin" "$case" mcp "$n2")
-    rest=$(( (rb - ra) / (n2 - n1) )); mcp=$(( (mb - ma) / (n2 - n1) ))
-    printf '%-40s %-6s %-14s %-14s %s\n' "$bin" "$case" "$rest" "$mcp" \
-      "$(awk -v m="$mcp" -v r="$rest" 'BEGIN{printf "%.3f", m / r}')"
+    declare -A med=() span=()
+    res=$(count "$bin" "$case")
+    while read -r mode m lo hi; do med[$mode]=$m; span[$mode]="$m ($lo-$hi)"; done <<<"$res"
+    printf '%-32s %-5s %-24s %-24s %s\n' "$bin" "$case" "${span[rest]}" "${span[mcp]}" \
+      "$(awk -v m="${med[mcp]}" -v r="${med[rest]}" 'BEGIN{printf "%.3f", m / r}')"
   done
 done
