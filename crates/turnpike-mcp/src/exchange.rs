@@ -85,15 +85,17 @@ impl Catalog {
         body: &mut Bytes,
         library: &Library,
     ) -> Exchange {
+        // Taken out (never sent upstream) as they are read: a lookup each, not two.
         // Some(None): a header that names no session this server could have issued.
         let header = req
             .headers
-            .get(MCP_SESSION_ID)
+            .remove(MCP_SESSION_ID)
             .map(|v| session::parse_id(v.as_bytes()));
+        let version = req.headers.remove(MCP_PROTOCOL_VERSION);
         let step = if req.method == Method::DELETE {
             Next::Delete
         } else {
-            match self.message(ctx, req, body, library) {
+            match self.message(ctx, req, body, library, version.as_ref()) {
                 Ok(next) => next,
                 Err(r) => Next::Refuse(r),
             }
@@ -110,8 +112,6 @@ impl Catalog {
             _ => step,
         };
         let session = header.flatten();
-        req.headers.remove(MCP_SESSION_ID);
-        req.headers.remove(MCP_PROTOCOL_VERSION);
         Exchange { session, step }
     }
 
@@ -121,6 +121,7 @@ impl Catalog {
         req: &mut request::Parts,
         body: &mut Bytes,
         library: &Library,
+        version: Option<&HeaderValue>,
     ) -> Result<Next, Refusal> {
         if !turnpike_policy::http::has_json_body(&req.headers) {
             let msg = "a message is sent as application/json".to_string();
@@ -136,7 +137,7 @@ impl Catalog {
             Message::Request { id, method, params } => (id, method, params),
         };
         if method != "initialize" {
-            check_version_header(req)?;
+            check_version_header(version)?;
         }
         Ok(match &*method {
             "initialize" => Next::Initialize {
@@ -202,7 +203,11 @@ impl Catalog {
             ACCEPT,
             HeaderValue::from_static("application/json, */*;q=0.5"),
         );
-        req.headers.remove(CONTENT_TYPE);
+        // The message's Content-Type replaced by the operation's (an insert replaces:
+        // no removal first), or removed when the operation has no body.
+        if http.body.is_none() {
+            req.headers.remove(CONTENT_TYPE);
+        }
         for (name, value) in http.headers {
             req.headers.insert(name, value);
         }
@@ -245,8 +250,8 @@ fn negotiate(asked: &ProtocolVersion) -> &'static ProtocolVersion {
 
 /// `MCP-Protocol-Version`, when sent, must be one this server speaks (a client that
 /// sends none is taken to speak 2025-03-26, as the specification says).
-fn check_version_header(req: &request::Parts) -> Result<(), Refusal> {
-    let Some(v) = req.headers.get(MCP_PROTOCOL_VERSION) else {
+fn check_version_header(sent: Option<&HeaderValue>) -> Result<(), Refusal> {
+    let Some(v) = sent else {
         return Ok(());
     };
     if VERSIONS

@@ -175,10 +175,22 @@ pub fn parse_id(text: &[u8]) -> Option<u128> {
     if text.len() != 32 {
         return None;
     }
-    // Digit by digit: `from_str_radix` on a u128 cost ~800 instructions a call.
-    text.iter().try_fold(0u128, |id, &b| {
-        let digit = char::from(b).to_digit(16)?;
-        Some(id << 4 | u128::from(digit))
+    // Digit by digit, in two 64-bit halves: `from_str_radix` on a u128 cost ~800
+    // instructions a call, a fold over a u128 ~450.
+    let (high, low) = text.split_at(16);
+    Some(u128::from(hex64(high)?) << 64 | u128::from(hex64(low)?))
+}
+
+/// Up to 16 hex digits (either case) as a number.
+fn hex64(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |n, &b| {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return None,
+        };
+        Some(n << 4 | u64::from(digit))
     })
 }
 

@@ -19,7 +19,8 @@ use turnpike_policy::{ErrorKind, GatewayError};
 use crate::exchange::ToolCall;
 use crate::rpc::Key;
 
-/// Headers that describe the operation's body, not the JSON-RPC answer that replaces it.
+/// Headers that describe the operation's body, not the JSON-RPC answer that replaces it
+/// (`Content-Encoding` first: its presence refuses the answer).
 const BODY_HEADERS: [http::HeaderName; 9] = [
     CONTENT_ENCODING,
     CONTENT_LENGTH,
@@ -34,27 +35,29 @@ const BODY_HEADERS: [http::HeaderName; 9] = [
 
 /// Notes the operation's status and media type; the answer becomes a 200 JSON one.
 pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<(), GatewayError> {
-    if turnpike_policy::http::is_stream(&resp.headers) {
-        let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
-        e.detail = Some("a tool's operation answered with a stream".into());
-        return Err(e);
-    }
-    if resp.headers.contains_key(CONTENT_ENCODING) {
-        let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
-        e.detail = Some("a tool's operation answered with an encoded body".into());
-        return Err(e);
-    }
-    call.status = resp.status;
-    call.json = turnpike_policy::http::has_json_body(&resp.headers);
-    resp.status = StatusCode::OK;
     // One pass over the few headers there are, then only those present removed (a
-    // removal of an absent name costs a lookup each).
+    // removal of an absent name costs a lookup each); the media type looked up once.
     let mut present = 0u16;
     for name in resp.headers.keys() {
         if let Some(i) = BODY_HEADERS.iter().position(|h| h == name) {
             present |= 1 << i;
         }
     }
+    let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
+    if content_type.is_some_and(turnpike_policy::http::is_stream_type) {
+        let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
+        e.detail = Some("a tool's operation answered with a stream".into());
+        return Err(e);
+    }
+    // BODY_HEADERS[0]
+    if present & 1 != 0 {
+        let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
+        e.detail = Some("a tool's operation answered with an encoded body".into());
+        return Err(e);
+    }
+    call.status = resp.status;
+    call.json = content_type.is_some_and(turnpike_policy::http::is_json);
+    resp.status = StatusCode::OK;
     for (i, h) in BODY_HEADERS.iter().enumerate() {
         if present & (1 << i) != 0 {
             resp.headers.remove(h);

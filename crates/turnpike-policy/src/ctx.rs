@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::caller::Identity;
-use http::uri::PathAndQuery;
 use http::{HeaderValue, Method, StatusCode, Uri};
 
 use crate::error::ErrorKind;
@@ -183,9 +182,7 @@ impl UpstreamTarget {
 
     /// Rewrites the upstream path (`/` first, no `?` or `#`, request-line characters).
     pub fn set_path(&mut self, path: &str) -> Result<(), InvalidTarget> {
-        let ok = path.starts_with('/')
-            && !path.contains(['?', '#'])
-            && PathAndQuery::try_from(path).is_ok();
+        let ok = path.starts_with('/') && target_ok(path, 0, path_byte);
         if !ok {
             return Err(InvalidTarget {
                 what: "path",
@@ -206,7 +203,7 @@ impl UpstreamTarget {
     /// Rewrites (or, with `None`, drops) the upstream query (without `?`).
     pub fn set_query(&mut self, query: Option<&str>) -> Result<(), InvalidTarget> {
         if let Some(q) = query {
-            let ok = !q.contains('#') && PathAndQuery::try_from(format!("/?{q}")).is_ok();
+            let ok = target_ok(q, 2, query_byte);
             if !ok {
                 return Err(InvalidTarget {
                     what: "query",
@@ -231,6 +228,27 @@ impl UpstreamTarget {
             out.push_str(q);
         }
     }
+}
+
+/// Whether `http`'s `PathAndQuery` would take this path (or query, after `/?`) whole,
+/// checked in place: building one to check it copies the text (and a query was first
+/// formatted behind `/?`), a cost paid on every rewritten request. `?` and `#` are
+/// refused in both (they would end the path or the query); `tests::target_bytes_as_http`
+/// keeps the classes equal to http's.
+fn target_ok(s: &str, before: usize, class: fn(u8) -> bool) -> bool {
+    // http's limit on a whole path and query (`u16::MAX - 1`); a query comes after `/?`.
+    s.len() + before < u16::MAX as usize && s.bytes().all(class)
+}
+
+/// A byte http keeps as is in a path (its `PATH_MAP`), `?` and `#` excepted; bytes of
+/// a multi-byte UTF-8 character are kept (the text is a `str`).
+fn path_byte(b: u8) -> bool {
+    matches!(b, 0x21 | 0x22 | 0x24..=0x3B | 0x3D | 0x40..=0x5F | 0x61..=0x7E | 0x80..)
+}
+
+/// A byte http keeps as is in a query (its `QUERY_MAP`), `#` excepted.
+fn query_byte(b: u8) -> bool {
+    matches!(b, 0x21 | 0x24..=0x3B | 0x3D | 0x3F..=0x7E | 0x80..)
 }
 
 /// The latency split of a request.
@@ -288,4 +306,44 @@ pub struct ApiLabel {
     /// `/pets`: no trailing slash.
     pub context: Box<str>,
     pub version: Box<str>,
+}
+
+#[cfg(test)]
+mod tests {
+    use http::uri::PathAndQuery;
+
+    use super::*;
+
+    /// Every byte, in a path and in a query, is taken or refused as `PathAndQuery` does.
+    #[test]
+    fn target_bytes_as_http() {
+        for b in 0..=0x7Fu8 {
+            let text = format!("/a{}b", b as char);
+            let http = PathAndQuery::try_from(text.as_str()).is_ok() && !matches!(b, b'?' | b'#');
+            assert_eq!(target_ok(&text, 0, path_byte), http, "path byte {b:#x}");
+            let query = format!("a{}b", b as char);
+            let http = PathAndQuery::try_from(format!("/?{query}")).is_ok() && b != b'#';
+            assert_eq!(target_ok(&query, 2, query_byte), http, "query byte {b:#x}");
+        }
+        let path = "/caf\u{e9}/\u{1F600}";
+        assert!(target_ok(path, 0, path_byte) && PathAndQuery::try_from(path).is_ok());
+        let at_most = "/".repeat(u16::MAX as usize - 1);
+        assert!(
+            PathAndQuery::try_from(at_most.as_str()).is_ok() && target_ok(&at_most, 0, path_byte)
+        );
+        let longer = "/".repeat(u16::MAX as usize);
+        assert!(
+            PathAndQuery::try_from(longer.as_str()).is_err() && !target_ok(&longer, 0, path_byte)
+        );
+        let query = "a".repeat(u16::MAX as usize - 3);
+        assert!(
+            PathAndQuery::try_from(format!("/?{query}")).is_ok()
+                && target_ok(&query, 2, query_byte)
+        );
+        let query = "a".repeat(u16::MAX as usize - 2);
+        assert!(
+            PathAndQuery::try_from(format!("/?{query}")).is_err()
+                && !target_ok(&query, 2, query_byte)
+        );
+    }
 }

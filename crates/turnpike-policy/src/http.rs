@@ -63,7 +63,15 @@ pub fn query_param<'q>(query: &'q str, name: &str) -> Option<Cow<'q, str>> {
 /// Such a body is passed on frame by frame: a policy that would read it whole would hold
 /// every event until the stream ends, and would drop gRPC's trailers.
 pub fn is_stream(headers: &HeaderMap) -> bool {
-    media_type(headers).is_some_and(|m| m.eq_ignore_ascii_case(b"text/event-stream") || grpc(m))
+    headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| is_stream_type(v.as_bytes()))
+}
+
+/// Whether a `Content-Type` value (parameters allowed) is a stream's (see [`is_stream`]).
+pub fn is_stream_type(content_type: &[u8]) -> bool {
+    let m = essence(content_type);
+    m.eq_ignore_ascii_case(b"text/event-stream") || grpc(m)
 }
 
 /// Whether a message is gRPC over HTTP/2 (`application/grpc`, `application/grpc+proto`;
@@ -83,11 +91,7 @@ fn grpc(m: &[u8]) -> bool {
 /// Whether a media type (parameters allowed) is JSON: `application/json` or a `+json`
 /// type, in any letter case.
 pub fn is_json(media_type: &[u8]) -> bool {
-    let essence = media_type
-        .split(|b| *b == b';')
-        .next()
-        .map(<[u8]>::trim_ascii)
-        .unwrap_or_default();
+    let essence = essence(media_type);
     essence.eq_ignore_ascii_case(b"application/json")
         || essence
             .len()
@@ -105,8 +109,16 @@ pub fn has_json_body(headers: &HeaderMap) -> bool {
 
 /// The `Content-Type` without its parameters.
 fn media_type(headers: &HeaderMap) -> Option<&[u8]> {
-    let ct = headers.get(CONTENT_TYPE)?.as_bytes();
-    ct.split(|b| *b == b';').next().map(<[u8]>::trim_ascii)
+    Some(essence(headers.get(CONTENT_TYPE)?.as_bytes()))
+}
+
+/// A media type without its parameters.
+fn essence(content_type: &[u8]) -> &[u8] {
+    content_type
+        .split(|b| *b == b';')
+        .next()
+        .map(<[u8]>::trim_ascii)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
