@@ -33,8 +33,20 @@ pub(crate) static VERSIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// One request to the endpoint, as the early-body hook read it (in `ctx.ext`, whose
-/// values are `Clone`).
+/// The endpoint's state for one request, one entry in `ctx.ext` for the request's life
+/// (inserted once, then changed in place: an insert and a removal more per call cost
+/// ~650 instructions).
+#[derive(Clone)]
+pub(crate) enum State {
+    /// Read by the early-body hook, not yet admitted.
+    Read(Exchange),
+    /// Admitted and sent upstream: its answer is to be wrapped.
+    Sent(ToolCall),
+    /// Nothing more to do.
+    Done,
+}
+
+/// One request to the endpoint, as the early-body hook read it.
 #[derive(Clone)]
 pub(crate) struct Exchange {
     /// The `Mcp-Session-Id` the request named.
@@ -62,7 +74,7 @@ pub(crate) enum Next {
     Call(ToolCall),
 }
 
-/// A tool call on its way upstream (in `ctx.ext` until its answer is wrapped).
+/// A tool call on its way upstream (until its answer is wrapped).
 #[derive(Clone)]
 pub(crate) struct ToolCall {
     pub id: RequestId,

@@ -29,7 +29,7 @@ use turnpike_policy::{
 
 use crate::audit::{self, Auditor};
 use crate::content::Library;
-use crate::exchange::{sessions_full, unknown_session, Exchange, Next, ToolCall, MCP_SESSION_ID};
+use crate::exchange::{sessions_full, unknown_session, Exchange, Next, State, MCP_SESSION_ID};
 use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, json, refusal};
 use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
@@ -225,7 +225,9 @@ impl McpPolicy {
                     audit::settle(ctx, ToolOutcome::ToolError { code });
                     return Ok(Flow::Respond(answer));
                 }
-                ctx.ext.insert(call);
+                if let Some(state) = ctx.ext.get_mut::<State>() {
+                    *state = State::Sent(call);
+                }
                 Flow::Continue
             }
             _ => Flow::Respond(empty(StatusCode::ACCEPTED)),
@@ -287,7 +289,7 @@ impl Policy for McpPolicy {
             auditor.note(ctx, req, body);
         }
         let ex = self.catalog.read(ctx, req, body, &self.library);
-        ctx.ext.insert(ex);
+        ctx.ext.insert(State::Read(ex));
         Step::CONTINUE
     }
 
@@ -296,9 +298,15 @@ impl Policy for McpPolicy {
         ctx: &'a mut RequestCtx,
         _req: &'a mut request::Parts,
     ) -> Step<'a> {
-        match ctx.ext.remove::<Exchange>() {
-            None => Step::CONTINUE,
-            Some(ex) => Step::Done(self.admitted(ctx, ex)),
+        let Some(state) = ctx.ext.get_mut::<State>() else {
+            return Step::CONTINUE;
+        };
+        match std::mem::replace(state, State::Done) {
+            State::Read(ex) => Step::Done(self.admitted(ctx, ex)),
+            other => {
+                *state = other;
+                Step::CONTINUE
+            }
         }
     }
 
@@ -307,14 +315,14 @@ impl Policy for McpPolicy {
         ctx: &mut RequestCtx,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
-        match ctx.ext.get_mut::<ToolCall>() {
-            Some(call) => crate::wrap::head(call, resp),
-            None => Ok(()),
+        match ctx.ext.get_mut::<State>() {
+            Some(State::Sent(call)) => crate::wrap::head(call, resp),
+            _ => Ok(()),
         }
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, _resp: &response::Parts) -> bool {
-        ctx.ext.get::<ToolCall>().is_some()
+        matches!(ctx.ext.get::<State>(), Some(State::Sent(_)))
     }
 
     fn on_response_body(
@@ -323,7 +331,11 @@ impl Policy for McpPolicy {
         _resp: &mut response::Parts,
         body: &mut Bytes,
     ) -> Result<(), GatewayError> {
-        if let Some(call) = ctx.ext.remove::<ToolCall>() {
+        let call = match ctx.ext.get_mut::<State>() {
+            Some(state @ State::Sent(_)) => std::mem::replace(state, State::Done),
+            _ => State::Done,
+        };
+        if let State::Sent(call) = call {
             *body = crate::wrap::body(call, body);
             if self.auditor.is_some() {
                 audit::settle(ctx, audit::outcome_of_answer(body));
