@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Issue 32 item 4: the kit's load generator against wrk from the same core. `turnpike echo`
 # (one thread) on one core, the generator on another; in alternating rounds (the order
-# rotates each round) wrk, `turnpike bench run` (its epoll loop), `turnpike bench run
-# --tokio-h1` (the kit's client on the tokio runtime, the loop before session 17) and
-# `turnpike bench run --hyper-h1` (the generator's HTTP/1.1 client before issue 32: hyper's)
+# rotates each round) wrk, `turnpike bench run` (its epoll loop), the same with
+# `--spin-us 100` (kit-spin: the loop polls 100 us without blocking after its last event
+# before it sleeps, so its core does not halt between responses), `turnpike bench run
+# --tokio-h1` (the kit's client on the tokio runtime, the loop before session 17) and, when
+# asked (`--gens`), `--hyper-h1` (kit-hyper: the HTTP/1.1 client before issue 32, hyper's)
 # each drive it closed loop with the same keep-alive GETs.
 #
 # Two ways each round, because they answer different questions:
@@ -25,12 +27,12 @@
 # send lag (write time - due time) distribution.
 #
 # Usage: TURNPIKE_BIN=... bench/generator-vs-wrk.sh [--duration 5] [--users 100] [--rounds 5]
-#          [--rate 1000] [--cap 50] [--gens "wrk kit kit-tokio kit-hyper"]
+#          [--rate 1000] [--cap 50] [--gens "wrk kit kit-spin kit-tokio"] (kit-hyper: also)
 #   --cap 0 skips the capped runs.
 # Needs: wrk, taskset, python3 (scripts/install-deps.sh); root (or a delegated cgroup) for the cap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=5; users=100; rounds=5; rate=1000; cap=50; gens="wrk kit kit-tokio kit-hyper"
+duration=5; users=100; rounds=5; rate=1000; cap=50; gens="wrk kit kit-spin kit-tokio"
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration=$2; shift 2;;
@@ -97,6 +99,8 @@ run_one() { # generator cgroup -> "name rps cpu_seconds"
     wrk) out=$(cpu_of "$2" taskset -c "$gen_cpu" wrk -t1 -c"$users" -d"${duration}s" "$url")
          rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out");;
     kit) out=$(cpu_of "$2" "${kit[@]}")
+         rps=$(awk '/^throughput/ {print $2}' <<<"$out");;
+    kit-spin) out=$(cpu_of "$2" "${kit[@]}" --spin-us 100)
          rps=$(awk '/^throughput/ {print $2}' <<<"$out");;
     kit-tokio|kit-hyper) out=$(cpu_of "$2" "${kit[@]}" --"${1#kit-}-h1")
          rps=$(awk '/^throughput/ {print $2}' <<<"$out");;
