@@ -536,14 +536,19 @@ mod tests {
         let mut c = conn_reading(wire).await;
         let head = 38;
         for (status, body) in [(200, 5), (200, 5), (200, 3), (200, 3)] {
-            assert_eq!(c.receive(false).await.expect("response"), (status, head + body));
+            assert_eq!(
+                c.receive(false).await.expect("response"),
+                (status, head + body)
+            );
             assert!(!c.is_closed());
         }
         assert_eq!(c.receive(false).await.expect("last").0, 404);
         assert!(c.is_closed());
         // A head request's answer is bodiless whatever the remembered head said.
-        let mut c = conn_reading(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello\
-            HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
+        let mut c = conn_reading(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello\
+            HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
+        )
         .await;
         assert_eq!(c.receive(false).await.expect("get").1, head + 5);
         assert_eq!(c.receive(true).await.expect("head").1, head);

@@ -120,13 +120,19 @@ fn check_llm_rows(table: &str) {
     let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
     assert_eq!(
         names,
-        ["Streamed chat through an AI API", "LLM echo called directly"],
+        [
+            "Streamed chat through an AI API",
+            "LLM echo called directly"
+        ],
         "{table}"
     );
     for r in &rows {
         assert_eq!(r.len(), 9, "{r:?}");
         let number = |i: usize| -> f64 { r[i].replace(',', "").parse().expect("a number") };
-        assert!(number(1) > 0.0 && number(2) > 0.0, "calls/s and tokens/s: {r:?}");
+        assert!(
+            number(1) > 0.0 && number(2) > 0.0,
+            "calls/s and tokens/s: {r:?}"
+        );
         assert!(number(3) > 0.0 && number(4) >= number(3), "TTFT: {r:?}");
         assert_eq!(r[7], "0", "errors in {r:?}");
         let _ = number(8);
