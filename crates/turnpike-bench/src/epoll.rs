@@ -62,20 +62,7 @@ struct User {
 pub fn run(cl: &ClosedLoop, rec: &mut Recorder) -> std::io::Result<()> {
     let mut poll = Poll::new()?;
     let mut events = Events::with_capacity(EVENTS);
-    let now = Instant::now();
-    let mut users: Vec<User> = cl
-        .ids
-        .iter()
-        .map(|&id| User {
-            id,
-            n: id,
-            conn: None,
-            due: now,
-            busy: false,
-            retry_at: None,
-            out: Vec::with_capacity(1024),
-        })
-        .collect();
+    let mut users = idle_users(&cl.ids);
     std::thread::sleep(cl.start.saturating_duration_since(Instant::now()));
     let head = *cl.request.method() == http::Method::HEAD;
     let mut run = Run {
@@ -123,6 +110,22 @@ pub fn run(cl: &ClosedLoop, rec: &mut Recorder) -> std::io::Result<()> {
             }
         }
     }
+}
+
+/// A user per run-wide id, none started yet.
+fn idle_users(ids: &[usize]) -> Vec<User> {
+    let now = Instant::now();
+    ids.iter()
+        .map(|&id| User {
+            id,
+            n: id,
+            conn: None,
+            due: now,
+            busy: false,
+            retry_at: None,
+            out: Vec::with_capacity(1024),
+        })
+        .collect()
 }
 
 /// What the event handlers share.
