@@ -29,7 +29,7 @@
 #          [--streams 100] [--llm-tokens 100]
 #   --quick: 10 users, 0.5 s cells, 200 ms warm-up, 4 streams of 5 tokens (the table's
 #   shape, for tests; not numbers).
-# Needs: python3; nginx for the nginx column (scripts/install-test-deps.sh).
+# Needs: python3, curl; nginx for the nginx column (scripts/install-test-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=100; duration=30s; warmup=5s; tokens=1000; out=""; publish=""; page=docs/performance.md
