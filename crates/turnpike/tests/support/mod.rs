@@ -319,3 +319,32 @@ pub fn ai_example(echo: &str) -> (String, String) {
         .to_owned();
     (text.replace("127.0.0.1:9000", echo), key)
 }
+
+/// The official MCP Python SDK's server as a remote MCP server (tests/py/mcp_remote.py)
+/// over `transport` (`streamable_http`, or `sse`: the legacy HTTP+SSE transport): the
+/// process and its URL. Each tool it runs is appended to `log`.
+pub fn mcp_remote(name: &str, log: &Path, transport: &str) -> (Proc, String) {
+    let mut child = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_remote.py"
+        ))
+        .args([name, log.to_str().expect("utf-8"), transport])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs (scripts/install-test-deps.sh installs the mcp SDK)");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the remote printed its URL")
+            .expect("read stdout");
+        if let Some(u) = line.strip_prefix("remote mcp on ") {
+            break u.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (Proc(child), url)
+}
