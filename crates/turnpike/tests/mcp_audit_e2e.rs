@@ -273,7 +273,8 @@ fn steps(url: &str, key: &str, steps: Value) -> Value {
 /// a result `ok`, the remote's `isError` and its JSON-RPC error (`-32001`) as
 /// `tool_error`, a hidden or unknown tool `refused` (`-32602`); the arguments redacted
 /// by the section's rules and the secret-looking keys, the secrets stored nowhere; a
-/// streamed answer (progress events before the result) settled too.
+/// streamed answer (progress events before the result) settled too; a legacy
+/// (HTTP+SSE) remote's calls likewise.
 #[test]
 fn a_proxied_servers_tool_calls_are_audited() {
     let dir = TempDir::new();
@@ -299,10 +300,16 @@ fn a_proxied_servers_tool_calls_are_audited() {
                     "servers": [{"name": "weather", "url": weather}, {"name": "git", "url": git}],
                     "audit": {"redact": ["text"]}}}),
     );
-    let (app_id, key) = subscribed_key(&cp, &[&single, &hub]);
+    let (_old, old_url) = support::mcp_remote("old", &dir.path().join("old.log"), "sse");
+    let legacy = publish_api(
+        &cp,
+        json!({"name": "old", "context": "/old", "version": "v1", "endpoints": [old_url],
+            "mcp": {"upstream": "sse", "audit": {}}}),
+    );
+    let (app_id, key) = subscribed_key(&cp, &[&single, &hub, &legacy]);
     let header = format!("apikey: {key}");
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
-    for api in ["weather", "hub"] {
+    for api in ["weather", "hub", "old"] {
         let url = format!("http://{gw}/mcp/{api}/v1");
         support::wait_until("the MCP endpoint is live with the key", || {
             support::post_json(&url, &[&header], init).0 == 200
@@ -339,6 +346,16 @@ fn a_proxied_servers_tool_calls_are_audited() {
     let calls = r["calls"].as_array().expect("calls");
     assert_eq!(calls[0]["text"], "weather: text-never-stored", "{r}");
     assert_eq!(calls[2]["text"], "the gate opened", "{r}");
+    let old_gate = dir.path().join("old-gate");
+    let r = steps(
+        &format!("http://{gw}/mcp/old/v1"),
+        &key,
+        json!([
+            ["call", "fail", {"how": "tool"}],
+            ["progress", "progress", {"gate": old_gate}],
+        ]),
+    );
+    assert_eq!(r["calls"][1]["text"], "the gate opened", "{r}");
 
     let records = |api: &str, n: u64| -> Vec<Value> {
         let list = format!("/api/am/admin/v1/mcp-audit?apiId={api}");
@@ -399,6 +416,12 @@ fn a_proxied_servers_tool_calls_are_audited() {
     assert_eq!(outcome(&progress), (json!("ok"), Value::Null));
     let unknown = find(&items, "nope__add", "");
     assert_eq!(outcome(&unknown), (json!("refused"), json!("-32602")));
+    let items = records(&legacy, 2);
+    let failed = find(&items, "fail", "tool");
+    assert_eq!(outcome(&failed), (json!("tool_error"), Value::Null));
+    assert_eq!(failed["apiName"], "old");
+    let progress = find(&items, "progress", "old-gate");
+    assert_eq!(outcome(&progress), (json!("ok"), Value::Null));
     assert_eq!(
         std::fs::read_to_string(&weather_log).unwrap_or_default(),
         "add\nfail\nfail\nlogin\necho\nprogress\n",

@@ -478,7 +478,8 @@ fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
 
 /// A legacy HTTP+SSE remote (the Python SDK's server, `transport="sse"`) behind a
 /// Streamable HTTP endpoint: the SDK's client initialises, lists the filtered tools and
-/// calls them (answers taken off the remote's event stream), a denied tool refused;
+/// calls them (answers taken off the remote's event stream), a call's progress reaches
+/// it before the result (the gate, as for a multiplexed call), a denied tool refused;
 /// `DELETE` ends the session.
 #[test]
 fn a_legacy_sse_remote_is_served_over_streamable_http() {
@@ -488,9 +489,11 @@ fn a_legacy_sse_remote_is_served_over_streamable_http() {
     let mcp = r#"      tools:
         - { tool: add, name: sum, throttling: TwoPerMin }
         - { tool: echo }
+        - { tool: progress }
 "#;
     let yaml = governed(&format!("endpoints: [\"{remote_url}\"]"), mcp)
         .replace("upstream: streamable_http", "upstream: sse");
+    let gate = dir.path().join("gate");
     let (_gw, gw) = gateway_of(&dir, &yaml);
     let url = format!("http://{gw}/mcp/tools/v1");
     let r = steps(
@@ -501,13 +504,20 @@ fn a_legacy_sse_remote_is_served_over_streamable_http() {
             ["call", "sum", {"a": 40, "b": 2}],
             ["call", "echo", {"text": "hi"}],
             ["call", "secret", {}],
+            ["progress", "progress", {"gate": gate}],
         ]),
     );
-    assert_eq!(r["tools"], json!(["echo", "sum"]), "{r}");
+    assert_eq!(r["tools"], json!(["echo", "progress", "sum"]), "{r}");
     assert_eq!(r["calls"][0]["text"], "42", "{r}");
     assert_eq!(r["calls"][1]["text"], "weather: hi", "{r}");
     assert_eq!(r["calls"][2], json!({"error": -32602}), "{r}");
-    assert_eq!(ran(&log), ["add", "echo"]);
+    assert_eq!(r["calls"][3]["text"], "the gate opened", "{r}");
+    assert_eq!(
+        r["calls"][3]["order"],
+        json!(["progress 1", "progress 2", "result"]),
+        "{r}"
+    );
+    assert_eq!(ran(&log), ["add", "echo", "progress"]);
 
     let key = format!("apikey: {READER}");
     let (head, body, session) = initialize(&url, &key);

@@ -617,8 +617,24 @@ impl At<'_> {
         audited: bool,
     ) -> Response<Bytes> {
         let idv = serde_json::to_value(&id).unwrap_or_default();
-        let answer = match self.mux.legacy {
-            Some(_) => self.send(k, remote, Some(&idv), Some(body)).await,
+        let answer = match &self.mux.legacy {
+            Some(streams) => match progress_token(&body) {
+                // Asked for progress: relayed as events as it arrives.
+                Some(token) => {
+                    let (client, now) = (&self.mux.client, self.mux.clock.now_secs());
+                    let asked = Some((&idv, Some(token)));
+                    let timeout = self.mux.timeout;
+                    match streams
+                        .post(client, remote, asked, body, timeout, now)
+                        .await
+                    {
+                        Ok(Some(sent)) => return relay::legacy(sent, self.mux.idle, audited),
+                        Ok(None) => Err("no answer awaited".into()),
+                        Err(why) => Err(why),
+                    }
+                }
+                None => self.send(k, remote, Some(&idv), Some(body)).await,
+            },
             None => match self
                 .mux
                 .client
@@ -706,6 +722,13 @@ fn answered(a: &Answer, id: &Value) -> Result<Value, String> {
         Some(r) => Ok(r.take()),
         None => Err(format!("it answered an error: {}", m["error"])),
     }
+}
+
+/// A request's progress token (`params._meta.progressToken`), as JSON text.
+fn progress_token(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.pointer("/params/_meta/progressToken")
+        .map(Value::to_string)
 }
 
 fn no_session() -> Refusal {

@@ -9,6 +9,10 @@
 //! [`MAX_ANSWER_BYTES`] in all, and `idle` between two chunks; past one the stream is
 //! cut (the client sees it end early).
 //!
+//! A legacy remote's request that asked for progress is answered the same way: its
+//! progress notifications (taken off the session's stream by `legacy.rs`) as events as
+//! they arrive, then its answer, each within `idle`.
+//!
 //! An audited call's answer, streamed or whole, carries its outcome to the audit record
 //! when it went out ([`Relayed::settle`]).
 
@@ -17,12 +21,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
-use http::{HeaderValue, Response};
+use http::{HeaderValue, Response, StatusCode};
 use tokio::sync::mpsc;
 use turnpike_policy::mcp::ToolOutcome;
-use turnpike_policy::sse::Events;
+use turnpike_policy::sse::{Event, Events};
 use turnpike_policy::{AnswerBody, ErrorKind, GatewayError, StreamedAnswer};
 
+use super::legacy::Sent;
 use super::remote::{Opened, MAX_ANSWER_BYTES};
 use crate::audit;
 
@@ -51,11 +56,23 @@ struct Relayed {
 /// settled in the call's audit record).
 pub(crate) fn stream(opened: Opened, idle: Duration, audited: bool) -> Response<Bytes> {
     let (tx, rx) = mpsc::channel(AHEAD);
+    tokio::spawn(pump(opened.resp, tx, idle, audited));
+    streaming(opened.status, rx)
+}
+
+/// The answer relaying a legacy request's progress, then its answer, as events.
+pub(crate) fn legacy(sent: Sent, idle: Duration, audited: bool) -> Response<Bytes> {
+    let (tx, rx) = mpsc::channel(AHEAD);
+    tokio::spawn(pump_legacy(sent, tx, idle, audited));
+    streaming(StatusCode::OK, rx)
+}
+
+/// An event stream answered with what `rx` hands over.
+fn streaming(status: StatusCode, rx: mpsc::Receiver<Piece>) -> Response<Bytes> {
     let mut resp = Response::new(Bytes::new());
-    *resp.status_mut() = opened.status;
+    *resp.status_mut() = status;
     let event_stream = HeaderValue::from_static("text/event-stream");
     resp.headers_mut().insert(CONTENT_TYPE, event_stream);
-    tokio::spawn(pump(opened.resp, tx, idle, audited));
     let body = Relayed {
         rx: Some(rx),
         whole: None,
@@ -131,6 +148,48 @@ async fn pump(mut resp: reqwest::Response, tx: mpsc::Sender<Piece>, idle: Durati
             return;
         }
     }
+}
+
+/// Hands a legacy request's progress notifications on as events, then its answer.
+async fn pump_legacy(mut sent: Sent, tx: mpsc::Sender<Piece>, idle: Duration, audited: bool) {
+    let mut progress = sent.progress.take();
+    for _ in 0..MAX_EVENTS {
+        let next = async {
+            match progress.as_mut() {
+                Some(p) => tokio::select! {
+                    Some(m) = p.recv() => Ok((m, false)),
+                    a = &mut sent.answer => a.map(|m| (m, true)),
+                },
+                None => (&mut sent.answer).await.map(|m| (m, true)),
+            }
+        };
+        let (message, answered) = match tokio::time::timeout(idle, next).await {
+            Err(_) => {
+                return cut(&tx, ErrorKind::UpstreamResponseTimeout, "no answer in time").await
+            }
+            Ok(Err(_)) => return cut(&tx, ErrorKind::UpstreamReset, "its stream ended").await,
+            Ok(Ok(m)) => m,
+        };
+        let data = serde_json::to_string(&message).unwrap_or_default();
+        let event = Event {
+            name: Some("message".into()),
+            id: None,
+            data,
+        };
+        let mut out = Vec::new();
+        event.write(&mut out);
+        if tx.send(Piece::Chunk(out.into())).await.is_err() {
+            return; // the client went away
+        }
+        if answered {
+            if let Some(o) = audit::answer_outcome(event.data.as_bytes()).filter(|_| audited) {
+                let _ = tx.send(Piece::Outcome(o)).await;
+            }
+            return;
+        }
+    }
+    let why = format!("the remote sent more than {MAX_EVENTS} events");
+    cut(&tx, ErrorKind::UpstreamProtocol, &why).await;
 }
 
 async fn cut(tx: &mpsc::Sender<Piece>, kind: ErrorKind, why: &str) {
