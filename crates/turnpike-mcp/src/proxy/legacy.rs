@@ -252,6 +252,14 @@ impl Stream {
     }
 }
 
+/// A request's progress token (`params._meta.progressToken`), as JSON text: what its
+/// progress notifications carry.
+pub(crate) fn progress_token(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.pointer("/params/_meta/progressToken")
+        .map(Value::to_string)
+}
+
 /// A JSON answer as a Streamable HTTP remote gives it.
 fn answer(status: StatusCode, body: Bytes) -> Answer {
     Answer {

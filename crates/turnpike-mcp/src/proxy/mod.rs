@@ -165,12 +165,7 @@ impl McpProxy {
         };
         match (message, session) {
             (Some(Some(method)), _) if method == "initialize" => Read::Initialize,
-            (_, None) => Read::Refuse(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                None,
-                ErrorCode::INVALID_REQUEST,
-                "this request needs the Mcp-Session-Id that initialize gave".into(),
-            )),
+            (_, None) => Read::Refuse(no_session()),
             (_, Some(None)) => Read::Refuse(unknown_session()),
             (None, Some(Some(session))) => Read::Delete { session },
             (Some(method), Some(Some(session))) => Read::Forward {
@@ -463,6 +458,16 @@ pub(crate) fn rename_call(
         Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
         shown,
     ))
+}
+
+/// A message without the `Mcp-Session-Id` `initialize` gave.
+fn no_session() -> Refusal {
+    Refusal::new(
+        StatusCode::BAD_REQUEST,
+        None,
+        ErrorCode::INVALID_REQUEST,
+        "this request needs the Mcp-Session-Id that initialize gave".into(),
+    )
 }
 
 /// Names the remote's session on the forwarded request (the client's id never leaves).

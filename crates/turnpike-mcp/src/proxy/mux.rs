@@ -400,7 +400,7 @@ impl McpMux {
                 .sessions
                 .open(caller, "", now, self.limits)
                 .ok_or_else(|| refused(&sessions_full(None))),
-            (_, None) => Err(refused(&no_session())),
+            (_, None) => Err(refused(&super::no_session())),
             (_, Some(None)) => Err(refused(&unknown_session())),
             (_, Some(Some(s))) => {
                 match self.sessions.touch(s, caller, now, self.limits.idle_secs) {
@@ -573,7 +573,7 @@ impl At<'_> {
         for _ in 0..merge::MAX_LIST_PAGES {
             let body = merge::list_request(&idv, cursor.take());
             let a = self.send(k, remote, Some(&idv), Some(body)).await?;
-            let mut result = answered(&a, &idv)?;
+            let mut result = a.result(&idv)?;
             merge::page(filter, &mut result, &mut tools)?;
             match result.get("nextCursor").filter(|c| !c.is_null()) {
                 Some(c) => cursor = Some(c.clone()),
@@ -618,7 +618,7 @@ impl At<'_> {
     ) -> Response<Bytes> {
         let idv = serde_json::to_value(&id).unwrap_or_default();
         let answer = match &self.mux.legacy {
-            Some(streams) => match progress_token(&body) {
+            Some(streams) => match super::legacy::progress_token(&body) {
                 // Asked for progress: relayed as events as it arrives.
                 Some(token) => {
                     let (client, now) = (&self.mux.client, self.mux.clock.now_secs());
@@ -703,41 +703,13 @@ impl At<'_> {
 /// A remote's `initialize` answer: its session id (`""` when it gave none) and result.
 fn initialized(a: Result<Answer, String>, id: &Value) -> Result<(Box<str>, Value), String> {
     let a = a?;
-    let result = answered(&a, id)?;
+    let result = a.result(id)?;
     let remote = a
         .session
         .as_ref()
         .and_then(|v| super::remote_id(v.as_bytes()))
         .unwrap_or_default();
     Ok((remote.into(), result))
-}
-
-/// The result of a remote's answer to request `id`; its error or status otherwise.
-fn answered(a: &Answer, id: &Value) -> Result<Value, String> {
-    if !a.status.is_success() {
-        return Err(format!("it answered {}", a.status));
-    }
-    let mut m = a.message(id).ok_or("its answer holds no result")?;
-    match m.get_mut("result") {
-        Some(r) => Ok(r.take()),
-        None => Err(format!("it answered an error: {}", m["error"])),
-    }
-}
-
-/// A request's progress token (`params._meta.progressToken`), as JSON text.
-fn progress_token(body: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    v.pointer("/params/_meta/progressToken")
-        .map(Value::to_string)
-}
-
-fn no_session() -> Refusal {
-    Refusal::new(
-        StatusCode::BAD_REQUEST,
-        None,
-        ErrorCode::INVALID_REQUEST,
-        "this request needs the Mcp-Session-Id that initialize gave".into(),
-    )
 }
 
 fn no_remote(id: RequestId) -> Refusal {

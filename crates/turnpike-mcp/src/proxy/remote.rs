@@ -147,6 +147,18 @@ impl Answer {
         }
     }
 
+    /// The result of this answer to request `id`; its error or status otherwise.
+    pub(crate) fn result(&self, id: &Value) -> Result<Value, String> {
+        if !self.status.is_success() {
+            return Err(format!("it answered {}", self.status));
+        }
+        let mut m = self.message(id).ok_or("its answer holds no result")?;
+        match m.get_mut("result") {
+            Some(r) => Ok(r.take()),
+            None => Err(format!("it answered an error: {}", m["error"])),
+        }
+    }
+
     /// The message answering request `id` (`{"result": ...}` or `{"error": ...}`), from
     /// a JSON body or from the events of a stream.
     pub(crate) fn message(&self, id: &Value) -> Option<Value> {
