@@ -373,7 +373,8 @@ fn a_proxied_servers_tools_have_their_own_scopes_and_limits() {
 /// one that is down. The SDK client lists every live server's tools as
 /// `<server>__<tool>` (each server filtered as its entry says; the dead one left out),
 /// calls one of each (routed by prefix, the remote's session used), a tool's limit
-/// counts by its prefixed name; then by hand: `GET` is 405, `DELETE` ends the session.
+/// counts by its prefixed name; then by hand: `ping` answered here, `DELETE` ends the
+/// session.
 #[test]
 fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
     let dir = TempDir::new();
@@ -419,6 +420,7 @@ fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
         r["tools"],
         json!([
             "git__add",
+            "git__announce",
             "git__echo",
             "git__fail",
             "git__login",
@@ -462,7 +464,6 @@ fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
             .expect("curl");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    assert_eq!(status("GET"), "405", "no server stream");
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let (code, _, body) = post(&url, &[&key, &sid], list);
     assert_eq!(code, 200, "{body}");
@@ -644,4 +645,61 @@ fn the_typescript_sdk_reaches_multiplexed_remotes_through_the_gateway() {
         "{r}"
     );
     assert_eq!(r["denied"], -32602, "{r}");
+}
+
+/// The servers' own streams merged: a `GET` opens each server's stream in the session
+/// and relays their events as one stream (without the servers' own `id:`s); a
+/// notification each remote sends outside any call (a tool calls
+/// `send_tool_list_changed`) reaches the client on it.
+#[test]
+fn a_multiplexed_get_merges_the_servers_own_streams() {
+    let dir = TempDir::new();
+    let (_remotes, _gw, url, _) = multiplexed(&dir);
+    let key = format!("apikey: {READER}");
+    let (_, _, session) = initialize(&url, &key);
+    let sid = format!("mcp-session-id: {session}");
+    let (head, body) = (dir.path().join("head"), dir.path().join("body"));
+    let get = Command::new("curl")
+        .args(["-s", "-N", "--max-time", "30"])
+        .arg("-D")
+        .arg(&head)
+        .arg("-o")
+        .arg(&body)
+        .args([
+            "-H",
+            &key,
+            "-H",
+            &sid,
+            "-H",
+            "accept: text/event-stream",
+            &url,
+        ])
+        .spawn()
+        .expect("curl");
+    let _get = Proc(get);
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    support::wait_until("the merged stream's head", || read(&head).contains(" 200"));
+    assert!(
+        read(&head).contains("content-type: text/event-stream"),
+        "{}",
+        read(&head)
+    );
+    for tool in ["weather__announce", "git__announce"] {
+        let m = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}});
+        let (status, _, answer) = post(&url, &[&key, &sid], &m.to_string());
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.contains("announced"), "{answer}");
+    }
+    support::wait_until("both servers' notifications on the merged stream", || {
+        read(&body)
+            .matches("notifications/tools/list_changed")
+            .count()
+            == 2
+    });
+    assert!(
+        !read(&body).lines().any(|l| l.starts_with("id:")),
+        "{}",
+        read(&body)
+    );
 }

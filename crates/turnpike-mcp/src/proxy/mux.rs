@@ -15,7 +15,8 @@
 //!   arrives (`relay.rs`); an audited call's answer settles its record (`audit.rs`);
 //! - `ping` is answered here; notifications and the client's responses go to every
 //!   remote of the session; every other request to the session's first server;
-//! - `DELETE` ends the session at every remote; `GET` (a server stream) is `405`.
+//! - `DELETE` ends the session at every remote; `GET` opens every remote's server
+//!   stream in the session, merged into one (`relay.rs`; `405` for legacy servers).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -96,9 +97,9 @@ pub(crate) fn build(
         // The API's own check names a bad value.
         _ => DEFAULT_TIMEOUT,
     };
-    let idle = match api.timeouts.read_idle.as_ref().map(parse_duration) {
-        Some(Ok(d)) => d,
-        _ => timeout,
+    let read_idle = match api.timeouts.read_idle.as_ref().map(parse_duration) {
+        Some(Ok(d)) => Some(d),
+        _ => None,
     };
     let (limits, auditor) = (limits?, auditor?);
     if cx.problems.len() > before {
@@ -123,7 +124,8 @@ pub(crate) fn build(
         servers: servers.into(),
         limits,
         timeout,
-        idle,
+        idle: read_idle.unwrap_or(timeout),
+        read_idle,
         auditor,
     }))
 }
@@ -220,6 +222,8 @@ pub struct McpMux {
     timeout: Duration,
     /// How long a streamed answer may stay silent (`timeouts.read_idle`, else `timeout`).
     idle: Duration,
+    /// How long the merged server stream may stay silent (`None`: no limit).
+    read_idle: Option<Duration>,
     info: merge::Info,
     /// The audit trail's rules (`None`: the section asks for no audit).
     auditor: Option<Auditor>,
@@ -237,8 +241,10 @@ struct Exchange {
 #[derive(Clone)]
 enum Read {
     Refuse(Refusal),
-    /// A `GET`: no server stream behind a multiplexed endpoint.
+    /// A `GET` behind legacy servers: no server stream.
     NotAllowed,
+    /// A `GET`: the servers' own streams, merged.
+    Listen,
     Initialize(RequestId, Bytes),
     Ping(RequestId),
     List(RequestId),
@@ -266,7 +272,8 @@ struct Call {
 impl McpMux {
     fn read(&self, req: &request::Parts, body: &Bytes) -> Read {
         match req.method {
-            Method::GET => return Read::NotAllowed,
+            Method::GET if self.legacy.is_some() => return Read::NotAllowed,
+            Method::GET => return Read::Listen,
             Method::DELETE => return Read::Delete,
             _ => {}
         }
@@ -379,6 +386,7 @@ impl McpMux {
             Read::Other(id, body) => Step::Pending(Box::pin(at.other(id, body))),
             Read::Notify(body) => Step::Pending(Box::pin(at.notify(body))),
             Read::Delete => Step::Pending(Box::pin(at.delete())),
+            Read::Listen => Step::Pending(Box::pin(at.listen())),
             Read::Refuse(_) | Read::NotAllowed => Step::CONTINUE,
         }
     }
@@ -687,6 +695,23 @@ impl At<'_> {
         });
         join_all(sends).await;
         Ok(Flow::Respond(empty(StatusCode::ACCEPTED)))
+    }
+
+    /// The servers' own streams of the session merged into one (`405` when none opened
+    /// one).
+    async fn listen(self) -> HookResult {
+        let this = &self;
+        let opens = self.joined().map(|(k, remote)| async move {
+            let opened = this.mux.client.listen(&this.to(k, Some(remote))).await;
+            opened
+                .ok()
+                .filter(|o| o.status.is_success() && o.is_stream())
+        });
+        let opened: Vec<_> = join_all(opens).await.into_iter().flatten().collect();
+        if opened.is_empty() {
+            return Ok(Flow::Respond(not_allowed()));
+        }
+        Ok(Flow::Respond(relay::merged(opened, self.mux.read_idle)))
     }
 
     async fn delete(self) -> HookResult {

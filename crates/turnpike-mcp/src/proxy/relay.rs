@@ -13,6 +13,9 @@
 //! progress notifications (taken off the session's stream by `legacy.rs`) as events as
 //! they arrive, then its answer, each within `idle`.
 //!
+//! A `GET` (the server stream) merges every remote's server stream of the session into
+//! one ([`merged`]).
+//!
 //! An audited call's answer, streamed or whole, carries its outcome to the audit record
 //! when it went out ([`Relayed::settle`]).
 
@@ -56,8 +59,41 @@ struct Relayed {
 /// settled in the call's audit record).
 pub(crate) fn stream(opened: Opened, idle: Duration, audited: bool) -> Response<Bytes> {
     let (tx, rx) = mpsc::channel(AHEAD);
-    tokio::spawn(pump(opened.resp, tx, idle, audited));
+    let how = Pumping {
+        idle: Some(idle),
+        answer: true,
+        audited,
+    };
+    tokio::spawn(pump(opened.resp, tx, how));
     streaming(opened.status, rx)
+}
+
+/// The answer to a `GET`: the server streams of `opened` merged into one, each event
+/// relayed as it arrives without its `id:` (a server's own, which no `Last-Event-ID`
+/// could name the server of), open until every remote ended its stream (or, with
+/// `idle`, went silent that long) or the client went away.
+pub(crate) fn merged(opened: Vec<Opened>, idle: Option<Duration>) -> Response<Bytes> {
+    let (tx, rx) = mpsc::channel(AHEAD);
+    for o in opened {
+        let how = Pumping {
+            idle,
+            answer: false,
+            audited: false,
+        };
+        tokio::spawn(pump(o.resp, tx.clone(), how));
+    }
+    streaming(StatusCode::OK, rx)
+}
+
+/// How a remote's events are relayed.
+struct Pumping {
+    /// The longest silence between two chunks (`None`: as long as the remote likes).
+    idle: Option<Duration>,
+    /// An answer to one request: bounded ([`MAX_EVENTS`], [`MAX_ANSWER_BYTES`]), ended
+    /// after the event answering it, ids kept; else a server stream, ids dropped.
+    answer: bool,
+    /// The answer's outcome settles the call's audit record.
+    audited: bool,
 }
 
 /// The answer relaying a legacy request's progress, then its answer, as events.
@@ -98,25 +134,26 @@ pub(crate) fn settled(mut resp: Response<Bytes>, outcome: Option<ToolOutcome>) -
 }
 
 /// Reads the remote's events and hands each on as soon as it is whole.
-async fn pump(mut resp: reqwest::Response, tx: mpsc::Sender<Piece>, idle: Duration, audited: bool) {
+async fn pump(mut resp: reqwest::Response, tx: mpsc::Sender<Piece>, how: Pumping) {
     let mut events = Events::default();
     let (mut count, mut bytes) = (0usize, 0usize);
     loop {
-        let chunk = match tokio::time::timeout(idle, resp.chunk()).await {
+        let next = resp.chunk();
+        let chunk = match how.idle {
+            Some(idle) => tokio::time::timeout(idle, next).await,
+            None => Ok(next.await),
+        };
+        let chunk = match chunk {
             Err(_) => {
-                return cut(
-                    &tx,
-                    ErrorKind::UpstreamResponseTimeout,
-                    "the remote went silent",
-                )
-                .await
+                let kind = ErrorKind::UpstreamResponseTimeout;
+                return cut(&tx, kind, "the remote went silent").await;
             }
             Ok(Err(e)) => return cut(&tx, ErrorKind::UpstreamReset, &e.to_string()).await,
             Ok(Ok(None)) => return,
             Ok(Ok(Some(c))) => c,
         };
         bytes += chunk.len();
-        if bytes > MAX_ANSWER_BYTES {
+        if how.answer && bytes > MAX_ANSWER_BYTES {
             let why = format!("the remote's answer is over {MAX_ANSWER_BYTES} bytes");
             return cut(&tx, ErrorKind::UpstreamProtocol, &why).await;
         }
@@ -125,14 +162,17 @@ async fn pump(mut resp: reqwest::Response, tx: mpsc::Sender<Piece>, idle: Durati
         }
         let mut out = Vec::new();
         let mut answer = None;
-        while let Some(e) = events.next_event() {
+        while let Some(mut e) = events.next_event() {
             count += 1;
-            if count > MAX_EVENTS {
+            if how.answer && count > MAX_EVENTS {
                 let why = format!("the remote sent more than {MAX_EVENTS} events");
                 return cut(&tx, ErrorKind::UpstreamProtocol, &why).await;
             }
+            if !how.answer {
+                e.id = None;
+            }
             e.write(&mut out);
-            answer = audit::answer_outcome(e.data.as_bytes());
+            answer = audit::answer_outcome(e.data.as_bytes()).filter(|_| how.answer);
             if answer.is_some() {
                 break;
             }
@@ -141,7 +181,7 @@ async fn pump(mut resp: reqwest::Response, tx: mpsc::Sender<Piece>, idle: Durati
             return; // the client went away
         }
         if let Some(outcome) = answer {
-            if audited {
+            if how.audited {
                 let _ = tx.send(Piece::Outcome(outcome)).await;
             }
             // The request is answered: the stream ends here.

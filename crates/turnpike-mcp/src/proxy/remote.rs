@@ -74,7 +74,7 @@ impl RemoteClient {
         body: Option<Bytes>,
     ) -> Result<Opened, String> {
         let client = self.client()?;
-        let mut req = match body {
+        let req = match body {
             Some(b) => client
                 .post(to.url.clone())
                 .header(CONTENT_TYPE, "application/json")
@@ -82,6 +82,18 @@ impl RemoteClient {
                 .body(b),
             None => client.delete(to.url.clone()),
         };
+        Self::opened(to, req).await
+    }
+
+    /// Opens the server stream (`GET`) of the remote's session `to` names and waits
+    /// for its head (within the target's timeout).
+    pub(crate) async fn listen(&self, to: &Target<'_>) -> Result<Opened, String> {
+        let req = (self.client()?.get(to.url.clone())).header(ACCEPT, "text/event-stream");
+        Self::opened(to, req).await
+    }
+
+    /// Sends `req` in `to`'s session and protocol version; the answer's head.
+    async fn opened(to: &Target<'_>, mut req: reqwest::RequestBuilder) -> Result<Opened, String> {
         if let Some(s) = to.session.filter(|s| !s.is_empty()) {
             req = req.header(MCP_SESSION_ID, s);
         }

@@ -75,6 +75,13 @@ async def progress(gate: str, ctx: Context) -> str:
     return "the gate stayed shut"
 
 
+@server.tool(description="Tells the client on its server stream (GET) that the tools changed.")
+async def announce(ctx: Context) -> str:
+    ran("announce")
+    await ctx.session.send_tool_list_changed()
+    return "announced"
+
+
 @server.tool(description="The Mcp-Session-Id this server sees.")
 def session(ctx: Context) -> str:
     ran("session")
