@@ -250,20 +250,7 @@ fn tool_calls_are_audited_with_their_arguments_redacted_and_cut() {
 
 /// The Python SDK's client running `steps` (tests/py/mcp_steps.py) as `key`.
 fn steps(url: &str, key: &str, steps: Value) -> Value {
-    let out = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/py/mcp_steps.py"
-        ))
-        .args([url, key, &steps.to_string()])
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "mcp_steps.py failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("json from the script")
+    support::mcp_steps(url, key, &steps)
 }
 
 /// A proxied remote server's tool calls are audited as an API's own: two Python SDK

@@ -75,20 +75,7 @@ fn initialize(url: &str, key: &str) -> (String, String, String) {
 
 /// The Python SDK's client running `steps` (tests/py/mcp_steps.py) as `key`.
 fn steps(url: &str, key: &str, steps: Value) -> Value {
-    let out = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/py/mcp_steps.py"
-        ))
-        .args([url, key, &steps.to_string()])
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "mcp_steps.py failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("json from the script")
+    support::mcp_steps(url, key, &steps)
 }
 
 /// `yaml` served on port 0.

@@ -348,3 +348,22 @@ pub fn mcp_remote(name: &str, log: &Path, transport: &str) -> (Proc, String) {
     std::thread::spawn(move || for _ in lines {});
     (Proc(child), url)
 }
+
+/// The official MCP Python SDK's client running `steps` against `url` as the API key
+/// `key` (tests/py/mcp_steps.py): what it saw, as JSON.
+pub fn mcp_steps(url: &str, key: &str, steps: &serde_json::Value) -> serde_json::Value {
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_steps.py"
+        ))
+        .args([url, key, &steps.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "mcp_steps.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json from the script")
+}
