@@ -123,7 +123,11 @@ for r in $(seq "$rounds"); do
   done
   echo "round $r done" >&2
 done
+# The cached gateway's memory after every round's misses, beside its store's bound (the
+# store's weight charges what an entry holds: bench/cache-memory.sh measures the growth).
+rss_mib=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$cached_pid/status")
 
+echo "cached gateway VmRSS after the rounds: ${rss_mib} MiB (max_size 256MiB)" >&2
 python3 - "$results" "$conns" "$duration" "$rounds" <<'PY'
 import sys, statistics as st
 path, conns, dur, rounds = sys.argv[1:]

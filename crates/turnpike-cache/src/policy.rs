@@ -251,7 +251,7 @@ impl ResponseCache {
             let variant = Arc::new(Variant::from_wire(entry));
             if let Found::Fresh(v) = variant.judge(&presented, now) {
                 let key = self.key_for(keys.clone(), public);
-                self.store.store(key, &presented, v.clone(), now);
+                self.store.store(key, &presented, v.clone(), &|| now);
                 return Some(v);
             }
         }
@@ -261,13 +261,14 @@ impl ResponseCache {
     /// Stores `variant` under `key`, and writes it through to the shared level when
     /// this request read the level's generation before going upstream.
     fn put(&self, x: &Exchange, key: String, req: &Presented<'_>, variant: Arc<Variant>) {
-        let now = self.now();
         let through = x.generation.zip(self.shared_level());
         let Some((generation, level)) = through else {
-            self.store.store(key, req, variant, now);
+            // The clock is read only if the key holds variants to judge.
+            self.store.store(key, req, variant, &|| self.now());
             return;
         };
-        self.store.store(key.clone(), req, variant.clone(), now);
+        let now = self.now();
+        self.store.store(key.clone(), req, variant.clone(), &|| now);
         let ttl = variant.shared_ttl(now);
         if !ttl.is_zero() {
             level.write(Write {
@@ -355,7 +356,7 @@ impl ResponseCache {
             return;
         };
         let key = self.key_for(keys, c.public);
-        let received = self.received(resp.status, resp.headers.clone(), body.clone(), c.at);
+        let received = self.received(resp.status, &resp.headers, body, c.at);
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
@@ -366,13 +367,13 @@ impl ResponseCache {
 
     /// An answer about to be stored: its stale windows (none for one that must be
     /// revalidated) and tags.
-    fn received(
+    fn received<'a>(
         &self,
         status: StatusCode,
-        headers: HeaderMap,
-        body: Bytes,
+        headers: &'a HeaderMap,
+        body: &'a Bytes,
         at: SystemTime,
-    ) -> Received {
+    ) -> Received<'a> {
         let defaults = (
             self.settings.stale_while_revalidate,
             self.settings.stale_if_error,
@@ -380,11 +381,11 @@ impl ResponseCache {
         // Without `Cache-Control` (most answers) nothing below can differ: skip the scans.
         let stale = match headers.contains_key(http::header::CACHE_CONTROL) {
             false => defaults,
-            true => stale_windows(&headers, defaults),
+            true => stale_windows(headers, defaults),
         };
         Received {
             status,
-            tags: self.tags(&headers),
+            tags: self.tags(headers),
             headers,
             body,
             at,
@@ -423,7 +424,7 @@ impl ResponseCache {
             });
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
         let key = self.key_for(keys, directive(&head, "public"));
-        let received = self.received(stored.status, head, stored.body.clone(), at);
+        let received = self.received(stored.status, &head, &stored.body, at);
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
