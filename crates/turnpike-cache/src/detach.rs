@@ -32,7 +32,11 @@ pub(crate) fn detach(
     kept: &mut [(HeaderName, Option<HeaderValue>)],
     body: &Bytes,
 ) -> Detached {
-    let kept_len: usize = kept.iter().filter_map(|(_, v)| v.as_ref()).map(HeaderValue::len).sum();
+    let kept_len: usize = kept
+        .iter()
+        .filter_map(|(_, v)| v.as_ref())
+        .map(HeaderValue::len)
+        .sum();
     let values: usize = headers.values().map(HeaderValue::len).sum();
     let mut buf = BytesMut::with_capacity(values + kept_len + body.len());
     for value in headers.values() {

@@ -50,7 +50,8 @@ pub(crate) fn footprint(
     // The buffer, and the counter its slices share.
     let buffer = held + 24 + 2 * PER_ALLOCATION;
     let kept = size_of_val(selecting) + PER_ALLOCATION;
-    let tags: usize = size_of_val(tags) + tags.iter().map(|t| t.len() + PER_ALLOCATION).sum::<usize>();
+    let tags: usize =
+        size_of_val(tags) + tags.iter().map(|t| t.len() + PER_ALLOCATION).sum::<usize>();
     let policy = if policy {
         POLICY + 2 * (map + names + held)
     } else {

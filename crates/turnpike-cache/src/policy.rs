@@ -151,7 +151,7 @@ impl ResponseCache {
         &'a self,
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
-        mut x: Exchange,
+        mut x: Box<Exchange>,
     ) -> Step<'a> {
         let Some(keys) = x.keys.take() else {
             return Step::CONTINUE;
@@ -203,7 +203,7 @@ impl ResponseCache {
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
-        mut x: Exchange,
+        mut x: Box<Exchange>,
         keys: Keys,
         level: &SharedLevel,
     ) -> HookResult {
@@ -466,7 +466,8 @@ impl Policy for ResponseCache {
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        let mut x = Exchange {
+        // Boxed once, here: it is a few hundred bytes, and each move of it was a copy.
+        let mut x = Box::new(Exchange {
             label: Label::Bypass,
             keys: None,
             method: req.method.clone(),
@@ -477,7 +478,7 @@ impl Policy for ResponseCache {
             generation: None,
             serve: None,
             candidate: None,
-        };
+        });
         if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
             keep_exchange(ctx, x);
             return Step::CONTINUE;
@@ -618,8 +619,8 @@ fn storable(policy: &CachePolicy, head: &HeaderMap, at: SystemTime) -> bool {
 }
 
 /// Leaves `x` for the response side.
-fn keep_exchange(ctx: &mut RequestCtx, x: Exchange) {
-    ctx.cache = Some(Box::new(x));
+fn keep_exchange(ctx: &mut RequestCtx, x: Box<Exchange>) {
+    ctx.cache = Some(x);
 }
 
 /// What the request side left.
@@ -629,7 +630,7 @@ fn exchange(ctx: &mut RequestCtx) -> Option<&mut Exchange> {
 
 /// Makes the request the leader of its key's miss: it goes upstream (conditionally
 /// when a stored answer with a validator may be revalidated).
-fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Exchange, keys: Keys) {
+fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Box<Exchange>, keys: Keys) {
     x.keys = Some(keys);
     if let Some(v) = &x.fallback {
         x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);

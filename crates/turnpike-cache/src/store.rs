@@ -158,7 +158,6 @@ pub(crate) struct Variant {
     weight: u64,
 }
 
-
 /// What a lookup found for a request.
 pub(crate) enum Found {
     Fresh(Arc<Variant>),

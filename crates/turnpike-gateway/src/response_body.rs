@@ -475,7 +475,13 @@ mod tests {
     #[test]
     fn a_length_already_declared_is_kept_and_any_other_is_rewritten() {
         assert!(states(b"0", 0) && states(b"50", 50) && states(b"10240", 10240));
-        for (digits, len) in [(&b"050"[..], 50), (b"+50", 50), (b"5", 50), (b"", 0), (b"51", 50)] {
+        for (digits, len) in [
+            (&b"050"[..], 50),
+            (b"+50", 50),
+            (b"5", 50),
+            (b"", 0),
+            (b"51", 50),
+        ] {
             assert!(!states(digits, len), "{digits:?} {len}");
         }
         let mut h = HeaderMap::new();
