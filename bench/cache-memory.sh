@@ -35,36 +35,21 @@ apis:
       - { path: "/*", methods: [GET] }
     policies: [ { cache: { ttl: 600s, max_size: $max } } ]
 YAML
-taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 --size 50 >"$work/echo.log" 2>&1 &
+taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)
 TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \
   --http-port "$port" --https-port off --data-dir "$work/data" --analytics off >"$work/gw.log" 2>&1 &
 gw=$!; pids+=($gw)
 wait_port "$echo_port"; wait_port "$port"
 
-cat >"$work/unique.lua" <<'LUA'
-local threads = 0
-function setup(thread)
-  thread:set("id", threads)
-  threads = threads + 1
-end
-local prefix, n = "", 0
-function init(args)
-  prefix = os.time() .. "-" .. id .. "-"
-end
-request = function()
-  n = n + 1
-  return wrk.format("GET", "/api/v1/x?n=" .. prefix .. n)
-end
-LUA
 
 rss() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$gw/status"; }
 mib() { awk -v b="$1" 'BEGIN{printf "%.1f MiB", b / 1048576}'; }
 url="http://127.0.0.1:$port/api/v1/x"
 # Warm-up: connections, buffers and the allocator's arenas (2 s of one repeated key).
-taskset -c 0 wrk -t1 -c"$conns" -d2s "$url?warm" >/dev/null 2>&1
+taskset -c 0 wrk -t1 -c"$conns" -d2s "$url?size=50&warm" >/dev/null 2>&1
 before=$(rss)
-taskset -c 0 wrk -t1 -c"$conns" -d"${duration}s" -s "$work/unique.lua" "$url" >"$work/wrk.out" 2>&1
+taskset -c 0 wrk -t1 -c"$conns" -d"${duration}s" -s bench/cache-unique.lua "$url" >"$work/wrk.out" 2>&1
 after=$(rss)
 reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
 bound=$(python3 -c "
