@@ -11,8 +11,6 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::store::Variant;
-
 /// What the allocator adds to an allocation, on average (its size-class rounding and
 /// bookkeeping).
 pub(crate) const PER_ALLOCATION: usize = 16;
@@ -32,15 +30,18 @@ const NAME: usize = 24;
 /// A built RFC policy besides its copies of the heads: its parsed directives.
 const POLICY: usize = 1024;
 
-/// The bytes an entry with these parts holds (`held`: the copied buffer's length).
+/// The bytes an entry with these parts holds (`entry`: the size of its own struct;
+/// `held`: the copied buffer's length).
 pub(crate) fn footprint(
+    entry: usize,
     headers: &HeaderMap,
     held: usize,
     selecting: &[(HeaderName, Option<HeaderValue>)],
     tags: &[Box<str>],
     policy: bool,
 ) -> u64 {
-    let variant = size_of::<Variant>() + 2 * size_of::<usize>() + PER_ALLOCATION;
+    // In an `Arc`: two counters more.
+    let variant = entry + 2 * size_of::<usize>() + PER_ALLOCATION;
     let map = match headers.capacity() {
         0 => 0,
         n => n * MAP_ENTRY + 2 * PER_ALLOCATION,

@@ -202,7 +202,14 @@ impl Variant {
             body,
             held,
         } = detach(r.headers, &mut selecting, r.body);
-        let weight = footprint(&headers, held, &selecting, &r.tags, policy.is_some());
+        let weight = footprint(
+            size_of::<Variant>(),
+            &headers,
+            held,
+            &selecting,
+            &r.tags,
+            policy.is_some(),
+        );
         let cell = OnceLock::new();
         if let Some(p) = policy {
             let _ = cell.set(p);
@@ -343,7 +350,14 @@ impl Variant {
             held,
         } = detach(&e.headers, &mut selecting, &e.body);
         let tags: Box<[Box<str>]> = e.tags.into();
-        let weight = footprint(&headers, held, &selecting, &tags, false);
+        let weight = footprint(
+            size_of::<Variant>(),
+            &headers,
+            held,
+            &selecting,
+            &tags,
+            false,
+        );
         Variant {
             policy: OnceLock::new(),
             status: e.status,
