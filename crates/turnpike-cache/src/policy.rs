@@ -77,6 +77,25 @@ struct Exchange {
     candidate: Option<Candidate>,
 }
 
+impl Exchange {
+    /// Boxed once, when made, and only when the response side needs it (a hit makes
+    /// none): it is a few hundred bytes, and each move of it was a copy.
+    fn boxed(label: Label, method: &Method) -> Box<Exchange> {
+        Box::new(Exchange {
+            label,
+            keys: None,
+            method: method.clone(),
+            req_headers: HeaderMap::new(),
+            leader: None,
+            fallback: None,
+            revalidating: false,
+            generation: None,
+            serve: None,
+            candidate: None,
+        })
+    }
+}
+
 /// An answer judged storable from its head.
 struct Candidate {
     /// `public`: stored under the shared key, else under the caller's.
@@ -466,21 +485,8 @@ impl Policy for ResponseCache {
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        // Boxed once, here: it is a few hundred bytes, and each move of it was a copy.
-        let mut x = Box::new(Exchange {
-            label: Label::Bypass,
-            keys: None,
-            method: req.method.clone(),
-            req_headers: HeaderMap::new(),
-            leader: None,
-            fallback: None,
-            revalidating: false,
-            generation: None,
-            serve: None,
-            candidate: None,
-        });
         if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
-            keep_exchange(ctx, x);
+            keep_exchange(ctx, Exchange::boxed(Label::Bypass, &req.method));
             return Step::CONTINUE;
         }
         let keys = keys(&self.settings, ctx, req);
@@ -493,8 +499,7 @@ impl Policy for ResponseCache {
         };
         let head = req.method == Method::HEAD;
         let found = self.find(&keys, &presented, &now);
-        x.label = Label::Miss;
-        match found {
+        let fallback = match found {
             Found::Fresh(v) => {
                 ctx.ext.insert(FromCache);
                 return Step::Done(Ok(Flow::Respond(self.answer(&v, now(), Label::Hit, head))));
@@ -509,9 +514,11 @@ impl Policy for ResponseCache {
                     head,
                 ))));
             }
-            Found::Stale(v) | Found::Fallback(v) => x.fallback = Some(v),
-            Found::Nothing => {}
-        }
+            Found::Stale(v) | Found::Fallback(v) => Some(v),
+            Found::Nothing => None,
+        };
+        let mut x = Exchange::boxed(Label::Miss, &req.method);
+        x.fallback = fallback;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
         x.req_headers = req.headers.clone();
