@@ -10,17 +10,19 @@
 # cancels out.
 #
 # Usage: TURNPIKE_BIN=... bench/generator-callgrind.sh [--d1 3] [--d2 8] [--users 100]
-#          [--keep DIR]   (--keep: keep each callgrind.out for callgrind_annotate)
+#          [--keep DIR] [--gens "wrk kit kit-tokio kit-hyper"]
+#   --keep: keep each callgrind.out for callgrind_annotate; --gens: which generators.
 # Needs: valgrind, wrk, taskset, python3 (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-d1=3; d2=8; users=100; keep=
+d1=3; d2=8; users=100; keep=; gens="wrk kit kit-tokio kit-hyper"
 while [ $# -gt 0 ]; do
   case "$1" in
     --d1) d1=$2; shift 2;;
     --d2) d2=$2; shift 2;;
     --users) users=$2; shift 2;;
     --keep) keep=$2; mkdir -p "$keep"; shift 2;;
+    --gens) gens=$2; shift 2;;
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
@@ -44,7 +46,7 @@ measure() {
 }
 
 echo "user-space instructions per request (callgrind), ${d2}s - ${d1}s runs, $users users:"
-for g in wrk kit kit-tokio kit-hyper; do
+for g in $gens; do
   read -r i1 r1 <<<"$(measure "$g" "$d1")"
   read -r i2 r2 <<<"$(measure "$g" "$d2")"
   if [ "${r2:-0}" -gt "${r1:-0}" ] 2>/dev/null; then

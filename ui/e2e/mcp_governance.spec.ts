@@ -34,7 +34,7 @@ async function mcp(request: APIRequestContext, url: string, body: unknown, sessi
 }
 
 test('tool calls are audited with secrets redacted and drawn in the MCP tools view', async ({ browser, request }) => {
-  test.setTimeout(120_000);
+  test.setTimeout(180_000);
   const api = await rest(request, 'POST', '/api/am/publisher/v1/apis', {
     name: 'Notes MCP',
     context: '/notes-mcp',
@@ -73,7 +73,7 @@ test('tool calls are audited with secrets redacted and drawn in the MCP tools vi
   await expect(async () => {
     await page.reload();
     await expect(table.getByRole('row').filter({ hasText: 'saveNote' })).toHaveCount(2, { timeout: 2_000 });
-  }).toPass({ timeout: 60_000, intervals: [1000, 2000] });
+  }).toPass({ timeout: 90_000, intervals: [1000, 2000] });
   const saved = table.getByRole('row').filter({ hasText: 'saveNote' }).first();
   expect(JSON.parse((await saved.getByTestId('mcp-audit-arguments').textContent())!)).toEqual({ body: { user: '[REDACTED]', password: '[REDACTED]' } });
   await expect(saved).toContainText('Notes MCP v1');

@@ -32,6 +32,8 @@ pub struct Target {
     /// HTTP/1.1 closed loops on the tokio runtime instead of the epoll loop (`--tokio-h1`,
     /// to compare the two on one binary).
     pub tokio_h1: bool,
+    /// The epoll loop's busy poll before blocking (`--spin-us`; zero: none).
+    pub spin: std::time::Duration,
 }
 
 impl std::fmt::Debug for Target {
@@ -89,6 +91,7 @@ impl Target {
             http2,
             hyper_h1: false,
             tokio_h1: false,
+            spin: std::time::Duration::ZERO,
         })
     }
 

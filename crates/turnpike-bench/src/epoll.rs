@@ -27,6 +27,9 @@ pub struct ClosedLoop<'a> {
     pub end: Instant,
     /// The run-wide ids of this thread's users (JTL thread names, token rotation).
     pub ids: Vec<usize>,
+    /// After the last readiness event, poll without blocking for this long before
+    /// sleeping in `epoll_wait` (zero: block at once).
+    pub spin: Duration,
 }
 
 /// After a refused connect, a user waits this long before the next (the error is counted).
@@ -59,20 +62,7 @@ struct User {
 pub fn run(cl: &ClosedLoop, rec: &mut Recorder) -> std::io::Result<()> {
     let mut poll = Poll::new()?;
     let mut events = Events::with_capacity(EVENTS);
-    let now = Instant::now();
-    let mut users: Vec<User> = cl
-        .ids
-        .iter()
-        .map(|&id| User {
-            id,
-            n: id,
-            conn: None,
-            due: now,
-            busy: false,
-            retry_at: None,
-            out: Vec::with_capacity(1024),
-        })
-        .collect();
+    let mut users = idle_users(&cl.ids);
     std::thread::sleep(cl.start.saturating_duration_since(Instant::now()));
     let head = *cl.request.method() == http::Method::HEAD;
     let mut run = Run {
@@ -87,6 +77,10 @@ pub fn run(cl: &ClosedLoop, rec: &mut Recorder) -> std::io::Result<()> {
     // Timeouts and retries are checked this often (timeouts to within a tenth).
     let sweep = (cl.timeout / 10).clamp(Duration::from_millis(1), RETRY);
     let mut next_sweep = Instant::now() + sweep;
+    // A blocked thread's core may halt, and a halted vCPU wakes late (the host deschedules
+    // it after its halt-polling window): with `spin`, the loop polls without blocking
+    // until `spin` has passed since the last event, as the kernel's own halt polling does.
+    let mut spin_until = Instant::now();
     loop {
         let now = Instant::now();
         if now >= cl.end {
@@ -96,10 +90,18 @@ pub fn run(cl: &ClosedLoop, rec: &mut Recorder) -> std::io::Result<()> {
             run.sweep(&mut users, now);
             next_sweep = now + sweep;
         }
-        let wait = next_sweep.min(cl.end).saturating_duration_since(now);
+        let wait = if now < spin_until {
+            Duration::ZERO
+        } else {
+            next_sweep.min(cl.end).saturating_duration_since(now)
+        };
         match run.poll.poll(&mut events, Some(wait)) {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             other => other?,
+        }
+        if !cl.spin.is_zero() && !events.is_empty() {
+            // After the poll: a blocking one may have slept past `now + spin`.
+            spin_until = Instant::now() + cl.spin;
         }
         for ev in events.iter() {
             let i = ev.token().0;
@@ -108,6 +110,22 @@ pub fn run(cl: &ClosedLoop, rec: &mut Recorder) -> std::io::Result<()> {
             }
         }
     }
+}
+
+/// A user per run-wide id, none started yet.
+fn idle_users(ids: &[usize]) -> Vec<User> {
+    let now = Instant::now();
+    ids.iter()
+        .map(|&id| User {
+            id,
+            n: id,
+            conn: None,
+            due: now,
+            busy: false,
+            retry_at: None,
+            out: Vec::with_capacity(1024),
+        })
+        .collect()
 }
 
 /// What the event handlers share.

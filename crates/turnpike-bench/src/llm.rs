@@ -64,6 +64,8 @@ pub struct LlmArgs {
 pub struct LlmResult {
     pub streams: usize,
     pub completed: u64,
+    /// Streams that ended inside the window, over the window.
+    pub calls_per_second: f64,
     pub errors: u64,
     pub ttft_p50_ms: f64,
     pub ttft_p90_ms: f64,
@@ -294,6 +296,7 @@ fn summarise(streams: usize, samples: &[Sample], errors: u64, window: Duration) 
     LlmResult {
         streams,
         completed: samples.len() as u64,
+        calls_per_second: samples.len() as f64 / window.as_secs_f64().max(1e-9),
         errors,
         ttft_p50_ms: ms(0.5),
         ttft_p90_ms: ms(0.9),

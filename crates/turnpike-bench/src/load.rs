@@ -162,6 +162,7 @@ fn run_thread(
             start,
             end: start + spec.window.end(),
             ids: (0..users).map(|u| u * threads + t).collect(),
+            spin: spec.target.spin,
         };
         crate::epoll::run(&closed, &mut rec)
             .map_err(|e| BenchError::Io(format!("generator thread: {e}")))?;

@@ -111,6 +111,12 @@ pub struct RunArgs {
     /// Closed-loop HTTP/1.1 on the tokio runtime instead of the epoll loop (to compare).
     #[arg(long, hide = true)]
     pub tokio_h1: bool,
+    /// Closed loops over plain HTTP/1.1: after a response, poll without sleeping for up to
+    /// this many microseconds before blocking, so a generator with a core of its own never
+    /// waits for that core to wake up. Only with a core of its own: on a core shared with
+    /// the server the spin takes the server's time.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub spin_us: u64,
 }
 
 impl RunArgs {
@@ -147,6 +153,7 @@ impl RunArgs {
             label: None,
             hyper_h1: false,
             tokio_h1: false,
+            spin_us: 0,
         }
     }
 }
@@ -291,6 +298,7 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
     let mut target = Target::resolve(&uri, args.http2, args.insecure).await?;
     target.hyper_h1 = args.hyper_h1;
     target.tokio_h1 = args.tokio_h1;
+    target.spin = Duration::from_micros(args.spin_us);
     let request = match tokens {
         Some((name, values)) => {
             RequestTemplate::new(method, &uri, args.http2, headers, body, values)?

@@ -1,8 +1,9 @@
-//! The closed loop's two HTTP/1.1 engines (the epoll loop, the default for plain HTTP, and
-//! the tokio runtime, `--tokio-h1`) against a raw server on 127.0.0.1:0 that frames its
-//! responses every way HTTP/1.1 allows, in small writes: Content-Length, chunked with
-//! trailers, and a body to the end of the stream with `Connection: close`. Both count
-//! every response, no error, and the same bytes per response.
+//! The closed loop's two HTTP/1.1 engines (the epoll loop, the default for plain HTTP, with
+//! and without `--spin-us`, and the tokio runtime, `--tokio-h1`) against a raw server on
+//! 127.0.0.1:0 that frames its responses every way HTTP/1.1 allows, in small writes:
+//! Content-Length, chunked with trailers, and a body to the end of the stream with
+//! `Connection: close` (each head differs from the one before, so none is taken for the
+//! previous). All count every response, no error, and the same bytes per response.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -56,20 +57,24 @@ fn server() -> String {
 async fn both_engines_read_every_framing_without_errors() {
     let url = server();
     let average = ANSWERS.iter().map(|a| a.len()).sum::<usize>() as f64 / 3.0;
-    for tokio_h1 in [false, true] {
+    for (tokio_h1, spin_us) in [(false, 0), (false, 200), (true, 0)] {
         let mut args = RunArgs::closed(url.clone(), 4, Duration::from_millis(600), Duration::ZERO);
         args.threads = Some(1);
         args.tokio_h1 = tokio_h1;
+        args.spin_us = spin_us;
         let r = execute(&args).await.expect("run");
         let s = &r.summary;
-        assert!(s.samples >= 30, "tokio_h1={tokio_h1}: {s:?}");
-        assert_eq!(s.errors, 0, "tokio_h1={tokio_h1}: {s:?}");
+        assert!(
+            s.samples >= 30,
+            "tokio_h1={tokio_h1} spin_us={spin_us}: {s:?}"
+        );
+        assert_eq!(s.errors, 0, "tokio_h1={tokio_h1} spin_us={spin_us}: {s:?}");
         // Bytes received per response: the three framings' average (the window cuts at
         // any point in the rotation, so within a response's share).
         let per = s.received_kbps * 1024.0 / s.throughput_rps;
         assert!(
             (per - average).abs() < average * 0.1,
-            "tokio_h1={tokio_h1}: {per} bytes per response, expected ~{average}"
+            "tokio_h1={tokio_h1} spin_us={spin_us}: {per} bytes per response, expected ~{average}"
         );
     }
 }
