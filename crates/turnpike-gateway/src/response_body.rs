@@ -95,8 +95,31 @@ impl Gathered {
 /// After a body was replaced by one of `len` bytes: `Content-Length: len`, no
 /// `Transfer-Encoding`. The one place framing headers are rewritten.
 pub(crate) fn set_length(headers: &mut HeaderMap, len: usize) {
+    // Most bodies read whole keep the length the upstream declared (a cached answer,
+    // a check that changed nothing): its header stays, and nothing is formatted.
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .is_some_and(|v| states(v.as_bytes(), len));
+    if declared && !headers.contains_key(TRANSFER_ENCODING) {
+        return;
+    }
     headers.remove(TRANSFER_ENCODING);
     headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+}
+
+/// Whether `digits` are exactly `len` in decimal (no sign, no leading zero, no space).
+fn states(digits: &[u8], mut len: usize) -> bool {
+    let mut rest = digits.iter().rev();
+    loop {
+        // `len % 10` is a digit.
+        if rest.next() != Some(&(b'0' + (len % 10) as u8)) {
+            return false;
+        }
+        len /= 10;
+        if len == 0 {
+            return rest.next().is_none();
+        }
+    }
 }
 
 /// How a client-bound body ended.
@@ -498,5 +521,34 @@ impl Body for Answered {
 
     fn is_end_stream(&self) -> bool {
         self.ended
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_length_already_declared_is_kept_and_any_other_is_rewritten() {
+        assert!(states(b"0", 0) && states(b"50", 50) && states(b"10240", 10240));
+        for (digits, len) in [
+            (&b"050"[..], 50),
+            (b"+50", 50),
+            (b"5", 50),
+            (b"", 0),
+            (b"51", 50),
+        ] {
+            assert!(!states(digits, len), "{digits:?} {len}");
+        }
+        let mut h = HeaderMap::new();
+        h.insert(CONTENT_LENGTH, HeaderValue::from_static("50"));
+        set_length(&mut h, 50);
+        assert_eq!(h[CONTENT_LENGTH], "50");
+        set_length(&mut h, 7);
+        assert_eq!(h[CONTENT_LENGTH], "7");
+        h.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        set_length(&mut h, 7);
+        assert!(!h.contains_key(TRANSFER_ENCODING));
+        assert_eq!(h[CONTENT_LENGTH], "7");
     }
 }
