@@ -69,25 +69,6 @@ for size in 50 10240; do
   [ "$(x_cache "$url")" = HIT ] || { echo "second request not a HIT" >&2; exit 1; }
 done
 
-# Every key is new: the run's start time, the wrk thread's own number (each thread is
-# its own Lua state: without it every thread asked for the same keys, and all but the
-# first were hits) and a counter. A counter from 0 each run asked again for the keys an
-# earlier round stored (under 60 s ago), so later rounds measured hits, not misses.
-cat >"$work/unique.lua" <<'LUA'
-local threads = 0
-function setup(thread)
-  thread:set("id", threads)
-  threads = threads + 1
-end
-local prefix, n = "", 0
-function init(args)
-  prefix = os.time() .. "-" .. id .. "-"
-end
-request = function()
-  n = n + 1
-  return wrk.format("GET", "/api/v1/x?size=50&n=" .. prefix .. n)
-end
-LUA
 
 hz=$(getconf CLK_TCK)
 run_one() { # url gateway-pid [lua] -> "rps p50us p99us cpu_us_per_req non2xx requests"
@@ -115,15 +96,19 @@ for r in $(seq "$rounds"); do
       hit-50) line=$(run_one "$cached?size=50" "$cached_pid");;
       plain-10k) line=$(run_one "$plain?size=10240" "$plain_pid");;
       hit-10k) line=$(run_one "$cached?size=10240" "$cached_pid");;
-      plain-unique) line=$(run_one "$plain" "$plain_pid" "$work/unique.lua");;
-      miss) line=$(run_one "$cached" "$cached_pid" "$work/unique.lua");;
-      nostore) line=$(run_one "$nostore" "$nostore_pid" "$work/unique.lua");;
+      plain-unique) line=$(run_one "$plain" "$plain_pid" bench/cache-unique.lua);;
+      miss) line=$(run_one "$cached" "$cached_pid" bench/cache-unique.lua);;
+      nostore) line=$(run_one "$nostore" "$nostore_pid" bench/cache-unique.lua);;
     esac
     echo "$which $line" >>"$results"
   done
   echo "round $r done" >&2
 done
+# The cached gateway's memory after every round's misses, beside its store's bound (the
+# store's weight charges what an entry holds: bench/cache-memory.sh measures the growth).
+rss_mib=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$cached_pid/status")
 
+echo "cached gateway VmRSS after the rounds: ${rss_mib} MiB (max_size 256MiB)" >&2
 python3 - "$results" "$conns" "$duration" "$rounds" <<'PY'
 import sys, statistics as st
 path, conns, dur, rounds = sys.argv[1:]

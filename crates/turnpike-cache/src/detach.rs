@@ -1,5 +1,5 @@
-//! An answer's head values and body copied into one allocation of their own before
-//! they are stored, and the request values an entry keeps copied too.
+//! An answer's head values, the request values its entry keeps and its body, copied
+//! into one allocation of their own before they are stored.
 //!
 //! hyper hands the gateway the body and every header value as slices of the
 //! connection's read buffer (8 KiB or more): a stored slice keeps that whole buffer
@@ -8,58 +8,76 @@
 //! process by ~1.9 GB, and the kernel's page zeroing made a storing miss cost 2.2x the
 //! CPU of an uncached request (bench/RESULTS.md, session 18). One copy of a few hundred
 //! bytes is what an entry's weight then truly holds.
+//!
+//! The head is read by reference and its map built once (the answer's own map is still
+//! sent downstream): copying the map first and rebuilding it was a tenth of a storing
+//! miss's instructions.
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
-/// `headers` and `body` with their bytes in one new buffer (the names are the
-/// crate's own: standard names are static, others are copied when parsed), and the
-/// bytes it holds.
-pub(crate) fn detach(headers: HeaderMap, body: Bytes) -> (HeaderMap, Bytes, usize) {
+/// The copied head and body, and the bytes of the one buffer they (and the kept
+/// request values) share.
+pub(crate) struct Detached {
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+    pub(crate) held: usize,
+}
+
+/// `headers`, the `kept` request values (replaced in place by their copies) and `body`,
+/// in one new buffer. The names are the crate's own: standard names are static,
+/// others were copied when parsed.
+pub(crate) fn detach(
+    headers: &HeaderMap,
+    kept: &mut [(HeaderName, Option<HeaderValue>)],
+    body: &Bytes,
+) -> Detached {
+    let kept_len: usize = kept
+        .iter()
+        .filter_map(|(_, v)| v.as_ref())
+        .map(HeaderValue::len)
+        .sum();
     let values: usize = headers.values().map(HeaderValue::len).sum();
-    let mut buf = BytesMut::with_capacity(values + body.len());
+    let mut buf = BytesMut::with_capacity(values + kept_len + body.len());
     for value in headers.values() {
         buf.extend_from_slice(value.as_bytes());
     }
-    buf.extend_from_slice(&body);
-    let buf = buf.freeze();
-    let mut owned = HeaderMap::with_capacity(headers.len());
-    let mut at = 0;
-    let mut name = None;
-    for (next, value) in headers {
-        // `None` repeats the previous name (a header with several values).
-        if next.is_some() {
-            name = next;
-        }
-        let end = at + value.len();
-        let Some(name) = name.clone() else {
-            continue;
-        };
-        // The same bytes as a value that was valid: the check cannot fail, but a value
-        // is never stored unchecked.
-        let sensitive = value.is_sensitive();
-        let mut copy = HeaderValue::from_maybe_shared(buf.slice(at..end)).unwrap_or(value);
-        copy.set_sensitive(sensitive);
-        owned.append(name, copy);
-        at = end;
+    for value in kept.iter().filter_map(|(_, v)| v.as_ref()) {
+        buf.extend_from_slice(value.as_bytes());
     }
-    let held = buf.len();
-    (owned, buf.slice(values..), held)
+    buf.extend_from_slice(body);
+    let buf = buf.freeze();
+    let mut at = 0;
+    let mut owned = HeaderMap::with_capacity(headers.len());
+    // By reference, every value with its name (a repeated name once per value).
+    for (name, value) in headers {
+        owned.append(name.clone(), slice_of(&buf, &mut at, value));
+    }
+    for value in kept.iter_mut().filter_map(|(_, v)| v.as_mut()) {
+        *value = slice_of(&buf, &mut at, value);
+    }
+    Detached {
+        headers: owned,
+        body: buf.slice(at..),
+        held: buf.len(),
+    }
 }
 
-/// A request value an entry keeps (`Host`, a `Vary`'d header) in an allocation of its
-/// own: the request's values are slices of its connection's read buffer too.
-pub(crate) fn copied(value: &HeaderValue) -> HeaderValue {
-    let sensitive = value.is_sensitive();
-    let mut copy = HeaderValue::from_maybe_shared(Bytes::copy_from_slice(value.as_bytes()))
-        .unwrap_or_else(|_| value.clone());
-    copy.set_sensitive(sensitive);
+/// `value`'s copy at `at` in `buf` (and `at` moved past it).
+fn slice_of(buf: &Bytes, at: &mut usize, value: &HeaderValue) -> HeaderValue {
+    let end = *at + value.len();
+    // The same bytes as a value that was valid: the check cannot fail, but a value is
+    // never stored unchecked.
+    let mut copy = HeaderValue::from_maybe_shared(buf.slice(*at..end)).unwrap_or(value.clone());
+    copy.set_sensitive(value.is_sensitive());
+    *at = end;
     copy
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::{ACCEPT_LANGUAGE, HOST};
 
     fn within(part: &[u8], whole: &[u8]) -> bool {
         let (p, w) = (part.as_ptr() as usize, whole.as_ptr() as usize);
@@ -76,38 +94,38 @@ mod tests {
         headers.insert(http::header::CONTENT_TYPE, value);
         let body = read.slice(100..150);
         assert!(within(&body, &read));
+        let mut host = HeaderValue::from_maybe_shared(read.slice(200..209)).expect("value");
+        host.set_sensitive(true);
+        let mut kept = [(HOST, Some(host.clone())), (ACCEPT_LANGUAGE, None)];
 
-        let (owned, kept, held) = detach(headers, body);
-        assert!(!within(&kept, &read));
-        assert_eq!(&kept[..], &[b'a'; 50][..]);
-        assert_eq!(held, 10 + 6 + 10 + 50);
-        let ones: Vec<&[u8]> = owned
+        let d = detach(&headers, &mut kept, &body);
+        assert!(!within(&d.body, &read));
+        assert_eq!(&d.body[..], &[b'a'; 50][..]);
+        assert_eq!(d.held, 10 + 6 + 10 + 9 + 50);
+        let ones: Vec<&[u8]> = d
+            .headers
             .get_all("x-one")
             .iter()
             .map(|v| v.as_bytes())
             .collect();
         assert_eq!(ones, vec![&[b'a'; 10][..], &b"second"[..]]);
-        for value in owned.values() {
+        for value in d.headers.values() {
             assert!(!within(value.as_bytes(), &read));
         }
-        assert_eq!(owned["content-type"].as_bytes(), &[b'a'; 10][..]);
-    }
-
-    #[test]
-    fn a_kept_request_value_is_a_copy() {
-        let read = Bytes::from(vec![b'h'; 8192]);
-        let mut host = HeaderValue::from_maybe_shared(read.slice(0..9)).expect("value");
-        host.set_sensitive(true);
-        let copy = copied(&host);
-        assert_eq!(copy, host);
+        assert_eq!(d.headers["content-type"].as_bytes(), &[b'a'; 10][..]);
+        let Some(copy) = &kept[0].1 else {
+            panic!("the host is kept")
+        };
+        assert_eq!(*copy, host);
         assert!(copy.is_sensitive());
         assert!(!within(copy.as_bytes(), &read));
+        assert!(kept[1].1.is_none());
     }
 
     #[test]
     fn an_empty_answer_detaches_to_nothing() {
-        let (owned, kept, held) = detach(HeaderMap::new(), Bytes::new());
-        assert!(owned.is_empty() && kept.is_empty());
-        assert_eq!(held, 0);
+        let d = detach(&HeaderMap::new(), &mut [], &Bytes::new());
+        assert!(d.headers.is_empty() && d.body.is_empty());
+        assert_eq!(d.held, 0);
     }
 }

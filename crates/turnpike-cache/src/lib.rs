@@ -20,6 +20,7 @@
 
 mod detach;
 mod flight;
+mod footprint;
 mod key;
 mod policy;
 mod resources;

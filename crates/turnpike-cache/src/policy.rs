@@ -77,6 +77,25 @@ struct Exchange {
     candidate: Option<Candidate>,
 }
 
+impl Exchange {
+    /// Boxed once, when made, and only when the response side needs it (a hit makes
+    /// none): it is a few hundred bytes, and each move of it was a copy.
+    fn boxed(label: Label, method: &Method) -> Box<Exchange> {
+        Box::new(Exchange {
+            label,
+            keys: None,
+            method: method.clone(),
+            req_headers: HeaderMap::new(),
+            leader: None,
+            fallback: None,
+            revalidating: false,
+            generation: None,
+            serve: None,
+            candidate: None,
+        })
+    }
+}
+
 /// An answer judged storable from its head.
 struct Candidate {
     /// `public`: stored under the shared key, else under the caller's.
@@ -151,7 +170,7 @@ impl ResponseCache {
         &'a self,
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
-        mut x: Exchange,
+        mut x: Box<Exchange>,
     ) -> Step<'a> {
         let Some(keys) = x.keys.take() else {
             return Step::CONTINUE;
@@ -203,7 +222,7 @@ impl ResponseCache {
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
-        mut x: Exchange,
+        mut x: Box<Exchange>,
         keys: Keys,
         level: &SharedLevel,
     ) -> HookResult {
@@ -251,7 +270,7 @@ impl ResponseCache {
             let variant = Arc::new(Variant::from_wire(entry));
             if let Found::Fresh(v) = variant.judge(&presented, now) {
                 let key = self.key_for(keys.clone(), public);
-                self.store.store(key, &presented, v.clone(), now);
+                self.store.store(key, &presented, v.clone(), &|| now);
                 return Some(v);
             }
         }
@@ -261,13 +280,14 @@ impl ResponseCache {
     /// Stores `variant` under `key`, and writes it through to the shared level when
     /// this request read the level's generation before going upstream.
     fn put(&self, x: &Exchange, key: String, req: &Presented<'_>, variant: Arc<Variant>) {
-        let now = self.now();
         let through = x.generation.zip(self.shared_level());
         let Some((generation, level)) = through else {
-            self.store.store(key, req, variant, now);
+            // The clock is read only if the key holds variants to judge.
+            self.store.store(key, req, variant, &|| self.now());
             return;
         };
-        self.store.store(key.clone(), req, variant.clone(), now);
+        let now = self.now();
+        self.store.store(key.clone(), req, variant.clone(), &|| now);
         let ttl = variant.shared_ttl(now);
         if !ttl.is_zero() {
             level.write(Write {
@@ -355,7 +375,7 @@ impl ResponseCache {
             return;
         };
         let key = self.key_for(keys, c.public);
-        let received = self.received(resp.status, resp.headers.clone(), body.clone(), c.at);
+        let received = self.received(resp.status, &resp.headers, body, c.at);
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
@@ -366,13 +386,13 @@ impl ResponseCache {
 
     /// An answer about to be stored: its stale windows (none for one that must be
     /// revalidated) and tags.
-    fn received(
+    fn received<'a>(
         &self,
         status: StatusCode,
-        headers: HeaderMap,
-        body: Bytes,
+        headers: &'a HeaderMap,
+        body: &'a Bytes,
         at: SystemTime,
-    ) -> Received {
+    ) -> Received<'a> {
         let defaults = (
             self.settings.stale_while_revalidate,
             self.settings.stale_if_error,
@@ -380,11 +400,11 @@ impl ResponseCache {
         // Without `Cache-Control` (most answers) nothing below can differ: skip the scans.
         let stale = match headers.contains_key(http::header::CACHE_CONTROL) {
             false => defaults,
-            true => stale_windows(&headers, defaults),
+            true => stale_windows(headers, defaults),
         };
         Received {
             status,
-            tags: self.tags(&headers),
+            tags: self.tags(headers),
             headers,
             body,
             at,
@@ -423,7 +443,7 @@ impl ResponseCache {
             });
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
         let key = self.key_for(keys, directive(&head, "public"));
-        let received = self.received(stored.status, head, stored.body.clone(), at);
+        let received = self.received(stored.status, &head, &stored.body, at);
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
@@ -465,20 +485,8 @@ impl Policy for ResponseCache {
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        let mut x = Exchange {
-            label: Label::Bypass,
-            keys: None,
-            method: req.method.clone(),
-            req_headers: HeaderMap::new(),
-            leader: None,
-            fallback: None,
-            revalidating: false,
-            generation: None,
-            serve: None,
-            candidate: None,
-        };
         if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
-            keep_exchange(ctx, x);
+            keep_exchange(ctx, Exchange::boxed(Label::Bypass, &req.method));
             return Step::CONTINUE;
         }
         let keys = keys(&self.settings, ctx, req);
@@ -491,8 +499,7 @@ impl Policy for ResponseCache {
         };
         let head = req.method == Method::HEAD;
         let found = self.find(&keys, &presented, &now);
-        x.label = Label::Miss;
-        match found {
+        let fallback = match found {
             Found::Fresh(v) => {
                 ctx.ext.insert(FromCache);
                 return Step::Done(Ok(Flow::Respond(self.answer(&v, now(), Label::Hit, head))));
@@ -507,9 +514,11 @@ impl Policy for ResponseCache {
                     head,
                 ))));
             }
-            Found::Stale(v) | Found::Fallback(v) => x.fallback = Some(v),
-            Found::Nothing => {}
-        }
+            Found::Stale(v) | Found::Fallback(v) => Some(v),
+            Found::Nothing => None,
+        };
+        let mut x = Exchange::boxed(Label::Miss, &req.method);
+        x.fallback = fallback;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
         x.req_headers = req.headers.clone();
@@ -617,8 +626,8 @@ fn storable(policy: &CachePolicy, head: &HeaderMap, at: SystemTime) -> bool {
 }
 
 /// Leaves `x` for the response side.
-fn keep_exchange(ctx: &mut RequestCtx, x: Exchange) {
-    ctx.cache = Some(Box::new(x));
+fn keep_exchange(ctx: &mut RequestCtx, x: Box<Exchange>) {
+    ctx.cache = Some(x);
 }
 
 /// What the request side left.
@@ -628,7 +637,7 @@ fn exchange(ctx: &mut RequestCtx) -> Option<&mut Exchange> {
 
 /// Makes the request the leader of its key's miss: it goes upstream (conditionally
 /// when a stored answer with a validator may be revalidated).
-fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Exchange, keys: Keys) {
+fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Box<Exchange>, keys: Keys) {
     x.keys = Some(keys);
     if let Some(v) = &x.fallback {
         x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);

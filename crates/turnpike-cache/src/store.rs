@@ -17,8 +17,9 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use turnpike_model::policy::CachePurge;
 
-use crate::detach::{copied, detach};
+use crate::detach::{detach, Detached};
 use crate::flight::{Flights, Follow, Led};
+use crate::footprint::{footprint, PER_ALLOCATION, STORE_SLOT};
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
 use crate::shared::SharedLevel;
@@ -26,8 +27,6 @@ use crate::wire::{ToWire, WireEntry};
 
 /// Variants of one key kept for `Vary` (the oldest goes when one more arrives).
 const MAX_VARIANTS: usize = 8;
-/// Fixed bytes charged per entry besides its body and headers (key, policy, maps).
-const ENTRY_OVERHEAD: u64 = 512;
 
 /// Every API's store, in the gateway's runtime.
 #[derive(Default)]
@@ -74,14 +73,36 @@ impl CacheStores {
     }
 }
 
-type Variants = Arc<[Arc<Variant>]>;
+/// The variants stored under one key: most keys have one, kept without a list (one
+/// allocation less per entry, and one reference count less per lookup).
+#[derive(Clone)]
+enum Variants {
+    One(Arc<Variant>),
+    Many(Arc<[Arc<Variant>]>),
+}
+
+impl Variants {
+    fn iter(&self) -> std::slice::Iter<'_, Arc<Variant>> {
+        match self {
+            Variants::One(v) => std::slice::from_ref(v).iter(),
+            Variants::Many(vs) => vs.iter(),
+        }
+    }
+}
 
 #[derive(Clone)]
 struct ByBytes;
 
 impl Weighter<String, Variants> for ByBytes {
+    /// The memory the entry holds (see [`footprint`]): its key's string, its slot in
+    /// the store, its variants and their list.
     fn weight(&self, key: &String, val: &Variants) -> u64 {
-        key.len() as u64 + val.iter().map(|v| v.weight).sum::<u64>()
+        let list = match val {
+            Variants::One(_) => 0,
+            Variants::Many(vs) => 16 + vs.len() * size_of::<usize>() + PER_ALLOCATION,
+        };
+        let own = key.capacity() + PER_ALLOCATION + STORE_SLOT + list;
+        own as u64 + val.iter().map(|v| v.weight).sum::<u64>()
     }
 }
 
@@ -137,18 +158,6 @@ pub(crate) struct Variant {
     weight: u64,
 }
 
-/// What an entry is charged: its bytes (`held`, the values and body [`detach`]ed into
-/// one buffer), each header's name and map slot, the request values it kept, and the
-/// fixed overhead.
-fn weight(headers: &HeaderMap, held: usize, selecting: &Selecting) -> u64 {
-    let names: usize = headers.keys().map(|k| k.as_str().len() + 8).sum();
-    let kept: usize = selecting
-        .iter()
-        .map(|(n, v)| n.as_str().len() + v.as_ref().map_or(0, HeaderValue::len) + 16)
-        .sum();
-    ENTRY_OVERHEAD + (held + names + kept) as u64
-}
-
 /// What a lookup found for a request.
 pub(crate) enum Found {
     Fresh(Arc<Variant>),
@@ -160,11 +169,11 @@ pub(crate) enum Found {
     Nothing,
 }
 
-/// An upstream answer about to be stored.
-pub(crate) struct Received {
+/// An upstream answer about to be stored (its head and body are copied).
+pub(crate) struct Received<'a> {
     pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
+    pub(crate) headers: &'a HeaderMap,
+    pub(crate) body: &'a Bytes,
     pub(crate) at: SystemTime,
     /// The configured TTL (freshness of an answer stating none).
     pub(crate) ttl: Duration,
@@ -178,17 +187,29 @@ impl Variant {
     /// `None` for a plain one (its freshness is the TTL less the `Age` it arrived with,
     /// which is what the policy would compute).
     pub(crate) fn new(
-        r: Received,
+        r: Received<'_>,
         req: &Presented<'_>,
         policy: Option<Box<CachePolicy>>,
     ) -> Variant {
-        let arrived_age = rfc::age_header(&r.headers);
+        let arrived_age = rfc::age_header(r.headers);
         let fresh_until = match &policy {
             Some(p) => r.at + p.time_to_live(r.at),
             None => r.at + rfc::default_max_age(r.ttl).saturating_sub(arrived_age),
         };
-        let (selecting, vary_star) = selecting(req.headers, &r.headers);
-        let (headers, body, held) = detach(r.headers, r.body);
+        let (mut selecting, vary_star) = selecting(req.headers, r.headers);
+        let Detached {
+            headers,
+            body,
+            held,
+        } = detach(r.headers, &mut selecting, r.body);
+        let weight = footprint(
+            size_of::<Variant>(),
+            &headers,
+            held,
+            &selecting,
+            &r.tags,
+            policy.is_some(),
+        );
         let cell = OnceLock::new();
         if let Some(p) = policy {
             let _ = cell.set(p);
@@ -196,7 +217,7 @@ impl Variant {
         Variant {
             policy: cell,
             status: r.status,
-            weight: weight(&headers, held, &selecting),
+            weight,
             headers,
             body,
             fresh_until,
@@ -322,18 +343,31 @@ impl Variant {
     /// A variant read back from the shared level (its RFC policy, if ever needed, is
     /// rebuilt from what it kept, as for a plain answer).
     pub(crate) fn from_wire(e: WireEntry) -> Variant {
-        let (headers, body, held) = detach(e.headers, e.body);
-        let selecting: Selecting = e.selecting.into();
+        let mut selecting: Selecting = e.selecting.into();
+        let Detached {
+            headers,
+            body,
+            held,
+        } = detach(&e.headers, &mut selecting, &e.body);
+        let tags: Box<[Box<str>]> = e.tags.into();
+        let weight = footprint(
+            size_of::<Variant>(),
+            &headers,
+            held,
+            &selecting,
+            &tags,
+            false,
+        );
         Variant {
             policy: OnceLock::new(),
             status: e.status,
-            weight: weight(&headers, held, &selecting),
+            weight,
             headers,
             body,
             fresh_until: UNIX_EPOCH + Duration::from_millis(e.fresh_until_ms),
             stale_while_revalidate: Duration::from_millis(e.stale_while_revalidate_ms),
             stale_if_error: Duration::from_millis(e.stale_if_error_ms),
-            tags: e.tags.into(),
+            tags,
             received_at: UNIX_EPOCH + Duration::from_millis(e.received_at_ms),
             arrived_age: Duration::from_secs(e.arrived_age_s),
             ttl: Duration::from_millis(e.ttl_ms),
@@ -368,7 +402,8 @@ type Selecting = Box<[(HeaderName, Option<HeaderValue>)]>;
 /// `Host` and the request's values of the headers the response varies on, and whether
 /// it varies on `*`.
 fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
-    let mut list = vec![(HOST, req.get(HOST).map(copied))];
+    // Shared with the request until `detach` copies them.
+    let mut list = vec![(HOST, req.get(HOST).cloned())];
     let mut star = false;
     let names = resp.get_all(VARY).iter().filter_map(|v| v.to_str().ok());
     for name in names.flat_map(|v| v.split(',')).take(MAX_VARY) {
@@ -376,7 +411,7 @@ fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
         if name == "*" {
             star = true;
         } else if let Ok(n) = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()) {
-            let value = req.get(&n).map(copied);
+            let value = req.get(&n).cloned();
             list.push((n, value));
         }
     }
@@ -453,18 +488,20 @@ impl ApiStore {
 
     /// Stores `variant` under `key`, replacing the variant the same request would
     /// select (same `Vary` values) and keeping at most [`MAX_VARIANTS`].
+    /// (`now` is read only when `key` holds variants.)
     pub(crate) fn store(
         &self,
         key: String,
         req: &Presented<'_>,
         variant: Arc<Variant>,
-        now: SystemTime,
+        now: &dyn Fn() -> SystemTime,
     ) {
         let Some(old) = self.entries.get(key.as_str()) else {
-            // A new key (most stores): the list made in place, one allocation.
-            self.entries.insert(key, Arc::new([variant]));
+            // A new key (most stores): no list.
+            self.entries.insert(key, Variants::One(variant));
             return;
         };
+        let now = now();
         let mut list: Vec<Arc<Variant>> = old
             .iter()
             .filter(|v| matches!(v.judge(req, now), Found::Nothing))
@@ -474,7 +511,11 @@ impl ApiStore {
             list.remove(0);
         }
         list.push(variant);
-        self.entries.insert(key, list.into());
+        let variants = match <[Arc<Variant>; 1]>::try_from(list) {
+            Ok([one]) => Variants::One(one),
+            Err(list) => Variants::Many(list.into()),
+        };
+        self.entries.insert(key, variants);
     }
 
     /// Entries held and their bytes.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{response, HeaderValue, Response, Version};
-use turnpike_policy::{Answer, RequestCtx, Stop};
+use turnpike_policy::{Answer, RequestCtx, Stop, StreamedAnswer};
 
 use crate::conn::ConnCtx;
 use crate::error::{ErrorKind, GatewayError};
@@ -98,8 +98,17 @@ pub(crate) fn answer_response(
 ) -> (response::Parts, ResponseBody, Option<ErrorKind>) {
     match answer {
         Answer::Respond(r) => {
-            let (p, b) = (*r).into_parts();
-            (p, ResponseBody::full(b), None)
+            let (mut p, b) = (*r).into_parts();
+            // A policy's answer whose body comes later (an extensions lookup, on the
+            // answer path only).
+            match p
+                .extensions
+                .remove::<StreamedAnswer>()
+                .and_then(StreamedAnswer::take)
+            {
+                Some(body) => (p, ResponseBody::answer(body), None),
+                None => (p, ResponseBody::full(b), None),
+            }
         }
         Answer::Error(e) => {
             let kind = e.kind;

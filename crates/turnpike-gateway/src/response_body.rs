@@ -19,7 +19,7 @@ use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
-use turnpike_policy::ResponseStream;
+use turnpike_policy::{AnswerBody, ResponseStream};
 
 use crate::client_body::BodyError;
 use crate::error::{ErrorKind, GatewayError};
@@ -95,8 +95,31 @@ impl Gathered {
 /// After a body was replaced by one of `len` bytes: `Content-Length: len`, no
 /// `Transfer-Encoding`. The one place framing headers are rewritten.
 pub(crate) fn set_length(headers: &mut HeaderMap, len: usize) {
+    // Most bodies read whole keep the length the upstream declared (a cached answer,
+    // a check that changed nothing): its header stays, and nothing is formatted.
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .is_some_and(|v| states(v.as_bytes(), len));
+    if declared && !headers.contains_key(TRANSFER_ENCODING) {
+        return;
+    }
     headers.remove(TRANSFER_ENCODING);
     headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+}
+
+/// Whether `digits` are exactly `len` in decimal (no sign, no leading zero, no space).
+fn states(digits: &[u8], mut len: usize) -> bool {
+    let mut rest = digits.iter().rev();
+    loop {
+        // `len % 10` is a digit.
+        if rest.next() != Some(&(b'0' + (len % 10) as u8)) {
+            return false;
+        }
+        len /= 10;
+        if len == 0 {
+            return rest.next().is_none();
+        }
+    }
 }
 
 /// How a client-bound body ended.
@@ -134,10 +157,10 @@ struct Tail {
 impl Tail {
     fn finish(&mut self, how: Ending, inner: &mut Inner) {
         if let Some(mut e) = self.end.take() {
-            if let (Inner::Transformed(t), Some(ext)) = (inner, e.ext()) {
-                for s in &mut t.streams {
-                    s.settle(ext);
-                }
+            match (inner, e.ext()) {
+                (Inner::Transformed(t), Some(ext)) => t.settle(ext),
+                (Inner::Answer(a), Some(ext)) => a.body.settle(ext),
+                _ => {}
             }
             e.end(self.bytes, self.first, how);
         }
@@ -158,6 +181,8 @@ enum Inner {
     Watched(Box<ReadIdle<ResponseBody>>),
     /// A body passing through policies' stream transformers.
     Transformed(Box<Transformed>),
+    /// A policy's own answer arriving chunk by chunk (`turnpike_policy::StreamedAnswer`).
+    Answer(Answered),
 }
 
 /// What the client receives.
@@ -189,6 +214,14 @@ impl ResponseBody {
         }
         ResponseBody {
             inner: Inner::Upstream(b),
+            tail: None,
+        }
+    }
+
+    /// A policy's answer whose body comes later ([`AnswerBody`]).
+    pub(crate) fn answer(body: Box<dyn AnswerBody>) -> Self {
+        ResponseBody {
+            inner: Inner::Answer(Answered { body, ended: false }),
             tail: None,
         }
     }
@@ -253,6 +286,7 @@ impl ResponseBody {
             Inner::Direct(d) => collect(d, limit, too_large, broken).await,
             Inner::Watched(w) => collect(w, limit, too_large, broken).await,
             Inner::Transformed(t) => collect(t, limit, too_large, broken).await,
+            Inner::Answer(mut a) => collect(&mut a, limit, too_large, broken).await,
             Inner::Upstream(mut u) => {
                 let r = collect(&mut u.inner, limit, too_large, broken).await;
                 if r.is_ok() {
@@ -284,6 +318,7 @@ impl Inner {
             Inner::Direct(d) => d.is_end_stream(),
             Inner::Watched(w) => w.is_end_stream(),
             Inner::Transformed(t) => t.ended,
+            Inner::Answer(a) => a.ended,
         }
     }
 }
@@ -304,6 +339,7 @@ impl Body for ResponseBody {
                 .map(|o| o.map(|r| r.map_err(BoxError::from))),
             Inner::Watched(w) => Pin::new(w.as_mut()).poll_frame(cx),
             Inner::Transformed(t) => Pin::new(t.as_mut()).poll_frame(cx),
+            Inner::Answer(a) => Pin::new(a).poll_frame(cx),
             Inner::Upstream(u) => {
                 let r = Pin::new(&mut u.inner).poll_frame(cx);
                 match &r {
@@ -351,7 +387,7 @@ impl Body for ResponseBody {
             Inner::Upstream(u) => u.inner.size_hint(),
             Inner::Direct(d) => d.size_hint(),
             Inner::Watched(w) => w.size_hint(),
-            Inner::Transformed(_) => SizeHint::default(),
+            Inner::Transformed(_) | Inner::Answer(_) => SizeHint::default(),
         }
     }
 }
@@ -366,6 +402,12 @@ pub(crate) struct Transformed {
 }
 
 impl Transformed {
+    fn settle(&mut self, ext: &mut http::Extensions) {
+        for s in &mut self.streams {
+            s.settle(ext);
+        }
+    }
+
     /// `chunk` through every transformer in turn; empty when one holds it.
     fn pass(&mut self, from: usize, mut chunk: Bytes) -> Result<Bytes, GatewayError> {
         for s in self.streams.iter_mut().skip(from) {
@@ -442,5 +484,71 @@ impl Body for Transformed {
 
     fn is_end_stream(&self) -> bool {
         self.ended
+    }
+}
+
+/// A policy's answer arriving chunk by chunk (see [`ResponseBody::answer`]).
+pub(crate) struct Answered {
+    body: Box<dyn AnswerBody>,
+    ended: bool,
+}
+
+impl Body for Answered {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        match this.body.poll_chunk(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(data))) => Poll::Ready(Some(Ok(Frame::data(data)))),
+            Poll::Ready(Some(Err(e))) => {
+                this.ended = true;
+                Poll::Ready(Some(Err(BoxError::from(e))))
+            }
+            Poll::Ready(None) => {
+                this.ended = true;
+                Poll::Ready(None)
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_length_already_declared_is_kept_and_any_other_is_rewritten() {
+        assert!(states(b"0", 0) && states(b"50", 50) && states(b"10240", 10240));
+        for (digits, len) in [
+            (&b"050"[..], 50),
+            (b"+50", 50),
+            (b"5", 50),
+            (b"", 0),
+            (b"51", 50),
+        ] {
+            assert!(!states(digits, len), "{digits:?} {len}");
+        }
+        let mut h = HeaderMap::new();
+        h.insert(CONTENT_LENGTH, HeaderValue::from_static("50"));
+        set_length(&mut h, 50);
+        assert_eq!(h[CONTENT_LENGTH], "50");
+        set_length(&mut h, 7);
+        assert_eq!(h[CONTENT_LENGTH], "7");
+        h.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        set_length(&mut h, 7);
+        assert!(!h.contains_key(TRANSFER_ENCODING));
+        assert_eq!(h[CONTENT_LENGTH], "7");
     }
 }

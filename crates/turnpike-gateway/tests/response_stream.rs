@@ -3,7 +3,8 @@
 //! the client gets each rewritten event before the back end produces the next; a chunk
 //! it holds (half an event) goes out only once the event is whole; what it gives on the
 //! end goes out last; what it learnt is in `ctx.ext` when `on_complete` runs; a client
-//! that goes away mid-stream closes the upstream connection.
+//! that goes away mid-stream closes the upstream connection. A policy's own answer whose
+//! body comes later (`StreamedAnswer`) goes out chunk by chunk and settles the same way.
 
 mod support;
 
@@ -206,4 +207,105 @@ async fn a_client_gone_mid_stream_closes_the_upstream_connection() {
     let (relayed, aborted) = done.ok().flatten().expect("on_complete ran");
     assert!(aborted, "reported as a client gone");
     assert!(relayed.is_some_and(|Relayed(n)| n >= 1), "{relayed:?}");
+}
+
+/// A policy answering itself with a body that comes later (`StreamedAnswer`, a
+/// multiplexed MCP endpoint's relay): chunks handed over by the test through a channel.
+struct Streamer {
+    chunks: std::sync::Mutex<Option<mpsc::Receiver<Bytes>>>,
+    seen: mpsc::UnboundedSender<Option<Relayed>>,
+}
+
+/// The streamed answer's body: counts what it handed out, settles the count.
+struct Chunks {
+    rx: mpsc::Receiver<Bytes>,
+    n: usize,
+}
+
+impl turnpike_policy::AnswerBody for Chunks {
+    fn poll_chunk(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Bytes, GatewayError>>> {
+        self.rx.poll_recv(cx).map(|c| {
+            self.n += usize::from(c.is_some());
+            c.map(Ok)
+        })
+    }
+
+    fn settle(&mut self, ext: &mut http::Extensions) {
+        ext.insert(Relayed(self.n));
+    }
+}
+
+impl Policy for Streamer {
+    fn name(&self) -> &'static str {
+        "streamer"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::REQUEST_HEADERS | Hooks::COMPLETE
+    }
+    fn on_request_headers<'a>(
+        &'a self,
+        _ctx: &'a mut RequestCtx,
+        _req: &'a mut http::request::Parts,
+    ) -> turnpike_policy::Step<'a> {
+        let rx = self
+            .chunks
+            .lock()
+            .expect("lock")
+            .take()
+            .expect("one request");
+        let mut resp = http::Response::new(Bytes::new());
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        turnpike_policy::StreamedAnswer::attach(&mut resp, Box::new(Chunks { rx, n: 0 }));
+        turnpike_policy::Step::Done(Ok(turnpike_policy::Flow::Respond(resp)))
+    }
+    fn on_complete(&self, ctx: &RequestCtx, _done: &Completion) {
+        let _ = self.seen.send(ctx.ext.get::<Relayed>().copied());
+    }
+}
+
+#[tokio::test]
+async fn a_policys_streamed_answer_goes_out_chunk_by_chunk_and_settles() {
+    let (up, _streams) = sse_upstream().await;
+    let yaml = config(&[api("sse", &[http(up)], "")]);
+    let mut snap = Snapshot::from_yaml(&yaml, "test").expect("valid test config");
+    let (chunks, rx) = mpsc::channel(1);
+    let (tx, mut seen) = mpsc::unbounded_channel();
+    let streamer: Arc<dyn Policy> = Arc::new(Streamer {
+        chunks: std::sync::Mutex::new(Some(rx)),
+        seen: tx,
+    });
+    for api in snap.apis.iter_mut() {
+        let api = Arc::get_mut(api).expect("a fresh snapshot owns its APIs");
+        api.chain = api.chain.appended(streamer.clone());
+    }
+    let gw = gateway_built(Arc::new(ArcSwap::from_pointee(snap)), |_| {}, |b| b).await;
+    let mut resp = client()
+        .get(gw.url("/sse/v1/events"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200, "the head went out before any chunk");
+    assert!(resp.headers().get("content-length").is_none());
+    let mut got = String::new();
+    for i in 0..2 {
+        // Each chunk is handed over only once the previous one reached the client.
+        let event = format!("data: {i}\n\n");
+        chunks.send(Bytes::from(event.clone())).await.expect("open");
+        read_until(&mut resp, &mut got, &event).await;
+    }
+    drop(chunks);
+    let rest = tokio::time::timeout(WAIT, resp.bytes()).await;
+    assert_eq!(rest.expect("ends").expect("cleanly"), "", "nothing more");
+    let done = tokio::time::timeout(WAIT, seen.recv()).await;
+    assert_eq!(
+        done.ok().flatten(),
+        Some(Some(Relayed(2))),
+        "what the answer's body settled is in ctx.ext for on_complete"
+    );
 }

@@ -13,12 +13,13 @@ use std::sync::Arc;
 use http::request;
 use serde::Deserialize;
 use serde_json::Value;
-use turnpike_model::mcp::McpAuditSpec;
+use turnpike_model::mcp::{McpAuditSpec, McpSpec};
 use turnpike_policy::mcp::{ToolCallAudit, ToolOutcome};
 use turnpike_policy::spec::size::parse_size;
-use turnpike_policy::RequestCtx;
+use turnpike_policy::{BuildCx, RequestCtx};
 
 use crate::exchange::MCP_SESSION_ID;
+use crate::rpc::Refusal;
 
 /// What a redacted value becomes.
 pub(crate) const REDACTED: &str = "[REDACTED]";
@@ -93,6 +94,23 @@ impl Auditor {
             pointers,
             max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
         })
+    }
+
+    /// The rules of an `mcp:` section (`Some(None)`: it asks for no audit), each
+    /// problem reported.
+    pub(crate) fn of_section(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Option<Auditor>> {
+        let Some(audit) = &spec.audit else {
+            return Some(None);
+        };
+        match Auditor::build(audit) {
+            Ok(a) => Some(Some(a)),
+            Err(problems) => {
+                for (below, msg) in problems {
+                    cx.problem(&below, msg);
+                }
+                None
+            }
+        }
     }
 
     /// Puts the audit of the `tools/call` in `body` (if it is one) in `ctx`.
@@ -198,30 +216,64 @@ fn tool_call(body: &[u8]) -> Option<(String, Value)> {
 
 /// Settles the audited call's outcome (nothing for an unaudited request).
 pub(crate) fn settle(ctx: &mut RequestCtx, outcome: ToolOutcome) {
-    if let Some(a) = ctx.ext.get_mut::<ToolCallAudit>() {
+    settle_ext(&mut ctx.ext, outcome);
+}
+
+/// [`settle`] from a request's extensions (a streamed answer settles when it ends).
+pub(crate) fn settle_ext(ext: &mut http::Extensions, outcome: ToolOutcome) {
+    if let Some(a) = ext.get_mut::<ToolCallAudit>() {
         a.outcome = outcome;
     }
 }
 
-/// The outcome a tool call's wrapped JSON-RPC answer tells: `isError` or not.
+/// Settles a call refused before its tool ran, by the JSON-RPC error's number.
+pub(crate) fn refused(ctx: &mut RequestCtx, r: &Refusal) {
+    let code = r.error.code.0.to_string().into();
+    settle(ctx, ToolOutcome::Refused { code });
+}
+
+/// Settles a call over its tool's own limit.
+pub(crate) fn throttled(ctx: &mut RequestCtx) {
+    let code = Some("throttled".into());
+    settle(ctx, ToolOutcome::ToolError { code });
+}
+
+/// The outcome a tool call's JSON-RPC answer tells: `isError` or not, a JSON-RPC
+/// error by its number (a remote server's).
 pub(crate) fn outcome_of_answer(answer: &[u8]) -> ToolOutcome {
+    answer_outcome(answer).unwrap_or(ToolOutcome::ToolError { code: None })
+}
+
+/// The outcome told by `message` when it is an answer (`None`: a notification, a
+/// request, or not JSON: an event of a stream before the answer).
+pub(crate) fn answer_outcome(message: &[u8]) -> Option<ToolOutcome> {
     #[derive(Deserialize)]
     struct Answer {
         result: Option<Result_>,
+        error: Option<Error_>,
     }
     #[derive(Deserialize)]
     struct Result_ {
         #[serde(rename = "isError", default)]
         is_error: Option<bool>,
     }
-    match serde_json::from_slice::<Answer>(answer) {
-        Ok(Answer {
-            result: Some(Result_ {
+    #[derive(Deserialize)]
+    struct Error_ {
+        code: Option<i64>,
+    }
+    let a = serde_json::from_slice::<Answer>(message).ok()?;
+    match (a.result, a.error) {
+        (
+            Some(Result_ {
                 is_error: Some(true),
             }),
-        }) => ToolOutcome::ToolError { code: None },
-        Ok(Answer { result: Some(_) }) => ToolOutcome::Ok,
-        _ => ToolOutcome::ToolError { code: None },
+            _,
+        ) => Some(ToolOutcome::ToolError { code: None }),
+        (Some(_), _) => Some(ToolOutcome::Ok),
+        (None, Some(e)) => Some(ToolOutcome::ToolError {
+            code: e.code.map(|c| c.to_string().into()),
+        }),
+        (None, None) => None,
     }
 }
 
@@ -310,5 +362,14 @@ mod tests {
             outcome_of_answer(failed),
             ToolOutcome::ToolError { code: None }
         );
+        let error = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no such tool"}}"#;
+        assert_eq!(
+            outcome_of_answer(error),
+            ToolOutcome::ToolError {
+                code: Some("-32602".into())
+            }
+        );
+        let progress = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+        assert_eq!(answer_outcome(progress), None, "not the answer yet");
     }
 }

@@ -252,7 +252,9 @@ proptest! {
             match (want, got) {
                 (Ok(w), Ok(g)) => {
                     let headers: Vec<(String, String)> = g.headers.iter()
-                        .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("?").to_string()))
+                        // Lossless for the UTF-8 both readers write (`to_str` refuses
+                        // any non-ASCII byte, which made a `¡` in an object a mismatch).
+                        .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
                         .collect();
                     let body = g.body.map(|(ct, b)| match ct.as_bytes() {
                         b"application/json" => serde_json::from_slice::<Value>(&b).expect("json body"),

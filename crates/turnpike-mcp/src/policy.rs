@@ -21,7 +21,6 @@ use rmcp::model::{
 };
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
-use turnpike_policy::mcp::ToolOutcome;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
@@ -90,7 +89,7 @@ impl PolicyKind for Mcp {
                 None
             }
         };
-        let auditor = auditor(spec, cx);
+        let auditor = Auditor::of_section(spec, cx);
         let (limits, library, auditor) = (limits?, library?, auditor?);
         let api_id = turnpike_model::api_id(&api.context, &api.version);
         let policies = tools.iter().map(|t| t.throttling.as_deref());
@@ -108,22 +107,6 @@ impl PolicyKind for Mcp {
             throttle,
             auditor,
         }))
-    }
-}
-
-/// The section's audit rules (`Some(None)`: no audit), each problem reported.
-fn auditor(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Option<Auditor>> {
-    let Some(audit) = &spec.audit else {
-        return Some(None);
-    };
-    match Auditor::build(audit) {
-        Ok(a) => Some(Some(a)),
-        Err(problems) => {
-            for (below, msg) in problems {
-                cx.problem(&below, msg);
-            }
-            None
-        }
     }
 }
 
@@ -188,8 +171,7 @@ impl McpPolicy {
         let now = self.clock.now_secs();
         let (session, next) = match (ex.step, ex.session) {
             (Next::Refuse(r), _) => {
-                let code = r.error.code.0.to_string().into();
-                audit::settle(ctx, ToolOutcome::Refused { code });
+                audit::refused(ctx, &r);
                 return Ok(refusal(&r));
             }
             (Next::Initialize { id, version }, _) => {
@@ -221,8 +203,7 @@ impl McpPolicy {
                     throttling: tool.throttling.as_deref(),
                 };
                 if let Some(answer) = govern::admit(ctx, rules, &call.id, self.throttle.as_ref())? {
-                    let code = Some("throttled".into());
-                    audit::settle(ctx, ToolOutcome::ToolError { code });
+                    audit::throttled(ctx);
                     return Ok(Flow::Respond(answer));
                 }
                 if let Some(state) = ctx.ext.get_mut::<State>() {

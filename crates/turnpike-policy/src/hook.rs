@@ -253,3 +253,43 @@ pub trait OperationGuard: Send + Sync + 'static {
     /// forwarding the operation.
     fn check_operation(&self, payload: &[u8]) -> Result<(), serde_json::Value>;
 }
+
+/// The body of a policy's own answer that arrives later, chunk by chunk (a multiplexed
+/// MCP endpoint relaying a remote's events as they come). A policy answering with
+/// `Flow::Respond` puts it in the response's extensions ([`StreamedAnswer`]); the
+/// gateway sends the head at once and each chunk as it is ready. Polled on the
+/// request's task.
+pub trait AnswerBody: Send + 'static {
+    /// The next chunk; `None` ends the body, an `Err` cuts it (the client sees the
+    /// stream end early).
+    fn poll_chunk(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Bytes, GatewayError>>>;
+
+    /// Called once when the body ended or was dropped, before any policy's
+    /// `on_complete` runs: as [`ResponseStream::settle`].
+    fn settle(&mut self, _ext: &mut http::Extensions) {}
+}
+
+/// An [`AnswerBody`] in a `Flow::Respond` response's extensions (which hold only
+/// `Clone + Sync` values: hence the shared slot, taken once by the gateway).
+#[derive(Clone)]
+pub struct StreamedAnswer(std::sync::Arc<std::sync::Mutex<Option<Box<dyn AnswerBody>>>>);
+
+impl StreamedAnswer {
+    /// `resp` answered with `body` (its own body, if any, is replaced).
+    pub fn attach(resp: &mut Response<Bytes>, body: Box<dyn AnswerBody>) {
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(body)));
+        resp.extensions_mut().insert(StreamedAnswer(slot));
+    }
+
+    /// The body, once (a poisoned slot still gives it: it is only ever moved out).
+    pub fn take(self) -> Option<Box<dyn AnswerBody>> {
+        let mut slot = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.take()
+    }
+}

@@ -52,7 +52,10 @@ pub use ctx::{
     UpstreamTarget,
 };
 pub use error::{Blame, ErrorKind, GatewayError, KindSpec};
-pub use hook::{Flow, HookResult, Hooks, OperationGuard, Policy, ResponseStream, Step};
+pub use hook::{
+    AnswerBody, Flow, HookResult, Hooks, OperationGuard, Policy, ResponseStream, Step,
+    StreamedAnswer,
+};
 pub use kind::{BuildCx, PolicyKind, Scratch, Stage};
 pub use observer::Observer;
 pub use offload::{Inline, Offload};

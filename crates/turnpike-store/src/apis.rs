@@ -328,8 +328,8 @@ impl WriteTx<'_> {
                 allowed
             )));
         };
-        // An AI API's endpoints are its providers' URLs (its `ai` section).
-        let has_endpoints = !current.endpoints.is_empty() || current.options.contains_key("ai");
+        let has_endpoints =
+            !current.endpoints.is_empty() || crate::endpoints_in_options(&current.options);
         if next.is_live() && !has_endpoints {
             return Err(StoreError::Conflict(format!(
                 "API {id} has no endpoints; add one before {}",

@@ -171,6 +171,16 @@ pub struct Resource {
 /// passed through by the store): an API's gateway settings, a tier's extra limits.
 pub type Options = serde_json::Map<String, serde_json::Value>;
 
+/// Whether an API's back ends are named by a section of its `options` instead of its
+/// `endpoints`: an AI API's are its providers' URLs (`ai`), a multiplexed MCP
+/// endpoint's its remote servers (`mcp.servers`, beside which it has no endpoints).
+pub fn endpoints_in_options(options: &Options) -> bool {
+    options.contains_key("ai")
+        || options
+            .get("mcp")
+            .is_some_and(|m| m.get("servers").is_some_and(serde_json::Value::is_array))
+}
+
 /// The fields a publisher sets on an API (create and update).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiInput {

@@ -65,18 +65,21 @@ fn admin(cp: &str, method: &str, path: &str, body: Option<Value>) -> Value {
 /// An API with an audited MCP server, an application subscribed to it and its API key:
 /// (API id, application id, key).
 fn publish(cp: &str, echo: &str) -> (String, String, String) {
-    let api = admin(
+    let id = publish_api(
         cp,
-        "POST",
-        "/api/am/publisher/v1/apis",
-        Some(
-            json!({"name": "notes", "context": "/notes", "version": "v1",
+        json!({"name": "notes", "context": "/notes", "version": "v1",
             "endpoints": [format!("http://{echo}")],
             "resources": [{"path": "/notes", "methods": ["POST"]}],
             "mcp": {"openapi": OPENAPI,
                     "audit": {"redact": ["note"], "max_argument_bytes": 256}}}),
-        ),
     );
+    let (app_id, key) = subscribed_key(cp, &[&id]);
+    (id, app_id, key)
+}
+
+/// `api` created, secured by API keys and subscriptions, and published: its id.
+fn publish_api(cp: &str, api: Value) -> String {
+    let api = admin(cp, "POST", "/api/am/publisher/v1/apis", Some(api));
     let id = api["id"].as_str().expect("id").to_owned();
     let security = json!({"api_key": true, "subscription": true});
     admin(
@@ -87,6 +90,11 @@ fn publish(cp: &str, echo: &str) -> (String, String, String) {
     );
     let publish = format!("/api/am/publisher/v1/apis/change-lifecycle?apiId={id}&action=Publish");
     admin(cp, "POST", &publish, None);
+    id
+}
+
+/// An application subscribed to `apis` and its API key: (application id, key).
+fn subscribed_key(cp: &str, apis: &[&str]) -> (String, String) {
     let app = admin(
         cp,
         "POST",
@@ -94,12 +102,14 @@ fn publish(cp: &str, echo: &str) -> (String, String, String) {
         Some(json!({"name": "agent-app"})),
     );
     let app_id = app["id"].as_str().expect("app id").to_owned();
-    admin(
-        cp,
-        "POST",
-        "/api/am/devportal/v1/subscriptions",
-        Some(json!({"applicationId": app_id, "apiId": id, "throttlingPolicy": "Unlimited"})),
-    );
+    for id in apis {
+        admin(
+            cp,
+            "POST",
+            "/api/am/devportal/v1/subscriptions",
+            Some(json!({"applicationId": app_id, "apiId": id, "throttlingPolicy": "Unlimited"})),
+        );
+    }
     let key = admin(
         cp,
         "POST",
@@ -110,7 +120,7 @@ fn publish(cp: &str, echo: &str) -> (String, String, String) {
         .as_str()
         .expect("the key, shown once")
         .to_owned();
-    (id, app_id, key)
+    (app_id, key)
 }
 
 #[test]
@@ -235,5 +245,177 @@ fn tool_calls_are_audited_with_their_arguments_redacted_and_cut() {
     assert!(
         metrics.contains("turnpike_mcp_audit_records_total{result=\"dropped\"} 0"),
         "{metrics}"
+    );
+}
+
+/// The Python SDK's client running `steps` (tests/py/mcp_steps.py) as `key`.
+fn steps(url: &str, key: &str, steps: Value) -> Value {
+    support::mcp_steps(url, key, &steps)
+}
+
+/// A proxied remote server's tool calls are audited as an API's own: two Python SDK
+/// servers (tests/py/mcp_remote.py), one proxied alone (its tools renamed and
+/// filtered) and both multiplexed behind a second API, each API with `audit:`. Every
+/// `tools/call` through either is one record naming the tool as the agent called it:
+/// a result `ok`, the remote's `isError` and its JSON-RPC error (`-32001`) as
+/// `tool_error`, a hidden or unknown tool `refused` (`-32602`); the arguments redacted
+/// by the section's rules and the secret-looking keys, the secrets stored nowhere; a
+/// streamed answer (progress events before the result) settled too; a legacy
+/// (HTTP+SSE) remote's calls likewise.
+#[test]
+fn a_proxied_servers_tool_calls_are_audited() {
+    let dir = TempDir::new();
+    let (weather_log, git_log) = (dir.path().join("weather.log"), dir.path().join("git.log"));
+    let (_weather, weather) = support::mcp_remote("weather", &weather_log, "streamable_http");
+    let (_git, git) = support::mcp_remote("git", &git_log, "streamable_http");
+    let (_cp, cp) = support::sqlite_control_plane(dir.path(), "cp.db", TOKEN, PASSWORD);
+    let extra = ["--gateway-id", "gw-audit", "--analytics-interval", "0.3"];
+    let cp_url = format!("http://{cp}");
+    let (_gw, gw, _) = support::follower(&dir.path().join("gw"), &cp_url, TOKEN, "0", &extra);
+    let single = publish_api(
+        &cp,
+        json!({"name": "weather", "context": "/weather", "version": "v1",
+            "endpoints": [weather],
+            "mcp": {"upstream": "streamable_http",
+                    "tools": [{"tool": "add", "name": "sum"}, {"tool": "fail"}, {"tool": "login"}],
+                    "audit": {"redact": ["/b"]}}}),
+    );
+    let hub = publish_api(
+        &cp,
+        json!({"name": "hub", "context": "/hub", "version": "v1", "endpoints": [],
+            "mcp": {"upstream": "streamable_http",
+                    "servers": [{"name": "weather", "url": weather}, {"name": "git", "url": git}],
+                    "audit": {"redact": ["text"]}}}),
+    );
+    let (_old, old_url) = support::mcp_remote("old", &dir.path().join("old.log"), "sse");
+    let legacy = publish_api(
+        &cp,
+        json!({"name": "old", "context": "/old", "version": "v1", "endpoints": [old_url],
+            "mcp": {"upstream": "sse", "audit": {}}}),
+    );
+    let (app_id, key) = subscribed_key(&cp, &[&single, &hub, &legacy]);
+    let header = format!("apikey: {key}");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
+    for api in ["weather", "hub", "old"] {
+        let url = format!("http://{gw}/mcp/{api}/v1");
+        support::wait_until("the MCP endpoint is live with the key", || {
+            support::post_json(&url, &[&header], init).0 == 200
+        });
+    }
+
+    let gate = dir.path().join("gate");
+    let r = steps(
+        &format!("http://{gw}/mcp/weather/v1"),
+        &key,
+        json!([
+            ["call", "sum", {"a": 1, "b": 2}],
+            ["call", "fail", {"how": "tool"}],
+            ["call", "fail", {"how": "protocol"}],
+            ["call", "login", {"user": "ann", "password": "pw-never-stored"}],
+            ["call", "add", {"a": 1, "b": 2}],
+        ]),
+    );
+    let calls = r["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["text"], "3", "{r}");
+    assert_eq!(calls[1]["is_error"], true, "{r}");
+    assert_eq!(calls[2], json!({"error": -32001}), "{r}");
+    assert_eq!(calls[4], json!({"error": -32602}), "renamed: {r}");
+    let r = steps(
+        &format!("http://{gw}/mcp/hub/v1"),
+        &key,
+        json!([
+            ["call", "weather__echo", {"text": "text-never-stored"}],
+            ["call", "git__fail", {"how": "protocol"}],
+            ["progress", "weather__progress", {"gate": gate}],
+            ["call", "nope__add", {"a": 1, "b": 2}],
+        ]),
+    );
+    let calls = r["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["text"], "weather: text-never-stored", "{r}");
+    assert_eq!(calls[2]["text"], "the gate opened", "{r}");
+    let old_gate = dir.path().join("old-gate");
+    let r = steps(
+        &format!("http://{gw}/mcp/old/v1"),
+        &key,
+        json!([
+            ["call", "fail", {"how": "tool"}],
+            ["progress", "progress", {"gate": old_gate}],
+        ]),
+    );
+    assert_eq!(r["calls"][1]["text"], "the gate opened", "{r}");
+
+    let records = |api: &str, n: u64| -> Vec<Value> {
+        let list = format!("/api/am/admin/v1/mcp-audit?apiId={api}");
+        let mut page = Value::Null;
+        support::wait_until("every audit record", || {
+            page = admin(&cp, "GET", &list, None);
+            page["pagination"]["total"] == n
+        });
+        let text = page.to_string();
+        assert!(
+            !text.contains("never-stored"),
+            "a redacted argument is stored nowhere: {text}"
+        );
+        page["list"].as_array().expect("list").clone()
+    };
+    let find = |items: &[Value], tool: &str, needle: &str| -> Value {
+        items
+            .iter()
+            .find(|i| i["tool"] == tool && i["arguments"].as_str().unwrap_or("").contains(needle))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {tool} record with {needle}: {items:?}"))
+    };
+    let outcome = |v: &Value| (v["outcome"].clone(), v["code"].clone());
+
+    let items = records(&single, 5);
+    let sum = find(&items, "sum", "");
+    assert_eq!(sum["arguments"], r#"{"a":1,"b":"[REDACTED]"}"#);
+    assert_eq!(outcome(&sum), (json!("ok"), Value::Null));
+    assert_eq!(sum["status"], 200);
+    assert_eq!(sum["applicationId"], app_id.as_str());
+    assert_eq!(sum["apiName"], "weather");
+    assert!(sum["latencyUs"].as_u64().is_some_and(|us| us > 0), "{sum}");
+    let session = sum["sessionId"].as_str().expect("the gateway's session");
+    assert_eq!(session.len(), 32, "{session}");
+    let failed = find(&items, "fail", "tool");
+    assert_eq!(outcome(&failed), (json!("tool_error"), Value::Null));
+    let refused_by_remote = find(&items, "fail", "protocol");
+    assert_eq!(
+        outcome(&refused_by_remote),
+        (json!("tool_error"), json!("-32001"))
+    );
+    let login = find(&items, "login", "ann");
+    assert_eq!(
+        login["arguments"],
+        r#"{"password":"[REDACTED]","user":"ann"}"#
+    );
+    let hidden = find(&items, "add", "");
+    assert_eq!(outcome(&hidden), (json!("refused"), json!("-32602")));
+
+    let items = records(&hub, 4);
+    let echo = find(&items, "weather__echo", "");
+    assert_eq!(echo["arguments"], r#"{"text":"[REDACTED]"}"#);
+    assert_eq!(outcome(&echo), (json!("ok"), Value::Null));
+    assert_eq!(echo["apiName"], "hub");
+    let git = find(&items, "git__fail", "");
+    assert_eq!(outcome(&git), (json!("tool_error"), json!("-32001")));
+    let progress = find(&items, "weather__progress", "gate");
+    assert_eq!(outcome(&progress), (json!("ok"), Value::Null));
+    let unknown = find(&items, "nope__add", "");
+    assert_eq!(outcome(&unknown), (json!("refused"), json!("-32602")));
+    let items = records(&legacy, 2);
+    let failed = find(&items, "fail", "tool");
+    assert_eq!(outcome(&failed), (json!("tool_error"), Value::Null));
+    assert_eq!(failed["apiName"], "old");
+    let progress = find(&items, "progress", "old-gate");
+    assert_eq!(outcome(&progress), (json!("ok"), Value::Null));
+    assert_eq!(
+        std::fs::read_to_string(&weather_log).unwrap_or_default(),
+        "add\nfail\nfail\nlogin\necho\nprogress\n",
+        "the hidden and unknown tools never reached a remote"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&git_log).unwrap_or_default(),
+        "fail\n"
     );
 }

@@ -13,8 +13,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{json, Value};
 use support::{post_json as post, Proc, TempDir};
@@ -29,29 +28,7 @@ fn remote(name: &str, log: &std::path::Path) -> (Proc, String) {
 
 /// The remote over `transport` (`sse`: the legacy HTTP+SSE transport).
 fn remote_over(name: &str, log: &std::path::Path, transport: &str) -> (Proc, String) {
-    let mut child = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/py/mcp_remote.py"
-        ))
-        .args([name, log.to_str().expect("utf-8"), transport])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 runs (scripts/install-test-deps.sh installs the mcp SDK)");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the remote printed its URL")
-            .expect("read stdout");
-        if let Some(u) = line.strip_prefix("remote mcp on ") {
-            break u.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (Proc(child), url)
+    support::mcp_remote(name, log, transport)
 }
 
 /// examples/mcp-proxy.yaml with its endpoint at `remote`, served on port 0.
@@ -98,20 +75,7 @@ fn initialize(url: &str, key: &str) -> (String, String, String) {
 
 /// The Python SDK's client running `steps` (tests/py/mcp_steps.py) as `key`.
 fn steps(url: &str, key: &str, steps: Value) -> Value {
-    let out = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/py/mcp_steps.py"
-        ))
-        .args([url, key, &steps.to_string()])
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "mcp_steps.py failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("json from the script")
+    support::mcp_steps(url, key, &steps)
 }
 
 /// `yaml` served on port 0.
@@ -396,7 +360,8 @@ fn a_proxied_servers_tools_have_their_own_scopes_and_limits() {
 /// one that is down. The SDK client lists every live server's tools as
 /// `<server>__<tool>` (each server filtered as its entry says; the dead one left out),
 /// calls one of each (routed by prefix, the remote's session used), a tool's limit
-/// counts by its prefixed name; then by hand: `GET` is 405, `DELETE` ends the session.
+/// counts by its prefixed name; then by hand: `ping` answered here, `DELETE` ends the
+/// session.
 #[test]
 fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
     let dir = TempDir::new();
@@ -442,7 +407,11 @@ fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
         r["tools"],
         json!([
             "git__add",
+            "git__announce",
             "git__echo",
+            "git__fail",
+            "git__login",
+            "git__progress",
             "git__session",
             "weather__add",
             "weather__echo"
@@ -482,7 +451,6 @@ fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
             .expect("curl");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    assert_eq!(status("GET"), "405", "no server stream");
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let (code, _, body) = post(&url, &[&key, &sid], list);
     assert_eq!(code, 200, "{body}");
@@ -498,7 +466,8 @@ fn several_remote_servers_are_multiplexed_behind_one_endpoint() {
 
 /// A legacy HTTP+SSE remote (the Python SDK's server, `transport="sse"`) behind a
 /// Streamable HTTP endpoint: the SDK's client initialises, lists the filtered tools and
-/// calls them (answers taken off the remote's event stream), a denied tool refused;
+/// calls them (answers taken off the remote's event stream), a call's progress reaches
+/// it before the result (the gate, as for a multiplexed call), a denied tool refused;
 /// `DELETE` ends the session.
 #[test]
 fn a_legacy_sse_remote_is_served_over_streamable_http() {
@@ -508,9 +477,11 @@ fn a_legacy_sse_remote_is_served_over_streamable_http() {
     let mcp = r#"      tools:
         - { tool: add, name: sum, throttling: TwoPerMin }
         - { tool: echo }
+        - { tool: progress }
 "#;
     let yaml = governed(&format!("endpoints: [\"{remote_url}\"]"), mcp)
         .replace("upstream: streamable_http", "upstream: sse");
+    let gate = dir.path().join("gate");
     let (_gw, gw) = gateway_of(&dir, &yaml);
     let url = format!("http://{gw}/mcp/tools/v1");
     let r = steps(
@@ -521,13 +492,20 @@ fn a_legacy_sse_remote_is_served_over_streamable_http() {
             ["call", "sum", {"a": 40, "b": 2}],
             ["call", "echo", {"text": "hi"}],
             ["call", "secret", {}],
+            ["progress", "progress", {"gate": gate}],
         ]),
     );
-    assert_eq!(r["tools"], json!(["echo", "sum"]), "{r}");
+    assert_eq!(r["tools"], json!(["echo", "progress", "sum"]), "{r}");
     assert_eq!(r["calls"][0]["text"], "42", "{r}");
     assert_eq!(r["calls"][1]["text"], "weather: hi", "{r}");
     assert_eq!(r["calls"][2], json!({"error": -32602}), "{r}");
-    assert_eq!(ran(&log), ["add", "echo"]);
+    assert_eq!(r["calls"][3]["text"], "the gate opened", "{r}");
+    assert_eq!(
+        r["calls"][3]["order"],
+        json!(["progress 1", "progress 2", "result"]),
+        "{r}"
+    );
+    assert_eq!(ran(&log), ["add", "echo", "progress"]);
 
     let key = format!("apikey: {READER}");
     let (head, body, session) = initialize(&url, &key);
@@ -550,4 +528,165 @@ fn a_legacy_sse_remote_is_served_over_streamable_http() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "204");
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     assert_eq!(post(&url, &[&key, &sid], list).0, 404, "ended");
+}
+
+/// Two Python SDK servers multiplexed as `weather` and `git` (git's `secret` denied),
+/// served on port 0: (remotes, gateway, endpoint URL, weather's log).
+fn multiplexed(dir: &TempDir) -> ([Proc; 2], Proc, String, std::path::PathBuf) {
+    let (weather_log, git_log) = (dir.path().join("weather.log"), dir.path().join("git.log"));
+    let (weather, weather_url) = remote("weather", &weather_log);
+    let (git, git_url) = remote("git", &git_log);
+    let mcp = format!(
+        r#"      servers:
+        - {{ name: weather, url: "{weather_url}" }}
+        - {{ name: git, url: "{git_url}", deny_tools: [secret] }}
+"#
+    );
+    let (gw, addr) = gateway_of(dir, &governed("", &mcp));
+    let url = format!("http://{addr}/mcp/tools/v1");
+    ([weather, git], gw, url, weather_log)
+}
+
+/// A multiplexed call's events are relayed as they arrive: the remote's tool reports
+/// progress, then waits for a file the client creates only once that progress reached
+/// it (the gate), then answers. Were the answer relayed whole, the gate would stay
+/// shut and the tool would say so; the client sees the progress before the result.
+#[test]
+fn a_multiplexed_calls_progress_reaches_the_client_before_its_result() {
+    let dir = TempDir::new();
+    let (_remotes, _gw, url, log) = multiplexed(&dir);
+    let gate = dir.path().join("gate");
+    let r = steps(
+        &url,
+        READER,
+        json!([
+            ["progress", "weather__progress", {"gate": gate}],
+            ["call", "git__echo", {"text": "after"}],
+        ]),
+    );
+    let call = &r["calls"][0];
+    assert_eq!(call["text"], "the gate opened", "{r}");
+    assert_eq!(
+        call["order"],
+        json!(["progress 1", "progress 2", "result"]),
+        "{r}"
+    );
+    assert_eq!(
+        r["calls"][1]["text"], "git: after",
+        "the session goes on: {r}"
+    );
+    assert_eq!(ran(&log), ["progress"]);
+
+    // By hand: the answer is the remote's event stream, ids and events as they were.
+    let key = format!("apikey: {READER}");
+    let (_, _, session) = initialize(&url, &key);
+    let sid = format!("mcp-session-id: {session}");
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"weather__echo","arguments":{"text":"raw"}}}"#;
+    let (status, head, body) = post(&url, &[&key, &sid], call);
+    assert_eq!(status, 200, "{body}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let log_event = body.find("weather echoes raw").expect("the log event");
+    let result = body.find(r#""id":7"#).expect("the result event");
+    assert!(log_event < result, "{body}");
+}
+
+/// The official TypeScript SDK's client (tools/mcp-node/mux-client.mjs) through the
+/// multiplexer: lists the prefixed tools of both servers, calls one of each, gets a
+/// tool's progress before its result (the gate, as above), is refused a denied tool.
+#[test]
+fn the_typescript_sdk_reaches_multiplexed_remotes_through_the_gateway() {
+    let dir = TempDir::new();
+    let (_remotes, _gw, url, _) = multiplexed(&dir);
+    let gate = dir.path().join("gate");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tools/mcp-node/mux-client.mjs"
+    );
+    let out = Command::new("node")
+        .args([script, &url, READER, gate.to_str().expect("utf-8")])
+        .output()
+        .expect("node runs (scripts/install-test-deps.sh installs tools/mcp-node)");
+    assert!(
+        out.status.success(),
+        "mux-client.mjs failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json from the script");
+    assert_eq!(r["server"], "tools", "the endpoint is the API: {r}");
+    let tools = r["tools"].as_array().expect("tools");
+    for t in [
+        "weather__add",
+        "weather__secret",
+        "git__echo",
+        "git__progress",
+    ] {
+        assert!(tools.contains(&json!(t)), "{t}: {r}");
+    }
+    assert!(!tools.contains(&json!("git__secret")), "denied: {r}");
+    assert_eq!(r["add"], json!({"isError": false, "text": "42"}));
+    assert_eq!(r["echo"], json!({"isError": false, "text": "git: hi"}));
+    assert_eq!(r["progress"]["text"], "the gate opened", "{r}");
+    assert_eq!(
+        r["progress"]["order"],
+        json!(["progress 1", "progress 2", "result"]),
+        "{r}"
+    );
+    assert_eq!(r["denied"], -32602, "{r}");
+}
+
+/// The servers' own streams merged: a `GET` opens each server's stream in the session
+/// and relays their events as one stream (without the servers' own `id:`s); a
+/// notification each remote sends outside any call (a tool calls
+/// `send_tool_list_changed`) reaches the client on it.
+#[test]
+fn a_multiplexed_get_merges_the_servers_own_streams() {
+    let dir = TempDir::new();
+    let (_remotes, _gw, url, _) = multiplexed(&dir);
+    let key = format!("apikey: {READER}");
+    let (_, _, session) = initialize(&url, &key);
+    let sid = format!("mcp-session-id: {session}");
+    let (head, body) = (dir.path().join("head"), dir.path().join("body"));
+    let get = Command::new("curl")
+        .args(["-s", "-N", "--max-time", "30"])
+        .arg("-D")
+        .arg(&head)
+        .arg("-o")
+        .arg(&body)
+        .args([
+            "-H",
+            &key,
+            "-H",
+            &sid,
+            "-H",
+            "accept: text/event-stream",
+            &url,
+        ])
+        .spawn()
+        .expect("curl");
+    let _get = Proc(get);
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    support::wait_until("the merged stream's head", || read(&head).contains(" 200"));
+    assert!(
+        read(&head).contains("content-type: text/event-stream"),
+        "{}",
+        read(&head)
+    );
+    for tool in ["weather__announce", "git__announce"] {
+        let m = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}});
+        let (status, _, answer) = post(&url, &[&key, &sid], &m.to_string());
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.contains("announced"), "{answer}");
+    }
+    support::wait_until("both servers' notifications on the merged stream", || {
+        read(&body)
+            .matches("notifications/tools/list_changed")
+            .count()
+            == 2
+    });
+    assert!(
+        !read(&body).lines().any(|l| l.starts_with("id:")),
+        "{}",
+        read(&body)
+    );
 }

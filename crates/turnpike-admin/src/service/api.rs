@@ -72,8 +72,11 @@ async fn check_compiles(state: &AppState, input: &ApiInput) -> ApiResult<Vec<Fie
         api_type: input.api_type.clone(),
         description: String::new(),
         // An API is published only with endpoints; that rule is the lifecycle's. An AI
-        // API's endpoints are its providers' URLs (`turnpike_ai::expand`).
-        endpoints: if input.endpoints.is_empty() && !input.options.contains_key("ai") {
+        // API's endpoints are its providers' URLs (`turnpike_ai::expand`), a multiplexed
+        // MCP endpoint's its `mcp.servers`.
+        endpoints: if input.endpoints.is_empty()
+            && !turnpike_store::endpoints_in_options(&input.options)
+        {
             vec!["http://127.0.0.1:9".into()]
         } else {
             input.endpoints.clone()

@@ -1,13 +1,15 @@
 //! A proxied server's `tools/list` answer on its way to the client, filtered and
 //! renamed ([`Filter`]): whole when it answered JSON, event by event when it answered
 //! Server-Sent Events (each event relayed as soon as it is whole, its `id:` and every
-//! other event untouched).
+//! other event untouched). An audited `tools/call` answered with events is watched as
+//! it passes ([`CallWatch`]) for the outcome its answer tells.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rmcp::model::{ErrorCode, ErrorData, JsonRpcError, RequestId};
 use serde_json::Value;
+use turnpike_policy::mcp::ToolOutcome;
 use turnpike_policy::sse::Events;
 use turnpike_policy::{ErrorKind, GatewayError, ResponseStream};
 
@@ -72,6 +74,44 @@ impl ResponseStream for ListStream {
     }
 }
 
+/// An audited `tools/call` answered as a stream of events: every chunk passes as it
+/// came while the events are read for the answer's outcome, settled in the audit record
+/// when the body ends (a stream cut before the answer leaves the record to the
+/// request's end: a client gone, an upstream failure).
+#[derive(Default)]
+pub(crate) struct CallWatch {
+    events: Events,
+    outcome: Option<ToolOutcome>,
+    /// An event over the reader's cap: the rest of the stream passes unread.
+    blind: bool,
+}
+
+impl ResponseStream for CallWatch {
+    fn on_chunk(&mut self, chunk: Bytes) -> Result<Bytes, GatewayError> {
+        if self.outcome.is_some() || self.blind {
+            return Ok(chunk);
+        }
+        if self.events.push(&chunk).is_err() {
+            self.blind = true;
+            self.events = Events::default();
+            return Ok(chunk);
+        }
+        while let Some(e) = self.events.next_event() {
+            if let Some(o) = crate::audit::answer_outcome(e.data.as_bytes()) {
+                self.outcome = Some(o);
+                break;
+            }
+        }
+        Ok(chunk)
+    }
+
+    fn settle(&mut self, ext: &mut http::Extensions) {
+        if let Some(o) = self.outcome.take() {
+            crate::audit::settle_ext(ext, o);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +149,36 @@ mod tests {
         assert_eq!(
             second,
             Bytes::from_static(b"event: message\ndata: {\"id\":3,\"jsonrpc\":\"2.0\",\"result\":{\"tools\":[{\"name\":\"ls\"}]}}\n\n")
+        );
+    }
+
+    #[test]
+    fn a_watched_call_passes_every_chunk_and_settles_the_answers_outcome() {
+        use turnpike_policy::mcp::ToolCallAudit;
+        let mut w = CallWatch::default();
+        let chunks: [&[u8]; 3] = [
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",",
+            b"\"id\":2,\"result\":{\"content\":[],\"isError\":true}}\n\n",
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n",
+        ];
+        for c in chunks {
+            let out = w.on_chunk(Bytes::from_static(c)).expect("chunk");
+            assert_eq!(&out[..], c, "passed as it came");
+        }
+        let mut ext = http::Extensions::new();
+        ext.insert(ToolCallAudit {
+            tool: "t".into(),
+            session: None,
+            arguments: "{}".into(),
+            truncated: false,
+            outcome: ToolOutcome::Pending,
+        });
+        w.settle(&mut ext);
+        let settled = ext.get::<ToolCallAudit>().map(|a| a.outcome.clone());
+        assert_eq!(
+            settled,
+            Some(ToolOutcome::ToolError { code: None }),
+            "the first answer's"
         );
     }
 

@@ -5,8 +5,10 @@
 //! stream per gateway session, read by a task that ends with the session (`DELETE`), when
 //! the remote closes it, or once the session has been idle longer than its limit.
 //!
-//! The remote's notifications and requests on the stream (outside an answer) are not
-//! relayed: the gateway's client speaks Streamable HTTP with JSON answers.
+//! A request that asked for progress (`params._meta.progressToken`) also gets the
+//! remote's `notifications/progress` carrying its token as they arrive (the caller
+//! relays them before the answer, `relay.rs`). The remote's other notifications and
+//! requests on the stream are not relayed: the stream is the session's, not a call's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +19,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderValue, StatusCode};
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use turnpike_model::clock::Clock;
 use turnpike_policy::sse::Events;
 
@@ -25,6 +27,9 @@ use super::remote::{Answer, RemoteClient};
 
 /// Most requests of one session waiting for their answers at once.
 const MAX_PENDING: usize = 64;
+/// Progress notifications held for one request whose client reads them slower than
+/// the remote sends them (more are dropped: the stream's reader never waits).
+const PROGRESS_AHEAD: usize = 16;
 /// How often a stream's task checks whether its session is still used.
 const IDLE_CHECK: Duration = Duration::from_secs(30);
 
@@ -39,10 +44,24 @@ pub(crate) struct Streams {
 pub(crate) struct Stream {
     /// Where messages are POSTed (the `endpoint` event, resolved against the stream's URL).
     post: reqwest::Url,
-    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    pending: Mutex<HashMap<String, Waiting>>,
     /// When the session last sent a message (the runtime clock's seconds).
     last_used: AtomicU64,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// A request waiting for its answer (and its progress, when it asked for it).
+struct Waiting {
+    answer: oneshot::Sender<Value>,
+    /// Its progress token (as JSON text) and where its progress notifications go.
+    progress: Option<(String, mpsc::Sender<Value>)>,
+}
+
+/// A request sent: its answer, and its progress notifications when it asked for them
+/// (each channel ends with the stream).
+pub(crate) struct Sent {
+    pub answer: oneshot::Receiver<Value>,
+    pub progress: Option<mpsc::Receiver<Value>>,
 }
 
 /// How a stream is opened and kept.
@@ -107,6 +126,29 @@ impl Streams {
         timeout: Duration,
         now: u64,
     ) -> Result<Answer, String> {
+        let asked = id.map(|id| (id, None));
+        let Some(sent) = self.post(client, key, asked, body, timeout, now).await? else {
+            return Ok(answer(StatusCode::ACCEPTED, Bytes::new()));
+        };
+        let message = tokio::time::timeout(timeout, sent.answer)
+            .await
+            .map_err(|_| "no answer in time".to_owned())?
+            .map_err(|_| "its stream ended".to_owned())?;
+        let body = serde_json::to_vec(&message).unwrap_or_default();
+        Ok(answer(StatusCode::OK, body.into()))
+    }
+
+    /// POSTs one message in stream `key`; for a request (`asked`: its id and progress
+    /// token), what will answer it (`None`: a notification or a response, sent).
+    pub(crate) async fn post(
+        &self,
+        client: &RemoteClient,
+        key: &str,
+        asked: Option<(&Value, Option<String>)>,
+        body: Bytes,
+        timeout: Duration,
+        now: u64,
+    ) -> Result<Option<Sent>, String> {
         let stream = self
             .open
             .pin()
@@ -114,8 +156,8 @@ impl Streams {
             .cloned()
             .ok_or("its stream ended")?;
         stream.last_used.store(now, Ordering::Relaxed);
-        let waiting = match id {
-            Some(id) => Some(stream.expect(id)?),
+        let waiting = match asked {
+            Some((id, token)) => Some(stream.expect(id, token)?),
             None => None,
         };
         let posted = client
@@ -130,15 +172,7 @@ impl Streams {
         if !posted.status().is_success() {
             return Err(format!("it answered {}", posted.status()));
         }
-        let Some(rx) = waiting else {
-            return Ok(answer(StatusCode::ACCEPTED, Bytes::new()));
-        };
-        let message = tokio::time::timeout(timeout, rx)
-            .await
-            .map_err(|_| "no answer in time".to_owned())?
-            .map_err(|_| "its stream ended".to_owned())?;
-        let body = serde_json::to_vec(&message).unwrap_or_default();
-        Ok(answer(StatusCode::OK, body.into()))
+        Ok(waiting)
     }
 
     /// Ends stream `key` (its task, and with it the remote's session).
@@ -157,15 +191,30 @@ impl Streams {
 }
 
 impl Stream {
-    /// Registers a request waiting for its answer.
-    fn expect(&self, id: &Value) -> Result<oneshot::Receiver<Value>, String> {
+    /// Registers a request waiting for its answer (`token`: its progress token, as
+    /// JSON text).
+    fn expect(&self, id: &Value, token: Option<String>) -> Result<Sent, String> {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         if pending.len() >= MAX_PENDING {
             return Err(format!("{MAX_PENDING} requests already wait for it"));
         }
-        let (tx, rx) = oneshot::channel();
-        pending.insert(id.to_string(), tx);
-        Ok(rx)
+        let (tx, answer) = oneshot::channel();
+        let (progress, rx) = match token {
+            Some(t) => {
+                let (ptx, prx) = mpsc::channel(PROGRESS_AHEAD);
+                (Some((t, ptx)), Some(prx))
+            }
+            None => (None, None),
+        };
+        let waiting = Waiting {
+            answer: tx,
+            progress,
+        };
+        pending.insert(id.to_string(), waiting);
+        Ok(Sent {
+            answer,
+            progress: rx,
+        })
     }
 
     /// Hands an answer on the stream to the request waiting for it.
@@ -178,10 +227,37 @@ impl Stream {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
-        if let Some(tx) = waiting {
-            let _ = tx.send(message);
+        if let Some(w) = waiting {
+            let _ = w.answer.send(message);
         }
     }
+
+    /// Hands a progress notification to the request that asked with its token (never
+    /// waiting: one held past [`PROGRESS_AHEAD`] is dropped).
+    fn progressed(&self, message: Value) {
+        let Some(token) = message
+            .pointer("/params/progressToken")
+            .map(Value::to_string)
+        else {
+            return;
+        };
+        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let to = pending
+            .values()
+            .filter_map(|w| w.progress.as_ref())
+            .find(|(t, _)| *t == token);
+        if let Some((_, tx)) = to {
+            let _ = tx.try_send(message);
+        }
+    }
+}
+
+/// A request's progress token (`params._meta.progressToken`), as JSON text: what its
+/// progress notifications carry.
+pub(crate) fn progress_token(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.pointer("/params/_meta/progressToken")
+        .map(Value::to_string)
 }
 
 /// A JSON answer as a Streamable HTTP remote gives it.
@@ -253,6 +329,10 @@ impl Reader {
                 if let (Some(s), Ok(v)) = (stream, serde_json::from_str::<Value>(&e.data)) {
                     if v.get("result").is_some() || v.get("error").is_some() {
                         s.answered(v);
+                    } else if v.get("method").and_then(Value::as_str)
+                        == Some("notifications/progress")
+                    {
+                        s.progressed(v);
                     }
                 }
             }
@@ -324,15 +404,31 @@ mod tests {
             last_used: AtomicU64::new(0),
             task: Mutex::new(None),
         };
-        let mut rx = s.expect(&serde_json::json!(7)).expect("registered");
+        let mut sent = s
+            .expect(&serde_json::json!(7), Some("\"p7\"".into()))
+            .expect("registered");
+        let rx = &mut sent.answer;
         s.answered(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/x"}));
         s.answered(serde_json::json!({"jsonrpc": "2.0", "id": 8, "result": {}}));
         assert!(rx.try_recv().is_err(), "not its answer");
+        let progress = |token: &str| {
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1}})
+        };
+        s.progressed(progress("p8"));
+        s.progressed(progress("p7"));
+        let mut p = sent.progress.take().expect("asked for progress");
+        let got = p.try_recv().expect("its progress");
+        assert_eq!(got["params"]["progressToken"], "p7");
+        assert!(p.try_recv().is_err(), "not another's");
         s.answered(serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": {"a": 1}}));
-        assert_eq!(rx.try_recv().expect("answered")["result"]["a"], 1);
+        assert_eq!(sent.answer.try_recv().expect("answered")["result"]["a"], 1);
         for i in 0..MAX_PENDING {
-            let _ = s.expect(&serde_json::json!(i));
+            let _ = s.expect(&serde_json::json!(i), None);
         }
-        assert!(s.expect(&serde_json::json!("one more")).is_err(), "capped");
+        assert!(
+            s.expect(&serde_json::json!("one more"), None).is_err(),
+            "capped"
+        );
     }
 }

@@ -22,6 +22,7 @@ pub(crate) mod filter;
 mod legacy;
 mod merge;
 mod mux;
+mod relay;
 mod remote;
 
 use std::sync::Arc;
@@ -33,10 +34,12 @@ use rmcp::model::{ErrorCode, RequestId};
 use serde_json::Value;
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, McpUpstream, ENDPOINT_RESOURCE};
+use turnpike_policy::mcp::ToolOutcome;
 use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, RequestCtx, ResponseStream, Step,
 };
 
+use crate::audit::{self, Auditor};
 use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
 use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, refusal, Message, Refusal};
@@ -61,8 +64,9 @@ pub(crate) fn build(
             "a proxied server lists its own tools: no openapi",
         );
     }
+    let auditor = Auditor::of_section(spec, cx);
     if !spec.servers.is_empty() || spec.upstream == Some(McpUpstream::Sse) {
-        return mux::build(spec, api, cx, limits);
+        return mux::build(spec, api, cx, limits, auditor);
     }
     let filter = match Filter::build(spec.tools.as_deref(), spec.deny_tools.as_deref()) {
         Ok(f) => f,
@@ -86,6 +90,7 @@ pub(crate) fn build(
         sessions: cx.runtime.get_or_init(Registry::default).for_api(&api_id),
         limits: limits?,
         clock: cx.runtime.clock().clone(),
+        auditor: auditor?,
     }))
 }
 
@@ -98,6 +103,8 @@ pub struct McpProxy {
     sessions: Arc<Sessions>,
     limits: Limits,
     clock: Arc<dyn Clock>,
+    /// The audit trail's rules (`None`: the section asks for no audit).
+    auditor: Option<Auditor>,
 }
 
 /// What the early-body hook read (in `ctx.ext` until the caller is admitted).
@@ -111,6 +118,8 @@ enum Read {
         list: bool,
         /// A call of a tool with its own scopes or limit.
         governed: Option<Governed>,
+        /// An audited `tools/call`, whose answer settles its record.
+        call: bool,
     },
     Delete {
         session: u128,
@@ -132,6 +141,8 @@ struct Forwarded {
     caller: u64,
     initialize: bool,
     list: bool,
+    /// An audited `tools/call`.
+    call: bool,
     /// The remote session id sent with it.
     upstream: bool,
 }
@@ -154,18 +165,14 @@ impl McpProxy {
         };
         match (message, session) {
             (Some(Some(method)), _) if method == "initialize" => Read::Initialize,
-            (_, None) => Read::Refuse(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                None,
-                ErrorCode::INVALID_REQUEST,
-                "this request needs the Mcp-Session-Id that initialize gave".into(),
-            )),
+            (_, None) => Read::Refuse(no_session()),
             (_, Some(None)) => Read::Refuse(unknown_session()),
             (None, Some(Some(session))) => Read::Delete { session },
             (Some(method), Some(Some(session))) => Read::Forward {
                 session,
                 list: self.filter.is_some() && method.as_deref() == Some("tools/list"),
                 governed,
+                call: self.auditor.is_some() && method.as_deref() == Some("tools/call"),
             },
         }
     }
@@ -229,20 +236,24 @@ impl McpProxy {
     ) -> Result<Flow, GatewayError> {
         let caller = caller_key(ctx);
         let now = self.clock.now_secs();
-        let (session, initialize, list) = match read {
-            Read::Refuse(r) => return Ok(refusal(&r)),
+        let (session, initialize, list, call) = match read {
+            Read::Refuse(r) => {
+                audit::refused(ctx, &r);
+                return Ok(refusal(&r));
+            }
             Read::Initialize => match self.sessions.open(caller, "", now, self.limits) {
-                Some(s) => (s, true, false),
+                Some(s) => (s, true, false, false),
                 None => return Ok(refusal(&sessions_full(None))),
             },
             Read::Delete { session } => match self.delete(req, session, caller) {
-                None => (session, false, false),
+                None => (session, false, false, false),
                 Some(answer) => return Ok(answer),
             },
             Read::Forward {
                 session,
                 list,
                 governed,
+                call,
             } => {
                 if self
                     .sessions
@@ -252,10 +263,11 @@ impl McpProxy {
                     return Ok(refusal(&unknown_session()));
                 }
                 if let Some(answer) = self.govern(ctx, governed)? {
+                    audit::throttled(ctx);
                     return Ok(Flow::Respond(answer));
                 }
                 set_upstream(req, self.sessions.upstream_of(session).as_deref());
-                (session, false, list)
+                (session, false, list, call)
             }
         };
         if initialize {
@@ -270,6 +282,7 @@ impl McpProxy {
             caller,
             initialize,
             list,
+            call,
             upstream,
         });
         Ok(Flow::Continue)
@@ -315,6 +328,10 @@ impl Policy for McpProxy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
+        if let Some(auditor) = &self.auditor {
+            // The message as the client sent it: the tool as called.
+            auditor.note(ctx, req, body);
+        }
         let read = self.read(req, body);
         ctx.ext.insert(read);
         Step::CONTINUE
@@ -336,9 +353,13 @@ impl Policy for McpProxy {
         ctx: &mut RequestCtx,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
-        let Some(f) = ctx.ext.get::<Forwarded>() else {
+        let Some(f) = ctx.ext.get::<Forwarded>().cloned() else {
             return Ok(());
         };
+        if f.call && !resp.status.is_success() {
+            let code = Some(resp.status.as_str().into());
+            audit::settle(ctx, ToolOutcome::ToolError { code });
+        }
         let remote = resp.headers.remove(MCP_SESSION_ID);
         if f.initialize {
             if !resp.status.is_success() {
@@ -360,7 +381,7 @@ impl Policy for McpProxy {
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, resp: &response::Parts) -> bool {
-        ctx.ext.get::<Forwarded>().is_some_and(|f| f.list)
+        ctx.ext.get::<Forwarded>().is_some_and(|f| f.list || f.call)
             && turnpike_policy::http::has_json_body(&resp.headers)
     }
 
@@ -371,7 +392,11 @@ impl Policy for McpProxy {
         body: &mut Bytes,
     ) -> Result<(), GatewayError> {
         // Asked of every policy once one of the chain wanted the body: only a JSON tool
-        // list is this policy's to rewrite.
+        // list is this policy's to rewrite, a JSON call's answer its to audit.
+        if ctx.ext.get::<Forwarded>().is_some_and(|f| f.call) && self.wants_response_body(ctx, resp)
+        {
+            audit::settle(ctx, audit::outcome_of_answer(body));
+        }
         if let Some(f) = self
             .filter
             .as_ref()
@@ -387,10 +412,15 @@ impl Policy for McpProxy {
         ctx: &mut RequestCtx,
         resp: &response::Parts,
     ) -> Option<Box<dyn ResponseStream>> {
-        let list = ctx.ext.get::<Forwarded>().is_some_and(|f| f.list);
-        let filter = self.filter.as_ref().filter(|_| list)?;
-        turnpike_policy::http::is_stream(&resp.headers)
-            .then(|| Box::new(answer::ListStream::new(filter.clone())) as Box<dyn ResponseStream>)
+        let f = ctx.ext.get::<Forwarded>()?;
+        if !turnpike_policy::http::is_stream(&resp.headers) {
+            return None;
+        }
+        if f.call {
+            return Some(Box::new(answer::CallWatch::default()));
+        }
+        let filter = self.filter.as_ref().filter(|_| f.list)?;
+        Some(Box::new(answer::ListStream::new(filter.clone())))
     }
 }
 
@@ -428,6 +458,16 @@ pub(crate) fn rename_call(
         Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
         shown,
     ))
+}
+
+/// A message without the `Mcp-Session-Id` `initialize` gave.
+fn no_session() -> Refusal {
+    Refusal::new(
+        StatusCode::BAD_REQUEST,
+        None,
+        ErrorCode::INVALID_REQUEST,
+        "this request needs the Mcp-Session-Id that initialize gave".into(),
+    )
 }
 
 /// Names the remote's session on the forwarded request (the client's id never leaves).

@@ -10,11 +10,13 @@
 //! - `tools/list` asks every remote of the session at once and merges their lists,
 //!   each filtered by its server's `tools:`/`deny_tools:` and prefixed;
 //! - `tools/call` goes to the server its prefix names, the prefix (and a rename)
-//!   stripped, after the tool's own scopes and limit (`govern.rs`); its answer, JSON or
-//!   a whole event stream, is relayed as the remote gave it;
+//!   stripped, after the tool's own scopes and limit (`govern.rs`); its answer is
+//!   relayed as the remote gives it: JSON whole, an event stream event by event as it
+//!   arrives (`relay.rs`); an audited call's answer settles its record (`audit.rs`);
 //! - `ping` is answered here; notifications and the client's responses go to every
 //!   remote of the session; every other request to the session's first server;
-//! - `DELETE` ends the session at every remote; `GET` (a server stream) is `405`.
+//! - `DELETE` ends the session at every remote; `GET` opens every remote's server
+//!   stream in the session, merged into one (`relay.rs`; `405` for legacy servers).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -29,13 +31,16 @@ use serde_json::Value;
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpServerSpec, McpSpec, McpUpstream, ENDPOINT_RESOURCE};
 use turnpike_model::ApiSpec;
+use turnpike_policy::mcp::ToolOutcome;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::{BuildCx, Flow, GatewayError, HookResult, Hooks, Policy, RequestCtx, Step};
 
 use super::filter::Filter;
 use super::legacy::{Opening, Streams};
 use super::merge::{self, SEPARATOR};
+use super::relay::{self, settled};
 use super::remote::{Answer, RemoteClient, Target, PROTOCOL_VERSION};
+use crate::audit::{self, Auditor};
 use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
 use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, json, refusal, Message, Refusal};
@@ -62,6 +67,7 @@ pub(crate) fn build(
     api: &ApiSpec,
     cx: &mut BuildCx<'_>,
     limits: Option<Limits>,
+    auditor: Option<Option<Auditor>>,
 ) -> Option<Arc<dyn Policy>> {
     let before = cx.problems.len();
     let one;
@@ -91,7 +97,11 @@ pub(crate) fn build(
         // The API's own check names a bad value.
         _ => DEFAULT_TIMEOUT,
     };
-    let limits = limits?;
+    let read_idle = match api.timeouts.read_idle.as_ref().map(parse_duration) {
+        Some(Ok(d)) => Some(d),
+        _ => None,
+    };
+    let (limits, auditor) = (limits?, auditor?);
     if cx.problems.len() > before {
         return None;
     }
@@ -114,6 +124,9 @@ pub(crate) fn build(
         servers: servers.into(),
         limits,
         timeout,
+        idle: read_idle.unwrap_or(timeout),
+        read_idle,
+        auditor,
     }))
 }
 
@@ -205,8 +218,15 @@ pub struct McpMux {
     /// The open event streams of legacy (`upstream: sse`) servers; `None` for
     /// Streamable HTTP ones.
     legacy: Option<Arc<Streams>>,
+    /// How long a remote may take to answer's head (a whole answer: to its end).
     timeout: Duration,
+    /// How long a streamed answer may stay silent (`timeouts.read_idle`, else `timeout`).
+    idle: Duration,
+    /// How long the merged server stream may stay silent (`None`: no limit).
+    read_idle: Option<Duration>,
     info: merge::Info,
+    /// The audit trail's rules (`None`: the section asks for no audit).
+    auditor: Option<Auditor>,
 }
 
 /// What the early-body hook read (in `ctx.ext` until the caller is admitted).
@@ -221,8 +241,10 @@ struct Exchange {
 #[derive(Clone)]
 enum Read {
     Refuse(Refusal),
-    /// A `GET`: no server stream behind a multiplexed endpoint.
+    /// A `GET` behind legacy servers: no server stream.
     NotAllowed,
+    /// A `GET`: the servers' own streams, merged.
+    Listen,
     Initialize(RequestId, Bytes),
     Ping(RequestId),
     List(RequestId),
@@ -243,12 +265,15 @@ struct Call {
     body: Bytes,
     /// The tool's name as agents call it, when it has its own scopes or limit.
     governed: Option<Box<str>>,
+    /// Audited: its answer settles the call's record.
+    audited: bool,
 }
 
 impl McpMux {
     fn read(&self, req: &request::Parts, body: &Bytes) -> Read {
         match req.method {
-            Method::GET => return Read::NotAllowed,
+            Method::GET if self.legacy.is_some() => return Read::NotAllowed,
+            Method::GET => return Read::Listen,
             Method::DELETE => return Read::Delete,
             _ => {}
         }
@@ -295,6 +320,7 @@ impl McpMux {
             server,
             body,
             governed,
+            audited: self.auditor.is_some(),
         })
     }
 
@@ -323,6 +349,9 @@ impl McpMux {
     /// After admission: the session checked, then the message's answer.
     fn admitted<'a>(&'a self, ctx: &mut RequestCtx, ex: Exchange) -> Step<'a> {
         let caller = caller_key(ctx);
+        if let Read::Refuse(r) = &ex.read {
+            audit::refused(ctx, r);
+        }
         let session = match self.session(caller, &ex.read, ex.session) {
             Ok(s) => s,
             Err(answer) => return Step::Done(Ok(*answer)),
@@ -348,12 +377,16 @@ impl McpMux {
             Read::List(id) => Step::Pending(Box::pin(at.list(id))),
             Read::Call(call) => match self.govern(ctx, &call) {
                 Ok(None) => Step::Pending(Box::pin(at.call(call))),
-                Ok(Some(answer)) => Step::Done(Ok(Flow::Respond(answer))),
+                Ok(Some(answer)) => {
+                    audit::throttled(ctx);
+                    Step::Done(Ok(Flow::Respond(answer)))
+                }
                 Err(e) => Step::Done(Err(e)),
             },
             Read::Other(id, body) => Step::Pending(Box::pin(at.other(id, body))),
             Read::Notify(body) => Step::Pending(Box::pin(at.notify(body))),
             Read::Delete => Step::Pending(Box::pin(at.delete())),
+            Read::Listen => Step::Pending(Box::pin(at.listen())),
             Read::Refuse(_) | Read::NotAllowed => Step::CONTINUE,
         }
     }
@@ -375,7 +408,7 @@ impl McpMux {
                 .sessions
                 .open(caller, "", now, self.limits)
                 .ok_or_else(|| refused(&sessions_full(None))),
-            (_, None) => Err(refused(&no_session())),
+            (_, None) => Err(refused(&super::no_session())),
             (_, Some(None)) => Err(refused(&unknown_session())),
             (_, Some(Some(s))) => {
                 match self.sessions.touch(s, caller, now, self.limits.idle_secs) {
@@ -548,7 +581,7 @@ impl At<'_> {
         for _ in 0..merge::MAX_LIST_PAGES {
             let body = merge::list_request(&idv, cursor.take());
             let a = self.send(k, remote, Some(&idv), Some(body)).await?;
-            let mut result = answered(&a, &idv)?;
+            let mut result = a.result(&idv)?;
             merge::page(filter, &mut result, &mut tools)?;
             match result.get("nextCursor").filter(|c| !c.is_null()) {
                 Some(c) => cursor = Some(c.clone()),
@@ -562,49 +595,96 @@ impl At<'_> {
         let Some(Some(remote)) = self.remotes.get(call.server) else {
             let name = &self.mux.servers[call.server].name;
             let msg = format!("the server `{name}` is not part of this session");
-            return Ok(refusal(&Refusal::answer(
-                call.id,
-                ErrorCode::INVALID_PARAMS,
-                msg,
-            )));
+            let r = Refusal::answer(call.id, ErrorCode::INVALID_PARAMS, msg);
+            let outcome = call.audited.then(|| ToolOutcome::Refused {
+                code: r.error.code.0.to_string().into(),
+            });
+            return Ok(Flow::Respond(settled(json(r.status, r.body()), outcome)));
         };
-        self.relay(call.server, remote, call.id, call.body).await
+        let audited = call.audited;
+        let resp = self.relay(call.server, remote, call.id, call.body, audited);
+        Ok(Flow::Respond(resp.await))
     }
 
     async fn other(self, id: RequestId, body: Bytes) -> HookResult {
         match self.joined().next() {
-            Some((k, remote)) => self.relay(k, remote, id, body).await,
+            Some((k, remote)) => Ok(Flow::Respond(self.relay(k, remote, id, body, false).await)),
             None => Ok(refusal(&no_remote(id))),
         }
     }
 
-    /// Sends a request to server `k` and relays its answer whole.
-    async fn relay(&self, k: usize, remote: &str, id: RequestId, body: Bytes) -> HookResult {
+    /// Sends a request to server `k` and relays its answer: a stream of events as it
+    /// arrives (`relay.rs`), anything else whole (`audited`: the answer settles the
+    /// call's record).
+    async fn relay(
+        &self,
+        k: usize,
+        remote: &str,
+        id: RequestId,
+        body: Bytes,
+        audited: bool,
+    ) -> Response<Bytes> {
         let idv = serde_json::to_value(&id).unwrap_or_default();
-        let a = match self.send(k, remote, Some(&idv), Some(body)).await {
+        let answer = match &self.mux.legacy {
+            Some(streams) => match super::legacy::progress_token(&body) {
+                // Asked for progress: relayed as events as it arrives.
+                Some(token) => {
+                    let (client, now) = (&self.mux.client, self.mux.clock.now_secs());
+                    let asked = Some((&idv, Some(token)));
+                    let timeout = self.mux.timeout;
+                    match streams
+                        .post(client, remote, asked, body, timeout, now)
+                        .await
+                    {
+                        Ok(Some(sent)) => return relay::legacy(sent, self.mux.idle, audited),
+                        Ok(None) => Err("no answer awaited".into()),
+                        Err(why) => Err(why),
+                    }
+                }
+                None => self.send(k, remote, Some(&idv), Some(body)).await,
+            },
+            None => match self
+                .mux
+                .client
+                .open(&self.to(k, Some(remote)), Some(body))
+                .await
+            {
+                Ok(o) if o.status.is_success() && o.is_stream() => {
+                    return relay::stream(o, self.mux.idle, audited);
+                }
+                Ok(o) => tokio::time::timeout(self.mux.timeout, o.whole())
+                    .await
+                    .unwrap_or_else(|_| Err("no answer in time".into())),
+                Err(why) => Err(why),
+            },
+        };
+        let a = match answer {
             Ok(a) => a,
             Err(why) => {
                 let name = &self.mux.servers[k].name;
                 let msg = format!("the server `{name}` did not answer: {why}");
-                return Ok(refusal(&Refusal::answer(
-                    id,
-                    ErrorCode::INTERNAL_ERROR,
-                    msg,
-                )));
+                let r = Refusal::answer(id, ErrorCode::INTERNAL_ERROR, msg);
+                let outcome = audited.then(|| audit::outcome_of_answer(&r.body()));
+                return settled(json(r.status, r.body()), outcome);
             }
         };
+        let failed = (!a.status.is_success()).then(|| ToolOutcome::ToolError {
+            code: Some(a.status.as_str().into()),
+        });
         if a.status == StatusCode::NOT_FOUND && !remote.is_empty() {
             // The remote forgot its session: so does the gateway, and the client
             // initialises again.
             self.mux.sessions.close(self.session, self.caller);
-            return Ok(refusal(&unknown_session()));
+            let r = unknown_session();
+            return settled(json(r.status, r.body()), failed.filter(|_| audited));
         }
+        let outcome = audited.then(|| failed.unwrap_or_else(|| audit::outcome_of_answer(&a.body)));
         let mut resp = Response::new(a.body);
         *resp.status_mut() = a.status;
         if let Some(t) = a.content_type {
             resp.headers_mut().insert(CONTENT_TYPE, t);
         }
-        Ok(Flow::Respond(resp))
+        settled(resp, outcome)
     }
 
     async fn notify(self, body: Bytes) -> HookResult {
@@ -615,6 +695,23 @@ impl At<'_> {
         });
         join_all(sends).await;
         Ok(Flow::Respond(empty(StatusCode::ACCEPTED)))
+    }
+
+    /// The servers' own streams of the session merged into one (`405` when none opened
+    /// one).
+    async fn listen(self) -> HookResult {
+        let this = &self;
+        let opens = self.joined().map(|(k, remote)| async move {
+            let opened = this.mux.client.listen(&this.to(k, Some(remote))).await;
+            opened
+                .ok()
+                .filter(|o| o.status.is_success() && o.is_stream())
+        });
+        let opened: Vec<_> = join_all(opens).await.into_iter().flatten().collect();
+        if opened.is_empty() {
+            return Ok(Flow::Respond(not_allowed()));
+        }
+        Ok(Flow::Respond(relay::merged(opened, self.mux.read_idle)))
     }
 
     async fn delete(self) -> HookResult {
@@ -631,34 +728,13 @@ impl At<'_> {
 /// A remote's `initialize` answer: its session id (`""` when it gave none) and result.
 fn initialized(a: Result<Answer, String>, id: &Value) -> Result<(Box<str>, Value), String> {
     let a = a?;
-    let result = answered(&a, id)?;
+    let result = a.result(id)?;
     let remote = a
         .session
         .as_ref()
         .and_then(|v| super::remote_id(v.as_bytes()))
         .unwrap_or_default();
     Ok((remote.into(), result))
-}
-
-/// The result of a remote's answer to request `id`; its error or status otherwise.
-fn answered(a: &Answer, id: &Value) -> Result<Value, String> {
-    if !a.status.is_success() {
-        return Err(format!("it answered {}", a.status));
-    }
-    let mut m = a.message(id).ok_or("its answer holds no result")?;
-    match m.get_mut("result") {
-        Some(r) => Ok(r.take()),
-        None => Err(format!("it answered an error: {}", m["error"])),
-    }
-}
-
-fn no_session() -> Refusal {
-    Refusal::new(
-        StatusCode::BAD_REQUEST,
-        None,
-        ErrorCode::INVALID_REQUEST,
-        "this request needs the Mcp-Session-Id that initialize gave".into(),
-    )
 }
 
 fn no_remote(id: RequestId) -> Refusal {
@@ -693,6 +769,10 @@ impl Policy for McpMux {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
+        if let Some(auditor) = &self.auditor {
+            // The message as the client sent it: the tool as called.
+            auditor.note(ctx, req, body);
+        }
         let ex = Exchange {
             session: req
                 .headers

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::exchange::MCP_SESSION_ID;
 
-/// Largest answer read from a remote (a tool's result relayed whole).
+/// Largest answer read from a remote (a result relayed whole, or all the events of one
+/// relayed as they arrive).
 pub(crate) const MAX_ANSWER_BYTES: usize = 8 << 20;
 
 /// The header naming the protocol version a client agreed (sent on as the client sent it).
@@ -52,14 +53,28 @@ impl RemoteClient {
             .ok_or_else(|| "no HTTP client could be built".to_owned())
     }
 
-    /// POSTs `body` (`None`: a `DELETE` ending the session) and reads the answer.
+    /// POSTs `body` (`None`: a `DELETE` ending the session) and reads the answer
+    /// whole, all within the target's timeout.
     pub(crate) async fn send(
         &self,
         to: &Target<'_>,
         body: Option<Bytes>,
     ) -> Result<Answer, String> {
+        let whole = async { self.open(to, body).await?.whole().await };
+        tokio::time::timeout(to.timeout, whole)
+            .await
+            .map_err(|_| "no answer in time".to_owned())?
+    }
+
+    /// POSTs `body` (`None`: a `DELETE`) and waits for the answer's head (within the
+    /// target's timeout); its body is the caller's to read.
+    pub(crate) async fn open(
+        &self,
+        to: &Target<'_>,
+        body: Option<Bytes>,
+    ) -> Result<Opened, String> {
         let client = self.client()?;
-        let mut req = match body {
+        let req = match body {
             Some(b) => client
                 .post(to.url.clone())
                 .header(CONTENT_TYPE, "application/json")
@@ -67,31 +82,67 @@ impl RemoteClient {
                 .body(b),
             None => client.delete(to.url.clone()),
         };
+        Self::opened(to, req).await
+    }
+
+    /// Opens the server stream (`GET`) of the remote's session `to` names and waits
+    /// for its head (within the target's timeout).
+    pub(crate) async fn listen(&self, to: &Target<'_>) -> Result<Opened, String> {
+        let req = (self.client()?.get(to.url.clone())).header(ACCEPT, "text/event-stream");
+        Self::opened(to, req).await
+    }
+
+    /// Sends `req` in `to`'s session and protocol version; the answer's head.
+    async fn opened(to: &Target<'_>, mut req: reqwest::RequestBuilder) -> Result<Opened, String> {
         if let Some(s) = to.session.filter(|s| !s.is_empty()) {
             req = req.header(MCP_SESSION_ID, s);
         }
         if let Some(v) = to.version {
             req = req.header(PROTOCOL_VERSION, v.clone());
         }
-        let mut resp = req
-            .timeout(to.timeout)
-            .send()
+        let resp = tokio::time::timeout(to.timeout, req.send())
             .await
+            .map_err(|_| "no answer in time".to_owned())?
             .map_err(|e| e.to_string())?;
-        let status = resp.status();
-        let session = resp.headers().get(MCP_SESSION_ID).cloned();
-        let content_type = resp.headers().get(CONTENT_TYPE).cloned();
+        Ok(Opened {
+            status: resp.status(),
+            session: resp.headers().get(MCP_SESSION_ID).cloned(),
+            content_type: resp.headers().get(CONTENT_TYPE).cloned(),
+            resp,
+        })
+    }
+}
+
+/// A remote's answer whose head arrived, its body still to read.
+pub(crate) struct Opened {
+    pub status: StatusCode,
+    pub session: Option<HeaderValue>,
+    pub content_type: Option<HeaderValue>,
+    pub resp: reqwest::Response,
+}
+
+impl Opened {
+    /// A stream of events (relayed as it arrives), not a whole answer.
+    pub(crate) fn is_stream(&self) -> bool {
+        self.content_type
+            .as_ref()
+            .and_then(|t| t.as_bytes().get(..17))
+            .is_some_and(|m| m.eq_ignore_ascii_case(b"text/event-stream"))
+    }
+
+    /// The body read whole, at most [`MAX_ANSWER_BYTES`].
+    pub(crate) async fn whole(mut self) -> Result<Answer, String> {
         let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+        while let Some(chunk) = self.resp.chunk().await.map_err(|e| e.to_string())? {
             if body.len() + chunk.len() > MAX_ANSWER_BYTES {
                 return Err(format!("its answer is over {MAX_ANSWER_BYTES} bytes"));
             }
             body.extend_from_slice(&chunk);
         }
         Ok(Answer {
-            status,
-            session,
-            content_type,
+            status: self.status,
+            session: self.session,
+            content_type: self.content_type,
             body: body.into(),
         })
     }
@@ -105,6 +156,18 @@ impl Answer {
             session: None,
             content_type: None,
             body: Bytes::new(),
+        }
+    }
+
+    /// The result of this answer to request `id`; its error or status otherwise.
+    pub(crate) fn result(&self, id: &Value) -> Result<Value, String> {
+        if !self.status.is_success() {
+            return Err(format!("it answered {}", self.status));
+        }
+        let mut m = self.message(id).ok_or("its answer holds no result")?;
+        match m.get_mut("result") {
+            Some(r) => Ok(r.take()),
+            None => Err(format!("it answered an error: {}", m["error"])),
         }
     }
 

@@ -10,11 +10,14 @@ usage: mcp_remote.py NAME LOG [TRANSPORT]
 """
 
 import asyncio
+import os
 import socket
 import sys
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 name, log = sys.argv[1], sys.argv[2]
 legacy = sys.argv[3:] == ["sse"]
@@ -43,6 +46,40 @@ async def echo(text: str, ctx: Context) -> str:
 def secret() -> str:
     ran("secret")
     return "the remote's secret"
+
+
+@server.tool(description="Fails: `tool` as a tool error (isError), else as a JSON-RPC error.")
+def fail(how: str) -> str:
+    ran("fail")
+    if how == "tool":
+        raise ToolError("the tool failed")
+    raise MCPError(-32001, "the server refused")
+
+
+@server.tool(description="Greets a user (its password is a secret an audit never keeps).")
+def login(user: str, password: str) -> str:
+    ran("login")
+    return f"hello {user}"
+
+
+@server.tool(description="Reports progress, then waits until the file GATE exists (the client "
+             "makes it when the progress arrived) and answers whether it did within 10 s.")
+async def progress(gate: str, ctx: Context) -> str:
+    ran("progress")
+    await ctx.report_progress(1, 2, "halfway")
+    for _ in range(200):
+        if os.path.exists(gate):
+            await ctx.report_progress(2, 2, "done")
+            return "the gate opened"
+        await asyncio.sleep(0.05)
+    return "the gate stayed shut"
+
+
+@server.tool(description="Tells the client on its server stream (GET) that the tools changed.")
+async def announce(ctx: Context) -> str:
+    ran("announce")
+    await ctx.session.send_tool_list_changed()
+    return "announced"
 
 
 @server.tool(description="The Mcp-Session-Id this server sees.")

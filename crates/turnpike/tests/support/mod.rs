@@ -319,3 +319,51 @@ pub fn ai_example(echo: &str) -> (String, String) {
         .to_owned();
     (text.replace("127.0.0.1:9000", echo), key)
 }
+
+/// The official MCP Python SDK's server as a remote MCP server (tests/py/mcp_remote.py)
+/// over `transport` (`streamable_http`, or `sse`: the legacy HTTP+SSE transport): the
+/// process and its URL. Each tool it runs is appended to `log`.
+pub fn mcp_remote(name: &str, log: &Path, transport: &str) -> (Proc, String) {
+    let mut child = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_remote.py"
+        ))
+        .args([name, log.to_str().expect("utf-8"), transport])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs (scripts/install-test-deps.sh installs the mcp SDK)");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the remote printed its URL")
+            .expect("read stdout");
+        if let Some(u) = line.strip_prefix("remote mcp on ") {
+            break u.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (Proc(child), url)
+}
+
+/// The official MCP Python SDK's client running `steps` against `url` as the API key
+/// `key` (tests/py/mcp_steps.py): what it saw, as JSON.
+pub fn mcp_steps(url: &str, key: &str, steps: &serde_json::Value) -> serde_json::Value {
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/mcp_steps.py"
+        ))
+        .args([url, key, &steps.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "mcp_steps.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json from the script")
+}
