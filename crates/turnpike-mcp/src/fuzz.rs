@@ -246,8 +246,11 @@ proptest! {
         }.expect("json");
         let message = bytes::Bytes::from(text);
         let raw = serde_json::from_slice::<&serde_json::value::RawValue>(&message).expect("raw");
+        // The `Value` reader read the message's text, as the raw reader does: a float
+        // printed and parsed again may differ in its last digit from the one generated.
+        let read: serde_json::Map<String, Value> = serde_json::from_slice(&message).expect("object");
         for tool in &tools {
-            let want = reference::request(&tool.plan, &args);
+            let want = reference::request(&tool.plan, &read);
             let got = args::request(&tool.plan, Some(raw), &message);
             match (want, got) {
                 (Ok(w), Ok(g)) => {
