@@ -58,14 +58,17 @@ fi
 source bench/lib.sh
 
 cpus=$(nproc)
+# The pinning as a command prefix: a background process is started as
+# `"${gw_pin[@]}" cmd &` (taskset execs cmd, so `$!` is the process `cleanup` kills; a
+# shell function run with `&` is a subshell, and killing it left nginx and the gateway
+# running after the script).
+gw_pin=(); low_pin=()
 if [ "$cpus" -ge 2 ]; then
   half=$((cpus / 2))
-  on_gw() { taskset -c "$half-$((cpus - 1))" "$@"; }
-  on_low() { taskset -c "0-$((half - 1))" "$@"; }
-else
-  on_gw() { "$@"; }
-  on_low() { "$@"; }
+  gw_pin=(taskset -c "$half-$((cpus - 1))")
+  low_pin=(taskset -c "0-$((half - 1))")
 fi
+on_low() { "${low_pin[@]}" "$@"; }
 
 common() { # the cells every table row shares
   cat <<YAML
@@ -92,7 +95,7 @@ YAML
 
 # One echo for nginx and the cache rows.
 echo_port=$(free_port)
-on_low "$bin" echo --port "$echo_port" --threads 1 >/dev/null 2>&1 &
+"${low_pin[@]}" "$bin" echo --port "$echo_port" --threads 1 >/dev/null 2>&1 &
 pids+=($!)
 nginx_results=""; nginx_port=""
 if command -v nginx >/dev/null; then
@@ -114,7 +117,7 @@ http {
 }
 CONF
   # Its own output file: an inherited stdout would keep a caller's pipe open.
-  on_gw nginx -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >"$work/nginx/out.log" 2>&1 &
+  "${gw_pin[@]}" nginx -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >"$work/nginx/out.log" 2>&1 &
   pids+=($!)
   wait_port "$echo_port"; wait_port "$nginx_port"
   { cat <<YAML
@@ -134,7 +137,7 @@ fi
 # The cache and LLM rows' gateway: examples/ai.yaml (its budget raised so nothing is
 # refused) plus two open APIs in front of the echo, one with the cache and one without.
 llm_port=$(free_port); gw_port=$(free_port)
-on_low "$bin" echo --llm --llm-tokens-per-second 100 --port "$llm_port" >"$work/llm-echo.log" 2>&1 &
+"${low_pin[@]}" "$bin" echo --llm --llm-tokens-per-second 100 --port "$llm_port" >"$work/llm-echo.log" 2>&1 &
 pids+=($!)
 { sed -e "s/127.0.0.1:9000/127.0.0.1:$llm_port/" \
       -e 's/total: 3000, per: minute/total: 1000000000, per: minute/' \
@@ -150,7 +153,7 @@ pids+=($!)
 YAML
     [ "$api" = cached ] && echo "    policies: [ { cache: { ttl: 60s } } ]"
   done; } >"$work/extra.yaml"
-on_gw "$bin" --log warn gateway --config "$work/extra.yaml" --http-port "$gw_port" --https-port off \
+"${gw_pin[@]}" "$bin" --log warn gateway --config "$work/extra.yaml" --http-port "$gw_port" --https-port off \
   --data-dir "$work/extra-data" >"$work/extra-gateway.log" 2>&1 &
 pids+=($!)
 wait_port "$llm_port"; wait_port "$gw_port"

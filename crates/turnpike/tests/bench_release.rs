@@ -29,6 +29,9 @@ fn release_script_writes_the_dated_table() {
         .arg("--out")
         .arg(&out)
         .env("TURNPIKE_BIN", BIN)
+        // Its work directory (nginx's prefix, the gateways' files) under ours: what it
+        // started can be found by that path afterwards.
+        .env("TMPDIR", dir.path())
         .output()
         .expect("run bench/release.sh");
     assert!(
@@ -37,6 +40,8 @@ fn release_script_writes_the_dated_table() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
+    let left = processes_naming(&dir.path().to_string_lossy());
+    assert!(left.is_empty(), "release.sh left running: {left:?}");
     let table = std::fs::read_to_string(&out).expect("table written");
     check_published(&std::fs::read_to_string(&page).expect("page"), &table);
     let mut lines = table.lines();
@@ -176,14 +181,38 @@ fn check_published(page: &str, table: &str) {
         moved, "### Turnpike 0.0.1, commit 0000000, 2026-01-01 00:00 UTC",
         "{page}"
     );
-    assert_eq!(page.matches("## Turnpike ").count(), 2, "{page}");
+    // One table more than the page had: the new one; the one it replaced moved down.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    assert_eq!(
+        page.matches("## Turnpike ").count(),
+        docs_page(root).matches("## Turnpike ").count() + 1,
+        "{page}"
+    );
     let after = |p: &str| {
         p[p.find(LATEST_END).expect("end")..p.find(EARLIER).expect("earlier")].to_string()
     };
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     assert_eq!(
         after(page),
         after(&docs_page(root)),
         "the page between the tables changed"
     );
+}
+
+/// The command lines of running processes that name `path` (Linux's /proc).
+fn processes_naming(path: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(path))
+        .collect()
 }
