@@ -21,16 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-n1=300; n2=1500; bins=(); keep=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --n1) n1=$2; shift 2;;
-    --n2) n2=$2; shift 2;;
-    --keep) keep=$2; shift 2;;
-    *) bins+=("$1"); shift;;
-  esac
-done
-[ ${#bins[@]} -gt 0 ] || { echo "usage: bench/cache-callgrind.sh BIN [BIN...]" >&2; exit 2; }
+. bench/callgrind-args.sh
+callgrind_args 300 1500 "$@"
 
 # work, pids, cleanup, free_port, wait_port (a gateway under callgrind starts slowly: 60 s).
 TURNPIKE_BIN=${bins[0]} WAIT_PORT_TRIES=600

@@ -19,16 +19,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-n1=500; n2=3000; bins=(); keep=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --n1) n1=$2; shift 2;;
-    --n2) n2=$2; shift 2;;
-    --keep) keep=$2; shift 2;;
-    *) bins+=("$1"); shift;;
-  esac
-done
-[ ${#bins[@]} -gt 0 ] || { echo "usage: bench/callgrind.sh BIN [BIN...]" >&2; exit 2; }
+. bench/callgrind-args.sh
+callgrind_args 500 3000 "$@"
 
 work=$(mktemp -d)
 pids=()
