@@ -34,7 +34,8 @@ root="$scratch/root"
 mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
 touch "$root/var/lib/dpkg/status"
 dpkg --root="$root" --force-depends --force-not-root --unpack "$deb" >/dev/null
-dpkg --root="$root" -s turnpike | grep -q '^Status: install ok unpacked' || fail "dpkg did not unpack it"
+status=$(dpkg --root="$root" -s turnpike)
+grep -q '^Status: install ok unpacked' <<<"$status" || fail "dpkg did not unpack it"
 [ "$(dpkg --root="$root" -s turnpike | sed -n 's/^Version: //p')" = "$(dpkg-deb -f "$deb" Version)" ] || fail "version"
 version=$("$root/usr/bin/turnpike" --version)
 [ "$version" = "turnpike $(dpkg-deb -f "$deb" Version)" ] || fail "turnpike --version said '$version'"
@@ -97,7 +98,8 @@ start_role control-plane TURNPIKE_CP_PORT=0 TURNPIKE_DATABASE="sqlite://$run/cp/
 cp_url=$(wait_for "$run/control-plane.out" 'control plane listening on http://127\.0\.0\.1:[0-9]*') || fail "control plane did not start from its env files"
 curl -sf "$cp_url/health" >/dev/null || fail "control plane /health"
 curl -sf "$cp_url/ready" >/dev/null || fail "control plane /ready"
-curl -sf "$cp_url/" | grep -qi '<html' || fail "control plane does not serve the packaged portals"
+page=$(curl -sf "$cp_url/") || fail "control plane / did not answer"
+grep -qi '<html' <<<"$page" || fail "control plane does not serve the packaged portals"
 start_role gateway TURNPIKE_CONTROL_PLANE="$cp_url" TURNPIKE_HTTP_PORT=0 TURNPIKE_HTTPS_PORT=off \
   TURNPIKE_BIND=127.0.0.1 TURNPIKE_METRICS_ADDR=127.0.0.1:0 TURNPIKE_DATA_DIR="$run/gw"
 mgmt=$(wait_for "$run/gateway.out" 'gateway metrics on http://127\.0\.0\.1:[0-9]*') || fail "gateway did not start from its env files"
