@@ -13,27 +13,41 @@
 #   nostore               the unique-key requests through the nostore gateway: every
 #                         request a MISS judged unstorable from the response head.
 # Ratios: hit/plain throughput (target >= 1.5x at lower CPU per request); miss/plain-unique
-# (target cost <= 5 %); nostore/plain-unique (a cache configured, nothing storable). Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo
-# back end to core 0.
+# (target cost <= 5 %); nostore/plain-unique (a cache configured, nothing storable).
+# Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo back end to core 0.
+# Per arm the gateway's CPU per request is also split into user and system time, with its
+# minor page faults per request (/proc/PID/stat over the arm's window): a storing miss
+# whose wall clock costs more than its instructions shows here where (the kernel zeroing
+# pages the allocator handed back and takes again shows as system time and faults).
 #
-# Usage: [TURNPIKE_BIN=... | TURNPIKE_PROFILE=ci-bench] bench/cache.sh [--duration 10] [--connections 100] [--rounds 3]
+# Usage: [TURNPIKE_BIN=... | TURNPIKE_PROFILE=ci-bench] bench/cache.sh [--duration 10]
+#          [--connections 100] [--rounds 3] [--arms "plain-unique miss"] [BIN...]
+# BIN...: binaries to compare in one run (each its own three gateways, every round running
+# each arm for each binary in turn); without them, TURNPIKE_BIN (or a build). --arms picks
+# arms (default: all).
 # Needs: wrk, taskset, curl, python3 (scripts/install-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration=10; conns=100; rounds=3
+arms=(plain-50 hit-50 plain-10k hit-10k plain-unique miss nostore)
+bins=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration=$2; shift 2;;
     --connections) conns=$2; shift 2;;
     --rounds) rounds=$2; shift 2;;
-    *) echo "unknown option $1" >&2; exit 2;;
+    --arms) read -ra arms <<<"$2"; shift 2;;
+    -*) echo "unknown option $1" >&2; exit 2;;
+    *) bins+=("$1"); shift;;
   esac
 done
+[ ${#bins[@]} -eq 0 ] || TURNPIKE_BIN=${bins[0]}
 
 . bench/lib.sh
+[ ${#bins[@]} -gt 0 ] || bins=("$bin")
 
-echo_port=$(free_port); plain_port=$(free_port); cached_port=$(free_port); nostore_port=$(free_port)
+echo_port=$(free_port)
 write_file() { # name policies-line
   cat >"$work/$1.yaml" <<YAML
 apis:
@@ -52,76 +66,97 @@ write_file nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
 
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)
-start_gw() { # name port
-  TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/$1.yaml" \
-    --http-port "$2" --https-port off --data-dir "$work/data-$1" --analytics off >"$work/gw-$1.log" 2>&1 &
+wait_port "$echo_port"
+declare -A port pid
+start_gw() { # binary-index name
+  local b=$1 name=$2 p; p=$(free_port)
+  TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "${bins[$b]}" gateway --config "$work/$name.yaml" \
+    --http-port "$p" --https-port off --data-dir "$work/data-$b-$name" --analytics off >"$work/gw-$b-$name.log" 2>&1 &
   pids+=($!)
+  port[$b.$name]=$p; pid[$b.$name]=$!
 }
-start_gw plain "$plain_port"; plain_pid=${pids[-1]}
-start_gw cached "$cached_port"; cached_pid=${pids[-1]}
-start_gw nostore "$nostore_port"; nostore_pid=${pids[-1]}
-wait_port "$echo_port"; wait_port "$plain_port"; wait_port "$cached_port"; wait_port "$nostore_port"
+for b in "${!bins[@]}"; do
+  for name in plain cached nostore; do start_gw "$b" "$name"; done
+done
+for p in "${port[@]}"; do wait_port "$p"; done
 
 x_cache() { curl -s -o /dev/null -D - "$1" | awk -F': ' 'tolower($1)=="x-cache" {print $2}' | tr -d '\r'; }
-for size in 50 10240; do
-  url="http://127.0.0.1:$cached_port/api/v1/x?size=$size"
-  [ "$(x_cache "$url")" = MISS ] || { echo "first request not a MISS" >&2; exit 1; }
-  [ "$(x_cache "$url")" = HIT ] || { echo "second request not a HIT" >&2; exit 1; }
+for b in "${!bins[@]}"; do
+  for size in 50 10240; do
+    url="http://127.0.0.1:${port[$b.cached]}/api/v1/x?size=$size"
+    [ "$(x_cache "$url")" = MISS ] || { echo "${bins[$b]}: first request not a MISS" >&2; exit 1; }
+    [ "$(x_cache "$url")" = HIT ] || { echo "${bins[$b]}: second request not a HIT" >&2; exit 1; }
+  done
 done
 
-
 hz=$(getconf CLK_TCK)
-run_one() { # url gateway-pid [lua] -> "rps p50us p99us cpu_us_per_req non2xx requests"
+# A process's minor faults, user and system clock ticks (/proc/PID/stat fields 10, 14, 15).
+faults_ticks() { awk '{print $10, $14, $15}' "/proc/$1/stat"; }
+run_one() { # url gateway-pid [lua] -> "rps p50us p99us cpu_us user_us sys_us minflt non2xx requests" (per request)
   local url=$1 pid=$2 script=${3:-} before after reqs
-  before=$(cpu_ticks "$pid")
+  before=$(faults_ticks "$pid")
   taskset -c 0 wrk -t1 -c"$conns" -d"${duration}s" --latency ${script:+-s "$script"} "$url" >"$work/wrk.out" 2>&1
-  after=$(cpu_ticks "$pid")
+  after=$(faults_ticks "$pid")
   reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
   non2xx=$(awk '/Non-2xx/ {print $5}' "$work/wrk.out")
   echo "$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out") \
 $(to_us "$(awk '$1=="50%" {print $2}' "$work/wrk.out")") \
 $(to_us "$(awk '$1=="99%" {print $2}' "$work/wrk.out")") \
-$(awk -v a="$after" -v b="$before" -v hz="$hz" -v n="${reqs:-0}" 'BEGIN{ if (n > 0) printf "%.1f", (a-b)/hz*1e6/n; else print "-" }') \
+$(awk -v a="$after" -v b="$before" -v hz="$hz" -v n="${reqs:-0}" 'BEGIN{
+  split(a, x, " "); split(b, y, " ")
+  if (n > 0) printf "%.1f %.1f %.1f %.2f", (x[2]+x[3]-y[2]-y[3])/hz*1e6/n, (x[2]-y[2])/hz*1e6/n, (x[3]-y[3])/hz*1e6/n, (x[1]-y[1])/n
+  else print "- - - -" }') \
 ${non2xx:-0} ${reqs:-0}"
 }
 
 results="$work/results.txt"; : >"$results"
-plain="http://127.0.0.1:$plain_port/api/v1/x"; cached="http://127.0.0.1:$cached_port/api/v1/x"
-nostore="http://127.0.0.1:$nostore_port/api/v1/x"
-arms=(plain-50 hit-50 plain-10k hit-10k plain-unique miss nostore)
 for r in $(seq "$rounds"); do
   for which in "${arms[@]}"; do
-    case $which in
-      plain-50) line=$(run_one "$plain?size=50" "$plain_pid");;
-      hit-50) line=$(run_one "$cached?size=50" "$cached_pid");;
-      plain-10k) line=$(run_one "$plain?size=10240" "$plain_pid");;
-      hit-10k) line=$(run_one "$cached?size=10240" "$cached_pid");;
-      plain-unique) line=$(run_one "$plain" "$plain_pid" bench/cache-unique.lua);;
-      miss) line=$(run_one "$cached" "$cached_pid" bench/cache-unique.lua);;
-      nostore) line=$(run_one "$nostore" "$nostore_pid" bench/cache-unique.lua);;
-    esac
-    echo "$which $line" >>"$results"
+    for b in "${!bins[@]}"; do
+      plain="http://127.0.0.1:${port[$b.plain]}/api/v1/x"; cached="http://127.0.0.1:${port[$b.cached]}/api/v1/x"
+      nostore="http://127.0.0.1:${port[$b.nostore]}/api/v1/x"
+      case $which in
+        plain-50) line=$(run_one "$plain?size=50" "${pid[$b.plain]}");;
+        hit-50) line=$(run_one "$cached?size=50" "${pid[$b.cached]}");;
+        plain-10k) line=$(run_one "$plain?size=10240" "${pid[$b.plain]}");;
+        hit-10k) line=$(run_one "$cached?size=10240" "${pid[$b.cached]}");;
+        plain-unique) line=$(run_one "$plain" "${pid[$b.plain]}" bench/cache-unique.lua);;
+        miss) line=$(run_one "$cached" "${pid[$b.cached]}" bench/cache-unique.lua);;
+        nostore) line=$(run_one "$nostore" "${pid[$b.nostore]}" bench/cache-unique.lua);;
+        *) echo "unknown arm $which" >&2; exit 2;;
+      esac
+      echo "$b $which $line" >>"$results"
+    done
   done
   echo "round $r done" >&2
 done
-# The cached gateway's memory after every round's misses, beside its store's bound (the
+# The cached gateways' memory after every round's misses, beside their store's bound (the
 # store's weight charges what an entry holds: bench/cache-memory.sh measures the growth).
-rss_mib=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$cached_pid/status")
-
-echo "cached gateway VmRSS after the rounds: ${rss_mib} MiB (max_size 256MiB)" >&2
-python3 - "$results" "$conns" "$duration" "$rounds" <<'PY'
+for b in "${!bins[@]}"; do
+  rss_mib=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/${pid[$b.cached]}/status")
+  echo "${bins[$b]}: cached gateway VmRSS after the rounds: ${rss_mib} MiB (max_size 256MiB)" >&2
+done
+python3 - "$results" "$conns" "$duration" "$rounds" "${bins[@]}" <<'PY'
 import sys, statistics as st
-path, conns, dur, rounds = sys.argv[1:]
+path, conns, dur, rounds, *bins = sys.argv[1:]
 rows = {}
 for line in open(path):
-    name, rps, p50, p99, cpu, non2xx, reqs = line.split()
-    rows.setdefault(name, []).append((float(rps), float(p50), float(p99), None if cpu == '-' else float(cpu), int(non2xx), int(reqs)))
-med = lambda i, name: st.median([r[i] for r in rows[name] if r[i] is not None])
-print(f"\nopen API, one gateway worker, {conns} connections, {dur}s x {rounds} rounds, medians\n")
-print("| arm | req/s | p50 | p99 | gateway CPU/req | non-2xx |")
-print("|---|---|---|---|---|---|")
-for name in ("plain-50", "hit-50", "plain-10k", "hit-10k", "plain-unique", "miss", "nostore"):
-    print(f"| {name} | {med(0, name):,.0f} | {med(1, name):.0f} us | {med(2, name):.0f} us | {med(3, name):.1f} us | {sum(r[4] for r in rows[name])} |")
-for a, b, target in (("hit-50", "plain-50", ">= 1.5"), ("hit-10k", "plain-10k", ">= 1.5"), ("miss", "plain-unique", ">= 0.95"), ("nostore", "plain-unique", ">= 0.95")):
-    print(f"\n{a}/{b}: throughput {med(0, a) / med(0, b):.3f} (target {target}), CPU per request {med(3, a) / med(3, b):.3f}x")
+    b, name, rps, p50, p99, cpu, user, sys_, flt, non2xx, reqs = line.split()
+    num = lambda v: None if v == '-' else float(v)
+    rows.setdefault((int(b), name), []).append((float(rps), float(p50), float(p99), num(cpu), num(user), num(sys_), num(flt), int(non2xx), int(reqs)))
+def med(i, key):
+    vals = [r[i] for r in rows[key] if r[i] is not None]
+    return st.median(vals) if vals else float('nan')
+print(f"\nopen API, one gateway worker, {conns} connections, {dur}s x {rounds} rounds, medians")
+for b, binary in enumerate(bins):
+    print(f"\n{binary}\n")
+    print("| arm | req/s | p50 | p99 | gateway CPU/req | user | system | minor faults/req | non-2xx |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    names = [n for n in ("plain-50", "hit-50", "plain-10k", "hit-10k", "plain-unique", "miss", "nostore") if (b, n) in rows]
+    for name in names:
+        k = (b, name)
+        print(f"| {name} | {med(0, k):,.0f} | {med(1, k):.0f} us | {med(2, k):.0f} us | {med(3, k):.1f} us | {med(4, k):.1f} us | {med(5, k):.1f} us | {med(6, k):.2f} | {sum(r[7] for r in rows[k])} |")
+    for a, c, target in (("hit-50", "plain-50", ">= 1.5"), ("hit-10k", "plain-10k", ">= 1.5"), ("miss", "plain-unique", ">= 0.95"), ("nostore", "plain-unique", ">= 0.95")):
+        if (b, a) in rows and (b, c) in rows:
+            print(f"\n{a}/{c}: throughput {med(0, (b, a)) / med(0, (b, c)):.3f} (target {target}), CPU per request {med(3, (b, a)) / med(3, (b, c)):.3f}x")
 PY
