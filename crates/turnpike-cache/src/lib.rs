@@ -29,6 +29,7 @@ mod rfc;
 mod settings;
 mod shared;
 mod store;
+mod uses;
 pub mod wire;
 
 pub use policy::{Cache, ResourceCaches, ResponseCache};

@@ -96,6 +96,10 @@ impl Exchange {
     }
 }
 
+/// What a miss not to be stored (`min_uses` not reached) leaves for its response side:
+/// nothing but that (no allocation: it has no size).
+struct Unstored;
+
 /// An answer judged storable from its head.
 struct Candidate {
     /// `public`: stored under the shared key, else under the caller's.
@@ -517,6 +521,12 @@ impl Policy for ResponseCache {
             Found::Stale(v) | Found::Fallback(v) => Some(v),
             Found::Nothing => None,
         };
+        if fallback.is_none() && !self.store.used(keys.own(), self.settings.min_uses) {
+            // Not asked often enough yet to be stored (`min_uses`): it goes upstream as
+            // if uncached, told `MISS`, with nothing kept for its response side.
+            ctx.cache = Some(Box::new(Unstored));
+            return Step::CONTINUE;
+        }
         let mut x = Exchange::boxed(Label::Miss, &req.method);
         x.fallback = fallback;
         // What storing the answer compares later (its `Vary`'d headers are not known
@@ -532,6 +542,12 @@ impl Policy for ResponseCache {
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
         let Some(x) = exchange(ctx) else {
+            if ctx.cache.as_ref().is_some_and(|c| c.is::<Unstored>()) {
+                resp.headers.insert(X_CACHE, Label::Miss.value());
+                resp.headers
+                    .entry(AGE)
+                    .or_insert_with(|| HeaderValue::from_static("0"));
+            }
             return Ok(());
         };
         resp.headers.insert(X_CACHE, x.label.value());

@@ -164,6 +164,9 @@ fn own_settings(
     if own.shared.is_some() {
         merged.shared = own.shared;
     }
+    if own.min_uses.is_some() {
+        merged.min_uses = own.min_uses;
+    }
     if own.tag_header.is_some() {
         merged.tag_header.clone_from(&own.tag_header);
     }

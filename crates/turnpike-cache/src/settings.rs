@@ -27,6 +27,8 @@ const MAX_STATUSES: usize = 32;
 /// wait: a day and a minute (a typo of `"60d"` is a problem, not a month of stale data).
 const MAX_STALE: Duration = Duration::from_secs(24 * 3600);
 const MAX_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most requests a key may need before its answer is stored (`min_uses`).
+const MAX_MIN_USES: u32 = 64;
 
 /// RFC 9111 section 15 statuses "heuristically cacheable" that a gateway usually wants
 /// (206 needs range handling, which the cache does not do).
@@ -52,6 +54,9 @@ pub(crate) struct Settings {
     pub(crate) credentials: Box<[HeaderName]>,
     /// Entries are written to and read from the shared level (`shared: redis`).
     pub(crate) shared: bool,
+    /// A key's answer is stored from its request number `min_uses` on (1: every miss
+    /// stores).
+    pub(crate) min_uses: u8,
 }
 
 /// The settings, or `None` after pushing every problem into `cx`.
@@ -102,6 +107,7 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
             .and_then(|h| header(cx, ".tag_header", h)),
         credentials: credential_headers(cx),
         shared: spec.shared == Some(SharedCache::Redis),
+        min_uses: min_uses(cx, spec.min_uses),
     };
     purges(cx, &spec.purges);
     if settings.max_entry > settings.max_size {
@@ -143,6 +149,17 @@ fn purges(cx: &mut BuildCx<'_>, list: &[turnpike_model::policy::CachePurge]) {
                 &format!(".purges[{i}].prefix"),
                 "an upstream path prefix starts with '/'",
             );
+        }
+    }
+}
+
+fn min_uses(cx: &mut BuildCx<'_>, n: Option<u32>) -> u8 {
+    match n {
+        None => 1,
+        Some(n @ 1..=MAX_MIN_USES) => n as u8,
+        Some(n) => {
+            cx.problem(".min_uses", format!("{n} is not within 1..={MAX_MIN_USES}"));
+            1
         }
     }
 }

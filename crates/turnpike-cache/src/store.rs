@@ -23,6 +23,7 @@ use crate::footprint::{footprint, PER_ALLOCATION, STORE_SLOT};
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
 use crate::shared::SharedLevel;
+use crate::uses::Uses;
 use crate::wire::{ToWire, WireEntry};
 
 /// Variants of one key kept for `Vary` (the oldest goes when one more arrives).
@@ -126,6 +127,9 @@ pub struct ApiStore {
     /// Whether a `public` answer was ever stored under the shared key of a request
     /// whose callers have keys of their own (until then their misses look up one key).
     public: AtomicBool,
+    /// How often keys were asked, made for the first cache of the API that says
+    /// `min_uses` (uses.rs).
+    uses: OnceLock<Uses>,
 }
 
 /// One stored response (one `Vary` variant of a key).
@@ -436,7 +440,19 @@ impl ApiStore {
             shared: OnceLock::new(),
             purges_pending: Arc::new(AtomicUsize::new(0)),
             public: AtomicBool::new(false),
+            uses: OnceLock::new(),
         }
+    }
+
+    /// Whether this request is at least the `n`th for `key` (`min_uses`; counted if
+    /// not): its answer may be stored.
+    #[inline]
+    pub(crate) fn used(&self, key: &str, n: u8) -> bool {
+        n <= 1
+            || self
+                .uses
+                .get_or_init(|| Uses::new(self.entries.capacity()))
+                .reached(key, n)
     }
 
     /// Whether callers' lookups must fall back to the shared key.

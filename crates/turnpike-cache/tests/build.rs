@@ -60,6 +60,7 @@ fn every_bad_setting_is_reported_at_once_with_its_path() {
         stale_if_error: text("400d"),
         lock_timeout: text("10m"),
         tag_header: Some("".into()),
+        min_uses: Some(0),
         ..CacheSpec::default()
     };
     let (built, problems) = build(&spec, &Runtime::default());
@@ -75,12 +76,25 @@ fn every_bad_setting_is_reported_at_once_with_its_path() {
         ".stale_if_error",
         ".lock_timeout",
         ".tag_header",
+        ".min_uses",
     ] {
         assert!(
             paths.contains(&at(field).as_str()),
             "{field} missing from {paths:?}"
         );
     }
+}
+
+#[test]
+fn min_uses_is_capped() {
+    let spec = |n| CacheSpec {
+        min_uses: Some(n),
+        ..CacheSpec::default()
+    };
+    assert!(build(&spec(64), &Runtime::default()).1.is_empty());
+    let (built, problems) = build(&spec(65), &Runtime::default());
+    assert!(built.is_none());
+    assert_eq!(problems[0].path, "apis[0].policies[0].cache.min_uses");
 }
 
 #[test]

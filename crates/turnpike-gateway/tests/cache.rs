@@ -31,6 +31,35 @@ async fn second_get_is_a_hit_with_age_and_no_second_upstream_call() {
 }
 
 #[tokio::test]
+async fn with_min_uses_a_keys_answer_is_stored_from_its_nth_request_on() {
+    let r = rig("          min_uses: 3\n").await;
+    let usage = || {
+        let snap = r.gw.snapshots().load();
+        let cache = snap.apis[0].chain.find::<turnpike_cache::ResponseCache>();
+        cache.expect("the cache policy is built").store().usage().0
+    };
+    for i in 1..=2 {
+        let got = r.get("/x", KEY_A, &[]).await;
+        assert_eq!(
+            (got.status, got.x_cache.as_str(), got.age),
+            (200, "MISS", Some(0)),
+            "request {i}"
+        );
+        assert_eq!(usage(), 0, "request {i} stored nothing");
+    }
+    assert_eq!(r.get("/x", KEY_A, &[]).await.x_cache, "MISS", "the third");
+    assert_eq!(usage(), 1, "the third request's answer is stored");
+    let hit = r.get("/x", KEY_A, &[]).await;
+    assert_eq!(hit.x_cache, "HIT");
+    assert!(hit.body.starts_with("/x call 3 "), "{}", hit.body);
+    assert_eq!(r.backend.calls("/x"), 3);
+    // Each key counts its own requests.
+    assert_eq!(r.get("/y", KEY_A, &[]).await.x_cache, "MISS");
+    assert_eq!(r.get("/y", KEY_A, &[]).await.x_cache, "MISS");
+    assert_eq!(usage(), 1, "/y asked twice: not stored yet");
+}
+
+#[tokio::test]
 async fn private_no_store_and_set_cookie_are_never_served_from_the_cache() {
     let r = rig("").await;
     for path in ["/private", "/nostore", "/cookie"] {

@@ -101,6 +101,12 @@ pub struct CacheSpec {
     /// going upstream themselves (`"5s"` when omitted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_timeout: Option<Quantity>,
+    /// Store a key's answer only from its Nth request (1, every miss stores, when
+    /// omitted): a key asked once costs its miss no store; its requests are counted
+    /// in a small per-API table that forgets as new keys fill it (nginx's
+    /// `proxy_cache_min_uses`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_uses: Option<u32>,
     /// A response header whose comma-separated values tag the entry, for purges by tag
     /// (e.g. `Cache-Tag`, `Surrogate-Key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1818,6 +1818,7 @@ export interface components {
                 /** @example 64MiB */
                 max_size?: string;
                 methods?: string[];
+                min_uses?: number;
                 purges?: components["schemas"]["CachePurge"][];
                 /** @enum {string} */
                 shared?: "none" | "redis";
@@ -2091,6 +2092,7 @@ export interface components {
                 /** @example 64MiB */
                 max_size?: string;
                 methods?: string[];
+                min_uses?: number;
                 purges?: components["schemas"]["CachePurge"][];
                 /** @enum {string} */
                 shared?: "none" | "redis";
@@ -2365,6 +2367,7 @@ export interface components {
                 /** @example 64MiB */
                 max_size?: string;
                 methods?: string[];
+                min_uses?: number;
                 purges?: components["schemas"]["CachePurge"][];
                 /** @enum {string} */
                 shared?: "none" | "redis";

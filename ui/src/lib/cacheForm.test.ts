@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { configOf, formOf, modeOf } from './cacheForm';
 
 describe('the Cache tab form', () => {
-  it('sends back what it was given, purges and lock timeout kept', () => {
+  it('sends back what it was given, purges, lock timeout and min uses kept', () => {
     const stored = {
       ttl: '60s',
       methods: ['GET'],
@@ -11,6 +11,7 @@ describe('the Cache tab form', () => {
       max_size: '8MiB',
       stale_if_error: '5m',
       lock_timeout: '2s',
+      min_uses: 2,
       tag_header: 'Cache-Tag',
       shared: 'redis' as const,
       purges: [{ id: 7, tag: 't1' }],

@@ -16,6 +16,8 @@ export interface CacheConfig {
   stale_while_revalidate?: number | string;
   stale_if_error?: number | string;
   lock_timeout?: number | string;
+  /** Store a key's answer only from its Nth request (1 when omitted). */
+  min_uses?: number;
   tag_header?: string;
   /** `redis`: a second level shared by the cluster's gateways (their `--redis`). */
   shared?: 'none' | 'redis';
@@ -62,8 +64,8 @@ export const formOf = (c: CacheConfig | null | undefined): Form => ({
   shared: c?.shared === 'redis',
 });
 
-/** The configuration to send: `null` (no cache) or the fields given, the stored purges
- * and lock timeout kept (the form does not show them). Statuses that are not numbers are
+/** The configuration to send: `null` (no cache) or the fields given, the stored purges,
+ * lock timeout and min uses kept (the form does not show them). Statuses that are not numbers are
  * sent as typed, so the control plane names the field. */
 export function configOf(f: Form, start: CacheConfig | null | undefined): CacheConfig | null {
   if (!f.enabled) return null;
@@ -77,6 +79,7 @@ export function configOf(f: Form, start: CacheConfig | null | undefined): CacheC
   set('stale_while_revalidate', quantity(f.swr));
   set('stale_if_error', quantity(f.sie));
   set('lock_timeout', start?.lock_timeout);
+  set('min_uses', start?.min_uses);
   const statuses = list(f.statuses).map((s) => (/^\d+$/.test(s) ? Number(s) : (s as unknown as number)));
   if (statuses.length) c.statuses = statuses;
   c.key = { query: f.query, headers: list(f.headers), consumer: f.consumer };

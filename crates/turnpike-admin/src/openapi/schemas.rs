@@ -47,6 +47,7 @@ fn cache_props() -> Value {
             "stale_while_revalidate": {"type": "string"},
             "stale_if_error": {"type": "string"},
             "lock_timeout": {"type": "string"},
+            "min_uses": {"type": "integer", "minimum": 1, "maximum": 64},
             "tag_header": {"type": "string", "example": "Cache-Tag"},
             "shared": {"type": "string", "enum": ["none", "redis"]},
             "purges": {"type": "array", "maxItems": 32, "items": {"$ref": "#/components/schemas/CachePurge"}}}})
