@@ -67,6 +67,9 @@ struct Exchange {
     fallback: Option<Arc<Variant>>,
     /// Whether the upstream request asks conditionally for `fallback` (revalidate.rs).
     revalidating: bool,
+    /// The lookup found nothing stored under the request's keys (its answer's store
+    /// need not look again).
+    absent: bool,
     /// The API's purge generation in the shared level, read before going upstream:
     /// what the answer is written through with (`None`: not written through).
     generation: Option<u64>,
@@ -89,6 +92,7 @@ impl Exchange {
             leader: None,
             fallback: None,
             revalidating: false,
+            absent: false,
             generation: None,
             serve: None,
             candidate: None,
@@ -143,9 +147,14 @@ impl ResponseCache {
     fn find(&self, keys: &Keys, req: &Presented<'_>, now: &dyn Fn() -> SystemTime) -> Found {
         if let Some(own) = keys.consumer() {
             let found = self.store.lookup(own, req, now);
-            if !matches!(found, Found::Nothing) || !self.store.holds_public() {
+            if !matches!(found, Found::Nothing | Found::Absent) || !self.store.holds_public() {
                 return found;
             }
+            return match (found, self.store.lookup(keys.shared(), req, now)) {
+                // Absent means absent under every key looked up.
+                (Found::Nothing, Found::Absent) => Found::Nothing,
+                (_, shared) => shared,
+            };
         }
         self.store.lookup(keys.shared(), req, now)
     }
@@ -202,8 +211,10 @@ impl ResponseCache {
                 let head = req.method == Method::HEAD;
                 return Ok(Flow::Respond(self.answer(&v, now, Label::Hit, head)));
             }
-            // Not storable, failed, or too slow: this one goes upstream itself.
+            // Not storable, failed, or too slow: this one goes upstream itself (the
+            // leader may have stored another variant of the key meanwhile).
             x.keys = Some(keys);
+            x.absent = false;
             keep_exchange(ctx, x);
             Ok(Flow::Continue)
         }))
@@ -274,24 +285,33 @@ impl ResponseCache {
             let variant = Arc::new(Variant::from_wire(entry));
             if let Found::Fresh(v) = variant.judge(&presented, now) {
                 let key = self.key_for(keys.clone(), public);
-                self.store.store(key, &presented, v.clone(), &|| now);
+                self.store.store(key, &presented, v.clone(), false, &|| now);
                 return Some(v);
             }
         }
         None
     }
 
-    /// Stores `variant` under `key`, and writes it through to the shared level when
-    /// this request read the level's generation before going upstream.
-    fn put(&self, x: &Exchange, key: String, req: &Presented<'_>, variant: Arc<Variant>) {
+    /// Stores `variant` under `key` (`absent`: known to hold nothing), and writes it
+    /// through to the shared level when this request read the level's generation
+    /// before going upstream.
+    fn put(
+        &self,
+        x: &Exchange,
+        key: String,
+        req: &Presented<'_>,
+        variant: Arc<Variant>,
+        absent: bool,
+    ) {
         let through = x.generation.zip(self.shared_level());
         let Some((generation, level)) = through else {
             // The clock is read only if the key holds variants to judge.
-            self.store.store(key, req, variant, &|| self.now());
+            self.store.store(key, req, variant, absent, &|| self.now());
             return;
         };
         let now = self.now();
-        self.store.store(key.clone(), req, variant.clone(), &|| now);
+        self.store
+            .store(key.clone(), req, variant.clone(), absent, &|| now);
         let ttl = variant.shared_ttl(now);
         if !ttl.is_zero() {
             level.write(Write {
@@ -378,6 +398,9 @@ impl ResponseCache {
         let Some(keys) = x.keys.take() else {
             return;
         };
+        // A `public` answer of a caller's request goes under the shared key, which
+        // its lookup may not have asked.
+        let absent = x.absent && (!c.public || keys.consumer().is_none());
         let key = self.key_for(keys, c.public);
         let received = self.received(resp.status, &resp.headers, body, c.at);
         let presented = Presented {
@@ -385,7 +408,7 @@ impl ResponseCache {
             headers: &x.req_headers,
         };
         let variant = Variant::new(received, &presented, c.policy);
-        self.put(x, key, &presented, Arc::new(variant));
+        self.put(x, key, &presented, Arc::new(variant), absent);
     }
 
     /// An answer about to be stored: its stale windows (none for one that must be
@@ -454,7 +477,7 @@ impl ResponseCache {
         };
         let variant = Arc::new(Variant::new(received, &presented, policy));
         if keep {
-            self.put(x, key, &presented, variant.clone());
+            self.put(x, key, &presented, variant.clone(), false);
         }
         Some(variant)
     }
@@ -503,6 +526,7 @@ impl Policy for ResponseCache {
         };
         let head = req.method == Method::HEAD;
         let found = self.find(&keys, &presented, &now);
+        let absent = matches!(found, Found::Absent);
         let fallback = match found {
             Found::Fresh(v) => {
                 ctx.ext.insert(FromCache);
@@ -519,7 +543,7 @@ impl Policy for ResponseCache {
                 ))));
             }
             Found::Stale(v) | Found::Fallback(v) => Some(v),
-            Found::Nothing => None,
+            Found::Nothing | Found::Absent => None,
         };
         if fallback.is_none() && !self.store.used(keys.own(), self.settings.min_uses) {
             // Not asked often enough yet to be stored (`min_uses`): it goes upstream as
@@ -529,6 +553,7 @@ impl Policy for ResponseCache {
         }
         let mut x = Exchange::boxed(Label::Miss, &req.method);
         x.fallback = fallback;
+        x.absent = absent;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
         x.req_headers = req.headers.clone();

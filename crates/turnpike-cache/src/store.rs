@@ -170,7 +170,11 @@ pub(crate) enum Found {
     /// Only usable if the upstream fails (within stale-if-error, or the request asked
     /// to revalidate).
     Fallback(Arc<Variant>),
+    /// Something is stored under the key, nothing usable for this request.
     Nothing,
+    /// Nothing is stored under the key (what its answer's store is then told, so it
+    /// inserts without looking the key up again).
+    Absent,
 }
 
 /// An upstream answer about to be stored (its head and body are copied).
@@ -487,7 +491,7 @@ impl ApiStore {
         now: &dyn Fn() -> SystemTime,
     ) -> Found {
         let Some(variants) = self.entries.get(key) else {
-            return Found::Nothing;
+            return Found::Absent;
         };
         let now = now();
         let mut best = Found::Nothing;
@@ -504,15 +508,23 @@ impl ApiStore {
 
     /// Stores `variant` under `key`, replacing the variant the same request would
     /// select (same `Vary` values) and keeping at most [`MAX_VARIANTS`].
+    /// `absent`: the request's lookup found nothing under `key` (while its miss was
+    /// led, no other request stored it), so it is inserted without a second lookup.
     /// (`now` is read only when `key` holds variants.)
     pub(crate) fn store(
         &self,
         key: String,
         req: &Presented<'_>,
         variant: Arc<Variant>,
+        absent: bool,
         now: &dyn Fn() -> SystemTime,
     ) {
-        let Some(old) = self.entries.get(key.as_str()) else {
+        let old = if absent {
+            None
+        } else {
+            self.entries.get(key.as_str())
+        };
+        let Some(old) = old else {
             // A new key (most stores): no list.
             self.entries.insert(key, Variants::One(variant));
             return;
