@@ -11,10 +11,22 @@
 //!
 //! The head is read by reference and its map built once (the answer's own map is still
 //! sent downstream): copying the map first and rebuilding it was a tenth of a storing
-//! miss's instructions.
+//! miss's instructions. The fields every answer from the store is stamped with anew
+//! (`X-Cache`, an `Age` of 0) are left out.
 
 use bytes::{Bytes, BytesMut};
+use http::header::AGE;
 use http::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::policy::X_CACHE;
+
+/// Whether a field of an answer is stored. Not the cache's own `X-Cache` (the label this
+/// gateway just put there), nor an `Age` of 0: every answer sent from the store is
+/// stamped with both anew, and the entry keeps the age it arrived with apart (an `Age`
+/// of 0 and none are the same to RFC 9111's age calculation).
+fn stored(name: &HeaderName, value: &HeaderValue) -> bool {
+    *name != X_CACHE && !(*name == AGE && value.as_bytes() == b"0")
+}
 
 /// The copied head and body, and the bytes of the one buffer they (and the kept
 /// request values) share.
@@ -37,9 +49,10 @@ pub(crate) fn detach(
         .filter_map(|(_, v)| v.as_ref())
         .map(HeaderValue::len)
         .sum();
-    let values: usize = headers.values().map(HeaderValue::len).sum();
+    let fields = || headers.iter().filter(|(n, v)| stored(n, v));
+    let (count, values) = fields().fold((0, 0), |(n, len), (_, v)| (n + 1, len + v.len()));
     let mut buf = BytesMut::with_capacity(values + kept_len + body.len());
-    for value in headers.values() {
+    for (_, value) in fields() {
         buf.extend_from_slice(value.as_bytes());
     }
     for value in kept.iter().filter_map(|(_, v)| v.as_ref()) {
@@ -48,9 +61,9 @@ pub(crate) fn detach(
     buf.extend_from_slice(body);
     let buf = buf.freeze();
     let mut at = 0;
-    let mut owned = HeaderMap::with_capacity(headers.len());
+    let mut owned = HeaderMap::with_capacity(count);
     // By reference, every value with its name (a repeated name once per value).
-    for (name, value) in headers {
+    for (name, value) in fields() {
         owned.append(name.clone(), slice_of(&buf, &mut at, value));
     }
     for value in kept.iter_mut().filter_map(|(_, v)| v.as_mut()) {
@@ -120,6 +133,22 @@ mod tests {
         assert!(copy.is_sensitive());
         assert!(!within(copy.as_bytes(), &read));
         assert!(kept[1].1.is_none());
+    }
+
+    #[test]
+    fn the_caches_own_label_and_an_age_of_0_are_not_stored() {
+        let mut headers = HeaderMap::new();
+        headers.insert(X_CACHE, HeaderValue::from_static("MISS"));
+        headers.insert(AGE, HeaderValue::from_static("0"));
+        headers.insert("x-one", HeaderValue::from_static("1"));
+        let d = detach(&headers, &mut [], &Bytes::from_static(b"body"));
+        let names: Vec<&str> = d.headers.keys().map(HeaderName::as_str).collect();
+        assert_eq!(names, ["x-one"]);
+        assert_eq!((d.held, &d.body[..]), (5, &b"body"[..]));
+        // An age the answer arrived with is kept.
+        headers.insert(AGE, HeaderValue::from_static("59"));
+        let d = detach(&headers, &mut [], &Bytes::new());
+        assert_eq!(d.headers[AGE], "59");
     }
 
     #[test]
