@@ -21,15 +21,16 @@
 # pages the allocator handed back and takes again shows as system time and faults).
 #
 # Usage: [TURNPIKE_BIN=... | TURNPIKE_PROFILE=ci-bench] bench/cache.sh [--duration 10]
-#          [--connections 100] [--rounds 3] [--arms "plain-unique miss"] [BIN...]
+#          [--connections 100] [--rounds 3] [--arms "plain-unique miss"] [--max-size 256MiB] [BIN...]
 # BIN...: binaries to compare in one run (each its own three gateways, every round running
 # each arm for each binary in turn); without them, TURNPIKE_BIN (or a build). --arms picks
-# arms (default: all).
+# arms (default: all); --max-size bounds the cached gateway's store (a small one is full,
+# and evicting on every miss, within a round).
 # Needs: wrk, taskset, curl, python3 (scripts/install-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration=10; conns=100; rounds=3
+duration=10; conns=100; rounds=3; max_size=256MiB
 arms=(plain-50 hit-50 plain-10k hit-10k plain-unique miss nostore)
 bins=()
 while [ $# -gt 0 ]; do
@@ -38,6 +39,7 @@ while [ $# -gt 0 ]; do
     --connections) conns=$2; shift 2;;
     --rounds) rounds=$2; shift 2;;
     --arms) read -ra arms <<<"$2"; shift 2;;
+    --max-size) max_size=$2; shift 2;;
     -*) echo "unknown option $1" >&2; exit 2;;
     *) bins+=("$1"); shift;;
   esac
@@ -61,7 +63,7 @@ $2
 YAML
 }
 write_file plain ""
-write_file cached "    policies: [ { cache: { ttl: 60s, max_size: 256MiB } } ]"
+write_file cached "    policies: [ { cache: { ttl: 60s, max_size: $max_size } } ]"
 write_file nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
 
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
@@ -134,7 +136,7 @@ done
 # store's weight charges what an entry holds: bench/cache-memory.sh measures the growth).
 for b in "${!bins[@]}"; do
   rss_mib=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/${pid[$b.cached]}/status")
-  echo "${bins[$b]}: cached gateway VmRSS after the rounds: ${rss_mib} MiB (max_size 256MiB)" >&2
+  echo "${bins[$b]}: cached gateway VmRSS after the rounds: ${rss_mib} MiB (max_size $max_size)" >&2
 done
 python3 - "$results" "$conns" "$duration" "$rounds" "${bins[@]}" <<'PY'
 import sys, statistics as st
