@@ -9,11 +9,13 @@
 #            that decides from the head not to store (the "configured, not storable" case);
 #   hit      the `miss` API's cache asked for one path again and again: every request
 #            after the first is a hit.
+#   once     `cache: { ttl: 60s, min_uses: 2 }` (not by default; binaries that know
+#            `min_uses`): every key asked once, so no miss stores (looked up, counted).
 # Each count is (instructions after N2 GETs - after N1) / (N2 - N1), each run in its own
 # gateway process under callgrind (startup and warm-up cancel out).
 #
 # Usage: bench/cache-callgrind.sh BIN [BIN...] [--n1 300] [--n2 1500] [--keep DIR]
-# (APIS="miss hit" measures only those.) With a default 64 MiB store the cold part of
+# (APIS="miss hit" measures only those, and the gateway's file holds only those.) With a default 64 MiB store the cold part of
 # S3-FIFO (3 %) holds about 2,500 of these entries: --n1 above that measures a miss that
 # also evicts an older one (the steady state of a stream of new keys).
 # --keep DIR keeps each run's callgrind.out (BINNAME.API.N) for callgrind_annotate.
@@ -44,12 +46,18 @@ api() { # name policies
 $2
 YAML
 }
+apis=${APIS:-open miss nostore hit}
 {
   echo "apis:"
-  api open ""
-  api miss "    policies: [ { cache: { ttl: 60s } } ]"
-  api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
-  api hit "    policies: [ { cache: { ttl: 60s } } ]"
+  for a in $apis; do
+    case $a in
+      open) api open "";;
+      miss|hit) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
+      nostore) api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]";;
+      once) api once "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]";;
+      *) echo "unknown API $a" >&2; exit 2;;
+    esac
+  done
 } >"$work/apis.yaml"
 
 # Sends N keep-alive GETs with a new query each on one connection (the same path each
@@ -84,7 +92,7 @@ count() { # bin path n -> Ir
 
 printf '%-40s %-8s %s\n' binary api instructions/request
 for bin in "${bins[@]}"; do
-  for api in ${APIS:-open miss nostore hit}; do
+  for api in $apis; do
     a=$(count "$bin" "/$api/v1/x" "$n1")
     b=$(count "$bin" "/$api/v1/x" "$n2")
     printf '%-40s %-8s %s\n' "$bin" "$api" $(( (b - a) / (n2 - n1) ))
