@@ -9,25 +9,29 @@
 //! CPU of an uncached request (bench/RESULTS.md, session 18). One copy of a few hundred
 //! bytes is what an entry's weight then truly holds.
 //!
-//! The answer's map is cloned (its structure, names and references to the values: no
-//! name hashed again) less the fields every answer from the store is stamped with anew
-//! (`X-Cache`, an `Age` of 0), and each value is then pointed at its copy in place.
-//! Building a new map instead (one insert, one hash, per field) was a third of the copy's
-//! cost; copying the map, draining it and rebuilding it (session 18's first version) a
-//! tenth of a storing miss.
+//! The head is read by reference and its map built once (the answer's own map is still
+//! sent downstream): copying the map first and rebuilding it was a tenth of a storing
+//! miss's instructions. The fields every answer from the store is stamped with anew
+//! (`X-Cache`, an `Age` of 0) are left out.
 
 use bytes::{Bytes, BytesMut};
-use http::header::{Entry, AGE};
+use http::header::AGE;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::policy::X_CACHE;
+
+/// Whether a field of an answer is stored. Not the cache's own `X-Cache` (the label this
+/// gateway just put there), nor an `Age` of 0: every answer sent from the store is
+/// stamped with both anew, and the entry keeps the age it arrived with apart (an `Age`
+/// of 0 and none are the same to RFC 9111's age calculation).
+fn stored(name: &HeaderName, value: &HeaderValue) -> bool {
+    *name != X_CACHE && !(*name == AGE && value.as_bytes() == b"0")
+}
 
 /// The copied head and body, and the bytes of the one buffer they (and the kept
 /// request values) share.
 pub(crate) struct Detached {
     pub(crate) headers: HeaderMap,
-    /// The buckets `headers` has room for (a clone's: the answer's field count).
-    pub(crate) slots: usize,
     pub(crate) body: Bytes,
     pub(crate) held: usize,
 }
@@ -40,17 +44,15 @@ pub(crate) fn detach(
     kept: &mut [(HeaderName, Option<HeaderValue>)],
     body: &Bytes,
 ) -> Detached {
-    let mut owned = headers.clone();
-    let slots = owned.keys_len();
-    drop_stamped(&mut owned);
     let kept_len: usize = kept
         .iter()
         .filter_map(|(_, v)| v.as_ref())
         .map(HeaderValue::len)
         .sum();
-    let values: usize = owned.values().map(HeaderValue::len).sum();
+    let fields = || headers.iter().filter(|(n, v)| stored(n, v));
+    let (count, values) = fields().fold((0, 0), |(n, len), (_, v)| (n + 1, len + v.len()));
     let mut buf = BytesMut::with_capacity(values + kept_len + body.len());
-    for value in owned.values() {
+    for (_, value) in fields() {
         buf.extend_from_slice(value.as_bytes());
     }
     for value in kept.iter().filter_map(|(_, v)| v.as_ref()) {
@@ -59,31 +61,18 @@ pub(crate) fn detach(
     buf.extend_from_slice(body);
     let buf = buf.freeze();
     let mut at = 0;
-    // In the order they were copied (a repeated name's values included).
-    for value in owned.values_mut() {
-        *value = slice_of(&buf, &mut at, value);
+    let mut owned = HeaderMap::with_capacity(count);
+    // By reference, every value with its name (a repeated name once per value).
+    for (name, value) in fields() {
+        owned.append(name.clone(), slice_of(&buf, &mut at, value));
     }
     for value in kept.iter_mut().filter_map(|(_, v)| v.as_mut()) {
         *value = slice_of(&buf, &mut at, value);
     }
     Detached {
         headers: owned,
-        slots,
         body: buf.slice(at..),
         held: buf.len(),
-    }
-}
-
-/// Leaves out the cache's own `X-Cache` (the label this gateway just put there) and an
-/// `Age` of 0: every answer sent from the store is stamped with both anew, and the entry
-/// keeps the age it arrived with apart (an `Age` of 0 and none are the same to RFC
-/// 9111's age calculation).
-fn drop_stamped(head: &mut HeaderMap) {
-    head.remove(X_CACHE);
-    if let Entry::Occupied(age) = head.entry(AGE) {
-        if age.get().as_bytes() == b"0" {
-            age.remove();
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! The bound (`max_size`) is a promise about the gateway's memory, so an entry is
 //! charged every allocation it keeps alive, not only its body and header bytes: the
-//! variant itself, its header map's buckets and index (by room), the one buffer
+//! variant itself, its header map's buckets and index (by capacity), the one buffer
 //! its values and body were copied into ([`crate::detach`]), the request values it
 //! kept, its tags, a built RFC policy, and each allocation's overhead in the
 //! allocator. Charging ~0.7 KiB for what held ~1.5 KiB let a store bounded at 256 MiB
@@ -17,10 +17,9 @@ pub(crate) const PER_ALLOCATION: usize = 16;
 /// A store slot besides its key's and value's own allocations: quick_cache's entry
 /// (key, value, state) and its table's index.
 pub(crate) const STORE_SLOT: usize = 80;
-/// One header of a map: `http`'s bucket (hash, name, value, links).
-const BUCKET: usize = 104;
-/// One slot of a map's index (a map's index has a third more slots than its capacity).
-const INDEX_SLOT: usize = 4;
+/// One header of a map: `http`'s bucket (hash, name, value, links: 104 bytes) and its
+/// index slot (4 bytes, a map keeps a third more than its capacity).
+const MAP_ENTRY: usize = 104 + 6;
 /// A value stored beside another of the same name (`http`'s extra value).
 const EXTRA_VALUE: usize = 56;
 /// A name beside its bytes: a name that is not a standard one is a buffer of its own
@@ -32,11 +31,10 @@ const NAME: usize = 24;
 const POLICY: usize = 1024;
 
 /// The bytes an entry with these parts holds (`entry`: the size of its own struct;
-/// `slots`: the buckets its map has room for; `held`: the copied buffer's length).
+/// `held`: the copied buffer's length).
 pub(crate) fn footprint(
     entry: usize,
     headers: &HeaderMap,
-    slots: usize,
     held: usize,
     selecting: &[(HeaderName, Option<HeaderValue>)],
     tags: &[Box<str>],
@@ -46,7 +44,7 @@ pub(crate) fn footprint(
     let variant = entry + 2 * size_of::<usize>() + PER_ALLOCATION;
     let map = match headers.capacity() {
         0 => 0,
-        n => slots.max(headers.keys_len()) * BUCKET + n * 4 / 3 * INDEX_SLOT + 2 * PER_ALLOCATION,
+        n => n * MAP_ENTRY + 2 * PER_ALLOCATION,
     };
     let extra = (headers.len() - headers.keys_len()) * EXTRA_VALUE;
     let names: usize = headers.keys().map(|n| n.as_str().len() + NAME).sum();

@@ -207,14 +207,12 @@ impl Variant {
         let (mut selecting, vary_star) = selecting(req.headers, r.headers);
         let Detached {
             headers,
-            slots,
             body,
             held,
         } = detach(r.headers, &mut selecting, r.body);
         let weight = footprint(
             size_of::<Variant>(),
             &headers,
-            slots,
             held,
             &selecting,
             &r.tags,
@@ -356,7 +354,6 @@ impl Variant {
         let mut selecting: Selecting = e.selecting.into();
         let Detached {
             headers,
-            slots,
             body,
             held,
         } = detach(&e.headers, &mut selecting, &e.body);
@@ -364,7 +361,6 @@ impl Variant {
         let weight = footprint(
             size_of::<Variant>(),
             &headers,
-            slots,
             held,
             &selecting,
             &tags,
