@@ -18,7 +18,9 @@ use foldhash::fast::RandomState;
 
 /// Counters of a table (a power of two) for a store bounded at `max_size` bytes.
 fn counters_for(max_size: u64) -> usize {
-    ((max_size >> 10) as usize).clamp(1 << 12, 1 << 20).next_power_of_two()
+    ((max_size >> 10) as usize)
+        .clamp(1 << 12, 1 << 20)
+        .next_power_of_two()
 }
 
 /// Each byte's top bit cleared after a shift (a halving keeps counts in their bytes).
@@ -122,8 +124,15 @@ mod tests {
         for key in others.take(uses.counters() - 2) {
             assert!(!uses.reached(&key, 64));
         }
-        assert_eq!(uses.counted.load(Ordering::Relaxed), 0, "halved and restarted");
-        assert!(!uses.reached("GET /old", 3), "forgot one of its two requests");
+        assert_eq!(
+            uses.counted.load(Ordering::Relaxed),
+            0,
+            "halved and restarted"
+        );
+        assert!(
+            !uses.reached("GET /old", 3),
+            "forgot one of its two requests"
+        );
         assert!(uses.reached("GET /old", 3));
     }
 
