@@ -32,8 +32,8 @@ interface Got {
   body: string;
 }
 
-async function get(request: APIRequestContext, path: string): Promise<Got> {
-  const r = await request.get(`${gateway()}/cacheui/v1${path}`);
+async function get(request: APIRequestContext, path: string, context = '/cacheui'): Promise<Got> {
+  const r = await request.get(`${gateway()}${context}/v1${path}`);
   expect(r.status()).toBe(200);
   return { xCache: r.headers()['x-cache'] ?? null, age: r.headers()['age'] ?? null, body: await r.text() };
 }
@@ -105,6 +105,51 @@ test('a cache set in the Publisher portal answers HIT, and Purge makes the next 
     }).toPass({ timeout: 30_000, intervals: [300, 1000] });
     expect(backend.calls()).toBeGreaterThan(calls + 2);
     expect((await get(request, '/items/a')).xCache).toBe('HIT');
+  } finally {
+    backend.server.close();
+  }
+});
+
+test('"Store from request" set in the Publisher portal: a key is stored from its second request', async ({ browser, request }) => {
+  const backend = await countingBackend();
+  try {
+    const api = await rest(request, 'POST', '/api/am/publisher/v1/apis', {
+      name: 'CacheUses',
+      context: '/cacheuses',
+      version: 'v1',
+      endpoints: [backend.url],
+      resources: [{ path: '/items/*', methods: ['GET'] }],
+    });
+    await rest(request, 'PUT', `/api/am/publisher/v1/apis/${api.id}/security`, { oauth2: false, subscription: false });
+    await rest(request, 'POST', `/api/am/publisher/v1/apis/change-lifecycle?apiId=${api.id}&action=Publish`);
+
+    const page = await signIn(browser);
+    await page.goto(`/publisher/apis/${api.id}`);
+    await page.getByRole('tab', { name: 'Cache', exact: true }).click();
+    await page.getByRole('switch', { name: 'Cache responses' }).check();
+    await page.getByLabel('TTL', { exact: true }).fill('60s');
+    await page.getByLabel('Store from request').fill('2');
+    await page.getByRole('button', { name: 'Save cache', exact: true }).click();
+    await expect(page.getByText('Saved.')).toBeVisible();
+    expect((await rest(request, 'GET', `/api/am/publisher/v1/apis/${api.id}`)).cacheConfiguration.min_uses).toBe(2);
+    // Reopened, the form shows the stored value.
+    await page.reload();
+    await page.getByRole('tab', { name: 'Cache', exact: true }).click();
+    await expect(page.getByLabel('Store from request')).toHaveValue('2');
+
+    // Through the gateway once the snapshot carries it: a key's first answer is not
+    // stored, its second is, its third is a HIT with no upstream call.
+    await expect(async () => {
+      const probe = await get(request, '/items/probe', '/cacheuses');
+      expect(probe.xCache).toBe('MISS');
+    }).toPass({ timeout: 30_000, intervals: [300, 1000] });
+    const seen = [await get(request, '/items/a', '/cacheuses'), await get(request, '/items/a', '/cacheuses')];
+    expect(seen.map((g) => g.xCache)).toEqual(['MISS', 'MISS']);
+    const calls = backend.calls();
+    const hit = await get(request, '/items/a', '/cacheuses');
+    expect(hit.xCache).toBe('HIT');
+    expect(hit.body).toBe(seen[1].body);
+    expect(backend.calls(), 'the third request is served from the cache').toBe(calls);
   } finally {
     backend.server.close();
   }

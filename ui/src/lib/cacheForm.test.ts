@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { configOf, formOf, modeOf } from './cacheForm';
 
 describe('the Cache tab form', () => {
-  it('sends back what it was given, purges, lock timeout and min uses kept', () => {
+  it('sends back what it was given, purges and lock timeout kept', () => {
     const stored = {
       ttl: '60s',
       methods: ['GET'],
@@ -31,6 +31,9 @@ describe('the Cache tab form', () => {
     expect(c.ttl).toBe(30);
     expect(c.statuses).toEqual([200, '2xx']);
     expect(c.key).toEqual({ query: true, headers: [], consumer: true });
+    expect(c.min_uses).toBeUndefined();
+    expect(configOf({ ...on, minUses: ' 2 ' }, null)!.min_uses).toBe(2);
+    expect(configOf({ ...on, minUses: 'twice' }, null)!.min_uses).toBe('twice');
   });
 
   it("reads a resource's setting", () => {

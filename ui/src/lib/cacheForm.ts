@@ -41,6 +41,8 @@ export interface Form {
   swr: string;
   sie: string;
   tagHeader: string;
+  /** Store from the Nth request (`min_uses`); empty: every miss stores. */
+  minUses: string;
   shared: boolean;
 }
 
@@ -61,12 +63,13 @@ export const formOf = (c: CacheConfig | null | undefined): Form => ({
   swr: text(c?.stale_while_revalidate),
   sie: text(c?.stale_if_error),
   tagHeader: c?.tag_header ?? '',
+  minUses: text(c?.min_uses),
   shared: c?.shared === 'redis',
 });
 
-/** The configuration to send: `null` (no cache) or the fields given, the stored purges,
- * lock timeout and min uses kept (the form does not show them). Statuses that are not numbers are
- * sent as typed, so the control plane names the field. */
+/** The configuration to send: `null` (no cache) or the fields given, the stored purges
+ * and lock timeout kept (the form does not show them). Statuses and a min uses that are
+ * not numbers are sent as typed, so the control plane names the field. */
 export function configOf(f: Form, start: CacheConfig | null | undefined): CacheConfig | null {
   if (!f.enabled) return null;
   const c: CacheConfig = { methods: f.methods };
@@ -79,11 +82,12 @@ export function configOf(f: Form, start: CacheConfig | null | undefined): CacheC
   set('stale_while_revalidate', quantity(f.swr));
   set('stale_if_error', quantity(f.sie));
   set('lock_timeout', start?.lock_timeout);
-  set('min_uses', start?.min_uses);
   const statuses = list(f.statuses).map((s) => (/^\d+$/.test(s) ? Number(s) : (s as unknown as number)));
   if (statuses.length) c.statuses = statuses;
   c.key = { query: f.query, headers: list(f.headers), consumer: f.consumer };
   if (f.tagHeader.trim()) c.tag_header = f.tagHeader.trim();
+  const minUses = f.minUses.trim();
+  if (minUses) c.min_uses = /^\d+$/.test(minUses) ? Number(minUses) : (minUses as unknown as number);
   if (f.shared) c.shared = 'redis';
   if (start?.purges?.length) c.purges = start.purges;
   return c;

@@ -76,6 +76,7 @@ export function CacheEditor({ api, onSaved, canEdit }: { api: Api; onSaved: () =
                   <TextInput label="Stale while revalidate" description="served STALE while one request refreshes" placeholder="0s" value={form.swr} onChange={(e) => set({ swr: e.currentTarget.value })} disabled={!canEdit} />
                   <TextInput label="Stale if error" description="served STALE instead of a 5xx" placeholder="0s" value={form.sie} onChange={(e) => set({ sie: e.currentTarget.value })} disabled={!canEdit} />
                   <TextInput label="Tag header" description="response header tagging entries, for purges" placeholder="Cache-Tag" value={form.tagHeader} onChange={(e) => set({ tagHeader: e.currentTarget.value })} disabled={!canEdit} />
+                  <TextInput label="Store from request" description="a key's answer is stored from its Nth request; 2 spares one-off keys the cost of storing" placeholder="1" value={form.minUses} onChange={(e) => set({ minUses: e.currentTarget.value })} disabled={!canEdit} />
                 </SimpleGrid>
                 <Checkbox.Group label="Methods cached" value={form.methods} onChange={(m) => set({ methods: m })}>
                   <Group gap="md" mt={4}>
