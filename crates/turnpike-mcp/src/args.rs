@@ -42,7 +42,9 @@ pub struct HttpCall {
 
 /// The request for `args`, or why they do not fit the tool (an `Invalid params`).
 /// `message` is the body the arguments were read from (a JSON body argument is a slice
-/// of it, not a copy).
+/// of it, not a copy). (The gateway reads a call's arguments in the message's pass and
+/// builds with [`build`]; the tests and proptests come this way.)
+#[cfg(test)]
 pub fn request(
     plan: &CallPlan,
     args: Option<&RawValue>,

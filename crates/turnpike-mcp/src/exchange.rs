@@ -18,7 +18,7 @@ use turnpike_policy::RequestCtx;
 
 use crate::audit::Auditor;
 use crate::content::Library;
-use crate::rpc::{self, json_str, Key, Message, Refusal};
+use crate::rpc::{self, json_str, Key, Message, ParamsSeed, Refusal};
 use crate::tools::{CallPlan, Catalog};
 use crate::{args, session};
 
@@ -254,6 +254,8 @@ impl Catalog {
 /// malformed one is refused as before.
 pub(crate) struct CallRead<'a> {
     name: Option<Cow<'a, str>>,
+    /// The named tool's index in the catalog (looked up once, as the name is read).
+    tool: Option<usize>,
     arguments: Arguments<'a>,
     /// The first thing wrong with the params' meaning (answered `Invalid params`).
     problem: Option<String>,
@@ -274,7 +276,7 @@ impl Catalog {
         let Some(name) = call.name else {
             return Err("params: missing field `name`".into());
         };
-        let Some(&i) = self.by_name.get(&*name) else {
+        let Some(i) = call.tool else {
             return Err(format!("no tool is named `{name}`"));
         };
         let values = match call.arguments {
@@ -300,13 +302,14 @@ impl CallSeed<'_> {
         // The text was read once already: only a number out of range fails here.
         self.read(&mut de).unwrap_or_else(|e| CallRead {
             name: None,
+            tool: None,
             arguments: Arguments::Absent,
             problem: Some(e.to_string()),
         })
     }
 }
 
-impl<'de> rpc::ParamsSeed<'de> for CallSeed<'_> {
+impl<'de> ParamsSeed<'de> for CallSeed<'_> {
     type Read = CallRead<'de>;
 
     fn wants(&self, method: &str) -> bool {
@@ -328,8 +331,10 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallRead<'de>, A::Error> {
+        let catalog = self.0.catalog;
         let mut call = CallRead {
             name: None,
+            tool: None,
             arguments: Arguments::Absent,
             problem: None,
         };
@@ -352,19 +357,19 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
             seen |= bit;
             match bit {
                 1 => match json_str(map.next_value()?) {
-                    Some(name) => call.name = Some(name),
+                    Some(name) => {
+                        call.tool = catalog.by_name.get(&*name).copied();
+                        call.name = Some(name);
+                    }
                     None => {
                         call.problem.get_or_insert("`name` must be a string".into());
                     }
                 },
                 2 => {
-                    let catalog = self.0.catalog;
                     let plan = call
-                        .name
-                        .as_deref()
+                        .tool
                         .filter(|_| !self.0.raw_arguments)
-                        .and_then(|n| catalog.by_name.get(n))
-                        .map(|&i| &catalog.tools[i].plan);
+                        .map(|i| &catalog.tools[i].plan);
                     call.arguments = match plan {
                         Some(plan) => Arguments::Read(map.next_value_seed(ArgsSeed(plan))?),
                         None => match map.next_value::<Option<&RawValue>>()? {
@@ -422,6 +427,7 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
 fn not_an_object<'a>() -> CallRead<'a> {
     CallRead {
         name: None,
+        tool: None,
         arguments: Arguments::Absent,
         problem: Some("tools/call's params must be an object".into()),
     }
@@ -490,4 +496,103 @@ pub(crate) fn sessions_full(id: Option<RequestId>) -> Refusal {
         ErrorCode(-32000),
         "this server holds as many sessions as it may: try again later".into(),
     )
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// How a `tools/call` message's params are read.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) enum Way {
+        /// In the envelope's pass (the arguments against the plan when the name came first).
+        Pass,
+        /// In the pass, the arguments kept raw (an audited API).
+        PassRaw,
+        /// From the params' raw text after the envelope (the message reader before).
+        After,
+    }
+
+    /// The tool and its arguments' texts a `tools/call` message reads as, or why not.
+    pub(crate) fn read_call(
+        catalog: &Catalog,
+        body: &[u8],
+        way: Way,
+    ) -> Result<(usize, Vec<Option<String>>), String> {
+        let seed = CallSeed {
+            catalog,
+            raw_arguments: matches!(way, Way::PassRaw),
+        };
+        let (message, early) = match way {
+            Way::After => (rpc::parse(body), None),
+            _ => match rpc::parse_with(body, &seed) {
+                Ok((m, early)) => (Ok(m), early),
+                Err(r) => (Err(r), None),
+            },
+        };
+        let params = match message.map_err(|r| r.error.message.to_string())? {
+            Message::Request { params, .. } => params,
+            Message::NoAnswer => return Err("no answer".into()),
+        };
+        let call = early.unwrap_or_else(|| seed.read_raw(params));
+        let (tool, values) = catalog.arguments(call)?;
+        let texts = values.iter().map(|v| v.map(|v| v.get().to_owned()));
+        Ok((tool, texts.collect()))
+    }
+
+    #[test]
+    fn params_read_in_the_pass_as_after_it_in_any_order() {
+        let catalog = Catalog::new(crate::args::tests::tools());
+        let call = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+        };
+        for (params, want) in [
+            (
+                r#"{"name":"getItem","arguments":{"id":"7","n":3}}"#,
+                Ok(0),
+            ),
+            (r#"{"arguments":{"id":"7","n":3},"name":"getItem"}"#, Ok(0)),
+            (r#"{"name":"putItem","arguments":null}"#, Ok(1)),
+            (r#"{"name":"nope","arguments":{}}"#, Err("no tool is named `nope`")),
+            (r#"{"arguments":{}}"#, Err("params: missing field `name`")),
+            (
+                r#"{"name":"getItem","name":"getItem"}"#,
+                Err("params: duplicate field `name`"),
+            ),
+            (r#"{"name":5}"#, Err("params: `name` must be a string")),
+            (
+                r#"{"name":"getItem","_meta":5}"#,
+                Err("params: `_meta`: invalid type"),
+            ),
+            (
+                r#"{"name":"getItem","arguments":[1]}"#,
+                Err("params: `arguments` must be an object, not an array"),
+            ),
+            (
+                r#"{"name":"getItem","arguments":{"id":"1","color":"red"}}"#,
+                Err("unknown argument `color`"),
+            ),
+            (r#"[1]"#, Err("params: tools/call's params must be an object")),
+        ] {
+            let body = call(params);
+            let mut results = Vec::new();
+            for way in [Way::Pass, Way::PassRaw, Way::After] {
+                let got = read_call(&catalog, body.as_bytes(), way);
+                match (&got, want) {
+                    (Ok((tool, _)), Ok(t)) => assert_eq!(*tool, t, "{params} {way:?}"),
+                    (Err(e), Err(w)) => assert!(e.starts_with(w), "{params} {way:?}: {e}"),
+                    _ => panic!("{params} {way:?}: {got:?}"),
+                }
+                results.push(got);
+            }
+            assert!(results.windows(2).all(|w| w[0] == w[1]), "{params}: {results:?}");
+        }
+        // The params before the method: read after the envelope, as before.
+        let body = br#"{"params":{"name":"getItem","arguments":{"id":"7"}},"jsonrpc":"2.0","id":1,"method":"tools/call"}"#;
+        assert_eq!(read_call(&catalog, body, Way::Pass).map(|r| r.0), Ok(0));
+        // A method repeated after the params it read them for.
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getItem"},"method":"ping"}"#;
+        let e = read_call(&catalog, body, Way::Pass).expect_err("refused");
+        assert!(e.contains("repeated"), "{e}");
+    }
 }

@@ -316,8 +316,8 @@ impl Policy for McpPolicy {
             _ => State::Done,
         };
         if let State::Sent(call) = call {
-            let failed;
-            (*body, failed) = crate::wrap::body(call, body);
+            let (answer, failed) = crate::wrap::body(call, body);
+            *body = answer;
             if self.auditor.is_some() {
                 let outcome = match failed {
                     true => ToolOutcome::ToolError { code: None },
