@@ -92,7 +92,7 @@ LUA
 wrk.headers["Mcp-Session-Id"] = "%s"
 wrk.headers["MCP-Protocol-Version"] = "%s"\n' "$2" "$MCP_VERSION"
   cat <<LUA
-local want = "$want"
+local want = [[$want]]
 local threads = {}
 function setup(thread) table.insert(threads, thread) end
 function init(args) bad = 0 end

@@ -44,7 +44,9 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
         }
     }
     let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-    if content_type.is_some_and(turnpike_policy::http::is_stream_type) {
+    // A JSON answer (the common one) is no stream: one test of the media type, not two.
+    let json = content_type.is_some_and(turnpike_policy::http::is_json);
+    if !json && content_type.is_some_and(turnpike_policy::http::is_stream_type) {
         let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
         e.detail = Some("a tool's operation answered with a stream".into());
         return Err(e);
@@ -56,7 +58,7 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
         return Err(e);
     }
     call.status = resp.status;
-    call.json = content_type.is_some_and(turnpike_policy::http::is_json);
+    call.json = json;
     resp.status = StatusCode::OK;
     for (i, h) in BODY_HEADERS.iter().enumerate() {
         if present & (1 << i) != 0 {
