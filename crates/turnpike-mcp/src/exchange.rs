@@ -352,7 +352,8 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
                 }
             };
             if seen & bit != 0 {
-                call.problem.get_or_insert(format!("duplicate field `{key}`"));
+                call.problem
+                    .get_or_insert(format!("duplicate field `{key}`"));
             }
             seen |= bit;
             match bit {
@@ -547,13 +548,13 @@ pub(crate) mod tests {
             format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
         };
         for (params, want) in [
-            (
-                r#"{"name":"getItem","arguments":{"id":"7","n":3}}"#,
-                Ok(0),
-            ),
+            (r#"{"name":"getItem","arguments":{"id":"7","n":3}}"#, Ok(0)),
             (r#"{"arguments":{"id":"7","n":3},"name":"getItem"}"#, Ok(0)),
             (r#"{"name":"putItem","arguments":null}"#, Ok(1)),
-            (r#"{"name":"nope","arguments":{}}"#, Err("no tool is named `nope`")),
+            (
+                r#"{"name":"nope","arguments":{}}"#,
+                Err("no tool is named `nope`"),
+            ),
             (r#"{"arguments":{}}"#, Err("params: missing field `name`")),
             (
                 r#"{"name":"getItem","name":"getItem"}"#,
@@ -572,7 +573,10 @@ pub(crate) mod tests {
                 r#"{"name":"getItem","arguments":{"id":"1","color":"red"}}"#,
                 Err("unknown argument `color`"),
             ),
-            (r#"[1]"#, Err("params: tools/call's params must be an object")),
+            (
+                r#"[1]"#,
+                Err("params: tools/call's params must be an object"),
+            ),
         ] {
             let body = call(params);
             let mut results = Vec::new();
@@ -585,7 +589,10 @@ pub(crate) mod tests {
                 }
                 results.push(got);
             }
-            assert!(results.windows(2).all(|w| w[0] == w[1]), "{params}: {results:?}");
+            assert!(
+                results.windows(2).all(|w| w[0] == w[1]),
+                "{params}: {results:?}"
+            );
         }
         // The params before the method: read after the envelope, as before.
         let body = br#"{"params":{"name":"getItem","arguments":{"id":"7"}},"jsonrpc":"2.0","id":1,"method":"tools/call"}"#;

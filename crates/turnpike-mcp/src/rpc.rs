@@ -273,7 +273,8 @@ impl<'de, S: ParamsSeed<'de>> Visitor<'de> for TopSeed<'_, S> {
         // Params read for a method that a repeated `method` member then replaced: the
         // last member counts, but its params were read for another (refused: no client
         // writes this, and the raw text is gone).
-        m.reread = m.read.is_some() && !matches!(&m.method, Some(Some(method)) if self.0.wants(method));
+        m.reread =
+            m.read.is_some() && !matches!(&m.method, Some(Some(method)) if self.0.wants(method));
         Ok(Top::Object(m))
     }
 

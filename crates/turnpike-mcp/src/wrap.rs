@@ -8,8 +8,8 @@ use std::fmt;
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_ENCODING, CONTENT_LOCATION,
-    CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
+    ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_ENCODING, CONTENT_LOCATION, CONTENT_RANGE,
+    CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
 };
 use http::{response, HeaderValue, StatusCode};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};

@@ -83,7 +83,11 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
         .collect();
     assert_eq!(
         pairs,
-        ["mcp-get/rest-get", "mcp-post/rest-post", "mcp-get/rest-post"],
+        [
+            "mcp-get/rest-get",
+            "mcp-post/rest-post",
+            "mcp-get/rest-post"
+        ],
         "{out}"
     );
     for line in ratios {
