@@ -18,7 +18,8 @@
 # for --duration seconds; the order rotates from round to round (REST first, then MCP
 # first; the binaries swap). Per run: requests/s (wrk's count / its time), the gateway
 # process's CPU per request (utime + stime of all its threads from /proc/PID/stat over
-# the run, divided by the requests) and its minor page faults per request. A run with a
+# the run, divided by the requests; user and system time also apart) and its minor page
+# faults per request. A run with a
 # non-2xx answer, a socket error, or (MCP) an answer that is not a successful tool result
 # fails the script (wrk's Lua checks every body). Then per binary and mode the median of
 # the rounds, min-max, and the ratios: mcp-get / rest-get (the same operation as REST:
@@ -124,9 +125,9 @@ check_once() { # i mode
   fi
 }
 
-stat_of() { awk '{print $14 + $15, $10}' "/proc/$1/stat"; } # ticks minflt
+stat_of() { awk '{print $14, $15, $10}' "/proc/$1/stat"; } # utime stime minflt (ticks, faults)
 hz=$(getconf CLK_TCK)
-run() { # i mode seconds -> "requests seconds ticks minflt"
+run() { # i mode seconds -> "requests seconds user-ticks sys-ticks minflt"
   lua "$2" "${session[$1]}" >"$work/$2.lua"
   local before after out
   before=$(stat_of "${gw_pid[$1]}")
@@ -141,7 +142,7 @@ run() { # i mode seconds -> "requests seconds ticks minflt"
   # "N requests in 5.00s, ..."
   awk -v b="$before" -v a="$after" '/ requests in / {
       split(b, x, " "); split(a, y, " "); t = $4; sub(/s,$/, "", t)
-      print $1, t, y[1] - x[1], y[2] - x[2] }' <<<"$out"
+      print $1, t, y[1] - x[1], y[2] - x[2], y[3] - x[3] }' <<<"$out"
 }
 
 modes=(rest-get mcp-get rest-post mcp-post)
@@ -150,7 +151,7 @@ for i in "${!bins[@]}"; do
 done
 
 echo "mcp-cpu: gateway on core $gw_cpu (--workers 1), echo and wrk -t1 -c$conns on core $load_cpu, ${duration}s runs, $rounds rounds"
-printf '%-5s %-32s %-9s %9s %12s %10s\n' round binary mode "req/s" "CPU us/req" "minflt/req"
+printf '%-5s %-32s %-9s %9s %10s %9s %9s %10s\n' round binary mode "req/s" "CPU_us/req" user sys "minflt/req"
 : >"$work/runs"
 for r in $(seq "$rounds"); do
   order=("${!bins[@]}"); [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${order[@]}" | tac))
@@ -158,12 +159,12 @@ for r in $(seq "$rounds"); do
   for i in "${order[@]}"; do
     for m in "${round_modes[@]}"; do
       run "$i" "$m" "$duration" >"$work/one" # exits the script on a bad answer
-      read -r n secs ticks faults <"$work/one"
-      line=$(awk -v n="$n" -v s="$secs" -v t="$ticks" -v f="$faults" -v hz="$hz" \
-        'BEGIN { printf "%.0f %.2f %.3f", n / s, t / hz * 1e6 / n, f / n }')
+      read -r n secs user sys faults <"$work/one"
+      line=$(awk -v n="$n" -v s="$secs" -v u="$user" -v k="$sys" -v f="$faults" -v hz="$hz" \
+        'BEGIN { us = 1e6 / hz / n; printf "%.0f %.2f %.2f %.2f %.3f", n / s, (u + k) * us, u * us, k * us, f / n }')
       echo "$i $m $line" >>"$work/runs"
-      read -r rps us flt <<<"$line"
-      printf '%-5s %-32s %-9s %9s %12s %10s\n' "$r" "${bins[$i]}" "$m" "$rps" "$us" "$flt"
+      read -r rps cpu u k flt <<<"$line"
+      printf '%-5s %-32s %-9s %9s %10s %9s %9s %10s\n' "$r" "${bins[$i]}" "$m" "$rps" "$cpu" "$u" "$k" "$flt"
     done
   done
 done
@@ -172,20 +173,21 @@ python3 - "$work/runs" "${bins[@]}" <<'PY'
 import statistics, sys
 runs, bins = {}, sys.argv[2:]
 for line in open(sys.argv[1]):
-    i, mode, rps, us, flt = line.split()
-    runs.setdefault((int(i), mode), []).append((float(rps), float(us), float(flt)))
+    i, mode, rps, cpu, user, sys_, flt = line.split()
+    runs.setdefault((int(i), mode), []).append((float(rps), float(cpu), float(flt), float(user), float(sys_)))
 def span(v, k, fmt):
     xs = [x[k] for x in v]
     return f"{statistics.median(xs):{fmt}} ({min(xs):{fmt}}-{max(xs):{fmt}})"
 print("\nmedians (min-max) per binary and mode:")
-print(f"{'binary':32} {'mode':9} {'req/s':>22} {'CPU us/request':>22} {'minflt/request':>22}")
+print(f"{'binary':32} {'mode':9} {'req/s':>22} {'CPU us/request':>22} {'minflt/request':>22} {'user us':>8} {'sys us':>8}")
 for i, b in enumerate(bins):
     for mode in ("rest-get", "mcp-get", "rest-post", "mcp-post"):
         v = runs[(i, mode)]
-        print(f"{b:32} {mode:9} {span(v, 0, '.0f'):>22} {span(v, 1, '.2f'):>22} {span(v, 2, '.3f'):>22}")
+        user, sys_ = (statistics.median(x[k] for x in v) for k in (3, 4))
+        print(f"{b:32} {mode:9} {span(v, 0, '.0f'):>22} {span(v, 1, '.2f'):>22} {span(v, 2, '.3f'):>22} {user:8.2f} {sys_:8.2f}")
 print("\nratios of the medians (CPU per request; req/s):")
 for i, b in enumerate(bins):
-    med = {m: [statistics.median(x[k] for x in runs[(i, m)]) for k in range(3)] for m in ("rest-get", "mcp-get", "rest-post", "mcp-post")}
+    med = {m: [statistics.median(x[k] for x in runs[(i, m)]) for k in range(5)] for m in ("rest-get", "mcp-get", "rest-post", "mcp-post")}
     for mcp, rest in (("mcp-get", "rest-get"), ("mcp-post", "rest-post"), ("mcp-get", "rest-post")):
         print(f"{b:32} {mcp}/{rest:9} CPU {med[mcp][1] / med[rest][1]:.3f}x  req/s {med[mcp][0] / med[rest][0]:.3f}x")
 PY

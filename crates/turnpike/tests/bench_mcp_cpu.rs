@@ -37,20 +37,24 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
     let left = processes_naming(&dir.path().to_string_lossy());
     assert!(left.is_empty(), "mcp-cpu.sh left running: {left:?}");
 
-    // One row per round and mode: round, binary, mode, req/s, CPU us/request, faults.
+    // One row per round and mode: round, binary, mode, req/s, CPU us/request (user +
+    // system), user, system, faults.
     let rows: Vec<Vec<&str>> = out
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|f| f.len() == 6 && f[1] == BIN && f[0].parse::<u32>().is_ok())
+        .filter(|f| f.len() == 8 && f[1] == BIN && f[0].parse::<u32>().is_ok())
         .collect();
     assert_eq!(rows.len(), 2 * MODES.len(), "{out}");
     for r in &rows {
         assert!(MODES.contains(&r[2]), "{r:?}");
         assert!(number(r[3]) > 0.0 && number(r[4]) > 0.0, "{r:?}");
-        assert!(number(r[5]) >= 0.0, "{r:?}");
+        let (user, sys) = (number(r[5]), number(r[6]));
+        assert!((user + sys - number(r[4])).abs() < 0.02, "user + system: {r:?}");
+        assert!(number(r[7]) >= 0.0, "{r:?}");
     }
 
-    // The medians: every mode with req/s, CPU and faults, each "median (min-max)".
+    // The medians: every mode with req/s, CPU and faults, each "median (min-max)", then
+    // the user and system medians.
     let medians: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.starts_with("medians"))
@@ -59,7 +63,7 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
     assert_eq!(medians.len(), MODES.len(), "{out}");
     for (line, mode) in medians.iter().zip(MODES) {
         let f: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(f.len(), 8, "{line}");
+        assert_eq!(f.len(), 10, "{line}");
         assert_eq!(f[1], mode, "{line}");
         assert!(number(f[2]) > 0.0 && number(f[4]) > 0.0, "{line}");
         for span in [f[3], f[5], f[7]] {
@@ -69,6 +73,7 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
                 .unwrap_or_else(|| panic!("min-max in {line}"));
             assert!(number(lo) <= number(hi), "{line}");
         }
+        assert!(number(f[8]) >= 0.0 && number(f[9]) >= 0.0, "{line}");
     }
 
     // The ratios of the tool calls to the REST calls, of CPU and of req/s.
