@@ -58,6 +58,7 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
     let medians: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.starts_with("medians"))
+        .take_while(|l| !l.starts_with("ratios"))
         .filter(|l| l.starts_with(BIN))
         .collect();
     assert_eq!(medians.len(), MODES.len(), "{out}");
