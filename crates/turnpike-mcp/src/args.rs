@@ -322,7 +322,10 @@ fn check(a: &Arg, v: &RawValue) -> Result<(), String> {
             ));
         }
     }
-    if let Some(Value::Array(allowed)) = a.schema.get("enum").filter(|_| a.allowed) {
+    if !a.allowed {
+        return Ok(());
+    }
+    if let Some(Value::Array(allowed)) = a.schema.get("enum") {
         let value: Value = serde_json::from_str(v.get()).map_err(|e| e.to_string())?;
         if !allowed.contains(&value) {
             return Err(format!(

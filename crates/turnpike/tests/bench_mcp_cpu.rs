@@ -49,7 +49,10 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
         assert!(MODES.contains(&r[2]), "{r:?}");
         assert!(number(r[3]) > 0.0 && number(r[4]) > 0.0, "{r:?}");
         let (user, sys) = (number(r[5]), number(r[6]));
-        assert!((user + sys - number(r[4])).abs() < 0.02, "user + system: {r:?}");
+        assert!(
+            (user + sys - number(r[4])).abs() < 0.02,
+            "user + system: {r:?}"
+        );
         assert!(number(r[7]) >= 0.0, "{r:?}");
     }
 
