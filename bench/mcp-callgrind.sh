@@ -2,13 +2,9 @@
 # User-space instructions per request of the gateway (valgrind callgrind) for a tool call
 # through an API's MCP endpoint against the same operation called as REST (issue 31's
 # benchmark: a tool call costs <= 1.2x the REST call's CPU). One API, as
-# examples/mcp.yaml has it (API key + subscription, Unlimited tier, the OpenAPI's two
-# operations as tools), `turnpike echo --size 50` behind it:
-#   get   REST  GET /pets/v1/pets/7?fields=name                      (50-byte answer)
-#         MCP   tools/call getPet {"petId": "7", "fields": "name"}   (one session)
-#   post  REST  POST /pets/v1/pets {"name": "Rex", "tag": "dog"}     (JSON echoed back)
-#         MCP   tools/call addPet {"body": {"name": "Rex", "tag": "dog"}}
-#               (the answer also parsed into structuredContent)
+# examples/mcp.yaml has it, `turnpike echo --size 50` behind it; the cases `get` and
+# `post` (bench/mcp-cases.sh says what each sends; bench/mcp-cpu.sh measures the same
+# calls' process CPU under load).
 #
 # What is counted, and why this way. One gateway process per binary and case serves
 # both modes on two keep-alive connections (REST; MCP after one `initialize`). After a
@@ -65,17 +61,17 @@ echo_port=$(free_port)
 pids+=($!)
 wait_port "$echo_port"
 
-# examples/mcp.yaml (agent-key-1), its endpoint the echo; its session bounds kept.
-sed "s#http://127.0.0.1:8080#http://127.0.0.1:$echo_port#" examples/mcp.yaml >"$work/apis.yaml"
-grep -q "127.0.0.1:$echo_port" "$work/apis.yaml" || { echo "examples/mcp.yaml names no endpoint" >&2; exit 1; }
+. bench/mcp-cases.sh
+mcp_config "$echo_port"
 
 # Warm-up, zero, then rounds of a REST window and a tool-call window, each dumped with
 # its name; every answer must be a 200, and a tool's result not an error.
 cat >"$work/client.py" <<'PY'
-import http.client, json, subprocess, sys
+import http.client, json, os, subprocess, sys
 port, pid, case = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 calls, rounds, warm = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-key = {"apikey": "agent-key-1"}
+env = os.environ
+key = {"apikey": env["MCP_KEY"]}
 def conn():
     return http.client.HTTPConnection("127.0.0.1", port, timeout=120)
 def send(c, method, path, headers, body=None):
@@ -85,24 +81,18 @@ def send(c, method, path, headers, body=None):
     if r.status != 200:
         sys.exit(f"{method} {path}: {r.status} {data[:200]!r}")
     return r, data
-pet = {"name": "Rex", "tag": "dog"}
 rest = conn()
 if case == "get":
-    rest_req = ("GET", "/pets/v1/pets/7?fields=name", key, None)
+    rest_req = ("GET", env["MCP_GET_PATH"], key, None)
 else:
-    rest_req = ("POST", "/pets/v1/pets", dict(key, **{"content-type": "application/json"}), json.dumps(pet))
+    rest_req = ("POST", env["MCP_POST_PATH"], dict(key, **{"content-type": "application/json"}), env["MCP_PET"])
 mcp = conn()
 hdrs = dict(key, **{"content-type": "application/json", "accept": "application/json, text/event-stream"})
-init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
-r, _ = send(mcp, "POST", "/mcp/pets/v1", hdrs, json.dumps(init))
+r, _ = send(mcp, "POST", env["MCP_ENDPOINT"], hdrs, env["MCP_INITIALIZE"])
 hdrs["mcp-session-id"] = r.getheader("mcp-session-id")
-hdrs["mcp-protocol-version"] = "2025-06-18"
-if case == "get":
-    call = {"name": "getPet", "arguments": {"petId": "7", "fields": "name"}}
-else:
-    call = {"name": "addPet", "arguments": {"body": pet}}
-mcp_req = ("POST", "/mcp/pets/v1", hdrs, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}))
+hdrs["mcp-protocol-version"] = env["MCP_VERSION"]
+call = env["MCP_GET_CALL"] if case == "get" else env["MCP_POST_CALL"]
+mcp_req = ("POST", env["MCP_ENDPOINT"], hdrs, call)
 def window(mode, n):
     for _ in range(n):
         if mode == "rest":

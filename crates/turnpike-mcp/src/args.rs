@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -42,14 +42,27 @@ pub struct HttpCall {
 
 /// The request for `args`, or why they do not fit the tool (an `Invalid params`).
 /// `message` is the body the arguments were read from (a JSON body argument is a slice
-/// of it, not a copy).
+/// of it, not a copy). (The gateway reads a call's arguments in the message's pass and
+/// builds with [`build`]; the tests and proptests come this way.)
+#[cfg(test)]
 pub fn request(
     plan: &CallPlan,
     args: Option<&RawValue>,
     message: &Bytes,
 ) -> Result<HttpCall, String> {
-    let values = values(plan, args)?;
-    for (a, v) in plan.args.iter().zip(&values) {
+    build(plan, &values(plan, args)?, message)
+}
+
+/// Each argument's raw value, by the plan's index (`None`: absent or `null`).
+pub(crate) type Values<'a> = Vec<Option<&'a RawValue>>;
+
+/// The request for arguments read by [`read`] (see [`request`]).
+pub(crate) fn build(
+    plan: &CallPlan,
+    values: &[Option<&RawValue>],
+    message: &Bytes,
+) -> Result<HttpCall, String> {
+    for (a, v) in plan.args.iter().zip(values) {
         match v {
             None if a.required => return Err(format!("argument `{}` is required", a.name)),
             Some(v) => check(a, v)?,
@@ -68,13 +81,13 @@ pub fn request(
             Piece::Arg(i) => segment(&plan.args[*i], values[*i], &mut call.path)?,
         }
     }
-    for (a, v) in plan.args.iter().zip(&values) {
+    for (a, v) in plan.args.iter().zip(values) {
         if let Some(v) = v {
             place(a, v, &mut call, message)?;
         }
     }
     if let Some(document) = &plan.graphql {
-        let body = graphql_body(document, plan, &values);
+        let body = graphql_body(document, plan, values);
         let json = HeaderValue::from_static("application/json");
         call.body = Some((json, Bytes::from(body)));
     }
@@ -82,70 +95,96 @@ pub fn request(
 }
 
 /// Each argument's raw value by the plan's index (a `null` is absent; a repeated name
-/// counts its last value), or the first name the tool does not know.
-fn values<'a>(
+/// counts its last value), or why the arguments do not fit the tool.
+pub(crate) fn values<'a>(
     plan: &CallPlan,
     args: Option<&'a RawValue>,
-) -> Result<Vec<Option<&'a RawValue>>, String> {
-    let mut values = vec![None; plan.args.len()];
+) -> Result<Values<'a>, String> {
     let Some(args) = args else {
-        return Ok(values);
+        return Ok(vec![None; plan.args.len()]);
     };
-    let mut unknown = None;
     let mut de = serde_json::Deserializer::from_str(args.get());
-    let reader = ArgsReader {
-        plan,
-        values: &mut values,
-        unknown: &mut unknown,
-    };
-    reader
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| format!("params: `arguments` must be an object: {e}"))?;
-    match unknown {
-        Some(name) => Err(format!("unknown argument `{name}`")),
-        None => Ok(values),
-    }
+    read(plan, &mut de)
+        .and_then(|read| de.end().map(|()| read))
+        .map_err(|e| format!("params: `arguments`: {e}"))?
 }
 
-/// Reads the arguments object into `values` (a visitor with the plan at hand).
-struct ArgsReader<'p, 'a> {
+/// Reads the arguments object from `d` against the tool's plan, in the pass that reads
+/// the message when the tool's name came first: the outer error is the text's (not
+/// JSON), the inner the arguments' (not an object, a name the tool does not know).
+pub(crate) fn read<'de, D: Deserializer<'de>>(
+    plan: &CallPlan,
+    d: D,
+) -> Result<Result<Values<'de>, String>, D::Error> {
+    d.deserialize_any(ArgsReader { plan })
+}
+
+const NOT_AN_OBJECT: &str = "params: `arguments` must be an object";
+
+/// Reads the arguments object (a visitor with the plan at hand); any other value is
+/// read through and refused.
+struct ArgsReader<'p> {
     plan: &'p CallPlan,
-    values: &'p mut Vec<Option<&'a RawValue>>,
-    unknown: &'p mut Option<String>,
 }
 
-impl<'de> DeserializeSeed<'de> for ArgsReader<'_, 'de> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ArgsReader<'_, 'de> {
-    type Value = ();
+impl<'de> Visitor<'de> for ArgsReader<'_> {
+    type Value = Result<Values<'de>, String>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an object of arguments")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut values = vec![None; self.plan.args.len()];
+        let mut unknown = None;
         while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
             match self.plan.args.iter().position(|a| a.name == name) {
                 Some(i) => {
                     let v: &'de RawValue = map.next_value()?;
-                    self.values[i] = (v.get() != "null").then_some(v);
+                    values[i] = (v.get() != "null").then_some(v);
                 }
                 None => {
                     map.next_value::<IgnoredAny>()?;
-                    if self.unknown.is_none() {
-                        *self.unknown = Some(name.into_owned());
+                    if unknown.is_none() {
+                        unknown = Some(name.into_owned());
                     }
                 }
             }
         }
-        Ok(())
+        Ok(match unknown {
+            Some(name) => Err(format!("unknown argument `{name}`")),
+            None => Ok(values),
+        })
+    }
+
+    /// `null`: no arguments.
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Ok(vec![None; self.plan.args.len()]))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Err(format!("{NOT_AN_OBJECT}, not an array")))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Err(format!("{NOT_AN_OBJECT}, not a boolean")))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Err(format!("{NOT_AN_OBJECT}, not a number")))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Err(format!("{NOT_AN_OBJECT}, not a number")))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Err(format!("{NOT_AN_OBJECT}, not a number")))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Err(format!("{NOT_AN_OBJECT}, not a string")))
     }
 }
 
@@ -282,6 +321,9 @@ fn check(a: &Arg, v: &RawValue) -> Result<(), String> {
                 a.type_names().join(" or ")
             ));
         }
+    }
+    if !a.allowed {
+        return Ok(());
     }
     if let Some(Value::Array(allowed)) = a.schema.get("enum") {
         let value: Value = serde_json::from_str(v.get()).map_err(|e| e.to_string())?;

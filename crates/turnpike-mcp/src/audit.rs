@@ -4,14 +4,16 @@
 //! request completes and ships it with the gateway's analytics (docs/mcp.md, "Audit
 //! trail of tool calls"). An API without `audit:` builds no [`Auditor`] and pays nothing.
 //!
-//! The arguments are read from the message a second time, before the call is rewritten
-//! into its operation: the price of an audit, paid by audited APIs only, keeps the
-//! message path (`exchange.rs`) unaware of it.
+//! An API's own tools are noted from the message path's one read of the call (its
+//! tool's name, its arguments' raw text: `exchange.rs`, [`Auditor::note_call`]); a proxied
+//! server's calls from the message read again ([`Auditor::note`]). The arguments become a
+//! tree only here, for redaction: a price audited APIs alone pay.
 
 use std::sync::Arc;
 
-use http::request;
+use http::{request, HeaderValue};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use turnpike_model::mcp::{McpAuditSpec, McpSpec};
 use turnpike_policy::mcp::{ToolCallAudit, ToolOutcome};
@@ -118,10 +120,33 @@ impl Auditor {
         let Some((tool, arguments)) = tool_call(body) else {
             return;
         };
+        self.insert(ctx, req.headers.get(MCP_SESSION_ID), &tool, arguments);
+    }
+
+    /// Puts the audit of a call of `tool` in `ctx`: its arguments' raw text as the
+    /// message carried it (`None`: absent), the `Mcp-Session-Id` it named.
+    pub(crate) fn note_call(
+        &self,
+        ctx: &mut RequestCtx,
+        session: Option<&HeaderValue>,
+        tool: &str,
+        arguments: Option<&RawValue>,
+    ) {
+        let arguments = arguments
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        self.insert(ctx, session, tool, arguments);
+    }
+
+    fn insert(
+        &self,
+        ctx: &mut RequestCtx,
+        session: Option<&HeaderValue>,
+        tool: &str,
+        arguments: Value,
+    ) {
         let (arguments, truncated) = self.record(arguments);
-        let session = req
-            .headers
-            .get(MCP_SESSION_ID)
+        let session = session
             .and_then(|v| v.to_str().ok())
             .map(|s| Arc::from(cut(s, MAX_SESSION_CHARS)));
         ctx.ext.insert(ToolCallAudit {

@@ -12,13 +12,14 @@ use rmcp::model::{
     ErrorCode, ErrorData, InitializeRequestParams, InputResponses, ProtocolVersion, RequestId,
     RequestMetaObject,
 };
-use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use turnpike_policy::RequestCtx;
 
+use crate::audit::Auditor;
 use crate::content::Library;
-use crate::rpc::{self, Message, Refusal};
-use crate::tools::Catalog;
+use crate::rpc::{self, json_str, Key, Message, ParamsSeed, Refusal};
+use crate::tools::{CallPlan, Catalog};
 use crate::{args, session};
 
 pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -96,22 +97,22 @@ impl Catalog {
         req: &mut request::Parts,
         body: &mut Bytes,
         library: &Library,
+        auditor: Option<&Auditor>,
     ) -> Exchange {
         // Taken out (never sent upstream) as they are read: a lookup each, not two.
-        // Some(None): a header that names no session this server could have issued.
-        let header = req
-            .headers
-            .remove(MCP_SESSION_ID)
-            .map(|v| session::parse_id(v.as_bytes()));
+        let session_id = req.headers.remove(MCP_SESSION_ID);
         let version = req.headers.remove(MCP_PROTOCOL_VERSION);
         let step = if req.method == Method::DELETE {
             Next::Delete
         } else {
-            match self.message(ctx, req, body, library, version.as_ref()) {
+            let audit = auditor.map(|a| (a, session_id.as_ref()));
+            match self.message(ctx, req, body, library, version.as_ref(), audit) {
                 Ok(next) => next,
                 Err(r) => Next::Refuse(r),
             }
         };
+        // Some(None): a header that names no session this server could have issued.
+        let header = session_id.map(|v| session::parse_id(v.as_bytes()));
         let needs_session = !matches!(step, Next::Initialize { .. } | Next::Refuse(_));
         let step = match (needs_session, header) {
             (true, None) => Next::Refuse(Refusal::new(
@@ -134,6 +135,7 @@ impl Catalog {
         body: &mut Bytes,
         library: &Library,
         version: Option<&HeaderValue>,
+        audit: Option<(&Auditor, Option<&HeaderValue>)>,
     ) -> Result<Next, Refusal> {
         if !turnpike_policy::http::has_json_body(&req.headers) {
             let msg = "a message is sent as application/json".to_string();
@@ -144,10 +146,37 @@ impl Catalog {
                 msg,
             ));
         }
-        let (id, method, params) = match rpc::parse(body)? {
-            Message::NoAnswer => return Ok(Next::Accepted),
-            Message::Request { id, method, params } => (id, method, params),
+        // An audited call keeps its arguments' raw text for the audit trail.
+        let seed = CallSeed {
+            catalog: self,
+            raw_arguments: audit.is_some(),
         };
+        let (id, method, params, early) = match rpc::parse_with(body, &seed)? {
+            (Message::NoAnswer, _) => return Ok(Next::Accepted),
+            (Message::Request { id, method, params }, early) => (id, method, params, early),
+        };
+        if method == "tools/call" {
+            let call = early.unwrap_or_else(|| seed.read_raw(params));
+            if let (Some((auditor, session)), Some(name)) = (audit, &call.name) {
+                let arguments = match call.arguments {
+                    Arguments::Raw(raw) => Some(raw),
+                    _ => None,
+                };
+                auditor.note_call(ctx, session, name, arguments);
+            }
+            check_version_header(version)?;
+            let (tool, upstream) = self
+                .rewrite(ctx, req, body, call)
+                .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
+            *body = upstream;
+            return Ok(Next::Call(ToolCall {
+                id,
+                graphql: self.tools[tool].plan.graphql.is_some(),
+                tool,
+                status: StatusCode::OK,
+                json: false,
+            }));
+        }
         if method != "initialize" {
             check_version_header(version)?;
         }
@@ -160,20 +189,6 @@ impl Catalog {
             },
             "ping" => Next::Reply(rpc::result(id, serde_json::json!({}))),
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
-            "tools/call" => {
-                let call = rpc::params::<CallParams>(&id, params)?;
-                let (tool, upstream) = self
-                    .rewrite(ctx, req, body, &call)
-                    .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
-                *body = upstream;
-                Next::Call(ToolCall {
-                    id,
-                    graphql: self.tools[tool].plan.graphql.is_some(),
-                    tool,
-                    status: StatusCode::OK,
-                    json: false,
-                })
-            }
             other => match library.answer(&id, other, params) {
                 Some(Ok(body)) => Next::Reply(body),
                 Some(Err(refusal)) => Next::Refuse(refusal),
@@ -194,13 +209,11 @@ impl Catalog {
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         message: &Bytes,
-        call: &CallParams,
+        call: CallRead,
     ) -> Result<(usize, Bytes), String> {
-        let Some(&i) = self.by_name.get(&*call.name) else {
-            return Err(format!("no tool is named `{}`", call.name));
-        };
+        let (i, values) = self.arguments(call)?;
         let tool = &self.tools[i];
-        let http = args::request(&tool.plan, call.arguments, message)?;
+        let http = args::build(&tool.plan, &values, message)?;
         ctx.upstream
             .set_path(&http.path)
             .map_err(|e| e.to_string())?;
@@ -234,22 +247,202 @@ impl Catalog {
     }
 }
 
-/// `tools/call`'s params, read straight from the message: the name and the arguments
-/// borrowed (the arguments are read against the tool's plan, [`args::request`]); the
-/// members this server does not use typed as the SDK types them, so a malformed one is
-/// refused as before.
-#[derive(Deserialize)]
-pub(crate) struct CallParams<'a> {
-    #[serde(borrow)]
-    pub name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    pub arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", default)]
-    _meta: Option<RequestMetaObject>,
-    #[serde(rename = "inputResponses", default)]
-    _input_responses: Option<InputResponses>,
-    #[serde(rename = "requestState", default)]
-    _request_state: Option<String>,
+/// `tools/call`'s params as read from the message: the tool's name, and its arguments
+/// read against the tool's plan when the name came first (as the SDKs write it), else as
+/// raw text read once the name is known. The members this server does not use are
+/// checked as the SDK types them (`_meta`, `inputResponses`, `requestState`), so a
+/// malformed one is refused as before.
+pub(crate) struct CallRead<'a> {
+    name: Option<Cow<'a, str>>,
+    /// The named tool's index in the catalog (looked up once, as the name is read).
+    tool: Option<usize>,
+    arguments: Arguments<'a>,
+    /// The first thing wrong with the params' meaning (answered `Invalid params`).
+    problem: Option<String>,
+}
+
+enum Arguments<'a> {
+    Absent,
+    Raw(&'a RawValue),
+    Read(Result<args::Values<'a>, String>),
+}
+
+impl Catalog {
+    /// The tool called and its arguments, or why the call is invalid.
+    fn arguments<'a>(&self, call: CallRead<'a>) -> Result<(usize, args::Values<'a>), String> {
+        if let Some(problem) = call.problem {
+            return Err(format!("params: {problem}"));
+        }
+        let Some(name) = call.name else {
+            return Err("params: missing field `name`".into());
+        };
+        let Some(i) = call.tool else {
+            return Err(format!("no tool is named `{name}`"));
+        };
+        let values = match call.arguments {
+            Arguments::Read(values) => values?,
+            Arguments::Raw(raw) => args::values(&self.tools[i].plan, Some(raw))?,
+            Arguments::Absent => args::values(&self.tools[i].plan, None)?,
+        };
+        Ok((i, values))
+    }
+}
+
+/// Reads `tools/call`'s params (in the message's pass, or from their raw text).
+struct CallSeed<'c> {
+    catalog: &'c Catalog,
+    /// The arguments kept as raw text (not read against the tool's plan in the pass).
+    raw_arguments: bool,
+}
+
+impl CallSeed<'_> {
+    /// The params from their raw text (`None`: absent, read as `{}`).
+    fn read_raw<'a>(&self, params: Option<&'a RawValue>) -> CallRead<'a> {
+        let mut de = serde_json::Deserializer::from_str(params.map_or("{}", RawValue::get));
+        // The text was read once already: only a number out of range fails here.
+        self.read(&mut de).unwrap_or_else(|e| CallRead {
+            name: None,
+            tool: None,
+            arguments: Arguments::Absent,
+            problem: Some(e.to_string()),
+        })
+    }
+}
+
+impl<'de> ParamsSeed<'de> for CallSeed<'_> {
+    type Read = CallRead<'de>;
+
+    fn wants(&self, method: &str) -> bool {
+        method == "tools/call"
+    }
+
+    fn read<D: Deserializer<'de>>(&self, d: D) -> Result<CallRead<'de>, D::Error> {
+        d.deserialize_any(CallVisitor(self))
+    }
+}
+
+struct CallVisitor<'s, 'c>(&'s CallSeed<'c>);
+
+impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
+    type Value = CallRead<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("tools/call params")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallRead<'de>, A::Error> {
+        let catalog = self.0.catalog;
+        let mut call = CallRead {
+            name: None,
+            tool: None,
+            arguments: Arguments::Absent,
+            problem: None,
+        };
+        let mut seen = 0u8;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let bit = match &*key {
+                "name" => 1,
+                "arguments" => 2,
+                "_meta" => 4,
+                "inputResponses" => 8,
+                "requestState" => 16,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if seen & bit != 0 {
+                call.problem
+                    .get_or_insert(format!("duplicate field `{key}`"));
+            }
+            seen |= bit;
+            match bit {
+                1 => match json_str(map.next_value()?) {
+                    Some(name) => {
+                        call.tool = catalog.by_name.get(&*name).copied();
+                        call.name = Some(name);
+                    }
+                    None => {
+                        call.problem.get_or_insert("`name` must be a string".into());
+                    }
+                },
+                2 => {
+                    let plan = call
+                        .tool
+                        .filter(|_| !self.0.raw_arguments)
+                        .map(|i| &catalog.tools[i].plan);
+                    call.arguments = match plan {
+                        Some(plan) => Arguments::Read(map.next_value_seed(ArgsSeed(plan))?),
+                        None => match map.next_value::<Option<&RawValue>>()? {
+                            Some(raw) => Arguments::Raw(raw),
+                            None => Arguments::Absent,
+                        },
+                    };
+                }
+                _ => {
+                    let raw: &RawValue = map.next_value()?;
+                    let typed = match bit {
+                        4 => serde_json::from_str::<Option<RequestMetaObject>>(raw.get()).err(),
+                        8 => serde_json::from_str::<Option<InputResponses>>(raw.get()).err(),
+                        _ => serde_json::from_str::<Option<String>>(raw.get()).err(),
+                    };
+                    if let Some(e) = typed {
+                        call.problem.get_or_insert(format!("`{key}`: {e}"));
+                    }
+                }
+            }
+        }
+        Ok(call)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CallRead<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(not_an_object())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<CallRead<'de>, E> {
+        Ok(not_an_object())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<CallRead<'de>, E> {
+        Ok(not_an_object())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<CallRead<'de>, E> {
+        Ok(not_an_object())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<CallRead<'de>, E> {
+        Ok(not_an_object())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<CallRead<'de>, E> {
+        Ok(not_an_object())
+    }
+
+    fn visit_unit<E>(self) -> Result<CallRead<'de>, E> {
+        Ok(not_an_object())
+    }
+}
+
+fn not_an_object<'a>() -> CallRead<'a> {
+    CallRead {
+        name: None,
+        tool: None,
+        arguments: Arguments::Absent,
+        problem: Some("tools/call's params must be an object".into()),
+    }
+}
+
+/// A tool's arguments read against its plan.
+struct ArgsSeed<'p>(&'p CallPlan);
+
+impl<'de> DeserializeSeed<'de> for ArgsSeed<'_> {
+    type Value = Result<args::Values<'de>, String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        args::read(self.0, d)
+    }
 }
 
 /// The version a client asked for when this server speaks it, else the newest.
@@ -304,4 +497,109 @@ pub(crate) fn sessions_full(id: Option<RequestId>) -> Refusal {
         ErrorCode(-32000),
         "this server holds as many sessions as it may: try again later".into(),
     )
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// How a `tools/call` message's params are read.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) enum Way {
+        /// In the envelope's pass (the arguments against the plan when the name came first).
+        Pass,
+        /// In the pass, the arguments kept raw (an audited API).
+        PassRaw,
+        /// From the params' raw text after the envelope (the message reader before).
+        After,
+    }
+
+    /// The tool and its arguments' texts a `tools/call` message reads as, or why not.
+    pub(crate) fn read_call(
+        catalog: &Catalog,
+        body: &[u8],
+        way: Way,
+    ) -> Result<(usize, Vec<Option<String>>), String> {
+        let seed = CallSeed {
+            catalog,
+            raw_arguments: matches!(way, Way::PassRaw),
+        };
+        let (message, early) = match way {
+            Way::After => (rpc::parse(body), None),
+            _ => match rpc::parse_with(body, &seed) {
+                Ok((m, early)) => (Ok(m), early),
+                Err(r) => (Err(r), None),
+            },
+        };
+        let params = match message.map_err(|r| r.error.message.to_string())? {
+            Message::Request { params, .. } => params,
+            Message::NoAnswer => return Err("no answer".into()),
+        };
+        let call = early.unwrap_or_else(|| seed.read_raw(params));
+        let (tool, values) = catalog.arguments(call)?;
+        let texts = values.iter().map(|v| v.map(|v| v.get().to_owned()));
+        Ok((tool, texts.collect()))
+    }
+
+    #[test]
+    fn params_read_in_the_pass_as_after_it_in_any_order() {
+        let catalog = Catalog::new(crate::args::tests::tools());
+        let call = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+        };
+        for (params, want) in [
+            (r#"{"name":"getItem","arguments":{"id":"7","n":3}}"#, Ok(0)),
+            (r#"{"arguments":{"id":"7","n":3},"name":"getItem"}"#, Ok(0)),
+            (r#"{"name":"putItem","arguments":null}"#, Ok(1)),
+            (
+                r#"{"name":"nope","arguments":{}}"#,
+                Err("no tool is named `nope`"),
+            ),
+            (r#"{"arguments":{}}"#, Err("params: missing field `name`")),
+            (
+                r#"{"name":"getItem","name":"getItem"}"#,
+                Err("params: duplicate field `name`"),
+            ),
+            (r#"{"name":5}"#, Err("params: `name` must be a string")),
+            (
+                r#"{"name":"getItem","_meta":5}"#,
+                Err("params: `_meta`: invalid type"),
+            ),
+            (
+                r#"{"name":"getItem","arguments":[1]}"#,
+                Err("params: `arguments` must be an object, not an array"),
+            ),
+            (
+                r#"{"name":"getItem","arguments":{"id":"1","color":"red"}}"#,
+                Err("unknown argument `color`"),
+            ),
+            (
+                r#"[1]"#,
+                Err("params: tools/call's params must be an object"),
+            ),
+        ] {
+            let body = call(params);
+            let mut results = Vec::new();
+            for way in [Way::Pass, Way::PassRaw, Way::After] {
+                let got = read_call(&catalog, body.as_bytes(), way);
+                match (&got, want) {
+                    (Ok((tool, _)), Ok(t)) => assert_eq!(*tool, t, "{params} {way:?}"),
+                    (Err(e), Err(w)) => assert!(e.starts_with(w), "{params} {way:?}: {e}"),
+                    _ => panic!("{params} {way:?}: {got:?}"),
+                }
+                results.push(got);
+            }
+            assert!(
+                results.windows(2).all(|w| w[0] == w[1]),
+                "{params}: {results:?}"
+            );
+        }
+        // The params before the method: read after the envelope, as before.
+        let body = br#"{"params":{"name":"getItem","arguments":{"id":"7"}},"jsonrpc":"2.0","id":1,"method":"tools/call"}"#;
+        assert_eq!(read_call(&catalog, body, Way::Pass).map(|r| r.0), Ok(0));
+        // A method repeated after the params it read them for.
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getItem"},"method":"ping"}"#;
+        let e = read_call(&catalog, body, Way::Pass).expect_err("refused");
+        assert!(e.contains("repeated"), "{e}");
+    }
 }

@@ -276,6 +276,34 @@ proptest! {
         }
     }
 
+    /// A `tools/call` reads the same in the envelope's pass, in it with the arguments
+    /// kept raw (an audited API), and after it from the params' raw text: the same tool
+    /// and arguments, or the same refusal, whatever the members' order.
+    #[test]
+    fn tool_calls_read_the_same_in_one_pass_or_after(
+        args in arguments(),
+        name in prop::sample::select(vec!["getItem", "putItem", "addNote", "none"]),
+        params_first in any::<bool>(),
+        arguments_first in any::<bool>(),
+        extra in json_value(),
+    ) {
+        use crate::exchange::tests::{read_call, Way};
+        let catalog = crate::tools::Catalog::new(crate::args::tests::tools());
+        let arguments = Value::Object(args).to_string();
+        let name = serde_json::to_string(name).expect("json");
+        let params = match arguments_first {
+            true => format!(r#"{{"arguments":{arguments},"x":{extra},"name":{name}}}"#),
+            false => format!(r#"{{"name":{name},"x":{extra},"arguments":{arguments}}}"#),
+        };
+        let body = match params_first {
+            true => format!(r#"{{"params":{params},"jsonrpc":"2.0","id":1,"method":"tools/call"}}"#),
+            false => format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#),
+        };
+        let after = read_call(&catalog, body.as_bytes(), Way::After);
+        prop_assert_eq!(&read_call(&catalog, body.as_bytes(), Way::Pass), &after);
+        prop_assert_eq!(&read_call(&catalog, body.as_bytes(), Way::PassRaw), &after);
+    }
+
     /// A tool's answer is the SDK's `CallToolResult` for any body, status and id.
     #[test]
     fn answers_are_the_sdks_for_any_body(

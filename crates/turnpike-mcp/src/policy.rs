@@ -21,6 +21,7 @@ use rmcp::model::{
 };
 use turnpike_model::clock::Clock;
 use turnpike_model::mcp::{McpSpec, ENDPOINT_RESOURCE};
+use turnpike_policy::mcp::ToolOutcome;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::{
     BuildCx, Flow, GatewayError, Hooks, Policy, PolicyKind, RequestCtx, Stage, Step,
@@ -266,10 +267,8 @@ impl Policy for McpPolicy {
         req: &'a mut request::Parts,
         body: &'a mut Bytes,
     ) -> Step<'a> {
-        if let Some(auditor) = &self.auditor {
-            auditor.note(ctx, req, body);
-        }
-        let ex = self.catalog.read(ctx, req, body, &self.library);
+        let auditor = self.auditor.as_ref();
+        let ex = self.catalog.read(ctx, req, body, &self.library, auditor);
         ctx.ext.insert(State::Read(ex));
         Step::CONTINUE
     }
@@ -317,9 +316,14 @@ impl Policy for McpPolicy {
             _ => State::Done,
         };
         if let State::Sent(call) = call {
-            *body = crate::wrap::body(call, body);
+            let (answer, failed) = crate::wrap::body(call, body);
+            *body = answer;
             if self.auditor.is_some() {
-                audit::settle(ctx, audit::outcome_of_answer(body));
+                let outcome = match failed {
+                    true => ToolOutcome::ToolError { code: None },
+                    false => ToolOutcome::Ok,
+                };
+                audit::settle(ctx, outcome);
             }
         }
         Ok(())

@@ -11,7 +11,7 @@ use http::{HeaderValue, Response, StatusCode};
 use rmcp::model::{
     ErrorCode, ErrorData, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
 };
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use turnpike_policy::Flow;
@@ -63,6 +63,39 @@ impl Refusal {
 /// Reads one message: its envelope in one pass over the body, without a tree of it
 /// (`params` kept as the raw text each method reads into its own type).
 pub fn parse(body: &[u8]) -> Result<Message<'_>, Refusal> {
+    parse_with(body, &Raw).map(|(m, _)| m)
+}
+
+/// A method's params read in the envelope's own pass, when `method` comes before
+/// `params` (as the SDKs write a message): their text is then read once, not kept raw
+/// and read again. A problem with the params' meaning is part of `Read` (answered as
+/// `Invalid params` after the envelope's own checks); only a syntax error fails the read.
+pub(crate) trait ParamsSeed<'de> {
+    type Read;
+    /// Whether the params of `method` are read in the pass.
+    fn wants(&self, method: &str) -> bool;
+    fn read<D: Deserializer<'de>>(&self, d: D) -> Result<Self::Read, D::Error>;
+}
+
+/// No params read in the pass.
+struct Raw;
+
+impl<'de> ParamsSeed<'de> for Raw {
+    type Read = ();
+    fn wants(&self, _: &str) -> bool {
+        false
+    }
+    fn read<D: Deserializer<'de>>(&self, d: D) -> Result<(), D::Error> {
+        IgnoredAny::deserialize(d).map(|_| ())
+    }
+}
+
+/// [`parse`], with the params of the methods `seed` wants read in the same pass (`Some`
+/// then, and the message's `params` `None`).
+pub(crate) fn parse_with<'a, S: ParamsSeed<'a>>(
+    body: &'a [u8],
+    seed: &S,
+) -> Result<(Message<'a>, Option<S::Read>), Refusal> {
     let bad = |code, msg: &str| Refusal::new(StatusCode::BAD_REQUEST, None, code, msg.into());
     if body.len() > MAX_MESSAGE_BYTES {
         let msg = format!("a message is at most {MAX_MESSAGE_BYTES} bytes");
@@ -81,7 +114,12 @@ pub fn parse(body: &[u8]) -> Result<Message<'_>, Refusal> {
     };
     // UTF-8 checked once here: the parser then reads the text without checking each string.
     let text = std::str::from_utf8(body).map_err(|e| not_json(&e))?;
-    let m = match serde_json::from_str::<Top>(text).map_err(|e| not_json(&e))? {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = TopSeed(seed)
+        .deserialize(&mut de)
+        .and_then(|top| de.end().map(|()| top))
+        .map_err(|e| not_json(&e))?;
+    let m = match top {
         Top::Object(m) => m,
         Top::Array => {
             return Err(bad(
@@ -96,6 +134,10 @@ pub fn parse(body: &[u8]) -> Result<Message<'_>, Refusal> {
             ))
         }
     };
+    if m.reread {
+        let msg = "`method` is repeated after its `params`";
+        return Err(bad(ErrorCode::INVALID_REQUEST, msg));
+    }
     if m.jsonrpc.and_then(json_str).as_deref() != Some("2.0") {
         return Err(bad(ErrorCode::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
     }
@@ -108,14 +150,17 @@ pub fn parse(body: &[u8]) -> Result<Message<'_>, Refusal> {
             )
         })?),
     };
-    match (m.method.map(json_str), id) {
-        (Some(Some(method)), Some(id)) => Ok(Message::Request {
-            id,
-            method,
-            params: m.params,
-        }),
-        (Some(Some(_)), None) => Ok(Message::NoAnswer),
-        (None, Some(_)) if m.answer => Ok(Message::NoAnswer),
+    match (m.method, id) {
+        (Some(Some(method)), Some(id)) => Ok((
+            Message::Request {
+                id,
+                method,
+                params: m.params,
+            },
+            m.read,
+        )),
+        (Some(Some(_)), None) => Ok((Message::NoAnswer, None)),
+        (None, Some(_)) if m.answer => Ok((Message::NoAnswer, None)),
         _ => Err(bad(
             ErrorCode::INVALID_REQUEST,
             "a message needs a string `method`",
@@ -145,83 +190,120 @@ fn request_id(raw: &RawValue) -> Option<RequestId> {
 }
 
 /// The top of a message: an object's envelope, or the shape it has instead.
-enum Top<'a> {
-    Object(Envelope<'a>),
+enum Top<'a, R> {
+    Object(Envelope<'a, R>),
     Array,
     Other,
 }
 
-/// The members JSON-RPC defines, each as its raw text (a repeated member: the last).
-#[derive(Default)]
-struct Envelope<'a> {
+/// The members JSON-RPC defines (a repeated member: the last): `method` read (`Some(None)`:
+/// not a string), the others as their raw text, or the params read by the seed.
+struct Envelope<'a, R> {
     jsonrpc: Option<&'a RawValue>,
     id: Option<&'a RawValue>,
-    method: Option<&'a RawValue>,
+    method: Option<Option<Cow<'a, str>>>,
     params: Option<&'a RawValue>,
+    read: Option<R>,
     /// A `result` or `error` member: a response to a server request.
     answer: bool,
+    /// The params were read for a method a later `method` member replaced.
+    reread: bool,
 }
 
-impl<'de> Deserialize<'de> for Top<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TopVisitor)
+/// Reads the top of a message, the seed at hand for its params.
+struct TopSeed<'s, S>(&'s S);
+
+impl<'de, S: ParamsSeed<'de>> DeserializeSeed<'de> for TopSeed<'_, S> {
+    type Value = Top<'de, S::Read>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct TopVisitor;
+/// The params as the seed reads them.
+struct Params<'s, S>(&'s S);
 
-impl<'de> Visitor<'de> for TopVisitor {
-    type Value = Top<'de>;
+impl<'de, S: ParamsSeed<'de>> DeserializeSeed<'de> for Params<'_, S> {
+    type Value = S::Read;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Read, D::Error> {
+        self.0.read(d)
+    }
+}
+
+impl<'de, S: ParamsSeed<'de>> Visitor<'de> for TopSeed<'_, S> {
+    type Value = Top<'de, S::Read>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON-RPC message")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
-        let mut m = Envelope::default();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut m = Envelope {
+            jsonrpc: None,
+            id: None,
+            method: None,
+            params: None,
+            read: None,
+            answer: false,
+            reread: false,
+        };
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            let slot = match &*key.0 {
-                "jsonrpc" => &mut m.jsonrpc,
-                "id" => &mut m.id,
-                "method" => &mut m.method,
-                "params" => &mut m.params,
+            match &*key.0 {
+                "jsonrpc" => m.jsonrpc = Some(map.next_value()?),
+                "id" => m.id = Some(map.next_value()?),
+                "method" => m.method = Some(json_str(map.next_value()?)),
+                "params" => match &m.method {
+                    Some(Some(method)) if self.0.wants(method) => {
+                        m.read = Some(map.next_value_seed(Params(self.0))?);
+                        m.params = None;
+                    }
+                    _ => {
+                        m.params = Some(map.next_value()?);
+                        m.read = None;
+                    }
+                },
                 other => {
                     m.answer |= matches!(other, "result" | "error");
                     map.next_value::<IgnoredAny>()?;
-                    continue;
                 }
-            };
-            *slot = Some(map.next_value()?);
+            }
         }
+        // Params read for a method that a repeated `method` member then replaced: the
+        // last member counts, but its params were read for another (refused: no client
+        // writes this, and the raw text is gone).
+        m.reread =
+            m.read.is_some() && !matches!(&m.method, Some(Some(method)) if self.0.wants(method));
         Ok(Top::Object(m))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top<'de>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Top::Array)
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Top<'de>, E> {
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
         Ok(Top::Other)
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Top<'de>, E> {
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
         Ok(Top::Other)
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Top<'de>, E> {
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
         Ok(Top::Other)
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Top<'de>, E> {
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
         Ok(Top::Other)
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<Top<'de>, E> {
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
         Ok(Top::Other)
     }
 
-    fn visit_unit<E>(self) -> Result<Top<'de>, E> {
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(Top::Other)
     }
 }

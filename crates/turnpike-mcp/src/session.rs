@@ -175,23 +175,39 @@ pub fn parse_id(text: &[u8]) -> Option<u128> {
     if text.len() != 32 {
         return None;
     }
-    // Digit by digit, in two 64-bit halves: `from_str_radix` on a u128 cost ~800
-    // instructions a call, a fold over a u128 ~450.
+    // Digit by digit through a table, in two 64-bit halves: `from_str_radix` on a u128
+    // cost ~800 instructions a call, a fold with a match per digit ~370.
     let (high, low) = text.split_at(16);
     Some(u128::from(hex64(high)?) << 64 | u128::from(hex64(low)?))
 }
 
+/// Each byte's hex digit value (either case); `NOT_HEX` for any other byte.
+const HEX: [u8; 256] = {
+    let mut t = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+const NOT_HEX: u8 = 0xF0;
+
 /// Up to 16 hex digits (either case) as a number.
 fn hex64(digits: &[u8]) -> Option<u64> {
-    digits.iter().try_fold(0u64, |n, &b| {
-        let digit = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            b'A'..=b'F' => b - b'A' + 10,
-            _ => return None,
-        };
-        Some(n << 4 | u64::from(digit))
-    })
+    let (mut n, mut seen) = (0u64, 0u8);
+    for &b in digits {
+        let d = HEX[usize::from(b)];
+        seen |= d;
+        n = n << 4 | u64::from(d & 0x0F);
+    }
+    (seen & NOT_HEX == 0).then_some(n)
 }
 
 #[cfg(test)]
@@ -229,5 +245,17 @@ mod tests {
         assert_eq!(parse_id(format_id(id).as_bytes()), Some(id));
         assert_eq!(parse_id(b"xyz"), None);
         assert_eq!(parse_id(&[b'g'; 32]), None);
+        assert_eq!(
+            parse_id(b"0123456789ABCDEFabcdef0123456789"),
+            Some(0x0123_4567_89ab_cdef_abcd_ef01_2345_6789)
+        );
+        // Every byte that is no hex digit refuses the id, wherever it is.
+        for b in (0..=255u8).filter(|b| !b.is_ascii_hexdigit()) {
+            for at in [0, 15, 16, 31] {
+                let mut id = *b"00000000000000000000000000000000";
+                id[at] = b;
+                assert_eq!(parse_id(&id), None, "byte {b} at {at}");
+            }
+        }
     }
 }

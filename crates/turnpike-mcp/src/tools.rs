@@ -89,17 +89,21 @@ pub struct Arg {
     pub schema: Value,
     /// The schema's `type`s as [`Kind`] bits, compiled once (`None`: any value).
     pub kinds: Option<u8>,
+    /// The schema's `enum` (its allowed values), looked up once.
+    pub allowed: bool,
 }
 
 impl Arg {
     fn new(name: String, place: Place, required: bool, schema: Value) -> Arg {
         let kinds = Kind::compile(&Arg::names_in(&schema));
+        let allowed = schema.get("enum").is_some_and(Value::is_array);
         Arg {
             name,
             place,
             required,
             schema,
             kinds,
+            allowed,
         }
     }
 

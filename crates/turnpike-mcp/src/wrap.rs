@@ -8,8 +8,8 @@ use std::fmt;
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_LOCATION,
-    CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
+    ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_ENCODING, CONTENT_LOCATION, CONTENT_RANGE,
+    CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
 };
 use http::{response, HeaderValue, StatusCode};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -20,10 +20,10 @@ use crate::exchange::ToolCall;
 use crate::rpc::Key;
 
 /// Headers that describe the operation's body, not the JSON-RPC answer that replaces it
-/// (`Content-Encoding` first: its presence refuses the answer).
-const BODY_HEADERS: [http::HeaderName; 9] = [
+/// (`Content-Encoding` first: its presence refuses the answer). `Content-Length` is not
+/// among them: the gateway sets it to the answer's length once the body is replaced.
+const BODY_HEADERS: [http::HeaderName; 8] = [
     CONTENT_ENCODING,
-    CONTENT_LENGTH,
     CONTENT_LOCATION,
     CONTENT_RANGE,
     CONTENT_DISPOSITION,
@@ -44,7 +44,9 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
         }
     }
     let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-    if content_type.is_some_and(turnpike_policy::http::is_stream_type) {
+    // A JSON answer (the common one) is no stream: one test of the media type, not two.
+    let json = content_type.is_some_and(turnpike_policy::http::is_json);
+    if !json && content_type.is_some_and(turnpike_policy::http::is_stream_type) {
         let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
         e.detail = Some("a tool's operation answered with a stream".into());
         return Err(e);
@@ -56,7 +58,7 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
         return Err(e);
     }
     call.status = resp.status;
-    call.json = content_type.is_some_and(turnpike_policy::http::is_json);
+    call.json = json;
     resp.status = StatusCode::OK;
     for (i, h) in BODY_HEADERS.iter().enumerate() {
         if present & (1 << i) != 0 {
@@ -70,8 +72,9 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
 
 /// The JSON-RPC answer to the call: a `CallToolResult` written straight into one buffer
 /// (the body escaped once as the text content; a JSON object body spliced in as the
-/// structured content as it came, once checked to be valid JSON).
-pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> Bytes {
+/// structured content as it came, once checked to be valid JSON); and whether it is a
+/// tool error (`isError`).
+pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     let text = std::str::from_utf8(upstream);
     let shape = match (call.json, text) {
         (true, Ok(t)) => shape(t),
@@ -104,7 +107,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> Bytes {
         true => br#","isError":true}}"#,
         false => br#","isError":false}}"#,
     });
-    Bytes::from(out)
+    (Bytes::from(out), failed)
 }
 
 /// JSON's whitespace.
@@ -266,7 +269,12 @@ pub(crate) mod tests {
 
     pub(crate) fn same_as_reference(call: ToolCall, upstream: &[u8]) {
         let want = reference(&call, upstream);
-        let got = body(call, upstream);
+        let (got, failed) = body(call, upstream);
+        assert_eq!(
+            Some(failed),
+            want["result"]["isError"].as_bool(),
+            "isError told"
+        );
         let got: Value = serde_json::from_slice(&got)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&got)));
         // The reference's structured content went through one more parse and print (a
@@ -319,7 +327,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_json_body_is_spliced_in_as_it_came() {
-        let out = body(
+        let (out, _) = body(
             call(RequestId::Number(1), 200, true, false),
             b"{\"b\":1,\"a\":2}\n",
         );

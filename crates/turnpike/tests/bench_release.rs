@@ -12,7 +12,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{TempDir, BIN};
+use support::{processes_naming, TempDir, BIN};
 
 #[test]
 fn release_script_writes_the_dated_table() {
@@ -196,23 +196,4 @@ fn check_published(page: &str, table: &str) {
         after(&docs_page(root)),
         "the page between the tables changed"
     );
-}
-
-/// The command lines of running processes that name `path` (Linux's /proc).
-fn processes_naming(path: &str) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(path))
-        .collect()
 }

@@ -367,3 +367,22 @@ pub fn mcp_steps(url: &str, key: &str, steps: &serde_json::Value) -> serde_json:
     );
     serde_json::from_slice(&out.stdout).expect("json from the script")
 }
+
+/// The command lines of running processes that name `path` (Linux's /proc).
+pub fn processes_naming(path: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(path))
+        .collect()
+}
