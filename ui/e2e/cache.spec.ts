@@ -4,7 +4,7 @@
 // first GET is a MISS, the second a HIT with an Age and no second upstream call, the
 // uncached resource goes upstream every time; Purge (after a confirmation) reaches the
 // gateway and the next GET is a MISS again.
-import { expect, test, type APIRequestContext } from '@playwright/test';
+import { expect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -38,34 +38,46 @@ async function get(request: APIRequestContext, path: string, context = '/cacheui
   return { xCache: r.headers()['x-cache'] ?? null, age: r.headers()['age'] ?? null, body: await r.text() };
 }
 
+/** An open API (no OAuth2, no subscription) published through the Publisher API, and a
+ * publisher's page on its Cache tab with the cache switched on at a 60 s TTL (unsaved). */
+async function openCacheTab(
+  browser: Browser,
+  request: APIRequestContext,
+  api: { name: string; context: string; endpoint: string; resources: string[] },
+): Promise<{ id: string; page: Page }> {
+  const { id } = await rest(request, 'POST', '/api/am/publisher/v1/apis', {
+    name: api.name,
+    context: api.context,
+    version: 'v1',
+    endpoints: [api.endpoint],
+    resources: api.resources.map((path) => ({ path, methods: ['GET'] })),
+  });
+  await rest(request, 'PUT', `/api/am/publisher/v1/apis/${id}/security`, { oauth2: false, subscription: false });
+  await rest(request, 'POST', `/api/am/publisher/v1/apis/change-lifecycle?apiId=${id}&action=Publish`);
+  const page = await signIn(browser);
+  await page.goto(`/publisher/apis/${id}`);
+  await page.getByRole('tab', { name: 'Cache', exact: true }).click();
+  await page.getByRole('switch', { name: 'Cache responses' }).check();
+  await page.getByLabel('TTL', { exact: true }).fill('60s');
+  return { id, page };
+}
+
 test('a cache set in the Publisher portal answers HIT, and Purge makes the next GET a MISS', async ({ browser, request }) => {
   const backend = await countingBackend();
   try {
-    const api = await rest(request, 'POST', '/api/am/publisher/v1/apis', {
+    // Publisher portal: the Cache tab.
+    const { id, page } = await openCacheTab(browser, request, {
       name: 'CacheUi',
       context: '/cacheui',
-      version: 'v1',
-      endpoints: [backend.url],
-      resources: [
-        { path: '/items/*', methods: ['GET'] },
-        { path: '/live/*', methods: ['GET'] },
-      ],
+      endpoint: backend.url,
+      resources: ['/items/*', '/live/*'],
     });
-    await rest(request, 'PUT', `/api/am/publisher/v1/apis/${api.id}/security`, { oauth2: false, subscription: false });
-    await rest(request, 'POST', `/api/am/publisher/v1/apis/change-lifecycle?apiId=${api.id}&action=Publish`);
-
-    // Publisher portal: the Cache tab.
-    const page = await signIn(browser);
-    await page.goto(`/publisher/apis/${api.id}`);
-    await page.getByRole('tab', { name: 'Cache', exact: true }).click();
-    await page.getByRole('switch', { name: 'Cache responses' }).check();
-    await page.getByLabel('TTL', { exact: true }).fill('60s');
     await page.getByLabel('Tag header').fill('Cache-Tag');
     await page.getByRole('combobox', { name: 'Cache of GET /live/*' }).click();
     await page.getByRole('option', { name: 'Not cached', exact: true }).click();
     await page.getByRole('button', { name: 'Save cache', exact: true }).click();
     await expect(page.getByText('Saved.')).toBeVisible();
-    const stored = await rest(request, 'GET', `/api/am/publisher/v1/apis/${api.id}`);
+    const stored = await rest(request, 'GET', `/api/am/publisher/v1/apis/${id}`);
     expect(stored.cacheConfiguration.ttl).toBe('60s');
     expect(stored.cacheConfiguration.tag_header).toBe('Cache-Tag');
     expect(stored.resources[1].cacheConfiguration).toBe(false);
@@ -113,25 +125,16 @@ test('a cache set in the Publisher portal answers HIT, and Purge makes the next 
 test('"Store from request" set in the Publisher portal: a key is stored from its second request', async ({ browser, request }) => {
   const backend = await countingBackend();
   try {
-    const api = await rest(request, 'POST', '/api/am/publisher/v1/apis', {
+    const { id, page } = await openCacheTab(browser, request, {
       name: 'CacheUses',
       context: '/cacheuses',
-      version: 'v1',
-      endpoints: [backend.url],
-      resources: [{ path: '/items/*', methods: ['GET'] }],
+      endpoint: backend.url,
+      resources: ['/items/*'],
     });
-    await rest(request, 'PUT', `/api/am/publisher/v1/apis/${api.id}/security`, { oauth2: false, subscription: false });
-    await rest(request, 'POST', `/api/am/publisher/v1/apis/change-lifecycle?apiId=${api.id}&action=Publish`);
-
-    const page = await signIn(browser);
-    await page.goto(`/publisher/apis/${api.id}`);
-    await page.getByRole('tab', { name: 'Cache', exact: true }).click();
-    await page.getByRole('switch', { name: 'Cache responses' }).check();
-    await page.getByLabel('TTL', { exact: true }).fill('60s');
     await page.getByLabel('Store from request').fill('2');
     await page.getByRole('button', { name: 'Save cache', exact: true }).click();
     await expect(page.getByText('Saved.')).toBeVisible();
-    expect((await rest(request, 'GET', `/api/am/publisher/v1/apis/${api.id}`)).cacheConfiguration.min_uses).toBe(2);
+    expect((await rest(request, 'GET', `/api/am/publisher/v1/apis/${id}`)).cacheConfiguration.min_uses).toBe(2);
     // Reopened, the form shows the stored value.
     await page.reload();
     await page.getByRole('tab', { name: 'Cache', exact: true }).click();

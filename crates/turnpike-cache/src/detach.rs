@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::AGE;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::policy::X_CACHE;
+use crate::label::X_CACHE;
 
 /// Whether a field of an answer is stored. Not the cache's own `X-Cache` (the label this
 /// gateway just put there), nor an `Age` of 0: every answer sent from the store is

@@ -22,6 +22,7 @@ mod detach;
 mod flight;
 mod footprint;
 mod key;
+mod label;
 mod policy;
 mod resources;
 mod revalidate;

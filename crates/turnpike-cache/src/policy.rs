@@ -29,8 +29,7 @@ use crate::shared::{Fetched, SharedLevel, Write};
 use crate::store::{ApiStore, Flight, Found, Presented, Received, Variant};
 use crate::wire::WireEntry;
 
-/// The header that says how the cache answered.
-pub const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
+use crate::label::X_CACHE;
 
 /// How the cache answered a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,8 +20,8 @@ use turnpike_policy::mcp::{ToolCallAudit, ToolOutcome};
 use turnpike_policy::spec::size::parse_size;
 use turnpike_policy::{BuildCx, RequestCtx};
 
-use crate::exchange::MCP_SESSION_ID;
 use crate::rpc::Refusal;
+use crate::session::MCP_SESSION_ID;
 
 /// What a redacted value becomes.
 pub(crate) const REDACTED: &str = "[REDACTED]";

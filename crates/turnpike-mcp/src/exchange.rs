@@ -22,7 +22,7 @@ use crate::rpc::{self, json_str, Key, Message, ParamsSeed, Refusal};
 use crate::tools::{CallPlan, Catalog};
 use crate::{args, session};
 
-pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+use crate::session::MCP_SESSION_ID;
 pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// The protocol versions with an `initialize` handshake this server speaks, newest

@@ -29,9 +29,10 @@ use turnpike_policy::{
 
 use crate::audit::{self, Auditor};
 use crate::content::Library;
-use crate::exchange::{sessions_full, unknown_session, Exchange, Next, State, MCP_SESSION_ID};
+use crate::exchange::{sessions_full, unknown_session, Exchange, Next, State};
 use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, json, refusal};
+use crate::session::MCP_SESSION_ID;
 use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
 use crate::tools::{self, Catalog};
 

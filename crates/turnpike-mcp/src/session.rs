@@ -6,7 +6,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use http::HeaderName;
 use turnpike_policy::RequestCtx;
+
+/// The header carrying a session's id, both ways.
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// Every API's sessions on this gateway (in the runtime's type map).
 #[derive(Default)]

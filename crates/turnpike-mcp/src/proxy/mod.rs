@@ -40,9 +40,10 @@ use turnpike_policy::{
 };
 
 use crate::audit::{self, Auditor};
-use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
+use crate::exchange::{sessions_full, unknown_session};
 use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, refusal, Message, Refusal};
+use crate::session::MCP_SESSION_ID;
 use crate::session::{self, caller_key, Found, Limits, Registry, Sessions};
 use filter::Filter;
 

@@ -41,9 +41,10 @@ use super::merge::{self, SEPARATOR};
 use super::relay::{self, settled};
 use super::remote::{Answer, RemoteClient, Target, PROTOCOL_VERSION};
 use crate::audit::{self, Auditor};
-use crate::exchange::{sessions_full, unknown_session, MCP_SESSION_ID};
+use crate::exchange::{sessions_full, unknown_session};
 use crate::govern::{self, ToolThrottle};
 use crate::rpc::{self, empty, json, refusal, Message, Refusal};
+use crate::session::MCP_SESSION_ID;
 use crate::session::{self, caller_key, Found, Limits, Registry, Remote, Sessions};
 
 /// Most servers behind one endpoint.

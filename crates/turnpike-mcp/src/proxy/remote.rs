@@ -13,7 +13,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderValue, StatusCode};
 use serde_json::Value;
 
-use crate::exchange::MCP_SESSION_ID;
+use crate::session::MCP_SESSION_ID;
 
 /// Largest answer read from a remote (a result relayed whole, or all the events of one
 /// relayed as they arrive).
