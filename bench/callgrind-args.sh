@@ -1,7 +1,8 @@
-# The arguments the callgrind scripts share (sourced): `callgrind_args N1 N2 "$@"` sets
+# The arguments the callgrind scripts share (sourced): `callgrind_opts N1 N2 "$@"` sets
 # n1 and n2 (these defaults, or --n1 / --n2), keep (--keep DIR: keep each callgrind.out)
-# and bins (every other argument: the binaries to compare, at least one).
-callgrind_args() {
+# and bins (every other argument: the binaries to compare); `callgrind_args` the same,
+# at least one binary required.
+callgrind_opts() {
   n1=$1; n2=$2; shift 2
   bins=(); keep=
   while [ $# -gt 0 ]; do
@@ -12,5 +13,9 @@ callgrind_args() {
       *) bins+=("$1"); shift;;
     esac
   done
+}
+
+callgrind_args() {
+  callgrind_opts "$@"
   [ ${#bins[@]} -gt 0 ] || { echo "usage: $0 BIN [BIN...] [--n1 N] [--n2 N] [--keep DIR]" >&2; exit 2; }
 }

@@ -11,21 +11,16 @@
 # Each count is (Ir after N2 requests - Ir after N1) / (N2 - N1), each run its own gateway
 # process under callgrind, so start-up and warm-up cancel out.
 #
-# Usage: bench/soap-callgrind.sh [--n1 300] [--n2 1500] [--keep DIR]
+# Usage: bench/soap-callgrind.sh [BIN] [--n1 300] [--n2 1500] [--keep DIR]
 # --keep DIR keeps each callgrind.out (API.SIZE.N) for callgrind_annotate.
-# Needs: valgrind; the release binary unless TURNPIKE_BIN names one.
+# Needs: valgrind; BIN, else TURNPIKE_BIN, else the release binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-n1=300; n2=1500; keep=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --n1) n1=$2; shift 2;;
-    --n2) n2=$2; shift 2;;
-    --keep) keep=$2; shift 2;;
-    *) echo "unknown option $1" >&2; exit 2;;
-  esac
-done
+. bench/callgrind-args.sh
+callgrind_opts 300 1500 "$@"
+[ ${#bins[@]} -le 1 ] || { echo "usage: $0 [BIN] [--n1 N] [--n2 N] [--keep DIR]" >&2; exit 2; }
+[ ${#bins[@]} -eq 0 ] || export TURNPIKE_BIN=${bins[0]}
 
 . bench/lib.sh
 
