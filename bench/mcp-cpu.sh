@@ -26,19 +26,35 @@
 # a GET, its arguments in path and query), mcp-post / rest-post (the like-for-like wire
 # comparison: both POST a JSON body), mcp-get / rest-post.
 #
+# Two loads:
+# - closed (default): wrk, a closed loop: the gateway as fast as it goes. How busy it is
+#   then depends on the mode (a slower mode is waited for more), and so does how many
+#   answers one wake-up serves: CPU per request mixes the call's cost and the batching.
+# - `--rate R`: an open loop at R requests/s for every mode (`turnpike bench run --rate R
+#   --connections C`, the first binary's, one thread on core 0): the same arrivals for
+#   REST and MCP, as a gateway in service sees them (it is rarely saturated), so the CPU
+#   per request compares the calls at equal load. R must be below every mode's capacity
+#   (the run fails when fewer than 95 % of R were served). Answers are checked by status
+#   (any >= 400 fails the run) after the curl check of each mode's answer. The kit is
+#   $TURNPIKE_KIT when set (a binary with `bench run --body-file`), else the first BIN.
+# Each round's MCP run follows its REST run (or the reverse, alternating), so besides the
+# ratio of the medians the script prints the median of each round's own ratio: the VM's
+# slow drifts (neighbours, frequency) cancel within a round.
+#
 # Usage: bench/mcp-cpu.sh BIN [BIN2] [--duration 5] [--rounds 5] [--connections 50]
-#        [--warmup 2]
+#        [--warmup 2] [--rate R]
 # Needs: wrk, taskset, curl, python3 (scripts/install-test-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration=5; rounds=5; conns=50; warmup=2; bins=()
+duration=5; rounds=5; conns=50; warmup=2; rate=; bins=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration=$2; shift 2;;
     --rounds) rounds=$2; shift 2;;
     --connections) conns=$2; shift 2;;
     --warmup) warmup=$2; shift 2;;
+    --rate) rate=$2; shift 2;;
     -*) echo "unknown option $1" >&2; exit 2;;
     *) bins+=("$1"); shift;;
   esac
@@ -127,7 +143,41 @@ check_once() { # i mode
 
 stat_of() { awk '{print $14, $15, $10}' "/proc/$1/stat"; } # utime stime minflt (ticks, faults)
 hz=$(getconf CLK_TCK)
+# The open loop's request of MODE for gateway I: the bench kit's arguments.
+kit_args() { # i mode
+  local a=(-H "apikey: $MCP_KEY")
+  case "$2" in
+    rest-get) a+=(--url "http://127.0.0.1:${gw_port[$1]}$MCP_GET_PATH");;
+    rest-post) printf '%s' "$MCP_PET" >"$work/body-$2"
+      a+=(--url "http://127.0.0.1:${gw_port[$1]}$MCP_POST_PATH" --body-file "$work/body-$2" -H "content-type: application/json");;
+    mcp-get|mcp-post)
+      if [ "$2" = mcp-get ]; then printf '%s' "$MCP_GET_CALL" >"$work/body-$2"; else printf '%s' "$MCP_POST_CALL" >"$work/body-$2"; fi
+      a+=(--url "http://127.0.0.1:${gw_port[$1]}$MCP_ENDPOINT" --body-file "$work/body-$2" -H "content-type: application/json"
+        -H "accept: application/json, text/event-stream" -H "mcp-session-id: ${session[$1]}" -H "mcp-protocol-version: $MCP_VERSION");;
+  esac
+  printf '%s\n' "${a[@]}"
+}
+run_open() { # i mode seconds -> "requests seconds user-ticks sys-ticks minflt"
+  local args before after
+  mapfile -t args < <(kit_args "$1" "$2")
+  before=$(stat_of "${gw_pid[$1]}")
+  TURNPIKE_LOG=warn taskset -c "$load_cpu" "${TURNPIKE_KIT:-${bins[0]}}" bench run "${args[@]}" --rate "$rate" \
+    --connections "$conns" --threads 1 --warmup 0s --duration "${3}s" --json >"$work/kit.json" 2>"$work/kit.err" \
+    || { echo "${bins[$1]} $2: bench run failed: $(cat "$work/kit.err")" >&2; exit 1; }
+  after=$(stat_of "${gw_pid[$1]}")
+  python3 - "$work/kit.json" "$rate" "$3" "$before" "$after" "${bins[$1]} $2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["summary"]
+rate, secs = float(sys.argv[2]), float(sys.argv[3])
+b, a = [list(map(int, x.split())) for x in sys.argv[4:6]]
+if r["errors"] or r["samples"] < 0.95 * rate * secs:
+    sys.exit(f"{sys.argv[6]}: {r['samples']} answers in {secs} s at {rate}/s, {r['errors']} errors: "
+             "the rate is above what this mode serves, or answers failed")
+print(r["samples"], secs, a[0] - b[0], a[1] - b[1], a[2] - b[2])
+PY
+}
 run() { # i mode seconds -> "requests seconds user-ticks sys-ticks minflt"
+  if [ -n "$rate" ]; then run_open "$@"; return; fi
   lua "$2" "${session[$1]}" >"$work/$2.lua"
   local before after out
   before=$(stat_of "${gw_pid[$1]}")
@@ -150,7 +200,8 @@ for i in "${!bins[@]}"; do
   for m in "${modes[@]}"; do check_once "$i" "$m"; run "$i" "$m" "$warmup" >/dev/null; done
 done
 
-echo "mcp-cpu: gateway on core $gw_cpu (--workers 1), echo and wrk -t1 -c$conns on core $load_cpu, ${duration}s runs, $rounds rounds"
+if [ -n "$rate" ]; then load="bench run --rate $rate --connections $conns (open loop)"; else load="wrk -t1 -c$conns (closed loop)"; fi
+echo "mcp-cpu: gateway on core $gw_cpu (--workers 1), echo and $load on core $load_cpu, ${duration}s runs, $rounds rounds"
 printf '%-5s %-32s %-9s %9s %10s %9s %9s %10s\n' round binary mode "req/s" "CPU_us/req" user sys "minflt/req"
 : >"$work/runs"
 for r in $(seq "$rounds"); do
@@ -162,7 +213,7 @@ for r in $(seq "$rounds"); do
       read -r n secs user sys faults <"$work/one"
       line=$(awk -v n="$n" -v s="$secs" -v u="$user" -v k="$sys" -v f="$faults" -v hz="$hz" \
         'BEGIN { us = 1e6 / hz / n; printf "%.0f %.2f %.2f %.2f %.3f", n / s, (u + k) * us, u * us, k * us, f / n }')
-      echo "$i $m $line" >>"$work/runs"
+      echo "$i $m $line $r" >>"$work/runs"
       read -r rps cpu u k flt <<<"$line"
       printf '%-5s %-32s %-9s %9s %10s %9s %9s %10s\n' "$r" "${bins[$i]}" "$m" "$rps" "$cpu" "$u" "$k" "$flt"
     done
@@ -173,8 +224,8 @@ python3 - "$work/runs" "${bins[@]}" <<'PY'
 import statistics, sys
 runs, bins = {}, sys.argv[2:]
 for line in open(sys.argv[1]):
-    i, mode, rps, cpu, user, sys_, flt = line.split()
-    runs.setdefault((int(i), mode), []).append((float(rps), float(cpu), float(flt), float(user), float(sys_)))
+    i, mode, rps, cpu, user, sys_, flt, rnd = line.split()
+    runs.setdefault((int(i), mode), []).append((float(rps), float(cpu), float(flt), float(user), float(sys_), int(rnd)))
 def span(v, k, fmt):
     xs = [x[k] for x in v]
     return f"{statistics.median(xs):{fmt}} ({min(xs):{fmt}}-{max(xs):{fmt}})"
@@ -189,5 +240,7 @@ print("\nratios of the medians (CPU per request; req/s):")
 for i, b in enumerate(bins):
     med = {m: [statistics.median(x[k] for x in runs[(i, m)]) for k in range(5)] for m in ("rest-get", "mcp-get", "rest-post", "mcp-post")}
     for mcp, rest in (("mcp-get", "rest-get"), ("mcp-post", "rest-post"), ("mcp-get", "rest-post")):
-        print(f"{b:32} {mcp}/{rest:9} CPU {med[mcp][1] / med[rest][1]:.3f}x  req/s {med[mcp][0] / med[rest][0]:.3f}x")
+        paired = sorted(m[1] / r[1] for m, r in zip(runs[(i, mcp)], runs[(i, rest)]) if m[5] == r[5])
+        print(f"{b:32} {mcp}/{rest:9} CPU {med[mcp][1] / med[rest][1]:.3f}x  req/s {med[mcp][0] / med[rest][0]:.3f}x"
+              f"  CPU, median of the rounds' own ratios {statistics.median(paired):.3f}x ({paired[0]:.3f}-{paired[-1]:.3f})")
 PY

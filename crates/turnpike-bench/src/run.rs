@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::header::HeaderName;
 use http::{HeaderValue, Method, Uri};
 use serde::{Deserialize, Serialize};
@@ -50,6 +51,11 @@ pub struct RunArgs {
     /// (what `turnpike echo --graphql` answers with the canned response N).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=3), conflicts_with_all = ["size", "soap"])]
     pub graphql: Option<u8>,
+    /// Send this file's bytes as every request's body, as they are (curl's
+    /// `--data-binary @FILE`); implies POST unless --method is given. Its Content-Type
+    /// is a --header's to give.
+    #[arg(long, conflicts_with_all = ["size", "soap", "graphql"])]
+    pub body_file: Option<PathBuf>,
     /// HTTP method (default GET, or POST with --size).
     #[arg(long)]
     pub method: Option<String>,
@@ -132,6 +138,7 @@ impl RunArgs {
             size: None,
             soap: None,
             graphql: None,
+            body_file: None,
             method: None,
             headers: Vec::new(),
             http2: false,
@@ -194,6 +201,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|_| format!("duration out of range: {s:?}"))
 }
 
+/// The bytes of `--body-file`, read once before the run.
+fn body_file(path: Option<&std::path::Path>) -> Result<Bytes, BenchError> {
+    let Some(path) = path else {
+        return Ok(Bytes::new());
+    };
+    std::fs::read(path)
+        .map(Bytes::from)
+        .map_err(|e| BenchError::Usage(format!("--body-file {}: {e}", path.display())))
+}
+
 fn parse_soap_version(v: &str) -> Result<u8, String> {
     match v {
         "1.1" | "11" => Ok(11),
@@ -254,6 +271,7 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
         return Err(BenchError::Usage("--duration must be above 0".into()));
     }
     let body = match (args.size, args.soap, args.graphql) {
+        _ if args.body_file.is_some() => body_file(args.body_file.as_deref())?,
         (_, _, Some(n)) => crate::graphql_echo::request_body(n),
         (Some(n), Some(v), None) => crate::echo_soap::envelope_payload(v, n),
         (Some(n), None, None) => client::json_payload(n),
@@ -262,7 +280,9 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
     let method = match &args.method {
         Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
             .map_err(|_| BenchError::Usage(format!("bad --method {m}")))?,
-        None if args.size.is_some() || args.graphql.is_some() => Method::POST,
+        None if args.size.is_some() || args.graphql.is_some() || args.body_file.is_some() => {
+            Method::POST
+        }
         None => Method::GET,
     };
     let mut headers = args
