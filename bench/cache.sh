@@ -17,7 +17,9 @@
 #                         `min_uses: 2`: every key asked once, looked up and counted,
 #                         never stored.
 # Ratios: hit/plain throughput (target >= 1.5x at lower CPU per request); miss/plain-unique
-# (target cost <= 5 %); nostore/plain-unique (a cache configured, nothing storable).
+# (target cost <= 5 %); nostore/plain-unique (a cache configured, nothing storable); for
+# CPU per request also the median of each round's own ratio (give the two arms next to
+# each other in --arms: the VM's drifts, slower than a round, cancel in it).
 # Gateways pinned to core 1 (TURNPIKE_WORKERS=1); wrk and the echo back end to core 0.
 # Per arm the gateway's CPU per request is also split into user and system time, with its
 # minor page faults per request (/proc/PID/stat over the arm's window): a storing miss
@@ -135,7 +137,7 @@ for r in $(seq "$rounds"); do
         once) line=$(run_one "http://127.0.0.1:${port[$b.once]}/api/v1/x" "${pid[$b.once]}" bench/cache-unique.lua);;
         *) echo "unknown arm $which" >&2; exit 2;;
       esac
-      echo "$b $which $line" >>"$results"
+      echo "$b $which $line $r" >>"$results"
     done
   done
   echo "round $r done" >&2
@@ -151,9 +153,9 @@ import sys, statistics as st
 path, conns, dur, rounds, *bins = sys.argv[1:]
 rows = {}
 for line in open(path):
-    b, name, rps, p50, p99, cpu, user, sys_, flt, non2xx, reqs = line.split()
+    b, name, rps, p50, p99, cpu, user, sys_, flt, non2xx, reqs, rnd = line.split()
     num = lambda v: None if v == '-' else float(v)
-    rows.setdefault((int(b), name), []).append((float(rps), float(p50), float(p99), num(cpu), num(user), num(sys_), num(flt), int(non2xx), int(reqs)))
+    rows.setdefault((int(b), name), []).append((float(rps), float(p50), float(p99), num(cpu), num(user), num(sys_), num(flt), int(non2xx), int(reqs), int(rnd)))
 def med(i, key):
     vals = [r[i] for r in rows[key] if r[i] is not None]
     return st.median(vals) if vals else float('nan')
@@ -168,5 +170,10 @@ for b, binary in enumerate(bins):
         print(f"| {name} | {med(0, k):,.0f} | {med(1, k):.0f} us | {med(2, k):.0f} us | {med(3, k):.1f} us | {med(4, k):.1f} us | {med(5, k):.1f} us | {med(6, k):.2f} | {sum(r[7] for r in rows[k])} |")
     for a, c, target in (("hit-50", "plain-50", ">= 1.5"), ("hit-10k", "plain-10k", ">= 1.5"), ("miss", "plain-unique", ">= 0.95"), ("nostore", "plain-unique", ">= 0.95"), ("once", "plain-unique", ">= 0.95")):
         if (b, a) in rows and (b, c) in rows:
-            print(f"\n{a}/{c}: throughput {med(0, (b, a)) / med(0, (b, c)):.3f} (target {target}), CPU per request {med(3, (b, a)) / med(3, (b, c)):.3f}x")
+            # Each round's own ratio: the arms of one round ran minutes apart at most, so
+            # the VM's slow drifts cancel in it.
+            paired = sorted(x[3] / y[3] for x in rows[(b, a)] for y in rows[(b, c)]
+                            if x[9] == y[9] and x[3] and y[3])
+            own = f", the rounds' own CPU ratios: median {st.median(paired):.3f}x ({paired[0]:.3f}-{paired[-1]:.3f})" if paired else ""
+            print(f"\n{a}/{c}: throughput {med(0, (b, a)) / med(0, (b, c)):.3f} (target {target}), CPU per request {med(3, (b, a)) / med(3, (b, c)):.3f}x{own}")
 PY
