@@ -16,6 +16,27 @@ const MODES: [&str; 4] = ["rest-get", "mcp-get", "rest-post", "mcp-post"];
 
 #[test]
 fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
+    let out = run_script(&[]);
+    check_table(&out);
+}
+
+/// `--rate`: the same table from an open loop (the bench kit at a fixed rate, the
+/// tool calls' bodies from `--body-file`), every mode served at the rate asked.
+#[test]
+fn mcp_cpu_script_open_loop_serves_every_mode_at_the_rate() {
+    let out = run_script(&["--rate", "200"]);
+    check_table(&out);
+    assert!(out.contains("--rate 200"), "{out}");
+    for line in out
+        .lines()
+        .filter(|l| l.contains(BIN) && l.split_whitespace().count() == 8)
+    {
+        let rps = number(line.split_whitespace().nth(3).unwrap_or("0"));
+        assert!((190.0..=210.0).contains(&rps), "{line}");
+    }
+}
+
+fn run_script(extra: &[&str]) -> String {
     let dir = TempDir::new();
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let run = Command::new("bash")
@@ -23,6 +44,9 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
         .arg(BIN)
         .args(["--duration", "1", "--rounds", "2", "--connections", "4"])
         .args(["--warmup", "1"])
+        .args(extra)
+        // The open loop's generator: this build's bench kit.
+        .env("TURNPIKE_KIT", BIN)
         // Its work directory (the gateway's config and data) under ours: what it started
         // can be found by that path afterwards.
         .env("TMPDIR", dir.path())
@@ -36,7 +60,10 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
     );
     let left = processes_naming(&dir.path().to_string_lossy());
     assert!(left.is_empty(), "mcp-cpu.sh left running: {left:?}");
+    out.into_owned()
+}
 
+fn check_table(out: &str) {
     // One row per round and mode: round, binary, mode, req/s, CPU us/request (user +
     // system), user, system, faults.
     let rows: Vec<Vec<&str>> = out
@@ -104,7 +131,9 @@ fn mcp_cpu_script_prints_every_mode_and_the_ratios() {
             .split_whitespace()
             .filter_map(|w| w.strip_suffix('x')?.parse().ok())
             .collect();
-        assert_eq!(xs.len(), 2, "{line}");
+        // CPU and req/s as ratios of the medians, then the median of the rounds' own
+        // CPU ratios.
+        assert_eq!(xs.len(), 3, "{line}");
         assert!(xs.iter().all(|x| *x > 0.0), "{line}");
     }
 }

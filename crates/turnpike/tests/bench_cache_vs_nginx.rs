@@ -1,0 +1,95 @@
+//! `bench/cache-vs-nginx.sh` (what a storing cache miss costs Turnpike, beside nginx's
+//! `proxy_cache` in the same run) in a quick form through the real binary and a real
+//! nginx: it checks each cache answers a new key MISS then HIT, runs every arm with a new
+//! key per request (wrk errors fail it), and prints each arm's medians and the cache's
+//! cost for both proxies. A debug build's quick numbers are not measurements: the table's
+//! shape is what is checked, and that nothing is left running.
+
+mod support;
+
+use std::process::Command;
+
+use support::{processes_naming, TempDir, BIN};
+
+const ARMS: [&str; 6] = [
+    "tp-plain",
+    "tp-miss",
+    "nginx-plain",
+    "nginx-miss",
+    "tp-once",
+    "nginx-once",
+];
+
+#[test]
+fn cache_vs_nginx_prints_every_arm_and_both_caches_costs() {
+    let dir = TempDir::new();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let run = Command::new("bash")
+        .arg(format!("{root}/bench/cache-vs-nginx.sh"))
+        .args([
+            "--duration",
+            "1",
+            "--rounds",
+            "2",
+            "--connections",
+            "4",
+            "--once",
+        ])
+        .env("TURNPIKE_BIN", BIN)
+        .env("TMPDIR", dir.path())
+        .output()
+        .expect("run bench/cache-vs-nginx.sh");
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "cache-vs-nginx.sh: {out}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let left = processes_naming(&dir.path().to_string_lossy());
+    assert!(left.is_empty(), "cache-vs-nginx.sh left running: {left:?}");
+
+    // Per arm: name, req/s median, (min-max), CPU us/request median, (min-max).
+    for arm in ARMS {
+        let line = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(arm))
+            .unwrap_or_else(|| panic!("no row for {arm}: {out}"));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 5, "{line}");
+        assert!(number(f[1]) > 0.0 && number(f[3]) > 0.0, "{line}");
+    }
+    // The cost of each cache against its own proxy without one: CPU (ratio of the medians,
+    // then the rounds' own ratios' median) and throughput.
+    let costs: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("the cache's cost"))
+        .skip(1)
+        .collect();
+    let named: Vec<&str> = costs
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        named,
+        ["tp-miss", "tp-once", "nginx-miss", "nginx-once"],
+        "{out}"
+    );
+    for line in costs {
+        let xs: Vec<f64> = line
+            .split_whitespace()
+            .filter_map(|w| {
+                w.trim_end_matches([',', ';'])
+                    .strip_suffix('x')?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert_eq!(xs.len(), 3, "{line}");
+        assert!(xs.iter().all(|x| *x > 0.0), "{line}");
+    }
+}
+
+fn number(text: &str) -> f64 {
+    text.parse()
+        .unwrap_or_else(|_| panic!("a number: {text:?}"))
+}
