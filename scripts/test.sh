@@ -31,7 +31,7 @@ echo "== ui"
 (cd ui && npm run --silent typecheck && npm test --silent && npm run --silent build)
 
 # The bench kit end to end (issue 6): the quick plan against the tests' (debug) gateway,
-# under 3 minutes, leaving its report behind. It checks the kit works, not how fast:
+# about a minute, leaving its report behind. It checks the kit works, not how fast:
 # performance is measured by bench/ on optimised builds. No optimised build here: it took
 # 6-10 of CI's 30 minutes and every step below runs as well on the debug binary (which
 # also keeps overflow checks on).
