@@ -30,7 +30,7 @@ fn cache_vs_nginx_prints_every_arm_and_both_caches_costs() {
             "--duration",
             "1",
             "--rounds",
-            "2",
+            "1",
             "--connections",
             "4",
             "--once",
