@@ -25,16 +25,7 @@ done
 . bench/lib.sh
 
 echo_port=$(free_port); port=$(free_port)
-cat >"$work/apis.yaml" <<YAML
-apis:
-  - name: api
-    context: /api
-    version: v1
-    endpoints: ["http://127.0.0.1:$echo_port"]
-    resources:
-      - { path: "/*", methods: [GET] }
-    policies: [ { cache: { ttl: 600s, max_size: $max } } ]
-YAML
+cache_api apis "$echo_port" "    policies: [ { cache: { ttl: 600s, max_size: $max } } ]"
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)
 TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \

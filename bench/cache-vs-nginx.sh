@@ -43,16 +43,7 @@ pids+=($!)
 # Turnpike: one gateway per configuration (plain, cached, once), one worker each.
 declare -A port pid
 tp_gateway() { # name policies-line
-  cat >"$work/$1.yaml" <<YAML
-apis:
-  - name: api
-    context: /api
-    version: v1
-    endpoints: ["http://127.0.0.1:$echo_port"]
-    resources:
-      - { path: "/*", methods: [GET] }
-$2
-YAML
+  cache_api "$1" "$echo_port" "${2:-}"
   local p; p=$(free_port)
   TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/$1.yaml" \
     --http-port "$p" --https-port off --data-dir "$work/data-$1" --analytics off >"$work/gw-$1.log" 2>&1 &

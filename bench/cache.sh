@@ -56,22 +56,10 @@ done
 [ ${#bins[@]} -gt 0 ] || bins=("$bin")
 
 echo_port=$(free_port)
-write_file() { # name policies-line
-  cat >"$work/$1.yaml" <<YAML
-apis:
-  - name: api
-    context: /api
-    version: v1
-    endpoints: ["http://127.0.0.1:$echo_port"]
-    resources:
-      - { path: "/*", methods: [GET] }
-$2
-YAML
-}
-write_file plain ""
-write_file cached "    policies: [ { cache: { ttl: 60s, max_size: $max_size } } ]"
-write_file nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
-write_file once "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]"
+cache_api plain "$echo_port"
+cache_api cached "$echo_port" "    policies: [ { cache: { ttl: 60s, max_size: $max_size } } ]"
+cache_api nostore "$echo_port" "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
+cache_api once "$echo_port" "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]"
 
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)

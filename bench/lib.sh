@@ -6,6 +6,8 @@
 #   wait_port  waits (10 s; $WAIT_PORT_TRIES tenths of a second) until a port accepts connections;
 #   cpu_ticks  user + system clock ticks of the processes given (all their threads);
 #   to_us      a wrk latency (`1.23ms`, `850.00us`, `1.2s`) in microseconds;
+#   cache_api  writes $work/NAME.yaml: one open API /api/v1 (GET /*) in front of the echo
+#              on ECHO_PORT, with a policies line when given (bench/cache*.sh);
 #   echo_apart `turnpike echo --threads 1` on core 1 (core 0 on one CPU), waited for; sets
 #              echo_cpu, gen_cpu (core 0, for the load generator) and url (its /bench).
 if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
@@ -27,4 +29,16 @@ echo_apart() {
   pids+=($!)
   wait_port "$port"
   url="http://127.0.0.1:$port/bench"
+}
+cache_api() { # name echo-port [policies-line]
+  cat >"$work/$1.yaml" <<YAML
+apis:
+  - name: api
+    context: /api
+    version: v1
+    endpoints: ["http://127.0.0.1:$2"]
+    resources:
+      - { path: "/*", methods: [GET] }
+${3:-}
+YAML
 }

@@ -11,9 +11,9 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use turnpike_bench::run::{execute, RunArgs};
+
+mod support;
 
 type Seen = Arc<Mutex<BTreeSet<String>>>;
 
@@ -55,23 +55,9 @@ async fn handle(req: Request<Incoming>, seen: Seen) -> Result<Response<Full<Byte
 }
 
 async fn server() -> (String, Seen) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
     let seen: Seen = Arc::default();
     let s = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let s = s.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(move |req| handle(req, s.clone()));
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
+    let addr = support::serve(move |req| handle(req, s.clone())).await;
     (format!("http://{addr}"), seen)
 }
 

@@ -7,9 +7,7 @@
 
 mod support;
 
-use std::process::Command;
-
-use support::{processes_naming, TempDir, BIN};
+use support::{run_bench_script, TempDir, BIN};
 
 const ARMS: [&str; 6] = [
     "tp-plain",
@@ -23,10 +21,10 @@ const ARMS: [&str; 6] = [
 #[test]
 fn cache_vs_nginx_prints_every_arm_and_both_caches_costs() {
     let dir = TempDir::new();
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let run = Command::new("bash")
-        .arg(format!("{root}/bench/cache-vs-nginx.sh"))
-        .args([
+    let out = run_bench_script(
+        &dir,
+        "cache-vs-nginx.sh",
+        &[
             "--duration",
             "1",
             "--rounds",
@@ -34,19 +32,9 @@ fn cache_vs_nginx_prints_every_arm_and_both_caches_costs() {
             "--connections",
             "4",
             "--once",
-        ])
-        .env("TURNPIKE_BIN", BIN)
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("run bench/cache-vs-nginx.sh");
-    let out = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "cache-vs-nginx.sh: {out}\n{}",
-        String::from_utf8_lossy(&run.stderr)
+        ],
+        &[("TURNPIKE_BIN", BIN)],
     );
-    let left = processes_naming(&dir.path().to_string_lossy());
-    assert!(left.is_empty(), "cache-vs-nginx.sh left running: {left:?}");
 
     // Per arm: name, req/s median, (min-max), CPU us/request median, (min-max).
     for arm in ARMS {

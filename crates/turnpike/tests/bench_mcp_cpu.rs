@@ -8,9 +8,7 @@
 
 mod support;
 
-use std::process::Command;
-
-use support::{processes_naming, TempDir, BIN};
+use support::{run_bench_script, TempDir, BIN};
 
 const MODES: [&str; 4] = ["rest-get", "mcp-get", "rest-post", "mcp-post"];
 
@@ -38,29 +36,19 @@ fn mcp_cpu_script_open_loop_serves_every_mode_at_the_rate() {
 
 fn run_script(extra: &[&str]) -> String {
     let dir = TempDir::new();
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let run = Command::new("bash")
-        .arg(format!("{root}/bench/mcp-cpu.sh"))
-        .arg(BIN)
-        .args(["--duration", "1", "--rounds", "2", "--connections", "4"])
-        .args(["--warmup", "1"])
-        .args(extra)
-        // The open loop's generator: this build's bench kit.
-        .env("TURNPIKE_KIT", BIN)
-        // Its work directory (the gateway's config and data) under ours: what it started
-        // can be found by that path afterwards.
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("run bench/mcp-cpu.sh");
-    let out = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "mcp-cpu.sh: {out}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let left = processes_naming(&dir.path().to_string_lossy());
-    assert!(left.is_empty(), "mcp-cpu.sh left running: {left:?}");
-    out.into_owned()
+    let mut args = vec![
+        BIN,
+        "--duration",
+        "1",
+        "--rounds",
+        "2",
+        "--connections",
+        "4",
+    ];
+    args.extend(["--warmup", "1"]);
+    args.extend(extra);
+    // The open loop's generator: this build's bench kit.
+    run_bench_script(&dir, "mcp-cpu.sh", &args, &[("TURNPIKE_KIT", BIN)])
 }
 
 fn check_table(out: &str) {

@@ -12,7 +12,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{processes_naming, TempDir, BIN};
+use support::{run_bench_script, TempDir, BIN};
 
 #[test]
 fn release_script_writes_the_dated_table() {
@@ -22,26 +22,20 @@ fn release_script_writes_the_dated_table() {
     let page = dir.path().join("performance.md");
     let previous = "## Turnpike 0.0.1, commit 0000000, 2026-01-01 00:00 UTC\n\n| API | req/s |\n";
     std::fs::write(&page, with_latest(&docs_page(root), previous)).expect("page copy");
-    let run = Command::new("bash")
-        .arg(format!("{root}/bench/release.sh"))
-        .args(["--quick", "--publish", "--page"])
-        .arg(&page)
-        .arg("--out")
-        .arg(&out)
-        .env("TURNPIKE_BIN", BIN)
-        // Its work directory (nginx's prefix, the gateways' files) under ours: what it
-        // started can be found by that path afterwards.
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("run bench/release.sh");
-    assert!(
-        run.status.success(),
-        "release.sh: {}\n{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
+    let (page_arg, out_arg) = (page.to_string_lossy(), out.to_string_lossy());
+    run_bench_script(
+        &dir,
+        "release.sh",
+        &[
+            "--quick",
+            "--publish",
+            "--page",
+            &page_arg,
+            "--out",
+            &out_arg,
+        ],
+        &[("TURNPIKE_BIN", BIN)],
     );
-    let left = processes_naming(&dir.path().to_string_lossy());
-    assert!(left.is_empty(), "release.sh left running: {left:?}");
     let table = std::fs::read_to_string(&out).expect("table written");
     check_published(&std::fs::read_to_string(&page).expect("page"), &table);
     let mut lines = table.lines();

@@ -386,3 +386,32 @@ pub fn processes_naming(path: &str) -> Vec<String> {
         .filter(|c| c.contains(path))
         .collect()
 }
+
+/// Runs `bench/SCRIPT` with `args` and `env`, its work directory (`TMPDIR`) under `dir`,
+/// and returns its standard output, after checking that it succeeded and that nothing it
+/// started is still running (a process naming `dir`: every config, data directory or
+/// prefix it made is there).
+pub fn run_bench_script(
+    dir: &TempDir,
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let run = std::process::Command::new("bash")
+        .arg(format!("{root}/bench/{script}"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("run bench/{script}: {e}"));
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(
+        run.status.success(),
+        "{script}: {out}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let left = processes_naming(&dir.path().to_string_lossy());
+    assert!(left.is_empty(), "{script} left running: {left:?}");
+    out
+}
