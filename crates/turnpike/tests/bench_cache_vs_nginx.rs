@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{run_bench_script, TempDir, BIN};
+use support::{number, ratios_in, run_bench_script, TempDir, BIN};
 
 const ARMS: [&str; 6] = [
     "tp-plain",
@@ -63,21 +63,8 @@ fn cache_vs_nginx_prints_every_arm_and_both_caches_costs() {
         "{out}"
     );
     for line in costs {
-        let xs: Vec<f64> = line
-            .split_whitespace()
-            .filter_map(|w| {
-                w.trim_end_matches([',', ';'])
-                    .strip_suffix('x')?
-                    .parse()
-                    .ok()
-            })
-            .collect();
+        let xs = ratios_in(line);
         assert_eq!(xs.len(), 3, "{line}");
         assert!(xs.iter().all(|x| *x > 0.0), "{line}");
     }
-}
-
-fn number(text: &str) -> f64 {
-    text.parse()
-        .unwrap_or_else(|_| panic!("a number: {text:?}"))
 }

@@ -8,7 +8,7 @@
 
 mod support;
 
-use support::{run_bench_script, TempDir, BIN};
+use support::{number, ratios_in, run_bench_script, TempDir, BIN};
 
 const MODES: [&str; 4] = ["rest-get", "mcp-get", "rest-post", "mcp-post"];
 
@@ -115,18 +115,10 @@ fn check_table(out: &str) {
         "{out}"
     );
     for line in ratios {
-        let xs: Vec<f64> = line
-            .split_whitespace()
-            .filter_map(|w| w.strip_suffix('x')?.parse().ok())
-            .collect();
+        let xs = ratios_in(line);
         // CPU and req/s as ratios of the medians, then the median of the rounds' own
         // CPU ratios.
         assert_eq!(xs.len(), 3, "{line}");
         assert!(xs.iter().all(|x| *x > 0.0), "{line}");
     }
-}
-
-fn number(text: &str) -> f64 {
-    text.parse()
-        .unwrap_or_else(|_| panic!("a number: {text:?}"))
 }

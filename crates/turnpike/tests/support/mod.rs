@@ -415,3 +415,21 @@ pub fn run_bench_script(
     assert!(left.is_empty(), "{script} left running: {left:?}");
     out
 }
+
+/// A number a bench script printed (the test fails, naming it, when it is not one).
+pub fn number(text: &str) -> f64 {
+    text.parse()
+        .unwrap_or_else(|_| panic!("a number: {text:?}"))
+}
+
+/// The ratios a bench script's line prints (`1.234x`, also followed by `,` or `;`).
+pub fn ratios_in(line: &str) -> Vec<f64> {
+    line.split_whitespace()
+        .filter_map(|w| {
+            w.trim_end_matches([',', ';'])
+                .strip_suffix('x')?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
