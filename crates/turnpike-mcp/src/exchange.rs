@@ -263,7 +263,7 @@ pub(crate) struct CallRead<'a> {
 
 enum Arguments<'a> {
     Absent,
-    Raw(&'a RawValue),
+    Raw(&'a str),
     Read(Result<args::Values<'a>, String>),
 }
 
@@ -357,7 +357,7 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
             }
             seen |= bit;
             match bit {
-                1 => match json_str(map.next_value()?) {
+                1 => match json_str(map.next_value::<&RawValue>()?.get()) {
                     Some(name) => {
                         call.tool = catalog.by_name.get(&*name).copied();
                         call.name = Some(name);
@@ -374,7 +374,7 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
                     call.arguments = match plan {
                         Some(plan) => Arguments::Read(map.next_value_seed(ArgsSeed(plan))?),
                         None => match map.next_value::<Option<&RawValue>>()? {
-                            Some(raw) => Arguments::Raw(raw),
+                            Some(raw) => Arguments::Raw(raw.get()),
                             None => Arguments::Absent,
                         },
                     };
@@ -537,7 +537,7 @@ pub(crate) mod tests {
         };
         let call = early.unwrap_or_else(|| seed.read_raw(params));
         let (tool, values) = catalog.arguments(call)?;
-        let texts = values.iter().map(|v| v.map(|v| v.get().to_owned()));
+        let texts = values.iter().map(|v| v.map(str::to_owned));
         Ok((tool, texts.collect()))
     }
 

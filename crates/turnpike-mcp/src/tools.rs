@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Method};
 use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
@@ -146,8 +145,8 @@ const NULL: u8 = 1 << 6;
 
 impl Kind {
     /// The kind of a value the parser read (so its first byte says which it is).
-    pub fn of(v: &RawValue) -> Kind {
-        match v.get().as_bytes().first() {
+    pub fn of(v: &str) -> Kind {
+        match v.as_bytes().first() {
             Some(b'"') => Kind::String,
             Some(b'{') => Kind::Object,
             Some(b'[') => Kind::Array,
@@ -169,7 +168,7 @@ impl Kind {
     }
 
     /// Whether `v`, of this kind, is one of the types in `bits`.
-    pub fn fits(self, v: &RawValue, bits: u8) -> bool {
+    pub fn fits(self, v: &str, bits: u8) -> bool {
         let want = match self {
             Kind::String => STRING,
             Kind::Boolean => BOOLEAN,
@@ -177,7 +176,7 @@ impl Kind {
             Kind::Object => OBJECT,
             Kind::Null => NULL,
             Kind::Number if bits & NUMBER != 0 => NUMBER,
-            Kind::Number => INTEGER * u8::from(is_integer(v.get())),
+            Kind::Number => INTEGER * u8::from(is_integer(v)),
         };
         bits & want != 0
     }
