@@ -20,7 +20,7 @@ use crate::audit::Auditor;
 use crate::content::Library;
 use crate::rpc::{self, json_str, Key, Message, ParamsSeed, Refusal};
 use crate::tools::{CallPlan, Catalog};
-use crate::{args, session};
+use crate::{args, fast, session};
 
 use crate::session::MCP_SESSION_ID;
 pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -151,9 +151,18 @@ impl Catalog {
             catalog: self,
             raw_arguments: audit.is_some(),
         };
-        let (id, method, params, early) = match rpc::parse_with(body, &seed)? {
-            (Message::NoAnswer, _) => return Ok(Next::Accepted),
-            (Message::Request { id, method, params }, early) => (id, method, params, early),
+        // A tool call read by the scanner when it can, else (and every other message)
+        // by serde_json.
+        let fast = std::str::from_utf8(body)
+            .ok()
+            .filter(|_| body.len() <= rpc::MAX_MESSAGE_BYTES)
+            .and_then(|text| fast::tool_call(self, text, seed.raw_arguments));
+        let (id, method, params, early) = match fast {
+            Some((id, call)) => (id, Cow::Borrowed("tools/call"), None, Some(call)),
+            None => match rpc::parse_with(body, &seed)? {
+                (Message::NoAnswer, _) => return Ok(Next::Accepted),
+                (Message::Request { id, method, params }, early) => (id, method, params, early),
+            },
         };
         if method == "tools/call" {
             let call = early.unwrap_or_else(|| seed.read_raw(params));
@@ -253,15 +262,15 @@ impl Catalog {
 /// checked as the SDK types them (`_meta`, `inputResponses`, `requestState`), so a
 /// malformed one is refused as before.
 pub(crate) struct CallRead<'a> {
-    name: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
     /// The named tool's index in the catalog (looked up once, as the name is read).
-    tool: Option<usize>,
-    arguments: Arguments<'a>,
+    pub tool: Option<usize>,
+    pub arguments: Arguments<'a>,
     /// The first thing wrong with the params' meaning (answered `Invalid params`).
-    problem: Option<String>,
+    pub problem: Option<String>,
 }
 
-enum Arguments<'a> {
+pub(crate) enum Arguments<'a> {
     Absent,
     Raw(&'a str),
     Read(Result<args::Values<'a>, String>),
@@ -512,6 +521,10 @@ pub(crate) mod tests {
         PassRaw,
         /// From the params' raw text after the envelope (the message reader before).
         After,
+        /// By the scanner (`fast.rs`), or `Err("not read here")`.
+        Fast,
+        /// By the scanner, the arguments kept raw.
+        FastRaw,
     }
 
     /// The tool and its arguments' texts a `tools/call` message reads as, or why not.
@@ -522,8 +535,16 @@ pub(crate) mod tests {
     ) -> Result<(usize, Vec<Option<String>>), String> {
         let seed = CallSeed {
             catalog,
-            raw_arguments: matches!(way, Way::PassRaw),
+            raw_arguments: matches!(way, Way::PassRaw | Way::FastRaw),
         };
+        if let Way::Fast | Way::FastRaw = way {
+            let (_, call) = std::str::from_utf8(body)
+                .ok()
+                .and_then(|text| fast::tool_call(catalog, text, seed.raw_arguments))
+                .ok_or_else(|| "not read here".to_string())?;
+            let (tool, values) = catalog.arguments(call)?;
+            return Ok((tool, values.iter().map(|v| v.map(str::to_owned)).collect()));
+        }
         let (message, early) = match way {
             Way::After => (rpc::parse(body), None),
             _ => match rpc::parse_with(body, &seed) {

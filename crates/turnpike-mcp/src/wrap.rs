@@ -18,6 +18,7 @@ use turnpike_policy::{ErrorKind, GatewayError};
 
 use crate::exchange::ToolCall;
 use crate::rpc::Key;
+use crate::scan::Scan;
 
 /// Headers that describe the operation's body, not the JSON-RPC answer that replaces it
 /// (`Content-Encoding` first: its presence refuses the answer). `Content-Length` is not
@@ -90,14 +91,14 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     // Serializing an id or a string into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut out, &call.id);
     out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-    let _ = match (failed, text) {
-        (false, Ok(t)) => serde_json::to_writer(&mut out, t),
-        (false, Err(_)) => serde_json::to_writer(&mut out, &String::from_utf8_lossy(upstream)),
+    match (failed, text) {
+        (false, Ok(t)) => json_string(&mut out, t),
+        (false, Err(_)) => json_string(&mut out, &String::from_utf8_lossy(upstream)),
         (true, _) => {
             let body = String::from_utf8_lossy(upstream);
-            serde_json::to_writer(&mut out, &format!("HTTP {}: {body}", call.status))
+            json_string(&mut out, &format!("HTTP {}: {body}", call.status))
         }
-    };
+    }
     out.extend_from_slice(b"}]");
     if let (true, Ok(t)) = (shape.object, text) {
         out.extend_from_slice(br#","structuredContent":"#);
@@ -124,7 +125,66 @@ struct Shape {
 }
 
 fn shape(text: &str) -> Shape {
-    serde_json::from_str::<Shape>(text).unwrap_or_default()
+    scan_shape(text).unwrap_or_else(|| serde_json::from_str::<Shape>(text).unwrap_or_default())
+}
+
+/// [`shape`] by the scanner, when it reads the body whole (`None`: serde_json decides).
+fn scan_shape(text: &str) -> Option<Shape> {
+    let mut s = Scan::new(text);
+    if s.ahead() != Some(b'{') {
+        // Not an object (valid or not): no structured content, no `errors`.
+        return Some(Shape::default());
+    }
+    let mut errors = false;
+    s.object(|s, key| {
+        let v = s.value()?;
+        if key == "errors" {
+            errors = v.starts_with('[') && !v[1..].trim_start_matches(JSON_SPACE).starts_with(']');
+        }
+        Some(())
+    })?;
+    s.end()?;
+    Some(Shape {
+        object: true,
+        errors,
+    })
+}
+
+/// `s` as a JSON string, as serde_json writes it (`"` and `\\` escaped, control
+/// characters as `\n`-style or `\u00XX` escapes), straight into `out`.
+fn json_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        match short {
+            b"" => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ]),
+            _ => out.extend_from_slice(short),
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
 }
 
 impl<'de> Deserialize<'de> for Shape {
@@ -322,6 +382,16 @@ pub(crate) mod tests {
                     same_as_reference(call(id, status, json, graphql), upstream);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let all: String = (0u8..0x80).map(char::from).collect();
+        for s in ["", "plain", "a\"b\\c", "\u{7f}é\u{2028}", &all] {
+            let mut out = Vec::new();
+            json_string(&mut out, s);
+            assert_eq!(out, serde_json::to_vec(s).expect("json"), "{s:?}");
         }
     }
 
