@@ -97,10 +97,7 @@ pub(crate) fn build(
 
 /// Each argument's raw value by the plan's index (a `null` is absent; a repeated name
 /// counts its last value), or why the arguments do not fit the tool.
-pub(crate) fn values<'a>(
-    plan: &CallPlan,
-    args: Option<&'a str>,
-) -> Result<Values<'a>, String> {
+pub(crate) fn values<'a>(plan: &CallPlan, args: Option<&'a str>) -> Result<Values<'a>, String> {
     let Some(args) = args else {
         return Ok(vec![None; plan.args.len()]);
     };

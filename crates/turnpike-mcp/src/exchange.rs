@@ -34,10 +34,8 @@ pub(crate) static VERSIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// The endpoint's state for one request, one entry in `ctx.ext` for the request's life
-/// (inserted once, then changed in place: an insert and a removal more per call cost
-/// ~650 instructions).
-#[derive(Clone)]
+/// The endpoint's state for one request, in `ctx.endpoint` for the request's life
+/// (put there once, then changed in place).
 pub(crate) enum State {
     /// Read by the early-body hook, not yet admitted.
     Read(Exchange),
@@ -48,7 +46,6 @@ pub(crate) enum State {
 }
 
 /// One request to the endpoint, as the early-body hook read it.
-#[derive(Clone)]
 pub(crate) struct Exchange {
     /// The `Mcp-Session-Id` the request named.
     pub session: Option<u128>,
@@ -56,10 +53,9 @@ pub(crate) struct Exchange {
 }
 
 /// What happens once the caller is admitted.
-#[derive(Clone)]
 pub(crate) enum Next {
-    /// Answer this error.
-    Refuse(Refusal),
+    /// Answer this error (boxed: the exchange a call carries stays small).
+    Refuse(Box<Refusal>),
     /// Open a session at this version and answer `initialize`.
     Initialize {
         id: RequestId,
@@ -76,7 +72,6 @@ pub(crate) enum Next {
 }
 
 /// A tool call on its way upstream (until its answer is wrapped).
-#[derive(Clone)]
 pub(crate) struct ToolCall {
     pub id: RequestId,
     /// The tool's index in the catalog.
@@ -108,20 +103,20 @@ impl Catalog {
             let audit = auditor.map(|a| (a, session_id.as_ref()));
             match self.message(ctx, req, body, library, version.as_ref(), audit) {
                 Ok(next) => next,
-                Err(r) => Next::Refuse(r),
+                Err(r) => Next::Refuse(Box::new(r)),
             }
         };
         // Some(None): a header that names no session this server could have issued.
         let header = session_id.map(|v| session::parse_id(v.as_bytes()));
         let needs_session = !matches!(step, Next::Initialize { .. } | Next::Refuse(_));
         let step = match (needs_session, header) {
-            (true, None) => Next::Refuse(Refusal::new(
+            (true, None) => Next::Refuse(Box::new(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 None,
                 ErrorCode::INVALID_REQUEST,
                 "this request needs the Mcp-Session-Id that initialize gave".into(),
-            )),
-            (true, Some(None)) => Next::Refuse(unknown_session()),
+            ))),
+            (true, Some(None)) => Next::Refuse(Box::new(unknown_session())),
             _ => step,
         };
         let session = header.flatten();
@@ -200,12 +195,12 @@ impl Catalog {
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             other => match library.answer(&id, other, params) {
                 Some(Ok(body)) => Next::Reply(body),
-                Some(Err(refusal)) => Next::Refuse(refusal),
-                None => Next::Refuse(Refusal::answer(
+                Some(Err(refusal)) => Next::Refuse(Box::new(refusal)),
+                None => Next::Refuse(Box::new(Refusal::answer(
                     id,
                     ErrorCode::METHOD_NOT_FOUND,
                     format!("this server does not serve `{other}`"),
-                )),
+                ))),
             },
         })
     }

@@ -164,7 +164,11 @@ mod tests {
             for way in [Way::Fast, Way::FastRaw] {
                 let fast = read_call(&catalog, body.as_bytes(), way);
                 assert!(fast.is_ok(), "{body} {way:?}: {fast:?}");
-                assert_eq!(fast, read_call(&catalog, body.as_bytes(), Way::After), "{body}");
+                assert_eq!(
+                    fast,
+                    read_call(&catalog, body.as_bytes(), Way::After),
+                    "{body}"
+                );
             }
         }
     }
@@ -186,7 +190,11 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
         ] {
             let not_here = Err("not read here".into());
-            assert_eq!(read_call(&catalog, body.as_bytes(), Way::Fast), not_here, "{body}");
+            assert_eq!(
+                read_call(&catalog, body.as_bytes(), Way::Fast),
+                not_here,
+                "{body}"
+            );
             // Arguments kept as text are read by serde_json after.
             let raw = read_call(&catalog, body.as_bytes(), Way::FastRaw);
             let after = read_call(&catalog, body.as_bytes(), Way::After);

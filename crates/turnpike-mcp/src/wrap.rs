@@ -47,6 +47,8 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
     let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
     // A JSON answer (the common one) is no stream: one test of the media type, not two.
     let json = content_type.is_some_and(turnpike_policy::http::is_json);
+    // The answer's media type already (the common JSON answer): nothing to replace.
+    let answer_type = content_type == Some(b"application/json");
     if !json && content_type.is_some_and(turnpike_policy::http::is_stream_type) {
         let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
         e.detail = Some("a tool's operation answered with a stream".into());
@@ -66,8 +68,10 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
             resp.headers.remove(h);
         }
     }
-    resp.headers
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if !answer_type {
+        resp.headers
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
     Ok(())
 }
 
