@@ -242,7 +242,10 @@ impl Catalog {
         }
         let body = match http.body {
             Some((content_type, bytes)) => {
-                req.headers.insert(CONTENT_TYPE, content_type);
+                // Most operations take the message's own media type: nothing to replace.
+                if req.headers.get(CONTENT_TYPE) != Some(&content_type) {
+                    req.headers.insert(CONTENT_TYPE, content_type);
+                }
                 bytes
             }
             None => Bytes::new(),

@@ -58,16 +58,23 @@ impl<'a> Scan<'a> {
         (self.at == self.text.len()).then_some(())
     }
 
+    /// Moves the cursor to the next `"`, `\\` or control character in a string: which.
+    fn string_run(&mut self) -> Option<u8> {
+        let rest = self.text.as_bytes().get(self.at..)?;
+        let n = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        self.at += n + 1;
+        rest.get(n).copied()
+    }
+
     /// A string without escapes (after whitespace): its text between the quotes.
     pub(crate) fn plain_str(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
-        loop {
-            match self.next()? {
-                b'"' => return self.text.get(start..self.at - 1),
-                b'\\' | 0..=0x1f => return None,
-                _ => {}
-            }
+        match self.string_run()? {
+            b'"' => self.text.get(start..self.at - 1),
+            _ => None,
         }
     }
 
@@ -129,14 +136,13 @@ impl<'a> Scan<'a> {
     /// The rest of a string after its opening quote.
     fn skip_str(&mut self) -> Option<()> {
         loop {
-            match self.next()? {
+            match self.string_run()? {
                 b'"' => return Some(()),
                 b'\\' => match self.next()? {
                     b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                     _ => return None,
                 },
-                0..=0x1f => return None,
-                _ => {}
+                _ => return None,
             }
         }
     }

@@ -21,7 +21,9 @@ pub const MAX_TOOL_NAME: usize = 128;
 /// `tools/list` result serialized once.
 pub struct Catalog {
     pub tools: Vec<ToolDef>,
-    pub by_name: HashMap<String, usize>,
+    /// Each tool's index by its name (foldhash: the names are the publisher's, a call
+    /// looks one up on the hot path).
+    pub by_name: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Each tool's name as the resource its calls are counted under.
     pub resources: Vec<Arc<str>>,
     /// The `tools/list` result.

@@ -112,7 +112,9 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
         true => br#","isError":true}}"#,
         false => br#","isError":false}}"#,
     });
-    (Bytes::from(out), failed)
+    // A boxed slice (the buffer shrunk in place): `Bytes` from a `Vec` with room to spare
+    // allocates a header of its own.
+    (Bytes::from(out.into_boxed_slice()), failed)
 }
 
 /// JSON's whitespace.
@@ -155,39 +157,33 @@ fn scan_shape(text: &str) -> Option<Shape> {
 }
 
 /// `s` as a JSON string, as serde_json writes it (`"` and `\\` escaped, control
-/// characters as `\n`-style or `\u00XX` escapes), straight into `out`.
+/// characters as `\n`-style or `\u00XX` escapes), straight into `out`, byte by byte
+/// (a JSON answer has a quote every few bytes: copies between escapes would be short).
 fn json_string(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
     out.push(b'"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let short: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0..=0x1f => b"",
-            _ => continue,
+    for &b in s.as_bytes() {
+        let short = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            b'\t' => b't',
+            0x08 => b'b',
+            0x0c => b'f',
+            0..=0x1f => {
+                let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
+                out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex[0], hex[1]]);
+                continue;
+            }
+            _ => {
+                out.push(b);
+                continue;
+            }
         };
-        out.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
-        match short {
-            b"" => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 0xf)],
-            ]),
-            _ => out.extend_from_slice(short),
-        }
+        out.extend_from_slice(&[b'\\', short]);
     }
-    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 

@@ -70,6 +70,10 @@ pub fn is_stream(headers: &HeaderMap) -> bool {
 
 /// Whether a `Content-Type` value (parameters allowed) is a stream's (see [`is_stream`]).
 pub fn is_stream_type(content_type: &[u8]) -> bool {
+    // The common JSON answer, as most senders write it: one comparison.
+    if content_type == b"application/json" {
+        return false;
+    }
     let m = essence(content_type);
     m.eq_ignore_ascii_case(b"text/event-stream") || grpc(m)
 }
