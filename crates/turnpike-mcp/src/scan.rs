@@ -13,6 +13,20 @@ const MAX_DEPTH: u32 = 64;
 /// Most digits read on either side of a number's point (18 fit any integer type).
 const MAX_DIGITS: usize = 18;
 
+/// The bytes a JSON string cannot hold as they are: `"`, `\` and the control characters
+/// (they end a string's plain run; written, they are escaped).
+pub(crate) static STOPS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 /// A cursor over JSON text.
 pub(crate) struct Scan<'a> {
     text: &'a str,
@@ -58,12 +72,10 @@ impl<'a> Scan<'a> {
         (self.at == self.text.len()).then_some(())
     }
 
-    /// Moves the cursor to the next `"`, `\\` or control character in a string: which.
+    /// Moves the cursor past the next `"`, `\` or control character in a string: which.
     fn string_run(&mut self) -> Option<u8> {
         let rest = self.text.as_bytes().get(self.at..)?;
-        let n = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let n = rest.iter().position(|&b| STOPS[usize::from(b)])?;
         self.at += n + 1;
         rest.get(n).copied()
     }

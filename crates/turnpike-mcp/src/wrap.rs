@@ -18,7 +18,7 @@ use turnpike_policy::{ErrorKind, GatewayError};
 
 use crate::exchange::ToolCall;
 use crate::rpc::Key;
-use crate::scan::Scan;
+use crate::scan::{Scan, STOPS};
 
 /// Headers that describe the operation's body, not the JSON-RPC answer that replaces it
 /// (`Content-Encoding` first: its presence refuses the answer). `Content-Length` is not
@@ -156,34 +156,46 @@ fn scan_shape(text: &str) -> Option<Shape> {
     })
 }
 
-/// `s` as a JSON string, as serde_json writes it (`"` and `\\` escaped, control
-/// characters as `\n`-style or `\u00XX` escapes), straight into `out`, byte by byte
-/// (a JSON answer has a quote every few bytes: copies between escapes would be short).
+/// `s` as a JSON string, as serde_json writes it (`"` and `\` escaped, control
+/// characters as `\n`-style or `\u00XX` escapes), into `out`: the run before the first
+/// byte to escape copied whole, the rest through a small buffer on the stack (a JSON
+/// answer has a quote every few bytes: a copy per run would cost more than the bytes).
 fn json_string(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.reserve(s.len() + 2);
+    let bytes = s.as_bytes();
+    let plain = bytes.iter().position(|&b| STOPS[usize::from(b)]);
+    let (head, rest) = bytes.split_at(plain.unwrap_or(bytes.len()));
+    out.reserve(bytes.len() + 2);
     out.push(b'"');
-    for &b in s.as_bytes() {
-        let short = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'\n' => b'n',
-            b'\r' => b'r',
-            b'\t' => b't',
-            0x08 => b'b',
-            0x0c => b'f',
-            0..=0x1f => {
-                let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
-                out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex[0], hex[1]]);
-                continue;
-            }
+    out.extend_from_slice(head);
+    let mut buf = [0u8; 128];
+    let mut n = 0;
+    for &b in rest {
+        if n > buf.len() - 6 {
+            out.extend_from_slice(&buf[..n]);
+            n = 0;
+        }
+        if !STOPS[usize::from(b)] {
+            buf[n] = b;
+            n += 1;
+            continue;
+        }
+        let (escape, len) = match b {
+            b'"' | b'\\' => ([b'\\', b, 0, 0, 0, 0], 2),
+            b'\n' => (*b"\\n\0\0\0\0", 2),
+            b'\r' => (*b"\\r\0\0\0\0", 2),
+            b'\t' => (*b"\\t\0\0\0\0", 2),
+            0x08 => (*b"\\b\0\0\0\0", 2),
+            0x0c => (*b"\\f\0\0\0\0", 2),
             _ => {
-                out.push(b);
-                continue;
+                let hex = |d: u8| HEX[usize::from(d & 0xf)];
+                ([b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b)], 6)
             }
         };
-        out.extend_from_slice(&[b'\\', short]);
+        buf[n..n + 6].copy_from_slice(&escape);
+        n += len;
     }
+    out.extend_from_slice(&buf[..n]);
     out.push(b'"');
 }
 
@@ -388,7 +400,8 @@ pub(crate) mod tests {
     #[test]
     fn strings_are_written_as_serde_json_writes_them() {
         let all: String = (0u8..0x80).map(char::from).collect();
-        for s in ["", "plain", "a\"b\\c", "\u{7f}é\u{2028}", &all] {
+        let long = all.repeat(5);
+        for s in ["", "plain", "a\"b\\c", "\u{7f}é\u{2028}", &all, &long] {
             let mut out = Vec::new();
             json_string(&mut out, s);
             assert_eq!(out, serde_json::to_vec(s).expect("json"), "{s:?}");
