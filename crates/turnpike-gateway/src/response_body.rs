@@ -104,7 +104,43 @@ pub(crate) fn set_length(headers: &mut HeaderMap, len: usize) {
         return;
     }
     headers.remove(TRANSFER_ENCODING);
-    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    let value = small_length(len).unwrap_or_else(|| HeaderValue::from(len));
+    headers.insert(CONTENT_LENGTH, value);
+}
+
+/// The decimal texts of 0 to 999, one after another (`0123...9899100101...999`).
+static DECIMALS: [u8; 2890] = decimals();
+
+const fn decimals() -> [u8; 2890] {
+    let mut out = [0u8; 2890];
+    let (mut n, mut at) = (0, 0);
+    while n < 1000 {
+        if n >= 100 {
+            out[at] = b'0' + (n / 100) as u8;
+            at += 1;
+        }
+        if n >= 10 {
+            out[at] = b'0' + (n / 10 % 10) as u8;
+            at += 1;
+        }
+        out[at] = b'0' + (n % 10) as u8;
+        at += 1;
+        n += 1;
+    }
+    out
+}
+
+/// A length below 1000 as a header value without an allocation (a static slice of
+/// [`DECIMALS`]; `HeaderValue::from(u64)` formats into a new buffer each time).
+fn small_length(len: usize) -> Option<HeaderValue> {
+    let (at, width) = match len {
+        0..=9 => (len, 1),
+        10..=99 => (10 + 2 * (len - 10), 2),
+        100..=999 => (190 + 3 * (len - 100), 3),
+        _ => return None,
+    };
+    let text = std::str::from_utf8(DECIMALS.get(at..at + width)?).ok()?;
+    Some(HeaderValue::from_static(text))
 }
 
 /// Whether `digits` are exactly `len` in decimal (no sign, no leading zero, no space).
@@ -550,5 +586,17 @@ mod tests {
         set_length(&mut h, 7);
         assert!(!h.contains_key(TRANSFER_ENCODING));
         assert_eq!(h[CONTENT_LENGTH], "7");
+        for n in [0, 9, 10, 99, 100, 999, 1000, 123_456] {
+            set_length(&mut h, n);
+            assert_eq!(h[CONTENT_LENGTH], HeaderValue::from(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn small_lengths_are_their_decimal_text() {
+        for n in 0..1000 {
+            assert_eq!(small_length(n), Some(HeaderValue::from(n)), "{n}");
+        }
+        assert_eq!(small_length(1000), None);
     }
 }

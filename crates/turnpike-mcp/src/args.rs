@@ -50,16 +50,17 @@ pub fn request(
     args: Option<&RawValue>,
     message: &Bytes,
 ) -> Result<HttpCall, String> {
-    build(plan, &values(plan, args)?, message)
+    build(plan, &values(plan, args.map(RawValue::get))?, message)
 }
 
-/// Each argument's raw value, by the plan's index (`None`: absent or `null`).
-pub(crate) type Values<'a> = Vec<Option<&'a RawValue>>;
+/// Each argument's value as its JSON text (read and checked to be JSON), by the plan's
+/// index (`None`: absent or `null`).
+pub(crate) type Values<'a> = Vec<Option<&'a str>>;
 
 /// The request for arguments read by [`read`] (see [`request`]).
 pub(crate) fn build(
     plan: &CallPlan,
-    values: &[Option<&RawValue>],
+    values: &[Option<&str>],
     message: &Bytes,
 ) -> Result<HttpCall, String> {
     for (a, v) in plan.args.iter().zip(values) {
@@ -96,14 +97,11 @@ pub(crate) fn build(
 
 /// Each argument's raw value by the plan's index (a `null` is absent; a repeated name
 /// counts its last value), or why the arguments do not fit the tool.
-pub(crate) fn values<'a>(
-    plan: &CallPlan,
-    args: Option<&'a RawValue>,
-) -> Result<Values<'a>, String> {
+pub(crate) fn values<'a>(plan: &CallPlan, args: Option<&'a str>) -> Result<Values<'a>, String> {
     let Some(args) = args else {
         return Ok(vec![None; plan.args.len()]);
     };
-    let mut de = serde_json::Deserializer::from_str(args.get());
+    let mut de = serde_json::Deserializer::from_str(args);
     read(plan, &mut de)
         .and_then(|read| de.end().map(|()| read))
         .map_err(|e| format!("params: `arguments`: {e}"))?
@@ -141,7 +139,7 @@ impl<'de> Visitor<'de> for ArgsReader<'_> {
             match self.plan.args.iter().position(|a| a.name == name) {
                 Some(i) => {
                     let v: &'de RawValue = map.next_value()?;
-                    values[i] = (v.get() != "null").then_some(v);
+                    values[i] = (v.get() != "null").then_some(v.get());
                 }
                 None => {
                     map.next_value::<IgnoredAny>()?;
@@ -190,7 +188,7 @@ impl<'de> Visitor<'de> for ArgsReader<'_> {
 
 /// One path parameter's encoded value (a scalar, neither empty nor a dot segment)
 /// appended to `path`.
-fn segment(a: &Arg, v: Option<&RawValue>, path: &mut String) -> Result<(), String> {
+fn segment(a: &Arg, v: Option<&str>, path: &mut String) -> Result<(), String> {
     let text = v
         .map(scalar)
         .transpose()?
@@ -203,7 +201,7 @@ fn segment(a: &Arg, v: Option<&RawValue>, path: &mut String) -> Result<(), Strin
     Ok(())
 }
 
-fn place(a: &Arg, v: &RawValue, call: &mut HttpCall, message: &Bytes) -> Result<(), String> {
+fn place(a: &Arg, v: &str, call: &mut HttpCall, message: &Bytes) -> Result<(), String> {
     match &a.place {
         Place::Path | Place::Variable => {}
         Place::Query => {
@@ -211,9 +209,9 @@ fn place(a: &Arg, v: &RawValue, call: &mut HttpCall, message: &Bytes) -> Result<
             match Kind::of(v) {
                 Kind::Array => {
                     let items: Vec<&RawValue> =
-                        serde_json::from_str(v.get()).map_err(|e| e.to_string())?;
+                        serde_json::from_str(v).map_err(|e| e.to_string())?;
                     for item in items {
-                        query_pair(q, &a.name, &text(item)?);
+                        query_pair(q, &a.name, &text(item.get())?);
                     }
                 }
                 _ => query_pair(q, &a.name, &text(v)?),
@@ -226,7 +224,7 @@ fn place(a: &Arg, v: &RawValue, call: &mut HttpCall, message: &Bytes) -> Result<
         }
         Place::Body { content_type, json } => {
             let bytes = match (json, json_str(v)) {
-                (true, _) => share(message, v.get()),
+                (true, _) => share(message, v),
                 (false, Some(Cow::Borrowed(s))) => share(message, s),
                 (false, Some(Cow::Owned(s))) => Bytes::from(s),
                 (false, None) => return Err(format!("argument `{}` must be a string", a.name)),
@@ -258,7 +256,7 @@ fn share(message: &Bytes, part: &str) -> Bytes {
 }
 
 /// A GraphQL call's body: the document, and the arguments as its variables.
-fn graphql_body(document: &str, plan: &CallPlan, values: &[Option<&RawValue>]) -> Vec<u8> {
+fn graphql_body(document: &str, plan: &CallPlan, values: &[Option<&str>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(document.len() + 64);
     out.extend_from_slice(br#"{"query":"#);
     // Writing a string into a Vec cannot fail.
@@ -273,35 +271,34 @@ fn graphql_body(document: &str, plan: &CallPlan, values: &[Option<&RawValue>]) -
         first = false;
         let _ = serde_json::to_writer(&mut out, &a.name);
         out.push(b':');
-        out.extend_from_slice(v.get().as_bytes());
+        out.extend_from_slice(v.as_bytes());
     }
     out.extend_from_slice(b"}}");
     out
 }
 
 /// A string, number or boolean as text (`None`: an object, array or null).
-fn scalar(v: &RawValue) -> Result<Option<Cow<'_, str>>, String> {
+fn scalar(v: &str) -> Result<Option<Cow<'_, str>>, String> {
     Ok(match Kind::of(v) {
         Kind::String => json_str(v),
-        Kind::Boolean => Some(Cow::Borrowed(v.get())),
+        Kind::Boolean => Some(Cow::Borrowed(v)),
         Kind::Number => Some(number_text(v)?),
         _ => None,
     })
 }
 
 /// A scalar as text, anything else as compact JSON.
-fn text(v: &RawValue) -> Result<Cow<'_, str>, String> {
+fn text(v: &str) -> Result<Cow<'_, str>, String> {
     match scalar(v)? {
         Some(t) => Ok(t),
-        None => serde_json::from_str::<Value>(v.get())
+        None => serde_json::from_str::<Value>(v)
             .map(|v| Cow::Owned(v.to_string()))
             .map_err(|e| e.to_string()),
     }
 }
 
 /// A number as the parser writes it back (`1e3` is `1000.0`); plain digits as sent.
-fn number_text(v: &RawValue) -> Result<Cow<'_, str>, String> {
-    let t = v.get();
+fn number_text(t: &str) -> Result<Cow<'_, str>, String> {
     // JSON has no leading zeros: digits that fit a u64 print as they were sent.
     if t.len() < 20 && t.bytes().all(|b| b.is_ascii_digit()) {
         return Ok(Cow::Borrowed(t));
@@ -312,7 +309,7 @@ fn number_text(v: &RawValue) -> Result<Cow<'_, str>, String> {
 }
 
 /// The value's JSON type and `enum` against the argument's schema.
-fn check(a: &Arg, v: &RawValue) -> Result<(), String> {
+fn check(a: &Arg, v: &str) -> Result<(), String> {
     if let Some(kinds) = a.kinds {
         if !Kind::of(v).fits(v, kinds) {
             return Err(format!(
@@ -326,7 +323,7 @@ fn check(a: &Arg, v: &RawValue) -> Result<(), String> {
         return Ok(());
     }
     if let Some(Value::Array(allowed)) = a.schema.get("enum") {
-        let value: Value = serde_json::from_str(v.get()).map_err(|e| e.to_string())?;
+        let value: Value = serde_json::from_str(v).map_err(|e| e.to_string())?;
         if !allowed.contains(&value) {
             return Err(format!(
                 "argument `{}` is not one of its allowed values",

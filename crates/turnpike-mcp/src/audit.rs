@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use http::{request, HeaderValue};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use turnpike_model::mcp::{McpAuditSpec, McpSpec};
 use turnpike_policy::mcp::{ToolCallAudit, ToolOutcome};
@@ -130,10 +129,10 @@ impl Auditor {
         ctx: &mut RequestCtx,
         session: Option<&HeaderValue>,
         tool: &str,
-        arguments: Option<&RawValue>,
+        arguments: Option<&str>,
     ) {
         let arguments = arguments
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .and_then(|raw| serde_json::from_str(raw).ok())
             .unwrap_or_else(|| Value::Object(Default::default()));
         self.insert(ctx, session, tool, arguments);
     }

@@ -20,7 +20,7 @@ use crate::audit::Auditor;
 use crate::content::Library;
 use crate::rpc::{self, json_str, Key, Message, ParamsSeed, Refusal};
 use crate::tools::{CallPlan, Catalog};
-use crate::{args, session};
+use crate::{args, fast, session};
 
 use crate::session::MCP_SESSION_ID;
 pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -34,10 +34,8 @@ pub(crate) static VERSIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// The endpoint's state for one request, one entry in `ctx.ext` for the request's life
-/// (inserted once, then changed in place: an insert and a removal more per call cost
-/// ~650 instructions).
-#[derive(Clone)]
+/// The endpoint's state for one request, in `ctx.endpoint` for the request's life
+/// (put there once, then changed in place).
 pub(crate) enum State {
     /// Read by the early-body hook, not yet admitted.
     Read(Exchange),
@@ -48,7 +46,6 @@ pub(crate) enum State {
 }
 
 /// One request to the endpoint, as the early-body hook read it.
-#[derive(Clone)]
 pub(crate) struct Exchange {
     /// The `Mcp-Session-Id` the request named.
     pub session: Option<u128>,
@@ -56,10 +53,9 @@ pub(crate) struct Exchange {
 }
 
 /// What happens once the caller is admitted.
-#[derive(Clone)]
 pub(crate) enum Next {
-    /// Answer this error.
-    Refuse(Refusal),
+    /// Answer this error (boxed: the exchange a call carries stays small).
+    Refuse(Box<Refusal>),
     /// Open a session at this version and answer `initialize`.
     Initialize {
         id: RequestId,
@@ -76,7 +72,6 @@ pub(crate) enum Next {
 }
 
 /// A tool call on its way upstream (until its answer is wrapped).
-#[derive(Clone)]
 pub(crate) struct ToolCall {
     pub id: RequestId,
     /// The tool's index in the catalog.
@@ -108,20 +103,20 @@ impl Catalog {
             let audit = auditor.map(|a| (a, session_id.as_ref()));
             match self.message(ctx, req, body, library, version.as_ref(), audit) {
                 Ok(next) => next,
-                Err(r) => Next::Refuse(r),
+                Err(r) => Next::Refuse(Box::new(r)),
             }
         };
         // Some(None): a header that names no session this server could have issued.
         let header = session_id.map(|v| session::parse_id(v.as_bytes()));
         let needs_session = !matches!(step, Next::Initialize { .. } | Next::Refuse(_));
         let step = match (needs_session, header) {
-            (true, None) => Next::Refuse(Refusal::new(
+            (true, None) => Next::Refuse(Box::new(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 None,
                 ErrorCode::INVALID_REQUEST,
                 "this request needs the Mcp-Session-Id that initialize gave".into(),
-            )),
-            (true, Some(None)) => Next::Refuse(unknown_session()),
+            ))),
+            (true, Some(None)) => Next::Refuse(Box::new(unknown_session())),
             _ => step,
         };
         let session = header.flatten();
@@ -151,9 +146,18 @@ impl Catalog {
             catalog: self,
             raw_arguments: audit.is_some(),
         };
-        let (id, method, params, early) = match rpc::parse_with(body, &seed)? {
-            (Message::NoAnswer, _) => return Ok(Next::Accepted),
-            (Message::Request { id, method, params }, early) => (id, method, params, early),
+        // A tool call read by the scanner when it can, else (and every other message)
+        // by serde_json.
+        let fast = std::str::from_utf8(body)
+            .ok()
+            .filter(|_| body.len() <= rpc::MAX_MESSAGE_BYTES)
+            .and_then(|text| fast::tool_call(self, text, seed.raw_arguments));
+        let (id, method, params, early) = match fast {
+            Some((id, call)) => (id, Cow::Borrowed("tools/call"), None, Some(call)),
+            None => match rpc::parse_with(body, &seed)? {
+                (Message::NoAnswer, _) => return Ok(Next::Accepted),
+                (Message::Request { id, method, params }, early) => (id, method, params, early),
+            },
         };
         if method == "tools/call" {
             let call = early.unwrap_or_else(|| seed.read_raw(params));
@@ -191,12 +195,12 @@ impl Catalog {
             "tools/list" => Next::Reply(rpc::raw_result(&id, &self.list)),
             other => match library.answer(&id, other, params) {
                 Some(Ok(body)) => Next::Reply(body),
-                Some(Err(refusal)) => Next::Refuse(refusal),
-                None => Next::Refuse(Refusal::answer(
+                Some(Err(refusal)) => Next::Refuse(Box::new(refusal)),
+                None => Next::Refuse(Box::new(Refusal::answer(
                     id,
                     ErrorCode::METHOD_NOT_FOUND,
                     format!("this server does not serve `{other}`"),
-                )),
+                ))),
             },
         })
     }
@@ -238,7 +242,10 @@ impl Catalog {
         }
         let body = match http.body {
             Some((content_type, bytes)) => {
-                req.headers.insert(CONTENT_TYPE, content_type);
+                // Most operations take the message's own media type: nothing to replace.
+                if req.headers.get(CONTENT_TYPE) != Some(&content_type) {
+                    req.headers.insert(CONTENT_TYPE, content_type);
+                }
                 bytes
             }
             None => Bytes::new(),
@@ -253,17 +260,17 @@ impl Catalog {
 /// checked as the SDK types them (`_meta`, `inputResponses`, `requestState`), so a
 /// malformed one is refused as before.
 pub(crate) struct CallRead<'a> {
-    name: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
     /// The named tool's index in the catalog (looked up once, as the name is read).
-    tool: Option<usize>,
-    arguments: Arguments<'a>,
+    pub tool: Option<usize>,
+    pub arguments: Arguments<'a>,
     /// The first thing wrong with the params' meaning (answered `Invalid params`).
-    problem: Option<String>,
+    pub problem: Option<String>,
 }
 
-enum Arguments<'a> {
+pub(crate) enum Arguments<'a> {
     Absent,
-    Raw(&'a RawValue),
+    Raw(&'a str),
     Read(Result<args::Values<'a>, String>),
 }
 
@@ -357,7 +364,7 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
             }
             seen |= bit;
             match bit {
-                1 => match json_str(map.next_value()?) {
+                1 => match json_str(map.next_value::<&RawValue>()?.get()) {
                     Some(name) => {
                         call.tool = catalog.by_name.get(&*name).copied();
                         call.name = Some(name);
@@ -374,7 +381,7 @@ impl<'de> Visitor<'de> for CallVisitor<'_, '_> {
                     call.arguments = match plan {
                         Some(plan) => Arguments::Read(map.next_value_seed(ArgsSeed(plan))?),
                         None => match map.next_value::<Option<&RawValue>>()? {
-                            Some(raw) => Arguments::Raw(raw),
+                            Some(raw) => Arguments::Raw(raw.get()),
                             None => Arguments::Absent,
                         },
                     };
@@ -512,6 +519,10 @@ pub(crate) mod tests {
         PassRaw,
         /// From the params' raw text after the envelope (the message reader before).
         After,
+        /// By the scanner (`fast.rs`), or `Err("not read here")`.
+        Fast,
+        /// By the scanner, the arguments kept raw.
+        FastRaw,
     }
 
     /// The tool and its arguments' texts a `tools/call` message reads as, or why not.
@@ -522,8 +533,16 @@ pub(crate) mod tests {
     ) -> Result<(usize, Vec<Option<String>>), String> {
         let seed = CallSeed {
             catalog,
-            raw_arguments: matches!(way, Way::PassRaw),
+            raw_arguments: matches!(way, Way::PassRaw | Way::FastRaw),
         };
+        if let Way::Fast | Way::FastRaw = way {
+            let (_, call) = std::str::from_utf8(body)
+                .ok()
+                .and_then(|text| fast::tool_call(catalog, text, seed.raw_arguments))
+                .ok_or_else(|| "not read here".to_string())?;
+            let (tool, values) = catalog.arguments(call)?;
+            return Ok((tool, values.iter().map(|v| v.map(str::to_owned)).collect()));
+        }
         let (message, early) = match way {
             Way::After => (rpc::parse(body), None),
             _ => match rpc::parse_with(body, &seed) {
@@ -537,7 +556,7 @@ pub(crate) mod tests {
         };
         let call = early.unwrap_or_else(|| seed.read_raw(params));
         let (tool, values) = catalog.arguments(call)?;
-        let texts = values.iter().map(|v| v.map(|v| v.get().to_owned()));
+        let texts = values.iter().map(|v| v.map(str::to_owned));
         Ok((tool, texts.collect()))
     }
 

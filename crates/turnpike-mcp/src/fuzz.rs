@@ -302,6 +302,60 @@ proptest! {
         let after = read_call(&catalog, body.as_bytes(), Way::After);
         prop_assert_eq!(&read_call(&catalog, body.as_bytes(), Way::Pass), &after);
         prop_assert_eq!(&read_call(&catalog, body.as_bytes(), Way::PassRaw), &after);
+        for way in [Way::Fast, Way::FastRaw] {
+            let fast = read_call(&catalog, body.as_bytes(), way);
+            if fast != Err("not read here".into()) {
+                prop_assert_eq!(&fast, &after);
+            }
+        }
+    }
+
+    /// A tool call with bytes changed, cut or repeated: what the scanner reads (when it
+    /// reads it) is what the serde reader reads.
+    #[test]
+    fn damaged_tool_calls_read_by_the_scanner_read_as_serde_reads_them(
+        args in arguments(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+    ) {
+        use crate::exchange::tests::{read_call, Way};
+        let catalog = crate::tools::Catalog::new(crate::args::tests::tools());
+        let arguments = Value::Object(args).to_string();
+        let mut body = format!(
+            r#"{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{"name": "getItem", "arguments": {arguments}}}}}"#
+        ).into_bytes();
+        for (at, byte, how) in edits {
+            let i = at.index(body.len());
+            match how {
+                0 => body[i] = byte,
+                1 => { body.remove(i); }
+                _ => body.insert(i, body[i]),
+            }
+        }
+        for way in [Way::Fast, Way::FastRaw] {
+            let fast = read_call(&catalog, &body, way);
+            if fast != Err("not read here".into()) {
+                prop_assert_eq!(&fast, &read_call(&catalog, &body, Way::After));
+            }
+        }
+    }
+
+    /// The scanner takes only JSON serde_json takes, as the same text.
+    #[test]
+    fn the_scanner_reads_only_what_serde_reads(
+        v in json_value(),
+        text in "[ -~\\n]{0,40}",
+        edit in (any::<prop::sample::Index>(), any::<u8>()),
+    ) {
+        use crate::scan::tests::agrees_with_serde;
+        let printed = v.to_string();
+        agrees_with_serde(&printed);
+        agrees_with_serde(&text);
+        let mut bytes = printed.into_bytes();
+        let i = edit.0.index(bytes.len());
+        bytes[i] = edit.1;
+        if let Ok(t) = std::str::from_utf8(&bytes) {
+            agrees_with_serde(t);
+        }
     }
 
     /// A tool's answer is the SDK's `CallToolResult` for any body, status and id.

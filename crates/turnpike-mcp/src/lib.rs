@@ -15,6 +15,7 @@ mod args;
 mod audit;
 mod content;
 mod exchange;
+mod fast;
 #[cfg(test)]
 mod fuzz;
 mod govern;
@@ -24,6 +25,7 @@ mod policy;
 pub mod preview;
 mod proxy;
 mod rpc;
+mod scan;
 mod session;
 mod tools;
 mod wrap;

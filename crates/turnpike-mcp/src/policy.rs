@@ -140,6 +140,12 @@ fn limits(spec: &McpSpec, cx: &mut BuildCx<'_>) -> Option<Limits> {
     })
 }
 
+/// The endpoint's state for this request (`None`: a request its early-body hook did
+/// not read, such as one to the API's REST resources).
+fn state(ctx: &mut RequestCtx) -> Option<&mut State> {
+    ctx.endpoint.as_deref_mut().and_then(|s| s.downcast_mut())
+}
+
 /// An API's MCP server (see the module doc).
 pub struct McpPolicy {
     catalog: Catalog,
@@ -208,7 +214,7 @@ impl McpPolicy {
                     audit::throttled(ctx);
                     return Ok(Flow::Respond(answer));
                 }
-                if let Some(state) = ctx.ext.get_mut::<State>() {
+                if let Some(state) = state(ctx) {
                     *state = State::Sent(call);
                 }
                 Flow::Continue
@@ -270,7 +276,7 @@ impl Policy for McpPolicy {
     ) -> Step<'a> {
         let auditor = self.auditor.as_ref();
         let ex = self.catalog.read(ctx, req, body, &self.library, auditor);
-        ctx.ext.insert(State::Read(ex));
+        ctx.endpoint = Some(Box::new(State::Read(ex)));
         Step::CONTINUE
     }
 
@@ -279,7 +285,7 @@ impl Policy for McpPolicy {
         ctx: &'a mut RequestCtx,
         _req: &'a mut request::Parts,
     ) -> Step<'a> {
-        let Some(state) = ctx.ext.get_mut::<State>() else {
+        let Some(state) = state(ctx) else {
             return Step::CONTINUE;
         };
         match std::mem::replace(state, State::Done) {
@@ -296,14 +302,15 @@ impl Policy for McpPolicy {
         ctx: &mut RequestCtx,
         resp: &mut response::Parts,
     ) -> Result<(), GatewayError> {
-        match ctx.ext.get_mut::<State>() {
+        match state(ctx) {
             Some(State::Sent(call)) => crate::wrap::head(call, resp),
             _ => Ok(()),
         }
     }
 
     fn wants_response_body(&self, ctx: &RequestCtx, _resp: &response::Parts) -> bool {
-        matches!(ctx.ext.get::<State>(), Some(State::Sent(_)))
+        let state = ctx.endpoint.as_deref().and_then(|s| s.downcast_ref());
+        matches!(state, Some(State::Sent(_)))
     }
 
     fn on_response_body(
@@ -312,7 +319,7 @@ impl Policy for McpPolicy {
         _resp: &mut response::Parts,
         body: &mut Bytes,
     ) -> Result<(), GatewayError> {
-        let call = match ctx.ext.get_mut::<State>() {
+        let call = match state(ctx) {
             Some(state @ State::Sent(_)) => std::mem::replace(state, State::Done),
             _ => State::Done,
         };

@@ -138,12 +138,12 @@ pub(crate) fn parse_with<'a, S: ParamsSeed<'a>>(
         let msg = "`method` is repeated after its `params`";
         return Err(bad(ErrorCode::INVALID_REQUEST, msg));
     }
-    if m.jsonrpc.and_then(json_str).as_deref() != Some("2.0") {
+    if m.jsonrpc.map(RawValue::get).and_then(json_str).as_deref() != Some("2.0") {
         return Err(bad(ErrorCode::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
     }
     let id = match m.id {
         None => None,
-        Some(id) => Some(request_id(id).ok_or_else(|| {
+        Some(id) => Some(request_id(id.get()).ok_or_else(|| {
             bad(
                 ErrorCode::INVALID_REQUEST,
                 "`id` must be a string or an integer",
@@ -169,8 +169,7 @@ pub(crate) fn parse_with<'a, S: ParamsSeed<'a>>(
 }
 
 /// A JSON string's text (borrowed unless it has escapes); `None` for any other value.
-pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
+pub(crate) fn json_str(text: &str) -> Option<Cow<'_, str>> {
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.contains('\\') {
         // The parser checked it: no quote or control character is left unescaped.
@@ -180,8 +179,7 @@ pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 }
 
 /// A request id: a string, or an integer (also one written as `1.0`, as the SDK reads it).
-fn request_id(raw: &RawValue) -> Option<RequestId> {
-    let text = raw.get();
+pub(crate) fn request_id(text: &str) -> Option<RequestId> {
     // Most ids are small integers: read without the SDK's detour through a `Value`.
     if text.len() < 19 && text.bytes().all(|b| b.is_ascii_digit()) {
         return text.parse().ok().map(RequestId::Number);
@@ -253,7 +251,7 @@ impl<'de, S: ParamsSeed<'de>> Visitor<'de> for TopSeed<'_, S> {
             match &*key.0 {
                 "jsonrpc" => m.jsonrpc = Some(map.next_value()?),
                 "id" => m.id = Some(map.next_value()?),
-                "method" => m.method = Some(json_str(map.next_value()?)),
+                "method" => m.method = Some(json_str(map.next_value::<&RawValue>()?.get())),
                 "params" => match &m.method {
                     Some(Some(method)) if self.0.wants(method) => {
                         m.read = Some(map.next_value_seed(Params(self.0))?);

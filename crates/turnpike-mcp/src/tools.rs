@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Method};
 use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use turnpike_model::mcp::{McpSpec, McpToolSpec};
 use turnpike_model::ApiSpec;
@@ -22,7 +21,9 @@ pub const MAX_TOOL_NAME: usize = 128;
 /// `tools/list` result serialized once.
 pub struct Catalog {
     pub tools: Vec<ToolDef>,
-    pub by_name: HashMap<String, usize>,
+    /// Each tool's index by its name (foldhash: the names are the publisher's, a call
+    /// looks one up on the hot path).
+    pub by_name: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Each tool's name as the resource its calls are counted under.
     pub resources: Vec<Arc<str>>,
     /// The `tools/list` result.
@@ -146,8 +147,8 @@ const NULL: u8 = 1 << 6;
 
 impl Kind {
     /// The kind of a value the parser read (so its first byte says which it is).
-    pub fn of(v: &RawValue) -> Kind {
-        match v.get().as_bytes().first() {
+    pub fn of(v: &str) -> Kind {
+        match v.as_bytes().first() {
             Some(b'"') => Kind::String,
             Some(b'{') => Kind::Object,
             Some(b'[') => Kind::Array,
@@ -169,7 +170,7 @@ impl Kind {
     }
 
     /// Whether `v`, of this kind, is one of the types in `bits`.
-    pub fn fits(self, v: &RawValue, bits: u8) -> bool {
+    pub fn fits(self, v: &str, bits: u8) -> bool {
         let want = match self {
             Kind::String => STRING,
             Kind::Boolean => BOOLEAN,
@@ -177,7 +178,7 @@ impl Kind {
             Kind::Object => OBJECT,
             Kind::Null => NULL,
             Kind::Number if bits & NUMBER != 0 => NUMBER,
-            Kind::Number => INTEGER * u8::from(is_integer(v.get())),
+            Kind::Number => INTEGER * u8::from(is_integer(v)),
         };
         bits & want != 0
     }

@@ -18,6 +18,7 @@ use turnpike_policy::{ErrorKind, GatewayError};
 
 use crate::exchange::ToolCall;
 use crate::rpc::Key;
+use crate::scan::{Scan, STOPS};
 
 /// Headers that describe the operation's body, not the JSON-RPC answer that replaces it
 /// (`Content-Encoding` first: its presence refuses the answer). `Content-Length` is not
@@ -46,6 +47,8 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
     let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
     // A JSON answer (the common one) is no stream: one test of the media type, not two.
     let json = content_type.is_some_and(turnpike_policy::http::is_json);
+    // The answer's media type already (the common JSON answer): nothing to replace.
+    let answer_type = content_type == Some(b"application/json");
     if !json && content_type.is_some_and(turnpike_policy::http::is_stream_type) {
         let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
         e.detail = Some("a tool's operation answered with a stream".into());
@@ -65,8 +68,10 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
             resp.headers.remove(h);
         }
     }
-    resp.headers
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if !answer_type {
+        resp.headers
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
     Ok(())
 }
 
@@ -90,14 +95,14 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     // Serializing an id or a string into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut out, &call.id);
     out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-    let _ = match (failed, text) {
-        (false, Ok(t)) => serde_json::to_writer(&mut out, t),
-        (false, Err(_)) => serde_json::to_writer(&mut out, &String::from_utf8_lossy(upstream)),
+    match (failed, text) {
+        (false, Ok(t)) => json_string(&mut out, t),
+        (false, Err(_)) => json_string(&mut out, &String::from_utf8_lossy(upstream)),
         (true, _) => {
             let body = String::from_utf8_lossy(upstream);
-            serde_json::to_writer(&mut out, &format!("HTTP {}: {body}", call.status))
+            json_string(&mut out, &format!("HTTP {}: {body}", call.status))
         }
-    };
+    }
     out.extend_from_slice(b"}]");
     if let (true, Ok(t)) = (shape.object, text) {
         out.extend_from_slice(br#","structuredContent":"#);
@@ -107,7 +112,9 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
         true => br#","isError":true}}"#,
         false => br#","isError":false}}"#,
     });
-    (Bytes::from(out), failed)
+    // A boxed slice (the buffer shrunk in place): `Bytes` from a `Vec` with room to spare
+    // allocates a header of its own.
+    (Bytes::from(out.into_boxed_slice()), failed)
 }
 
 /// JSON's whitespace.
@@ -124,7 +131,72 @@ struct Shape {
 }
 
 fn shape(text: &str) -> Shape {
-    serde_json::from_str::<Shape>(text).unwrap_or_default()
+    scan_shape(text).unwrap_or_else(|| serde_json::from_str::<Shape>(text).unwrap_or_default())
+}
+
+/// [`shape`] by the scanner, when it reads the body whole (`None`: serde_json decides).
+fn scan_shape(text: &str) -> Option<Shape> {
+    let mut s = Scan::new(text);
+    if s.ahead() != Some(b'{') {
+        // Not an object (valid or not): no structured content, no `errors`.
+        return Some(Shape::default());
+    }
+    let mut errors = false;
+    s.object(|s, key| {
+        let v = s.value()?;
+        if key == "errors" {
+            errors = v.starts_with('[') && !v[1..].trim_start_matches(JSON_SPACE).starts_with(']');
+        }
+        Some(())
+    })?;
+    s.end()?;
+    Some(Shape {
+        object: true,
+        errors,
+    })
+}
+
+/// `s` as a JSON string, as serde_json writes it (`"` and `\` escaped, control
+/// characters as `\n`-style or `\u00XX` escapes), into `out`: the run before the first
+/// byte to escape copied whole, the rest through a small buffer on the stack (a JSON
+/// answer has a quote every few bytes: a copy per run would cost more than the bytes).
+fn json_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    let plain = bytes.iter().position(|&b| STOPS[usize::from(b)]);
+    let (head, rest) = bytes.split_at(plain.unwrap_or(bytes.len()));
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(head);
+    let mut buf = [0u8; 128];
+    let mut n = 0;
+    for &b in rest {
+        if n > buf.len() - 6 {
+            out.extend_from_slice(&buf[..n]);
+            n = 0;
+        }
+        if !STOPS[usize::from(b)] {
+            buf[n] = b;
+            n += 1;
+            continue;
+        }
+        let (escape, len) = match b {
+            b'"' | b'\\' => ([b'\\', b, 0, 0, 0, 0], 2),
+            b'\n' => (*b"\\n\0\0\0\0", 2),
+            b'\r' => (*b"\\r\0\0\0\0", 2),
+            b'\t' => (*b"\\t\0\0\0\0", 2),
+            0x08 => (*b"\\b\0\0\0\0", 2),
+            0x0c => (*b"\\f\0\0\0\0", 2),
+            _ => {
+                let hex = |d: u8| HEX[usize::from(d & 0xf)];
+                ([b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b)], 6)
+            }
+        };
+        buf[n..n + 6].copy_from_slice(&escape);
+        n += len;
+    }
+    out.extend_from_slice(&buf[..n]);
+    out.push(b'"');
 }
 
 impl<'de> Deserialize<'de> for Shape {
@@ -322,6 +394,17 @@ pub(crate) mod tests {
                     same_as_reference(call(id, status, json, graphql), upstream);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let all: String = (0u8..0x80).map(char::from).collect();
+        let long = all.repeat(5);
+        for s in ["", "plain", "a\"b\\c", "\u{7f}é\u{2028}", &all, &long] {
+            let mut out = Vec::new();
+            json_string(&mut out, s);
+            assert_eq!(out, serde_json::to_vec(s).expect("json"), "{s:?}");
         }
     }
 

@@ -32,6 +32,10 @@ pub struct RequestCtx {
     /// not `ext`: the map's allocation, hashing and drop were a tenth of what a cache
     /// miss added to a request.
     pub cache: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// The state between its hooks of the policy that serves the request itself (an
+    /// MCP endpoint's exchange: its message read before auth, the call's answer to
+    /// wrap). A field, not `ext`, for the reason `cache` is one.
+    pub endpoint: Option<Box<dyn std::any::Any + Send + Sync>>,
     /// The matched resource's path template as written (`/pets/{id}`), set by the
     /// gateway only when something observes the request (analytics).
     pub resource: Option<Arc<str>>,
@@ -61,6 +65,7 @@ impl RequestCtx {
             throttle: None,
             ext: http::Extensions::new(),
             cache: None,
+            endpoint: None,
             resource: None,
             snapshot_version: 0,
             throttled_by: None,

@@ -1,0 +1,307 @@
+//! A hand-written reader of the JSON on a tool call's hot path (the JSON-RPC message,
+//! the operation's answer): one pass over the bytes, a value kept as the slice of text
+//! it is, no allocation. It is a shortcut of the serde path, never a judge: it reads
+//! only what it is sure serde_json reads the same way, and gives up (`None`) on the
+//! rest, which the caller then reads with serde_json as before (same answer, same
+//! messages): any syntax error, an escape in a string it compares (a key), a `\u`
+//! escape, a number with an exponent or more than [`MAX_DIGITS`] digits before or
+//! after its point, nesting deeper than [`MAX_DEPTH`]. The tests below and the
+//! proptests (fuzz.rs) hold it to serde_json on random text.
+
+/// Deepest nesting read (serde_json's own bound is 128).
+const MAX_DEPTH: u32 = 64;
+/// Most digits read on either side of a number's point (18 fit any integer type).
+const MAX_DIGITS: usize = 18;
+
+/// The bytes a JSON string cannot hold as they are: `"`, `\` and the control characters
+/// (they end a string's plain run; written, they are escaped).
+pub(crate) static STOPS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// A cursor over JSON text.
+pub(crate) struct Scan<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Scan { text, at: 0 }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn space(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// `want`, after whitespace.
+    fn eat(&mut self, want: u8) -> Option<()> {
+        self.space();
+        (self.next()? == want).then_some(())
+    }
+
+    /// The first byte of the next value (after whitespace), not consumed.
+    pub(crate) fn ahead(&mut self) -> Option<u8> {
+        self.space();
+        self.peek()
+    }
+
+    /// Nothing but whitespace is left.
+    pub(crate) fn end(mut self) -> Option<()> {
+        self.space();
+        (self.at == self.text.len()).then_some(())
+    }
+
+    /// Moves the cursor past the next `"`, `\` or control character in a string: which.
+    fn string_run(&mut self) -> Option<u8> {
+        let rest = self.text.as_bytes().get(self.at..)?;
+        let n = rest.iter().position(|&b| STOPS[usize::from(b)])?;
+        self.at += n + 1;
+        rest.get(n).copied()
+    }
+
+    /// A string without escapes (after whitespace): its text between the quotes.
+    pub(crate) fn plain_str(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.at;
+        match self.string_run()? {
+            b'"' => self.text.get(start..self.at - 1),
+            _ => None,
+        }
+    }
+
+    /// One value (after whitespace): its text.
+    pub(crate) fn value(&mut self) -> Option<&'a str> {
+        self.space();
+        let start = self.at;
+        self.skip(0)?;
+        self.text.get(start..self.at)
+    }
+
+    /// An object (after whitespace): each member's key (a string without escapes) given
+    /// to `member`, which reads the member's value.
+    pub(crate) fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        if self.ahead()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.plain_str()?;
+            self.eat(b':')?;
+            member(self, key)?;
+            self.space();
+            match self.next()? {
+                b',' => {}
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// One value from its first byte.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        match self.next()? {
+            b'"' => self.skip_str(),
+            b'{' => self.skip_container(b'}', depth),
+            b'[' => self.skip_container(b']', depth),
+            b't' => self.literal(b"rue"),
+            b'f' => self.literal(b"alse"),
+            b'n' => self.literal(b"ull"),
+            b'-' => self.number(),
+            b'0'..=b'9' => {
+                self.at -= 1;
+                self.number()
+            }
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, rest: &[u8]) -> Option<()> {
+        let end = self.at + rest.len();
+        (self.text.as_bytes().get(self.at..end)? == rest).then(|| self.at = end)
+    }
+
+    /// The rest of a string after its opening quote.
+    fn skip_str(&mut self) -> Option<()> {
+        loop {
+            match self.string_run()? {
+                b'"' => return Some(()),
+                b'\\' => match self.next()? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+    }
+
+    /// The rest of an array or object after its opening bracket.
+    fn skip_container(&mut self, close: u8, depth: u32) -> Option<()> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        if self.ahead()? == close {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            if close == b'}' {
+                self.eat(b'"')?;
+                self.skip_str()?;
+                self.eat(b':')?;
+            }
+            self.space();
+            self.skip(depth + 1)?;
+            self.space();
+            match self.next()? {
+                b',' => {}
+                b if b == close => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number from its first digit (after any `-`).
+    fn number(&mut self) -> Option<()> {
+        match self.next()? {
+            b'0' => {}
+            b'1'..=b'9' => {
+                let digits = self.digits();
+                if digits + 1 > MAX_DIGITS {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            let digits = self.digits();
+            if digits == 0 || digits > MAX_DIGITS {
+                return None;
+            }
+        }
+        match self.peek() {
+            Some(b'0'..=b'9' | b'e' | b'E' | b'.') => None,
+            _ => Some(()),
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.at;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.at += 1;
+        }
+        self.at - start
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    /// The scanner's reading of one value (the whole text), where it reads one.
+    pub(crate) fn scanned(text: &str) -> Option<&str> {
+        let mut s = Scan::new(text);
+        let v = s.value()?;
+        s.end().map(|()| v)
+    }
+
+    /// Whatever the scanner reads, serde_json reads the same way: a value it takes is
+    /// one serde_json takes whole (as a raw value, and as a parsed `Value` when the
+    /// scanner gave up on nothing a parse checks more than a skip does).
+    pub(crate) fn agrees_with_serde(text: &str) {
+        if let Some(v) = scanned(text) {
+            let raw = serde_json::from_str::<&RawValue>(text);
+            assert_eq!(raw.map(|r| r.get()).ok(), Some(v.trim()), "{text:?}");
+            let value = serde_json::from_str::<serde_json::Value>(text);
+            assert!(value.is_ok(), "{text:?}: {value:?}");
+        }
+    }
+
+    #[test]
+    fn reads_what_serde_reads_and_gives_up_on_the_rest() {
+        for text in [
+            r#" {"a" : [1, -2, 0.5, -0, true, false, null, "s\n\"\\\/"], "b": {}, "c": []} "#,
+            "0",
+            "-12.25",
+            r#""é""#,
+            "123456789012345678",
+        ] {
+            assert!(scanned(text).is_some(), "{text}");
+            agrees_with_serde(text);
+        }
+        for text in [
+            "",
+            "{",
+            "[1,]",
+            r#"{"a":1,}"#,
+            "01",
+            "1.",
+            "-",
+            "1e2",
+            "1E2",
+            "1.5e3",
+            "1234567890123456789",
+            "0.1234567890123456789",
+            r#""\u0041""#,
+            r#""\x""#,
+            "\"a\u{1}\"",
+            "tru",
+            "nul",
+            r#"{"a" 1}"#,
+            r#"{1:2}"#,
+            "[1 2]",
+            "1 2",
+            "+1",
+            ".5",
+            "--1",
+            "NaN",
+        ] {
+            assert_eq!(scanned(text), None, "{text:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(70), "]".repeat(70));
+        assert_eq!(scanned(&deep), None);
+        let ok = format!("{}{}", "[".repeat(60), "]".repeat(60));
+        assert!(scanned(&ok).is_some());
+    }
+
+    #[test]
+    fn an_object_gives_its_keys_without_escapes() {
+        let mut keys = Vec::new();
+        let mut s = Scan::new(r#" { "a" : 1 , "b":{"x":[2]} } "#);
+        s.object(|s, k| {
+            keys.push((k, s.value()?));
+            Some(())
+        })
+        .expect("read");
+        assert!(s.end().is_some());
+        assert_eq!(keys, [("a", "1"), ("b", r#"{"x":[2]}"#)]);
+        let mut s = Scan::new(r#"{"a\"b":1}"#);
+        assert_eq!(s.object(|s, _| s.value().map(|_| ())), None);
+    }
+}
