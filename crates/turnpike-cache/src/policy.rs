@@ -168,10 +168,10 @@ impl ResponseCache {
     }
 
     fn answer(&self, v: &Variant, now: SystemTime, label: Label, head: bool) -> Response<Bytes> {
-        let body = if head { Bytes::new() } else { v.body.clone() };
+        let body = if head { Bytes::new() } else { v.body() };
         let mut resp = Response::new(body);
         *resp.status_mut() = v.status;
-        *resp.headers_mut() = v.headers.clone();
+        *resp.headers_mut() = v.headers().clone();
         stamp(resp.headers_mut(), v, now, label);
         resp
     }
@@ -278,10 +278,10 @@ impl ResponseCache {
         };
         let [own, shared] = found;
         for (entry, public) in [(own, false), (shared, true)] {
-            let Some(entry) = entry else {
+            let Some(variant) = entry.and_then(Variant::from_wire) else {
                 continue;
             };
-            let variant = Arc::new(Variant::from_wire(entry));
+            let variant = Arc::new(variant);
             if let Found::Fresh(v) = variant.judge(&presented, now) {
                 let key = self.key_for(keys.clone(), public);
                 self.store.store(key, &presented, v.clone(), false, &|| now);
@@ -406,8 +406,9 @@ impl ResponseCache {
             method: &x.method,
             headers: &x.req_headers,
         };
-        let variant = Variant::new(received, &presented, c.policy);
-        self.put(x, key, &presented, Arc::new(variant), absent);
+        if let Some(variant) = Variant::new(received, &presented, c.policy) {
+            self.put(x, key, &presented, Arc::new(variant), absent);
+        }
     }
 
     /// An answer about to be stored: its stale windows (none for one that must be
@@ -448,7 +449,7 @@ impl ResponseCache {
         stored: &Variant,
         resp: &response::Parts,
     ) -> Option<Arc<Variant>> {
-        let head = revalidate::updated_head(&stored.headers, &resp.headers, &X_CACHE)?;
+        let head = revalidate::updated_head(stored.headers(), &resp.headers, &X_CACHE)?;
         let keys = x.keys.take()?;
         let by_consumer = keys.consumer().is_some();
         let at = self.now();
@@ -469,12 +470,13 @@ impl ResponseCache {
             });
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
         let key = self.key_for(keys, directive(&head, "public"));
-        let received = self.received(stored.status, &head, &stored.body, at);
+        let body = stored.body();
+        let received = self.received(stored.status, &head, &body, at);
         let presented = Presented {
             method: &x.method,
             headers: &x.req_headers,
         };
-        let variant = Arc::new(Variant::new(received, &presented, policy));
+        let variant = Arc::new(Variant::new(received, &presented, policy)?);
         if keep {
             self.put(x, key, &presented, variant.clone(), false);
         }
@@ -625,12 +627,12 @@ impl Policy for ResponseCache {
         };
         if let Some((v, label)) = x.serve.take() {
             resp.status = v.status;
-            resp.headers = v.headers.clone();
+            resp.headers = v.headers().clone();
             stamp(&mut resp.headers, &v, self.now(), label);
             *body = if x.method == Method::HEAD {
                 Bytes::new()
             } else {
-                v.body.clone()
+                v.body()
             };
             ctx.ext.insert(FromCache);
             return Ok(());
@@ -680,7 +682,7 @@ fn exchange(ctx: &mut RequestCtx) -> Option<&mut Exchange> {
 fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Box<Exchange>, keys: Keys) {
     x.keys = Some(keys);
     if let Some(v) = &x.fallback {
-        x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);
+        x.revalidating = revalidate::make_conditional(v.headers(), &mut req.headers);
     }
     keep_exchange(ctx, x);
 }
