@@ -23,7 +23,7 @@ use turnpike_policy::{
 
 use crate::key::{keys, Keys};
 use crate::revalidate;
-use crate::rfc::{self, directive, seconds_directive};
+use crate::rfc::{self, directive, seconds_directive, Asked};
 use crate::settings::Settings;
 use crate::shared::{Fetched, SharedLevel, Write};
 use crate::store::{ApiStore, Flight, Found, Presented, Received, Variant};
@@ -59,8 +59,9 @@ struct Exchange {
     keys: Option<Keys>,
     method: Method,
     /// The request headers RFC 9111 compares later (host, cache directives, the
-    /// `Vary`'d ones: filtered when the answer is stored).
+    /// `Vary`'d ones: filtered when the answer is stored), and what they say.
     req_headers: HeaderMap,
+    asked: Asked,
     leader: Option<Flight>,
     /// A stored answer to send if the upstream fails.
     fallback: Option<Arc<Variant>>,
@@ -88,6 +89,7 @@ impl Exchange {
             keys: None,
             method: method.clone(),
             req_headers: HeaderMap::new(),
+            asked: Asked::default(),
             leader: None,
             fallback: None,
             revalidating: false,
@@ -343,13 +345,7 @@ impl ResponseCache {
         }
         let by_consumer = keys.consumer().is_some();
         let at = self.now();
-        if rfc::is_plain(
-            &x.method,
-            &x.req_headers,
-            resp.status,
-            &resp.headers,
-            by_consumer,
-        ) {
+        if rfc::is_plain(&x.method, x.asked, resp.status, &resp.headers, by_consumer) {
             return Some(Candidate {
                 public: false,
                 policy: None,
@@ -453,8 +449,8 @@ impl ResponseCache {
         let keys = x.keys.take()?;
         let by_consumer = keys.consumer().is_some();
         let at = self.now();
-        let policy = (!rfc::is_plain(&x.method, &x.req_headers, stored.status, &head, by_consumer))
-            .then(|| {
+        let policy =
+            (!rfc::is_plain(&x.method, x.asked, stored.status, &head, by_consumer)).then(|| {
                 let kept = kept_request_headers(&x.req_headers, &head, by_consumer);
                 let presented = Presented {
                     method: &x.method,
@@ -513,11 +509,13 @@ impl Policy for ResponseCache {
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
+        let asked = Asked::read(&req.headers, &self.settings.credentials);
+        let no_store = || asked.directives && directive(&req.headers, "no-store");
+        if !self.settings.methods.contains(&req.method) || no_store() {
             keep_exchange(ctx, Exchange::boxed(Label::Bypass, &req.method));
             return Step::CONTINUE;
         }
-        let keys = keys(&self.settings, ctx, req);
+        let keys = keys(&self.settings, ctx, req, asked.credential);
         // The clock is read only when a stored answer is judged (a miss never does).
         let clock = std::cell::OnceCell::new();
         let now = || *clock.get_or_init(|| self.now());
@@ -558,6 +556,7 @@ impl Policy for ResponseCache {
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
         x.req_headers = req.headers.clone();
+        x.asked = asked;
         x.keys = Some(keys);
         self.miss(ctx, req, x)
     }

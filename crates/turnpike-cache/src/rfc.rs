@@ -16,6 +16,34 @@ const UNDERSTOOD_STATUSES: [u16; 14] = [
     200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501,
 ];
 
+/// What a request's head says to the cache, read in one pass over its names (a lookup
+/// by name hashes the name, and these are names most requests do not carry).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Asked {
+    /// It carries cache directives (`Cache-Control`, `Pragma`).
+    pub(crate) directives: bool,
+    pub(crate) authorization: bool,
+    /// It carries one of the API's credential headers (`Authorization` among them).
+    pub(crate) credential: bool,
+}
+
+impl Asked {
+    pub(crate) fn read(req: &HeaderMap, credentials: &[HeaderName]) -> Asked {
+        let mut asked = Asked::default();
+        for name in req.keys() {
+            asked.directives |= carries_directives(name);
+            asked.authorization |= *name == AUTHORIZATION;
+            asked.credential |= credentials.contains(name);
+        }
+        asked
+    }
+}
+
+/// Whether a field with this name carries cache directives.
+fn carries_directives(name: &HeaderName) -> bool {
+    *name == CACHE_CONTROL || *name == PRAGMA
+}
+
 /// Whether the library would store this answer with exactly the configured TTL as its
 /// freshness, so it needs not be asked: a GET or HEAD whose request carries no cache
 /// directives (nor `Authorization` unless the caller is part of the key) answered with
@@ -23,21 +51,20 @@ const UNDERSTOOD_STATUSES: [u16; 14] = [
 /// the library adds nothing but `max-age=<ttl>` (see [`with_default_ttl`]) and stores.
 pub(crate) fn is_plain(
     method: &Method,
-    req: &HeaderMap,
+    req: Asked,
     status: StatusCode,
     resp: &HeaderMap,
     by_consumer: bool,
 ) -> bool {
-    // One pass over each head's names: a lookup by name hashes it, and these are
-    // seven lookups of names that are mostly absent from heads of a few fields.
-    let directives = |n: &HeaderName| *n == CACHE_CONTROL || *n == PRAGMA;
+    // One pass over the head's names: a lookup by name hashes it, and these are five
+    // lookups of names that are mostly absent from heads of a few fields.
     let in_resp =
-        |n: &HeaderName| directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp));
-    let in_req = |n: &HeaderName| directives(n) || (!by_consumer && *n == AUTHORIZATION);
+        |n: &HeaderName| carries_directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp));
     (*method == Method::GET || *method == Method::HEAD)
+        && !req.directives
+        && (by_consumer || !req.authorization)
         && UNDERSTOOD_STATUSES.contains(&status.as_u16())
         && !resp.keys().any(in_resp)
-        && !req.keys().any(in_req)
 }
 
 /// Whether `Vary` lists `*` (such an answer is never reused without the full rules).
