@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, AGE, SET_COOKIE};
+use http::header::{Entry, HeaderValue, AGE, SET_COOKIE};
 use http::{request, response, HeaderMap, HeaderName, Method, Response, StatusCode};
 use http_cache_semantics::CachePolicy;
 use turnpike_model::clock::Clock;
@@ -22,8 +22,9 @@ use turnpike_policy::{
 };
 
 use crate::key::{keys, Keys};
+use crate::request::{Asked, RequestHead};
 use crate::revalidate;
-use crate::rfc::{self, directive, seconds_directive, Asked};
+use crate::rfc::{self, directive, seconds_directive};
 use crate::settings::Settings;
 use crate::shared::{Fetched, SharedLevel, Write};
 use crate::store::{ApiStore, Flight, Found, Presented, Received, Variant};
@@ -60,7 +61,7 @@ struct Exchange {
     method: Method,
     /// The request headers RFC 9111 compares later (host, cache directives, the
     /// `Vary`'d ones: filtered when the answer is stored), and what they say.
-    req_headers: HeaderMap,
+    req_headers: RequestHead,
     asked: Asked,
     leader: Option<Flight>,
     /// A stored answer to send if the upstream fails.
@@ -78,6 +79,8 @@ struct Exchange {
     serve: Option<(Arc<Variant>, Label)>,
     /// Set by the response headers hook: the answer will be stored.
     candidate: Option<Candidate>,
+    /// Set by the response headers hook: the `Age` the answer arrived with.
+    arrived_age: Duration,
 }
 
 impl Exchange {
@@ -88,7 +91,7 @@ impl Exchange {
             label,
             keys: None,
             method: method.clone(),
-            req_headers: HeaderMap::new(),
+            req_headers: RequestHead::default(),
             asked: Asked::default(),
             leader: None,
             fallback: None,
@@ -97,6 +100,7 @@ impl Exchange {
             generation: None,
             serve: None,
             candidate: None,
+            arrived_age: Duration::ZERO,
         })
     }
 }
@@ -286,33 +290,30 @@ impl ResponseCache {
             let variant = Arc::new(variant);
             if let Found::Fresh(v) = variant.judge(&presented, now) {
                 let key = self.key_for(keys.clone(), public);
-                self.store.store(key, &presented, v.clone(), false, &|| now);
+                self.store.store(key, Some(&presented), v.clone(), &|| now);
                 return Some(v);
             }
         }
         None
     }
 
-    /// Stores `variant` under `key` (`absent`: known to hold nothing), and writes it
-    /// through to the shared level when this request read the level's generation
-    /// before going upstream.
-    fn put(
-        &self,
-        x: &Exchange,
-        key: String,
-        req: &Presented<'_>,
-        variant: Arc<Variant>,
-        absent: bool,
-    ) {
+    /// Stores `variant` under `key` (`absent`: known to hold nothing, else the variants
+    /// it holds are judged for `x`'s request), and writes it through to the shared level
+    /// when this request read the level's generation before going upstream.
+    fn put(&self, x: &Exchange, key: String, variant: Arc<Variant>, absent: bool) {
+        let presented = (!absent).then(|| Presented {
+            method: &x.method,
+            headers: x.req_headers.map(),
+        });
+        let req = presented.as_ref();
         let through = x.generation.zip(self.shared_level());
         let Some((generation, level)) = through else {
             // The clock is read only if the key holds variants to judge.
-            self.store.store(key, req, variant, absent, &|| self.now());
+            self.store.store(key, req, variant, &|| self.now());
             return;
         };
         let now = self.now();
-        self.store
-            .store(key.clone(), req, variant.clone(), absent, &|| now);
+        self.store.store(key.clone(), req, variant.clone(), &|| now);
         let ttl = variant.shared_ttl(now);
         if !ttl.is_zero() {
             level.write(Write {
@@ -363,7 +364,7 @@ impl ResponseCache {
         {
             return None;
         }
-        let req_headers = kept_request_headers(&x.req_headers, &resp.headers, by_consumer);
+        let req_headers = kept_request_headers(x.req_headers.map(), &resp.headers, by_consumer);
         let presented = Presented {
             method: &x.method,
             headers: &req_headers,
@@ -397,33 +398,33 @@ impl ResponseCache {
         // its lookup may not have asked.
         let absent = x.absent && (!c.public || keys.consumer().is_none());
         let key = self.key_for(keys, c.public);
-        let received = self.received(resp.status, &resp.headers, body, c.at);
-        let presented = Presented {
-            method: &x.method,
-            headers: &x.req_headers,
-        };
-        if let Some(variant) = Variant::new(received, &presented, c.policy) {
-            self.put(x, key, &presented, Arc::new(variant), absent);
+        let plain = c.policy.is_none();
+        let head = (resp.status, &resp.headers);
+        let received = self.received(head, body, c.at, plain, x.arrived_age);
+        if let Some(variant) = Variant::new(received, &x.method, &x.req_headers, c.policy) {
+            self.put(x, key, Arc::new(variant), absent);
         }
     }
 
     /// An answer about to be stored: its stale windows (none for one that must be
-    /// revalidated) and tags.
+    /// revalidated) and tags. (`plain`: [`rfc::is_plain`], so it has no `Cache-Control`;
+    /// `arrived_age`: the `Age` it arrived with.)
     fn received<'a>(
         &self,
-        status: StatusCode,
-        headers: &'a HeaderMap,
+        (status, headers): (StatusCode, &'a HeaderMap),
         body: &'a Bytes,
         at: SystemTime,
+        plain: bool,
+        arrived_age: Duration,
     ) -> Received<'a> {
         let defaults = (
             self.settings.stale_while_revalidate,
             self.settings.stale_if_error,
         );
         // Without `Cache-Control` (most answers) nothing below can differ: skip the scans.
-        let stale = match headers.contains_key(http::header::CACHE_CONTROL) {
-            false => defaults,
-            true => stale_windows(headers, defaults),
+        let stale = match plain || !headers.contains_key(http::header::CACHE_CONTROL) {
+            true => defaults,
+            false => stale_windows(headers, defaults),
         };
         Received {
             status,
@@ -431,6 +432,7 @@ impl ResponseCache {
             headers,
             body,
             at,
+            arrived_age,
             ttl: self.settings.ttl,
             stale,
         }
@@ -451,7 +453,7 @@ impl ResponseCache {
         let at = self.now();
         let policy =
             (!rfc::is_plain(&x.method, x.asked, stored.status, &head, by_consumer)).then(|| {
-                let kept = kept_request_headers(&x.req_headers, &head, by_consumer);
+                let kept = kept_request_headers(x.req_headers.map(), &head, by_consumer);
                 let presented = Presented {
                     method: &x.method,
                     headers: &kept,
@@ -467,14 +469,12 @@ impl ResponseCache {
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
         let key = self.key_for(keys, directive(&head, "public"));
         let body = stored.body();
-        let received = self.received(stored.status, &head, &body, at);
-        let presented = Presented {
-            method: &x.method,
-            headers: &x.req_headers,
-        };
-        let variant = Arc::new(Variant::new(received, &presented, policy)?);
+        let plain = policy.is_none();
+        let age = rfc::age_header(&head);
+        let received = self.received((stored.status, &head), &body, at, plain, age);
+        let variant = Arc::new(Variant::new(received, &x.method, &x.req_headers, policy)?);
         if keep {
-            self.put(x, key, &presented, variant.clone(), false);
+            self.put(x, key, variant.clone(), false);
         }
         Some(variant)
     }
@@ -555,7 +555,7 @@ impl Policy for ResponseCache {
         x.absent = absent;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
-        x.req_headers = req.headers.clone();
+        x.req_headers = RequestHead::new(&req.headers);
         x.asked = asked;
         x.keys = Some(keys);
         self.miss(ctx, req, x)
@@ -569,9 +569,7 @@ impl Policy for ResponseCache {
         let Some(x) = exchange(ctx) else {
             if ctx.cache.as_ref().is_some_and(|c| c.is::<Unstored>()) {
                 resp.headers.insert(X_CACHE, Label::Miss.value());
-                resp.headers
-                    .entry(AGE)
-                    .or_insert_with(|| HeaderValue::from_static("0"));
+                age_or_zero(&mut resp.headers);
             }
             return Ok(());
         };
@@ -601,9 +599,7 @@ impl Policy for ResponseCache {
             // response has streamed.
             x.leader = None;
         }
-        resp.headers
-            .entry(AGE)
-            .or_insert_with(|| HeaderValue::from_static("0"));
+        x.arrived_age = age_or_zero(&mut resp.headers);
         Ok(())
     }
 
@@ -684,6 +680,17 @@ fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Box<Exchange>, ke
         x.revalidating = revalidate::make_conditional(v.headers(), &mut req.headers);
     }
     keep_exchange(ctx, x);
+}
+
+/// Gives an answer from upstream without an `Age` one of 0: the age it arrived with.
+fn age_or_zero(headers: &mut HeaderMap) -> Duration {
+    match headers.entry(AGE) {
+        Entry::Occupied(e) => rfc::age(e.get()),
+        Entry::Vacant(e) => {
+            e.insert(HeaderValue::from_static("0"));
+            Duration::ZERO
+        }
+    }
 }
 
 /// `Age` (the time it arrived with plus the time stored), and `X-Cache`.

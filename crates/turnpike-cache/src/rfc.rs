@@ -6,9 +6,11 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::header::{AGE, AUTHORIZATION, CACHE_CONTROL, EXPIRES, PRAGMA, VARY};
+use http::header::{AGE, CACHE_CONTROL, EXPIRES, PRAGMA, VARY};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_cache_semantics::{CacheOptions, CachePolicy, RequestLike, ResponseLike};
+
+use crate::request::Asked;
 
 /// The statuses `http-cache-semantics` understands (it stores no others): a plain
 /// response outside them goes through the library, which refuses it.
@@ -16,31 +18,8 @@ const UNDERSTOOD_STATUSES: [u16; 14] = [
     200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501,
 ];
 
-/// What a request's head says to the cache, read in one pass over its names (a lookup
-/// by name hashes the name, and these are names most requests do not carry).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Asked {
-    /// It carries cache directives (`Cache-Control`, `Pragma`).
-    pub(crate) directives: bool,
-    pub(crate) authorization: bool,
-    /// It carries one of the API's credential headers (`Authorization` among them).
-    pub(crate) credential: bool,
-}
-
-impl Asked {
-    pub(crate) fn read(req: &HeaderMap, credentials: &[HeaderName]) -> Asked {
-        let mut asked = Asked::default();
-        for name in req.keys() {
-            asked.directives |= carries_directives(name);
-            asked.authorization |= *name == AUTHORIZATION;
-            asked.credential |= credentials.contains(name);
-        }
-        asked
-    }
-}
-
 /// Whether a field with this name carries cache directives.
-fn carries_directives(name: &HeaderName) -> bool {
+pub(crate) fn carries_directives(name: &HeaderName) -> bool {
     *name == CACHE_CONTROL || *name == PRAGMA
 }
 
@@ -58,8 +37,9 @@ pub(crate) fn is_plain(
 ) -> bool {
     // One pass over the head's names: a lookup by name hashes it, and these are five
     // lookups of names that are mostly absent from heads of a few fields.
-    let in_resp =
-        |n: &HeaderName| carries_directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp));
+    let in_resp = |n: &HeaderName| {
+        carries_directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp))
+    };
     (*method == Method::GET || *method == Method::HEAD)
         && !req.directives
         && (by_consumer || !req.authorization)
@@ -88,9 +68,14 @@ pub(crate) fn default_max_age(ttl: Duration) -> Duration {
 
 /// The response's `Age` (what it had aged before it reached this cache).
 pub(crate) fn age_header(resp: &HeaderMap) -> Duration {
-    let secs = resp
-        .get(AGE)
-        .and_then(|v| v.to_str().ok())
+    resp.get(AGE).map_or(Duration::ZERO, age)
+}
+
+/// An `Age` value's duration (none for one that is not a number of seconds).
+pub(crate) fn age(value: &HeaderValue) -> Duration {
+    let secs = value
+        .to_str()
+        .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
     Duration::from_secs(secs)

@@ -20,6 +20,7 @@ use turnpike_model::policy::CachePurge;
 use crate::detach::{detach, Detached};
 use crate::flight::{Flights, Follow, Led};
 use crate::footprint::{footprint, PER_ALLOCATION, STORE_SLOT};
+use crate::request::RequestHead;
 use crate::revalidate::VALIDATORS;
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
@@ -183,6 +184,8 @@ pub(crate) struct Received<'a> {
     pub(crate) headers: &'a HeaderMap,
     pub(crate) body: &'a Bytes,
     pub(crate) at: SystemTime,
+    /// The `Age` it arrived with.
+    pub(crate) arrived_age: Duration,
     /// The configured TTL (freshness of an answer stating none).
     pub(crate) ttl: Duration,
     /// stale-while-revalidate and stale-if-error.
@@ -196,15 +199,16 @@ impl Variant {
     /// which is what the policy would compute). `None` for a head too large to keep.
     pub(crate) fn new(
         r: Received<'_>,
-        req: &Presented<'_>,
+        method: &Method,
+        req: &RequestHead,
         policy: Option<Box<CachePolicy>>,
     ) -> Option<Variant> {
-        let arrived_age = rfc::age_header(r.headers);
+        let arrived_age = r.arrived_age;
         let fresh_until = match &policy {
             Some(p) => r.at + p.time_to_live(r.at),
             None => r.at + rfc::default_max_age(r.ttl).saturating_sub(arrived_age),
         };
-        let (selecting, room, vary_star) = selecting(req.headers, r.headers);
+        let (selecting, room, vary_star) = selecting(req, r.headers);
         let copied = detach(r.headers, selecting, room, r.body)?;
         let weight = footprint(size_of::<Variant>(), &copied, &r.tags, policy.is_some());
         let cell = OnceLock::new();
@@ -223,7 +227,7 @@ impl Variant {
             received_at: r.at,
             arrived_age,
             ttl: r.ttl,
-            method: req.method.clone(),
+            method: method.clone(),
             vary_star,
         })
     }
@@ -396,7 +400,7 @@ fn millis(d: Duration) -> u64 {
 /// `Host` and the headers the response varies on; the host value's bytes; and whether
 /// it varies on `*`.
 fn selecting<'a>(
-    req: &'a HeaderMap,
+    req: &'a RequestHead,
     resp: &'a HeaderMap,
 ) -> (
     impl Iterator<Item = (HeaderName, Option<&'a HeaderValue>)> + 'a,
@@ -420,7 +424,7 @@ fn selecting<'a>(
             let value = req.get(&n);
             (n, value)
         });
-    let host = req.get(HOST);
+    let host = req.get(&HOST);
     let room = host.map_or(0, HeaderValue::len);
     (std::iter::once((HOST, host)).chain(varied), room, star)
 }
@@ -505,25 +509,20 @@ impl ApiStore {
         best
     }
 
-    /// Stores `variant` under `key`, replacing the variant the same request would
+    /// Stores `variant` under `key`, replacing the variant the same request `req` would
     /// select (same `Vary` values) and keeping at most [`MAX_VARIANTS`].
-    /// `absent`: the request's lookup found nothing under `key` (while its miss was
+    /// `req` `None`: the request's lookup found nothing under `key` (while its miss was
     /// led, no other request stored it), so it is inserted without a second lookup.
     /// (`now` is read only when `key` holds variants.)
     pub(crate) fn store(
         &self,
         key: String,
-        req: &Presented<'_>,
+        req: Option<&Presented<'_>>,
         variant: Arc<Variant>,
-        absent: bool,
         now: &dyn Fn() -> SystemTime,
     ) {
-        let old = if absent {
-            None
-        } else {
-            self.entries.get(key.as_str())
-        };
-        let Some(old) = old else {
+        let old = req.and_then(|req| Some((req, self.entries.get(key.as_str())?)));
+        let Some((req, old)) = old else {
             // A new key (most stores): no list.
             self.entries.insert(key, Variants::One(variant));
             return;
