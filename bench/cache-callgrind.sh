@@ -13,6 +13,9 @@
 #            `min_uses`): every key asked once, so no miss stores (looked up, counted).
 #   open10k, miss10k (not by default): `open` and `miss` with 10 KiB answers
 #            (`?size=10240`), the issue's other answer size.
+#   twice    (not by default) the `miss` API's keys each asked twice in a row: a storing
+#            miss, then the entry's first hit (which builds the head's map): per request
+#            the mean of the two.
 # Each count is (instructions after N2 GETs - after N1) / (N2 - N1), each run in its own
 # gateway process under callgrind (startup and warm-up cancel out).
 #
@@ -57,7 +60,7 @@ apis=${APIS:-open miss nostore hit}
     case $a in
       open) api open "";;
       open10k) api open10k "";;
-      miss|hit|miss10k) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
+      miss|hit|miss10k|twice) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
       nostore) api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]";;
       once) api once "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]";;
       *) echo "unknown API $a" >&2; exit 2;;
@@ -71,9 +74,10 @@ cat >"$work/client.py" <<'PY'
 import http.client, sys
 port, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 size = "size=10240&" if "10k/" in path else ""
+asks = 2 if path.startswith("/twice/") else 1
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 for i in range(n):
-    c.request("GET", path if path.startswith("/hit/") else f"{path}?{size}n={i}")
+    c.request("GET", path if path.startswith("/hit/") else f"{path}?{size}n={i // asks}")
     r = c.getresponse()
     r.read()
     if r.status != 200:
