@@ -56,7 +56,7 @@ impl Keys {
 }
 
 /// The keys of a request to `method` with the context's upstream target
-/// (`credential`: the request carries a credential header, [`crate::rfc::Asked`]).
+/// (`credential`: the request carries a credential header, [`crate::request::Asked`]).
 /// (The string is sized for what it will hold: a stored key keeps its allocation.)
 pub(crate) fn keys(s: &Settings, ctx: &RequestCtx, req: &request::Parts, credential: bool) -> Keys {
     let caller = s.consumer.then(|| match ctx.identity() {

@@ -4,10 +4,8 @@
 
 use std::sync::OnceLock;
 
-use http::header::AUTHORIZATION;
+use http::header::{AUTHORIZATION, CACHE_CONTROL, PRAGMA};
 use http::{HeaderMap, HeaderName, HeaderValue};
-
-use crate::rfc::carries_directives;
 
 /// What a request's head says to the cache, read in one pass over its names (a lookup
 /// by name hashes the name, and these are names most requests do not carry).
@@ -30,6 +28,11 @@ impl Asked {
         }
         asked
     }
+}
+
+/// Whether a field with this name carries cache directives.
+pub(crate) fn carries_directives(name: &HeaderName) -> bool {
+    *name == CACHE_CONTROL || *name == PRAGMA
 }
 
 /// A request's fields, copied as a list (the values shared with the request): a miss

@@ -6,22 +6,17 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::header::{AGE, CACHE_CONTROL, EXPIRES, PRAGMA, VARY};
+use http::header::{AGE, CACHE_CONTROL, EXPIRES, VARY};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_cache_semantics::{CacheOptions, CachePolicy, RequestLike, ResponseLike};
 
-use crate::request::Asked;
+use crate::request::{carries_directives, Asked};
 
 /// The statuses `http-cache-semantics` understands (it stores no others): a plain
 /// response outside them goes through the library, which refuses it.
 const UNDERSTOOD_STATUSES: [u16; 14] = [
     200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501,
 ];
-
-/// Whether a field with this name carries cache directives.
-pub(crate) fn carries_directives(name: &HeaderName) -> bool {
-    *name == CACHE_CONTROL || *name == PRAGMA
-}
 
 /// Whether the library would store this answer with exactly the configured TTL as its
 /// freshness, so it needs not be asked: a GET or HEAD whose request carries no cache
