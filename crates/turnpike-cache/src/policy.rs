@@ -22,7 +22,7 @@ use turnpike_policy::{
 };
 
 use crate::key::{keys, Keys};
-use crate::request::{Asked, RequestHead};
+use crate::request::Asked;
 use crate::revalidate;
 use crate::rfc::{self, directive, seconds_directive};
 use crate::settings::Settings;
@@ -43,14 +43,20 @@ enum Label {
 }
 
 impl Label {
+    /// Each a constant: `from_static` made at run time checks its bytes every time.
     fn value(self) -> HeaderValue {
-        HeaderValue::from_static(match self {
-            Label::Hit => "HIT",
-            Label::Miss => "MISS",
-            Label::Stale => "STALE",
-            Label::Bypass => "BYPASS",
-            Label::Revalidated => "REVALIDATED",
-        })
+        const HIT: HeaderValue = HeaderValue::from_static("HIT");
+        const MISS: HeaderValue = HeaderValue::from_static("MISS");
+        const STALE: HeaderValue = HeaderValue::from_static("STALE");
+        const BYPASS: HeaderValue = HeaderValue::from_static("BYPASS");
+        const REVALIDATED: HeaderValue = HeaderValue::from_static("REVALIDATED");
+        match self {
+            Label::Hit => HIT,
+            Label::Miss => MISS,
+            Label::Stale => STALE,
+            Label::Bypass => BYPASS,
+            Label::Revalidated => REVALIDATED,
+        }
     }
 }
 
@@ -61,7 +67,7 @@ struct Exchange {
     method: Method,
     /// The request headers RFC 9111 compares later (host, cache directives, the
     /// `Vary`'d ones: filtered when the answer is stored), and what they say.
-    req_headers: RequestHead,
+    req_headers: HeaderMap,
     asked: Asked,
     leader: Option<Flight>,
     /// A stored answer to send if the upstream fails.
@@ -91,7 +97,7 @@ impl Exchange {
             label,
             keys: None,
             method: method.clone(),
-            req_headers: RequestHead::default(),
+            req_headers: HeaderMap::new(),
             asked: Asked::default(),
             leader: None,
             fallback: None,
@@ -301,11 +307,11 @@ impl ResponseCache {
     /// it holds are judged for `x`'s request), and writes it through to the shared level
     /// when this request read the level's generation before going upstream.
     fn put(&self, x: &Exchange, key: String, variant: Arc<Variant>, absent: bool) {
-        let presented = (!absent).then(|| Presented {
+        let presented = Presented {
             method: &x.method,
-            headers: x.req_headers.map(),
-        });
-        let req = presented.as_ref();
+            headers: &x.req_headers,
+        };
+        let req = (!absent).then_some(&presented);
         let through = x.generation.zip(self.shared_level());
         let Some((generation, level)) = through else {
             // The clock is read only if the key holds variants to judge.
@@ -364,7 +370,7 @@ impl ResponseCache {
         {
             return None;
         }
-        let req_headers = kept_request_headers(x.req_headers.map(), &resp.headers, by_consumer);
+        let req_headers = kept_request_headers(&x.req_headers, &resp.headers, by_consumer);
         let presented = Presented {
             method: &x.method,
             headers: &req_headers,
@@ -453,7 +459,7 @@ impl ResponseCache {
         let at = self.now();
         let policy =
             (!rfc::is_plain(&x.method, x.asked, stored.status, &head, by_consumer)).then(|| {
-                let kept = kept_request_headers(x.req_headers.map(), &head, by_consumer);
+                let kept = kept_request_headers(&x.req_headers, &head, by_consumer);
                 let presented = Presented {
                     method: &x.method,
                     headers: &kept,
@@ -555,7 +561,7 @@ impl Policy for ResponseCache {
         x.absent = absent;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
-        x.req_headers = RequestHead::new(&req.headers);
+        x.req_headers = req.headers.clone();
         x.asked = asked;
         x.keys = Some(keys);
         self.miss(ctx, req, x)
@@ -687,7 +693,8 @@ fn age_or_zero(headers: &mut HeaderMap) -> Duration {
     match headers.entry(AGE) {
         Entry::Occupied(e) => rfc::age(e.get()),
         Entry::Vacant(e) => {
-            e.insert(HeaderValue::from_static("0"));
+            const NONE: HeaderValue = HeaderValue::from_static("0");
+            e.insert(NONE);
             Duration::ZERO
         }
     }
