@@ -26,6 +26,16 @@ async fn second_get_is_a_hit_with_age_and_no_second_upstream_call() {
     assert!(second.age.is_some(), "a hit carries Age");
     assert_eq!(second.body, first.body);
     assert_eq!(r.backend.calls("/x"), 1);
+    // The stored head is the miss's (the first hit builds its map, the next reuse it).
+    let head = |g: &Got| {
+        let mut h = g.headers.clone();
+        h.remove("x-cache");
+        h.remove("age");
+        h
+    };
+    assert_eq!(head(&second), head(&first));
+    assert_eq!(second.headers["content-type"], "text/plain");
+    assert_eq!(head(&r.get("/x", KEY_A, &[]).await), head(&first));
     // The query is part of the key.
     assert_eq!(r.get("/x?page=2", KEY_A, &[]).await.x_cache, "MISS");
 }
