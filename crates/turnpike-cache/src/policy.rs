@@ -22,7 +22,7 @@ use turnpike_policy::{
 };
 
 use crate::key::{keys, Keys};
-use crate::request::Asked;
+use crate::request::{Asked, RequestHead};
 use crate::revalidate;
 use crate::rfc::{self, directive, seconds_directive};
 use crate::settings::Settings;
@@ -67,7 +67,7 @@ struct Exchange {
     method: Method,
     /// The request headers RFC 9111 compares later (host, cache directives, the
     /// `Vary`'d ones: filtered when the answer is stored), and what they say.
-    req_headers: HeaderMap,
+    req_headers: RequestHead,
     asked: Asked,
     leader: Option<Flight>,
     /// A stored answer to send if the upstream fails.
@@ -97,7 +97,7 @@ impl Exchange {
             label,
             keys: None,
             method: method.clone(),
-            req_headers: HeaderMap::new(),
+            req_headers: RequestHead::default(),
             asked: Asked::default(),
             leader: None,
             fallback: None,
@@ -307,11 +307,11 @@ impl ResponseCache {
     /// it holds are judged for `x`'s request), and writes it through to the shared level
     /// when this request read the level's generation before going upstream.
     fn put(&self, x: &Exchange, key: String, variant: Arc<Variant>, absent: bool) {
-        let presented = Presented {
+        let presented = (!absent).then(|| Presented {
             method: &x.method,
-            headers: &x.req_headers,
-        };
-        let req = (!absent).then_some(&presented);
+            headers: x.req_headers.map(),
+        });
+        let req = presented.as_ref();
         let through = x.generation.zip(self.shared_level());
         let Some((generation, level)) = through else {
             // The clock is read only if the key holds variants to judge.
@@ -370,7 +370,7 @@ impl ResponseCache {
         {
             return None;
         }
-        let req_headers = kept_request_headers(&x.req_headers, &resp.headers, by_consumer);
+        let req_headers = kept_request_headers(x.req_headers.map(), &resp.headers, by_consumer);
         let presented = Presented {
             method: &x.method,
             headers: &req_headers,
@@ -459,7 +459,7 @@ impl ResponseCache {
         let at = self.now();
         let policy =
             (!rfc::is_plain(&x.method, x.asked, stored.status, &head, by_consumer)).then(|| {
-                let kept = kept_request_headers(&x.req_headers, &head, by_consumer);
+                let kept = kept_request_headers(x.req_headers.map(), &head, by_consumer);
                 let presented = Presented {
                     method: &x.method,
                     headers: &kept,
@@ -561,7 +561,7 @@ impl Policy for ResponseCache {
         x.absent = absent;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
-        x.req_headers = req.headers.clone();
+        x.req_headers = RequestHead::new(&req.headers);
         x.asked = asked;
         x.keys = Some(keys);
         self.miss(ctx, req, x)

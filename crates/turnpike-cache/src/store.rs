@@ -20,6 +20,7 @@ use turnpike_model::policy::CachePurge;
 use crate::detach::{detach, Detached};
 use crate::flight::{Flights, Follow, Led};
 use crate::footprint::{footprint, PER_ALLOCATION, STORE_SLOT};
+use crate::request::RequestHead;
 use crate::revalidate::VALIDATORS;
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
@@ -199,7 +200,7 @@ impl Variant {
     pub(crate) fn new(
         r: Received<'_>,
         method: &Method,
-        req: &HeaderMap,
+        req: &RequestHead,
         policy: Option<Box<CachePolicy>>,
     ) -> Option<Variant> {
         let arrived_age = r.arrived_age;
@@ -399,7 +400,7 @@ fn millis(d: Duration) -> u64 {
 /// `Host` and the headers the response varies on; the host value's bytes; and whether
 /// it varies on `*`.
 fn selecting<'a>(
-    req: &'a HeaderMap,
+    req: &'a RequestHead,
     resp: &'a HeaderMap,
 ) -> (
     impl Iterator<Item = (HeaderName, Option<&'a HeaderValue>)> + 'a,
@@ -423,7 +424,7 @@ fn selecting<'a>(
             let value = req.get(&n);
             (n, value)
         });
-    let host = req.get(HOST);
+    let host = req.get(&HOST);
     let room = host.map_or(0, HeaderValue::len);
     (std::iter::once((HOST, host)).chain(varied), room, star)
 }
