@@ -84,8 +84,11 @@ pub(crate) fn detach<'a>(
     }
     let body_at = buf.len();
     buf.extend_from_slice(body);
+    // Kept values past `room` (`Vary`'d ones) grew the buffer: what it holds is what is
+    // charged, so it gives back the rest (a copy, only then).
+    buf.shrink_to_fit();
     Some(Detached {
-        // Exactly as long as reserved (the common case): no second allocation.
+        // As long as its allocation: no second allocation until a hit slices it.
         buf: Bytes::from(buf),
         fields: list.into_boxed_slice(),
         head: count,
