@@ -446,7 +446,7 @@ impl ResponseCache {
 
     /// A 304 to this request's conditional: `stored` with its head updated, stored
     /// again (when still storable) under the key the answer says. `None`: the 304 is
-    /// for another representation (its `ETag` differs).
+    /// for another representation (its `ETag` differs), or the head is too large to keep.
     fn refresh(
         &self,
         x: &mut Exchange,
