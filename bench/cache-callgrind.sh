@@ -11,13 +11,20 @@
 #            after the first is a hit.
 #   once     `cache: { ttl: 60s, min_uses: 2 }` (not by default; binaries that know
 #            `min_uses`): every key asked once, so no miss stores (looked up, counted).
+#   open10k, miss10k (not by default): `open` and `miss` with 10 KiB answers
+#            (`?size=10240`), the issue's other answer size.
+#   twice    (not by default) the `miss` API's keys each asked twice in a row: a storing
+#            miss, then the entry's first hit (which builds the head's map): per request
+#            the mean of the two.
 # Each count is (instructions after N2 GETs - after N1) / (N2 - N1), each run in its own
 # gateway process under callgrind (startup and warm-up cancel out).
 #
 # Usage: bench/cache-callgrind.sh BIN [BIN...] [--n1 300] [--n2 1500] [--keep DIR]
 # (APIS="miss hit" measures only those, and the gateway's file holds only those.) With a default 64 MiB store the cold part of
 # S3-FIFO (3 %) holds about 2,500 of these entries: --n1 above that measures a miss that
-# also evicts an older one (the steady state of a stream of new keys).
+# also evicts an older one (the steady state of a stream of new keys); 10 KiB entries
+# evict from about the 200th on. Entries still held when the gateway stops are dropped
+# then, inside the count: every stored entry's drop is counted either way.
 # --keep DIR keeps each run's callgrind.out (BINNAME.API.N) for callgrind_annotate.
 # Needs: valgrind, python3.
 set -euo pipefail
@@ -52,7 +59,8 @@ apis=${APIS:-open miss nostore hit}
   for a in $apis; do
     case $a in
       open) api open "";;
-      miss|hit) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
+      open10k) api open10k "";;
+      miss|hit|miss10k|twice) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
       nostore) api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]";;
       once) api once "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]";;
       *) echo "unknown API $a" >&2; exit 2;;
@@ -61,13 +69,15 @@ apis=${APIS:-open miss nostore hit}
 } >"$work/apis.yaml"
 
 # Sends N keep-alive GETs with a new query each on one connection (the same path each
-# time for the hit API); every answer must be 200.
+# time for the hit API; 10 KiB answers for the *10k APIs); every answer must be 200.
 cat >"$work/client.py" <<'PY'
 import http.client, sys
 port, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+size = "size=10240&" if "10k/" in path else ""
+asks = 2 if path.startswith("/twice/") else 1
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 for i in range(n):
-    c.request("GET", path if path.startswith("/hit/") else f"{path}?n={i}")
+    c.request("GET", path if path.startswith("/hit/") else f"{path}?{size}n={i // asks}")
     r = c.getresponse()
     r.read()
     if r.status != 200:

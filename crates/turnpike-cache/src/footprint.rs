@@ -9,7 +9,7 @@
 //! grow the gateway to 530 MB (bench/RESULTS.md, session 18); the gateway test
 //! `cache_memory.rs` counts an entry's live allocations against this charge.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use crate::detach::{Detached, Field};
 
 /// What the allocator adds to an allocation, on average (its size-class rounding and
 /// bookkeeping).
@@ -30,27 +30,34 @@ const NAME: usize = 24;
 /// A built RFC policy besides its copies of the heads: its parsed directives.
 const POLICY: usize = 1024;
 
-/// The bytes an entry with these parts holds (`entry`: the size of its own struct;
-/// `held`: the copied buffer's length).
-pub(crate) fn footprint(
-    entry: usize,
-    headers: &HeaderMap,
-    held: usize,
-    selecting: &[(HeaderName, Option<HeaderValue>)],
-    tags: &[Box<str>],
-    policy: bool,
-) -> u64 {
+/// The bytes an entry with these parts holds (`entry`: the size of its own struct).
+/// The head's map is charged whether or not a hit built it yet: an entry's charge is
+/// fixed when it is stored, and must hold for its life.
+pub(crate) fn footprint(entry: usize, copied: &Detached, tags: &[Box<str>], policy: bool) -> u64 {
     // In an `Arc`: two counters more.
     let variant = entry + 2 * size_of::<usize>() + PER_ALLOCATION;
-    let map = match headers.capacity() {
+    let head = copied.head();
+    let map = match map_capacity(head.len()) {
         0 => 0,
         n => n * MAP_ENTRY + 2 * PER_ALLOCATION,
     };
-    let extra = (headers.len() - headers.keys_len()) * EXTRA_VALUE;
-    let names: usize = headers.keys().map(|n| n.as_str().len() + NAME).sum();
+    // A map iterates a name's values one after another: a name is new where it differs
+    // from the one before it.
+    let mut distinct = 0;
+    let mut names = 0;
+    let mut before: Option<&Field> = None;
+    for field in head {
+        if before.is_none_or(|b| b.0 != field.0) {
+            distinct += 1;
+            names += field.0.as_str().len() + NAME;
+        }
+        before = Some(field);
+    }
+    let extra = (head.len() - distinct) * EXTRA_VALUE;
     // The buffer, and the counter its slices share.
+    let held = copied.held();
     let buffer = held + 24 + 2 * PER_ALLOCATION;
-    let kept = size_of_val(selecting) + PER_ALLOCATION;
+    let fields = size_of_val(copied.fields()) + PER_ALLOCATION;
     let tags: usize =
         size_of_val(tags) + tags.iter().map(|t| t.len() + PER_ALLOCATION).sum::<usize>();
     let policy = if policy {
@@ -58,5 +65,32 @@ pub(crate) fn footprint(
     } else {
         0
     };
-    (variant + map + extra + names + buffer + kept + tags + policy) as u64
+    (variant + map + extra + names + buffer + fields + tags + policy) as u64
+}
+
+/// The capacity `http` gives a map made for `n` fields (`HeaderMap::with_capacity`:
+/// a third more, rounded up to a power of two, three quarters of it usable).
+fn map_capacity(n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    let raw = (n + n / 3).next_power_of_two();
+    raw - raw / 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderMap;
+
+    #[test]
+    fn a_maps_capacity_is_what_http_gives_it() {
+        for n in 0..200 {
+            assert_eq!(
+                map_capacity(n),
+                HeaderMap::<()>::with_capacity(n).capacity(),
+                "{n} fields"
+            );
+        }
+    }
 }

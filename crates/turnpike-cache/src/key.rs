@@ -55,12 +55,13 @@ impl Keys {
     }
 }
 
-/// The keys of a request to `method` with the context's upstream target.
+/// The keys of a request to `method` with the context's upstream target
+/// (`credential`: the request carries a credential header, [`crate::request::Asked`]).
 /// (The string is sized for what it will hold: a stored key keeps its allocation.)
-pub(crate) fn keys(s: &Settings, ctx: &RequestCtx, req: &request::Parts) -> Keys {
+pub(crate) fn keys(s: &Settings, ctx: &RequestCtx, req: &request::Parts, credential: bool) -> Keys {
     let caller = s.consumer.then(|| match ctx.identity() {
         Some(id) => Caller::Known(id),
-        None => Caller::Anonymous(credential_digest(s, req)),
+        None => Caller::Anonymous(credential.then(|| credential_digest(s, req)).flatten()),
     });
     let room = caller.as_ref().map_or(0, Caller::len);
     let mut text = shared(s, &req.method, ctx, req, room);

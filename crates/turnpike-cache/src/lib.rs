@@ -24,6 +24,7 @@ mod footprint;
 mod key;
 mod label;
 mod policy;
+mod request;
 mod resources;
 mod revalidate;
 mod rfc;

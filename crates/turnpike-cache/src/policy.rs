@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, AGE, SET_COOKIE};
+use http::header::{Entry, HeaderValue, AGE, SET_COOKIE};
 use http::{request, response, HeaderMap, HeaderName, Method, Response, StatusCode};
 use http_cache_semantics::CachePolicy;
 use turnpike_model::clock::Clock;
@@ -22,6 +22,7 @@ use turnpike_policy::{
 };
 
 use crate::key::{keys, Keys};
+use crate::request::{Asked, RequestHead};
 use crate::revalidate;
 use crate::rfc::{self, directive, seconds_directive};
 use crate::settings::Settings;
@@ -42,14 +43,20 @@ enum Label {
 }
 
 impl Label {
+    /// Each a constant: `from_static` made at run time checks its bytes every time.
     fn value(self) -> HeaderValue {
-        HeaderValue::from_static(match self {
-            Label::Hit => "HIT",
-            Label::Miss => "MISS",
-            Label::Stale => "STALE",
-            Label::Bypass => "BYPASS",
-            Label::Revalidated => "REVALIDATED",
-        })
+        const HIT: HeaderValue = HeaderValue::from_static("HIT");
+        const MISS: HeaderValue = HeaderValue::from_static("MISS");
+        const STALE: HeaderValue = HeaderValue::from_static("STALE");
+        const BYPASS: HeaderValue = HeaderValue::from_static("BYPASS");
+        const REVALIDATED: HeaderValue = HeaderValue::from_static("REVALIDATED");
+        match self {
+            Label::Hit => HIT,
+            Label::Miss => MISS,
+            Label::Stale => STALE,
+            Label::Bypass => BYPASS,
+            Label::Revalidated => REVALIDATED,
+        }
     }
 }
 
@@ -59,8 +66,9 @@ struct Exchange {
     keys: Option<Keys>,
     method: Method,
     /// The request headers RFC 9111 compares later (host, cache directives, the
-    /// `Vary`'d ones: filtered when the answer is stored).
-    req_headers: HeaderMap,
+    /// `Vary`'d ones: filtered when the answer is stored), and what they say.
+    req_headers: RequestHead,
+    asked: Asked,
     leader: Option<Flight>,
     /// A stored answer to send if the upstream fails.
     fallback: Option<Arc<Variant>>,
@@ -77,6 +85,8 @@ struct Exchange {
     serve: Option<(Arc<Variant>, Label)>,
     /// Set by the response headers hook: the answer will be stored.
     candidate: Option<Candidate>,
+    /// Set by the response headers hook: the `Age` the answer arrived with.
+    arrived_age: Duration,
 }
 
 impl Exchange {
@@ -87,7 +97,8 @@ impl Exchange {
             label,
             keys: None,
             method: method.clone(),
-            req_headers: HeaderMap::new(),
+            req_headers: RequestHead::default(),
+            asked: Asked::default(),
             leader: None,
             fallback: None,
             revalidating: false,
@@ -95,6 +106,7 @@ impl Exchange {
             generation: None,
             serve: None,
             candidate: None,
+            arrived_age: Duration::ZERO,
         })
     }
 }
@@ -168,10 +180,10 @@ impl ResponseCache {
     }
 
     fn answer(&self, v: &Variant, now: SystemTime, label: Label, head: bool) -> Response<Bytes> {
-        let body = if head { Bytes::new() } else { v.body.clone() };
+        let body = if head { Bytes::new() } else { v.body() };
         let mut resp = Response::new(body);
         *resp.status_mut() = v.status;
-        *resp.headers_mut() = v.headers.clone();
+        *resp.headers_mut() = v.headers().clone();
         stamp(resp.headers_mut(), v, now, label);
         resp
     }
@@ -278,39 +290,36 @@ impl ResponseCache {
         };
         let [own, shared] = found;
         for (entry, public) in [(own, false), (shared, true)] {
-            let Some(entry) = entry else {
+            let Some(variant) = entry.and_then(Variant::from_wire) else {
                 continue;
             };
-            let variant = Arc::new(Variant::from_wire(entry));
+            let variant = Arc::new(variant);
             if let Found::Fresh(v) = variant.judge(&presented, now) {
                 let key = self.key_for(keys.clone(), public);
-                self.store.store(key, &presented, v.clone(), false, &|| now);
+                self.store.store(key, Some(&presented), v.clone(), &|| now);
                 return Some(v);
             }
         }
         None
     }
 
-    /// Stores `variant` under `key` (`absent`: known to hold nothing), and writes it
-    /// through to the shared level when this request read the level's generation
-    /// before going upstream.
-    fn put(
-        &self,
-        x: &Exchange,
-        key: String,
-        req: &Presented<'_>,
-        variant: Arc<Variant>,
-        absent: bool,
-    ) {
+    /// Stores `variant` under `key` (`absent`: known to hold nothing, else the variants
+    /// it holds are judged for `x`'s request), and writes it through to the shared level
+    /// when this request read the level's generation before going upstream.
+    fn put(&self, x: &Exchange, key: String, variant: Arc<Variant>, absent: bool) {
+        let presented = (!absent).then(|| Presented {
+            method: &x.method,
+            headers: x.req_headers.map(),
+        });
+        let req = presented.as_ref();
         let through = x.generation.zip(self.shared_level());
         let Some((generation, level)) = through else {
             // The clock is read only if the key holds variants to judge.
-            self.store.store(key, req, variant, absent, &|| self.now());
+            self.store.store(key, req, variant, &|| self.now());
             return;
         };
         let now = self.now();
-        self.store
-            .store(key.clone(), req, variant.clone(), absent, &|| now);
+        self.store.store(key.clone(), req, variant.clone(), &|| now);
         let ttl = variant.shared_ttl(now);
         if !ttl.is_zero() {
             level.write(Write {
@@ -343,13 +352,7 @@ impl ResponseCache {
         }
         let by_consumer = keys.consumer().is_some();
         let at = self.now();
-        if rfc::is_plain(
-            &x.method,
-            &x.req_headers,
-            resp.status,
-            &resp.headers,
-            by_consumer,
-        ) {
+        if rfc::is_plain(&x.method, x.asked, resp.status, &resp.headers, by_consumer) {
             return Some(Candidate {
                 public: false,
                 policy: None,
@@ -367,7 +370,7 @@ impl ResponseCache {
         {
             return None;
         }
-        let req_headers = kept_request_headers(&x.req_headers, &resp.headers, by_consumer);
+        let req_headers = kept_request_headers(x.req_headers.map(), &resp.headers, by_consumer);
         let presented = Presented {
             method: &x.method,
             headers: &req_headers,
@@ -401,32 +404,33 @@ impl ResponseCache {
         // its lookup may not have asked.
         let absent = x.absent && (!c.public || keys.consumer().is_none());
         let key = self.key_for(keys, c.public);
-        let received = self.received(resp.status, &resp.headers, body, c.at);
-        let presented = Presented {
-            method: &x.method,
-            headers: &x.req_headers,
-        };
-        let variant = Variant::new(received, &presented, c.policy);
-        self.put(x, key, &presented, Arc::new(variant), absent);
+        let plain = c.policy.is_none();
+        let head = (resp.status, &resp.headers);
+        let received = self.received(head, body, c.at, plain, x.arrived_age);
+        if let Some(variant) = Variant::new(received, &x.method, &x.req_headers, c.policy) {
+            self.put(x, key, Arc::new(variant), absent);
+        }
     }
 
     /// An answer about to be stored: its stale windows (none for one that must be
-    /// revalidated) and tags.
+    /// revalidated) and tags. (`plain`: [`rfc::is_plain`], so it has no `Cache-Control`;
+    /// `arrived_age`: the `Age` it arrived with.)
     fn received<'a>(
         &self,
-        status: StatusCode,
-        headers: &'a HeaderMap,
+        (status, headers): (StatusCode, &'a HeaderMap),
         body: &'a Bytes,
         at: SystemTime,
+        plain: bool,
+        arrived_age: Duration,
     ) -> Received<'a> {
         let defaults = (
             self.settings.stale_while_revalidate,
             self.settings.stale_if_error,
         );
         // Without `Cache-Control` (most answers) nothing below can differ: skip the scans.
-        let stale = match headers.contains_key(http::header::CACHE_CONTROL) {
-            false => defaults,
-            true => stale_windows(headers, defaults),
+        let stale = match plain || !headers.contains_key(http::header::CACHE_CONTROL) {
+            true => defaults,
+            false => stale_windows(headers, defaults),
         };
         Received {
             status,
@@ -434,6 +438,7 @@ impl ResponseCache {
             headers,
             body,
             at,
+            arrived_age,
             ttl: self.settings.ttl,
             stale,
         }
@@ -441,20 +446,20 @@ impl ResponseCache {
 
     /// A 304 to this request's conditional: `stored` with its head updated, stored
     /// again (when still storable) under the key the answer says. `None`: the 304 is
-    /// for another representation (its `ETag` differs).
+    /// for another representation (its `ETag` differs), or the head is too large to keep.
     fn refresh(
         &self,
         x: &mut Exchange,
         stored: &Variant,
         resp: &response::Parts,
     ) -> Option<Arc<Variant>> {
-        let head = revalidate::updated_head(&stored.headers, &resp.headers, &X_CACHE)?;
+        let head = revalidate::updated_head(stored.headers(), &resp.headers, &X_CACHE)?;
         let keys = x.keys.take()?;
         let by_consumer = keys.consumer().is_some();
         let at = self.now();
-        let policy = (!rfc::is_plain(&x.method, &x.req_headers, stored.status, &head, by_consumer))
-            .then(|| {
-                let kept = kept_request_headers(&x.req_headers, &head, by_consumer);
+        let policy =
+            (!rfc::is_plain(&x.method, x.asked, stored.status, &head, by_consumer)).then(|| {
+                let kept = kept_request_headers(x.req_headers.map(), &head, by_consumer);
                 let presented = Presented {
                     method: &x.method,
                     headers: &kept,
@@ -469,14 +474,13 @@ impl ResponseCache {
             });
         let keep = policy.as_ref().is_none_or(|p| storable(p, &head, at));
         let key = self.key_for(keys, directive(&head, "public"));
-        let received = self.received(stored.status, &head, &stored.body, at);
-        let presented = Presented {
-            method: &x.method,
-            headers: &x.req_headers,
-        };
-        let variant = Arc::new(Variant::new(received, &presented, policy));
+        let body = stored.body();
+        let plain = policy.is_none();
+        let age = rfc::age_header(&head);
+        let received = self.received((stored.status, &head), &body, at, plain, age);
+        let variant = Arc::new(Variant::new(received, &x.method, &x.req_headers, policy)?);
         if keep {
-            self.put(x, key, &presented, variant.clone(), false);
+            self.put(x, key, variant.clone(), false);
         }
         Some(variant)
     }
@@ -511,11 +515,13 @@ impl Policy for ResponseCache {
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        if !self.settings.methods.contains(&req.method) || directive(&req.headers, "no-store") {
+        let asked = Asked::read(&req.headers, &self.settings.credentials);
+        let no_store = || asked.directives && directive(&req.headers, "no-store");
+        if !self.settings.methods.contains(&req.method) || no_store() {
             keep_exchange(ctx, Exchange::boxed(Label::Bypass, &req.method));
             return Step::CONTINUE;
         }
-        let keys = keys(&self.settings, ctx, req);
+        let keys = keys(&self.settings, ctx, req, asked.credential);
         // The clock is read only when a stored answer is judged (a miss never does).
         let clock = std::cell::OnceCell::new();
         let now = || *clock.get_or_init(|| self.now());
@@ -555,7 +561,8 @@ impl Policy for ResponseCache {
         x.absent = absent;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
-        x.req_headers = req.headers.clone();
+        x.req_headers = RequestHead::new(&req.headers);
+        x.asked = asked;
         x.keys = Some(keys);
         self.miss(ctx, req, x)
     }
@@ -568,9 +575,7 @@ impl Policy for ResponseCache {
         let Some(x) = exchange(ctx) else {
             if ctx.cache.as_ref().is_some_and(|c| c.is::<Unstored>()) {
                 resp.headers.insert(X_CACHE, Label::Miss.value());
-                resp.headers
-                    .entry(AGE)
-                    .or_insert_with(|| HeaderValue::from_static("0"));
+                age_or_zero(&mut resp.headers);
             }
             return Ok(());
         };
@@ -600,9 +605,7 @@ impl Policy for ResponseCache {
             // response has streamed.
             x.leader = None;
         }
-        resp.headers
-            .entry(AGE)
-            .or_insert_with(|| HeaderValue::from_static("0"));
+        x.arrived_age = age_or_zero(&mut resp.headers);
         Ok(())
     }
 
@@ -625,12 +628,12 @@ impl Policy for ResponseCache {
         };
         if let Some((v, label)) = x.serve.take() {
             resp.status = v.status;
-            resp.headers = v.headers.clone();
+            resp.headers = v.headers().clone();
             stamp(&mut resp.headers, &v, self.now(), label);
             *body = if x.method == Method::HEAD {
                 Bytes::new()
             } else {
-                v.body.clone()
+                v.body()
             };
             ctx.ext.insert(FromCache);
             return Ok(());
@@ -680,9 +683,21 @@ fn exchange(ctx: &mut RequestCtx) -> Option<&mut Exchange> {
 fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Box<Exchange>, keys: Keys) {
     x.keys = Some(keys);
     if let Some(v) = &x.fallback {
-        x.revalidating = revalidate::make_conditional(&v.headers, &mut req.headers);
+        x.revalidating = revalidate::make_conditional(v.headers(), &mut req.headers);
     }
     keep_exchange(ctx, x);
+}
+
+/// Gives an answer from upstream without an `Age` one of 0: the age it arrived with.
+fn age_or_zero(headers: &mut HeaderMap) -> Duration {
+    match headers.entry(AGE) {
+        Entry::Occupied(e) => rfc::age(e.get()),
+        Entry::Vacant(e) => {
+            const NONE: HeaderValue = HeaderValue::from_static("0");
+            e.insert(NONE);
+            Duration::ZERO
+        }
+    }
 }
 
 /// `Age` (the time it arrived with plus the time stored), and `X-Cache`.

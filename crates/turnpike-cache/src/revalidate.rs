@@ -13,9 +13,12 @@ use http::{HeaderMap, HeaderName};
 /// Header names a 304 may update in a stored head before the rest are ignored.
 const MAX_UPDATED: usize = 64;
 
+/// The fields that validate a stored answer.
+pub(crate) const VALIDATORS: [HeaderName; 2] = [ETAG, LAST_MODIFIED];
+
 /// Whether a stored head carries a validator to revalidate with.
 pub(crate) fn has_validator(stored: &HeaderMap) -> bool {
-    stored.contains_key(ETAG) || stored.contains_key(LAST_MODIFIED)
+    VALIDATORS.iter().any(|v| stored.contains_key(v))
 }
 
 /// Adds the conditional headers for `stored` to an upstream request, unless the request

@@ -6,9 +6,11 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::header::{AGE, AUTHORIZATION, CACHE_CONTROL, EXPIRES, PRAGMA, VARY};
+use http::header::{AGE, CACHE_CONTROL, EXPIRES, VARY};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use http_cache_semantics::{CacheOptions, CachePolicy, RequestLike, ResponseLike};
+
+use crate::request::{carries_directives, Asked};
 
 /// The statuses `http-cache-semantics` understands (it stores no others): a plain
 /// response outside them goes through the library, which refuses it.
@@ -23,21 +25,21 @@ const UNDERSTOOD_STATUSES: [u16; 14] = [
 /// the library adds nothing but `max-age=<ttl>` (see [`with_default_ttl`]) and stores.
 pub(crate) fn is_plain(
     method: &Method,
-    req: &HeaderMap,
+    req: Asked,
     status: StatusCode,
     resp: &HeaderMap,
     by_consumer: bool,
 ) -> bool {
-    // One pass over each head's names: a lookup by name hashes it, and these are
-    // seven lookups of names that are mostly absent from heads of a few fields.
-    let directives = |n: &HeaderName| *n == CACHE_CONTROL || *n == PRAGMA;
-    let in_resp =
-        |n: &HeaderName| directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp));
-    let in_req = |n: &HeaderName| directives(n) || (!by_consumer && *n == AUTHORIZATION);
+    // One pass over the head's names: a lookup by name hashes it, and these are five
+    // lookups of names that are mostly absent from heads of a few fields.
+    let in_resp = |n: &HeaderName| {
+        carries_directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp))
+    };
     (*method == Method::GET || *method == Method::HEAD)
+        && !req.directives
+        && (by_consumer || !req.authorization)
         && UNDERSTOOD_STATUSES.contains(&status.as_u16())
         && !resp.keys().any(in_resp)
-        && !req.keys().any(in_req)
 }
 
 /// Whether `Vary` lists `*` (such an answer is never reused without the full rules).
@@ -61,9 +63,14 @@ pub(crate) fn default_max_age(ttl: Duration) -> Duration {
 
 /// The response's `Age` (what it had aged before it reached this cache).
 pub(crate) fn age_header(resp: &HeaderMap) -> Duration {
-    let secs = resp
-        .get(AGE)
-        .and_then(|v| v.to_str().ok())
+    resp.get(AGE).map_or(Duration::ZERO, age)
+}
+
+/// An `Age` value's duration (none for one that is not a number of seconds).
+pub(crate) fn age(value: &HeaderValue) -> Duration {
+    let secs = value
+        .to_str()
+        .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
     Duration::from_secs(secs)

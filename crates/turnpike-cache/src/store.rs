@@ -20,6 +20,8 @@ use turnpike_model::policy::CachePurge;
 use crate::detach::{detach, Detached};
 use crate::flight::{Flights, Follow, Led};
 use crate::footprint::{footprint, PER_ALLOCATION, STORE_SLOT};
+use crate::request::RequestHead;
+use crate::revalidate::VALIDATORS;
 pub(crate) use crate::rfc::Presented;
 use crate::rfc::{self, MAX_VARY};
 use crate::shared::SharedLevel;
@@ -140,8 +142,9 @@ pub(crate) struct Variant {
     /// one, and each byte of an entry is held for its life.
     policy: OnceLock<Box<CachePolicy>>,
     pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
+    /// The head, the `Host` and `Vary`'d request values it was stored for (what a
+    /// request without cache directives of its own must match), and the body.
+    copied: Detached,
     /// Until when it is fresh, and how long after that it may still be served while
     /// one request refreshes it, or in place of an upstream failure.
     pub(crate) fresh_until: SystemTime,
@@ -153,10 +156,8 @@ pub(crate) struct Variant {
     received_at: SystemTime,
     arrived_age: Duration,
     ttl: Duration,
-    /// The request method, and the `Host` and `Vary`'d request values it was stored
-    /// for: what a request without cache directives of its own must match.
+    /// The request method it was stored for.
     method: Method,
-    selecting: Selecting,
     /// `Vary: *` (never reused without the RFC rules).
     vary_star: bool,
     weight: u64,
@@ -183,6 +184,8 @@ pub(crate) struct Received<'a> {
     pub(crate) headers: &'a HeaderMap,
     pub(crate) body: &'a Bytes,
     pub(crate) at: SystemTime,
+    /// The `Age` it arrived with.
+    pub(crate) arrived_age: Duration,
     /// The configured TTL (freshness of an answer stating none).
     pub(crate) ttl: Duration,
     /// stale-while-revalidate and stale-if-error.
@@ -193,41 +196,30 @@ pub(crate) struct Received<'a> {
 impl Variant {
     /// `policy`: the RFC policy already built for an answer with caching headers;
     /// `None` for a plain one (its freshness is the TTL less the `Age` it arrived with,
-    /// which is what the policy would compute).
+    /// which is what the policy would compute). `None` for a head too large to keep.
     pub(crate) fn new(
         r: Received<'_>,
-        req: &Presented<'_>,
+        method: &Method,
+        req: &RequestHead,
         policy: Option<Box<CachePolicy>>,
-    ) -> Variant {
-        let arrived_age = rfc::age_header(r.headers);
+    ) -> Option<Variant> {
+        let arrived_age = r.arrived_age;
         let fresh_until = match &policy {
             Some(p) => r.at + p.time_to_live(r.at),
             None => r.at + rfc::default_max_age(r.ttl).saturating_sub(arrived_age),
         };
-        let (mut selecting, vary_star) = selecting(req.headers, r.headers);
-        let Detached {
-            headers,
-            body,
-            held,
-        } = detach(r.headers, &mut selecting, r.body);
-        let weight = footprint(
-            size_of::<Variant>(),
-            &headers,
-            held,
-            &selecting,
-            &r.tags,
-            policy.is_some(),
-        );
+        let (selecting, room, vary_star) = selecting(req, r.headers);
+        let copied = detach(r.headers, selecting, room, r.body)?;
+        let weight = footprint(size_of::<Variant>(), &copied, &r.tags, policy.is_some());
         let cell = OnceLock::new();
         if let Some(p) = policy {
             let _ = cell.set(p);
         }
-        Variant {
+        Some(Variant {
             policy: cell,
             status: r.status,
             weight,
-            headers,
-            body,
+            copied,
             fresh_until,
             stale_while_revalidate: r.stale.0,
             stale_if_error: r.stale.1,
@@ -235,20 +227,28 @@ impl Variant {
             received_at: r.at,
             arrived_age,
             ttl: r.ttl,
-            method: req.method.clone(),
-            selecting,
+            method: method.clone(),
             vary_star,
-        }
+        })
+    }
+
+    /// The head (its map built when first asked for: a hit, a revalidation).
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        self.copied.headers()
+    }
+
+    pub(crate) fn body(&self) -> Bytes {
+        self.copied.body()
     }
 
     /// The RFC policy, built from what was stored when first needed. A plain answer's
-    /// request kept nothing but `Host` and its `Vary`'d values, which `selecting` holds.
+    /// request kept nothing but `Host` and its `Vary`'d values, which `copied` holds.
     fn policy(&self) -> &CachePolicy {
         self.policy.get_or_init(|| {
             let mut req = HeaderMap::new();
-            for (name, value) in self.selecting.iter() {
+            for (name, value) in self.copied.kept_values() {
                 if let Some(v) = value {
-                    req.append(name.clone(), v.clone());
+                    req.append(name, v);
                 }
             }
             let presented = Presented {
@@ -258,7 +258,7 @@ impl Variant {
             Box::new(rfc::policy(
                 &presented,
                 self.status,
-                &self.headers,
+                self.headers(),
                 self.ttl,
                 self.received_at,
             ))
@@ -295,7 +295,7 @@ impl Variant {
                 Some(s) if s <= self.stale_if_error => Found::Fallback(self.clone()),
                 // Kept to be revalidated (revalidate.rs) by the request that goes
                 // upstream; never sent without a 304 (it serves no errors this stale).
-                Some(_) if crate::revalidate::has_validator(&self.headers) => {
+                Some(_) if VALIDATORS.iter().any(|v| self.copied.has(v)) => {
                     Found::Fallback(self.clone())
                 }
                 Some(_) => Found::Nothing,
@@ -315,8 +315,7 @@ impl Variant {
         if self.vary_star || h.contains_key(CACHE_CONTROL) || h.contains_key(PRAGMA) {
             return None;
         }
-        let same = *req.method == self.method
-            && self.selecting.iter().all(|(n, v)| h.get(n) == v.as_ref());
+        let same = *req.method == self.method && self.copied.selects(h);
         if !same {
             return Some(Found::Nothing);
         }
@@ -332,10 +331,10 @@ impl ToWire for Variant {
             generation,
             status: self.status,
             method: self.method.clone(),
-            selecting: self.selecting.to_vec(),
+            selecting: self.copied.kept_values().collect(),
             vary_star: self.vary_star,
-            headers: self.headers.clone(),
-            body: self.body.clone(),
+            headers: self.headers().clone(),
+            body: self.body(),
             received_at_ms: unix_ms(self.received_at),
             fresh_until_ms: unix_ms(self.fresh_until),
             arrived_age_s: self.arrived_age.as_secs(),
@@ -350,28 +349,22 @@ impl ToWire for Variant {
 impl Variant {
     /// A variant read back from the shared level (its RFC policy, if ever needed, is
     /// rebuilt from what it kept, as for a plain answer).
-    pub(crate) fn from_wire(e: WireEntry) -> Variant {
-        let mut selecting: Selecting = e.selecting.into();
-        let Detached {
-            headers,
-            body,
-            held,
-        } = detach(&e.headers, &mut selecting, &e.body);
+    pub(crate) fn from_wire(e: WireEntry) -> Option<Variant> {
+        let kept = e.selecting.iter().map(|(n, v)| (n.clone(), v.as_ref()));
+        let room = e
+            .selecting
+            .iter()
+            .flat_map(|(_, v)| v)
+            .map(HeaderValue::len)
+            .sum();
+        let copied = detach(&e.headers, kept, room, &e.body)?;
         let tags: Box<[Box<str>]> = e.tags.into();
-        let weight = footprint(
-            size_of::<Variant>(),
-            &headers,
-            held,
-            &selecting,
-            &tags,
-            false,
-        );
-        Variant {
+        let weight = footprint(size_of::<Variant>(), &copied, &tags, false);
+        Some(Variant {
             policy: OnceLock::new(),
             status: e.status,
             weight,
-            headers,
-            body,
+            copied,
             fresh_until: UNIX_EPOCH + Duration::from_millis(e.fresh_until_ms),
             stale_while_revalidate: Duration::from_millis(e.stale_while_revalidate_ms),
             stale_if_error: Duration::from_millis(e.stale_if_error_ms),
@@ -380,9 +373,8 @@ impl Variant {
             arrived_age: Duration::from_secs(e.arrived_age_s),
             ttl: Duration::from_millis(e.ttl_ms),
             method: e.method,
-            selecting,
             vary_star: e.vary_star,
-        }
+        })
     }
 
     /// How long the shared level should keep it from `now`: its freshness left plus
@@ -404,26 +396,37 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Request headers and the values a stored answer was selected by.
-type Selecting = Box<[(HeaderName, Option<HeaderValue>)]>;
-
-/// `Host` and the request's values of the headers the response varies on, and whether
+/// The request headers a stored answer is selected by, with the request's values:
+/// `Host` and the headers the response varies on; the host value's bytes; and whether
 /// it varies on `*`.
-fn selecting(req: &HeaderMap, resp: &HeaderMap) -> (Selecting, bool) {
-    // Shared with the request until `detach` copies them.
-    let mut list = vec![(HOST, req.get(HOST).cloned())];
-    let mut star = false;
-    let names = resp.get_all(VARY).iter().filter_map(|v| v.to_str().ok());
-    for name in names.flat_map(|v| v.split(',')).take(MAX_VARY) {
-        let name = name.trim();
-        if name == "*" {
-            star = true;
-        } else if let Ok(n) = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()) {
-            let value = req.get(&n).cloned();
-            list.push((n, value));
-        }
-    }
-    (list.into(), star)
+fn selecting<'a>(
+    req: &'a RequestHead,
+    resp: &'a HeaderMap,
+) -> (
+    impl Iterator<Item = (HeaderName, Option<&'a HeaderValue>)> + 'a,
+    usize,
+    bool,
+) {
+    let vary = resp.get_all(VARY);
+    let listed = move || {
+        vary.iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .take(MAX_VARY)
+            .map(str::trim)
+    };
+    let star = listed().any(|n| n == "*");
+    // A name is made lowercase as it is parsed.
+    let varied = listed()
+        .filter(|n| *n != "*")
+        .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+        .map(|n| {
+            let value = req.get(&n);
+            (n, value)
+        });
+    let host = req.get(&HOST);
+    let room = host.map_or(0, HeaderValue::len);
+    (std::iter::once((HOST, host)).chain(varied), room, star)
 }
 
 impl ApiStore {
@@ -506,25 +509,20 @@ impl ApiStore {
         best
     }
 
-    /// Stores `variant` under `key`, replacing the variant the same request would
+    /// Stores `variant` under `key`, replacing the variant the same request `req` would
     /// select (same `Vary` values) and keeping at most [`MAX_VARIANTS`].
-    /// `absent`: the request's lookup found nothing under `key` (while its miss was
+    /// `req` `None`: the request's lookup found nothing under `key` (while its miss was
     /// led, no other request stored it), so it is inserted without a second lookup.
     /// (`now` is read only when `key` holds variants.)
     pub(crate) fn store(
         &self,
         key: String,
-        req: &Presented<'_>,
+        req: Option<&Presented<'_>>,
         variant: Arc<Variant>,
-        absent: bool,
         now: &dyn Fn() -> SystemTime,
     ) {
-        let old = if absent {
-            None
-        } else {
-            self.entries.get(key.as_str())
-        };
-        let Some(old) = old else {
+        let old = req.and_then(|req| Some((req, self.entries.get(key.as_str())?)));
+        let Some((req, old)) = old else {
             // A new key (most stores): no list.
             self.entries.insert(key, Variants::One(variant));
             return;

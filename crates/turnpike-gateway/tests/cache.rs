@@ -26,6 +26,18 @@ async fn second_get_is_a_hit_with_age_and_no_second_upstream_call() {
     assert!(second.age.is_some(), "a hit carries Age");
     assert_eq!(second.body, first.body);
     assert_eq!(r.backend.calls("/x"), 1);
+    // The stored head is the miss's (the first hit builds its map, the next reuse it),
+    // but for what every answer is stamped with anew.
+    let head = |g: &Got| {
+        let mut h = g.headers.clone();
+        for stamped in ["x-cache", "age", "x-request-id"] {
+            h.remove(stamped);
+        }
+        h
+    };
+    assert_eq!(head(&second), head(&first));
+    assert_eq!(second.headers["content-type"], "text/plain");
+    assert_eq!(head(&r.get("/x", KEY_A, &[]).await), head(&first));
     // The query is part of the key.
     assert_eq!(r.get("/x?page=2", KEY_A, &[]).await.x_cache, "MISS");
 }
