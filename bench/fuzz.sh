@@ -20,6 +20,9 @@
 #     crates/turnpike-gateway/tests/fuzz_ws_message.rs,
 #   - the GraphQL fast parser against apollo-compiler's parser (same AST and spans, never
 #     accepts what apollo-compiler rejects): crates/turnpike-graphql/src/fastparse_fuzz.rs,
+#   - the MCP message readers (the `tools/call` scanner held to serde_json on random and
+#     damaged messages, the envelope, arguments, session ids, proxied answers never
+#     panicking): crates/turnpike-mcp/src/fuzz.rs and scan.rs's tests,
 #   - raw-socket hostile HTTP/1.1 and HTTP/2: crates/turnpike-gateway/tests/hostile.rs
 #     and timeouts.rs (slow heads and bodies, hyper's own refusals, chunked over limit).
 # A failure prints the seed (TURNPIKE_FUZZ_SEED=... replays it) and stops the run.
@@ -38,7 +41,7 @@ done
 
 # The ci-bench profile (optimised, no fat LTO): what CI builds the binary with.
 prof=(--profile ci-bench)
-cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap -p turnpike-xml -p turnpike-analytics -p turnpike-policy -p turnpike-graphql --no-run >/dev/null 2>&1
+cargo test "${prof[@]}" -p turnpike-config -p turnpike-gateway -p turnpike-auth -p turnpike-soap -p turnpike-xml -p turnpike-analytics -p turnpike-policy -p turnpike-graphql -p turnpike-mcp --no-run >/dev/null 2>&1
 end=$(( $(date +%s) + minutes * 60 ))
 rounds=0
 run() { # log-name command...
@@ -75,6 +78,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
     -p turnpike-gateway --test fuzz_ws_message
   run "$log" env TURNPIKE_FUZZ_CASES="${FUZZ_GRAPHQL_CASES:-20000}" cargo test "${prof[@]}" -q \
     -p turnpike-graphql --lib fastparse
+  run "$log" env PROPTEST_CASES="${FUZZ_MCP_CASES:-20000}" cargo test "${prof[@]}" -q \
+    -p turnpike-mcp --lib -- fuzz:: scan::
   rounds=$((rounds + 1))
 done
 echo "fuzz: $rounds rounds in $minutes min, no failure"
