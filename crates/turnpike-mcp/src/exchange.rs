@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use turnpike_policy::RequestCtx;
 
 use crate::audit::Auditor;
+use crate::call::{Arguments, CallRead};
 use crate::content::Library;
 use crate::rpc::{self, json_str, Key, Message, ParamsSeed, Refusal};
 use crate::tools::{CallPlan, Catalog};
@@ -252,26 +253,6 @@ impl Catalog {
         };
         Ok((i, body))
     }
-}
-
-/// `tools/call`'s params as read from the message: the tool's name, and its arguments
-/// read against the tool's plan when the name came first (as the SDKs write it), else as
-/// raw text read once the name is known. The members this server does not use are
-/// checked as the SDK types them (`_meta`, `inputResponses`, `requestState`), so a
-/// malformed one is refused as before.
-pub(crate) struct CallRead<'a> {
-    pub name: Option<Cow<'a, str>>,
-    /// The named tool's index in the catalog (looked up once, as the name is read).
-    pub tool: Option<usize>,
-    pub arguments: Arguments<'a>,
-    /// The first thing wrong with the params' meaning (answered `Invalid params`).
-    pub problem: Option<String>,
-}
-
-pub(crate) enum Arguments<'a> {
-    Absent,
-    Raw(&'a str),
-    Read(Result<args::Values<'a>, String>),
 }
 
 impl Catalog {

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use rmcp::model::RequestId;
 
 use crate::args::Values;
-use crate::exchange::{Arguments, CallRead};
+use crate::call::{Arguments, CallRead};
 use crate::rpc;
 use crate::scan::Scan;
 use crate::tools::{CallPlan, Catalog};

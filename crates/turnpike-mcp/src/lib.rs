@@ -13,6 +13,7 @@
 
 mod args;
 mod audit;
+mod call;
 mod content;
 mod exchange;
 mod fast;
