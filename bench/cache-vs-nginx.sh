@@ -58,17 +58,7 @@ cache_dir=$(mktemp -d /dev/shm/tp-cache-vs-nginx.XXXXXX)
 chmod 777 "$cache_dir" # nginx's worker runs as an unprivileged user when started by root
 trap 'cleanup; rm -rf "$cache_dir"' EXIT
 for name in plain miss once; do port[nginx-$name]=$(free_port); done
-mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<NGINX
-worker_processes 1;
-worker_cpu_affinity 10;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/nginx/body;
+nginx_start <<NGINX
   proxy_temp_path $cache_dir/tmp;
   proxy_cache_path $cache_dir/store levels=1:2 keys_zone=tp:64m max_size=256m inactive=60s use_temp_path=off;
   upstream echo { server 127.0.0.1:$echo_port; keepalive 256; }
@@ -88,14 +78,10 @@ http {
     location /api/v1/ { proxy_pass http://echo/; proxy_cache tp; proxy_cache_valid 200 60s;
       proxy_cache_min_uses 2; add_header X-Cache \$upstream_cache_status; }
   }
-}
 NGINX
-taskset -c 1 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx/stderr" &
-pids+=($!)
 for p in "${port[@]}"; do wait_port "$p"; done
 wait_port "$echo_port"
-sleep 0.5
-nginx_worker=$(pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -1)
+nginx_worker=$(nginx_worker_pid)
 for name in plain miss once; do pid[nginx-$name]=$nginx_worker; done
 
 # Each cache answers a new key with a MISS and the same key again with a HIT.

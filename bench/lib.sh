@@ -8,6 +8,9 @@
 #   to_us      a wrk latency (`1.23ms`, `850.00us`, `1.2s`) in microseconds;
 #   cache_api  writes $work/NAME.yaml: one open API /api/v1 (GET /*) in front of the echo
 #              on ECHO_PORT, with a policies line when given (bench/cache*.sh);
+#   nginx_start  nginx with one worker pinned to core 1, its http block's body read from
+#              stdin (after the shared part: logs off, temp paths in $work/nginx);
+#   nginx_worker_pid  the pid of that worker, once a port it serves is open;
 #   echo_apart `turnpike echo --threads 1` on core 1 (core 0 on one CPU), waited for; sets
 #              echo_cpu, gen_cpu (core 0, for the load generator) and url (its /bench).
 if [ -n "${TURNPIKE_BIN:-}" ]; then bin=$TURNPIKE_BIN; else
@@ -42,3 +45,24 @@ apis:
 ${3:-}
 YAML
 }
+nginx_start() {
+  mkdir -p "$work/nginx"
+  {
+    cat <<NGINX
+worker_processes 1;
+worker_cpu_affinity 10;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/body;
+NGINX
+    cat
+    echo "}"
+  } >"$work/nginx/nginx.conf"
+  taskset -c 1 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx/stderr" &
+  pids+=($!)
+}
+nginx_worker_pid() { sleep 0.5; pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -1; }

@@ -24,19 +24,8 @@ while [ $# -gt 0 ]; do
 done
 
 # TURNPIKE_BIN=path compares another build (e.g. an older commit's) without building.
-if [ -n "${TURNPIKE_BIN:-}" ]; then
-  bin=$TURNPIKE_BIN
-else
-  cargo build --release -p turnpike >/dev/null
-  bin=target/release/turnpike
-fi
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+TURNPIKE_PROFILE=${TURNPIKE_PROFILE:-release}
+. bench/lib.sh
 
 echo_port=$(free_port); gw_port=$(free_port); nginx_port=$(free_port)
 
@@ -57,17 +46,7 @@ TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work
   --http-port "$gw_port" --https-port 0 --data-dir "$work/data" >"$work/gw.log" 2>&1 &
 gw_pid=$!; pids+=($gw_pid)
 
-mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<NGINX
-worker_processes 1;
-worker_cpu_affinity 10;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/nginx/body;
+nginx_start <<NGINX
   proxy_temp_path $work/nginx/proxy;
   upstream echo { server 127.0.0.1:$echo_port; keepalive 256; }
   server {
@@ -80,20 +59,11 @@ http {
       proxy_request_buffering off;
     }
   }
-}
 NGINX
-taskset -c 1 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx/stderr" &
-pids+=($!)
 
 wait_port "$echo_port"; wait_port "$gw_port"; wait_port "$nginx_port"
-sleep 0.5
-nginx_worker=$(pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -1)
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+nginx_worker=$(nginx_worker_pid)
 hz=$(getconf CLK_TCK)
-
-# wrk reports latency as "50%    1.23ms"; convert to microseconds.
-to_us() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us/,"",v); print v+0} else if (v ~ /ms$/) {sub(/ms/,"",v); print v*1000} else if (v ~ /s$/) {sub(/s/,"",v); print v*1000000} else print v }'; }
 
 run_one() { # name url size pid_or_empty -> "rps p50us p99us cpu_us_per_req"
   local name=$1 url=$2 size=$3 pid=$4
