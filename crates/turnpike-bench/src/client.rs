@@ -18,6 +18,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
 use crate::h1::{H1Conn, H1Error, Io};
+use crate::sequence::Sequence;
 use crate::BenchError;
 
 /// Where requests go: resolved once.
@@ -280,6 +281,17 @@ pub struct RequestTemplate {
     /// framing header, the blank line and the body.
     h1_head: Bytes,
     h1_tail: Bytes,
+    /// `{seq}` in the URL: each request's own value, and where it goes.
+    sequence: Option<Placed>,
+}
+
+/// A [`Sequence`]'s place in the request: byte offsets in `h1_head` and in the request
+/// URI's text.
+#[derive(Debug, Clone)]
+struct Placed {
+    values: Sequence,
+    head_at: usize,
+    uri_at: usize,
 }
 
 impl RequestTemplate {
@@ -331,12 +343,35 @@ impl RequestTemplate {
             sent_estimate,
             h1_head,
             h1_tail,
+            sequence: None,
         })
+    }
+
+    /// Every request gets a value of its own at byte `at` of the URL's path and query
+    /// (where `{seq}` was: [`crate::sequence::split`]).
+    pub fn with_sequence(mut self, at: usize) -> Self {
+        let values = Sequence::default();
+        let pq_len = self.uri.path_and_query().map_or(0, |p| p.as_str().len());
+        let uri_len = self.uri.to_string().len();
+        self.sent_estimate += values.typical_len();
+        self.sequence = Some(Placed {
+            head_at: self.method.as_str().len() + 1 + at,
+            uri_at: uri_len - pq_len + at,
+            values,
+        });
+        self
     }
 
     /// Appends the `n`th request's HTTP/1.1 bytes to `out`.
     pub fn write_h1(&self, n: usize, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.h1_head);
+        match &self.sequence {
+            Some(p) => {
+                out.extend_from_slice(&self.h1_head[..p.head_at]);
+                p.values.write_next(out);
+                out.extend_from_slice(&self.h1_head[p.head_at..]);
+            }
+            None => out.extend_from_slice(&self.h1_head),
+        }
         if !self.tokens.is_empty() {
             let token = &self.tokens[n % self.tokens.len()];
             out.extend_from_slice(self.token_header.as_str().as_bytes());
@@ -361,13 +396,27 @@ impl RequestTemplate {
     pub fn build(&self, n: usize) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(self.body.clone()));
         *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
+        *req.uri_mut() = self.uri_of_next();
         *req.headers_mut() = self.headers.clone();
         if !self.tokens.is_empty() {
             let token = self.tokens[n % self.tokens.len()].clone();
             req.headers_mut().insert(self.token_header.clone(), token);
         }
         req
+    }
+
+    /// The request URI, with the next value of its sequence if it has one.
+    fn uri_of_next(&self) -> Uri {
+        let Some(p) = &self.sequence else {
+            return self.uri.clone();
+        };
+        let text = self.uri.to_string();
+        let mut out = Vec::with_capacity(text.len() + 24);
+        out.extend_from_slice(&text.as_bytes()[..p.uri_at]);
+        p.values.write_next(&mut out);
+        out.extend_from_slice(&text.as_bytes()[p.uri_at..]);
+        // Digits and a dash inside a valid URI's path or query keep it valid.
+        Uri::try_from(out).unwrap_or_else(|_| self.uri.clone())
     }
 
     pub fn method(&self) -> &Method {

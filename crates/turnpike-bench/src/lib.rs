@@ -24,6 +24,7 @@ pub mod procstat;
 pub mod reference;
 pub mod report;
 pub mod run;
+pub mod sequence;
 pub mod setup;
 pub mod stack;
 pub mod stats;

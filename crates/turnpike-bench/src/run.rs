@@ -21,7 +21,8 @@ use crate::BenchError;
 /// Arguments of `turnpike bench run`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Target URL (http:// or https://).
+    /// Target URL (http:// or https://). `{seq}` in its path or query becomes a value
+    /// unique to each request of the run (e.g. `?n={seq}`: every request a new cache key).
     #[arg(long)]
     pub url: String,
     /// Closed loop: concurrent users, each on its own keep-alive connection.
@@ -250,7 +251,8 @@ async fn tokens(args: &RunArgs) -> Result<Option<(HeaderName, Vec<HeaderValue>)>
 
 /// Builds the load from `args` (everything checked before any load is sent).
 async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
-    let uri: Uri = args
+    let url = crate::sequence::split(&args.url)?;
+    let uri: Uri = url
         .url
         .parse()
         .map_err(|e| BenchError::Usage(format!("bad --url {}: {e}", args.url)))?;
@@ -325,6 +327,10 @@ async fn spec(args: &RunArgs) -> Result<LoadSpec, BenchError> {
                 .with_token_header(name)
         }
         None => RequestTemplate::new(method, &uri, args.http2, headers, body, Vec::new())?,
+    };
+    let request = match url.at {
+        Some(at) => request.with_sequence(at),
+        None => request,
     };
     let threads = args
         .threads
@@ -402,11 +408,11 @@ fn write_jtl(
     started: std::time::SystemTime,
     path: &std::path::Path,
 ) -> Result<(), BenchError> {
+    // The URL's path and query as given (a `{seq}` kept as written).
     let path_only = args
         .url
-        .parse::<Uri>()
-        .ok()
-        .and_then(|u| u.path_and_query().map(|p| p.to_string()))
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_owned()))
         .unwrap_or_else(|| "/".into());
     let label = args
         .label
