@@ -28,8 +28,15 @@
 # whose wall clock costs more than its instructions shows here where (the kernel zeroing
 # pages the allocator handed back and takes again shows as system time and faults).
 #
+# --rate R: an open loop instead of wrk's closed one: every arm at R requests/s (the bench
+# kit, `turnpike bench run --rate R`, from TURNPIKE_KIT or the first binary; unique keys by
+# `n={seq}` in its URL), so each arm's CPU per request is measured at the same load, as a
+# gateway in service runs (rarely saturated: saturated, one wake-up serves many answers and
+# the user-space share of a request's CPU grows). An arm that cannot serve R fails the run.
+#
 # Usage: [TURNPIKE_BIN=... | TURNPIKE_PROFILE=ci-bench] bench/cache.sh [--duration 10]
-#          [--connections 100] [--rounds 3] [--arms "plain-unique miss"] [--max-size 256MiB] [BIN...]
+#          [--connections 100] [--rounds 3] [--arms "plain-unique miss"] [--max-size 256MiB]
+#          [--rate R] [BIN...]
 # BIN...: binaries to compare in one run (each its own three gateways, every round running
 # each arm for each binary in turn); without them, TURNPIKE_BIN (or a build). --arms picks
 # arms (default: all); --max-size bounds the cached gateway's store (a small one is full,
@@ -38,7 +45,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration=10; conns=100; rounds=3; max_size=256MiB
+duration=10; conns=100; rounds=3; max_size=256MiB; rate=
 arms=(plain-50 hit-50 plain-10k hit-10k plain-unique miss nostore)
 bins=()
 while [ $# -gt 0 ]; do
@@ -48,6 +55,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2;;
     --arms) read -ra arms <<<"$2"; shift 2;;
     --max-size) max_size=$2; shift 2;;
+    --rate) rate=$2; shift 2;;
     -*) echo "unknown option $1" >&2; exit 2;;
     *) bins+=("$1"); shift;;
   esac
@@ -94,6 +102,7 @@ hz=$(getconf CLK_TCK)
 # A process's minor faults, user and system clock ticks (/proc/PID/stat fields 10, 14, 15).
 faults_ticks() { awk '{print $10, $14, $15}' "/proc/$1/stat"; }
 run_one() { # url gateway-pid [lua [its argument]] -> "rps p50us p99us cpu_us user_us sys_us minflt non2xx requests" (per request)
+  if [ -n "$rate" ]; then run_open "$@"; return; fi
   local url=$1 pid=$2 script=${3:-} arg=${4:-} before after reqs
   before=$(faults_ticks "$pid")
   taskset -c 0 wrk -t1 -c"$conns" -d"${duration}s" --latency ${script:+-s "$script"} "$url" ${arg:+-- "$arg"} >"$work/wrk.out" 2>&1
@@ -108,6 +117,30 @@ $(awk -v a="$after" -v b="$before" -v hz="$hz" -v n="${reqs:-0}" 'BEGIN{
   if (n > 0) printf "%.1f %.1f %.1f %.2f", (x[2]+x[3]-y[2]-y[3])/hz*1e6/n, (x[2]-y[2])/hz*1e6/n, (x[3]-y[3])/hz*1e6/n, (x[1]-y[1])/n
   else print "- - - -" }') \
 ${non2xx:-0} ${reqs:-0}"
+}
+
+# The same line from the bench kit's open loop at $rate; a unique-key arm (a lua script
+# given) asks for `?size=N&n={seq}`, every request a new key.
+run_open() { # url gateway-pid [lua [size]]
+  local url=$1 pid=$2 before after
+  [ -z "${3:-}" ] || url="$url?size=${4:-50}&n={seq}"
+  before=$(faults_ticks "$pid")
+  TURNPIKE_LOG=warn taskset -c 0 "${TURNPIKE_KIT:-${bins[0]}}" bench run --url "$url" --rate "$rate" \
+    --connections "$conns" --threads 1 --warmup 0s --duration "${duration}s" --json >"$work/kit.json" 2>"$work/kit.err" \
+    || { echo "$url: bench run failed: $(cat "$work/kit.err")" >&2; exit 1; }
+  after=$(faults_ticks "$pid")
+  python3 - "$work/kit.json" "$rate" "$duration" "$before" "$after" "$hz" "$url" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["summary"]
+rate, secs, hz = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[6])
+b, a = [list(map(int, x.split())) for x in sys.argv[4:6]]
+n = r["samples"]
+if r["errors"] or n < 0.95 * rate * secs:
+    sys.exit(f"{sys.argv[7]}: {n} answers in {secs} s at {rate}/s, {r['errors']} errors: "
+             "the rate is above what this arm serves, or answers failed")
+user, sys_ = (a[1] - b[1]) / hz * 1e6 / n, (a[2] - b[2]) / hz * 1e6 / n
+print(f"{r['throughput_rps']:.0f} {r['p50_ms'] * 1000:.0f} {r['p99_ms'] * 1000:.0f} {user + sys_:.1f} {user:.1f} {sys_:.1f} {(a[0] - b[0]) / n:.2f} {r['errors']} {n}")
+PY
 }
 
 results="$work/results.txt"; : >"$results"
@@ -140,8 +173,8 @@ for b in "${!bins[@]}"; do
   rss_mib=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/${pid[$b.cached]}/status")
   echo "${bins[$b]}: cached gateway VmRSS after the rounds: ${rss_mib} MiB (max_size $max_size)" >&2
 done
-python3 - "$results" "$conns" "$duration" "$rounds" "${bins[@]}" <<'PY'
-import sys, statistics as st
+RATE=$rate python3 - "$results" "$conns" "$duration" "$rounds" "${bins[@]}" <<'PY'
+import os, sys, statistics as st
 path, conns, dur, rounds, *bins = sys.argv[1:]
 rows = {}
 for line in open(path):
@@ -151,7 +184,8 @@ for line in open(path):
 def med(i, key):
     vals = [r[i] for r in rows[key] if r[i] is not None]
     return st.median(vals) if vals else float('nan')
-print(f"\nopen API, one gateway worker, {conns} connections, {dur}s x {rounds} rounds, medians")
+load = f"the bench kit's open loop at {os.environ['RATE']} requests/s" if os.environ.get("RATE") else "wrk's closed loop"
+print(f"\nopen API, one gateway worker, {conns} connections, {load}, {dur}s x {rounds} rounds, medians")
 for b, binary in enumerate(bins):
     print(f"\n{binary}\n")
     print("| arm | req/s | p50 | p99 | gateway CPU/req | user | system | minor faults/req | non-2xx |")
@@ -167,5 +201,7 @@ for b, binary in enumerate(bins):
             paired = sorted(x[3] / y[3] for x in rows[(b, a)] for y in rows[(b, c)]
                             if x[9] == y[9] and x[3] and y[3])
             own = f", the rounds' own CPU ratios: median {st.median(paired):.3f}x ({paired[0]:.3f}-{paired[-1]:.3f})" if paired else ""
-            print(f"\n{a}/{c}: throughput {med(0, (b, a)) / med(0, (b, c)):.3f} (target {target}), CPU per request {med(3, (b, a)) / med(3, (b, c)):.3f}x{own}")
+            # An open loop serves every arm at the same rate: only the CPU compares.
+            tput = "" if os.environ.get("RATE") else f"throughput {med(0, (b, a)) / med(0, (b, c)):.3f} (target {target}), "
+            print(f"\n{a}/{c}: {tput}CPU per request {med(3, (b, a)) / med(3, (b, c)):.3f}x{own}")
 PY
