@@ -21,7 +21,7 @@
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use http::header::AGE;
+use http::header::{AGE, HOST};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::label::X_CACHE;
@@ -46,13 +46,73 @@ pub(crate) struct Span {
 /// the request did not carry).
 pub(crate) type Field = (HeaderName, Option<Span>);
 
+/// How many fields an entry keeps in itself (most answers' heads and the request
+/// headers kept with them are fewer): more go to a list of their own.
+const IN_PLACE: usize = 6;
+
+/// An entry's fields: in the entry itself, or (more than [`IN_PLACE`]) a list. In
+/// place, a storing miss makes one allocation fewer and its entry's drop frees one
+/// fewer (~0.2k instructions, bench/RESULTS.md, session 21).
+#[allow(clippy::large_enum_variant)] // in place is the point: see the doc comment
+enum Fields {
+    InPlace([Field; IN_PLACE], usize),
+    Listed(Box<[Field]>),
+}
+
+impl Fields {
+    fn new() -> Fields {
+        Fields::InPlace(unused(), 0)
+    }
+
+    fn push(&mut self, field: Field) {
+        match self {
+            Fields::InPlace(fields, len) => match fields.get_mut(*len) {
+                Some(slot) => {
+                    *slot = field;
+                    *len += 1;
+                }
+                None => {
+                    let mut list = Vec::from(std::mem::replace(fields, unused()));
+                    list.push(field);
+                    *self = Fields::Listed(list.into_boxed_slice());
+                }
+            },
+            Fields::Listed(list) => {
+                let mut grown = std::mem::take(list).into_vec();
+                grown.push(field);
+                *list = grown.into_boxed_slice();
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[Field] {
+        match self {
+            Fields::InPlace(fields, len) => fields.get(..*len).unwrap_or_default(),
+            Fields::Listed(list) => list,
+        }
+    }
+
+    /// The bytes of its list (none in place).
+    fn listed(&self) -> usize {
+        match self {
+            Fields::InPlace(..) => 0,
+            Fields::Listed(list) => size_of_val(&**list),
+        }
+    }
+}
+
+/// Slots not in use (a standard name: nothing to drop).
+fn unused() -> [Field; IN_PLACE] {
+    std::array::from_fn(|_| (HOST, None))
+}
+
 /// An entry's copied parts: one buffer (the head's values, the kept request values,
 /// the body), the fields that point into it, and the head's map once a hit built it.
 pub(crate) struct Detached {
     buf: Bytes,
     /// The head's fields (each value with its name, a repeated name once per value, in
     /// the map's order), then the kept request headers.
-    fields: Box<[Field]>,
+    fields: Fields,
     head: usize,
     body_at: usize,
     map: OnceLock<HeaderMap>,
@@ -71,7 +131,7 @@ pub(crate) fn detach<'a>(
     let fields = || headers.iter().filter(|(n, v)| stored(n, v));
     let (count, values) = fields().fold((0, 0), |(n, len), (_, v)| (n + 1, len + v.len()));
     let mut buf = Vec::with_capacity(values + room + body.len());
-    let mut list = Vec::with_capacity(count + 1);
+    let mut list = Fields::new();
     for (name, value) in fields() {
         list.push((name.clone(), Some(push(&mut buf, value)?)));
     }
@@ -90,7 +150,7 @@ pub(crate) fn detach<'a>(
     Some(Detached {
         // As long as its allocation: no second allocation until a hit slices it.
         buf: Bytes::from(buf),
-        fields: list.into_boxed_slice(),
+        fields: list,
         head: count,
         body_at,
         map: OnceLock::new(),
@@ -121,19 +181,24 @@ impl Detached {
         self.buf.len()
     }
 
-    /// The head's fields, then the kept request headers (their memory is the entry's).
+    /// The head's fields, then the kept request headers.
     pub(crate) fn fields(&self) -> &[Field] {
-        &self.fields
+        self.fields.as_slice()
+    }
+
+    /// The bytes of the fields' own list (none while they are kept in the entry).
+    pub(crate) fn listed(&self) -> usize {
+        self.fields.listed()
     }
 
     /// The head's fields.
     pub(crate) fn head(&self) -> &[Field] {
-        &self.fields[..self.head]
+        self.fields().get(..self.head).unwrap_or_default()
     }
 
     /// The kept request headers.
     pub(crate) fn kept(&self) -> &[Field] {
-        &self.fields[self.head..]
+        self.fields().get(self.head..).unwrap_or_default()
     }
 
     fn bytes(&self, span: Span) -> &[u8] {
@@ -273,6 +338,27 @@ mod tests {
         headers.insert(AGE, HeaderValue::from_static("59"));
         let d = detach(&headers, std::iter::empty(), 0, &Bytes::new()).expect("detached");
         assert_eq!(d.headers()[AGE], "59");
+    }
+
+    #[test]
+    fn fields_past_those_kept_in_place_are_listed_and_kept() {
+        let host = HeaderValue::from_static("api.example");
+        let mut headers = HeaderMap::new();
+        for n in [IN_PLACE - 2, IN_PLACE - 1, IN_PLACE + 4] {
+            headers.clear();
+            for i in 0..n {
+                let name = HeaderName::from_bytes(format!("x-field-{i}").as_bytes());
+                headers.append(name.expect("a name"), HeaderValue::from(i));
+            }
+            let kept = [(HOST, Some(&host)), (ACCEPT_LANGUAGE, None)];
+            let d = detach(&headers, kept.into_iter(), 0, &Bytes::new()).expect("detached");
+            assert_eq!(d.headers(), &headers, "{n} fields");
+            assert_eq!(d.fields().len(), n + 2);
+            assert_eq!(d.listed() > 0, n + 2 > IN_PLACE, "{n} fields");
+            let mut req = HeaderMap::new();
+            req.insert(HOST, host.clone());
+            assert!(d.selects(&req), "{n} fields");
+        }
     }
 
     #[test]

@@ -124,6 +124,8 @@ struct Candidate {
     policy: Option<Box<CachePolicy>>,
     /// When its head arrived.
     at: SystemTime,
+    /// Its head has a `Vary` field.
+    varies: bool,
 }
 
 /// The response cache of one API.
@@ -356,6 +358,7 @@ impl ResponseCache {
                 public: false,
                 policy: None,
                 at,
+                varies: said.vary,
             });
         }
         // What the head alone forbids, before building the RFC policy (which copies
@@ -388,6 +391,7 @@ impl ResponseCache {
             public: directive(&resp.headers, "public"),
             policy: Some(Box::new(policy)),
             at,
+            varies: said.vary,
         })
     }
 
@@ -405,7 +409,8 @@ impl ResponseCache {
         let key = self.key_for(keys, c.public);
         let plain = c.policy.is_none();
         let head = (resp.status, &resp.headers);
-        let received = self.received(head, body, c.at, plain, x.arrived_age);
+        let mut received = self.received(head, body, c.at, plain, x.arrived_age);
+        received.varies = c.varies;
         if let Some(variant) = Variant::new(received, &x.method, &x.req_headers, c.policy) {
             self.put(x, key, Arc::new(variant), absent);
         }
@@ -440,6 +445,8 @@ impl ResponseCache {
             arrived_age,
             ttl: self.settings.ttl,
             stale,
+            // Not known here: looked for.
+            varies: true,
         }
     }
 
