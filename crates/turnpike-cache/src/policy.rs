@@ -521,7 +521,8 @@ impl Policy for ResponseCache {
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        let asked = Asked::read(&req.headers, &self.settings.credentials);
+        let s = &self.settings;
+        let asked = Asked::read(&req.headers, &s.credentials, s.asked_lengths);
         let no_store = || asked.directives && directive(&req.headers, "no-store");
         if !self.settings.methods.contains(&req.method) || no_store() {
             keep_exchange(ctx, Exchange::boxed(Label::Bypass, &req.method));
