@@ -21,7 +21,7 @@
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use http::header::{AGE, HOST};
+use http::header::AGE;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::label::X_CACHE;
@@ -46,73 +46,13 @@ pub(crate) struct Span {
 /// the request did not carry).
 pub(crate) type Field = (HeaderName, Option<Span>);
 
-/// How many fields an entry keeps in itself (most answers' heads and the request
-/// headers kept with them are fewer): more go to a list of their own.
-const IN_PLACE: usize = 6;
-
-/// An entry's fields: in the entry itself, or (more than [`IN_PLACE`]) a list. In
-/// place, a storing miss makes one allocation fewer and its entry's drop frees one
-/// fewer (~0.2k instructions, bench/RESULTS.md, session 21).
-#[allow(clippy::large_enum_variant)] // in place is the point: see the doc comment
-enum Fields {
-    InPlace([Field; IN_PLACE], usize),
-    Listed(Box<[Field]>),
-}
-
-impl Fields {
-    fn new() -> Fields {
-        Fields::InPlace(unused(), 0)
-    }
-
-    fn push(&mut self, field: Field) {
-        match self {
-            Fields::InPlace(fields, len) => match fields.get_mut(*len) {
-                Some(slot) => {
-                    *slot = field;
-                    *len += 1;
-                }
-                None => {
-                    let mut list = Vec::from(std::mem::replace(fields, unused()));
-                    list.push(field);
-                    *self = Fields::Listed(list.into_boxed_slice());
-                }
-            },
-            Fields::Listed(list) => {
-                let mut grown = std::mem::take(list).into_vec();
-                grown.push(field);
-                *list = grown.into_boxed_slice();
-            }
-        }
-    }
-
-    fn as_slice(&self) -> &[Field] {
-        match self {
-            Fields::InPlace(fields, len) => fields.get(..*len).unwrap_or_default(),
-            Fields::Listed(list) => list,
-        }
-    }
-
-    /// The bytes of its list (none in place).
-    fn listed(&self) -> usize {
-        match self {
-            Fields::InPlace(..) => 0,
-            Fields::Listed(list) => size_of_val(&**list),
-        }
-    }
-}
-
-/// Slots not in use (a standard name: nothing to drop).
-fn unused() -> [Field; IN_PLACE] {
-    std::array::from_fn(|_| (HOST, None))
-}
-
 /// An entry's copied parts: one buffer (the head's values, the kept request values,
 /// the body), the fields that point into it, and the head's map once a hit built it.
 pub(crate) struct Detached {
     buf: Bytes,
     /// The head's fields (each value with its name, a repeated name once per value, in
     /// the map's order), then the kept request headers.
-    fields: Fields,
+    fields: Box<[Field]>,
     head: usize,
     body_at: usize,
     map: OnceLock<HeaderMap>,
@@ -129,26 +69,27 @@ pub(crate) fn detach<'a>(
     body: &Bytes,
 ) -> Option<Detached> {
     let fields = || headers.iter().filter(|(n, v)| stored(n, v));
-    // One pass over the map (its iterator is most of a small head's cost): each value's
-    // place is known before the buffer is made, and the values are copied from `seen`.
-    let mut seen: [Option<&HeaderValue>; SEEN] = [None; SEEN];
+    // One pass over the map (its iterator is most of a small head's cost), the fields
+    // kept in `seen` for the copy (a head of more fields is walked again).
+    let mut seen: [Option<(&HeaderName, &HeaderValue)>; SEEN] = [None; SEEN];
     let (mut count, mut values) = (0, 0);
-    let mut list = Fields::new();
-    for (name, value) in fields() {
-        list.push((name.clone(), Some(span(values, value)?)));
+    for field in fields() {
         if let Some(slot) = seen.get_mut(count) {
-            *slot = Some(value);
+            *slot = Some(field);
         }
         count += 1;
-        values += value.len();
+        values += field.1.len();
     }
     let mut buf = Vec::with_capacity(values + room + body.len());
+    let mut list = Vec::with_capacity(count + 1);
+    let mut copy = |(name, value): (&HeaderName, &HeaderValue)| -> Option<()> {
+        list.push((name.clone(), Some(push(&mut buf, value)?)));
+        Some(())
+    };
     if count <= SEEN {
-        seen.iter()
-            .flatten()
-            .for_each(|v| buf.extend_from_slice(v.as_bytes()));
+        seen.into_iter().flatten().try_for_each(&mut copy)?;
     } else {
-        fields().for_each(|(_, v)| buf.extend_from_slice(v.as_bytes()));
+        fields().try_for_each(&mut copy)?;
     }
     for (name, value) in kept {
         let span = match value {
@@ -165,33 +106,27 @@ pub(crate) fn detach<'a>(
     Some(Detached {
         // As long as its allocation: no second allocation until a hit slices it.
         buf: Bytes::from(buf),
-        fields: list,
+        fields: list.into_boxed_slice(),
         head: count,
         body_at,
         map: OnceLock::new(),
     })
 }
 
-/// A head's values copied in one pass when they are at most this many (most heads).
+/// A head's fields walked once when they are at most this many (most heads).
 const SEEN: usize = 16;
 
-/// Where `value` lies in a buffer when put at `at` (`None` past 4 GiB).
-fn span(at: usize, value: &HeaderValue) -> Option<Span> {
-    let at = u32::try_from(at).ok()?;
+/// Appends `value`'s bytes to `buf`: where they are (`None` past 4 GiB).
+fn push(buf: &mut Vec<u8>, value: &HeaderValue) -> Option<Span> {
+    let at = u32::try_from(buf.len()).ok()?;
     let len = u32::try_from(value.len()).ok()?;
     at.checked_add(len)?;
+    buf.extend_from_slice(value.as_bytes());
     Some(Span {
         at,
         len,
         sensitive: value.is_sensitive(),
     })
-}
-
-/// Appends `value`'s bytes to `buf`: where they are (`None` past 4 GiB).
-fn push(buf: &mut Vec<u8>, value: &HeaderValue) -> Option<Span> {
-    let span = span(buf.len(), value)?;
-    buf.extend_from_slice(value.as_bytes());
-    Some(span)
 }
 
 impl Detached {
@@ -205,24 +140,19 @@ impl Detached {
         self.buf.len()
     }
 
-    /// The head's fields, then the kept request headers.
+    /// The head's fields, then the kept request headers (their memory is the entry's).
     pub(crate) fn fields(&self) -> &[Field] {
-        self.fields.as_slice()
-    }
-
-    /// The bytes of the fields' own list (none while they are kept in the entry).
-    pub(crate) fn listed(&self) -> usize {
-        self.fields.listed()
+        &self.fields
     }
 
     /// The head's fields.
     pub(crate) fn head(&self) -> &[Field] {
-        self.fields().get(..self.head).unwrap_or_default()
+        self.fields.get(..self.head).unwrap_or_default()
     }
 
     /// The kept request headers.
     pub(crate) fn kept(&self) -> &[Field] {
-        self.fields().get(self.head..).unwrap_or_default()
+        self.fields.get(self.head..).unwrap_or_default()
     }
 
     fn bytes(&self, span: Span) -> &[u8] {
@@ -365,10 +295,10 @@ mod tests {
     }
 
     #[test]
-    fn fields_past_those_kept_in_place_or_seen_in_one_pass_are_kept() {
+    fn heads_of_more_fields_than_seen_in_one_pass_are_kept_whole() {
         let host = HeaderValue::from_static("api.example");
         let mut headers = HeaderMap::new();
-        for n in [IN_PLACE - 2, IN_PLACE - 1, IN_PLACE + 4, SEEN, SEEN + 3] {
+        for n in [0, 5, SEEN - 1, SEEN, SEEN + 3] {
             headers.clear();
             for i in 0..n {
                 let name = HeaderName::from_bytes(format!("x-field-{i}").as_bytes());
@@ -378,7 +308,6 @@ mod tests {
             let d = detach(&headers, kept.into_iter(), 0, &Bytes::new()).expect("detached");
             assert_eq!(d.headers(), &headers, "{n} fields");
             assert_eq!(d.fields().len(), n + 2);
-            assert_eq!(d.listed() > 0, n + 2 > IN_PLACE, "{n} fields");
             let mut req = HeaderMap::new();
             req.insert(HOST, host.clone());
             assert!(d.selects(&req), "{n} fields");

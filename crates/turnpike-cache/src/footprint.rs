@@ -57,11 +57,7 @@ pub(crate) fn footprint(entry: usize, copied: &Detached, tags: &[Box<str>], poli
     // The buffer, and the counter its slices share.
     let held = copied.held();
     let buffer = held + 24 + 2 * PER_ALLOCATION;
-    // Fields kept in the entry are in `entry`'s size.
-    let fields = match copied.listed() {
-        0 => 0,
-        n => n + PER_ALLOCATION,
-    };
+    let fields = size_of_val(copied.fields()) + PER_ALLOCATION;
     let tags: usize =
         size_of_val(tags) + tags.iter().map(|t| t.len() + PER_ALLOCATION).sum::<usize>();
     let policy = if policy {
