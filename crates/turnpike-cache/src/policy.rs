@@ -568,7 +568,7 @@ impl Policy for ResponseCache {
         x.absent = absent;
         // What storing the answer compares later (its `Vary`'d headers are not known
         // yet): only on a miss, never on a hit.
-        x.req_headers.copy(&req.headers);
+        x.req_headers = RequestHead::new(&req.headers);
         x.asked = asked;
         x.keys = Some(keys);
         self.miss(ctx, req, x)
