@@ -124,8 +124,6 @@ struct Candidate {
     policy: Option<Box<CachePolicy>>,
     /// When its head arrived.
     at: SystemTime,
-    /// Its head has a `Vary` field.
-    varies: bool,
 }
 
 /// The response cache of one API.
@@ -358,7 +356,6 @@ impl ResponseCache {
                 public: false,
                 policy: None,
                 at,
-                varies: said.vary,
             });
         }
         // What the head alone forbids, before building the RFC policy (which copies
@@ -391,7 +388,6 @@ impl ResponseCache {
             public: directive(&resp.headers, "public"),
             policy: Some(Box::new(policy)),
             at,
-            varies: said.vary,
         })
     }
 
@@ -409,8 +405,7 @@ impl ResponseCache {
         let key = self.key_for(keys, c.public);
         let plain = c.policy.is_none();
         let head = (resp.status, &resp.headers);
-        let mut received = self.received(head, body, c.at, plain, x.arrived_age);
-        received.varies = c.varies;
+        let received = self.received(head, body, c.at, plain, x.arrived_age);
         if let Some(variant) = Variant::new(received, &x.method, &x.req_headers, c.policy) {
             self.put(x, key, Arc::new(variant), absent);
         }
@@ -445,8 +440,6 @@ impl ResponseCache {
             arrived_age,
             ttl: self.settings.ttl,
             stale,
-            // Not known here: looked for.
-            varies: true,
         }
     }
 

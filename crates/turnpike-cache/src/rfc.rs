@@ -54,8 +54,6 @@ pub(crate) struct Said<'a> {
     pub(crate) set_cookie: bool,
     /// `Cache-Control`, `Pragma`, `Expires` or `Vary: *`: the RFC rules must judge it.
     pub(crate) caching: bool,
-    /// It has a `Vary` field.
-    pub(crate) vary: bool,
     /// Its first `Content-Length` value, and whether it has more.
     length: Option<&'a HeaderValue>,
     lengths: bool,
@@ -66,10 +64,10 @@ impl<'a> Said<'a> {
         let mut said = Said {
             set_cookie: false,
             caching: false,
-            vary: false,
             length: None,
             lengths: false,
         };
+        let mut vary_read = false;
         for (name, value) in resp {
             if *name == CONTENT_LENGTH {
                 said.lengths = said.length.is_some();
@@ -78,9 +76,9 @@ impl<'a> Said<'a> {
                 said.set_cookie = true;
             } else if carries_directives(name) || *name == EXPIRES {
                 said.caching = true;
-            } else if *name == VARY && !said.vary {
+            } else if *name == VARY && !vary_read {
                 // Every `Vary` field at once.
-                said.vary = true;
+                vary_read = true;
                 said.caching |= varies_on_star(resp);
             }
         }

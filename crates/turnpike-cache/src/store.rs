@@ -191,8 +191,6 @@ pub(crate) struct Received<'a> {
     /// stale-while-revalidate and stale-if-error.
     pub(crate) stale: (Duration, Duration),
     pub(crate) tags: Box<[Box<str>]>,
-    /// Its head may have a `Vary` field (`false`: known not to, none is looked up).
-    pub(crate) varies: bool,
 }
 
 impl Variant {
@@ -210,7 +208,7 @@ impl Variant {
             Some(p) => r.at + p.time_to_live(r.at),
             None => r.at + rfc::default_max_age(r.ttl).saturating_sub(arrived_age),
         };
-        let (selecting, room, vary_star) = selecting(req, r.headers, r.varies);
+        let (selecting, room, vary_star) = selecting(req, r.headers);
         let copied = detach(r.headers, selecting, room, r.body)?;
         let weight = footprint(size_of::<Variant>(), &copied, &r.tags, policy.is_some());
         let cell = OnceLock::new();
@@ -400,19 +398,16 @@ fn millis(d: Duration) -> u64 {
 
 /// The request headers a stored answer is selected by, with the request's values:
 /// `Host` and the headers the response varies on; the host value's bytes; and whether
-/// it varies on `*` (`varies`: the head may have a `Vary` field, else none is looked up).
+/// it varies on `*`.
 fn selecting<'a>(
     req: &'a RequestHead,
     resp: &'a HeaderMap,
-    varies: bool,
 ) -> (
     impl Iterator<Item = (HeaderName, Option<&'a HeaderValue>)> + 'a,
     usize,
     bool,
 ) {
-    // An empty map has nothing to hash a name for.
-    static NONE: std::sync::LazyLock<HeaderMap> = std::sync::LazyLock::new(HeaderMap::new);
-    let vary = if varies { resp } else { &*NONE }.get_all(VARY);
+    let vary = resp.get_all(VARY);
     let listed = move || {
         vary.iter()
             .filter_map(|v| v.to_str().ok())
