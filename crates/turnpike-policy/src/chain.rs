@@ -14,7 +14,7 @@ use crate::hook::{Flow, Hooks, Policy, ResponseStream, Step};
 
 /// A hook's [`Step`], waited for in place: a `Done` answer is taken without going
 /// through [`Step::resolve`]'s future (which copied the answer, a few hundred bytes,
-/// into its state and out again: ~0.1k instructions per hook, bench/RESULTS.md,
+/// into its state and out again: ~0.2k instructions per request, bench/RESULTS.md,
 /// session 21).
 macro_rules! step {
     ($step:expr) => {
