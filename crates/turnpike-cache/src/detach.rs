@@ -276,6 +276,26 @@ mod tests {
     }
 
     #[test]
+    fn heads_of_many_fields_are_kept_whole() {
+        let host = HeaderValue::from_static("api.example");
+        let mut headers = HeaderMap::new();
+        for n in [0, 5, 40] {
+            headers.clear();
+            for i in 0..n {
+                let name = HeaderName::from_bytes(format!("x-field-{i}").as_bytes());
+                headers.append(name.expect("a name"), HeaderValue::from(i));
+            }
+            let kept = [(HOST, Some(&host)), (ACCEPT_LANGUAGE, None)];
+            let d = detach(&headers, kept.into_iter(), 0, &Bytes::new()).expect("detached");
+            assert_eq!(d.headers(), &headers, "{n} fields");
+            assert_eq!(d.fields().len(), n + 2);
+            let mut req = HeaderMap::new();
+            req.insert(HOST, host.clone());
+            assert!(d.selects(&req), "{n} fields");
+        }
+    }
+
+    #[test]
     fn an_empty_answer_detaches_to_nothing() {
         let d = detach(&HeaderMap::new(), std::iter::empty(), 0, &Bytes::new()).expect("detached");
         assert!(d.headers().is_empty() && d.body().is_empty() && d.fields().is_empty());

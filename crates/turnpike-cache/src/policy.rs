@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{Entry, HeaderValue, AGE, SET_COOKIE};
+use http::header::{Entry, HeaderValue, AGE};
 use http::{request, response, HeaderMap, HeaderName, Method, Response, StatusCode};
 use http_cache_semantics::CachePolicy;
 use turnpike_model::clock::Clock;
@@ -24,7 +24,7 @@ use turnpike_policy::{
 use crate::key::{keys, Keys};
 use crate::request::{Asked, RequestHead};
 use crate::revalidate;
-use crate::rfc::{self, directive, seconds_directive};
+use crate::rfc::{self, directive, seconds_directive, Said};
 use crate::settings::Settings;
 use crate::shared::{Fetched, SharedLevel, Write};
 use crate::store::{ApiStore, Flight, Found, Presented, Received, Variant};
@@ -339,20 +339,19 @@ impl ResponseCache {
         if !self.settings.statuses.contains(&resp.status.as_u16()) {
             return None;
         }
+        let said = Said::read(&resp.headers);
         let too_large = || {
-            turnpike_policy::http::content_length(&resp.headers)
-                .ok()
-                .flatten()
+            said.length(&resp.headers)
                 .is_some_and(|n| n > self.settings.max_entry)
         };
         // A response that sets a cookie is one caller's, whatever it says (RFC 9111
         // allows storing it; every gateway that did leaked sessions).
-        if resp.headers.contains_key(SET_COOKIE) || too_large() {
+        if said.set_cookie || too_large() {
             return None;
         }
         let by_consumer = keys.consumer().is_some();
         let at = self.now();
-        if rfc::is_plain(&x.method, x.asked, resp.status, &resp.headers, by_consumer) {
+        if rfc::plain_given(&x.method, x.asked, resp.status, said.caching, by_consumer) {
             return Some(Candidate {
                 public: false,
                 policy: None,
@@ -515,7 +514,8 @@ impl Policy for ResponseCache {
         ctx: &'a mut RequestCtx,
         req: &'a mut request::Parts,
     ) -> Step<'a> {
-        let asked = Asked::read(&req.headers, &self.settings.credentials);
+        let s = &self.settings;
+        let asked = Asked::read(&req.headers, &s.credentials, s.asked_lengths);
         let no_store = || asked.directives && directive(&req.headers, "no-store");
         if !self.settings.methods.contains(&req.method) || no_store() {
             keep_exchange(ctx, Exchange::boxed(Label::Bypass, &req.method));

@@ -6,8 +6,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::header::{AGE, CACHE_CONTROL, EXPIRES, VARY};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use http::header::{AGE, CACHE_CONTROL, CONTENT_LENGTH, EXPIRES, SET_COOKIE, VARY};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use http_cache_semantics::{CacheOptions, CachePolicy, RequestLike, ResponseLike};
 
 use crate::request::{carries_directives, Asked};
@@ -30,16 +30,70 @@ pub(crate) fn is_plain(
     resp: &HeaderMap,
     by_consumer: bool,
 ) -> bool {
-    // One pass over the head's names: a lookup by name hashes it, and these are five
-    // lookups of names that are mostly absent from heads of a few fields.
-    let in_resp = |n: &HeaderName| {
-        carries_directives(n) || *n == EXPIRES || (*n == VARY && varies_on_star(resp))
-    };
+    plain_given(method, req, status, Said::read(resp).caching, by_consumer)
+}
+
+/// [`is_plain`] of an answer whose head was read (`caching`: [`Said::caching`]).
+pub(crate) fn plain_given(
+    method: &Method,
+    req: Asked,
+    status: StatusCode,
+    caching: bool,
+    by_consumer: bool,
+) -> bool {
     (*method == Method::GET || *method == Method::HEAD)
         && !req.directives
         && (by_consumer || !req.authorization)
         && UNDERSTOOD_STATUSES.contains(&status.as_u16())
-        && !resp.keys().any(in_resp)
+        && !caching
+}
+
+/// What an answer's head says to the cache, read in one pass over its names: a lookup
+/// by name hashes the name, and these are names most heads of a few fields lack.
+pub(crate) struct Said<'a> {
+    pub(crate) set_cookie: bool,
+    /// `Cache-Control`, `Pragma`, `Expires` or `Vary: *`: the RFC rules must judge it.
+    pub(crate) caching: bool,
+    /// Its first `Content-Length` value, and whether it has more.
+    length: Option<&'a HeaderValue>,
+    lengths: bool,
+}
+
+impl<'a> Said<'a> {
+    pub(crate) fn read(resp: &'a HeaderMap) -> Said<'a> {
+        let mut said = Said {
+            set_cookie: false,
+            caching: false,
+            length: None,
+            lengths: false,
+        };
+        let mut vary_read = false;
+        for (name, value) in resp {
+            if *name == CONTENT_LENGTH {
+                said.lengths = said.length.is_some();
+                said.length.get_or_insert(value);
+            } else if *name == SET_COOKIE {
+                said.set_cookie = true;
+            } else if carries_directives(name) || *name == EXPIRES {
+                said.caching = true;
+            } else if *name == VARY && !vary_read {
+                // Every `Vary` field at once.
+                vary_read = true;
+                said.caching |= varies_on_star(resp);
+            }
+        }
+        said
+    }
+
+    /// The length it declares (as [`turnpike_policy::http::content_length`]: `None` for
+    /// none, or one that declares no single length).
+    pub(crate) fn length(&self, resp: &HeaderMap) -> Option<u64> {
+        let declared = match self.lengths {
+            true => turnpike_policy::http::content_length(resp),
+            false => turnpike_policy::http::declared_length(self.length),
+        };
+        declared.ok().flatten()
+    }
 }
 
 /// Whether `Vary` lists `*` (such an answer is never reused without the full rules).

@@ -52,6 +52,8 @@ pub(crate) struct Settings {
     /// Request headers that carry a credential (`Authorization` and the API's API-key
     /// header): an anonymous request holding one is keyed by it (RFC 9111 section 3.5).
     pub(crate) credentials: Box<[HeaderName]>,
+    /// [`crate::request::name_lengths`] of `credentials`.
+    pub(crate) asked_lengths: u64,
     /// Entries are written to and read from the shared level (`shared: redis`).
     pub(crate) shared: bool,
     /// A key's answer is stored from its request number `min_uses` on (1: every miss
@@ -66,6 +68,7 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
     if ttl.is_zero() {
         cx.problem(".ttl", "must be longer than 0s");
     }
+    let credentials = credential_headers(cx);
     let settings = Settings {
         ttl,
         methods: methods(cx, &spec.methods),
@@ -105,7 +108,8 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
             .tag_header
             .as_deref()
             .and_then(|h| header(cx, ".tag_header", h)),
-        credentials: credential_headers(cx),
+        asked_lengths: crate::request::name_lengths(&credentials),
+        credentials,
         shared: spec.shared == Some(SharedCache::Redis),
         min_uses: min_uses(cx, spec.min_uses),
     };

@@ -331,16 +331,29 @@ fn exchange<'a>(
         let upto = response_hooks(chain, ctx, &mut rparts, &mut rbody, upto, &mut failed);
         if chain.wants_response_body(ctx, &rparts, upto) {
             let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+            // The length the upstream framed the body with (`Content-Length`), if any.
+            let declared = http_body::Body::size_hint(&rbody).exact();
             let result = match rbody.collect(limit).await {
-                Ok(mut bytes) => chain
-                    .response_body(ctx, &mut rparts, &mut bytes, upto)
-                    .map(|()| bytes)
-                    .map_err(|(_, e)| e),
+                Ok(mut bytes) => {
+                    let read = (bytes.as_ptr(), bytes.len());
+                    chain
+                        .response_body(ctx, &mut rparts, &mut bytes, upto)
+                        .map(|()| {
+                            let kept = read == (bytes.as_ptr(), bytes.len());
+                            (bytes, kept)
+                        })
+                        .map_err(|(_, e)| e)
+                }
                 Err(e) => Err(e),
             };
             rbody = match result {
-                Ok(bytes) => {
-                    body::set_length(&mut rparts.headers, bytes.len());
+                Ok((bytes, kept)) => {
+                    // The body the upstream declared, not replaced (a cache storing it, a
+                    // check that changed nothing): its `Content-Length` stands, and is not
+                    // even looked up.
+                    if !kept || declared != Some(bytes.len() as u64) {
+                        body::set_length(&mut rparts.headers, bytes.len());
+                    }
                     ResponseBody::full(bytes)
                 }
                 Err(e) => {

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
 
 /// A `Content-Length` that declares no single length: not digits, too large for `u64`,
 /// or a list of differing values. A message carrying one is malformed (RFC 9110 §8.6,
@@ -22,8 +22,17 @@ pub struct BadLength;
 /// it on every request, from another crate.
 #[inline]
 pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, BadLength> {
+    declared_length(headers.get_all(CONTENT_LENGTH))
+}
+
+/// [`content_length`] of `Content-Length` field values found otherwise (a pass over a
+/// head's fields that reads several of them at once).
+#[inline]
+pub fn declared_length<'a>(
+    values: impl IntoIterator<Item = &'a HeaderValue>,
+) -> Result<Option<u64>, BadLength> {
     let mut len = None;
-    for value in headers.get_all(CONTENT_LENGTH) {
+    for value in values {
         for part in value.as_bytes().split(|b| *b == b',') {
             let n = digits(part.trim_ascii()).ok_or(BadLength)?;
             if len.is_some_and(|l| l != n) {
