@@ -220,15 +220,18 @@ impl Catalog {
         let tool = &self.tools[i];
         let http = args::build(&tool.plan, &values, message)?;
         ctx.upstream
-            .set_path(&http.path)
+            .set_path_owned(http.path)
             .map_err(|e| e.to_string())?;
         ctx.upstream
-            .set_query(http.query.as_deref())
+            .set_query_owned(http.query)
             .map_err(|e| e.to_string())?;
         ctx.resource = Some(self.resources[i].clone());
         req.method = tool.plan.method.clone();
         // The answer is read back into a tool result: uncompressed JSON preferred.
-        req.headers.remove(ACCEPT_ENCODING);
+        // `identity` says "not encoded" (no `Accept-Encoding` would allow any coding),
+        // and replaces the client's value in place (cheaper than its removal).
+        req.headers
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         req.headers.insert(
             ACCEPT,
             HeaderValue::from_static("application/json, */*;q=0.5"),

@@ -61,10 +61,12 @@ pub enum Found {
     Unknown,
 }
 
-/// One API's sessions.
+/// One API's sessions. Hashed with foldhash, not SipHash: the keys are this server's
+/// random ids (a lookup of an id a client made up inserts nothing), and each call
+/// looks its session up.
 #[derive(Default)]
 pub struct Sessions {
-    map: papaya::HashMap<u128, Session>,
+    map: papaya::HashMap<u128, Session, foldhash::fast::RandomState>,
 }
 
 impl Sessions {
