@@ -146,15 +146,17 @@ impl<'a> Scan<'a> {
     }
 
     /// An object (after whitespace): each member's key (a string without escapes) given
-    /// to `member`, which reads the member's value.
+    /// to `member`, which reads the member's value; the object's text.
     pub(crate) fn object(
         &mut self,
         mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
-    ) -> Option<()> {
+    ) -> Option<&'a str> {
+        self.space();
+        let start = self.at;
         self.eat(b'{')?;
         if self.ahead()? == b'}' {
             self.at += 1;
-            return Some(());
+            return self.text.get(start..self.at);
         }
         loop {
             let key = self.plain_str()?;
@@ -163,7 +165,7 @@ impl<'a> Scan<'a> {
             self.space();
             match self.next()? {
                 b',' => {}
-                b'}' => return Some(()),
+                b'}' => return self.text.get(start..self.at),
                 _ => return None,
             }
         }
@@ -341,12 +343,15 @@ pub(crate) mod tests {
     fn an_object_gives_its_keys_without_escapes() {
         let mut keys = Vec::new();
         let mut s = Scan::new(r#" { "a" : 1 , "b":{"x":[2]} } "#);
-        s.object(|s, k| {
-            keys.push((k, s.value()?));
-            Some(())
-        })
-        .expect("read");
+        let text = s
+            .object(|s, k| {
+                keys.push((k, s.value()?));
+                Some(())
+            })
+            .expect("read");
+        assert_eq!(text, r#"{ "a" : 1 , "b":{"x":[2]} }"#, "its text, not the space around");
         assert!(s.end().is_some());
+        assert_eq!(Scan::new(" {} ").object(|_, _| None), Some("{}"));
         assert_eq!(keys, [("a", "1"), ("b", r#"{"x":[2]}"#)]);
         let mut s = Scan::new(r#"{"a\"b":1}"#);
         assert_eq!(s.object(|s, _| s.value().map(|_| ())), None);

@@ -81,9 +81,9 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
 /// tool error (`isError`).
 pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     let text = std::str::from_utf8(upstream);
-    let shape = match (call.json, text) {
+    let (shape, trimmed) = match (call.json, text) {
         (true, Ok(t)) => shape(t),
-        _ => Shape::default(),
+        _ => (Shape::default(), ""),
     };
     // A GraphQL answer's `errors` (RFC: a list of at least one) is the call's failure,
     // whatever the status (GraphQL over HTTP answers 200 with `errors`).
@@ -106,10 +106,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
         }
     };
     let escaped = escaped_len(content.as_bytes());
-    let structured = match (shape.object, text) {
-        (true, Ok(t)) => Some(t.trim_matches(JSON_SPACE)),
-        _ => None,
-    };
+    let structured = shape.object.then_some(trimmed);
     // The fixed parts (~130 bytes) and a number id (at most 20) or a short string one.
     let room = 160 + escaped + structured.map_or(0, str::len);
     let mut out = Vec::with_capacity(room);
@@ -145,19 +142,23 @@ struct Shape {
     errors: bool,
 }
 
-fn shape(text: &str) -> Shape {
-    scan_shape(text).unwrap_or_else(|| serde_json::from_str::<Shape>(text).unwrap_or_default())
+/// The body's shape, and its text without the whitespace around it.
+fn shape(text: &str) -> (Shape, &str) {
+    scan_shape(text).unwrap_or_else(|| {
+        let shape = serde_json::from_str::<Shape>(text).unwrap_or_default();
+        (shape, text.trim_matches(JSON_SPACE))
+    })
 }
 
 /// [`shape`] by the scanner, when it reads the body whole (`None`: serde_json decides).
-fn scan_shape(text: &str) -> Option<Shape> {
+fn scan_shape(text: &str) -> Option<(Shape, &str)> {
     let mut s = Scan::new(text);
     if s.ahead() != Some(b'{') {
         // Not an object (valid or not): no structured content, no `errors`.
-        return Some(Shape::default());
+        return Some((Shape::default(), text));
     }
     let mut errors = false;
-    s.object(|s, key| {
+    let object = s.object(|s, key| {
         let v = s.value()?;
         if key == "errors" {
             errors = v.starts_with('[') && !v[1..].trim_start_matches(JSON_SPACE).starts_with(']');
@@ -165,10 +166,11 @@ fn scan_shape(text: &str) -> Option<Shape> {
         Some(())
     })?;
     s.end()?;
-    Some(Shape {
+    let shape = Shape {
         object: true,
         errors,
-    })
+    };
+    Some((shape, object))
 }
 
 /// `s` as a JSON string, as serde_json writes it (`"` and `\` escaped, control
