@@ -403,7 +403,11 @@ paths:
     #[test]
     fn encoding_copies_only_what_the_encoder_keeps() {
         let ascii: Vec<String> = (0u8..128).map(|b| char::from(b).to_string()).collect();
-        let texts = ascii.iter().map(String::as_str).chain(["", "petId", "a-b.c_d~e", "a b", "é", "x/y"]);
+        let texts =
+            ascii
+                .iter()
+                .map(String::as_str)
+                .chain(["", "petId", "a-b.c_d~e", "a b", "é", "x/y"]);
         for t in texts {
             let mut out = String::from("q=");
             push_encoded(&mut out, t);

@@ -349,7 +349,10 @@ pub(crate) mod tests {
                 Some(())
             })
             .expect("read");
-        assert_eq!(text, r#"{ "a" : 1 , "b":{"x":[2]} }"#, "its text, not the space around");
+        assert_eq!(
+            text, r#"{ "a" : 1 , "b":{"x":[2]} }"#,
+            "its text, not the space around"
+        );
         assert!(s.end().is_some());
         assert_eq!(Scan::new(" {} ").object(|_, _| None), Some("{}"));
         assert_eq!(keys, [("a", "1"), ("b", r#"{"x":[2]}"#)]);

@@ -249,7 +249,8 @@ impl UpstreamTarget {
 /// formatted behind `/?`), a cost paid on every rewritten request. `?` and `#` are
 /// refused in both (they would end the path or the query); `tests::target_bytes_as_http`
 /// keeps the classes equal to http's.
-fn target_ok(s: &str, before: usize, class: fn(u8) -> bool) -> bool {
+#[inline]
+fn target_ok(s: &str, before: usize, class: impl Fn(u8) -> bool) -> bool {
     // http's limit on a whole path and query (`u16::MAX - 1`); a query comes after `/?`.
     s.len() + before < u16::MAX as usize && s.bytes().all(class)
 }
