@@ -157,14 +157,16 @@ fn scan_shape(text: &str) -> Option<(Shape, &str)> {
         // Not an object (valid or not): no structured content, no `errors`.
         return Some((Shape::default(), text));
     }
+    let start = s.position();
     let mut errors = false;
-    let object = s.object(|s, key| {
+    s.object(|s, key| {
         let v = s.value()?;
         if key == "errors" {
             errors = v.starts_with('[') && !v[1..].trim_start_matches(JSON_SPACE).starts_with(']');
         }
         Some(())
     })?;
+    let object = text.get(start..s.position())?;
     s.end()?;
     let shape = Shape {
         object: true,
