@@ -15,6 +15,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
+use http::header::Entry;
 use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame, SizeHint};
@@ -60,6 +61,12 @@ where
             ));
         }
         got.push(data);
+        // A body that knows it has ended (its length reached) is not polled again for
+        // the `None` it would give: a request or answer read whole in one frame (a
+        // tool call's message, its operation's answer) costs one poll, not two.
+        if body.is_end_stream() {
+            break;
+        }
     }
     Ok(got.finish())
 }
@@ -95,17 +102,25 @@ impl Gathered {
 /// After a body was replaced by one of `len` bytes: `Content-Length: len`, no
 /// `Transfer-Encoding`. The one place framing headers are rewritten.
 pub(crate) fn set_length(headers: &mut HeaderMap, len: usize) {
-    // Most bodies read whole keep the length the upstream declared (a cached answer,
-    // a check that changed nothing): its header stays, and nothing is formatted.
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .is_some_and(|v| states(v.as_bytes(), len));
-    if declared && !headers.contains_key(TRANSFER_ENCODING) {
-        return;
-    }
+    // Absent but for a chunked body read whole: one lookup.
     headers.remove(TRANSFER_ENCODING);
-    let value = small_length(len).unwrap_or_else(|| HeaderValue::from(len));
-    headers.insert(CONTENT_LENGTH, value);
+    match headers.entry(CONTENT_LENGTH) {
+        // Most bodies read whole keep the length the upstream declared (a cached answer,
+        // a check that changed nothing): its header stays, and nothing is formatted.
+        Entry::Occupied(o) if states(o.get().as_bytes(), len) => {}
+        // Another length replaced where it is (every value of the name): one lookup,
+        // not a removal and an insertion.
+        Entry::Occupied(mut o) => {
+            o.insert(length_value(len));
+        }
+        Entry::Vacant(v) => {
+            v.insert(length_value(len));
+        }
+    }
+}
+
+fn length_value(len: usize) -> HeaderValue {
+    small_length(len).unwrap_or_else(|| HeaderValue::from(len))
 }
 
 /// The decimal texts of 0 to 999, one after another (`0123...9899100101...999`).
@@ -590,6 +605,14 @@ mod tests {
             set_length(&mut h, n);
             assert_eq!(h[CONTENT_LENGTH], HeaderValue::from(n), "{n}");
         }
+        // Every value of a repeated length is replaced; an absent one is added.
+        h.append(CONTENT_LENGTH, HeaderValue::from_static("123456"));
+        set_length(&mut h, 12);
+        let all: Vec<_> = h.get_all(CONTENT_LENGTH).iter().collect();
+        assert_eq!(all, [HeaderValue::from_static("12")]);
+        let mut h = HeaderMap::new();
+        set_length(&mut h, 3);
+        assert_eq!(h[CONTENT_LENGTH], "3");
     }
 
     #[test]

@@ -197,7 +197,7 @@ fn segment(a: &Arg, v: Option<&str>, path: &mut String) -> Result<(), String> {
     if text.is_empty() || text == "." || text == ".." {
         return Err(format!("argument `{}` may not be `{text}`", a.name));
     }
-    path.extend(utf8_percent_encode(&text, COMPONENT));
+    push_encoded(path, &text);
     Ok(())
 }
 
@@ -239,10 +239,31 @@ fn query_pair(q: &mut String, name: &str, value: &str) {
     if !q.is_empty() {
         q.push('&');
     }
-    q.extend(utf8_percent_encode(name, COMPONENT));
+    push_encoded(q, name);
     q.push('=');
-    q.extend(utf8_percent_encode(value, COMPONENT));
+    push_encoded(q, value);
 }
+
+/// `text` percent-encoded by [`COMPONENT`], appended to `out`: copied as it is when no
+/// byte needs encoding (the common name or value: one test a byte, no encoder).
+fn push_encoded(out: &mut String, text: &str) {
+    if text.bytes().all(|b| UNRESERVED[usize::from(b)]) {
+        out.push_str(text);
+    } else {
+        out.extend(utf8_percent_encode(text, COMPONENT));
+    }
+}
+
+/// RFC 3986's unreserved characters: the bytes [`COMPONENT`] keeps.
+static UNRESERVED: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = (b as u8).is_ascii_alphanumeric() || matches!(b as u8, b'-' | b'.' | b'_' | b'~');
+        b += 1;
+    }
+    t
+};
 
 /// `part` of `message` without a copy when it lies inside it (it does when it was read
 /// from it), else copied.
@@ -377,6 +398,22 @@ paths:
         let text = std::str::from_utf8(&message).expect("utf-8");
         let raw = serde_json::from_str::<&RawValue>(&text[13..text.len() - 1]).expect("raw");
         request(&tool.plan, Some(raw), &message)
+    }
+
+    #[test]
+    fn encoding_copies_only_what_the_encoder_keeps() {
+        let ascii: Vec<String> = (0u8..128).map(|b| char::from(b).to_string()).collect();
+        let texts =
+            ascii
+                .iter()
+                .map(String::as_str)
+                .chain(["", "petId", "a-b.c_d~e", "a b", "é", "x/y"]);
+        for t in texts {
+            let mut out = String::from("q=");
+            push_encoded(&mut out, t);
+            let want = format!("q={}", utf8_percent_encode(t, COMPONENT));
+            assert_eq!(out, want, "{t:?}");
+        }
     }
 
     #[test]

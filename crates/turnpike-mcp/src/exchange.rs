@@ -133,7 +133,11 @@ impl Catalog {
         version: Option<&HeaderValue>,
         audit: Option<(&Auditor, Option<&HeaderValue>)>,
     ) -> Result<Next, Refusal> {
-        if !turnpike_policy::http::has_json_body(&req.headers) {
+        // The message's media type, looked up once: a JSON body, and whether it is the
+        // exact `application/json` a JSON body argument is sent as (kept, not replaced).
+        let content_type = req.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
+        let exact_json = content_type == Some(b"application/json");
+        if !exact_json && !content_type.is_some_and(turnpike_policy::http::is_json) {
             let msg = "a message is sent as application/json".to_string();
             return Err(Refusal::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -171,7 +175,7 @@ impl Catalog {
             }
             check_version_header(version)?;
             let (tool, upstream) = self
-                .rewrite(ctx, req, body, call)
+                .rewrite(ctx, req, body, call, exact_json)
                 .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
             *body = upstream;
             return Ok(Next::Call(ToolCall {
@@ -208,22 +212,24 @@ impl Catalog {
 
     /// Turns the request into the tool's operation: method, path, query, headers; the
     /// tool's index and the operation's body (`message`: the body the call came in,
-    /// which a JSON body argument is a slice of).
+    /// which a JSON body argument is a slice of; `exact_json`: its `Content-Type` is
+    /// `application/json`).
     fn rewrite(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         message: &Bytes,
         call: CallRead,
+        exact_json: bool,
     ) -> Result<(usize, Bytes), String> {
         let (i, values) = self.arguments(call)?;
         let tool = &self.tools[i];
         let http = args::build(&tool.plan, &values, message)?;
         ctx.upstream
-            .set_path(&http.path)
+            .set_path_owned(http.path)
             .map_err(|e| e.to_string())?;
         ctx.upstream
-            .set_query(http.query.as_deref())
+            .set_query_owned(http.query)
             .map_err(|e| e.to_string())?;
         ctx.resource = Some(self.resources[i].clone());
         req.method = tool.plan.method.clone();
@@ -238,13 +244,16 @@ impl Catalog {
         if http.body.is_none() {
             req.headers.remove(CONTENT_TYPE);
         }
+        // A header argument may name `Content-Type` (the operation's own replaces it).
+        let typed = http.headers.iter().any(|(n, _)| n == CONTENT_TYPE);
         for (name, value) in http.headers {
             req.headers.insert(name, value);
         }
         let body = match http.body {
             Some((content_type, bytes)) => {
                 // Most operations take the message's own media type: nothing to replace.
-                if req.headers.get(CONTENT_TYPE) != Some(&content_type) {
+                let kept = exact_json && !typed && content_type == "application/json";
+                if !kept {
                     req.headers.insert(CONTENT_TYPE, content_type);
                 }
                 bytes

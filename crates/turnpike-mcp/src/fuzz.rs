@@ -70,6 +70,19 @@ proptest! {
         let _ = session::parse_id(&bytes);
     }
 
+    /// 32 bytes near and among the hex digits read as `from_str_radix` reads them (the
+    /// reader takes eight at a time).
+    #[test]
+    fn session_ids_read_as_from_str_radix(
+        bytes in prop::collection::vec(prop::sample::select(b"0123456789abcdefABCDEF/:@`GgFf\x00\x80\xff".to_vec()), 32),
+    ) {
+        let text = std::str::from_utf8(&bytes).ok();
+        let want = text
+            .filter(|t| t.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|t| u128::from_str_radix(t, 16).ok());
+        prop_assert_eq!(session::parse_id(&bytes), want);
+    }
+
     #[test]
     fn proxied_answers_and_calls_never_panic(
         chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..8),

@@ -24,6 +24,8 @@ pub mod graphql;
 pub mod openapi;
 mod policy;
 pub mod preview;
+#[cfg(test)]
+mod profile;
 mod proxy;
 mod rpc;
 mod scan;

@@ -27,6 +27,47 @@ pub(crate) static STOPS: [bool; 256] = {
     t
 };
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The bytes of an 8-byte word (its first byte the lowest) that [`STOPS`] holds, as a
+/// mask whose lowest set bit is exact: the high bit of the first such byte. (A set bit
+/// above it may be a false one, carried from the byte below: only the lowest is read.)
+/// Eight bytes tested in ~12 instructions, where a table lookup per byte costs ~7 each.
+#[inline(always)]
+pub(crate) fn stops(word: u64) -> u64 {
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\'))) | control
+}
+
+/// The 8 bytes at `at` as a word, when there are 8.
+#[inline(always)]
+pub(crate) fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    bytes
+        .get(at..)?
+        .first_chunk()
+        .map(|w| u64::from_le_bytes(*w))
+}
+
+/// The index of the first [`STOPS`] byte at or after `at`: eight bytes at a time,
+/// then the last few one by one.
+#[inline(always)]
+pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> Option<usize> {
+    while let Some(w) = word_at(bytes, at) {
+        let m = stops(w);
+        if m != 0 {
+            return Some(at + (m.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let n = bytes
+        .get(at..)?
+        .iter()
+        .position(|&b| STOPS[usize::from(b)])?;
+    Some(at + n)
+}
+
 /// A cursor over JSON text.
 pub(crate) struct Scan<'a> {
     text: &'a str,
@@ -48,8 +89,13 @@ impl<'a> Scan<'a> {
         Some(b)
     }
 
+    #[inline(always)]
     fn space(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+        // Most calls find a value's first byte or a delimiter: one test.
+        while let Some(&b) = self.text.as_bytes().get(self.at) {
+            if b > b' ' || !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                return;
+            }
             self.at += 1;
         }
     }
@@ -73,11 +119,12 @@ impl<'a> Scan<'a> {
     }
 
     /// Moves the cursor past the next `"`, `\` or control character in a string: which.
+    #[inline(always)]
     fn string_run(&mut self) -> Option<u8> {
-        let rest = self.text.as_bytes().get(self.at..)?;
-        let n = rest.iter().position(|&b| STOPS[usize::from(b)])?;
-        self.at += n + 1;
-        rest.get(n).copied()
+        let bytes = self.text.as_bytes();
+        let at = next_stop(bytes, self.at)?;
+        self.at = at + 1;
+        bytes.get(at).copied()
     }
 
     /// A string without escapes (after whitespace): its text between the quotes.
@@ -120,6 +167,11 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
+    }
+
+    /// The text read so far ends here (a byte offset).
+    pub(crate) fn position(&self) -> usize {
+        self.at
     }
 
     /// One value from its first byte.
@@ -299,6 +351,7 @@ pub(crate) mod tests {
             Some(())
         })
         .expect("read");
+        assert_eq!(s.position(), 28, "after the object, not the space after it");
         assert!(s.end().is_some());
         assert_eq!(keys, [("a", "1"), ("b", r#"{"x":[2]}"#)]);
         let mut s = Scan::new(r#"{"a\"b":1}"#);

@@ -18,7 +18,7 @@ use turnpike_policy::{ErrorKind, GatewayError};
 
 use crate::exchange::ToolCall;
 use crate::rpc::Key;
-use crate::scan::{Scan, STOPS};
+use crate::scan::{stops, word_at, Scan};
 
 /// Headers that describe the operation's body, not the JSON-RPC answer that replaces it
 /// (`Content-Encoding` first: its presence refuses the answer). `Content-Length` is not
@@ -81,32 +81,44 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
 /// tool error (`isError`).
 pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     let text = std::str::from_utf8(upstream);
-    let shape = match (call.json, text) {
+    let (shape, trimmed) = match (call.json, text) {
         (true, Ok(t)) => shape(t),
-        _ => Shape::default(),
+        _ => (Shape::default(), ""),
     };
     // A GraphQL answer's `errors` (RFC: a list of at least one) is the call's failure,
     // whatever the status (GraphQL over HTTP answers 200 with `errors`).
     let failed = call.status.is_client_error()
         || call.status.is_server_error()
         || (call.graphql && shape.errors);
-    let mut out = Vec::with_capacity(2 * upstream.len() + 128);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // Serializing an id or a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, &call.id);
-    out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-    match (failed, text) {
-        (false, Ok(t)) => json_string(&mut out, t),
-        (false, Err(_)) => json_string(&mut out, &String::from_utf8_lossy(upstream)),
+    // The text content first (its escaped length known), then one buffer of the
+    // answer's size: no growth, and `into_boxed_slice` shrinks nothing (or in place).
+    let lossy;
+    let content: &str = match (failed, text) {
+        (false, Ok(t)) => t,
+        (false, Err(_)) => {
+            lossy = String::from_utf8_lossy(upstream).into_owned();
+            &lossy
+        }
         (true, _) => {
             let body = String::from_utf8_lossy(upstream);
-            json_string(&mut out, &format!("HTTP {}: {body}", call.status))
+            lossy = format!("HTTP {}: {body}", call.status);
+            &lossy
         }
-    }
+    };
+    let escaped = escaped_len(content.as_bytes());
+    let structured = shape.object.then_some(trimmed);
+    // The fixed parts (~130 bytes) and a number id (at most 20) or a short string one.
+    let room = 160 + escaped + structured.map_or(0, str::len);
+    let mut out = Vec::with_capacity(room);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Serializing an id into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, &call.id);
+    out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    json_string(&mut out, content, escaped);
     out.extend_from_slice(b"}]");
-    if let (true, Ok(t)) = (shape.object, text) {
+    if let Some(t) = structured {
         out.extend_from_slice(br#","structuredContent":"#);
-        out.extend_from_slice(t.trim_matches(JSON_SPACE).as_bytes());
+        out.extend_from_slice(t.as_bytes());
     }
     out.extend_from_slice(match failed {
         true => br#","isError":true}}"#,
@@ -130,17 +142,22 @@ struct Shape {
     errors: bool,
 }
 
-fn shape(text: &str) -> Shape {
-    scan_shape(text).unwrap_or_else(|| serde_json::from_str::<Shape>(text).unwrap_or_default())
+/// The body's shape, and its text without the whitespace around it.
+fn shape(text: &str) -> (Shape, &str) {
+    scan_shape(text).unwrap_or_else(|| {
+        let shape = serde_json::from_str::<Shape>(text).unwrap_or_default();
+        (shape, text.trim_matches(JSON_SPACE))
+    })
 }
 
 /// [`shape`] by the scanner, when it reads the body whole (`None`: serde_json decides).
-fn scan_shape(text: &str) -> Option<Shape> {
+fn scan_shape(text: &str) -> Option<(Shape, &str)> {
     let mut s = Scan::new(text);
     if s.ahead() != Some(b'{') {
         // Not an object (valid or not): no structured content, no `errors`.
-        return Some(Shape::default());
+        return Some((Shape::default(), text));
     }
+    let start = s.position();
     let mut errors = false;
     s.object(|s, key| {
         let v = s.value()?;
@@ -149,55 +166,118 @@ fn scan_shape(text: &str) -> Option<Shape> {
         }
         Some(())
     })?;
+    let object = text.get(start..s.position())?;
     s.end()?;
-    Some(Shape {
+    let shape = Shape {
         object: true,
         errors,
-    })
+    };
+    Some((shape, object))
 }
 
 /// `s` as a JSON string, as serde_json writes it (`"` and `\` escaped, control
-/// characters as `\n`-style or `\u00XX` escapes), into `out`: the run before the first
-/// byte to escape copied whole, the rest through a small buffer on the stack (a JSON
-/// answer has a quote every few bytes: a copy per run would cost more than the bytes).
-fn json_string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+/// characters as `\n`-style or `\u00XX` escapes), into `out`; `escaped` is
+/// [`escaped_len`] of `s`, the room made for it. Eight bytes at a time: a word without
+/// a byte to escape is stored whole, any other byte by byte (a JSON answer has a quote
+/// every few bytes: a copy call per plain run would cost more than the bytes).
+fn json_string(out: &mut Vec<u8>, s: &str, escaped: usize) {
     let bytes = s.as_bytes();
-    let plain = bytes.iter().position(|&b| STOPS[usize::from(b)]);
-    let (head, rest) = bytes.split_at(plain.unwrap_or(bytes.len()));
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(head);
-    let mut buf = [0u8; 128];
-    let mut n = 0;
-    for &b in rest {
-        if n > buf.len() - 6 {
-            out.extend_from_slice(&buf[..n]);
-            n = 0;
-        }
-        if !STOPS[usize::from(b)] {
-            buf[n] = b;
-            n += 1;
-            continue;
-        }
-        let (escape, len) = match b {
-            b'"' | b'\\' => ([b'\\', b, 0, 0, 0, 0], 2),
-            b'\n' => (*b"\\n\0\0\0\0", 2),
-            b'\r' => (*b"\\r\0\0\0\0", 2),
-            b'\t' => (*b"\\t\0\0\0\0", 2),
-            0x08 => (*b"\\b\0\0\0\0", 2),
-            0x0c => (*b"\\f\0\0\0\0", 2),
-            _ => {
-                let hex = |d: u8| HEX[usize::from(d & 0xf)];
-                ([b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b)], 6)
+    let mut j = out.len();
+    out.resize(j + escaped, 0);
+    out[j] = b'"';
+    j += 1;
+    let mut i = 0;
+    while let Some(w) = word_at(bytes, i) {
+        if stops(w) == 0 {
+            out[j..j + 8].copy_from_slice(&w.to_le_bytes());
+            j += 8;
+        } else {
+            for &b in &bytes[i..i + 8] {
+                j = escape_byte(out, j, b);
             }
-        };
-        buf[n..n + 6].copy_from_slice(&escape);
-        n += len;
+        }
+        i += 8;
     }
-    out.extend_from_slice(&buf[..n]);
-    out.push(b'"');
+    for &b in bytes.get(i..).unwrap_or_default() {
+        j = escape_byte(out, j, b);
+    }
+    out[j] = b'"';
 }
+
+/// `b` written at `out[j..]`, escaped if it must be; where the next byte goes.
+#[inline(always)]
+fn escape_byte(out: &mut [u8], j: usize, b: u8) -> usize {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let e = ESCAPES[usize::from(b)];
+    if e == 0 {
+        out[j] = b;
+        return j + 1;
+    }
+    // Byte by byte: a slice copy of two bytes is a call.
+    out[j] = b'\\';
+    out[j + 1] = e;
+    if e != b'u' {
+        return j + 2;
+    }
+    out[j + 2] = b'0';
+    out[j + 3] = b'0';
+    out[j + 4] = HEX[usize::from(b >> 4)];
+    out[j + 5] = HEX[usize::from(b & 0xf)];
+    j + 6
+}
+
+/// The length of `s` written by [`json_string`], quotes included (eight bytes at a
+/// time where none is escaped).
+fn escaped_len(s: &[u8]) -> usize {
+    let extra = |bytes: &[u8]| -> usize {
+        bytes
+            .iter()
+            .map(|&b| usize::from(EXTRA[usize::from(b)]))
+            .sum()
+    };
+    let (mut i, mut more) = (0, 0);
+    while let Some(w) = word_at(s, i) {
+        if stops(w) != 0 {
+            more += extra(&s[i..i + 8]);
+        }
+        i += 8;
+    }
+    more += extra(s.get(i..).unwrap_or_default());
+    s.len() + more + 2
+}
+
+/// The bytes each byte's escape adds (0 for a byte written as is).
+static EXTRA: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match ESCAPES[b] {
+            0 => 0,
+            b'u' => 5,
+            _ => 1,
+        };
+        b += 1;
+    }
+    t
+};
+
+/// Each byte's escape letter (`\n`'s `n`, `u` for `\u00XX`); 0 for a byte written as is.
+static ESCAPES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b'u';
+        b += 1;
+    }
+    t[b'\n' as usize] = b'n';
+    t[b'\r' as usize] = b'r';
+    t[b'\t' as usize] = b't';
+    t[0x08] = b'b';
+    t[0x0c] = b'f';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
 
 impl<'de> Deserialize<'de> for Shape {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -401,10 +481,20 @@ pub(crate) mod tests {
     fn strings_are_written_as_serde_json_writes_them() {
         let all: String = (0u8..0x80).map(char::from).collect();
         let long = all.repeat(5);
-        for s in ["", "plain", "a\"b\\c", "\u{7f}é\u{2028}", &all, &long] {
-            let mut out = Vec::new();
-            json_string(&mut out, s);
-            assert_eq!(out, serde_json::to_vec(s).expect("json"), "{s:?}");
+        // A byte to escape at every offset of a word, among plain runs of any length.
+        let placed = (0..20).flat_map(|k| {
+            ["\"", "\n", "\u{1}", "é"]
+                .map(|e| format!("{}{e}{}", "a".repeat(k), "b".repeat(17 - k % 9)))
+        });
+        let fixed = ["", "plain", "a\"b\\c", "\u{7f}é\u{2028}", &all, &long].map(String::from);
+        for s in fixed.into_iter().chain(placed) {
+            let s = s.as_str();
+            let mut out = b"x".to_vec();
+            let escaped = escaped_len(s.as_bytes());
+            json_string(&mut out, s, escaped);
+            let want = serde_json::to_vec(s).expect("json");
+            assert_eq!(escaped, want.len(), "{s:?}");
+            assert_eq!(out[1..], want, "{s:?}");
         }
     }
 

@@ -68,7 +68,8 @@ async fn send(
     let mut b = Request::builder()
         .method(Method::POST)
         .uri("/mcp/pets/v1")
-        .header("content-type", "application/json");
+        .header("content-type", "application/json")
+        .header("accept-encoding", "gzip, br");
     if let Some(s) = session {
         b = b.header("mcp-session-id", s);
     }
@@ -139,6 +140,10 @@ async fn a_call_becomes_its_operation_and_its_answer_a_tool_result() {
         "analytics names the tool"
     );
     assert!(body.is_empty() && !parts.headers.contains_key("mcp-session-id"));
+    assert!(
+        !parts.headers.contains_key("accept-encoding"),
+        "the answer is read back: not encoded"
+    );
 
     let mut resp = Response::builder()
         .status(404)
@@ -575,4 +580,62 @@ fn a_bad_audit_section_names_its_fields() {
             "{want} in {paths:?}"
         );
     }
+}
+
+/// One tool call's hooks, early body to the wrapped answer, as the gateway runs them
+/// (every hook of this policy answers at once: no await).
+#[inline(never)]
+fn call_hooks(p: &dyn Policy, sid: &HeaderValue, message: &Bytes, answer: &Bytes) -> usize {
+    let mut c = ctx();
+    let (mut parts, ()) = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp/pets/v1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("accept-encoding", "identity")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(())
+        .expect("request")
+        .into_parts();
+    let mut body = message.clone();
+    let done =
+        |s: turnpike_policy::Step<'_>| matches!(s, turnpike_policy::Step::Done(Ok(Flow::Continue)));
+    assert!(done(p.on_early_body(&mut c, &mut parts, &mut body)));
+    assert!(done(p.on_request_headers(&mut c, &mut parts)));
+    let mut resp = Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .header("content-length", answer.len())
+        .body(())
+        .expect("resp")
+        .into_parts()
+        .0;
+    p.on_response_headers(&mut c, &mut resp).expect("head");
+    let mut out = answer.clone();
+    p.on_response_body(&mut c, &mut resp, &mut out)
+        .expect("body");
+    out.len()
+}
+
+/// Not a check: a tool call's hooks run many times on the benchmark's shape
+/// (bench/mcp-cases.sh's POST), for an instruction profile of this crate's part of a
+/// call without a gateway (`valgrind --tool=callgrind --toggle-collect=policy::call_hooks
+/// TESTBIN --ignored --exact a_call_s_hooks_profiled`, with a ci-bench build of this
+/// test; bench/mcp-callgrind.sh is the measure of record).
+#[tokio::test]
+#[ignore = "a profiling harness, not a check"]
+async fn a_call_s_hooks_profiled() {
+    let runtime = Runtime::default();
+    let p = build(FILE, &runtime).0.expect("built");
+    let sid = HeaderValue::from_str(&initialize(&*p).await).expect("id");
+    let message = Bytes::from_static(
+        br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "post_pets", "arguments": {"body": {"name": "Rex", "tag": "dog"}}}}"#,
+    );
+    let answer = Bytes::from_static(br#"{"name": "Rex", "tag": "dog"}"#);
+    let mut n = 0;
+    for _ in 0..1000 {
+        n += call_hooks(&*p, &sid, &message, &answer);
+    }
+    assert!(n > 0);
 }

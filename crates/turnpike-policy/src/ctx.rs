@@ -123,13 +123,13 @@ pub struct UpstreamTarget {
 enum Path {
     /// The client's path from this byte on.
     Suffix(usize),
-    Owned(Box<str>),
+    Owned(String),
 }
 
 #[derive(Debug, Clone)]
 enum Query {
     Client,
-    Owned(Option<Box<str>>),
+    Owned(Option<String>),
 }
 
 /// A rewritten path or query that is not valid in a request line.
@@ -187,14 +187,19 @@ impl UpstreamTarget {
 
     /// Rewrites the upstream path (`/` first, no `?` or `#`, request-line characters).
     pub fn set_path(&mut self, path: &str) -> Result<(), InvalidTarget> {
-        let ok = path.starts_with('/') && target_ok(path, 0, path_byte);
+        self.set_path_owned(path.to_owned())
+    }
+
+    /// [`set_path`](Self::set_path) with a path the caller built: kept, not copied.
+    pub fn set_path_owned(&mut self, path: String) -> Result<(), InvalidTarget> {
+        let ok = path.starts_with('/') && target_ok(&path, 0, path_byte);
         if !ok {
             return Err(InvalidTarget {
                 what: "path",
-                value: path.to_owned(),
+                value: path,
             });
         }
-        self.path = Path::Owned(path.into());
+        self.path = Path::Owned(path);
         Ok(())
     }
 
@@ -207,16 +212,20 @@ impl UpstreamTarget {
 
     /// Rewrites (or, with `None`, drops) the upstream query (without `?`).
     pub fn set_query(&mut self, query: Option<&str>) -> Result<(), InvalidTarget> {
-        if let Some(q) = query {
-            let ok = target_ok(q, 2, query_byte);
-            if !ok {
+        self.set_query_owned(query.map(str::to_owned))
+    }
+
+    /// [`set_query`](Self::set_query) with a query the caller built: kept, not copied.
+    pub fn set_query_owned(&mut self, query: Option<String>) -> Result<(), InvalidTarget> {
+        if let Some(q) = &query {
+            if !target_ok(q, 2, query_byte) {
                 return Err(InvalidTarget {
                     what: "query",
-                    value: q.to_owned(),
+                    value: q.clone(),
                 });
             }
         }
-        self.query = Query::Owned(query.filter(|q| !q.is_empty()).map(Into::into));
+        self.query = Query::Owned(query.filter(|q| !q.is_empty()));
         Ok(())
     }
 
@@ -240,7 +249,8 @@ impl UpstreamTarget {
 /// formatted behind `/?`), a cost paid on every rewritten request. `?` and `#` are
 /// refused in both (they would end the path or the query); `tests::target_bytes_as_http`
 /// keeps the classes equal to http's.
-fn target_ok(s: &str, before: usize, class: fn(u8) -> bool) -> bool {
+#[inline]
+fn target_ok(s: &str, before: usize, class: impl Fn(u8) -> bool) -> bool {
     // http's limit on a whole path and query (`u16::MAX - 1`); a query comes after `/?`.
     s.len() + before < u16::MAX as usize && s.bytes().all(class)
 }
