@@ -67,38 +67,39 @@ fn assert_each_unique(seen: &Seen, answered: u64) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_request_of_a_closed_loop_has_its_own_value() {
+/// Runs `change(args)` against a new server: no errors, every value its own.
+async fn run_unique(change: impl FnOnce(&mut RunArgs)) {
     let (addr, seen) = server().await;
-    let r = execute(&args(format!("http://{addr}/items/{{seq}}/detail?size=50")))
-        .await
-        .expect("run");
-    assert_eq!(r.summary.errors, 0, "{:?}", r.summary);
+    let mut a = args(format!("http://{addr}/items/{{seq}}/detail?size=50"));
+    change(&mut a);
+    let r = execute(&a).await.expect("run");
+    assert_eq!(r.summary.errors, 0, "{a:?}: {:?}", r.summary);
     assert_each_unique(&seen, r.summary.samples);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_of_a_closed_loop_has_its_own_value() {
+    run_unique(|_| {}).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_of_an_open_loop_has_its_own_value() {
-    let (addr, seen) = server().await;
-    let mut a = args(format!("http://{addr}/items/{{seq}}/detail?size=50"));
-    a.users = None;
-    a.rate = Some(300.0);
-    a.connections = 3;
-    let r = execute(&a).await.expect("run");
-    assert_eq!(r.summary.errors, 0, "{:?}", r.summary);
-    assert_each_unique(&seen, r.summary.samples);
+    run_unique(|a| {
+        a.users = None;
+        a.rate = Some(300.0);
+        a.connections = 3;
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyper_clients_put_the_value_in_the_uri_too() {
     for http2 in [false, true] {
-        let (addr, seen) = server().await;
-        let mut a = args(format!("http://{addr}/items/{{seq}}/detail?size=50"));
-        a.http2 = http2;
-        a.hyper_h1 = !http2;
-        let r = execute(&a).await.expect("run");
-        assert_eq!(r.summary.errors, 0, "http2 {http2}: {:?}", r.summary);
-        assert_each_unique(&seen, r.summary.samples);
+        run_unique(|a| {
+            a.http2 = http2;
+            a.hyper_h1 = !http2;
+        })
+        .await;
     }
 }
 
