@@ -285,12 +285,13 @@ pub struct RequestTemplate {
     sequence: Option<Placed>,
 }
 
-/// A [`Sequence`]'s place in the request: byte offsets in `h1_head` and in the request
-/// URI's text.
+/// A [`Sequence`]'s place in the request: a byte offset in `h1_head`, and the request
+/// URI's text split where the value goes (for hyper's clients).
 #[derive(Debug, Clone)]
 struct Placed {
     values: Sequence,
     head_at: usize,
+    uri_text: Arc<str>,
     uri_at: usize,
 }
 
@@ -352,11 +353,12 @@ impl RequestTemplate {
     pub fn with_sequence(mut self, at: usize) -> Self {
         let values = Sequence::default();
         let pq_len = self.uri.path_and_query().map_or(0, |p| p.as_str().len());
-        let uri_len = self.uri.to_string().len();
+        let uri_text: Arc<str> = self.uri.to_string().into();
         self.sent_estimate += values.typical_len();
         self.sequence = Some(Placed {
             head_at: self.method.as_str().len() + 1 + at,
-            uri_at: uri_len - pq_len + at,
+            uri_at: uri_text.len() - pq_len + at,
+            uri_text,
             values,
         });
         self
@@ -410,11 +412,11 @@ impl RequestTemplate {
         let Some(p) = &self.sequence else {
             return self.uri.clone();
         };
-        let text = self.uri.to_string();
+        let text = p.uri_text.as_bytes();
         let mut out = Vec::with_capacity(text.len() + 24);
-        out.extend_from_slice(&text.as_bytes()[..p.uri_at]);
+        out.extend_from_slice(&text[..p.uri_at]);
         p.values.write_next(&mut out);
-        out.extend_from_slice(&text.as_bytes()[p.uri_at..]);
+        out.extend_from_slice(&text[p.uri_at..]);
         // Digits and a dash inside a valid URI's path or query keep it valid.
         Uri::try_from(out).unwrap_or_else(|_| self.uri.clone())
     }
