@@ -128,7 +128,7 @@ PY
 count() { # bin case -> lines "MODE median min max"
   local bin=$1 case=$2 port out
   port=$(free_port); out="$work/cg.$port"
-  TURNPIKE_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
+  TURNPIKE_LOG=warn valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$out" \
     "$bin" gateway --config "$work/apis.yaml" --workers 1 --http-port "$port" \
     --https-port off --data-dir "$work/data" ${GATEWAY_ARGS:-} >"$work/gw-$port.log" 2>&1 &
   local pid=$!
