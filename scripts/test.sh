@@ -6,6 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase says when it starts (seconds since this script began): CI has a 30-minute
+# budget, and a log that shows where the time went is how it is kept.
+started=$SECONDS
+phase() { echo "== $1 (at $((SECONDS - started)) s)"; }
+
 # What building and running need, then the test and benchmark tools (issue 28: the
 # quickstart installs only the former).
 scripts/install-test-deps.sh
@@ -17,9 +22,9 @@ export CARGO_INCREMENTAL=0
 free_mib() { df -Pm "${1:-.}" | awk 'NR==2 {print $4}'; }
 echo "free disk: $(free_mib) MiB"
 
-echo "== fmt"; cargo fmt --all -- --check
-echo "== clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== tests"; cargo test --workspace --locked 2>&1 | tee target/test-output.txt
+phase "fmt"; cargo fmt --all -- --check
+phase "clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
+phase "tests"; cargo test --workspace --locked 2>&1 | tee target/test-output.txt
 # A workspace whose tests silently vanished must not pass.
 passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
@@ -27,7 +32,7 @@ if [ "$passed" -eq 0 ]; then echo "no tests ran" >&2; exit 1; fi
 
 # The web portals: type check, unit tests, production build (what the control plane
 # serves), then the browser tests below against the tests' binary.
-echo "== ui"
+phase "ui"
 (cd ui && npm run --silent typecheck && npm test --silent && npm run --silent build)
 
 # The bench kit end to end (issue 6): the quick plan against the tests' (debug) gateway,
@@ -35,7 +40,7 @@ echo "== ui"
 # performance is measured by bench/ on optimised builds. No optimised build here: it took
 # 6-10 of CI's 30 minutes and every step below runs as well on the debug binary (which
 # also keeps overflow checks on).
-echo "== bench quick plan"
+phase "bench quick plan"
 bin=target/debug/turnpike
 [ -x "$bin" ] || cargo build --locked -p turnpike
 rm -rf target/bench-quick
@@ -46,20 +51,20 @@ done
 
 # --- packaging (issue 28): the .deb and the tarball of the binary the tests built (a
 # fat-LTO release build does not fit CI's budget), their units, and the Helm chart.
-echo "== package"
+phase "package"
 scripts/package.sh --profile dev --no-build
 packaging/check.sh target/package
-echo "== helm chart"
+phase "helm chart"
 deploy/helm/check.sh
 # --- end packaging
 
 # The REST contract (issue 29): the served OpenAPI document linted (spectral, redocly),
 # generated TypeScript and Python clients build, the UI's generated types are fresh.
-echo "== openapi"
+phase "openapi"
 scripts/openapi-check.sh "$bin"
 
 # The portals in Chromium against a real `turnpike up` (screenshots in target/screenshots).
-echo "== ui browser tests"
+phase "ui browser tests"
 (cd ui && TURNPIKE_BIN="$PWD/../$bin" npx playwright test)
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $((SECONDS - started)) s"
