@@ -68,6 +68,62 @@ pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> Option<usize> {
     Some(at + n)
 }
 
+/// A name a key or a string value is compared with where it stands (a few word
+/// compares, not a scan for the string's end and a compare after): its text, at most
+/// [`Expected::MAX`] bytes none of which is a [`STOPS`] byte, as little-endian words.
+#[derive(Clone, Copy)]
+pub(crate) struct Expected {
+    pub text: &'static str,
+    /// Its first eight bytes (fewer: zero-padded).
+    head: u64,
+    /// Which of `head`'s bytes are the text's.
+    mask: u64,
+    /// Its last eight bytes (a text longer than eight).
+    tail: u64,
+}
+
+impl Expected {
+    /// Longest text compared in place.
+    pub(crate) const MAX: usize = 16;
+
+    pub(crate) const fn new(text: &'static str) -> Self {
+        let b = text.as_bytes();
+        assert!(!b.is_empty() && b.len() <= Self::MAX, "1 to 16 bytes");
+        let (mut head, mut tail, mut i) = (0u64, 0u64, 0);
+        while i < b.len() {
+            assert!(!STOPS[b[i] as usize], "no byte a string escapes");
+            if i < 8 {
+                head |= (b[i] as u64) << (8 * i);
+            }
+            if b.len() > 8 && i + 8 >= b.len() {
+                tail |= (b[i] as u64) << (8 * (i + 8 - b.len()));
+            }
+            i += 1;
+        }
+        let mask = match b.len() {
+            8.. => u64::MAX,
+            n => (1u64 << (8 * n)) - 1,
+        };
+        Expected {
+            text,
+            head,
+            mask,
+            tail,
+        }
+    }
+
+    /// `bytes` from `from` start with the text (`from + len` is in `bytes`).
+    #[inline(always)]
+    fn at(&self, bytes: &[u8], from: usize) -> bool {
+        let len = self.text.len();
+        match word_at(bytes, from) {
+            Some(w) if len <= 8 => (w ^ self.head) & self.mask == 0,
+            Some(w) => w == self.head && word_at(bytes, from + len - 8) == Some(self.tail),
+            None => bytes.get(from..from + len) == Some(self.text.as_bytes()),
+        }
+    }
+}
+
 /// A cursor over JSON text.
 pub(crate) struct Scan<'a> {
     text: &'a str,
@@ -137,6 +193,22 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Whether the next value (after whitespace) is the string `want` as it is, without
+    /// an escape: then it is read; else nothing is.
+    #[inline(always)]
+    pub(crate) fn str_is(&mut self, want: &Expected) -> bool {
+        self.space();
+        let bytes = self.text.as_bytes();
+        let at = self.at;
+        let len = want.text.len();
+        let quoted = bytes.get(at) == Some(&b'"') && bytes.get(at + 1 + len) == Some(&b'"');
+        let hit = quoted && want.at(bytes, at + 1);
+        if hit {
+            self.at = at + len + 2;
+        }
+        hit
+    }
+
     /// One value (after whitespace): its text.
     pub(crate) fn value(&mut self) -> Option<&'a str> {
         self.space();
@@ -151,15 +223,36 @@ impl<'a> Scan<'a> {
         &mut self,
         mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
+        self.object_of(&[], |s, _, key| member(s, key))
+    }
+
+    /// [`object`](Self::object) whose keys are looked up among `names`: `member` is given
+    /// the key's index there (`names.len()`: another key) and its text. The n-th member's
+    /// key is first compared in place with `names[n]` (the order a sender usually keeps),
+    /// and only when that misses read as a string and looked for.
+    pub(crate) fn object_of(
+        &mut self,
+        names: &[Expected],
+        mut member: impl FnMut(&mut Self, usize, &'a str) -> Option<()>,
+    ) -> Option<()> {
         self.eat(b'{')?;
         if self.ahead()? == b'}' {
             self.at += 1;
             return Some(());
         }
+        let mut n = 0;
         loop {
-            let key = self.plain_str()?;
+            let (i, key) = match names.get(n) {
+                Some(e) if self.str_is(e) => (n, e.text),
+                _ => {
+                    let key = self.plain_str()?;
+                    let i = names.iter().position(|e| e.text == key);
+                    (i.unwrap_or(names.len()), key)
+                }
+            };
+            n += 1;
             self.eat(b':')?;
-            member(self, key)?;
+            member(self, i, key)?;
             self.space();
             match self.next()? {
                 b',' => {}
@@ -340,6 +433,69 @@ pub(crate) mod tests {
         assert_eq!(scanned(&deep), None);
         let ok = format!("{}{}", "[".repeat(60), "]".repeat(60));
         assert!(scanned(&ok).is_some());
+    }
+
+    /// A string is `Expected` exactly when it is the text, unescaped, at every length and
+    /// whatever stands around it (the words read past the string's end included).
+    #[test]
+    fn a_string_compared_in_place_is_the_text_exactly() {
+        const TEXT: &str = "abcdefghijklmnop";
+        let expected: Vec<Expected> = (1..=16).map(|n| Expected::new(&TEXT[..n])).collect();
+        for e in &expected {
+            let t = e.text;
+            let mut cases = vec![format!("\"{t}\""), format!("\"{t}\":1,\"k\":[2]}}")];
+            cases.push(format!("\"{t}x\""));
+            cases.push(format!("\"{}\"", &t[..t.len() - 1]));
+            cases.push(format!("\"{t}"));
+            cases.push(format!("\"\\{t}\""));
+            for i in 0..t.len() {
+                let mut changed = t.as_bytes().to_vec();
+                changed[i] ^= 0x20;
+                let changed = String::from_utf8(changed).expect("ascii");
+                cases.push(format!("  \"{changed}\":0"));
+            }
+            for case in cases {
+                let mut s = Scan::new(&case);
+                let plain = Scan::new(&case).plain_str();
+                let hit = s.str_is(e);
+                assert_eq!(hit, plain == Some(t), "{t:?} in {case:?}");
+                let read = if hit { s.position() } else { 0 };
+                let mut p = Scan::new(&case);
+                let end = if p.plain_str() == Some(t) {
+                    p.position()
+                } else {
+                    0
+                };
+                assert_eq!(read, end, "{case:?}");
+            }
+        }
+    }
+
+    /// Keys in another order, or unknown, are found as a plain read finds them.
+    #[test]
+    fn keys_are_looked_up_in_any_order() {
+        let names = [
+            Expected::new("a"),
+            Expected::new("bb"),
+            Expected::new("ccc"),
+        ];
+        let text = r#"{"bb":1,"a":2,"x":3,"ccc":4,"a\u0041":5}"#;
+        let mut got = Vec::new();
+        let mut s = Scan::new(text);
+        let read = s.object_of(&names, |s, i, k| {
+            got.push((i, k, s.value()?));
+            Some(())
+        });
+        assert_eq!(read, None, "an escaped key gives up");
+        assert_eq!(
+            got,
+            [
+                (1, "bb", "1"),
+                (0, "a", "2"),
+                (3, "x", "3"),
+                (2, "ccc", "4")
+            ]
+        );
     }
 
     #[test]
