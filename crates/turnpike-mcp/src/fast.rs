@@ -152,8 +152,7 @@ fn arguments_of<'a>(plan: &CallPlan, s: &mut Scan<'a>) -> Option<Values<'a>> {
     if s.ahead()? == b'n' {
         return (s.value()? == "null").then_some(values);
     }
-    s.object(|s, key| {
-        let i = plan.args.iter().position(|a| a.name == key)?;
+    s.object_of(&plan.keys, |s, i, _| {
         let v = s.value()?;
         *values.get_mut(i)? = (v != "null").then_some(v);
         Some(())

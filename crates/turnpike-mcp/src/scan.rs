@@ -69,57 +69,81 @@ pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> Option<usize> {
 }
 
 /// A name a key or a string value is compared with where it stands (a few word
-/// compares, not a scan for the string's end and a compare after): its text, at most
-/// [`Expected::MAX`] bytes none of which is a [`STOPS`] byte, as little-endian words.
-#[derive(Clone, Copy)]
-pub(crate) struct Expected {
-    pub text: &'static str,
-    /// Its first eight bytes (fewer: zero-padded).
+/// compares, not a scan for the string's end and a compare after): its text, and its
+/// first and last eight bytes as little-endian words. A text of more than 16 bytes is
+/// compared as a slice; one holding a [`STOPS`] byte (which a JSON string escapes) is
+/// never found in place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Expected<T = &'static str> {
+    pub text: T,
+    words: Words,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Words {
+    /// The first eight bytes (fewer: zero-padded).
     head: u64,
     /// Which of `head`'s bytes are the text's.
     mask: u64,
-    /// Its last eight bytes (a text longer than eight).
+    /// The last eight bytes (a text longer than eight).
     tail: u64,
+    /// No byte of [`STOPS`].
+    plain: bool,
+}
+
+const fn words(b: &[u8]) -> Words {
+    let (mut head, mut tail, mut plain, mut i) = (0u64, 0u64, true, 0);
+    while i < b.len() {
+        plain &= !STOPS[b[i] as usize];
+        if i < 8 {
+            head |= (b[i] as u64) << (8 * i);
+        }
+        if b.len() > 8 && i + 8 >= b.len() {
+            tail |= (b[i] as u64) << (8 * (i + 8 - b.len()));
+        }
+        i += 1;
+    }
+    let mask = match b.len() {
+        8.. => u64::MAX,
+        n => (1u64 << (8 * n)) - 1,
+    };
+    Words {
+        head,
+        mask,
+        tail,
+        plain,
+    }
 }
 
 impl Expected {
-    /// Longest text compared in place.
-    pub(crate) const MAX: usize = 16;
-
     pub(crate) const fn new(text: &'static str) -> Self {
-        let b = text.as_bytes();
-        assert!(!b.is_empty() && b.len() <= Self::MAX, "1 to 16 bytes");
-        let (mut head, mut tail, mut i) = (0u64, 0u64, 0);
-        while i < b.len() {
-            assert!(!STOPS[b[i] as usize], "no byte a string escapes");
-            if i < 8 {
-                head |= (b[i] as u64) << (8 * i);
-            }
-            if b.len() > 8 && i + 8 >= b.len() {
-                tail |= (b[i] as u64) << (8 * (i + 8 - b.len()));
-            }
-            i += 1;
-        }
-        let mask = match b.len() {
-            8.. => u64::MAX,
-            n => (1u64 << (8 * n)) - 1,
-        };
-        Expected {
-            text,
-            head,
-            mask,
-            tail,
-        }
+        let words = words(text.as_bytes());
+        assert!(words.plain, "no byte a string escapes");
+        Expected { text, words }
     }
+}
 
+impl Expected<String> {
+    /// A name known at run time (an argument's).
+    pub(crate) fn owned(text: String) -> Self {
+        let words = words(text.as_bytes());
+        Expected { text, words }
+    }
+}
+
+impl<T: AsRef<str>> Expected<T> {
     /// `bytes` from `from` start with the text (`from + len` is in `bytes`).
     #[inline(always)]
     fn at(&self, bytes: &[u8], from: usize) -> bool {
-        let len = self.text.len();
+        let text = self.text.as_ref().as_bytes();
+        let (len, w) = (text.len(), &self.words);
+        if !w.plain {
+            return false;
+        }
         match word_at(bytes, from) {
-            Some(w) if len <= 8 => (w ^ self.head) & self.mask == 0,
-            Some(w) => w == self.head && word_at(bytes, from + len - 8) == Some(self.tail),
-            None => bytes.get(from..from + len) == Some(self.text.as_bytes()),
+            Some(x) if len <= 8 => (x ^ w.head) & w.mask == 0,
+            Some(x) if len <= 16 => x == w.head && word_at(bytes, from + len - 8) == Some(w.tail),
+            _ => bytes.get(from..from + len) == Some(text),
         }
     }
 }
@@ -196,11 +220,11 @@ impl<'a> Scan<'a> {
     /// Whether the next value (after whitespace) is the string `want` as it is, without
     /// an escape: then it is read; else nothing is.
     #[inline(always)]
-    pub(crate) fn str_is(&mut self, want: &Expected) -> bool {
+    pub(crate) fn str_is<T: AsRef<str>>(&mut self, want: &Expected<T>) -> bool {
         self.space();
         let bytes = self.text.as_bytes();
         let at = self.at;
-        let len = want.text.len();
+        let len = want.text.as_ref().len();
         let quoted = bytes.get(at) == Some(&b'"') && bytes.get(at + 1 + len) == Some(&b'"');
         let hit = quoted && want.at(bytes, at + 1);
         if hit {
@@ -223,16 +247,16 @@ impl<'a> Scan<'a> {
         &mut self,
         mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
-        self.object_of(&[], |s, _, key| member(s, key))
+        self.object_of::<&str>(&[], |s, _, key| member(s, key))
     }
 
     /// [`object`](Self::object) whose keys are looked up among `names`: `member` is given
     /// the key's index there (`names.len()`: another key) and its text. The n-th member's
     /// key is first compared in place with `names[n]` (the order a sender usually keeps),
     /// and only when that misses read as a string and looked for.
-    pub(crate) fn object_of(
+    pub(crate) fn object_of<T: AsRef<str>>(
         &mut self,
-        names: &[Expected],
+        names: &[Expected<T>],
         mut member: impl FnMut(&mut Self, usize, &'a str) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
@@ -243,10 +267,14 @@ impl<'a> Scan<'a> {
         let mut n = 0;
         loop {
             let (i, key) = match names.get(n) {
-                Some(e) if self.str_is(e) => (n, e.text),
+                // The key's text where it stands, between its quotes.
+                Some(e) if self.str_is(e) => {
+                    let end = self.at - 1;
+                    (n, self.text.get(end - e.text.as_ref().len()..end)?)
+                }
                 _ => {
                     let key = self.plain_str()?;
-                    let i = names.iter().position(|e| e.text == key);
+                    let i = names.iter().position(|e| e.text.as_ref() == key);
                     (i.unwrap_or(names.len()), key)
                 }
             };
@@ -439,10 +467,12 @@ pub(crate) mod tests {
     /// whatever stands around it (the words read past the string's end included).
     #[test]
     fn a_string_compared_in_place_is_the_text_exactly() {
-        const TEXT: &str = "abcdefghijklmnop";
-        let expected: Vec<Expected> = (1..=16).map(|n| Expected::new(&TEXT[..n])).collect();
-        for e in &expected {
-            let t = e.text;
+        const TEXT: &str = "abcdefghijklmnopqrstu";
+        let mut expected: Vec<_> = (1..=TEXT.len()).map(|n| TEXT[..n].to_string()).collect();
+        expected.push("a\"b".into());
+        expected.push("a\\".into());
+        for e in expected.into_iter().map(Expected::owned) {
+            let t = e.text.as_str();
             let mut cases = vec![format!("\"{t}\""), format!("\"{t}\":1,\"k\":[2]}}")];
             cases.push(format!("\"{t}x\""));
             cases.push(format!("\"{}\"", &t[..t.len() - 1]));
@@ -457,8 +487,12 @@ pub(crate) mod tests {
             for case in cases {
                 let mut s = Scan::new(&case);
                 let plain = Scan::new(&case).plain_str();
-                let hit = s.str_is(e);
+                let hit = s.str_is(&e);
                 assert_eq!(hit, plain == Some(t), "{t:?} in {case:?}");
+                if e.text.len() <= 16 && !t.contains(['"', '\\']) {
+                    let as_const = Expected::new(TEXT.get(..t.len()).expect("prefix"));
+                    assert_eq!(Scan::new(&case).str_is(&as_const), hit, "{case:?}");
+                }
                 let read = if hit { s.position() } else { 0 };
                 let mut p = Scan::new(&case);
                 let end = if p.plain_str() == Some(t) {
