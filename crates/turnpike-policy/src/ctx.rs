@@ -155,9 +155,15 @@ impl UpstreamTarget {
 
     /// The client's URI (for its query) with an upstream path of its own.
     pub fn owned(uri: Uri, path: &str) -> Self {
+        // `/` (a request to a route's own prefix, an MCP endpoint's) is the client's
+        // path's end as a suffix (`path()` gives `/` for it): nothing to allocate.
+        let path = match path {
+            "/" => Path::Suffix(uri.path().len()),
+            p => Path::Owned(p.into()),
+        };
         UpstreamTarget {
             uri,
-            path: Path::Owned(path.into()),
+            path,
             query: Query::Client,
             unsent: &[],
         }
@@ -356,6 +362,18 @@ mod tests {
     use http::uri::PathAndQuery;
 
     use super::*;
+
+    #[test]
+    fn a_root_path_is_the_root_whatever_the_client_path() {
+        for uri in ["/mcp/pets/v1", "/mcp/pets/v1?x=1", "/"] {
+            let t = UpstreamTarget::owned(Uri::from_static(uri), "/");
+            assert_eq!(t.path(), "/", "{uri}");
+            assert_eq!(t.query(), Uri::from_static(uri).query(), "{uri}");
+            assert!(matches!(t.path, Path::Suffix(_)), "not allocated");
+        }
+        let t = UpstreamTarget::owned(Uri::from_static("/a/b"), "/c");
+        assert_eq!(t.path(), "/c");
+    }
 
     /// Every byte, in a path and in a query, is taken or refused as `PathAndQuery` does.
     #[test]
