@@ -461,8 +461,7 @@ enum Media {
     Other,
 }
 
-/// What the request's headers say to the endpoint, found in one pass over the map (a
-/// lookup each would hash the two long custom names).
+/// What the request's headers say to the endpoint.
 struct Heads {
     /// The `Mcp-Session-Id` header read (`Some(None)`: one that names no session this
     /// server could have issued).
@@ -476,18 +475,10 @@ struct Heads {
 
 impl Heads {
     fn of(headers: &HeaderMap, audited: bool) -> Heads {
-        // The first value of each name, as `get` (and the removal before) gives it.
-        let (mut session, mut version, mut content_type) = (None, None, None);
-        for (name, value) in headers {
-            if name == CONTENT_TYPE {
-                content_type = content_type.or(Some(value));
-            } else if name == MCP_SESSION_ID {
-                session = session.or(Some(value));
-            } else if name == MCP_PROTOCOL_VERSION {
-                version = version.or(Some(value));
-            }
-        }
-        let content_type = content_type.map(HeaderValue::as_bytes);
+        // Looked up, not removed: a removal costs a lookup and more.
+        let session = headers.get(MCP_SESSION_ID);
+        let version = headers.get(MCP_PROTOCOL_VERSION);
+        let content_type = headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
         let media = match content_type {
             Some(b"application/json") => Media::ExactJson,
             Some(t) if turnpike_policy::http::is_json(t) => Media::Json,

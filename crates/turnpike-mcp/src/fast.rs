@@ -52,7 +52,7 @@ pub(crate) fn tool_call<'a>(
     // The params' text, when they came before the method.
     let mut early = None;
     let mut seen = 0u8;
-    s.object_of(&ENVELOPE, |s, key, _| {
+    s.object_of(&ENVELOPE, |s, key| {
         let bit = match key {
             0..4 => 1 << key,
             4 | 5 => return None,
@@ -104,7 +104,7 @@ fn params<'a>(catalog: &Catalog, s: &mut Scan<'a>, raw_arguments: bool) -> Optio
     // The arguments' text, when they came before the name or are kept as text.
     let mut text = None;
     let mut seen = 0u8;
-    s.object_of(&PARAMS, |s, key, _| {
+    s.object_of(&PARAMS, |s, key| {
         let bit = match key {
             0 | 1 => 1 << key,
             2..5 => return None,
@@ -152,7 +152,7 @@ fn arguments_of<'a>(plan: &CallPlan, s: &mut Scan<'a>) -> Option<Values<'a>> {
     if s.ahead()? == b'n' {
         return (s.value()? == "null").then_some(values);
     }
-    s.object_of(&plan.keys, |s, i, _| {
+    s.object_of(&plan.keys, |s, i| {
         let v = s.value()?;
         *values.get_mut(i)? = (v != "null").then_some(v);
         Some(())

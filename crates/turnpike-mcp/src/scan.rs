@@ -245,19 +245,38 @@ impl<'a> Scan<'a> {
     /// to `member`, which reads the member's value.
     pub(crate) fn object(
         &mut self,
-        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+        member: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
-        self.object_of::<&str>(&[], |s, _, key| member(s, key))
+        self.members(|s, _| s.plain_str(), member)
     }
 
-    /// [`object`](Self::object) whose keys are looked up among `names`: `member` is given
-    /// the key's index there (`names.len()`: another key) and its text. The n-th member's
-    /// key is first compared in place with `names[n]` (the order a sender usually keeps),
-    /// and only when that misses read as a string and looked for.
+    /// An object whose keys are looked up among `names`: `member` is given the key's
+    /// index there (`names.len()`: another key) and reads the value. The n-th member's
+    /// key is first compared in place with `names[n]` (the order a sender usually
+    /// keeps), and only when that misses read as a string and looked for.
     pub(crate) fn object_of<T: AsRef<str>>(
         &mut self,
         names: &[Expected<T>],
-        mut member: impl FnMut(&mut Self, usize, &'a str) -> Option<()>,
+        member: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        let key = |s: &mut Self, n: usize| match names.get(n) {
+            Some(e) if s.str_is(e) => Some(n),
+            _ => {
+                let key = s.plain_str()?;
+                let i = names.iter().position(|e| e.text.as_ref() == key);
+                Some(i.unwrap_or(names.len()))
+            }
+        };
+        self.members(key, member)
+    }
+
+    /// An object's members: `key` reads the n-th key (after whitespace), `member` its
+    /// value.
+    #[inline(always)]
+    fn members<K>(
+        &mut self,
+        mut key: impl FnMut(&mut Self, usize) -> Option<K>,
+        mut member: impl FnMut(&mut Self, K) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
         if self.ahead()? == b'}' {
@@ -266,21 +285,10 @@ impl<'a> Scan<'a> {
         }
         let mut n = 0;
         loop {
-            let (i, key) = match names.get(n) {
-                // The key's text where it stands, between its quotes.
-                Some(e) if self.str_is(e) => {
-                    let end = self.at - 1;
-                    (n, self.text.get(end - e.text.as_ref().len()..end)?)
-                }
-                _ => {
-                    let key = self.plain_str()?;
-                    let i = names.iter().position(|e| e.text.as_ref() == key);
-                    (i.unwrap_or(names.len()), key)
-                }
-            };
+            let k = key(self, n)?;
             n += 1;
             self.eat(b':')?;
-            member(self, i, key)?;
+            member(self, k)?;
             self.space();
             match self.next()? {
                 b',' => {}
@@ -516,20 +524,12 @@ pub(crate) mod tests {
         let text = r#"{"bb":1,"a":2,"x":3,"ccc":4,"a\u0041":5}"#;
         let mut got = Vec::new();
         let mut s = Scan::new(text);
-        let read = s.object_of(&names, |s, i, k| {
-            got.push((i, k, s.value()?));
+        let read = s.object_of(&names, |s, i| {
+            got.push((i, s.value()?));
             Some(())
         });
         assert_eq!(read, None, "an escaped key gives up");
-        assert_eq!(
-            got,
-            [
-                (1, "bb", "1"),
-                (0, "a", "2"),
-                (3, "x", "3"),
-                (2, "ccc", "4")
-            ]
-        );
+        assert_eq!(got, [(1, "1"), (0, "2"), (3, "3"), (2, "4")]);
     }
 
     #[test]

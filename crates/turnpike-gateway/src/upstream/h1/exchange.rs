@@ -163,7 +163,7 @@ fn encode_head(
     let (mut saw_for, mut saw_proto, mut saw_host) = (false, false, false);
     let unsent = path.unsent;
     for (name, value) in parts.headers.iter() {
-        if name == HOST || (!unsent.is_empty() && unsent.contains(name)) {
+        if name == HOST || (!unsent.is_empty() && unsent.iter().any(|u| u == name)) {
             continue;
         }
         if let Some(f) = fwd {
