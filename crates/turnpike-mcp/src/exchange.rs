@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
-use http::{request, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use http::{request, HeaderName, HeaderValue, Method, StatusCode};
 use rmcp::model::{
     ErrorCode, ErrorData, InitializeRequestParams, InputResponses, ProtocolVersion, RequestId,
     RequestMetaObject,
@@ -95,20 +95,22 @@ impl Catalog {
         library: &Library,
         auditor: Option<&Auditor>,
     ) -> Exchange {
-        let heads = Heads::of(&req.headers, auditor.is_some());
-        // Never sent upstream, left in the map (a removal is a lookup each).
-        ctx.upstream.set_unsent(&UNSENT);
+        // Taken out (never sent upstream) as they are read: a lookup each, not two.
+        let session_id = req.headers.remove(MCP_SESSION_ID);
+        let version = req.headers.remove(MCP_PROTOCOL_VERSION);
         let step = if req.method == Method::DELETE {
             Next::Delete
         } else {
-            let audit = auditor.map(|a| (a, heads.audit_session.as_ref()));
-            match self.message(ctx, req, body, library, &heads, audit) {
+            let audit = auditor.map(|a| (a, session_id.as_ref()));
+            match self.message(ctx, req, body, library, version.as_ref(), audit) {
                 Ok(next) => next,
                 Err(r) => Next::Refuse(Box::new(r)),
             }
         };
+        // Some(None): a header that names no session this server could have issued.
+        let header = session_id.map(|v| session::parse_id(v.as_bytes()));
         let needs_session = !matches!(step, Next::Initialize { .. } | Next::Refuse(_));
-        let step = match (needs_session, heads.session) {
+        let step = match (needs_session, header) {
             (true, None) => Next::Refuse(Box::new(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 None,
@@ -118,7 +120,7 @@ impl Catalog {
             (true, Some(None)) => Next::Refuse(Box::new(unknown_session())),
             _ => step,
         };
-        let session = heads.session.flatten();
+        let session = header.flatten();
         Exchange { session, step }
     }
 
@@ -128,13 +130,14 @@ impl Catalog {
         req: &mut request::Parts,
         body: &mut Bytes,
         library: &Library,
-        heads: &Heads,
+        version: Option<&HeaderValue>,
         audit: Option<(&Auditor, Option<&HeaderValue>)>,
     ) -> Result<Next, Refusal> {
-        // A JSON body, and whether it is the exact `application/json` a JSON body
-        // argument is sent as (kept, not replaced).
-        let exact_json = heads.media == Media::ExactJson;
-        if heads.media == Media::Other {
+        // The message's media type, looked up once: a JSON body, and whether it is the
+        // exact `application/json` a JSON body argument is sent as (kept, not replaced).
+        let content_type = req.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
+        let exact_json = content_type == Some(b"application/json");
+        if !exact_json && !content_type.is_some_and(turnpike_policy::http::is_json) {
             let msg = "a message is sent as application/json".to_string();
             return Err(Refusal::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -170,7 +173,7 @@ impl Catalog {
                 };
                 auditor.note_call(ctx, session, name, arguments);
             }
-            heads.check_version()?;
+            check_version_header(version)?;
             let (tool, upstream) = self
                 .rewrite(ctx, req, body, call, exact_json)
                 .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
@@ -184,7 +187,7 @@ impl Catalog {
             }));
         }
         if method != "initialize" {
-            heads.check_version()?;
+            check_version_header(version)?;
         }
         Ok(match &*method {
             "initialize" => Next::Initialize {
@@ -447,74 +450,29 @@ fn negotiate(asked: &ProtocolVersion) -> &'static ProtocolVersion {
         .unwrap_or(&VERSIONS[0])
 }
 
-/// The request headers the endpoint reads, left in the map and never sent upstream.
-static UNSENT: [HeaderName; 2] = [MCP_SESSION_ID, MCP_PROTOCOL_VERSION];
-
-/// The message's media type.
-#[derive(PartialEq)]
-enum Media {
-    /// Exactly `application/json`.
-    ExactJson,
-    /// Another JSON type (`application/json; charset=utf-8`, `+json`).
-    Json,
-    /// None, or not JSON.
-    Other,
-}
-
-/// What the request's headers say to the endpoint.
-struct Heads {
-    /// The `Mcp-Session-Id` header read (`Some(None)`: one that names no session this
-    /// server could have issued).
-    session: Option<Option<u128>>,
-    /// Its value, for the audit trail (an audited API's only).
-    audit_session: Option<HeaderValue>,
-    /// An `MCP-Protocol-Version` this server does not speak.
-    unknown_version: Option<HeaderValue>,
-    media: Media,
-}
-
-impl Heads {
-    fn of(headers: &HeaderMap, audited: bool) -> Heads {
-        // Looked up, not removed: a removal costs a lookup and more.
-        let session = headers.get(MCP_SESSION_ID);
-        let version = headers.get(MCP_PROTOCOL_VERSION);
-        let content_type = headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-        let media = match content_type {
-            Some(b"application/json") => Media::ExactJson,
-            Some(t) if turnpike_policy::http::is_json(t) => Media::Json,
-            _ => Media::Other,
-        };
-        let known = |v: &HeaderValue| {
-            VERSIONS
-                .iter()
-                .any(|known| known.as_str().as_bytes() == v.as_bytes())
-        };
-        Heads {
-            session: session.map(|v| session::parse_id(v.as_bytes())),
-            audit_session: session.filter(|_| audited).cloned(),
-            unknown_version: version.filter(|v| !known(v)).cloned(),
-            media,
-        }
+/// `MCP-Protocol-Version`, when sent, must be one this server speaks (a client that
+/// sends none is taken to speak 2025-03-26, as the specification says).
+fn check_version_header(sent: Option<&HeaderValue>) -> Result<(), Refusal> {
+    let Some(v) = sent else {
+        return Ok(());
+    };
+    if VERSIONS
+        .iter()
+        .any(|known| known.as_str().as_bytes() == v.as_bytes())
+    {
+        return Ok(());
     }
-
-    /// `MCP-Protocol-Version`, when sent, must be one this server speaks (a client that
-    /// sends none is taken to speak 2025-03-26, as the specification says).
-    fn check_version(&self) -> Result<(), Refusal> {
-        let Some(v) = &self.unknown_version else {
-            return Ok(());
-        };
-        let asked = String::from_utf8_lossy(v.as_bytes()).into_owned();
-        let error = ErrorData::new(
-            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-            Some(serde_json::json!({ "requested": asked, "supported": VERSIONS })),
-        );
-        Err(Refusal {
-            status: StatusCode::BAD_REQUEST,
-            id: None,
-            error,
-        })
-    }
+    let asked = String::from_utf8_lossy(v.as_bytes()).into_owned();
+    let error = ErrorData::new(
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
+        Some(serde_json::json!({ "requested": asked, "supported": VERSIONS })),
+    );
+    Err(Refusal {
+        status: StatusCode::BAD_REQUEST,
+        id: None,
+        error,
+    })
 }
 
 /// A session this server does not hold (never issued, ended, expired, or another

@@ -116,6 +116,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
         false => br#","isError":false}}"#,
     };
     let id = Id::of(&call.id);
+    let id = id.text();
     // The answer's exact size: one allocation, which the boxed slice keeps as it is.
     let size = HEAD.len()
         + id.len()
@@ -126,7 +127,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
         + end.len();
     let mut out = Vec::with_capacity(size);
     out.extend_from_slice(HEAD);
-    id.write(&mut out);
+    out.extend_from_slice(id);
     out.extend_from_slice(CONTENT);
     json_string(&mut out, content, escaped);
     out.extend_from_slice(b"}]");
@@ -141,21 +142,20 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     (Bytes::from(out.into_boxed_slice()), failed)
 }
 
-/// A request id as serde_json writes it: an integer's digits, or a string escaped.
-enum Id<'a> {
+/// A request id as serde_json writes it: an integer's digits written here, a string
+/// (rare: the SDKs number their requests) by serde_json (the escaping writer keeps one
+/// call site, inlined).
+enum Id {
     /// The text is `digits[from..]`.
     Number {
         digits: [u8; 20],
         from: usize,
     },
-    Text {
-        text: &'a str,
-        escaped: usize,
-    },
+    Text(Vec<u8>),
 }
 
-impl<'a> Id<'a> {
-    fn of(id: &'a RequestId) -> Self {
+impl Id {
+    fn of(id: &RequestId) -> Self {
         match id {
             RequestId::Number(n) => {
                 let (mut digits, mut from) = ([0u8; 20], 20);
@@ -174,24 +174,15 @@ impl<'a> Id<'a> {
                 }
                 Id::Number { digits, from }
             }
-            RequestId::String(s) => Id::Text {
-                text: s,
-                escaped: escaped_len(s.as_bytes()),
-            },
+            // Serializing a string into a Vec cannot fail.
+            text => Id::Text(serde_json::to_vec(text).unwrap_or_default()),
         }
     }
 
-    fn len(&self) -> usize {
+    fn text(&self) -> &[u8] {
         match self {
-            Id::Number { from, .. } => 20 - from,
-            Id::Text { escaped, .. } => *escaped,
-        }
-    }
-
-    fn write(&self, out: &mut Vec<u8>) {
-        match self {
-            Id::Number { digits, from } => out.extend_from_slice(&digits[*from..]),
-            Id::Text { text, escaped } => json_string(out, text, *escaped),
+            Id::Number { digits, from } => digits.get(*from..).unwrap_or_default(),
+            Id::Text(t) => t,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::caller::Identity;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use http::{HeaderValue, Method, StatusCode, Uri};
 
 use crate::error::ErrorKind;
 
@@ -117,8 +117,6 @@ pub struct UpstreamTarget {
     uri: Uri,
     path: Path,
     query: Query,
-    /// Request headers the upstream does not get (see [`unsent`](Self::unsent)).
-    unsent: &'static [HeaderName],
 }
 
 #[derive(Debug, Clone)]
@@ -149,7 +147,6 @@ impl UpstreamTarget {
             uri,
             path: Path::Suffix(at),
             query: Query::Client,
-            unsent: &[],
         }
     }
 
@@ -165,7 +162,6 @@ impl UpstreamTarget {
             uri,
             path,
             query: Query::Client,
-            unsent: &[],
         }
     }
 
@@ -187,30 +183,6 @@ impl UpstreamTarget {
         match &self.query {
             Query::Client => self.uri.query(),
             Query::Owned(q) => q.as_deref(),
-        }
-    }
-
-    /// Request headers left in the map for the policies but not sent upstream (an MCP
-    /// endpoint's session and protocol-version headers, read where they are instead of
-    /// removed: a removal costs a lookup). Every writer of the upstream request leaves
-    /// them out (the in-task client while encoding; [`remove_unsent`](Self::remove_unsent)
-    /// before the map goes to hyper's client or an upgrade). Empty unless a policy set it.
-    #[inline]
-    pub fn unsent(&self) -> &'static [HeaderName] {
-        self.unsent
-    }
-
-    /// Names the headers [`unsent`](Self::unsent) leaves out.
-    pub fn set_unsent(&mut self, names: &'static [HeaderName]) {
-        self.unsent = names;
-    }
-
-    /// Takes the [`unsent`](Self::unsent) headers out of `headers` (a writer that hands
-    /// the map on); nothing to do, as for most requests, when there are none.
-    #[inline]
-    pub fn remove_unsent(&self, headers: &mut HeaderMap) {
-        for name in self.unsent {
-            headers.remove(name);
         }
     }
 

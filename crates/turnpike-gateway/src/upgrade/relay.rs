@@ -63,7 +63,6 @@ pub(crate) async fn connect(
     messages: bool,
 ) -> Result<(Response<Incoming>, Option<UpstreamIo>, OwnedSemaphorePermit), GatewayError> {
     keep_upgrade_headers(&mut parts.headers, messages, conn.trusted_proxy);
-    ctx.upstream.remove_unsent(&mut parts.headers);
     let fwd = headers::Forwarded {
         client_ip: &conn.client_ip,
         https: conn.https,

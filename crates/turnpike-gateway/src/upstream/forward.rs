@@ -150,7 +150,6 @@ pub(crate) fn attempt<'a>(
                 path: target.path(),
                 query: target.query(),
                 forwarded: (!*in_map).then_some(fwd),
-                unsent: target.unsent(),
             };
             let fut = h1::exchange(pool, conn, parts, body, path);
             return match tokio::time::timeout(ep.read_timeout, fut).await {
@@ -176,7 +175,6 @@ pub(crate) fn attempt<'a>(
         match conn {
             Ok(conn) => {
                 let pq = headers::path_and_query(target, ep).map_err(Attempt::Sent)?;
-                target.remove_unsent(&mut parts.headers);
                 let req = build_request(parts, std::mem::replace(body, ClientBody::empty()), pq);
                 Box::pin(send(pool, conn, req, api, ep, watch))
                     .await

@@ -73,8 +73,6 @@ pub(crate) struct UpstreamPath<'a> {
     /// inserting into the map: hashing and growing it cost ~3,000 instructions a request);
     /// `None` when they are already in the map.
     pub forwarded: Option<&'a crate::headers::Forwarded<'a>>,
-    /// Headers of the map not written (`UpstreamTarget::unsent`; empty for most).
-    pub unsent: &'a [HeaderName],
 }
 
 /// How the request body is framed upstream.
@@ -161,9 +159,8 @@ fn encode_head(
     // `headers::Forwarded::apply` would put them in the map (when not already there).
     let fwd = path.forwarded;
     let (mut saw_for, mut saw_proto, mut saw_host) = (false, false, false);
-    let unsent = path.unsent;
     for (name, value) in parts.headers.iter() {
-        if name == HOST || (!unsent.is_empty() && unsent.iter().any(|u| u == name)) {
+        if name == HOST {
             continue;
         }
         if let Some(f) = fwd {

@@ -13,7 +13,6 @@ fn up(path: &str) -> UpstreamPath<'_> {
         path,
         query: None,
         forwarded: None,
-        unsent: &[],
     }
 }
 
@@ -41,7 +40,6 @@ fn head_without_forwarded_headers_gets_all_three_like_the_map() {
         path: "/x",
         query: None,
         forwarded: Some(&f),
-        unsent: &[],
     };
     let host = HeaderValue::from_static("up:80");
     let mut direct = Vec::new();
@@ -75,46 +73,6 @@ fn head_without_forwarded_headers_gets_all_three_like_the_map() {
     );
 }
 
-/// Headers named unsent (`UpstreamTarget::unsent`) are written neither in the head the
-/// in-task client encodes nor, taken out by `remove_unsent`, through the map.
-#[test]
-fn unsent_headers_are_not_written() {
-    static UNSENT: [HeaderName; 2] = [
-        HeaderName::from_static("mcp-session-id"),
-        HeaderName::from_static("mcp-protocol-version"),
-    ];
-    let mut parts = http::Request::get("http://api.example/x")
-        .header("mcp-session-id", "1")
-        .header("accept", "a/b")
-        .header("mcp-protocol-version", "2")
-        .header("mcp-session-id", "3")
-        .body(())
-        .expect("req")
-        .into_parts()
-        .0;
-    let host = HeaderValue::from_static("up:80");
-    let encode = |parts: &request::Parts, unsent: &[HeaderName]| {
-        let path = UpstreamPath { unsent, ..up("/x") };
-        let mut out = Vec::new();
-        encode_head(
-            &mut out,
-            parts,
-            &host,
-            &path,
-            &ReqFraming::None,
-            SizeHint::default(),
-        );
-        String::from_utf8(out).expect("utf8")
-    };
-    let want = "GET /x HTTP/1.1\r\nhost: up:80\r\naccept: a/b\r\n\r\n";
-    assert_eq!(encode(&parts, &UNSENT), want);
-    assert!(encode(&parts, &[]).contains("mcp-session-id: 3"));
-    let mut target = turnpike_policy::UpstreamTarget::suffix(parts.uri.clone(), 0);
-    target.set_unsent(&UNSENT);
-    target.remove_unsent(&mut parts.headers);
-    assert_eq!(encode(&parts, &[]), want);
-}
-
 #[test]
 fn head_carries_forwarded_headers_like_the_header_map_rules() {
     let mut parts = http::Request::post("http://api.example/x")
@@ -136,7 +94,6 @@ fn head_carries_forwarded_headers_like_the_header_map_rules() {
         path: "/x",
         query: Some("a=1"),
         forwarded: Some(&f),
-        unsent: &[],
     };
     let host = HeaderValue::from_static("up:80");
     encode_head(
