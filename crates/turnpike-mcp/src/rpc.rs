@@ -394,6 +394,28 @@ pub(crate) fn params<'a, T: Deserialize<'a>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A JSON string's text, borrowed unless escaped; `None` for anything else.
+    #[test]
+    fn json_str_reads_strings_only() {
+        for (text, want) in [
+            (r#""abc""#, Some("abc")),
+            (r#""""#, Some("")),
+            (r#""é""#, Some("é")),
+            (r#""a\"b""#, Some("a\"b")),
+            (r#""a\u0041""#, Some("aA")),
+            (r#"""#, None),
+            ("abc", None),
+            ("1", None),
+            (r#""a"#, None),
+            (r#"a""#, None),
+        ] {
+            let got = json_str(text);
+            assert_eq!(got.as_deref(), want, "{text}");
+            let escaped = text.contains('\\');
+            assert_eq!(matches!(got, Some(Cow::Owned(_))), escaped, "{text}");
+        }
+    }
     use serde_json::Value;
 
     #[test]
