@@ -124,7 +124,12 @@ fn length_value(len: usize) -> HeaderValue {
 }
 
 /// The decimal texts of 0 to 999, one after another (`0123...9899100101...999`).
-static DECIMALS: [u8; 2890] = decimals();
+const DECIMALS: [u8; 2890] = decimals();
+/// [`DECIMALS`] as text, checked once (at compile time), not per length.
+static DECIMAL_TEXT: &str = match std::str::from_utf8(&DECIMALS) {
+    Ok(text) => text,
+    Err(_) => panic!("digits are ASCII"),
+};
 
 const fn decimals() -> [u8; 2890] {
     let mut out = [0u8; 2890];
@@ -154,8 +159,7 @@ fn small_length(len: usize) -> Option<HeaderValue> {
         100..=999 => (190 + 3 * (len - 100), 3),
         _ => return None,
     };
-    let text = std::str::from_utf8(DECIMALS.get(at..at + width)?).ok()?;
-    Some(HeaderValue::from_static(text))
+    Some(HeaderValue::from_static(DECIMAL_TEXT.get(at..at + width)?))
 }
 
 /// Whether `digits` are exactly `len` in decimal (no sign, no leading zero, no space).

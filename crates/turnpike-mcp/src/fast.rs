@@ -15,8 +15,29 @@ use rmcp::model::RequestId;
 use crate::args::Values;
 use crate::call::{Arguments, CallRead};
 use crate::rpc;
-use crate::scan::Scan;
+use crate::scan::{Expected, Scan};
 use crate::tools::{CallPlan, Catalog};
+
+/// The envelope's members in the order senders write them (then `result` and `error`,
+/// which only a response has): compared in place (`Scan::object_of`).
+const ENVELOPE: [Expected; 6] = [
+    Expected::new("jsonrpc"),
+    Expected::new("id"),
+    Expected::new("method"),
+    Expected::new("params"),
+    Expected::new("result"),
+    Expected::new("error"),
+];
+/// `tools/call`'s params: the two this path reads, then those the SDK's types check.
+const PARAMS: [Expected; 5] = [
+    Expected::new("name"),
+    Expected::new("arguments"),
+    Expected::new("_meta"),
+    Expected::new("inputResponses"),
+    Expected::new("requestState"),
+];
+const VERSION: Expected = Expected::new("2.0");
+const TOOLS_CALL: Expected = Expected::new("tools/call");
 
 /// The call's id and params, when the message is a `tools/call` this path reads whole.
 /// `raw_arguments`: the arguments kept as their text (an audited API's).
@@ -31,13 +52,10 @@ pub(crate) fn tool_call<'a>(
     // The params' text, when they came before the method.
     let mut early = None;
     let mut seen = 0u8;
-    s.object(|s, key| {
+    s.object_of(&ENVELOPE, |s, key| {
         let bit = match key {
-            "jsonrpc" => 1,
-            "id" => 2,
-            "method" => 4,
-            "params" => 8,
-            "result" | "error" => return None,
+            0..4 => 1 << key,
+            4 | 5 => return None,
             _ => return s.value().map(drop),
         };
         if seen & bit != 0 {
@@ -45,12 +63,12 @@ pub(crate) fn tool_call<'a>(
         }
         seen |= bit;
         match bit {
-            1 => (s.plain_str()? == "2.0").then_some(()),
+            1 => s.str_is(&VERSION).then_some(()),
             2 => {
                 id = Some(rpc::request_id(s.value()?)?);
                 Some(())
             }
-            4 => (s.plain_str()? == "tools/call").then_some(()),
+            4 => s.str_is(&TOOLS_CALL).then_some(()),
             _ if seen & 4 != 0 => {
                 call = Some(params(catalog, s, raw_arguments)?);
                 Some(())
@@ -86,11 +104,10 @@ fn params<'a>(catalog: &Catalog, s: &mut Scan<'a>, raw_arguments: bool) -> Optio
     // The arguments' text, when they came before the name or are kept as text.
     let mut text = None;
     let mut seen = 0u8;
-    s.object(|s, key| {
+    s.object_of(&PARAMS, |s, key| {
         let bit = match key {
-            "name" => 1,
-            "arguments" => 2,
-            "_meta" | "inputResponses" | "requestState" => return None,
+            0 | 1 => 1 << key,
+            2..5 => return None,
             _ => return s.value().map(drop),
         };
         if seen & bit != 0 {
@@ -135,8 +152,7 @@ fn arguments_of<'a>(plan: &CallPlan, s: &mut Scan<'a>) -> Option<Values<'a>> {
     if s.ahead()? == b'n' {
         return (s.value()? == "null").then_some(values);
     }
-    s.object(|s, key| {
-        let i = plan.args.iter().position(|a| a.name == key)?;
+    s.object_of(&plan.keys, |s, i| {
         let v = s.value()?;
         *values.get_mut(i)? = (v != "null").then_some(v);
         Some(())

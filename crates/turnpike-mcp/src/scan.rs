@@ -68,6 +68,86 @@ pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> Option<usize> {
     Some(at + n)
 }
 
+/// A name a key or a string value is compared with where it stands (a few word
+/// compares, not a scan for the string's end and a compare after): its text, and its
+/// first and last eight bytes as little-endian words. A text of more than 16 bytes is
+/// compared as a slice; one holding a [`STOPS`] byte (which a JSON string escapes) is
+/// never found in place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Expected<T = &'static str> {
+    pub text: T,
+    words: Words,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Words {
+    /// The first eight bytes (fewer: zero-padded).
+    head: u64,
+    /// Which of `head`'s bytes are the text's.
+    mask: u64,
+    /// The last eight bytes (a text longer than eight).
+    tail: u64,
+    /// No byte of [`STOPS`].
+    plain: bool,
+}
+
+const fn words(b: &[u8]) -> Words {
+    let (mut head, mut tail, mut plain, mut i) = (0u64, 0u64, true, 0);
+    while i < b.len() {
+        plain &= !STOPS[b[i] as usize];
+        if i < 8 {
+            head |= (b[i] as u64) << (8 * i);
+        }
+        if b.len() > 8 && i + 8 >= b.len() {
+            tail |= (b[i] as u64) << (8 * (i + 8 - b.len()));
+        }
+        i += 1;
+    }
+    let mask = match b.len() {
+        8.. => u64::MAX,
+        n => (1u64 << (8 * n)) - 1,
+    };
+    Words {
+        head,
+        mask,
+        tail,
+        plain,
+    }
+}
+
+impl Expected {
+    pub(crate) const fn new(text: &'static str) -> Self {
+        let words = words(text.as_bytes());
+        assert!(words.plain, "no byte a string escapes");
+        Expected { text, words }
+    }
+}
+
+impl Expected<String> {
+    /// A name known at run time (an argument's).
+    pub(crate) fn owned(text: String) -> Self {
+        let words = words(text.as_bytes());
+        Expected { text, words }
+    }
+}
+
+impl<T: AsRef<str>> Expected<T> {
+    /// `bytes` from `from` start with the text (`from + len` is in `bytes`).
+    #[inline(always)]
+    fn at(&self, bytes: &[u8], from: usize) -> bool {
+        let text = self.text.as_ref().as_bytes();
+        let (len, w) = (text.len(), &self.words);
+        if !w.plain {
+            return false;
+        }
+        match word_at(bytes, from) {
+            Some(x) if len <= 8 => (x ^ w.head) & w.mask == 0,
+            Some(x) if len <= 16 => x == w.head && word_at(bytes, from + len - 8) == Some(w.tail),
+            _ => bytes.get(from..from + len) == Some(text),
+        }
+    }
+}
+
 /// A cursor over JSON text.
 pub(crate) struct Scan<'a> {
     text: &'a str,
@@ -137,6 +217,22 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Whether the next value (after whitespace) is the string `want` as it is, without
+    /// an escape: then it is read; else nothing is.
+    #[inline(always)]
+    pub(crate) fn str_is<T: AsRef<str>>(&mut self, want: &Expected<T>) -> bool {
+        self.space();
+        let bytes = self.text.as_bytes();
+        let at = self.at;
+        let len = want.text.as_ref().len();
+        let quoted = bytes.get(at) == Some(&b'"') && bytes.get(at + 1 + len) == Some(&b'"');
+        let hit = quoted && want.at(bytes, at + 1);
+        if hit {
+            self.at = at + len + 2;
+        }
+        hit
+    }
+
     /// One value (after whitespace): its text.
     pub(crate) fn value(&mut self) -> Option<&'a str> {
         self.space();
@@ -149,17 +245,50 @@ impl<'a> Scan<'a> {
     /// to `member`, which reads the member's value.
     pub(crate) fn object(
         &mut self,
-        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+        member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        self.members(|s, _| s.plain_str(), member)
+    }
+
+    /// An object whose keys are looked up among `names`: `member` is given the key's
+    /// index there (`names.len()`: another key) and reads the value. The n-th member's
+    /// key is first compared in place with `names[n]` (the order a sender usually
+    /// keeps), and only when that misses read as a string and looked for.
+    pub(crate) fn object_of<T: AsRef<str>>(
+        &mut self,
+        names: &[Expected<T>],
+        member: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        let key = |s: &mut Self, n: usize| match names.get(n) {
+            Some(e) if s.str_is(e) => Some(n),
+            _ => {
+                let key = s.plain_str()?;
+                let i = names.iter().position(|e| e.text.as_ref() == key);
+                Some(i.unwrap_or(names.len()))
+            }
+        };
+        self.members(key, member)
+    }
+
+    /// An object's members: `key` reads the n-th key (after whitespace), `member` its
+    /// value.
+    #[inline(always)]
+    fn members<K>(
+        &mut self,
+        mut key: impl FnMut(&mut Self, usize) -> Option<K>,
+        mut member: impl FnMut(&mut Self, K) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
         if self.ahead()? == b'}' {
             self.at += 1;
             return Some(());
         }
+        let mut n = 0;
         loop {
-            let key = self.plain_str()?;
+            let k = key(self, n)?;
+            n += 1;
             self.eat(b':')?;
-            member(self, key)?;
+            member(self, k)?;
             self.space();
             match self.next()? {
                 b',' => {}
@@ -340,6 +469,67 @@ pub(crate) mod tests {
         assert_eq!(scanned(&deep), None);
         let ok = format!("{}{}", "[".repeat(60), "]".repeat(60));
         assert!(scanned(&ok).is_some());
+    }
+
+    /// A string is `Expected` exactly when it is the text, unescaped, at every length and
+    /// whatever stands around it (the words read past the string's end included).
+    #[test]
+    fn a_string_compared_in_place_is_the_text_exactly() {
+        const TEXT: &str = "abcdefghijklmnopqrstu";
+        let mut expected: Vec<_> = (1..=TEXT.len()).map(|n| TEXT[..n].to_string()).collect();
+        expected.push("a\"b".into());
+        expected.push("a\\".into());
+        for e in expected.into_iter().map(Expected::owned) {
+            let t = e.text.as_str();
+            let mut cases = vec![format!("\"{t}\""), format!("\"{t}\":1,\"k\":[2]}}")];
+            cases.push(format!("\"{t}x\""));
+            cases.push(format!("\"{}\"", &t[..t.len() - 1]));
+            cases.push(format!("\"{t}"));
+            cases.push(format!("\"\\{t}\""));
+            for i in 0..t.len() {
+                let mut changed = t.as_bytes().to_vec();
+                changed[i] ^= 0x20;
+                let changed = String::from_utf8(changed).expect("ascii");
+                cases.push(format!("  \"{changed}\":0"));
+            }
+            for case in cases {
+                let mut s = Scan::new(&case);
+                let plain = Scan::new(&case).plain_str();
+                let hit = s.str_is(&e);
+                assert_eq!(hit, plain == Some(t), "{t:?} in {case:?}");
+                if e.text.len() <= 16 && !t.contains(['"', '\\']) {
+                    let as_const = Expected::new(TEXT.get(..t.len()).expect("prefix"));
+                    assert_eq!(Scan::new(&case).str_is(&as_const), hit, "{case:?}");
+                }
+                let read = if hit { s.position() } else { 0 };
+                let mut p = Scan::new(&case);
+                let end = if p.plain_str() == Some(t) {
+                    p.position()
+                } else {
+                    0
+                };
+                assert_eq!(read, end, "{case:?}");
+            }
+        }
+    }
+
+    /// Keys in another order, or unknown, are found as a plain read finds them.
+    #[test]
+    fn keys_are_looked_up_in_any_order() {
+        let names = [
+            Expected::new("a"),
+            Expected::new("bb"),
+            Expected::new("ccc"),
+        ];
+        let text = r#"{"bb":1,"a":2,"x":3,"ccc":4,"a\u0041":5}"#;
+        let mut got = Vec::new();
+        let mut s = Scan::new(text);
+        let read = s.object_of(&names, |s, i| {
+            got.push((i, s.value()?));
+            Some(())
+        });
+        assert_eq!(read, None, "an escaped key gives up");
+        assert_eq!(got, [(1, "1"), (0, "2"), (3, "3"), (2, "4")]);
     }
 
     #[test]

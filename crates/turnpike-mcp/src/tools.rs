@@ -13,6 +13,7 @@ use turnpike_model::ApiSpec;
 
 use crate::graphql;
 use crate::openapi::{self, Location, Operation, Param};
+use crate::scan::Expected;
 
 /// Longest tool name (the MCP specification's bound).
 pub const MAX_TOOL_NAME: usize = 128;
@@ -68,6 +69,8 @@ pub struct CallPlan {
     /// The template's literal bytes (a call's path buffer starts this large, plus room).
     pub path_len: usize,
     pub args: Vec<Arg>,
+    /// The arguments' names, as the scanner compares a key with them (`args`' order).
+    pub(crate) keys: Vec<Expected<String>>,
     /// A GraphQL field's document: the call is a POST of it with the arguments as its
     /// variables.
     pub graphql: Option<String>,
@@ -496,6 +499,10 @@ fn plan(op: &Operation, selection: Option<&str>) -> Result<CallPlan, String> {
             })
             .sum(),
         path,
+        keys: args
+            .iter()
+            .map(|a| Expected::owned(a.name.clone()))
+            .collect(),
         args,
         graphql: op.graphql.as_ref().map(|g| g.document(selection)),
     })

@@ -12,6 +12,7 @@ use http::header::{
     CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
 };
 use http::{response, HeaderValue, StatusCode};
+use rmcp::model::RequestId;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use turnpike_policy::{ErrorKind, GatewayError};
@@ -45,10 +46,10 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
         }
     }
     let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-    // A JSON answer (the common one) is no stream: one test of the media type, not two.
-    let json = content_type.is_some_and(turnpike_policy::http::is_json);
     // The answer's media type already (the common JSON answer): nothing to replace.
     let answer_type = content_type == Some(b"application/json");
+    // A JSON answer (the common one) is no stream: one test of the media type, not two.
+    let json = answer_type || content_type.is_some_and(turnpike_policy::http::is_json);
     if !json && content_type.is_some_and(turnpike_policy::http::is_stream_type) {
         let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
         e.detail = Some("a tool's operation answered with a stream".into());
@@ -107,26 +108,83 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     };
     let escaped = escaped_len(content.as_bytes());
     let structured = shape.object.then_some(trimmed);
-    // The fixed parts (~130 bytes) and a number id (at most 20) or a short string one.
-    let room = 160 + escaped + structured.map_or(0, str::len);
-    let mut out = Vec::with_capacity(room);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // Serializing an id into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, &call.id);
-    out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const CONTENT: &[u8] = br#","result":{"content":[{"type":"text","text":"#;
+    const STRUCTURED: &[u8] = br#","structuredContent":"#;
+    let end: &[u8] = match failed {
+        true => br#","isError":true}}"#,
+        false => br#","isError":false}}"#,
+    };
+    let id = Id::of(&call.id);
+    let id = id.text();
+    // The answer's exact size: one allocation, which the boxed slice keeps as it is.
+    let size = HEAD.len()
+        + id.len()
+        + CONTENT.len()
+        + escaped
+        + 2
+        + structured.map_or(0, |t| STRUCTURED.len() + t.len())
+        + end.len();
+    let mut out = Vec::with_capacity(size);
+    out.extend_from_slice(HEAD);
+    out.extend_from_slice(id);
+    out.extend_from_slice(CONTENT);
     json_string(&mut out, content, escaped);
     out.extend_from_slice(b"}]");
     if let Some(t) = structured {
-        out.extend_from_slice(br#","structuredContent":"#);
+        out.extend_from_slice(STRUCTURED);
         out.extend_from_slice(t.as_bytes());
     }
-    out.extend_from_slice(match failed {
-        true => br#","isError":true}}"#,
-        false => br#","isError":false}}"#,
-    });
-    // A boxed slice (the buffer shrunk in place): `Bytes` from a `Vec` with room to spare
+    out.extend_from_slice(end);
+    debug_assert_eq!(out.len(), size);
+    // A boxed slice (nothing to shrink): `Bytes` from a `Vec` with room to spare
     // allocates a header of its own.
     (Bytes::from(out.into_boxed_slice()), failed)
+}
+
+/// A request id as serde_json writes it: an integer's digits written here, a string
+/// (rare: the SDKs number their requests) by serde_json (the escaping writer keeps one
+/// call site, inlined).
+enum Id {
+    /// The text is `digits[from..]`.
+    Number {
+        digits: [u8; 20],
+        from: usize,
+    },
+    Text(Vec<u8>),
+}
+
+impl Id {
+    fn of(id: &RequestId) -> Self {
+        match id {
+            RequestId::Number(n) => {
+                let (mut digits, mut from) = ([0u8; 20], 20);
+                let mut u = n.unsigned_abs();
+                loop {
+                    from -= 1;
+                    digits[from] = b'0' + (u % 10) as u8;
+                    u /= 10;
+                    if u == 0 {
+                        break;
+                    }
+                }
+                if *n < 0 {
+                    from -= 1;
+                    digits[from] = b'-';
+                }
+                Id::Number { digits, from }
+            }
+            // Serializing a string into a Vec cannot fail.
+            text => Id::Text(serde_json::to_vec(text).unwrap_or_default()),
+        }
+    }
+
+    fn text(&self) -> &[u8] {
+        match self {
+            Id::Number { digits, from } => digits.get(*from..).unwrap_or_default(),
+            Id::Text(t) => t,
+        }
+    }
 }
 
 /// JSON's whitespace.
@@ -470,7 +528,17 @@ pub(crate) mod tests {
                 (404, true, false),
                 (502, false, true),
             ] {
-                for id in [RequestId::Number(7), RequestId::String("c\"1".into())] {
+                let ids = [
+                    RequestId::Number(7),
+                    RequestId::Number(0),
+                    RequestId::Number(-12),
+                    RequestId::Number(i64::MIN),
+                    RequestId::Number(i64::MAX),
+                    RequestId::String("c\"1".into()),
+                    RequestId::String("".into()),
+                    RequestId::String("an id\nlonger than a word, é".into()),
+                ];
+                for id in ids {
                     same_as_reference(call(id, status, json, graphql), upstream);
                 }
             }

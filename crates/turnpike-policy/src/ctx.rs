@@ -152,9 +152,15 @@ impl UpstreamTarget {
 
     /// The client's URI (for its query) with an upstream path of its own.
     pub fn owned(uri: Uri, path: &str) -> Self {
+        // `/` (a request to a route's own prefix, an MCP endpoint's) is the client's
+        // path's end as a suffix (`path()` gives `/` for it): nothing to allocate.
+        let path = match path {
+            "/" => Path::Suffix(uri.path().len()),
+            p => Path::Owned(p.into()),
+        };
         UpstreamTarget {
             uri,
-            path: Path::Owned(path.into()),
+            path,
             query: Query::Client,
         }
     }
@@ -192,7 +198,7 @@ impl UpstreamTarget {
 
     /// [`set_path`](Self::set_path) with a path the caller built: kept, not copied.
     pub fn set_path_owned(&mut self, path: String) -> Result<(), InvalidTarget> {
-        let ok = path.starts_with('/') && target_ok(&path, 0, path_byte);
+        let ok = path.starts_with('/') && target_ok(&path, 0, path_table);
         if !ok {
             return Err(InvalidTarget {
                 what: "path",
@@ -218,7 +224,7 @@ impl UpstreamTarget {
     /// [`set_query`](Self::set_query) with a query the caller built: kept, not copied.
     pub fn set_query_owned(&mut self, query: Option<String>) -> Result<(), InvalidTarget> {
         if let Some(q) = &query {
-            if !target_ok(q, 2, query_byte) {
+            if !target_ok(q, 2, query_table) {
                 return Err(InvalidTarget {
                     what: "query",
                     value: q.clone(),
@@ -255,14 +261,41 @@ fn target_ok(s: &str, before: usize, class: impl Fn(u8) -> bool) -> bool {
     s.len() + before < u16::MAX as usize && s.bytes().all(class)
 }
 
+/// [`path_byte`] and [`query_byte`] as tables: a load a byte, where the range tests
+/// cost ~10 instructions a byte.
+static PATH_BYTES: [bool; 256] = byte_table(false);
+static QUERY_BYTES: [bool; 256] = byte_table(true);
+
+const fn byte_table(query: bool) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = if query {
+            query_byte(b as u8)
+        } else {
+            path_byte(b as u8)
+        };
+        b += 1;
+    }
+    t
+}
+
+fn path_table(b: u8) -> bool {
+    PATH_BYTES[usize::from(b)]
+}
+
+fn query_table(b: u8) -> bool {
+    QUERY_BYTES[usize::from(b)]
+}
+
 /// A byte http keeps as is in a path (its `PATH_MAP`), `?` and `#` excepted; bytes of
 /// a multi-byte UTF-8 character are kept (the text is a `str`).
-fn path_byte(b: u8) -> bool {
+const fn path_byte(b: u8) -> bool {
     matches!(b, 0x21 | 0x22 | 0x24..=0x3B | 0x3D | 0x40..=0x5F | 0x61..=0x7E | 0x80..)
 }
 
 /// A byte http keeps as is in a query (its `QUERY_MAP`), `#` excepted.
-fn query_byte(b: u8) -> bool {
+const fn query_byte(b: u8) -> bool {
     matches!(b, 0x21 | 0x24..=0x3B | 0x3D | 0x3F..=0x7E | 0x80..)
 }
 
@@ -329,9 +362,25 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn a_root_path_is_the_root_whatever_the_client_path() {
+        for uri in ["/mcp/pets/v1", "/mcp/pets/v1?x=1", "/"] {
+            let t = UpstreamTarget::owned(Uri::from_static(uri), "/");
+            assert_eq!(t.path(), "/", "{uri}");
+            assert_eq!(t.query(), Uri::from_static(uri).query(), "{uri}");
+            assert!(matches!(t.path, Path::Suffix(_)), "not allocated");
+        }
+        let t = UpstreamTarget::owned(Uri::from_static("/a/b"), "/c");
+        assert_eq!(t.path(), "/c");
+    }
+
     /// Every byte, in a path and in a query, is taken or refused as `PathAndQuery` does.
     #[test]
     fn target_bytes_as_http() {
+        for b in 0..=0xFFu8 {
+            assert_eq!(path_table(b), path_byte(b), "{b:#x}");
+            assert_eq!(query_table(b), query_byte(b), "{b:#x}");
+        }
         for b in 0..=0x7Fu8 {
             let text = format!("/a{}b", b as char);
             let http = PathAndQuery::try_from(text.as_str()).is_ok() && !matches!(b, b'?' | b'#');
