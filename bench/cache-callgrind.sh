@@ -9,15 +9,16 @@
 #   nostore  `cache: { ttl: 60s, statuses: [404], admission: always }`: the 200s are not
 #            storable, so a miss that decides from the head not to store (the "configured,
 #            not storable" case);
-#   adaptive `cache: { ttl: 60s }`, the default admission, once its store went selective
+#   auto     `cache: { ttl: 60s }`, the default (adaptive) admission, once its store went selective
 #            (a burst of new keys: what a user meets there): a key asked once is looked
 #            up, counted and not stored. Its gateway runs with
 #            TURNPIKE_CACHE_ADMISSION_WINDOW=64: under valgrind a gateway serves a few
 #            hundred requests a second, too slow for a 4096-lookup window to switch the
 #            store (it must take under a second); with 64 the store goes selective from
 #            the 128th request, before N1, and each request pays 1/64 of a window's close
-#            instead of 1/4096.
-#   (`admission: always` and the adaptive arm's selective mode only for binaries that
+#            instead of 1/4096. (Four letters, as `once`, `miss` and `open`: each letter
+#            of the path costs ~25 instructions in the gateway's path handling.)
+#   (`admission: always` and the `auto` arm's selective mode only for binaries that
 #   have adaptive admission: an older one's cache stores every miss, and refuses the
 #   field. Each binary gets its own file.)
 #   hit      the `miss` API's cache asked for one path again and again: every request
@@ -76,7 +77,7 @@ for i in "${!bins[@]}"; do
         open) api open "";;
         open10k) api open10k "";;
         miss|miss10k|twice) api "$a" "    policies: [ { cache: { ttl: 60s$always } } ]";;
-        hit|adaptive) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
+        hit|auto) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
         nostore) api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404]$always } } ]";;
         once) api once "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]";;
         *) echo "unknown API $a" >&2; exit 2;;
@@ -104,7 +105,7 @@ PY
 count() { # binary-index path n -> Ir
   local bin=${bins[$1]} config="$work/apis-$1.yaml" path=$2 n=$3 port out window=
   port=$(free_port); out="$work/cg.$port"
-  [[ $path != /adaptive/* ]] || window=64
+  [[ $path != /auto/* ]] || window=64
   TURNPIKE_LOG=warn env ${window:+TURNPIKE_CACHE_ADMISSION_WINDOW=$window} valgrind --tool=callgrind --callgrind-out-file="$out" \
     "$bin" gateway --config "$config" --workers 1 --http-port "$port" \
     --https-port off --data-dir "$work/data" --analytics off >"$work/gw-$port.log" 2>&1 &

@@ -21,6 +21,7 @@ use turnpike_policy::{
     Stage, Step,
 };
 
+use crate::admission::Watch;
 use crate::key::{keys, Keys};
 use crate::request::{Asked, RequestHead};
 use crate::revalidate;
@@ -178,7 +179,7 @@ impl ResponseCache {
             return self.store.used(key, self.settings.min_uses);
         }
         let admission = self.store.admission();
-        if !admission.selective(&*self.clock) {
+        if !admission.selective() {
             return true;
         }
         let seen = self.store.used(key, 2);
@@ -186,6 +187,22 @@ impl ResponseCache {
             admission.unadmitted();
         }
         seen
+    }
+
+    /// Starts the task that ends the store's selective mode once no window has
+    /// confirmed it for a second (admission.rs), or ends the mode now without a runtime.
+    #[cold]
+    fn watch_admission(&self) {
+        let (store, clock) = (self.store.clone(), self.clock.clone());
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            store.admission().end();
+            return;
+        };
+        runtime.spawn(async move {
+            while let Some(wait) = store.admission().expiry(clock.now().as_nanos()) {
+                tokio::time::sleep(wait).await;
+            }
+        });
     }
 
     /// The key an answer is stored under: the caller's own, or for a `public` one the
@@ -551,7 +568,9 @@ impl Policy for ResponseCache {
         let found = self.find(&keys, &presented, &now);
         if self.settings.adaptive {
             let hit = matches!(found, Found::Fresh(_) | Found::Stale(_));
-            self.store.admission().count(hit, &*self.clock);
+            if self.store.admission().count(hit, &*self.clock) == Watch::Start {
+                self.watch_admission();
+            }
         }
         let absent = matches!(found, Found::Absent);
         let fallback = match found {

@@ -462,7 +462,7 @@ impl ApiStore {
 
     /// Whether adaptive admission stores only keys asked before (`/metrics`).
     pub fn selective(&self) -> bool {
-        self.admission.is_selective()
+        self.admission.selective()
     }
 
     /// Misses not stored because the store was selective (`/metrics`).
