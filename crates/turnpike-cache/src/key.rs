@@ -18,9 +18,6 @@ use crate::settings::Settings;
 const SEP: char = '\u{0}';
 /// Marks the consumer part.
 const CONSUMER: char = '\u{1}';
-/// An anonymous caller's whole consumer part: its marker.
-const ANONYMOUS: &str = "\u{1}";
-const _: () = assert!(ANONYMOUS.len() == 1 && ANONYMOUS.as_bytes()[0] == CONSUMER as u8);
 /// Marks a consumer part that is a credential's digest (not an application and subject).
 const CREDENTIAL: char = '\u{2}';
 
@@ -66,11 +63,6 @@ pub(crate) fn keys(s: &Settings, ctx: &RequestCtx, req: &request::Parts, credent
         Some(id) => Caller::Known(id),
         None => Caller::Anonymous(credential.then(|| credential_digest(s, req)).flatten()),
     });
-    if s.headers.is_empty() {
-        if let None | Some(Caller::Anonymous(None)) = caller {
-            return plain_keys(&req.method, ctx, s.query, caller.is_some());
-        }
-    }
     let room = caller.as_ref().map_or(0, Caller::len);
     let mut text = shared(s, &req.method, ctx, req, room);
     let shared_len = text.len();
@@ -78,20 +70,6 @@ pub(crate) fn keys(s: &Settings, ctx: &RequestCtx, req: &request::Parts, credent
         consumer(&mut text, caller);
     }
     Keys { text, shared_len }
-}
-
-/// The keys of most requests (no key headers; no caller, or an anonymous one without a
-/// credential, whose part is its marker alone), their parts copied once into a string of
-/// their exact size (`shared`'s pushes each checked the room left: ~0.1k more).
-fn plain_keys(method: &Method, ctx: &RequestCtx, query: bool, consumer: bool) -> Keys {
-    let query = ctx.upstream.query().filter(|_| query);
-    let (mark, q) = query.map_or(("", ""), |q| ("?", q));
-    let tail = if consumer { ANONYMOUS } else { "" };
-    let text = [method.as_str(), " ", ctx.upstream.path(), mark, q, tail].concat();
-    Keys {
-        shared_len: text.len() - tail.len(),
-        text,
-    }
 }
 
 /// Who the consumer part of a key names.
