@@ -182,7 +182,7 @@ impl ResponseCache {
         if !admission.selective() {
             return true;
         }
-        let seen = self.store.used(key, 2);
+        let seen = self.store.seen_before(key);
         if !seen {
             admission.unadmitted();
         }

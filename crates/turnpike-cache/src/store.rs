@@ -488,6 +488,14 @@ impl ApiStore {
                 .reached(key, n)
     }
 
+    /// Whether `key` was asked before (adaptive admission's selective mode; counted if
+    /// not).
+    pub(crate) fn seen_before(&self, key: &str) -> bool {
+        self.uses
+            .get_or_init(|| Uses::new(self.entries.capacity()))
+            .seen_before(key)
+    }
+
     /// Whether callers' lookups must fall back to the shared key.
     pub(crate) fn holds_public(&self) -> bool {
         self.public.load(Ordering::Relaxed)
