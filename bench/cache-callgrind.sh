@@ -4,9 +4,23 @@
 # ratios can't resolve on a shared box. Every request carries a new query (`?n=I`), so
 # every cached request is a miss. APIs (one gateway file):
 #   open     no cache;
-#   miss     `cache: { ttl: 60s }`: every answer looked up, led, stored (a miss that stores);
-#   nostore  `cache: { ttl: 60s, statuses: [404] }`: the 200s are not storable, so a miss
-#            that decides from the head not to store (the "configured, not storable" case);
+#   miss     `cache: { ttl: 60s, admission: always }`: every answer looked up, led, stored
+#            (a miss that stores);
+#   nostore  `cache: { ttl: 60s, statuses: [404], admission: always }`: the 200s are not
+#            storable, so a miss that decides from the head not to store (the "configured,
+#            not storable" case);
+#   auto     `cache: { ttl: 60s }`, the default (adaptive) admission, once its store went selective
+#            (a burst of new keys: what a user meets there): a key asked once is looked
+#            up, counted and not stored. Its gateway runs with
+#            TURNPIKE_CACHE_ADMISSION_WINDOW=64: under valgrind a gateway serves a few
+#            hundred requests a second, too slow for a 4096-lookup window to switch the
+#            store (it must take under a second); with 64 the store goes selective from
+#            the 128th request, before N1, and each request pays 1/64 of a window's close
+#            instead of 1/4096. (Four letters, as `once`, `miss` and `open`: each letter
+#            of the path costs ~25 instructions in the gateway's path handling.)
+#   (`admission: always` and the `auto` arm's selective mode only for binaries that
+#   have adaptive admission: an older one's cache stores every miss, and refuses the
+#   field. Each binary gets its own file.)
 #   hit      the `miss` API's cache asked for one path again and again: every request
 #            after the first is a hit.
 #   once     `cache: { ttl: 60s, min_uses: 2 }` (not by default; binaries that know
@@ -54,19 +68,23 @@ $2
 YAML
 }
 apis=${APIS:-open miss nostore hit}
-{
-  echo "apis:"
-  for a in $apis; do
-    case $a in
-      open) api open "";;
-      open10k) api open10k "";;
-      miss|hit|miss10k|twice) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
-      nostore) api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]";;
-      once) api once "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]";;
-      *) echo "unknown API $a" >&2; exit 2;;
-    esac
-  done
-} >"$work/apis.yaml"
+for i in "${!bins[@]}"; do
+  always=$(admission_always "${bins[$i]}")
+  {
+    echo "apis:"
+    for a in $apis; do
+      case $a in
+        open) api open "";;
+        open10k) api open10k "";;
+        miss|miss10k|twice) api "$a" "    policies: [ { cache: { ttl: 60s$always } } ]";;
+        hit|auto) api "$a" "    policies: [ { cache: { ttl: 60s } } ]";;
+        nostore) api nostore "    policies: [ { cache: { ttl: 60s, statuses: [404]$always } } ]";;
+        once) api once "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]";;
+        *) echo "unknown API $a" >&2; exit 2;;
+      esac
+    done
+  } >"$work/apis-$i.yaml"
+done
 
 # Sends N keep-alive GETs with a new query each on one connection (the same path each
 # time for the hit API; 10 KiB answers for the *10k APIs); every answer must be 200.
@@ -84,11 +102,12 @@ for i in range(n):
         sys.exit(f"request {i}: {r.status}")
 PY
 
-count() { # bin path n -> Ir
-  local bin=$1 path=$2 n=$3 port out
+count() { # binary-index path n -> Ir
+  local bin=${bins[$1]} config="$work/apis-$1.yaml" path=$2 n=$3 port out window=
   port=$(free_port); out="$work/cg.$port"
-  TURNPIKE_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
-    "$bin" gateway --config "$work/apis.yaml" --workers 1 --http-port "$port" \
+  [[ $path != /auto/* ]] || window=64
+  TURNPIKE_LOG=warn env ${window:+TURNPIKE_CACHE_ADMISSION_WINDOW=$window} valgrind --tool=callgrind --callgrind-out-file="$out" \
+    "$bin" gateway --config "$config" --workers 1 --http-port "$port" \
     --https-port off --data-dir "$work/data" --analytics off >"$work/gw-$port.log" 2>&1 &
   local pid=$!
   wait_port "$port"
@@ -101,10 +120,11 @@ count() { # bin path n -> Ir
 }
 
 printf '%-40s %-8s %s\n' binary api instructions/request
-for bin in "${bins[@]}"; do
+for i in "${!bins[@]}"; do
+  bin=${bins[$i]}
   for api in $apis; do
-    a=$(count "$bin" "/$api/v1/x" "$n1")
-    b=$(count "$bin" "/$api/v1/x" "$n2")
+    a=$(count "$i" "/$api/v1/x" "$n1")
+    b=$(count "$i" "/$api/v1/x" "$n2")
     printf '%-40s %-8s %s\n' "$bin" "$api" $(( (b - a) / (n2 - n1) ))
   done
 done

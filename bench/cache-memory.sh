@@ -25,7 +25,8 @@ done
 . bench/lib.sh
 
 echo_port=$(free_port); port=$(free_port)
-cache_api apis "$echo_port" "    policies: [ { cache: { ttl: 600s, max_size: $max } } ]"
+# Every miss stores (adaptive admission would stop storing a stream of new keys).
+cache_api apis "$echo_port" "    policies: [ { cache: { ttl: 600s, max_size: $max$(admission_always "$bin") } } ]"
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)
 TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "$bin" gateway --config "$work/apis.yaml" \

@@ -50,7 +50,7 @@ tp_gateway() { # name policies-line
   pids+=($!); port[tp-$1]=$p; pid[tp-$1]=$!
 }
 tp_gateway plain ""
-tp_gateway miss "    policies: [ { cache: { ttl: 60s, max_size: 256MiB } } ]"
+tp_gateway miss "    policies: [ { cache: { ttl: 60s, max_size: 256MiB$(admission_always "$bin") } } ]"
 [ -n "$once" ] && tp_gateway once "    policies: [ { cache: { ttl: 60s, max_size: 256MiB, min_uses: 2 } } ]"
 
 # nginx: one worker serving three ports (plain, miss, once); its cache on /dev/shm.

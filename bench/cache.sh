@@ -2,8 +2,11 @@
 # Response cache (issue 27): the same open API through two gateways started from one file
 # each, in front of `turnpike echo` (which serves `?size=N` bytes to a GET):
 #   plain   no cache;
-#   cached  `policies: [ { cache: { ttl: 60s } } ]`;
-#   nostore the same cache with `statuses: [404]`: the echo's 200s are never storable.
+#   cached  `policies: [ { cache: { ttl: 60s, admission: always } } ]`: every miss stores;
+#   nostore the same cache with `statuses: [404]`: the echo's 200s are never storable;
+#   adaptive `cache: { ttl: 60s }`, the default admission (only when its arm is asked for).
+# (`admission: always` only for binaries that have adaptive admission, docs/caching.md
+# "Admission": an older one's cache stores every miss, and refuses the field.)
 # Arms (alternating rounds, medians; 100 connections by default):
 #   hit-50 / hit-10k      cached gateway, one warm key: every request a HIT;
 #   plain-50 / plain-10k  the same requests through the plain gateway;
@@ -14,6 +17,11 @@
 #                         request a MISS judged unstorable from the response head.
 #   plain-unique-10k / miss-10k  (only when asked for) plain-unique and miss with 10 KiB
 #                         answers.
+#   adaptive              (only when asked for) the unique-key requests through the
+#                         adaptive gateway, after a second of them unmeasured (a burst of
+#                         new keys: its store goes selective within two windows of 4096
+#                         lookups): every key asked once, looked up, counted, not stored;
+#                         what a user of the default meets. (An older binary: a storing miss.)
 #   once                  (only when asked for: binaries that know `min_uses`) the
 #                         unique-key requests through a gateway whose cache says
 #                         `min_uses: 2`: every key asked once, looked up and counted,
@@ -66,10 +74,14 @@ done
 [ ${#bins[@]} -gt 0 ] || bins=("$bin")
 
 echo_port=$(free_port)
-cache_api plain "$echo_port"
-cache_api cached "$echo_port" "    policies: [ { cache: { ttl: 60s, max_size: $max_size } } ]"
-cache_api nostore "$echo_port" "    policies: [ { cache: { ttl: 60s, statuses: [404] } } ]"
-cache_api once "$echo_port" "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]"
+for b in "${!bins[@]}"; do
+  always=$(admission_always "${bins[$b]}")
+  cache_api "plain-$b" "$echo_port"
+  cache_api "cached-$b" "$echo_port" "    policies: [ { cache: { ttl: 60s, max_size: $max_size$always } } ]"
+  cache_api "nostore-$b" "$echo_port" "    policies: [ { cache: { ttl: 60s, statuses: [404]$always } } ]"
+  cache_api "adaptive-$b" "$echo_port" "    policies: [ { cache: { ttl: 60s, max_size: $max_size } } ]"
+  cache_api "once-$b" "$echo_port" "    policies: [ { cache: { ttl: 60s, min_uses: 2 } } ]"
+done
 
 taskset -c 0 "$bin" echo --port "$echo_port" --threads 1 >"$work/echo.log" 2>&1 &
 pids+=($!)
@@ -77,13 +89,14 @@ wait_port "$echo_port"
 declare -A port pid
 start_gw() { # binary-index name
   local b=$1 name=$2 p; p=$(free_port)
-  TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "${bins[$b]}" gateway --config "$work/$name.yaml" \
+  TURNPIKE_LOG=warn TURNPIKE_WORKERS=1 taskset -c 1 "${bins[$b]}" gateway --config "$work/$name-$b.yaml" \
     --http-port "$p" --https-port off --data-dir "$work/data-$b-$name" --analytics off >"$work/gw-$b-$name.log" 2>&1 &
   pids+=($!)
   port[$b.$name]=$p; pid[$b.$name]=$!
 }
 gateways=(plain cached nostore)
 [[ " ${arms[*]} " == *" once "* ]] && gateways+=(once)
+[[ " ${arms[*]} " == *" adaptive "* ]] && gateways+=(adaptive)
 for b in "${!bins[@]}"; do
   for name in "${gateways[@]}"; do start_gw "$b" "$name"; done
 done
@@ -143,6 +156,18 @@ print(f"{r['throughput_rps']:.0f} {r['p50_ms'] * 1000:.0f} {r['p99_ms'] * 1000:.
 PY
 }
 
+# A second of unique-key requests, unmeasured: the adaptive gateway's store goes
+# selective (its keys are never asked again: `{seq}` and the lua script's are new per run).
+warm() { # url
+  if [ -n "$rate" ]; then
+    TURNPIKE_LOG=warn taskset -c 0 "${TURNPIKE_KIT:-${bins[0]}}" bench run --url "$1?size=50&n={seq}" --rate "$rate" \
+      --connections "$conns" --threads 1 --warmup 0s --duration 1s --json >/dev/null 2>"$work/kit.err" \
+      || { echo "$1: warm-up failed: $(cat "$work/kit.err")" >&2; exit 1; }
+  else
+    taskset -c 0 wrk -t1 -c"$conns" -d1s -s bench/cache-unique.lua "$1" >/dev/null 2>&1
+  fi
+}
+
 results="$work/results.txt"; : >"$results"
 for r in $(seq "$rounds"); do
   for which in "${arms[@]}"; do
@@ -159,6 +184,8 @@ for r in $(seq "$rounds"); do
         nostore) line=$(run_one "$nostore" "${pid[$b.nostore]}" bench/cache-unique.lua);;
         plain-unique-10k) line=$(run_one "$plain" "${pid[$b.plain]}" bench/cache-unique.lua 10240);;
         miss-10k) line=$(run_one "$cached" "${pid[$b.cached]}" bench/cache-unique.lua 10240);;
+        adaptive) adaptive="http://127.0.0.1:${port[$b.adaptive]}/api/v1/x"; warm "$adaptive"
+          line=$(run_one "$adaptive" "${pid[$b.adaptive]}" bench/cache-unique.lua);;
         once) line=$(run_one "http://127.0.0.1:${port[$b.once]}/api/v1/x" "${pid[$b.once]}" bench/cache-unique.lua);;
         *) echo "unknown arm $which" >&2; exit 2;;
       esac
@@ -190,11 +217,11 @@ for b, binary in enumerate(bins):
     print(f"\n{binary}\n")
     print("| arm | req/s | p50 | p99 | gateway CPU/req | user | system | minor faults/req | non-2xx |")
     print("|---|---|---|---|---|---|---|---|---|")
-    names = [n for n in ("plain-50", "hit-50", "plain-10k", "hit-10k", "plain-unique", "miss", "nostore", "once", "plain-unique-10k", "miss-10k") if (b, n) in rows]
+    names = [n for n in ("plain-50", "hit-50", "plain-10k", "hit-10k", "plain-unique", "miss", "adaptive", "nostore", "once", "plain-unique-10k", "miss-10k") if (b, n) in rows]
     for name in names:
         k = (b, name)
         print(f"| {name} | {med(0, k):,.0f} | {med(1, k):.0f} us | {med(2, k):.0f} us | {med(3, k):.1f} us | {med(4, k):.1f} us | {med(5, k):.1f} us | {med(6, k):.2f} | {sum(r[7] for r in rows[k])} |")
-    for a, c, target in (("hit-50", "plain-50", ">= 1.5"), ("hit-10k", "plain-10k", ">= 1.5"), ("miss", "plain-unique", ">= 0.95"), ("nostore", "plain-unique", ">= 0.95"), ("once", "plain-unique", ">= 0.95"), ("miss-10k", "plain-unique-10k", ">= 0.95")):
+    for a, c, target in (("hit-50", "plain-50", ">= 1.5"), ("hit-10k", "plain-10k", ">= 1.5"), ("miss", "plain-unique", ">= 0.95"), ("adaptive", "plain-unique", ">= 0.95"), ("nostore", "plain-unique", ">= 0.95"), ("once", "plain-unique", ">= 0.95"), ("miss-10k", "plain-unique-10k", ">= 0.95")):
         if (b, a) in rows and (b, c) in rows:
             # Each round's own ratio: the arms of one round ran minutes apart at most, so
             # the VM's slow drifts cancel in it.

@@ -8,6 +8,10 @@
 #   to_us      a wrk latency (`1.23ms`, `850.00us`, `1.2s`) in microseconds;
 #   cache_api  writes $work/NAME.yaml: one open API /api/v1 (GET /*) in front of the echo
 #              on ECHO_PORT, with a policies line when given (bench/cache*.sh);
+#   admission_always  prints `, admission: always` for a binary whose cache has adaptive
+#              admission (docs/caching.md, "Admission"), nothing for an older one (whose
+#              every miss stores, and which refuses the field): a cache arm that must
+#              store every miss appends it to its settings;
 #   nginx_start  nginx with one worker pinned to core 1, its http block's body read from
 #              stdin (after the shared part: logs off, temp paths in $work/nginx);
 #   nginx_worker_pid  the pid of that worker, once a port it serves is open;
@@ -33,6 +37,7 @@ echo_apart() {
   wait_port "$port"
   url="http://127.0.0.1:$port/bench"
 }
+admission_always() { if grep -qa turnpike_cache_unadmitted_total "$1"; then echo ", admission: always"; fi; }
 cache_api() { # name echo-port [policies-line]
   cat >"$work/$1.yaml" <<YAML
 apis:

@@ -18,6 +18,7 @@
 //! Must not depend on the gateway, the config compiler, a store or any other kind: of
 //! the workspace, only `turnpike-model` and `turnpike-policy`.
 
+mod admission;
 mod detach;
 mod flight;
 mod footprint;
@@ -36,7 +37,7 @@ pub mod wire;
 
 pub use policy::{Cache, ResourceCaches, ResponseCache};
 pub use shared::{SharedConfig, SharedLevel};
-pub use store::CacheStores;
+pub use store::{ApiStore, CacheStores};
 
 /// Gives the caches `runtime` builds from now on with `shared: redis` the shared level
 /// `level` (the gateway calls it once at start with `--redis`, before the first
@@ -48,4 +49,13 @@ pub fn attach_shared(
     runtime
         .get_or_init(CacheStores::default)
         .attach_shared(level)
+}
+
+/// The store of the API whose chain is `chain`, if it has a response cache (`/metrics`
+/// reads each API's admission mode from it; never called per request).
+pub fn api_store(chain: &turnpike_policy::Chain) -> Option<&std::sync::Arc<ApiStore>> {
+    if let Some(cache) = chain.find::<ResponseCache>() {
+        return Some(cache.store());
+    }
+    chain.find::<resources::PerResource>()?.store()
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{Entry, HeaderValue, AGE};
+use http::header::{HeaderValue, AGE};
 use http::{request, response, HeaderMap, HeaderName, Method, Response, StatusCode};
 use http_cache_semantics::CachePolicy;
 use turnpike_model::clock::Clock;
@@ -21,6 +21,7 @@ use turnpike_policy::{
     Stage, Step,
 };
 
+use crate::admission::Watch;
 use crate::key::{keys, Keys};
 use crate::request::{Asked, RequestHead};
 use crate::revalidate;
@@ -168,6 +169,40 @@ impl ResponseCache {
             };
         }
         self.store.lookup(keys.shared(), req, now)
+    }
+
+    /// Whether a miss of `key` may store its answer: from its `min_uses`th request;
+    /// with adaptive admission, every miss, or while the store is selective a key
+    /// asked before (admission.rs).
+    fn admits(&self, key: &str) -> bool {
+        if !self.settings.adaptive {
+            return self.store.used(key, self.settings.min_uses);
+        }
+        let admission = self.store.admission();
+        if !admission.selective() {
+            return true;
+        }
+        let seen = self.store.seen_before(key);
+        if !seen {
+            admission.unadmitted();
+        }
+        seen
+    }
+
+    /// Starts the task that ends the store's selective mode once no window has
+    /// confirmed it for a second (admission.rs), or ends the mode now without a runtime.
+    #[cold]
+    fn watch_admission(&self) {
+        let (store, clock) = (self.store.clone(), self.clock.clone());
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            store.admission().end();
+            return;
+        };
+        runtime.spawn(async move {
+            while let Some(wait) = store.admission().expiry(clock.now().as_nanos()) {
+                tokio::time::sleep(wait).await;
+            }
+        });
     }
 
     /// The key an answer is stored under: the caller's own, or for a `public` one the
@@ -531,6 +566,12 @@ impl Policy for ResponseCache {
         };
         let head = req.method == Method::HEAD;
         let found = self.find(&keys, &presented, &now);
+        if self.settings.adaptive {
+            let hit = matches!(found, Found::Fresh(_) | Found::Stale(_));
+            if self.store.admission().count(hit, &*self.clock) == Watch::Start {
+                self.watch_admission();
+            }
+        }
         let absent = matches!(found, Found::Absent);
         let fallback = match found {
             Found::Fresh(v) => {
@@ -550,9 +591,10 @@ impl Policy for ResponseCache {
             Found::Stale(v) | Found::Fallback(v) => Some(v),
             Found::Nothing | Found::Absent => None,
         };
-        if fallback.is_none() && !self.store.used(keys.own(), self.settings.min_uses) {
-            // Not asked often enough yet to be stored (`min_uses`): it goes upstream as
-            // if uncached, told `MISS`, with nothing kept for its response side.
+        if fallback.is_none() && !self.admits(keys.own()) {
+            // Not asked often enough yet to be stored (`min_uses`, or a selective
+            // store): it goes upstream as if uncached, told `MISS`, with nothing kept
+            // for its response side.
             ctx.cache = Some(Box::new(Unstored));
             return Step::CONTINUE;
         }
@@ -575,7 +617,6 @@ impl Policy for ResponseCache {
         let Some(x) = exchange(ctx) else {
             if ctx.cache.as_ref().is_some_and(|c| c.is::<Unstored>()) {
                 resp.headers.insert(X_CACHE, Label::Miss.value());
-                age_or_zero(&mut resp.headers);
             }
             return Ok(());
         };
@@ -605,7 +646,9 @@ impl Policy for ResponseCache {
             // response has streamed.
             x.leader = None;
         }
-        x.arrived_age = age_or_zero(&mut resp.headers);
+        // The origin's answer to this request gets no `Age` of ours (RFC 9111 5.1: an
+        // `Age` says it was not made for this request); one it came with is kept.
+        x.arrived_age = rfc::age_header(&resp.headers);
         Ok(())
     }
 
@@ -686,18 +729,6 @@ fn lead(ctx: &mut RequestCtx, req: &mut request::Parts, mut x: Box<Exchange>, ke
         x.revalidating = revalidate::make_conditional(v.headers(), &mut req.headers);
     }
     keep_exchange(ctx, x);
-}
-
-/// Gives an answer from upstream without an `Age` one of 0: the age it arrived with.
-fn age_or_zero(headers: &mut HeaderMap) -> Duration {
-    match headers.entry(AGE) {
-        Entry::Occupied(e) => rfc::age(e.get()),
-        Entry::Vacant(e) => {
-            const NONE: HeaderValue = HeaderValue::from_static("0");
-            e.insert(NONE);
-            Duration::ZERO
-        }
-    }
 }
 
 /// `Age` (the time it arrived with plus the time stored), and `X-Cache`.

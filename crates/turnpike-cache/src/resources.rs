@@ -167,6 +167,9 @@ fn own_settings(
     if own.min_uses.is_some() {
         merged.min_uses = own.min_uses;
     }
+    if own.admission.is_some() {
+        merged.admission = own.admission;
+    }
     if own.tag_header.is_some() {
         merged.tag_header.clone_from(&own.tag_header);
     }
@@ -195,7 +198,7 @@ struct Route {
 struct Chosen(usize);
 
 /// The caches of an API some of whose resources have their own settings.
-struct PerResource {
+pub(crate) struct PerResource {
     tree: matchit::Router<Vec<Route>>,
     caches: Box<[Arc<dyn Policy>]>,
     /// The API's own cache, for resources that say nothing.
@@ -203,6 +206,14 @@ struct PerResource {
 }
 
 impl PerResource {
+    /// The store its caches share (`/metrics`).
+    pub(crate) fn store(&self) -> Option<&Arc<ApiStore>> {
+        self.caches
+            .iter()
+            .find_map(|c| (&**c as &dyn std::any::Any).downcast_ref::<crate::ResponseCache>())
+            .map(crate::ResponseCache::store)
+    }
+
     fn choose(&self, method: &Method, upstream_path: &str) -> Option<usize> {
         let path = upstream_path.split('?').next().unwrap_or(upstream_path);
         let Ok(m) = self.tree.at(path) else {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use http::HeaderName;
-use turnpike_model::policy::{CacheSpec, SharedCache};
+use turnpike_model::policy::{CacheAdmission, CacheSpec, SharedCache};
 use turnpike_model::Quantity;
 use turnpike_policy::spec::duration::parse_duration;
 use turnpike_policy::spec::methods::MethodSet;
@@ -59,6 +59,9 @@ pub(crate) struct Settings {
     /// A key's answer is stored from its request number `min_uses` on (1: every miss
     /// stores).
     pub(crate) min_uses: u8,
+    /// Adaptive admission (admission.rs): `admission` is not `always` and `min_uses`
+    /// is not set to 2 or more (which wins).
+    pub(crate) adaptive: bool,
 }
 
 /// The settings, or `None` after pushing every problem into `cx`.
@@ -69,6 +72,7 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
         cx.problem(".ttl", "must be longer than 0s");
     }
     let credentials = credential_headers(cx);
+    let min_uses = min_uses(cx, spec.min_uses);
     let settings = Settings {
         ttl,
         methods: methods(cx, &spec.methods),
@@ -111,7 +115,8 @@ pub(crate) fn compile(spec: &CacheSpec, cx: &mut BuildCx<'_>) -> Option<Settings
         asked_lengths: crate::request::name_lengths(&credentials),
         credentials,
         shared: spec.shared == Some(SharedCache::Redis),
-        min_uses: min_uses(cx, spec.min_uses),
+        min_uses,
+        adaptive: spec.admission != Some(CacheAdmission::Always) && min_uses <= 1,
     };
     purges(cx, &spec.purges);
     if settings.max_entry > settings.max_size {

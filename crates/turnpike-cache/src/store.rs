@@ -17,6 +17,7 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use turnpike_model::policy::CachePurge;
 
+use crate::admission::Admission;
 use crate::detach::{detach, Detached};
 use crate::flight::{Flights, Follow, Led};
 use crate::footprint::{footprint, PER_ALLOCATION, STORE_SLOT};
@@ -130,8 +131,10 @@ pub struct ApiStore {
     /// whose callers have keys of their own (until then their misses look up one key).
     public: AtomicBool,
     /// How often keys were asked, made for the first cache of the API that says
-    /// `min_uses` (uses.rs).
+    /// `min_uses`, or for the selective mode of adaptive admission (uses.rs).
     uses: OnceLock<Uses>,
+    /// Whether misses store every answer or only keys asked before (admission.rs).
+    admission: Admission,
 }
 
 /// One stored response (one `Vary` variant of a key).
@@ -448,7 +451,30 @@ impl ApiStore {
             purges_pending: Arc::new(AtomicUsize::new(0)),
             public: AtomicBool::new(false),
             uses: OnceLock::new(),
+            admission: Admission::default(),
         }
+    }
+
+    /// The store's adaptive admission state (admission.rs).
+    pub(crate) fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// Whether adaptive admission stores only keys asked before (`/metrics`).
+    pub fn selective(&self) -> bool {
+        self.admission.selective()
+    }
+
+    /// Misses not stored because the store was selective (`/metrics`).
+    pub fn unadmitted_total(&self) -> u64 {
+        self.admission.unadmitted_total()
+    }
+
+    /// Tests: decide the admission mode every `lookups` lookups instead of
+    /// [`crate::admission::WINDOW`], starting a new window.
+    #[doc(hidden)]
+    pub fn set_admission_window(&self, lookups: u32) {
+        self.admission.set_window(lookups);
     }
 
     /// Whether this request is at least the `n`th for `key` (`min_uses`; counted if
@@ -460,6 +486,14 @@ impl ApiStore {
                 .uses
                 .get_or_init(|| Uses::new(self.entries.capacity()))
                 .reached(key, n)
+    }
+
+    /// Whether `key` was asked before (adaptive admission's selective mode; counted if
+    /// not).
+    pub(crate) fn seen_before(&self, key: &str) -> bool {
+        self.uses
+            .get_or_init(|| Uses::new(self.entries.capacity()))
+            .seen_before(key)
     }
 
     /// Whether callers' lookups must fall back to the shared key.

@@ -37,6 +37,7 @@ mod read_idle;
 pub mod reload;
 mod request_buffer;
 mod response_body;
+mod response_caches;
 mod server;
 mod throttle_runtime;
 mod upgrade;

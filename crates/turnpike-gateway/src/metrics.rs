@@ -551,6 +551,7 @@ impl GatewayMetrics {
         render_token_caches(&self.snapshots.load(), &mut out);
         render_throttle_store(&self.snapshots.load(), &mut out);
         crate::endpoint_states::render(&self.snapshots.load(), &mut out, escape);
+        crate::response_caches::render(&self.snapshots.load(), &mut out, escape);
         crate::ai_providers::render(&self.snapshots.load(), &mut out, escape);
         self.genai.render(&mut out);
         if let Ok(sections) = self.sections.lock() {

@@ -52,7 +52,8 @@ async fn stored_answers_hold_no_more_memory_than_their_weight() {
     let backend = Backend::default();
     let addr = backend.start().await;
     // A store large enough that its admission queue keeps every entry stored here.
-    let text = yaml(addr, "").replace("max_size: 64MiB", "max_size: 2GiB");
+    let text =
+        yaml(addr, "          admission: always\n").replace("max_size: 64MiB", "max_size: 2GiB");
     let r = rig_of(backend, &text).await;
     // Warm up the connections, buffers and allocator arenas the measure should not count.
     ask(&r, 0, 500, "MISS").await;

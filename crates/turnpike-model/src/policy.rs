@@ -107,6 +107,13 @@ pub struct CacheSpec {
     /// `proxy_cache_min_uses`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_uses: Option<u32>,
+    /// Which misses store their answer: `adaptive` (when omitted) stores every miss
+    /// until a burst of requests earns almost no hits (every request a new key), then
+    /// only keys asked before, until hits come back or the burst ends; `always` stores
+    /// every miss (docs/caching.md, "Admission"). An explicit `min_uses` of 2 or more
+    /// wins over both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<CacheAdmission>,
     /// A response header whose comma-separated values tag the entry, for purges by tag
     /// (e.g. `Cache-Tag`, `Surrogate-Key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +128,17 @@ pub struct CacheSpec {
     /// travels with the snapshot to every gateway.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub purges: Vec<CachePurge>,
+}
+
+/// Which misses of a cache store their answer (docs/caching.md, "Admission").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheAdmission {
+    /// Every miss stores, but while a burst of requests earns almost no hits, only a
+    /// key asked before (TinyLFU's doorkeeper).
+    Adaptive,
+    /// Every miss stores.
+    Always,
 }
 
 /// Where a cache's second level lives (docs/caching.md, "Shared level").

@@ -24,12 +24,12 @@ fn cache_at_a_fixed_rate_prints_each_arms_cpu_and_the_cache_cost() {
             "--connections",
             "4",
             "--arms",
-            "plain-unique miss once",
+            "plain-unique miss adaptive once",
         ],
         &[("TURNPIKE_BIN", BIN), ("TURNPIKE_KIT", BIN)],
     );
     assert!(out.contains("open loop at 300 requests/s"), "{out}");
-    for arm in ["plain-unique", "miss", "once"] {
+    for arm in ["plain-unique", "miss", "adaptive", "once"] {
         let row = out
             .lines()
             .find(|l| l.starts_with(&format!("| {arm} |")))
@@ -39,7 +39,7 @@ fn cache_at_a_fixed_rate_prints_each_arms_cpu_and_the_cache_cost() {
         assert!((270.0..=330.0).contains(&rps), "{row}");
         assert_eq!(cells[9], "0", "non-2xx answers: {row}");
     }
-    for arm in ["miss", "once"] {
+    for arm in ["miss", "adaptive", "once"] {
         let line = out
             .lines()
             .find(|l| l.starts_with(&format!("{arm}/plain-unique:")))

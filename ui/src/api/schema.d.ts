@@ -1807,6 +1807,11 @@ export interface components {
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
             cacheConfiguration?: {
+                /**
+                 * @description adaptive (default): while a burst earns almost no hits, a miss stores only a key asked before; always: every miss stores
+                 * @enum {string}
+                 */
+                admission?: "adaptive" | "always";
                 key?: {
                     consumer?: boolean;
                     headers?: string[];
@@ -2081,6 +2086,11 @@ export interface components {
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
             cacheConfiguration?: {
+                /**
+                 * @description adaptive (default): while a burst earns almost no hits, a miss stores only a key asked before; always: every miss stores
+                 * @enum {string}
+                 */
+                admission?: "adaptive" | "always";
                 key?: {
                     consumer?: boolean;
                     headers?: string[];
@@ -2356,6 +2366,11 @@ export interface components {
             apiThrottlingPolicy?: string;
             /** @description response cache at the gateway (docs/caching.md), the file's `cache` policy as written; purges are appended by cache/purge */
             cacheConfiguration?: {
+                /**
+                 * @description adaptive (default): while a burst earns almost no hits, a miss stores only a key asked before; always: every miss stores
+                 * @enum {string}
+                 */
+                admission?: "adaptive" | "always";
                 key?: {
                     consumer?: boolean;
                     headers?: string[];

@@ -12,6 +12,7 @@ describe('the Cache tab form', () => {
       stale_if_error: '5m',
       lock_timeout: '2s',
       min_uses: 2,
+      admission: 'always' as const,
       tag_header: 'Cache-Tag',
       shared: 'redis' as const,
       purges: [{ id: 7, tag: 't1' }],
@@ -32,6 +33,10 @@ describe('the Cache tab form', () => {
     expect(c.statuses).toEqual([200, '2xx']);
     expect(c.key).toEqual({ query: true, headers: [], consumer: true });
     expect(c.min_uses).toBeUndefined();
+    // Adaptive admission is the default: left out unless every miss must store.
+    expect(c.admission).toBeUndefined();
+    expect(configOf({ ...on, storeEveryMiss: true }, null)!.admission).toBe('always');
+    expect(formOf({ admission: 'adaptive' }).storeEveryMiss).toBe(false);
     expect(configOf({ ...on, minUses: ' 2 ' }, null)!.min_uses).toBe(2);
     expect(configOf({ ...on, minUses: 'twice' }, null)!.min_uses).toBe('twice');
   });

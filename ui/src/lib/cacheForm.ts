@@ -18,6 +18,9 @@ export interface CacheConfig {
   lock_timeout?: number | string;
   /** Store a key's answer only from its Nth request (1 when omitted). */
   min_uses?: number;
+  /** `always`: every miss stores; `adaptive` (when omitted): while a burst earns almost
+   * no hits, only a key asked before (docs/caching.md, "Admission"). */
+  admission?: 'adaptive' | 'always';
   tag_header?: string;
   /** `redis`: a second level shared by the cluster's gateways (their `--redis`). */
   shared?: 'none' | 'redis';
@@ -43,6 +46,8 @@ export interface Form {
   tagHeader: string;
   /** Store from the Nth request (`min_uses`); empty: every miss stores. */
   minUses: string;
+  /** `admission: always`: every miss stores, whatever the hits. */
+  storeEveryMiss: boolean;
   shared: boolean;
 }
 
@@ -64,6 +69,7 @@ export const formOf = (c: CacheConfig | null | undefined): Form => ({
   sie: text(c?.stale_if_error),
   tagHeader: c?.tag_header ?? '',
   minUses: text(c?.min_uses),
+  storeEveryMiss: c?.admission === 'always',
   shared: c?.shared === 'redis',
 });
 
@@ -88,6 +94,7 @@ export function configOf(f: Form, start: CacheConfig | null | undefined): CacheC
   if (f.tagHeader.trim()) c.tag_header = f.tagHeader.trim();
   const minUses = f.minUses.trim();
   if (minUses) c.min_uses = /^\d+$/.test(minUses) ? Number(minUses) : (minUses as unknown as number);
+  if (f.storeEveryMiss) c.admission = 'always';
   if (f.shared) c.shared = 'redis';
   if (start?.purges?.length) c.purges = start.purges;
   return c;

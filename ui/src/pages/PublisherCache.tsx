@@ -98,6 +98,13 @@ export function CacheEditor({ api, onSaved, canEdit }: { api: Api; onSaved: () =
                   onChange={(e) => set({ shared: e.currentTarget.checked })}
                   disabled={!canEdit}
                 />
+                <Switch
+                  label="Store every miss"
+                  description="admission: always; off (the default), while a burst of requests earns almost no hits, a miss stores only a key asked before"
+                  checked={form.storeEveryMiss}
+                  onChange={(e) => set({ storeEveryMiss: e.currentTarget.checked })}
+                  disabled={!canEdit}
+                />
                 <TextInput label="Key headers" description="comma-separated request headers (at most 16)" value={form.headers} onChange={(e) => set({ headers: e.currentTarget.value })} disabled={!canEdit} />
               </>
             )}

@@ -48,6 +48,7 @@ fn cache_props() -> Value {
             "stale_if_error": {"type": "string"},
             "lock_timeout": {"type": "string"},
             "min_uses": {"type": "integer", "minimum": 1, "maximum": 64},
+            "admission": {"type": "string", "enum": ["adaptive", "always"], "description": "adaptive (default): while a burst earns almost no hits, a miss stores only a key asked before; always: every miss stores"},
             "tag_header": {"type": "string", "example": "Cache-Tag"},
             "shared": {"type": "string", "enum": ["none", "redis"]},
             "purges": {"type": "array", "maxItems": 32, "items": {"$ref": "#/components/schemas/CachePurge"}}}})
