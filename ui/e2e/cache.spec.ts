@@ -132,13 +132,20 @@ test('"Store from request" set in the Publisher portal: a key is stored from its
       resources: ['/items/*'],
     });
     await page.getByLabel('Store from request').fill('2');
+    // "Store every miss" (`admission: always`) is off by default: adaptive admission.
+    const everyMiss = page.getByLabel('Store every miss');
+    await expect(everyMiss).not.toBeChecked();
+    await everyMiss.check();
     await page.getByRole('button', { name: 'Save cache', exact: true }).click();
     await expect(page.getByText('Saved.')).toBeVisible();
-    expect((await rest(request, 'GET', `/api/am/publisher/v1/apis/${id}`)).cacheConfiguration.min_uses).toBe(2);
-    // Reopened, the form shows the stored value.
+    const saved = (await rest(request, 'GET', `/api/am/publisher/v1/apis/${id}`)).cacheConfiguration;
+    expect(saved.min_uses).toBe(2);
+    expect(saved.admission).toBe('always');
+    // Reopened, the form shows the stored values.
     await page.reload();
     await page.getByRole('tab', { name: 'Cache', exact: true }).click();
     await expect(page.getByLabel('Store from request')).toHaveValue('2');
+    await expect(page.getByLabel('Store every miss')).toBeChecked();
 
     // Through the gateway once the snapshot carries it: a key's first answer is not
     // stored, its second is, its third is a HIT with no upstream call.
