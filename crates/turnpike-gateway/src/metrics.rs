@@ -186,13 +186,7 @@ impl ApiMetrics {
             resources: ArcSwap::from_pointee(Vec::new()),
             upstream_errors: Default::default(),
             duration: DurationHistogram::default(),
-            labels: format!(
-                "api=\"{}\",version=\"{}\",context=\"{}\",id=\"{}\"",
-                escape(name),
-                escape(version),
-                escape(context),
-                escape(id)
-            ),
+            labels: api_labels(name, version, context, id),
         }
     }
 
@@ -328,6 +322,17 @@ pub(crate) type Section = Box<dyn Fn(&mut String) + Send + Sync>;
 
 fn meta() -> Metadata<'static> {
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()))
+}
+
+/// The labels every per-API series carries: `api`, `version`, `context`, `id`.
+pub(crate) fn api_labels(name: &str, version: &str, context: &str, id: &str) -> String {
+    format!(
+        "api=\"{}\",version=\"{}\",context=\"{}\",id=\"{}\"",
+        escape(name),
+        escape(version),
+        escape(context),
+        escape(id)
+    )
 }
 
 fn escape(v: &str) -> String {
@@ -551,7 +556,7 @@ impl GatewayMetrics {
         render_token_caches(&self.snapshots.load(), &mut out);
         render_throttle_store(&self.snapshots.load(), &mut out);
         crate::endpoint_states::render(&self.snapshots.load(), &mut out, escape);
-        crate::response_caches::render(&self.snapshots.load(), &mut out, escape);
+        crate::response_caches::render(&self.snapshots.load(), &mut out);
         crate::ai_providers::render(&self.snapshots.load(), &mut out, escape);
         self.genai.render(&mut out);
         if let Ok(sections) = self.sections.lock() {

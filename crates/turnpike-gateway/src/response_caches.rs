@@ -7,22 +7,18 @@ use std::fmt::Write as _;
 
 use turnpike_config::Snapshot;
 
+use crate::metrics::api_labels;
+
 pub(crate) const M_CACHE_SELECTIVE: &str = "turnpike_cache_selective";
 pub(crate) const M_CACHE_UNADMITTED: &str = "turnpike_cache_unadmitted_total";
 
-pub(crate) fn render(snap: &Snapshot, out: &mut String, escape: fn(&str) -> String) {
+pub(crate) fn render(snap: &Snapshot, out: &mut String) {
     let stores: Vec<_> = snap
         .apis
         .iter()
         .filter_map(|api| {
             let store = turnpike_cache::api_store(&api.chain)?;
-            let labels = format!(
-                "api=\"{}\",version=\"{}\",context=\"{}\",id=\"{}\"",
-                escape(&api.name),
-                escape(&api.version),
-                escape(&api.context),
-                escape(&api.labelled_id()),
-            );
+            let labels = api_labels(&api.name, &api.version, &api.context, &api.labelled_id());
             Some((labels, store))
         })
         .collect();

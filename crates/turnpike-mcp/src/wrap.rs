@@ -115,8 +115,19 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
         true => br#","isError":true}}"#,
         false => br#","isError":false}}"#,
     };
-    let id = Id::of(&call.id);
-    let id = id.text();
+    // The id as serde_json writes it: an integer's digits by `itoa`, a string (rare: the
+    // SDKs number their requests) by serde_json, which cannot fail into a Vec.
+    let (mut digits, text_id);
+    let id: &[u8] = match &call.id {
+        RequestId::Number(n) => {
+            digits = itoa::Buffer::new();
+            digits.format(*n).as_bytes()
+        }
+        text => {
+            text_id = serde_json::to_vec(text).unwrap_or_default();
+            &text_id
+        }
+    };
     // The answer's exact size: one allocation, which the boxed slice keeps as it is.
     let size = HEAD.len()
         + id.len()
@@ -140,51 +151,6 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     // A boxed slice (nothing to shrink): `Bytes` from a `Vec` with room to spare
     // allocates a header of its own.
     (Bytes::from(out.into_boxed_slice()), failed)
-}
-
-/// A request id as serde_json writes it: an integer's digits written here, a string
-/// (rare: the SDKs number their requests) by serde_json (the escaping writer keeps one
-/// call site, inlined).
-enum Id {
-    /// The text is `digits[from..]`.
-    Number {
-        digits: [u8; 20],
-        from: usize,
-    },
-    Text(Vec<u8>),
-}
-
-impl Id {
-    fn of(id: &RequestId) -> Self {
-        match id {
-            RequestId::Number(n) => {
-                let (mut digits, mut from) = ([0u8; 20], 20);
-                let mut u = n.unsigned_abs();
-                loop {
-                    from -= 1;
-                    digits[from] = b'0' + (u % 10) as u8;
-                    u /= 10;
-                    if u == 0 {
-                        break;
-                    }
-                }
-                if *n < 0 {
-                    from -= 1;
-                    digits[from] = b'-';
-                }
-                Id::Number { digits, from }
-            }
-            // Serializing a string into a Vec cannot fail.
-            text => Id::Text(serde_json::to_vec(text).unwrap_or_default()),
-        }
-    }
-
-    fn text(&self) -> &[u8] {
-        match self {
-            Id::Number { digits, from } => digits.get(*from..).unwrap_or_default(),
-            Id::Text(t) => t,
-        }
-    }
 }
 
 /// JSON's whitespace.
