@@ -29,6 +29,7 @@ mod idle;
 mod io;
 mod lenient;
 mod log_limit;
+mod metric_labels;
 mod metrics;
 mod offload;
 mod park;

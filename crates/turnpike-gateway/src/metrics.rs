@@ -41,6 +41,7 @@ use turnpike_throttle::policy::ThrottlePolicy;
 
 use crate::error::ErrorKind;
 use crate::health::Health;
+use crate::metric_labels::{api_labels, escape};
 
 /// Requests answered, by API, version and status class (`2xx`...).
 pub(crate) const M_REQUESTS: &str = "turnpike_http_requests_total";
@@ -322,23 +323,6 @@ pub(crate) type Section = Box<dyn Fn(&mut String) + Send + Sync>;
 
 fn meta() -> Metadata<'static> {
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()))
-}
-
-/// The labels every per-API series carries: `api`, `version`, `context`, `id`.
-pub(crate) fn api_labels(name: &str, version: &str, context: &str, id: &str) -> String {
-    format!(
-        "api=\"{}\",version=\"{}\",context=\"{}\",id=\"{}\"",
-        escape(name),
-        escape(version),
-        escape(context),
-        escape(id)
-    )
-}
-
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 impl GatewayMetrics {

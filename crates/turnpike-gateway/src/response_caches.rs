@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use turnpike_config::Snapshot;
 
-use crate::metrics::api_labels;
+use crate::metric_labels::api_labels;
 
 pub(crate) const M_CACHE_SELECTIVE: &str = "turnpike_cache_selective";
 pub(crate) const M_CACHE_UNADMITTED: &str = "turnpike_cache_unadmitted_total";
