@@ -3,13 +3,15 @@
 //! wait until every connection ended. The same channel carries the park sweep
 //! (`park.rs`), so a connection watches one thing, not two.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
 
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::HttpService;
 use tokio::sync::watch;
+
+use crate::self_wake::SelfWake;
 
 /// What a connection is told: drain, or (a sweep) look whether you are idle.
 #[derive(Debug, Clone, Copy, Default)]
@@ -114,9 +116,10 @@ where
 pub(crate) async fn until_done<C: Graceful>(conn: Pin<&mut C>, drain: &mut Watcher) -> C::Output {
     let mut conn = conn;
     let mut asked = false;
+    let wake = SelfWake::new();
     loop {
         tokio::select! {
-            out = conn.as_mut() => return out,
+            out = poll_fn(|cx| wake.poll(conn.as_mut(), cx)) => return out,
             r = drain.changed(), if !asked => {
                 if draining(r, drain) {
                     asked = true;

@@ -39,6 +39,7 @@ pub mod reload;
 mod request_buffer;
 mod response_body;
 mod response_caches;
+mod self_wake;
 mod server;
 mod throttle_runtime;
 mod upgrade;

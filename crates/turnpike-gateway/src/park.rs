@@ -25,6 +25,7 @@
 //! TLS connections are not parked: rustls keeps its own buffers and may hold decrypted
 //! bytes the socket's readiness would not announce.
 
+use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -44,6 +45,7 @@ use crate::conn_limit::ConnPermit;
 use crate::drain::{draining, Watcher};
 use crate::h1_conn;
 use crate::io::{JsonErrorsIo, Traffic, UpgradeSlot, WatchedIo};
+use crate::self_wake::SelfWake;
 
 /// Moves when connections were parked since the last sweep (their buffers freed): an
 /// allocator hands free pages back to the OS lazily, during later allocation work an
@@ -126,9 +128,12 @@ where
         }
         let mut conn = builder.serve_connection(TokioIo::new(JsonErrorsIo::new(io)), service);
         let mut reads = traffic.reads();
+        let wake = SelfWake::new();
         loop {
             tokio::select! {
-                out = &mut conn => return h1_conn::ended(out, conn, upgrade, &drain).await,
+                out = poll_fn(|cx| wake.poll(Pin::new(&mut conn), cx)) => {
+                    return h1_conn::ended(out, conn, upgrade, &drain).await
+                }
                 woke = drain.changed() => {
                     if draining(woke, &mut drain) {
                         Pin::new(&mut conn).graceful_shutdown();
