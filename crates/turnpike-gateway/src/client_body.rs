@@ -19,6 +19,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
+use crate::self_wake::ConnWake;
+
 /// Why a body stopped.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BodyError {
@@ -48,6 +50,9 @@ pub(crate) struct ClientBody {
     /// Armed the first time the body waits for the client, reset at each frame.
     clock: Option<Pin<Box<tokio::time::Sleep>>>,
     watch: Option<BodyWatch>,
+    /// The client connection's wake state: the wakes a poll makes on it are held
+    /// (`self_wake.rs`); `None`: passed on as made.
+    conn_wake: Option<Arc<ConnWake>>,
 }
 
 /// How a streamed request body ended, shared between the body (wherever hyper polls
@@ -134,8 +139,16 @@ enum ReqInner {
 
 impl ClientBody {
     /// A streamed body: at most `limit` bytes, the next bytes within `read_timeout`
-    /// (zero: no limit).
-    pub(crate) fn new(inner: Incoming, limit: Option<u64>, read_timeout: Duration) -> Self {
+    /// (zero: no limit). `conn`: the client connection's wake state, when the body is
+    /// polled in that connection's task: the wakes hyper's channel makes for nothing are
+    /// then dropped (`self_wake.rs`).
+    pub(crate) fn new(
+        inner: Incoming,
+        limit: Option<u64>,
+        read_timeout: Duration,
+        conn: Option<&Arc<ConnWake>>,
+    ) -> Self {
+        let conn_wake = conn.filter(|_| !inner.is_end_stream()).cloned();
         ClientBody {
             inner: ReqInner::Stream(inner),
             head: None,
@@ -146,6 +159,7 @@ impl ClientBody {
             read_timeout,
             clock: None,
             watch: None,
+            conn_wake,
         }
     }
 
@@ -177,6 +191,7 @@ impl ClientBody {
             read_timeout: Duration::ZERO,
             clock: None,
             watch: None,
+            conn_wake: None,
         }
     }
 
@@ -230,7 +245,24 @@ impl Body for ClientBody {
             ReqInner::Full(b) => return Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
             ReqInner::Stream(s) => s,
         };
-        let polled = Pin::new(inner).poll_frame(cx);
+        // hyper's channel wakes the connection when a chunk is taken, for its dispatcher
+        // to send the next: for nothing once the body is complete (`self_wake.rs`).
+        let mut poll = || Pin::new(&mut *inner).poll_frame(cx);
+        let polled = match &this.conn_wake {
+            None => poll(),
+            Some(conn) => {
+                let (polled, woke) = conn.holding_wakes(poll);
+                let complete = match &polled {
+                    Poll::Ready(None) => true,
+                    Poll::Ready(Some(Ok(_))) => inner.is_end_stream(),
+                    _ => false,
+                };
+                if woke && !complete {
+                    ConnWake::pass_on(conn);
+                }
+                polled
+            }
+        };
         if let Some(w) = &this.watch {
             w.awaiting_client(polled.is_pending());
         }

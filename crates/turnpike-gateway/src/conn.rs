@@ -44,6 +44,8 @@ pub(crate) struct ConnCtx {
     pub https: bool,
     /// A WebSocket upgrade on its way (`upgrade/`); empty otherwise.
     pub(crate) upgrade: crate::io::UpgradeSlot,
+    /// Its wake state (`self_wake.rs`): the poller's, and its request bodies'.
+    pub(crate) wake: Arc<crate::self_wake::ConnWake>,
 }
 
 /// Runs [`Upstreams::sweep`] against the current snapshot every [`SWEEP_EVERY`] until the

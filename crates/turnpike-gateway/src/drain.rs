@@ -5,13 +5,14 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::HttpService;
 use tokio::sync::watch;
 
-use crate::self_wake::SelfWake;
+use crate::self_wake::{ConnWake, SelfWake};
 
 /// What a connection is told: drain, or (a sweep) look whether you are idle.
 #[derive(Debug, Clone, Copy, Default)]
@@ -80,6 +81,8 @@ impl Sweeper {
 
 /// A connection hyper can shut down gracefully (HTTP/1.1 and HTTP/2 server connections).
 pub(crate) trait Graceful: Future {
+    /// An HTTP/1.1 connection (its request bodies' wakes may be held: `self_wake.rs`).
+    const HTTP1: bool;
     fn begin_graceful(self: Pin<&mut Self>);
 }
 
@@ -91,6 +94,7 @@ where
     B: http_body::Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    const HTTP1: bool = true;
     fn begin_graceful(self: Pin<&mut Self>) {
         self.graceful_shutdown();
     }
@@ -105,6 +109,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     E: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
 {
+    const HTTP1: bool = false;
     fn begin_graceful(self: Pin<&mut Self>) {
         self.graceful_shutdown();
     }
@@ -113,13 +118,17 @@ where
 /// Runs `conn` to its end; when `drain` signals, asks it to shut down gracefully and
 /// keeps running it (`drain` is held until the end, which is what [`Drain::shutdown`]
 /// waits for).
-pub(crate) async fn until_done<C: Graceful>(conn: Pin<&mut C>, drain: &mut Watcher) -> C::Output {
+pub(crate) async fn until_done<C: Graceful>(
+    conn: Pin<&mut C>,
+    drain: &mut Watcher,
+    wake: &Arc<ConnWake>,
+) -> C::Output {
     let mut conn = conn;
     let mut asked = false;
-    let wake = SelfWake::new();
+    let polled = SelfWake::new(wake, C::HTTP1);
     loop {
         tokio::select! {
-            out = poll_fn(|cx| wake.poll(conn.as_mut(), cx)) => return out,
+            out = poll_fn(|cx| polled.poll(conn.as_mut(), cx)) => return out,
             r = drain.changed(), if !asked => {
                 if draining(r, drain) {
                     asked = true;

@@ -8,6 +8,7 @@
 //! connection watches is in `drain.rs`.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -18,6 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use crate::drain::{until_done, Watcher};
 use crate::error::ErrorKind;
 use crate::io::{error_answer, ClientIo, JsonErrorsIo, UpgradeSlot};
+use crate::self_wake::ConnWake;
 
 /// Serves one HTTP/1.1 connection until it ends or drains; a request head cut short by
 /// the header-read timeout gets `408 request_timeout` before the close.
@@ -27,6 +29,7 @@ pub(crate) async fn serve_h1<T, S, B>(
     service: S,
     mut drain: Watcher,
     upgrade: &UpgradeSlot,
+    wake: &Arc<ConnWake>,
 ) -> hyper::Result<()>
 where
     T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -36,7 +39,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let mut conn = builder.serve_connection(TokioIo::new(JsonErrorsIo::new(io)), service);
-    let result = until_done(Pin::new(&mut conn), &mut drain).await;
+    let result = until_done(Pin::new(&mut conn), &mut drain, wake).await;
     ended(result, conn, upgrade, &drain).await
 }
 

@@ -45,7 +45,7 @@ use crate::conn_limit::ConnPermit;
 use crate::drain::{draining, Watcher};
 use crate::h1_conn;
 use crate::io::{JsonErrorsIo, Traffic, UpgradeSlot, WatchedIo};
-use crate::self_wake::SelfWake;
+use crate::self_wake::{ConnWake, SelfWake};
 
 /// Moves when connections were parked since the last sweep (their buffers freed): an
 /// allocator hands free pages back to the OS lazily, during later allocation work an
@@ -81,6 +81,8 @@ pub(crate) fn note_parked(now: usize, previous: &AtomicUsize) {
 pub(crate) struct Held<'a> {
     pub(crate) permit: &'a ConnPermit,
     pub(crate) upgrade: &'a UpgradeSlot,
+    /// The connection's wake state (`self_wake.rs`), its requests' too.
+    pub(crate) wake: &'a Arc<ConnWake>,
 }
 
 /// Serves one plain-TCP HTTP/1.1 connection until it ends or drains, parking it whenever
@@ -101,7 +103,11 @@ where
     B: http_body::Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let Held { permit, upgrade } = conn;
+    let Held {
+        permit,
+        upgrade,
+        wake: conn_wake,
+    } = conn;
     let traffic = Arc::new(Traffic::default());
     let mut io = WatchedIo {
         stream,
@@ -128,10 +134,10 @@ where
         }
         let mut conn = builder.serve_connection(TokioIo::new(JsonErrorsIo::new(io)), service);
         let mut reads = traffic.reads();
-        let wake = SelfWake::new();
+        let polled = SelfWake::new(conn_wake, true);
         loop {
             tokio::select! {
-                out = poll_fn(|cx| wake.poll(Pin::new(&mut conn), cx)) => {
+                out = poll_fn(|cx| polled.poll(Pin::new(&mut conn), cx)) => {
                     return h1_conn::ended(out, conn, upgrade, &drain).await
                 }
                 woke = drain.changed() => {
@@ -291,6 +297,7 @@ mod tests {
                 Held {
                     permit: &permit,
                     upgrade: &UpgradeSlot::default(),
+                    wake: &ConnWake::new(),
                 },
             )
             .await;

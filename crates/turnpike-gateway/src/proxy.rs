@@ -466,9 +466,12 @@ fn request_side<'a>(
                             .await
                             .map_err(|e| stop(end, e))?
                     }
-                    None => {
-                        ClientBody::new(body, api.max_body_bytes, conn.shared.body_read_timeout)
-                    }
+                    None => ClientBody::new(
+                        body,
+                        api.max_body_bytes,
+                        conn.shared.body_read_timeout,
+                        Some(&conn.wake),
+                    ),
                 };
                 if let Some(m) = marks.as_deref_mut() {
                     // A body of unknown length (chunked) is counted as it streams; a declared
@@ -550,7 +553,7 @@ fn read_whole(
     body: Incoming,
 ) -> impl std::future::Future<Output = Result<bytes::Bytes, GatewayError>> {
     let limit = api.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-    let timed = ClientBody::new(body, None, conn.shared.body_read_timeout);
+    let timed = ClientBody::new(body, None, conn.shared.body_read_timeout, Some(&conn.wake));
     body::collect(timed, limit, ErrorKind::BodyTooLarge, ErrorKind::BadRequest)
 }
 

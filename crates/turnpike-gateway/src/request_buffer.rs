@@ -59,7 +59,7 @@ pub(crate) async fn buffer(
     budget: &Arc<BufferBudget>,
     headers: &mut HeaderMap,
 ) -> Result<ClientBody, GatewayError> {
-    let mut body = ClientBody::new(incoming, limit, read_timeout);
+    let mut body = ClientBody::new(incoming, limit, read_timeout, None);
     let mut reserved = Reserved::new(budget.clone());
     let read = read_up_to(&mut body, rb.size, &mut reserved);
     let (read, ended) = match tokio::time::timeout(rb.timeout, read).await {

@@ -10,18 +10,25 @@
 //! more (the scheduler, the drain watch beside the connection, hyper's dispatcher and the
 //! service's futures), ~1.8k instructions for nothing new. Polled through
 //! [`SelfWake::poll`], a wake that comes while the connection is being polled is only
-//! recorded, and the connection is polled again before the task returns: the dispatcher
-//! and the service still see a second poll, the runtime and the drain watch do not
-//! (-0.64k a request with a body, +0.07k one without: bench/RESULTS.md, session 23).
+//! recorded, and the connection is polled again before the task returns (the runtime's
+//! share of the second poll gone, ~0.6k).
 //!
 //! A wake at any other time (the socket became readable, a timer fired, another thread
 //! finished something) wakes the task as before. A future that keeps waking itself (a
 //! runtime's cooperative budget spent, hyper's yield after 16 rounds) is polled again at
 //! most [`REPOLLS`] times, then woken the ordinary way so other tasks run.
+//!
+//! The second poll itself goes too where the wake is known to be for nothing: an
+//! HTTP/1.1 connection's request body polled through [`ConnWake::holding_wakes`] (the
+//! gateway's `ClientBody`) holds the wakes that poll makes on this thread, and its caller
+//! passes them on unless the body is then complete (the dispatcher woken to send a next
+//! chunk there is none of). Wakes from other threads are never held. HTTP/2 connections
+//! hold none: a stream's read there may wake the connection to send a window update
+//! other streams wait for.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -30,30 +37,98 @@ use futures_util::task::AtomicWaker;
 /// In-place polls after a self-wake before the task is woken the ordinary way.
 const REPOLLS: u32 = 2;
 
+thread_local! {
+    /// This thread's identity for [`ConnWake::holding`]: the address of this byte.
+    static THREAD_TAG: u8 = const { 0 };
+}
+
+/// A number no other live thread has (never 0).
+fn thread_tag() -> usize {
+    THREAD_TAG.with(|b| std::ptr::from_ref(b) as usize)
+}
+
 const IDLE: u8 = 0;
 const POLLING: u8 = 1;
 const WOKEN: u8 = 2;
 
-/// The waker a connection is polled with (one per connection, made once).
+/// Polls a connection with its [`ConnWake`]'s waker (one per hyper connection).
 pub(crate) struct SelfWake {
-    shared: Arc<Shared>,
+    shared: Arc<ConnWake>,
     waker: Waker,
 }
 
-struct Shared {
+/// A client connection's wake state, shared by its poller ([`SelfWake`]), the waker
+/// hyper registers everywhere, and its request bodies ([`ConnWake::holding_wakes`]).
+pub(crate) struct ConnWake {
     /// [`IDLE`], [`POLLING`] (the connection is inside its poll), [`WOKEN`] (it woke
     /// itself during that poll).
     state: AtomicU8,
     /// The task's own waker, for wakes outside a poll.
     task: AtomicWaker,
+    /// An HTTP/1.1 connection: its bodies' wakes may be held.
+    h1: AtomicBool,
+    /// The thread whose wakes are being held (0: none), and whether one came.
+    holding: AtomicUsize,
+    held: AtomicBool,
 }
 
-impl Wake for Shared {
+impl ConnWake {
+    pub(crate) fn new() -> Arc<ConnWake> {
+        Arc::new(ConnWake {
+            state: AtomicU8::new(IDLE),
+            task: AtomicWaker::new(),
+            h1: AtomicBool::new(false),
+            holding: AtomicUsize::new(0),
+            held: AtomicBool::new(false),
+        })
+    }
+
+    /// Runs `poll` (a request body's), holding the wakes of this connection it makes on
+    /// this thread, and says whether one came: the caller passes it on ([`pass_on`])
+    /// unless the body has no more to come. On an HTTP/2 connection, just `poll` (and
+    /// `false`).
+    ///
+    /// [`pass_on`]: ConnWake::pass_on
+    pub(crate) fn holding_wakes<T>(&self, poll: impl FnOnce() -> T) -> (T, bool) {
+        if !self.h1.load(Ordering::Relaxed) {
+            return (poll(), false);
+        }
+        self.held.store(false, Ordering::Relaxed);
+        self.holding.store(thread_tag(), Ordering::Release);
+        let _held = Holding(self);
+        let out = poll();
+        (out, self.held.load(Ordering::Relaxed))
+    }
+}
+
+impl ConnWake {
+    /// Wakes the connection as a held wake would have (whichever task polled the body).
+    pub(crate) fn pass_on(conn: &Arc<ConnWake>) {
+        conn.wake_by_ref();
+    }
+}
+
+/// Ends a hold when dropped (a panic included).
+struct Holding<'a>(&'a ConnWake);
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        self.0.holding.store(0, Ordering::Release);
+    }
+}
+
+impl Wake for ConnWake {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        // Held: made on the holding thread while a body is polled (one load otherwise).
+        let holder = self.holding.load(Ordering::Acquire);
+        if holder != 0 && holder == thread_tag() {
+            self.held.store(true, Ordering::Relaxed);
+            return;
+        }
         // During the poll: noted, and the poller polls again. Otherwise: the task.
         match self
             .state
@@ -66,13 +141,13 @@ impl Wake for Shared {
 }
 
 impl SelfWake {
-    pub(crate) fn new() -> Self {
-        let shared = Arc::new(Shared {
-            state: AtomicU8::new(IDLE),
-            task: AtomicWaker::new(),
-        });
-        let waker = Waker::from(shared.clone());
-        SelfWake { shared, waker }
+    /// `h1`: an HTTP/1.1 connection, whose request bodies' wakes may be held.
+    pub(crate) fn new(conn: &Arc<ConnWake>, h1: bool) -> Self {
+        conn.h1.store(h1, Ordering::Relaxed);
+        SelfWake {
+            shared: conn.clone(),
+            waker: Waker::from(conn.clone()),
+        }
     }
 
     /// Polls `fut` with this waker; a wake during the poll polls it again here.
@@ -146,7 +221,7 @@ mod tests {
     #[test]
     fn a_wake_during_the_poll_polls_again_without_waking_the_task() {
         let (woken, waker) = task();
-        let sw = SelfWake::new();
+        let sw = SelfWake::new(&ConnWake::new(), false);
         let mut f = Waking {
             polls: 0,
             self_wakes: 1,
@@ -160,7 +235,7 @@ mod tests {
     #[test]
     fn a_future_that_keeps_waking_itself_yields_to_the_runtime() {
         let (woken, waker) = task();
-        let sw = SelfWake::new();
+        let sw = SelfWake::new(&ConnWake::new(), false);
         let mut f = Waking {
             polls: 0,
             self_wakes: usize::MAX,
@@ -175,7 +250,7 @@ mod tests {
     #[test]
     fn a_wake_after_the_poll_wakes_the_task() {
         let (woken, waker) = task();
-        let sw = SelfWake::new();
+        let sw = SelfWake::new(&ConnWake::new(), false);
         let mut f = Waking {
             polls: 0,
             self_wakes: 0,
@@ -188,5 +263,83 @@ mod tests {
         // What hyper registered (the socket, a timer) fires later, from anywhere.
         sw.waker.wake_by_ref();
         assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+    }
+
+    /// Inside its poll, runs `inside` under its connection's `holding_wakes` with the
+    /// connection's waker, and keeps what it said.
+    struct Body<F: FnMut(&Waker)> {
+        conn: Arc<ConnWake>,
+        inside: F,
+        polls: usize,
+        held: Vec<bool>,
+    }
+
+    impl<F: FnMut(&Waker) + Unpin> Future for Body<F> {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            self.polls += 1;
+            let waker = cx.waker().clone();
+            let conn = self.conn.clone();
+            let ((), woke) = conn.holding_wakes(|| (self.inside)(&waker));
+            self.held.push(woke);
+            Poll::Pending
+        }
+    }
+
+    fn body<F: FnMut(&Waker)>(conn: &Arc<ConnWake>, inside: F) -> Body<F> {
+        Body {
+            conn: conn.clone(),
+            inside,
+            polls: 0,
+            held: vec![],
+        }
+    }
+
+    #[test]
+    fn a_wake_made_while_a_body_is_polled_is_reported_not_delivered() {
+        let (woken, waker) = task();
+        let conn = ConnWake::new();
+        let sw = SelfWake::new(&conn, true);
+        let mut f = body(&conn, |w: &Waker| w.wake_by_ref());
+        assert!(sw
+            .poll(Pin::new(&mut f), &mut Context::from_waker(&waker))
+            .is_pending());
+        assert_eq!((f.polls, f.held.as_slice()), (1, &[true][..]));
+        assert_eq!(woken.0.load(Ordering::SeqCst), 0);
+        // The hold ended with the body's poll: a later wake reaches the task.
+        sw.waker.wake_by_ref();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_wake_from_another_thread_is_never_held() {
+        let (woken, waker) = task();
+        let conn = ConnWake::new();
+        let sw = SelfWake::new(&conn, true);
+        let mut f = body(&conn, |w: &Waker| {
+            let w = w.clone();
+            std::thread::spawn(move || w.wake_by_ref())
+                .join()
+                .expect("waker thread");
+        });
+        assert!(sw
+            .poll(Pin::new(&mut f), &mut Context::from_waker(&waker))
+            .is_pending());
+        // Polled again in place for the foreign wake, each time (then the task woken).
+        assert_eq!(f.polls, 1 + REPOLLS as usize);
+        assert!(f.held.iter().all(|h| !h));
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn an_http2_connection_holds_nothing() {
+        let (_, waker) = task();
+        let conn = ConnWake::new();
+        let sw = SelfWake::new(&conn, false);
+        let mut f = body(&conn, |w: &Waker| w.wake_by_ref());
+        let _ = sw.poll(Pin::new(&mut f), &mut Context::from_waker(&waker));
+        // The body's wake polled the connection again, as any self-wake does.
+        assert_eq!(f.polls, 1 + REPOLLS as usize);
+        assert!(f.held.iter().all(|h| !h));
     }
 }

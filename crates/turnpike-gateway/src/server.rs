@@ -525,6 +525,7 @@ async fn accept_loop(
             trusted_proxy: shared.trusted_proxies.contains(peer.ip()),
             https: tls.is_some(),
             upgrade: crate::io::UpgradeSlot::counted(caps.clone()),
+            wake: crate::self_wake::ConnWake::new(),
         });
         let watcher = graceful.watcher(tls.is_some());
         let protocols = protocols.clone();
@@ -551,11 +552,12 @@ async fn accept_loop(
                             park::Held {
                                 permit: &permit,
                                 upgrade,
+                                wake: &probe.wake,
                             },
                         )
                         .await
                     } else {
-                        h1_conn::serve_h1(h1, stream, svc, watcher, upgrade).await
+                        h1_conn::serve_h1(h1, stream, svc, watcher, upgrade, &probe.wake).await
                     };
                     drop(permit);
                     if let Err(e) = served {
@@ -596,15 +598,16 @@ async fn serve_tls(
     };
     let is_h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
     let conn = ctx.clone();
+    let wake = ctx.wake.clone();
     let svc = service_fn(move |req| proxy::handle(ctx.clone(), req));
     let result = if is_h2 {
         let (io, activity) = ActivityIo::new(tls);
         let conn = protocols.h2.serve_connection(TokioIo::new(io), svc);
         tokio::pin!(conn);
-        let run = drain::until_done(conn, &mut watcher);
+        let run = drain::until_done(conn, &mut watcher, &wake);
         watch_idle(run, activity, protocols.idle_timeout).await
     } else {
-        h1_conn::serve_h1(&protocols.h1, tls, svc, watcher, &conn.upgrade).await
+        h1_conn::serve_h1(&protocols.h1, tls, svc, watcher, &conn.upgrade, &wake).await
     };
     if let Err(e) = result {
         log_conn_error(&e, peer);
