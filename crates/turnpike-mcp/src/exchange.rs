@@ -226,10 +226,7 @@ impl Catalog {
         let tool = &self.tools[i];
         let http = args::build(&tool.plan, &values, message)?;
         ctx.upstream
-            .set_path_owned(http.path)
-            .map_err(|e| e.to_string())?;
-        ctx.upstream
-            .set_query_owned(http.query)
+            .set_target_owned(http.target, http.query_at)
             .map_err(|e| e.to_string())?;
         ctx.resource = Some(self.resources[i].clone());
         req.method = tool.plan.method.clone();

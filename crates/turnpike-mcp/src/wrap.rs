@@ -35,22 +35,34 @@ const BODY_HEADERS: [http::HeaderName; 8] = [
     LOCATION,
 ];
 
+/// The answer's media type (a static value: its clone copies no bytes).
+static ANSWER_TYPE: HeaderValue = HeaderValue::from_static("application/json");
+
 /// Notes the operation's status and media type; the answer becomes a 200 JSON one.
 pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<(), GatewayError> {
-    // One pass over the few headers there are, then only those present removed (a
-    // removal of an absent name costs a lookup each); the media type looked up once.
+    // One pass over the few headers there are: which body headers are present (only
+    // those are removed: a removal of an absent name costs a lookup each) and the media
+    // type's values (the first is the one `get` gives), replaced where it stands.
     let mut present = 0u16;
-    for name in resp.headers.keys() {
-        if let Some(i) = BODY_HEADERS.iter().position(|h| h == name) {
+    let mut types = 0u32;
+    let mut content_type: Option<&mut HeaderValue> = None;
+    for (name, value) in resp.headers.iter_mut() {
+        if *name == CONTENT_TYPE {
+            types += 1;
+            content_type.get_or_insert(value);
+        } else if let Some(i) = BODY_HEADERS.iter().position(|h| h == name) {
             present |= 1 << i;
         }
     }
-    let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
+    let media = content_type.as_deref().map(HeaderValue::as_bytes);
     // The answer's media type already (the common JSON answer): nothing to replace.
-    let answer_type = content_type == Some(b"application/json");
-    // A JSON answer (the common one) is no stream: one test of the media type, not two.
-    let json = answer_type || content_type.is_some_and(turnpike_policy::http::is_json);
-    if !json && content_type.is_some_and(turnpike_policy::http::is_stream_type) {
+    let answer_type = media == Some(b"application/json");
+    let (json, stream) = match media {
+        _ if answer_type => (true, false),
+        Some(m) => turnpike_policy::http::json_or_stream(m),
+        None => (false, false),
+    };
+    if !json && stream {
         let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
         e.detail = Some("a tool's operation answered with a stream".into());
         return Err(e);
@@ -64,14 +76,19 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
     call.status = resp.status;
     call.json = json;
     resp.status = StatusCode::OK;
+    match content_type {
+        _ if answer_type => {}
+        // One value: replaced in place (no lookup, no removal).
+        Some(value) if types == 1 => *value = ANSWER_TYPE.clone(),
+        // None, or several: the insertion replaces them all.
+        _ => {
+            resp.headers.insert(CONTENT_TYPE, ANSWER_TYPE.clone());
+        }
+    }
     for (i, h) in BODY_HEADERS.iter().enumerate() {
         if present & (1 << i) != 0 {
             resp.headers.remove(h);
         }
-    }
-    if !answer_type {
-        resp.headers
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     }
     Ok(())
 }
@@ -206,6 +223,13 @@ fn scan_shape(text: &str) -> Option<(Shape, &str)> {
 /// every few bytes: a copy call per plain run would cost more than the bytes).
 fn json_string(out: &mut Vec<u8>, s: &str, escaped: usize) {
     let bytes = s.as_bytes();
+    // Nothing to escape (a text answer, often): the bytes copied as they are.
+    if escaped == bytes.len() + 2 {
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut j = out.len();
     out.resize(j + escaped, 0);
     out[j] = b'"';
@@ -213,7 +237,10 @@ fn json_string(out: &mut Vec<u8>, s: &str, escaped: usize) {
     let mut i = 0;
     while let Some(w) = word_at(bytes, i) {
         if stops(w) == 0 {
-            out[j..j + 8].copy_from_slice(&w.to_le_bytes());
+            // A fixed-size store (a slice's `copy_from_slice` is a call).
+            if let Some(to) = out.get_mut(j..).and_then(<[u8]>::first_chunk_mut::<8>) {
+                *to = w.to_le_bytes();
+            }
             j += 8;
         } else {
             for &b in &bytes[i..i + 8] {
