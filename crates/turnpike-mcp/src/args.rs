@@ -83,8 +83,11 @@ pub fn request(
 }
 
 /// Each argument's value as its JSON text (read and checked to be JSON), by the plan's
-/// index (`None`: absent or `null`): held in place for a tool of a few arguments (most
-/// tools: no allocation per call), in a `Vec` beyond.
+/// index (`None`: absent or `null`): held in place for a tool of one or two arguments
+/// (most operations: an id, a body, a query; no allocation per call), in a `Vec`
+/// beyond. (Two, not more: a call's params are moved several times on their way, and
+/// a larger inline array made each move a `memcpy` call, which cost more than the
+/// allocation saved.)
 #[derive(Debug)]
 pub(crate) enum Values<'a> {
     Inline {
@@ -95,7 +98,7 @@ pub(crate) enum Values<'a> {
 }
 
 /// The arguments a tool may have for [`Values`] to hold them in place.
-const INLINE_VALUES: usize = 4;
+const INLINE_VALUES: usize = 2;
 
 impl Values<'_> {
     /// `n` absent values.

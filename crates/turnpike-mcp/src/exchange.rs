@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
 use http::{request, HeaderName, HeaderValue, Method, StatusCode};
 use rmcp::model::{
     ErrorCode, ErrorData, InitializeRequestParams, InputResponses, ProtocolVersion, RequestId,
@@ -237,9 +237,15 @@ impl Catalog {
             HeaderValue::from_static("application/json, */*;q=0.5"),
         );
         // The message's Content-Type replaced by the operation's (an insert replaces:
-        // no removal first), or removed when the operation has no body.
+        // no removal first), or removed when the operation has no body, with the
+        // message's framing: the operation goes as a bodiless REST call does (hyper
+        // keeps no Content-Length beside a Transfer-Encoding).
         if http.body.is_none() {
             req.headers.remove(CONTENT_TYPE);
+            if req.headers.remove(CONTENT_LENGTH).is_none() {
+                req.headers.remove(TRANSFER_ENCODING);
+            }
+            ctx.bodiless = true;
         }
         // A header argument may name `Content-Type` (the operation's own replaces it).
         let typed = http.headers.iter().any(|(n, _)| n == CONTENT_TYPE);

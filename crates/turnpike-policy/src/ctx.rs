@@ -36,6 +36,12 @@ pub struct RequestCtx {
     /// MCP endpoint's exchange: its message read before auth, the call's answer to
     /// wrap). A field, not `ext`, for the reason `cache` is one.
     pub endpoint: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// Set by an early-body hook that left the request no body and removed its framing
+    /// headers (`Content-Length`, `Transfer-Encoding`): an MCP tool call to a GET
+    /// operation. It goes upstream as a bodiless REST request does, without a
+    /// `Content-Length: 0` of the gateway's (a body policy that gives it a body again
+    /// has its length written as any).
+    pub bodiless: bool,
     /// The matched resource's path template as written (`/pets/{id}`), set by the
     /// gateway only when something observes the request (analytics).
     pub resource: Option<Arc<str>>,
@@ -66,6 +72,7 @@ impl RequestCtx {
             ext: http::Extensions::new(),
             cache: None,
             endpoint: None,
+            bodiless: false,
             resource: None,
             snapshot_version: 0,
             throttled_by: None,
