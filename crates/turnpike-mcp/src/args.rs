@@ -139,8 +139,10 @@ pub(crate) fn build(
     values: &[Option<&str>],
     message: &Bytes,
 ) -> Result<HttpCall, String> {
-    for (a, v) in plan.args.iter().zip(values) {
-        match v {
+    // By index (a `zip` was a call to make each time): the plan and the values have
+    // the same length.
+    for (i, a) in plan.args.iter().enumerate() {
+        match values.get(i).copied().flatten() {
             None if a.required => return Err(format!("argument `{}` is required", a.name)),
             Some(v) => check(a, v)?,
             None => {}
@@ -160,8 +162,8 @@ pub(crate) fn build(
         }
     }
     // The path is whole: the query pairs follow it in the same buffer.
-    for (a, v) in plan.args.iter().zip(values) {
-        if let Some(v) = v {
+    for (i, a) in plan.args.iter().enumerate() {
+        if let Some(v) = values.get(i).copied().flatten() {
             place(a, v, &mut call, message)?;
         }
     }

@@ -230,8 +230,11 @@ impl Catalog {
             .map_err(|e| e.to_string())?;
         ctx.resource = Some(self.resources[i].clone());
         req.method = tool.plan.method.clone();
-        // The answer is read back into a tool result: uncompressed JSON preferred.
-        req.headers.remove(ACCEPT_ENCODING);
+        // The answer is read back into a tool result: uncompressed JSON preferred. An
+        // insertion replaces what the client sent (a removal costs more), and
+        // `identity` asks for no coding where an absent header would allow any.
+        req.headers
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         req.headers.insert(
             ACCEPT,
             HeaderValue::from_static("application/json, */*;q=0.5"),
