@@ -133,30 +133,33 @@ impl Catalog {
         version: Option<&HeaderValue>,
         audit: Option<(&Auditor, Option<&HeaderValue>)>,
     ) -> Result<Next, Refusal> {
-        // The message's media type, looked up once: a JSON body, and whether it is the
-        // exact `application/json` a JSON body argument is sent as (kept, not replaced).
-        let content_type = req.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-        let exact_json = content_type == Some(b"application/json");
-        if !exact_json && !content_type.is_some_and(turnpike_policy::http::is_json) {
-            let msg = "a message is sent as application/json".to_string();
-            return Err(Refusal::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                None,
-                ErrorCode::INVALID_REQUEST,
-                msg,
-            ));
-        }
         // An audited call keeps its arguments' raw text for the audit trail.
         let seed = CallSeed {
             catalog: self,
             raw_arguments: audit.is_some(),
         };
         // A tool call read by the scanner when it can, else (and every other message)
-        // by serde_json.
+        // by serde_json. (Before the media type is checked: the scan changes nothing.)
         let fast = std::str::from_utf8(body)
             .ok()
             .filter(|_| body.len() <= rpc::MAX_MESSAGE_BYTES)
             .and_then(|text| fast::tool_call(self, text, seed.raw_arguments));
+        // The message's media type, looked up once; a call to an operation that never
+        // has a body takes it out as it reads it (it is not sent upstream).
+        let bodiless = fast
+            .as_ref()
+            .and_then(|(_, call)| call.tool)
+            .is_some_and(|i| self.tools[i].plan.bodiless);
+        let media = match bodiless {
+            true => {
+                let taken = req.headers.remove(CONTENT_TYPE);
+                check_media_type(taken.as_ref())?;
+                MessageType::Taken
+            }
+            false => MessageType::Present {
+                exact_json: check_media_type(req.headers.get(CONTENT_TYPE))?,
+            },
+        };
         let (id, method, params, early) = match fast {
             Some((id, call)) => (id, Cow::Borrowed("tools/call"), None, Some(call)),
             None => match rpc::parse_with(body, &seed)? {
@@ -175,7 +178,7 @@ impl Catalog {
             }
             check_version_header(version)?;
             let (tool, upstream) = self
-                .rewrite(ctx, req, body, call, exact_json)
+                .rewrite(ctx, req, body, call, media)
                 .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
             *body = upstream;
             return Ok(Next::Call(ToolCall {
@@ -212,15 +215,14 @@ impl Catalog {
 
     /// Turns the request into the tool's operation: method, path, query, headers; the
     /// tool's index and the operation's body (`message`: the body the call came in,
-    /// which a JSON body argument is a slice of; `exact_json`: its `Content-Type` is
-    /// `application/json`).
+    /// which a JSON body argument is a slice of; `media`: its `Content-Type`).
     fn rewrite(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         message: &Bytes,
         call: CallRead,
-        exact_json: bool,
+        media: MessageType,
     ) -> Result<(usize, Bytes), String> {
         let (i, values) = self.arguments(call)?;
         let tool = &self.tools[i];
@@ -244,7 +246,9 @@ impl Catalog {
         // message's framing: the operation goes as a bodiless REST call does (hyper
         // keeps no Content-Length beside a Transfer-Encoding).
         if http.body.is_none() {
-            req.headers.remove(CONTENT_TYPE);
+            if let MessageType::Present { .. } = media {
+                req.headers.remove(CONTENT_TYPE);
+            }
             if req.headers.remove(CONTENT_LENGTH).is_none() {
                 req.headers.remove(TRANSFER_ENCODING);
             }
@@ -258,6 +262,7 @@ impl Catalog {
         let body = match http.body {
             Some((content_type, bytes)) => {
                 // Most operations take the message's own media type: nothing to replace.
+                let exact_json = matches!(media, MessageType::Present { exact_json: true });
                 let kept = exact_json && !typed && content_type == "application/json";
                 if !kept {
                     req.headers.insert(CONTENT_TYPE, content_type);
@@ -446,6 +451,33 @@ impl<'de> DeserializeSeed<'de> for ArgsSeed<'_> {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         args::read(self.0, d)
     }
+}
+
+/// The message's `Content-Type` as the rewrite finds it.
+#[derive(Clone, Copy)]
+enum MessageType {
+    /// Still in the request: exactly `application/json` (kept for a JSON body
+    /// argument) or another JSON type.
+    Present { exact_json: bool },
+    /// Taken out as it was checked (a call to an operation that never has a body).
+    Taken,
+}
+
+/// A message is JSON (415 otherwise); whether its media type is exactly
+/// `application/json`.
+fn check_media_type(content_type: Option<&HeaderValue>) -> Result<bool, Refusal> {
+    let content_type = content_type.map(HeaderValue::as_bytes);
+    let exact_json = content_type == Some(b"application/json");
+    if !exact_json && !content_type.is_some_and(turnpike_policy::http::is_json) {
+        let msg = "a message is sent as application/json".to_string();
+        return Err(Refusal::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            msg,
+        ));
+    }
+    Ok(exact_json)
 }
 
 /// The version a client asked for when this server speaks it, else the newest.
