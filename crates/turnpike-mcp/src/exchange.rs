@@ -232,15 +232,26 @@ impl Catalog {
             .map_err(|e| e.to_string())?;
         ctx.resource = Some(self.resources[i].clone());
         req.method = tool.plan.method.clone();
-        // The answer is read back into a tool result: uncompressed JSON preferred. An
-        // insertion replaces what the client sent (a removal costs more), and
-        // `identity` asks for no coding where an absent header would allow any.
-        req.headers
-            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-        req.headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, */*;q=0.5"),
-        );
+        // The answer is read back into a tool result: uncompressed JSON preferred
+        // (`identity`: an absent Accept-Encoding would allow any coding). The client's
+        // values are replaced where they stand, found in one pass (no lookup); a name
+        // absent or repeated is inserted (which replaces every value).
+        let (mut codings, mut accepts) = (0u32, 0u32);
+        for (name, value) in req.headers.iter_mut() {
+            if *name == ACCEPT_ENCODING {
+                codings += 1;
+                *value = IDENTITY.clone();
+            } else if *name == ACCEPT {
+                accepts += 1;
+                *value = ACCEPT_JSON.clone();
+            }
+        }
+        if codings != 1 {
+            req.headers.insert(ACCEPT_ENCODING, IDENTITY.clone());
+        }
+        if accepts != 1 {
+            req.headers.insert(ACCEPT, ACCEPT_JSON.clone());
+        }
         // The message's Content-Type replaced by the operation's (an insert replaces:
         // no removal first), or removed when the operation has no body, with the
         // message's framing: the operation goes as a bodiless REST call does (hyper
@@ -453,6 +464,11 @@ impl<'de> DeserializeSeed<'de> for ArgsSeed<'_> {
     }
 }
 
+/// The codings and media types a tool's operation is asked for (statics: a clone
+/// copies no bytes and checks none).
+static IDENTITY: HeaderValue = HeaderValue::from_static("identity");
+static ACCEPT_JSON: HeaderValue = HeaderValue::from_static("application/json, */*;q=0.5");
+
 /// The message's `Content-Type` as the rewrite finds it.
 #[derive(Clone, Copy)]
 enum MessageType {
@@ -586,6 +602,73 @@ pub(crate) mod tests {
         let (tool, values) = catalog.arguments(call)?;
         let texts = values.iter().map(|v| v.map(str::to_owned));
         Ok((tool, texts.collect()))
+    }
+
+    /// A call's request as its operation's: the MCP headers taken out, the message's
+    /// media type and framing gone for an operation without a body (none written
+    /// after: `bodiless`), one `identity` coding and the JSON `Accept` over what the
+    /// client sent (once, twice or not at all); a body operation keeps its media type.
+    #[test]
+    fn a_call_becomes_its_operations_request() {
+        use http::header::{HeaderName, ACCEPT, ACCEPT_ENCODING};
+        let catalog = Catalog::new(crate::args::tests::tools());
+        let library = Library::build(&Default::default()).expect("library");
+        let session = "0123456789abcdef0123456789abcdef";
+        let get = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"getItem","arguments":{"id":"a b","n":2}}}"#;
+        let put = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"putItem","arguments":{"id":1,"body":{"a":1}}}}"#;
+        let codings: [&[&str]; 3] = [&[], &["gzip"], &["gzip", "br"]];
+        for (message, bodiless) in [(get, true), (put, false)] {
+            for sent in codings {
+                let mut req = http::Request::post("/mcp/t/v1").body(()).expect("request");
+                let h = req.headers_mut();
+                let pairs = [
+                    ("content-type", "application/json"),
+                    ("content-length", "120"),
+                    ("accept", "application/json, text/event-stream"),
+                    ("mcp-session-id", session),
+                    ("mcp-protocol-version", "2025-06-18"),
+                ];
+                for (name, value) in pairs {
+                    h.append(
+                        HeaderName::from_static(name),
+                        HeaderValue::from_static(value),
+                    );
+                }
+                for c in sent {
+                    h.append(ACCEPT_ENCODING, HeaderValue::from_static(c));
+                }
+                let (mut parts, ()) = req.into_parts();
+                let target = turnpike_policy::UpstreamTarget::owned(parts.uri.clone(), "/");
+                let client = ([127, 0, 0, 1], 1).into();
+                let mut ctx = RequestCtx::new(HeaderValue::from_static("r"), client, false, target);
+                let mut body = Bytes::from_static(message.as_bytes());
+                let ex = catalog.read(&mut ctx, &mut parts, &mut body, &library, None);
+                assert!(matches!(ex.step, Next::Call(_)), "{message}");
+                assert_eq!(ex.session, session::parse_id(session.as_bytes()));
+                let h = &parts.headers;
+                let all = |name| h.get_all(name).iter().collect::<Vec<_>>();
+                assert_eq!(all(ACCEPT_ENCODING), ["identity"], "{sent:?}");
+                assert_eq!(all(ACCEPT), ["application/json, */*;q=0.5"]);
+                assert!(
+                    !h.contains_key("mcp-session-id") && !h.contains_key("mcp-protocol-version")
+                );
+                assert_eq!(ctx.bodiless, bodiless);
+                match bodiless {
+                    true => {
+                        assert_eq!(parts.method, Method::GET);
+                        assert!(body.is_empty());
+                        assert!(!h.contains_key(CONTENT_TYPE) && !h.contains_key(CONTENT_LENGTH));
+                        let upstream = (ctx.upstream.path(), ctx.upstream.query());
+                        assert_eq!(upstream, ("/items/a%20b", Some("n=2")));
+                    }
+                    false => {
+                        assert_eq!(parts.method, Method::PUT);
+                        assert_eq!(&body[..], br#"{"a":1}"#);
+                        assert_eq!(all(CONTENT_TYPE), ["application/json"]);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
