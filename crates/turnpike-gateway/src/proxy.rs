@@ -445,7 +445,11 @@ fn request_side<'a>(
                 if chain.hooks().contains(Hooks::REQUEST_BODY) {
                     chain.request_body(ctx, parts, &mut bytes).await?;
                 }
-                body::set_length(&mut parts.headers, bytes.len());
+                // A request its early-body hook left without a body or framing headers
+                // goes as it is (no `Content-Length: 0` on a GET).
+                if !(ctx.bodiless && bytes.is_empty()) {
+                    body::set_length(&mut parts.headers, bytes.len());
+                }
                 if let Some(m) = marks.as_deref_mut() {
                     m.bytes_in.buffered(bytes.len() as u64);
                 }

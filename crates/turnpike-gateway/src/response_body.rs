@@ -102,6 +102,45 @@ impl Gathered {
 /// After a body was replaced by one of `len` bytes: `Content-Length: len`, no
 /// `Transfer-Encoding`. The one place framing headers are rewritten.
 pub(crate) fn set_length(headers: &mut HeaderMap, len: usize) {
+    match headers.keys_len() <= PASS_HEADERS {
+        true => set_length_in_pass(headers, len),
+        false => set_length_by_lookup(headers, len),
+    }
+}
+
+/// The most names a head may have for [`set_length`] to find the framing headers in
+/// one pass over it (a compare per header, no hashing) rather than by two lookups.
+const PASS_HEADERS: usize = 8;
+
+/// [`set_length`] in one pass: the length kept when its first value states `len`, its
+/// one value replaced where it stands, several or none by an insertion; a
+/// `Transfer-Encoding` (absent but for a chunked body read whole) removed after.
+fn set_length_in_pass(headers: &mut HeaderMap, len: usize) {
+    let (mut lengths, mut chunked) = (0u32, false);
+    let mut length = None;
+    for (name, value) in headers.iter_mut() {
+        if *name == CONTENT_LENGTH {
+            lengths += 1;
+            length.get_or_insert(value);
+        } else if *name == TRANSFER_ENCODING {
+            chunked = true;
+        }
+    }
+    match length {
+        // The length the body has (every value of the name kept, as a lookup would).
+        Some(v) if states(v.as_bytes(), len) => {}
+        Some(v) if lengths == 1 => *v = length_value(len),
+        _ => {
+            headers.insert(CONTENT_LENGTH, length_value(len));
+        }
+    }
+    if chunked {
+        headers.remove(TRANSFER_ENCODING);
+    }
+}
+
+/// [`set_length`] by lookups (a head of many headers).
+fn set_length_by_lookup(headers: &mut HeaderMap, len: usize) {
     // Absent but for a chunked body read whole: one lookup.
     headers.remove(TRANSFER_ENCODING);
     match headers.entry(CONTENT_LENGTH) {
@@ -617,6 +656,36 @@ mod tests {
         let mut h = HeaderMap::new();
         set_length(&mut h, 3);
         assert_eq!(h[CONTENT_LENGTH], "3");
+    }
+
+    /// The pass and the lookups leave the same head, whatever its size and framing.
+    #[test]
+    fn a_length_set_in_one_pass_as_by_lookups() {
+        let lengths: [&[&'static str]; 4] = [&[], &["12"], &["7"], &["12", "12"]];
+        for others in 0..12 {
+            for te in [false, true] {
+                for values in lengths {
+                    let mut h = HeaderMap::new();
+                    for i in 0..others {
+                        let name = http::HeaderName::from_bytes(format!("x-{i}").as_bytes())
+                            .expect("a name");
+                        h.insert(name, HeaderValue::from_static("v"));
+                    }
+                    for v in values {
+                        h.append(CONTENT_LENGTH, HeaderValue::from_static(v));
+                    }
+                    if te {
+                        h.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+                    }
+                    let (mut pass, mut lookup) = (h.clone(), h);
+                    set_length_in_pass(&mut pass, 12);
+                    set_length_by_lookup(&mut lookup, 12);
+                    assert_eq!(pass, lookup, "{others} {te} {values:?}");
+                    assert_eq!(pass[CONTENT_LENGTH], "12");
+                    assert!(!pass.contains_key(TRANSFER_ENCODING));
+                }
+            }
+        }
     }
 
     #[test]

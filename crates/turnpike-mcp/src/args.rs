@@ -32,12 +32,41 @@ pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
 /// The HTTP request a call becomes.
 #[derive(Debug)]
 pub struct HttpCall {
-    /// The upstream path below the API (`/pets/42`).
-    pub path: String,
-    pub query: Option<String>,
+    /// The upstream path below the API and its query in one buffer (`/pets/42?a=1`):
+    /// one allocation, which the upstream target keeps.
+    pub target: String,
+    /// Where the query starts in `target`, after its `?` (`None`: no query).
+    pub query_at: Option<usize>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The body and its media type.
     pub body: Option<(HeaderValue, Bytes)>,
+}
+
+#[cfg(test)]
+impl HttpCall {
+    /// The upstream path below the API (`/pets/42`).
+    pub fn path(&self) -> &str {
+        let end = self.query_at.map_or(self.target.len(), |at| at - 1);
+        self.target.get(..end).unwrap_or_default()
+    }
+
+    /// The query, without `?`.
+    pub fn query(&self) -> Option<&str> {
+        self.target.get(self.query_at?..)
+    }
+}
+
+impl HttpCall {
+    /// Appends `&` or, before the first pair, `?`.
+    fn query_separator(&mut self) {
+        match self.query_at {
+            Some(_) => self.target.push('&'),
+            None => {
+                self.target.push('?');
+                self.query_at = Some(self.target.len());
+            }
+        }
+    }
 }
 
 /// The request for `args`, or why they do not fit the tool (an `Invalid params`).
@@ -54,8 +83,55 @@ pub fn request(
 }
 
 /// Each argument's value as its JSON text (read and checked to be JSON), by the plan's
-/// index (`None`: absent or `null`).
-pub(crate) type Values<'a> = Vec<Option<&'a str>>;
+/// index (`None`: absent or `null`): held in place for a tool of one or two arguments
+/// (most operations: an id, a body, a query; no allocation per call), in a `Vec`
+/// beyond. (Two, not more: a call's params are moved several times on their way, and
+/// a larger inline array made each move a `memcpy` call, which cost more than the
+/// allocation saved.)
+#[derive(Debug)]
+pub(crate) enum Values<'a> {
+    Inline {
+        len: usize,
+        values: [Option<&'a str>; INLINE_VALUES],
+    },
+    Heap(Vec<Option<&'a str>>),
+}
+
+/// The arguments a tool may have for [`Values`] to hold them in place.
+const INLINE_VALUES: usize = 2;
+
+impl Values<'_> {
+    /// `n` absent values.
+    pub(crate) fn absent(n: usize) -> Self {
+        match n <= INLINE_VALUES {
+            true => Values::Inline {
+                len: n,
+                values: [None; INLINE_VALUES],
+            },
+            false => Values::Heap(vec![None; n]),
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Values<'a> {
+    type Target = [Option<&'a str>];
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Values::Inline { len, values } => values.get(..*len).unwrap_or_default(),
+            Values::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Values<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Values::Inline { len, values } => values.get_mut(..*len).unwrap_or_default(),
+            Values::Heap(v) => v,
+        }
+    }
+}
 
 /// The request for arguments read by [`read`] (see [`request`]).
 pub(crate) fn build(
@@ -63,27 +139,31 @@ pub(crate) fn build(
     values: &[Option<&str>],
     message: &Bytes,
 ) -> Result<HttpCall, String> {
-    for (a, v) in plan.args.iter().zip(values) {
-        match v {
+    // By index (a `zip` was a call to make each time): the plan and the values have
+    // the same length.
+    for (i, a) in plan.args.iter().enumerate() {
+        match values.get(i).copied().flatten() {
             None if a.required => return Err(format!("argument `{}` is required", a.name)),
             Some(v) => check(a, v)?,
             None => {}
         }
     }
     let mut call = HttpCall {
-        path: String::with_capacity(plan.path_len + 32),
-        query: None,
+        // Room for the arguments' values and a short query.
+        target: String::with_capacity(plan.path_len + 64),
+        query_at: None,
         headers: Vec::new(),
         body: None,
     };
     for piece in &plan.path {
         match piece {
-            Piece::Literal(s) => call.path.push_str(s),
-            Piece::Arg(i) => segment(&plan.args[*i], values[*i], &mut call.path)?,
+            Piece::Literal(s) => call.target.push_str(s),
+            Piece::Arg(i) => segment(&plan.args[*i], values[*i], &mut call.target)?,
         }
     }
-    for (a, v) in plan.args.iter().zip(values) {
-        if let Some(v) = v {
+    // The path is whole: the query pairs follow it in the same buffer.
+    for (i, a) in plan.args.iter().enumerate() {
+        if let Some(v) = values.get(i).copied().flatten() {
             place(a, v, &mut call, message)?;
         }
     }
@@ -99,7 +179,7 @@ pub(crate) fn build(
 /// counts its last value), or why the arguments do not fit the tool.
 pub(crate) fn values<'a>(plan: &CallPlan, args: Option<&'a str>) -> Result<Values<'a>, String> {
     let Some(args) = args else {
-        return Ok(vec![None; plan.args.len()]);
+        return Ok(Values::absent(plan.args.len()));
     };
     let mut de = serde_json::Deserializer::from_str(args);
     read(plan, &mut de)
@@ -133,7 +213,7 @@ impl<'de> Visitor<'de> for ArgsReader<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut values = vec![None; self.plan.args.len()];
+        let mut values = Values::absent(self.plan.args.len());
         let mut unknown = None;
         while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
             match self.plan.args.iter().position(|a| a.name == name) {
@@ -157,7 +237,7 @@ impl<'de> Visitor<'de> for ArgsReader<'_> {
 
     /// `null`: no arguments.
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Ok(vec![None; self.plan.args.len()]))
+        Ok(Ok(Values::absent(self.plan.args.len())))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
@@ -204,19 +284,15 @@ fn segment(a: &Arg, v: Option<&str>, path: &mut String) -> Result<(), String> {
 fn place(a: &Arg, v: &str, call: &mut HttpCall, message: &Bytes) -> Result<(), String> {
     match &a.place {
         Place::Path | Place::Variable => {}
-        Place::Query => {
-            let q = call.query.get_or_insert_with(|| String::with_capacity(64));
-            match Kind::of(v) {
-                Kind::Array => {
-                    let items: Vec<&RawValue> =
-                        serde_json::from_str(v).map_err(|e| e.to_string())?;
-                    for item in items {
-                        query_pair(q, &a.name, &text(item.get())?);
-                    }
+        Place::Query => match Kind::of(v) {
+            Kind::Array => {
+                let items: Vec<&RawValue> = serde_json::from_str(v).map_err(|e| e.to_string())?;
+                for item in items {
+                    query_pair(call, &a.name, &text(item.get())?);
                 }
-                _ => query_pair(q, &a.name, &text(v)?),
             }
-        }
+            _ => query_pair(call, &a.name, &text(v)?),
+        },
         Place::Header(name) => {
             let value = HeaderValue::from_str(&text(v)?)
                 .map_err(|_| format!("argument `{}` is not a valid header value", a.name))?;
@@ -235,13 +311,11 @@ fn place(a: &Arg, v: &str, call: &mut HttpCall, message: &Bytes) -> Result<(), S
     Ok(())
 }
 
-fn query_pair(q: &mut String, name: &str, value: &str) {
-    if !q.is_empty() {
-        q.push('&');
-    }
-    push_encoded(q, name);
-    q.push('=');
-    push_encoded(q, value);
+fn query_pair(call: &mut HttpCall, name: &str, value: &str) {
+    call.query_separator();
+    push_encoded(&mut call.target, name);
+    call.target.push('=');
+    push_encoded(&mut call.target, value);
 }
 
 /// `text` percent-encoded by [`COMPONENT`], appended to `out`: copied as it is when no
@@ -425,8 +499,8 @@ paths:
             r#"{"id": "a/../b", "n": 3, "tags": ["a b", "c"], "mode": "fast", "x-trace": {"k": [1, 2]}}"#,
         )
         .expect("call");
-        assert_eq!(c.path, "/items/a%2F..%2Fb");
-        assert_eq!(c.query.as_deref(), Some("n=3&tags=a%20b&tags=c&mode=fast"));
+        assert_eq!(c.path(), "/items/a%2F..%2Fb");
+        assert_eq!(c.query(), Some("n=3&tags=a%20b&tags=c&mode=fast"));
         assert_eq!(
             c.headers,
             [(
@@ -446,11 +520,7 @@ paths:
             (r#"{"id": "x", "n": -12}"#, "/items/x", Some("n=-12")),
         ] {
             let c = call(get, args).expect(args);
-            assert_eq!(
-                (c.path.as_str(), c.query.as_deref()),
-                (path, query),
-                "{args}"
-            );
+            assert_eq!((c.path(), c.query()), (path, query), "{args}");
         }
     }
 
@@ -499,7 +569,7 @@ paths:
             r#"{"id": 4, "body": {"name": "Rex", "tag": "dog"}}"#,
         )
         .expect("put");
-        assert_eq!(c.path, "/items/4");
+        assert_eq!(c.path(), "/items/4");
         let (ct, body) = c.body.expect("a body");
         assert_eq!(
             (ct.to_str().ok(), &body[..]),

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
 use http::{request, HeaderName, HeaderValue, Method, StatusCode};
 use rmcp::model::{
     ErrorCode, ErrorData, InitializeRequestParams, InputResponses, ProtocolVersion, RequestId,
@@ -133,30 +133,33 @@ impl Catalog {
         version: Option<&HeaderValue>,
         audit: Option<(&Auditor, Option<&HeaderValue>)>,
     ) -> Result<Next, Refusal> {
-        // The message's media type, looked up once: a JSON body, and whether it is the
-        // exact `application/json` a JSON body argument is sent as (kept, not replaced).
-        let content_type = req.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-        let exact_json = content_type == Some(b"application/json");
-        if !exact_json && !content_type.is_some_and(turnpike_policy::http::is_json) {
-            let msg = "a message is sent as application/json".to_string();
-            return Err(Refusal::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                None,
-                ErrorCode::INVALID_REQUEST,
-                msg,
-            ));
-        }
         // An audited call keeps its arguments' raw text for the audit trail.
         let seed = CallSeed {
             catalog: self,
             raw_arguments: audit.is_some(),
         };
         // A tool call read by the scanner when it can, else (and every other message)
-        // by serde_json.
+        // by serde_json. (Before the media type is checked: the scan changes nothing.)
         let fast = std::str::from_utf8(body)
             .ok()
             .filter(|_| body.len() <= rpc::MAX_MESSAGE_BYTES)
             .and_then(|text| fast::tool_call(self, text, seed.raw_arguments));
+        // The message's media type, looked up once; a call to an operation that never
+        // has a body takes it out as it reads it (it is not sent upstream).
+        let bodiless = fast
+            .as_ref()
+            .and_then(|(_, call)| call.tool)
+            .is_some_and(|i| self.tools[i].plan.bodiless);
+        let media = match bodiless {
+            true => {
+                let taken = req.headers.remove(CONTENT_TYPE);
+                check_media_type(taken.as_ref())?;
+                MessageType::Taken
+            }
+            false => MessageType::Present {
+                exact_json: check_media_type(req.headers.get(CONTENT_TYPE))?,
+            },
+        };
         let (id, method, params, early) = match fast {
             Some((id, call)) => (id, Cow::Borrowed("tools/call"), None, Some(call)),
             None => match rpc::parse_with(body, &seed)? {
@@ -175,7 +178,7 @@ impl Catalog {
             }
             check_version_header(version)?;
             let (tool, upstream) = self
-                .rewrite(ctx, req, body, call, exact_json)
+                .rewrite(ctx, req, body, call, media)
                 .map_err(|e| Refusal::answer(id.clone(), ErrorCode::INVALID_PARAMS, e))?;
             *body = upstream;
             return Ok(Next::Call(ToolCall {
@@ -212,37 +215,55 @@ impl Catalog {
 
     /// Turns the request into the tool's operation: method, path, query, headers; the
     /// tool's index and the operation's body (`message`: the body the call came in,
-    /// which a JSON body argument is a slice of; `exact_json`: its `Content-Type` is
-    /// `application/json`).
+    /// which a JSON body argument is a slice of; `media`: its `Content-Type`).
     fn rewrite(
         &self,
         ctx: &mut RequestCtx,
         req: &mut request::Parts,
         message: &Bytes,
         call: CallRead,
-        exact_json: bool,
+        media: MessageType,
     ) -> Result<(usize, Bytes), String> {
         let (i, values) = self.arguments(call)?;
         let tool = &self.tools[i];
         let http = args::build(&tool.plan, &values, message)?;
         ctx.upstream
-            .set_path_owned(http.path)
-            .map_err(|e| e.to_string())?;
-        ctx.upstream
-            .set_query_owned(http.query)
+            .set_target_owned(http.target, http.query_at)
             .map_err(|e| e.to_string())?;
         ctx.resource = Some(self.resources[i].clone());
         req.method = tool.plan.method.clone();
-        // The answer is read back into a tool result: uncompressed JSON preferred.
-        req.headers.remove(ACCEPT_ENCODING);
-        req.headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, */*;q=0.5"),
-        );
+        // The answer is read back into a tool result: uncompressed JSON preferred
+        // (`identity`: an absent Accept-Encoding would allow any coding). The client's
+        // values are replaced where they stand, found in one pass (no lookup); a name
+        // absent or repeated is inserted (which replaces every value).
+        let (mut codings, mut accepts) = (0u32, 0u32);
+        for (name, value) in req.headers.iter_mut() {
+            if *name == ACCEPT_ENCODING {
+                codings += 1;
+                *value = IDENTITY.clone();
+            } else if *name == ACCEPT {
+                accepts += 1;
+                *value = ACCEPT_JSON.clone();
+            }
+        }
+        if codings != 1 {
+            req.headers.insert(ACCEPT_ENCODING, IDENTITY.clone());
+        }
+        if accepts != 1 {
+            req.headers.insert(ACCEPT, ACCEPT_JSON.clone());
+        }
         // The message's Content-Type replaced by the operation's (an insert replaces:
-        // no removal first), or removed when the operation has no body.
+        // no removal first), or removed when the operation has no body, with the
+        // message's framing: the operation goes as a bodiless REST call does (hyper
+        // keeps no Content-Length beside a Transfer-Encoding).
         if http.body.is_none() {
-            req.headers.remove(CONTENT_TYPE);
+            if let MessageType::Present { .. } = media {
+                req.headers.remove(CONTENT_TYPE);
+            }
+            if req.headers.remove(CONTENT_LENGTH).is_none() {
+                req.headers.remove(TRANSFER_ENCODING);
+            }
+            ctx.bodiless = true;
         }
         // A header argument may name `Content-Type` (the operation's own replaces it).
         let typed = http.headers.iter().any(|(n, _)| n == CONTENT_TYPE);
@@ -252,6 +273,7 @@ impl Catalog {
         let body = match http.body {
             Some((content_type, bytes)) => {
                 // Most operations take the message's own media type: nothing to replace.
+                let exact_json = matches!(media, MessageType::Present { exact_json: true });
                 let kept = exact_json && !typed && content_type == "application/json";
                 if !kept {
                     req.headers.insert(CONTENT_TYPE, content_type);
@@ -442,6 +464,38 @@ impl<'de> DeserializeSeed<'de> for ArgsSeed<'_> {
     }
 }
 
+/// The codings and media types a tool's operation is asked for (statics: a clone
+/// copies no bytes and checks none).
+static IDENTITY: HeaderValue = HeaderValue::from_static("identity");
+static ACCEPT_JSON: HeaderValue = HeaderValue::from_static("application/json, */*;q=0.5");
+
+/// The message's `Content-Type` as the rewrite finds it.
+#[derive(Clone, Copy)]
+enum MessageType {
+    /// Still in the request: exactly `application/json` (kept for a JSON body
+    /// argument) or another JSON type.
+    Present { exact_json: bool },
+    /// Taken out as it was checked (a call to an operation that never has a body).
+    Taken,
+}
+
+/// A message is JSON (415 otherwise); whether its media type is exactly
+/// `application/json`.
+fn check_media_type(content_type: Option<&HeaderValue>) -> Result<bool, Refusal> {
+    let content_type = content_type.map(HeaderValue::as_bytes);
+    let exact_json = content_type == Some(b"application/json");
+    if !exact_json && !content_type.is_some_and(turnpike_policy::http::is_json) {
+        let msg = "a message is sent as application/json".to_string();
+        return Err(Refusal::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            msg,
+        ));
+    }
+    Ok(exact_json)
+}
+
 /// The version a client asked for when this server speaks it, else the newest.
 fn negotiate(asked: &ProtocolVersion) -> &'static ProtocolVersion {
     VERSIONS
@@ -548,6 +602,73 @@ pub(crate) mod tests {
         let (tool, values) = catalog.arguments(call)?;
         let texts = values.iter().map(|v| v.map(str::to_owned));
         Ok((tool, texts.collect()))
+    }
+
+    /// A call's request as its operation's: the MCP headers taken out, the message's
+    /// media type and framing gone for an operation without a body (none written
+    /// after: `bodiless`), one `identity` coding and the JSON `Accept` over what the
+    /// client sent (once, twice or not at all); a body operation keeps its media type.
+    #[test]
+    fn a_call_becomes_its_operations_request() {
+        use http::header::{HeaderName, ACCEPT, ACCEPT_ENCODING};
+        let catalog = Catalog::new(crate::args::tests::tools());
+        let library = Library::build(&Default::default()).expect("library");
+        let session = "0123456789abcdef0123456789abcdef";
+        let get = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"getItem","arguments":{"id":"a b","n":2}}}"#;
+        let put = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"putItem","arguments":{"id":1,"body":{"a":1}}}}"#;
+        let codings: [&[&str]; 3] = [&[], &["gzip"], &["gzip", "br"]];
+        for (message, bodiless) in [(get, true), (put, false)] {
+            for sent in codings {
+                let mut req = http::Request::post("/mcp/t/v1").body(()).expect("request");
+                let h = req.headers_mut();
+                let pairs = [
+                    ("content-type", "application/json"),
+                    ("content-length", "120"),
+                    ("accept", "application/json, text/event-stream"),
+                    ("mcp-session-id", session),
+                    ("mcp-protocol-version", "2025-06-18"),
+                ];
+                for (name, value) in pairs {
+                    h.append(
+                        HeaderName::from_static(name),
+                        HeaderValue::from_static(value),
+                    );
+                }
+                for c in sent {
+                    h.append(ACCEPT_ENCODING, HeaderValue::from_static(c));
+                }
+                let (mut parts, ()) = req.into_parts();
+                let target = turnpike_policy::UpstreamTarget::owned(parts.uri.clone(), "/");
+                let client = ([127, 0, 0, 1], 1).into();
+                let mut ctx = RequestCtx::new(HeaderValue::from_static("r"), client, false, target);
+                let mut body = Bytes::from_static(message.as_bytes());
+                let ex = catalog.read(&mut ctx, &mut parts, &mut body, &library, None);
+                assert!(matches!(ex.step, Next::Call(_)), "{message}");
+                assert_eq!(ex.session, session::parse_id(session.as_bytes()));
+                let h = &parts.headers;
+                let all = |name| h.get_all(name).iter().collect::<Vec<_>>();
+                assert_eq!(all(ACCEPT_ENCODING), ["identity"], "{sent:?}");
+                assert_eq!(all(ACCEPT), ["application/json, */*;q=0.5"]);
+                assert!(
+                    !h.contains_key("mcp-session-id") && !h.contains_key("mcp-protocol-version")
+                );
+                assert_eq!(ctx.bodiless, bodiless);
+                match bodiless {
+                    true => {
+                        assert_eq!(parts.method, Method::GET);
+                        assert!(body.is_empty());
+                        assert!(!h.contains_key(CONTENT_TYPE) && !h.contains_key(CONTENT_LENGTH));
+                        let upstream = (ctx.upstream.path(), ctx.upstream.query());
+                        assert_eq!(upstream, ("/items/a%20b", Some("n=2")));
+                    }
+                    false => {
+                        assert_eq!(parts.method, Method::PUT);
+                        assert_eq!(&body[..], br#"{"a":1}"#);
+                        assert_eq!(all(CONTENT_TYPE), ["application/json"]);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -148,7 +148,7 @@ fn params<'a>(catalog: &Catalog, s: &mut Scan<'a>, raw_arguments: bool) -> Optio
 /// The arguments object (or `null`: none) against the tool's plan, each known name's
 /// value as its text (a `null` one absent; a repeated name: its last value).
 fn arguments_of<'a>(plan: &CallPlan, s: &mut Scan<'a>) -> Option<Values<'a>> {
-    let mut values = vec![None; plan.args.len()];
+    let mut values = Values::absent(plan.args.len());
     if s.ahead()? == b'n' {
         return (s.value()? == "null").then_some(values);
     }

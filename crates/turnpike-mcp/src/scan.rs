@@ -28,7 +28,7 @@ pub(crate) static STOPS: [bool; 256] = {
 };
 
 const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
+pub(crate) const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// The bytes of an 8-byte word (its first byte the lowest) that [`STOPS`] holds, as a
 /// mask whose lowest set bit is exact: the high bit of the first such byte. (A set bit
@@ -233,7 +233,9 @@ impl<'a> Scan<'a> {
         hit
     }
 
-    /// One value (after whitespace): its text.
+    /// One value (after whitespace): its text. (Inlined: a call per argument's value
+    /// cost more than the few instructions it wraps around `skip`.)
+    #[inline(always)]
     pub(crate) fn value(&mut self) -> Option<&'a str> {
         self.space();
         let start = self.at;

@@ -74,6 +74,9 @@ pub struct CallPlan {
     /// A GraphQL field's document: the call is a POST of it with the arguments as its
     /// variables.
     pub graphql: Option<String>,
+    /// The operation never has a body (no body argument, no GraphQL document): a
+    /// call's message `Content-Type` is taken out as it is checked.
+    pub bodiless: bool,
 }
 
 /// A piece of a path template.
@@ -489,6 +492,8 @@ fn plan(op: &Operation, selection: Option<&str>) -> Result<CallPlan, String> {
         args.push(Arg::new(name.into(), place, b.required, schema));
     }
     let path = pieces(&op.path, &mut args);
+    let bodiless =
+        op.graphql.is_none() && !args.iter().any(|a| matches!(a.place, Place::Body { .. }));
     Ok(CallPlan {
         method: op.method.clone(),
         path_len: path
@@ -505,6 +510,7 @@ fn plan(op: &Operation, selection: Option<&str>) -> Result<CallPlan, String> {
             .collect(),
         args,
         graphql: op.graphql.as_ref().map(|g| g.document(selection)),
+        bodiless,
     })
 }
 

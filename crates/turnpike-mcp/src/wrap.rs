@@ -19,7 +19,7 @@ use turnpike_policy::{ErrorKind, GatewayError};
 
 use crate::exchange::ToolCall;
 use crate::rpc::Key;
-use crate::scan::{stops, word_at, Scan};
+use crate::scan::{stops, word_at, Scan, HIGH};
 
 /// Headers that describe the operation's body, not the JSON-RPC answer that replaces it
 /// (`Content-Encoding` first: its presence refuses the answer). `Content-Length` is not
@@ -35,22 +35,34 @@ const BODY_HEADERS: [http::HeaderName; 8] = [
     LOCATION,
 ];
 
+/// The answer's media type (a static value: its clone copies no bytes).
+static ANSWER_TYPE: HeaderValue = HeaderValue::from_static("application/json");
+
 /// Notes the operation's status and media type; the answer becomes a 200 JSON one.
 pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<(), GatewayError> {
-    // One pass over the few headers there are, then only those present removed (a
-    // removal of an absent name costs a lookup each); the media type looked up once.
+    // One pass over the few headers there are: which body headers are present (only
+    // those are removed: a removal of an absent name costs a lookup each) and the media
+    // type's values (the first is the one `get` gives), replaced where it stands.
     let mut present = 0u16;
-    for name in resp.headers.keys() {
-        if let Some(i) = BODY_HEADERS.iter().position(|h| h == name) {
+    let mut types = 0u32;
+    let mut content_type: Option<&mut HeaderValue> = None;
+    for (name, value) in resp.headers.iter_mut() {
+        if *name == CONTENT_TYPE {
+            types += 1;
+            content_type.get_or_insert(value);
+        } else if let Some(i) = BODY_HEADERS.iter().position(|h| h == name) {
             present |= 1 << i;
         }
     }
-    let content_type = resp.headers.get(CONTENT_TYPE).map(HeaderValue::as_bytes);
+    let media = content_type.as_deref().map(HeaderValue::as_bytes);
     // The answer's media type already (the common JSON answer): nothing to replace.
-    let answer_type = content_type == Some(b"application/json");
-    // A JSON answer (the common one) is no stream: one test of the media type, not two.
-    let json = answer_type || content_type.is_some_and(turnpike_policy::http::is_json);
-    if !json && content_type.is_some_and(turnpike_policy::http::is_stream_type) {
+    let answer_type = media == Some(b"application/json");
+    let (json, stream) = match media {
+        _ if answer_type => (true, false),
+        Some(m) => turnpike_policy::http::json_or_stream(m),
+        None => (false, false),
+    };
+    if !json && stream {
         let mut e = GatewayError::new(ErrorKind::UpstreamProtocol);
         e.detail = Some("a tool's operation answered with a stream".into());
         return Err(e);
@@ -64,14 +76,19 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
     call.status = resp.status;
     call.json = json;
     resp.status = StatusCode::OK;
+    match content_type {
+        _ if answer_type => {}
+        // One value: replaced in place (no lookup, no removal).
+        Some(value) if types == 1 => *value = ANSWER_TYPE.clone(),
+        // None, or several: the insertion replaces them all.
+        _ => {
+            resp.headers.insert(CONTENT_TYPE, ANSWER_TYPE.clone());
+        }
+    }
     for (i, h) in BODY_HEADERS.iter().enumerate() {
         if present & (1 << i) != 0 {
             resp.headers.remove(h);
         }
-    }
-    if !answer_type {
-        resp.headers
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     }
     Ok(())
 }
@@ -81,6 +98,16 @@ pub(crate) fn head(call: &mut ToolCall, resp: &mut response::Parts) -> Result<()
 /// structured content as it came, once checked to be valid JSON); and whether it is a
 /// tool error (`isError`).
 pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
+    let status_failed = call.status.is_client_error() || call.status.is_server_error();
+    // A plain text answer (ASCII, nothing JSON escapes: valid UTF-8 as it is) is copied
+    // as it came, after one pass over it.
+    if !call.json && !status_failed && plain_ascii(upstream) {
+        let content = Content {
+            bytes: upstream,
+            escaped: upstream.len() + 2,
+        };
+        return (answer(&call.id, content, None, false), false);
+    }
     let text = std::str::from_utf8(upstream);
     let (shape, trimmed) = match (call.json, text) {
         (true, Ok(t)) => shape(t),
@@ -88,9 +115,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     };
     // A GraphQL answer's `errors` (RFC: a list of at least one) is the call's failure,
     // whatever the status (GraphQL over HTTP answers 200 with `errors`).
-    let failed = call.status.is_client_error()
-        || call.status.is_server_error()
-        || (call.graphql && shape.errors);
+    let failed = status_failed || (call.graphql && shape.errors);
     // The text content first (its escaped length known), then one buffer of the
     // answer's size: no growth, and `into_boxed_slice` shrinks nothing (or in place).
     let lossy;
@@ -106,8 +131,22 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
             &lossy
         }
     };
-    let escaped = escaped_len(content.as_bytes());
+    let content = Content {
+        bytes: content.as_bytes(),
+        escaped: escaped_len(content.as_bytes()),
+    };
     let structured = shape.object.then_some(trimmed);
+    (answer(&call.id, content, structured, failed), failed)
+}
+
+/// The text content: valid UTF-8, and its length as a JSON string ([`escaped_len`]).
+struct Content<'a> {
+    bytes: &'a [u8],
+    escaped: usize,
+}
+
+/// The `CallToolResult` answer written into one buffer of its exact size.
+fn answer(id: &RequestId, content: Content, structured: Option<&str>, failed: bool) -> Bytes {
     const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
     const CONTENT: &[u8] = br#","result":{"content":[{"type":"text","text":"#;
     const STRUCTURED: &[u8] = br#","structuredContent":"#;
@@ -118,7 +157,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     // The id as serde_json writes it: an integer's digits by `itoa`, a string (rare: the
     // SDKs number their requests) by serde_json, which cannot fail into a Vec.
     let (mut digits, text_id);
-    let id: &[u8] = match &call.id {
+    let id: &[u8] = match id {
         RequestId::Number(n) => {
             digits = itoa::Buffer::new();
             digits.format(*n).as_bytes()
@@ -132,7 +171,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     let size = HEAD.len()
         + id.len()
         + CONTENT.len()
-        + escaped
+        + content.escaped
         + 2
         + structured.map_or(0, |t| STRUCTURED.len() + t.len())
         + end.len();
@@ -140,7 +179,7 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     out.extend_from_slice(HEAD);
     out.extend_from_slice(id);
     out.extend_from_slice(CONTENT);
-    json_string(&mut out, content, escaped);
+    json_string(&mut out, content.bytes, content.escaped);
     out.extend_from_slice(b"}]");
     if let Some(t) = structured {
         out.extend_from_slice(STRUCTURED);
@@ -150,7 +189,25 @@ pub(crate) fn body(call: ToolCall, upstream: &[u8]) -> (Bytes, bool) {
     debug_assert_eq!(out.len(), size);
     // A boxed slice (nothing to shrink): `Bytes` from a `Vec` with room to spare
     // allocates a header of its own.
-    (Bytes::from(out.into_boxed_slice()), failed)
+    Bytes::from(out.into_boxed_slice())
+}
+
+/// ASCII with no byte JSON escapes: eight bytes at a time (a byte above 0x7F, or one
+/// `stops` flags, sends the answer the general way; `stops` may flag a plain byte
+/// after a flagged one, never a word without one).
+fn plain_ascii(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(w) = word_at(bytes, i) {
+        if (w & HIGH) | stops(w) != 0 {
+            return false;
+        }
+        i += 8;
+    }
+    bytes
+        .get(i..)
+        .unwrap_or_default()
+        .iter()
+        .all(|&b| b < 0x80 && ESCAPES[usize::from(b)] == 0)
 }
 
 /// JSON's whitespace.
@@ -199,13 +256,19 @@ fn scan_shape(text: &str) -> Option<(Shape, &str)> {
     Some((shape, object))
 }
 
-/// `s` as a JSON string, as serde_json writes it (`"` and `\` escaped, control
-/// characters as `\n`-style or `\u00XX` escapes), into `out`; `escaped` is
-/// [`escaped_len`] of `s`, the room made for it. Eight bytes at a time: a word without
+/// `bytes` (UTF-8) as a JSON string, as serde_json writes it (`"` and `\` escaped,
+/// control characters as `\n`-style or `\u00XX` escapes), into `out`; `escaped` is
+/// [`escaped_len`] of `bytes`, the room made for it. Eight bytes at a time: a word without
 /// a byte to escape is stored whole, any other byte by byte (a JSON answer has a quote
 /// every few bytes: a copy call per plain run would cost more than the bytes).
-fn json_string(out: &mut Vec<u8>, s: &str, escaped: usize) {
-    let bytes = s.as_bytes();
+fn json_string(out: &mut Vec<u8>, bytes: &[u8], escaped: usize) {
+    // Nothing to escape (a text answer, often): the bytes copied as they are.
+    if escaped == bytes.len() + 2 {
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut j = out.len();
     out.resize(j + escaped, 0);
     out[j] = b'"';
@@ -213,7 +276,10 @@ fn json_string(out: &mut Vec<u8>, s: &str, escaped: usize) {
     let mut i = 0;
     while let Some(w) = word_at(bytes, i) {
         if stops(w) == 0 {
-            out[j..j + 8].copy_from_slice(&w.to_le_bytes());
+            // A fixed-size store (a slice's `copy_from_slice` is a call).
+            if let Some(to) = out.get_mut(j..).and_then(<[u8]>::first_chunk_mut::<8>) {
+                *to = w.to_le_bytes();
+            }
             j += 8;
         } else {
             for &b in &bytes[i..i + 8] {
@@ -472,7 +538,12 @@ pub(crate) mod tests {
 
     #[test]
     fn the_answer_is_the_sdks_call_tool_result() {
-        let bodies: [&[u8]; 12] = [
+        let bodies: [&[u8]; 17] = [
+            b"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwx",
+            b"short",
+            b"plain text, then a quote at the end\"",
+            b"a word with \x7f then more plain text",
+            "plain text, then \u{e9}".as_bytes(),
             br#"{"name":"Rex","tag":"dog"}"#,
             b" {\"a\" : [1, 2.5, -0, 1e2, {\"b\": null}], \"s\": \"\\u00e9\\\"\\n\"}\n",
             br#"[{"a":1}]"#,
@@ -525,10 +596,22 @@ pub(crate) mod tests {
             let s = s.as_str();
             let mut out = b"x".to_vec();
             let escaped = escaped_len(s.as_bytes());
-            json_string(&mut out, s, escaped);
+            json_string(&mut out, s.as_bytes(), escaped);
             let want = serde_json::to_vec(s).expect("json");
             assert_eq!(escaped, want.len(), "{s:?}");
             assert_eq!(out[1..], want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn plain_ascii_is_ascii_without_a_byte_to_escape() {
+        for b in 0..=0xFFu8 {
+            for at in 0..20 {
+                let mut text = vec![b'a'; 20];
+                text[at] = b;
+                let want = b < 0x80 && escaped_len(&text) == text.len() + 2;
+                assert_eq!(plain_ascii(&text), want, "{b:#x} at {at}");
+            }
         }
     }
 

@@ -36,6 +36,12 @@ pub struct RequestCtx {
     /// MCP endpoint's exchange: its message read before auth, the call's answer to
     /// wrap). A field, not `ext`, for the reason `cache` is one.
     pub endpoint: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// Set by an early-body hook that left the request no body and removed its framing
+    /// headers (`Content-Length`, `Transfer-Encoding`): an MCP tool call to a GET
+    /// operation. It goes upstream as a bodiless REST request does, without a
+    /// `Content-Length: 0` of the gateway's (a body policy that gives it a body again
+    /// has its length written as any).
+    pub bodiless: bool,
     /// The matched resource's path template as written (`/pets/{id}`), set by the
     /// gateway only when something observes the request (analytics).
     pub resource: Option<Arc<str>>,
@@ -66,6 +72,7 @@ impl RequestCtx {
             ext: http::Extensions::new(),
             cache: None,
             endpoint: None,
+            bodiless: false,
             resource: None,
             snapshot_version: 0,
             throttled_by: None,
@@ -124,12 +131,20 @@ enum Path {
     /// The client's path from this byte on.
     Suffix(usize),
     Owned(String),
+    /// A path and its query built in one buffer (`/a?b`): the path is `text[..at - 1]`,
+    /// the query ([`Query::InPath`]) `text[at..]`.
+    WithQuery {
+        text: String,
+        at: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
 enum Query {
     Client,
     Owned(Option<String>),
+    /// The query [`Path::WithQuery`] holds.
+    InPath,
 }
 
 /// A rewritten path or query that is not valid in a request line.
@@ -174,6 +189,7 @@ impl UpstreamTarget {
                 Some(p) => p,
             },
             Path::Owned(p) => p,
+            Path::WithQuery { text, at } => text.get(..at - 1).unwrap_or("/"),
         }
     }
 
@@ -183,6 +199,10 @@ impl UpstreamTarget {
         match &self.query {
             Query::Client => self.uri.query(),
             Query::Owned(q) => q.as_deref(),
+            Query::InPath => match &self.path {
+                Path::WithQuery { text, at } => text.get(*at..),
+                _ => None,
+            },
         }
     }
 
@@ -205,14 +225,72 @@ impl UpstreamTarget {
                 value: path,
             });
         }
+        self.split_query();
         self.path = Path::Owned(path);
         Ok(())
+    }
+
+    /// Rewrites the path and the query at once from one buffer the caller built:
+    /// `path?query` with the query from byte `query_at` (after the `?`), or a path
+    /// alone (`None`); kept, not copied. Checked as [`set_path_owned`] and
+    /// [`set_query_owned`] check each part; an empty query is none.
+    ///
+    /// [`set_path_owned`]: Self::set_path_owned
+    /// [`set_query_owned`]: Self::set_query_owned
+    pub fn set_target_owned(
+        &mut self,
+        text: String,
+        query_at: Option<usize>,
+    ) -> Result<(), InvalidTarget> {
+        let Some(at) = query_at else {
+            self.set_path_owned(text)?;
+            self.query = Query::Owned(None);
+            return Ok(());
+        };
+        let (path, query) = match (text.get(..at.wrapping_sub(1)), text.get(at..)) {
+            (Some(p), Some(q)) if text.as_bytes()[at - 1] == b'?' => (p, q),
+            _ => {
+                return Err(InvalidTarget {
+                    what: "path",
+                    value: text,
+                })
+            }
+        };
+        if !(path.starts_with('/') && target_ok(path, 0, path_table)) {
+            return Err(InvalidTarget {
+                what: "path",
+                value: path.to_owned(),
+            });
+        }
+        if !target_ok(query, 2, query_table) {
+            return Err(InvalidTarget {
+                what: "query",
+                value: query.to_owned(),
+            });
+        }
+        if query.is_empty() {
+            let mut text = text;
+            text.truncate(at - 1);
+            self.path = Path::Owned(text);
+            self.query = Query::Owned(None);
+        } else {
+            self.path = Path::WithQuery { text, at };
+            self.query = Query::InPath;
+        }
+        Ok(())
+    }
+
+    /// A query held in the path's buffer moved to its own, before the path changes.
+    fn split_query(&mut self) {
+        if let Query::InPath = self.query {
+            self.query = Query::Owned(self.query().map(str::to_owned));
+        }
     }
 
     /// Sends the request to the endpoint's URL as written, nothing appended (a proxied
     /// MCP server's endpoint is one URL: `/mcp`, never `/mcp/`).
     pub fn set_endpoint_only(&mut self) {
-        self.path = Path::Owned("".into());
+        self.path = Path::Owned(String::new());
         self.query = Query::Owned(None);
     }
 
@@ -230,6 +308,11 @@ impl UpstreamTarget {
                     value: q.clone(),
                 });
             }
+        }
+        if let Path::WithQuery { text, at } = &mut self.path {
+            // The path keeps its buffer, without the query.
+            text.truncate(*at - 1);
+            self.path = Path::Owned(std::mem::take(text));
         }
         self.query = Query::Owned(query.filter(|q| !q.is_empty()));
         Ok(())
@@ -372,6 +455,47 @@ mod tests {
         }
         let t = UpstreamTarget::owned(Uri::from_static("/a/b"), "/c");
         assert_eq!(t.path(), "/c");
+    }
+
+    /// A path and query set from one buffer read as when set one by one, and either
+    /// part set again after leaves the other as it was.
+    #[test]
+    fn a_path_and_query_in_one_buffer() {
+        let uri = || Uri::from_static("/api/v1/x?client=1");
+        let mut t = UpstreamTarget::suffix(uri(), 7);
+        t.set_target_owned("/pets/7?a=1&b=%20".into(), Some(8))
+            .expect("valid");
+        assert_eq!((t.path(), t.query()), ("/pets/7", Some("a=1&b=%20")));
+        let mut out = String::new();
+        t.write_to("/base", &mut out);
+        assert_eq!(out, "/base/pets/7?a=1&b=%20");
+        t.set_path_owned("/other".into()).expect("valid");
+        assert_eq!((t.path(), t.query()), ("/other", Some("a=1&b=%20")));
+
+        let mut t = UpstreamTarget::suffix(uri(), 7);
+        t.set_target_owned("/pets/7?a=1".into(), Some(8))
+            .expect("valid");
+        t.set_query_owned(Some("c=2".into())).expect("valid");
+        assert_eq!((t.path(), t.query()), ("/pets/7", Some("c=2")));
+
+        for (text, at, want) in [
+            ("/pets", None, Ok(("/pets", None))),
+            ("/pets?", Some(6), Ok(("/pets", None))),
+            ("/?q", Some(2), Ok(("/", Some("q")))),
+            ("/pets?a", Some(5), Err("path")),
+            ("/pets?a", Some(9), Err("path")),
+            ("/pets?a", Some(0), Err("path")),
+            ("pets?a", Some(5), Err("path")),
+            ("/pe#ts?a", Some(7), Err("path")),
+            ("/pets?a#", Some(6), Err("query")),
+        ] {
+            let mut t = UpstreamTarget::suffix(uri(), 7);
+            let got = t
+                .set_target_owned(text.into(), at)
+                .map(|()| (t.path(), t.query()))
+                .map_err(|e| e.what);
+            assert_eq!(got, want, "{text} {at:?}");
+        }
     }
 
     /// Every byte, in a path and in a query, is taken or refused as `PathAndQuery` does.

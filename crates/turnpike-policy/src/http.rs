@@ -83,8 +83,22 @@ pub fn is_stream_type(content_type: &[u8]) -> bool {
     if content_type == b"application/json" {
         return false;
     }
-    let m = essence(content_type);
+    stream_essence(essence(content_type))
+}
+
+/// Whether a media type without its parameters is a stream's.
+fn stream_essence(m: &[u8]) -> bool {
     m.eq_ignore_ascii_case(b"text/event-stream") || grpc(m)
+}
+
+/// [`is_json`] and [`is_stream_type`] of one `Content-Type` value, its parameters
+/// stripped once (a reader that needs both: an MCP tool's answer).
+pub fn json_or_stream(content_type: &[u8]) -> (bool, bool) {
+    if content_type == b"application/json" {
+        return (true, false);
+    }
+    let m = essence(content_type);
+    (json_essence(m), stream_essence(m))
 }
 
 /// Whether a message is gRPC over HTTP/2 (`application/grpc`, `application/grpc+proto`;
@@ -108,7 +122,11 @@ pub fn is_json(media_type: &[u8]) -> bool {
     if media_type == b"application/json" {
         return true;
     }
-    let essence = essence(media_type);
+    json_essence(essence(media_type))
+}
+
+/// Whether a media type without its parameters is JSON.
+fn json_essence(essence: &[u8]) -> bool {
     essence.eq_ignore_ascii_case(b"application/json")
         || essence
             .len()
@@ -270,6 +288,24 @@ mod tests {
         }
         for no in ["text/plain", "application/jsonx", "json", ""] {
             assert!(!is_json(no.as_bytes()), "{no}");
+        }
+    }
+
+    #[test]
+    fn json_or_stream_is_both_tests_at_once() {
+        for ct in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/problem+json",
+            " text/event-stream ;x=1",
+            "application/grpc+proto",
+            "application/grpc-web",
+            "text/plain",
+            "",
+            ";",
+        ] {
+            let b = ct.as_bytes();
+            assert_eq!(json_or_stream(b), (is_json(b), is_stream_type(b)), "{ct:?}");
         }
     }
 }
