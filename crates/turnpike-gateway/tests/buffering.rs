@@ -6,6 +6,8 @@
 mod support;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use support::*;
@@ -171,12 +173,33 @@ async fn past_the_gateways_buffer_budget_a_body_streams_as_before() {
         s.request_buffer_bytes = 100;
     })
     .await;
-    let slow = tokio::spawn(slow_post(gw.http, "/b/v1/x", 300, Duration::from_millis(5)));
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    assert_eq!(
-        up.active(),
-        1,
-        "the body streams to the back end once the budget is spent"
+    // The client's bytes sent so far, beside it: the back end must be reached before
+    // the last (a loaded machine stretches the client's pace; this waits on the client,
+    // not on a clock).
+    let sent = Arc::new(AtomicUsize::new(0));
+    let slow = tokio::spawn({
+        let sent = sent.clone();
+        async move {
+            let mut s = TcpStream::connect(gw.http).await.expect("connect");
+            let head = "POST /b/v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 300\r\nConnection: close\r\n\r\n";
+            s.write_all(head.as_bytes()).await.expect("head");
+            for _ in 0..300 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                s.write_all(b"x").await.expect("a byte");
+                sent.fetch_add(1, Ordering::SeqCst);
+            }
+            let mut buf = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut buf)).await;
+            String::from_utf8_lossy(&buf).into_owned()
+        }
+    });
+    while up.active() == 0 && sent.load(Ordering::SeqCst) < 300 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let at = sent.load(Ordering::SeqCst);
+    assert!(
+        up.active() == 1 && at < 300,
+        "the body streams to the back end once the budget is spent (reached after {at} of 300 bytes)"
     );
     let answer = slow.await.expect("task");
     assert_eq!(status(&answer), 200, "{answer}");
