@@ -192,6 +192,16 @@ mod tests {
         ready_at: usize,
     }
 
+    impl Waking {
+        fn new(self_wakes: usize, ready_at: usize) -> Self {
+            Waking {
+                polls: 0,
+                self_wakes,
+                ready_at,
+            }
+        }
+    }
+
     impl Future for Waking {
         type Output = usize;
         fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
@@ -218,16 +228,24 @@ mod tests {
         (c.clone(), Waker::from(c))
     }
 
+    /// A connection's wake state and its poller (`h1`: HTTP/1.1).
+    fn connection(h1: bool) -> (Arc<ConnWake>, SelfWake) {
+        let conn = ConnWake::new();
+        let sw = SelfWake::new(&conn, h1);
+        (conn, sw)
+    }
+
+    /// One poll of `f` through `sw`, in a task woken by `waker`.
+    fn poll<F: Future + Unpin>(sw: &SelfWake, f: &mut F, waker: &Waker) -> Poll<F::Output> {
+        sw.poll(Pin::new(f), &mut Context::from_waker(waker))
+    }
+
     #[test]
     fn a_wake_during_the_poll_polls_again_without_waking_the_task() {
         let (woken, waker) = task();
-        let sw = SelfWake::new(&ConnWake::new(), false);
-        let mut f = Waking {
-            polls: 0,
-            self_wakes: 1,
-            ready_at: 2,
-        };
-        let out = sw.poll(Pin::new(&mut f), &mut Context::from_waker(&waker));
+        let (_, sw) = connection(false);
+        let mut f = Waking::new(1, 2);
+        let out = poll(&sw, &mut f, &waker);
         assert_eq!(out, Poll::Ready(2));
         assert_eq!(woken.0.load(Ordering::SeqCst), 0);
     }
@@ -235,13 +253,9 @@ mod tests {
     #[test]
     fn a_future_that_keeps_waking_itself_yields_to_the_runtime() {
         let (woken, waker) = task();
-        let sw = SelfWake::new(&ConnWake::new(), false);
-        let mut f = Waking {
-            polls: 0,
-            self_wakes: usize::MAX,
-            ready_at: usize::MAX,
-        };
-        let out = sw.poll(Pin::new(&mut f), &mut Context::from_waker(&waker));
+        let (_, sw) = connection(false);
+        let mut f = Waking::new(usize::MAX, usize::MAX);
+        let out = poll(&sw, &mut f, &waker);
         assert!(out.is_pending());
         assert_eq!(f.polls, 1 + REPOLLS as usize);
         assert_eq!(woken.0.load(Ordering::SeqCst), 1, "woken the ordinary way");
@@ -250,15 +264,9 @@ mod tests {
     #[test]
     fn a_wake_after_the_poll_wakes_the_task() {
         let (woken, waker) = task();
-        let sw = SelfWake::new(&ConnWake::new(), false);
-        let mut f = Waking {
-            polls: 0,
-            self_wakes: 0,
-            ready_at: usize::MAX,
-        };
-        assert!(sw
-            .poll(Pin::new(&mut f), &mut Context::from_waker(&waker))
-            .is_pending());
+        let (_, sw) = connection(false);
+        let mut f = Waking::new(0, usize::MAX);
+        assert!(poll(&sw, &mut f, &waker).is_pending());
         assert_eq!(f.polls, 1);
         // What hyper registered (the socket, a timer) fires later, from anywhere.
         sw.waker.wake_by_ref();
@@ -298,12 +306,9 @@ mod tests {
     #[test]
     fn a_wake_made_while_a_body_is_polled_is_reported_not_delivered() {
         let (woken, waker) = task();
-        let conn = ConnWake::new();
-        let sw = SelfWake::new(&conn, true);
+        let (conn, sw) = connection(true);
         let mut f = body(&conn, |w: &Waker| w.wake_by_ref());
-        assert!(sw
-            .poll(Pin::new(&mut f), &mut Context::from_waker(&waker))
-            .is_pending());
+        assert!(poll(&sw, &mut f, &waker).is_pending());
         assert_eq!((f.polls, f.held.as_slice()), (1, &[true][..]));
         assert_eq!(woken.0.load(Ordering::SeqCst), 0);
         // The hold ended with the body's poll: a later wake reaches the task.
@@ -314,17 +319,14 @@ mod tests {
     #[test]
     fn a_wake_from_another_thread_is_never_held() {
         let (woken, waker) = task();
-        let conn = ConnWake::new();
-        let sw = SelfWake::new(&conn, true);
+        let (conn, sw) = connection(true);
         let mut f = body(&conn, |w: &Waker| {
             let w = w.clone();
             std::thread::spawn(move || w.wake_by_ref())
                 .join()
                 .expect("waker thread");
         });
-        assert!(sw
-            .poll(Pin::new(&mut f), &mut Context::from_waker(&waker))
-            .is_pending());
+        assert!(poll(&sw, &mut f, &waker).is_pending());
         // Polled again in place for the foreign wake, each time (then the task woken).
         assert_eq!(f.polls, 1 + REPOLLS as usize);
         assert!(f.held.iter().all(|h| !h));
@@ -334,10 +336,9 @@ mod tests {
     #[test]
     fn an_http2_connection_holds_nothing() {
         let (_, waker) = task();
-        let conn = ConnWake::new();
-        let sw = SelfWake::new(&conn, false);
+        let (conn, sw) = connection(false);
         let mut f = body(&conn, |w: &Waker| w.wake_by_ref());
-        let _ = sw.poll(Pin::new(&mut f), &mut Context::from_waker(&waker));
+        let _ = poll(&sw, &mut f, &waker);
         // The body's wake polled the connection again, as any self-wake does.
         assert_eq!(f.polls, 1 + REPOLLS as usize);
         assert!(f.held.iter().all(|h| !h));
