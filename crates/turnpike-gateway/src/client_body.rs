@@ -12,7 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -258,7 +258,7 @@ impl Body for ClientBody {
                     _ => false,
                 };
                 if woke && !complete {
-                    ConnWake::pass_on(conn);
+                    conn.wake_by_ref();
                 }
                 polled
             }

@@ -84,11 +84,9 @@ impl ConnWake {
     }
 
     /// Runs `poll` (a request body's), holding the wakes of this connection it makes on
-    /// this thread, and says whether one came: the caller passes it on ([`pass_on`])
-    /// unless the body has no more to come. On an HTTP/2 connection, just `poll` (and
-    /// `false`).
-    ///
-    /// [`pass_on`]: ConnWake::pass_on
+    /// this thread, and says whether one came: the caller passes it on
+    /// (`Wake::wake_by_ref` of this connection, whichever task polled the body) unless
+    /// the body has no more to come. On an HTTP/2 connection, just `poll` (and `false`).
     pub(crate) fn holding_wakes<T>(&self, poll: impl FnOnce() -> T) -> (T, bool) {
         if !self.h1.load(Ordering::Relaxed) {
             return (poll(), false);
@@ -98,13 +96,6 @@ impl ConnWake {
         let _held = Holding(self);
         let out = poll();
         (out, self.held.load(Ordering::Relaxed))
-    }
-}
-
-impl ConnWake {
-    /// Wakes the connection as a held wake would have (whichever task polled the body).
-    pub(crate) fn pass_on(conn: &Arc<ConnWake>) {
-        conn.wake_by_ref();
     }
 }
 
